@@ -1,0 +1,116 @@
+"""Audit trail: every create, update and delete of an audited model, with who did it and through what.
+
+Views set the actor and source for the request (AuditContextMiddleware); imports and commands use `audit_context`.
+Saves made outside any context are recorded as the system's.
+"""
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from django.db import models
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from apps.core.choices import AuditAction, ChangeSource
+
+
+@dataclass(frozen=True)
+class AuditActor:
+    source: str
+    user: object | None = None
+    # A request's user is read when a change is recorded: DRF authenticates API tokens inside the view.
+    request: object | None = None
+
+    def resolve_user(self):
+        user = self.user if self.user is not None else getattr(self.request, "user", None)
+        return user if getattr(user, "is_authenticated", False) else None
+
+
+_current: ContextVar[AuditActor | None] = ContextVar("rackpilot_audit_actor", default=None)
+
+
+@contextlib.contextmanager
+def audit_context(*, source: str, user=None, request=None) -> Iterator[None]:
+    token = _current.set(AuditActor(source=source, user=user, request=request))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def current_actor() -> AuditActor:
+    return _current.get() or AuditActor(source=ChangeSource.SYSTEM)
+
+
+class AuditedModel(models.Model):
+    """Mixin for models whose changes land in the audit log. Remembers field values as loaded to diff on save."""
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        instance._audit_loaded = dict(zip(field_names, values, strict=True))
+        return instance
+
+    def audit_values(self) -> dict:
+        return {field.attname: getattr(self, field.attname) for field in self._meta.concrete_fields}
+
+
+def _jsonable(value):
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    return str(value)
+
+
+def _record(instance: AuditedModel, action: str, changes: dict) -> None:
+    from apps.core.models import AuditEntry
+
+    actor = current_actor()
+    user = actor.resolve_user()
+    AuditEntry.objects.create(
+        actor=user,
+        actor_name=user.get_username() if user else "",
+        source=actor.source,
+        action=action,
+        object_type=instance._meta.label_lower,
+        object_id=str(instance.pk),
+        object_repr=str(instance)[:200],
+        changes=changes,
+    )
+
+
+_IGNORED_FIELDS = {"created", "updated"}
+
+
+@receiver(post_save)
+def _audit_save(sender, instance, created, raw=False, **kwargs):
+    if raw or not isinstance(instance, AuditedModel):
+        return
+    now = instance.audit_values()
+    if created:
+        changes = {name: [None, _jsonable(value)] for name, value in now.items() if name not in _IGNORED_FIELDS}
+        _record(instance, AuditAction.CREATE, changes)
+        return
+    before = getattr(instance, "_audit_loaded", {})
+    changes = {
+        name: [_jsonable(before.get(name)), _jsonable(value)]
+        for name, value in now.items()
+        if name not in _IGNORED_FIELDS and name in before and before[name] != value
+    }
+    instance._audit_loaded = now
+    if changes:
+        _record(instance, AuditAction.UPDATE, changes)
+
+
+@receiver(post_delete)
+def _audit_delete(sender, instance, **kwargs):
+    if isinstance(instance, AuditedModel):
+        _record(instance, AuditAction.DELETE, {})

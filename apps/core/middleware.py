@@ -1,0 +1,14 @@
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
+
+
+class AuditContextMiddleware:
+    """Attributes changes made while serving a request to its user, as API or UI changes."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        source = ChangeSource.API if request.path.startswith("/api/") else ChangeSource.UI
+        with audit_context(source=source, request=request):
+            return self.get_response(request)

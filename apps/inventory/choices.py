@@ -1,0 +1,98 @@
+from django.db import models
+
+
+class NodeRole(models.TextChoices):
+    COMPUTE = "compute", "Compute"
+    MANAGEMENT = "management", "Management"
+    STORAGE = "storage", "Storage"
+    SWITCH_HOST = "switch-host", "Switch host"
+
+
+class NodeStatus(models.TextChoices):
+    PLANNED = "planned", "Planned"
+    RACKED = "racked", "Racked"
+    PROVISIONING = "provisioning", "Provisioning"
+    READY = "ready", "Ready"
+    DEGRADED = "degraded", "Degraded"
+    FAILED = "failed", "Failed"
+    RETIRED = "retired", "Retired"
+
+
+NODE_STATUS_COLOURS = {
+    NodeStatus.PLANNED: "grey",
+    NodeStatus.RACKED: "blue",
+    NodeStatus.PROVISIONING: "purple",
+    NodeStatus.READY: "green",
+    NodeStatus.DEGRADED: "orange",
+    NodeStatus.FAILED: "red",
+    NodeStatus.RETIRED: "black",
+}
+# Nodes that can take work or be brought up; retired and planned ones cannot.
+NODE_STATUS_IN_SERVICE = [NodeStatus.RACKED, NodeStatus.PROVISIONING, NodeStatus.READY, NodeStatus.DEGRADED]
+
+
+class GpuHealth(models.TextChoices):
+    HEALTHY = "healthy", "Healthy"
+    WARNING = "warning", "Warning"
+    FAILED = "failed", "Failed"
+    MISSING = "missing", "Missing"
+    UNKNOWN = "unknown", "Unknown"
+
+
+GPU_HEALTH_COLOURS = {
+    GpuHealth.HEALTHY: "green",
+    GpuHealth.WARNING: "orange",
+    GpuHealth.FAILED: "red",
+    GpuHealth.MISSING: "red",
+    GpuHealth.UNKNOWN: "grey",
+}
+
+
+class NicTransport(models.TextChoices):
+    ROCE = "roce", "RoCE"
+    INFINIBAND = "ib", "InfiniBand"
+    ETHERNET = "ethernet", "Ethernet"
+
+
+class NicPurpose(models.TextChoices):
+    DATA = "data", "Data (GPU fabric)"
+    MANAGEMENT = "management", "Management"
+    STORAGE = "storage", "Storage"
+
+
+class Plane(models.TextChoices):
+    A = "A", "Plane A"
+    B = "B", "Plane B"
+    MANAGEMENT = "mgmt", "Management"
+
+
+class SwitchTier(models.TextChoices):
+    LEAF = "leaf", "Leaf"
+    SPINE = "spine", "Spine"
+    MANAGEMENT = "management", "Management"
+
+
+class CableMedium(models.TextChoices):
+    DAC = "dac", "Copper (DAC)"
+    AOC = "aoc", "Active optical (AOC)"
+    FIBER = "fiber", "Fibre with transceivers"
+    CAT6 = "cat6", "Twisted pair"
+
+
+class StorageTierKind(models.TextChoices):
+    HOT = "hot", "Hot"
+    WARM = "warm", "Warm"
+    COLD = "cold", "Cold"
+
+
+class FirmwareComponent(models.TextChoices):
+    BIOS = "bios", "BIOS"
+    BMC = "bmc", "BMC"
+    GPU_VBIOS = "gpu_vbios", "GPU VBIOS"
+    NIC_FIRMWARE = "nic_firmware", "NIC firmware"
+
+
+class HostKeyState(models.TextChoices):
+    TRUSTED = "trusted", "Trusted"
+    PENDING = "pending", "Waiting for approval"
+    REVOKED = "revoked", "Revoked"

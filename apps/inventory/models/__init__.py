@@ -1,0 +1,20 @@
+from apps.inventory.models.fabric import Cable, Switch
+from apps.inventory.models.nodes import Firmware, Gpu, GpuSku, Nic, Node, SshHostKey
+from apps.inventory.models.sites import Rack, Site, Tag
+from apps.inventory.models.storage import StorageTier, Volume
+
+__all__ = [
+    "Cable",
+    "Firmware",
+    "Gpu",
+    "GpuSku",
+    "Nic",
+    "Node",
+    "Rack",
+    "Site",
+    "SshHostKey",
+    "StorageTier",
+    "Switch",
+    "Tag",
+    "Volume",
+]

@@ -1,0 +1,313 @@
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from apps.core.audit import AuditedModel
+from apps.core.models import PublicModel
+from apps.inventory.choices import (
+    NODE_STATUS_IN_SERVICE,
+    FirmwareComponent,
+    GpuHealth,
+    HostKeyState,
+    NicPurpose,
+    NicTransport,
+    NodeRole,
+    NodeStatus,
+    Plane,
+)
+from apps.inventory.models.sites import Rack, Tag
+
+hostname_validator = RegexValidator(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    "Enter a valid host name (letters, digits, dashes and dots).",
+)
+interface_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}$", "Enter a Linux interface name (up to 15 letters, digits, . _ - : @)."
+)
+pci_address_validator = RegexValidator(
+    r"^([0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$", "Enter a PCI address such as 0000:18:00.0."
+)
+mac_validator = RegexValidator(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$", "Enter a MAC address such as 0c:42:a1:00:00:01.")
+version_validator = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}$", "Enter a version string.")
+
+MTU_MIN, MTU_MAX = 68, 9216
+
+
+class GpuSku(PublicModel):
+    """A GPU model with its datasheet figures and the reference values acceptance checks are measured against."""
+
+    name = models.CharField(max_length=64, unique=True)
+    vendor = models.CharField(max_length=32, default="NVIDIA")
+    architecture = models.CharField(max_length=32)
+    form_factor = models.CharField(max_length=16, default="SXM")
+    hbm_gib = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    mem_bandwidth_tbps = models.DecimalField(
+        "datasheet memory bandwidth (TB/s)", max_digits=5, decimal_places=2, validators=[MinValueValidator(0.01)]
+    )
+    mem_bandwidth_reference_tbps = models.DecimalField(
+        "achievable memory bandwidth (TB/s)",
+        max_digits=5,
+        decimal_places=2,
+        validators=[MinValueValidator(0.01)],
+        help_text="What a healthy card measures (device-to-device copy); acceptance thresholds are a share of it.",
+    )
+    nvlink_gbps = models.PositiveIntegerField("NVLink bandwidth (GB/s)", default=0, help_text="0 when the SKU has none.")
+    tdp_w = models.PositiveIntegerField("TDP (W)", validators=[MinValueValidator(1)])
+    bf16_dense_tflops = models.DecimalField(max_digits=7, decimal_places=1, validators=[MinValueValidator(0)])
+    fp8_dense_tflops = models.DecimalField(
+        max_digits=7, decimal_places=1, null=True, blank=True, help_text="Empty when the SKU has no FP8."
+    )
+    pcie_gen = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(6)])
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "GPU SKU"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(mem_bandwidth_reference_tbps__lte=models.F("mem_bandwidth_tbps")),
+                name="gpusku_reference_not_above_datasheet",
+                violation_error_message="The achievable bandwidth cannot exceed the datasheet bandwidth.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def reference_share_of_datasheet(self) -> float:
+        return float(self.mem_bandwidth_reference_tbps / self.mem_bandwidth_tbps)
+
+
+class NodeQuerySet(models.QuerySet):
+    def compute(self) -> "NodeQuerySet":
+        return self.filter(role=NodeRole.COMPUTE)
+
+    def in_service(self) -> "NodeQuerySet":
+        return self.filter(status__in=NODE_STATUS_IN_SERVICE)
+
+    def with_counts(self) -> "NodeQuerySet":
+        return self.annotate(gpu_count=models.Count("gpus", distinct=True), nic_count=models.Count("nics", distinct=True))
+
+
+class Node(AuditedModel, PublicModel):
+    """A server: an 8-GPU compute node, a management or storage node, or a host running switch software."""
+
+    hostname = models.CharField(max_length=253, unique=True, validators=[hostname_validator])
+    role = models.CharField(max_length=16, choices=NodeRole.choices, default=NodeRole.COMPUTE)
+    status = models.CharField(max_length=16, choices=NodeStatus.choices, default=NodeStatus.PLANNED)
+    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.PROTECT, related_name="nodes")
+    u_position = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Lowest U the node occupies."
+    )
+    u_height = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(16)])
+    management_ip = models.GenericIPAddressField(null=True, blank=True, unique=True)
+    ssh_port = models.PositiveIntegerField(default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    bmc_address = models.CharField(max_length=253, blank=True, help_text="BMC host name or IP address.")
+    gpu_sku = models.ForeignKey(GpuSku, null=True, blank=True, on_delete=models.PROTECT, related_name="nodes")
+    expected_gpu_count = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(16)])
+    cpu_model = models.CharField(max_length=128, blank=True)
+    cpu_sockets = models.PositiveSmallIntegerField(default=0)
+    cpu_cores = models.PositiveIntegerField(default=0)
+    memory_gib = models.PositiveIntegerField(default=0)
+    numa_nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+    tags = models.ManyToManyField(Tag, blank=True, related_name="nodes")
+    comments = models.TextField(blank=True)
+
+    objects = NodeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["hostname"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rack", "u_position"],
+                condition=Q(rack__isnull=False, u_position__isnull=False),
+                name="node_unique_rack_position",
+                violation_error_message="Another node already sits at this rack position.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.hostname
+
+    def clean(self) -> None:
+        super().clean()
+        if self.u_position is not None and self.rack_id is None:
+            raise ValidationError({"u_position": "A rack position needs a rack."})
+        if self.rack_id and self.u_position is not None:
+            self._check_fits_in_rack()
+
+    def _check_fits_in_rack(self) -> None:
+        top = self.u_position + self.u_height - 1
+        if top > self.rack.u_height:
+            raise ValidationError(
+                {"u_position": f"U{self.u_position}–U{top} does not fit in {self.rack} ({self.rack.u_height}U)."}
+            )
+        neighbours = Node.objects.filter(rack_id=self.rack_id, u_position__isnull=False).exclude(pk=self.pk)
+        for other in neighbours.only("hostname", "u_position", "u_height"):
+            other_top = other.u_position + other.u_height - 1
+            if self.u_position <= other_top and other.u_position <= top:
+                raise ValidationError(
+                    {"u_position": f"U{self.u_position}–U{top} overlaps {other.hostname} at U{other.u_position}."}
+                )
+
+    @property
+    def rack_units(self) -> str:
+        if self.u_position is None:
+            return ""
+        top = self.u_position + self.u_height - 1
+        return f"U{self.u_position}" if top == self.u_position else f"U{self.u_position}–U{top}"
+
+
+class Gpu(AuditedModel, PublicModel):
+    """One GPU in a node, as inventoried or discovered."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpus")
+    index = models.PositiveSmallIntegerField(validators=[MaxValueValidator(15)])
+    sku = models.ForeignKey(GpuSku, on_delete=models.PROTECT, related_name="gpus")
+    uuid = models.CharField(
+        "UUID",
+        max_length=64,
+        null=True,
+        blank=True,
+        unique=True,
+        validators=[RegexValidator(r"^GPU-[0-9a-fA-F-]{36}$", "Enter a GPU UUID such as GPU-xxxxxxxx-xxxx-….")],
+    )
+    serial = models.CharField(max_length=64, blank=True)
+    pci_bus_id = models.CharField(max_length=16, blank=True, validators=[pci_address_validator])
+    numa_node = models.PositiveSmallIntegerField(null=True, blank=True)
+    pcie_switch = models.CharField(
+        max_length=32, blank=True, help_text="PCIe switch the GPU sits under; NICs on the same switch are its peers."
+    )
+    health = models.CharField(max_length=16, choices=GpuHealth.choices, default=GpuHealth.UNKNOWN)
+
+    class Meta:
+        ordering = ["node__hostname", "index"]
+        verbose_name = "GPU"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "index"], name="gpu_unique_index_per_node", violation_error_message="This node already has a GPU with this index."
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.hostname} GPU{self.index}"
+
+
+class Nic(AuditedModel, PublicModel):
+    """A network interface of a node: a 400G RoCE data port on one plane, or the management port."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="nics")
+    name = models.CharField(max_length=15, validators=[interface_name_validator])
+    mac = models.CharField("MAC", max_length=17, null=True, blank=True, unique=True, validators=[mac_validator])
+    purpose = models.CharField(max_length=16, choices=NicPurpose.choices, default=NicPurpose.DATA)
+    speed_gbps = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    mtu = models.PositiveIntegerField(default=1500, validators=[MinValueValidator(MTU_MIN), MaxValueValidator(MTU_MAX)])
+    rdma_capable = models.BooleanField(default=False)
+    transport = models.CharField(max_length=16, choices=NicTransport.choices, default=NicTransport.ETHERNET)
+    plane = models.CharField(max_length=8, choices=Plane.choices, blank=True)
+    pfc_priorities = models.JSONField(
+        default=list, blank=True, help_text="Priorities (0–7) with priority flow control on, e.g. [3]."
+    )
+    ecn_enabled = models.BooleanField(default=False)
+    numa_node = models.PositiveSmallIntegerField(null=True, blank=True)
+    pci_address = models.CharField(max_length=16, blank=True, validators=[pci_address_validator])
+    pcie_switch = models.CharField(max_length=32, blank=True)
+    link_up = models.BooleanField(default=True)
+    peer_gpus = models.ManyToManyField(
+        Gpu, blank=True, related_name="peer_nics", help_text="GPUs that share this NIC's PCIe switch."
+    )
+
+    class Meta:
+        ordering = ["node__hostname", "name"]
+        verbose_name = "NIC"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "name"], name="nic_unique_name_per_node", violation_error_message="This node already has a NIC with this name."
+            ),
+            models.CheckConstraint(
+                condition=Q(mtu__gte=MTU_MIN, mtu__lte=MTU_MAX), name="nic_mtu_range",
+                violation_error_message=f"MTU must be within {MTU_MIN}..{MTU_MAX}.",
+            ),
+            models.CheckConstraint(condition=Q(speed_gbps__gt=0), name="nic_speed_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.hostname}:{self.name}"
+
+    def clean(self) -> None:
+        super().clean()
+        priorities = self.pfc_priorities
+        if not isinstance(priorities, list) or any(
+            not isinstance(p, int) or isinstance(p, bool) or not 0 <= p <= 7 for p in priorities
+        ):
+            raise ValidationError({"pfc_priorities": "Give a list of priorities between 0 and 7, e.g. [3]."})
+        if len(set(priorities)) != len(priorities):
+            raise ValidationError({"pfc_priorities": "A priority is listed twice."})
+        if self.transport in (NicTransport.ROCE, NicTransport.INFINIBAND) and not self.rdma_capable:
+            raise ValidationError({"rdma_capable": "A RoCE or InfiniBand NIC is RDMA capable."})
+
+
+class Firmware(AuditedModel, PublicModel):
+    """The version of one firmware component of a node (the BIOS, the BMC, a GPU's VBIOS, a NIC's firmware)."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="firmware")
+    component = models.CharField(max_length=16, choices=FirmwareComponent.choices)
+    target = models.CharField(
+        max_length=32, blank=True, help_text="Which device, for per-device firmware (e.g. GPU0, ens1f0np0)."
+    )
+    version = models.CharField(max_length=64, validators=[version_validator])
+
+    class Meta:
+        ordering = ["node__hostname", "component", "target"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "component", "target"], name="firmware_unique_component",
+                violation_error_message="This node already records a version for this component.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = f" {self.target}" if self.target else ""
+        return f"{self.node.hostname} {self.get_component_display()}{where} {self.version}"
+
+
+_OPENSSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+=*$")
+
+
+class SshHostKey(AuditedModel, PublicModel):
+    """A node's SSH host key. Connections verify against trusted keys only; new keys wait for an operator."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="host_keys")
+    public_key = models.TextField(help_text="As in known_hosts: '<type> <base64>'.")
+    fingerprint = models.CharField(max_length=64, help_text="SHA256 fingerprint as ssh-keygen prints it.")
+    state = models.CharField(max_length=16, choices=HostKeyState.choices, default=HostKeyState.PENDING)
+    approved_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="approved_host_keys"
+    )
+
+    class Meta:
+        ordering = ["node__hostname", "-created"]
+        verbose_name = "SSH host key"
+        constraints = [
+            models.UniqueConstraint(fields=["node", "fingerprint"], name="hostkey_unique_per_node"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.hostname} {self.key_type} {self.fingerprint}"
+
+    @property
+    def key_type(self) -> str:
+        return self.public_key.split(" ", 1)[0]
+
+    def clean(self) -> None:
+        super().clean()
+        self.public_key = " ".join(self.public_key.split()[:2])
+        if not _OPENSSH_KEY.match(self.public_key):
+            raise ValidationError({"public_key": "Enter an OpenSSH public key such as 'ssh-ed25519 AAAA…'."})
+        if not self.fingerprint:
+            from apps.inventory.hostkeys import fingerprint_of
+
+            self.fingerprint = fingerprint_of(self.public_key)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ParsersConfig(AppConfig):
+    name = "apps.parsers"
+    default_auto_field = "django.db.models.BigAutoField"

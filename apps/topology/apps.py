@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TopologyConfig(AppConfig):
+    name = "apps.topology"
+    label = "topology"
