@@ -4,6 +4,7 @@ Two wirings share this file: *embedded* (no DATABASE_URL / REDIS_URL: SQLite und
 channel layer, a Celery worker inside the server process) and *services* (PostgreSQL, Redis, separate processes).
 """
 
+import importlib.util
 import secrets
 from pathlib import Path
 
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "apps.core",
     "apps.accounts",
@@ -119,7 +121,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's JS comes from the Python package itself, not a CDN: operators' networks are often closed.
+_PLOTLY_DIR = Path(importlib.util.find_spec("plotly").submodule_search_locations[0]) / "package_data"
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _PLOTLY_DIR)]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -160,7 +164,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    # Swagger UI's files come from the sidecar package: operators' networks are often closed to CDNs.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 if REDIS_URL:

@@ -1,6 +1,25 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
+
+# One API router for every app; each app lists its (prefix, viewset) pairs in api/urls.py.
+router = DefaultRouter()
+for prefix, viewset in INVENTORY_ROUTES:
+    router.register(prefix, viewset)
 
 urlpatterns = [
+    path("", include("apps.inventory.urls")),
+    path("topology/", include("apps.topology.urls")),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/topology/", include("apps.topology.api.urls")),
+    path("api/inventory/", include("apps.inventory.api.transfer_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include(router.urls)),
     path("admin/", admin.site.urls),
 ]

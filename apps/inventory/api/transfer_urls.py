@@ -1,0 +1,3 @@
+"""Import and export of the whole inventory over the API (mounted at /api/inventory/)."""
+
+urlpatterns: list = []

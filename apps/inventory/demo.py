@@ -1,0 +1,385 @@
+"""The demo cluster: the design brief's case study, and the same shape at any size for benchmarks.
+
+32 compute nodes x 8 H200 across 4 racks; each node has 8 data NICs (400G RoCE, 4 per plane) and a management NIC.
+Each rack has one leaf per plane; every leaf reaches every spine of its plane with as much bandwidth as it takes
+from its nodes (non-blocking). Three management nodes hang off the spines at 400G. One node (gpu017) is left one
+BIOS version behind the rest, as in any real fleet.
+
+Loading is idempotent: rows are keyed by their natural keys and only missing ones are created (in bulk).
+"""
+
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import transaction
+
+from apps.inventory.catalogue import sync_gpu_skus
+from apps.inventory.choices import (
+    CableMedium,
+    FirmwareComponent,
+    GpuHealth,
+    NicPurpose,
+    NicTransport,
+    NodeRole,
+    NodeStatus,
+    Plane,
+    StorageTierKind,
+    SwitchTier,
+)
+from apps.inventory.models import (
+    Cable,
+    Firmware,
+    Gpu,
+    GpuSku,
+    Nic,
+    Node,
+    Rack,
+    Site,
+    StorageTier,
+    Switch,
+    Tag,
+    Volume,
+)
+
+BIOS_BASELINE = "2.4.1"
+BIOS_BEHIND = "2.3.5"
+BMC_VERSION = "7.10.30.00"
+VBIOS_VERSION = "96.00.A5.00.1A"
+NIC_FIRMWARE = "28.41.1000"
+DRIFTED_NODE = 17
+
+# Where an HGX H200 board puts its GPUs on the PCIe bus; two GPUs and two NICs share each PCIe switch.
+GPU_BUS_IDS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
+NIC_BUS_IDS = ["1b", "2c", "3c", "5f", "9c", "ad", "bc", "dd"]
+NODE_U_HEIGHT = 4
+RDMA_PRIORITY = 3
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    compute_nodes: int = 32
+    nodes_per_rack: int = 8
+    spines_per_plane: int = 2
+    management_nodes: int = 3
+    site_slug: str = "demo-dc"
+
+    @property
+    def racks(self) -> int:
+        return -(-self.compute_nodes // self.nodes_per_rack)
+
+
+DEMO = ClusterShape()
+
+
+def compute_hostname(number: int) -> str:
+    return f"gpu{number:03d}"
+
+
+def _gpu_uuid(hostname: str, index: int) -> str:
+    return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{hostname}.gpu{index}.rackpilot.demo"))
+
+
+def _mac(node_number: int, port: int) -> str:
+    return f"0c:42:a1:{node_number >> 8 & 0xFF:02x}:{node_number & 0xFF:02x}:{port:02x}"
+
+
+def _ip(prefix: str, number: int) -> str:
+    return f"{prefix}.{number >> 8 & 0xFF}.{number & 0xFF}"
+
+
+class _Loader:
+    """Creates whatever rows of the shape are missing, in bulk, keyed by natural keys."""
+
+    def __init__(self, shape: ClusterShape):
+        self.shape = shape
+        self.created: dict[str, int] = {}
+
+    def ensure(self, model, rows: list[dict], key: tuple[str, ...]) -> None:
+        existing = set(model.objects.values_list(*[_attname(model, field) for field in key]))
+        missing = [model(**row) for row in rows if tuple(_key_value(row, field) for field in key) not in existing]
+        model.objects.bulk_create(missing, batch_size=2000)
+        self.created[model._meta.verbose_name_plural] = len(missing)
+
+    def run(self) -> dict[str, int]:
+        sync_gpu_skus(GpuSku)
+        sku = GpuSku.objects.get(name="H200 SXM")
+        site, _ = Site.objects.get_or_create(slug=self.shape.site_slug, defaults={"name": "Demo DC"})
+        self._racks(site)
+        racks = {rack.name: rack for rack in site.racks.all()}
+        self._tags()
+        self._nodes(racks, sku)
+        nodes = {node.hostname: node for node in Node.objects.filter(hostname__in=self._all_hostnames())}
+        self._gpus(nodes, sku)
+        self._nics(nodes)
+        self._switches(site, racks)
+        self._cables(nodes)
+        self._firmware(nodes)
+        self._storage(site, nodes)
+        return self.created
+
+    def _compute_numbers(self) -> range:
+        return range(1, self.shape.compute_nodes + 1)
+
+    def _all_hostnames(self) -> list[str]:
+        names = [compute_hostname(n) for n in self._compute_numbers()]
+        return names + [f"mgmt{n:02d}" for n in range(1, self.shape.management_nodes + 1)]
+
+    def _rack_of(self, number: int) -> tuple[str, int]:
+        rack_index, slot = divmod(number - 1, self.shape.nodes_per_rack)
+        return f"r{rack_index + 1:02d}", 3 + slot * NODE_U_HEIGHT
+
+    def _racks(self, site: Site) -> None:
+        rows = [
+            {"site": site, "name": f"r{i:02d}", "row": "A", "position": i, "u_height": 48, "power_budget_kw": Decimal("100")}
+            for i in range(1, self.shape.racks + 1)
+        ]
+        rows.append({"site": site, "name": "net01", "row": "B", "position": 1, "u_height": 42, "power_budget_kw": Decimal("20")})
+        self.ensure(Rack, rows, ("site", "name"))
+
+    def _tags(self) -> None:
+        rows = [
+            {"name": "training", "slug": "training", "colour": "#1f77b4"},
+            {"name": "inference", "slug": "inference", "colour": "#2ca02c"},
+        ]
+        self.ensure(Tag, rows, ("slug",))
+
+    def _nodes(self, racks: dict, sku: GpuSku) -> None:
+        rows = []
+        last_rack_start = (self.shape.racks - 1) * self.shape.nodes_per_rack
+        for n in self._compute_numbers():
+            rack_name, u = self._rack_of(n)
+            # The last rack has just been racked: the nodes operators will bring up with the deployment wizard.
+            status = NodeStatus.RACKED if n > last_rack_start else NodeStatus.READY
+            rows.append(
+                {
+                    "hostname": compute_hostname(n), "role": NodeRole.COMPUTE, "status": status,
+                    "rack": racks[rack_name], "u_position": u, "u_height": NODE_U_HEIGHT,
+                    "management_ip": _ip("10.10", n), "bmc_address": _ip("10.20", n),
+                    "gpu_sku": sku, "expected_gpu_count": 8,
+                    "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpu_sockets": 2, "cpu_cores": 112,
+                    "memory_gib": 2048, "numa_nodes": 2,
+                }
+            )
+        for m in range(1, self.shape.management_nodes + 1):
+            rows.append(
+                {
+                    "hostname": f"mgmt{m:02d}", "role": NodeRole.MANAGEMENT, "status": NodeStatus.READY,
+                    "rack": racks["net01"], "u_position": 1 + (m - 1) * 2, "u_height": 2,
+                    "management_ip": _ip("10.11", m), "bmc_address": _ip("10.21", m),
+                    "cpu_model": "AMD EPYC 9354", "cpu_sockets": 1, "cpu_cores": 32, "memory_gib": 512, "numa_nodes": 1,
+                }
+            )
+        self.ensure(Node, rows, ("hostname",))
+        training, inference = Tag.objects.get(slug="training"), Tag.objects.get(slug="inference")
+        split = self.shape.compute_nodes * 3 // 4
+        through = Node.tags.through
+        existing = set(through.objects.values_list("node_id", "tag_id"))
+        links = []
+        for node in Node.objects.filter(role=NodeRole.COMPUTE, hostname__in=self._all_hostnames()).only("id", "hostname"):
+            tag = training if int(node.hostname[3:]) <= split else inference
+            if (node.id, tag.id) not in existing:
+                links.append(through(node_id=node.id, tag_id=tag.id))
+        through.objects.bulk_create(links, batch_size=2000)
+
+    def _gpus(self, nodes: dict, sku: GpuSku) -> None:
+        rows = []
+        for n in self._compute_numbers():
+            node = nodes[compute_hostname(n)]
+            for i, bus in enumerate(GPU_BUS_IDS):
+                rows.append(
+                    {
+                        "node": node, "index": i, "sku": sku, "uuid": _gpu_uuid(node.hostname, i),
+                        "serial": f"16549{n:04d}{i:03d}", "pci_bus_id": f"00000000:{bus.upper()}:00.0",
+                        "numa_node": i // 4, "pcie_switch": f"PEX{i // 2}", "health": GpuHealth.HEALTHY,
+                    }
+                )
+        self.ensure(Gpu, rows, ("node", "index"))
+
+    def _nics(self, nodes: dict) -> None:
+        rows = []
+        for n in self._compute_numbers():
+            node = nodes[compute_hostname(n)]
+            for k, bus in enumerate(NIC_BUS_IDS):
+                rows.append(
+                    {
+                        "node": node, "name": f"ens{k + 1}np0", "mac": _mac(n, k + 1), "purpose": NicPurpose.DATA,
+                        "speed_gbps": 400, "mtu": 9000, "rdma_capable": True, "transport": NicTransport.ROCE,
+                        "plane": Plane.A if k % 2 == 0 else Plane.B, "pfc_priorities": [RDMA_PRIORITY],
+                        "ecn_enabled": True, "numa_node": k // 4, "pci_address": f"0000:{bus}:00.0",
+                        "pcie_switch": f"PEX{k // 2}",
+                    }
+                )
+            rows.append(_management_nic(node, _mac(n, 0)))
+        for m in range(1, self.shape.management_nodes + 1):
+            node = nodes[f"mgmt{m:02d}"]
+            number = 0x8000 + m
+            for k, plane in enumerate([Plane.A, Plane.B]):
+                rows.append(
+                    {
+                        "node": node, "name": f"ens{k + 1}np0", "mac": _mac(number, k + 1), "purpose": NicPurpose.DATA,
+                        "speed_gbps": 400, "mtu": 9000, "rdma_capable": True, "transport": NicTransport.ROCE,
+                        "plane": plane, "pfc_priorities": [RDMA_PRIORITY], "ecn_enabled": True, "numa_node": 0,
+                    }
+                )
+            rows.append(_management_nic(node, _mac(number, 0)))
+        self.ensure(Nic, rows, ("node", "name"))
+        self._nic_gpu_peers(nodes)
+
+    def _nic_gpu_peers(self, nodes: dict) -> None:
+        through = Nic.peer_gpus.through
+        existing = set(through.objects.values_list("nic_id", "gpu_id"))
+        compute_ids = [nodes[compute_hostname(n)].id for n in self._compute_numbers()]
+        gpus_by_switch = {}
+        for gpu in Gpu.objects.filter(node_id__in=compute_ids).only("id", "node_id", "pcie_switch"):
+            gpus_by_switch.setdefault((gpu.node_id, gpu.pcie_switch), []).append(gpu.id)
+        links = []
+        nics = Nic.objects.filter(node_id__in=compute_ids, purpose=NicPurpose.DATA).only("id", "node_id", "pcie_switch")
+        for nic in nics:
+            for gpu_id in gpus_by_switch.get((nic.node_id, nic.pcie_switch), []):
+                if (nic.id, gpu_id) not in existing:
+                    links.append(through(nic_id=nic.id, gpu_id=gpu_id))
+        through.objects.bulk_create(links, batch_size=5000)
+
+    def _switches(self, site: Site, racks: dict) -> None:
+        rows = []
+        for r in range(1, self.shape.racks + 1):
+            for plane in (Plane.A, Plane.B):
+                rows.append(
+                    {
+                        "name": f"leaf-r{r:02d}-{plane.lower()}", "site": site, "rack": racks[f"r{r:02d}"], "plane": plane,
+                        "tier": SwitchTier.LEAF, "model": "Spectrum-4 SN5600", "port_count": 128, "port_speed_gbps": 400,
+                    }
+                )
+        for plane in (Plane.A, Plane.B):
+            for s in range(1, self.shape.spines_per_plane + 1):
+                rows.append(
+                    {
+                        "name": f"spine-{plane.lower()}{s}", "site": site, "rack": racks["net01"], "plane": plane,
+                        "tier": SwitchTier.SPINE, "model": "Spectrum-4 SN5600", "port_count": 128, "port_speed_gbps": 400,
+                    }
+                )
+        rows.append(
+            {
+                "name": "mgmt-sw01", "site": site, "rack": racks["net01"], "plane": Plane.MANAGEMENT,
+                "tier": SwitchTier.MANAGEMENT, "model": "SN2201", "port_count": max(48, self.shape.compute_nodes + 16),
+                "port_speed_gbps": 25,
+            }
+        )
+        self.ensure(Switch, rows, ("name",))
+
+    def _cables(self, nodes: dict) -> None:
+        switches = {switch.name: switch for switch in Switch.objects.all()}
+        nics = {
+            (nic.node_id, nic.name): nic
+            for nic in Nic.objects.filter(node_id__in=[node.id for node in nodes.values()]).only("id", "node_id", "name")
+        }
+        node_rows, switch_rows = [], []
+        leaf_down_ports: dict[str, int] = {}
+        for n in self._compute_numbers():
+            node = nodes[compute_hostname(n)]
+            rack = self._rack_of(n)[0]
+            for k in range(8):
+                plane = Plane.A if k % 2 == 0 else Plane.B
+                leaf = f"leaf-{rack}-{plane.lower()}"
+                port = leaf_down_ports[leaf] = leaf_down_ports.get(leaf, 0) + 1
+                node_rows.append(
+                    _cable(node, nics[(node.id, f"ens{k + 1}np0")], switches[leaf], f"swp{port}", 400, CableMedium.AOC, plane)
+                )
+            node_rows.append(_cable(node, nics[(node.id, "eno1")], switches["mgmt-sw01"], f"swp{n}", 25, CableMedium.CAT6, Plane.MANAGEMENT))
+        spine_ports: dict[str, int] = {}
+        for plane in (Plane.A, Plane.B):
+            spines = [f"spine-{plane.lower()}{s}" for s in range(1, self.shape.spines_per_plane + 1)]
+            for r in range(1, self.shape.racks + 1):
+                leaf = f"leaf-r{r:02d}-{plane.lower()}"
+                down = leaf_down_ports.get(leaf, 0)
+                # Non-blocking: as many 400G uplinks as downlinks, spread evenly over the plane's spines.
+                for u in range(down):
+                    spine = spines[u % len(spines)]
+                    spine_port = spine_ports[spine] = spine_ports.get(spine, 0) + 1
+                    switch_rows.append(
+                        {
+                            "a_switch": switches[leaf], "a_port": f"swp{down + u + 1}", "b_switch": switches[spine],
+                            "b_port": f"swp{spine_port}", "speed_gbps": 400, "medium": CableMedium.FIBER, "plane": plane,
+                            "label": f"{leaf}/{spine}/{u + 1}",
+                        }
+                    )
+        for m in range(1, self.shape.management_nodes + 1):
+            node = nodes[f"mgmt{m:02d}"]
+            for k, plane in enumerate([Plane.A, Plane.B]):
+                spine = f"spine-{plane.lower()}1"
+                spine_port = spine_ports[spine] = spine_ports.get(spine, 0) + 1
+                node_rows.append(
+                    _cable(node, nics[(node.id, f"ens{k + 1}np0")], switches[spine], f"swp{spine_port}", 400, CableMedium.FIBER, plane)
+                )
+            node_rows.append(
+                _cable(node, nics[(node.id, "eno1")], switches["mgmt-sw01"], f"swp{self.shape.compute_nodes + m}", 25,
+                       CableMedium.CAT6, Plane.MANAGEMENT)
+            )
+        self.ensure(Cable, node_rows + switch_rows, ("b_switch", "b_port"))
+
+    def _firmware(self, nodes: dict) -> None:
+        rows = []
+        for hostname, node in nodes.items():
+            bios = BIOS_BEHIND if hostname == compute_hostname(DRIFTED_NODE) else BIOS_BASELINE
+            rows.append({"node": node, "component": FirmwareComponent.BIOS, "target": "", "version": bios})
+            rows.append({"node": node, "component": FirmwareComponent.BMC, "target": "", "version": BMC_VERSION})
+            if node.role != NodeRole.COMPUTE:
+                continue
+            for i in range(8):
+                rows.append({"node": node, "component": FirmwareComponent.GPU_VBIOS, "target": f"GPU{i}", "version": VBIOS_VERSION})
+                rows.append(
+                    {"node": node, "component": FirmwareComponent.NIC_FIRMWARE, "target": f"ens{i + 1}np0", "version": NIC_FIRMWARE}
+                )
+        self.ensure(Firmware, rows, ("node", "component", "target"))
+
+    def _storage(self, site: Site, nodes: dict) -> None:
+        tiers = [
+            ("Hot NVMe RAID", StorageTierKind.HOT, "NVMe RAID0 (local)", "24", "20", "2"),
+            ("Warm SAS SSD", StorageTierKind.WARM, "SAS SSD (parallel file system)", "8", "5", "10"),
+            ("Cold object store", StorageTierKind.COLD, "S3-compatible object store", "4", "1", "200"),
+        ]
+        rows = [
+            {
+                "site": site, "name": name, "kind": kind, "medium": medium, "bandwidth_gbps": Decimal(bandwidth),
+                "required_bandwidth_gbps": Decimal(required), "capacity_tb": Decimal(capacity),
+            }
+            for name, kind, medium, bandwidth, required, capacity in tiers
+        ]
+        self.ensure(StorageTier, rows, ("site", "name"))
+        by_kind = {tier.kind: tier for tier in site.storage_tiers.all()}
+        mounts = [("/scratch", StorageTierKind.HOT, 2000), ("/shared", StorageTierKind.WARM, 10000),
+                  ("/checkpoints", StorageTierKind.COLD, 200000)]
+        rows = [
+            {"node": nodes[compute_hostname(n)], "tier": by_kind[kind], "mount_point": path, "capacity_gb": size}
+            for n in self._compute_numbers()
+            for path, kind, size in mounts
+        ]
+        self.ensure(Volume, rows, ("node", "mount_point"))
+
+
+def _management_nic(node: Node, mac: str) -> dict:
+    return {
+        "node": node, "name": "eno1", "mac": mac, "purpose": NicPurpose.MANAGEMENT, "speed_gbps": 25, "mtu": 1500,
+        "transport": NicTransport.ETHERNET, "plane": Plane.MANAGEMENT, "numa_node": 0,
+    }
+
+
+def _cable(node: Node, nic: Nic, switch: Switch, port: str, speed: int, medium: str, plane: str) -> dict:
+    return {"a_nic": nic, "b_switch": switch, "b_port": port, "speed_gbps": speed, "medium": medium, "plane": plane,
+            "label": f"{node.hostname}:{nic.name}"}
+
+
+def _attname(model, field_name: str) -> str:
+    return model._meta.get_field(field_name).attname
+
+
+def _key_value(row: dict, field_name: str):
+    value = row.get(field_name, "")
+    return value.pk if hasattr(value, "pk") else value
+
+
+@transaction.atomic
+def load_cluster(shape: ClusterShape = DEMO) -> dict[str, int]:
+    """Build (or complete) a cluster of the given shape; returns how many rows of each kind were created."""
+    return _Loader(shape).run()

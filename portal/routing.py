@@ -1,0 +1,3 @@
+"""Websocket routes of every app."""
+
+websocket_urlpatterns: list = []

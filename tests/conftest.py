@@ -1,0 +1,69 @@
+"""Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster."""
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from apps.accounts.choices import Role
+from tests import factories
+
+
+@pytest.fixture
+def make_user(db):
+    def make(role: str = Role.VIEWER, username: str | None = None):
+        return factories.make_user(role=role, username=username)
+
+    return make
+
+
+@pytest.fixture
+def viewer(make_user):
+    return make_user(Role.VIEWER, "viewer")
+
+
+@pytest.fixture
+def operator(make_user):
+    return make_user(Role.OPERATOR, "operator")
+
+
+@pytest.fixture
+def admin(make_user):
+    return make_user(Role.ADMIN, "admin")
+
+
+@pytest.fixture
+def api_client():
+    """An anonymous API client."""
+    return APIClient()
+
+
+@pytest.fixture
+def api_as():
+    """api_as(user) -> an APIClient that sends the user's API token, as automation would."""
+
+    def make(user) -> APIClient:
+        token, _ = Token.objects.get_or_create(user=user)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def browser_as(client):
+    """browser_as(user) -> Django's test client logged in as the user (session, CSRF checks on)."""
+
+    def make(user):
+        client.force_login(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def demo_cluster(db):
+    from apps.inventory.demo import DEMO, load_cluster
+
+    load_cluster(DEMO)
+    return DEMO

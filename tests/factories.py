@@ -1,0 +1,70 @@
+"""Small factories for tests: each makes a valid object with sensible defaults; pass what the test cares about."""
+
+import itertools
+from decimal import Decimal
+
+from apps.accounts.models import User
+from apps.inventory.choices import NicPurpose, NicTransport, NodeRole, Plane, SwitchTier
+from apps.inventory.models import Gpu, GpuSku, Nic, Node, Rack, Site, Switch
+
+_counter = itertools.count(1)
+
+
+def _next() -> int:
+    return next(_counter)
+
+
+def make_user(*, role: str, username: str | None = None, password: str = "correct-horse-battery") -> User:
+    user = User.objects.create_user(username=username or f"user{_next()}", password=password, role=role)
+    return user
+
+
+def make_site(**fields) -> Site:
+    n = _next()
+    return Site.objects.create(**{"name": f"Site {n}", "slug": f"site-{n}", **fields})
+
+
+def make_rack(**fields) -> Rack:
+    n = _next()
+    fields.setdefault("site", make_site())
+    return Rack.objects.create(**{"name": f"rack{n}", "u_height": 48, "power_budget_kw": Decimal("60"), **fields})
+
+
+def h200() -> GpuSku:
+    return GpuSku.objects.get(name="H200 SXM")
+
+
+def make_node(**fields) -> Node:
+    n = _next()
+    fields.setdefault("role", NodeRole.COMPUTE)
+    return Node.objects.create(**{"hostname": f"node{n:04d}", **fields})
+
+
+def make_gpu(**fields) -> Gpu:
+    fields.setdefault("node", make_node())
+    fields.setdefault("sku", h200())
+    return Gpu.objects.create(**{"index": 0, **fields})
+
+
+def make_nic(**fields) -> Nic:
+    fields.setdefault("node", make_node())
+    return Nic.objects.create(
+        **{
+            "name": f"ens{_next()}np0",
+            "purpose": NicPurpose.DATA,
+            "speed_gbps": 400,
+            "mtu": 9000,
+            "rdma_capable": True,
+            "transport": NicTransport.ROCE,
+            "plane": Plane.A,
+            **fields,
+        }
+    )
+
+
+def make_switch(**fields) -> Switch:
+    n = _next()
+    fields.setdefault("site", make_site())
+    return Switch.objects.create(
+        **{"name": f"leaf{n}", "plane": Plane.A, "tier": SwitchTier.LEAF, "port_count": 64, "port_speed_gbps": 400, **fields}
+    )
