@@ -50,7 +50,8 @@ def database_from_url(url: str) -> dict:
     parsed = urlparse(url)
     options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
     if parsed.scheme == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path) or ":memory:"}
+        # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy and dj-database-url read them.
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path[1:]) or ":memory:"}
     if parsed.scheme in {"postgres", "postgresql", "pgsql"}:
         return {
             "ENGINE": "django.db.backends.postgresql",

@@ -66,5 +66,12 @@ def make_switch(**fields) -> Switch:
     n = _next()
     fields.setdefault("site", make_site())
     return Switch.objects.create(
-        **{"name": f"leaf{n}", "plane": Plane.A, "tier": SwitchTier.LEAF, "port_count": 64, "port_speed_gbps": 400, **fields}
+        **{
+            "name": f"leaf{n}",
+            "plane": Plane.A,
+            "tier": SwitchTier.LEAF,
+            "port_count": 64,
+            "port_speed_gbps": 400,
+            **fields,
+        }
     )

@@ -10,7 +10,9 @@ from decimal import Decimal
 ACHIEVABLE_SHARE = Decimal("0.88")
 
 
-def _sku(name, architecture, hbm_gib, bandwidth, nvlink, tdp, bf16, fp8, *, form_factor="SXM", pcie_gen=5, measured=None):
+def _sku(
+    name, architecture, hbm_gib, bandwidth, nvlink, tdp, bf16, fp8, *, form_factor="SXM", pcie_gen=5, measured=None
+):
     bandwidth = Decimal(bandwidth)
     reference = Decimal(measured) if measured else (bandwidth * ACHIEVABLE_SHARE).quantize(Decimal("0.01"))
     return {

@@ -131,10 +131,19 @@ class _Loader:
 
     def _racks(self, site: Site) -> None:
         rows = [
-            {"site": site, "name": f"r{i:02d}", "row": "A", "position": i, "u_height": 48, "power_budget_kw": Decimal("100")}
+            {
+                "site": site,
+                "name": f"r{i:02d}",
+                "row": "A",
+                "position": i,
+                "u_height": 48,
+                "power_budget_kw": Decimal("100"),
+            }
             for i in range(1, self.shape.racks + 1)
         ]
-        rows.append({"site": site, "name": "net01", "row": "B", "position": 1, "u_height": 42, "power_budget_kw": Decimal("20")})
+        rows.append(
+            {"site": site, "name": "net01", "row": "B", "position": 1, "u_height": 42, "power_budget_kw": Decimal("20")}
+        )
         self.ensure(Rack, rows, ("site", "name"))
 
     def _tags(self) -> None:
@@ -153,21 +162,39 @@ class _Loader:
             status = NodeStatus.RACKED if n > last_rack_start else NodeStatus.READY
             rows.append(
                 {
-                    "hostname": compute_hostname(n), "role": NodeRole.COMPUTE, "status": status,
-                    "rack": racks[rack_name], "u_position": u, "u_height": NODE_U_HEIGHT,
-                    "management_ip": _ip("10.10", n), "bmc_address": _ip("10.20", n),
-                    "gpu_sku": sku, "expected_gpu_count": 8,
-                    "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpu_sockets": 2, "cpu_cores": 112,
-                    "memory_gib": 2048, "numa_nodes": 2,
+                    "hostname": compute_hostname(n),
+                    "role": NodeRole.COMPUTE,
+                    "status": status,
+                    "rack": racks[rack_name],
+                    "u_position": u,
+                    "u_height": NODE_U_HEIGHT,
+                    "management_ip": _ip("10.10", n),
+                    "bmc_address": _ip("10.20", n),
+                    "gpu_sku": sku,
+                    "expected_gpu_count": 8,
+                    "cpu_model": "Intel(R) Xeon(R) Platinum 8480+",
+                    "cpu_sockets": 2,
+                    "cpu_cores": 112,
+                    "memory_gib": 2048,
+                    "numa_nodes": 2,
                 }
             )
         for m in range(1, self.shape.management_nodes + 1):
             rows.append(
                 {
-                    "hostname": f"mgmt{m:02d}", "role": NodeRole.MANAGEMENT, "status": NodeStatus.READY,
-                    "rack": racks["net01"], "u_position": 1 + (m - 1) * 2, "u_height": 2,
-                    "management_ip": _ip("10.11", m), "bmc_address": _ip("10.21", m),
-                    "cpu_model": "AMD EPYC 9354", "cpu_sockets": 1, "cpu_cores": 32, "memory_gib": 512, "numa_nodes": 1,
+                    "hostname": f"mgmt{m:02d}",
+                    "role": NodeRole.MANAGEMENT,
+                    "status": NodeStatus.READY,
+                    "rack": racks["net01"],
+                    "u_position": 1 + (m - 1) * 2,
+                    "u_height": 2,
+                    "management_ip": _ip("10.11", m),
+                    "bmc_address": _ip("10.21", m),
+                    "cpu_model": "AMD EPYC 9354",
+                    "cpu_sockets": 1,
+                    "cpu_cores": 32,
+                    "memory_gib": 512,
+                    "numa_nodes": 1,
                 }
             )
         self.ensure(Node, rows, ("hostname",))
@@ -176,7 +203,9 @@ class _Loader:
         through = Node.tags.through
         existing = set(through.objects.values_list("node_id", "tag_id"))
         links = []
-        for node in Node.objects.filter(role=NodeRole.COMPUTE, hostname__in=self._all_hostnames()).only("id", "hostname"):
+        for node in Node.objects.filter(role=NodeRole.COMPUTE, hostname__in=self._all_hostnames()).only(
+            "id", "hostname"
+        ):
             tag = training if int(node.hostname[3:]) <= split else inference
             if (node.id, tag.id) not in existing:
                 links.append(through(node_id=node.id, tag_id=tag.id))
@@ -189,9 +218,15 @@ class _Loader:
             for i, bus in enumerate(GPU_BUS_IDS):
                 rows.append(
                     {
-                        "node": node, "index": i, "sku": sku, "uuid": _gpu_uuid(node.hostname, i),
-                        "serial": f"16549{n:04d}{i:03d}", "pci_bus_id": f"00000000:{bus.upper()}:00.0",
-                        "numa_node": i // 4, "pcie_switch": f"PEX{i // 2}", "health": GpuHealth.HEALTHY,
+                        "node": node,
+                        "index": i,
+                        "sku": sku,
+                        "uuid": _gpu_uuid(node.hostname, i),
+                        "serial": f"16549{n:04d}{i:03d}",
+                        "pci_bus_id": f"00000000:{bus.upper()}:00.0",
+                        "numa_node": i // 4,
+                        "pcie_switch": f"PEX{i // 2}",
+                        "health": GpuHealth.HEALTHY,
                     }
                 )
         self.ensure(Gpu, rows, ("node", "index"))
@@ -203,10 +238,19 @@ class _Loader:
             for k, bus in enumerate(NIC_BUS_IDS):
                 rows.append(
                     {
-                        "node": node, "name": f"ens{k + 1}np0", "mac": _mac(n, k + 1), "purpose": NicPurpose.DATA,
-                        "speed_gbps": 400, "mtu": 9000, "rdma_capable": True, "transport": NicTransport.ROCE,
-                        "plane": Plane.A if k % 2 == 0 else Plane.B, "pfc_priorities": [RDMA_PRIORITY],
-                        "ecn_enabled": True, "numa_node": k // 4, "pci_address": f"0000:{bus}:00.0",
+                        "node": node,
+                        "name": f"ens{k + 1}np0",
+                        "mac": _mac(n, k + 1),
+                        "purpose": NicPurpose.DATA,
+                        "speed_gbps": 400,
+                        "mtu": 9000,
+                        "rdma_capable": True,
+                        "transport": NicTransport.ROCE,
+                        "plane": Plane.A if k % 2 == 0 else Plane.B,
+                        "pfc_priorities": [RDMA_PRIORITY],
+                        "ecn_enabled": True,
+                        "numa_node": k // 4,
+                        "pci_address": f"0000:{bus}:00.0",
                         "pcie_switch": f"PEX{k // 2}",
                     }
                 )
@@ -217,9 +261,18 @@ class _Loader:
             for k, plane in enumerate([Plane.A, Plane.B]):
                 rows.append(
                     {
-                        "node": node, "name": f"ens{k + 1}np0", "mac": _mac(number, k + 1), "purpose": NicPurpose.DATA,
-                        "speed_gbps": 400, "mtu": 9000, "rdma_capable": True, "transport": NicTransport.ROCE,
-                        "plane": plane, "pfc_priorities": [RDMA_PRIORITY], "ecn_enabled": True, "numa_node": 0,
+                        "node": node,
+                        "name": f"ens{k + 1}np0",
+                        "mac": _mac(number, k + 1),
+                        "purpose": NicPurpose.DATA,
+                        "speed_gbps": 400,
+                        "mtu": 9000,
+                        "rdma_capable": True,
+                        "transport": NicTransport.ROCE,
+                        "plane": plane,
+                        "pfc_priorities": [RDMA_PRIORITY],
+                        "ecn_enabled": True,
+                        "numa_node": 0,
                     }
                 )
             rows.append(_management_nic(node, _mac(number, 0)))
@@ -247,22 +300,39 @@ class _Loader:
             for plane in (Plane.A, Plane.B):
                 rows.append(
                     {
-                        "name": f"leaf-r{r:02d}-{plane.lower()}", "site": site, "rack": racks[f"r{r:02d}"], "plane": plane,
-                        "tier": SwitchTier.LEAF, "model": "Spectrum-4 SN5600", "port_count": 128, "port_speed_gbps": 400,
+                        "name": f"leaf-r{r:02d}-{plane.lower()}",
+                        "site": site,
+                        "rack": racks[f"r{r:02d}"],
+                        "plane": plane,
+                        "tier": SwitchTier.LEAF,
+                        "model": "Spectrum-4 SN5600",
+                        "port_count": 128,
+                        "port_speed_gbps": 400,
                     }
                 )
         for plane in (Plane.A, Plane.B):
             for s in range(1, self.shape.spines_per_plane + 1):
                 rows.append(
                     {
-                        "name": f"spine-{plane.lower()}{s}", "site": site, "rack": racks["net01"], "plane": plane,
-                        "tier": SwitchTier.SPINE, "model": "Spectrum-4 SN5600", "port_count": 128, "port_speed_gbps": 400,
+                        "name": f"spine-{plane.lower()}{s}",
+                        "site": site,
+                        "rack": racks["net01"],
+                        "plane": plane,
+                        "tier": SwitchTier.SPINE,
+                        "model": "Spectrum-4 SN5600",
+                        "port_count": 128,
+                        "port_speed_gbps": 400,
                     }
                 )
         rows.append(
             {
-                "name": "mgmt-sw01", "site": site, "rack": racks["net01"], "plane": Plane.MANAGEMENT,
-                "tier": SwitchTier.MANAGEMENT, "model": "SN2201", "port_count": max(48, self.shape.compute_nodes + 16),
+                "name": "mgmt-sw01",
+                "site": site,
+                "rack": racks["net01"],
+                "plane": Plane.MANAGEMENT,
+                "tier": SwitchTier.MANAGEMENT,
+                "model": "SN2201",
+                "port_count": max(48, self.shape.compute_nodes + 16),
                 "port_speed_gbps": 25,
             }
         )
@@ -272,7 +342,9 @@ class _Loader:
         switches = {switch.name: switch for switch in Switch.objects.all()}
         nics = {
             (nic.node_id, nic.name): nic
-            for nic in Nic.objects.filter(node_id__in=[node.id for node in nodes.values()]).only("id", "node_id", "name")
+            for nic in Nic.objects.filter(node_id__in=[node.id for node in nodes.values()]).only(
+                "id", "node_id", "name"
+            )
         }
         node_rows, switch_rows = [], []
         leaf_down_ports: dict[str, int] = {}
@@ -284,9 +356,27 @@ class _Loader:
                 leaf = f"leaf-{rack}-{plane.lower()}"
                 port = leaf_down_ports[leaf] = leaf_down_ports.get(leaf, 0) + 1
                 node_rows.append(
-                    _cable(node, nics[(node.id, f"ens{k + 1}np0")], switches[leaf], f"swp{port}", 400, CableMedium.AOC, plane)
+                    _cable(
+                        node,
+                        nics[(node.id, f"ens{k + 1}np0")],
+                        switches[leaf],
+                        f"swp{port}",
+                        400,
+                        CableMedium.AOC,
+                        plane,
+                    )
                 )
-            node_rows.append(_cable(node, nics[(node.id, "eno1")], switches["mgmt-sw01"], f"swp{n}", 25, CableMedium.CAT6, Plane.MANAGEMENT))
+            node_rows.append(
+                _cable(
+                    node,
+                    nics[(node.id, "eno1")],
+                    switches["mgmt-sw01"],
+                    f"swp{n}",
+                    25,
+                    CableMedium.CAT6,
+                    Plane.MANAGEMENT,
+                )
+            )
         spine_ports: dict[str, int] = {}
         for plane in (Plane.A, Plane.B):
             spines = [f"spine-{plane.lower()}{s}" for s in range(1, self.shape.spines_per_plane + 1)]
@@ -299,8 +389,13 @@ class _Loader:
                     spine_port = spine_ports[spine] = spine_ports.get(spine, 0) + 1
                     switch_rows.append(
                         {
-                            "a_switch": switches[leaf], "a_port": f"swp{down + u + 1}", "b_switch": switches[spine],
-                            "b_port": f"swp{spine_port}", "speed_gbps": 400, "medium": CableMedium.FIBER, "plane": plane,
+                            "a_switch": switches[leaf],
+                            "a_port": f"swp{down + u + 1}",
+                            "b_switch": switches[spine],
+                            "b_port": f"swp{spine_port}",
+                            "speed_gbps": 400,
+                            "medium": CableMedium.FIBER,
+                            "plane": plane,
                             "label": f"{leaf}/{spine}/{u + 1}",
                         }
                     )
@@ -310,11 +405,26 @@ class _Loader:
                 spine = f"spine-{plane.lower()}1"
                 spine_port = spine_ports[spine] = spine_ports.get(spine, 0) + 1
                 node_rows.append(
-                    _cable(node, nics[(node.id, f"ens{k + 1}np0")], switches[spine], f"swp{spine_port}", 400, CableMedium.FIBER, plane)
+                    _cable(
+                        node,
+                        nics[(node.id, f"ens{k + 1}np0")],
+                        switches[spine],
+                        f"swp{spine_port}",
+                        400,
+                        CableMedium.FIBER,
+                        plane,
+                    )
                 )
             node_rows.append(
-                _cable(node, nics[(node.id, "eno1")], switches["mgmt-sw01"], f"swp{self.shape.compute_nodes + m}", 25,
-                       CableMedium.CAT6, Plane.MANAGEMENT)
+                _cable(
+                    node,
+                    nics[(node.id, "eno1")],
+                    switches["mgmt-sw01"],
+                    f"swp{self.shape.compute_nodes + m}",
+                    25,
+                    CableMedium.CAT6,
+                    Plane.MANAGEMENT,
+                )
             )
         self.ensure(Cable, node_rows + switch_rows, ("b_switch", "b_port"))
 
@@ -327,9 +437,21 @@ class _Loader:
             if node.role != NodeRole.COMPUTE:
                 continue
             for i in range(8):
-                rows.append({"node": node, "component": FirmwareComponent.GPU_VBIOS, "target": f"GPU{i}", "version": VBIOS_VERSION})
                 rows.append(
-                    {"node": node, "component": FirmwareComponent.NIC_FIRMWARE, "target": f"ens{i + 1}np0", "version": NIC_FIRMWARE}
+                    {
+                        "node": node,
+                        "component": FirmwareComponent.GPU_VBIOS,
+                        "target": f"GPU{i}",
+                        "version": VBIOS_VERSION,
+                    }
+                )
+                rows.append(
+                    {
+                        "node": node,
+                        "component": FirmwareComponent.NIC_FIRMWARE,
+                        "target": f"ens{i + 1}np0",
+                        "version": NIC_FIRMWARE,
+                    }
                 )
         self.ensure(Firmware, rows, ("node", "component", "target"))
 
@@ -341,15 +463,23 @@ class _Loader:
         ]
         rows = [
             {
-                "site": site, "name": name, "kind": kind, "medium": medium, "bandwidth_gbps": Decimal(bandwidth),
-                "required_bandwidth_gbps": Decimal(required), "capacity_tb": Decimal(capacity),
+                "site": site,
+                "name": name,
+                "kind": kind,
+                "medium": medium,
+                "bandwidth_gbps": Decimal(bandwidth),
+                "required_bandwidth_gbps": Decimal(required),
+                "capacity_tb": Decimal(capacity),
             }
             for name, kind, medium, bandwidth, required, capacity in tiers
         ]
         self.ensure(StorageTier, rows, ("site", "name"))
         by_kind = {tier.kind: tier for tier in site.storage_tiers.all()}
-        mounts = [("/scratch", StorageTierKind.HOT, 2000), ("/shared", StorageTierKind.WARM, 10000),
-                  ("/checkpoints", StorageTierKind.COLD, 200000)]
+        mounts = [
+            ("/scratch", StorageTierKind.HOT, 2000),
+            ("/shared", StorageTierKind.WARM, 10000),
+            ("/checkpoints", StorageTierKind.COLD, 200000),
+        ]
         rows = [
             {"node": nodes[compute_hostname(n)], "tier": by_kind[kind], "mount_point": path, "capacity_gb": size}
             for n in self._compute_numbers()
@@ -360,14 +490,28 @@ class _Loader:
 
 def _management_nic(node: Node, mac: str) -> dict:
     return {
-        "node": node, "name": "eno1", "mac": mac, "purpose": NicPurpose.MANAGEMENT, "speed_gbps": 25, "mtu": 1500,
-        "transport": NicTransport.ETHERNET, "plane": Plane.MANAGEMENT, "numa_node": 0,
+        "node": node,
+        "name": "eno1",
+        "mac": mac,
+        "purpose": NicPurpose.MANAGEMENT,
+        "speed_gbps": 25,
+        "mtu": 1500,
+        "transport": NicTransport.ETHERNET,
+        "plane": Plane.MANAGEMENT,
+        "numa_node": 0,
     }
 
 
 def _cable(node: Node, nic: Nic, switch: Switch, port: str, speed: int, medium: str, plane: str) -> dict:
-    return {"a_nic": nic, "b_switch": switch, "b_port": port, "speed_gbps": speed, "medium": medium, "plane": plane,
-            "label": f"{node.hostname}:{nic.name}"}
+    return {
+        "a_nic": nic,
+        "b_switch": switch,
+        "b_port": port,
+        "speed_gbps": speed,
+        "medium": medium,
+        "plane": plane,
+        "label": f"{node.hostname}:{nic.name}",
+    }
 
 
 def _attname(model, field_name: str) -> str:

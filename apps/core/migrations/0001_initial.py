@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,23 +14,52 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AuditEntry',
+            name="AuditEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor_name', models.CharField(blank=True, help_text='Kept when the user is deleted.', max_length=150)),
-                ('source', models.CharField(choices=[('ui', 'Web UI'), ('api', 'REST API'), ('import', 'Import'), ('command', 'Command line'), ('system', 'System')], max_length=16)),
-                ('action', models.CharField(choices=[('create', 'Created'), ('update', 'Updated'), ('delete', 'Deleted')], max_length=8)),
-                ('object_type', models.CharField(db_index=True, max_length=100)),
-                ('object_id', models.CharField(max_length=64)),
-                ('object_repr', models.CharField(max_length=200)),
-                ('changes', models.JSONField(blank=True, default=dict, help_text='field: [before, after]')),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='audit_entries', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "actor_name",
+                    models.CharField(blank=True, help_text="Kept when the user is deleted.", max_length=150),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("ui", "Web UI"),
+                            ("api", "REST API"),
+                            ("import", "Import"),
+                            ("command", "Command line"),
+                            ("system", "System"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[("create", "Created"), ("update", "Updated"), ("delete", "Deleted")], max_length=8
+                    ),
+                ),
+                ("object_type", models.CharField(db_index=True, max_length=100)),
+                ("object_id", models.CharField(max_length=64)),
+                ("object_repr", models.CharField(max_length=200)),
+                ("changes", models.JSONField(blank=True, default=dict, help_text="field: [before, after]")),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="audit_entries",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'audit entries',
-                'ordering': ['-created', '-id'],
-                'indexes': [models.Index(fields=['object_type', 'object_id'], name='audit_object_idx')],
+                "verbose_name_plural": "audit entries",
+                "ordering": ["-created", "-id"],
+                "indexes": [models.Index(fields=["object_type", "object_id"], name="audit_object_idx")],
             },
         ),
     ]

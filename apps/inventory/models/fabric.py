@@ -9,7 +9,9 @@ from apps.inventory.choices import CableMedium, Plane, SwitchTier
 from apps.inventory.models.nodes import Nic
 from apps.inventory.models.sites import Rack, Site
 
-port_name_validator = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9/_.:-]{0,31}$", "Enter a port name such as swp12 or Eth1/12.")
+port_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9/_.:-]{0,31}$", "Enter a port name such as swp12 or Eth1/12."
+)
 
 
 class Switch(AuditedModel, PublicModel):
@@ -54,21 +56,29 @@ class Cable(AuditedModel, PublicModel):
         ordering = ["plane", "label", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=(Q(a_nic__isnull=False, a_switch__isnull=True) | Q(a_nic__isnull=True, a_switch__isnull=False)),
+                condition=(
+                    Q(a_nic__isnull=False, a_switch__isnull=True) | Q(a_nic__isnull=True, a_switch__isnull=False)
+                ),
                 name="cable_a_end_is_nic_or_switch",
                 violation_error_message="End A is either a NIC or a switch port.",
             ),
             models.CheckConstraint(
-                condition=(Q(b_nic__isnull=False, b_switch__isnull=True) | Q(b_nic__isnull=True, b_switch__isnull=False)),
+                condition=(
+                    Q(b_nic__isnull=False, b_switch__isnull=True) | Q(b_nic__isnull=True, b_switch__isnull=False)
+                ),
                 name="cable_b_end_is_nic_or_switch",
                 violation_error_message="End B is either a NIC or a switch port.",
             ),
             models.UniqueConstraint(
-                fields=["a_switch", "a_port"], condition=Q(a_switch__isnull=False), name="cable_unique_a_switch_port",
+                fields=["a_switch", "a_port"],
+                condition=Q(a_switch__isnull=False),
+                name="cable_unique_a_switch_port",
                 violation_error_message="This switch port already has a cable.",
             ),
             models.UniqueConstraint(
-                fields=["b_switch", "b_port"], condition=Q(b_switch__isnull=False), name="cable_unique_b_switch_port",
+                fields=["b_switch", "b_port"],
+                condition=Q(b_switch__isnull=False),
+                name="cable_unique_b_switch_port",
                 violation_error_message="This switch port already has a cable.",
             ),
             models.CheckConstraint(condition=Q(speed_gbps__gt=0), name="cable_speed_positive"),

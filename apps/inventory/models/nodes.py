@@ -8,6 +8,8 @@ from django.db.models import Q
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 from apps.inventory.choices import (
+    GPU_HEALTH_COLOURS,
+    NODE_STATUS_COLOURS,
     NODE_STATUS_IN_SERVICE,
     FirmwareComponent,
     GpuHealth,
@@ -18,6 +20,7 @@ from apps.inventory.choices import (
     NodeStatus,
     Plane,
 )
+from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models.sites import Rack, Tag
 
 hostname_validator = RegexValidator(
@@ -54,7 +57,9 @@ class GpuSku(PublicModel):
         validators=[MinValueValidator(0.01)],
         help_text="What a healthy card measures (device-to-device copy); acceptance thresholds are a share of it.",
     )
-    nvlink_gbps = models.PositiveIntegerField("NVLink bandwidth (GB/s)", default=0, help_text="0 when the SKU has none.")
+    nvlink_gbps = models.PositiveIntegerField(
+        "NVLink bandwidth (GB/s)", default=0, help_text="0 when the SKU has none."
+    )
     tdp_w = models.PositiveIntegerField("TDP (W)", validators=[MinValueValidator(1)])
     bf16_dense_tflops = models.DecimalField(max_digits=7, decimal_places=1, validators=[MinValueValidator(0)])
     fp8_dense_tflops = models.DecimalField(
@@ -89,7 +94,9 @@ class NodeQuerySet(models.QuerySet):
         return self.filter(status__in=NODE_STATUS_IN_SERVICE)
 
     def with_counts(self) -> "NodeQuerySet":
-        return self.annotate(gpu_count=models.Count("gpus", distinct=True), nic_count=models.Count("nics", distinct=True))
+        return self.annotate(
+            gpu_count=models.Count("gpus", distinct=True), nic_count=models.Count("nics", distinct=True)
+        )
 
 
 class Node(AuditedModel, PublicModel):
@@ -154,6 +161,10 @@ class Node(AuditedModel, PublicModel):
                 )
 
     @property
+    def status_colour(self) -> str:
+        return NODE_STATUS_COLOURS[self.status]
+
+    @property
     def rack_units(self) -> str:
         if self.u_position is None:
             return ""
@@ -188,12 +199,18 @@ class Gpu(AuditedModel, PublicModel):
         verbose_name = "GPU"
         constraints = [
             models.UniqueConstraint(
-                fields=["node", "index"], name="gpu_unique_index_per_node", violation_error_message="This node already has a GPU with this index."
+                fields=["node", "index"],
+                name="gpu_unique_index_per_node",
+                violation_error_message="This node already has a GPU with this index.",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.node.hostname} GPU{self.index}"
+
+    @property
+    def health_colour(self) -> str:
+        return GPU_HEALTH_COLOURS[self.health]
 
 
 class Nic(AuditedModel, PublicModel):
@@ -225,10 +242,13 @@ class Nic(AuditedModel, PublicModel):
         verbose_name = "NIC"
         constraints = [
             models.UniqueConstraint(
-                fields=["node", "name"], name="nic_unique_name_per_node", violation_error_message="This node already has a NIC with this name."
+                fields=["node", "name"],
+                name="nic_unique_name_per_node",
+                violation_error_message="This node already has a NIC with this name.",
             ),
             models.CheckConstraint(
-                condition=Q(mtu__gte=MTU_MIN, mtu__lte=MTU_MAX), name="nic_mtu_range",
+                condition=Q(mtu__gte=MTU_MIN, mtu__lte=MTU_MAX),
+                name="nic_mtu_range",
                 violation_error_message=f"MTU must be within {MTU_MIN}..{MTU_MAX}.",
             ),
             models.CheckConstraint(condition=Q(speed_gbps__gt=0), name="nic_speed_positive"),
@@ -262,9 +282,11 @@ class Firmware(AuditedModel, PublicModel):
 
     class Meta:
         ordering = ["node__hostname", "component", "target"]
+        verbose_name_plural = "firmware"
         constraints = [
             models.UniqueConstraint(
-                fields=["node", "component", "target"], name="firmware_unique_component",
+                fields=["node", "component", "target"],
+                name="firmware_unique_component",
                 violation_error_message="This node already records a version for this component.",
             ),
         ]
@@ -282,7 +304,9 @@ class SshHostKey(AuditedModel, PublicModel):
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="host_keys")
     public_key = models.TextField(help_text="As in known_hosts: '<type> <base64>'.")
-    fingerprint = models.CharField(max_length=64, help_text="SHA256 fingerprint as ssh-keygen prints it.")
+    fingerprint = models.CharField(
+        max_length=64, blank=True, help_text="SHA256 fingerprint as ssh-keygen prints it; computed from the key."
+    )
     state = models.CharField(max_length=16, choices=HostKeyState.choices, default=HostKeyState.PENDING)
     approved_by = models.ForeignKey(
         "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="approved_host_keys"
@@ -307,7 +331,9 @@ class SshHostKey(AuditedModel, PublicModel):
         self.public_key = " ".join(self.public_key.split()[:2])
         if not _OPENSSH_KEY.match(self.public_key):
             raise ValidationError({"public_key": "Enter an OpenSSH public key such as 'ssh-ed25519 AAAA…'."})
-        if not self.fingerprint:
-            from apps.inventory.hostkeys import fingerprint_of
+        self.fingerprint = fingerprint_of(self.public_key)
 
+    def save(self, *args, **kwargs):
+        if not self.fingerprint:
             self.fingerprint = fingerprint_of(self.public_key)
+        super().save(*args, **kwargs)

@@ -25,7 +25,9 @@ class StorageTier(AuditedModel, PublicModel):
     required_bandwidth_gbps = models.DecimalField(
         "required bandwidth (GB/s)", max_digits=7, decimal_places=1, default=0, validators=[MinValueValidator(0)]
     )
-    capacity_tb = models.DecimalField("capacity (TB)", max_digits=9, decimal_places=1, validators=[MinValueValidator(0.1)])
+    capacity_tb = models.DecimalField(
+        "capacity (TB)", max_digits=9, decimal_places=1, validators=[MinValueValidator(0.1)]
+    )
 
     class Meta:
         ordering = ["site__name", "kind", "name"]
@@ -54,7 +56,8 @@ class Volume(AuditedModel, PublicModel):
         ordering = ["node__hostname", "mount_point"]
         constraints = [
             models.UniqueConstraint(
-                fields=["node", "mount_point"], name="volume_unique_mount_per_node",
+                fields=["node", "mount_point"],
+                name="volume_unique_mount_per_node",
                 violation_error_message="This node already has a volume mounted here.",
             ),
         ]

@@ -1,0 +1,52 @@
+# Rackpilot. `make run` serves the portal with the demo cluster; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+
+.PHONY: run test lint up bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Reinstall whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(BIN)/python manage.py serve --port $(PORT)
+
+test: install
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py check
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+# The services wiring: ASGI server, Celery worker and beat as separate processes against PostgreSQL and Redis.
+up: install
+	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" -a -n "$$RACKPILOT_SECRET_KEY" || \
+		{ echo "make up needs DATABASE_URL, REDIS_URL and RACKPILOT_SECRET_KEY (see docs/configuration.md)"; exit 2; }
+	mkdir -p var
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py load_demo
+	trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/celery -A portal worker --loglevel INFO --concurrency 2 & \
+	$(BIN)/celery -A portal beat --loglevel INFO --schedule var/celerybeat-schedule & \
+	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) & \
+	wait
+
+bench: install
+	$(BIN)/python bench/api_nodes.py
+	$(BIN)/python bench/topology.py
+	$(BIN)/python bench/fanout.py
+	$(BIN)/python bench/events.py
+
+clean:
+	rm -rf $(VENV) var
