@@ -139,6 +139,12 @@ def unexpected(lines: list[str], expected: str) -> ParseError:
     return ParseError(f"expected {expected}, got {shorten(lines[index])}", line=index + 1)
 
 
+def end_of_input(lines: list[str], expected: str) -> ParseError:
+    """A ParseError for output that stops before the data (a header and nothing after it)."""
+    last = max((index for index, line in enumerate(lines) if line.strip()), default=0)
+    return ParseError(f"expected {expected}, got end of input", line=last + 2)
+
+
 def load_json(text: str, expected: str) -> Any:
     """Parse JSON, turning decoder errors into ParseError with the line number."""
     if not text.strip():
@@ -177,14 +183,6 @@ def decode_bytes(data: bytes) -> str:
 
 def read_input(path: str | Path) -> str:
     return decode_bytes(Path(path).read_bytes())
-
-
-def key_value(line: str, separator: str = ":") -> tuple[str, str] | None:
-    """'Key : value' split at the first separator, both sides stripped; None when absent."""
-    if separator not in line:
-        return None
-    key, value = line.split(separator, 1)
-    return key.strip(), value.strip()
 
 
 def parse_cpu_list(text: str | None) -> list[int] | None:

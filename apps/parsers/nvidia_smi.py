@@ -1,4 +1,4 @@
-"""nvidia-smi: --query-gpu CSV, -q text, -q -x XML, topo -m, nvlink -s, dmon, -L, --help-query-gpu, the default table."""
+"""nvidia-smi: --query-gpu CSV, -q text, -q -x XML, topo -m, nvlink -s, dmon, -L, --help-query-gpu, default table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 from .common import (
     Result,
     clean,
+    end_of_input,
     is_missing,
+    parse_cpu_list,
     require_content,
     shorten,
     split_lines,
@@ -244,7 +246,11 @@ def parse_query_gpu(text: str, fields: list[str] | tuple[str, ...] | None = None
     else:
         columns = [canonical_query_field(name) for name in (fields or QUERY_GPU_FIELDS)]
     if len(columns) < 2:
-        raise ParseError(f"expected a comma-separated --query-gpu header or row, got {shorten(first_line)}", first_number)
+        raise ParseError(
+            f"expected a comma-separated --query-gpu header or row, got {shorten(first_line)}", first_number
+        )
+    if not rows:
+        raise end_of_input(lines, "a GPU row after the --query-gpu header")
     gpus = [_gpu_from_csv_row(columns, _split_csv_line(line), number) for number, line in rows]
     return GpuReport(
         source="query-gpu",
@@ -341,10 +347,10 @@ def _tree_from_text(lines: list[str]) -> _Node:
         while stack[-1][0] >= indent:
             stack.pop()
         node = _Node(value=value.strip() if value is not None else None)
+        if gpu := GPU_SECTION.match(key):
+            node.value = gpu[1]  # a GPU section's value is its PCI bus id
+            key = "gpu"
         stack[-1][1].children.append((normalise_key(key), node))
-        if GPU_SECTION.match(key):
-            node.value = GPU_SECTION.match(key).group(1)
-            stack[-1][1].children[-1] = ("gpu", node)
         stack.append((indent, node))
     return root
 
@@ -357,20 +363,25 @@ def parse_query_text(text: str) -> GpuReport:
     gpu_nodes = [node for key, node in root.children if key == "gpu"]
     if not has_banner and not gpu_nodes:
         raise unexpected(lines, "nvidia-smi -q output ('==============NVSMI LOG==============' or 'GPU <bus id>')")
+    if not gpu_nodes:
+        raise end_of_input(lines, "a 'GPU <bus id>' section")
     return _report_from_tree(root, gpu_nodes, source="q")
 
 
 def parse_query_xml(text: str) -> GpuReport:
     """nvidia-smi -q -x."""
     lines = require_content(text, "nvidia-smi -q -x XML")
+    leading_lines = text[: len(text) - len(text.lstrip())].count("\n")
     try:
         element = ElementTree.fromstring(text.strip())
     except ElementTree.ParseError as exc:
-        raise ParseError(f"expected nvidia-smi -q -x XML: {exc}", line=exc.position[0]) from None
+        raise ParseError(f"expected nvidia-smi -q -x XML: {exc}", line=leading_lines + exc.position[0]) from None
     if element.tag != "nvidia_smi_log":
         raise unexpected(lines, "an <nvidia_smi_log> XML document")
     root = _tree_from_xml(element)
     gpu_nodes = [node for key, node in root.children if key == "gpu"]
+    if not gpu_nodes:
+        raise end_of_input(lines, "a <gpu> element")
     return _report_from_tree(root, gpu_nodes, source="xml")
 
 
@@ -418,7 +429,9 @@ def _gpu_from_tree(node: _Node, index: int, driver: str | None) -> GpuInfo:
         utilization_gpu_pct=to_float(node.text("utilization", ("gpu", "gpu_util"))),
         utilization_memory_pct=to_float(node.text("utilization", ("memory", "memory_util"))),
         power_draw_w=to_float(
-            node.text(POWER_SECTIONS, ("average_power_draw", "power_draw", "instantaneous_power_draw", "instant_power_draw"))
+            node.text(
+                POWER_SECTIONS, ("average_power_draw", "power_draw", "instantaneous_power_draw", "instant_power_draw")
+            )
         ),
         power_limit_w=to_float(
             node.text(POWER_SECTIONS, ("current_power_limit", "enforced_power_limit", "power_limit"))
@@ -539,7 +552,7 @@ NIC_LEGEND_ENTRY = re.compile(r"^\s+(NIC\d+):\s+(\S+)$")
 def parse_topology(text: str) -> Topology:
     """nvidia-smi topo -m; the legend is read only for NIC names."""
     lines = [strip_ansi(line) for line in require_content(text, "nvidia-smi topo -m output")]
-    header_index = next((i for i, line in enumerate(lines) if line.split()[:1] in (["GPU0"], ["GPU"])), None)
+    header_index = next((i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"]), None)
     if header_index is None:
         raise unexpected(lines, "the nvidia-smi topo -m header row starting with 'GPU0'")
     header = [cell for cell in re.split(r"\t+|\s{2,}", lines[header_index].strip()) if cell]
@@ -556,6 +569,8 @@ def parse_topology(text: str) -> Topology:
             nic_names[match[1]] = match[2]
         elif match := LEGEND_ENTRY.match(line):
             legend[match[1]] = match[2].strip()
+    if not rows:
+        raise end_of_input(lines, "topology rows ('GPU0  X  ...') after the header")
     for row in rows:
         row.nic_device = nic_names.get(row.name, row.nic_device)
     return Topology(
@@ -580,17 +595,11 @@ def _topo_row(tokens: list[str], columns: list[str], extra_columns: list[str], n
         links=links,
         nic_device=None if kind == "gpu" or name.startswith("NIC") else name,
         cpu_affinity=cpu_affinity,
-        cpus=_cpu_list(cpu_affinity),
+        cpus=parse_cpu_list(cpu_affinity),
         numa_affinity=to_int(extras.get("NUMA Affinity")),
         gpu_numa_id=to_int(extras.get("GPU NUMA ID")),
         nvlink_peers={peer: int(m[1]) for peer, link in links.items() if (m := NV_LINK.match(link))},
     )
-
-
-def _cpu_list(affinity: str | None) -> list[int] | None:
-    from .common import parse_cpu_list
-
-    return parse_cpu_list(affinity)
 
 
 # --- nvlink -s --------------------------------------------------------------------------------------------------
@@ -691,6 +700,8 @@ def parse_dmon(text: str) -> Dmon:
         samples.append(_dmon_sample(columns, stripped.split(), number))
     if not columns:
         raise unexpected(lines, "the dmon header '# gpu ...'")
+    if not samples:
+        raise end_of_input(lines, "dmon samples after the header")
     return Dmon(columns=columns, units=units, samples=samples)
 
 
@@ -763,9 +774,8 @@ def parse_smi_table(text: str) -> SmiTable:
     if version_index is None:
         raise unexpected(lines, "the nvidia-smi table header '| NVIDIA-SMI ... Driver Version: ...'")
     version = TABLE_VERSION.search(lines[version_index])
-    first_index = first_content = next(i for i, line in enumerate(lines) if line.strip())
-    timestamp = lines[first_content].strip() if not lines[first_content].lstrip().startswith(("+", "|")) else None
-    del first_index
+    first_line = next(line.strip() for line in lines if line.strip())
+    timestamp = first_line if not first_line.startswith(("+", "|")) else None
     gpus: list[TableGpu] = []
     processes: list[TableProcess] = []
     for index in range(version_index + 1, len(lines)):
@@ -774,6 +784,8 @@ def parse_smi_table(text: str) -> SmiTable:
             gpus.append(_table_gpu(match, cells, lines[index + 1 : index + 3]))
         elif match := TABLE_PROCESS.match(lines[index].rstrip()):
             processes.append(_table_process(match))
+    if not gpus:
+        raise end_of_input(lines, "a GPU row ('|   0  <name>  On/Off | <bus id> ...') in the table")
     return SmiTable(
         smi_version=version[1],
         driver_version=version[2],
@@ -895,6 +907,7 @@ class QueryFieldHelp(Result):
 
 
 QUOTED_NAME = re.compile(r'"([^"]+)"')
+FIELD_NAMES_LINE = re.compile(r'^"[A-Za-z][\w.]*"(?: or "[A-Za-z][\w.]*")*$')
 SECTION_TITLE = re.compile(r"^Section about (\S+) properties")
 
 
@@ -909,11 +922,11 @@ def parse_help_query_gpu(text: str) -> QueryFieldHelp:
             current = None
         elif match := SECTION_TITLE.match(stripped):
             section, current = match[1], None
-        elif stripped.startswith('"') and (names := QUOTED_NAME.findall(stripped)):
-            current = QueryField(names=names, description="", section=section)
+        elif FIELD_NAMES_LINE.match(stripped):
+            current = QueryField(names=QUOTED_NAME.findall(stripped), description="", section=section)
             fields.append(current)
         elif current is not None:
             current.description = f"{current.description} {stripped}".strip()
     if not fields:
-        raise unexpected(lines, 'the --help-query-gpu field list (lines such as \'"memory.total"\')')
+        raise unexpected(lines, "the --help-query-gpu field list (lines such as '\"memory.total\"')")
     return QueryFieldHelp(fields=fields)

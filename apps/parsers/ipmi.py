@@ -1,0 +1,118 @@
+"""ipmitool sensor listings: `sdr` (3 columns), `sdr elist` (5 columns) and `sensor` (10 columns)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .common import Result, clean, require_content, shorten, to_float, unexpected
+from .errors import ParseError
+
+UNITS = {
+    "degrees c": "C",
+    "degrees f": "F",
+    "watts": "W",
+    "volts": "V",
+    "amps": "A",
+    "rpm": "RPM",
+    "percent": "%",
+    "feet": "ft",
+}
+READING = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s+(.+)$")
+THRESHOLD_NAMES = (
+    "lower_non_recoverable",
+    "lower_critical",
+    "lower_non_critical",
+    "upper_non_critical",
+    "upper_critical",
+    "upper_non_recoverable",
+)
+FORMATS = {3: "sdr", 5: "sdr_elist", 10: "sensor"}
+
+
+@dataclass
+class Sensor(Result):
+    name: str
+    value: float | None  # None for discrete sensors, 'no reading', 'Disabled'
+    unit: str | None
+    status: str | None  # ok, ns (no sensor), nc, cr, nr, or a discrete state code
+    reading: str | None  # the reading as printed
+    sensor_id: str | None = None
+    entity: str | None = None
+    thresholds: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
+class SensorReadings(Result):
+    format: str
+    sensors: list[Sensor]
+
+    def by_unit(self, unit: str) -> list[Sensor]:
+        return [sensor for sensor in self.sensors if sensor.unit == unit]
+
+
+def normalise_unit(unit: str | None) -> str | None:
+    unit = clean(unit)
+    if unit is None or unit.lower() == "discrete":
+        return None
+    return UNITS.get(unit.lower(), unit)
+
+
+def parse_ipmitool(text: str) -> SensorReadings:
+    """ipmitool sdr / sdr elist [all] / sensor; the layout is told apart by the number of '|' columns."""
+    lines = require_content(text, "ipmitool sdr or sensor output")
+    rows = [
+        (number, [cell.strip() for cell in line.split("|")]) for number, line in enumerate(lines, 1) if line.strip()
+    ]
+    width = len(rows[0][1])
+    if width not in FORMATS:
+        raise unexpected(lines, "ipmitool 'name | reading | status' rows (3, 5 or 10 columns)")
+    sensors = []
+    for number, cells in rows:
+        if len(cells) != width:
+            raise ParseError(
+                f"expected {width} '|'-separated columns, got {len(cells)}: {shorten(lines[number - 1])}", number
+            )
+        sensors.append(_SENSOR_READERS[FORMATS[width]](cells))
+    return SensorReadings(format=FORMATS[width], sensors=sensors)
+
+
+def _from_sdr(cells: list[str]) -> Sensor:
+    value, unit = _reading(cells[1])
+    return Sensor(name=cells[0], value=value, unit=unit, status=clean(cells[2]), reading=clean(cells[1]))
+
+
+def _from_elist(cells: list[str]) -> Sensor:
+    value, unit = _reading(cells[4])
+    return Sensor(
+        name=cells[0],
+        value=value,
+        unit=unit,
+        status=clean(cells[2]),
+        reading=cells[4] or None,
+        sensor_id=cells[1],
+        entity=cells[3],
+    )
+
+
+def _from_sensor(cells: list[str]) -> Sensor:
+    unit = normalise_unit(cells[2])
+    return Sensor(
+        name=cells[0],
+        value=to_float(cells[1]) if unit is not None else None,
+        unit=unit,
+        status=clean(cells[3]),
+        reading=clean(cells[1]),
+        thresholds=dict(zip(THRESHOLD_NAMES, (to_float(cell) for cell in cells[4:10]), strict=True)),
+    )
+
+
+def _reading(text: str) -> tuple[float | None, str | None]:
+    """'19 degrees C' → (19.0, 'C'); discrete ('0x00', 'State Deasserted', 'Disabled') → (None, None)."""
+    match = READING.match(text.strip())
+    if not match:
+        return None, None
+    return float(match[1]), normalise_unit(match[2])
+
+
+_SENSOR_READERS = {"sdr": _from_sdr, "sdr_elist": _from_elist, "sensor": _from_sensor}

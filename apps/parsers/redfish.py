@@ -1,0 +1,151 @@
+"""Redfish Chassis Thermal and Power resources (JSON from a BMC: iDRAC, iLO, OpenBMC ...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .common import Result, clean, load_json, require_dict, to_float
+from .errors import ParseError
+
+
+@dataclass
+class RedfishSensor(Result):
+    name: str
+    reading: float | None
+    unit: str | None
+    health: str | None
+    state: str | None
+    physical_context: str | None = None
+    upper_critical: float | None = None
+    upper_fatal: float | None = None
+    lower_critical: float | None = None
+
+
+@dataclass
+class PowerSupply(Result):
+    name: str
+    model: str | None
+    serial: str | None
+    firmware: str | None
+    capacity_watts: float | None
+    last_output_watts: float | None
+    line_input_voltage: float | None
+    health: str | None
+    state: str | None
+
+
+@dataclass
+class RedfishReport(Result):
+    """Thermal (temperatures, fans) and/or Power (consumed watts, supplies, voltages) of one chassis."""
+
+    resource: str  # Thermal | Power
+    odata_id: str | None
+    temperatures: list[RedfishSensor] = field(default_factory=list)
+    fans: list[RedfishSensor] = field(default_factory=list)
+    voltages: list[RedfishSensor] = field(default_factory=list)
+    power_supplies: list[PowerSupply] = field(default_factory=list)
+    consumed_watts: float | None = None
+    average_consumed_watts: float | None = None
+    max_consumed_watts: float | None = None
+    capacity_watts: float | None = None
+    power_limit_watts: float | None = None
+
+
+def parse_redfish(text: str) -> RedfishReport:
+    """A Redfish Thermal or Power resource; other Redfish resources are rejected."""
+    data = require_dict(load_json(text, "a Redfish Thermal or Power resource"), "a Redfish resource")
+    if "Temperatures" in data or "Fans" in data:
+        return _thermal(data)
+    if "PowerControl" in data or "PowerSupplies" in data:
+        return _power(data)
+    kind = data.get("@odata.type", "JSON without @odata.type")
+    raise ParseError(f"expected a Redfish Thermal or Power resource, got {kind}", line=1)
+
+
+def _status(item: dict[str, Any]) -> tuple[str | None, str | None]:
+    status = item.get("Status") or {}
+    return status.get("Health"), status.get("State")
+
+
+def _thermal(data: dict[str, Any]) -> RedfishReport:
+    return RedfishReport(
+        resource="Thermal",
+        odata_id=data.get("@odata.id"),
+        temperatures=[_temperature(item) for item in data.get("Temperatures") or [] if isinstance(item, dict)],
+        fans=[_fan(item) for item in data.get("Fans") or [] if isinstance(item, dict)],
+    )
+
+
+def _temperature(item: dict[str, Any]) -> RedfishSensor:
+    health, state = _status(item)
+    return RedfishSensor(
+        name=str(item.get("Name") or item.get("MemberId") or ""),
+        reading=to_float(item.get("ReadingCelsius")),
+        unit="C",
+        health=health,
+        state=state,
+        physical_context=item.get("PhysicalContext"),
+        upper_critical=to_float(item.get("UpperThresholdCritical")),
+        upper_fatal=to_float(item.get("UpperThresholdFatal")),
+        lower_critical=to_float(item.get("LowerThresholdCritical")),
+    )
+
+
+def _fan(item: dict[str, Any]) -> RedfishSensor:
+    health, state = _status(item)
+    return RedfishSensor(
+        name=str(item.get("Name") or item.get("FanName") or item.get("MemberId") or ""),
+        reading=to_float(item.get("Reading")),
+        unit=item.get("ReadingUnits"),
+        health=health,
+        state=state,
+        physical_context=item.get("PhysicalContext"),
+        upper_critical=to_float(item.get("UpperThresholdCritical")),
+        lower_critical=to_float(item.get("LowerThresholdCritical")),
+    )
+
+
+def _power(data: dict[str, Any]) -> RedfishReport:
+    control = next((item for item in data.get("PowerControl") or [] if isinstance(item, dict)), {})
+    metrics = control.get("PowerMetrics") or {}
+    return RedfishReport(
+        resource="Power",
+        odata_id=data.get("@odata.id"),
+        voltages=[_voltage(item) for item in data.get("Voltages") or [] if isinstance(item, dict)],
+        power_supplies=[_supply(item) for item in data.get("PowerSupplies") or [] if isinstance(item, dict)],
+        consumed_watts=to_float(control.get("PowerConsumedWatts")),
+        average_consumed_watts=to_float(metrics.get("AverageConsumedWatts")),
+        max_consumed_watts=to_float(metrics.get("MaxConsumedWatts")),
+        capacity_watts=to_float(control.get("PowerCapacityWatts")),
+        power_limit_watts=to_float((control.get("PowerLimit") or {}).get("LimitInWatts")),
+    )
+
+
+def _voltage(item: dict[str, Any]) -> RedfishSensor:
+    health, state = _status(item)
+    return RedfishSensor(
+        name=str(item.get("Name") or item.get("MemberId") or ""),
+        reading=to_float(item.get("ReadingVolts")),
+        unit="V",
+        health=health,
+        state=state,
+        physical_context=item.get("PhysicalContext"),
+        upper_critical=to_float(item.get("UpperThresholdCritical")),
+        lower_critical=to_float(item.get("LowerThresholdCritical")),
+    )
+
+
+def _supply(item: dict[str, Any]) -> PowerSupply:
+    health, state = _status(item)
+    return PowerSupply(
+        name=str(item.get("Name") or item.get("MemberId") or ""),
+        model=clean(item.get("Model")),
+        serial=clean(item.get("SerialNumber")),
+        firmware=clean(item.get("FirmwareVersion")),
+        capacity_watts=to_float(item.get("PowerCapacityWatts")),
+        last_output_watts=to_float(item.get("LastPowerOutputWatts")),
+        line_input_voltage=to_float(item.get("LineInputVoltage")),
+        health=health,
+        state=state,
+    )
