@@ -1,3 +1,5 @@
 """Websocket routes of every app."""
 
-websocket_urlpatterns: list = []
+from apps.jobs.routing import websocket_urlpatterns as jobs_websockets
+
+websocket_urlpatterns: list = [*jobs_websockets]

@@ -5,6 +5,7 @@ channel layer, a Celery worker inside the server process) and *services* (Postgr
 """
 
 import importlib.util
+import os
 import secrets
 from pathlib import Path
 
@@ -59,6 +60,9 @@ INSTALLED_APPS = [
     "apps.inventory",
     "apps.topology",
     "apps.parsers",
+    "apps.nodeexec",
+    "apps.jobs",
+    "apps.simulator",
 ]
 
 MIDDLEWARE = [
@@ -100,6 +104,8 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "rackpilot.sqlite3",
             "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"},
+            # Tests use a file (one per test run), so a Celery worker process can share the test database.
+            "TEST": {"NAME": env_str("RACKPILOT_TEST_DB", str(VAR_DIR / f"test-{os.getpid()}.sqlite3"))},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -121,6 +127,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise also serves collected files from here
 # Plotly's JS comes from the Python package itself, not a CDN: operators' networks are often closed.
 _PLOTLY_DIR = Path(importlib.util.find_spec("plotly").submodule_search_locations[0]) / "package_data"
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _PLOTLY_DIR)]
@@ -168,6 +175,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "apps.jobs.choices.JobStatus",
+        "JobStepStatusEnum": "apps.jobs.choices.StepStatus",
+        "JobTransportEnum": "apps.nodeexec.transports.TRANSPORT_CHOICES",
+        "NodeStatusEnum": "apps.inventory.choices.NodeStatus",
+        "NicTransportEnum": "apps.inventory.choices.NicTransport",
+    },
 }
 
 if REDIS_URL:
@@ -202,4 +216,29 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("RACKPILOT_LOG_LEVEL", "INFO")},
+}
+
+# Jobs engine (apps/jobs, apps/nodeexec): see docs/jobs.md.
+RACKPILOT_JOB_DEFAULT_TRANSPORT = env_str("RACKPILOT_JOB_DEFAULT_TRANSPORT", "ssh")
+RACKPILOT_JOB_WINDOW = env_int("RACKPILOT_JOB_WINDOW", 64)
+RACKPILOT_JOB_SHARD_SIZE = env_int("RACKPILOT_JOB_SHARD_SIZE", 256)
+RACKPILOT_JOB_KILL_GRACE_SECONDS = env_int("RACKPILOT_JOB_KILL_GRACE_SECONDS", 3)
+RACKPILOT_JOB_CANCEL_POLL_SECONDS = env_int("RACKPILOT_JOB_CANCEL_POLL_MS", 500) / 1000
+RACKPILOT_JOB_HEARTBEAT_SECONDS = env_int("RACKPILOT_JOB_HEARTBEAT_SECONDS", 5)
+RACKPILOT_JOB_STALE_SECONDS = env_int("RACKPILOT_JOB_STALE_SECONDS", 30)
+RACKPILOT_JOB_REAPER_SECONDS = env_int("RACKPILOT_JOB_REAPER_SECONDS", 10)
+RACKPILOT_JOB_TIME_LIMIT = env_int("RACKPILOT_JOB_TIME_LIMIT", 6 * 3600)
+RACKPILOT_JOB_RETENTION_DAYS = env_int("RACKPILOT_JOB_RETENTION_DAYS", 30)
+RACKPILOT_JOB_EVENT_LINES_PER_STEP = env_int("RACKPILOT_JOB_EVENT_LINES_PER_STEP", 200)
+RACKPILOT_ARTIFACT_MAX_BYTES = env_int("RACKPILOT_ARTIFACT_MAX_BYTES", 1 << 20)
+RACKPILOT_EVENT_FLUSH_MS = env_int("RACKPILOT_EVENT_FLUSH_MS", 200)
+RACKPILOT_SSH_USER = env_str("RACKPILOT_SSH_USER", "root")
+RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
+RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
+# acks_late run_shard tasks are redelivered after the visibility timeout: keep it above the longest shard, and the
+# shard's conditional claim makes a redelivery a no-op anyway.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RACKPILOT_JOB_TIME_LIMIT + 3600}
+CELERY_BEAT_SCHEDULE = {
+    "rackpilot-jobs-reap": {"task": "rackpilot.jobs.reap", "schedule": float(RACKPILOT_JOB_REAPER_SECONDS)},
+    "rackpilot-jobs-prune": {"task": "rackpilot.jobs.prune", "schedule": 3600.0},
 }

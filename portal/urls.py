@@ -5,15 +5,19 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
+from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
+from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 
 # One API router for every app; each app lists its (prefix, viewset) pairs in api/urls.py.
 router = DefaultRouter()
-for prefix, viewset in INVENTORY_ROUTES:
+for prefix, viewset in INVENTORY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES:
     router.register(prefix, viewset)
 
 urlpatterns = [
     path("", include("apps.inventory.urls")),
     path("topology/", include("apps.topology.urls")),
+    path("jobs/", include("apps.jobs.urls")),
+    path("simulator/", include("apps.simulator.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/topology/", include("apps.topology.api.urls")),

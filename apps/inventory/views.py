@@ -1,0 +1,150 @@
+"""Inventory pages: dashboard, nodes, racks, import/export, audit log. Thin: services do the work."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.generic import ListView
+from django_filters.views import FilterView
+
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
+from apps.core.models import AuditEntry
+from apps.inventory import services, transfer
+from apps.inventory.filters import NodeFilterSet
+from apps.inventory.forms import TRANSFER_FORMATS, ImportForm, NodeForm
+from apps.inventory.models import Node, Rack, SshHostKey
+from apps.topology.services import rule_summary
+
+
+@login_required
+def dashboard(request):
+    return render(
+        request,
+        "inventory/dashboard.html",
+        {
+            "nodes_by_status": services.nodes_by_status(),
+            "gpus_by_health": services.gpus_by_health(),
+            "unhealthy_gpus": services.unhealthy_gpus(),
+            "nodes_missing_gpus": services.compute_nodes_missing_gpus(),
+            "racks": list(services.racks_with_power()),
+            "rules": rule_summary(),
+        },
+    )
+
+
+class NodeListView(LoginRequiredMixin, FilterView):
+    filterset_class = NodeFilterSet
+    template_name = "inventory/node_list.html"
+    paginate_by = 50
+    strict = False
+
+    def get_queryset(self):
+        nodes = Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")
+        # Counting drops the model's default ordering from a GROUP BY query: pages need a stable order.
+        return nodes.order_by("hostname")
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        context["query_without_page"] = query.urlencode()
+        return context
+
+
+@login_required
+def node_detail(request, public_id):
+    node = get_object_or_404(services.node_detail_queryset(), public_id=public_id)
+    return render(
+        request,
+        "inventory/node_detail.html",
+        {
+            "node": node,
+            "audit": AuditEntry.objects.for_object(node).select_related("actor")[:20],
+        },
+    )
+
+
+@role_required(Role.ADMIN)
+def node_edit(request, public_id):
+    node = get_object_or_404(Node, public_id=public_id)
+    form = NodeForm(request.POST or None, instance=node)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"{node.hostname} saved.")
+        return redirect("node-detail", public_id=node.public_id)
+    return render(request, "inventory/node_form.html", {"node": node, "form": form})
+
+
+@role_required(Role.OPERATOR)
+def trust_host_key(request, public_id, key_id):
+    key = get_object_or_404(SshHostKey.objects.select_related("node"), public_id=key_id, node__public_id=public_id)
+    if request.method == "POST":
+        services.trust_host_key(key=key, user=request.user)
+        messages.success(request, f"Host key {key.fingerprint} of {key.node.hostname} is now trusted.")
+    return redirect("node-detail", public_id=public_id)
+
+
+@login_required
+def rack_list(request):
+    racks = Rack.objects.select_related("site").prefetch_related("nodes", "switches")
+    elevations = [(rack, services.rack_elevation(rack)) for rack in racks]
+    return render(request, "inventory/rack_list.html", {"elevations": elevations})
+
+
+@login_required
+def rack_detail(request, public_id):
+    rack = get_object_or_404(Rack.objects.select_related("site"), public_id=public_id)
+    nodes = rack.nodes.with_counts().order_by("-u_position")
+    return render(
+        request,
+        "inventory/rack_detail.html",
+        {"rack": rack, "elevation": services.rack_elevation(rack), "nodes": nodes},
+    )
+
+
+@login_required
+def transfer(request):
+    form = ImportForm()
+    problems = []
+    if request.method == "POST":
+        if not request.user.has_role(Role.ADMIN):
+            messages.error(request, "Importing needs the admin role.")
+            return redirect("inventory-transfer")
+        form = ImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                text = upload.read().decode("utf-8")
+                result = transfer.import_inventory(text=text, fmt=form.cleaned_data["fmt"], user=request.user)
+            except UnicodeDecodeError:
+                form.add_error("file", "The file is not UTF-8 text.")
+            except transfer.ImportRejected as rejected:
+                problems = rejected.problems
+                messages.error(request, f"Nothing was imported: {len(problems)} problem(s) in {upload.name}.")
+            else:
+                messages.success(request, f"Imported {upload.name}: {result.summary()}")
+                return redirect("inventory-transfer")
+    return render(request, "inventory/transfer.html", {"form": form, "problems": problems, "formats": TRANSFER_FORMATS})
+
+
+class AuditLogView(LoginRequiredMixin, ListView):
+    template_name = "inventory/audit_log.html"
+    paginate_by = 50
+
+    def get_queryset(self):
+        entries = AuditEntry.objects.select_related("actor")
+        for param in ("object_type", "source", "action"):
+            if value := self.request.GET.get(param):
+                entries = entries.filter(**{param: value})
+        if actor := self.request.GET.get("actor"):
+            entries = entries.filter(actor_name=actor)
+        return entries
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        context["query_without_page"] = query.urlencode()
+        context["object_types"] = AuditEntry.objects.order_by().values_list("object_type", flat=True).distinct()
+        return context

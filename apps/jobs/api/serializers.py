@@ -1,0 +1,128 @@
+from django.urls import reverse
+from rest_framework import serializers
+
+from apps.inventory.choices import NodeRole
+from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS
+from apps.jobs.kinds import KINDS
+from apps.jobs.models import Artifact, Job, JobEvent, JobStep
+from apps.nodeexec.transports import TRANSPORT_NAMES
+
+
+class TargetsSerializer(serializers.Serializer):
+    nodes = serializers.ListField(
+        child=serializers.CharField(max_length=253), required=False, max_length=100000,
+        help_text="Node public ids or host names.",
+    )
+    racks = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                  help_text="Rack public ids or names: all their nodes.")
+    tags = serializers.ListField(child=serializers.SlugField(), required=False, help_text="Tag slugs.")
+    role = serializers.ChoiceField(choices=NodeRole.choices, required=False,
+                                   help_text="Only nodes of this role (alone: every node of the role).")
+
+    def validate(self, attrs):
+        if not any(attrs.get(key) for key in ("nodes", "racks", "tags", "role")):
+            raise serializers.ValidationError("Name nodes, racks, tags or a role.")
+        return attrs
+
+
+class JobCreateSerializer(serializers.Serializer):
+    kind = serializers.CharField(max_length=64, help_text="A registered job kind, e.g. shell-check or sleep.")
+    targets = TargetsSerializer()
+    parameters = serializers.JSONField(required=False, default=dict, help_text="Checked by the kind's schema.")
+    transport = serializers.ChoiceField(choices=TRANSPORT_NAMES, required=False)
+
+    def validate_kind(self, value):
+        if value not in KINDS:
+            raise serializers.ValidationError(f"Unknown job kind; known: {', '.join(sorted(KINDS))}.")
+        return value
+
+
+class ProgressSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    percent = serializers.IntegerField()
+
+
+class JobSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    colour = serializers.SerializerMethodField()
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    progress = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "url", "kind", "status", "colour", "transport", "parameters", "target_spec", "node_count",
+            "shard_count", "requested_by", "created", "started", "finished", "heartbeat", "cancel_requested",
+            "summary", "last_seq", "progress",
+        ]
+        read_only_fields = fields
+
+    def get_colour(self, job) -> str:
+        return JOB_STATUS_COLOURS.get(job.status, "grey")
+
+    def get_url(self, job) -> str:
+        return reverse("job-page", args=[job.public_id])
+
+    @staticmethod
+    def _progress(job) -> dict:
+        total = getattr(job, "steps_total", None)
+        if total is None:
+            from apps.jobs.events import progress_of
+
+            return {k: v for k, v in progress_of(job.pk).items() if k != "counts"}
+        done = job.steps_done
+        return {"total": total, "done": done, "percent": round(100 * done / total) if total else 0}
+
+    def get_progress(self, job) -> ProgressSerializer:
+        return self._progress(job)
+
+
+# drf-spectacular reads the return annotation of get_progress: point it at the serializer.
+JobSerializer.get_progress.__annotations__["return"] = ProgressSerializer
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["seq", "created", "level", "hostname", "step", "message", "data"]
+        read_only_fields = fields
+
+
+class EventPageSerializer(serializers.Serializer):
+    job_status = serializers.CharField()
+    last_seq = serializers.IntegerField(help_text="Highest seq written so far.")
+    more = serializers.BooleanField(help_text="True when events after the last one returned exist: ask again.")
+    events = JobEventSerializer(many=True)
+
+
+class ArtifactSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    truncated = serializers.BooleanField(read_only=True)
+    download = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Artifact
+        fields = ["id", "stream", "size_bytes", "stored_bytes", "cap_bytes", "truncated", "download"]
+        read_only_fields = fields
+
+    def get_download(self, artifact) -> str:
+        return reverse("job-artifact", args=[self.context["job"].public_id, artifact.public_id])
+
+
+class JobStepSerializer(serializers.ModelSerializer):
+    colour = serializers.SerializerMethodField()
+    artifacts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JobStep
+        fields = ["hostname", "step", "position", "label", "status", "colour", "exit_code", "started", "finished",
+                  "summary", "artifacts"]
+        read_only_fields = fields
+
+    def get_colour(self, step) -> str:
+        return STEP_STATUS_COLOURS.get(step.status, "grey")
+
+    def get_artifacts(self, step) -> ArtifactSerializer(many=True):
+        return ArtifactSerializer(step.artifacts.all(), many=True, context=self.context).data

@@ -1,0 +1,376 @@
+"""Live progress: events and step changes written in batches, then pushed to the job's Channels group.
+
+The database is the truth: a batch is committed first (its own short transaction, outside any task transaction),
+then one message per batch goes to group `job.<public_id>` and a status line to group `jobs`. Channel layers may
+drop messages; consumers and clients refill gaps from the database.
+
+Event seq numbers are gapless per job even with several shards writing at once: a batch takes its range by bumping
+Job.last_seq (UPDATE ... SET last_seq = last_seq + n, which holds the row lock, or SQLite's write lock) and inserts
+its events in the same transaction, so a failed insert gives the range back.
+"""
+
+import asyncio
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from channels.layers import get_channel_layer
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Count, F
+from django.utils import timezone
+
+from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, STEP_TERMINAL, EventLevel, JobStatus
+from apps.jobs.models import Artifact, Job, JobEvent, JobStep, compress
+
+logger = logging.getLogger(__name__)
+
+LIST_GROUP = "jobs"
+
+
+def job_group(public_id) -> str:
+    return f"job.{public_id}"
+
+
+def event_dict(event: JobEvent) -> dict:
+    return {
+        "seq": event.seq,
+        "t": event.created.isoformat() if event.created else None,
+        "level": event.level,
+        "hostname": event.hostname,
+        "step": event.step,
+        "message": event.message,
+        "data": event.data,
+    }
+
+
+def step_dict(step: JobStep) -> dict:
+    return {
+        "hostname": step.hostname,
+        "step": step.step,
+        "status": step.status,
+        "colour": STEP_STATUS_COLOURS.get(step.status, "grey"),
+        "exit_code": step.exit_code,
+        "summary": step.summary,
+        "started": step.started.isoformat() if step.started else None,
+        "finished": step.finished.isoformat() if step.finished else None,
+    }
+
+
+def progress_of(job_id: int) -> dict:
+    counts = dict(JobStep.objects.filter(job_id=job_id).values_list("status").annotate(n=Count("id")).order_by())
+    total = sum(counts.values())
+    done = sum(n for status, n in counts.items() if status in STEP_TERMINAL)
+    return {
+        "total": total,
+        "done": done,
+        "percent": round(100 * done / total) if total else 0,
+        "counts": counts,
+    }
+
+
+def job_status_dict(job: Job, progress: dict | None = None) -> dict:
+    return {
+        "id": str(job.public_id),
+        "kind": job.kind,
+        "status": job.status,
+        "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
+        "summary": job.summary,
+        "cancel_requested": job.cancel_requested,
+        "started": job.started.isoformat() if job.started else None,
+        "finished": job.finished.isoformat() if job.finished else None,
+        "last_seq": job.last_seq,
+        "progress": progress if progress is not None else progress_of(job.pk),
+    }
+
+
+def append_events(job_id: int, events: list[dict]) -> list[JobEvent]:
+    """Write events with the next seq numbers of the job, gapless, in one short transaction."""
+    if not events:
+        return []
+    with transaction.atomic():
+        Job.objects.filter(pk=job_id).update(last_seq=F("last_seq") + len(events))
+        last = Job.objects.filter(pk=job_id).values_list("last_seq", flat=True).get()
+        first = last - len(events) + 1
+        rows = [
+            JobEvent(
+                job_id=job_id,
+                seq=first + offset,
+                level=item.get("level", EventLevel.INFO),
+                hostname=item.get("hostname", ""),
+                step=item.get("step", ""),
+                message=item.get("message", ""),
+                data=item.get("data") or {},
+            )
+            for offset, item in enumerate(events)
+        ]
+        JobEvent.objects.bulk_create(rows)
+    return rows
+
+
+# --- pushing to Channels ------------------------------------------------------------------------------------------
+
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def register_server_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """The ASGI server's loop (set by consumers): with the in-memory layer, sends must happen on that loop."""
+    global _server_loop
+    _server_loop = loop
+
+
+class Broadcaster:
+    """Sends to the channel layer from a synchronous thread, keeping one event loop (and Redis pool) per thread."""
+
+    def __init__(self):
+        self.layer = get_channel_layer()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def send(self, messages: list[tuple[str, dict]]) -> None:
+        if self.layer is None or not messages:
+            return
+
+        async def send_all():
+            for group, message in messages:
+                await self.layer.group_send(group, message)
+
+        try:
+            loop = _server_loop
+            if _is_in_memory(self.layer) and loop is not None and loop.is_running():
+                asyncio.run_coroutine_threadsafe(send_all(), loop).result(timeout=5)
+                return
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(send_all())
+        except Exception:  # the database has everything; a lost push is refilled by the clients
+            logger.warning("could not push job events to the channel layer", exc_info=True)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+def _is_in_memory(layer) -> bool:
+    return type(layer).__name__ == "InMemoryChannelLayer"
+
+
+def broadcast(job: Job, *, events: list[JobEvent] = (), steps: list[JobStep] = (), status: bool = True,
+              broadcaster: Broadcaster | None = None) -> None:
+    """Push one batch for the job (and a status line for the job list). Call after the rows are committed."""
+    own = broadcaster is None
+    broadcaster = broadcaster or Broadcaster()
+    try:
+        messages = []
+        state = job_status_dict(job) if status else None
+        if events or steps or state:
+            messages.append(
+                (
+                    job_group(job.public_id),
+                    {
+                        "type": "job.batch",
+                        "events": [event_dict(e) for e in events],
+                        "steps": [step_dict(s) for s in steps],
+                        "job": state,
+                    },
+                )
+            )
+        if state:
+            messages.append((LIST_GROUP, {"type": "jobs.status", "job": state}))
+        broadcaster.send(messages)
+    finally:
+        if own:
+            broadcaster.close()
+
+
+def emit(job: Job, message: str, *, level: str = EventLevel.INFO, hostname: str = "", step: str = "",
+         data: dict | None = None, status: bool = True) -> JobEvent:
+    """Write one event now and push it (for services: cancel, finish, reaper)."""
+    rows = append_events(job.pk, [{"level": level, "message": message, "hostname": hostname, "step": step,
+                                   "data": data or {}}])
+    job.last_seq = rows[-1].seq
+    transaction.on_commit(lambda: broadcast(job, events=rows, status=status))
+    return rows[0]
+
+
+# --- the recorder a running shard writes through ----------------------------------------------------------------
+
+
+class Recorder:
+    """Collects events, step changes and artifacts from any thread; a thread of its own writes them in batches.
+
+    Flushes every `interval` seconds or as soon as `max_batch` items wait. `on_tick` runs in the recorder thread
+    before each flush (the executor uses it for heartbeats and cancel polling).
+    """
+
+    def __init__(self, job: Job, *, interval: float = 0.2, max_batch: int = 500,
+                 on_tick: Callable[[], None] | None = None):
+        self.job = job
+        self.interval = interval
+        self.max_batch = max_batch
+        self.on_tick = on_tick
+        self._lock = threading.Lock()
+        self._events: list[dict] = []
+        self._steps: dict[int, dict] = {}
+        self._artifacts: list[Artifact] = []
+        self._host_keys: list[tuple[int, str, str]] = []
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._broadcaster: Broadcaster | None = None
+        self.flushes = 0
+        self.error: BaseException | None = None
+
+    # producers (any thread, cheap) --------------------------------------------------------------------------------
+    def event(self, message: str, *, level: str = EventLevel.INFO, hostname: str = "", step: str = "",
+              data: dict | None = None) -> None:
+        with self._lock:
+            self._events.append({"level": level, "message": message, "hostname": hostname, "step": step,
+                                 "data": data or {}, "t": time.time()})
+            size = len(self._events)
+        if size >= self.max_batch:
+            self._wake.set()
+
+    def step(self, step_pk: int, **fields) -> None:
+        with self._lock:
+            self._steps.setdefault(step_pk, {}).update(fields)
+
+    def artifact(self, step_pk: int, stream: str, data: bytes, size: int, cap: int) -> None:
+        row = Artifact(step_id=step_pk, stream=stream, content=compress(data), size_bytes=size,
+                       stored_bytes=len(data), cap_bytes=cap)
+        with self._lock:
+            self._artifacts.append(row)
+
+    def host_key(self, node_id: int, public_key: str, fingerprint: str) -> None:
+        with self._lock:
+            self._host_keys.append((node_id, public_key, fingerprint))
+
+    # the writer -----------------------------------------------------------------------------------------------------
+    def start(self) -> "Recorder":
+        # A new thread starts with an empty context: the log bridge never feeds the recorder its own records.
+        self._thread = threading.Thread(target=self._run, name=f"job-recorder-{self.job.pk}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        else:
+            self.flush()
+
+    def _run(self) -> None:
+        self._broadcaster = Broadcaster()
+        try:
+            while True:
+                self._wake.wait(self.interval)
+                self._wake.clear()
+                stopping = self._stop.is_set()
+                if self.on_tick is not None and not stopping:
+                    try:
+                        self.on_tick()
+                    except Exception:
+                        logger.exception("job %s: recorder tick failed", self.job.pk)
+                self.flush()
+                if stopping:
+                    return
+        finally:
+            self._broadcaster.close()
+            connection.close()
+
+    def flush(self) -> None:
+        with self._lock:
+            events, self._events = self._events, []
+            steps, self._steps = self._steps, {}
+            artifacts, self._artifacts = self._artifacts, []
+            host_keys, self._host_keys = self._host_keys, []
+        if not (events or steps or artifacts or host_keys):
+            return
+        try:
+            close_old_connections()
+            rows, changed = self._write(events, steps, artifacts, host_keys)
+        except Exception as error:  # keep the batch and try again on the next tick
+            logger.exception("job %s: writing %d events failed", self.job.pk, len(events))
+            self.error = error
+            with self._lock:
+                self._events[:0] = events
+                for pk, fields in steps.items():
+                    self._steps[pk] = {**fields, **self._steps.get(pk, {})}
+                self._artifacts[:0] = artifacts
+                self._host_keys[:0] = host_keys
+            return
+        self.flushes += 1
+        if rows:
+            self.job.last_seq = rows[-1].seq
+        broadcast(self.job, events=rows, steps=changed, status=bool(changed), broadcaster=self._broadcaster)
+
+    def _write(self, events, steps, artifacts, host_keys):
+        now = timezone.now()
+        with transaction.atomic():
+            rows = append_events(self.job.pk, events)
+            changed: list[JobStep] = []
+            if steps:
+                by_fields: dict[tuple, list[JobStep]] = {}
+                for pk, fields in steps.items():
+                    fields = {**fields, "updated": now}
+                    by_fields.setdefault(tuple(sorted(fields)), []).append(JobStep(pk=pk, **fields))
+                for names, objs in by_fields.items():
+                    JobStep.objects.bulk_update(objs, list(names), batch_size=500)
+                changed = list(JobStep.objects.filter(pk__in=steps.keys()))
+            if artifacts:
+                Artifact.objects.bulk_create(artifacts, batch_size=200)
+            for node_id, public_key, fingerprint in host_keys:
+                _record_pending_host_key(node_id, public_key, fingerprint)
+        return rows, changed
+
+
+def _record_pending_host_key(node_id: int, public_key: str, fingerprint: str) -> None:
+    """Keep a key a node presented so an operator can trust it on the node page; never trusts anything itself."""
+    from apps.inventory.choices import HostKeyState
+    from apps.inventory.models import SshHostKey
+
+    if not SshHostKey.objects.filter(node_id=node_id, fingerprint=fingerprint).exists():
+        SshHostKey.objects.create(node_id=node_id, public_key=public_key, fingerprint=fingerprint,
+                                  state=HostKeyState.PENDING)
+
+
+# --- Python logging inside a job becomes events ------------------------------------------------------------------
+
+current_recorder: contextvars.ContextVar[tuple[Recorder, str] | None] = contextvars.ContextVar(
+    "rackpilot_job_recorder", default=None
+)
+_LEVELS = {logging.DEBUG: EventLevel.DEBUG, logging.INFO: EventLevel.INFO, logging.WARNING: EventLevel.WARNING}
+
+
+class JobLogHandler(logging.Handler):
+    """Records of project loggers (apps.*, rackpilot.*) emitted while a job runs become events of that job."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        current = current_recorder.get()
+        if current is None or not record.name.startswith(("apps.", "rackpilot.")) or record.name == __name__:
+            return
+        recorder, hostname = current
+        try:
+            message = record.getMessage()
+            if record.exc_info:
+                message += "\n" + logging.Formatter().formatException(record.exc_info)
+            fallback = EventLevel.ERROR if record.levelno >= logging.ERROR else EventLevel.INFO
+            level = _LEVELS.get(record.levelno, fallback)
+            recorder.event(message, level=level, hostname=getattr(record, "hostname", hostname),
+                           data={"logger": record.name})
+        except Exception:
+            self.handleError(record)
+
+
+_bridge = JobLogHandler(level=logging.INFO)
+
+
+def install_log_bridge() -> None:
+    root = logging.getLogger()
+    if _bridge not in root.handlers:
+        root.addHandler(_bridge)
+
+
+__all__ = ["JobStatus", "Recorder", "append_events", "broadcast", "emit", "job_group", "progress_of"]

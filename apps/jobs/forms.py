@@ -1,0 +1,70 @@
+import json
+
+from django import forms
+from django.conf import settings
+
+from apps.inventory.models import Node, Rack, Tag
+from apps.jobs.kinds import kind_choices
+from apps.nodeexec.transports import TRANSPORT_NAMES
+
+
+class JobForm(forms.Form):
+    """The "new job" page: a kind, the targets by node, rack or tag, and the kind's parameters as JSON."""
+
+    kind = forms.ChoiceField(choices=())
+    transport = forms.ChoiceField(choices=[(name, name) for name in TRANSPORT_NAMES])
+    nodes = forms.ModelMultipleChoiceField(Node.objects.all(), to_field_name="hostname", required=False,
+                                           widget=forms.SelectMultiple(attrs={"size": 10}))
+    racks = forms.ModelMultipleChoiceField(Rack.objects.all(), to_field_name="name", required=False,
+                                           widget=forms.SelectMultiple(attrs={"size": 5}))
+    tags = forms.ModelMultipleChoiceField(Tag.objects.all(), to_field_name="slug", required=False,
+                                          widget=forms.SelectMultiple(attrs={"size": 5}))
+    parameters = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}), initial="{}",
+                                 required=False, help_text="JSON object; leave {} for the kind's defaults.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = kind_choices()
+        self.fields["transport"].initial = settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+
+    def clean_parameters(self):
+        raw = (self.cleaned_data.get("parameters") or "").strip() or "{}"
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(f"Not JSON: {error.msg} (line {error.lineno}, column {error.colno}).") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Give a JSON object, e.g. {\"seconds\": 5}.")
+        return value
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("nodes") or data.get("racks") or data.get("tags")):
+            raise forms.ValidationError("Pick nodes, racks or tags to run on.")
+        return data
+
+
+def add_service_errors(form: JobForm, detail) -> None:
+    """Put a services ValidationError ({"parameters": {"seconds": [...]}, "targets": ...}) onto the form."""
+    if not isinstance(detail, dict):
+        form.add_error(None, "; ".join(str(item) for item in detail))
+        return
+    for field, messages in detail.items():
+        target = field if field in form.fields else None
+        if isinstance(messages, dict):
+            for name, inner in messages.items():
+                form.add_error(target, f"{name}: {' '.join(str(m) for m in _flat(inner))}")
+        else:
+            form.add_error(target, " ".join(str(m) for m in _flat(messages)))
+
+
+def _flat(value):
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            for item in _flat(inner):
+                yield f"{name}: {item}"
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _flat(item)
+    else:
+        yield value

@@ -1,0 +1,117 @@
+"""Job kinds: small declarative classes the engine runs without knowing what they are for.
+
+A kind names itself, declares its parameters as a DRF serializer (so bad input answers 400 naming the field and the
+schema documents it), lists its steps (catalogue commands) for given parameters, and may say how a command's result
+becomes a step status and a one-line summary. Register one with `@register_kind`; feature apps do so from their
+AppConfig.ready() (import the module holding the class).
+"""
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rest_framework import serializers
+
+from apps.jobs.choices import StepStatus
+from apps.nodeexec import catalogue
+from apps.nodeexec.base import CommandResult
+from apps.nodeexec.transports import TRANSPORT_NAMES
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One column of the matrix: a catalogue command (with its placeholder values) run on every target node."""
+
+    name: str
+    command: str
+    label: str = ""
+    values: dict = field(default_factory=dict)
+    timeout: float | None = None
+    stop_on_failure: bool = True
+
+    def argv(self) -> list[str]:
+        return catalogue.build(self.command, **self.values)
+
+    def timeout_seconds(self) -> float:
+        return self.timeout if self.timeout is not None else catalogue.get_command(self.command).timeout
+
+
+class NoParameters(serializers.Serializer):
+    pass
+
+
+class JobKind:
+    """Subclass, set the class attributes, implement steps(); override evaluate()/summarize() when needed."""
+
+    name: ClassVar[str]
+    label: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    parameters: ClassVar[type[serializers.Serializer]] = NoParameters
+    transports: ClassVar[tuple[str, ...]] = TRANSPORT_NAMES
+    default_transport: ClassVar[str | None] = None  # None: settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        raise NotImplementedError
+
+    def evaluate(self, step: StepSpec, result: CommandResult) -> str:
+        if result.canceled:
+            return StepStatus.CANCELED
+        if result.error and result.exit_code is None:
+            return StepStatus.ERROR
+        return StepStatus.SUCCEEDED if result.ok else StepStatus.FAILED
+
+    def summarize(self, step: StepSpec, result: CommandResult) -> str:
+        if result.error:
+            return result.error
+        if result.canceled:
+            return "canceled"
+        if result.timed_out:
+            return f"timed out after {step.timeout_seconds():g} s"
+        if result.signal:
+            return f"killed by SIG{result.signal}"
+        text = (result.stdout or result.stderr).decode("utf-8", errors="replace").strip()
+        first = text.splitlines()[0] if text else ""
+        prefix = "" if result.exit_code == 0 else f"exit {result.exit_code}: "
+        return (prefix + first)[:300]
+
+    @classmethod
+    def validate(cls, data: dict | None) -> dict:
+        """Validated parameters, or serializers.ValidationError keyed by parameter name."""
+        if data is not None and not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["Parameters must be an object."]})
+        serializer = cls.parameters(data=data or {})
+        serializer.is_valid(raise_exception=True)
+        unknown = set(data or {}) - set(serializer.fields)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown parameter."] for name in sorted(unknown)})
+        return _jsonable(dict(serializer.validated_data))
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    return value
+
+
+KINDS: dict[str, type[JobKind]] = {}
+
+
+def register_kind(cls: type[JobKind]) -> type[JobKind]:
+    if not getattr(cls, "name", None):
+        raise TypeError(f"{cls.__name__} needs a name")
+    if cls.name in KINDS and KINDS[cls.name] is not cls:
+        raise ValueError(f"job kind {cls.name!r} is already registered by {KINDS[cls.name].__module__}")
+    KINDS[cls.name] = cls
+    return cls
+
+
+def get_kind(name: str) -> JobKind:
+    try:
+        return KINDS[name]()
+    except KeyError:
+        raise LookupError(f"unknown job kind {name!r}") from None
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    return [(name, KINDS[name].label or name) for name in sorted(KINDS)]

@@ -1,0 +1,304 @@
+"""Job services: create (validate, resolve targets, shard, enqueue on commit), cancel, finish, reap, prune.
+
+Views, API actions, tasks and commands all call these; none takes a request.
+"""
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.inventory.models import Node
+from apps.jobs.choices import JOB_ACTIVE, SHARD_TERMINAL, EventLevel, JobStatus, ShardStatus, StepStatus
+from apps.jobs.events import broadcast, emit
+from apps.jobs.kinds import KINDS, get_kind
+from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep
+
+logger = logging.getLogger(__name__)
+
+
+# --- targets ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Which nodes a job runs on: named nodes (public ids or host names), whole racks, tags, or a role."""
+
+    nodes: tuple[str, ...] = ()
+    racks: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    role: str = ""
+
+    def as_json(self) -> dict:
+        items = self.__dict__.items()
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in items if value}
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(str(text))
+    except ValueError:
+        return False
+    return True
+
+
+def resolve_targets(spec: TargetSpec) -> list[Node]:
+    """The nodes a spec names, in host name order; unknown names raise ValidationError naming the field."""
+    errors = {}
+    query = Q(pk__in=[])
+    if spec.nodes:
+        ids = [n for n in spec.nodes if _is_uuid(n)]
+        names = [n for n in spec.nodes if not _is_uuid(n)]
+        found = Node.objects.filter(Q(public_id__in=ids) | Q(hostname__in=names)).values_list("public_id", "hostname")
+        known = {str(pid) for pid, _ in found} | {hostname for _, hostname in found}
+        missing = [n for n in spec.nodes if str(n) not in known]
+        if missing:
+            errors["nodes"] = [f"No such node: {', '.join(missing[:20])}"]
+        query |= Q(public_id__in=ids) | Q(hostname__in=names)
+    if spec.racks:
+        ids = [r for r in spec.racks if _is_uuid(r)]
+        names = [r for r in spec.racks if not _is_uuid(r)]
+        from apps.inventory.models import Rack
+
+        found = Rack.objects.filter(Q(public_id__in=ids) | Q(name__in=names)).values_list("public_id", "name")
+        known = {str(pid) for pid, _ in found} | {name for _, name in found}
+        missing = [r for r in spec.racks if str(r) not in known]
+        if missing:
+            errors["racks"] = [f"No such rack: {', '.join(missing[:20])}"]
+        query |= Q(rack__public_id__in=ids) | Q(rack__name__in=names)
+    if spec.tags:
+        from apps.inventory.models import Tag
+
+        known = set(Tag.objects.filter(slug__in=spec.tags).values_list("slug", flat=True))
+        missing = [t for t in spec.tags if t not in known]
+        if missing:
+            errors["tags"] = [f"No such tag: {', '.join(missing[:20])}"]
+        query |= Q(tags__slug__in=spec.tags)
+    nodes = Node.objects.filter(query)
+    if spec.role:
+        nodes = nodes.filter(role=spec.role) if (spec.nodes or spec.racks or spec.tags) else Node.objects.filter(
+            role=spec.role
+        )
+    if errors:
+        raise serializers.ValidationError({"targets": errors})
+    result = list(nodes.distinct().order_by("hostname"))
+    if not result:
+        raise serializers.ValidationError({"targets": ["No node matches these targets."]})
+    return result
+
+
+# --- create ---------------------------------------------------------------------------------------------------------
+
+
+def create_job(*, kind: str, targets: TargetSpec, parameters: dict | None = None, transport: str | None = None,
+               requested_by=None) -> Job:
+    """Validate, record the job with its shards and matrix cells, and enqueue its shards once committed.
+
+    Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
+    nothing is created then.
+    """
+    if kind not in KINDS:
+        raise serializers.ValidationError({"kind": [f"Unknown job kind {kind!r}; known: {', '.join(sorted(KINDS))}."]})
+    job_kind = get_kind(kind)
+    try:
+        params = job_kind.validate(parameters)
+    except serializers.ValidationError as error:
+        raise serializers.ValidationError({"parameters": error.detail}) from None
+    transport = transport or job_kind.default_transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    if transport not in job_kind.transports:
+        raise serializers.ValidationError(
+            {"transport": [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]}
+        )
+    steps = job_kind.steps(params)
+    for spec in steps:  # every placeholder value is checked against its pattern before anything is stored
+        try:
+            spec.argv()
+        except ValueError as error:
+            raise serializers.ValidationError({"parameters": [str(error)]}) from None
+    nodes = resolve_targets(targets)
+    shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=kind, parameters=params, transport=transport, target_spec=targets.as_json(),
+            requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
+            node_count=len(nodes), shard_count=-(-len(nodes) // shard_size),
+        )
+        job.nodes.add(*nodes)
+        shards = JobShard.objects.bulk_create(
+            [JobShard(job=job, index=i) for i in range(job.shard_count)]
+        )
+        cells = []
+        for number, node in enumerate(nodes):
+            shard = shards[number // shard_size]
+            for position, spec in enumerate(steps):
+                cells.append(JobStep(job=job, shard=shard, node=node, hostname=node.hostname, step=spec.name,
+                                     position=position, label=spec.label or spec.name))
+        JobStep.objects.bulk_create(cells, batch_size=1000)
+        who = getattr(requested_by, "username", "") or "system"
+        emit(job, f"{kind} on {len(nodes)} node(s) over {transport}, requested by {who}", data={"parameters": params})
+        transaction.on_commit(lambda: enqueue(job))
+    return job
+
+
+def enqueue(job: Job) -> None:
+    from apps.jobs.tasks import run_shard
+
+    for shard in job.shards.all():
+        if shard.status == ShardStatus.QUEUED:
+            run_shard.apply_async(args=[str(job.public_id), shard.index], task_id=shard.task_id)
+
+
+# --- cancel -------------------------------------------------------------------------------------------------------
+
+
+def cancel_job(*, job: Job, user=None) -> Job:
+    """No new command starts; running ones are killed (TERM, then KILL) by the shards; the job ends canceled."""
+    who = getattr(user, "username", "") or "system"
+    now = timezone.now()
+    with transaction.atomic():
+        if Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+            status=JobStatus.CANCELED, cancel_requested=True, finished=now, summary=f"canceled by {who}"
+        ):
+            JobShard.objects.filter(job=job, status=ShardStatus.QUEUED).update(
+                status=ShardStatus.CANCELED, finished=now
+            )
+            JobStep.objects.filter(job=job, status=StepStatus.PENDING).update(
+                status=StepStatus.CANCELED, summary="canceled before it started", updated=now
+            )
+            job.refresh_from_db()
+            emit(job, f"canceled by {who} before it started", level=EventLevel.WARNING)
+            return job
+        if Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, cancel_requested=False).update(
+            cancel_requested=True
+        ):
+            job.refresh_from_db()
+            emit(job, f"cancel requested by {who}", level=EventLevel.WARNING)
+        else:
+            job.refresh_from_db()
+    return job
+
+
+# --- shards and the lifecycle -----------------------------------------------------------------------------------
+
+
+def claim_shard(*, job: Job, index: int, worker: str) -> JobShard | None:
+    """QUEUED -> RUNNING for the shard (and the job, if first). None: someone else has it, or it is over."""
+    now = timezone.now()
+    claimed = JobShard.objects.filter(job=job, index=index, status=ShardStatus.QUEUED).update(
+        status=ShardStatus.RUNNING, started=now, heartbeat=now, worker=worker[:200], updated=now
+    )
+    if not claimed:
+        return None
+    if Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, started=now, heartbeat=now, updated=now
+    ):
+        job.refresh_from_db()
+        broadcast(job)
+    return JobShard.objects.get(job=job, index=index)
+
+
+def beat(*, shard: JobShard) -> tuple[bool, str]:
+    """Heartbeat of a running shard; answers (cancel requested, job status)."""
+    now = timezone.now()
+    JobShard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING).update(heartbeat=now)
+    Job.objects.filter(pk=shard.job_id, status=JobStatus.RUNNING).update(heartbeat=now)
+    cancel, status = Job.objects.filter(pk=shard.job_id).values_list("cancel_requested", "status").get()
+    return cancel, status
+
+
+def finish_shard(*, shard: JobShard, status: str, summary: str = "") -> bool:
+    """RUNNING -> status for the shard (once), settle the cells it never finished, and end the job if all are over."""
+    now = timezone.now()
+    if not JobShard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING).update(
+        status=status, finished=now, updated=now
+    ):
+        return False
+    _settle_cells(shard=shard, status=status, summary=summary)
+    finish_job_if_done(job=Job.objects.get(pk=shard.job_id), summary=summary)
+    return True
+
+
+def _settle_cells(*, shard: JobShard, status: str, summary: str) -> None:
+    """Cells a shard never reached end with it (a crash, a cancel, an error before the fan-out)."""
+    if status == ShardStatus.DONE:
+        return
+    now = timezone.now()
+    error = status == ShardStatus.ERROR
+    JobStep.objects.filter(shard=shard, status=StepStatus.RUNNING).update(
+        status=StepStatus.ERROR if error else StepStatus.CANCELED, summary=(summary or status)[:300], finished=now,
+        updated=now,
+    )
+    JobStep.objects.filter(shard=shard, status=StepStatus.PENDING).update(
+        status=StepStatus.SKIPPED if error else StepStatus.CANCELED, summary=(summary or status)[:300], updated=now
+    )
+
+
+def finish_job_if_done(*, job: Job, summary: str = "") -> Job:
+    """When every shard is over, the job takes its final status (once: a conditional update)."""
+    with transaction.atomic():
+        # Taking the write lock first (UPDATE) serialises shards finishing at the same time, on SQLite too.
+        Job.objects.filter(pk=job.pk).update(updated=timezone.now())
+        shard_states = list(JobShard.objects.filter(job=job).values_list("status", flat=True))
+        if any(state not in SHARD_TERMINAL for state in shard_states):
+            return job
+        current = Job.objects.get(pk=job.pk)
+        if current.status not in JOB_ACTIVE:
+            return current
+        failed = JobStep.objects.filter(job=job, status__in=[StepStatus.FAILED, StepStatus.ERROR]).count()
+        if ShardStatus.ERROR in shard_states:
+            final, text = JobStatus.ERROR, summary or "a shard of the job stopped with an error"
+        elif current.cancel_requested or ShardStatus.CANCELED in shard_states:
+            final, text = JobStatus.CANCELED, current.summary or "canceled"
+        elif failed:
+            final, text = JobStatus.FAILED, f"{failed} step(s) failed"
+        else:
+            final, text = JobStatus.SUCCEEDED, "all steps succeeded"
+        now = timezone.now()
+        if not Job.objects.filter(pk=job.pk, status__in=JOB_ACTIVE).update(
+            status=final, finished=now, summary=text[:300], updated=now
+        ):
+            return Job.objects.get(pk=job.pk)
+        current.refresh_from_db()
+        level = EventLevel.INFO if final == JobStatus.SUCCEEDED else EventLevel.WARNING
+        if final == JobStatus.ERROR:
+            level = EventLevel.ERROR
+        emit(current, f"job {final}: {text}", level=level, data={"status": final})
+    return current
+
+
+# --- the reaper and retention ---------------------------------------------------------------------------------
+
+
+def reap_stale_jobs(*, now=None) -> int:
+    """Shards whose heartbeat went stale lost their worker: they end in error, and so does their job."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.RACKPILOT_JOB_STALE_SECONDS)
+    reaped = 0
+    for shard in JobShard.objects.filter(status=ShardStatus.RUNNING, heartbeat__lt=cutoff).select_related("job"):
+        if not JobShard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, heartbeat__lt=cutoff).update(
+            status=ShardStatus.ERROR, finished=now, updated=now
+        ):
+            continue  # it beat or finished meanwhile
+        reaped += 1
+        last = shard.heartbeat.isoformat() if shard.heartbeat else "never"
+        text = f"worker lost: {shard.worker or 'a worker'} stopped sending heartbeats (last {last})"
+        emit(shard.job, text, level=EventLevel.ERROR, data={"shard": shard.index, "worker": shard.worker})
+        _settle_cells(shard=shard, status=ShardStatus.ERROR, summary="worker lost")
+        finish_job_if_done(job=shard.job, summary="worker lost")
+    return reaped
+
+
+def prune_old_output(*, now=None) -> tuple[int, int]:
+    """Delete the events and artifacts of jobs that finished longer ago than the retention period."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.RACKPILOT_JOB_RETENTION_DAYS)
+    old_jobs = Job.objects.filter(finished__lt=cutoff)
+    events, _ = JobEvent.objects.filter(job__in=old_jobs).delete()
+    artifacts, _ = Artifact.objects.filter(step__job__in=old_jobs).delete()
+    return events, artifacts

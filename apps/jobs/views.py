@@ -1,0 +1,121 @@
+"""Job pages: the list (live), a job (matrix, progress, live log, cancel), a new job, one cell's output."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from rest_framework import serializers
+
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
+from apps.jobs import services
+from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus
+from apps.jobs.events import event_dict, progress_of
+from apps.jobs.forms import JobForm, add_service_errors
+from apps.jobs.kinds import KINDS
+from apps.jobs.models import Job, JobEvent, JobStep
+
+INITIAL_EVENTS = 500
+
+
+@login_required
+def job_list(request):
+    jobs = Job.objects.visible_to(request.user).with_progress().select_related("requested_by").order_by("-created")
+    status = request.GET.get("status", "")
+    if status in JobStatus.values:
+        jobs = jobs.filter(status=status)
+    kind = request.GET.get("kind", "")
+    if kind:
+        jobs = jobs.filter(kind=kind)
+    page = Paginator(jobs, 50).get_page(request.GET.get("page"))
+    template = "jobs/partials/job_rows.html" if request.headers.get("HX-Request") else "jobs/job_list.html"
+    return render(request, template, {
+        "page": page, "jobs": page.object_list, "status": status, "kind": kind, "statuses": JobStatus.choices,
+        "kinds": sorted(KINDS), "colours": JOB_STATUS_COLOURS,
+    })
+
+
+@login_required
+def job_detail(request, public_id):
+    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("requested_by"), public_id=public_id)
+    cells = list(JobStep.objects.filter(job=job).order_by("hostname", "position"))
+    columns, rows, current = [], [], None
+    for cell in cells:
+        if (cell.step, cell.label) not in columns and (not rows or rows[0][0] == cell.hostname):
+            columns.append((cell.step, cell.label))
+        if current is None or current[0] != cell.hostname:
+            current = (cell.hostname, [])
+            rows.append(current)
+        current[1].append(cell)
+    recent = list(JobEvent.objects.filter(job=job).order_by("-seq")[:INITIAL_EVENTS])[::-1]
+    return render(request, "jobs/job_detail.html", {
+        "job": job,
+        "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
+        "columns": columns,
+        "rows": rows,
+        "progress": progress_of(job.pk),
+        "initial": {
+            "id": str(job.public_id),
+            "status": job.status,
+            "last_seq": recent[-1].seq if recent else 0,
+            "first_seq": recent[0].seq if recent else 1,
+            "events": [event_dict(e) for e in recent],
+            "step_colours": STEP_STATUS_COLOURS,
+            "job_colours": JOB_STATUS_COLOURS,
+        },
+        "parameters": json.dumps(job.parameters, indent=2, sort_keys=True),
+        "may_cancel": request.user.has_role(Role.OPERATOR) and job.is_active,
+    })
+
+
+@login_required
+def job_cell(request, public_id, hostname, step):
+    job = get_object_or_404(Job.objects.visible_to(request.user), public_id=public_id)
+    cell = get_object_or_404(JobStep.objects.prefetch_related("artifacts"), job=job, hostname=hostname, step=step)
+    events = JobEvent.objects.filter(job=job, hostname=hostname, step=step).order_by("seq")[:2000]
+    return render(request, "jobs/partials/cell.html", {"job": job, "cell": cell, "events": events,
+                                                         "artifacts": cell.artifacts.all()})
+
+
+@role_required(Role.OPERATOR)
+def job_new(request):
+    form = JobForm(request.POST or None, initial={"nodes": request.GET.getlist("node")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = services.create_job(
+                kind=data["kind"],
+                targets=services.TargetSpec(
+                    nodes=tuple(n.hostname for n in data["nodes"]), racks=tuple(r.name for r in data["racks"]),
+                    tags=tuple(t.slug for t in data["tags"]),
+                ),
+                parameters=data["parameters"], transport=data["transport"], requested_by=request.user,
+            )
+        except serializers.ValidationError as error:
+            add_service_errors(form, error.detail)
+        else:
+            messages.success(request, f"{job.kind} started on {job.node_count} node(s).")
+            return redirect("job-page", public_id=job.public_id)
+    defaults = {name: _defaults(cls) for name, cls in KINDS.items()}
+    return render(request, "jobs/job_new.html", {"form": form, "kinds": KINDS, "defaults": defaults})
+
+
+def _defaults(kind_cls) -> dict:
+    out = {}
+    for name, field in kind_cls.parameters().fields.items():
+        default = field.default
+        if default is not serializers.empty:
+            out[name] = default() if callable(default) else default
+    return out
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def job_cancel(request, public_id):
+    job = get_object_or_404(Job, public_id=public_id)
+    services.cancel_job(job=job, user=request.user)
+    messages.info(request, "Cancel requested: no new command starts, running ones are stopped.")
+    return redirect("job-page", public_id=job.public_id)

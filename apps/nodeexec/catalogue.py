@@ -1,0 +1,125 @@
+"""The command catalogue: every command Rackpilot runs on a node, as an argv template.
+
+Nothing typed by a user is pasted into a shell string. A value that must go into a command (an interface name, a
+number of seconds) is checked against the strict pattern of its placeholder and then fills one whole argv element;
+the ssh transport quotes every element with shlex.quote when it joins them for the remote shell.
+"""
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+
+class CommandError(ValueError):
+    """A command or a value for it was refused."""
+
+    def __init__(self, message: str, *, field_name: str | None = None):
+        super().__init__(message)
+        self.field_name = field_name
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    pattern: str
+    description: str
+
+    def check(self, name: str, value) -> str:
+        text = str(value)
+        if not re.fullmatch(self.pattern, text):
+            raise CommandError(f"{name}: {text!r} is not {self.description}", field_name=name)
+        return text
+
+
+# The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
+PLACEHOLDERS: dict[str, Placeholder] = {
+    "interface": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}", "a Linux interface name"),
+    "seconds": Placeholder(r"[0-9]{1,6}(\.[0-9]{1,3})?", "a number of seconds"),
+    "gpu_index": Placeholder(r"[0-9]{1,2}", "a GPU index"),
+    "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -"),
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A catalogue entry: argv with `{placeholder}` elements, what it is for, and its timeout."""
+
+    name: str
+    argv: tuple[str, ...]
+    description: str
+    timeout: float = 60.0
+    placeholders: tuple[str, ...] = field(default=())
+
+    def build(self, **values) -> list[str]:
+        missing = set(self.placeholders) - set(values)
+        if missing:
+            raise CommandError(f"{self.name} needs {', '.join(sorted(missing))}")
+        unknown = set(values) - set(self.placeholders)
+        if unknown:
+            raise CommandError(f"{self.name} takes no {', '.join(sorted(unknown))}")
+        checked = {name: PLACEHOLDERS[name].check(name, value) for name, value in values.items()}
+        argv = []
+        for element in self.argv:
+            if element.startswith("{") and element.endswith("}"):
+                argv.append(checked[element[1:-1]])
+            else:
+                argv.append(element)
+        return argv
+
+
+CATALOGUE: dict[str, Command] = {}
+
+
+def register_command(command: Command) -> Command:
+    for element in command.argv:
+        if element.startswith("{"):
+            name = element[1:-1]
+            if name not in PLACEHOLDERS or name not in command.placeholders:
+                raise CommandError(f"{command.name}: unknown placeholder {element}")
+    CATALOGUE[command.name] = command
+    return command
+
+
+def get_command(name: str) -> Command:
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise CommandError(f"no command {name!r} in the catalogue") from None
+
+
+def build(name: str, **values) -> list[str]:
+    return get_command(name).build(**values)
+
+
+def shell_join(argv: list[str]) -> str:
+    """Join argv for a remote POSIX shell: every element quoted, so each stays one word and nothing expands."""
+    return " ".join(shlex.quote(element) for element in argv)
+
+
+for _command in (
+    Command("true", ("true",), "Does nothing, successfully (fan-out benchmark).", timeout=30),
+    Command("uname", ("uname", "-a"), "Kernel and architecture."),
+    Command("hostname", ("hostname",), "The node's own host name."),
+    Command("uptime", ("uptime",), "Load and time since boot."),
+    Command("os-release", ("cat", "/etc/os-release"), "Distribution and version."),
+    Command("nvidia-smi-list", ("nvidia-smi", "-L"), "GPUs with their UUIDs."),
+    Command(
+        "nvidia-smi-query",
+        (
+            "nvidia-smi",
+            "--query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total,temperature.gpu,power.draw",
+            "--format=csv,noheader,nounits",
+        ),
+        "GPU inventory and state as CSV.",
+    ),
+    Command("ip-link", ("ip", "-j", "link"), "Network interfaces as JSON."),
+    Command(
+        "ip-link-show", ("ip", "-j", "link", "show", "dev", "{interface}"), "One interface as JSON.",
+        placeholders=("interface",),
+    ),
+    Command("lscpu", ("lscpu", "-J"), "CPU and NUMA layout as JSON."),
+    Command("free", ("free", "-b"), "Memory in bytes."),
+    Command("df", ("df", "-P", "-B1"), "File systems and space."),
+    Command("sleep", ("sleep", "{seconds}"), "Waits (tests of cancel and crash handling).", timeout=24 * 3600,
+            placeholders=("seconds",)),
+):
+    register_command(_command)

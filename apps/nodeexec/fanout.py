@@ -1,0 +1,98 @@
+"""Fan-out: run a list of steps on many nodes, a bounded window of nodes at a time, one session per node.
+
+Knows nothing about jobs: it reports to an observer (step started, a line of output, step finished or skipped).
+Cancel is an asyncio.Event: once set, no new command starts and running ones are killed (TERM, then KILL).
+"""
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Protocol
+
+from apps.nodeexec.base import CommandResult, NodeTarget, OutputCollector, Transport, TransportError
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    name: str
+    argv: tuple[str, ...]
+    timeout: float = 60.0
+    stop_on_failure: bool = True
+
+
+class Observer(Protocol):
+    def step_started(self, target: NodeTarget, step: PlannedStep) -> None: ...
+
+    def output(self, target: NodeTarget, step: PlannedStep, stream: str, line: str) -> None: ...
+
+    def step_finished(self, target: NodeTarget, step: PlannedStep, result: CommandResult) -> None: ...
+
+    def step_skipped(self, target: NodeTarget, step: PlannedStep, reason: str, *, canceled: bool) -> None: ...
+
+
+async def fan_out(
+    targets: list[NodeTarget],
+    steps: list[PlannedStep],
+    *,
+    transport: Transport,
+    observer: Observer,
+    cancel: asyncio.Event,
+    window: int = 64,
+    grace: float = 3.0,
+    output_cap: int = 1 << 20,
+) -> None:
+    queue: asyncio.Queue[NodeTarget] = asyncio.Queue()
+    for target in targets:
+        queue.put_nowait(target)
+
+    async def worker():
+        while True:
+            try:
+                target = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await run_node(target, steps, transport=transport, observer=observer, cancel=cancel, grace=grace,
+                           output_cap=output_cap)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(window, len(targets))))))
+    await transport.aclose()
+
+
+async def run_node(target, steps, *, transport, observer, cancel, grace, output_cap) -> None:
+    """All steps on one node over one session; a failure stops the node's later steps when the step says so."""
+    session = None
+    try:
+        for position, step in enumerate(steps):
+            if cancel.is_set():
+                _skip_rest(observer, target, steps[position:], "canceled before it started", canceled=True)
+                return
+            observer.step_started(target, step)
+            if session is None:
+                try:
+                    session = await transport.open(target)
+                except TransportError as error:
+                    result = CommandResult(error=str(error), host_key=error.host_key, fingerprint=error.fingerprint)
+                    observer.step_finished(target, step, result)
+                    _skip_rest(observer, target, steps[position + 1 :], "node unreachable", canceled=False)
+                    return
+            collector = OutputCollector(
+                cap=output_cap, on_line=lambda stream, line, s=step: observer.output(target, s, stream, line)
+            )
+            result = await session.run(list(step.argv), timeout=step.timeout, collector=collector, cancel=cancel,
+                                       grace=grace)
+            observer.step_finished(target, step, result)
+            if result.canceled:
+                _skip_rest(observer, target, steps[position + 1 :], "canceled before it started", canceled=True)
+                return
+            if not result.ok and step.stop_on_failure:
+                _skip_rest(observer, target, steps[position + 1 :], f"skipped: {step.name} failed", canceled=False)
+                return
+    finally:
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.close()
+
+
+def _skip_rest(observer, target, steps, reason, *, canceled) -> None:
+    for step in steps:
+        observer.step_skipped(target, step, reason, canceled=canceled)

@@ -1,0 +1,76 @@
+"""The sim transport: the catalogue answered by the simulator (apps/simulator registers a backend)."""
+
+import asyncio
+import time
+from typing import Protocol, runtime_checkable
+
+from apps.nodeexec.base import STDERR, STDOUT, CommandResult, NodeTarget, OutputCollector, TransportError
+
+
+@runtime_checkable
+class SimulatorBackend(Protocol):
+    """Answers a catalogue command for a simulated node in the exact format of the real tool.
+
+    `run` is called in a worker thread (it may read the database); `node` carries hostname and node_id.
+    It returns (exit_code, stdout, stderr); str or bytes both do.
+    """
+
+    def run(self, node: NodeTarget, argv: list[str]) -> tuple[int, str | bytes, str | bytes]: ...
+
+
+_backend: SimulatorBackend | None = None
+
+
+def register_simulator(backend: SimulatorBackend | None) -> None:
+    """Install the simulator backend (None removes it). apps.simulator calls this from its AppConfig.ready()."""
+    global _backend
+    if backend is not None and not isinstance(backend, SimulatorBackend):
+        raise TypeError("a simulator backend needs run(node, argv) -> (exit_code, stdout, stderr)")
+    _backend = backend
+
+
+def get_simulator() -> SimulatorBackend | None:
+    return _backend
+
+
+def _bytes(value) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value or b"")
+
+
+class SimSession:
+    def __init__(self, backend: SimulatorBackend, target: NodeTarget):
+        self.backend, self.target = backend, target
+
+    async def run(self, argv, *, timeout, collector: OutputCollector, cancel: asyncio.Event, grace: float):
+        started = time.monotonic()
+        result = CommandResult()
+        call = asyncio.ensure_future(asyncio.to_thread(self.backend.run, self.target, list(argv)))
+        waiter = asyncio.ensure_future(cancel.wait())
+        done, _ = await asyncio.wait({call, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if call not in done:
+            result.canceled, result.timed_out = cancel.is_set(), not cancel.is_set()
+            return collector.fill(result)
+        exit_code, stdout, stderr = call.result()
+        for stream, data in ((STDOUT, _bytes(stdout)), (STDERR, _bytes(stderr))):
+            for line in data.splitlines(keepends=True):
+                collector.feed(stream, line)
+        result.exit_code = int(exit_code)
+        result.duration = time.monotonic() - started
+        return collector.fill(result)
+
+    async def close(self) -> None:
+        return None
+
+
+class SimTransport:
+    name = "sim"
+
+    async def open(self, target: NodeTarget) -> SimSession:
+        backend = get_simulator()
+        if backend is None:
+            raise TransportError("no simulator is installed (the sim transport needs apps.simulator)")
+        return SimSession(backend, target)
+
+    async def aclose(self) -> None:
+        return None

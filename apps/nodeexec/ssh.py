@@ -1,0 +1,159 @@
+"""The ssh transport (asyncssh): one connection per node for all of a job's steps, host keys from the inventory.
+
+Host keys are checked against the node's *trusted* SshHostKey rows only (an asyncssh known_hosts object built from
+them; revoked keys are listed as revoked). Verification is never turned off. A key we do not trust fails the
+connection with its SHA256 fingerprint so an operator can approve it; a node that has a trusted key but presents
+another fails loudly as a changed key, and nothing is ever trusted automatically.
+
+Each remote command runs as `printf <marker> $$; exec <quoted argv>` under the login shell that sshd starts in a
+new session, so the command's pid is its process group id; cancel and timeouts `kill -TERM -- -<pgid>` over a
+second channel of the same connection, then KILL after a grace period.
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+
+import asyncssh
+
+from apps.nodeexec.base import STDERR, STDOUT, CommandResult, NodeTarget, OutputCollector, pump_lines, wait_or_cancel
+from apps.nodeexec.catalogue import shell_join
+
+PID_MARKER = b"\x1erackpilot-pgid "
+
+# asyncssh logs several INFO lines per connection: at 500 nodes that is noise, and CPU. Keep its warnings.
+if logging.getLogger("asyncssh").level == logging.NOTSET:
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
+
+
+def _public_key_line(key: asyncssh.SSHKey) -> str:
+    return " ".join(key.export_public_key("openssh").decode().split()[:2])
+
+
+class _HostKeyWitness(asyncssh.SSHClient):
+    """Called by asyncssh only for a key that known_hosts does not trust: remember it and refuse it."""
+
+    def __init__(self):
+        self.presented: asyncssh.SSHKey | None = None
+
+    def validate_host_public_key(self, host, addr, port, key) -> bool:
+        self.presented = key
+        return False
+
+
+def known_hosts_for(target: NodeTarget) -> asyncssh.SSHKnownHosts:
+    lines = [f"* {key}" for key in target.trusted_keys] + [f"@revoked * {key}" for key in target.revoked_keys]
+    return asyncssh.import_known_hosts("\n".join(lines) + "\n")
+
+
+class SshSession:
+    def __init__(self, connection: asyncssh.SSHClientConnection):
+        self.connection = connection
+
+    async def run(self, argv, *, timeout, collector: OutputCollector, cancel: asyncio.Event, grace: float):
+        started = time.monotonic()
+        result = CommandResult()
+        command = "printf '\\036rackpilot-pgid %s\\n' \"$$\"; exec " + shell_join(argv)
+        try:
+            process = await self.connection.create_process(command, encoding=None, stdin=asyncssh.DEVNULL)
+        except (asyncssh.Error, OSError) as error:
+            result.error = f"ssh: {error}"
+            return collector.fill(result)
+        pgid: list[int] = []
+
+        async def read_stdout():
+            first = await process.stdout.readline()
+            if first.startswith(PID_MARKER):
+                with contextlib.suppress(ValueError):
+                    pgid.append(int(first[len(PID_MARKER) :].strip()))
+            else:
+                collector.feed(STDOUT, first)
+            await pump_lines(process.stdout, STDOUT, collector)
+
+        async def finish():
+            await asyncio.gather(read_stdout(), pump_lines(process.stderr, STDERR, collector))
+            await process.wait_closed()
+
+        outcome = await wait_or_cancel(finish(), timeout=timeout, cancel=cancel)
+        if outcome != "done":
+            result.timed_out, result.canceled = outcome == "timeout", outcome == "cancel"
+            await self._kill_group(process, pgid[0] if pgid else None, grace)
+        else:
+            result.exit_code = process.exit_status
+            if process.exit_signal:
+                result.signal = process.exit_signal[0]
+                result.exit_code = None
+        result.duration = time.monotonic() - started
+        return collector.fill(result)
+
+    async def _kill_group(self, process, pgid: int | None, grace: float) -> None:
+        if pgid is not None:
+            for sig, wait in (("TERM", grace), ("KILL", 5.0)):
+                with contextlib.suppress(asyncssh.Error, OSError):
+                    await self.connection.run(f"kill -{sig} -- -{pgid} 2>/dev/null || kill -{sig} {pgid}", check=False)
+                try:
+                    await asyncio.wait_for(process.wait_closed(), wait)
+                    break
+                except TimeoutError:
+                    continue
+        process.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(process.wait_closed(), 1)
+
+    async def close(self) -> None:
+        self.connection.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.connection.wait_closed(), 2)
+
+
+class SshTransport:
+    """Opens connections as `username` with the worker's client key(s)."""
+
+    name = "ssh"
+
+    def __init__(self, *, username: str, client_keys: list[str], connect_timeout: float = 20.0):
+        self.username = username
+        self.client_keys = asyncssh.load_keypairs(client_keys) if client_keys else []
+        self.connect_timeout = connect_timeout
+
+    async def open(self, target: NodeTarget) -> SshSession:
+        from apps.nodeexec.base import TransportError
+
+        witness = _HostKeyWitness()
+        try:
+            connection = await asyncssh.connect(
+                target.address,
+                port=target.port,
+                username=self.username,
+                client_keys=self.client_keys,
+                known_hosts=known_hosts_for(target),
+                client_factory=lambda: witness,
+                connect_timeout=self.connect_timeout,
+                config=None,
+                agent_path=None,
+                password=None,
+                kbdint_auth=False,
+                gss_host=None,
+                x509_trusted_certs=None,
+            )
+        except asyncssh.HostKeyNotVerifiable as error:
+            key = witness.presented
+            if key is None:
+                raise TransportError(f"host key refused: {error}") from None
+            fingerprint = key.get_fingerprint("sha256")
+            if target.trusted_keys:
+                message = (
+                    f"HOST KEY CHANGED: {target.hostname} presented {fingerprint}, which is not its trusted key; "
+                    "nothing was trusted automatically. Check the node before approving the new key."
+                )
+            else:
+                message = f"unknown host key {fingerprint}: an operator can trust it on the node's page"
+            raise TransportError(message, host_key=_public_key_line(key), fingerprint=fingerprint) from None
+        except (asyncssh.Error, OSError, TimeoutError) as error:
+            reason = str(error) or type(error).__name__
+            raise TransportError(f"ssh to {target.address}:{target.port} failed: {reason}") from None
+        return SshSession(connection)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,26 @@
+"""Transport registry: the job engine asks for a transport by name (ssh, local, sim)."""
+
+from django.conf import settings
+
+from apps.nodeexec.local import LocalTransport
+from apps.nodeexec.sim import SimTransport
+
+TRANSPORT_NAMES = ("ssh", "local", "sim")
+TRANSPORT_CHOICES = [(name, name) for name in TRANSPORT_NAMES]
+
+
+def get_transport(name: str):
+    if name == "ssh":
+        from apps.nodeexec.ssh import SshTransport
+
+        keys = [settings.RACKPILOT_SSH_KEY] if settings.RACKPILOT_SSH_KEY else []
+        return SshTransport(
+            username=settings.RACKPILOT_SSH_USER,
+            client_keys=keys,
+            connect_timeout=settings.RACKPILOT_SSH_CONNECT_TIMEOUT,
+        )
+    if name == "local":
+        return LocalTransport()
+    if name == "sim":
+        return SimTransport()
+    raise ValueError(f"unknown transport {name!r}")

@@ -1,0 +1,73 @@
+"""The embedded wiring: a Celery worker and the jobs reaper inside the server process (no Redis, no beat).
+
+`serve` calls start_embedded_worker() before it starts uvicorn. With no REDIS_URL the broker is `memory://`
+(kombu keeps its queues in this process) and the channel layer is in memory, so the worker must live here.
+"""
+
+import logging
+import threading
+import time
+
+logger = logging.getLogger(__name__)
+
+_started: dict = {}
+
+
+def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None = None) -> threading.Thread:
+    """Start (once) a Celery worker with a thread pool, and a reaper/pruner loop, as daemon threads.
+
+    Returns the worker thread. Safe to call twice: the second call returns the running thread.
+    """
+    if "worker" in _started:
+        return _started["worker"]
+    from celery.worker import WorkController
+    from django.conf import settings
+
+    from portal.celery import app
+
+    if not settings.EMBEDDED:
+        logger.warning("start_embedded_worker() with REDIS_URL set: run `celery -A portal worker` and beat instead")
+
+    def run_worker():
+        worker = WorkController(
+            app=app, hostname=f"embedded@{__import__('socket').gethostname()}", pool_cls="threads",
+            concurrency=concurrency, loglevel="WARNING", without_heartbeat=True, without_mingle=True,
+            without_gossip=True, optimization="fair",
+        )
+        _started["controller"] = worker
+        worker.start()
+
+    worker_thread = threading.Thread(target=run_worker, name="rackpilot-embedded-worker", daemon=True)
+    worker_thread.start()
+    interval = reaper_interval if reaper_interval is not None else settings.RACKPILOT_JOB_REAPER_SECONDS
+    reaper_thread = threading.Thread(target=_reaper_loop, args=(interval,), name="rackpilot-embedded-reaper",
+                                     daemon=True)
+    reaper_thread.start()
+    _started["worker"], _started["reaper"] = worker_thread, reaper_thread
+    return worker_thread
+
+
+def _reaper_loop(interval: float) -> None:
+    """What Celery beat does in the services wiring: reap stale jobs every `interval` s, prune hourly."""
+    from django.db import close_old_connections
+
+    from apps.jobs import services
+
+    next_prune = 0.0
+    while True:
+        time.sleep(interval)
+        try:
+            close_old_connections()
+            services.reap_stale_jobs()
+            if time.monotonic() >= next_prune:
+                services.prune_old_output()
+                next_prune = time.monotonic() + 3600
+        except Exception:
+            logger.exception("embedded reaper failed; trying again in %s s", interval)
+
+
+def stop_embedded_worker() -> None:
+    controller = _started.pop("controller", None)
+    if controller is not None:
+        controller.stop(in_sighandler=False)
+    _started.pop("worker", None)

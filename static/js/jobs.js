@@ -1,0 +1,233 @@
+/* Rackpilot jobs: live job list and job page. The database is the truth; the websocket is a fast copy of it.
+ * Events carry gapless seq numbers: duplicates are dropped, a gap is refilled over REST, and when websockets are
+ * unavailable the page polls the same REST endpoints. */
+(function () {
+  "use strict";
+  var TERMINAL = { succeeded: 1, failed: 1, canceled: 1, error: 1 };
+  var MAX_LOG_ROWS = 20000;
+
+  function label(status) { return status ? status.charAt(0).toUpperCase() + status.slice(1) : ""; }
+  function wsUrl(path) { return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path; }
+  function getJSON(url) {
+    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } }).then(function (r) {
+      if (!r.ok) { throw new Error(url + " answered " + r.status); }
+      return r.json();
+    });
+  }
+  function setBadge(el, status, colour) {
+    if (!el) { return; }
+    el.className = "badge " + (colour || "grey");
+    el.textContent = label(status);
+  }
+
+  function detail(initial) {
+    var id = initial.id;
+    var state = { lastSeq: 0, status: initial.status, ws: null, mode: "connecting", failures: 0, received: 0,
+                  seqs: [], pollTimer: null, closedByPage: false };
+    var log = document.getElementById("log");
+    var nodeFilter = document.getElementById("log-node");
+    var follow = document.getElementById("log-follow");
+    var connState = document.getElementById("conn-state");
+    var queue = Promise.resolve();
+
+    function setMode(mode, text) { state.mode = mode; if (connState) { connState.textContent = text; } }
+
+    function addEvent(ev) {
+      if (ev.seq <= state.lastSeq) { return; }            // a duplicate (replay overlapping live): drop it
+      state.lastSeq = ev.seq;
+      state.seqs.push(ev.seq);
+      var row = document.createElement("div");
+      row.className = "ev level-" + ev.level;
+      row.dataset.seq = ev.seq;
+      row.dataset.host = ev.hostname || "";
+      var when = ev.t ? ev.t.slice(11, 19) : "";
+      row.textContent = when + " " + (ev.hostname ? ev.hostname + " " : "") + (ev.step ? "[" + ev.step + "] " : "") + ev.message;
+      if (nodeFilter.value && ev.hostname && ev.hostname !== nodeFilter.value) { row.hidden = true; }
+      log.appendChild(row);
+      while (log.childElementCount > MAX_LOG_ROWS) { log.removeChild(log.firstElementChild); }
+    }
+
+    function fetchMissing() {
+      // Everything after lastSeq from the database, page by page.
+      return getJSON("/api/jobs/" + id + "/events/?after=" + state.lastSeq).then(function (page) {
+        page.events.forEach(addEvent);
+        if (page.more) { return fetchMissing(); }
+        return page;
+      });
+    }
+
+    function addEvents(events) {
+      var pending = events.filter(function (ev) { return ev.seq > state.lastSeq; });
+      if (!pending.length) { return Promise.resolve(); }
+      if (pending[0].seq > state.lastSeq + 1) {             // a gap: refill it over REST, then go on
+        return fetchMissing().then(function () { pending.forEach(addEvent); scroll(); });
+      }
+      pending.forEach(addEvent);
+      scroll();
+      return Promise.resolve();
+    }
+
+    function scroll() {
+      document.getElementById("log-count").textContent = state.lastSeq + " events";
+      if (follow.checked) { log.scrollTop = log.scrollHeight; }
+    }
+
+    function applySteps(steps) {
+      (steps || []).forEach(function (s) {
+        var cell = document.querySelector('td.cell[data-host="' + CSS.escape(s.hostname) + '"][data-step="' + CSS.escape(s.step) + '"]');
+        if (!cell) { return; }
+        cell.className = "cell " + s.colour;
+        cell.dataset.status = s.status;
+        cell.title = s.hostname + " " + s.step + ": " + s.status + (s.summary ? " — " + s.summary : "");
+        cell.firstElementChild && (cell.firstElementChild.textContent = s.status);
+      });
+    }
+
+    function applyJob(job) {
+      if (!job) { return; }
+      state.status = job.status;
+      setBadge(document.getElementById("job-status"), job.status, job.colour);
+      document.getElementById("job-status-text").textContent = label(job.status);
+      if (job.progress) {
+        document.getElementById("progress-bar").style.width = job.progress.percent + "%";
+        document.getElementById("progress-percent").textContent = job.progress.percent + "%";
+        document.getElementById("progress-count").textContent = job.progress.done + " of " + job.progress.total;
+      }
+      document.getElementById("job-summary").textContent = job.summary || "";
+      if (job.finished) { document.getElementById("job-finished").textContent = job.finished.replace("T", " ").slice(0, 19); }
+      var button = document.getElementById("cancel-button");
+      if (button && (TERMINAL[job.status] || job.cancel_requested)) {
+        button.disabled = true;
+        button.textContent = TERMINAL[job.status] ? "Cancel job" : "Canceling…";
+        if (TERMINAL[job.status]) { document.getElementById("cancel-form").hidden = true; }
+      }
+    }
+
+    function handle(frame) {
+      state.received += 1;
+      if (frame.type === "state") { applyJob(frame.job); applySteps(frame.steps); return Promise.resolve(); }
+      if (frame.type === "batch") {
+        return addEvents(frame.events || []).then(function () { applySteps(frame.steps); applyJob(frame.job); });
+      }
+      return Promise.resolve();
+    }
+
+    function connect() {
+      if (!("WebSocket" in window)) { startPolling(); return; }
+      var ws = new WebSocket(wsUrl("/ws/jobs/" + id + "/?after=" + state.lastSeq));
+      state.ws = ws;
+      var opened = false;
+      ws.onopen = function () { opened = true; state.failures = 0; stopPolling(); setMode("live", "live"); };
+      ws.onmessage = function (msg) {
+        var frame = JSON.parse(msg.data);
+        queue = queue.then(function () { return handle(frame); }).catch(function (e) { console.warn(e); });
+      };
+      ws.onclose = function (e) {
+        if (state.ws !== ws) { return; }
+        state.ws = null;
+        if (!opened) { state.failures += 1; }
+        if (e.code === 4401 || e.code === 4403) { setMode("denied", "not allowed to watch this job"); return; }
+        if (TERMINAL[state.status] && opened) {
+          // Finished: catch up once over REST in case the last push was lost, then rest.
+          queue = queue.then(fetchMissing).catch(function () {});
+          setMode("done", "finished");
+          return;
+        }
+        if (state.failures >= 3) { startPolling(); }
+        else { setMode("reconnecting", "reconnecting…"); }
+        var delay = Math.min(30000, 1000 * Math.pow(2, state.failures));
+        setTimeout(function () { queue = queue.then(fetchMissing).catch(function () {}).then(connect); }, opened ? 300 : delay);
+      };
+    }
+
+    function poll() {
+      queue = queue.then(function () {
+        return Promise.all([fetchMissing(), getJSON("/api/jobs/" + id + "/"),
+                            getJSON("/api/jobs/" + id + "/steps/?limit=100000")]).then(function (r) {
+          applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, finished: r[1].finished,
+                     cancel_requested: r[1].cancel_requested, progress: r[1].progress });
+          applySteps(r[2].results);
+          scroll();
+          if (TERMINAL[r[1].status]) { stopPolling(); setMode("done", "finished"); }
+        });
+      }).catch(function (e) { console.warn(e); });
+    }
+    function startPolling() {
+      if (state.pollTimer) { return; }
+      setMode("polling", "polling (live updates unavailable)");
+      poll();
+      state.pollTimer = setInterval(poll, 2000);
+    }
+    function stopPolling() { if (state.pollTimer) { clearInterval(state.pollTimer); state.pollTimer = null; } }
+
+    nodeFilter.addEventListener("change", function () {
+      var host = nodeFilter.value;
+      Array.prototype.forEach.call(log.children, function (row) { row.hidden = !!(host && row.dataset.host && row.dataset.host !== host); });
+    });
+    document.getElementById("matrix").addEventListener("click", function (e) {
+      var cell = e.target.closest("td.cell");
+      if (!cell) { return; }
+      if (nodeFilter.value !== cell.dataset.host) { nodeFilter.value = cell.dataset.host; nodeFilter.dispatchEvent(new Event("change")); }
+    });
+
+    // Initial render from the page itself (never blank), then live from lastSeq on.
+    if (initial.first_seq > 1) {
+      var note = document.createElement("div");
+      note.className = "ev muted";
+      note.textContent = "… " + (initial.first_seq - 1) + " earlier events: see the API or filter by node";
+      log.appendChild(note);
+      state.lastSeq = initial.first_seq - 1;
+    }
+    initial.events.forEach(addEvent);
+    scroll();
+    connect();
+
+    window.rackpilotJob = {
+      state: state,
+      seqs: function () { return state.seqs.slice(); },
+      socket: function () { return state.ws; },
+      dropSocket: function () { if (state.ws) { state.ws.close(); } },
+    };
+  }
+
+  function list() {
+    var tbody = document.getElementById("job-rows");
+    var table = document.getElementById("job-table");
+    var note = document.getElementById("live-note");
+    var refreshing = null;
+    function refreshRows() {
+      if (refreshing) { return; }
+      refreshing = setTimeout(function () {
+        fetch(table.dataset.rowsUrl, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+          .then(function (r) { return r.text(); })
+          .then(function (html) { tbody.innerHTML = html; })
+          .finally(function () { refreshing = null; });
+      }, 300);
+    }
+    function apply(job) {
+      var row = tbody.querySelector('tr[data-job="' + job.id + '"]');
+      if (!row) { refreshRows(); return; }
+      setBadge(row.querySelector('[data-field="status"]'), job.status, job.colour);
+      if (job.progress) {
+        row.querySelector('[data-field="bar"]').style.width = job.progress.percent + "%";
+        row.querySelector('[data-field="percent"]').textContent = job.progress.percent + "%";
+      }
+      row.querySelector('[data-field="summary"]').textContent = job.summary || "";
+    }
+    var failures = 0, poller = null;
+    function connect() {
+      var ws = new WebSocket(wsUrl("/ws/jobs/"));
+      var opened = false;
+      ws.onopen = function () { opened = true; failures = 0; note.textContent = "live"; if (poller) { clearInterval(poller); poller = null; } };
+      ws.onmessage = function (msg) { var frame = JSON.parse(msg.data); if (frame.type === "status") { apply(frame.job); } };
+      ws.onclose = function () {
+        if (!opened) { failures += 1; }
+        if (failures >= 3 && !poller) { note.textContent = "polling"; poller = setInterval(refreshRows, 5000); }
+        setTimeout(function () { if (opened) { refreshRows(); } connect(); }, Math.min(30000, 1000 * Math.pow(2, failures)));
+      };
+    }
+    if ("WebSocket" in window) { connect(); } else { note.textContent = "polling"; setInterval(refreshRows, 5000); }
+  }
+
+  window.RackpilotJobs = { detail: detail, list: list };
+})();

@@ -1,0 +1,50 @@
+"""An operator starts a job in a real browser and watches it live: cells turn green, progress reaches 100%, and a
+websocket dropped mid-run loses no event."""
+
+import pytest
+
+from apps.accounts.choices import Role
+from apps.jobs.models import Job, JobEvent
+from tests import factories
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def test_operator_watches_a_job_live_and_a_dropped_socket_loses_nothing(live_server_url, browser_page):
+    factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
+    for i in range(4):
+        factories.make_node(hostname=f"b{i}")
+    page = browser_page
+    page.set_default_timeout(30000)
+    page.goto(f"{live_server_url}/login/")
+    page.fill("input[name=username]", "op")
+    page.fill("input[name=password]", "correct-horse-battery")
+    page.click("button[type=submit], input[type=submit]")
+    page.goto(f"{live_server_url}/jobs/new/")
+    page.select_option("select[name=kind]", "sleep")
+    page.select_option("select[name=transport]", "local")
+    page.select_option("select[name=nodes]", ["b0", "b1", "b2", "b3"])
+    page.fill("textarea[name=parameters]", '{"seconds": 1.5, "steps": 3}')
+    page.click("#start-job")
+    page.wait_for_url("**/jobs/*-*/")
+    assert page.locator("td.cell").count() == 12
+
+    # Live: the first column turns green while the page is never reloaded.
+    page.wait_for_function("document.querySelectorAll('td.cell.green').length >= 4")
+    assert page.evaluate("window.rackpilotJob.state.mode") == "live"
+    page.evaluate("window.rackpilotJob.dropSocket()")  # the network blinks mid-run
+    page.wait_for_function("document.querySelectorAll('td.cell.green').length === 12")
+    page.wait_for_function("document.getElementById('progress-percent').textContent === '100%'")
+    page.wait_for_function("document.getElementById('job-status').textContent === 'Succeeded'")
+
+    job = Job.objects.get()
+    assert job.status == "succeeded"
+    page.wait_for_function(f"window.rackpilotJob.state.lastSeq === {job.last_seq}")
+    seqs = page.evaluate("window.rackpilotJob.seqs()")
+    assert seqs == list(range(1, job.last_seq + 1)), "an event is missing or repeated in the page's log"
+    rows = page.locator("#log .ev[data-seq]").count()
+    assert rows == JobEvent.objects.filter(job=job).count()
+
+    # The job list shows it too.
+    page.goto(f"{live_server_url}/jobs/")
+    assert page.locator(f'tr[data-job="{job.public_id}"] [data-field=status]').inner_text() == "Succeeded"

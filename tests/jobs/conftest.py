@@ -1,0 +1,34 @@
+import pytest
+
+from apps.jobs import executor, services
+from apps.jobs.models import Job
+
+
+@pytest.fixture(autouse=True)
+def no_celery(monkeypatch, request):
+    """Unit tests run shards in-process (run_shards); integration tests send them to a real worker."""
+    if request.node.get_closest_marker("integration"):
+        return []
+    sent = []
+    monkeypatch.setattr(services, "enqueue", lambda job: sent.append(job.public_id))
+    return sent
+
+
+@pytest.fixture
+def run_shards():
+    def run(job: Job) -> Job:
+        for shard in job.shards.order_by("index"):
+            executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="pytest")
+        job.refresh_from_db()
+        return job
+
+    return run
+
+
+@pytest.fixture
+def fast_jobs(settings):
+    settings.RACKPILOT_EVENT_FLUSH_MS = 50
+    settings.RACKPILOT_JOB_CANCEL_POLL_SECONDS = 0.1
+    settings.RACKPILOT_JOB_KILL_GRACE_SECONDS = 1
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "local"
+    return settings

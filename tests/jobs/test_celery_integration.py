@@ -1,0 +1,167 @@
+"""A real Celery worker process against real Redis and the test database: a job runs; a SIGKILLed worker's job
+is failed by the reaper (run by Celery beat) as "worker lost", and the unacked message does not run it again."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+from kombu import Connection
+
+from apps.jobs import services
+from apps.jobs.choices import JobStatus, StepStatus
+from apps.jobs.models import Job, JobEvent, JobStep
+from apps.jobs.tasks import run_shard
+from tests import factories
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+REDIS = os.environ.get("RACKPILOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _redis_or_skip():
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS).ping()
+    except Exception as error:
+        if os.environ.get("CI"):
+            pytest.fail(f"Redis at {REDIS} is down: {error}")
+        pytest.skip(f"Redis at {REDIS} is down: {error}")
+    redis.Redis.from_url(REDIS).flushdb()
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = f"{quote(s['USER'])}:{quote(s['PASSWORD'])}@" if s["USER"] else ""
+    return f"postgres://{auth}{s['HOST'] or 'localhost'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def _celery(*args, log: Path) -> subprocess.Popen:
+    env = dict(
+        os.environ,
+        REDIS_URL=REDIS,
+        DATABASE_URL=_database_url(),
+        RACKPILOT_SECRET_KEY="integration-test",
+        RACKPILOT_JOB_HEARTBEAT_SECONDS="1",
+        RACKPILOT_JOB_STALE_SECONDS="4",
+        RACKPILOT_JOB_REAPER_SECONDS="2",
+        RACKPILOT_EVENT_FLUSH_MS="50",
+        RACKPILOT_JOB_CANCEL_POLL_MS="200",
+        PYTHONPATH=str(ROOT),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _send(job):
+    with Connection(REDIS) as broker:
+        for shard in job.shards.all():
+            run_shard.apply_async(args=[str(job.public_id), shard.index], task_id=shard.task_id, connection=broker)
+
+
+def _wait(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture
+def nodes(db, monkeypatch):
+    _redis_or_skip()
+    monkeypatch.setattr(services, "enqueue", lambda job: None)  # sent explicitly to the test Redis below
+    return [factories.make_node(hostname=f"w{i}") for i in range(2)]
+
+
+def _job(kind, nodes, **parameters):
+    return services.create_job(
+        kind=kind,
+        targets=services.TargetSpec(nodes=tuple(n.hostname for n in nodes)),
+        parameters=parameters,
+        transport="local",
+    )
+
+
+def test_a_worker_process_runs_a_job(nodes, tmp_path):
+    worker = _celery(
+        "worker", "--pool", "solo", "--loglevel", "INFO", "--hostname", "it1@%h", log=tmp_path / "worker.log"
+    )
+    try:
+        job = _job("shell-check", nodes, commands=["uname", "hostname"])
+        _send(job)
+        assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 60), (tmp_path / "worker.log").read_text()
+    finally:
+        _stop(worker)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert JobStep.objects.filter(job=job, status=StepStatus.SUCCEEDED).count() == 4
+    assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on it1@").exists()
+
+
+def test_a_killed_worker_is_reaped_and_its_job_fails_and_does_not_run_twice(nodes, tmp_path):
+    worker = _celery(
+        "worker", "--pool", "solo", "--loglevel", "INFO", "--hostname", "doomed@%h", log=tmp_path / "worker.log"
+    )
+    survivor = None
+    try:
+        job = _job("sleep", nodes, seconds=300)
+        _send(job)
+        assert _wait(lambda: JobStep.objects.filter(job=job, status=StepStatus.RUNNING).count() == 2, 60), (
+            tmp_path / "worker.log"
+        ).read_text()
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker and the sleeps it started
+        worker.wait()
+        killed_at = time.monotonic()
+        # A second worker with beat embedded: beat runs the reaper; the first worker's message stays unacked.
+        survivor = _celery(
+            "worker",
+            "--beat",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            "survivor@%h",
+            "--schedule",
+            str(tmp_path / "beat-schedule"),
+            log=tmp_path / "survivor.log",
+        )
+        assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 60), (tmp_path / "survivor.log").read_text()
+        assert time.monotonic() - killed_at < 60
+        time.sleep(2)
+    finally:
+        _stop(worker)
+        if survivor is not None:
+            _stop(survivor)
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERROR and job.summary == "worker lost"
+    assert set(JobStep.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.ERROR}
+    assert JobEvent.objects.filter(job=job, level="error", message__startswith="worker lost: doomed@").exists()
+    assert JobEvent.objects.filter(job=job, message__startswith="shard 0:").count() == 1  # never started again

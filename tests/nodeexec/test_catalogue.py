@@ -1,0 +1,60 @@
+"""The command catalogue: values are checked against strict patterns, and quoted when joined for a shell."""
+
+import shlex
+import subprocess
+
+import pytest
+
+from apps.nodeexec.catalogue import CATALOGUE, CommandError, build, shell_join
+
+NASTY = [
+    "eth0; reboot",
+    "$(touch /tmp/pwned)",
+    "`id`",
+    "eth0 && id",
+    "a|b",
+    "a>b",
+    "x\ny",
+    "'",
+    '"',
+    "a b",
+    "--help",
+    "../../etc",
+    "",
+    "ethernet-interface-name-too-long",
+    "${IFS}",
+]
+
+
+@pytest.mark.parametrize("value", NASTY)
+def test_values_outside_the_pattern_are_refused(value):
+    with pytest.raises(CommandError) as refused:
+        build("ip-link-show", interface=value)
+    assert refused.value.field_name == "interface"
+
+
+def test_a_value_fills_exactly_one_argv_element():
+    assert build("ip-link-show", interface="ens1f0np0") == ["ip", "-j", "link", "show", "dev", "ens1f0np0"]
+    assert build("sleep", seconds="2.5") == ["sleep", "2.5"]
+    with pytest.raises(CommandError):
+        build("sleep")
+    with pytest.raises(CommandError):
+        build("uname", interface="eth0")
+
+
+def test_every_catalogue_command_joins_back_to_its_argv():
+    for command in CATALOGUE.values():
+        values = {
+            name: {"interface": "lo", "seconds": "1", "gpu_index": "0", "path": "/tmp"}[name]
+            for name in command.placeholders
+        }
+        argv = command.build(**values)
+        assert shlex.split(shell_join(argv)) == argv
+
+
+def test_shell_join_keeps_metacharacters_literal(tmp_path):
+    target = tmp_path / "pwned"
+    hostile = [f"$(touch {target})", f"`touch {target}`", f"; touch {target}", "'quoted' \"twice\""]
+    out = subprocess.run(["sh", "-c", shell_join(["printf", "%s\\n", *hostile])], capture_output=True, text=True)
+    assert out.stdout.splitlines() == hostile
+    assert not target.exists()
