@@ -1,3 +1,7 @@
 from django.urls import path
 
-urlpatterns: list = [path("", lambda request: None, name="topology")]
+from apps.topology import views
+
+urlpatterns = [
+    path("", views.TopologyView.as_view(), name="topology"),
+]

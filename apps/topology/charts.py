@@ -1,0 +1,489 @@
+"""The topology map: a Plotly figure built here, embedded by the template with json_script, drawn by charts.js.
+
+Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines; plane A on the left, plane B on the
+right, the management switch between them), management nodes. Links are coloured by plane and drawn wider the more
+capacity they carry; hovering a link's midpoint shows its ends, ports and speeds. Elements named by a rule that did
+not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one marker per rack, links aggregated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+
+from apps.inventory.choices import NODE_STATUS_COLOURS, NodeRole, Plane, SwitchTier
+from apps.topology.graph import ClusterGraph, node_key, switch_key
+from apps.topology.rules import RuleResult
+
+GROUP_ABOVE = 64
+MAX_CABLES_IN_HOVER = 8
+MAX_CABLES_IN_HOVER_GROUPED = 3
+COLOURS = {
+    "green": "#1f9d55",
+    "orange": "#d98a00",
+    "red": "#d23b3b",
+    "grey": "#8a93a6",
+    "blue": "#2f6fdf",
+    "purple": "#7d4cc2",
+    "black": "#333333",
+}
+PLANE_COLOURS = {Plane.A: "#2f6fdf", Plane.B: "#e07b00", Plane.MANAGEMENT: "#9aa3b5"}
+OTHER_COLOUR = "#555d70"
+VIOLATION = "#d23b3b"
+ROW_COMPUTE, ROW_LEAF, ROW_SPINE, ROW_MANAGEMENT_SWITCH, ROW_TOP = 0.0, 1.0, 2.0, 2.5, 3.0
+# Horizontal bands of the switch layer, by plane.
+BANDS = {Plane.A: (0.02, 0.48), Plane.B: (0.52, 0.98), "": (0.3, 0.7)}
+
+
+@dataclass
+class _Vertex:
+    key: str
+    label: str
+    kind: str  # compute, rack, switch, top
+    x: float = 0.0
+    y: float = 0.0
+    colour: str = OTHER_COLOUR
+    symbol: str = "circle"
+    size: int = 10
+    text: str = ""  # label drawn next to the marker (empty when the row is too crowded)
+    textposition: str = "top center"
+    hover: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)  # titles of the rules that name it
+
+
+@dataclass
+class _Link:
+    a: str
+    b: str
+    capacity: float = 0.0
+    installed: float = 0.0
+    planes: set[str] = field(default_factory=set)
+    cables: list = field(default_factory=list)
+    cable_count: int = 0
+    members: set[str] = field(default_factory=set)  # underlying nodes, when grouped
+    flagged: bool = False
+
+    @property
+    def plane(self) -> str:
+        return next(iter(self.planes)) if len(self.planes) == 1 else "mixed"
+
+
+def _fmt_gbps(value: float) -> str:
+    return f"{value / 1000:g} Tbps" if value >= 1000 else f"{value:g} Gbps"
+
+
+def _width(capacity: float) -> float:
+    if capacity <= 0:
+        return 0.5
+    return max(0.5, min(6.0, round((1 + 1.3 * math.log10(max(capacity, 1) / 100)) * 2) / 2))
+
+
+def _spread(count: int, low: float, high: float) -> list[float]:
+    return [low + (high - low) * (i + 0.5) / count for i in range(count)] if count else []
+
+
+def _flags(cluster: ClusterGraph, results: Iterable[RuleResult]) -> tuple[dict[str, list[str]], set[frozenset]]:
+    """Vertex keys named by rules that did not pass (with those rules' titles), and edges they name."""
+    flagged: dict[str, list[str]] = defaultdict(list)
+    edges: set[frozenset] = set()
+    for result in results:
+        if result.passed or result.verdict == "could-not-run":
+            continue
+        for element in result.offending:
+            key = _element_key(cluster, element)
+            if key and result.title not in flagged[key]:
+                flagged[key].append(result.title)
+        edges.update(frozenset(link) for link in result.links)
+    return flagged, edges
+
+
+def _element_key(cluster: ClusterGraph, element: str) -> str | None:
+    if element in cluster.nodes:
+        return node_key(element)
+    if element in cluster.switches:
+        return switch_key(element)
+    for separator in (":", " "):
+        host = element.split(separator, 1)[0]
+        if host in cluster.nodes:
+            return node_key(host)
+    return None
+
+
+def topology_figure(
+    cluster: ClusterGraph, results: Iterable[RuleResult] = (), *, group_above: int = GROUP_ABOVE
+) -> go.Figure:
+    """The map of the cluster, with the elements the given rule results name drawn red."""
+    flagged, flagged_edges = _flags(cluster, results)
+    compute = [node for node in cluster.nodes.values() if node.role == NodeRole.COMPUTE]
+    grouped = len(compute) > group_above
+    vertices: dict[str, _Vertex] = {}
+    member_of: dict[str, str] = {}
+
+    # Compute tier: one marker per node, or per rack when there are many.
+    compute.sort(key=lambda node: (node.rack, node.hostname))
+    rack_spans: dict[str, list[float]] = defaultdict(list)
+    if grouped:
+        racks: dict[str, list] = defaultdict(list)
+        for node in compute:
+            racks[node.rack or "no rack"].append(node)
+        every = -(-len(racks) // 16)  # label at most 16 racks; hover names every one
+        for i, ((rack, members), x) in enumerate(zip(racks.items(), _spread(len(racks), 0, 1), strict=True)):
+            key = f"rack:{rack}"
+            vertex = _rack_vertex(key, rack, members, flagged)
+            vertex.x, vertex.y = x, ROW_COMPUTE
+            vertex.text, vertex.textposition = (vertex.label if i % every == 0 else ""), "bottom center"
+            vertices[key] = vertex
+            for node in members:
+                member_of[node.key] = key
+    else:
+        for node, x in zip(compute, _spread(len(compute), 0, 1), strict=True):
+            vertices[node.key] = _node_vertex(cluster, node, flagged, x, ROW_COMPUTE)
+            member_of[node.key] = node.key
+            rack_spans[node.rack or "no rack"].append(x)
+
+    # Switch layer: each leaf above the nodes it serves (plane A just left of plane B); spines of plane A on the
+    # left, of plane B on the right; the management switch between them.
+    _place_switches(cluster, vertices, member_of, flagged)
+
+    # Management (and other non-compute) nodes on top.
+    others = sorted(
+        (node for node in cluster.nodes.values() if node.role != NodeRole.COMPUTE), key=lambda n: n.hostname
+    )
+    for node, x in zip(others, _spread(len(others), 0.3, 0.7), strict=True):
+        vertex = _node_vertex(cluster, node, flagged, x, ROW_TOP)
+        vertex.kind, vertex.symbol, vertex.size = "top", "diamond", 13
+        vertex.text = node.hostname if len(others) <= 16 else ""
+        vertices[node.key] = vertex
+        member_of[node.key] = node.key
+
+    limit = MAX_CABLES_IN_HOVER_GROUPED if grouped else MAX_CABLES_IN_HOVER
+    links = _aggregate_links(cluster, member_of, flagged_edges, limit)
+    traces = _link_traces(links, vertices, grouped) + _vertex_traces(vertices)
+    figure = go.Figure(data=traces, layout=_layout(vertices, rack_spans, grouped, len(compute)))
+    return figure
+
+
+def _place_switches(cluster: ClusterGraph, vertices: dict[str, _Vertex], member_of: dict[str, str], flagged) -> None:
+    compute_x = {key: vertex.x for key, vertex in vertices.items()}
+    rack_x: dict[str, list[float]] = defaultdict(list)
+    for node in cluster.nodes.values():
+        if node.key in member_of:
+            rack_x[node.rack].append(compute_x[member_of[node.key]])
+    columns = len({round(x, 6) for x in compute_x.values()}) or 1
+    offset = min(0.012, 0.3 / columns)
+    leaves: dict[str, list] = defaultdict(list)
+    rows: dict[tuple[float, str], list] = defaultdict(list)
+    for switch in sorted(cluster.switches.values(), key=lambda switch: (switch.rack, switch.name)):
+        band = switch.plane if switch.plane in (Plane.A, Plane.B) else ""
+        if switch.tier == SwitchTier.LEAF and band:
+            leaves[band].append(switch)
+        elif switch.tier == SwitchTier.SPINE:
+            rows[(ROW_SPINE, band)].append(switch)
+        else:
+            rows[(ROW_MANAGEMENT_SWITCH, band)].append(switch)
+    placed: list[tuple[object, float, float, str]] = []
+    for band, members in leaves.items():
+        served = []
+        for switch in members:
+            # Only compute nodes are placed yet: the leaf goes above the ones it serves.
+            xs = [compute_x[member_of[other]] for other in cluster.graph[switch.key] if other in member_of]
+            xs = xs or rack_x.get(switch.rack, [])
+            served.append(sum(xs) / len(xs) if xs else None)
+        fallback = iter(_spread(len(members), *BANDS[band]))
+        crowded = len(members) > 16
+        for switch, x in zip(members, served, strict=True):
+            spare = next(fallback)
+            x = spare if x is None else x + (-offset if band == Plane.A else offset)
+            position = "top left" if band == Plane.A else "top right"
+            placed.append((switch, x, ROW_LEAF, "" if crowded else position))
+    for (row, band), members in rows.items():
+        crowded = len(members) > 16
+        for switch, x in zip(members, _spread(len(members), *BANDS[band]), strict=True):
+            placed.append((switch, x, row, "" if crowded else "top center"))
+    for switch, x, row, position in placed:
+        vertices[switch.key] = _Vertex(
+            key=switch.key,
+            label=switch.name,
+            kind="switch",
+            x=x,
+            y=row,
+            symbol="square",
+            size=12,
+            colour=PLANE_COLOURS.get(switch.plane, OTHER_COLOUR),
+            text=switch.name if position else "",
+            textposition=position or "top center",
+            hover=[f"<b>{switch.name}</b>", f"{switch.tier} · plane {switch.plane} · rack {switch.rack or '—'}"],
+            flagged=flagged.get(switch.key, []),
+        )
+        member_of[switch.key] = switch.key
+
+
+def _node_vertex(cluster, node, flagged, x: float, y: float) -> _Vertex:
+    data_links = [nic for nic in cluster.nics.get(node.hostname, []) if nic.is_data and nic.switch]
+    hover = [
+        f"<b>{node.hostname}</b>",
+        f"{node.role} · {node.status} · rack {node.rack or '—'}",
+        f"{node.gpu_count} GPUs · {len(data_links)} data links",
+    ]
+    return _Vertex(
+        key=node.key,
+        label=node.hostname,
+        kind="compute",
+        x=x,
+        y=y,
+        size=10,
+        colour=COLOURS.get(NODE_STATUS_COLOURS.get(node.status, "grey"), OTHER_COLOUR),
+        hover=hover,
+        flagged=flagged.get(node.key, []),
+    )
+
+
+def _rack_vertex(key: str, rack: str, members: list, flagged) -> _Vertex:
+    statuses: dict[str, int] = defaultdict(int)
+    for node in members:
+        statuses[node.status] += 1
+    worst = max(statuses, key=lambda status: statuses[status])
+    bad = [node.hostname for node in members if flagged.get(node.key)]
+    titles = sorted({title for node in members for title in flagged.get(node.key, [])})
+    hover = [
+        f"<b>Rack {rack}</b>",
+        f"{len(members)} compute nodes: "
+        + ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
+        f"{sum(node.gpu_count for node in members)} GPUs",
+    ]
+    if bad:
+        hover.append(f"{len(bad)} named by rules: " + ", ".join(bad[:6]) + (" …" if len(bad) > 6 else ""))
+    return _Vertex(
+        key=key,
+        label=f"{rack} ({len(members)})",
+        kind="rack",
+        symbol="circle",
+        size=14 + min(len(members), 16) // 2,
+        colour=COLOURS.get(NODE_STATUS_COLOURS.get(worst, "grey"), OTHER_COLOUR),
+        hover=hover,
+        flagged=titles,
+    )
+
+
+def _aggregate_links(
+    cluster: ClusterGraph, member_of: dict[str, str], flagged_edges: set[frozenset], limit: int
+) -> list[_Link]:
+    links: dict[tuple[str, str], _Link] = {}
+    for u, v, data in cluster.edges():
+        a, b = member_of.get(u), member_of.get(v)
+        if not a or not b or a == b:
+            continue
+        a, b = sorted((a, b))
+        link = links.get((a, b))
+        if link is None:
+            link = links[(a, b)] = _Link(a=a, b=b)
+        link.capacity += data["capacity_gbps"]
+        link.installed += data["installed_gbps"]
+        link.planes.update(data["planes"])
+        link.cable_count += len(data["cables"])
+        if len(link.cables) < limit:
+            link.cables.extend(data["cables"][: limit - len(link.cables)])
+        link.members.update(key for key in (u, v) if key.startswith("node:"))
+        if frozenset((u, v)) in flagged_edges:
+            link.flagged = True
+    return list(links.values())
+
+
+def _link_hover(link: _Link, vertices: dict[str, _Vertex], grouped: bool) -> str:
+    a, b = vertices[link.a], vertices[link.b]
+    lines = [
+        f"<b>{a.label} ↔ {b.label}</b>",
+        f"plane {link.plane} · {link.cable_count} cable{'s' if link.cable_count != 1 else ''} · "
+        f"{_fmt_gbps(link.capacity)} up of {_fmt_gbps(link.installed)}",
+    ]
+    if grouped and (a.kind == "rack" or b.kind == "rack"):
+        nodes = sum(1 for key in link.members if key.startswith("node:"))
+        lines.append(f"{nodes} nodes")
+    for cable in link.cables:
+        state = "" if cable.up else " <b>down</b>"
+        lines.append(f"{cable.a} → {cable.b} · {cable.speed_gbps}G {cable.medium}{state}")
+    if link.cable_count > len(link.cables):
+        lines.append(f"… {link.cable_count - len(link.cables)} more")
+    if link.flagged:
+        lines.append("<b>named by a rule that failed</b>")
+    return "<br>".join(lines)
+
+
+def _link_traces(links: list[_Link], vertices: dict[str, _Vertex], grouped: bool) -> list[go.Scatter]:
+    buckets: dict[tuple[str, float, bool], list[_Link]] = defaultdict(list)
+    for link in links:
+        buckets[(link.plane, _width(link.installed), link.flagged)].append(link)
+    traces: list[go.Scatter] = []
+    legend_seen: set[str] = set()
+    order = {Plane.A: 0, Plane.B: 1, Plane.MANAGEMENT: 2}
+    for (plane, width, flagged), members in sorted(
+        buckets.items(), key=lambda item: (order.get(item[0][0], 3), item[0])
+    ):
+        group = "violations" if flagged else f"plane-{plane}"
+        name = "Links named by rules" if flagged else _plane_label(plane)
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for link in members:
+            a, b = vertices[link.a], vertices[link.b]
+            xs += [a.x, b.x, None]
+            ys += [a.y, b.y, None]
+        visible = "legendonly" if plane == Plane.MANAGEMENT and not flagged else True
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=name,
+                legendgroup=group,
+                showlegend=group not in legend_seen,
+                line={"color": VIOLATION if flagged else PLANE_COLOURS.get(plane, OTHER_COLOUR), "width": width},
+                opacity=0.9 if flagged else 0.55,
+                hoverinfo="skip",
+                visible=visible,
+            )
+        )
+        legend_seen.add(group)
+        # Hover targets at the links' midpoints (lines themselves only hover at their ends).
+        traces.append(
+            go.Scatter(
+                x=[(vertices[link.a].x + vertices[link.b].x) / 2 for link in members],
+                y=[(vertices[link.a].y + vertices[link.b].y) / 2 for link in members],
+                mode="markers",
+                legendgroup=group,
+                showlegend=False,
+                visible=visible,
+                name=name,
+                marker={
+                    "size": 9,
+                    "color": VIOLATION if flagged else PLANE_COLOURS.get(plane, OTHER_COLOUR),
+                    "opacity": 0,
+                },
+                hovertext=[_link_hover(link, vertices, grouped) for link in members],
+                hoverinfo="text",
+            )
+        )
+    return traces
+
+
+def _plane_label(plane: str) -> str:
+    if plane == Plane.MANAGEMENT:
+        return "Management links"
+    return f"Plane {plane} links" if plane in (Plane.A, Plane.B) else "Other links"
+
+
+def _vertex_traces(vertices: dict[str, _Vertex]) -> list[go.Scatter]:
+    kinds = [
+        ("compute", "Compute nodes"),
+        ("rack", "Racks of compute nodes"),
+        ("switch", "Switches"),
+        ("top", "Management nodes"),
+    ]
+    traces = []
+    for kind, name in kinds:
+        members = [vertex for vertex in vertices.values() if vertex.kind == kind]
+        if not members:
+            continue
+        labelled = any(v.text for v in members)
+        traces.append(
+            go.Scatter(
+                x=[v.x for v in members],
+                y=[v.y for v in members],
+                mode="markers+text" if labelled else "markers",
+                name=name,
+                text=[v.text for v in members] if labelled else None,
+                textposition=[v.textposition for v in members] if labelled else None,
+                textfont={"size": 10},
+                marker={
+                    "size": [v.size for v in members],
+                    "color": [v.colour for v in members],
+                    "symbol": [v.symbol for v in members],
+                    "line": {"color": "#ffffff", "width": 1},
+                },
+                hovertext=[_vertex_hover(v) for v in members],
+                hoverinfo="text",
+            )
+        )
+    flagged = [vertex for vertex in vertices.values() if vertex.flagged]
+    if flagged:
+        traces.append(
+            go.Scatter(
+                x=[v.x for v in flagged],
+                y=[v.y for v in flagged],
+                mode="markers",
+                name="Named by rules",
+                marker={
+                    "size": [v.size + 4 for v in flagged],
+                    "color": VIOLATION,
+                    "symbol": [v.symbol for v in flagged],
+                    "line": {"color": "#7a0f0f", "width": 2},
+                },
+                hovertext=[_vertex_hover(v) for v in flagged],
+                hoverinfo="text",
+            )
+        )
+    return traces
+
+
+def _vertex_hover(vertex: _Vertex) -> str:
+    lines = list(vertex.hover)
+    lines += [f"<b>✗ {title}</b>" for title in vertex.flagged]
+    return "<br>".join(lines)
+
+
+def _layout(vertices: dict[str, _Vertex], rack_spans: dict[str, list[float]], grouped: bool, compute: int) -> go.Layout:
+    annotations = [
+        {
+            "x": 0.25,
+            "y": ROW_SPINE + 0.35,
+            "text": "<b>Plane A</b>",
+            "showarrow": False,
+            "font": {"color": PLANE_COLOURS[Plane.A]},
+        },
+        {
+            "x": 0.75,
+            "y": ROW_SPINE + 0.35,
+            "text": "<b>Plane B</b>",
+            "showarrow": False,
+            "font": {"color": PLANE_COLOURS[Plane.B]},
+        },
+    ]
+    for rack, xs in rack_spans.items():
+        annotations.append(
+            {
+                "x": sum(xs) / len(xs),
+                "y": ROW_COMPUTE - 0.25,
+                "text": rack,
+                "showarrow": False,
+                "font": {"size": 11, "color": "#677086"},
+            }
+        )
+    title = f"{compute} compute nodes" + (" — one marker per rack" if grouped else "")
+    return go.Layout(
+        title={"text": title, "font": {"size": 13}, "x": 0.01},
+        height=640,
+        margin={"l": 90, "r": 20, "t": 70, "b": 30},
+        showlegend=True,
+        legend={"orientation": "h", "y": 1.07, "x": 0.2},
+        hovermode="closest",
+        hoverlabel={"align": "left"},
+        plot_bgcolor="#ffffff",
+        xaxis={"visible": False, "range": [-0.02, 1.02], "fixedrange": False},
+        yaxis={
+            "range": [-0.45, ROW_TOP + 0.45],
+            "tickvals": [ROW_COMPUTE, ROW_LEAF, ROW_SPINE, ROW_TOP],
+            "ticktext": ["Compute", "Leaves", "Spines", "Management"],
+            "showgrid": False,
+            "zeroline": False,
+        },
+        annotations=annotations,
+    )
+
+
+def figure_json(figure: go.Figure) -> dict:
+    """The figure as plain JSON-able data, for json_script."""
+    return json.loads(figure.to_json())

@@ -1,0 +1,53 @@
+"""The topology page as an operator sees it."""
+
+import json
+
+import pytest
+from django.contrib.staticfiles import finders
+
+from apps.accounts.choices import Role
+from tests.topology.helpers import delete_leaf_uplinks
+
+pytestmark = pytest.mark.django_db
+
+
+def test_anonymous_users_are_sent_to_log_in(client):
+    response = client.get("/topology/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.OPERATOR, Role.ADMIN])
+def test_every_role_sees_the_map_and_the_rules(browser_as, make_user, demo_cluster, role):
+    page = browser_as(make_user(role)).get("/topology/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-plotly-figure="topology-figure"' in html and 'id="topology-figure"' in html
+    figure = json.loads(html.split('<script id="topology-figure" type="application/json">')[1].split("</script>")[0])
+    assert {trace["name"] for trace in figure["data"]} >= {"Plane A links", "Compute nodes", "Switches"}
+    assert "Bandwidth between any two compute nodes ≥ 200 Gbps on each plane" in html
+    assert html.count('class="rule pass"') == 6
+    assert "103600 Gbps" in html  # installed capacity of plane A
+    assert page.context["summary"].compute_nodes == 32
+
+
+def test_plotly_comes_from_our_static_files(browser_as, viewer, demo_cluster):
+    html = browser_as(viewer).get("/topology/").content.decode()
+    assert "/static/vendor/plotly/plotly.min.js" in html and "/static/js/charts.js" in html
+    assert "cdn" not in html.lower()
+    assert finders.find("vendor/plotly/plotly.min.js") and finders.find("js/charts.js")
+
+
+def test_failing_rules_show_what_breaks_them(browser_as, viewer, demo_cluster):
+    delete_leaf_uplinks("leaf-r01-a")
+    html = browser_as(viewer).get("/topology/").content.decode()
+    assert html.count('class="rule fail"') == 2
+    failing = html.split('id="rule-leaf-oversubscription"')[1].split('<div class="rule')[0]
+    assert "leaf-r01-a" in failing and "no uplinks" in failing
+    assert "<th>uplink gbps</th>" in failing  # the per-leaf table
+    bandwidth = html.split('id="rule-pair-bandwidth"')[1].split('<div class="rule')[0]
+    assert "gpu001, gpu002" in bandwidth and "Fail" in bandwidth
+
+
+def test_page_on_an_empty_inventory(browser_as, viewer):
+    page = browser_as(viewer).get("/topology/")
+    assert page.status_code == 200 and b"Could not run" in page.content
