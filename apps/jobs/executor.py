@@ -182,6 +182,9 @@ def _run_claimed(job: Job, shard: JobShard) -> str:
             return cancel.is_set()
 
         canceled = asyncio.run(main())
+        recorder.close()  # every cell's output is in the database before the kind reads it
+        if not canceled:
+            kind.shard_finished(job, shard)
     finally:
         current_recorder.reset(token)
         recorder.close()

@@ -73,6 +73,11 @@ class JobKind:
         prefix = "" if result.exit_code == 0 else f"exit {result.exit_code}: "
         return (prefix + first)[:300]
 
+    def shard_finished(self, job, shard) -> None:
+        """Called once a shard's commands are over and recorded, in the worker's sync context: read the cells'
+        artifacts here to parse and record what the commands found (discovery, acceptance verdicts). Report with
+        apps.jobs.events.emit()."""
+
     @classmethod
     def validate(cls, data: dict | None) -> dict:
         """Validated parameters, or serializers.ValidationError keyed by parameter name."""
