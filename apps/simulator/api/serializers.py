@@ -1,0 +1,24 @@
+from rest_framework import serializers
+
+from apps.inventory.models import Node
+from apps.simulator.choices import FaultKind
+from apps.simulator.models import SimFault
+
+
+class SimFaultSerializer(serializers.ModelSerializer):
+    """A fault of a simulated node; the target defaults by kind (first GPU, first data NIC, priority 3, ...)."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    node = serializers.SlugRelatedField(
+        slug_field="hostname", queryset=Node.objects.all(), help_text="Host name of the simulated node."
+    )
+    kind = serializers.ChoiceField(choices=FaultKind.choices)
+    target = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    parameters = serializers.JSONField(required=False, default=dict)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = SimFault
+        fields = ["id", "node", "kind", "target", "parameters", "created", "created_by"]
+        read_only_fields = ["created"]
+        validators = []  # services.inject_fault checks duplicates and says which target is taken

@@ -1,0 +1,58 @@
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django_filters import rest_framework as filters
+from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from apps.accounts.choices import Role
+from apps.simulator import services
+from apps.simulator.api.serializers import SimFaultSerializer
+from apps.simulator.choices import FaultKind
+from apps.simulator.models import SimFault
+
+
+class SimFaultFilterSet(filters.FilterSet):
+    node = filters.CharFilter(field_name="node__hostname")
+    kind = filters.MultipleChoiceFilter(choices=FaultKind.choices)
+
+    class Meta:
+        model = SimFault
+        fields = ["node", "kind"]
+
+
+class SimFaultViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Faults of the simulated cluster: viewers read them, operators inject and clear them."""
+
+    queryset = SimFault.objects.select_related("node", "created_by").order_by("node__hostname", "kind", "target", "pk")
+    serializer_class = SimFaultSerializer
+    filterset_class = SimFaultFilterSet
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    ordering_fields = ["created", "kind"]
+    search_fields = ["node__hostname", "target"]
+    write_role = Role.OPERATOR
+
+    def create(self, request, *args, **kwargs):
+        incoming = self.get_serializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        try:
+            fault = services.inject_fault(
+                node=data["node"],
+                kind=data["kind"],
+                target=data.get("target", ""),
+                parameters=data.get("parameters") or {},
+                user=request.user,
+            )
+        except DjangoValidationError as error:
+            raise ValidationError(error.message_dict) from None
+        return Response(self.get_serializer(fault).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance):
+        services.clear_fault(fault=instance)

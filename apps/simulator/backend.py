@@ -1,0 +1,46 @@
+"""The adapter the jobs engine's `sim` transport calls: run(node, argv) -> (exit_code, stdout, stderr).
+
+Registered from SimulatorConfig.ready() with apps.nodeexec.sim.register_simulator; call `register()` again (or
+`register(SimulatorBackend(seed=..., load=...))`) to install one with other settings, e.g. in a test.
+"""
+
+from django.conf import settings
+
+from apps.inventory.models import Node
+from apps.simulator import services
+
+
+class SimulatorBackend:
+    """Answers a command for a simulated node. `node` is a Node, or anything with node_id or hostname (a NodeTarget)."""
+
+    def __init__(self, *, seed: int | None = None, load: float = 0.0):
+        self.seed = getattr(settings, "RACKPILOT_SIM_SEED", 0) if seed is None else seed
+        self.load = load
+
+    def run(self, node, argv: list[str]) -> tuple[int, str, str]:
+        inventory_node = _resolve(node)
+        if inventory_node is None:
+            name = getattr(node, "hostname", node)
+            return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n"
+        return services.run_command(node=inventory_node, argv=list(argv), seed=self.seed, load=self.load).as_tuple()
+
+
+def _resolve(node) -> Node | None:
+    if isinstance(node, Node):
+        return node
+    node_id = getattr(node, "node_id", None)
+    if node_id is not None:
+        return Node.objects.filter(pk=node_id).first()
+    hostname = getattr(node, "hostname", node if isinstance(node, str) else None)
+    return Node.objects.filter(hostname=hostname).first() if hostname else None
+
+
+def register(backend: SimulatorBackend | None = None) -> SimulatorBackend:
+    """Install the simulator behind the `sim` transport (the jobs engine's nodeexec registry)."""
+    backend = backend or SimulatorBackend()
+    try:
+        from apps.nodeexec.sim import register_simulator
+    except ImportError:  # the transports are not installed: the simulator still works through its services
+        return backend
+    register_simulator(backend)
+    return backend

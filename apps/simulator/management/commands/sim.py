@@ -1,0 +1,126 @@
+"""python manage.py sim fault inject|clear|list ... and sim exec NODE -- ARGV..."""
+
+import argparse
+import json
+import sys
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
+from apps.inventory.models import Node
+from apps.simulator import services
+from apps.simulator.choices import FaultKind
+from apps.simulator.models import SimFault
+
+
+class Command(BaseCommand):
+    help = "The simulated cluster: inject, clear and list faults; run a command on a simulated node."
+
+    def add_arguments(self, parser):
+        actions = parser.add_subparsers(dest="action", required=True)
+        fault = actions.add_parser("fault", help="Inject, clear or list faults.")
+        fault_actions = fault.add_subparsers(dest="fault_action", required=True)
+        inject = fault_actions.add_parser("inject", help="Give a node a fault.")
+        inject.add_argument("node", help="Host name.")
+        inject.add_argument("kind", choices=FaultKind.values)
+        inject.add_argument("--target", default="", help="GPU index, NIC, priority, mount point or file.")
+        inject.add_argument("--param", action="append", default=[], metavar="NAME=N", help="e.g. --param mtu=1500")
+        inject.add_argument("--user", metavar="USERNAME", help="Record the fault as this user's.")
+        clear = fault_actions.add_parser("clear", help="Remove a node's faults (of one kind, or all).")
+        clear.add_argument("node")
+        clear.add_argument("kind", nargs="?", choices=FaultKind.values)
+        listing = fault_actions.add_parser("list", help="List faults.")
+        listing.add_argument("--json", action="store_true")
+        run = actions.add_parser("exec", help="Print what a simulated node answers; exits with its exit code.")
+        run.add_argument("node")
+        run.add_argument("argv", nargs=argparse.REMAINDER, help="The command, after --.")
+        run.add_argument("--seed", type=int, default=0)
+        run.add_argument("--load", type=float, default=0.0, help="GPU load from 0 (idle) to 1 (a GEMM loop).")
+
+    def handle(self, *args, **options):
+        if options["action"] == "exec":
+            return self._exec(options)
+        action = options["fault_action"]
+        with audit_context(source=ChangeSource.COMMAND, user=self._user(options.get("user"))):
+            if action == "inject":
+                self._inject(options)
+            elif action == "clear":
+                removed = services.clear_faults(node=self._node(options["node"]), kind=options["kind"])
+                self.stdout.write(f"Cleared {removed} fault{'s' if removed != 1 else ''} on {options['node']}.")
+            else:
+                self._list(options)
+
+    def _node(self, hostname: str) -> Node:
+        try:
+            return Node.objects.get(hostname=hostname)
+        except Node.DoesNotExist:
+            raise CommandError(f"No node named {hostname!r}.") from None
+
+    def _user(self, username):
+        if not username:
+            return None
+        try:
+            return get_user_model().objects.get(username=username)
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"No user named {username!r}.") from None
+
+    def _inject(self, options) -> None:
+        parameters = {}
+        for item in options["param"]:
+            name, _, value = item.partition("=")
+            if not value.lstrip("-").isdigit():
+                raise CommandError(f"--param {item}: give NAME=NUMBER, e.g. mtu=1500.")
+            parameters[name] = int(value)
+        try:
+            fault = services.inject_fault(
+                node=self._node(options["node"]),
+                kind=options["kind"],
+                target=options["target"],
+                parameters=parameters,
+                user=self._user(options.get("user")),
+            )
+        except ValidationError as error:
+            problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
+            raise CommandError(problems) from None
+        self.stdout.write(
+            f"Injected {fault.kind} into {fault.node.hostname}{' ' + fault.target if fault.target else ''}."
+        )
+
+    def _list(self, options) -> None:
+        faults = SimFault.objects.select_related("node").order_by("node__hostname", "kind", "target")
+        if options["json"]:
+            rows = [
+                {
+                    "id": str(f.public_id),
+                    "node": f.node.hostname,
+                    "kind": f.kind,
+                    "target": f.target,
+                    "parameters": f.parameters,
+                }
+                for f in faults
+            ]
+            self.stdout.write(json.dumps(rows, indent=2))
+            return
+        if not faults:
+            self.stdout.write("No faults.")
+        for fault in faults:
+            params = " ".join(f"{key}={value}" for key, value in fault.parameters.items())
+            self.stdout.write(f"{fault.node.hostname}\t{fault.kind}\t{fault.target or '-'}\t{params}".rstrip())
+
+    def _exec(self, options) -> None:
+        argv = options["argv"]
+        if argv[:1] == ["--"]:
+            argv = argv[1:]
+        if not argv:
+            raise CommandError("Give the command after --, e.g. sim exec gpu001 -- nvidia-smi -L")
+        result = services.run_command(
+            node=self._node(options["node"]), argv=argv, seed=options["seed"], load=options["load"]
+        )
+        self.stdout.write(result.stdout, ending="")
+        self.stderr.write(result.stderr, ending="")
+        self.stdout.flush()
+        if result.exit_code:
+            sys.exit(result.exit_code)

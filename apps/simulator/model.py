@@ -1,0 +1,291 @@
+"""The figures the simulated tools print, from a model of the hardware rather than from dice.
+
+Calibrated on the real H200 capture (tests/fixtures/real/h200-1gpu): idle at 345 MHz and ~78 W; under a GEMM loop the
+card sits at its 700 W cap with the SW-power-cap clocks-event reason and SM clocks near 1450 MHz; a device-to-device
+copy moves 4.21 TB/s, 88% of the 4.8 TB/s datasheet; pinned host<->device copies reach 55 GB/s on PCIe Gen5 x16.
+Seeded noise (a fraction of a percent) is added on top; it never is the figure itself.
+"""
+
+import math
+import random
+import zlib
+from dataclasses import dataclass
+
+from apps.simulator.state import SimGpu, SimNic, SimulatedNode
+
+# --- noise ------------------------------------------------------------------------------------------------------
+
+
+def noise(seed: int, *keys) -> random.Random:
+    """A generator for one reading: the same seed and keys give the same numbers in every process."""
+    key = zlib.crc32("|".join(str(part) for part in keys).encode())
+    return random.Random(seed ^ key)
+
+
+def jitter(rng: random.Random, value: float, share: float) -> float:
+    """value within ±share of itself."""
+    return value * (1 + rng.uniform(-share, share))
+
+
+# --- power, clocks, temperature ---------------------------------------------------------------------------------
+
+CLOCK_STEP_MHZ = 15  # Hopper's supported graphics clocks come in 15 MHz steps
+STATIC_POWER_W = 110.0  # board power at full utilisation that does not scale with the SM clock (HBM, fabric, fans)
+DYNAMIC_POWER_AT_REF_W = 580.0  # SM power of a GEMM loop at REF_CLOCK_MHZ: 690 W at ~1455 MHz on the real card
+REF_CLOCK_MHZ = 1455.0
+POWER_EXPONENT = 2.5  # dynamic power ~ f·V², and voltage rises with f
+IDLE_POWER_W = 78.0
+THERMAL_SLOWDOWN_MHZ = 990  # HW thermal slowdown roughly halves the boost clock
+
+REASON_BITS = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clock_setting": 0x100,
+}
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One GPU at one moment: what nvidia-smi, dmon and NVML would read."""
+
+    power_w: float  # instantaneous
+    power_avg_w: float
+    power_cap_w: float
+    temperature_c: int
+    memory_temperature_c: int
+    sm_mhz: int
+    mem_mhz: int
+    util_gpu: int
+    util_mem: int
+    reasons: tuple[str, ...]
+    power_capped: bool
+
+    @property
+    def reasons_mask(self) -> int:
+        return sum(REASON_BITS[name] for name in self.reasons)
+
+
+def power_demand_w(load: float, sm_mhz: float) -> float:
+    return STATIC_POWER_W + load * DYNAMIC_POWER_AT_REF_W * (sm_mhz / REF_CLOCK_MHZ) ** POWER_EXPONENT
+
+
+def clock_at_power_cap(load: float, cap_w: float) -> float:
+    """The SM clock at which a load draws exactly the cap (the power-capping governor's target)."""
+    dynamic = max(cap_w - STATIC_POWER_W, 1.0)
+    return REF_CLOCK_MHZ * (dynamic / (load * DYNAMIC_POWER_AT_REF_W)) ** (1 / POWER_EXPONENT)
+
+
+def quantise_clock(mhz: float) -> int:
+    """Down to the clock step: the governor never runs above the clock it was asked for."""
+    return int(mhz // CLOCK_STEP_MHZ * CLOCK_STEP_MHZ)
+
+
+def gpu_reading(gpu: SimGpu, *, load: float, rng: random.Random) -> GpuReading:
+    """Power, clocks and temperature of a GPU under a load between 0 (idle) and 1 (a GEMM loop)."""
+    facts = gpu.facts
+    cap = float(gpu.tdp_w)
+    reasons: list[str] = []
+    offset = rng.uniform(-3, 3)  # cards differ by a few degrees in the same chassis
+    if load <= 0:
+        sm = float(facts.idle_sm_mhz)
+        power = jitter(rng, IDLE_POWER_W, 0.02)
+        average = power + jitter(rng, 28.0, 0.1)  # the average includes the sampler's own wake-ups
+        reasons.append("gpu_idle")
+        capped = False
+    else:
+        max_clock = float(min(facts.max_sm_mhz, gpu.clock_cap_mhz or facts.max_sm_mhz))
+        demand = power_demand_w(load, max_clock)
+        capped = demand > cap
+        sm = min(max_clock, clock_at_power_cap(load, cap)) if capped else max_clock
+        sm = min(jitter(rng, sm, 0.008), max_clock)
+        power = min(power_demand_w(load, sm), cap - rng.uniform(8, 12)) if capped else jitter(rng, demand, 0.01)
+        average = power + rng.uniform(-1.5, 1.5)
+        if gpu.clock_cap_mhz and gpu.clock_cap_mhz < facts.max_sm_mhz:
+            reasons.append("applications_clocks_setting")
+        if capped:
+            reasons.append("sw_power_cap")
+    if gpu.thermal_c:
+        sm = min(sm, THERMAL_SLOWDOWN_MHZ) if load > 0 else sm
+        reasons += ["hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown"]
+        temperature = gpu.thermal_c + rng.uniform(-1, 1)
+        if load > 0:
+            power = min(power, power_demand_w(load, sm))
+            reasons = [name for name in reasons if name != "sw_power_cap"]
+            capped = False
+    else:
+        temperature = 33 + 0.034 * power + offset
+    return GpuReading(
+        power_w=round(power, 2),
+        power_avg_w=round(average, 2),
+        power_cap_w=cap,
+        temperature_c=int(round(temperature)),
+        memory_temperature_c=int(round(33 + 0.02 * power + offset / 2)),
+        sm_mhz=quantise_clock(sm),
+        mem_mhz=facts.memory_mhz,
+        util_gpu=100 if load > 0 else 0,
+        util_mem=int(round(22 * load)),
+        reasons=tuple(sorted(reasons, key=REASON_BITS.__getitem__)),
+        power_capped=capped,
+    )
+
+
+# --- memory and links -------------------------------------------------------------------------------------------
+
+HBM_COPY_EFFICIENCY = 0.877  # 4.21 of 4.8 TB/s measured on the real H200
+NVLINK_COPY_EFFICIENCY = 0.82  # copy-engine peer copies over NVLink reach ~82% of the links' raw rate
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+PCIE_EFFICIENCY = 0.875  # 55 GB/s pinned copies measured on Gen5 x16
+DEGRADED_CLOCK_MEMORY_SHARE = 0.85  # a throttled or straggling card also streams memory slower
+
+
+def hbm_copy_tbps(gpu: SimGpu, straggler: bool = False) -> float:
+    """Device-to-device copy bandwidth (bytes read + written) of one GPU's HBM."""
+    value = gpu.datasheet_tbps * HBM_COPY_EFFICIENCY
+    if gpu.thermal_c or straggler:
+        value *= DEGRADED_CLOCK_MEMORY_SHARE
+    return value
+
+
+def nvlink_gbps(gpu: SimGpu) -> float:
+    """Raw NVLink bandwidth out of one GPU, one direction."""
+    return gpu.active_nvlinks * gpu.facts.nvlink_link_gbps
+
+
+def peer_copy_gbps(a: SimGpu, b: SimGpu) -> float:
+    """Copy-engine bandwidth from a to b through the NVSwitches: the GPU with fewer working links sets it."""
+    return min(nvlink_gbps(a), nvlink_gbps(b)) * NVLINK_COPY_EFFICIENCY
+
+
+def pcie_gbps(gpu: SimGpu) -> float:
+    """Pinned host<->device copy bandwidth over the GPU's PCIe link as trained."""
+    return PCIE_LANE_GBPS[gpu.link_gen] * gpu.pcie_width * PCIE_EFFICIENCY
+
+
+# --- NCCL -------------------------------------------------------------------------------------------------------
+
+# Bus-bandwidth factors from nccl-tests' doc/PERFORMANCE.md: busbw = algbw * factor(n).
+BUSBW_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+# Ring steps a collective takes, each paying one hop's latency.
+RING_STEPS = {
+    "all_reduce": lambda n: 2 * (n - 1),
+    "all_gather": lambda n: n - 1,
+    "reduce_scatter": lambda n: n - 1,
+    "alltoall": lambda n: n - 1,
+    "broadcast": lambda n: n - 1,
+    "reduce": lambda n: n - 1,
+    "sendrecv": lambda n: 1,
+}
+NCCL_NVLINK_EFFICIENCY = 0.78  # ring all_reduce on 8 Hopper GPUs reaches ~370 GB/s busbw of 478 GB/s raw
+ROCE_GOODPUT = 0.92  # RDMA payload rate of a 400G port (ib_write_bw ~ 368 Gb/s)
+SMALL_RDMA_MTU_SHARE = 0.85  # IP MTU 1500 → RoCE active MTU 1024: more headers and work requests per byte
+LOSSY_ROCE_SHARE = 0.45  # without PFC on the RDMA priority, drops under incast mean go-back-N retransmits
+STRAGGLER_SHARE = 0.7  # one slow rank holds every ring step back
+THERMAL_SHARE = 0.85
+LAUNCH_LATENCY_US = 5.0  # a 1-GPU all_reduce of 8 bytes takes ~5.5 µs on the real H200
+NVLINK_HOP_US = 0.7
+NETWORK_HOP_US = 4.0
+RAMP_BYTES_NVLINK = 2 * 2**20  # bandwidth reaches half its peak at this size (protocol and channel ramp-up)
+RAMP_BYTES_NETWORK = 8 * 2**20
+
+
+def rdma_active_mtu(mtu: int) -> int:
+    """The RoCE path MTU the HCA picks for an IP MTU: the largest IB MTU that fits with the RoCE headers."""
+    for ib_mtu in (4096, 2048, 1024, 512, 256):
+        if mtu >= ib_mtu + 96:
+            return ib_mtu
+    return 256
+
+
+def nic_payload_gbps(nic: SimNic, rdma_priority: int, peer_gpus: list[SimGpu]) -> float:
+    """GB/s of RDMA payload one NIC moves for NCCL; 0 when its link is down."""
+    if not nic.link_up:
+        return 0.0
+    value = nic.effective_speed_gbps / 8 * ROCE_GOODPUT
+    if rdma_active_mtu(nic.mtu) < 4096:
+        value *= SMALL_RDMA_MTU_SHARE
+    if rdma_priority not in nic.pfc_priorities:
+        value *= LOSSY_ROCE_SHARE
+    for gpu in peer_gpus:  # GPUDirect RDMA: the GPU's PCIe link feeds the NIC
+        value = min(value, pcie_gbps(gpu))
+    return value
+
+
+def node_network_gbps(state: SimulatedNode, rdma_priority: int = 3) -> float:
+    """What a node can send to the fabric for NCCL: rings run one per NIC, each as fast as the slowest NIC's."""
+    nics = state.data_nics
+    if not nics:
+        return 0.0
+    rates = []
+    for nic in nics:
+        peers = [gpu for gpu in state.visible_gpus if nic.pcie_switch and gpu.pcie_switch == nic.pcie_switch]
+        rates.append(nic_payload_gbps(nic, rdma_priority, peers))
+    working = [rate for rate in rates if rate > 0]
+    return len(working) * min(working) if working else 0.0
+
+
+def node_degradation(state: SimulatedNode) -> float:
+    share = STRAGGLER_SHARE if state.straggler else 1.0
+    if any(gpu.thermal_c for gpu in state.visible_gpus):
+        share *= THERMAL_SHARE
+    return share
+
+
+def node_nvlink_busbw_gbps(state: SimulatedNode) -> float:
+    gpus = state.visible_gpus
+    if len(gpus) < 2:
+        return 0.0
+    return min(nvlink_gbps(gpu) for gpu in gpus) * NCCL_NVLINK_EFFICIENCY
+
+
+@dataclass(frozen=True)
+class RingModel:
+    """A collective's ring over some GPUs: its peak bus bandwidth and its per-step latency."""
+
+    collective: str
+    ranks: int
+    peak_busbw_gbps: float
+    hop_latency_us: float
+    ramp_bytes: float
+
+    def time_us(self, size_bytes: int) -> float:
+        if self.ranks < 2 or size_bytes == 0:
+            return LAUNCH_LATENCY_US
+        steps = RING_STEPS[self.collective](self.ranks)
+        factor = BUSBW_FACTORS[self.collective](self.ranks)
+        bandwidth = self.peak_busbw_gbps * size_bytes / (size_bytes + self.ramp_bytes)
+        return LAUNCH_LATENCY_US + steps * self.hop_latency_us + size_bytes * factor / (bandwidth * 1e3)
+
+    def busbw_factor(self) -> float:
+        return BUSBW_FACTORS[self.collective](self.ranks) if self.ranks > 1 else 0.0
+
+
+def ring_model(collective: str, nodes: list[SimulatedNode], gpus_per_node: int) -> RingModel:
+    """The ring NCCL builds over `gpus_per_node` GPUs of each node; the slowest link on it sets the pace."""
+    ranks = gpus_per_node * len(nodes)
+    degradation = min(node_degradation(state) for state in nodes)
+    # With one GPU per node no NVLink is on the ring; with one GPU in all, nothing is.
+    intra = min(node_nvlink_busbw_gbps(state) for state in nodes) if gpus_per_node > 1 else math.inf
+    if len(nodes) == 1:
+        peak = 0.0 if intra == math.inf else intra
+        return RingModel(collective, ranks, peak * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK)
+    fabric = min(state.leaf_uplink_ratio for state in nodes)
+    network = min(node_network_gbps(state) for state in nodes) * fabric
+    # Several GPUs of a node share its NICs; the ring's bus bandwidth can exceed neither NVLink nor the NICs.
+    peak = min(intra, network)
+    inter_share = len(nodes) / ranks
+    hop = NETWORK_HOP_US * inter_share + NVLINK_HOP_US * (1 - inter_share)
+    return RingModel(collective, ranks, peak * degradation, hop, RAMP_BYTES_NETWORK)

@@ -1,0 +1,107 @@
+"""The simulated cluster's services: run a command on a simulated node, run nccl-tests across nodes, manage faults."""
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Prefetch
+
+from apps.inventory.models import Nic, Node
+from apps.simulator import shell
+from apps.simulator.faults import FaultError, apply_faults, check_fault
+from apps.simulator.models import SimFault
+from apps.simulator.shell import CommandOutput, Context
+from apps.simulator.state import SimulatedNode, build_state
+from apps.simulator.tools import nccl
+
+__all__ = [
+    "CommandOutput",
+    "clear_all",
+    "clear_fault",
+    "clear_faults",
+    "inject_fault",
+    "node_state",
+    "run_command",
+    "run_nccl_tests",
+]
+
+
+def _loaded(node: Node) -> Node:
+    nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
+    return Node.objects.prefetch_related(
+        "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults"
+    ).get(pk=node.pk)
+
+
+def node_state(*, node: Node) -> SimulatedNode:
+    """The node as the simulator sees it now: its inventory with its faults applied."""
+    node = _loaded(node)
+    return apply_faults(build_state(node), node.sim_faults.all())
+
+
+def run_command(*, node: Node, argv: list[str], seed: int = 0, load: float = 0.0) -> CommandOutput:
+    """What the simulated node answers to argv. `load` (0 idle .. 1 a GEMM loop) sets how busy its GPUs are."""
+    context = Context(
+        loader=lambda: node_state(node=node), hostname=node.hostname, seed=seed, load=max(0.0, min(load, 1.0))
+    )
+    return shell.run(context, [str(word) for word in argv])
+
+
+def run_nccl_tests(
+    *,
+    nodes: list[Node],
+    collective: str = "all_reduce",
+    min_bytes: int | str = 8,
+    max_bytes: int | str = "8G",
+    step_factor: int = 2,
+    gpus_per_node: int = 8,
+    seed: int = 0,
+) -> CommandOutput:
+    """nccl-tests launched with one process per GPU across `nodes` (as mpirun -np N*G would), as rank 0 prints it."""
+    binary = f"{collective}_perf"
+    if binary not in nccl.BINARIES:
+        raise ValueError(f"unknown collective {collective!r}; choose one of {', '.join(nccl.COLLECTIVES)}")
+    if not nodes:
+        raise ValueError("run_nccl_tests needs at least one node")
+    args = nccl.parse_args(
+        ["-b", str(min_bytes), "-e", str(max_bytes), "-f", str(step_factor), "-g", str(gpus_per_node)]
+    )
+    states = [node_state(node=node) for node in nodes]
+    return nccl.run_nccl_tests(states, binary, args, seed=seed, per_process_gpus=1 if len(nodes) > 1 else None)
+
+
+# --- faults -----------------------------------------------------------------------------------------------------
+
+
+def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | None = None, user=None) -> SimFault:
+    """Give a simulated node a fault. Raises ValidationError naming the field (kind, target, parameters) at fault."""
+    state = build_state(_loaded(node))
+    try:
+        target, parameters = check_fault(state, kind, target, parameters or {})
+    except FaultError as error:
+        raise ValidationError({error.field: str(error)}) from None
+    try:
+        with transaction.atomic():
+            return SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
+    except IntegrityError:
+        where = f" on {target}" if target else ""
+        raise ValidationError({"target": f"{node.hostname} already has a {kind} fault{where}."}) from None
+
+
+def clear_fault(*, fault: SimFault) -> None:
+    """Remove one fault; the node's tools answer as before it."""
+    fault.delete()
+
+
+def clear_faults(*, node: Node, kind: str | None = None) -> int:
+    """Remove a node's faults (of one kind, or all); returns how many were removed."""
+    faults = SimFault.objects.on(node)
+    if kind:
+        faults = faults.filter(kind=kind)
+    removed = 0
+    for fault in faults:  # one by one, so each removal is audited
+        fault.delete()
+        removed += 1
+    return removed
+
+
+def clear_all(node: Node) -> int:
+    return clear_faults(node=node)

@@ -1,0 +1,363 @@
+"""A simulated node's state: what its hardware is (read from the inventory) and what has gone wrong (its faults).
+
+The tool renderers in apps/simulator/tools read only this state, the seed and the load; nothing else, so clearing a
+fault gives back the healthy output byte for byte.
+"""
+
+from dataclasses import dataclass, field, replace
+
+from apps.inventory.choices import FirmwareComponent, NicPurpose, NicTransport, StorageTierKind
+
+DRIVER_VERSION = "580.159.04"
+CUDA_VERSION = "13.0"
+NCCL_VERSION_CODE = 22803  # NCCL 2.28.3, as on the real H200 node
+NCCL_TESTS_VERSION = "2.19.6"
+KERNEL_RELEASE = "6.8.0-60-generic"
+MLX5_DRIVER_VERSION = "24.10-1.1.4"
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What NVML reports for a SKU that the inventory does not hold."""
+
+    product_name: str
+    architecture: str
+    memory_mib: int
+    reserved_mib: int
+    device_id: str
+    subsystem_id: str
+    max_sm_mhz: int
+    idle_sm_mhz: int
+    memory_mhz: int
+    video_max_mhz: int
+    nvlinks: int
+    nvlink_link_gbps: float  # per link, one direction, as `nvidia-smi nvlink -s` prints it
+    board_part: str
+    gpu_part: str
+    inforom: str
+
+
+SKU_FACTS = {
+    "H200 SXM": GpuFacts(
+        "NVIDIA H200",
+        "Hopper",
+        143771,
+        616,
+        "233510DE",
+        "18BF10DE",
+        1980,
+        345,
+        3201,
+        1545,
+        18,
+        26.562,
+        "692-2G520-0282-000",
+        "2335-895-A1",
+        "G520.0282.02.02",
+    ),
+    "H100 SXM": GpuFacts(
+        "NVIDIA H100 80GB HBM3",
+        "Hopper",
+        81559,
+        527,
+        "233010DE",
+        "16C110DE",
+        1980,
+        345,
+        2619,
+        1545,
+        18,
+        26.562,
+        "692-2G520-0200-000",
+        "2330-885-A1",
+        "G520.0200.00.05",
+    ),
+}
+
+
+def facts_for(sku_name: str, hbm_gib: int, nvlink_gbps: int) -> GpuFacts:
+    if sku_name in SKU_FACTS:
+        return SKU_FACTS[sku_name]
+    # A SKU added by an operator: derive what we can, keep the H200's shape for the rest.
+    links = 18 if nvlink_gbps >= 900 else (12 if nvlink_gbps else 0)
+    per_link = round(nvlink_gbps / 2 / links, 3) if links else 0.0
+    return replace(
+        SKU_FACTS["H200 SXM"],
+        product_name=f"NVIDIA {sku_name}",
+        memory_mib=hbm_gib * 1024 - 1000,
+        nvlinks=links,
+        nvlink_link_gbps=per_link,
+    )
+
+
+@dataclass
+class SimGpu:
+    index: int  # as in the inventory; nvidia-smi renumbers the visible ones
+    uuid: str
+    serial: str
+    pci_bus_id: str  # 00000000:18:00.0
+    numa_node: int
+    pcie_switch: str
+    vbios: str
+    sku_name: str
+    facts: GpuFacts
+    datasheet_tbps: float
+    reference_tbps: float
+    tdp_w: int
+    pcie_gen_max: int
+    # What faults change:
+    present: bool = True
+    nvlinks_down: list[int] = field(default_factory=list)
+    ecc_uncorrectable: int = 0
+    remap_pending: bool = False
+    thermal_c: int | None = None  # a thermal slowdown holds the GPU at this temperature
+    pcie_gen: int | None = None
+    pcie_width: int = 16
+    clock_cap_mhz: int | None = None  # a straggler's lowered application clocks
+
+    @property
+    def active_nvlinks(self) -> int:
+        return self.facts.nvlinks - len(self.nvlinks_down)
+
+    @property
+    def link_gen(self) -> int:
+        return self.pcie_gen or self.pcie_gen_max
+
+    @property
+    def bus(self) -> str:
+        return self.pci_bus_id.split(":")[1]
+
+    @property
+    def short_bus_id(self) -> str:
+        """0000:18:00 as nccl-tests and the kernel print it."""
+        return f"0000:{self.bus.lower()}:00"
+
+
+@dataclass
+class SimNic:
+    name: str
+    mac: str
+    purpose: str
+    speed_gbps: int
+    mtu: int
+    transport: str
+    rdma: bool
+    pfc_priorities: list[int]
+    ecn: bool
+    numa_node: int
+    pci_address: str
+    pcie_switch: str
+    firmware: str
+    link_up: bool
+    cable_speed_gbps: int | None
+    rdma_device: str | None = None  # mlx5_N for RDMA NICs
+
+    @property
+    def is_data(self) -> bool:
+        return self.purpose == NicPurpose.DATA
+
+    @property
+    def effective_speed_gbps(self) -> int:
+        return min(self.speed_gbps, self.cable_speed_gbps or self.speed_gbps)
+
+
+@dataclass
+class SimVolume:
+    mount_point: str
+    capacity_gb: int
+    kind: str  # hot / warm / cold, or "system" for the boot disk
+    full: bool = False
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind in ("system", StorageTierKind.HOT)
+
+
+@dataclass
+class SimCheckpoint:
+    path: str
+    size_bytes: int
+    corrupt: bool = False
+
+
+@dataclass
+class SimulatedNode:
+    """One node as the simulator sees it."""
+
+    hostname: str
+    node_id: int | None
+    cpu_model: str
+    sockets: int
+    cores: int
+    memory_gib: int
+    numa_nodes: int
+    bios: str
+    bmc: str
+    gpus: list[SimGpu]
+    nics: list[SimNic]
+    volumes: list[SimVolume]
+    checkpoints: list[SimCheckpoint]
+    leaf_uplink_ratio: float = 1.0  # uplink / downlink capacity of the node's leaves; below 1 is oversubscribed
+    straggler: bool = False
+    faults: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def visible_gpus(self) -> list[SimGpu]:
+        return [gpu for gpu in self.gpus if gpu.present]
+
+    @property
+    def lost_gpus(self) -> list[SimGpu]:
+        return [gpu for gpu in self.gpus if not gpu.present]
+
+    @property
+    def data_nics(self) -> list[SimNic]:
+        return [nic for nic in self.nics if nic.is_data]
+
+    @property
+    def rdma_nics(self) -> list[SimNic]:
+        return [nic for nic in self.nics if nic.rdma_device]
+
+    def gpu(self, index: int) -> SimGpu | None:
+        return next((gpu for gpu in self.gpus if gpu.index == index), None)
+
+    def nic(self, name: str) -> SimNic | None:
+        return next((nic for nic in self.nics if nic.name == name), None)
+
+    def volume(self, mount_point: str) -> SimVolume | None:
+        return next((volume for volume in self.volumes if volume.mount_point == mount_point), None)
+
+    @property
+    def threads_per_core(self) -> int:
+        return 2 if self.cores else 1
+
+    @property
+    def cpu_count(self) -> int:
+        return max(self.cores, 1) * self.threads_per_core
+
+    def numa_cpus(self, numa: int) -> list[int]:
+        """Linux numbers first threads 0..cores-1 by socket, then the sibling threads; NUMA nodes split each half."""
+        cores = max(self.cores, 1)
+        per_node = cores // self.numa_nodes
+        first = list(range(numa * per_node, (numa + 1) * per_node))
+        if self.threads_per_core == 1:
+            return first
+        return first + [cpu + cores for cpu in first]
+
+
+CHECKPOINT_DIR = "/checkpoints/llm-pretrain"
+CHECKPOINT_STEPS = (1000, 2000, 3000, 4000, 5000)
+CHECKPOINT_BYTES = 17_179_869_184 + 4_194_304  # a 16 GiB shard plus optimizer metadata
+
+
+def checkpoint_files(volumes: list[SimVolume]) -> list[SimCheckpoint]:
+    """Every 1000 steps the training job writes a checkpoint (as the design brief asks)."""
+    if not any(volume.mount_point == "/checkpoints" for volume in volumes):
+        return []
+    return [SimCheckpoint(f"{CHECKPOINT_DIR}/step_{step:07d}.pt", CHECKPOINT_BYTES) for step in CHECKPOINT_STEPS]
+
+
+def build_state(node) -> "SimulatedNode":
+    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults)."""
+    firmware = {(fw.component, fw.target): fw.version for fw in node.firmware.all()}
+    gpus = [_sim_gpu(gpu, firmware) for gpu in sorted(node.gpus.all(), key=lambda gpu: gpu.index)]
+    nics = _sim_nics(node, firmware)
+    volumes = [SimVolume("/", 960, "system")]
+    volumes += [
+        SimVolume(volume.mount_point, volume.capacity_gb, volume.tier.kind)
+        for volume in sorted(node.volumes.all(), key=lambda volume: volume.mount_point)
+    ]
+    return SimulatedNode(
+        hostname=node.hostname,
+        node_id=node.pk,
+        cpu_model=node.cpu_model or "Intel(R) Xeon(R) Platinum 8480+",
+        sockets=node.cpu_sockets or 1,
+        cores=node.cpu_cores or 16,
+        memory_gib=node.memory_gib or 64,
+        numa_nodes=max(node.numa_nodes, 1),
+        bios=firmware.get((FirmwareComponent.BIOS, ""), "1.0.0"),
+        bmc=firmware.get((FirmwareComponent.BMC, ""), "1.0.0"),
+        gpus=gpus,
+        nics=nics,
+        volumes=volumes,
+        checkpoints=checkpoint_files(volumes),
+        leaf_uplink_ratio=_leaf_uplink_ratio(node),
+    )
+
+
+def _sim_gpu(gpu, firmware: dict) -> SimGpu:
+    sku = gpu.sku
+    index = gpu.index
+    return SimGpu(
+        index=index,
+        uuid=gpu.uuid or f"GPU-00000000-0000-0000-0000-{gpu.node_id:06d}{index:06d}",
+        serial=gpu.serial or f"1650000{gpu.node_id:04d}{index:02d}",
+        pci_bus_id=_long_bus_id(gpu.pci_bus_id, index),
+        numa_node=gpu.numa_node or 0,
+        pcie_switch=gpu.pcie_switch,
+        vbios=firmware.get((FirmwareComponent.GPU_VBIOS, f"GPU{index}"), "96.00.A5.00.1A"),
+        sku_name=sku.name,
+        facts=facts_for(sku.name, sku.hbm_gib, sku.nvlink_gbps),
+        datasheet_tbps=float(sku.mem_bandwidth_tbps),
+        reference_tbps=float(sku.mem_bandwidth_reference_tbps),
+        tdp_w=sku.tdp_w,
+        pcie_gen_max=sku.pcie_gen,
+    )
+
+
+def _long_bus_id(value: str, index: int) -> str:
+    """nvidia-smi's 00000000:18:00.0 from the inventory's 0000:18:00.0 or 00000000:18:00.0."""
+    if not value:
+        return f"00000000:{0x18 + 0x10 * index:02X}:00.0"
+    domain, bus, rest = value.split(":") if value.count(":") == 2 else ("0", *value.split(":"))
+    return f"{int(domain, 16):08X}:{bus.upper()}:{rest.upper()}"
+
+
+def _sim_nics(node, firmware: dict) -> list[SimNic]:
+    nics = []
+    rdma_index = 0
+    for nic in sorted(node.nics.all(), key=lambda nic: (nic.purpose != NicPurpose.DATA, nic.name)):
+        cable = getattr(nic, "cable_as_a", None) or getattr(nic, "cable_as_b", None)
+        sim = SimNic(
+            name=nic.name,
+            mac=nic.mac or "0c:42:a1:00:00:00",
+            purpose=nic.purpose,
+            speed_gbps=nic.speed_gbps,
+            mtu=nic.mtu,
+            transport=nic.transport,
+            rdma=nic.rdma_capable,
+            pfc_priorities=sorted(nic.pfc_priorities or []),
+            ecn=nic.ecn_enabled,
+            numa_node=nic.numa_node or 0,
+            pci_address=nic.pci_address.lower(),
+            pcie_switch=nic.pcie_switch,
+            firmware=firmware.get((FirmwareComponent.NIC_FIRMWARE, nic.name), "28.41.1000"),
+            link_up=nic.link_up,
+            cable_speed_gbps=cable.speed_gbps if cable else None,
+        )
+        if nic.rdma_capable and nic.transport in (NicTransport.ROCE, NicTransport.INFINIBAND):
+            sim.rdma_device = f"mlx5_{rdma_index}"
+            rdma_index += 1
+        nics.append(sim)
+    return nics
+
+
+def _leaf_uplink_ratio(node) -> float:
+    """Uplink over downlink bandwidth of the leaves this node's data NICs reach (1.0 when non-blocking or unknown)."""
+    from django.db.models import Q, Sum
+
+    from apps.inventory.models import Cable
+
+    leaves = set()
+    for nic in node.nics.all():
+        cable = getattr(nic, "cable_as_a", None)
+        if nic.purpose == NicPurpose.DATA and cable is not None and cable.b_switch_id:
+            leaves.add(cable.b_switch_id)
+    ratios = []
+    for leaf_id in leaves:
+        down = Cable.objects.filter(b_switch_id=leaf_id, a_nic__isnull=False).aggregate(total=Sum("speed_gbps"))
+        up = Cable.objects.filter(
+            Q(a_switch_id=leaf_id) | Q(b_switch_id=leaf_id), a_nic__isnull=True, b_nic__isnull=True
+        ).aggregate(total=Sum("speed_gbps"))
+        if down["total"] and up["total"]:
+            ratios.append(min(1.0, up["total"] / down["total"]))
+    return min(ratios) if ratios else 1.0

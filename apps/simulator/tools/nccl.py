@@ -1,0 +1,263 @@
+"""nccl-tests (all_reduce_perf and friends), text output as version 2.19.6 prints it, on one node or across several.
+
+Times come from model.RingModel: latency per ring step plus bytes over the slowest link's bandwidth; algbw and busbw
+are then computed from the time exactly as nccl-tests does (busbw = algbw x the collective's factor).
+"""
+
+from dataclasses import dataclass
+
+from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
+from apps.simulator.shell import CommandOutput, Context
+from apps.simulator.state import NCCL_TESTS_VERSION, NCCL_VERSION_CODE, SimulatedNode
+
+COLLECTIVES = tuple(BUSBW_FACTORS)
+BINARIES = {f"{name}_perf": name for name in COLLECTIVES}
+REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
+PER_RANK_COUNT = {"all_gather", "reduce_scatter"}
+SPLIT_ACROSS_RANKS = {"all_gather", "reduce_scatter", "alltoall"}
+DTYPE_BYTES = {"float": 4, "half": 2, "bfloat16": 2, "double": 8, "int32": 4, "int8": 1, "uint8": 1}
+
+TABLE_HEADER = """\
+#                                                              out-of-place                       in-place          
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong 
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         
+"""  # noqa: W291 - nccl-tests pads these lines with spaces
+
+
+class UsageError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class NcclArgs:
+    min_bytes: int = 33554432
+    max_bytes: int = 33554432
+    step_factor: int = 1
+    step_bytes: int = 1048576
+    gpus: int = 1
+    threads: int = 1
+    iters: int = 20
+    warmup: int = 1
+    check: int = 1
+    dtype: str = "float"
+    op: str = "sum"
+    root: int = 0
+
+
+def parse_size(text: str) -> int:
+    """nccl-tests sizes: a number with an optional K, M or G (powers of 1024)."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    suffix = text[-1:].upper()
+    try:
+        return int(float(text[:-1]) * units[suffix]) if suffix in units else int(text)
+    except ValueError:
+        raise UsageError(f"invalid size '{text}'") from None
+
+
+def parse_args(args: list[str]) -> NcclArgs:
+    values: dict = {}
+    options = {
+        "-b": ("min_bytes", parse_size),
+        "--minbytes": ("min_bytes", parse_size),
+        "-e": ("max_bytes", parse_size),
+        "--maxbytes": ("max_bytes", parse_size),
+        "-f": ("step_factor", int),
+        "--stepfactor": ("step_factor", int),
+        "-i": ("step_bytes", parse_size),
+        "--stepbytes": ("step_bytes", parse_size),
+        "-g": ("gpus", int),
+        "--ngpus": ("gpus", int),
+        "-t": ("threads", int),
+        "--nthreads": ("threads", int),
+        "-n": ("iters", int),
+        "--iters": ("iters", int),
+        "-w": ("warmup", int),
+        "--warmup_iters": ("warmup", int),
+        "-c": ("check", int),
+        "--check": ("check", int),
+        "-d": ("dtype", str),
+        "--datatype": ("dtype", str),
+        "-o": ("op", str),
+        "--op": ("op", str),
+        "-r": ("root", int),
+        "--root": ("root", int),
+    }
+    ignored = {"-m", "-a", "-z", "-G", "-C", "-J", "-N", "-p", "-S", "-R", "-T", "-u"}
+    position = 0
+    while position < len(args):
+        word = args[position]
+        if word in options and position + 1 < len(args):
+            name, convert = options[word]
+            try:
+                values[name] = convert(args[position + 1])
+            except ValueError:
+                raise UsageError(f"invalid value '{args[position + 1]}' for {word}") from None
+            position += 2
+        elif word in ignored:
+            position += 2
+        else:
+            raise UsageError(f"invalid option '{word}'")
+    if "step_factor" in values and "step_bytes" in values:
+        values.pop("step_bytes")
+    if values.get("dtype", "float") not in DTYPE_BYTES:
+        raise UsageError(f"invalid type {values['dtype']}")
+    return NcclArgs(**values)
+
+
+def _sizes(args: NcclArgs) -> list[int]:
+    sizes, size = [], args.min_bytes
+    while size <= args.max_bytes:
+        sizes.append(size)
+        if args.step_factor > 1:
+            size *= args.step_factor
+        else:
+            size += max(args.step_bytes, 1)
+    return sizes
+
+
+def float_cell(value: float, digits: int = 6) -> str:
+    """nccl-tests' getFloatStr: as many decimals as fit in `digits` columns, then an exponent."""
+    power, bound = 0, 1
+    while value >= bound:
+        power += 1
+        bound *= 10
+    if power < digits - 2:
+        return f"{value:{digits}.2f}"
+    if power < digits - 1:
+        return f"{value:{digits}.1f}"
+    if power < digits + 1:
+        return f"{value:{digits}.0f}"
+    return f"{value:{digits}.0e}"
+
+
+def format_row(size, count, dtype, redop, root, placements: list[tuple[float, float, float, str]]) -> str:
+    line = f"{size:>12}  {count:>12}  {dtype:>8}  {redop:>6}  {root:>6}"
+    for time_us, algbw, busbw, wrong in placements:
+        line += f"  {float_cell(time_us):>7}  {float_cell(algbw)}  {float_cell(busbw)}  {wrong:>6}"
+    return line
+
+
+@dataclass(frozen=True)
+class Rank:
+    host: SimulatedNode
+    device: int
+    pid: int
+
+
+def _ranks(nodes: list[SimulatedNode], per_node: int, seed: int) -> list[Rank]:
+    ranks = []
+    for state in nodes:
+        base = noise(seed, state.hostname, "pid").randint(20000, 60000)
+        ranks += [Rank(state, device, base + device) for device in range(per_node)]
+    return ranks
+
+
+def _header(binary: str, args: NcclArgs, gpus_per_process: int) -> list[str]:
+    step = f"{args.step_factor}(factor)" if args.step_factor > 1 else f"{args.step_bytes}(bytes)"
+    return [
+        f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={NCCL_VERSION_CODE} nccl-library={NCCL_VERSION_CODE}",
+        f"# Collective test starting: {binary}",
+        f"# nThread {args.threads} nGpus {gpus_per_process} minBytes {args.min_bytes} maxBytes {args.max_bytes} "
+        f"step: {step} warmup iters: {args.warmup} iters: {args.iters} agg iters: 1 validation: {args.check} "
+        "graph: 0 unalign: 0",
+        "#",
+        "# Using devices",
+    ]
+
+
+def _device_line(number: int, rank: Rank) -> str:
+    gpu = rank.host.visible_gpus[rank.device]
+    return (
+        f"#  Rank {number:>2} Group  0 Pid {rank.pid:>6} on {rank.host.hostname:>10} device {rank.device:>2} "
+        f"[{gpu.short_bus_id}] {gpu.facts.product_name}"
+    )
+
+
+def _failure(nodes: list[SimulatedNode], per_node: int, seed: int) -> tuple[int, list[str]] | None:
+    """What stops the run before its table, as nccl-tests reports it: (exit code, lines)."""
+    for state in nodes:
+        pid = noise(seed, state.hostname, "pid").randint(20000, 60000)
+        visible = len(state.visible_gpus)
+        if visible < per_node:
+            if len(nodes) == 1:
+                return 5, [
+                    f"Invalid number of GPUs: {per_node} requested but only {visible} were found.",
+                    "Please check the number of processes and GPUs per process.",
+                    f" .. {state.hostname} pid {pid}: Test failure common.cu:1454",
+                ]
+            return 2, [
+                f"{state.hostname}: Test CUDA failure common.cu:1016 'invalid device ordinal'",
+                f" .. {state.hostname} pid {pid + visible}: Test failure common.cu:1454",
+            ]
+        if any(gpu.ecc_uncorrectable for gpu in state.visible_gpus[:per_node]):
+            return 2, [
+                f"{state.hostname}: Test CUDA failure common.cu:1092 'uncorrectable ECC error encountered'",
+                f" .. {state.hostname} pid {pid}: Test failure common.cu:1454",
+            ]
+        if len(nodes) > 1 and not any(nic.link_up for nic in state.data_nics):
+            return 3, [
+                f"{state.hostname}:{pid}:{pid + 40} [0] NCCL INFO NET/IB : No device found.",
+                f"{state.hostname}: Test NCCL failure common.cu:1046 'remote process exited or there was a network "
+                "error / '",
+                f" .. {state.hostname} pid {pid}: Test failure common.cu:1454",
+            ]
+    return None
+
+
+def run_nccl_tests(
+    nodes: list[SimulatedNode], binary: str, args: NcclArgs, *, seed: int = 0, per_process_gpus: int | None = None
+) -> CommandOutput:
+    """nccl-tests over `nodes` with args.gpus x args.threads GPUs on each (one process per GPU across nodes)."""
+    collective = BINARIES[binary]
+    per_node = args.gpus * args.threads
+    header = _header(binary, args, per_process_gpus or args.gpus)
+    failure = _failure(nodes, per_node, seed)
+    if failure is not None:
+        code, lines = failure
+        return CommandOutput(code, "\n".join(header + lines) + "\n", "")
+    ranks = _ranks(nodes, per_node, seed)
+    lines = header + [_device_line(number, rank) for number, rank in enumerate(ranks)] + ["#"]
+    lines += TABLE_HEADER.rstrip("\n").split("\n")
+    model = ring_model(collective, nodes, per_node)
+    word = DTYPE_BYTES[args.dtype]
+    n = len(ranks)
+    hosts = ",".join(state.hostname for state in nodes)
+    bus_values = []
+    for requested in _sizes(args):
+        count = requested // word
+        if collective in SPLIT_ACROSS_RANKS:
+            count = count // n * n
+        size = count * word
+        printed_count = count // n if collective in PER_RANK_COUNT else count
+        placements = []
+        for placement in ("out", "in"):
+            rng = noise(seed, hosts, collective, size, placement)
+            time_us = jitter(rng, model.time_us(size), 0.01)
+            algbw = size / time_us / 1e3
+            busbw = algbw * model.busbw_factor()
+            bus_values.append(busbw)
+            placements.append((time_us, algbw, busbw, "0" if args.check else "N/A"))
+        redop = args.op if collective in REDUCING else "none"
+        root = args.root if collective in ("broadcast", "reduce") else -1
+        lines.append(format_row(size, printed_count, args.dtype, redop, root, placements))
+    average = sum(bus_values) / len(bus_values) if bus_values else 0.0
+    lines += [
+        "# Out of bounds values : 0 OK",
+        f"# Avg bus bandwidth    : {average:g} ",
+        "#",
+        f"# Collective test concluded: {binary}",
+        "#",
+    ]
+    return CommandOutput(0, "\n".join(lines) + "\n\n", "")
+
+
+def nccl_test_binary(context: Context, argv: list[str]) -> CommandOutput:
+    binary = argv[0].rsplit("/", 1)[-1]
+    try:
+        args = parse_args(argv[1:])
+    except UsageError as error:
+        return CommandOutput(1, "", f"{binary}: {error}\n")
+    return run_nccl_tests([context.state], binary, args, seed=context.seed)
+
+
+COMMANDS = {binary: nccl_test_binary for binary in BINARIES}

@@ -1,0 +1,322 @@
+"""NICs: ip link (JSON and text), ethtool (settings and -i), mlnx_qos, ibstat and ibv_devinfo for RoCE ports."""
+
+import json
+
+from apps.simulator.model import rdma_active_mtu
+from apps.simulator.shell import CommandOutput, Context, fail, ok
+from apps.simulator.state import MLX5_DRIVER_VERSION, SimNic
+from apps.simulator.tools.common import option_value
+
+IB_MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+
+# --- ip link ----------------------------------------------------------------------------------------------------
+
+
+def _flags(nic: SimNic) -> list[str]:
+    return (
+        ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if nic.link_up else ["NO-CARRIER", "BROADCAST", "MULTICAST", "UP"]
+    )
+
+
+def _links(context: Context) -> list[tuple[int, SimNic | None]]:
+    """(ifindex, NIC) with the loopback first, as the kernel numbers them."""
+    return [(1, None)] + [(position + 2, nic) for position, nic in enumerate(context.state.nics)]
+
+
+def _json_link(ifindex: int, nic: SimNic | None) -> dict:
+    if nic is None:
+        return {
+            "ifindex": 1,
+            "ifname": "lo",
+            "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+            "mtu": 65536,
+            "qdisc": "noqueue",
+            "operstate": "UNKNOWN",
+            "linkmode": "DEFAULT",
+            "group": "default",
+            "txqlen": 1000,
+            "link_type": "loopback",
+            "address": "00:00:00:00:00:00",
+            "broadcast": "00:00:00:00:00:00",
+        }
+    link = {
+        "ifindex": ifindex,
+        "ifname": nic.name,
+        "flags": _flags(nic),
+        "mtu": nic.mtu,
+        "qdisc": "mq",
+        "operstate": "UP" if nic.link_up else "DOWN",
+        "linkmode": "DEFAULT",
+        "group": "default",
+        "txqlen": 1000,
+        "link_type": "ether",
+        "address": nic.mac,
+        "broadcast": "ff:ff:ff:ff:ff:ff",
+    }
+    if nic.pci_address:
+        link["altnames"] = [f"enp{int(nic.pci_address.split(':')[1], 16)}s0np0"]
+    return link
+
+
+def _text_link(ifindex: int, nic: SimNic | None) -> str:
+    if nic is None:
+        return (
+            "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\n"
+            "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n"
+        )
+    state = "UP" if nic.link_up else "DOWN"
+    text = (
+        f"{ifindex}: {nic.name}: <{','.join(_flags(nic))}> mtu {nic.mtu} qdisc mq state {state} mode DEFAULT "
+        f"group default qlen 1000\n    link/ether {nic.mac} brd ff:ff:ff:ff:ff:ff\n"
+    )
+    for altname in _json_link(ifindex, nic).get("altnames", []):
+        text += f"    altname {altname}\n"
+    return text
+
+
+def ip(context: Context, argv: list[str]) -> CommandOutput:
+    args = argv[1:]
+    as_json = False
+    while args and args[0].startswith("-"):
+        as_json = as_json or args[0] in ("-j", "-json", "--json")
+        args = args[1:]
+    if not args or args[0] not in ("link", "l", "li", "lin"):
+        return fail(255, 'Object "{}" is unknown, try "ip help".\n'.format(args[0] if args else ""))
+    args = args[1:]
+    if args[:1] == ["show"]:
+        args = args[1:]
+    if args[:1] == ["dev"]:
+        args = args[1:]
+    links = _links(context)
+    if args:
+        links = [(index, nic) for index, nic in links if (nic.name if nic else "lo") == args[0]]
+        if not links:
+            return fail(1, f'Device "{args[0]}" does not exist.\n')
+    if as_json:
+        return ok(json.dumps([_json_link(index, nic) for index, nic in links], separators=(",", ":")) + "\n")
+    return ok("".join(_text_link(index, nic) for index, nic in links))
+
+
+# --- ethtool ----------------------------------------------------------------------------------------------------
+
+LINK_MODES_400G = [
+    "1000baseKX/Full",
+    "10000baseKR/Full",
+    "40000baseKR4/Full",
+    "40000baseCR4/Full",
+    "40000baseSR4/Full",
+    "40000baseLR4/Full",
+    "25000baseCR/Full",
+    "25000baseKR/Full",
+    "25000baseSR/Full",
+    "50000baseCR2/Full",
+    "50000baseKR2/Full",
+    "100000baseKR4/Full",
+    "100000baseSR4/Full",
+    "100000baseCR4/Full",
+    "100000baseLR4_ER4/Full",
+    "50000baseKR/Full",
+    "50000baseSR/Full",
+    "50000baseCR/Full",
+    "200000baseKR4/Full",
+    "200000baseSR4/Full",
+    "200000baseCR4/Full",
+    "100000baseKR2/Full",
+    "100000baseSR2/Full",
+    "100000baseCR2/Full",
+    "200000baseKR2/Full",
+    "200000baseSR2/Full",
+    "200000baseCR2/Full",
+    "400000baseKR4/Full",
+    "400000baseSR4/Full",
+    "400000baseCR4/Full",
+    "400000baseDR4/Full",
+]
+LINK_MODES_25G = ["1000baseT/Full", "10000baseT/Full", "25000baseCR/Full", "25000baseSR/Full"]
+
+
+def _modes(modes: list[str], first_label: str) -> list[str]:
+    lines, pad = [], " " * 24
+    for position in range(0, len(modes), 3):
+        chunk = " ".join(modes[position : position + 3])
+        lines.append(f"\t{first_label:<24}{chunk}" if position == 0 else f"\t{pad}{chunk}")
+    return lines
+
+
+def _ethtool_settings(nic: SimNic) -> str:
+    modes = [
+        mode
+        for mode in (LINK_MODES_400G if nic.speed_gbps > 25 else LINK_MODES_25G)
+        if int(mode.split("base")[0]) <= nic.speed_gbps * 1000
+    ]
+    port = "FIBRE" if nic.speed_gbps > 25 else "Direct Attach Copper"
+    lines = [f"Settings for {nic.name}:", "\tSupported ports: [ Backplane ]"]
+    lines += _modes(modes, "Supported link modes:")
+    lines += [
+        "\tSupported pause frame use: Symmetric",
+        "\tSupports auto-negotiation: Yes",
+        "\tSupported FEC modes: None\t RS\t BASER\t LLRS",
+    ]
+    lines += _modes(modes, "Advertised link modes:")
+    lines += [
+        "\tAdvertised pause frame use: Symmetric",
+        "\tAdvertised auto-negotiation: Yes",
+        "\tAdvertised FEC modes: None\t RS\t BASER\t LLRS",
+        "\tLink partner advertised link modes:  Not reported",
+        "\tLink partner advertised pause frame use: No",
+        "\tLink partner advertised auto-negotiation: Yes",
+        "\tLink partner advertised FEC modes: Not reported",
+    ]
+    if nic.link_up:
+        lanes = 4 if nic.speed_gbps >= 100 else 1
+        lines += [f"\tSpeed: {nic.effective_speed_gbps * 1000}Mb/s", f"\tLanes: {lanes}", "\tDuplex: Full"]
+    else:
+        lines += ["\tSpeed: Unknown!", "\tLanes: Unknown!", "\tDuplex: Unknown! (255)"]
+    lines += [
+        "\tAuto-negotiation: on",
+        f"\tPort: {port if nic.link_up else 'Other'}",
+        "\tPHYAD: 0",
+        "\tTransceiver: internal",
+        "\tSupports Wake-on: d",
+        "\tWake-on: d",
+        "        Current message level: 0x00000004 (4)",
+        "                               link",
+        f"\tLink detected: {'yes' if nic.link_up else 'no'}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _ethtool_driver(nic: SimNic) -> str:
+    if nic.rdma_device:
+        driver, version, firmware = "mlx5_core", MLX5_DRIVER_VERSION, f"{nic.firmware} (MT_0000000838)"
+    else:
+        driver, version, firmware = "ice", "6.8.0-60-generic", f"{nic.firmware} 0x8001c967 1.3534.0"
+    return (
+        f"driver: {driver}\nversion: {version}\nfirmware-version: {firmware}\nexpansion-rom-version: \n"
+        f"bus-info: {nic.pci_address or '0000:c1:00.0'}\nsupports-statistics: yes\nsupports-test: yes\n"
+        "supports-eeprom-access: no\nsupports-register-dump: no\nsupports-priv-flags: yes\n"
+    )
+
+
+def ethtool(context: Context, argv: list[str]) -> CommandOutput:
+    args = argv[1:]
+    if not args:
+        return fail(1, "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n")
+    option = args[0] if args[0].startswith("-") else None
+    name = args[-1]
+    nic = context.state.nic(name)
+    if nic is None:
+        return (
+            fail(71, f"netlink error: no device matches name ({name})\n")
+            if option is None
+            else fail(1, "Cannot get driver information: No such device\n")
+        )
+    if option is None:
+        return ok(_ethtool_settings(nic))
+    if option in ("-i", "--driver"):
+        return ok(_ethtool_driver(nic))
+    return fail(1, f"ethtool: option {option} is not simulated\n")
+
+
+# --- mlnx_qos ---------------------------------------------------------------------------------------------------
+
+
+def mlnx_qos(context: Context, argv: list[str]) -> CommandOutput:
+    name = option_value(argv[1:], "-i", "--interface")
+    nic = context.state.nic(name) if name else None
+    if nic is None or not nic.rdma_device:
+        return fail(1, f"Interface {name} not found or not a Mellanox device\n")
+    enabled = ["1" if priority in nic.pfc_priorities else "0" for priority in range(8)]
+    lines = ["DCBX mode: OS controlled", "Priority trust state: dscp", "dscp2prio mapping:"]
+    for priority in range(8):
+        dscps = ",".join(f"{dscp:02d}" for dscp in range(priority * 8 + 7, priority * 8 - 1, -1))
+        lines.append(f"        prio:{priority} dscp:{dscps},")
+    lines += [
+        "Cable len: 7",
+        "PFC configuration:",
+        "        priority    0   1   2   3   4   5   6   7",
+        "        enabled     " + "   ".join(enabled) + "   ",
+        "        buffer      " + "   ".join("1" if flag == "1" else "0" for flag in enabled) + "   ",
+    ]
+    # mlx5's default ETS map: priority 0 in tc1, priority 1 in tc0, the rest in their own class.
+    for tc in range(8):
+        priority = {0: 1, 1: 0}.get(tc, tc)
+        lines += [f"tc: {tc} ratelimit: unlimited, tsa: vendor", f"         priority:  {priority}"]
+    return ok("\n".join(lines) + "\n")
+
+
+# --- ibstat / ibv_devinfo ---------------------------------------------------------------------------------------
+
+
+def _guid(nic: SimNic) -> str:
+    octets = nic.mac.split(":")
+    return "".join(octets[:3]) + "0300" + "".join(octets[3:])
+
+
+def ibstat(context: Context, argv: list[str]) -> CommandOutput:
+    nics = context.state.rdma_nics
+    wanted = [arg for arg in argv[1:] if not arg.startswith("-")]
+    if wanted:
+        nics = [nic for nic in nics if nic.rdma_device == wanted[0]]
+        if not nics:
+            return fail(255, f"ibpanic: [{wanted[0]}] main: '{wanted[0]}' IB device can't be found: No such device\n")
+    blocks = []
+    for nic in nics:
+        up = nic.link_up
+        blocks.append(
+            f"CA '{nic.rdma_device}'\n"
+            "\tCA type: MT4129\n"
+            "\tNumber of ports: 1\n"
+            f"\tFirmware version: {nic.firmware}\n"
+            "\tHardware version: 0\n"
+            f"\tNode GUID: 0x{_guid(nic)}\n"
+            f"\tSystem image GUID: 0x{_guid(nic)}\n"
+            "\tPort 1:\n"
+            f"\t\tState: {'Active' if up else 'Down'}\n"
+            f"\t\tPhysical state: {'LinkUp' if up else 'Disabled'}\n"
+            f"\t\tRate: {nic.effective_speed_gbps if up else 10}\n"
+            "\t\tBase lid: 0\n"
+            "\t\tLMC: 0\n"
+            "\t\tSM lid: 0\n"
+            "\t\tCapability mask: 0x00010000\n"
+            f"\t\tPort GUID: 0x{_guid(nic)[:6]}fffe{_guid(nic)[10:]}\n"
+            "\t\tLink layer: Ethernet\n"
+        )
+    return ok("".join(blocks))
+
+
+def ibv_devinfo(context: Context, argv: list[str]) -> CommandOutput:
+    device = option_value(argv[1:], "-d", "--ib-dev")
+    nics = [nic for nic in context.state.rdma_nics if device in (None, nic.rdma_device)]
+    if not nics:
+        return fail(255, "No IB devices found\n" if device is None else f"IB device '{device}' wasn't found\n")
+    blocks = []
+    for nic in nics:
+        active_mtu = rdma_active_mtu(nic.mtu)
+        state = "PORT_ACTIVE (4)" if nic.link_up else "PORT_DOWN (1)"
+        guid = _guid(nic)
+        dotted = ":".join(guid[i : i + 4] for i in range(0, 16, 4))
+        blocks.append(
+            f"hca_id:\t{nic.rdma_device}\n"
+            "\ttransport:\t\t\tInfiniBand (0)\n"
+            f"\tfw_ver:\t\t\t\t{nic.firmware}\n"
+            f"\tnode_guid:\t\t\t{dotted}\n"
+            f"\tsys_image_guid:\t\t\t{dotted}\n"
+            "\tvendor_id:\t\t\t0x02c9\n"
+            "\tvendor_part_id:\t\t\t4129\n"
+            "\thw_ver:\t\t\t\t0x0\n"
+            "\tboard_id:\t\t\tMT_0000000838\n"
+            "\tphys_port_cnt:\t\t\t1\n"
+            "\t\tport:\t1\n"
+            f"\t\t\tstate:\t\t\t{state}\n"
+            "\t\t\tmax_mtu:\t\t4096 (5)\n"
+            f"\t\t\tactive_mtu:\t\t{active_mtu} ({IB_MTU_CODES[active_mtu]})\n"
+            "\t\t\tsm_lid:\t\t\t0\n"
+            "\t\t\tport_lid:\t\t0\n"
+            "\t\t\tport_lmc:\t\t0x00\n"
+            "\t\t\tlink_layer:\t\tEthernet\n"
+        )
+    return ok("\n".join(blocks))
+
+
+COMMANDS = {"ip": ip, "ethtool": ethtool, "mlnx_qos": mlnx_qos, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo}

@@ -1,0 +1,308 @@
+"""Host facts: lscpu (text and -J), numactl -H, /proc/meminfo and other files, uname, hostname, free, dmesg."""
+
+import time
+
+from apps.simulator.model import noise
+from apps.simulator.shell import CommandOutput, Context, fail, not_found, ok
+from apps.simulator.state import DRIVER_VERSION, KERNEL_RELEASE, SimulatedNode
+from apps.simulator.tools.common import cpu_ranges, util_linux_json
+from apps.simulator.tools.storage import read_storage_file
+
+SLEEP_CAP_S = 5.0  # `sleep` waits for real, up to this, so cancel and timeout paths can be exercised on the sim
+
+# --- lscpu ------------------------------------------------------------------------------------------------------
+
+CPU_FLAGS = (
+    "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush dts acpi mmx fxsr sse sse2 ss ht "
+    "tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc art arch_perfmon pebs bts rep_good nopl xtopology nonstop_tsc "
+    "cpuid aperfmperf tsc_known_freq pni pclmulqdq dtes64 monitor ds_cpl vmx smx est tm2 ssse3 sdbg fma cx16 xtpr "
+    "pdcm pcid dca sse4_1 sse4_2 x2apic movbe popcnt tsc_deadline_timer aes xsave avx f16c rdrand lahf_lm abm "
+    "3dnowprefetch cpuid_fault epb cat_l3 cat_l2 cdp_l3 invpcid_single intel_ppin cdp_l2 ssbd mba ibrs ibpb stibp "
+    "ibrs_enhanced tpr_shadow flexpriority ept vpid ept_ad fsgsbase tsc_adjust bmi1 avx2 smep bmi2 erms invpcid cqm "
+    "rdt_a avx512f avx512dq rdseed adx smap avx512ifma clflushopt clwb intel_pt avx512cd sha_ni avx512bw avx512vl "
+    "xsaveopt xsavec xgetbv1 xsaves cqm_llc cqm_occup_llc cqm_mbm_total cqm_mbm_local split_lock_detect avx_vnni "
+    "avx512_bf16 wbnoinvd dtherm ida arat pln pts hfi vnmi avx512vbmi umip pku ospke waitpkg avx512_vbmi2 gfni vaes "
+    "vpclmulqdq avx512_vnni avx512_bitalg tme avx512_vpopcntdq la57 rdpid bus_lock_detect cldemote movdiri movdir64b "
+    "enqcmd fsrm md_clear serialize tsxldtrk pconfig arch_lbr ibt amx_bf16 avx512_fp16 amx_tile amx_int8 flush_l1d "
+    "arch_capabilities"
+)
+
+
+def lscpu_fields(state: SimulatedNode) -> list[tuple[str, str]]:
+    cores_per_socket = max(state.cores // state.sockets, 1)
+    amd = "AMD" in state.cpu_model
+    fields = [
+        ("Architecture:", "x86_64"),
+        ("CPU op-mode(s):", "32-bit, 64-bit"),
+        ("Address sizes:", "52 bits physical, 57 bits virtual"),
+        ("Byte Order:", "Little Endian"),
+        ("CPU(s):", str(state.cpu_count)),
+        ("On-line CPU(s) list:", f"0-{state.cpu_count - 1}"),
+        ("Vendor ID:", "AuthenticAMD" if amd else "GenuineIntel"),
+        ("Model name:", state.cpu_model),
+        ("CPU family:", "25" if amd else "6"),
+        ("Model:", "17" if amd else "143"),
+        ("Thread(s) per core:", str(state.threads_per_core)),
+        ("Core(s) per socket:", str(cores_per_socket)),
+        ("Socket(s):", str(state.sockets)),
+        ("Stepping:", "8"),
+        ("CPU(s) scaling MHz:", "100%"),
+        ("CPU max MHz:", "3800.0000"),
+        ("CPU min MHz:", "800.0000"),
+        ("BogoMIPS:", "4000.00"),
+        ("Flags:", CPU_FLAGS),
+        ("Virtualization:", "AMD-V" if amd else "VT-x"),
+        ("L1d cache:", f"{48 * state.cores // 1024} MiB ({state.cores} instances)"),
+        ("L1i cache:", f"{32 * state.cores // 1024} MiB ({state.cores} instances)"),
+        ("L2 cache:", f"{2 * state.cores} MiB ({state.cores} instances)"),
+        ("L3 cache:", f"{105 * state.sockets} MiB ({state.sockets} instances)"),
+        ("NUMA node(s):", str(state.numa_nodes)),
+    ]
+    fields += [(f"NUMA node{numa} CPU(s):", cpu_ranges(state.numa_cpus(numa))) for numa in range(state.numa_nodes)]
+    fields += [
+        ("Vulnerability Gather data sampling:", "Not affected"),
+        ("Vulnerability Itlb multihit:", "Not affected"),
+        ("Vulnerability L1tf:", "Not affected"),
+        ("Vulnerability Mds:", "Not affected"),
+        ("Vulnerability Meltdown:", "Not affected"),
+        ("Vulnerability Mmio stale data:", "Not affected"),
+        ("Vulnerability Retbleed:", "Not affected"),
+        ("Vulnerability Spec rstack overflow:", "Not affected"),
+        ("Vulnerability Spec store bypass:", "Mitigation; Speculative Store Bypass disabled via prctl"),
+        ("Vulnerability Spectre v1:", "Mitigation; usercopy/swapgs barriers and __user pointer sanitization"),
+        ("Vulnerability Spectre v2:", "Mitigation; Enhanced / Automatic IBRS; IBPB conditional; RSB filling"),
+        ("Vulnerability Srbds:", "Not affected"),
+        ("Vulnerability Tsx async abort:", "Not affected"),
+    ]
+    return fields
+
+
+def lscpu(context: Context, argv: list[str]) -> CommandOutput:
+    fields = lscpu_fields(context.state)
+    if "-J" in argv or "--json" in argv:
+        document = {"lscpu": [{"field": name, "data": value} for name, value in fields]}
+        return ok(util_linux_json(document) + "\n")
+    return ok("".join(f"{name:<41}{value}\n" for name, value in fields))
+
+
+# --- numactl -H -------------------------------------------------------------------------------------------------
+
+
+def numactl(context: Context, argv: list[str]) -> CommandOutput:
+    if not ({"-H", "--hardware"} & set(argv)):
+        return fail(1, "usage: numactl [--all | -a] [--interleave= | -i <nodes>] ... command args ...\n")
+    state = context.state
+    count = state.numa_nodes
+    node_mb = state.memory_gib * 1024 // count
+    lines = [f"available: {count} nodes ({'0' if count == 1 else f'0-{count - 1}'})"]
+    for numa in range(count):
+        rng = noise(context.seed, state.hostname, "numa", numa)
+        lines += [
+            f"node {numa} cpus: {' '.join(str(cpu) for cpu in state.numa_cpus(numa))}",
+            f"node {numa} size: {node_mb - 300} MB",
+            f"node {numa} free: {int(node_mb * rng.uniform(0.90, 0.95))} MB",
+        ]
+    lines.append("node distances:")
+    lines.append("node " + "".join(f"{numa:>4}" for numa in range(count)) + " ")
+    for row in range(count):
+        lines.append(f"{row:>3}: " + "".join(f"{10 if row == col else 21:>4}" for col in range(count)) + " ")
+    return ok("\n".join(lines) + "\n")
+
+
+# --- files ------------------------------------------------------------------------------------------------------
+
+
+def meminfo(state: SimulatedNode, seed: int) -> str:
+    rng = noise(seed, state.hostname, "meminfo")
+    total = state.memory_gib * 1024 * 1024 - 9_437_184  # firmware and kernel reservations
+    free = int(total * rng.uniform(0.92, 0.95))
+    cached = int(total * 0.02)
+    values = [
+        ("MemTotal", total),
+        ("MemFree", free),
+        ("MemAvailable", free + cached),
+        ("Buffers", 412_332),
+        ("Cached", cached),
+        ("SwapCached", 0),
+        ("Active", cached // 3),
+        ("Inactive", cached // 2),
+        ("SwapTotal", 0),
+        ("SwapFree", 0),
+        ("Dirty", 1_204),
+        ("Writeback", 0),
+        ("AnonPages", 3_145_728),
+        ("Mapped", 524_288),
+        ("Shmem", 65_536),
+        ("Slab", 4_194_304),
+        ("KernelStack", 65_536),
+        ("PageTables", 98_304),
+        ("CommitLimit", total // 2),
+        ("Committed_AS", 9_437_184),
+        ("VmallocTotal", 13_743_895_347_199),
+        ("VmallocUsed", 1_048_576),
+        ("HugePages_Total", 0),
+        ("HugePages_Free", 0),
+        ("HugePages_Rsvd", 0),
+        ("HugePages_Surp", 0),
+        ("Hugepagesize", 2_048),
+        ("Hugetlb", 0),
+        ("DirectMap4k", 2_097_152),
+        ("DirectMap2M", 67_108_864),
+        ("DirectMap1G", total),
+    ]
+    lines = []
+    for name, value in values:
+        unit = "" if name.startswith("HugePages_") else " kB"
+        lines.append(f"{name + ':':<16}{value:>8}{unit}")
+    return "\n".join(lines) + "\n"
+
+
+OS_RELEASE = """\
+PRETTY_NAME="Ubuntu 22.04.5 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.5 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=jammy
+"""
+
+
+def read_file(context: Context, path: str) -> str | None:
+    state = context.state
+    if path == "/proc/meminfo":
+        return meminfo(state, context.seed)
+    if path == "/etc/os-release":
+        return OS_RELEASE
+    if path == "/etc/hostname":
+        return state.hostname + "\n"
+    if path == "/sys/class/dmi/id/bios_version":
+        return state.bios + "\n"
+    if path == "/proc/driver/nvidia/version":
+        return (
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER_VERSION}  Release Build  "
+            "(dvs-builder@U22-I3-AF03-09-1)  Tue Oct 14 19:33:52 UTC 2026\nGCC version:  gcc version 12.3.0 (Ubuntu "
+            "12.3.0-1ubuntu1~22.04)\n"
+        )
+    parts = path.split("/")
+    if path.startswith("/sys/class/net/") and len(parts) >= 6 and (nic := state.nic(parts[4])):
+        attribute = "/".join(parts[5:])
+        if attribute == "mtu":
+            return f"{nic.mtu}\n"
+        if attribute == "speed":
+            return f"{nic.effective_speed_gbps * 1000 if nic.link_up else -1}\n"
+        if attribute in ("operstate", "carrier"):
+            return ("up\n" if nic.link_up else "down\n") if attribute == "operstate" else f"{int(nic.link_up)}\n"
+        if attribute.startswith("ecn/roce_") and parts[-2] == "enable" and parts[-1].isdigit():
+            return f"{int(nic.ecn)}\n"
+    return read_storage_file(context, path)
+
+
+def cat(context: Context, argv: list[str]) -> CommandOutput:
+    out, errors, code = [], [], 0
+    for path in argv[1:]:
+        content = read_file(context, path)
+        if content is None:
+            errors.append(f"cat: {path}: No such file or directory\n")
+            code = 1
+        else:
+            out.append(content)
+    return CommandOutput(code, "".join(out), "".join(errors))
+
+
+# --- small commands ---------------------------------------------------------------------------------------------
+
+
+def uname(context: Context, argv: list[str]) -> CommandOutput:
+    host = context.hostname
+    build = "#63~22.04.1-Ubuntu SMP PREEMPT_DYNAMIC Tue Apr 15 19:04:15 UTC 2"
+    full = f"Linux {host} {KERNEL_RELEASE} {build} x86_64 x86_64 x86_64 GNU/Linux"
+    answers = {"-a": full, "-r": KERNEL_RELEASE, "-n": host, "-m": "x86_64", "-s": "Linux"}
+    option = argv[1] if len(argv) > 1 else "-s"
+    return ok(answers.get(option, "Linux") + "\n")
+
+
+def hostname(context: Context, argv: list[str]) -> CommandOutput:
+    return ok(context.hostname + "\n")
+
+
+def free(context: Context, argv: list[str]) -> CommandOutput:
+    info = meminfo(context.state, context.seed)
+    values = {line.split(":")[0]: int(line.split()[1]) for line in info.splitlines()}
+    scale = 1024 if "-b" in argv else 1
+    total, free_kib, available = values["MemTotal"], values["MemFree"], values["MemAvailable"]
+    cache = values["Cached"] + values["Buffers"]
+    used = total - free_kib - cache
+    return ok(
+        "               total        used        free      shared  buff/cache   available\n"
+        "Mem:   "
+        + "".join(f" {value * scale:>11}" for value in (total, used, free_kib, values["Shmem"], cache, available))
+        + "\nSwap:  "
+        + "".join(f" {0:>11}" for _ in range(3))
+        + "\n"
+    )
+
+
+def uptime(context: Context, argv: list[str]) -> CommandOutput:
+    return ok(" 09:00:00 up 12 days,  3:14,  0 users,  load average: 0.08, 0.12, 0.10\n")
+
+
+def true(context: Context, argv: list[str]) -> CommandOutput:
+    return ok("")
+
+
+def sleep(context: Context, argv: list[str]) -> CommandOutput:
+    try:
+        seconds = float(argv[1])
+    except (IndexError, ValueError):
+        return fail(1, "sleep: missing operand\nTry 'sleep --help' for more information.\n")
+    time.sleep(min(max(seconds, 0.0), SLEEP_CAP_S))
+    return ok("")
+
+
+def dmidecode(context: Context, argv: list[str]) -> CommandOutput:
+    keyword = argv[argv.index("-s") + 1] if "-s" in argv and argv.index("-s") + 1 < len(argv) else None
+    answers = {"bios-version": context.state.bios, "system-product-name": "HGX H200 8-GPU", "bios-vendor": "AMI"}
+    if keyword not in answers:
+        return fail(1, "dmidecode: only -s bios-version, bios-vendor and system-product-name are simulated\n")
+    return ok(answers[keyword] + "\n")
+
+
+def ipmitool(context: Context, argv: list[str]) -> CommandOutput:
+    if argv[1:3] == ["mc", "info"]:
+        return ok(
+            "Device ID                 : 32\nDevice Revision           : 1\n"
+            f"Firmware Revision         : {context.state.bmc}\nIPMI Version              : 2.0\n"
+            "Manufacturer ID           : 10876\nManufacturer Name         : Supermicro\n"
+        )
+    return not_found("ipmitool") if len(argv) < 2 else fail(1, "ipmitool: only 'mc info' is simulated\n")
+
+
+# --- dmesg ------------------------------------------------------------------------------------------------------
+
+
+def dmesg(context: Context, argv: list[str]) -> CommandOutput:
+    from apps.simulator.tools.kernel_log import kernel_log
+
+    return ok(kernel_log(context))
+
+
+COMMANDS = {
+    "lscpu": lscpu,
+    "numactl": numactl,
+    "cat": cat,
+    "uname": uname,
+    "hostname": hostname,
+    "free": free,
+    "uptime": uptime,
+    "true": true,
+    "sleep": sleep,
+    "dmidecode": dmidecode,
+    "ipmitool": ipmitool,
+    "dmesg": dmesg,
+}

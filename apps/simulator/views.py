@@ -1,0 +1,62 @@
+"""The simulator page: the faults injected into simulated nodes, a form to inject one, buttons to clear them."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
+from apps.inventory.models import Node
+from apps.simulator import services
+from apps.simulator.choices import FAULT_TARGETS, FaultKind
+from apps.simulator.forms import FaultForm
+from apps.simulator.models import SimFault
+
+
+def _page(request, form: FaultForm, status: int = 200):
+    faults = SimFault.objects.select_related("node", "created_by").order_by("node__hostname", "kind", "target")
+    kinds = [(kind.value, kind.label, FAULT_TARGETS[kind].label) for kind in FaultKind]
+    context = {"faults": faults, "form": form, "kinds": kinds}
+    return render(request, "simulator/faults.html", context, status=status)
+
+
+@login_required
+def fault_list(request):
+    return _page(request, FaultForm())
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def fault_inject(request):
+    form = FaultForm(request.POST)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    data = form.cleaned_data
+    try:
+        fault = services.inject_fault(node=data["node"], kind=data["kind"], target=data["target"], user=request.user)
+    except ValidationError as error:
+        for field, problems in error.message_dict.items():
+            form.add_error(field if field in form.fields else None, problems)
+        return _page(request, form, status=400)
+    messages.success(request, f"Injected {fault.get_kind_display().lower()} into {fault}.")
+    return redirect("simulator")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def fault_clear(request, public_id):
+    fault = get_object_or_404(SimFault.objects.select_related("node"), public_id=public_id)
+    services.clear_fault(fault=fault)
+    messages.success(request, f"Cleared {fault}.")
+    return redirect("simulator")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_clear(request, hostname):
+    node = get_object_or_404(Node, hostname=hostname)
+    removed = services.clear_all(node)
+    messages.success(request, f"Cleared {removed} fault{'s' if removed != 1 else ''} on {node}.")
+    return redirect("simulator")

@@ -1,0 +1,79 @@
+"""The adapter behind the jobs engine's `sim` transport."""
+
+import asyncio
+
+import pytest
+
+from apps.inventory.models import Node
+from apps.nodeexec.base import NodeTarget, OutputCollector
+from apps.nodeexec.sim import SimTransport, get_simulator
+from apps.simulator.backend import SimulatorBackend
+
+
+def test_the_app_registers_its_backend():
+    assert isinstance(get_simulator(), SimulatorBackend)
+
+
+def test_run_answers_for_a_node_target(gpu_node):
+    target = NodeTarget(hostname="gpu001", address="10.10.0.1", node_id=gpu_node.pk)
+    code, out, err = SimulatorBackend().run(target, ["hostname"])
+    assert (code, out, err) == (0, "gpu001\n", "")
+    code, out, err = SimulatorBackend().run(gpu_node, ["uname", "-a"])
+    assert code == 0 and out.startswith("Linux gpu001 6.8.0-60-generic")
+
+
+def test_unknown_commands_and_nodes_fail_like_a_shell(gpu_node):
+    assert SimulatorBackend().run(gpu_node, ["frobnicate", "--now"]) == (
+        127,
+        "",
+        "bash: frobnicate: command not found\n",
+    )
+    code, _, err = SimulatorBackend().run(NodeTarget(hostname="ghost", address="10.0.0.9"), ["true"])
+    assert code == 255 and "Could not resolve hostname ghost" in err
+
+
+def test_wrappers_are_transparent(gpu_node):
+    assert SimulatorBackend().run(gpu_node, ["sudo", "timeout", "30", "nvidia-smi", "-L"])[1].count("GPU ") == 8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sim_transport_runs_catalogue_commands_through_the_simulator():
+    from apps.inventory.demo import ClusterShape, load_cluster
+    from apps.nodeexec.catalogue import build
+
+    load_cluster(ClusterShape(compute_nodes=1, nodes_per_rack=1, spines_per_plane=1, management_nodes=0))
+    node = Node.objects.get(hostname="gpu001")
+    target = NodeTarget(hostname=node.hostname, address=str(node.management_ip), node_id=node.pk)
+
+    async def go():
+        session = await SimTransport().open(target)
+        collector = OutputCollector(cap=1 << 20)
+        result = await session.run(
+            build("nvidia-smi-query"), timeout=30, collector=collector, cancel=asyncio.Event(), grace=1
+        )
+        await session.close()
+        return result
+
+    result = asyncio.run(go())
+    assert result.exit_code == 0
+    assert result.stdout.decode().count("NVIDIA H200") == 8
+
+
+def test_every_catalogue_command_is_answered(gpu_node):
+    from apps.nodeexec.catalogue import CATALOGUE
+
+    examples = {"interface": "ens1np0", "seconds": "0", "gpu_index": "0", "path": "/checkpoints"}
+    backend = SimulatorBackend()
+    for name, command in CATALOGUE.items():
+        argv = command.build(**{placeholder: examples[placeholder] for placeholder in command.placeholders})
+        code, out, err = backend.run(gpu_node, argv)
+        assert code == 0, (name, argv, err)
+        assert out or name in ("true", "sleep"), name
+
+
+def test_a_node_without_gpus_has_no_nvidia_tools(demo_cluster):
+    management = Node.objects.get(hostname="mgmt01")
+    backend = SimulatorBackend()
+    assert backend.run(management, ["nvidia-smi", "-L"]) == (127, "", "bash: nvidia-smi: command not found\n")
+    code, out, _ = backend.run(management, ["ip", "-j", "link"])
+    assert code == 0 and '"ifname":"ens2np0"' in out

@@ -1,0 +1,61 @@
+"""python manage.py sim fault inject|clear|list and sim exec."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.core.models import AuditEntry
+from apps.simulator.models import SimFault
+
+
+def _call(*args) -> str:
+    out = io.StringIO()
+    call_command("sim", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_inject_list_and_clear(demo_cluster):
+    assert _call("fault", "inject", "gpu001", "mtu", "--target", "ens2np0", "--param", "mtu=1400") == (
+        "Injected mtu into gpu001 ens2np0.\n"
+    )
+    _call("fault", "inject", "gpu002", "straggler")
+    assert _call("fault", "list") == "gpu001\tmtu\tens2np0\tmtu=1400\ngpu002\tstraggler\t-\tsm_clock_mhz=1095\n"
+    assert AuditEntry.objects.filter(object_type="simulator.simfault", source="command").count() == 2
+    assert _call("fault", "clear", "gpu001", "mtu") == "Cleared 1 fault on gpu001.\n"
+    assert _call("fault", "clear", "gpu002") == "Cleared 1 fault on gpu002.\n"
+    assert _call("fault", "list") == "No faults.\n"
+
+
+def test_bad_inject_is_a_command_error(demo_cluster):
+    with pytest.raises(CommandError, match="target: gpu001 has no GPU '9'"):
+        _call("fault", "inject", "gpu001", "ecc", "--target", "9")
+    with pytest.raises(CommandError, match="No node named 'gpu404'"):
+        _call("fault", "inject", "gpu404", "ecc")
+    assert not SimFault.objects.exists()
+
+
+def test_exec_prints_what_the_node_answers(demo_cluster, capsys):
+    out = io.StringIO()
+    call_command("sim", "exec", "gpu003", "--", "nvidia-smi", "-L", stdout=out)
+    assert out.getvalue().count("NVIDIA H200 (UUID: GPU-") == 8
+
+
+def test_exec_exits_with_the_commands_exit_code(demo_cluster):
+    _call("fault", "inject", "gpu001", "corrupt_checkpoint")
+    with pytest.raises(SystemExit) as exited:
+        call_command(
+            "sim",
+            "exec",
+            "gpu001",
+            "--",
+            "sha256sum",
+            "-c",
+            "/checkpoints/llm-pretrain/SHA256SUMS",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
+    assert exited.value.code == 1
+    with pytest.raises(SystemExit) as exited:
+        call_command("sim", "exec", "gpu001", "--", "frobnicate", stdout=io.StringIO(), stderr=io.StringIO())
+    assert exited.value.code == 127

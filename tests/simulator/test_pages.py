@@ -1,0 +1,44 @@
+"""/simulator/: everyone logged in sees the faults; operators inject and clear them."""
+
+from apps.simulator import services
+from apps.simulator.models import SimFault
+
+
+def test_login_required(client, demo_cluster):
+    response = client.get("/simulator/")
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_viewer_sees_faults_but_no_form(browser_as, viewer, gpu_node):
+    services.inject_fault(node=gpu_node, kind="xid79", target="3")
+    page = browser_as(viewer).get("/simulator/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "GPU fallen off the bus (XID 79)" in html and "gpu001" in html
+    assert 'id="inject-form"' not in html
+    assert browser_as(viewer).post("/simulator/faults/", {"node": "gpu001", "kind": "mtu"}).status_code == 403
+
+
+def test_operator_injects_from_the_form_and_clears(browser_as, operator, gpu_node):
+    client = browser_as(operator)
+    assert 'id="inject-form"' in client.get("/simulator/").content.decode()
+    response = client.post("/simulator/faults/", {"node": "gpu001", "kind": "thermal", "target": "2"})
+    assert response.status_code == 302
+    fault = SimFault.objects.get()
+    assert (fault.kind, fault.target, fault.created_by) == ("thermal", "2", operator)
+    assert "Injected thermal slowdown into gpu001 thermal 2." in client.get("/simulator/").content.decode()
+    assert client.post(f"/simulator/faults/{fault.public_id}/clear/").status_code == 302
+    assert not SimFault.objects.exists()
+
+
+def test_form_errors_are_shown(browser_as, operator, gpu_node):
+    response = browser_as(operator).post("/simulator/faults/", {"node": "gpu001", "kind": "xid79", "target": "42"})
+    assert response.status_code == 400
+    assert "gpu001 has no GPU &#x27;42&#x27;" in response.content.decode()
+
+
+def test_clear_a_whole_node(browser_as, operator, gpu_node):
+    services.inject_fault(node=gpu_node, kind="mtu")
+    services.inject_fault(node=gpu_node, kind="straggler")
+    assert browser_as(operator).post("/simulator/nodes/gpu001/clear/").status_code == 302
+    assert not SimFault.objects.exists()
