@@ -235,6 +235,8 @@ RACKPILOT_EVENT_FLUSH_MS = env_int("RACKPILOT_EVENT_FLUSH_MS", 200)
 RACKPILOT_SSH_USER = env_str("RACKPILOT_SSH_USER", "root")
 RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
 RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
+# The simulated cluster's noise seed: the same seed gives the same figures (apps/simulator).
+RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
 # acks_late run_shard tasks are redelivered after the visibility timeout: keep it above the longest shard, and the
 # shard's conditional claim makes a redelivery a no-op anyway.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RACKPILOT_JOB_TIME_LIMIT + 3600}
