@@ -219,7 +219,8 @@ LOGGING = {
 }
 
 # Jobs engine (apps/jobs, apps/nodeexec): see docs/jobs.md.
-RACKPILOT_JOB_DEFAULT_TRANSPORT = env_str("RACKPILOT_JOB_DEFAULT_TRANSPORT", "ssh")
+# The embedded wiring is for trying Rackpilot out on the demo cluster: its jobs go to the simulator unless told.
+RACKPILOT_JOB_DEFAULT_TRANSPORT = env_str("RACKPILOT_JOB_DEFAULT_TRANSPORT", "sim" if EMBEDDED else "ssh")
 RACKPILOT_JOB_WINDOW = env_int("RACKPILOT_JOB_WINDOW", 64)
 RACKPILOT_JOB_SHARD_SIZE = env_int("RACKPILOT_JOB_SHARD_SIZE", 256)
 RACKPILOT_JOB_KILL_GRACE_SECONDS = env_int("RACKPILOT_JOB_KILL_GRACE_SECONDS", 3)
