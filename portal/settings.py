@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "apps.nodeexec",
     "apps.jobs",
     "apps.simulator",
+    "apps.discovery",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,43 @@
+import pytest
+
+from apps.jobs import executor, services
+from apps.jobs.models import Job
+from apps.nodeexec.sim import get_simulator, register_simulator
+
+
+@pytest.fixture(autouse=True)
+def no_celery(monkeypatch):
+    """Shards run in-process (run_shards), as in tests/jobs."""
+    sent = []
+    monkeypatch.setattr(services, "enqueue", lambda job: sent.append(job.public_id))
+    return sent
+
+
+@pytest.fixture
+def run_shards():
+    def run(job: Job) -> Job:
+        for shard in job.shards.order_by("index"):
+            executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="pytest")
+        job.refresh_from_db()
+        return job
+
+    return run
+
+
+@pytest.fixture
+def fast_jobs(settings):
+    settings.RACKPILOT_EVENT_FLUSH_MS = 50
+    settings.RACKPILOT_JOB_CANCEL_POLL_SECONDS = 0.1
+    return settings
+
+
+@pytest.fixture
+def simulator():
+    """apps.simulator registers its backend in ready(); install it here too if that has not happened."""
+    backend = get_simulator()
+    if backend is None:
+        from apps.simulator.backend import SimulatorBackend
+
+        backend = SimulatorBackend(seed=0)
+        register_simulator(backend)
+    return backend

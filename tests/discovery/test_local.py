@@ -1,0 +1,44 @@
+"""`local` discovery on this machine, which has no GPU and no NVIDIA tools: the GPU facts could not run, never pass."""
+
+import shutil
+
+import pytest
+
+from apps.discovery.models import Difference, NodeFacts
+from apps.inventory.catalogue import sync_gpu_skus
+from apps.inventory.models import GpuSku
+from apps.jobs import services
+from apps.jobs.choices import JobStatus, StepStatus
+from apps.jobs.models import JobEvent, JobStep
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has nvidia-smi")
+def test_local_discovery_without_gpus_gives_could_not_run_cells_with_the_reason(run_shards, fast_jobs):
+    sync_gpu_skus(GpuSku)
+    node = factories.make_node(hostname="localhost-probe", expected_gpu_count=8, gpu_sku=factories.h200())
+    factories.make_gpu(node=node, index=0)
+    job = services.create_job(
+        kind="discover",
+        targets=services.TargetSpec(nodes=(node.hostname,)),
+        parameters={"interfaces": []},
+        transport="local",
+    )
+    job = run_shards(job)
+
+    assert job.status == JobStatus.FAILED  # a discovery that could not read the GPUs is not a success
+    for step in ("gpus", "topology"):
+        cell = JobStep.objects.get(job=job, step=step)
+        assert cell.status == StepStatus.ERROR
+        assert cell.summary == "could not run: nvidia-smi is not installed (not found on the node)"
+    snapshot = NodeFacts.objects.get(job=job, node=node)
+    assert snapshot.could_not_run["gpus"] == "nvidia-smi is not installed (not found on the node)"
+    assert "gpus" not in snapshot.facts
+    assert JobEvent.objects.filter(job=job, step="gpus", message__contains="could not run").exists()
+    # No reading is not a reading of zero GPUs: the inventory's GPU is not reported missing.
+    assert not Difference.objects.filter(job=job, object_type="gpu").exists()
+    # What this host could answer was read (ip link exists everywhere).
+    assert JobStep.objects.get(job=job, step="links").status == StepStatus.SUCCEEDED
+    assert "links" in snapshot.facts

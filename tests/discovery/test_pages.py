@@ -1,0 +1,76 @@
+"""Discovery pages: the list with its Discover button, the results page with accept / dismiss / accept all."""
+
+import pytest
+
+from apps.discovery import services
+from apps.discovery.choices import DifferenceState
+from apps.discovery.models import Difference, NodeFacts
+from apps.inventory.models import Nic, Node
+from apps.jobs.models import Job
+from apps.jobs.services import TargetSpec
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def results(demo_cluster):
+    job = services.start_discovery(targets=TargetSpec(nodes=("gpu016",)), transport="sim")
+    node = Node.objects.get(hostname="gpu016")
+    NodeFacts.objects.create(
+        job=job,
+        node=node,
+        facts={"bios": {"version": "2.4.1"}},
+        could_not_run={"qos:ens3np0": "mlnx_qos is not installed (not found on the node)"},
+    )
+    mtu = Difference.objects.create(
+        job=job, node=node, object_type="nic", object_key="ens1np0", field="mtu", expected="9000", discovered="1500"
+    )
+    link = Difference.objects.create(
+        job=job, node=node, object_type="nic", object_key="ens2np0", field="link_up", expected="up", discovered="down"
+    )
+    return job, mtu, link
+
+
+def test_the_list_shows_jobs_with_open_counts_and_the_button_only_to_operators(browser_as, viewer, operator, results):
+    job, _, _ = results
+    page = browser_as(viewer).get("/discovery/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert f"/discovery/jobs/{job.public_id}/" in text and '<span class="badge red">2</span>' in text
+    assert 'id="discover-form"' not in text
+    assert 'id="discover-form"' in browser_as(operator).get("/discovery/").content.decode()
+
+
+def test_the_discover_button_starts_a_job_for_a_rack(browser_as, viewer, operator, demo_cluster):
+    data = {"scope": "rack", "rack": "r01", "transport": "sim"}
+    assert browser_as(viewer).post("/discovery/start/", data).status_code == 403
+    response = browser_as(operator).post("/discovery/start/", data)
+    job = Job.objects.get(kind="discover")
+    assert response.status_code == 302 and response.url == f"/jobs/{job.public_id}/"
+    assert job.node_count == 8 and job.parameters["interfaces"][0] == "ens1np0" and job.requested_by == operator
+    missing = browser_as(operator).post("/discovery/start/", {"scope": "rack", "transport": "sim"})
+    assert missing.status_code == 400 and "Choose a rack." in missing.content.decode()
+
+
+def test_the_results_page_shows_differences_and_could_not_run(browser_as, viewer, operator, results):
+    job, mtu, _ = results
+    text = browser_as(viewer).get(f"/discovery/jobs/{job.public_id}/").content.decode()
+    assert "ens1np0" in text and "1500" in text and "mlnx_qos is not installed" in text
+    assert f"/discovery/differences/{mtu.public_id}/accept/" not in text  # viewers see no buttons
+    text = browser_as(operator).get(f"/discovery/jobs/{job.public_id}/").content.decode()
+    assert f"/discovery/differences/{mtu.public_id}/accept/" in text and "Accept all for this node" in text
+
+
+def test_accept_dismiss_and_accept_all_from_the_page(browser_as, viewer, operator, results):
+    job, mtu, link = results
+    assert browser_as(viewer).post(f"/discovery/differences/{mtu.public_id}/accept/").status_code == 403
+    client = browser_as(operator)
+    assert client.post(f"/discovery/differences/{link.public_id}/dismiss/").status_code == 302
+    assert Nic.objects.get(node__hostname="gpu016", name="ens2np0").link_up is True
+    response = client.post(f"/discovery/jobs/{job.public_id}/nodes/gpu016/accept-all/")
+    assert response.status_code == 302
+    mtu.refresh_from_db()
+    assert mtu.state == DifferenceState.ACCEPTED and mtu.decided_by == operator
+    assert Nic.objects.get(node__hostname="gpu016", name="ens1np0").mtu == 1500
+    link.refresh_from_db()
+    assert link.state == DifferenceState.DISMISSED  # accept all touches only open ones
