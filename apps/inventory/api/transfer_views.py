@@ -1,0 +1,189 @@
+"""Import and export of the whole inventory over the API: thin views over apps.inventory.transfer.
+
+The export's format is the `as` query parameter (`?as=yaml`); `?format=` is accepted too, although DRF would
+otherwise read it as a choice of renderer. Whatever the format, errors come back as JSON.
+"""
+
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.parsers import BaseParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.choices import Role
+from apps.inventory.transfer import (
+    IMPORT_FORMATS,
+    ImportProblem,
+    ImportRejected,
+    export_inventory,
+    export_nodes_csv,
+    guess_format,
+    import_inventory,
+)
+
+MEDIA_TYPES = {"json": "application/json", "yaml": "application/yaml", "csv": "text/csv; charset=utf-8"}
+
+
+class JsonOnly(BaseContentNegotiation):
+    """Answers in JSON whatever `?format=` says: on these views it names the file's format, not a renderer."""
+
+    def select_parser(self, request, parsers):
+        return DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class RawDocument:
+    """A request body kept as it came, for the importer to parse (and to point at its lines)."""
+
+    def __init__(self, content: bytes, fmt: str):
+        self.content, self.fmt = content, fmt
+
+
+class RawJsonParser(BaseParser):
+    media_type = "application/json"
+    fmt = "json"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> RawDocument:
+        return RawDocument(stream.read(), self.fmt)
+
+
+class RawYamlParser(RawJsonParser):
+    media_type = "application/yaml"
+    fmt = "yaml"
+
+
+class RawCsvParser(RawJsonParser):
+    media_type = "text/csv"
+    fmt = "csv"
+
+
+class CountsSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+class InventoryImportResultSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField(help_text="True when nothing was saved because `dry_run` was asked for.")
+    sections = serializers.DictField(child=CountsSerializer(), help_text="Counts per section of the document.")
+    totals = CountsSerializer()
+
+
+class InventoryImportProblemSerializer(serializers.Serializer):
+    section = serializers.CharField(help_text="A section of the document (`nodes`, …), or `document`.")
+    line = serializers.IntegerField(allow_null=True, help_text="Line in the file (a CSV's header is line 1).")
+    field = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class InventoryImportRejectedSerializer(serializers.Serializer):
+    problems = InventoryImportProblemSerializer(many=True)
+
+
+class InventoryImportUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="A document from the export (JSON or YAML), or a nodes CSV.")
+    format = serializers.ChoiceField(
+        choices=IMPORT_FORMATS, required=False, help_text="Default: from the file name's extension."
+    )
+
+
+def _rejected(problems: list[ImportProblem]) -> Response:
+    return Response({"problems": [problem.as_dict() for problem in problems]}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _request_problem(field: str, message: str) -> Response:
+    return _rejected([ImportProblem("document", None, field, message)])
+
+
+class InventoryExportView(APIView):
+    """The whole inventory as one document, or the nodes as CSV. Viewers and up."""
+
+    content_negotiation_class = JsonOnly
+    renderer_classes = [JSONRenderer]
+
+    @extend_schema(
+        operation_id="inventory_export",
+        summary="Export the inventory",
+        description=(
+            "The whole inventory as one JSON or YAML document, objects naming each other by natural keys; or one "
+            "CSV row per node. `?format=` is accepted as another name for `as`."
+        ),
+        parameters=[
+            OpenApiParameter("as", str, enum=["json", "yaml", "csv"], default="json", description="The file's format.")
+        ],
+        responses={
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            (200, "application/yaml"): OpenApiTypes.STR,
+            (200, "text/csv"): OpenApiTypes.STR,
+        },
+    )
+    def get(self, request):
+        fmt = request.query_params.get("as") or request.query_params.get("format") or "json"
+        if fmt not in MEDIA_TYPES:
+            raise ValidationError({"as": [f"Choose json, yaml or csv, not {fmt!r}."]})
+        text = export_nodes_csv() if fmt == "csv" else export_inventory(fmt=fmt)
+        what = "nodes" if fmt == "csv" else "inventory"
+        response = HttpResponse(text, content_type=MEDIA_TYPES[fmt])
+        response["Content-Disposition"] = (
+            f'attachment; filename="rackpilot-{what}-{timezone.now():%Y%m%d-%H%M%S}.{fmt}"'
+        )
+        return response
+
+
+class InventoryImportView(APIView):
+    """Create or update inventory objects from an export or a nodes CSV, all or nothing. Admins only."""
+
+    write_role = Role.ADMIN
+    content_negotiation_class = JsonOnly
+    renderer_classes = [JSONRenderer]
+    parser_classes = [MultiPartParser, RawJsonParser, RawYamlParser, RawCsvParser]
+
+    @extend_schema(
+        operation_id="inventory_import",
+        summary="Import inventory",
+        description=(
+            "Upload a file as the multipart field `file` (format from its name, or the field `format`), or send the "
+            "document as the request body. Objects are created or updated by natural key; objects the file does not "
+            "mention are left alone. All or nothing: any problem rejects the whole file with every problem listed."
+        ),
+        parameters=[OpenApiParameter("dry_run", bool, default=False, description="Check and count; save nothing.")],
+        request={
+            "multipart/form-data": InventoryImportUploadSerializer,
+            "application/json": OpenApiTypes.OBJECT,
+            "application/yaml": OpenApiTypes.STR,
+            "text/csv": OpenApiTypes.STR,
+        },
+        responses={200: InventoryImportResultSerializer, 400: InventoryImportRejectedSerializer},
+    )
+    def post(self, request):
+        data = request.data
+        if isinstance(data, RawDocument):
+            content, fmt = data.content, data.fmt
+        else:
+            upload = request.FILES.get("file")
+            if upload is None:
+                return _request_problem(
+                    "file", "Upload the file as the multipart field 'file', or send it as the body."
+                )
+            fmt = data.get("format") or guess_format(upload.name)
+            if fmt not in IMPORT_FORMATS:
+                return _request_problem("format", f"Cannot tell the format of {upload.name!r}; give json, yaml or csv.")
+            content = upload.read()
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return _request_problem("file", f"The file is not UTF-8 text (byte {error.start}).")
+        dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
+        try:
+            result = import_inventory(text=text, fmt=fmt, user=request.user, dry_run=dry_run)
+        except ImportRejected as rejected:
+            return _rejected(rejected.problems)
+        return Response(result.as_dict())
