@@ -26,7 +26,8 @@ def make_site(**fields) -> Site:
 
 def make_rack(**fields) -> Rack:
     n = _next()
-    fields.setdefault("site", make_site())
+    if "site" not in fields:
+        fields["site"] = make_site()
     return Rack.objects.create(**{"name": f"rack{n}", "u_height": 48, "power_budget_kw": Decimal("60"), **fields})
 
 
@@ -41,13 +42,16 @@ def make_node(**fields) -> Node:
 
 
 def make_gpu(**fields) -> Gpu:
-    fields.setdefault("node", make_node())
-    fields.setdefault("sku", h200())
+    if "node" not in fields:
+        fields["node"] = make_node()
+    if "sku" not in fields:
+        fields["sku"] = h200()
     return Gpu.objects.create(**{"index": 0, **fields})
 
 
 def make_nic(**fields) -> Nic:
-    fields.setdefault("node", make_node())
+    if "node" not in fields:
+        fields["node"] = make_node()
     return Nic.objects.create(
         **{
             "name": f"ens{_next()}np0",
@@ -64,7 +68,8 @@ def make_nic(**fields) -> Nic:
 
 def make_switch(**fields) -> Switch:
     n = _next()
-    fields.setdefault("site", make_site())
+    if "site" not in fields:
+        fields["site"] = make_site()
     return Switch.objects.create(
         **{
             "name": f"leaf{n}",

@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.db import models
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
 from apps.core.choices import AuditAction, ChangeSource
@@ -70,7 +70,7 @@ def _jsonable(value):
     return str(value)
 
 
-def _record(instance: AuditedModel, action: str, changes: dict) -> None:
+def _record(instance: AuditedModel, action: str, changes: dict, object_repr: str | None = None) -> None:
     from apps.core.models import AuditEntry
 
     actor = current_actor()
@@ -82,7 +82,7 @@ def _record(instance: AuditedModel, action: str, changes: dict) -> None:
         action=action,
         object_type=instance._meta.label_lower,
         object_id=str(instance.pk),
-        object_repr=str(instance)[:200],
+        object_repr=(object_repr if object_repr is not None else str(instance))[:200],
         changes=changes,
     )
 
@@ -110,7 +110,14 @@ def _audit_save(sender, instance, created, raw=False, **kwargs):
         _record(instance, AuditAction.UPDATE, changes)
 
 
+@receiver(pre_delete)
+def _remember_before_delete(sender, instance, **kwargs):
+    # Name the object while everything it refers to still exists: a cascade may delete its NIC or node first.
+    if isinstance(instance, AuditedModel):
+        instance._audit_repr = str(instance)
+
+
 @receiver(post_delete)
 def _audit_delete(sender, instance, **kwargs):
     if isinstance(instance, AuditedModel):
-        _record(instance, AuditAction.DELETE, {})
+        _record(instance, AuditAction.DELETE, {}, object_repr=getattr(instance, "_audit_repr", None))

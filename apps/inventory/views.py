@@ -104,7 +104,7 @@ def rack_detail(request, public_id):
 
 
 @login_required
-def transfer(request):
+def transfer_page(request):
     form = ImportForm()
     problems = []
     if request.method == "POST":
@@ -123,7 +123,12 @@ def transfer(request):
                 problems = rejected.problems
                 messages.error(request, f"Nothing was imported: {len(problems)} problem(s) in {upload.name}.")
             else:
-                messages.success(request, f"Imported {upload.name}: {result.summary()}")
+                totals = result.totals
+                messages.success(
+                    request,
+                    f"Imported {upload.name}: {totals.created} created, {totals.updated} updated, "
+                    f"{totals.unchanged} unchanged.",
+                )
                 return redirect("inventory-transfer")
     return render(request, "inventory/transfer.html", {"form": form, "problems": problems, "formats": TRANSFER_FORMATS})
 

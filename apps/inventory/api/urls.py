@@ -1,3 +1,20 @@
 """The inventory's viewsets, registered on the one API router in portal/urls.py."""
 
-ROUTES: list = []
+from apps.inventory.api import views
+
+ROUTES: list = [
+    ("sites", views.SiteViewSet),
+    ("racks", views.RackViewSet),
+    ("tags", views.TagViewSet),
+    ("gpu-skus", views.GpuSkuViewSet),
+    ("nodes", views.NodeViewSet),
+    ("gpus", views.GpuViewSet),
+    ("nics", views.NicViewSet),
+    ("switches", views.SwitchViewSet),
+    ("cables", views.CableViewSet),
+    ("storage-tiers", views.StorageTierViewSet),
+    ("volumes", views.VolumeViewSet),
+    ("firmware", views.FirmwareViewSet),
+    ("host-keys", views.SshHostKeyViewSet),
+]
+urlpatterns: list = []

@@ -1,4 +1,5 @@
 import re
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -48,20 +49,23 @@ class GpuSku(PublicModel):
     form_factor = models.CharField(max_length=16, default="SXM")
     hbm_gib = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     mem_bandwidth_tbps = models.DecimalField(
-        "datasheet memory bandwidth (TB/s)", max_digits=5, decimal_places=2, validators=[MinValueValidator(0.01)]
+        "datasheet memory bandwidth (TB/s)",
+        max_digits=5,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0.01"))],
     )
     mem_bandwidth_reference_tbps = models.DecimalField(
         "achievable memory bandwidth (TB/s)",
         max_digits=5,
         decimal_places=2,
-        validators=[MinValueValidator(0.01)],
+        validators=[MinValueValidator(Decimal("0.01"))],
         help_text="What a healthy card measures (device-to-device copy); acceptance thresholds are a share of it.",
     )
     nvlink_gbps = models.PositiveIntegerField(
         "NVLink bandwidth (GB/s)", default=0, help_text="0 when the SKU has none."
     )
     tdp_w = models.PositiveIntegerField("TDP (W)", validators=[MinValueValidator(1)])
-    bf16_dense_tflops = models.DecimalField(max_digits=7, decimal_places=1, validators=[MinValueValidator(0)])
+    bf16_dense_tflops = models.DecimalField(max_digits=7, decimal_places=1, validators=[MinValueValidator(Decimal(0))])
     fp8_dense_tflops = models.DecimalField(
         max_digits=7, decimal_places=1, null=True, blank=True, help_text="Empty when the SKU has no FP8."
     )

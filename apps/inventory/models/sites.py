@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
@@ -30,7 +32,10 @@ class Rack(AuditedModel, PublicModel):
     position = models.PositiveSmallIntegerField(default=1, help_text="Position of the rack in its row.")
     u_height = models.PositiveSmallIntegerField(default=42, validators=[MinValueValidator(1)])
     power_budget_kw = models.DecimalField(
-        max_digits=6, decimal_places=1, validators=[MinValueValidator(0.1)], help_text="Power the rack may draw, kW."
+        max_digits=6,
+        decimal_places=1,
+        validators=[MinValueValidator(Decimal("0.1"))],
+        help_text="Power the rack may draw, kW.",
     )
 
     class Meta:

@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -20,13 +22,17 @@ class StorageTier(AuditedModel, PublicModel):
     kind = models.CharField(max_length=8, choices=StorageTierKind.choices)
     medium = models.CharField(max_length=64, help_text="e.g. NVMe RAID, SAS SSD, object store.")
     bandwidth_gbps = models.DecimalField(
-        "bandwidth (GB/s)", max_digits=7, decimal_places=1, validators=[MinValueValidator(0.1)]
+        "bandwidth (GB/s)", max_digits=7, decimal_places=1, validators=[MinValueValidator(Decimal("0.1"))]
     )
     required_bandwidth_gbps = models.DecimalField(
-        "required bandwidth (GB/s)", max_digits=7, decimal_places=1, default=0, validators=[MinValueValidator(0)]
+        "required bandwidth (GB/s)",
+        max_digits=7,
+        decimal_places=1,
+        default=0,
+        validators=[MinValueValidator(Decimal(0))],
     )
     capacity_tb = models.DecimalField(
-        "capacity (TB)", max_digits=9, decimal_places=1, validators=[MinValueValidator(0.1)]
+        "capacity (TB)", max_digits=9, decimal_places=1, validators=[MinValueValidator(Decimal("0.1"))]
     )
 
     class Meta:

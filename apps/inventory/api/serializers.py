@@ -1,0 +1,500 @@
+"""Serializers of the inventory API.
+
+Objects are addressed by `public_id`. A reference to another object is written as its public id (or its natural key
+where it has a unique one: a node's hostname, a site's or tag's slug, a SKU's or switch's name) and read back as a
+brief `{id, url, display}`. Fields are listed explicitly; nothing here runs a query: the viewsets' querysets load
+what `display` and the nested lists need.
+"""
+
+import uuid
+
+from django.core.exceptions import ObjectDoesNotExist
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from apps.core.api import ValidatedModelSerializer
+from apps.inventory.hostkeys import fingerprint_of
+from apps.inventory.models import (
+    Cable,
+    Firmware,
+    Gpu,
+    GpuSku,
+    Nic,
+    Node,
+    Rack,
+    Site,
+    SshHostKey,
+    StorageTier,
+    Switch,
+    Tag,
+    Volume,
+)
+
+_PLACEHOLDER = str(uuid.UUID(int=0))
+
+
+def detail_url(obj, request) -> str:
+    """The object's API URL. Reversed once per model and request, then filled in: a list of 100 nodes with their
+    racks, sites and SKUs would otherwise spend a quarter of its time in reverse()."""
+    templates = request.__dict__.setdefault("_detail_url_templates", {}) if request is not None else {}
+    model = obj._meta.model_name
+    if model not in templates:
+        name = f"{model}-detail"
+        # Inside the API's URL namespace (if the router is mounted in one), so the UI's own "node-detail" never wins.
+        namespace = getattr(getattr(request, "resolver_match", None), "namespace", "")
+        if namespace:
+            name = f"{namespace}:{name}"
+        templates[model] = reverse(name, kwargs={"public_id": _PLACEHOLDER}, request=request)
+    return templates[model].replace(_PLACEHOLDER, str(obj.public_id))
+
+
+def brief(obj, request) -> dict:
+    return {"id": obj.public_id, "url": detail_url(obj, request), "display": str(obj)}
+
+
+class BriefSerializer(serializers.Serializer):
+    """How one object refers to another: enough to show it and to follow it."""
+
+    id = serializers.UUIDField(source="public_id")
+    url = serializers.URLField()
+    display = serializers.CharField()
+
+
+class BriefRelatedField(serializers.RelatedField):
+    """A reference: written as a public id (or the natural key, if the field has one), read as a brief object."""
+
+    default_error_messages = {
+        "does_not_exist": "No {model} matches {value!r}.",
+        "incorrect_type": "Give the {model}'s public id{alternative}.",
+    }
+
+    def __init__(self, *, natural_key: str | None = None, **kwargs):
+        self.natural_key = natural_key
+        super().__init__(**kwargs)
+
+    def use_pk_only_optimization(self) -> bool:
+        return False  # display needs the object itself
+
+    def to_internal_value(self, data):
+        queryset = self.get_queryset()
+        model = queryset.model._meta.verbose_name
+        if not isinstance(data, str) or not data:
+            alternative = f" or {self.natural_key}" if self.natural_key else ""
+            self.fail("incorrect_type", model=model, alternative=alternative)
+        try:
+            lookup = {"public_id": uuid.UUID(data)}
+        except ValueError:
+            if not self.natural_key:
+                self.fail("does_not_exist", model=model, value=data)
+            lookup = {self.natural_key: data}
+        try:
+            return queryset.get(**lookup)
+        except ObjectDoesNotExist:
+            self.fail("does_not_exist", model=model, value=data)
+
+    def to_representation(self, value) -> dict:
+        return brief(value, self.context.get("request"))
+
+    def get_choices(self, cutoff=None) -> dict:
+        # The browsable API's forms: choices keyed by public id, as the field is written (a brief is unhashable).
+        queryset = self.get_queryset()
+        if cutoff is not None:
+            queryset = queryset[:cutoff]
+        return {str(item.public_id): str(item) for item in queryset}
+
+
+class BriefRelatedFieldExtension(OpenApiSerializerFieldExtension):
+    """Documents a reference as a string on the way in and as a Brief object on the way out."""
+
+    target_class = BriefRelatedField
+
+    def map_serializer_field(self, auto_schema, direction):
+        if direction == "response":
+            return auto_schema.resolve_serializer(BriefSerializer, direction).ref
+        if self.target.natural_key:
+            return {"type": "string", "description": f"Public id or {self.target.natural_key}."}
+        return {"type": "string", "format": "uuid"}
+
+
+class InventorySerializer(ValidatedModelSerializer):
+    """Every inventory object shows its public id, its API URL and how it reads in a list."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    url = serializers.SerializerMethodField()
+    display = serializers.SerializerMethodField()
+
+    def get_validators(self) -> list:
+        # The model's own checks (full_clean) cover uniqueness, with messages that name the field where they can;
+        # DRF's generic unique-together validator would answer first, with a vaguer message.
+        return []
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, obj) -> str:
+        return detail_url(obj, self.context.get("request"))
+
+    def get_display(self, obj) -> str:
+        return str(obj)  # not a source="__str__" field: DRF inspects the signature of a callable source every time
+
+
+COMMON = ["id", "url", "display"]
+TIMESTAMPS = ["created", "updated"]
+
+
+class SiteSerializer(InventorySerializer):
+    """A data centre or hall holding racks."""
+
+    class Meta:
+        model = Site
+        fields = [*COMMON, "name", "slug", "description", *TIMESTAMPS]
+
+
+class RackSerializer(InventorySerializer):
+    """A rack in a row of a site, with its height in U and its power budget."""
+
+    site = BriefRelatedField(queryset=Site.objects.all(), natural_key="slug")
+
+    class Meta:
+        model = Rack
+        fields = [*COMMON, "site", "name", "row", "position", "u_height", "power_budget_kw", *TIMESTAMPS]
+
+
+class TagSerializer(InventorySerializer):
+    """A free label for nodes (a pool, a customer, a maintenance window)."""
+
+    class Meta:
+        model = Tag
+        fields = [*COMMON, "name", "slug", "colour", *TIMESTAMPS]
+
+
+class GpuSkuSerializer(InventorySerializer):
+    """A GPU model: datasheet figures and the achievable reference values checks are measured against."""
+
+    class Meta:
+        model = GpuSku
+        fields = [
+            *COMMON,
+            "name",
+            "vendor",
+            "architecture",
+            "form_factor",
+            "hbm_gib",
+            "mem_bandwidth_tbps",
+            "mem_bandwidth_reference_tbps",
+            "nvlink_gbps",
+            "tdp_w",
+            "bf16_dense_tflops",
+            "fp8_dense_tflops",
+            "pcie_gen",
+            *TIMESTAMPS,
+        ]
+
+
+NODE_REF = {"queryset": Node.objects.all(), "natural_key": "hostname"}
+
+
+class NodeSerializer(InventorySerializer):
+    """A server, with its GPU and NIC counts; the detail view adds what it holds."""
+
+    rack = BriefRelatedField(queryset=Rack.objects.all(), required=False, allow_null=True)
+    site = BriefRelatedField(source="rack.site", read_only=True, allow_null=True)
+    gpu_sku = BriefRelatedField(queryset=GpuSku.objects.all(), natural_key="name", required=False, allow_null=True)
+    tags = BriefRelatedField(queryset=Tag.objects.all(), natural_key="slug", many=True, required=False)
+    gpu_count = serializers.IntegerField(read_only=True)
+    nic_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Node
+        fields = [
+            *COMMON,
+            "hostname",
+            "role",
+            "status",
+            "site",
+            "rack",
+            "u_position",
+            "u_height",
+            "management_ip",
+            "ssh_port",
+            "bmc_address",
+            "gpu_sku",
+            "expected_gpu_count",
+            "gpu_count",
+            "nic_count",
+            "cpu_model",
+            "cpu_sockets",
+            "cpu_cores",
+            "memory_gib",
+            "numa_nodes",
+            "tags",
+            "comments",
+            *TIMESTAMPS,
+        ]
+
+    def create(self, validated_data):
+        node = super().create(validated_data)
+        # The list shows counts annotated by the queryset; a node just created has no GPUs or NICs yet.
+        node.gpu_count = node.nic_count = 0
+        return node
+
+
+class GpuSerializer(InventorySerializer):
+    """One GPU in a node."""
+
+    node = BriefRelatedField(**NODE_REF)
+    sku = BriefRelatedField(queryset=GpuSku.objects.all(), natural_key="name")
+
+    class Meta:
+        model = Gpu
+        fields = [
+            *COMMON,
+            "node",
+            "index",
+            "sku",
+            "uuid",
+            "serial",
+            "pci_bus_id",
+            "numa_node",
+            "pcie_switch",
+            "health",
+            *TIMESTAMPS,
+        ]
+
+
+class NicSerializer(InventorySerializer):
+    """A network interface of a node, with the GPUs that share its PCIe switch."""
+
+    node = BriefRelatedField(**NODE_REF)
+    pfc_priorities = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=7), required=False, max_length=8
+    )
+    peer_gpus = BriefRelatedField(queryset=Gpu.objects.select_related("node"), many=True, required=False)
+
+    class Meta:
+        model = Nic
+        fields = [
+            *COMMON,
+            "node",
+            "name",
+            "mac",
+            "purpose",
+            "speed_gbps",
+            "mtu",
+            "rdma_capable",
+            "transport",
+            "plane",
+            "pfc_priorities",
+            "ecn_enabled",
+            "numa_node",
+            "pci_address",
+            "pcie_switch",
+            "link_up",
+            "peer_gpus",
+            *TIMESTAMPS,
+        ]
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        node_id = attrs["node"].pk if "node" in attrs else self.instance.node_id
+        strangers = [gpu for gpu in attrs.get("peer_gpus", []) if gpu.node_id != node_id]
+        if strangers:
+            raise serializers.ValidationError({"peer_gpus": f"{strangers[0]} is in another node."})
+        return attrs
+
+
+class SwitchSerializer(InventorySerializer):
+    """A switch of the fabric: a leaf or spine of plane A or B, or a management switch."""
+
+    site = BriefRelatedField(queryset=Site.objects.all(), natural_key="slug")
+    rack = BriefRelatedField(queryset=Rack.objects.all(), required=False, allow_null=True)
+
+    class Meta:
+        model = Switch
+        fields = [
+            *COMMON,
+            "name",
+            "site",
+            "rack",
+            "plane",
+            "tier",
+            "model",
+            "port_count",
+            "port_speed_gbps",
+            "management_ip",
+            *TIMESTAMPS,
+        ]
+
+
+NIC_REF = {"queryset": Nic.objects.select_related("node"), "required": False, "allow_null": True}
+SWITCH_REF = {"queryset": Switch.objects.all(), "natural_key": "name", "required": False, "allow_null": True}
+
+
+class CableSerializer(InventorySerializer):
+    """A link between two ports; each end is a node's NIC or a named switch port."""
+
+    a_nic = BriefRelatedField(**NIC_REF)
+    a_switch = BriefRelatedField(**SWITCH_REF)
+    b_nic = BriefRelatedField(**NIC_REF)
+    b_switch = BriefRelatedField(**SWITCH_REF)
+
+    class Meta:
+        model = Cable
+        fields = [
+            *COMMON,
+            "a_nic",
+            "a_switch",
+            "a_port",
+            "b_nic",
+            "b_switch",
+            "b_port",
+            "speed_gbps",
+            "medium",
+            "plane",
+            "label",
+            *TIMESTAMPS,
+        ]
+
+
+class StorageTierSerializer(InventorySerializer):
+    """A class of storage, with the bandwidth it delivers and the bandwidth it must deliver."""
+
+    site = BriefRelatedField(queryset=Site.objects.all(), natural_key="slug")
+    meets_requirement = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = StorageTier
+        fields = [
+            *COMMON,
+            "site",
+            "name",
+            "kind",
+            "medium",
+            "bandwidth_gbps",
+            "required_bandwidth_gbps",
+            "meets_requirement",
+            "capacity_tb",
+            *TIMESTAMPS,
+        ]
+
+
+class VolumeSerializer(InventorySerializer):
+    """Storage of a tier mounted on a node."""
+
+    node = BriefRelatedField(**NODE_REF)
+    tier = BriefRelatedField(queryset=StorageTier.objects.all())
+
+    class Meta:
+        model = Volume
+        fields = [*COMMON, "node", "tier", "mount_point", "capacity_gb", *TIMESTAMPS]
+
+
+class FirmwareSerializer(InventorySerializer):
+    """The version of one firmware component of a node."""
+
+    node = BriefRelatedField(**NODE_REF)
+
+    class Meta:
+        model = Firmware
+        fields = [*COMMON, "node", "component", "target", "version", *TIMESTAMPS]
+
+
+class SshHostKeySerializer(InventorySerializer):
+    """A node's SSH host key; connections verify against trusted keys only."""
+
+    node = BriefRelatedField(**NODE_REF)
+    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = SshHostKey
+        fields = [*COMMON, "node", "key_type", "public_key", "fingerprint", "state", "approved_by", *TIMESTAMPS]
+        read_only_fields = ["key_type", "fingerprint"]
+
+    def validate_public_key(self, value: str) -> str:
+        try:
+            fingerprint_of(value)
+        except ValueError:
+            raise serializers.ValidationError("Enter an OpenSSH public key such as 'ssh-ed25519 AAAA…'.") from None
+        return value
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "public_key" in attrs:
+            # The model's clean() normalises the key and derives the fingerprint, but on a copy: keep both here.
+            attrs["public_key"] = " ".join(attrs["public_key"].split()[:2])
+            attrs["fingerprint"] = fingerprint_of(attrs["public_key"])
+        return attrs
+
+
+# A node in detail: what it holds, each part without the node it belongs to.
+
+
+class NodeGpuSerializer(GpuSerializer):
+    class Meta(GpuSerializer.Meta):
+        fields = [f for f in GpuSerializer.Meta.fields if f not in {"node", *TIMESTAMPS}]
+
+
+class NodeNicSerializer(NicSerializer):
+    class Meta(NicSerializer.Meta):
+        fields = [f for f in NicSerializer.Meta.fields if f not in {"node", "peer_gpus", *TIMESTAMPS}]
+
+
+class NodeFirmwareSerializer(FirmwareSerializer):
+    class Meta(FirmwareSerializer.Meta):
+        fields = ["id", "component", "target", "version"]
+
+
+class NodeVolumeSerializer(VolumeSerializer):
+    class Meta(VolumeSerializer.Meta):
+        fields = ["id", "tier", "mount_point", "capacity_gb"]
+
+
+class NodeLinkSerializer(serializers.Serializer):
+    """One cabled NIC of a node and what is at the far end of its cable."""
+
+    nic = serializers.CharField(source="name")
+    plane = serializers.CharField()
+    nic_speed_gbps = serializers.IntegerField(source="speed_gbps")
+    link_up = serializers.BooleanField()
+    cable = serializers.SerializerMethodField()
+    cable_speed_gbps = serializers.SerializerMethodField()
+    peer = serializers.SerializerMethodField()
+
+    @staticmethod
+    def _cable(nic: Nic) -> tuple[Cable, str]:
+        cable = getattr(nic, "cable_as_a", None)
+        return (cable, "b") if cable is not None else (nic.cable_as_b, "a")
+
+    @extend_schema_field(BriefSerializer)
+    def get_cable(self, nic: Nic) -> dict:
+        return brief(self._cable(nic)[0], self.context.get("request"))
+
+    def get_cable_speed_gbps(self, nic: Nic) -> int:
+        return self._cable(nic)[0].speed_gbps
+
+    def get_peer(self, nic: Nic) -> str:
+        cable, far = self._cable(nic)
+        return cable.a_end_label if far == "a" else cable.b_end_label
+
+
+def is_cabled(nic: Nic) -> bool:
+    return getattr(nic, "cable_as_a", None) is not None or getattr(nic, "cable_as_b", None) is not None
+
+
+class NodeDetailSerializer(NodeSerializer):
+    """A server with its GPUs, NICs, cabled links, firmware and volumes."""
+
+    gpus = NodeGpuSerializer(many=True, read_only=True)
+    nics = NodeNicSerializer(many=True, read_only=True)
+    firmware = NodeFirmwareSerializer(many=True, read_only=True)
+    volumes = NodeVolumeSerializer(many=True, read_only=True)
+    links = serializers.SerializerMethodField()
+
+    class Meta(NodeSerializer.Meta):
+        fields = [*NodeSerializer.Meta.fields, "gpus", "nics", "links", "firmware", "volumes"]
+
+    @extend_schema_field(NodeLinkSerializer(many=True))
+    def get_links(self, node: Node) -> list:
+        cabled = [nic for nic in node.nics.all() if is_cabled(nic)]
+        return NodeLinkSerializer(cabled, many=True, context=self.context).data

@@ -1,0 +1,225 @@
+"""Filters of the inventory's lists, shared by the API and the UI's list views.
+
+A reference filter (`?rack=`, `?node=`, ...) takes a public id or the object's natural key (a node's hostname, a
+site's slug); one that matches nothing is an error naming the filter, not an empty page, so a typo is noticed.
+"""
+
+import uuid
+
+import django_filters
+from django import forms
+from django.db.models import Exists, OuterRef, Q
+
+from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
+from apps.inventory.models import (
+    Cable,
+    Firmware,
+    Gpu,
+    GpuSku,
+    Nic,
+    Node,
+    Rack,
+    Site,
+    SshHostKey,
+    StorageTier,
+    Switch,
+    Tag,
+    Volume,
+)
+
+UNHEALTHY_GPU = [GpuHealth.WARNING, GpuHealth.FAILED, GpuHealth.MISSING]
+
+
+class RefField(forms.CharField):
+    """Turns a public id or natural key into the primary keys of the objects it names."""
+
+    def __init__(self, *, queryset, natural_key: str, **kwargs):
+        self.queryset, self.natural_key = queryset, natural_key
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        try:
+            lookup = {"public_id": uuid.UUID(value)}
+        except ValueError:
+            lookup = {self.natural_key: value}
+        ids = list(self.queryset.filter(**lookup).values_list("pk", flat=True))
+        if not ids:
+            name = self.queryset.model._meta.verbose_name
+            raise forms.ValidationError(f"No {name} matches {value!r}.", code="invalid_choice")
+        return ids
+
+
+class RefFilter(django_filters.CharFilter):
+    """Filters on a relation named by public id or natural key (several rows may share a name, e.g. racks)."""
+
+    field_class = RefField
+
+    def filter(self, qs, value):
+        if not value:
+            return qs
+        return qs.filter(**{f"{self.field_name}__in": value})
+
+
+class StrictBooleanField(forms.NullBooleanField):
+    """A yes/no filter that refuses anything else, where Django's would silently ignore it."""
+
+    # A plain select hands over the raw text; Django's NullBooleanSelect maps unknown values to "unset".
+    widget = forms.Select(choices=[("", "Any"), ("true", "Yes"), ("false", "No")])
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return None
+        if str(value).lower() in {"true", "1", "yes"}:
+            return True
+        if str(value).lower() in {"false", "0", "no"}:
+            return False
+        raise forms.ValidationError("Give true or false.", code="invalid")
+
+    def validate(self, value):
+        pass
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
+def node_ref(field_name: str = "node") -> RefFilter:
+    return RefFilter(
+        field_name=field_name, queryset=Node.objects.all(), natural_key="hostname", label="Node hostname or public id"
+    )
+
+
+def site_ref(field_name: str = "site") -> RefFilter:
+    return RefFilter(
+        field_name=field_name, queryset=Site.objects.all(), natural_key="slug", label="Site slug or public id"
+    )
+
+
+def sku_ref(field_name: str) -> RefFilter:
+    return RefFilter(
+        field_name=field_name, queryset=GpuSku.objects.all(), natural_key="name", label="GPU SKU name or public id"
+    )
+
+
+class NodeFilterSet(django_filters.FilterSet):
+    q = django_filters.CharFilter(method="search", label="Search")
+    # distinct=False: one column of the node itself cannot duplicate rows, and DISTINCT over the page costs.
+    role = django_filters.MultipleChoiceFilter(choices=NodeRole.choices, distinct=False)
+    status = django_filters.MultipleChoiceFilter(choices=NodeStatus.choices, distinct=False)
+    site = site_ref("rack__site")
+    rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
+    tag = RefFilter(field_name="tags", queryset=Tag.objects.all(), natural_key="slug", label="Tag slug or public id")
+    gpu_sku = sku_ref("gpu_sku")
+    has_unhealthy_gpu = StrictBooleanFilter(method="filter_unhealthy", label="Has an unhealthy GPU")
+
+    class Meta:
+        model = Node
+        fields = ["q", "role", "status", "site", "rack", "tag", "gpu_sku", "has_unhealthy_gpu"]
+
+    def search(self, queryset, name, value: str):
+        value = value.strip()
+        if not value:
+            return queryset
+        return queryset.filter(
+            Q(hostname__icontains=value) | Q(management_ip__icontains=value) | Q(bmc_address__icontains=value)
+        )
+
+    def filter_unhealthy(self, queryset, name, value: bool):
+        # A subquery, not a join: joining GPUs would multiply rows and the list's GPU counts.
+        unhealthy = Exists(Gpu.objects.filter(node=OuterRef("pk"), health__in=UNHEALTHY_GPU))
+        return queryset.filter(unhealthy if value else ~unhealthy)
+
+
+class RackFilterSet(django_filters.FilterSet):
+    site = site_ref()
+
+    class Meta:
+        model = Rack
+        fields = ["site", "row"]
+
+
+class GpuFilterSet(django_filters.FilterSet):
+    node = node_ref()
+    sku = sku_ref("sku")
+    health = django_filters.MultipleChoiceFilter(choices=GpuHealth.choices, distinct=False)
+
+    class Meta:
+        model = Gpu
+        fields = ["node", "sku", "health"]
+
+
+class NicFilterSet(django_filters.FilterSet):
+    node = node_ref()
+
+    class Meta:
+        model = Nic
+        fields = ["node", "purpose", "plane", "mtu", "transport", "link_up"]
+
+
+class SwitchFilterSet(django_filters.FilterSet):
+    site = site_ref()
+
+    class Meta:
+        model = Switch
+        fields = ["site", "plane", "tier"]
+
+
+class CableFilterSet(django_filters.FilterSet):
+    switch = RefFilter(
+        queryset=Switch.objects.all(),
+        natural_key="name",
+        method="filter_switch",
+        label="Switch (name or public id) at either end",
+    )
+    node = RefFilter(
+        queryset=Node.objects.all(),
+        natural_key="hostname",
+        method="filter_node",
+        label="Node (hostname or public id) at either end",
+    )
+
+    class Meta:
+        model = Cable
+        fields = ["plane", "medium", "switch", "node"]
+
+    def filter_switch(self, queryset, name, ids: list[int]):
+        return queryset.filter(Q(a_switch__in=ids) | Q(b_switch__in=ids))
+
+    def filter_node(self, queryset, name, ids: list[int]):
+        return queryset.filter(Q(a_nic__node__in=ids) | Q(b_nic__node__in=ids))
+
+
+class StorageTierFilterSet(django_filters.FilterSet):
+    site = site_ref()
+
+    class Meta:
+        model = StorageTier
+        fields = ["site", "kind"]
+
+
+class VolumeFilterSet(django_filters.FilterSet):
+    node = node_ref()
+    tier = RefFilter(queryset=StorageTier.objects.all(), natural_key="name", label="Storage tier name or public id")
+
+    class Meta:
+        model = Volume
+        fields = ["node", "tier"]
+
+
+class FirmwareFilterSet(django_filters.FilterSet):
+    node = node_ref()
+
+    class Meta:
+        model = Firmware
+        fields = ["node", "component", "version", "target"]
+
+
+class SshHostKeyFilterSet(django_filters.FilterSet):
+    node = node_ref()
+
+    class Meta:
+        model = SshHostKey
+        fields = ["node", "state"]

@@ -1,0 +1,118 @@
+"""Inventory services used by pages, the API and commands."""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+
+from apps.inventory.choices import (
+    GPU_HEALTH_COLOURS,
+    NODE_STATUS_COLOURS,
+    GpuHealth,
+    HostKeyState,
+    NodeRole,
+    NodeStatus,
+)
+from apps.inventory.models import Gpu, Node, Rack, SshHostKey
+
+# What a node of each kind draws at full load, for the rack power estimate (8 x 700 W GPUs plus the host).
+HOST_OVERHEAD_W = 2000
+
+
+@dataclass(frozen=True)
+class Tally:
+    value: str
+    label: str
+    colour: str
+    count: int
+
+
+def nodes_by_status() -> list[Tally]:
+    counts = dict(Node.objects.values_list("status").annotate(n=Count("id")))
+    return [Tally(s.value, s.label, NODE_STATUS_COLOURS[s], counts.get(s.value, 0)) for s in NodeStatus]
+
+
+def gpus_by_health() -> list[Tally]:
+    counts = dict(Gpu.objects.values_list("health").annotate(n=Count("id")))
+    return [Tally(h.value, h.label, GPU_HEALTH_COLOURS[h], counts.get(h.value, 0)) for h in GpuHealth]
+
+
+def unhealthy_gpus(limit: int = 20):
+    return (
+        Gpu.objects.exclude(health=GpuHealth.HEALTHY)
+        .select_related("node", "sku")
+        .order_by("node__hostname", "index")[:limit]
+    )
+
+
+@dataclass(frozen=True)
+class RackSlot:
+    """One row of a rack elevation: either a node starting at this U, an occupied U, or an empty U."""
+
+    u: int
+    node: Node | None = None
+    occupied: bool = False
+
+
+def rack_elevation(rack: Rack) -> list[RackSlot]:
+    """The rack from its top U down, each node drawn at its lowest U with its height."""
+    nodes = {node.u_position: node for node in rack.nodes.filter(u_position__isnull=False)}
+    covered = {u for node in nodes.values() for u in range(node.u_position, node.u_position + node.u_height)}
+    slots = []
+    u = rack.u_height
+    while u >= 1:
+        starting = next((n for n in nodes.values() if n.u_position + n.u_height - 1 == u), None)
+        if starting:
+            slots.append(RackSlot(u=starting.u_position, node=starting))
+            u = starting.u_position - 1
+            continue
+        slots.append(RackSlot(u=u, occupied=u in covered))
+        u -= 1
+    return slots
+
+
+def racks_with_power():
+    """Racks with their node count and an estimate of full-load power against their budget."""
+    racks = Rack.objects.select_related("site").annotate(
+        node_count=Count("nodes", distinct=True),
+        gpu_tdp_w=Sum("nodes__gpus__sku__tdp_w"),
+    )
+    for rack in racks:
+        load_kw = ((rack.gpu_tdp_w or 0) + rack.node_count * HOST_OVERHEAD_W) / 1000
+        rack.estimated_load_kw = round(load_kw, 1)
+        rack.power_share = load_kw / float(rack.power_budget_kw) if rack.power_budget_kw else 0
+        yield rack
+
+
+def node_detail_queryset():
+    return Node.objects.select_related("rack__site", "gpu_sku").prefetch_related(
+        "tags",
+        "gpus__sku",
+        "gpus__peer_nics",
+        "nics__cable_as_a__b_switch",
+        "nics__cable_as_b__a_switch",
+        "firmware",
+        "volumes__tier",
+        "host_keys",
+    )
+
+
+def compute_nodes_missing_gpus():
+    """Compute nodes that have fewer GPUs in inventory than they should."""
+    return (
+        Node.objects.filter(role=NodeRole.COMPUTE)
+        .annotate(present=Count("gpus", filter=~Q(gpus__health=GpuHealth.MISSING)))
+        .filter(present__lt=F("expected_gpu_count"))
+    )
+
+
+@transaction.atomic
+def trust_host_key(*, key: SshHostKey, user) -> SshHostKey:
+    """An operator accepts a node's host key: it becomes the node's only trusted key; earlier ones are revoked."""
+    SshHostKey.objects.filter(node=key.node, state=HostKeyState.TRUSTED).exclude(pk=key.pk).update(
+        state=HostKeyState.REVOKED
+    )
+    key.state = HostKeyState.TRUSTED
+    key.approved_by = user
+    key.save()
+    return key

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from apps.inventory import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("nodes/", views.NodeListView.as_view(), name="node-list"),
+    path("nodes/<uuid:public_id>/", views.node_detail, name="node-detail"),
+    path("nodes/<uuid:public_id>/edit/", views.node_edit, name="node-edit"),
+    path("nodes/<uuid:public_id>/host-keys/<uuid:key_id>/trust/", views.trust_host_key, name="node-trust-key"),
+    path("racks/", views.rack_list, name="rack-list"),
+    path("racks/<uuid:public_id>/", views.rack_detail, name="rack-detail"),
+    path("inventory/transfer/", views.transfer_page, name="inventory-transfer"),
+    path("audit/", views.AuditLogView.as_view(), name="audit-log"),
+]
