@@ -30,9 +30,15 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 
     def run_worker():
         worker = WorkController(
-            app=app, hostname=f"embedded@{__import__('socket').gethostname()}", pool_cls="threads",
-            concurrency=concurrency, loglevel="WARNING", without_heartbeat=True, without_mingle=True,
-            without_gossip=True, optimization="fair",
+            app=app,
+            hostname=f"embedded@{__import__('socket').gethostname()}",
+            pool_cls="threads",
+            concurrency=concurrency,
+            loglevel="WARNING",
+            without_heartbeat=True,
+            without_mingle=True,
+            without_gossip=True,
+            optimization="fair",
         )
         _started["controller"] = worker
         worker.start()
@@ -40,8 +46,9 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
     worker_thread = threading.Thread(target=run_worker, name="rackpilot-embedded-worker", daemon=True)
     worker_thread.start()
     interval = reaper_interval if reaper_interval is not None else settings.RACKPILOT_JOB_REAPER_SECONDS
-    reaper_thread = threading.Thread(target=_reaper_loop, args=(interval,), name="rackpilot-embedded-reaper",
-                                     daemon=True)
+    reaper_thread = threading.Thread(
+        target=_reaper_loop, args=(interval,), name="rackpilot-embedded-reaper", daemon=True
+    )
     reaper_thread.start()
     _started["worker"], _started["reaper"] = worker_thread, reaper_thread
     return worker_thread

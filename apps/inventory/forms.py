@@ -36,11 +36,9 @@ class ImportForm(forms.Form):
         cleaned = super().clean()
         upload = cleaned.get("file")
         if upload and not cleaned.get("fmt"):
-            suffix = upload.name.rsplit(".", 1)[-1].lower()
-            suffix = {"yml": "yaml"}.get(suffix, suffix)
-            if suffix not in {"json", "yaml", "csv"}:
-                raise forms.ValidationError(
-                    {"fmt": "Choose a format: the file name does not end in .json, .yaml or .csv."}
-                )
-            cleaned["fmt"] = suffix
+            guessed = guess_format(upload.name)
+            if guessed is None:
+                message = "Choose a format: the file name does not end in .json, .yaml or .csv."
+                raise forms.ValidationError({"fmt": message})
+            cleaned["fmt"] = guessed
         return cleaned

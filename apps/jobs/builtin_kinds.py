@@ -6,8 +6,17 @@ from apps.jobs.kinds import JobKind, StepSpec, register_kind
 from apps.nodeexec.catalogue import PLACEHOLDERS
 
 SHELL_CHECK_COMMANDS = [
-    "uname", "hostname", "uptime", "os-release", "nvidia-smi-list", "nvidia-smi-query", "ip-link", "lscpu", "free",
-    "df", "true",
+    "uname",
+    "hostname",
+    "uptime",
+    "os-release",
+    "nvidia-smi-list",
+    "nvidia-smi-query",
+    "ip-link",
+    "lscpu",
+    "free",
+    "df",
+    "true",
 ]
 
 
@@ -43,8 +52,12 @@ class ShellCheck(JobKind):
         steps = [StepSpec(name=name, command=name, stop_on_failure=False) for name in parameters["commands"]]
         if parameters.get("interface"):
             steps.append(
-                StepSpec(name="ip-link-show", command="ip-link-show", values={"interface": parameters["interface"]},
-                         stop_on_failure=False)
+                StepSpec(
+                    name="ip-link-show",
+                    command="ip-link-show",
+                    values={"interface": parameters["interface"]},
+                    stop_on_failure=False,
+                )
             )
         return steps
 
@@ -64,7 +77,12 @@ class Sleep(JobKind):
     def steps(self, parameters: dict) -> list[StepSpec]:
         seconds = f"{parameters['seconds']:.3f}".rstrip("0").rstrip(".") or "0"
         return [
-            StepSpec(name=f"sleep-{n}", command="sleep", label=f"sleep {seconds} s", values={"seconds": seconds},
-                     timeout=parameters["seconds"] + 60)
+            StepSpec(
+                name=f"sleep-{n}",
+                command="sleep",
+                label=f"sleep {seconds} s",
+                values={"seconds": seconds},
+                timeout=parameters["seconds"] + 60,
+            )
             for n in range(1, parameters["steps"] + 1)
         ]

@@ -13,14 +13,21 @@ class JobForm(forms.Form):
 
     kind = forms.ChoiceField(choices=())
     transport = forms.ChoiceField(choices=[(name, name) for name in TRANSPORT_NAMES])
-    nodes = forms.ModelMultipleChoiceField(Node.objects.all(), to_field_name="hostname", required=False,
-                                           widget=forms.SelectMultiple(attrs={"size": 10}))
-    racks = forms.ModelMultipleChoiceField(Rack.objects.all(), to_field_name="name", required=False,
-                                           widget=forms.SelectMultiple(attrs={"size": 5}))
-    tags = forms.ModelMultipleChoiceField(Tag.objects.all(), to_field_name="slug", required=False,
-                                          widget=forms.SelectMultiple(attrs={"size": 5}))
-    parameters = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}), initial="{}",
-                                 required=False, help_text="JSON object; leave {} for the kind's defaults.")
+    nodes = forms.ModelMultipleChoiceField(
+        Node.objects.all(), to_field_name="hostname", required=False, widget=forms.SelectMultiple(attrs={"size": 10})
+    )
+    racks = forms.ModelMultipleChoiceField(
+        Rack.objects.all(), to_field_name="name", required=False, widget=forms.SelectMultiple(attrs={"size": 5})
+    )
+    tags = forms.ModelMultipleChoiceField(
+        Tag.objects.all(), to_field_name="slug", required=False, widget=forms.SelectMultiple(attrs={"size": 5})
+    )
+    parameters = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}),
+        initial="{}",
+        required=False,
+        help_text="JSON object; leave {} for the kind's defaults.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -34,7 +41,7 @@ class JobForm(forms.Form):
         except json.JSONDecodeError as error:
             raise forms.ValidationError(f"Not JSON: {error.msg} (line {error.lineno}, column {error.colno}).") from None
         if not isinstance(value, dict):
-            raise forms.ValidationError("Give a JSON object, e.g. {\"seconds\": 5}.")
+            raise forms.ValidationError('Give a JSON object, e.g. {"seconds": 5}.')
         return value
 
     def clean(self):

@@ -82,8 +82,10 @@ def resolve_targets(spec: TargetSpec) -> list[Node]:
         query |= Q(tags__slug__in=spec.tags)
     nodes = Node.objects.filter(query)
     if spec.role:
-        nodes = nodes.filter(role=spec.role) if (spec.nodes or spec.racks or spec.tags) else Node.objects.filter(
-            role=spec.role
+        nodes = (
+            nodes.filter(role=spec.role)
+            if (spec.nodes or spec.racks or spec.tags)
+            else Node.objects.filter(role=spec.role)
         )
     if errors:
         raise serializers.ValidationError({"targets": errors})
@@ -96,8 +98,9 @@ def resolve_targets(spec: TargetSpec) -> list[Node]:
 # --- create ---------------------------------------------------------------------------------------------------------
 
 
-def create_job(*, kind: str, targets: TargetSpec, parameters: dict | None = None, transport: str | None = None,
-               requested_by=None) -> Job:
+def create_job(
+    *, kind: str, targets: TargetSpec, parameters: dict | None = None, transport: str | None = None, requested_by=None
+) -> Job:
     """Validate, record the job with its shards and matrix cells, and enqueue its shards once committed.
 
     Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
@@ -125,20 +128,31 @@ def create_job(*, kind: str, targets: TargetSpec, parameters: dict | None = None
     shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)
     with transaction.atomic():
         job = Job.objects.create(
-            kind=kind, parameters=params, transport=transport, target_spec=targets.as_json(),
+            kind=kind,
+            parameters=params,
+            transport=transport,
+            target_spec=targets.as_json(),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
-            node_count=len(nodes), shard_count=-(-len(nodes) // shard_size),
+            node_count=len(nodes),
+            shard_count=-(-len(nodes) // shard_size),
         )
         job.nodes.add(*nodes)
-        shards = JobShard.objects.bulk_create(
-            [JobShard(job=job, index=i) for i in range(job.shard_count)]
-        )
+        shards = JobShard.objects.bulk_create([JobShard(job=job, index=i) for i in range(job.shard_count)])
         cells = []
         for number, node in enumerate(nodes):
             shard = shards[number // shard_size]
             for position, spec in enumerate(steps):
-                cells.append(JobStep(job=job, shard=shard, node=node, hostname=node.hostname, step=spec.name,
-                                     position=position, label=spec.label or spec.name))
+                cells.append(
+                    JobStep(
+                        job=job,
+                        shard=shard,
+                        node=node,
+                        hostname=node.hostname,
+                        step=spec.name,
+                        position=position,
+                        label=spec.label or spec.name,
+                    )
+                )
         JobStep.objects.bulk_create(cells, batch_size=1000)
         who = getattr(requested_by, "username", "") or "system"
         emit(job, f"{kind} on {len(nodes)} node(s) over {transport}, requested by {who}", data={"parameters": params})
@@ -231,7 +245,9 @@ def _settle_cells(*, shard: JobShard, status: str, summary: str) -> None:
     now = timezone.now()
     error = status == ShardStatus.ERROR
     JobStep.objects.filter(shard=shard, status=StepStatus.RUNNING).update(
-        status=StepStatus.ERROR if error else StepStatus.CANCELED, summary=(summary or status)[:300], finished=now,
+        status=StepStatus.ERROR if error else StepStatus.CANCELED,
+        summary=(summary or status)[:300],
+        finished=now,
         updated=now,
     )
     JobStep.objects.filter(shard=shard, status=StepStatus.PENDING).update(

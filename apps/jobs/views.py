@@ -32,10 +32,19 @@ def job_list(request):
         jobs = jobs.filter(kind=kind)
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
     template = "jobs/partials/job_rows.html" if request.headers.get("HX-Request") else "jobs/job_list.html"
-    return render(request, template, {
-        "page": page, "jobs": page.object_list, "status": status, "kind": kind, "statuses": JobStatus.choices,
-        "kinds": sorted(KINDS), "colours": JOB_STATUS_COLOURS,
-    })
+    return render(
+        request,
+        template,
+        {
+            "page": page,
+            "jobs": page.object_list,
+            "status": status,
+            "kind": kind,
+            "statuses": JobStatus.choices,
+            "kinds": sorted(KINDS),
+            "colours": JOB_STATUS_COLOURS,
+        },
+    )
 
 
 @login_required
@@ -51,24 +60,28 @@ def job_detail(request, public_id):
             rows.append(current)
         current[1].append(cell)
     recent = list(JobEvent.objects.filter(job=job).order_by("-seq")[:INITIAL_EVENTS])[::-1]
-    return render(request, "jobs/job_detail.html", {
-        "job": job,
-        "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
-        "columns": columns,
-        "rows": rows,
-        "progress": progress_of(job.pk),
-        "initial": {
-            "id": str(job.public_id),
-            "status": job.status,
-            "last_seq": recent[-1].seq if recent else 0,
-            "first_seq": recent[0].seq if recent else 1,
-            "events": [event_dict(e) for e in recent],
-            "step_colours": STEP_STATUS_COLOURS,
-            "job_colours": JOB_STATUS_COLOURS,
+    return render(
+        request,
+        "jobs/job_detail.html",
+        {
+            "job": job,
+            "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
+            "columns": columns,
+            "rows": rows,
+            "progress": progress_of(job.pk),
+            "initial": {
+                "id": str(job.public_id),
+                "status": job.status,
+                "last_seq": recent[-1].seq if recent else 0,
+                "first_seq": recent[0].seq if recent else 1,
+                "events": [event_dict(e) for e in recent],
+                "step_colours": STEP_STATUS_COLOURS,
+                "job_colours": JOB_STATUS_COLOURS,
+            },
+            "parameters": json.dumps(job.parameters, indent=2, sort_keys=True),
+            "may_cancel": request.user.has_role(Role.OPERATOR) and job.is_active,
         },
-        "parameters": json.dumps(job.parameters, indent=2, sort_keys=True),
-        "may_cancel": request.user.has_role(Role.OPERATOR) and job.is_active,
-    })
+    )
 
 
 @login_required
@@ -76,8 +89,11 @@ def job_cell(request, public_id, hostname, step):
     job = get_object_or_404(Job.objects.visible_to(request.user), public_id=public_id)
     cell = get_object_or_404(JobStep.objects.prefetch_related("artifacts"), job=job, hostname=hostname, step=step)
     events = JobEvent.objects.filter(job=job, hostname=hostname, step=step).order_by("seq")[:2000]
-    return render(request, "jobs/partials/cell.html", {"job": job, "cell": cell, "events": events,
-                                                         "artifacts": cell.artifacts.all()})
+    return render(
+        request,
+        "jobs/partials/cell.html",
+        {"job": job, "cell": cell, "events": events, "artifacts": cell.artifacts.all()},
+    )
 
 
 @role_required(Role.OPERATOR)
@@ -89,10 +105,13 @@ def job_new(request):
             job = services.create_job(
                 kind=data["kind"],
                 targets=services.TargetSpec(
-                    nodes=tuple(n.hostname for n in data["nodes"]), racks=tuple(r.name for r in data["racks"]),
+                    nodes=tuple(n.hostname for n in data["nodes"]),
+                    racks=tuple(r.name for r in data["racks"]),
                     tags=tuple(t.slug for t in data["tags"]),
                 ),
-                parameters=data["parameters"], transport=data["transport"], requested_by=request.user,
+                parameters=data["parameters"],
+                transport=data["transport"],
+                requested_by=request.user,
             )
         except serializers.ValidationError as error:
             add_service_errors(form, error.detail)

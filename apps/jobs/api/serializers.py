@@ -10,14 +10,20 @@ from apps.nodeexec.transports import TRANSPORT_NAMES
 
 class TargetsSerializer(serializers.Serializer):
     nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253), required=False, max_length=100000,
+        child=serializers.CharField(max_length=253),
+        required=False,
+        max_length=100000,
         help_text="Node public ids or host names.",
     )
-    racks = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
-                                  help_text="Rack public ids or names: all their nodes.")
+    racks = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        help_text="Rack public ids or names: all their nodes.",
+    )
     tags = serializers.ListField(child=serializers.SlugField(), required=False, help_text="Tag slugs.")
-    role = serializers.ChoiceField(choices=NodeRole.choices, required=False,
-                                   help_text="Only nodes of this role (alone: every node of the role).")
+    role = serializers.ChoiceField(
+        choices=NodeRole.choices, required=False, help_text="Only nodes of this role (alone: every node of the role)."
+    )
 
     def validate(self, attrs):
         if not any(attrs.get(key) for key in ("nodes", "racks", "tags", "role")):
@@ -53,9 +59,25 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = [
-            "id", "url", "kind", "status", "colour", "transport", "parameters", "target_spec", "node_count",
-            "shard_count", "requested_by", "created", "started", "finished", "heartbeat", "cancel_requested",
-            "summary", "last_seq", "progress",
+            "id",
+            "url",
+            "kind",
+            "status",
+            "colour",
+            "transport",
+            "parameters",
+            "target_spec",
+            "node_count",
+            "shard_count",
+            "requested_by",
+            "created",
+            "started",
+            "finished",
+            "heartbeat",
+            "cancel_requested",
+            "summary",
+            "last_seq",
+            "progress",
         ]
         read_only_fields = fields
 
@@ -117,8 +139,19 @@ class JobStepSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JobStep
-        fields = ["hostname", "step", "position", "label", "status", "colour", "exit_code", "started", "finished",
-                  "summary", "artifacts"]
+        fields = [
+            "hostname",
+            "step",
+            "position",
+            "label",
+            "status",
+            "colour",
+            "exit_code",
+            "started",
+            "finished",
+            "summary",
+            "artifacts",
+        ]
         read_only_fields = fields
 
     def get_colour(self, step) -> str:

@@ -44,8 +44,11 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     write_role = Role.OPERATOR
 
     def get_queryset(self):
-        return Job.objects.visible_to(self.request.user).with_progress().select_related("requested_by").order_by(
-            "-created", "-id"
+        return (
+            Job.objects.visible_to(self.request.user)
+            .with_progress()
+            .select_related("requested_by")
+            .order_by("-created", "-id")
         )
 
     @extend_schema(request=JobCreateSerializer, responses={201: JobSerializer})
@@ -57,8 +60,10 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         job = services.create_job(
             kind=data["kind"],
             targets=services.TargetSpec(
-                nodes=tuple(targets.get("nodes", ())), racks=tuple(targets.get("racks", ())),
-                tags=tuple(targets.get("tags", ())), role=targets.get("role", ""),
+                nodes=tuple(targets.get("nodes", ())),
+                racks=tuple(targets.get("racks", ())),
+                tags=tuple(targets.get("tags", ())),
+                role=targets.get("role", ""),
             ),
             parameters=data.get("parameters") or {},
             transport=data.get("transport"),
@@ -110,10 +115,18 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @action(detail=True, methods=["get"], filter_backends=[])
     def steps(self, request, id=None):
         job = self.get_object()
-        steps = JobStep.objects.filter(job=job).prefetch_related(
-            Prefetch("artifacts", queryset=Artifact.objects.only("public_id", "step_id", "stream", "size_bytes",
-                                                                  "stored_bytes", "cap_bytes"))
-        ).order_by("hostname", "position")
+        steps = (
+            JobStep.objects.filter(job=job)
+            .prefetch_related(
+                Prefetch(
+                    "artifacts",
+                    queryset=Artifact.objects.only(
+                        "public_id", "step_id", "stream", "size_bytes", "stored_bytes", "cap_bytes"
+                    ),
+                )
+            )
+            .order_by("hostname", "position")
+        )
         if request.query_params.get("hostname"):
             steps = steps.filter(hostname=request.query_params["hostname"])
         page = self.paginate_queryset(steps)
