@@ -190,7 +190,12 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # The default capacity of 100 drops messages silently under a busy job (see DESIGN.md).
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("RACKPILOT_CHANNEL_CAPACITY", 1500)},
+            # redis-py 8 times reads out after 5 s, exactly channels-redis's blocking receive: idle websockets would
+            # drop every 5 s. A longer socket timeout keeps them.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": env_int("RACKPILOT_CHANNEL_CAPACITY", 1500),
+            },
         }
     }
 else:
@@ -233,7 +238,8 @@ RACKPILOT_JOB_TIME_LIMIT = env_int("RACKPILOT_JOB_TIME_LIMIT", 6 * 3600)
 RACKPILOT_JOB_RETENTION_DAYS = env_int("RACKPILOT_JOB_RETENTION_DAYS", 30)
 RACKPILOT_JOB_EVENT_LINES_PER_STEP = env_int("RACKPILOT_JOB_EVENT_LINES_PER_STEP", 200)
 RACKPILOT_ARTIFACT_MAX_BYTES = env_int("RACKPILOT_ARTIFACT_MAX_BYTES", 1 << 20)
-RACKPILOT_EVENT_FLUSH_MS = env_int("RACKPILOT_EVENT_FLUSH_MS", 200)
+# ~100 ms batches: what delivered every event with a p99 under 250 ms here (DESIGN.md, bench/events.py).
+RACKPILOT_EVENT_FLUSH_MS = env_int("RACKPILOT_EVENT_FLUSH_MS", 100)
 RACKPILOT_SSH_USER = env_str("RACKPILOT_SSH_USER", "root")
 RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
 RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)

@@ -76,8 +76,9 @@ class JobEventsConsumer(AsyncJsonWebsocketConsumer):
         if events:
             self.last_sent = events[-1]["seq"]
         if events or message.get("steps") or message.get("job"):
-            await self.send_json({"type": "batch", "events": events, "steps": message.get("steps", []),
-                                  "job": message.get("job")})
+            await self.send_json(
+                {"type": "batch", "events": events, "steps": message.get("steps", []), "job": message.get("job")}
+            )
 
     async def _replay(self, *, upto: int | None):
         while True:

@@ -11,6 +11,7 @@ its events in the same transaction, so a failed insert gives the range back.
 
 import asyncio
 import contextvars
+import enum
 import logging
 import threading
 import time
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from channels.layers import get_channel_layer
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Count, F
+from django.db.models import Count
 from django.utils import timezone
 
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, STEP_TERMINAL, EventLevel, JobStatus
@@ -89,9 +90,16 @@ def append_events(job_id: int, events: list[dict]) -> list[JobEvent]:
     """Write events with the next seq numbers of the job, gapless, in one short transaction."""
     if not events:
         return []
-    with transaction.atomic():
-        Job.objects.filter(pk=job_id).update(last_seq=F("last_seq") + len(events))
-        last = Job.objects.filter(pk=job_id).values_list("last_seq", flat=True).get()
+    now = timezone.now()
+    meta = Job._meta
+    table, column, pk = (connection.ops.quote_name(name) for name in (meta.db_table, "last_seq", meta.pk.column))
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The UPDATE takes the job row's lock (SQLite: the write lock) until the commit: seq ranges never overlap.
+        cursor.execute(f"UPDATE {table} SET {column} = {column} + %s WHERE {pk} = %s", [len(events), job_id])
+        if cursor.rowcount != 1:
+            raise Job.DoesNotExist(f"job {job_id} does not exist")
+        cursor.execute(f"SELECT {column} FROM {table} WHERE {pk} = %s", [job_id])
+        last = cursor.fetchone()[0]
         first = last - len(events) + 1
         rows = [
             JobEvent(
@@ -102,11 +110,36 @@ def append_events(job_id: int, events: list[dict]) -> list[JobEvent]:
                 step=item.get("step", ""),
                 message=item.get("message", ""),
                 data=item.get("data") or {},
+                created=now,
+                updated=now,
             )
             for offset, item in enumerate(events)
         ]
-        JobEvent.objects.bulk_create(rows)
+        _insert_rows(rows)
     return rows
+
+
+def _insert_rows(rows: list) -> None:
+    """INSERT model rows with executemany (the rows' pk stays None: nothing reads it back).
+
+    QuerySet.bulk_create compiles every value of every row through the ORM: several times the CPU for the same
+    statement. Values are still prepared by each field (JSON, datetimes) exactly as the ORM would.
+    """
+    meta = rows[0]._meta
+    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            sql,
+            [
+                [field.get_db_prep_save(_plain(getattr(row, field.attname)), connection) for field in fields]
+                for row in rows
+            ],
+        )
 
 
 # --- pushing to Channels ------------------------------------------------------------------------------------------
@@ -156,8 +189,14 @@ def _is_in_memory(layer) -> bool:
     return type(layer).__name__ == "InMemoryChannelLayer"
 
 
-def broadcast(job: Job, *, events: list[JobEvent] = (), steps: list[JobStep] = (), status: bool = True,
-              broadcaster: Broadcaster | None = None) -> None:
+def broadcast(
+    job: Job,
+    *,
+    events: list[JobEvent] = (),
+    steps: list[JobStep] = (),
+    status: bool = True,
+    broadcaster: Broadcaster | None = None,
+) -> None:
     """Push one batch for the job (and a status line for the job list). Call after the rows are committed."""
     own = broadcaster is None
     broadcaster = broadcaster or Broadcaster()
@@ -184,11 +223,20 @@ def broadcast(job: Job, *, events: list[JobEvent] = (), steps: list[JobStep] = (
             broadcaster.close()
 
 
-def emit(job: Job, message: str, *, level: str = EventLevel.INFO, hostname: str = "", step: str = "",
-         data: dict | None = None, status: bool = True) -> JobEvent:
+def emit(
+    job: Job,
+    message: str,
+    *,
+    level: str = EventLevel.INFO,
+    hostname: str = "",
+    step: str = "",
+    data: dict | None = None,
+    status: bool = True,
+) -> JobEvent:
     """Write one event now and push it (for services: cancel, finish, reaper)."""
-    rows = append_events(job.pk, [{"level": level, "message": message, "hostname": hostname, "step": step,
-                                   "data": data or {}}])
+    rows = append_events(
+        job.pk, [{"level": level, "message": message, "hostname": hostname, "step": step, "data": data or {}}]
+    )
     job.last_seq = rows[-1].seq
     transaction.on_commit(lambda: broadcast(job, events=rows, status=status))
     return rows[0]
@@ -201,11 +249,12 @@ class Recorder:
     """Collects events, step changes and artifacts from any thread; a thread of its own writes them in batches.
 
     Flushes every `interval` seconds or as soon as `max_batch` items wait. `on_tick` runs in the recorder thread
-    before each flush (the executor uses it for heartbeats and cancel polling).
+    after each flush (the executor uses it for heartbeats and cancel polling).
     """
 
-    def __init__(self, job: Job, *, interval: float = 0.2, max_batch: int = 500,
-                 on_tick: Callable[[], None] | None = None):
+    def __init__(
+        self, job: Job, *, interval: float = 0.2, max_batch: int = 500, on_tick: Callable[[], None] | None = None
+    ):
         self.job = job
         self.interval = interval
         self.max_batch = max_batch
@@ -223,11 +272,26 @@ class Recorder:
         self.error: BaseException | None = None
 
     # producers (any thread, cheap) --------------------------------------------------------------------------------
-    def event(self, message: str, *, level: str = EventLevel.INFO, hostname: str = "", step: str = "",
-              data: dict | None = None) -> None:
+    def event(
+        self,
+        message: str,
+        *,
+        level: str = EventLevel.INFO,
+        hostname: str = "",
+        step: str = "",
+        data: dict | None = None,
+    ) -> None:
         with self._lock:
-            self._events.append({"level": level, "message": message, "hostname": hostname, "step": step,
-                                 "data": data or {}, "t": time.time()})
+            self._events.append(
+                {
+                    "level": level,
+                    "message": message,
+                    "hostname": hostname,
+                    "step": step,
+                    "data": data or {},
+                    "t": time.time(),
+                }
+            )
             size = len(self._events)
         if size >= self.max_batch:
             self._wake.set()
@@ -237,8 +301,14 @@ class Recorder:
             self._steps.setdefault(step_pk, {}).update(fields)
 
     def artifact(self, step_pk: int, stream: str, data: bytes, size: int, cap: int) -> None:
-        row = Artifact(step_id=step_pk, stream=stream, content=compress(data), size_bytes=size,
-                       stored_bytes=len(data), cap_bytes=cap)
+        row = Artifact(
+            step_id=step_pk,
+            stream=stream,
+            content=compress(data),
+            size_bytes=size,
+            stored_bytes=len(data),
+            cap_bytes=cap,
+        )
         with self._lock:
             self._artifacts.append(row)
 
@@ -258,26 +328,36 @@ class Recorder:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
-        else:
-            self.flush()
+        # Without a thread, or for what arrived after it stopped (a kind's shard_finished logging through the
+        # bridge, say): written here, so nothing recorded is ever left behind.
+        self.flush()
 
     def _run(self) -> None:
         self._broadcaster = Broadcaster()
         try:
+            # Flushes keep a fixed period (a flush's own write does not push the next one back), so an event waits
+            # at most `interval` for its batch; a full batch or close() flushes at once.
+            deadline = time.monotonic() + self.interval
             while True:
-                self._wake.wait(self.interval)
+                self._wake.wait(max(0.0, deadline - time.monotonic()))
                 self._wake.clear()
+                now = time.monotonic()
+                if now >= deadline:
+                    deadline += self.interval
+                    if deadline <= now:
+                        deadline = now + self.interval
                 stopping = self._stop.is_set()
-                if self.on_tick is not None and not stopping:
+                self.flush()
+                if stopping:
+                    return
+                if self.on_tick is not None:
                     try:
                         self.on_tick()
                     except Exception:
                         logger.exception("job %s: recorder tick failed", self.job.pk)
-                self.flush()
-                if stopping:
-                    return
         finally:
             self._broadcaster.close()
+            self._broadcaster = None
             connection.close()
 
     def flush(self) -> None:
@@ -289,7 +369,8 @@ class Recorder:
         if not (events or steps or artifacts or host_keys):
             return
         try:
-            close_old_connections()
+            if threading.current_thread() is self._thread:
+                close_old_connections()  # the recorder's own connection (never the caller's, maybe mid-transaction)
             rows, changed = self._write(events, steps, artifacts, host_keys)
         except Exception as error:  # keep the batch and try again on the next tick
             logger.exception("job %s: writing %d events failed", self.job.pk, len(events))
@@ -312,18 +393,51 @@ class Recorder:
             rows = append_events(self.job.pk, events)
             changed: list[JobStep] = []
             if steps:
-                by_fields: dict[tuple, list[JobStep]] = {}
-                for pk, fields in steps.items():
-                    fields = {**fields, "updated": now}
-                    by_fields.setdefault(tuple(sorted(fields)), []).append(JobStep(pk=pk, **fields))
-                for names, objs in by_fields.items():
-                    JobStep.objects.bulk_update(objs, list(names), batch_size=500)
-                changed = list(JobStep.objects.filter(pk__in=steps.keys()))
+                _update_steps(steps, now)
+                changed = list(JobStep.objects.filter(pk__in=steps.keys()).only(*_STEP_DICT_FIELDS))
             if artifacts:
-                Artifact.objects.bulk_create(artifacts, batch_size=200)
+                for artifact in artifacts:
+                    artifact.created = artifact.updated = now
+                _insert_rows(artifacts)
             for node_id, public_key, fingerprint in host_keys:
                 _record_pending_host_key(node_id, public_key, fingerprint)
         return rows, changed
+
+
+_STEP_DICT_FIELDS = ("hostname", "step", "status", "exit_code", "summary", "started", "finished")
+
+
+def _update_steps(steps: dict[int, dict], now) -> None:
+    """Write cell changes as one `UPDATE ... WHERE id = ?` statement per set of fields, run with executemany.
+
+    (QuerySet.bulk_update builds a CASE WHEN expression per row and field: at 500 cells a flush that cost more CPU
+    than the SSH connections themselves.)
+    """
+    meta = JobStep._meta
+    quote = connection.ops.quote_name
+    groups: dict[tuple[str, ...], list[tuple[int, dict]]] = {}
+    for pk, fields in steps.items():
+        fields = {**fields, "updated": now}
+        groups.setdefault(tuple(sorted(fields)), []).append((pk, fields))
+    with connection.cursor() as cursor:
+        for names, items in groups.items():
+            columns = [meta.get_field(name) for name in names]
+            sql = (
+                f"UPDATE {quote(meta.db_table)} SET "
+                + ", ".join(f"{quote(field.column)} = %s" for field in columns)
+                + f" WHERE {quote(meta.pk.column)} = %s"
+            )
+            cursor.executemany(
+                sql,
+                [
+                    [field.get_db_prep_save(_plain(values[field.name]), connection) for field in columns] + [pk]
+                    for pk, values in items
+                ],
+            )
+
+
+def _plain(value):
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def _record_pending_host_key(node_id: int, public_key: str, fingerprint: str) -> None:
@@ -332,8 +446,9 @@ def _record_pending_host_key(node_id: int, public_key: str, fingerprint: str) ->
     from apps.inventory.models import SshHostKey
 
     if not SshHostKey.objects.filter(node_id=node_id, fingerprint=fingerprint).exists():
-        SshHostKey.objects.create(node_id=node_id, public_key=public_key, fingerprint=fingerprint,
-                                  state=HostKeyState.PENDING)
+        SshHostKey.objects.create(
+            node_id=node_id, public_key=public_key, fingerprint=fingerprint, state=HostKeyState.PENDING
+        )
 
 
 # --- Python logging inside a job becomes events ------------------------------------------------------------------
@@ -358,8 +473,9 @@ class JobLogHandler(logging.Handler):
                 message += "\n" + logging.Formatter().formatException(record.exc_info)
             fallback = EventLevel.ERROR if record.levelno >= logging.ERROR else EventLevel.INFO
             level = _LEVELS.get(record.levelno, fallback)
-            recorder.event(message, level=level, hostname=getattr(record, "hostname", hostname),
-                           data={"logger": record.name})
+            recorder.event(
+                message, level=level, hostname=getattr(record, "hostname", hostname), data={"logger": record.name}
+            )
         except Exception:
             self.handleError(record)
 

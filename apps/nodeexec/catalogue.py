@@ -113,13 +113,20 @@ for _command in (
     ),
     Command("ip-link", ("ip", "-j", "link"), "Network interfaces as JSON."),
     Command(
-        "ip-link-show", ("ip", "-j", "link", "show", "dev", "{interface}"), "One interface as JSON.",
+        "ip-link-show",
+        ("ip", "-j", "link", "show", "dev", "{interface}"),
+        "One interface as JSON.",
         placeholders=("interface",),
     ),
     Command("lscpu", ("lscpu", "-J"), "CPU and NUMA layout as JSON."),
     Command("free", ("free", "-b"), "Memory in bytes."),
     Command("df", ("df", "-P", "-B1"), "File systems and space."),
-    Command("sleep", ("sleep", "{seconds}"), "Waits (tests of cancel and crash handling).", timeout=24 * 3600,
-            placeholders=("seconds",)),
+    Command(
+        "sleep",
+        ("sleep", "{seconds}"),
+        "Waits (tests of cancel and crash handling).",
+        timeout=24 * 3600,
+        placeholders=("seconds",),
+    ),
 ):
     register_command(_command)

@@ -51,8 +51,9 @@ async def fan_out(
                 target = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            await run_node(target, steps, transport=transport, observer=observer, cancel=cancel, grace=grace,
-                           output_cap=output_cap)
+            await run_node(
+                target, steps, transport=transport, observer=observer, cancel=cancel, grace=grace, output_cap=output_cap
+            )
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(window, len(targets))))))
     await transport.aclose()
@@ -78,8 +79,9 @@ async def run_node(target, steps, *, transport, observer, cancel, grace, output_
             collector = OutputCollector(
                 cap=output_cap, on_line=lambda stream, line, s=step: observer.output(target, s, stream, line)
             )
-            result = await session.run(list(step.argv), timeout=step.timeout, collector=collector, cancel=cancel,
-                                       grace=grace)
+            result = await session.run(
+                list(step.argv), timeout=step.timeout, collector=collector, cancel=cancel, grace=grace
+            )
             observer.step_finished(target, step, result)
             if result.canceled:
                 _skip_rest(observer, target, steps[position + 1 :], "canceled before it started", canceled=True)

@@ -116,6 +116,16 @@ class SshTransport:
         self.username = username
         self.client_keys = asyncssh.load_keypairs(client_keys) if client_keys else []
         self.connect_timeout = connect_timeout
+        # One known_hosts object per distinct set of keys (most nodes of a cluster share one): parsing the keys
+        # again for every connection is CPU the fan-out does not need to spend.
+        self._known_hosts: dict[tuple[tuple[str, ...], tuple[str, ...]], asyncssh.SSHKnownHosts] = {}
+
+    def known_hosts(self, target: NodeTarget) -> asyncssh.SSHKnownHosts:
+        key = (target.trusted_keys, target.revoked_keys)
+        known = self._known_hosts.get(key)
+        if known is None:
+            known = self._known_hosts[key] = known_hosts_for(target)
+        return known
 
     async def open(self, target: NodeTarget) -> SshSession:
         from apps.nodeexec.base import TransportError
@@ -127,7 +137,7 @@ class SshTransport:
                 port=target.port,
                 username=self.username,
                 client_keys=self.client_keys,
-                known_hosts=known_hosts_for(target),
+                known_hosts=self.known_hosts(target),
                 client_factory=lambda: witness,
                 connect_timeout=self.connect_timeout,
                 config=None,
