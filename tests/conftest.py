@@ -67,3 +67,17 @@ def demo_cluster(db):
 
     load_cluster(DEMO)
     return DEMO
+
+
+@pytest.fixture
+def run_shards():
+    """run_shards(job) -> the job, after running each of its shards in this process, as a worker would."""
+    from apps.jobs import executor
+
+    def run(job):
+        for shard in job.shards.order_by("index"):
+            executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="pytest")
+        job.refresh_from_db()
+        return job
+
+    return run

@@ -1,7 +1,6 @@
 import pytest
 
-from apps.jobs import executor, services
-from apps.jobs.models import Job
+from apps.jobs import services
 from apps.nodeexec.sim import get_simulator, register_simulator
 
 
@@ -11,17 +10,6 @@ def no_celery(monkeypatch):
     sent = []
     monkeypatch.setattr(services, "enqueue", lambda job: sent.append(job.public_id))
     return sent
-
-
-@pytest.fixture
-def run_shards():
-    def run(job: Job) -> Job:
-        for shard in job.shards.order_by("index"):
-            executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="pytest")
-        job.refresh_from_db()
-        return job
-
-    return run
 
 
 @pytest.fixture

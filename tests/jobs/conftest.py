@@ -1,7 +1,6 @@
 import pytest
 
-from apps.jobs import executor, services
-from apps.jobs.models import Job
+from apps.jobs import services
 
 
 @pytest.fixture(autouse=True)
@@ -12,17 +11,6 @@ def no_celery(monkeypatch, request):
     sent = []
     monkeypatch.setattr(services, "enqueue", lambda job: sent.append(job.public_id))
     return sent
-
-
-@pytest.fixture
-def run_shards():
-    def run(job: Job) -> Job:
-        for shard in job.shards.order_by("index"):
-            executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="pytest")
-        job.refresh_from_db()
-        return job
-
-    return run
 
 
 @pytest.fixture
