@@ -26,6 +26,7 @@ urlpatterns = [
     path("api/inventory/", include("apps.inventory.api.transfer_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/", include(router.urls)),
+    # Namespaced, so API route names (node-list, job-detail) never shadow the pages of the same name.
+    path("api/", include((router.urls, "api"))),
     path("admin/", admin.site.urls),
 ]

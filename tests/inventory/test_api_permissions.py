@@ -108,3 +108,13 @@ def test_admins_browse_the_api_with_its_forms(api_as, admin, inventory, prefix, 
         response = client.get(url, HTTP_ACCEPT="text/html")
         assert response.status_code == 200
         assert b"<form" in response.content
+
+
+def test_the_ui_keeps_its_own_page_names():
+    from django.urls import reverse
+
+    some_id = "6f1f0d1e-0000-4000-8000-000000000000"
+    assert reverse("node-list") == "/nodes/"
+    assert reverse("rack-list") == "/racks/"
+    assert reverse("node-detail", args=[some_id]) == f"/nodes/{some_id}/"
+    assert reverse("rack-detail", args=[some_id]) == f"/racks/{some_id}/"

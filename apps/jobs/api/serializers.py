@@ -130,7 +130,7 @@ class ArtifactSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_download(self, artifact) -> str:
-        return reverse("job-artifact", args=[self.context["job"].public_id, artifact.public_id])
+        return reverse("api:job-artifact", args=[self.context["job"].public_id, artifact.public_id])
 
 
 class JobStepSerializer(serializers.ModelSerializer):

@@ -1,0 +1,206 @@
+"""How fast is the node list on a large cluster? GET /api/nodes/?limit=100 over 10,000 nodes / 80,000 GPUs.
+
+    .venv/bin/python bench/api_nodes.py [--nodes 10000] [--requests 200] [--keep] [--gc tuned]
+
+Runs against a throwaway database: a SQLite file under var/bench/ by default or, when DATABASE_URL names a PostgreSQL
+server, a database of its own on that server (created here, dropped at the end). Requests go through Django's test
+client in this process with an API token, so the figures are the application's (middleware, DRF, database, JSON),
+without an HTTP server in front. Target: p95 <= 100 ms, and the same number of queries whatever the page.
+"""
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TARGET_P95_MS = 100.0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=10_000, help="compute nodes (8 GPUs each); default 10000")
+    parser.add_argument("--requests", type=int, default=200, help="timed requests per case; default 200")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed requests per case first; default 20")
+    parser.add_argument("--keep", action="store_true", help="keep the database (a later --keep run reuses it)")
+    parser.add_argument(
+        "--gc",
+        choices=["default", "tuned"],
+        default="default",
+        help="tuned: freeze what start-up allocated and collect the young generation every 50,000 allocations, "
+        "as a server process could (DRF responses are cyclic garbage: full collections make the tail)",
+    )
+    return parser.parse_args()
+
+
+class BenchDatabase:
+    """Points DATABASE_URL at a database of the bench's own before Django starts, and removes it afterwards."""
+
+    def __init__(self, keep: bool):
+        self.keep = keep
+        self.server_url = os.environ.get("DATABASE_URL", "")
+        self.postgres = urlparse(self.server_url).scheme in {"postgres", "postgresql", "pgsql"}
+
+    def __enter__(self) -> "BenchDatabase":
+        if self.postgres:
+            parsed = urlparse(self.server_url)
+            self.name = f"{parsed.path.lstrip('/') or 'rackpilot'}_bench"
+            self.maintenance_url = urlunparse(parsed._replace(path="/postgres"))
+            exists = self._admin(f"SELECT 1 FROM pg_database WHERE datname = '{self.name}'")
+            if exists and not self.keep:
+                self._admin(f'DROP DATABASE "{self.name}" WITH (FORCE)')
+            if not exists or not self.keep:
+                self._admin(f'CREATE DATABASE "{self.name}"')
+            os.environ["DATABASE_URL"] = urlunparse(parsed._replace(path=f"/{self.name}"))
+            self.label = f"PostgreSQL database {self.name} on {parsed.hostname}"
+        else:
+            self.path = ROOT / "var" / "bench" / "api_nodes.sqlite3"
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.keep:
+                self._remove_sqlite()
+            os.environ["DATABASE_URL"] = f"sqlite:///{self.path}"
+            self.label = f"SQLite {self.path.relative_to(ROOT)}"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from django.db import connections
+
+        connections.close_all()
+        if self.keep:
+            return
+        if self.postgres:
+            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        else:
+            self._remove_sqlite()
+
+    def _admin(self, sql: str):
+        import psycopg
+
+        with psycopg.connect(self.maintenance_url, autocommit=True) as conn:
+            cursor = conn.execute(sql)
+            return cursor.fetchone() if cursor.description else None
+
+    def _remove_sqlite(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+
+def load_inventory(nodes: int) -> tuple[float, int, int]:
+    from django.core.management import call_command
+    from django.db import connection
+
+    from apps.core.audit import audit_context
+    from apps.core.choices import ChangeSource
+    from apps.inventory.demo import ClusterShape, load_cluster
+    from apps.inventory.models import Gpu, Node
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    with audit_context(source=ChangeSource.COMMAND):
+        load_cluster(ClusterShape(compute_nodes=nodes, nodes_per_rack=8))
+    with connection.cursor() as cursor:
+        # Fresh statistics for the planner, as any database that has been running a while has.
+        cursor.execute("ANALYZE")
+    return time.perf_counter() - started, Node.objects.count(), Gpu.objects.count()
+
+
+def client_with_token():
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    from apps.accounts.choices import Role
+    from apps.accounts.models import User
+
+    user, _ = User.objects.get_or_create(username="bench", defaults={"role": Role.VIEWER})
+    token, _ = Token.objects.get_or_create(user=user)
+    return Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST="127.0.0.1")
+
+
+def measure(client, path: str, requests: int, warmup: int) -> dict:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(warmup):
+        client.get(path)
+    timings, cpu = [], []
+    for _ in range(requests):
+        started, cpu_started = time.perf_counter(), time.process_time()
+        response = client.get(path)
+        timings.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - cpu_started) * 1000)
+        if response.status_code != 200:
+            raise SystemExit(f"{path}: HTTP {response.status_code}: {response.content[:300]!r}")
+    # Counted on a request of its own: capturing queries costs time the timed ones should not pay.
+    with CaptureQueriesContext(connection) as queries:
+        rows = len(client.get(path).json()["results"])
+    cuts = statistics.quantiles(timings, n=100, method="inclusive")
+    return {
+        "p50": cuts[49],
+        "p95": cuts[94],
+        "max": max(timings),
+        "cpu": statistics.median(cpu),
+        "queries": len(queries),
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    with BenchDatabase(keep=args.keep) as database:
+        import django
+
+        django.setup()
+        print(f"Loading {args.nodes:,} compute nodes into {database.label} ...", flush=True)
+        seconds, node_count, gpu_count = load_inventory(args.nodes)
+        print(f"Loaded in {seconds:.1f} s: {node_count:,} nodes, {gpu_count:,} GPUs (load_cluster, bulk_create)\n")
+
+        client = client_with_token()
+        gc.collect()  # what the load left behind is not the requests' to pay for
+        if args.gc == "tuned":
+            gc.freeze()
+            gc.set_threshold(50_000, 20, 100)
+        # The last case resolves the tag's slug first: one query more, the same for any page.
+        cases = [
+            "/api/nodes/?limit=100",
+            "/api/nodes/?limit=100&offset=9000",
+            "/api/nodes/?limit=10",
+            "/api/nodes/?limit=100&status=ready&tag=training",
+        ]
+        results = {path: measure(client, path, args.requests, args.warmup) for path in cases}
+
+    busy = os.getloadavg()[0]
+    print(f"{args.requests} timed requests per case after {args.warmup} warm-up, Django test client, API token")
+    gc_line = "Python's defaults" if args.gc == "default" else "start-up frozen, young generation every 50,000"
+    print(f"(garbage collector: {gc_line}; --gc tuned/default)")
+    print(f"(machine: {os.cpu_count()} CPUs, load average {busy:.1f} at the end: other work there shows in the tail)")
+    target = f"p95 <= {TARGET_P95_MS:.0f} ms"
+    header = (
+        f"{'request':<48} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu ms':>7} {'queries':>7} {'rows':>5}  {target}"
+    )
+    print(header)
+    print("-" * len(header))
+    for path, r in results.items():
+        verdict = "yes" if r["p95"] <= TARGET_P95_MS else "NO"
+        figures = (
+            f"{r['p50']:>7.1f} {r['p95']:>7.1f} {r['max']:>7.1f} {r['cpu']:>7.1f} {r['queries']:>7} {r['rows']:>5}"
+        )
+        print(f"{path:<48} {figures}  {verdict}")
+    print("(p50/p95/max: wall time; cpu ms: median CPU time of this process per request, the database's included for")
+    print(" SQLite, not for PostgreSQL, whose server works in its own process)")
+    counts = {r["queries"] for path, r in results.items() if "tag=" not in path}
+    constant = "constant" if len(counts) == 1 else "NOT constant"
+    listed = "/".join(map(str, sorted(counts)))
+    print(f"\nQueries per unfiltered request (token, count, page, counts, tags): {listed}, {constant}")
+    met = all(r["p95"] <= TARGET_P95_MS for r in results.values()) and len(counts) == 1
+    print(f"Target (p95 <= {TARGET_P95_MS:.0f} ms, constant queries): {'met' if met else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
