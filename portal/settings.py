@@ -190,12 +190,7 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # The default capacity of 100 drops messages silently under a busy job (see DESIGN.md).
-            # redis-py 8 times reads out after 5 s, exactly channels-redis's blocking receive: idle websockets would
-            # drop every 5 s. A longer socket timeout keeps them.
-            "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "capacity": env_int("RACKPILOT_CHANNEL_CAPACITY", 1500),
-            },
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("RACKPILOT_CHANNEL_CAPACITY", 1500)},
         }
     }
 else:
