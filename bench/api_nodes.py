@@ -32,9 +32,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--gc",
         choices=["default", "tuned"],
-        default="default",
-        help="tuned: freeze what start-up allocated and collect the young generation every 50,000 allocations, "
-        "as a server process could (DRF responses are cyclic garbage: full collections make the tail)",
+        default="tuned",
+        help="tuned (default): as portal/asgi.py sets the server process up (portal/gctune.py); "
+        "default: Python's own settings, for comparison",
     )
     return parser.parse_args()
 
@@ -164,8 +164,9 @@ def main() -> None:
         client = client_with_token()
         gc.collect()  # what the load left behind is not the requests' to pay for
         if args.gc == "tuned":
-            gc.freeze()
-            gc.set_threshold(50_000, 20, 100)
+            from portal.gctune import tune_for_serving
+
+            tune_for_serving()  # what portal/asgi.py does in the server process
         # The last case resolves the tag's slug first: one query more, the same for any page.
         cases = [
             "/api/nodes/?limit=100",
