@@ -40,9 +40,7 @@ class NodeListView(LoginRequiredMixin, FilterView):
     strict = False
 
     def get_queryset(self):
-        nodes = Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")
-        # Counting drops the model's default ordering from a GROUP BY query: pages need a stable order.
-        return nodes.order_by("hostname")
+        return Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
