@@ -45,13 +45,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+# Several threads write one SQLite file (the job recorder, the simulator applying a change, the web server):
+# IMMEDIATE takes the write lock when a transaction begins, so they wait for each other (up to the timeout) instead
+# of failing with "database is locked"; WAL lets readers go on meanwhile.
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
+
 def database_from_url(url: str) -> dict:
     """Turn postgres://user:pass@host:port/name or sqlite:///path into a DATABASES entry."""
     parsed = urlparse(url)
     options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
     if parsed.scheme == "sqlite":
         # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy and dj-database-url read them.
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path[1:]) or ":memory:"}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": unquote(parsed.path[1:]) or ":memory:",
+            "OPTIONS": dict(SQLITE_OPTIONS),
+        }
     if parsed.scheme in {"postgres", "postgresql", "pgsql"}:
         return {
             "ENGINE": "django.db.backends.postgresql",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import database_from_url, env_bool, env_int, env_list, env_str
+from portal.env import SQLITE_OPTIONS, database_from_url, env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RACKPILOT_VAR_DIR", str(BASE_DIR / "var")))
@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "apps.jobs",
     "apps.simulator",
     "apps.discovery",
+    "apps.deployments",
 ]
 
 MIDDLEWARE = [
@@ -104,7 +105,7 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "rackpilot.sqlite3",
-            "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"},
+            "OPTIONS": dict(SQLITE_OPTIONS),
             # Tests use a file (one per test run), so a Celery worker process can share the test database.
             "TEST": {"NAME": env_str("RACKPILOT_TEST_DB", str(VAR_DIR / f"test-{os.getpid()}.sqlite3"))},
         }

@@ -108,6 +108,7 @@ class _CellObserver:
         if status == StepStatus.CANCELED:
             level = EventLevel.WARNING
         data = {"status": status, "exit_code": result.exit_code, "duration": round(result.duration, 3)}
+        data.update(self.kind.event_data(spec, result))
         if result.fingerprint:
             data["fingerprint"] = result.fingerprint
             if target.node_id is not None and result.host_key:
@@ -186,9 +187,14 @@ def _run_claimed(job: Job, shard: JobShard) -> str:
     try:
         kind = get_kind(job.kind)
         specs = kind.steps(job.parameters)
+        kind.prepare(job, shard)
         plan = [
             PlannedStep(
-                name=s.name, argv=tuple(s.argv()), timeout=s.timeout_seconds(), stop_on_failure=s.stop_on_failure
+                name=s.name,
+                argv=tuple(s.argv()),
+                timeout=s.timeout_seconds(),
+                stop_on_failure=s.stop_on_failure,
+                runner=kind.step_runner(s),
             )
             for s in specs
         ]

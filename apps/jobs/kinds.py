@@ -6,6 +6,9 @@ becomes a step status and a one-line summary. Register one with `@register_kind`
 AppConfig.ready() (import the module holding the class).
 """
 
+import datetime
+import decimal
+import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -29,10 +32,13 @@ class StepSpec:
     stop_on_failure: bool = True
 
     def argv(self) -> list[str]:
-        return catalogue.build(self.command, **self.values)
+        # A step without a command is run by its kind (JobKind.step_runner): several commands in one cell.
+        return catalogue.build(self.command, **self.values) if self.command else []
 
     def timeout_seconds(self) -> float:
-        return self.timeout if self.timeout is not None else catalogue.get_command(self.command).timeout
+        if self.timeout is not None or not self.command:
+            return self.timeout or 3600.0
+        return catalogue.get_command(self.command).timeout
 
 
 class NoParameters(serializers.Serializer):
@@ -73,6 +79,18 @@ class JobKind:
         prefix = "" if result.exit_code == 0 else f"exit {result.exit_code}: "
         return (prefix + first)[:300]
 
+    def prepare(self, job, shard) -> None:
+        """Called in the worker's sync context before the shard's fan-out: read what step runners will need."""
+
+    def step_runner(self, step: StepSpec):
+        """None: the step runs its catalogue command. Otherwise an async (target, run) -> CommandResult that runs
+        several commands in the step's cell (apps.nodeexec.fanout.StepRunner)."""
+        return None
+
+    def event_data(self, step: StepSpec, result: CommandResult) -> dict:
+        """Extra data for the cell's finished event (pushed live with it), e.g. verdicts and suggestions."""
+        return {}
+
     def shard_finished(self, job, shard) -> None:
         """Called once a shard's commands are over and recorded, in the worker's sync context: read the cells'
         artifacts here to parse and record what the commands found (discovery, acceptance verdicts). Report with
@@ -96,6 +114,8 @@ def _jsonable(value):
         return {key: _jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(item) for item in value]
+    if isinstance(value, uuid.UUID | datetime.date | decimal.Decimal):
+        return str(value)
     return value
 
 

@@ -30,6 +30,18 @@ class Placeholder:
         return text
 
 
+# The only scripts Rackpilot hands to a shell or to Python (deployments run them; simulated nodes answer exactly
+# these). Content and paths are positional arguments, never script text.
+WRITE_FILE_SCRIPT = 'printf %s "$1" | base64 -d > "$2"'
+PYTHON_VERSIONS_SCRIPT = (
+    "import importlib.metadata as m\n"
+    "for name in ('torch', 'tensorflow'):\n"
+    "    try:\n"
+    "        print(name, m.version(name))\n"
+    "    except m.PackageNotFoundError:\n"
+    "        print(name, 'missing')\n"
+)
+
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
 PLACEHOLDERS: dict[str, Placeholder] = {
     "interface": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}", "a Linux interface name"),

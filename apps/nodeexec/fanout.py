@@ -6,10 +6,17 @@ Cancel is an asyncio.Event: once set, no new command starts and running ones are
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from apps.nodeexec.base import CommandResult, NodeTarget, OutputCollector, Transport, TransportError
+from apps.nodeexec.base import STDOUT, CommandResult, NodeTarget, OutputCollector, Transport, TransportError
+from apps.nodeexec.catalogue import shell_join
+
+# Runs one command of a step on the node's open session: (argv, timeout) -> its result, output streamed to the cell.
+RunCommand = Callable[[list[str], float], Awaitable[CommandResult]]
+# A step that is more than one command (check, apply, verify): given the node and `run`, returns the cell's result.
+StepRunner = Callable[[NodeTarget, RunCommand], Awaitable[CommandResult]]
 
 
 @dataclass(frozen=True)
@@ -18,6 +25,7 @@ class PlannedStep:
     argv: tuple[str, ...]
     timeout: float = 60.0
     stop_on_failure: bool = True
+    runner: StepRunner | None = None
 
 
 class Observer(Protocol):
@@ -76,12 +84,11 @@ async def run_node(target, steps, *, transport, observer, cancel, grace, output_
                     observer.step_finished(target, step, result)
                     _skip_rest(observer, target, steps[position + 1 :], "node unreachable", canceled=False)
                     return
-            collector = OutputCollector(
-                cap=output_cap, on_line=lambda stream, line, s=step: observer.output(target, s, stream, line)
-            )
-            result = await session.run(
-                list(step.argv), timeout=step.timeout, collector=collector, cancel=cancel, grace=grace
-            )
+            run = _command_runner(session, target, step, observer=observer, cancel=cancel, grace=grace, cap=output_cap)
+            if step.runner is not None:
+                result = await step.runner(target, run)
+            else:
+                result = await run(list(step.argv), step.timeout)
             observer.step_finished(target, step, result)
             if result.canceled:
                 _skip_rest(observer, target, steps[position + 1 :], "canceled before it started", canceled=True)
@@ -93,6 +100,16 @@ async def run_node(target, steps, *, transport, observer, cancel, grace, output_
         if session is not None:
             with contextlib.suppress(Exception):
                 await session.close()
+
+
+def _command_runner(session, target, step, *, observer, cancel, grace, cap) -> RunCommand:
+    async def run(argv: list[str], timeout: float) -> CommandResult:
+        if step.runner is not None:  # several commands share the cell: say which one the lines below come from
+            observer.output(target, step, STDOUT, f"$ {shell_join(list(argv))}")
+        collector = OutputCollector(cap=cap, on_line=lambda stream, line: observer.output(target, step, stream, line))
+        return await session.run(list(argv), timeout=timeout, collector=collector, cancel=cancel, grace=grace)
+
+    return run
 
 
 def _skip_rest(observer, target, steps, reason, *, canceled) -> None:

@@ -15,6 +15,7 @@ class FaultKind(models.TextChoices):
     DISK_FULL = "disk_full", "Disk full"
     CORRUPT_CHECKPOINT = "corrupt_checkpoint", "Corrupt checkpoint"
     STRAGGLER = "straggler", "Straggler node"
+    PTP_UNSYNCED = "ptp_unsynced", "PTP clock not synchronised"
 
 
 class FaultTarget(models.TextChoices):
@@ -40,6 +41,7 @@ FAULT_TARGETS = {
     FaultKind.DISK_FULL: FaultTarget.MOUNT,
     FaultKind.CORRUPT_CHECKPOINT: FaultTarget.FILE,
     FaultKind.STRAGGLER: FaultTarget.NODE,
+    FaultKind.PTP_UNSYNCED: FaultTarget.NODE,
 }
 
 # Severity colour per kind, for badges: red takes the node out of work, orange degrades it.
@@ -55,4 +57,5 @@ FAULT_KIND_COLOURS = {
     FaultKind.DISK_FULL: "red",
     FaultKind.CORRUPT_CHECKPOINT: "red",
     FaultKind.STRAGGLER: "orange",
+    FaultKind.PTP_UNSYNCED: "orange",
 }

@@ -152,6 +152,10 @@ def _straggler(state: SimulatedNode, target: str, parameters: dict) -> None:
         gpu.clock_cap_mhz = parameters["sm_clock_mhz"]
 
 
+def _ptp_unsynced(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.ptp_synchronised = False
+
+
 EFFECTS: dict[str, Callable[[SimulatedNode, str, dict], None]] = {
     FaultKind.MTU: _mtu,
     FaultKind.PFC_OFF: _pfc_off,
@@ -164,6 +168,7 @@ EFFECTS: dict[str, Callable[[SimulatedNode, str, dict], None]] = {
     FaultKind.DISK_FULL: _disk_full,
     FaultKind.CORRUPT_CHECKPOINT: _corrupt_checkpoint,
     FaultKind.STRAGGLER: _straggler,
+    FaultKind.PTP_UNSYNCED: _ptp_unsynced,
 }
 
 

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.core.audit import AuditedModel
-from apps.core.models import PublicModel
+from apps.core.models import PublicModel, TimestampedModel
 from apps.inventory.models import Node
 from apps.simulator.choices import FAULT_KIND_COLOURS, FaultKind
 
@@ -45,3 +45,31 @@ class SimFault(AuditedModel, PublicModel):
     @property
     def colour(self) -> str:
         return FAULT_KIND_COLOURS[self.kind]
+
+
+class SimChangeQuerySet(models.QuerySet):
+    def on(self, node: Node) -> "SimChangeQuerySet":
+        return self.filter(node=node)
+
+
+class SimChange(TimestampedModel):
+    """A change a command made on a simulated node (an MTU set, a package installed, a file written); it persists.
+
+    Applied after the node's faults; `key` says what changed (see apps.simulator.changes), `value` is its JSON value.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="sim_changes")
+    key = models.CharField(max_length=255)
+    value = models.JSONField()
+
+    objects = SimChangeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["node__hostname", "key"]
+        verbose_name = "simulated change"
+        constraints = [
+            models.UniqueConstraint(fields=["node", "key"], name="simchange_unique_key_per_node"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.hostname} {self.key}"

@@ -6,8 +6,10 @@ from django.db.models import Prefetch
 
 from apps.inventory.models import Nic, Node
 from apps.simulator import shell
+from apps.simulator.changes import apply_changes
+from apps.simulator.choices import FaultKind
 from apps.simulator.faults import FaultError, apply_faults, check_fault
-from apps.simulator.models import SimFault
+from apps.simulator.models import SimChange, SimFault
 from apps.simulator.shell import CommandOutput, Context
 from apps.simulator.state import SimulatedNode, build_state
 from apps.simulator.tools import nccl
@@ -15,6 +17,7 @@ from apps.simulator.tools import nccl
 __all__ = [
     "CommandOutput",
     "clear_all",
+    "clear_changes",
     "clear_fault",
     "clear_faults",
     "inject_fault",
@@ -27,22 +30,30 @@ __all__ = [
 def _loaded(node: Node) -> Node:
     nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
     return Node.objects.prefetch_related(
-        "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults"
+        "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults", "sim_changes"
     ).get(pk=node.pk)
 
 
 def node_state(*, node: Node) -> SimulatedNode:
-    """The node as the simulator sees it now: its inventory with its faults applied."""
+    """The node as the simulator sees it now: its inventory, its faults, then the changes commands made."""
     node = _loaded(node)
-    return apply_faults(build_state(node), node.sim_faults.all())
+    return apply_changes(apply_faults(build_state(node), node.sim_faults.all()), node.sim_changes.all())
 
 
 def run_command(*, node: Node, argv: list[str], seed: int = 0, load: float = 0.0) -> CommandOutput:
-    """What the simulated node answers to argv. `load` (0 idle .. 1 a GEMM loop) sets how busy its GPUs are."""
+    """What the simulated node answers to argv. `load` (0 idle .. 1 a GEMM loop) sets how busy its GPUs are.
+
+    What the command changes (an MTU set, a package installed) is stored and persists across commands.
+    """
     context = Context(
         loader=lambda: node_state(node=node), hostname=node.hostname, seed=seed, load=max(0.0, min(load, 1.0))
     )
-    return shell.run(context, [str(word) for word in argv])
+    result = shell.run(context, [str(word) for word in argv])
+    if context.changes:
+        with transaction.atomic():
+            for key, value in context.changes.items():
+                SimChange.objects.update_or_create(node=node, key=key, defaults={"value": value})
+    return result
 
 
 def run_nccl_tests(
@@ -54,6 +65,7 @@ def run_nccl_tests(
     step_factor: int = 2,
     gpus_per_node: int = 8,
     seed: int = 0,
+    env: dict[str, str] | None = None,
 ) -> CommandOutput:
     """nccl-tests launched with one process per GPU across `nodes` (as mpirun -np N*G would), as rank 0 prints it."""
     binary = f"{collective}_perf"
@@ -65,7 +77,7 @@ def run_nccl_tests(
         ["-b", str(min_bytes), "-e", str(max_bytes), "-f", str(step_factor), "-g", str(gpus_per_node)]
     )
     states = [node_state(node=node) for node in nodes]
-    return nccl.run_nccl_tests(states, binary, args, seed=seed, per_process_gpus=1 if len(nodes) > 1 else None)
+    return nccl.run_nccl_tests(states, binary, args, seed=seed, per_process_gpus=1 if len(nodes) > 1 else None, env=env)
 
 
 # --- faults -----------------------------------------------------------------------------------------------------
@@ -80,10 +92,22 @@ def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | 
         raise ValidationError({error.field: str(error)}) from None
     try:
         with transaction.atomic():
-            return SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
+            fault = SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
+            _overridden_changes(node, kind, target).delete()
+            return fault
     except IntegrityError:
         where = f" on {target}" if target else ""
         raise ValidationError({"target": f"{node.hostname} already has a {kind} fault{where}."}) from None
+
+
+def _overridden_changes(node: Node, kind: str, target: str):
+    """The changes a new fault takes over, so that a fault injected after an apply takes effect."""
+    changes = SimChange.objects.on(node)
+    if kind == FaultKind.MTU:
+        return changes.filter(key=f"nic:{target}:mtu")
+    if kind == FaultKind.PFC_OFF:
+        return changes.filter(key__startswith="nic:", key__endswith=":pfc")
+    return changes.none()
 
 
 def clear_fault(*, fault: SimFault) -> None:
@@ -105,3 +129,12 @@ def clear_faults(*, node: Node, kind: str | None = None) -> int:
 
 def clear_all(node: Node) -> int:
     return clear_faults(node=node)
+
+
+# --- changes ----------------------------------------------------------------------------------------------------
+
+
+def clear_changes(*, node: Node) -> int:
+    """Forget what commands changed on a node; its tools answer from the inventory and faults again."""
+    removed, _ = SimChange.objects.on(node).delete()
+    return removed

@@ -31,11 +31,21 @@ class Context:
         hostname: str | None = None,
         seed: int = 0,
         load: float = 0.0,
+        env: dict[str, str] | None = None,
     ):
         if state is None and loader is None:
             raise ValueError("a Context needs a state or a loader")
         self._state, self._loader, self._hostname = state, loader, hostname
         self.seed, self.load = seed, load
+        self.env: dict[str, str] = dict(env or {})  # NAME=VALUE given through `env` (what NCCL reads first)
+        self.changes: dict[str, object] = {}  # what the command changed, for the caller to store
+
+    def change(self, key: str, value) -> None:
+        """Record a change the command makes and apply it to the state, so the rest of the command sees it."""
+        from apps.simulator.changes import apply_change
+
+        apply_change(self.state, key, value)
+        self.changes[key] = value
 
     @cached_property
     def state(self) -> SimulatedNode:
@@ -62,10 +72,10 @@ def not_found(name: str) -> CommandOutput:
 
 
 def _registry() -> dict[str, Tool]:
-    from apps.simulator.tools import bench, nccl, network, nvidia_smi, storage, system
+    from apps.simulator.tools import bench, nccl, network, nvidia_smi, packages, storage, system
 
     tools: dict[str, Tool] = {}
-    for module in (nvidia_smi, network, system, storage, nccl, bench):
+    for module in (nvidia_smi, network, system, storage, nccl, bench, packages):
         tools.update(module.COMMANDS)
     return tools
 
@@ -80,7 +90,7 @@ def tools() -> dict[str, Tool]:
     return _TOOLS
 
 
-GPU_TOOLS = {"nvidia-smi", "nvbandwidth", "dcgmi"} | {
+GPU_TOOLS = {"nvidia-smi", "nvbandwidth", "dcgmi", "nvcc"} | {
     f"{name}_perf"
     for name in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
 }
@@ -89,18 +99,28 @@ GPU_TOOLS = {"nvidia-smi", "nvbandwidth", "dcgmi"} | {
 TRANSPARENT_PREFIXES = {"sudo", "timeout", "nice", "stdbuf", "env"}
 
 
-def _unwrap(argv: list[str]) -> list[str]:
+def unwrap(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The wrapped command, and the NAME=VALUE assignments an `env` in front gave it."""
+    env: dict[str, str] = {}
     while argv and argv[0] in TRANSPARENT_PREFIXES:
         head, argv = argv[0], argv[1:]
         if head == "timeout" and argv:
             argv = argv[1:]  # the duration
         while argv and (argv[0].startswith("-") or (head == "env" and "=" in argv[0])):
+            if head == "env" and "=" in argv[0] and not argv[0].startswith("-"):
+                name, _, value = argv[0].partition("=")
+                env[name] = value
             argv = argv[1:]
-    return argv
+    return argv, env
+
+
+def _unwrap(argv: list[str]) -> list[str]:
+    return unwrap(argv)[0]
 
 
 def run(context: Context, argv: list[str]) -> CommandOutput:
-    argv = _unwrap(list(argv))
+    argv, env = unwrap(list(argv))
+    context.env.update(env)
     if not argv:
         return ok("")
     name = argv[0].rsplit("/", 1)[-1]

@@ -10,10 +10,39 @@ from apps.inventory.choices import FirmwareComponent, NicPurpose, NicTransport, 
 
 DRIVER_VERSION = "580.159.04"
 CUDA_VERSION = "13.0"
-NCCL_VERSION_CODE = 22803  # NCCL 2.28.3, as on the real H200 node
+NCCL_VERSION = "2.28.3"  # as on the real H200 node
+NCCL_VERSION_CODE = 22803
+OPENMPI_VERSION = "4.1.6"
 NCCL_TESTS_VERSION = "2.19.6"
 KERNEL_RELEASE = "6.8.0-60-generic"
 MLX5_DRIVER_VERSION = "24.10-1.1.4"
+MAX_CHANNELS = 63  # mlx5's and ice's maximum of combined RSS channels
+
+# The CUDA version each driver branch supports, as nvidia-smi prints it ("CUDA Version").
+DRIVER_CUDA = {"535": "12.2", "545": "12.3", "550": "12.4", "555": "12.5", "560": "12.6", "565": "12.7"}
+DRIVER_CUDA |= {"570": "12.8", "575": "12.9", "580": "13.0", "590": "13.1"}
+
+
+def driver_cuda_version(driver: str) -> str:
+    """580.159.04 -> '13.0': the newest CUDA the driver's branch runs (an unknown branch: the nearest older one)."""
+    branch = driver.split(".")[0]
+    known = sorted(DRIVER_CUDA, key=int)
+    if not branch.isdigit():
+        return CUDA_VERSION
+    older = [name for name in known if int(name) <= int(branch)]
+    return DRIVER_CUDA[older[-1] if older else known[0]]
+
+
+def cuda_version_code(version: str) -> int:
+    """'13.0' -> 13000, as cudaDriverGetVersion reports it."""
+    major, _, minor = version.partition(".")
+    return int(major) * 1000 + int(minor or 0) * 10
+
+
+def nccl_version_code(version: str) -> int:
+    """'2.28.3' -> 22803 (NCCL_VERSION_CODE since 2.9: major*10000 + minor*100 + patch)."""
+    major, minor, patch = ([int(part) for part in version.split(".")[:3] if part.isdigit()] + [0, 0, 0])[:3]
+    return major * 10000 + minor * 100 + patch if (major, minor) >= (2, 9) else major * 1000 + minor * 100 + patch
 
 
 @dataclass(frozen=True)
@@ -151,6 +180,9 @@ class SimNic:
     link_up: bool
     cable_speed_gbps: int | None
     rdma_device: str | None = None  # mlx5_N for RDMA NICs
+    trust: str = "pcp"  # mlnx_qos priority trust state: dscp or pcp
+    channels: int = MAX_CHANNELS  # combined RSS channels now (ethtool -l)
+    max_channels: int = MAX_CHANNELS
 
     @property
     def is_data(self) -> bool:
@@ -200,6 +232,19 @@ class SimulatedNode:
     leaf_uplink_ratio: float = 1.0  # uplink / downlink capacity of the node's leaves; below 1 is oversubscribed
     straggler: bool = False
     faults: list[tuple[str, str]] = field(default_factory=list)
+    # Installed software and written files (what deployments change):
+    driver_version: str = DRIVER_VERSION
+    cuda_toolkit: str = CUDA_VERSION
+    nccl_version: str = NCCL_VERSION
+    openmpi_version: str = OPENMPI_VERSION
+    python_packages: dict[str, str] = field(default_factory=dict)  # torch, tensorflow: version
+    files: dict[str, str] = field(default_factory=dict)  # absolute path: content
+    ptp_synchronised: bool = True
+
+    @property
+    def driver_cuda(self) -> str:
+        """The CUDA version nvidia-smi reports: the one the driver's branch supports."""
+        return driver_cuda_version(self.driver_version)
 
     @property
     def visible_gpus(self) -> list[SimGpu]:
@@ -266,7 +311,7 @@ def build_state(node) -> "SimulatedNode":
         SimVolume(volume.mount_point, volume.capacity_gb, volume.tier.kind)
         for volume in sorted(node.volumes.all(), key=lambda volume: volume.mount_point)
     ]
-    return SimulatedNode(
+    state = SimulatedNode(
         hostname=node.hostname,
         node_id=node.pk,
         cpu_model=node.cpu_model or "Intel(R) Xeon(R) Platinum 8480+",
@@ -282,6 +327,9 @@ def build_state(node) -> "SimulatedNode":
         checkpoints=checkpoint_files(volumes),
         leaf_uplink_ratio=_leaf_uplink_ratio(node),
     )
+    for nic in state.nics:
+        nic.channels = min(nic.max_channels, state.cpu_count)
+    return state
 
 
 def _sim_gpu(gpu, firmware: dict) -> SimGpu:
@@ -333,6 +381,7 @@ def _sim_nics(node, firmware: dict) -> list[SimNic]:
             firmware=firmware.get((FirmwareComponent.NIC_FIRMWARE, nic.name), "28.41.1000"),
             link_up=nic.link_up,
             cable_speed_gbps=cable.speed_gbps if cable else None,
+            trust="dscp" if nic.rdma_capable else "pcp",
         )
         if nic.rdma_capable and nic.transport in (NicTransport.ROCE, NicTransport.INFINIBAND):
             sim.rdma_device = f"mlx5_{rdma_index}"

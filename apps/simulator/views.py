@@ -1,4 +1,5 @@
-"""The simulator page: the faults injected into simulated nodes, a form to inject one, buttons to clear them."""
+"""The simulator page: the faults injected into simulated nodes, a form to inject one, buttons to clear them; the
+changes commands made on nodes, with a button to forget them."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,13 +13,14 @@ from apps.inventory.models import Node
 from apps.simulator import services
 from apps.simulator.choices import FAULT_TARGETS, FaultKind
 from apps.simulator.forms import FaultForm
-from apps.simulator.models import SimFault
+from apps.simulator.models import SimChange, SimFault
 
 
 def _page(request, form: FaultForm, status: int = 200):
     faults = SimFault.objects.select_related("node", "created_by").order_by("node__hostname", "kind", "target")
     kinds = [(kind.value, kind.label, FAULT_TARGETS[kind].label) for kind in FaultKind]
-    context = {"faults": faults, "form": form, "kinds": kinds}
+    changes = SimChange.objects.select_related("node").order_by("node__hostname", "key")
+    context = {"faults": faults, "form": form, "kinds": kinds, "changes": changes}
     return render(request, "simulator/faults.html", context, status=status)
 
 
@@ -59,4 +61,13 @@ def node_clear(request, hostname):
     node = get_object_or_404(Node, hostname=hostname)
     removed = services.clear_all(node)
     messages.success(request, f"Cleared {removed} fault{'s' if removed != 1 else ''} on {node}.")
+    return redirect("simulator")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_forget(request, hostname):
+    node = get_object_or_404(Node, hostname=hostname)
+    removed = services.clear_changes(node=node)
+    messages.success(request, f"Forgot {removed} change{'s' if removed != 1 else ''} on {node}.")
     return redirect("simulator")

@@ -45,7 +45,17 @@ def test_a_value_fills_exactly_one_argv_element():
 def test_every_catalogue_command_joins_back_to_its_argv():
     for command in CATALOGUE.values():
         values = {
-            name: {"interface": "lo", "seconds": "1", "gpu_index": "0", "path": "/tmp"}[name]
+            name: {
+                "interface": "lo",
+                "seconds": "1",
+                "gpu_index": "0",
+                "path": "/tmp",
+                "number": "9000",
+                "pfc_mask": "0,0,0,1,0,0,0,0",
+                "package": "libnccl2=2.26.2-1+cuda12.8",
+                "requirement": "torch==2.7.1",
+                "base64": "aGVsbG8=",
+            }[name]
             for name in command.placeholders
         }
         argv = command.build(**values)

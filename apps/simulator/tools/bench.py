@@ -2,7 +2,7 @@
 
 from apps.simulator.model import hbm_copy_tbps, jitter, noise, pcie_gbps, peer_copy_gbps
 from apps.simulator.shell import CommandOutput, Context, fail, ok
-from apps.simulator.state import DRIVER_VERSION, SimGpu
+from apps.simulator.state import SimGpu, cuda_version_code
 from apps.simulator.tools.common import option_value
 
 # --- nvbandwidth ------------------------------------------------------------------------------------------------
@@ -61,9 +61,9 @@ def nvbandwidth(context: Context, argv: list[str]) -> CommandOutput:
         "NOTE: This tool reports current measured bandwidth on your system.",
         "Additional system-specific tuning may be required to achieve maximal peak bandwidth.",
         "",
-        "CUDA Runtime Version: 13000",
-        "CUDA Driver Version: 13000",
-        f"Driver Version: {DRIVER_VERSION}",
+        f"CUDA Runtime Version: {cuda_version_code(context.state.cuda_toolkit)}",
+        f"CUDA Driver Version: {cuda_version_code(context.state.driver_cuda)}",
+        f"Driver Version: {context.state.driver_version}",
         "",
     ]
     lines += [f"Device {index}: {gpu.facts.product_name} ({gpu.pci_bus_id[:-2]})" for index, gpu in enumerate(gpus)]
@@ -181,7 +181,7 @@ def dcgmi(context: Context, argv: list[str]) -> CommandOutput:
         "+===========================+================================================+",
         SECTIONS["Metadata"],
         _row("DCGM Version", DCGM_VERSION),
-        _row("Driver Version Detected", DRIVER_VERSION),
+        _row("Driver Version Detected", context.state.driver_version),
         _row("GPU Device IDs Detected", ids),
         SECTIONS["Deployment"],
     ]

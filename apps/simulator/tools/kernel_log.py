@@ -1,7 +1,7 @@
 """dmesg: a quiet boot, then the kernel's own words for each fault (NVRM Xid lines, link changes, PCIe downgrades)."""
 
 from apps.simulator.shell import Context
-from apps.simulator.state import DRIVER_VERSION, KERNEL_RELEASE, SimGpu
+from apps.simulator.state import KERNEL_RELEASE, SimGpu
 
 
 def _stamp(seconds: float) -> str:
@@ -20,7 +20,7 @@ def _boot_lines(context: Context) -> list[str]:
     lines += [f"mlx5_core {nic.pci_address}: firmware version: {nic.firmware}" for nic in state.rdma_nics]
     lines.append("nvidia-nvlink: Nvlink Core is being initialized, major device number 234")
     lines.append(
-        f"NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER_VERSION}  Release Build  "
+        f"NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  {state.driver_version}  Release Build  "
         "(dvs-builder@U22-I3-AF03-09-1)  Tue Oct 14 19:33:52 UTC 2026"
     )
     for nic in state.data_nics:

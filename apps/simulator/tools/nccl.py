@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
 from apps.simulator.shell import CommandOutput, Context
-from apps.simulator.state import NCCL_TESTS_VERSION, NCCL_VERSION_CODE, SimulatedNode
+from apps.simulator.state import NCCL_TESTS_VERSION, SimulatedNode, cuda_version_code, nccl_version_code
 
 COLLECTIVES = tuple(BUSBW_FACTORS)
 BINARIES = {f"{name}_perf": name for name in COLLECTIVES}
@@ -24,8 +24,63 @@ TABLE_HEADER = """\
 """  # noqa: W291 - nccl-tests pads these lines with spaces
 
 
+NCCL_CONF = "/etc/nccl.conf"
+
+
 class UsageError(ValueError):
     pass
+
+
+# --- NCCL settings and socket interfaces ---------------------------------------------------------------------------
+
+
+def nccl_settings(state: SimulatedNode, env: dict[str, str] | None = None) -> dict[str, str]:
+    """NCCL_* settings as NCCL sees them: NAME=VALUE lines of /etc/nccl.conf, then the environment (which wins)."""
+    settings = {}
+    for line in state.files.get(NCCL_CONF, "").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            name, _, value = line.partition("=")
+            settings[name.strip()] = value.strip()
+    settings.update(env or {})
+    return settings
+
+
+def socket_interfaces(state: SimulatedNode) -> list[tuple[str, str]]:
+    """(name, IPv4 address) of the node's interfaces in kernel order, as getifaddrs lists them."""
+    node = state.node_id or 0
+    found = [("lo", "127.0.0.1")]
+    found += [
+        (nic.name, f"10.{100 + position}.{node // 250 % 250}.{node % 250 + 1}")
+        for position, nic in enumerate(state.nics)
+    ]
+    return found
+
+
+def _if_matches(name: str, patterns: list[str], exact: bool) -> bool:
+    return any(name == pattern if exact else name.startswith(pattern) for pattern in patterns)
+
+
+def select_interfaces(state: SimulatedNode, ifname: str | None) -> list[tuple[str, str]]:
+    """The interfaces NCCL's socket transport uses: NCCL_SOCKET_IFNAME is a comma list of name prefixes, '^' in
+    front excludes them, '=' in front (after any '^') makes them exact names. Unset: ib* first, else all but lo and
+    docker*."""
+    interfaces = socket_interfaces(state)
+    if not ifname:
+        preferred = [interface for interface in interfaces if interface[0].startswith("ib")]
+        return preferred or [
+            interface for interface in interfaces if not interface[0].startswith(("lo", "docker", "virbr"))
+        ]
+    exclude = ifname.startswith("^")
+    text = ifname[1:] if exclude else ifname
+    exact = text.startswith("=")
+    text = text[1:] if exact else text
+    patterns = [pattern.split(":")[0] for pattern in text.split(",") if pattern]
+    return [interface for interface in interfaces if _if_matches(interface[0], patterns, exact) != exclude]
+
+
+def _debug_level(settings: dict[str, str]) -> str:
+    return settings.get("NCCL_DEBUG", "").upper()
 
 
 @dataclass(frozen=True)
@@ -152,10 +207,11 @@ def _ranks(nodes: list[SimulatedNode], per_node: int, seed: int) -> list[Rank]:
     return ranks
 
 
-def _header(binary: str, args: NcclArgs, gpus_per_process: int) -> list[str]:
+def _header(binary: str, args: NcclArgs, gpus_per_process: int, nccl_version: str) -> list[str]:
     step = f"{args.step_factor}(factor)" if args.step_factor > 1 else f"{args.step_bytes}(bytes)"
+    code = nccl_version_code(nccl_version)
     return [
-        f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={NCCL_VERSION_CODE} nccl-library={NCCL_VERSION_CODE}",
+        f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={code} nccl-library={code}",
         f"# Collective test starting: {binary}",
         f"# nThread {args.threads} nGpus {gpus_per_process} minBytes {args.min_bytes} maxBytes {args.max_bytes} "
         f"step: {step} warmup iters: {args.warmup} iters: {args.iters} agg iters: 1 validation: {args.check} "
@@ -171,6 +227,52 @@ def _device_line(number: int, rank: Rank) -> str:
         f"#  Rank {number:>2} Group  0 Pid {rank.pid:>6} on {rank.host.hostname:>10} device {rank.device:>2} "
         f"[{gpu.short_bus_id}] {gpu.facts.product_name}"
     )
+
+
+def _info_lines(nodes: list[SimulatedNode], per_node: int, seed: int, settings: dict[str, str]) -> list[str]:
+    """Rank 0's NCCL INFO lines from its start (NCCL_DEBUG=INFO): settings, version, the interface it uses."""
+    state = nodes[0]
+    pid = noise(seed, state.hostname, "pid").randint(20000, 60000)
+    prefix = f"{state.hostname}:{pid}:{pid} [0] NCCL INFO "
+    ifname = settings.get("NCCL_SOCKET_IFNAME")
+    name, address = select_interfaces(state, ifname)[0]
+    lines = []
+    if ifname:
+        lines += [f"NCCL_SOCKET_IFNAME set by environment to {ifname}", f"NCCL_SOCKET_IFNAME set to {ifname}"]
+    lines += [
+        f"cudaDriverVersion {cuda_version_code(state.driver_cuda)}",
+        f"NCCL version {state.nccl_version}+cuda{state.cuda_toolkit}",
+        f"NET/Socket : Using [0]{name}:{address}<0>",
+        f"Using network {'IB' if state.rdma_nics and len(nodes) > 1 else 'Socket'}",
+        f"comm 0x{pid:x}0 rank 0 nRanks {per_node * len(nodes)} nNodes {len(nodes)} localRanks {per_node} "
+        "localRank 0 MNNVL 0",
+    ]
+    return [prefix + line for line in lines]
+
+
+def _bootstrap_failure(
+    nodes: list[SimulatedNode], per_node: int, seed: int, settings: list[dict[str, str]]
+) -> tuple[int, list[str]] | None:
+    """NCCL_SOCKET_IFNAME matches none of a node's interfaces: bootstrap fails in ncclGetUniqueId / comm init."""
+    for state, node_settings in zip(nodes, settings, strict=True):
+        ifname = node_settings.get("NCCL_SOCKET_IFNAME")
+        if select_interfaces(state, ifname):
+            continue
+        pid = noise(seed, state.hostname, "pid").randint(20000, 60000)
+        prefix = f"{state.hostname}:{pid}:{pid} [0] NCCL "
+        lines = []
+        level = _debug_level(node_settings)
+        if level in ("INFO", "TRACE") and ifname:
+            lines.append(f"{prefix}INFO NCCL_SOCKET_IFNAME set by environment to {ifname}")
+        if level in ("WARN", "INFO", "TRACE"):
+            lines.append(f"{prefix}WARN Bootstrap : no socket interface found")
+        lines += [
+            f"{state.hostname}: Test NCCL failure common.cu:1046 'internal error - please report this issue to the "
+            "NCCL developers / '",
+            f" .. {state.hostname} pid {pid}: Test failure common.cu:1454",
+        ]
+        return 3, lines
+    return None
 
 
 def _failure(nodes: list[SimulatedNode], per_node: int, seed: int) -> tuple[int, list[str]] | None:
@@ -205,18 +307,38 @@ def _failure(nodes: list[SimulatedNode], per_node: int, seed: int) -> tuple[int,
 
 
 def run_nccl_tests(
-    nodes: list[SimulatedNode], binary: str, args: NcclArgs, *, seed: int = 0, per_process_gpus: int | None = None
+    nodes: list[SimulatedNode],
+    binary: str,
+    args: NcclArgs,
+    *,
+    seed: int = 0,
+    per_process_gpus: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> CommandOutput:
-    """nccl-tests over `nodes` with args.gpus x args.threads GPUs on each (one process per GPU across nodes)."""
+    """nccl-tests over `nodes` with args.gpus x args.threads GPUs on each (one process per GPU across nodes).
+
+    NCCL reads each node's /etc/nccl.conf, then `env` (NCCL_SOCKET_IFNAME, NCCL_DEBUG, ...), which wins.
+    """
     collective = BINARIES[binary]
     per_node = args.gpus * args.threads
-    header = _header(binary, args, per_process_gpus or args.gpus)
+    header = _header(binary, args, per_process_gpus or args.gpus, nodes[0].nccl_version)
     failure = _failure(nodes, per_node, seed)
     if failure is not None:
         code, lines = failure
         return CommandOutput(code, "\n".join(header + lines) + "\n", "")
+    settings = [nccl_settings(state, env) for state in nodes]
     ranks = _ranks(nodes, per_node, seed)
-    lines = header + [_device_line(number, rank) for number, rank in enumerate(ranks)] + ["#"]
+    lines = header + [_device_line(number, rank) for number, rank in enumerate(ranks)]
+    failure = _bootstrap_failure(nodes, per_node, seed, settings)
+    if failure is not None:
+        code, failed = failure
+        return CommandOutput(code, "\n".join(lines + failed) + "\n", "")
+    level = _debug_level(settings[0])
+    if level in ("INFO", "TRACE"):
+        lines += _info_lines(nodes, per_node, seed, settings[0])
+    elif level == "VERSION":
+        lines.append(f"NCCL version {nodes[0].nccl_version}+cuda{nodes[0].cuda_toolkit}")
+    lines.append("#")
     lines += TABLE_HEADER.rstrip("\n").split("\n")
     model = ring_model(collective, nodes, per_node)
     word = DTYPE_BYTES[args.dtype]
@@ -257,7 +379,7 @@ def nccl_test_binary(context: Context, argv: list[str]) -> CommandOutput:
         args = parse_args(argv[1:])
     except UsageError as error:
         return CommandOutput(1, "", f"{binary}: {error}\n")
-    return run_nccl_tests([context.state], binary, args, seed=context.seed)
+    return run_nccl_tests([context.state], binary, args, seed=context.seed, env=context.env)
 
 
 COMMANDS = {binary: nccl_test_binary for binary in BINARIES}

@@ -74,6 +74,32 @@ def _text_link(ifindex: int, nic: SimNic | None) -> str:
     return text
 
 
+MTU_MIN, MTU_MAX = 68, 9216  # what mlx5 and ice accept
+
+
+def ip_link_set(context: Context, args: list[str]) -> CommandOutput:
+    """ip link set [dev] IF mtu N: the only setting the simulator changes."""
+    if args[:1] == ["dev"]:
+        args = args[1:]
+    if not args:
+        return fail(255, 'Not enough information: "dev" argument is required.\n')
+    name, settings = args[0], args[1:]
+    nic = context.state.nic(name)
+    if nic is None:
+        return fail(1, f'Cannot find device "{name}"\n')
+    if len(settings) != 2 or settings[0] != "mtu":
+        return fail(255, "ip: the simulator sets only the mtu with ip link set\n")
+    if not settings[1].isdigit():
+        return fail(255, f'Error: argument "{settings[1]}" is wrong: Invalid "mtu" value\n\n')
+    mtu = int(settings[1])
+    if mtu > MTU_MAX:
+        return fail(2, "Error: mtu greater than device maximum.\n")
+    if mtu < MTU_MIN:
+        return fail(2, "Error: mtu less than device minimum.\n")
+    context.change(f"nic:{nic.name}:mtu", mtu)
+    return ok("")
+
+
 def ip(context: Context, argv: list[str]) -> CommandOutput:
     args = argv[1:]
     as_json = False
@@ -83,6 +109,8 @@ def ip(context: Context, argv: list[str]) -> CommandOutput:
     if not args or args[0] not in ("link", "l", "li", "lin"):
         return fail(255, 'Object "{}" is unknown, try "ip help".\n'.format(args[0] if args else ""))
     args = args[1:]
+    if args[:1] == ["set"]:
+        return ip_link_set(context, args[1:])
     if args[:1] == ["show"]:
         args = args[1:]
     if args[:1] == ["dev"]:
@@ -198,10 +226,41 @@ def _ethtool_driver(nic: SimNic) -> str:
     )
 
 
+def _ethtool_channels(nic: SimNic) -> str:
+    """ethtool -l as ethtool 6.x prints it over netlink: n/a for the counts the driver does not report."""
+
+    def block(combined: int) -> list[str]:
+        return ["RX:\t\tn/a", "TX:\t\tn/a", "Other:\t\tn/a", f"Combined:\t{combined}"]
+
+    lines = [f"Channel parameters for {nic.name}:", "Pre-set maximums:", *block(nic.max_channels)]
+    lines += ["Current hardware settings:", *block(nic.channels)]
+    return "\n".join(lines) + "\n"
+
+
+def ethtool_set_channels(context: Context, args: list[str]) -> CommandOutput:
+    """ethtool -L IF combined N."""
+    if len(args) < 3:
+        return fail(1, "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n")
+    nic = context.state.nic(args[0])
+    if nic is None:
+        return fail(1, f"netlink error: no device matches name ({args[0]})\n")
+    if args[1:] and (len(args) != 3 or args[1] != "combined"):
+        return fail(1, "ethtool: the simulator sets only combined channels with -L\n")
+    if not args[2].isdigit():
+        return fail(1, f'ethtool: bad command line argument(s)\nethtool: invalid value "{args[2]}"\n')
+    count = int(args[2])
+    if count < 1 or count > nic.max_channels:
+        return fail(1, "Cannot set device channel parameters: Invalid argument\n")
+    context.change(f"nic:{nic.name}:channels", count)
+    return ok("")
+
+
 def ethtool(context: Context, argv: list[str]) -> CommandOutput:
     args = argv[1:]
     if not args:
         return fail(1, "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n")
+    if args[0] in ("-L", "--set-channels"):
+        return ethtool_set_channels(context, args[1:])
     option = args[0] if args[0].startswith("-") else None
     name = args[-1]
     nic = context.state.nic(name)
@@ -215,10 +274,20 @@ def ethtool(context: Context, argv: list[str]) -> CommandOutput:
         return ok(_ethtool_settings(nic))
     if option in ("-i", "--driver"):
         return ok(_ethtool_driver(nic))
+    if option in ("-l", "--show-channels"):
+        return ok(_ethtool_channels(nic))
     return fail(1, f"ethtool: option {option} is not simulated\n")
 
 
 # --- mlnx_qos ---------------------------------------------------------------------------------------------------
+
+
+def _pfc_flags(text: str) -> list[int] | None:
+    """'0,0,0,1,0,0,0,0' -> [3]: the enabled priorities of mlnx_qos --pfc, or None when it is not 8 flags."""
+    flags = text.split(",")
+    if len(flags) != 8 or any(flag not in ("0", "1") for flag in flags):
+        return None
+    return [priority for priority, flag in enumerate(flags) if flag == "1"]
 
 
 def mlnx_qos(context: Context, argv: list[str]) -> CommandOutput:
@@ -226,11 +295,28 @@ def mlnx_qos(context: Context, argv: list[str]) -> CommandOutput:
     nic = context.state.nic(name) if name else None
     if nic is None or not nic.rdma_device:
         return fail(1, f"Interface {name} not found or not a Mellanox device\n")
+    trust = option_value(argv[1:], "--trust")
+    pfc = option_value(argv[1:], "-f", "--pfc")
+    if trust is not None and trust not in ("pcp", "dscp"):
+        return fail(
+            2,
+            f"Usage: mlnx_qos -i <interface> [options]\n\nmlnx_qos: error: option --trust: invalid choice: "
+            f"'{trust}' (choose from 'pcp', 'dscp')\n",
+        )
+    priorities = _pfc_flags(pfc) if pfc is not None else None
+    if pfc is not None and priorities is None:
+        return fail(1, f"Invalid pfc: {pfc!r}; give 8 comma-separated 0/1 flags, e.g. 0,0,0,1,0,0,0,0\n")
+    if trust is not None:
+        context.change(f"nic:{nic.name}:trust", trust)
+    if priorities is not None:
+        context.change(f"nic:{nic.name}:pfc", priorities)
     enabled = ["1" if priority in nic.pfc_priorities else "0" for priority in range(8)]
-    lines = ["DCBX mode: OS controlled", "Priority trust state: dscp", "dscp2prio mapping:"]
-    for priority in range(8):
-        dscps = ",".join(f"{dscp:02d}" for dscp in range(priority * 8 + 7, priority * 8 - 1, -1))
-        lines.append(f"        prio:{priority} dscp:{dscps},")
+    lines = ["DCBX mode: OS controlled", f"Priority trust state: {nic.trust}"]
+    if nic.trust == "dscp":
+        lines.append("dscp2prio mapping:")
+        for priority in range(8):
+            dscps = ",".join(f"{dscp:02d}" for dscp in range(priority * 8 + 7, priority * 8 - 1, -1))
+            lines.append(f"        prio:{priority} dscp:{dscps},")
     lines += [
         "Cable len: 7",
         "PFC configuration:",

@@ -6,7 +6,7 @@ HGX captures for topo and nvlink).
 
 from apps.simulator.model import GpuReading
 from apps.simulator.shell import CommandOutput, Context, fail, ok
-from apps.simulator.state import CUDA_VERSION, DRIVER_VERSION, SimGpu
+from apps.simulator.state import DRIVER_VERSION, SimGpu
 from apps.simulator.tools import nvsmi_query
 from apps.simulator.tools.common import (
     cpu_ranges,
@@ -84,8 +84,9 @@ PROCESSES = """\
 
 
 def table(context: Context, gpus: list[tuple[int, SimGpu]]) -> str:
-    version = f"NVIDIA-SMI {DRIVER_VERSION}"
-    title = f"| {version:<34}Driver Version: {DRIVER_VERSION:<15}CUDA Version: {CUDA_VERSION:<9}|"
+    driver, cuda = context.state.driver_version, context.state.driver_cuda
+    version = f"NVIDIA-SMI {driver}"
+    title = f"| {version:<34}Driver Version: {driver:<15}CUDA Version: {cuda:<9}|"
     lines = [f"{ctime()}       ", RULE, title, CELL_RULE, HEADER.rstrip("\n")]
     for index, gpu in gpus:
         now = reading(context, gpu)
@@ -146,7 +147,9 @@ REASON_FIELDS = {
 }
 
 
-def _field_value(name: str, index: int, gpu: SimGpu, now: GpuReading, load: float) -> tuple[str, str] | None:
+def _field_value(
+    name: str, index: int, gpu: SimGpu, now: GpuReading, load: float, driver: str = DRIVER_VERSION
+) -> tuple[str, str] | None:
     """(unit shown in the header, value with its unit) for one field, or None when nvidia-smi does not know it."""
     facts = gpu.facts
     used = memory_used_mib(gpu, load)
@@ -161,7 +164,7 @@ def _field_value(name: str, index: int, gpu: SimGpu, now: GpuReading, load: floa
         "pci.bus": f"0x{gpu.bus}",
         "pci.domain": "0x0000",
         "pci.device_id": f"0x{facts.device_id}",
-        "driver_version": DRIVER_VERSION,
+        "driver_version": driver,
         "vbios_version": gpu.vbios,
         "temperature.gpu": str(now.temperature_c),
         "temperature.memory": str(now.memory_temperature_c),
@@ -235,7 +238,7 @@ def query_gpu(context: Context, gpus: list[tuple[int, SimGpu]], query: str, fmt:
         now = reading(context, gpu)
         cells = []
         for requested, name in zip(query.split(","), names, strict=False):
-            value = _field_value(name, index, gpu, now, context.load)
+            value = _field_value(name, index, gpu, now, context.load, context.state.driver_version)
             if value is None:
                 return CommandOutput(2, f'Field "{requested.strip()}" is not a valid field to query.\n\n', "")
             unit, text = value

@@ -11,7 +11,7 @@ from xml.sax.saxutils import escape
 
 from apps.simulator.model import GpuReading
 from apps.simulator.shell import CommandOutput, Context, ok
-from apps.simulator.state import CUDA_VERSION, DRIVER_VERSION, SimGpu
+from apps.simulator.state import DRIVER_VERSION, SimGpu
 from apps.simulator.tools.common import ctime, memory_used_mib, reading
 
 LABEL_WIDTH = 55  # the text report pads every label (with its indent) to this column before ': '
@@ -28,6 +28,7 @@ class View:
     now: GpuReading
     load: float
     xml: bool
+    driver: str = DRIVER_VERSION
 
 
 Value = str | Callable[[View], str]
@@ -257,7 +258,7 @@ LAYOUT: tuple = (
         ),
     ),
     F("GPU Recovery Action", "gpu_recovery_action", lambda v: "GPU Reset" if v.gpu.remap_pending else "None"),
-    F("GSP Firmware Version", "gsp_firmware_version", DRIVER_VERSION),
+    F("GSP Firmware Version", "gsp_firmware_version", lambda v: v.driver),
     S("IBMNPU", "ibmnpu", (F("Relaxed Ordering Mode", "relaxed_ordering_mode", NA),)),
     S(
         "PCI",
@@ -657,13 +658,13 @@ def render_text(context: Context, gpus: list[tuple[int, SimGpu]], displays: set[
     lines = ["", "==============NVSMI LOG==============", ""]
     lines += [
         f"{'Timestamp':<{LABEL_WIDTH}}: {ctime()}",
-        f"{'Driver Version':<{LABEL_WIDTH}}: {DRIVER_VERSION}",
-        f"{'CUDA Version':<{LABEL_WIDTH}}: {CUDA_VERSION}",
+        f"{'Driver Version':<{LABEL_WIDTH}}: {context.state.driver_version}",
+        f"{'CUDA Version':<{LABEL_WIDTH}}: {context.state.driver_cuda}",
         "",
         f"{'Attached GPUs':<{LABEL_WIDTH}}: {len(context.state.visible_gpus)}",
     ]
     for index, gpu in gpus:
-        view = View(index, gpu, reading(context, gpu), context.load, xml=False)
+        view = View(index, gpu, reading(context, gpu), context.load, xml=False, driver=context.state.driver_version)
         lines.append(f"GPU {gpu.pci_bus_id}")
         lines += _text_lines([item for item in LAYOUT if _keep(item, displays)], view, 1)
         lines.append("")
@@ -701,12 +702,12 @@ def render_xml(context: Context, gpus: list[tuple[int, SimGpu]], displays: set[s
         '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">',
         "<nvidia_smi_log>",
         f"\t<timestamp>{ctime()}</timestamp>",
-        f"\t<driver_version>{DRIVER_VERSION}</driver_version>",
-        f"\t<cuda_version>{CUDA_VERSION}</cuda_version>",
+        f"\t<driver_version>{context.state.driver_version}</driver_version>",
+        f"\t<cuda_version>{context.state.driver_cuda}</cuda_version>",
         f"\t<attached_gpus>{len(context.state.visible_gpus)}</attached_gpus>",
     ]
     for index, gpu in gpus:
-        view = View(index, gpu, reading(context, gpu), context.load, xml=True)
+        view = View(index, gpu, reading(context, gpu), context.load, xml=True, driver=context.state.driver_version)
         lines.append(f'\t<gpu id="{gpu.pci_bus_id}">')
         lines += _xml_lines([item for item in LAYOUT if _keep(item, displays)], view, 2)
         lines += ["\t</gpu>", ""]

@@ -1,14 +1,20 @@
-"""Host facts: lscpu (text and -J), numactl -H, /proc/meminfo and other files, uname, hostname, free, dmesg."""
+"""Host facts: lscpu (text and -J), numactl -H, /proc/meminfo and other files, uname, hostname, free, dmesg; the
+clock (chronyc), the BMC (ipmitool mc info), and the write-file script deployments use."""
 
+import base64
+import binascii
 import time
 
+from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT, WRITE_FILE_SCRIPT  # noqa: F401
 from apps.simulator.model import noise
 from apps.simulator.shell import CommandOutput, Context, fail, not_found, ok
-from apps.simulator.state import DRIVER_VERSION, KERNEL_RELEASE, SimulatedNode
+from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.storage import read_storage_file
 
 SLEEP_CAP_S = 5.0  # `sleep` waits for real, up to this, so cancel and timeout paths can be exercised on the sim
+
+PATH_MAX_LENGTH = 250  # what a change key holds after "file:"
 
 # --- lscpu ------------------------------------------------------------------------------------------------------
 
@@ -175,6 +181,8 @@ UBUNTU_CODENAME=jammy
 
 def read_file(context: Context, path: str) -> str | None:
     state = context.state
+    if path in state.files:
+        return state.files[path]
     if path == "/proc/meminfo":
         return meminfo(state, context.seed)
     if path == "/etc/os-release":
@@ -185,7 +193,7 @@ def read_file(context: Context, path: str) -> str | None:
         return state.bios + "\n"
     if path == "/proc/driver/nvidia/version":
         return (
-            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER_VERSION}  Release Build  "
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {state.driver_version}  Release Build  "
             "(dvs-builder@U22-I3-AF03-09-1)  Tue Oct 14 19:33:52 UTC 2026\nGCC version:  gcc version 12.3.0 (Ubuntu "
             "12.3.0-1ubuntu1~22.04)\n"
         )
@@ -276,11 +284,134 @@ def dmidecode(context: Context, argv: list[str]) -> CommandOutput:
 def ipmitool(context: Context, argv: list[str]) -> CommandOutput:
     if argv[1:3] == ["mc", "info"]:
         return ok(
-            "Device ID                 : 32\nDevice Revision           : 1\n"
-            f"Firmware Revision         : {context.state.bmc}\nIPMI Version              : 2.0\n"
-            "Manufacturer ID           : 10876\nManufacturer Name         : Supermicro\n"
+            "Device ID                 : 32\n"
+            "Device Revision           : 1\n"
+            f"Firmware Revision         : {context.state.bmc}\n"
+            "IPMI Version              : 2.0\n"
+            "Manufacturer ID           : 10876\n"
+            "Manufacturer Name         : Supermicro\n"
+            "Product ID                : 6929 (0x1b11)\n"
+            "Product Name              : Unknown (0x1B11)\n"
+            "Device Available          : yes\n"
+            "Provides Device SDRs      : no\n"
+            "Additional Device Support :\n"
+            "    Sensor Device\n"
+            "    SDR Repository Device\n"
+            "    SEL Device\n"
+            "    FRU Inventory Device\n"
+            "    IPMB Event Receiver\n"
+            "    IPMB Event Generator\n"
+            "    Chassis Device\n"
+            "Aux Firmware Rev Info     : \n"
+            "    0x00\n"
+            "    0x00\n"
+            "    0x00\n"
+            "    0x00\n"
         )
     return not_found("ipmitool") if len(argv) < 2 else fail(1, "ipmitool: only 'mc info' is simulated\n")
+
+
+# --- chronyc tracking -------------------------------------------------------------------------------------------
+
+
+def chronyc(context: Context, argv: list[str]) -> CommandOutput:
+    if argv[1:] != ["tracking"]:
+        return fail(1, "chronyc: only 'chronyc tracking' is simulated\n")
+    state = context.state
+    rng = noise(context.seed, state.hostname, "chrony")
+    if state.ptp_synchronised:
+        offset = rng.uniform(-4e-7, 4e-7)
+        fields = [
+            ("Reference ID", "50484330 (PHC0)"),
+            ("Stratum", "1"),
+            ("Ref time (UTC)", "Mon Nov 30 08:59:59 2026"),
+            ("System time", f"{abs(offset):.9f} seconds {'fast' if offset > 0 else 'slow'} of NTP time"),
+            ("Last offset", f"{rng.uniform(-3e-7, 3e-7):+.9f} seconds"),
+            ("RMS offset", f"{rng.uniform(5e-8, 4e-7):.9f} seconds"),
+            ("Frequency", f"{rng.uniform(2, 20):.3f} ppm fast"),
+            ("Residual freq", f"{rng.uniform(-0.004, 0.004):+.3f} ppm"),
+            ("Skew", f"{rng.uniform(0.001, 0.02):.3f} ppm"),
+            ("Root delay", "0.000000001 seconds"),
+            ("Root dispersion", f"{rng.uniform(1e-6, 3e-6):.9f} seconds"),
+            ("Update interval", "1.0 seconds"),
+            ("Leap status", "Normal"),
+        ]
+    else:
+        offset = rng.uniform(0.4, 2.5)
+        fields = [
+            ("Reference ID", "00000000 ()"),
+            ("Stratum", "0"),
+            ("Ref time (UTC)", "Thu Jan 01 00:00:00 1970"),
+            ("System time", f"{offset:.9f} seconds fast of NTP time"),
+            ("Last offset", f"{offset * rng.uniform(0.5, 0.9):+.9f} seconds"),
+            ("RMS offset", f"{offset * rng.uniform(0.3, 0.6):.9f} seconds"),
+            ("Frequency", f"{rng.uniform(20, 80):.3f} ppm slow"),
+            ("Residual freq", "+0.000 ppm"),
+            ("Skew", "0.000 ppm"),
+            ("Root delay", "1.000000000 seconds"),
+            ("Root dispersion", "1.000000000 seconds"),
+            ("Update interval", "0.0 seconds"),
+            ("Leap status", "Not synchronised"),
+        ]
+    return ok("".join(f"{name:<16}: {value}\n" for name, value in fields))
+
+
+# --- sh -c WRITE_FILE_SCRIPT, systemctl ---------------------------------------------------------------------------
+
+
+def _sysfs_ecn(context: Context, path: str) -> tuple[str, str] | None:
+    """(NIC, path) when path is /sys/class/net/IF/ecn/roce_np|roce_rp/enable/P."""
+    parts = path.split("/")
+    if (
+        len(parts) == 9
+        and parts[1:4] == ["sys", "class", "net"]
+        and parts[5:6] == ["ecn"]
+        and parts[6] in ("roce_np", "roce_rp")
+        and parts[7] == "enable"
+        and parts[8].isdigit()
+    ):
+        return parts[4], path
+    return None
+
+
+def write_file(context: Context, content_b64: str, path: str) -> CommandOutput:
+    try:
+        content = base64.b64decode(content_b64, validate=True).decode("utf-8", errors="replace")
+    except (binascii.Error, ValueError):
+        return fail(1, "base64: invalid input\n")
+    if not path.startswith("/"):
+        return fail(2, f"sh: 1: cannot create {path}: Permission denied\n")
+    if len(path) > PATH_MAX_LENGTH:
+        return fail(2, f"sh: 1: cannot create {path}: File name too long\n")
+    if ecn := _sysfs_ecn(context, path):
+        nic = context.state.nic(ecn[0])
+        if nic is None:
+            return fail(2, f"sh: 1: cannot create {path}: Directory nonexistent\n")
+        if content.strip() not in ("0", "1"):
+            return fail(1, "base64: write error: Invalid argument\n")
+        context.change(f"nic:{nic.name}:ecn", content.strip() == "1")
+        return ok("")
+    if path.startswith(("/sys/", "/proc/", "/dev/")):
+        return fail(2, f"sh: 1: cannot create {path}: Permission denied\n")
+    context.change(f"file:{path}", content)
+    return ok("")
+
+
+def sh(context: Context, argv: list[str]) -> CommandOutput:
+    if len(argv) == 6 and argv[1] == "-c" and argv[2] == WRITE_FILE_SCRIPT:
+        return write_file(context, argv[4], argv[5])
+    return fail(2, "sh: simulated nodes run only catalogue scripts\n")
+
+
+def systemctl(context: Context, argv: list[str]) -> CommandOutput:
+    args = [arg for arg in argv[1:] if arg not in ("--no-pager", "--quiet", "-q")]
+    if args == ["daemon-reload"]:
+        return ok("")
+    if len(args) == 4 and args[:3] == ["show", "-p", "ActiveState"]:
+        return ok("ActiveState=active\n")
+    if len(args) == 2 and args[0] == "show" and args[1].startswith("--property=ActiveState"):
+        return ok("ActiveState=active\n")
+    return fail(1, "systemctl: only daemon-reload and show -p ActiveState are simulated\n")
 
 
 # --- dmesg ------------------------------------------------------------------------------------------------------
@@ -305,4 +436,7 @@ COMMANDS = {
     "dmidecode": dmidecode,
     "ipmitool": ipmitool,
     "dmesg": dmesg,
+    "chronyc": chronyc,
+    "sh": sh,
+    "systemctl": systemctl,
 }

@@ -1,4 +1,5 @@
-"""python manage.py sim fault inject|clear|list ... and sim exec NODE -- ARGV..."""
+"""python manage.py sim fault inject|clear|list ..., sim reset NODE (forget command-made changes) and
+sim exec NODE -- ARGV..."""
 
 import argparse
 import json
@@ -17,7 +18,7 @@ from apps.simulator.models import SimFault
 
 
 class Command(BaseCommand):
-    help = "The simulated cluster: inject, clear and list faults; run a command on a simulated node."
+    help = "The simulated cluster: inject, clear and list faults; forget changes; run a command on a simulated node."
 
     def add_arguments(self, parser):
         actions = parser.add_subparsers(dest="action", required=True)
@@ -34,6 +35,8 @@ class Command(BaseCommand):
         clear.add_argument("kind", nargs="?", choices=FaultKind.values)
         listing = fault_actions.add_parser("list", help="List faults.")
         listing.add_argument("--json", action="store_true")
+        reset = actions.add_parser("reset", help="Forget the changes commands made on a node.")
+        reset.add_argument("node")
         run = actions.add_parser("exec", help="Print what a simulated node answers; exits with its exit code.")
         run.add_argument("node")
         run.add_argument("argv", nargs=argparse.REMAINDER, help="The command, after --.")
@@ -43,6 +46,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["action"] == "exec":
             return self._exec(options)
+        if options["action"] == "reset":
+            removed = services.clear_changes(node=self._node(options["node"]))
+            self.stdout.write(f"Forgot {removed} change{'s' if removed != 1 else ''} on {options['node']}.")
+            return None
         action = options["fault_action"]
         with audit_context(source=ChangeSource.COMMAND, user=self._user(options.get("user"))):
             if action == "inject":

@@ -1,0 +1,84 @@
+"""Command-made changes to a simulated node (an MTU set, a driver installed, a file written) and their effects.
+
+A change is a key and a JSON value, stored as a SimChange row and applied to the state after the faults, so that a
+command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
+
+- ``nic:<name>:mtu`` int, ``nic:<name>:pfc`` list of enabled priorities, ``nic:<name>:trust`` "dscp" or "pcp",
+  ``nic:<name>:ecn`` bool, ``nic:<name>:channels`` int (combined RSS channels)
+- ``firmware:<component>`` str, for every device of that component (bios, bmc, gpu_vbios, nic_firmware)
+- ``software:<name>`` str (driver, cuda, nccl, openmpi, torch, tensorflow)
+- ``file:<absolute path>`` str content
+"""
+
+from collections.abc import Iterable
+
+from apps.inventory.choices import FirmwareComponent
+from apps.simulator.state import SimulatedNode
+
+NIC_ATTRIBUTES = ("mtu", "pfc", "trust", "ecn", "channels")
+FIRMWARE_COMPONENTS = (
+    FirmwareComponent.BIOS,
+    FirmwareComponent.BMC,
+    FirmwareComponent.GPU_VBIOS,
+    FirmwareComponent.NIC_FIRMWARE,
+)
+SOFTWARE = ("driver", "cuda", "nccl", "openmpi", "torch", "tensorflow")
+PYTHON_PACKAGES = ("torch", "tensorflow")
+KEY_MAX_LENGTH = 255
+
+
+def nic_key(nic: str, attribute: str) -> str:
+    return f"nic:{nic}:{attribute}"
+
+
+def apply_change(state: SimulatedNode, key: str, value) -> bool:
+    """Apply one change to the state; False (and nothing changed) when the key names nothing this node has."""
+    family, _, rest = key.partition(":")
+    if family == "nic":
+        name, _, attribute = rest.rpartition(":")
+        nic = state.nic(name)
+        if nic is None or attribute not in NIC_ATTRIBUTES:
+            return False
+        if attribute == "mtu":
+            nic.mtu = int(value)
+        elif attribute == "pfc":
+            nic.pfc_priorities = sorted({int(priority) for priority in value})
+        elif attribute == "trust":
+            nic.trust = str(value)
+        elif attribute == "ecn":
+            nic.ecn = bool(value)
+        else:
+            nic.channels = int(value)
+    elif family == "firmware":
+        if rest == FirmwareComponent.BIOS:
+            state.bios = str(value)
+        elif rest == FirmwareComponent.BMC:
+            state.bmc = str(value)
+        elif rest == FirmwareComponent.GPU_VBIOS:
+            for gpu in state.gpus:
+                gpu.vbios = str(value)
+        elif rest == FirmwareComponent.NIC_FIRMWARE:
+            for nic in state.nics:
+                nic.firmware = str(value)
+        else:
+            return False
+    elif family == "software":
+        if rest in PYTHON_PACKAGES:
+            state.python_packages[rest] = str(value)
+        elif rest in SOFTWARE:
+            attribute = {"driver": "driver_version", "cuda": "cuda_toolkit"}.get(rest, f"{rest}_version")
+            setattr(state, attribute, str(value))
+        else:
+            return False
+    elif family == "file" and rest.startswith("/"):
+        state.files[rest] = str(value)
+    else:
+        return False
+    return True
+
+
+def apply_changes(state: SimulatedNode, changes: Iterable) -> SimulatedNode:
+    """Apply stored changes (anything with key and value) in key order; those naming what is gone are skipped."""
+    for change in sorted(changes, key=lambda change: change.key):
+        apply_change(state, change.key, change.value)
+    return state
