@@ -1,0 +1,204 @@
+from rest_framework import serializers
+
+from apps.deployments.choices import (
+    DEPLOYMENT_STATE_COLOURS,
+    OUTCOME_COLOURS,
+    SUGGESTION_STATE_COLOURS,
+    WizardStage,
+)
+from apps.deployments.models import AcceptanceCriterion, Approval, Deployment, Suggestion, Verdict
+from apps.jobs.api.serializers import TargetsSerializer
+
+
+class DeploymentCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=64, help_text="Letters, digits, . _ - ; unique.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    targets = TargetsSerializer(help_text="The nodes: names, racks or tags.")
+    options = serializers.JSONField(
+        required=False, default=dict, help_text="Edits of the pre-filled options, by section (versions, baselines ...)."
+    )
+    criteria = serializers.JSONField(required=False, default=dict, help_text="Edits of the acceptance criteria.")
+    transport = serializers.ChoiceField(choices=["ssh", "sim"], required=False, default="")
+
+
+class DeploymentUpdateSerializer(serializers.Serializer):
+    description = serializers.CharField(required=False, allow_blank=True)
+    targets = TargetsSerializer(required=False)
+    options = serializers.JSONField(required=False)
+    criteria = serializers.JSONField(required=False)
+    stage = serializers.ChoiceField(choices=WizardStage.choices, required=False)
+
+
+class ApproveSerializer(serializers.Serializer):
+    steps = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        help_text="Disruptive steps approved up front on every node where their check finds work.",
+    )
+
+
+class StartSerializer(serializers.Serializer):
+    check_only = serializers.BooleanField(
+        required=False, default=False, help_text="Read and judge only; apply nothing on the nodes."
+    )
+
+
+class RunSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    resume = serializers.BooleanField()
+    job = serializers.UUIDField(source="job.public_id")
+    status = serializers.CharField(source="job.status")
+    started_by = serializers.CharField(source="started_by.username", default="")
+    created = serializers.DateTimeField()
+
+
+class DeploymentSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    colour = serializers.SerializerMethodField()
+    nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    runs = RunSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Deployment
+        fields = [
+            "id",
+            "name",
+            "description",
+            "state",
+            "colour",
+            "stage",
+            "target_spec",
+            "nodes",
+            "options",
+            "criteria",
+            "transport",
+            "created_by",
+            "approved_by",
+            "approved_at",
+            "runs",
+            "created",
+            "updated",
+        ]
+        read_only_fields = fields
+
+    def get_colour(self, deployment) -> str:
+        return DEPLOYMENT_STATE_COLOURS.get(deployment.state, "grey")
+
+
+class VerdictSerializer(serializers.ModelSerializer):
+    run = serializers.IntegerField(source="run.number", read_only=True)
+    check = serializers.CharField(source="check_name", read_only=True)
+    colour = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Verdict
+        fields = [
+            "run",
+            "hostname",
+            "step",
+            "check",
+            "subject",
+            "outcome",
+            "colour",
+            "value",
+            "criterion",
+            "threshold",
+            "reference",
+            "reference_label",
+            "unit",
+            "attempts",
+            "evidence",
+            "created",
+        ]
+        read_only_fields = fields
+
+    def get_colour(self, verdict) -> str:
+        return OUTCOME_COLOURS.get(verdict.outcome, "grey")
+
+
+class SuggestionSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    deployment = serializers.UUIDField(source="deployment.public_id", read_only=True)
+    run = serializers.IntegerField(source="run.number", read_only=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    colour = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Suggestion
+        fields = [
+            "id",
+            "deployment",
+            "run",
+            "hostname",
+            "step",
+            "problem",
+            "subject",
+            "title",
+            "cause",
+            "next_check",
+            "fix",
+            "fix_commands",
+            "remediation_step",
+            "evidence",
+            "state",
+            "colour",
+            "decided_by",
+            "decided_at",
+            "created",
+        ]
+        read_only_fields = fields
+
+    def get_colour(self, suggestion) -> str:
+        return SUGGESTION_STATE_COLOURS.get(suggestion.state, "grey")
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    approved_by = serializers.CharField(source="approved_by_name", read_only=True)
+    suggestion = serializers.UUIDField(source="suggestion.public_id", read_only=True, default=None)
+
+    class Meta:
+        model = Approval
+        fields = ["scope", "step", "hostnames", "commands", "suggestion", "approved_by", "created"]
+        read_only_fields = fields
+
+
+class AcceptanceCriterionSerializer(serializers.ModelSerializer):
+    sku = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=AcceptanceCriterion._meta.get_field("sku").related_model.objects.all(),
+        required=False,
+        allow_null=True,
+    )
+    check = serializers.CharField(source="check_name", max_length=40)
+
+    class Meta:
+        model = AcceptanceCriterion
+        fields = [
+            "id",
+            "sku",
+            "check",
+            "comparator",
+            "threshold",
+            "warn_threshold",
+            "reference",
+            "unit",
+            "retries",
+            "cooldown_seconds",
+            "description",
+        ]
+        read_only_fields = ["id"]
+
+    def validate(self, attrs):
+        from apps.deployments import criteria
+
+        check_name = attrs.get("check_name", getattr(self.instance, "check_name", ""))
+        values = {key: value for key, value in attrs.items() if key in criteria.FIELDS}
+        problems = criteria.errors({check_name: values})
+        if problems:
+            raise serializers.ValidationError(
+                {key.split(".")[-1] if key.count(".") == 2 else "check": [msg] for key, msg in problems.items()}
+            )
+        return attrs

@@ -1,0 +1,222 @@
+"""The deployments API: create and edit a plan, read its dry run and artefacts, approve, start, resume, follow its
+matrix and verdicts, decide suggestions, download the acceptance report."""
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.accounts.choices import Role
+from apps.deployments import report, services
+from apps.deployments.api.serializers import (
+    AcceptanceCriterionSerializer,
+    ApprovalSerializer,
+    ApproveSerializer,
+    DeploymentCreateSerializer,
+    DeploymentSerializer,
+    DeploymentUpdateSerializer,
+    StartSerializer,
+    SuggestionSerializer,
+    VerdictSerializer,
+)
+from apps.deployments.models import AcceptanceCriterion, Deployment, Suggestion
+from apps.jobs import services as job_services
+
+UUID_PATTERN = r"[0-9a-fA-F-]{36}"
+
+
+def _targets(data: dict) -> job_services.TargetSpec:
+    return job_services.TargetSpec(
+        nodes=tuple(data.get("nodes", ())),
+        racks=tuple(data.get("racks", ())),
+        tags=tuple(data.get("tags", ())),
+        role=data.get("role", ""),
+    )
+
+
+class DeploymentViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Deployments: plans that bring nodes to production, with their runs, verdicts and suggestions."""
+
+    queryset = Deployment.objects.all()
+    serializer_class = DeploymentSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = UUID_PATTERN
+    ordering_fields = ["created", "name", "state"]
+    search_fields = ["name", "description"]
+    filterset_fields = ["state"]
+    write_role = Role.OPERATOR
+
+    def get_queryset(self):
+        return (
+            Deployment.objects.visible_to(self.request.user)
+            .select_related("created_by", "approved_by")
+            .prefetch_related("nodes", "runs__job", "runs__started_by")
+            .order_by("-created", "-id")
+        )
+
+    def get_object(self):
+        return services.refresh_state(super().get_object())
+
+    def _fresh(self, deployment) -> Response:
+        return Response(DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+
+    @extend_schema(request=DeploymentCreateSerializer, responses={201: DeploymentSerializer})
+    def create(self, request, *args, **kwargs):
+        incoming = DeploymentCreateSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        deployment = services.create_deployment(
+            name=data["name"],
+            description=data.get("description", ""),
+            targets=_targets(data["targets"]),
+            user=request.user,
+            option_edits=data.get("options") or {},
+            criteria_edits=data.get("criteria") or {},
+            transport=data.get("transport") or "",
+        )
+        response = self._fresh(deployment)
+        response.status_code = status.HTTP_201_CREATED
+        return response
+
+    @extend_schema(request=DeploymentUpdateSerializer, responses={200: DeploymentSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        incoming = DeploymentUpdateSerializer(data=request.data, partial=True)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        deployment = services.update_deployment(
+            deployment=self.get_object(),
+            targets=_targets(data["targets"]) if "targets" in data else None,
+            option_edits=data.get("options"),
+            criteria_edits=data.get("criteria"),
+            stage=data.get("stage"),
+            description=data.get("description"),
+        )
+        return self._fresh(deployment)
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="Per node, per step: the commands.")})
+    @action(detail=True, methods=["get"])
+    def plan(self, request, id=None):
+        """The dry run: per node and step, the commands check/verify read and the commands apply may run."""
+        deployment = self.get_object()
+        return Response(
+            {
+                "nodes": services.dry_run(deployment),
+                "disruptive": services.disruptive_commands(deployment),
+                "criteria": deployment.criteria,
+            }
+        )
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="Generated, validated artefacts.")})
+    @action(detail=True, methods=["get"])
+    def artefacts(self, request, id=None):
+        """The files the plan generates (NCCL environment, cgroup slice, scheduler configuration ...), validated."""
+        artefacts = services.plan_artefacts(self.get_object())
+        if request.query_params.get("name"):
+            chosen = [a for a in artefacts if a.name == request.query_params["name"]]
+            if not chosen:
+                return Response({"name": ["No such artefact."]}, status=status.HTTP_404_NOT_FOUND)
+            response = HttpResponse(chosen[0].content, content_type=chosen[0].media_type)
+            response["Content-Disposition"] = f'attachment; filename="{chosen[0].filename.rsplit("/", 1)[-1]}"'
+            return response
+        return Response(
+            [
+                {
+                    "name": a.name,
+                    "filename": a.filename,
+                    "media_type": a.media_type,
+                    "description": a.description,
+                    "content": a.content,
+                }
+                for a in artefacts
+            ]
+        )
+
+    @extend_schema(request=ApproveSerializer, responses={200: DeploymentSerializer})
+    @action(detail=True, methods=["post"])
+    def approve(self, request, id=None):
+        """Sign off the plan (operators): optionally its disruptive steps too, on the nodes and commands shown."""
+        incoming = ApproveSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        deployment = services.approve(
+            deployment=self.get_object(), user=request.user, steps=incoming.validated_data["steps"]
+        )
+        return self._fresh(deployment)
+
+    @extend_schema(request=StartSerializer, responses={202: DeploymentSerializer})
+    @action(detail=True, methods=["post"])
+    def start(self, request, id=None):
+        """Run the approved plan on every node (`check_only`: read and judge, apply nothing)."""
+        incoming = StartSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        run = services.start(
+            deployment=self.get_object(), user=request.user, check_only=incoming.validated_data["check_only"]
+        )
+        response = self._fresh(run.deployment)
+        response.status_code = status.HTTP_202_ACCEPTED
+        return response
+
+    @extend_schema(request=None, responses={202: DeploymentSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, id=None):
+        """Run again where steps are not verified yet; verified steps are skipped."""
+        run = services.resume(deployment=self.get_object(), user=request.user)
+        response = self._fresh(run.deployment)
+        response.status_code = status.HTTP_202_ACCEPTED
+        return response
+
+    @extend_schema(request=None, responses={200: VerdictSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def verdicts(self, request, id=None):
+        """The latest verdict of every check on every node."""
+        return Response(VerdictSerializer(services.latest_verdicts(self.get_object()), many=True).data)
+
+    @extend_schema(request=None, responses={200: ApprovalSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def approvals(self, request, id=None):
+        return Response(ApprovalSerializer(services.approvals(self.get_object()), many=True).data)
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="The acceptance report.")})
+    @action(detail=True, methods=["get"])
+    def report(self, request, id=None):
+        """The acceptance report as data; `?download=html` gives the HTML file to hand to the customer."""
+        deployment = self.get_object()
+        if request.query_params.get("download") == "html":
+            return report.html_download(deployment)
+        return Response(report.as_json(deployment))
+
+
+class SuggestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Suggestions from failed checks: operators approve the fix (the next resume runs it) or dismiss them."""
+
+    queryset = Suggestion.objects.select_related("deployment", "run", "decided_by").order_by("-created", "-id")
+    serializer_class = SuggestionSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    filterset_fields = ["state", "hostname", "step", "problem", "deployment__public_id"]
+    ordering_fields = ["created", "state"]
+    search_fields = ["hostname", "title"]
+    write_role = Role.OPERATOR
+
+    @extend_schema(request=None, responses={200: SuggestionSerializer})
+    @action(detail=True, methods=["post"])
+    def approve(self, request, id=None):
+        suggestion = services.approve_suggestion(suggestion=self.get_object(), user=request.user)
+        return Response(self.get_serializer(suggestion).data)
+
+    @extend_schema(request=None, responses={200: SuggestionSerializer})
+    @action(detail=True, methods=["post"])
+    def dismiss(self, request, id=None):
+        suggestion = services.dismiss_suggestion(suggestion=self.get_object(), user=request.user)
+        return Response(self.get_serializer(suggestion).data)
+
+
+class AcceptanceCriterionViewSet(viewsets.ModelViewSet):
+    """Acceptance criteria per GPU SKU (no SKU: the defaults). Admins edit them; new deployments copy them."""
+
+    queryset = AcceptanceCriterion.objects.select_related("sku").order_by("check_name", "sku__name", "id")
+    serializer_class = AcceptanceCriterionSerializer
+    filterset_fields = ["check_name"]

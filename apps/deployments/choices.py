@@ -1,0 +1,85 @@
+from django.db import models
+
+
+class Phase(models.IntegerChoices):
+    """The brief's four phases, in the order a node goes through them."""
+
+    ENVIRONMENT = 1, "Environment preparation"
+    BASE = 2, "Base environment"
+    CLUSTER = 3, "Cluster"
+    SOFTWARE = 4, "Software stack"
+
+
+class DeploymentState(models.TextChoices):
+    """Where a deployment is in its life. Running and finished states follow its latest run's job."""
+
+    DRAFT = "draft", "Draft"
+    APPROVED = "approved", "Approved"
+    RUNNING = "running", "Running"
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Needs attention"
+    CANCELED = "canceled", "Canceled"
+
+
+DEPLOYMENT_STATE_COLOURS = {
+    DeploymentState.DRAFT: "grey",
+    DeploymentState.APPROVED: "blue",
+    DeploymentState.RUNNING: "blue",
+    DeploymentState.PASSED: "green",
+    DeploymentState.FAILED: "red",
+    DeploymentState.CANCELED: "black",
+}
+
+
+class WizardStage(models.TextChoices):
+    NODES = "nodes", "Pick nodes"
+    VERSIONS = "versions", "Versions and baselines"
+    REVIEW = "review", "Review plan"
+    APPROVE = "approve", "Approve"
+    RUN = "run", "Run"
+
+
+class Outcome(models.TextChoices):
+    """An acceptance check's verdict."""
+
+    PASS = "pass", "Pass"
+    WARN = "warn", "Warn"
+    FAIL = "fail", "Fail"
+    COULD_NOT_RUN = "could_not_run", "Could not run"
+
+
+OUTCOME_COLOURS = {
+    Outcome.PASS: "green",
+    Outcome.WARN: "yellow",
+    Outcome.FAIL: "red",
+    Outcome.COULD_NOT_RUN: "grey",
+}
+# The worst outcome of a set decides the cell: fail > could not run > warn > pass.
+OUTCOME_RANK = {Outcome.PASS: 0, Outcome.WARN: 1, Outcome.COULD_NOT_RUN: 2, Outcome.FAIL: 3}
+
+
+class Comparator(models.TextChoices):
+    AT_LEAST = "ge", "at least"
+    AT_MOST = "le", "at most"
+    EQUAL = "eq", "equal to"
+
+
+class SuggestionState(models.TextChoices):
+    OPEN = "open", "Open"
+    APPROVED = "approved", "Fix approved"
+    RESOLVED = "resolved", "Resolved"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+SUGGESTION_STATE_COLOURS = {
+    SuggestionState.OPEN: "red",
+    SuggestionState.APPROVED: "blue",
+    SuggestionState.RESOLVED: "green",
+    SuggestionState.DISMISSED: "black",
+}
+
+
+class ApprovalScope(models.TextChoices):
+    PLAN = "plan", "The plan"
+    STEP = "step", "A disruptive step"
+    FIX = "fix", "A suggested fix"

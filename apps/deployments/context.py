@@ -1,0 +1,110 @@
+"""What the steps see of each node, read from the inventory in one go before a run (or a dry run)."""
+
+from collections import defaultdict
+
+from apps.deployments import artefacts
+from apps.deployments.steps.base import Nic, NodeContext
+from apps.inventory.choices import NicPurpose, NicTransport
+from apps.inventory.models import Cable, Node
+
+# Artefacts written onto every node, by the path the steps read them back from.
+NODE_FILES = ("nccl-conf", "environment", "cgroup-slice", "checkpoints")
+
+
+def _nodes(node_ids) -> list[Node]:
+    return list(
+        Node.objects.filter(pk__in=node_ids)
+        .select_related("rack")
+        .prefetch_related("gpus__sku", "nics")
+        .order_by("hostname")
+    )
+
+
+def _leaves(nodes: list[Node]) -> dict[int, str]:
+    leaves = {}
+    cables = Cable.objects.filter(a_nic__node__in=nodes, a_nic__purpose=NicPurpose.DATA, b_switch__isnull=False)
+    for node_id, leaf in cables.values_list("a_nic__node_id", "b_switch__name").order_by("a_nic__name"):
+        leaves.setdefault(node_id, leaf)
+    return leaves
+
+
+def data_nics(node: Node) -> tuple[Nic, ...]:
+    """Data NICs in PCI order; RDMA ones named mlx5_N in that order, as the mlx5 driver numbers them."""
+    nics, rdma = [], 0
+    for nic in sorted(node.nics.all(), key=lambda nic: nic.name):
+        if nic.purpose != NicPurpose.DATA:
+            continue
+        device = ""
+        if nic.rdma_capable and nic.transport in (NicTransport.ROCE, NicTransport.INFINIBAND):
+            device, rdma = f"mlx5_{rdma}", rdma + 1
+        nics.append(Nic(nic.name, nic.speed_gbps, device))
+    return tuple(nics)
+
+
+def artefact_nodes(nodes: list[Node]) -> list[dict]:
+    leaves = _leaves(nodes)
+    rows = []
+    for node in nodes:
+        nics = data_nics(node)
+        rows.append(
+            {
+                "hostname": node.hostname,
+                "rack": node.rack.name if node.rack_id else "",
+                "leaf": leaves.get(node.pk, ""),
+                "numa_nodes": max(node.numa_nodes, 1),
+                "cpu_count": max(node.cpu_cores or 16, 1) * 2,
+                "memory_gib": node.memory_gib or 64,
+                "gpus": len(node.gpus.all()),
+                "data_nics": [nic.name for nic in nics],
+                "rdma_devices": [nic.rdma_device for nic in nics if nic.rdma_device],
+            }
+        )
+    return rows
+
+
+def render_artefacts(deployment, nodes: list[Node] | None = None) -> list:
+    nodes = nodes if nodes is not None else _nodes(deployment.nodes.values_list("pk", flat=True))
+    return artefacts.render_all(deployment.options, artefact_nodes(nodes), deployment_name=deployment.name)
+
+
+def _topology_by_node(hostnames: set[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """Rules of the topology app that do not pass and name a node (in their offending elements)."""
+    from apps.topology.services import evaluate_topology
+
+    found: dict[str, list] = defaultdict(list)
+    for rule in evaluate_topology().rules:
+        if rule.passed:
+            continue
+        for element in rule.offending:
+            for hostname in hostnames:
+                if element == hostname or element.startswith(f"{hostname}/") or element.startswith(f"{hostname} "):
+                    found[hostname].append((rule.title, str(rule.verdict), rule.detail))
+    return found
+
+
+def node_contexts(deployment, node_ids=None, *, with_topology: bool = True) -> dict[str, NodeContext]:
+    node_ids = node_ids if node_ids is not None else deployment.nodes.values_list("pk", flat=True)
+    nodes = _nodes(node_ids)
+    rendered = {artefact.name: artefact for artefact in render_artefacts(deployment, nodes)}
+    files = {rendered[name].filename: rendered[name].content for name in NODE_FILES if name in rendered}
+    topology = _topology_by_node({node.hostname for node in nodes}) if with_topology else {}
+    contexts = {}
+    for node in nodes:
+        gpus = list(node.gpus.all())
+        sku = gpus[0].sku if gpus else None
+        contexts[node.hostname] = NodeContext(
+            hostname=node.hostname,
+            node_id=node.pk,
+            sku=sku.name if sku else "",
+            gpu_count=len(gpus),
+            hbm_reference_gbps=float(sku.mem_bandwidth_reference_tbps) * 1000 if sku else 0.0,
+            hbm_datasheet_gbps=float(sku.mem_bandwidth_tbps) * 1000 if sku else 0.0,
+            nvlink_gbps=sku.nvlink_gbps if sku else 0,
+            pcie_gen=sku.pcie_gen if sku else 5,
+            data_nics=data_nics(node),
+            options=deployment.options,
+            criteria=deployment.criteria,
+            files=files,
+            topology=tuple(topology.get(node.hostname, ())),
+        )
+    return contexts

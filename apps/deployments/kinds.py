@@ -1,0 +1,270 @@
+"""The `deploy` job kind: one matrix column per plan step; each cell checks, applies only what the check found
+wrong (disruptive steps only where approved), verifies, and reports verdicts and suggestions with its finished event
+(pushed live). A node whose earlier phase failed skips later phases; a resume skips what an earlier run verified.
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from rest_framework import serializers
+
+from apps.deployments import commands  # noqa: F401  (registers the catalogue entries the steps run)
+from apps.deployments.choices import Outcome, Phase
+from apps.deployments.steps import PLAN, STEPS
+from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst
+from apps.deployments.suggestions import suggestions_for
+from apps.jobs.choices import StepStatus
+from apps.jobs.kinds import JobKind, StepSpec, register_kind
+from apps.nodeexec.base import CommandResult
+
+KIND = "deploy"
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Cell:
+    """What a cell found: its status, one-line summary, verdicts and suggestions (kept for shard_finished)."""
+
+    status: str = StepStatus.SUCCEEDED
+    summary: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    suggestions: list[dict] = field(default_factory=list)
+    applied: list[str] = field(default_factory=list)
+    record: bool = True  # False when nothing was judged (skipped by phase, resume or not applicable)
+
+
+class DeployParameters(serializers.Serializer):
+    deployment = serializers.UUIDField(help_text="The deployment whose plan this job runs.")
+    run = serializers.IntegerField(min_value=1, help_text="The run's number within the deployment.")
+    check_only = serializers.BooleanField(
+        default=False, help_text="Only read and judge: apply nothing (an audit of nodes already in production)."
+    )
+
+
+@register_kind
+class Deploy(JobKind):
+    name = KIND
+    label = "Deploy"
+    description = "Runs a deployment's plan (check, apply, verify per step) and records acceptance verdicts."
+    parameters = DeployParameters
+    transports = ("ssh", "sim")
+
+    def __init__(self):
+        self.contexts: dict[str, NodeContext] = {}
+        self.verified: dict[tuple[str, str], int] = {}
+        self.approved: set[tuple[str, str]] = set()
+        self.cells: dict[tuple[str, str], Cell] = {}
+        self.failed_phase: dict[str, int] = {}
+        self.results: dict[int, tuple[str, str]] = {}
+        self.check_only = False
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        return [
+            StepSpec(name=step.name, command="", label=f"{step.phase}. {step.label}", stop_on_failure=False)
+            for step in PLAN
+        ]
+
+    def prepare(self, job, shard) -> None:
+        from apps.deployments import services
+
+        deployment, run = services.run_of(job)
+        self.check_only = bool(job.parameters.get("check_only"))
+        hostnames = shard.steps.values_list("node_id", flat=True).distinct()
+        self.contexts = services.contexts_for_run(deployment, list(hostnames))
+        self.verified = services.verified_cells(deployment, before=run)
+        self.approved = services.approved_cells(deployment)
+
+    def step_runner(self, spec: StepSpec):
+        step = STEPS[spec.name]
+
+        async def runner(target, run) -> CommandResult:
+            result = await self._run_cell(step, self.contexts[target.hostname], run)
+            self.results[id(result)] = (target.hostname, step.name)  # how evaluate() finds the cell again
+            return result
+
+        return runner
+
+    async def _run_cell(self, step: Step, node: NodeContext, run) -> CommandResult:
+        key = (node.hostname, step.name)
+        cell = self.cells[key] = Cell()
+        transcript: list[str] = []
+        skip = self._skip_reason(step, node)
+        if skip:
+            cell.status, cell.summary, cell.record = StepStatus.SKIPPED, skip, False
+            return CommandResult(exit_code=0)
+        findings, canceled = await self._judge(step, node, run, transcript, retry=True)
+        if canceled:
+            cell.status, cell.summary, cell.record = StepStatus.CANCELED, "canceled", False
+            return _result(transcript, canceled=True)
+        done_before = all(finding.passed for finding in findings)
+        fixes = [] if done_before else step.fixes(node, findings)
+        needs_approval = bool(fixes) and step.disruptive and key not in self.approved and not self.check_only
+        can_fix = (
+            fixes
+            and not needs_approval
+            and not self.check_only
+            and all(f.outcome != Outcome.COULD_NOT_RUN for f in findings)
+        )
+        if can_fix:
+            applied_ok = await self._apply(fixes, run, transcript, cell)
+            if applied_ok:
+                findings, canceled = await self._judge(step, node, run, transcript, retry=True)
+                if canceled:
+                    cell.status, cell.summary = StepStatus.CANCELED, "canceled"
+                    return _result(transcript, canceled=True)
+            else:
+                findings.append(
+                    Finding(
+                        check=step.name,
+                        outcome=Outcome.COULD_NOT_RUN,
+                        criterion="apply succeeds",
+                        value="apply failed",
+                        evidence="\n".join(transcript[-6:]),
+                    )
+                )
+        if not findings:
+            findings = [step.could_not_run("nothing to judge in the output")]
+        cell.findings = findings
+        outcome = worst(findings)
+        if outcome in (Outcome.FAIL, Outcome.COULD_NOT_RUN):
+            self.failed_phase[node.hostname] = min(self.failed_phase.get(node.hostname, 99), step.phase)
+            open_fixes = step.fixes(node, findings) if needs_approval or not can_fix else []
+            cell.suggestions = suggestions_for(
+                hostname=node.hostname, step=step, node=node, findings=findings, fixes=open_fixes
+            )
+        cell.status, cell.summary = self._status(step, findings, done_before, needs_approval, cell, fixes)
+        return _result(transcript, exit_code=0 if outcome in (Outcome.PASS, Outcome.WARN) else 1)
+
+    def _skip_reason(self, step: Step, node: NodeContext) -> str:
+        if not step.applies_to(node):
+            return "not applicable to this node"
+        run_number = self.verified.get((node.hostname, step.name))
+        if run_number:
+            return f"verified in run {run_number}"
+        failed = self.failed_phase.get(node.hostname)
+        if failed is not None and failed < step.phase:
+            return f"not run: phase {failed} ({Phase(failed).label}) failed on this node"
+        return ""
+
+    async def _judge(self, step: Step, node: NodeContext, run, transcript: list[str], *, retry: bool):
+        """Read and judge; a failing measurement is retried after the criterion's cool-down."""
+        criterion = node.criteria.get(step.retry_check, {}) if step.retry_check else {}
+        tries = 1 + (int(criterion.get("retries") or 0) if retry else 0)
+        findings: list[Finding] = []
+        for attempt in range(1, tries + 1):
+            outputs = {}
+            for read in step.reads(node):
+                result = await run(read.argv(), read.timeout())
+                if result.canceled:
+                    return [], True
+                outputs[read.key] = _output(read, result)
+                transcript.append(_transcript(read, result))
+            try:
+                findings = step.judge(node, outputs)
+            except CouldNotRun as reason:
+                findings = [step.could_not_run(str(reason))]
+            except Exception as error:  # a judgement bug must not stop the other nodes' cells
+                logger.exception("deploy step %s on %s: judging failed", step.name, node.hostname)
+                findings = [step.could_not_run(f"internal error judging the output: {error!r}")]
+            for finding in findings:
+                finding.attempts = attempt
+            if worst(findings) != Outcome.FAIL or attempt == tries:
+                break
+            cooldown = float(criterion.get("cooldown_seconds") or 0)
+            transcript.append(f"# {step.label}: below the criterion on try {attempt}; retrying in {cooldown:g} s")
+            await asyncio.sleep(cooldown)
+        return findings, False
+
+    async def _apply(self, fixes: list[Call], run, transcript: list[str], cell: Cell) -> bool:
+        for fix in fixes:
+            result = await run(fix.argv(), fix.timeout())
+            transcript.append(_transcript(fix, result))
+            cell.applied.append(fix.text())
+            if not result.ok:
+                return False
+        return True
+
+    def _status(self, step, findings, done_before, needs_approval, cell, fixes) -> tuple[str, str]:
+        outcome = worst(findings)
+        failing = [f for f in findings if f.outcome in (Outcome.FAIL, Outcome.COULD_NOT_RUN)]
+        if outcome == Outcome.COULD_NOT_RUN and not [f for f in failing if f.outcome == Outcome.FAIL]:
+            return StepStatus.ERROR, ("could not run: " + failing[0].value)[:300]
+        if failing:
+            first = failing[0]
+            where = f"{first.subject}: " if first.subject else ""
+            text = f"{where}{first.value} (criterion: {first.criterion})"
+            if needs_approval:
+                text = f"needs approval to fix — {text}"
+            elif self.check_only and fixes:
+                text = f"check only, not applied — {text}"
+            more = f" and {len(failing) - 1} more" if len(failing) > 1 else ""
+            return StepStatus.FAILED, (text + more)[:300]
+        note = " (with warnings)" if outcome == Outcome.WARN else ""
+        if done_before and not step.acceptance:
+            return StepStatus.SKIPPED, f"already done: {_passed_summary(findings)}{note}"[:300]
+        if cell.applied:
+            return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{note}"[:300]
+        return StepStatus.SUCCEEDED, f"{_passed_summary(findings)}{note}"[:300]
+
+    def evaluate(self, step: StepSpec, result: CommandResult) -> str:
+        cell = self._cell_of(step, result)
+        return cell.status if cell else super().evaluate(step, result)
+
+    def summarize(self, step: StepSpec, result: CommandResult) -> str:
+        cell = self._cell_of(step, result)
+        return cell.summary if cell else super().summarize(step, result)
+
+    def event_data(self, step: StepSpec, result: CommandResult) -> dict:
+        cell = self._cell_of(step, result)
+        if cell is None or not cell.record:
+            return {}
+        return {
+            "verdicts": [finding.as_json() for finding in cell.findings],
+            "suggestions": cell.suggestions,
+            "outcome": worst(cell.findings),
+        }
+
+    def _cell_of(self, step: StepSpec, result: CommandResult) -> Cell | None:
+        key = self.results.get(id(result))
+        return self.cells.get(key) if key else None
+
+    def shard_finished(self, job, shard) -> None:
+        from apps.deployments import services
+
+        services.record_cells(job=job, cells=self.cells)
+
+
+def _result(transcript: list[str], *, exit_code: int | None = None, canceled: bool = False) -> CommandResult:
+    """The cell's result: its commands and their outputs, one after the other (kept as the cell's artifact)."""
+    stdout = ("\n".join(transcript) + "\n").encode() if transcript else b""
+    return CommandResult(exit_code=exit_code, stdout=stdout, stdout_size=len(stdout), canceled=canceled)
+
+
+def _output(read: Call, result: CommandResult) -> Output:
+    text = result.stdout.decode("utf-8", errors="replace")
+    if result.ok:
+        return Output(True, text)
+    stderr = result.stderr.decode("utf-8", errors="replace").strip()
+    if result.timed_out:
+        reason = f"{read.argv()[0]} timed out after {read.timeout():g} s"
+    elif result.exit_code == 127:
+        reason = f"{read.argv()[0]} is not installed (not found on the node)"
+    elif result.error:
+        reason = result.error
+    else:
+        reason = f"{read.argv()[0]} exited {result.exit_code}" + (f": {stderr.splitlines()[-1]}" if stderr else "")
+    return Output(False, text + ("\n" + stderr if stderr else ""), reason[:300])
+
+
+def _transcript(read: Call, result: CommandResult) -> str:
+    text = result.stdout.decode("utf-8", errors="replace").rstrip()
+    stderr = result.stderr.decode("utf-8", errors="replace").rstrip()
+    status = "" if result.ok else f"\n# exit {result.exit_code}{' (timed out)' if result.timed_out else ''}"
+    return f"$ {read.text()}\n{text}" + (f"\n{stderr}" if stderr else "") + status
+
+
+def _passed_summary(findings: list[Finding]) -> str:
+    values = [f"{f.subject + ' ' if f.subject else ''}{f.value}" for f in findings if f.value][:3]
+    more = f" (+{len(findings) - 3})" if len(findings) > 3 else ""
+    return "; ".join(values) + more

@@ -1,0 +1,94 @@
+"""The acceptance report: every node's verdicts with criteria and evidence, the plan's versions and baselines, and
+who approved what. One source for the page, the downloadable HTML file and the API."""
+
+from collections import defaultdict
+
+from django.http import HttpResponse
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from apps.deployments import services
+from apps.deployments.choices import OUTCOME_RANK, Outcome
+from apps.deployments.steps import STEPS
+
+
+def context(deployment) -> dict:
+    verdicts = services.latest_verdicts(deployment)
+    by_node: dict[str, list] = defaultdict(list)
+    for verdict in verdicts:
+        by_node[verdict.hostname].append(verdict)
+    nodes = []
+    for hostname in deployment.nodes.order_by("hostname").values_list("hostname", flat=True):
+        rows = by_node.get(hostname, [])
+        outcome = max((row.outcome for row in rows), key=lambda o: OUTCOME_RANK[Outcome(o)]) if rows else "not run"
+        nodes.append({"hostname": hostname, "outcome": outcome, "verdicts": rows})
+    return {
+        "deployment": deployment,
+        "generated": timezone.now(),
+        "nodes": nodes,
+        "counts": services.verdict_counts(deployment),
+        "approvals": list(services.approvals(deployment)),
+        "runs": list(deployment.runs.select_related("job", "started_by").order_by("number")),
+        "step_labels": {name: step.label for name, step in STEPS.items()},
+        "accepted": bool(nodes) and all(node["outcome"] in (Outcome.PASS, Outcome.WARN) for node in nodes),
+    }
+
+
+def as_json(deployment) -> dict:
+    data = context(deployment)
+    return {
+        "deployment": deployment.name,
+        "state": deployment.state,
+        "generated": data["generated"].isoformat(),
+        "accepted": data["accepted"],
+        "versions": deployment.options.get("versions", {}),
+        "baselines": deployment.options.get("baselines", {}),
+        "criteria": deployment.criteria,
+        "counts": data["counts"],
+        "approvals": [
+            {
+                "scope": a.scope,
+                "step": a.step,
+                "hostnames": a.hostnames,
+                "by": a.approved_by_name,
+                "at": a.created.isoformat(),
+            }
+            for a in data["approvals"]
+        ],
+        "nodes": [
+            {
+                "hostname": node["hostname"],
+                "outcome": node["outcome"],
+                "verdicts": [
+                    {
+                        "step": v.step,
+                        "check": v.check_name,
+                        "subject": v.subject,
+                        "outcome": v.outcome,
+                        "value": v.value,
+                        "criterion": v.criterion,
+                        "threshold": v.threshold,
+                        "reference": v.reference,
+                        "unit": v.unit,
+                        "attempts": v.attempts,
+                        "evidence": v.evidence,
+                        "run": v.run.number,
+                    }
+                    for v in node["verdicts"]
+                ],
+            }
+            for node in data["nodes"]
+        ],
+    }
+
+
+def html(deployment, *, standalone: bool, request=None) -> str:
+    """The report as HTML: in the portal's frame (with the request, for its navigation), or standalone to download."""
+    data = {**context(deployment), "standalone": standalone}
+    return render_to_string("deployments/report.html", data, request=request)
+
+
+def html_download(deployment) -> HttpResponse:
+    response = HttpResponse(html(deployment, standalone=True), content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="acceptance-{deployment.name}.html"'
+    return response

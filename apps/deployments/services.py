@@ -1,0 +1,520 @@
+"""Deployments: create and edit the plan, dry-run it, approve it, run and resume it, decide suggestions, and record
+what each run found. Views and the API call these; every write is checked here once."""
+
+import re
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.deployments import artefacts, criteria, options
+from apps.deployments.choices import (
+    OUTCOME_RANK,
+    ApprovalScope,
+    DeploymentState,
+    Outcome,
+    SuggestionState,
+    WizardStage,
+)
+from apps.deployments.context import node_contexts, render_artefacts
+from apps.deployments.kinds import KIND, Cell
+from apps.deployments.models import Approval, Deployment, DeploymentRun, Suggestion, Verdict
+from apps.deployments.steps import PLAN, STEPS
+from apps.inventory.choices import NodeStatus
+from apps.inventory.models import Node
+from apps.jobs import services as job_services
+from apps.jobs.choices import JOB_ACTIVE, JobStatus
+from apps.jobs.events import emit
+from apps.jobs.models import Job
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+class DeploymentError(serializers.ValidationError):
+    """A request the deployment's state or the caller's input does not allow; the detail names the field."""
+
+
+def _refuse(field: str, message: str):
+    raise DeploymentError({field: [message]})
+
+
+# --- the plan -----------------------------------------------------------------------------------------------------
+
+
+def _primary_sku(nodes: list[Node]):
+    from collections import Counter
+
+    from apps.inventory.models import Gpu
+
+    counted = Counter(Gpu.objects.filter(node__in=nodes).values_list("sku", flat=True))
+    if not counted:
+        return None
+    from apps.inventory.models import GpuSku
+
+    return GpuSku.objects.get(pk=counted.most_common(1)[0][0])
+
+
+def check_options(nodes: list[Node], merged: dict, edits: dict) -> None:
+    problems = options.errors(edits, merged_options=merged)
+    if not problems:
+        problems.update({f"options.{path}": message for path, message in artefacts.options_errors(merged).items()})
+    if not problems:
+        try:
+            artefacts.render_all(merged, _artefact_nodes(nodes), deployment_name="check")
+        except artefacts.ArtefactError as error:
+            problems[f"options.artefacts.{error.name}"] = str(error.message)
+    if problems:
+        raise DeploymentError({key: [message] for key, message in problems.items()})
+
+
+def _artefact_nodes(nodes):
+    from apps.deployments.context import artefact_nodes
+
+    return artefact_nodes(list(Node.objects.filter(pk__in=[n.pk for n in nodes]).prefetch_related("gpus", "nics")))
+
+
+def create_deployment(
+    *,
+    name: str,
+    targets: job_services.TargetSpec,
+    user,
+    option_edits: dict | None = None,
+    criteria_edits: dict | None = None,
+    description: str = "",
+    transport: str = "",
+) -> Deployment:
+    """A draft plan for the targets with options pre-filled from the inventory; edits are checked (400 by field)."""
+    if not NAME.fullmatch(name or ""):
+        _refuse("name", "Letters, digits, . _ - (up to 64), starting with a letter or digit.")
+    if Deployment.objects.filter(name=name).exists():
+        _refuse("name", f"A deployment named {name!r} already exists.")
+    _check_transport(transport)
+    nodes = job_services.resolve_targets(targets)
+    merged = options.merged(options.defaults(nodes), option_edits or {})
+    check_options(nodes, merged, option_edits or {})
+    snapshot = criteria.resolve(_primary_sku(nodes))
+    problems = criteria.errors(criteria_edits or {})
+    if problems:
+        raise DeploymentError({key: [message] for key, message in problems.items()})
+    with transaction.atomic():
+        deployment = Deployment.objects.create(
+            name=name,
+            description=description,
+            target_spec=targets.as_json(),
+            options=merged,
+            criteria=criteria.merged(snapshot, criteria_edits or {}),
+            transport=transport,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            stage=WizardStage.VERSIONS,
+        )
+        deployment.nodes.set(nodes)
+    return deployment
+
+
+def _check_transport(transport: str) -> None:
+    from apps.deployments.kinds import Deploy
+
+    if transport and transport not in Deploy.transports:
+        _refuse("transport", f"Deployments run over {', '.join(Deploy.transports)}, not {transport!r}.")
+
+
+def _require_draft(deployment: Deployment) -> None:
+    if not deployment.is_draft:
+        _refuse("state", f"The plan is {deployment.get_state_display().lower()}; only a draft can be changed.")
+
+
+def update_deployment(
+    *,
+    deployment: Deployment,
+    targets: job_services.TargetSpec | None = None,
+    option_edits: dict | None = None,
+    criteria_edits: dict | None = None,
+    stage: str | None = None,
+    description: str | None = None,
+) -> Deployment:
+    """Change a draft: other nodes (options re-derived where not edited), option and criteria edits, wizard stage."""
+    _require_draft(deployment)
+    nodes = job_services.resolve_targets(targets) if targets is not None else list(deployment.nodes.all())
+    base = options.merged(options.defaults(nodes), {}) if targets is not None else deployment.options
+    merged = options.merged(base, option_edits or {})
+    check_options(nodes, merged, option_edits or {})
+    problems = criteria.errors(criteria_edits or {})
+    if stage is not None and stage not in WizardStage.values:
+        problems["stage"] = f"One of {', '.join(WizardStage.values)}."
+    if problems:
+        raise DeploymentError({key: [message] for key, message in problems.items()})
+    with transaction.atomic():
+        deployment.options = merged
+        deployment.criteria = criteria.merged(deployment.criteria, criteria_edits or {})
+        if targets is not None:
+            deployment.target_spec = targets.as_json()
+            deployment.nodes.set(nodes)
+        if stage is not None:
+            deployment.stage = stage
+        if description is not None:
+            deployment.description = description
+        deployment.save()
+    return deployment
+
+
+def dry_run(deployment: Deployment) -> list[dict]:
+    """Per node, per step: the exact commands check/verify read and apply may run (nothing runs)."""
+    plan = []
+    for hostname, node in node_contexts(deployment, with_topology=False).items():
+        steps = []
+        for step in PLAN:
+            if not step.applies_to(node):
+                continue
+            steps.append(
+                {
+                    "step": step.name,
+                    "label": step.label,
+                    "phase": step.phase,
+                    "disruptive": step.disruptive,
+                    "reads": [call.text() for call in step.reads(node)],
+                    "applies": [call.text() for call in step.fixes(node, None)],
+                }
+            )
+        plan.append({"hostname": hostname, "steps": steps})
+    return plan
+
+
+def disruptive_commands(deployment: Deployment, plan: list[dict] | None = None) -> dict[str, dict[str, list[str]]]:
+    """step -> hostname -> the commands its apply may run there, for the disruptive steps (what approval shows)."""
+    result: dict[str, dict[str, list[str]]] = {}
+    for node in plan or dry_run(deployment):
+        for step in node["steps"]:
+            if step["disruptive"] and step["applies"]:
+                result.setdefault(step["step"], {})[node["hostname"]] = step["applies"]
+    return result
+
+
+def plan_artefacts(deployment: Deployment) -> list:
+    return render_artefacts(deployment)
+
+
+# --- approval and runs -----------------------------------------------------------------------------------------
+
+
+def _require_operator(user) -> None:
+    from apps.accounts.choices import Role
+
+    if not getattr(user, "is_authenticated", False) or not user.has_role(Role.OPERATOR):
+        raise DeploymentError({"approved_by": ["Only an operator or an admin may approve."]})
+
+
+def approve(*, deployment: Deployment, user, steps: list[str] | None = None) -> Deployment:
+    """Sign off the plan, and (optionally) its disruptive steps on every node where they may run, with exactly the
+    nodes and commands shown. Nothing runs yet."""
+    _require_operator(user)
+    _require_draft(deployment)
+    steps = list(steps or [])
+    commands = disruptive_commands(deployment)
+    unknown = [name for name in steps if name not in STEPS or not STEPS[name].disruptive]
+    if unknown:
+        _refuse("steps", f"Not disruptive steps of the plan: {', '.join(unknown)}.")
+    with transaction.atomic():
+        Approval.objects.create(
+            deployment=deployment,
+            scope=ApprovalScope.PLAN,
+            approved_by=user,
+            approved_by_name=user.username,
+            hostnames=list(deployment.nodes.values_list("hostname", flat=True)),
+        )
+        for name in steps:
+            shown = commands.get(name, {})
+            Approval.objects.create(
+                deployment=deployment,
+                scope=ApprovalScope.STEP,
+                step=name,
+                hostnames=sorted(shown),
+                commands=shown,
+                approved_by=user,
+                approved_by_name=user.username,
+            )
+        deployment.state = DeploymentState.APPROVED
+        deployment.stage = WizardStage.RUN
+        deployment.approved_by, deployment.approved_at = user, timezone.now()
+        deployment.save()
+    return deployment
+
+
+def start(*, deployment: Deployment, user, check_only: bool = False) -> DeploymentRun:
+    """The first run: every node of the plan (check_only: read and judge, apply nothing)."""
+    _require_operator(user)
+    if deployment.state == DeploymentState.DRAFT:
+        _refuse("state", "Approve the plan before starting it.")
+    if deployment.runs.exists():
+        _refuse("state", "This deployment has started already; resume it instead.")
+    node_ids = list(deployment.nodes.values_list("pk", flat=True))
+    return _launch(deployment, user, node_ids=node_ids, resume=False, check_only=check_only)
+
+
+def resume(*, deployment: Deployment, user) -> DeploymentRun:
+    """Another run over the nodes that still have unverified steps; verified steps are skipped."""
+    _require_operator(user)
+    if not deployment.runs.exists():
+        _refuse("state", "Start the deployment before resuming it.")
+    pending = nodes_with_work(deployment)
+    if not pending:
+        _refuse("state", "Every step is verified on every node: nothing to resume.")
+    return _launch(deployment, user, node_ids=pending, resume=True)
+
+
+def _launch(
+    deployment: Deployment, user, *, node_ids: list[int], resume: bool, check_only: bool = False
+) -> DeploymentRun:
+    with transaction.atomic():
+        deployment = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        active = deployment.runs.filter(job__status__in=JOB_ACTIVE).exists()
+        if active:
+            _refuse("state", "A run of this deployment is in progress.")
+        number = (deployment.runs.aggregate(last=Max("number"))["last"] or 0) + 1
+        hostnames = tuple(Node.objects.filter(pk__in=node_ids).values_list("hostname", flat=True).order_by("hostname"))
+        job = job_services.create_job(
+            kind=KIND,
+            targets=job_services.TargetSpec(nodes=hostnames),
+            parameters={"deployment": str(deployment.public_id), "run": number, "check_only": check_only},
+            transport=deployment.transport or None,
+            requested_by=user,
+        )
+        run = DeploymentRun.objects.create(
+            deployment=deployment, job=job, number=number, resume=resume, started_by=user
+        )
+        deployment.state = DeploymentState.RUNNING
+        deployment.save(update_fields=["state", "updated"])
+    return run
+
+
+def run_of(job: Job) -> tuple[Deployment, DeploymentRun]:
+    run = DeploymentRun.objects.select_related("deployment").get(job=job)
+    return run.deployment, run
+
+
+def contexts_for_run(deployment: Deployment, node_ids: list[int]) -> dict:
+    return node_contexts(deployment, node_ids)
+
+
+def cell_outcomes(deployment: Deployment) -> dict[tuple[str, str], tuple[str, int]]:
+    """(hostname, step) -> (worst outcome, run number) of the latest run that judged that cell."""
+    latest: dict[tuple[str, str], int] = {}
+    rows = Verdict.objects.filter(deployment=deployment).values_list("hostname", "step", "run__number", "outcome")
+    outcomes: dict[tuple[str, str, int], str] = {}
+    for hostname, step, number, outcome in rows:
+        key = (hostname, step)
+        latest[key] = max(latest.get(key, 0), number)
+        previous = outcomes.get((hostname, step, number))
+        if previous is None or OUTCOME_RANK[Outcome(outcome)] > OUTCOME_RANK[Outcome(previous)]:
+            outcomes[(hostname, step, number)] = outcome
+    return {key: (outcomes[(*key, number)], number) for key, number in latest.items()}
+
+
+def verified_cells(deployment: Deployment, *, before: DeploymentRun) -> dict[tuple[str, str], int]:
+    """Cells an earlier run verified (pass or warn): a resume skips them."""
+    return {
+        key: number
+        for key, (outcome, number) in cell_outcomes(deployment).items()
+        if number < before.number and outcome in (Outcome.PASS, Outcome.WARN)
+    }
+
+
+def approved_cells(deployment: Deployment) -> set[tuple[str, str]]:
+    cells = set()
+    for step, hostnames in Approval.objects.filter(
+        deployment=deployment, scope__in=[ApprovalScope.STEP, ApprovalScope.FIX]
+    ).values_list("step", "hostnames"):
+        cells.update((hostname, step) for hostname in hostnames)
+    return cells
+
+
+def nodes_with_work(deployment: Deployment) -> list[int]:
+    """Nodes with a plan step not yet verified (or never judged)."""
+    outcomes = cell_outcomes(deployment)
+    contexts = node_contexts(deployment, with_topology=False)
+    pending = []
+    for hostname, node in contexts.items():
+        for step in PLAN:
+            if step.applies_to(node) and outcomes.get((hostname, step.name), (None, 0))[0] not in (
+                Outcome.PASS,
+                Outcome.WARN,
+            ):
+                pending.append(node.node_id)
+                break
+    return pending
+
+
+# --- recording ------------------------------------------------------------------------------------------------------
+
+
+def record_cells(*, job: Job, cells: dict[tuple[str, str], Cell]) -> None:
+    """Store a shard's verdicts and suggestions; mark nodes whose every step is verified ready."""
+    deployment, run = run_of(job)
+    node_ids = dict(Node.objects.filter(hostname__in={h for h, _ in cells}).values_list("hostname", "pk"))
+    verdicts, suggestions = [], []
+    for (hostname, step), cell in cells.items():
+        if not cell.record:
+            continue
+        for finding in cell.findings:
+            verdicts.append(
+                Verdict(
+                    deployment=deployment,
+                    run=run,
+                    node_id=node_ids.get(hostname),
+                    hostname=hostname,
+                    step=step,
+                    check_name=finding.check[:40],
+                    subject=finding.subject[:64],
+                    outcome=finding.outcome,
+                    value=finding.value[:120],
+                    criterion=finding.criterion[:300],
+                    threshold=finding.threshold,
+                    reference=finding.reference,
+                    reference_label=finding.reference_label[:80],
+                    unit=finding.unit[:16],
+                    attempts=finding.attempts,
+                    evidence=finding.evidence[:8000],
+                )
+            )
+        for item in cell.suggestions:
+            suggestions.append(
+                Suggestion(
+                    deployment=deployment,
+                    run=run,
+                    node_id=node_ids.get(hostname),
+                    **{key: value for key, value in item.items() if key != "disruptive"},
+                )
+            )
+    with transaction.atomic():
+        # Older open suggestions for cells judged again are settled by this run's verdicts.
+        judged = [(h, s) for (h, s), cell in cells.items() if cell.record]
+        for hostname, step in judged:
+            Suggestion.objects.filter(
+                deployment=deployment,
+                hostname=hostname,
+                step=step,
+                state__in=[SuggestionState.OPEN, SuggestionState.APPROVED],
+            ).exclude(run=run).update(state=SuggestionState.RESOLVED, updated=timezone.now())
+        Verdict.objects.bulk_create(verdicts, batch_size=500)
+        Suggestion.objects.bulk_create(suggestions, batch_size=200)
+    _mark_ready_nodes(deployment, {h for h, _ in cells})
+    for item in suggestions:
+        emit(
+            job,
+            f"suggestion for {item.hostname}: {item.title}",
+            level="warning",
+            hostname=item.hostname,
+            step=item.step,
+            data={"suggestion_id": str(item.public_id)},
+        )
+
+
+def _mark_ready_nodes(deployment: Deployment, hostnames: set[str]) -> None:
+    outcomes = cell_outcomes(deployment)
+    contexts = node_contexts(
+        deployment, Node.objects.filter(hostname__in=hostnames).values_list("pk", flat=True), with_topology=False
+    )
+    from apps.core.audit import audit_context
+    from apps.core.choices import ChangeSource
+
+    for hostname, node in contexts.items():
+        verified = all(
+            outcomes.get((hostname, step.name), (None, 0))[0] in (Outcome.PASS, Outcome.WARN)
+            for step in PLAN
+            if step.applies_to(node)
+        )
+        if verified:
+            with audit_context(user=None, source=ChangeSource.COMMAND):
+                for inventory_node in Node.objects.filter(pk=node.node_id).exclude(status=NodeStatus.READY):
+                    inventory_node.status = NodeStatus.READY
+                    inventory_node.save()
+
+
+def refresh_state(deployment: Deployment) -> Deployment:
+    """Running / passed / needs attention from the latest run's job and the verdicts so far."""
+    run = deployment.latest_run
+    if run is None or deployment.state == DeploymentState.DRAFT:
+        return deployment
+    status = run.job.status
+    if status in JOB_ACTIVE:
+        state = DeploymentState.RUNNING
+    elif status == JobStatus.CANCELED:
+        state = DeploymentState.CANCELED
+    else:
+        state = DeploymentState.FAILED if nodes_with_work(deployment) else DeploymentState.PASSED
+    if state != deployment.state:
+        Deployment.objects.filter(pk=deployment.pk).update(state=state, updated=timezone.now())
+        deployment.state = state
+    return deployment
+
+
+# --- suggestions ----------------------------------------------------------------------------------------------------
+
+
+def approve_suggestion(*, suggestion: Suggestion, user) -> Suggestion:
+    """Approve the suggested fix: the next resume runs the step's apply on that node (with exactly these commands)."""
+    _require_operator(user)
+    if suggestion.state != SuggestionState.OPEN:
+        _refuse("state", f"This suggestion is {suggestion.get_state_display().lower()}.")
+    if not suggestion.remediation_step:
+        _refuse("remediation_step", "This suggestion has no fix Rackpilot can run; follow its advice by hand.")
+    with transaction.atomic():
+        Approval.objects.create(
+            deployment=suggestion.deployment,
+            scope=ApprovalScope.FIX,
+            step=suggestion.remediation_step,
+            hostnames=[suggestion.hostname],
+            commands={suggestion.hostname: suggestion.fix_commands},
+            suggestion=suggestion,
+            approved_by=user,
+            approved_by_name=user.username,
+        )
+        suggestion.state, suggestion.decided_by, suggestion.decided_at = SuggestionState.APPROVED, user, timezone.now()
+        suggestion.save()
+    return suggestion
+
+
+def dismiss_suggestion(*, suggestion: Suggestion, user) -> Suggestion:
+    _require_operator(user)
+    if suggestion.state not in (SuggestionState.OPEN, SuggestionState.APPROVED):
+        _refuse("state", f"This suggestion is {suggestion.get_state_display().lower()}.")
+    suggestion.state, suggestion.decided_by, suggestion.decided_at = SuggestionState.DISMISSED, user, timezone.now()
+    suggestion.save()
+    return suggestion
+
+
+# --- reading ----------------------------------------------------------------------------------------------------------
+
+
+def matrix(deployment: Deployment) -> dict:
+    """The node x step matrix over all runs: each cell's latest outcome, with counts per phase for the progress bar."""
+    outcomes = cell_outcomes(deployment)
+    hostnames = list(deployment.nodes.order_by("hostname").values_list("hostname", flat=True))
+    phases = {}
+    for step in PLAN:
+        done = sum(1 for h in hostnames if outcomes.get((h, step.name), (None,))[0] in (Outcome.PASS, Outcome.WARN))
+        entry = phases.setdefault(step.phase, {"total": 0, "verified": 0})
+        entry["total"] += len(hostnames)
+        entry["verified"] += done
+    return {"hostnames": hostnames, "steps": [s.name for s in PLAN], "outcomes": outcomes, "phases": phases}
+
+
+def verdict_counts(deployment: Deployment) -> dict[str, int]:
+    latest = cell_outcomes(deployment)
+    counts = {outcome: 0 for outcome in Outcome.values}
+    for outcome, _ in latest.values():
+        counts[outcome] += 1
+    return counts
+
+
+def latest_verdicts(deployment: Deployment):
+    """Every verdict of the latest run that judged each cell (the report's rows)."""
+    latest = {key: number for key, (_, number) in cell_outcomes(deployment).items()}
+    rows = (
+        Verdict.objects.filter(deployment=deployment).select_related("run").order_by("hostname", "step", "check_name")
+    )
+    return [v for v in rows if latest.get((v.hostname, v.step)) == v.run.number]
+
+
+def approvals(deployment: Deployment):
+    return deployment.approvals.select_related("approved_by").order_by("created")

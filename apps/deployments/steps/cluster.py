@@ -1,0 +1,148 @@
+"""Phase 3, cluster: the node as discovery and the topology rules see it, cgroup isolation for training work, and
+NCCL pointed at the right interfaces (with an all-reduce to prove it)."""
+
+from apps.deployments.choices import Outcome, Phase
+from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, excerpt, measured, parse, text_of
+from apps.deployments.steps.software import ConfigFile
+from apps.parsers import network, nvidia_smi
+from apps.parsers.errors import ParseError
+from apps.parsers.nccl_log import parse_nccl_log
+from apps.parsers.nccl_tests import parse_nccl_tests
+
+
+class Topology(Step):
+    name, label = "topology", "Topology"
+    phase = Phase.CLUSTER
+    acceptance = True
+    description = "nvidia-smi topo -m shows every GPU and RDMA NIC, and the topology rules pass for this node."
+
+    def reads(self, node):
+        return [call("nvidia-smi-topo", "topo")]
+
+    def judge(self, node, outputs):
+        topo = parse(outputs, "topo", nvidia_smi.parse_topology)
+        findings = [
+            Finding(
+                check="topo_devices",
+                outcome=Outcome.PASS
+                if len(topo.gpus) == node.gpu_count and len(topo.nics) >= len(node.rdma_nics)
+                else Outcome.FAIL,
+                value=f"{len(topo.gpus)} GPUs, {len(topo.nics)} NICs",
+                criterion=f"{node.gpu_count} GPUs and at least {len(node.rdma_nics)} RDMA NICs in topo -m",
+                evidence=excerpt(text_of(outputs, "topo"), limit=3),
+                problem="gpu_missing" if len(topo.gpus) != node.gpu_count else "topology",
+            )
+        ]
+        for title, verdict, detail in node.topology:
+            findings.append(
+                Finding(
+                    check="topology_rule",
+                    subject=title[:64],
+                    outcome={"pass": Outcome.PASS, "warn": Outcome.WARN}.get(verdict, Outcome.FAIL),
+                    value=verdict,
+                    criterion=f"topology rule: {title}",
+                    evidence=detail[:500],
+                    problem="" if verdict in ("pass", "warn") else "topology",
+                )
+            )
+        for finding in findings:
+            if finding.passed:
+                finding.problem = ""
+        return findings
+
+
+class Cgroup(ConfigFile):
+    name, label = "cgroup", "cgroup isolation"
+    phase = Phase.CLUSTER
+    then = ("daemon-reload",)
+    description = "A systemd slice that keeps training work off the system's CPUs and memory, with GPU access."
+
+    def file_path(self, node):
+        return f"/etc/systemd/system/{node.option('cgroup', 'slice', 'training.slice')}"
+
+
+def _nccl_warnings(text: str) -> list:
+    try:
+        return parse_nccl_log(text).warnings
+    except ParseError:  # no NCCL debug lines (NCCL_DEBUG unset): nothing NCCL warned about
+        return []
+
+
+def interfaces_matching(spec: str, names: list[str]) -> list[str]:
+    """The interfaces NCCL_SOCKET_IFNAME selects, as NCCL reads it: prefixes, ^ to exclude, = for exact names."""
+    spec = spec.strip()
+    exclude = spec.startswith("^")
+    spec = spec.lstrip("^")
+    exact = spec.startswith("=")
+    patterns = [item for item in spec.lstrip("=").split(",") if item]
+
+    def hit(name: str) -> bool:
+        return any(name == p if exact else name.startswith(p) for p in patterns)
+
+    return [name for name in names if hit(name) != exclude]
+
+
+class NcclEnvironment(ConfigFile):
+    name, label = "nccl-env", "NCCL environment"
+    phase = Phase.CLUSTER
+    path = "/etc/nccl.conf"
+    acceptance = False
+    retry_check = "nccl_busbw"
+    description = (
+        "/etc/nccl.conf with NCCL_SOCKET_IFNAME on interfaces the node has, then an all-reduce across its GPUs."
+    )
+
+    def reads(self, node):
+        return super().reads(node) + [
+            call("ip-link", "links"),
+            call("nccl-allreduce", "allreduce", number=max(node.gpu_count, 1)),
+        ]
+
+    def judge(self, node, outputs):
+        findings = [self.file_finding(node, outputs)]
+        spec = str(node.option("nccl", "socket_ifname", ""))
+        names = [link.name for link in parse(outputs, "links", network.parse_ip_link).links]
+        if spec:
+            matched = interfaces_matching(spec, names)
+            findings.append(
+                Finding(
+                    check="nccl_socket_ifname",
+                    subject=spec[:64],
+                    outcome=Outcome.PASS if matched else Outcome.FAIL,
+                    value=", ".join(matched) or "no interface",
+                    criterion="NCCL_SOCKET_IFNAME selects at least one interface of the node",
+                    evidence=f"interfaces on the node: {', '.join(names)}",
+                    problem="" if matched else "nccl_socket_ifname",
+                )
+            )
+        output = outputs["allreduce"]
+        warnings = _nccl_warnings(output.text)
+        if not output.ok:
+            bootstrap = [w for w in warnings if "bootstrap" in w.category or "interface" in w.category]
+            findings.append(
+                Finding(
+                    check="nccl_allreduce",
+                    outcome=Outcome.FAIL,
+                    value="failed",
+                    criterion="all_reduce_perf completes across the node's GPUs",
+                    evidence=excerpt(output.text, "WARN", "failure", "NCCL_SOCKET_IFNAME") or output.reason,
+                    problem="nccl_socket_ifname" if bootstrap else "nccl_failure",
+                )
+            )
+            return findings
+        result = parse(outputs, "allreduce", parse_nccl_tests)
+        if not result.rows:
+            raise CouldNotRun("all_reduce_perf printed no result rows")
+        largest = max(result.rows, key=lambda row: row.size_bytes)
+        busbw = largest.out_of_place.busbw_gbps or 0.0
+        findings.append(
+            measured(
+                "nccl_busbw",
+                "",
+                busbw,
+                node.criteria["nccl_busbw"],
+                problem="nccl_slow",
+                evidence=excerpt(output.text, "Avg bus bandwidth"),
+            )
+        )
+        return findings

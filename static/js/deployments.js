@@ -1,0 +1,126 @@
+/* Rackpilot deployments: the running view follows the current run's job stream (jobs.js draws that job's matrix and
+ * log) and adds what only a deployment has: each finished cell's outcome in the all-runs matrix and its suggestions,
+ * appended live; when the run ends the server-rendered summary (state, phases, matrix, stored suggestions) is
+ * fetched again. The review stage's "expand all" lives here too. */
+(function () {
+  "use strict";
+  var TERMINAL = { succeeded: 1, failed: 1, canceled: 1, error: 1 };
+  var COLOURS = { pass: "green", warn: "yellow", fail: "red", could_not_run: "grey" };
+
+  function wsUrl(path) { return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path; }
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = text; }
+    return node;
+  }
+
+  function refreshSummary() {
+    if (window.htmx) { window.htmx.trigger(document.body, "deployment-refresh"); }
+    else { location.reload(); }
+  }
+
+  function markCell(hostname, step, outcome) {
+    var cell = document.querySelector('td.dcell[data-host="' + CSS.escape(hostname) + '"][data-step="' + CSS.escape(step) + '"]');
+    if (!cell || !outcome) { return; }
+    cell.className = "dcell " + (COLOURS[outcome] || "grey");
+    cell.dataset.outcome = outcome;
+    cell.title = hostname + " " + step + ": " + outcome + " (this run)";
+  }
+
+  function appendSuggestion(s) {
+    var box = document.getElementById("live-suggestions");
+    if (!box) { return; }
+    var seen = document.querySelector('.suggestion[data-state="open"][data-host="' + CSS.escape(s.hostname || "") +
+                                      '"][data-problem="' + CSS.escape(s.problem || "") + '"]');
+    if (seen) { return; }                                  // already listed (stored, or appended from a replay)
+    var none = document.getElementById("no-suggestions");
+    if (none) { none.hidden = true; }
+    var card = el("div", "suggestion live");
+    card.dataset.problem = s.problem || "";
+    card.dataset.host = s.hostname || "";
+    card.dataset.state = "open";
+    var head = el("div", "suggestion-head");
+    head.appendChild(el("b", "title", s.title));
+    head.appendChild(document.createTextNode(" "));
+    head.appendChild(el("span", "badge red", "new"));
+    card.appendChild(head);
+    card.appendChild(el("div", "muted where", (s.hostname || "") + " · " + (s.step || "") + (s.subject ? " · " + s.subject : "")));
+    function para(label, text) {
+      if (!text) { return; }
+      var p = el("p");
+      p.appendChild(el("b", null, label + " "));
+      p.appendChild(document.createTextNode(text));
+      card.appendChild(p);
+    }
+    para("Likely cause:", s.cause);
+    para("Check next:", s.next_check);
+    para("Fix:", s.fix);
+    if (s.fix_commands && s.fix_commands.length) { card.appendChild(el("pre", "fix", s.fix_commands.join("\n"))); }
+    card.appendChild(el("p", "muted", "Found just now: the buttons to act on it appear when the run ends (or reload)."));
+    box.appendChild(card);
+  }
+
+  function follow(opts) {
+    var state = { lastSeq: opts.after || 0, status: opts.status, done: TERMINAL[opts.status] === 1, failures: 0 };
+    window.rackpilotDeployment = state;
+    if (state.done) { return; }
+
+    function finished() {
+      if (state.done) { return; }
+      state.done = true;
+      refreshSummary();
+    }
+    function onEvent(ev) {
+      if (ev.seq <= state.lastSeq) { return; }
+      state.lastSeq = ev.seq;
+      var data = ev.data || {};
+      if (ev.hostname && ev.step && data.outcome) { markCell(ev.hostname, ev.step, data.outcome); }
+      (data.suggestions || []).forEach(appendSuggestion);
+    }
+    function onJob(job) {
+      if (job && job.status) { state.status = job.status; if (TERMINAL[job.status]) { finished(); } }
+    }
+    function poll() {
+      fetch("/api/jobs/" + opts.job + "/", { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.json(); })
+        .then(function (job) { onJob(job); if (!state.done) { setTimeout(poll, 3000); } })
+        .catch(function () { setTimeout(poll, 5000); });
+    }
+    function connect() {
+      if (!("WebSocket" in window)) { poll(); return; }
+      var ws = new WebSocket(wsUrl("/ws/jobs/" + opts.job + "/?after=" + state.lastSeq));
+      var opened = false;
+      ws.onopen = function () { opened = true; state.failures = 0; };
+      ws.onmessage = function (msg) {
+        var frame = JSON.parse(msg.data);
+        (frame.events || []).forEach(onEvent);
+        onJob(frame.job);
+      };
+      ws.onclose = function () {
+        if (state.done) { return; }
+        if (!opened) { state.failures += 1; }
+        if (state.failures >= 3) { poll(); return; }
+        setTimeout(connect, Math.min(10000, 500 * Math.pow(2, state.failures)));
+      };
+    }
+    connect();
+  }
+
+  document.addEventListener("click", function (e) {
+    var toggle = e.target.closest("[data-toggle-details]");
+    if (toggle) {
+      var details = document.querySelectorAll(toggle.dataset.toggleDetails + " details");
+      var open = !Array.prototype.every.call(details, function (d) { return d.open; });
+      Array.prototype.forEach.call(details, function (d) { d.open = open; });
+      return;
+    }
+    var cell = e.target.closest("td.dcell");
+    if (cell) {
+      Array.prototype.forEach.call(document.querySelectorAll("td.dcell.selected"), function (c) { c.classList.remove("selected"); });
+      cell.classList.add("selected");
+    }
+  });
+
+  window.RackpilotDeployments = { follow: follow };
+})();
