@@ -93,7 +93,7 @@ class Deploy(JobKind):
         if skip:
             cell.status, cell.summary, cell.record = StepStatus.SKIPPED, skip, False
             return CommandResult(exit_code=0)
-        findings, canceled = await self._judge(step, node, run, transcript, retry=True)
+        findings, canceled = await self._judge(step, node, run, transcript)
         if canceled:
             cell.status, cell.summary, cell.record = StepStatus.CANCELED, "canceled", False
             return _result(transcript, canceled=True)
@@ -109,7 +109,7 @@ class Deploy(JobKind):
         if can_fix:
             applied_ok = await self._apply(fixes, run, transcript, cell)
             if applied_ok:
-                findings, canceled = await self._judge(step, node, run, transcript, retry=True)
+                findings, canceled = await self._judge(step, node, run, transcript)
                 if canceled:
                     cell.status, cell.summary = StepStatus.CANCELED, "canceled"
                     return _result(transcript, canceled=True)
@@ -123,8 +123,6 @@ class Deploy(JobKind):
                         evidence="\n".join(transcript[-6:]),
                     )
                 )
-        if not findings:
-            findings = [step.could_not_run("nothing to judge in the output")]
         cell.findings = findings
         outcome = worst(findings)
         if outcome in (Outcome.FAIL, Outcome.COULD_NOT_RUN):
@@ -147,10 +145,10 @@ class Deploy(JobKind):
             return f"not run: phase {failed} ({Phase(failed).label}) failed on this node"
         return ""
 
-    async def _judge(self, step: Step, node: NodeContext, run, transcript: list[str], *, retry: bool):
+    async def _judge(self, step: Step, node: NodeContext, run, transcript: list[str]):
         """Read and judge; a failing measurement is retried after the criterion's cool-down."""
         criterion = node.criteria.get(step.retry_check, {}) if step.retry_check else {}
-        tries = 1 + (int(criterion.get("retries") or 0) if retry else 0)
+        tries = 1 + int(criterion.get("retries") or 0)
         findings: list[Finding] = []
         for attempt in range(1, tries + 1):
             outputs = {}
@@ -167,9 +165,12 @@ class Deploy(JobKind):
             except Exception as error:  # a judgement bug must not stop the other nodes' cells
                 logger.exception("deploy step %s on %s: judging failed", step.name, node.hostname)
                 findings = [step.could_not_run(f"internal error judging the output: {error!r}")]
+            findings = findings or [step.could_not_run("nothing to judge in the output")]
             for finding in findings:
                 finding.attempts = attempt
-            if worst(findings) != Outcome.FAIL or attempt == tries:
+            failing = [finding.check for finding in findings if finding.outcome == Outcome.FAIL]
+            # Only a noisy measurement is worth another try; a wrong setting stays wrong.
+            if not failing or attempt == tries or set(failing) != {step.retry_check}:
                 break
             cooldown = float(criterion.get("cooldown_seconds") or 0)
             transcript.append(f"# {step.label}: below the criterion on try {attempt}; retrying in {cooldown:g} s")

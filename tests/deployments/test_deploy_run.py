@@ -150,3 +150,42 @@ def test_viewer_cannot_approve_and_nothing_starts(demo_cluster, operator, viewer
     deployment.refresh_from_db()
     assert deployment.state == DeploymentState.DRAFT and not deployment.approvals.exists()
     assert not Job.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("fault", "target", "options", "step", "problem"),
+    [
+        ("nvlink_down", "2", {}, "nvlink", "nvlink"),
+        ("ecc", "1", {}, "ecc", "ecc"),
+        ("pcie_downtrained", "3", {}, "pcie", "pcie_downtrained"),
+        ("nic_down", "ens2np0", {}, "links", "nic_down"),
+        ("straggler", "", {}, "hbm", "hbm_low"),
+        ("ptp_unsynced", "", {}, "ptp", "ptp"),
+        (None, "", {"nccl": {"socket_ifname": "eth9"}}, "nccl-env", "nccl_socket_ifname"),
+    ],
+)
+def test_each_known_problem_fails_its_step_with_its_suggestion(
+    demo_cluster, operator, run_shards, fault, target, options, step, problem
+):
+    node = Node.objects.get(hostname="gpu031")
+    if fault:
+        sim.inject_fault(node=node, kind=fault, target=target)
+    criteria = {**NO_WAIT, "hbm_bandwidth": {"cooldown_seconds": 0, "retries": 1}}
+    deployment = services.create_deployment(
+        name=f"one-{step}",
+        targets=TargetSpec(nodes=("gpu031",)),
+        user=operator,
+        option_edits=options,
+        criteria_edits=criteria,
+        transport="sim",
+    )
+    services.approve(deployment=deployment, user=operator)
+    cells = _run(services.start(deployment=deployment, user=operator), run_shards)
+
+    failed = [name for (_, name), cell in cells.items() if cell.status in (StepStatus.FAILED, StepStatus.ERROR)]
+    assert failed == [step], {k: c.summary for k, c in cells.items() if c.status != StepStatus.SUCCEEDED}
+    suggestion = Suggestion.objects.get(deployment=deployment, step=step)
+    assert suggestion.problem == problem and suggestion.cause and suggestion.next_check and suggestion.evidence
+    if step == "hbm":  # a noisy measurement is retried (after the cool-down) before it fails
+        assert set(Verdict.objects.filter(deployment=deployment, step="hbm").values_list("attempts", flat=True)) == {2}
