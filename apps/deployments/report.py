@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from apps.deployments import services
-from apps.deployments.choices import OUTCOME_RANK, Outcome
+from apps.deployments.choices import OUTCOME_RANK, Comparator, Outcome
 from apps.deployments.steps import STEPS
 
 
@@ -30,6 +30,10 @@ def context(deployment) -> dict:
         "approvals": list(services.approvals(deployment)),
         "runs": list(deployment.runs.select_related("job", "started_by").order_by("number")),
         "step_labels": {name: step.label for name, step in STEPS.items()},
+        "criteria": [
+            (check, {**values, "comparator_label": Comparator(values.get("comparator", "ge")).label})
+            for check, values in deployment.criteria.items()
+        ],
         "accepted": bool(nodes) and all(node["outcome"] in (Outcome.PASS, Outcome.WARN) for node in nodes),
     }
 
