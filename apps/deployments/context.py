@@ -82,11 +82,16 @@ def _topology_by_node(hostnames: set[str]) -> dict[str, list[tuple[str, str, str
     return found
 
 
-def node_contexts(deployment, node_ids=None, *, with_topology: bool = True) -> dict[str, NodeContext]:
+def node_contexts(
+    deployment, node_ids=None, *, with_topology: bool = True, with_files: bool = True
+) -> dict[str, NodeContext]:
+    """Contexts for the nodes; without files/topology when only the plan's shape is needed (which steps apply)."""
     node_ids = node_ids if node_ids is not None else deployment.nodes.values_list("pk", flat=True)
     nodes = _nodes(node_ids)
-    rendered = {artefact.name: artefact for artefact in render_artefacts(deployment, nodes)}
-    files = {rendered[name].filename: rendered[name].content for name in NODE_FILES if name in rendered}
+    files = {}
+    if with_files:
+        rendered = {artefact.name: artefact for artefact in render_artefacts(deployment, nodes)}
+        files = {rendered[name].filename: rendered[name].content for name in NODE_FILES if name in rendered}
     topology = _topology_by_node({node.hostname for node in nodes}) if with_topology else {}
     contexts = {}
     for node in nodes:

@@ -230,6 +230,11 @@ class Deploy(JobKind):
         key = self.results.get(id(result))
         return self.cells.get(key) if key else None
 
+    def job_finished(self, job) -> None:
+        from apps.deployments import services
+
+        services.refresh_state(services.run_of(job)[0])
+
     def shard_finished(self, job, shard) -> None:
         from apps.deployments import services
 

@@ -331,7 +331,7 @@ def approved_cells(deployment: Deployment) -> set[tuple[str, str]]:
 def nodes_with_work(deployment: Deployment) -> list[int]:
     """Nodes with a plan step not yet verified (or never judged)."""
     outcomes = cell_outcomes(deployment)
-    contexts = node_contexts(deployment, with_topology=False)
+    contexts = node_contexts(deployment, with_topology=False, with_files=False)
     pending = []
     for hostname, node in contexts.items():
         for step in PLAN:
@@ -431,20 +431,20 @@ def _mark_ready_nodes(deployment: Deployment, hostnames: set[str]) -> None:
 
 
 def refresh_state(deployment: Deployment) -> Deployment:
-    """Running / passed / needs attention from the latest run's job and the verdicts so far."""
+    """Once a run's job is over: passed, needs attention or canceled, from the verdicts so far."""
+    if deployment.state != DeploymentState.RUNNING:
+        return deployment  # drafts, approved plans and finished runs do not change by themselves
     run = deployment.latest_run
-    if run is None or deployment.state == DeploymentState.DRAFT:
+    if run is None or run.job.status in JOB_ACTIVE:
         return deployment
-    status = run.job.status
-    if status in JOB_ACTIVE:
-        state = DeploymentState.RUNNING
-    elif status == JobStatus.CANCELED:
+    if run.job.status == JobStatus.CANCELED:
         state = DeploymentState.CANCELED
     else:
         state = DeploymentState.FAILED if nodes_with_work(deployment) else DeploymentState.PASSED
-    if state != deployment.state:
-        Deployment.objects.filter(pk=deployment.pk).update(state=state, updated=timezone.now())
-        deployment.state = state
+    Deployment.objects.filter(pk=deployment.pk, state=DeploymentState.RUNNING).update(
+        state=state, updated=timezone.now()
+    )
+    deployment.state = state
     return deployment
 
 

@@ -96,6 +96,9 @@ class JobKind:
         artifacts here to parse and record what the commands found (discovery, acceptance verdicts). Report with
         apps.jobs.events.emit()."""
 
+    def job_finished(self, job) -> None:
+        """Called once when the job has its final status (after commit): update what depends on the whole run."""
+
     @classmethod
     def validate(cls, data: dict | None) -> dict:
         """Validated parameters, or serializers.ValidationError keyed by parameter name."""

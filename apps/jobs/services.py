@@ -285,7 +285,17 @@ def finish_job_if_done(*, job: Job, summary: str = "") -> Job:
         if final == JobStatus.ERROR:
             level = EventLevel.ERROR
         emit(current, f"job {final}: {text}", level=level, data={"status": final})
+        transaction.on_commit(lambda: _tell_kind_finished(current))
     return current
+
+
+def _tell_kind_finished(job: Job) -> None:
+    try:
+        get_kind(job.kind).job_finished(job)
+    except LookupError:
+        return
+    except Exception:  # the job is over whatever its kind makes of it; say so in the log, keep the worker going
+        logger.exception("job %s: the %s kind's job_finished failed", job.public_id, job.kind)
 
 
 # --- the reaper and retention ---------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, o
     assert "XID 79" in suggestions["gpu027"].title and not suggestions["gpu027"].remediation_step
     assert "Firmware" in suggestions["gpu017"].title
     assert any("/var/lib/rackpilot/firmware/bios/2.4.1.cab" in c for c in suggestions["gpu017"].fix_commands)
-    assert services.refresh_state(deployment).state == DeploymentState.FAILED
+    assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.FAILED  # set when the job ended
 
     for hostname in ("gpu025", "gpu026", "gpu027"):
         sim.clear_all(Node.objects.get(hostname=hostname))
@@ -80,7 +80,7 @@ def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, o
     assert not [key for key, cell in cells.items() if cell.status in (StepStatus.FAILED, StepStatus.ERROR)]
     assert cells["gpu025", "hbm"].summary == "verified in run 1"  # not redone
     assert cells["gpu017", "firmware"].summary.startswith("applied 1 change(s), verified")
-    assert services.refresh_state(deployment).state == DeploymentState.PASSED
+    assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.PASSED
     assert Suggestion.objects.filter(deployment=deployment, state=SuggestionState.OPEN).count() == 0
     assert set(Node.objects.filter(rack__name="r04").values_list("status", flat=True)) == {NodeStatus.READY}
     with pytest.raises(services.DeploymentError):
