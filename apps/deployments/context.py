@@ -3,7 +3,7 @@
 from collections import defaultdict
 
 from apps.deployments import artefacts
-from apps.deployments.steps.base import Nic, NodeContext
+from apps.deployments.steps.base import InventoryGpu, Nic, NodeContext
 from apps.inventory.choices import NicPurpose, NicTransport
 from apps.inventory.models import Cable, Node
 
@@ -37,7 +37,7 @@ def data_nics(node: Node) -> tuple[Nic, ...]:
         device = ""
         if nic.rdma_capable and nic.transport in (NicTransport.ROCE, NicTransport.INFINIBAND):
             device, rdma = f"mlx5_{rdma}", rdma + 1
-        nics.append(Nic(nic.name, nic.speed_gbps, device))
+        nics.append(Nic(nic.name, nic.speed_gbps, device, (nic.mac or "").lower()))
     return tuple(nics)
 
 
@@ -111,5 +111,6 @@ def node_contexts(
             criteria=deployment.criteria,
             files=files,
             topology=tuple(topology.get(node.hostname, ())),
+            gpus=tuple(InventoryGpu(gpu.index, gpu.uuid or "", gpu.serial or "") for gpu in gpus),
         )
     return contexts

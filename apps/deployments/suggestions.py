@@ -131,6 +131,14 @@ ADVICE: dict[str, Advice] = {
         "ls -l <file> ; cat <file> ; mount | grep ' / '",
         "Find what rewrites the file and let it write the plan's content, then resume.",
     ),
+    "inventory_mismatch": Advice(
+        "Node differs from the inventory on {where}",
+        "A GPU UUID or NIC MAC the inventory holds is not on the node: a part was swapped, cables or labels were "
+        "mixed up between nodes, or the inventory row belongs to another machine.",
+        "nvidia-smi -L ; ip -br link ; compare serials with the rack's labels",
+        "Run discovery on the node and accept the differences that are right (a swapped part), or fix the "
+        "labels/cabling; then resume.",
+    ),
     "topology": Advice(
         "Topology check failed on {where}",
         "The inventory's topology rules or the node's own view (topo -m) do not match the design: missing NIC, "

@@ -1,7 +1,7 @@
 """The deployment plan: every step in the order a node goes through them, phase by phase."""
 
 from apps.deployments.steps.base import Call, Finding, NodeContext, Output, Step
-from apps.deployments.steps.cluster import Cgroup, NcclEnvironment, Topology
+from apps.deployments.steps.cluster import Cgroup, Discovery, NcclEnvironment, Topology
 from apps.deployments.steps.hardware import EccClean, Firmware, GpuInventory, HbmBandwidth, NvlinkBandwidth, PcieLinks
 from apps.deployments.steps.network import Mtu, NicLinks, Ptp, Roce, RssQueues
 from apps.deployments.steps.software import Checkpoints, Cuda, Driver, Environment, Frameworks, Nccl, OpenMpi
@@ -26,6 +26,7 @@ PLAN: tuple[Step, ...] = (
     OpenMpi(),
     Environment(),
     # 3. Cluster
+    Discovery(),
     Topology(),
     Cgroup(),
     NcclEnvironment(),

@@ -19,6 +19,14 @@ class Nic:
     name: str
     speed_gbps: int
     rdma_device: str = ""
+    mac: str = ""
+
+
+@dataclass(frozen=True)
+class InventoryGpu:
+    index: int
+    uuid: str
+    serial: str
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class NodeContext:
     criteria: dict
     files: dict = field(default_factory=dict)  # path -> content this node should have (artefacts)
     topology: tuple = ()  # (rule title, verdict, detail) for rules that name this node
+    gpus: tuple[InventoryGpu, ...] = ()  # what the inventory holds about each GPU
 
     @property
     def rdma_nics(self) -> tuple[Nic, ...]:

@@ -3,6 +3,7 @@ NCCL pointed at the right interfaces (with an all-reduce to prove it)."""
 
 from apps.deployments.choices import Outcome, Phase
 from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, excerpt, measured, parse, text_of
+from apps.deployments.steps.hardware import query_gpus
 from apps.deployments.steps.software import ConfigFile
 from apps.parsers import network, nvidia_smi
 from apps.parsers.errors import ParseError
@@ -48,6 +49,64 @@ class Topology(Step):
         for finding in findings:
             if finding.passed:
                 finding.problem = ""
+        return findings
+
+
+class Discovery(Step):
+    name, label = "discovery", "Matches the inventory"
+    phase = Phase.CLUSTER
+    acceptance = True
+    description = "The GPUs (by UUID) and data NICs (by MAC) the node reports are the ones the inventory holds."
+
+    def reads(self, node):
+        return [call("nvidia-smi-query-gpu", "gpus"), call("ip-link", "links")]
+
+    def judge(self, node, outputs):
+        reported = {gpu.uuid: gpu for gpu in query_gpus(outputs) if gpu.uuid}
+        findings = []
+        for gpu in node.gpus:
+            if not gpu.uuid:
+                findings.append(
+                    Finding(
+                        check="gpu_identity",
+                        subject=f"GPU{gpu.index}",
+                        outcome=Outcome.WARN,
+                        value="no UUID in the inventory",
+                        criterion="the inventory's GPU UUID is reported",
+                        evidence="run discovery and accept its facts to record the UUID",
+                    )
+                )
+                continue
+            found = reported.get(gpu.uuid)
+            findings.append(
+                Finding(
+                    check="gpu_identity",
+                    subject=f"GPU{gpu.index}",
+                    outcome=Outcome.PASS if found else Outcome.FAIL,
+                    value=gpu.uuid if found else "not reported",
+                    criterion=f"nvidia-smi reports {gpu.uuid}",
+                    evidence="" if found else f"reported: {', '.join(sorted(reported)) or 'none'}",
+                    problem="" if found else "inventory_mismatch",
+                )
+            )
+        links = {link.name: link for link in parse(outputs, "links", network.parse_ip_link).links}
+        for nic in node.data_nics:
+            link = links.get(nic.name)
+            mac = (link.address or "").lower() if link else ""
+            if not nic.mac:
+                continue
+            findings.append(
+                Finding(
+                    check="nic_identity",
+                    subject=nic.name,
+                    outcome=Outcome.PASS if mac == nic.mac else Outcome.FAIL,
+                    value=mac or "no such interface",
+                    expected=nic.mac,
+                    criterion=f"{nic.name} has MAC {nic.mac}",
+                    evidence=f"ip link: {nic.name} link/ether {mac}" if link else "",
+                    problem="" if mac == nic.mac else "inventory_mismatch",
+                )
+            )
         return findings
 
 
