@@ -58,6 +58,7 @@ class Deploy(JobKind):
         self.failed_phase: dict[str, int] = {}
         self.results: dict[int, tuple[str, str]] = {}
         self.check_only = False
+        self.run = None
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         return [
@@ -69,6 +70,7 @@ class Deploy(JobKind):
         from apps.deployments import services
 
         deployment, run = services.run_of(job)
+        self.run = run
         self.check_only = bool(job.parameters.get("check_only"))
         hostnames = shard.steps.values_list("node_id", flat=True).distinct()
         self.contexts = services.contexts_for_run(deployment, list(hostnames))
@@ -132,7 +134,20 @@ class Deploy(JobKind):
                 hostname=node.hostname, step=step, node=node, findings=findings, fixes=open_fixes
             )
         cell.status, cell.summary = self._status(step, findings, done_before, needs_approval, cell, fixes)
+        await asyncio.to_thread(self._store, node.hostname, step.name, cell)
         return _result(transcript, exit_code=0 if outcome in (Outcome.PASS, Outcome.WARN) else 1)
+
+    def _store(self, hostname: str, step: str, cell: Cell) -> None:
+        from django.db import connection
+
+        from apps.deployments import services
+
+        try:
+            ids = services.record_cell(run=self.run, hostname=hostname, step=step, cell=cell)
+        finally:
+            connection.close()  # this worker thread's connection; the thread goes when the fan-out ends
+        for item, public_id in zip(cell.suggestions, ids, strict=True):
+            item["id"] = public_id  # pushed with the cell's event, so the page can act on it at once
 
     def _skip_reason(self, step: Step, node: NodeContext) -> str:
         if not step.applies_to(node):
@@ -238,7 +253,7 @@ class Deploy(JobKind):
     def shard_finished(self, job, shard) -> None:
         from apps.deployments import services
 
-        services.record_cells(job=job, cells=self.cells)
+        services.record_shard(job=job, hostnames={hostname for hostname, _ in self.cells})
 
 
 def _result(transcript: list[str], *, exit_code: int | None = None, canceled: bool = False) -> CommandResult:

@@ -25,7 +25,6 @@ from apps.inventory.choices import NodeStatus
 from apps.inventory.models import Node
 from apps.jobs import services as job_services
 from apps.jobs.choices import JOB_ACTIVE, JobStatus
-from apps.jobs.events import emit
 from apps.jobs.models import Job
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -347,66 +346,57 @@ def nodes_with_work(deployment: Deployment) -> list[int]:
 # --- recording ------------------------------------------------------------------------------------------------------
 
 
-def record_cells(*, job: Job, cells: dict[tuple[str, str], Cell]) -> None:
-    """Store a shard's verdicts and suggestions; mark nodes whose every step is verified ready."""
-    deployment, run = run_of(job)
-    node_ids = dict(Node.objects.filter(hostname__in={h for h, _ in cells}).values_list("hostname", "pk"))
-    verdicts, suggestions = [], []
-    for (hostname, step), cell in cells.items():
-        if not cell.record:
-            continue
-        for finding in cell.findings:
-            verdicts.append(
-                Verdict(
-                    deployment=deployment,
-                    run=run,
-                    node_id=node_ids.get(hostname),
-                    hostname=hostname,
-                    step=step,
-                    check_name=finding.check[:40],
-                    subject=finding.subject[:64],
-                    outcome=finding.outcome,
-                    value=finding.value[:120],
-                    criterion=finding.criterion[:300],
-                    threshold=finding.threshold,
-                    reference=finding.reference,
-                    reference_label=finding.reference_label[:80],
-                    unit=finding.unit[:16],
-                    attempts=finding.attempts,
-                    evidence=finding.evidence[:8000],
-                )
-            )
-        for item in cell.suggestions:
-            suggestions.append(
-                Suggestion(
-                    deployment=deployment,
-                    run=run,
-                    node_id=node_ids.get(hostname),
-                    **{key: value for key, value in item.items() if key != "disruptive"},
-                )
-            )
-    with transaction.atomic():
-        # Older open suggestions for cells judged again are settled by this run's verdicts.
-        judged = [(h, s) for (h, s), cell in cells.items() if cell.record]
-        for hostname, step in judged:
-            Suggestion.objects.filter(
-                deployment=deployment,
-                hostname=hostname,
-                step=step,
-                state__in=[SuggestionState.OPEN, SuggestionState.APPROVED],
-            ).exclude(run=run).update(state=SuggestionState.RESOLVED, updated=timezone.now())
-        Verdict.objects.bulk_create(verdicts, batch_size=500)
-        Suggestion.objects.bulk_create(suggestions, batch_size=200)
-    _mark_ready_nodes(deployment, {h for h, _ in cells})
-    for item in suggestions:
-        emit(
-            job,
-            f"suggestion for {item.hostname}: {item.title}",
-            level="warning",
-            hostname=item.hostname,
-            step=item.step,
-            data={"suggestion_id": str(item.public_id)},
+def record_cell(*, run: DeploymentRun, hostname: str, step: str, cell: Cell) -> list[str]:
+    """Store one judged cell's verdicts and suggestions as soon as it is over (the page can act on them while the
+    run goes on); suggestions of earlier runs for the same cell are settled by it. Returns the suggestions' ids."""
+    deployment = run.deployment
+    node_id = Node.objects.filter(hostname=hostname).values_list("pk", flat=True).first()
+    verdicts = [
+        Verdict(
+            deployment=deployment,
+            run=run,
+            node_id=node_id,
+            hostname=hostname,
+            step=step,
+            check_name=finding.check[:40],
+            subject=finding.subject[:64],
+            outcome=finding.outcome,
+            value=finding.value[:120],
+            criterion=finding.criterion[:300],
+            threshold=finding.threshold,
+            reference=finding.reference,
+            reference_label=finding.reference_label[:80],
+            unit=finding.unit[:16],
+            attempts=finding.attempts,
+            evidence=finding.evidence[:8000],
         )
+        for finding in cell.findings
+    ]
+    suggestions = [
+        Suggestion(
+            deployment=deployment,
+            run=run,
+            node_id=node_id,
+            **{key: value for key, value in item.items() if key not in ("disruptive", "id")},
+        )
+        for item in cell.suggestions
+    ]
+    with transaction.atomic():
+        Suggestion.objects.filter(
+            deployment=deployment,
+            hostname=hostname,
+            step=step,
+            state__in=[SuggestionState.OPEN, SuggestionState.APPROVED],
+        ).exclude(run=run).update(state=SuggestionState.RESOLVED, updated=timezone.now())
+        Verdict.objects.bulk_create(verdicts)
+        Suggestion.objects.bulk_create(suggestions)
+    return [str(suggestion.public_id) for suggestion in suggestions]
+
+
+def record_shard(*, job: Job, hostnames: set[str]) -> None:
+    """After a shard: nodes whose every step is verified become ready in the inventory."""
+    deployment, _ = run_of(job)
+    _mark_ready_nodes(deployment, hostnames)
 
 
 def _mark_ready_nodes(deployment: Deployment, hostnames: set[str]) -> None:

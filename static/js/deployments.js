@@ -57,8 +57,17 @@
     para("Check next:", s.next_check);
     para("Fix:", s.fix);
     if (s.fix_commands && s.fix_commands.length) { card.appendChild(el("pre", "fix", s.fix_commands.join("\n"))); }
-    card.appendChild(el("p", "muted", "Found just now: the buttons to act on it appear when the run ends (or reload)."));
+    card.appendChild(el("p", "muted", "Found just now."));
     box.appendChild(card);
+  }
+
+  // Suggestions are stored as their cell ends: fetch the stored panel (with its Approve fix / Dismiss buttons) once
+  // a burst of them has arrived, instead of waiting for the run to end.
+  var suggestionsTimer = null;
+  function refreshSuggestionsSoon() {
+    if (!window.htmx) { return; }
+    clearTimeout(suggestionsTimer);
+    suggestionsTimer = setTimeout(function () { window.htmx.trigger(document.body, "suggestions-refresh"); }, 1000);
   }
 
   function follow(opts) {
@@ -77,6 +86,7 @@
       var data = ev.data || {};
       if (ev.hostname && ev.step && data.outcome) { markCell(ev.hostname, ev.step, data.outcome); }
       (data.suggestions || []).forEach(appendSuggestion);
+      if ((data.suggestions || []).some(function (s) { return s.id; })) { refreshSuggestionsSoon(); }
     }
     function onJob(job) {
       if (job && job.status) { state.status = job.status; if (TERMINAL[job.status]) { finished(); } }
