@@ -2,12 +2,14 @@
 what each run found. Views and the API call these; every write is checked here once."""
 
 import re
+from collections import Counter
 
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.accounts.choices import Role
 from apps.deployments import artefacts, criteria, options
 from apps.deployments.choices import (
     OUTCOME_RANK,
@@ -17,12 +19,12 @@ from apps.deployments.choices import (
     SuggestionState,
     WizardStage,
 )
-from apps.deployments.context import node_contexts, render_artefacts
-from apps.deployments.kinds import KIND, Cell
+from apps.deployments.context import artefact_nodes, node_contexts, render_artefacts
+from apps.deployments.kinds import KIND, Cell, Deploy
 from apps.deployments.models import Approval, Deployment, DeploymentRun, Suggestion, Verdict
 from apps.deployments.steps import PLAN, STEPS
 from apps.inventory.choices import NodeStatus
-from apps.inventory.models import Node
+from apps.inventory.models import Gpu, GpuSku, Node
 from apps.jobs import services as job_services
 from apps.jobs.choices import JOB_ACTIVE, JobStatus
 from apps.jobs.models import Job
@@ -41,17 +43,10 @@ def _refuse(field: str, message: str):
 # --- the plan -----------------------------------------------------------------------------------------------------
 
 
-def _primary_sku(nodes: list[Node]):
-    from collections import Counter
-
-    from apps.inventory.models import Gpu
-
+def _primary_sku(nodes: list[Node]) -> GpuSku | None:
+    """The SKU most of the nodes' GPUs are: its criteria are the deployment's."""
     counted = Counter(Gpu.objects.filter(node__in=nodes).values_list("sku", flat=True))
-    if not counted:
-        return None
-    from apps.inventory.models import GpuSku
-
-    return GpuSku.objects.get(pk=counted.most_common(1)[0][0])
+    return GpuSku.objects.get(pk=counted.most_common(1)[0][0]) if counted else None
 
 
 def check_options(nodes: list[Node], merged: dict, edits: dict) -> None:
@@ -68,8 +63,6 @@ def check_options(nodes: list[Node], merged: dict, edits: dict) -> None:
 
 
 def _artefact_nodes(nodes):
-    from apps.deployments.context import artefact_nodes
-
     return artefact_nodes(list(Node.objects.filter(pk__in=[n.pk for n in nodes]).prefetch_related("gpus", "nics")))
 
 
@@ -112,8 +105,6 @@ def create_deployment(
 
 
 def _check_transport(transport: str) -> None:
-    from apps.deployments.kinds import Deploy
-
     if transport and transport not in Deploy.transports:
         _refuse("transport", f"Deployments run over {', '.join(Deploy.transports)}, not {transport!r}.")
 
@@ -197,8 +188,6 @@ def plan_artefacts(deployment: Deployment) -> list:
 
 
 def _require_operator(user) -> None:
-    from apps.accounts.choices import Role
-
     if not getattr(user, "is_authenticated", False) or not user.has_role(Role.OPERATOR):
         raise DeploymentError({"approved_by": ["Only an operator or an admin may approve."]})
 
