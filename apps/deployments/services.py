@@ -163,7 +163,7 @@ def dry_run(deployment: Deployment) -> list[dict]:
                     "phase": step.phase,
                     "disruptive": step.disruptive,
                     "reads": [call.text() for call in step.reads(node)],
-                    "applies": [call.text() for call in step.fixes(node, None)],
+                    "applies": [call.display() for call in step.fixes(node, None)],
                 }
             )
         plan.append({"hostname": hostname, "steps": steps})

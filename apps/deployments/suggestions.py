@@ -208,7 +208,7 @@ def suggestions_for(
                 "cause": advice.cause,
                 "next_check": advice.next_check,
                 "fix": advice.fix,
-                "fix_commands": [fix.text() for fix in fixes],
+                "fix_commands": [fix.display() for fix in fixes],
                 "remediation_step": step.name if fixes else "",
                 "disruptive": bool(fixes) and step.disruptive,
                 "evidence": "\n".join(filter(None, (finding.evidence for finding in items)))[:4000],

@@ -205,6 +205,14 @@ def _stage_review(request, deployment):
     return _wizard(request, deployment, WizardStage.REVIEW, context, status=status)
 
 
+def _same_commands(by_node: dict[str, list[str]]) -> list[tuple[list[str], list[str]]]:
+    """Nodes that would run the very same commands, together: one row for a rack of identical nodes."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for hostname, commands in sorted(by_node.items()):
+        groups.setdefault(tuple(commands), []).append(hostname)
+    return [(hostnames, list(commands)) for commands, hostnames in groups.items()]
+
+
 def _stage_approve(request, deployment):
     commands = services.disruptive_commands(deployment)
     form = ApproveForm(_data(request), steps=list(commands))
@@ -220,7 +228,8 @@ def _stage_approve(request, deployment):
         {
             "step": STEPS[name],
             "field": next((w for w in form["steps"] if w.data["value"] == name), None),
-            "nodes": sorted(by_node.items()),
+            "groups": _same_commands(by_node),
+            "node_count": len(by_node),
         }
         for name, by_node in commands.items()
     ]

@@ -6,6 +6,7 @@ The classes are pure: they see a NodeContext (plain values read from the invento
 outputs, never the database, so the dry run, the runner and the tests all use the same code.
 """
 
+import base64
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -72,6 +73,16 @@ class Call:
 
     def timeout(self) -> float:
         return catalogue.get_command(self.command).timeout
+
+    def display(self) -> str:
+        """The command as an operator reads it: exact, plus what a file write writes (its content is base64)."""
+        if self.command != "write-file":
+            return self.text()
+        values = dict(self.values)
+        content = base64.b64decode(values["base64"]).decode("utf-8", errors="replace")
+        lines = content.splitlines()
+        what = repr(lines[0]) if len(lines) == 1 else f"{len(lines)} lines"
+        return f"{self.text()}  # writes {what} to {values['path']}"
 
 
 def call(command: str, key: str = "", **values) -> Call:
