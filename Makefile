@@ -47,6 +47,7 @@ bench: install
 	$(BIN)/python bench/topology.py
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/events.py
+	$(BIN)/python bench/deploy.py
 
 clean:
 	rm -rf $(VENV) var
