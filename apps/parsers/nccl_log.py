@@ -42,6 +42,21 @@ WARNING_CATEGORIES = (
 )
 
 
+def socket_ifname_selects(spec: str, names: list[str]) -> list[str]:
+    """The interfaces NCCL_SOCKET_IFNAME selects among `names`, as NCCL reads it: a comma list of name prefixes,
+    '^' in front excludes them, '=' in front (after any '^') makes them exact names, ':port' is ignored here."""
+    exclude = spec.startswith("^")
+    text = spec[1:] if exclude else spec
+    exact = text.startswith("=")
+    text = text[1:] if exact else text
+    patterns = [pattern.split(":")[0] for pattern in text.split(",") if pattern]
+
+    def selected(name: str) -> bool:
+        return any(name == pattern if exact else name.startswith(pattern) for pattern in patterns)
+
+    return [name for name in names if selected(name) != exclude]
+
+
 def classify_warning(message: str) -> str:
     """The runbook category of an NCCL WARN message."""
     for category, pattern in WARNING_CATEGORIES:

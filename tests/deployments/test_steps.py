@@ -9,9 +9,9 @@ from apps.deployments.context import node_contexts
 from apps.deployments.services import create_deployment
 from apps.deployments.steps import STEPS
 from apps.deployments.steps.base import Output
-from apps.deployments.steps.cluster import interfaces_matching
 from apps.inventory.models import Node
 from apps.jobs.services import TargetSpec
+from apps.parsers.nccl_log import socket_ifname_selects
 from apps.simulator.services import run_command
 
 
@@ -53,7 +53,7 @@ def test_firmware_fix_flashes_only_the_drifted_component(gpu031):
 
 def test_nccl_socket_ifname_is_read_as_nccl_reads_it():
     names = ["lo", "eno1", "ens1np0", "ens2np0", "docker0"]
-    assert interfaces_matching("ens", names) == ["ens1np0", "ens2np0"]
-    assert interfaces_matching("=ens1", names) == []
-    assert interfaces_matching("^docker,lo", names) == ["eno1", "ens1np0", "ens2np0"]
-    assert interfaces_matching("eth9", names) == []
+    assert socket_ifname_selects("ens", names) == ["ens1np0", "ens2np0"]
+    assert socket_ifname_selects("=ens1", names) == []
+    assert socket_ifname_selects("^docker,lo", names) == ["eno1", "ens1np0", "ens2np0"]
+    assert socket_ifname_selects("eth9", names) == []

@@ -7,7 +7,7 @@ from apps.deployments.steps.hardware import query_gpus
 from apps.deployments.steps.software import ConfigFile
 from apps.parsers import network, nvidia_smi
 from apps.parsers.errors import ParseError
-from apps.parsers.nccl_log import parse_nccl_log
+from apps.parsers.nccl_log import parse_nccl_log, socket_ifname_selects
 from apps.parsers.nccl_tests import parse_nccl_tests
 
 
@@ -127,20 +127,6 @@ def _nccl_warnings(text: str) -> list:
         return []
 
 
-def interfaces_matching(spec: str, names: list[str]) -> list[str]:
-    """The interfaces NCCL_SOCKET_IFNAME selects, as NCCL reads it: prefixes, ^ to exclude, = for exact names."""
-    spec = spec.strip()
-    exclude = spec.startswith("^")
-    spec = spec.lstrip("^")
-    exact = spec.startswith("=")
-    patterns = [item for item in spec.lstrip("=").split(",") if item]
-
-    def hit(name: str) -> bool:
-        return any(name == p if exact else name.startswith(p) for p in patterns)
-
-    return [name for name in names if hit(name) != exclude]
-
-
 class NcclEnvironment(ConfigFile):
     name, label = "nccl-env", "NCCL environment"
     phase = Phase.CLUSTER
@@ -162,7 +148,7 @@ class NcclEnvironment(ConfigFile):
         spec = str(node.option("nccl", "socket_ifname", ""))
         names = [link.name for link in parse(outputs, "links", network.parse_ip_link).links]
         if spec:
-            matched = interfaces_matching(spec, names)
+            matched = socket_ifname_selects(spec, names)
             findings.append(
                 Finding(
                     check="nccl_socket_ifname",

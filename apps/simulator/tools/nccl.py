@@ -6,6 +6,7 @@ are then computed from the time exactly as nccl-tests does (busbw = algbw x the 
 
 from dataclasses import dataclass
 
+from apps.parsers.nccl_log import socket_ifname_selects
 from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
 from apps.simulator.shell import CommandOutput, Context
 from apps.simulator.state import NCCL_TESTS_VERSION, SimulatedNode, cuda_version_code, nccl_version_code
@@ -57,10 +58,6 @@ def socket_interfaces(state: SimulatedNode) -> list[tuple[str, str]]:
     return found
 
 
-def _if_matches(name: str, patterns: list[str], exact: bool) -> bool:
-    return any(name == pattern if exact else name.startswith(pattern) for pattern in patterns)
-
-
 def select_interfaces(state: SimulatedNode, ifname: str | None) -> list[tuple[str, str]]:
     """The interfaces NCCL's socket transport uses: NCCL_SOCKET_IFNAME is a comma list of name prefixes, '^' in
     front excludes them, '=' in front (after any '^') makes them exact names. Unset: ib* first, else all but lo and
@@ -71,12 +68,8 @@ def select_interfaces(state: SimulatedNode, ifname: str | None) -> list[tuple[st
         return preferred or [
             interface for interface in interfaces if not interface[0].startswith(("lo", "docker", "virbr"))
         ]
-    exclude = ifname.startswith("^")
-    text = ifname[1:] if exclude else ifname
-    exact = text.startswith("=")
-    text = text[1:] if exact else text
-    patterns = [pattern.split(":")[0] for pattern in text.split(",") if pattern]
-    return [interface for interface in interfaces if _if_matches(interface[0], patterns, exact) != exclude]
+    chosen = set(socket_ifname_selects(ifname, [name for name, _ in interfaces]))
+    return [interface for interface in interfaces if interface[0] in chosen]
 
 
 def _debug_level(settings: dict[str, str]) -> str:
