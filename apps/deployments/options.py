@@ -8,24 +8,9 @@ from apps.deployments import catalogue
 from apps.inventory.choices import FirmwareComponent, NicPurpose
 
 SECTIONS = ("versions", "baselines", "network", "nccl", "cgroup", "scheduler", "checkpoints", "environment")
-INTERFACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}")
 FIRMWARE_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
-ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 PATH = re.compile(r"/[A-Za-z0-9_./-]{0,200}")
 SLICE = re.compile(r"[A-Za-z0-9_-]{1,60}\.slice")
-
-# (section, name): (minimum, maximum) for whole numbers.
-RANGES = {
-    ("network", "mtu"): (1280, 9216),
-    ("network", "rss_queues"): (1, 63),
-    ("network", "rdma_priority"): (0, 7),
-    ("network", "dscp"): (0, 63),
-    ("cgroup", "system_cpus_per_socket"): (0, 64),
-    ("cgroup", "system_memory_gib"): (0, 1024),
-    ("scheduler", "idle_reclaim_minutes"): (1, 10080),
-    ("checkpoints", "every_steps"): (1, 10_000_000),
-    ("checkpoints", "keep_last"): (1, 1000),
-}
 
 
 def _most_common(values) -> str:
@@ -77,7 +62,9 @@ def merged(base: dict, edits: dict) -> dict:
 
 
 def errors(edits, *, merged_options: dict | None = None) -> dict[str, str]:
-    """What is wrong with the options, each keyed by its path under `options`."""
+    """What is wrong with the options, each keyed by its path under `options`: the sections, versions outside the
+    catalogue, baselines, and the values that become command arguments. Everything the generated files need is
+    checked by artefacts.options_errors (services run both)."""
     if not isinstance(edits, dict):
         return {"options": "Options are an object with sections " + ", ".join(SECTIONS) + "."}
     problems: dict[str, str] = {}
@@ -95,37 +82,18 @@ def errors(edits, *, merged_options: dict | None = None) -> dict[str, str]:
             problems[key] = f"Unknown software; known: {', '.join(catalogue.SOFTWARE)}."
         elif version not in catalogue.SOFTWARE[name]:
             problems[key] = f"{version!r} is not in the catalogue; choose one of {', '.join(catalogue.SOFTWARE[name])}."
-    if not any(key.startswith("options.versions") for key in problems):
-        problems.update(
-            {f"options.{k}": v for k, v in catalogue.compatibility_errors(options.get("versions") or {}).items()}
-        )
+    if not problems:
+        versions = options.get("versions") or {}
+        problems.update({f"options.{k}": v for k, v in catalogue.compatibility_errors(versions).items()})
     for component, version in (options.get("baselines") or {}).items():
         key = f"options.baselines.{component}"
         if component not in FirmwareComponent.values:
             problems[key] = f"Unknown component; known: {', '.join(FirmwareComponent.values)}."
         elif version and not (isinstance(version, str) and FIRMWARE_VERSION.fullmatch(version)):
             problems[key] = "A firmware version: letters, digits, . _ - (up to 40)."
-    for (section, name), (low, high) in RANGES.items():
-        value = (options.get(section) or {}).get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
-            problems[f"options.{section}.{name}"] = f"A whole number from {low} to {high}."
-    nccl = options.get("nccl") or {}
-    for name in ("socket_ifname", "ib_hca"):
-        value = nccl.get(name, "")
-        items = str(value).lstrip("^=").split(",") if value else []
-        if not isinstance(value, str) or any(not INTERFACE.fullmatch(item) for item in items):
-            problems[f"options.nccl.{name}"] = "Interface names separated by commas (optionally ^ or = first)."
-    if nccl.get("debug", "INFO") not in ("VERSION", "WARN", "INFO", "TRACE"):
-        problems["options.nccl.debug"] = "One of VERSION, WARN, INFO, TRACE."
-    if not SLICE.fullmatch(str((options.get("cgroup") or {}).get("slice", "training.slice"))):
-        problems["options.cgroup.slice"] = "A systemd slice name ending in .slice."
-    if (options.get("scheduler") or {}).get("placement", "leaf") not in ("leaf", "numa"):
-        problems["options.scheduler.placement"] = "leaf or numa."
+    # These two end up in commands (df on the mount, cat of the slice's unit file): the catalogue's path pattern.
     if not PATH.fullmatch(str((options.get("checkpoints") or {}).get("mount", "/checkpoints"))):
         problems["options.checkpoints.mount"] = "An absolute path of letters, digits, _ . / -."
-    for name, value in (options.get("environment") or {}).items():
-        if not ENV_NAME.fullmatch(name):
-            problems[f"options.environment.{name}"] = "Variable names are capitals, digits and _."
-        elif not isinstance(value, str) or "\n" in value or "\x00" in value:
-            problems[f"options.environment.{name}"] = "A one-line string."
+    if not SLICE.fullmatch(str((options.get("cgroup") or {}).get("slice", "training.slice"))):
+        problems["options.cgroup.slice"] = "A systemd slice name (letters, digits, _ -) ending in .slice."
     return problems
