@@ -5,25 +5,7 @@ pattern accepts it, and the ssh transport quotes every element. Files are writte
 the content (base64) and the path as positional arguments, so no content is ever parsed by the shell.
 """
 
-from apps.nodeexec.catalogue import (
-    CATALOGUE,
-    PLACEHOLDERS,
-    PYTHON_VERSIONS_SCRIPT,
-    WRITE_FILE_SCRIPT,
-    Command,
-    Placeholder,
-    register_command,
-)
-
-NEW_PLACEHOLDERS = {
-    "number": Placeholder(r"[0-9]{1,6}", "a whole number"),
-    "pfc_mask": Placeholder(r"[01](,[01]){7}", "eight 0/1 flags separated by commas"),
-    "package": Placeholder(r"[a-z0-9][a-z0-9.+-]{0,63}(=[A-Za-z0-9.+:~-]{1,64})?", "an apt package[=version]"),
-    "requirement": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version"),
-    "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text"),
-}
-for _name, _placeholder in NEW_PLACEHOLDERS.items():
-    PLACEHOLDERS.setdefault(_name, _placeholder)
+from apps.nodeexec.catalogue import CATALOGUE, PYTHON_VERSIONS_SCRIPT, WRITE_FILE_SCRIPT, Command, register_command
 
 COMMANDS = (
     Command("read-file", ("cat", "{path}"), "Prints one file (configuration, sysfs).", placeholders=("path",)),

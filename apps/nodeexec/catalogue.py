@@ -48,6 +48,11 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "seconds": Placeholder(r"[0-9]{1,6}(\.[0-9]{1,3})?", "a number of seconds"),
     "gpu_index": Placeholder(r"[0-9]{1,2}", "a GPU index"),
     "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -"),
+    "number": Placeholder(r"[0-9]{1,6}", "a whole number"),
+    "pfc_mask": Placeholder(r"[01](,[01]){7}", "eight 0/1 flags separated by commas"),
+    "package": Placeholder(r"[a-z0-9][a-z0-9.+-]{0,63}(=[A-Za-z0-9.+:~-]{1,64})?", "an apt package[=version]"),
+    "requirement": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version"),
+    "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
 }
 
 
