@@ -1,11 +1,6 @@
 from rest_framework import serializers
 
-from apps.deployments.choices import (
-    DEPLOYMENT_STATE_COLOURS,
-    OUTCOME_COLOURS,
-    SUGGESTION_STATE_COLOURS,
-    WizardStage,
-)
+from apps.deployments.choices import WizardStage
 from apps.deployments.models import AcceptanceCriterion, Approval, Deployment, Suggestion, Verdict
 from apps.jobs.api.serializers import TargetsSerializer
 
@@ -55,7 +50,7 @@ class RunSerializer(serializers.Serializer):
 
 class DeploymentSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
-    colour = serializers.SerializerMethodField()
+    colour = serializers.CharField(read_only=True, help_text="The state's colour on the pages.")
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -84,14 +79,11 @@ class DeploymentSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_colour(self, deployment) -> str:
-        return DEPLOYMENT_STATE_COLOURS.get(deployment.state, "grey")
-
 
 class VerdictSerializer(serializers.ModelSerializer):
     run = serializers.IntegerField(source="run.number", read_only=True)
     check = serializers.CharField(source="check_name", read_only=True)
-    colour = serializers.SerializerMethodField()
+    colour = serializers.CharField(read_only=True, help_text="The state's colour on the pages.")
 
     class Meta:
         model = Verdict
@@ -115,16 +107,13 @@ class VerdictSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_colour(self, verdict) -> str:
-        return OUTCOME_COLOURS.get(verdict.outcome, "grey")
-
 
 class SuggestionSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     deployment = serializers.UUIDField(source="deployment.public_id", read_only=True)
     run = serializers.IntegerField(source="run.number", read_only=True)
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    colour = serializers.SerializerMethodField()
+    colour = serializers.CharField(read_only=True, help_text="The state's colour on the pages.")
 
     class Meta:
         model = Suggestion
@@ -150,9 +139,6 @@ class SuggestionSerializer(serializers.ModelSerializer):
             "created",
         ]
         read_only_fields = fields
-
-    def get_colour(self, suggestion) -> str:
-        return SUGGESTION_STATE_COLOURS.get(suggestion.state, "grey")
 
 
 class ApprovalSerializer(serializers.ModelSerializer):
