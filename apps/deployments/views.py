@@ -20,11 +20,9 @@ from apps.deployments.choices import OUTCOME_COLOURS, Outcome, Phase, Suggestion
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.deployments.steps import STEPS
-from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS
-from apps.jobs.events import event_dict, progress_of
-from apps.jobs.models import JobEvent, JobStep
+from apps.jobs.choices import JOB_STATUS_COLOURS
+from apps.jobs.views import live_context
 
-INITIAL_EVENTS = 500
 STAGES = list(WizardStage)
 
 
@@ -335,32 +333,15 @@ def _summary_context(request, deployment) -> dict:
 
 
 def _live_context(job) -> dict:
-    """What jobs.js needs to follow the current run's job (the same ids and initial data as the job page)."""
-    cells = list(JobStep.objects.filter(job=job).order_by("hostname", "position"))
-    columns, rows, current = [], [], None
-    for cell in cells:
-        if (cell.step, cell.label) not in columns and (not rows or rows[0][0] == cell.hostname):
-            columns.append((cell.step, cell.label))
-        if current is None or current[0] != cell.hostname:
-            current = (cell.hostname, [])
-            rows.append(current)
-        current[1].append(cell)
-    recent = list(JobEvent.objects.filter(job=job).order_by("-seq")[:INITIAL_EVENTS])[::-1]
+    """The current run's job as jobs.js follows it (the same ids and initial data as the job page)."""
+    live = live_context(job)
     return {
         "job": job,
         "job_colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
-        "job_columns": columns,
-        "job_rows": rows,
-        "progress": progress_of(job.pk),
-        "initial": {
-            "id": str(job.public_id),
-            "status": job.status,
-            "last_seq": recent[-1].seq if recent else 0,
-            "first_seq": recent[0].seq if recent else 1,
-            "events": [event_dict(e) for e in recent],
-            "step_colours": STEP_STATUS_COLOURS,
-            "job_colours": JOB_STATUS_COLOURS,
-        },
+        "job_columns": live["columns"],
+        "job_rows": live["rows"],
+        "progress": live["progress"],
+        "initial": live["initial"],
     }
 
 

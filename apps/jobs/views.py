@@ -47,9 +47,9 @@ def job_list(request):
     )
 
 
-@login_required
-def job_detail(request, public_id):
-    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("requested_by"), public_id=public_id)
+def live_context(job) -> dict:
+    """What a page following a job needs for jobs.js: the matrix (columns, rows of cells), progress, and the initial
+    state with the latest events. The job page and the deployment's running view both use it."""
     cells = list(JobStep.objects.filter(job=job).order_by("hostname", "position"))
     columns, rows, current = [], [], None
     for cell in cells:
@@ -60,24 +60,32 @@ def job_detail(request, public_id):
             rows.append(current)
         current[1].append(cell)
     recent = list(JobEvent.objects.filter(job=job).order_by("-seq")[:INITIAL_EVENTS])[::-1]
+    return {
+        "columns": columns,
+        "rows": rows,
+        "progress": progress_of(job.pk),
+        "initial": {
+            "id": str(job.public_id),
+            "status": job.status,
+            "last_seq": recent[-1].seq if recent else 0,
+            "first_seq": recent[0].seq if recent else 1,
+            "events": [event_dict(e) for e in recent],
+            "step_colours": STEP_STATUS_COLOURS,
+            "job_colours": JOB_STATUS_COLOURS,
+        },
+    }
+
+
+@login_required
+def job_detail(request, public_id):
+    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("requested_by"), public_id=public_id)
     return render(
         request,
         "jobs/job_detail.html",
         {
             "job": job,
             "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
-            "columns": columns,
-            "rows": rows,
-            "progress": progress_of(job.pk),
-            "initial": {
-                "id": str(job.public_id),
-                "status": job.status,
-                "last_seq": recent[-1].seq if recent else 0,
-                "first_seq": recent[0].seq if recent else 1,
-                "events": [event_dict(e) for e in recent],
-                "step_colours": STEP_STATUS_COLOURS,
-                "job_colours": JOB_STATUS_COLOURS,
-            },
+            **live_context(job),
             "parameters": json.dumps(job.parameters, indent=2, sort_keys=True),
             "may_cancel": request.user.has_role(Role.OPERATOR) and job.is_active,
         },
