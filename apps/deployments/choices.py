@@ -54,6 +54,8 @@ OUTCOME_COLOURS = {
     Outcome.FAIL: "red",
     Outcome.COULD_NOT_RUN: "grey",
 }
+# What counts as verified: a warning passes, with its note in the report.
+VERIFIED_OUTCOMES = frozenset({Outcome.PASS, Outcome.WARN})
 # The worst outcome of a set decides the cell: fail > could not run > warn > pass.
 OUTCOME_RANK = {Outcome.PASS: 0, Outcome.WARN: 1, Outcome.COULD_NOT_RUN: 2, Outcome.FAIL: 3}
 

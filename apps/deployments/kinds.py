@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from rest_framework import serializers
 
 from apps.deployments import commands  # noqa: F401  (registers the catalogue entries the steps run)
-from apps.deployments.choices import Outcome, Phase
+from apps.deployments.choices import VERIFIED_OUTCOMES, Outcome, Phase
 from apps.deployments.steps import PLAN, STEPS
 from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst
 from apps.deployments.suggestions import suggestions_for
@@ -68,12 +68,13 @@ class Deploy(JobKind):
 
     def prepare(self, job, shard) -> None:
         from apps.deployments import services
+        from apps.deployments.context import node_contexts
 
         deployment, run = services.run_of(job)
         self.run = run
         self.check_only = bool(job.parameters.get("check_only"))
-        hostnames = shard.steps.values_list("node_id", flat=True).distinct()
-        self.contexts = services.contexts_for_run(deployment, list(hostnames))
+        node_ids = shard.steps.values_list("node_id", flat=True).distinct()
+        self.contexts = node_contexts(deployment, list(node_ids))
         self.verified = services.verified_cells(deployment, before=run)
         self.approved = services.approved_cells(deployment)
 
@@ -134,16 +135,16 @@ class Deploy(JobKind):
                 hostname=node.hostname, step=step, node=node, findings=findings, fixes=open_fixes
             )
         cell.status, cell.summary = self._status(step, findings, done_before, needs_approval, cell, fixes)
-        await asyncio.to_thread(self._store, node.hostname, step.name, cell)
-        return _result(transcript, exit_code=0 if outcome in (Outcome.PASS, Outcome.WARN) else 1)
+        await asyncio.to_thread(self._store, node, step.name, cell)
+        return _result(transcript, exit_code=0 if outcome in VERIFIED_OUTCOMES else 1)
 
-    def _store(self, hostname: str, step: str, cell: Cell) -> None:
+    def _store(self, node: NodeContext, step: str, cell: Cell) -> None:
         from django.db import connection
 
         from apps.deployments import services
 
         try:
-            ids = services.record_cell(run=self.run, hostname=hostname, step=step, cell=cell)
+            ids = services.record_cell(run=self.run, node_id=node.node_id, hostname=node.hostname, step=step, cell=cell)
         finally:
             connection.close()  # this worker thread's connection; the thread goes when the fan-out ends
         for item, public_id in zip(cell.suggestions, ids, strict=True):

@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from apps.deployments import services
-from apps.deployments.choices import OUTCOME_RANK, Comparator, Outcome
+from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome
 from apps.deployments.steps import STEPS
 
 
@@ -34,7 +34,7 @@ def context(deployment) -> dict:
             (check, {**values, "comparator_label": Comparator(values.get("comparator", "ge")).label})
             for check, values in deployment.criteria.items()
         ],
-        "accepted": bool(nodes) and all(node["outcome"] in (Outcome.PASS, Outcome.WARN) for node in nodes),
+        "accepted": bool(nodes) and all(node["outcome"] in VERIFIED_OUTCOMES for node in nodes),
     }
 
 

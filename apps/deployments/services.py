@@ -10,9 +10,12 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.accounts.choices import Role
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
 from apps.deployments import artefacts, criteria, options
 from apps.deployments.choices import (
     OUTCOME_RANK,
+    VERIFIED_OUTCOMES,
     ApprovalScope,
     DeploymentState,
     Outcome,
@@ -280,10 +283,6 @@ def run_of(job: Job) -> tuple[Deployment, DeploymentRun]:
     return run.deployment, run
 
 
-def contexts_for_run(deployment: Deployment, node_ids: list[int]) -> dict:
-    return node_contexts(deployment, node_ids)
-
-
 def cell_outcomes(deployment: Deployment) -> dict[tuple[str, str], tuple[str, int]]:
     """(hostname, step) -> (worst outcome, run number) of the latest run that judged that cell."""
     latest: dict[tuple[str, str], int] = {}
@@ -303,7 +302,7 @@ def verified_cells(deployment: Deployment, *, before: DeploymentRun) -> dict[tup
     return {
         key: number
         for key, (outcome, number) in cell_outcomes(deployment).items()
-        if number < before.number and outcome in (Outcome.PASS, Outcome.WARN)
+        if number < before.number and outcome in VERIFIED_OUTCOMES
     }
 
 
@@ -316,30 +315,29 @@ def approved_cells(deployment: Deployment) -> set[tuple[str, str]]:
     return cells
 
 
+def _verified(node, outcomes: dict) -> bool:
+    """Every plan step that applies to the node has a verified latest outcome."""
+    return all(
+        outcomes.get((node.hostname, step.name), (None, 0))[0] in VERIFIED_OUTCOMES
+        for step in PLAN
+        if step.applies_to(node)
+    )
+
+
 def nodes_with_work(deployment: Deployment) -> list[int]:
     """Nodes with a plan step not yet verified (or never judged)."""
     outcomes = cell_outcomes(deployment)
     contexts = node_contexts(deployment, with_topology=False, with_files=False)
-    pending = []
-    for hostname, node in contexts.items():
-        for step in PLAN:
-            if step.applies_to(node) and outcomes.get((hostname, step.name), (None, 0))[0] not in (
-                Outcome.PASS,
-                Outcome.WARN,
-            ):
-                pending.append(node.node_id)
-                break
-    return pending
+    return [node.node_id for node in contexts.values() if not _verified(node, outcomes)]
 
 
 # --- recording ------------------------------------------------------------------------------------------------------
 
 
-def record_cell(*, run: DeploymentRun, hostname: str, step: str, cell: Cell) -> list[str]:
+def record_cell(*, run: DeploymentRun, node_id: int | None, hostname: str, step: str, cell: Cell) -> list[str]:
     """Store one judged cell's verdicts and suggestions as soon as it is over (the page can act on them while the
     run goes on); suggestions of earlier runs for the same cell are settled by it. Returns the suggestions' ids."""
     deployment = run.deployment
-    node_id = Node.objects.filter(hostname=hostname).values_list("pk", flat=True).first()
     verdicts = [
         Verdict(
             deployment=deployment,
@@ -390,23 +388,13 @@ def record_shard(*, job: Job, hostnames: set[str]) -> None:
 
 def _mark_ready_nodes(deployment: Deployment, hostnames: set[str]) -> None:
     outcomes = cell_outcomes(deployment)
-    contexts = node_contexts(
-        deployment, Node.objects.filter(hostname__in=hostnames).values_list("pk", flat=True), with_topology=False
-    )
-    from apps.core.audit import audit_context
-    from apps.core.choices import ChangeSource
-
-    for hostname, node in contexts.items():
-        verified = all(
-            outcomes.get((hostname, step.name), (None, 0))[0] in (Outcome.PASS, Outcome.WARN)
-            for step in PLAN
-            if step.applies_to(node)
-        )
-        if verified:
-            with audit_context(user=None, source=ChangeSource.COMMAND):
-                for inventory_node in Node.objects.filter(pk=node.node_id).exclude(status=NodeStatus.READY):
-                    inventory_node.status = NodeStatus.READY
-                    inventory_node.save()
+    node_ids = Node.objects.filter(hostname__in=hostnames).values_list("pk", flat=True)
+    contexts = node_contexts(deployment, node_ids, with_topology=False, with_files=False)
+    ready = [node.node_id for node in contexts.values() if _verified(node, outcomes)]
+    with audit_context(user=None, source=ChangeSource.COMMAND):
+        for node in Node.objects.filter(pk__in=ready).exclude(status=NodeStatus.READY):
+            node.status = NodeStatus.READY
+            node.save()
 
 
 def refresh_state(deployment: Deployment) -> Deployment:
@@ -466,22 +454,29 @@ def dismiss_suggestion(*, suggestion: Suggestion, user) -> Suggestion:
 
 
 def matrix(deployment: Deployment) -> dict:
-    """The node x step matrix over all runs: each cell's latest outcome, with counts per phase for the progress bar."""
+    """The node x step matrix over all runs: each cell's latest outcome, counts per phase for the progress bar, and
+    how many cells stand at each outcome."""
     outcomes = cell_outcomes(deployment)
     hostnames = list(deployment.nodes.order_by("hostname").values_list("hostname", flat=True))
     phases = {}
     for step in PLAN:
-        done = sum(1 for h in hostnames if outcomes.get((h, step.name), (None,))[0] in (Outcome.PASS, Outcome.WARN))
+        done = sum(1 for h in hostnames if outcomes.get((h, step.name), (None,))[0] in VERIFIED_OUTCOMES)
         entry = phases.setdefault(step.phase, {"total": 0, "verified": 0})
         entry["total"] += len(hostnames)
         entry["verified"] += done
-    return {"hostnames": hostnames, "steps": [s.name for s in PLAN], "outcomes": outcomes, "phases": phases}
+    return {
+        "hostnames": hostnames,
+        "steps": [s.name for s in PLAN],
+        "outcomes": outcomes,
+        "phases": phases,
+        "counts": verdict_counts(deployment, outcomes),
+    }
 
 
-def verdict_counts(deployment: Deployment) -> dict[str, int]:
-    latest = cell_outcomes(deployment)
+def verdict_counts(deployment: Deployment, outcomes: dict | None = None) -> dict[str, int]:
+    """How many cells stand at each outcome (their latest run's worst verdict)."""
     counts = {outcome: 0 for outcome in Outcome.values}
-    for outcome, _ in latest.values():
+    for outcome, _ in (outcomes if outcomes is not None else cell_outcomes(deployment)).values():
         counts[outcome] += 1
     return counts
 

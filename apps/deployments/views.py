@@ -327,7 +327,7 @@ def _summary_context(request, deployment) -> dict:
         "settled": [s for s in suggestions if s.state not in (SuggestionState.OPEN, SuggestionState.APPROVED)],
         "may_write": request.user.has_role(Role.OPERATOR),
         "may_resume": failed and request.user.has_role(Role.OPERATOR),
-        "counts": services.verdict_counts(deployment),
+        "counts": grid["counts"],
         "outcome_colours": OUTCOME_COLOURS,
     }
 

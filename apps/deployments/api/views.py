@@ -102,10 +102,11 @@ class DeploymentViewSet(
     def plan(self, request, id=None):
         """The dry run: per node and step, the commands check/verify read and the commands apply may run."""
         deployment = self.get_object()
+        plan = services.dry_run(deployment)
         return Response(
             {
-                "nodes": services.dry_run(deployment),
-                "disruptive": services.disruptive_commands(deployment),
+                "nodes": plan,
+                "disruptive": services.disruptive_commands(deployment, plan),
                 "criteria": deployment.criteria,
             }
         )

@@ -10,7 +10,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from apps.deployments.choices import OUTCOME_RANK, Comparator, Outcome, Phase
+from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, Phase
 from apps.nodeexec import catalogue
 from apps.parsers.errors import ParseError
 
@@ -118,7 +118,7 @@ class Finding:
 
     @property
     def passed(self) -> bool:
-        return self.outcome in (Outcome.PASS, Outcome.WARN)
+        return self.outcome in VERIFIED_OUTCOMES
 
     def as_json(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if value not in ("", None)}
