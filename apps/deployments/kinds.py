@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from rest_framework import serializers
 
+from apps.core.threads import thread_connection_returned
 from apps.deployments import commands  # noqa: F401  (registers the catalogue entries the steps run)
 from apps.deployments.choices import VERIFIED_OUTCOMES, Outcome, Phase
 from apps.deployments.steps import PLAN, STEPS
@@ -139,14 +140,10 @@ class Deploy(JobKind):
         return _result(transcript, exit_code=0 if outcome in VERIFIED_OUTCOMES else 1)
 
     def _store(self, node: NodeContext, step: str, cell: Cell) -> None:
-        from django.db import connection
-
         from apps.deployments import services
 
-        try:
+        with thread_connection_returned():
             ids = services.record_cell(run=self.run, node_id=node.node_id, hostname=node.hostname, step=step, cell=cell)
-        finally:
-            connection.close()  # this worker thread's connection; the thread goes when the fan-out ends
         for item, public_id in zip(cell.suggestions, ids, strict=True):
             item["id"] = public_id  # pushed with the cell's event, so the page can act on it at once
 

@@ -4,11 +4,9 @@ Registered from SimulatorConfig.ready() with apps.nodeexec.sim.register_simulato
 `register(SimulatorBackend(seed=..., load=...))`) to install one with other settings, e.g. in a test.
 """
 
-import threading
-
 from django.conf import settings
-from django.db import connection
 
+from apps.core.threads import thread_connection_returned
 from apps.inventory.models import Node
 from apps.simulator import services
 
@@ -21,17 +19,12 @@ class SimulatorBackend:
         self.load = load
 
     def run(self, node, argv: list[str]) -> tuple[int, str, str]:
-        try:
+        with thread_connection_returned():  # the sim transport calls this from a fan-out's worker threads
             inventory_node = _resolve(node)
             if inventory_node is None:
                 name = getattr(node, "hostname", node)
                 return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n"
             return services.run_command(node=inventory_node, argv=list(argv), seed=self.seed, load=self.load).as_tuple()
-        finally:
-            if threading.current_thread() is not threading.main_thread():
-                # The sim transport calls this from a fan-out's short-lived worker threads: give their database
-                # connection back now rather than leave it open until the thread is collected.
-                connection.close()
 
 
 def _resolve(node) -> Node | None:
