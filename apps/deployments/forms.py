@@ -14,6 +14,7 @@ from apps.deployments.kinds import Deploy
 from apps.inventory.choices import FirmwareComponent, StorageTierKind
 from apps.inventory.models import Rack, Tag
 from apps.jobs import services as job_services
+from apps.jobs.forms import flat_messages
 
 SEP = "__"  # a form field for option `network.mtu` is named `network__mtu`
 HOSTNAMES = re.compile(r"[\s,]+")
@@ -24,11 +25,11 @@ def add_service_errors(form: forms.Form, detail, *, aliases: dict[str, str] | No
     """Put a DeploymentError's detail ({path: [messages]}) onto the form: a path names a field (options. dropped,
     dots as SEP), an alias, or the nearest field above it (`options.environment.FOO` -> `environment`)."""
     if not isinstance(detail, dict):
-        form.add_error(None, " ".join(str(item) for item in _flat(detail)))
+        form.add_error(None, " ".join(str(item) for item in flat_messages(detail)))
         return
     aliases = aliases or {}
     for path, messages in detail.items():
-        text = " ".join(str(m) for m in _flat(messages))
+        text = " ".join(str(m) for m in flat_messages(messages))
         field = _field_for(form, str(path), aliases)
         form.add_error(field, text if field else f"{path}: {text}")
 
@@ -43,18 +44,6 @@ def _field_for(form: forms.Form, path: str, aliases: dict[str, str]) -> str | No
             return name
         parts.pop()
     return None
-
-
-def _flat(value):
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            for item in _flat(inner):
-                yield f"{name}: {item}"
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _flat(item)
-    else:
-        yield value
 
 
 # --- stage 1: nodes -------------------------------------------------------------------------------------------------

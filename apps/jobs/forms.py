@@ -60,18 +60,19 @@ def add_service_errors(form: JobForm, detail) -> None:
         target = field if field in form.fields else None
         if isinstance(messages, dict):
             for name, inner in messages.items():
-                form.add_error(target, f"{name}: {' '.join(str(m) for m in _flat(inner))}")
+                form.add_error(target, f"{name}: {' '.join(str(m) for m in flat_messages(inner))}")
         else:
-            form.add_error(target, " ".join(str(m) for m in _flat(messages)))
+            form.add_error(target, " ".join(str(m) for m in flat_messages(messages)))
 
 
-def _flat(value):
+def flat_messages(value):
+    """Every message in a DRF error detail (nested dicts and lists), prefixed by the names it sits under."""
     if isinstance(value, dict):
         for name, inner in value.items():
-            for item in _flat(inner):
+            for item in flat_messages(inner):
                 yield f"{name}: {item}"
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _flat(item)
+            yield from flat_messages(item)
     else:
         yield value

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.deployments import criteria
 from apps.deployments.choices import WizardStage
 from apps.deployments.models import AcceptanceCriterion, Approval, Deployment, Suggestion, Verdict
 from apps.jobs.api.serializers import TargetsSerializer
@@ -162,24 +163,10 @@ class AcceptanceCriterionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AcceptanceCriterion
-        fields = [
-            "id",
-            "sku",
-            "check",
-            "comparator",
-            "threshold",
-            "warn_threshold",
-            "reference",
-            "unit",
-            "retries",
-            "cooldown_seconds",
-            "description",
-        ]
+        fields = ["id", "sku", "check", *criteria.FIELDS]
         read_only_fields = ["id"]
 
     def validate(self, attrs):
-        from apps.deployments import criteria
-
         check_name = attrs.get("check_name", getattr(self.instance, "check_name", ""))
         values = {key: value for key, value in attrs.items() if key in criteria.FIELDS}
         problems = criteria.errors({check_name: values})
