@@ -18,23 +18,11 @@ from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.models import Job, JobEvent, JobStep
 from apps.jobs.tasks import run_shard
 from tests import factories
+from tests.redis_server import REDIS, redis_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-REDIS = os.environ.get("RACKPILOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _redis_or_skip():
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS).ping()
-    except Exception as error:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS} is down: {error}")
-        pytest.skip(f"Redis at {REDIS} is down: {error}")
-    redis.Redis.from_url(REDIS).flushdb()
 
 
 def _database_url() -> str:
@@ -95,7 +83,7 @@ def _stop(process):
 
 @pytest.fixture
 def nodes(db, monkeypatch):
-    _redis_or_skip()
+    redis_or_skip(flush=True)
     monkeypatch.setattr(services, "enqueue", lambda job: None)  # sent explicitly to the test Redis below
     return [factories.make_node(hostname=f"w{i}") for i in range(2)]
 

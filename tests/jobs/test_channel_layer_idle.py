@@ -2,26 +2,18 @@
 receive must keep waiting, not fail and reconnect (redis-py 8's socket timeout breaks that, hence `redis<8`)."""
 
 import asyncio
-import os
 import time
 
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-pytestmark = pytest.mark.integration
+from tests.redis_server import REDIS, redis_or_skip
 
-REDIS = os.environ.get("RACKPILOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+pytestmark = pytest.mark.integration
 
 
 def test_an_idle_receive_outlives_the_blocking_pop():
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS).ping()
-    except Exception as error:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis at {REDIS} is down: {error}")
-        pytest.skip(f"Redis at {REDIS} is down: {error}")
+    redis_or_skip()
 
     async def idle_then_message() -> tuple[float, dict]:
         layer = RedisChannelLayer(hosts=[REDIS])
