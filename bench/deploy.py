@@ -14,24 +14,15 @@ this plan); the figures say what one worker process does per node.
 
 import argparse
 import json
-import os
 import resource
-import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from child import run_on_fresh_sqlite, setup_django
 
 
 def measure(size: int) -> dict:
     """Runs inside the child process: Django set up on this size's own database."""
-    import django
-
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    django.setup()
+    setup_django()
     from django.core.management import call_command
 
     from apps.accounts.choices import Role
@@ -93,15 +84,7 @@ def measure(size: int) -> dict:
 
 
 def run_child(size: int) -> dict:
-    var_dir = ROOT / "var" / "bench" / f"deploy-{size}"
-    shutil.rmtree(var_dir, ignore_errors=True)
-    var_dir.mkdir(parents=True)
-    env = {**os.environ, "RACKPILOT_VAR_DIR": str(var_dir), "RACKPILOT_LOG_LEVEL": "WARNING"}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    command = [sys.executable, __file__, "--child", str(size)]
-    output = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    return run_on_fresh_sqlite(__file__, f"deploy-{size}", [str(size)])
 
 
 def main() -> None:

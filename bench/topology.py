@@ -11,15 +11,10 @@ tree the rule uses, with a check that both give the same value for every pair.
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from child import run_on_fresh_sqlite, setup_django
 
 
 def _median_ms(function, repeat: int) -> tuple[float, object]:
@@ -34,11 +29,7 @@ def _median_ms(function, repeat: int) -> tuple[float, object]:
 
 def measure(size: int, repeat: int, reference: bool) -> dict:
     """Runs inside the child process: Django set up on this size's own database."""
-    import django
-
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    django.setup()
+    setup_django()
     from django.core.management import call_command
 
     from apps.inventory.demo import ClusterShape, load_cluster
@@ -84,17 +75,8 @@ def measure(size: int, repeat: int, reference: bool) -> dict:
 
 
 def run_child(size: int, repeat: int, reference: bool) -> dict:
-    var_dir = ROOT / "var" / "bench" / f"topology-{size}"
-    shutil.rmtree(var_dir, ignore_errors=True)
-    var_dir.mkdir(parents=True)
-    env = {**os.environ, "RACKPILOT_VAR_DIR": str(var_dir), "RACKPILOT_LOG_LEVEL": "WARNING"}
-    env.pop("DATABASE_URL", None)
-    env.pop("REDIS_URL", None)
-    command = [sys.executable, __file__, "--child", str(size), "--repeat", str(repeat)]
-    if not reference:
-        command.append("--no-reference")
-    output = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    args = [str(size), "--repeat", str(repeat)] + ([] if reference else ["--no-reference"])
+    return run_on_fresh_sqlite(__file__, f"topology-{size}", args)
 
 
 def report(rows: list[dict]) -> None:
