@@ -6,6 +6,7 @@ Views are thin: every change goes through apps.deployments.services, whose error
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -76,13 +77,14 @@ def deployment_list(request):
         Deployment.objects.visible_to(request.user)
         .select_related("created_by")
         .prefetch_related("runs__job")
+        .annotate(node_count=Count("nodes", distinct=True))
         .order_by("-created", "-id")
     )
     rows = []
     for deployment in deployments:
-        services.refresh_state(deployment)
+        services.refresh_state(deployment)  # a query only while a run is going
         runs = sorted(deployment.runs.all(), key=lambda run: run.number)
-        rows.append({"deployment": deployment, "nodes": deployment.nodes.count(), "run": runs[-1] if runs else None})
+        rows.append({"deployment": deployment, "nodes": deployment.node_count, "run": runs[-1] if runs else None})
     return render(request, "deployments/deployment_list.html", {"rows": rows})
 
 
