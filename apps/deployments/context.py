@@ -11,7 +11,8 @@ from apps.inventory.models import Cable, Node
 NODE_FILES = ("nccl-conf", "environment", "cgroup-slice", "checkpoints")
 
 
-def _nodes(node_ids) -> list[Node]:
+def load_nodes(node_ids) -> list[Node]:
+    """The nodes with what the steps and artefacts read of them, in a fixed number of queries."""
     return list(
         Node.objects.filter(pk__in=node_ids)
         .select_related("rack")
@@ -63,7 +64,7 @@ def artefact_nodes(nodes: list[Node]) -> list[dict]:
 
 
 def render_artefacts(deployment, nodes: list[Node] | None = None) -> list:
-    nodes = nodes if nodes is not None else _nodes(deployment.nodes.values_list("pk", flat=True))
+    nodes = nodes if nodes is not None else load_nodes(deployment.nodes.values_list("pk", flat=True))
     return artefacts.render_all(deployment.options, artefact_nodes(nodes), deployment_name=deployment.name)
 
 
@@ -87,7 +88,7 @@ def node_contexts(
 ) -> dict[str, NodeContext]:
     """Contexts for the nodes; without files/topology when only the plan's shape is needed (which steps apply)."""
     node_ids = node_ids if node_ids is not None else deployment.nodes.values_list("pk", flat=True)
-    nodes = _nodes(node_ids)
+    nodes = load_nodes(node_ids)
     files = {}
     if with_files:
         rendered = {artefact.name: artefact for artefact in render_artefacts(deployment, nodes)}

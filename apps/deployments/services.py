@@ -22,7 +22,7 @@ from apps.deployments.choices import (
     SuggestionState,
     WizardStage,
 )
-from apps.deployments.context import artefact_nodes, node_contexts, render_artefacts
+from apps.deployments.context import artefact_nodes, load_nodes, node_contexts, render_artefacts
 from apps.deployments.kinds import KIND, Cell, Deploy
 from apps.deployments.models import Approval, Deployment, DeploymentRun, Suggestion, Verdict
 from apps.deployments.steps import PLAN, STEPS
@@ -58,15 +58,11 @@ def check_options(nodes: list[Node], merged: dict, edits: dict) -> None:
         problems.update({f"options.{path}": message for path, message in artefacts.options_errors(merged).items()})
     if not problems:
         try:
-            artefacts.render_all(merged, _artefact_nodes(nodes), deployment_name="check")
+            artefacts.render_all(merged, artefact_nodes(load_nodes([n.pk for n in nodes])), deployment_name="check")
         except artefacts.ArtefactError as error:
             problems[f"options.artefacts.{error.name}"] = str(error.message)
     if problems:
         raise DeploymentError({key: [message] for key, message in problems.items()})
-
-
-def _artefact_nodes(nodes):
-    return artefact_nodes(list(Node.objects.filter(pk__in=[n.pk for n in nodes]).prefetch_related("gpus", "nics")))
 
 
 def create_deployment(
