@@ -4,25 +4,43 @@ Pure functions on text (no database): a command's output goes in, a JSON-able di
 """
 
 import re
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apps.discovery.choices import FactFamily
+from apps.nodeexec.catalogue import SECTION_MARK
 from apps.parsers import network, nvidia_smi, system
 from apps.parsers.errors import ParseError
 
-# Step names: one column per family; per-interface families are "<family>:<interface>".
-PER_INTERFACE = (FactFamily.SPEED, FactFamily.NIC_FIRMWARE, FactFamily.QOS)
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}$")
+
+# The NICs column runs the catalogue's NIC facts script: the tool names in its section marks, the fact family
+# each one's output is read as, and the command as an operator would type it.
+NIC_PARTS = {
+    "ethtool": (FactFamily.SPEED, "ethtool"),
+    "ethtool-i": (FactFamily.NIC_FIRMWARE, "ethtool -i"),
+    "mlnx_qos": (FactFamily.QOS, "mlnx_qos"),
+}
 
 
 def step_name(family: str, interface: str | None = None) -> str:
+    """A matrix column is a family; what is read of one interface is keyed "<family>:<interface>"."""
     return f"{family}:{interface}" if interface else str(family)
 
 
 def split_step(name: str) -> tuple[str, str | None]:
     family, _, interface = name.partition(":")
     return family, interface or None
+
+
+def tool_failure(tool: str, exit_code: int | None, stderr: str) -> str:
+    """Why a tool that ran gave no output to read: not installed, or its exit status and first error line."""
+    lines = stderr.strip().splitlines()
+    last = lines[-1] if lines else ""
+    if exit_code == 127 or "command not found" in last or last.endswith(": not found"):
+        return f"{tool} is not installed (not found on the node)"
+    return f"{tool} exited {exit_code}" + (f": {lines[0][:200]}" if lines else "")
 
 
 def pci_key(address: str | None) -> str:
@@ -123,6 +141,71 @@ def _qos(text: str) -> dict:
     return {"trust": qos.trust, "pfc_priorities": qos.pfc_priorities}
 
 
+@dataclass
+class Section:
+    """One tool's run inside the NIC facts script."""
+
+    tool: str
+    interface: str
+    stdout: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    stderr: list[str] = field(default_factory=list)
+
+
+def split_sections(text: str) -> tuple[list[Section], list[str]]:
+    """The NIC facts script's output as its sections, and the interfaces the node said it does not have."""
+    sections: list[Section] = []
+    absent: list[str] = []
+    expected = f"a '{SECTION_MARK} TOOL INTERFACE', '{SECTION_MARK} exit N' or '{SECTION_MARK} absent INTERFACE' line"
+    for number, line in enumerate(text.splitlines(), start=1):
+        before, mark, rest = line.partition(SECTION_MARK + " ")
+        current = sections[-1] if sections else None
+        if current is None and before.strip():
+            raise ParseError(f"expected {expected} first", number)
+        if current is not None and (before or not mark):  # a mark after output that ended without a newline
+            (current.stdout if current.exit_code is None else current.stderr).append(before)
+        if not mark:
+            continue
+        words = rest.split()
+        if current is not None and current.exit_code is None and words[:1] != ["exit"]:
+            raise ParseError(f"expected '{SECTION_MARK} exit N' to end the {current.tool} section", number)
+        if len(words) == 2 and words[0] == "absent":
+            absent.append(words[1])
+        elif len(words) == 2 and words[0] == "exit" and current is not None and current.exit_code is None:
+            if not words[1].isdigit():
+                raise ParseError(f"expected an exit status, got {words[1]!r}", number)
+            current.exit_code = int(words[1])
+        elif len(words) == 2 and words[0] in NIC_PARTS:
+            sections.append(Section(tool=words[0], interface=words[1]))
+        else:
+            raise ParseError(f"expected {expected}", number)
+    if sections and sections[-1].exit_code is None:
+        raise ParseError(f"output ends inside the {sections[-1].tool} section (truncated)", len(text.splitlines()))
+    if not sections and not absent:
+        raise ParseError(f"expected {expected}, got nothing", 1)
+    return sections, absent
+
+
+def _nics(text: str) -> dict:
+    """Per interface what each tool said; a tool that failed or printed something else is a could-not-run reason."""
+    sections, absent = split_sections(text)
+    interfaces: dict[str, dict] = {}
+    could_not_run: dict[str, str] = {}
+    for section in sections:
+        family, command = NIC_PARTS[section.tool]
+        key = step_name(family, section.interface)
+        if section.exit_code != 0:
+            could_not_run[key] = tool_failure(command, section.exit_code, "\n".join(section.stderr))
+            continue
+        try:
+            facts = READERS[family]("\n".join(section.stdout) + "\n")
+        except ParseError as error:
+            could_not_run[key] = f"{command} output not understood ({error})"
+            continue
+        interfaces.setdefault(section.interface, {})[family] = facts
+    return {"interfaces": interfaces, "absent": absent, "could_not_run": could_not_run}
+
+
 def _bios(text: str) -> dict:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) != 1 or not VERSION.match(lines[0]):
@@ -183,6 +266,7 @@ READERS: dict[str, Callable[[str], dict]] = {
     FactFamily.GPUS: _gpus,
     FactFamily.TOPOLOGY: _topology,
     FactFamily.LINKS: _links,
+    FactFamily.NICS: _nics,
     FactFamily.SPEED: _speed,
     FactFamily.NIC_FIRMWARE: _nic_firmware,
     FactFamily.QOS: _qos,
@@ -191,6 +275,49 @@ READERS: dict[str, Callable[[str], dict]] = {
     FactFamily.NUMA: _numa,
     FactFamily.DISKS: _disks,
 }
+
+
+def _speed_words(speed: dict) -> str:
+    if not speed["link_detected"]:
+        return "no link"
+    return f"{speed['speed_mbps'] // 1000} Gb/s" if speed["speed_mbps"] else "speed unknown"
+
+
+def _counted(values: list[str]) -> str:
+    """'400 Gb/s ×7, no link ×1', most common first; a value every interface shares is not counted."""
+    counts = Counter(values)
+    if len(counts) == 1:
+        return values[0]
+    return ", ".join(f"{value} ×{count}" for value, count in counts.most_common())
+
+
+def nics_summary(facts: dict) -> str:
+    """One line for the NICs cell: what failed first, then speeds, firmware and PFC across the interfaces."""
+    parts = []
+    failures: dict[str, list[str]] = defaultdict(list)
+    for key, reason in facts["could_not_run"].items():
+        failures[reason].append(split_step(key)[1])
+    if failures:
+        parts.append(
+            "could not run: " + "; ".join(f"{reason} on {', '.join(names)}" for reason, names in failures.items())
+        )
+    read = facts["interfaces"]
+    if read:
+        speeds = [_speed_words(speed) for p in read.values() if (speed := p.get(FactFamily.SPEED))]
+        firmware = [f["firmware"] or "?" for p in read.values() if (f := p.get(FactFamily.NIC_FIRMWARE))]
+        pfc = [
+            ",".join(str(priority) for priority in qos["pfc_priorities"]) or "off"
+            for p in read.values()
+            if (qos := p.get(FactFamily.QOS))
+        ]
+        line = f"{len(read)} NIC(s)"
+        for label, values in (("", speeds), ("firmware ", firmware), ("PFC ", pfc)):
+            if values:
+                line += f"; {label}{_counted(values)}"
+        parts.append(line)
+    if facts["absent"]:
+        parts.append(f"not on this node: {', '.join(facts['absent'])}")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -222,14 +349,8 @@ def summary(reading: Reading) -> str:
     if family == FactFamily.LINKS:
         up = sum(1 for link in facts["interfaces"] if link["carrier"])
         return f"{len(facts['interfaces'])} interface(s), {up} with carrier"
-    if family == FactFamily.SPEED:
-        speed = f"{facts['speed_mbps'] // 1000} Gb/s" if facts["speed_mbps"] else "speed unknown"
-        return f"{speed}, link {'detected' if facts['link_detected'] else 'not detected'}"
-    if family == FactFamily.NIC_FIRMWARE:
-        return f"{facts['driver']} firmware {facts['firmware'] or '?'}"
-    if family == FactFamily.QOS:
-        pfc = ",".join(str(p) for p in facts["pfc_priorities"]) or "off"
-        return f"trust {facts['trust'] or '?'}, PFC on priority {pfc}"
+    if family == FactFamily.NICS:
+        return nics_summary(facts)
     if family == FactFamily.BIOS:
         return f"BIOS {facts['version']}"
     if family == FactFamily.CPU:

@@ -1,18 +1,19 @@
 """The `discover` job kind: runs the fact commands on every target, then reconciles what they said with the inventory.
 
-Columns of the matrix: one per fact family (gpus, topology, links, bios, cpu, numa, disks), and per data NIC
-interface one each for link speed (ethtool), driver/firmware (ethtool -i) and PFC (mlnx_qos). A cell whose tool
-is missing, fails or prints something its parser refuses ends `error` with "could not run: ..." — never green.
+Columns of the matrix: one per fact family (gpus, topology, links, nics, bios, cpu, numa, disks). The nics column
+is one command per node that reads link speed (ethtool), driver/firmware (ethtool -i) and PFC (mlnx_qos) of every
+data NIC asked for. A cell whose tool is missing, fails or prints something its parser refuses ends `error` with
+"could not run: ..." — never green; what the other tools of a nics cell read is still recorded.
 """
 
 from rest_framework import serializers
 
 from apps.discovery.choices import FactFamily
-from apps.discovery.facts import PER_INTERFACE, read, step_name, summary
+from apps.discovery.facts import read, step_name, summary, tool_failure
 from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import JobKind, StepSpec, register_kind
 from apps.nodeexec.base import CommandResult
-from apps.nodeexec.catalogue import CATALOGUE, PLACEHOLDERS, Command, register_command
+from apps.nodeexec.catalogue import CATALOGUE, NIC_FACTS_SCRIPT, PLACEHOLDERS, Command, register_command
 from apps.parsers.errors import ParseError
 from apps.parsers.nvidia_smi import QUERY_GPU_FIELDS
 
@@ -27,22 +28,10 @@ COMMANDS = (
     ),
     Command("nvidia-smi-topo", ("nvidia-smi", "topo", "-m"), "GPU/NIC PCIe and NVLink matrix with NUMA affinity."),
     Command(
-        "ethtool",
-        ("ethtool", "{interface}"),
-        "Link speed and link state of one interface.",
-        placeholders=("interface",),
-    ),
-    Command(
-        "ethtool-driver",
-        ("ethtool", "-i", "{interface}"),
-        "Driver, firmware and PCI address of one interface.",
-        placeholders=("interface",),
-    ),
-    Command(
-        "mlnx-qos",
-        ("mlnx_qos", "-i", "{interface}"),
-        "Trust mode and PFC priorities of a Mellanox interface.",
-        placeholders=("interface",),
+        "nic-facts",
+        ("sh", "-c", NIC_FACTS_SCRIPT, "sh", "{interfaces}"),
+        "Link speed (ethtool), driver and firmware (ethtool -i) and PFC (mlnx_qos) of each listed interface.",
+        placeholders=("interfaces",),
     ),
     Command("bios-version", ("cat", "/sys/class/dmi/id/bios_version"), "The BIOS version."),
     Command("numactl", ("numactl", "-H"), "NUMA nodes, their CPUs and memory."),
@@ -56,21 +45,17 @@ for _command in COMMANDS:
     if _command.name not in CATALOGUE:
         register_command(_command)
 
-# (family, catalogue command) for the families that run once per node, in column order.
-NODE_FAMILIES = (
+# (family, catalogue command) in column order; the nics column runs only when there are interfaces to read.
+FAMILIES = (
     (FactFamily.GPUS, "nvidia-smi-query-gpu"),
     (FactFamily.TOPOLOGY, "nvidia-smi-topo"),
     (FactFamily.LINKS, "ip-link"),
+    (FactFamily.NICS, "nic-facts"),
     (FactFamily.BIOS, "bios-version"),
     (FactFamily.CPU, "lscpu"),
     (FactFamily.NUMA, "numactl"),
     (FactFamily.DISKS, "lsblk"),
 )
-INTERFACE_COMMANDS = {
-    FactFamily.SPEED: "ethtool",
-    FactFamily.NIC_FIRMWARE: "ethtool-driver",
-    FactFamily.QOS: "mlnx-qos",
-}
 
 
 def default_interfaces() -> list[str]:
@@ -113,21 +98,16 @@ class Discover(JobKind):
         self._readings: dict[int, object] = {}
 
     def steps(self, parameters: dict) -> list[StepSpec]:
-        specs = [
-            StepSpec(name=step_name(family), command=command, label=FactFamily(family).label, stop_on_failure=False)
-            for family, command in NODE_FAMILIES
-        ]
-        for family in PER_INTERFACE:
-            for interface in parameters.get("interfaces") or []:
-                specs.append(
-                    StepSpec(
-                        name=step_name(family, interface),
-                        command=INTERFACE_COMMANDS[family],
-                        label=f"{FactFamily(family).label} of {interface}",
-                        values={"interface": interface},
-                        stop_on_failure=False,
-                    )
-                )
+        interfaces = parameters.get("interfaces") or []
+        specs = []
+        for family, command in FAMILIES:
+            values = {}
+            if family == FactFamily.NICS:
+                if not interfaces:
+                    continue
+                values = {"interfaces": ",".join(interfaces)}
+            label = FactFamily(family).label
+            specs.append(StepSpec(step_name(family), command, label, values=values, stop_on_failure=False))
         return specs
 
     def evaluate(self, step: StepSpec, result: CommandResult) -> str:
@@ -136,11 +116,13 @@ class Discover(JobKind):
         if not result.ok:
             return StepStatus.ERROR  # could not run: tool missing, unreachable, timed out, or it failed
         try:
-            self._readings[id(result)] = read(step.name, result.stdout.decode("utf-8", errors="replace"))
+            reading = read(step.name, result.stdout.decode("utf-8", errors="replace"))
         except ParseError as error:
             self._readings[id(result)] = error
             return StepStatus.ERROR
-        return StepStatus.SUCCEEDED
+        self._readings[id(result)] = reading
+        # Part of the nics column could not run (a tool missing on some interface): not green, facts still kept.
+        return StepStatus.ERROR if reading.facts.get("could_not_run") else StepStatus.SUCCEEDED
 
     def summarize(self, step: StepSpec, result: CommandResult) -> str:
         reading = self._readings.pop(id(result), None)
@@ -161,14 +143,11 @@ class Discover(JobKind):
 def could_not_run_reason(step: StepSpec, result: CommandResult) -> str:
     """Why a fact command gave no facts, in words: missing tool, unreachable node, timeout, or its own error."""
     tool = step.argv()[0]
-    stderr = result.stderr.decode("utf-8", errors="replace").strip().splitlines()
     if result.timed_out:
         return f"{tool} timed out after {step.timeout_seconds():g} s"
-    if result.exit_code == 127 or "command not found" in (stderr[-1] if stderr else ""):
-        return f"{tool} is not installed (not found on the node)"
-    if result.error:
+    if result.error and result.exit_code != 127:  # 127: the transport could not find the tool to start it
         return result.error
     if result.signal:
         return f"{tool} was killed by SIG{result.signal}"
-    detail = stderr[0] if stderr else result.stdout.decode("utf-8", errors="replace").strip()[:200]
-    return f"{tool} exited {result.exit_code}" + (f": {detail}" if detail else "")
+    stderr = result.stderr.decode("utf-8", errors="replace")
+    return tool_failure(tool, result.exit_code, stderr or result.stdout.decode("utf-8", errors="replace")[:200])

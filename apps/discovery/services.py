@@ -20,8 +20,8 @@ from apps.discovery.models import Difference, NodeFacts
 from apps.inventory.choices import NicPurpose
 from apps.inventory.models import Nic, Node
 from apps.jobs import services as job_services
-from apps.jobs.choices import EventLevel, StepStatus
-from apps.jobs.events import broadcast, emit
+from apps.jobs.choices import EventLevel
+from apps.jobs.events import emit
 from apps.jobs.models import Job, JobShard, JobStep
 from apps.parsers.errors import ParseError
 
@@ -90,11 +90,10 @@ def record_shard(*, job: Job, shard: JobShard) -> None:
             )
 
 
-def _outputs(node: Node, cells: list[JobStep]) -> _NodeOutputs:
+def _outputs(cells: list[JobStep]) -> _NodeOutputs:
     out = _NodeOutputs({}, {}, {}, [])
     for cell in cells:
-        family, interface = split_step(cell.step)
-        if cell.status != StepStatus.SUCCEEDED:
+        if cell.exit_code != 0:  # the command did not run to the end: its cell summary says why
             out.could_not_run[cell.step] = (cell.summary or cell.status).removeprefix("could not run: ")
             continue
         stdout = next((a.text() for a in cell.artifacts.all() if a.stream == "stdout"), "")
@@ -103,24 +102,19 @@ def _outputs(node: Node, cells: list[JobStep]) -> _NodeOutputs:
         except ParseError as error:
             out.could_not_run[cell.step] = f"output not understood ({error})"
             continue
-        if interface:
-            out.nic_facts.setdefault(family, {})[interface] = reading.facts
+        if reading.family == FactFamily.NICS:
+            for interface, parts in reading.facts["interfaces"].items():
+                for part, facts in parts.items():
+                    out.nic_facts.setdefault(part, {})[interface] = facts
+            out.could_not_run.update(reading.facts["could_not_run"])
+            out.not_on_node = reading.facts["absent"]
         else:
-            out.node_facts[family] = reading.facts
-    # An interface asked for that this node has neither in the inventory nor in `ip link` is not a failure.
-    links = out.node_facts.get(FactFamily.LINKS)
-    if links is not None:
-        present = {link["name"] for link in links["interfaces"]} | {nic.name for nic in node.nics.all()}
-        for step in list(out.could_not_run):
-            interface = split_step(step)[1]
-            if interface and interface not in present:
-                del out.could_not_run[step]
-                out.not_on_node.append(step)
+            out.node_facts[reading.family] = reading.facts
     return out
 
 
 def record_node(*, job: Job, node: Node, cells: list[JobStep]) -> NodeFacts:
-    out = _outputs(node, cells)
+    out = _outputs(cells)
     comparison = reconcile.compare(node, out.node_facts, out.nic_facts, out.could_not_run)
     now = timezone.now()
     filled = differences = 0
@@ -157,30 +151,24 @@ def record_node(*, job: Job, node: Node, cells: list[JobStep]) -> NodeFacts:
             )
             filled += state == DifferenceState.FILLED
             differences += state == DifferenceState.OPEN
-    _report(job, node, cells, out, comparison, differences, filled)
+    _report(job, node, out, comparison, differences, filled)
     return snapshot
 
 
-def _report(job, node, cells, out: _NodeOutputs, comparison, differences: int, filled: int) -> None:
-    for step, reason in sorted(comparison.could_not_run.items()):
+def _report(job, node, out: _NodeOutputs, comparison, differences: int, filled: int) -> None:
+    for key, reason in sorted(comparison.could_not_run.items()):
         emit(
             job,
-            f"{step}: could not run — {reason}",
+            f"{key}: could not run — {reason}",
             level=EventLevel.WARNING,
             hostname=node.hostname,
-            step=step if any(c.step == step for c in cells) else "",
+            step=_column(key),
             data={"could_not_run": reason},
         )
     for note in comparison.notes:
         emit(job, note, level=EventLevel.WARNING, hostname=node.hostname)
     if out.not_on_node:
-        skipped = [cell for cell in cells if cell.step in out.not_on_node]
-        now = timezone.now()
-        for cell in skipped:
-            cell.status, cell.summary = StepStatus.SKIPPED, f"{split_step(cell.step)[1]} is not on this node"
-            cell.updated = now
-        JobStep.objects.bulk_update(skipped, ["status", "summary", "updated"])
-        transaction.on_commit(lambda: broadcast(job, steps=skipped, status=False))
+        emit(job, f"not on this node: {', '.join(out.not_on_node)}", hostname=node.hostname, step=FactFamily.NICS)
     emit(
         job,
         f"discovery: {differences} difference(s) to decide, {filled} fact(s) filled in, "
@@ -189,6 +177,14 @@ def _report(job, node, cells, out: _NodeOutputs, comparison, differences: int, f
         hostname=node.hostname,
         data={"differences": differences, "filled": filled, "could_not_run": sorted(comparison.could_not_run)},
     )
+
+
+def _column(key: str) -> str:
+    """The matrix column a could-not-run key belongs to ("qos:ens1np0" is the nics column; "affinity" is none)."""
+    family, interface = split_step(key)
+    if interface:
+        return FactFamily.NICS
+    return family if family in FactFamily.values else ""
 
 
 def _message(error: Exception) -> str:

@@ -41,10 +41,33 @@ PYTHON_VERSIONS_SCRIPT = (
     "    except m.PackageNotFoundError:\n"
     "        print(name, 'missing')\n"
 )
+# Link settings, driver/firmware and PFC of several interfaces in one command (one connection, one matrix cell).
+# $1 is a comma-separated list of checked interface names; globbing is off, so splitting it expands nothing. Each
+# tool's stdout is framed by SECTION_MARK lines, its exit status and stderr follow it; an interface the node does
+# not have is reported as absent rather than failing three tools.
+SECTION_MARK = "@@rackpilot"
+NIC_FACTS_SCRIPT = (
+    f"set -f; IFS=,\n"
+    "for nic in $1; do\n"
+    f'  if [ ! -e "/sys/class/net/$nic" ]; then printf \'{SECTION_MARK} absent %s\\n\' "$nic"; continue; fi\n'
+    "  for tool in ethtool ethtool-i mlnx_qos; do\n"
+    f'    printf \'{SECTION_MARK} %s %s\\n\' "$tool" "$nic"\n'
+    "    case $tool in\n"
+    '      ethtool) err=$(ethtool "$nic" 2>&1 >&3) ;;\n'
+    '      ethtool-i) err=$(ethtool -i "$nic" 2>&1 >&3) ;;\n'
+    '      mlnx_qos) err=$(mlnx_qos -i "$nic" 2>&1 >&3) ;;\n'
+    "    esac 3>&1\n"
+    f'    printf \'{SECTION_MARK} exit %s\\n%s\\n\' "$?" "$err"\n'
+    "  done\n"
+    "done\n"
+)
+
+INTERFACE = r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}"
 
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
 PLACEHOLDERS: dict[str, Placeholder] = {
-    "interface": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}", "a Linux interface name"),
+    "interface": Placeholder(INTERFACE, "a Linux interface name"),
+    "interfaces": Placeholder(rf"{INTERFACE}(,{INTERFACE}){{0,15}}", "up to 16 interface names separated by commas"),
     "seconds": Placeholder(r"[0-9]{1,6}(\.[0-9]{1,3})?", "a number of seconds"),
     "gpu_index": Placeholder(r"[0-9]{1,2}", "a GPU index"),
     "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -"),
@@ -133,6 +156,24 @@ for _command in (
         "ip-link-show",
         ("ip", "-j", "link", "show", "dev", "{interface}"),
         "One interface as JSON.",
+        placeholders=("interface",),
+    ),
+    Command(
+        "ethtool",
+        ("ethtool", "{interface}"),
+        "Link speed and link state of one interface.",
+        placeholders=("interface",),
+    ),
+    Command(
+        "ethtool-driver",
+        ("ethtool", "-i", "{interface}"),
+        "Driver, firmware and PCI address of one interface.",
+        placeholders=("interface",),
+    ),
+    Command(
+        "mlnx-qos",
+        ("mlnx_qos", "-i", "{interface}"),
+        "Trust mode and PFC priorities of a Mellanox interface.",
         placeholders=("interface",),
     ),
     Command("lscpu", ("lscpu", "-J"), "CPU and NUMA layout as JSON."),

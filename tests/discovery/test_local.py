@@ -1,6 +1,7 @@
 """`local` discovery on this machine, which has no GPU and no NVIDIA tools: the GPU facts could not run, never pass."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,34 @@ def test_local_discovery_without_gpus_gives_could_not_run_cells_with_the_reason(
     # What this host could answer was read (ip link exists everywhere).
     assert JobStep.objects.get(job=job, step="links").status == StepStatus.SUCCEEDED
     assert "links" in snapshot.facts
+
+
+def this_hosts_interface() -> str:
+    """An interface of this host that is not the loopback (a container or VM always has one)."""
+    return sorted(path.name for path in Path("/sys/class/net").iterdir() if path.name != "lo")[0]
+
+
+@pytest.mark.skipif(shutil.which("mlnx_qos") is not None, reason="this host has mlnx_qos")
+def test_local_discovery_reads_this_hosts_nics_in_one_cell(run_shards, fast_jobs):
+    interface = this_hosts_interface()
+    node = factories.make_node(hostname="localhost-nics")
+    job = services.create_job(
+        kind="discover",
+        targets=services.TargetSpec(nodes=(node.hostname,)),
+        parameters={"interfaces": [interface, "nosuch0"]},
+        transport="local",
+    )
+    job = run_shards(job)
+
+    cell = JobStep.objects.get(job=job, step="nics")
+    assert cell.status == StepStatus.ERROR  # mlnx_qos is missing here: never green
+    assert cell.summary.startswith(f"could not run: mlnx_qos is not installed (not found on the node) on {interface}")
+    assert cell.summary.endswith("not on this node: nosuch0")
+    snapshot = NodeFacts.objects.get(job=job, node=node)
+    assert snapshot.could_not_run[f"qos:{interface}"] == "mlnx_qos is not installed (not found on the node)"
+    assert "qos:nosuch0" not in snapshot.could_not_run
+    if shutil.which("ethtool"):  # CI installs it; what the real tool said is kept
+        assert snapshot.facts["interfaces"]["nic-fw"][interface]["driver"]
+        assert "1 NIC(s); " in cell.summary
+    else:
+        assert snapshot.could_not_run[f"speed:{interface}"] == "ethtool is not installed (not found on the node)"

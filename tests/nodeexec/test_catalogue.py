@@ -47,6 +47,7 @@ def test_every_catalogue_command_joins_back_to_its_argv():
         values = {
             name: {
                 "interface": "lo",
+                "interfaces": "lo,eth0",
                 "seconds": "1",
                 "gpu_index": "0",
                 "path": "/tmp",

@@ -64,6 +64,7 @@ def test_every_catalogue_command_is_answered(gpu_node):
 
     examples = {
         "interface": "ens1np0",
+        "interfaces": "ens1np0,ens2np0",
         "seconds": "0",
         "gpu_index": "0",
         "path": "/checkpoints",

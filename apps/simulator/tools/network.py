@@ -2,6 +2,7 @@
 
 import json
 
+from apps.nodeexec.catalogue import SECTION_MARK
 from apps.simulator.model import rdma_active_mtu
 from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import MLX5_DRIVER_VERSION, SimNic
@@ -403,6 +404,30 @@ def ibv_devinfo(context: Context, argv: list[str]) -> CommandOutput:
             "\t\t\tlink_layer:\t\tEthernet\n"
         )
     return ok("\n".join(blocks))
+
+
+# --- sh -c NIC_FACTS_SCRIPT ----------------------------------------------------------------------------------------
+
+NIC_FACTS_TOOLS = (("ethtool", ("ethtool",)), ("ethtool-i", ("ethtool", "-i")), ("mlnx_qos", ("mlnx_qos", "-i")))
+
+
+def nic_facts(context: Context, interfaces: str) -> CommandOutput:
+    """What the catalogue's NIC facts script prints: per interface, each tool's stdout between section marks, then
+    its exit status and stderr (trailing newlines dropped, as $(...) drops them)."""
+    from apps.simulator.shell import run
+
+    sections = []
+    for name in interfaces.split(","):
+        if context.state.nic(name) is None:
+            sections.append(f"{SECTION_MARK} absent {name}\n")
+            continue
+        for line, (tool, argv) in enumerate(NIC_FACTS_TOOLS, start=7):
+            result = run(context, [*argv, name])
+            stderr = f"sh: {line}: {argv[0]}: not found" if result.exit_code == 127 else result.stderr.rstrip("\n")
+            sections.append(
+                f"{SECTION_MARK} {tool} {name}\n{result.stdout}{SECTION_MARK} exit {result.exit_code}\n{stderr}\n"
+            )
+    return ok("".join(sections))
 
 
 COMMANDS = {"ip": ip, "ethtool": ethtool, "mlnx_qos": mlnx_qos, "ibstat": ibstat, "ibv_devinfo": ibv_devinfo}

@@ -5,11 +5,12 @@ import base64
 import binascii
 import time
 
-from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT, WRITE_FILE_SCRIPT  # noqa: F401
+from apps.nodeexec.catalogue import NIC_FACTS_SCRIPT, WRITE_FILE_SCRIPT
 from apps.simulator.model import noise
 from apps.simulator.shell import CommandOutput, Context, fail, not_found, ok
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
+from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
 
 SLEEP_CAP_S = 5.0  # `sleep` waits for real, up to this, so cancel and timeout paths can be exercised on the sim
@@ -356,7 +357,7 @@ def chronyc(context: Context, argv: list[str]) -> CommandOutput:
     return ok("".join(f"{name:<16}: {value}\n" for name, value in fields))
 
 
-# --- sh -c WRITE_FILE_SCRIPT, systemctl ---------------------------------------------------------------------------
+# --- sh -c WRITE_FILE_SCRIPT / NIC_FACTS_SCRIPT, systemctl -----------------------------------------------------------
 
 
 def _sysfs_ecn(context: Context, path: str) -> tuple[str, str] | None:
@@ -400,6 +401,8 @@ def write_file(context: Context, content_b64: str, path: str) -> CommandOutput:
 def sh(context: Context, argv: list[str]) -> CommandOutput:
     if len(argv) == 6 and argv[1] == "-c" and argv[2] == WRITE_FILE_SCRIPT:
         return write_file(context, argv[4], argv[5])
+    if len(argv) == 5 and argv[1] == "-c" and argv[2] == NIC_FACTS_SCRIPT:
+        return nic_facts(context, argv[4])
     return fail(2, "sh: simulated nodes run only catalogue scripts\n")
 
 
