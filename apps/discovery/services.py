@@ -43,15 +43,25 @@ def data_interfaces(*, nodes: list[Node] | None) -> list[str]:
     return sorted(set(nics.values_list("name", flat=True)))[:MAX_INTERFACES]
 
 
-def start_discovery(*, targets: job_services.TargetSpec, transport: str | None = None, requested_by=None) -> Job:
-    """A discover job over the targets, reading the data NICs those nodes have in the inventory."""
-    nodes = job_services.resolve_targets(targets)
+def start_discovery(
+    *,
+    targets: job_services.TargetSpec,
+    transport: str | None = None,
+    requested_by=None,
+    interfaces: list[str] | None = None,
+    queue: bool = True,
+) -> Job:
+    """A discover job over the targets, reading the given data NICs (default: those the inventory lists for these
+    nodes). queue=False: the caller runs the shards (see create_job)."""
+    if interfaces is None:
+        interfaces = data_interfaces(nodes=job_services.resolve_targets(targets))
     return job_services.create_job(
         kind=KIND,
         targets=targets,
-        parameters={"interfaces": data_interfaces(nodes=nodes)},
+        parameters={"interfaces": interfaces},
         transport=transport,
         requested_by=requested_by,
+        queue=queue,
     )
 
 

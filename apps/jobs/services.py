@@ -99,9 +99,17 @@ def resolve_targets(spec: TargetSpec) -> list[Node]:
 
 
 def create_job(
-    *, kind: str, targets: TargetSpec, parameters: dict | None = None, transport: str | None = None, requested_by=None
+    *,
+    kind: str,
+    targets: TargetSpec,
+    parameters: dict | None = None,
+    transport: str | None = None,
+    requested_by=None,
+    queue: bool = True,
 ) -> Job:
-    """Validate, record the job with its shards and matrix cells, and enqueue its shards once committed.
+    """Validate, record the job with its shards and matrix cells, and enqueue its shards once committed (unless
+    `queue` is False: the caller runs the shards itself with executor.run_shard, e.g. `manage.py discover --local`,
+    which must probe its own host and not a worker's).
 
     Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
     nothing is created then.
@@ -156,7 +164,8 @@ def create_job(
         JobStep.objects.bulk_create(cells, batch_size=1000)
         who = getattr(requested_by, "username", "") or "system"
         emit(job, f"{kind} on {len(nodes)} node(s) over {transport}, requested by {who}", data={"parameters": params})
-        transaction.on_commit(lambda: enqueue(job))
+        if queue:
+            transaction.on_commit(lambda: enqueue(job))
     return job
 
 
