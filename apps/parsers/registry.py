@@ -98,9 +98,9 @@ def parse(tool: str, text: str) -> Result:
 #   horovod/*.json.txt            is a single metadata event; it parses as an empty, truncated timeline.
 #   h200-1gpu/nvidia-smi-nvlink-s is empty (no NVLink in that VM); empty output is a valid "no links" result.
 FIXTURE_RULES: tuple[tuple[str | None, str, str], ...] = (
-    ("dcgm", r"^dcgmi-diag", "dcgm_diag"),
-    ("dcgm", r"^dcgmi-discovery", "dcgm_discovery"),
-    ("dcgm", r"^dcgmi-nvlink", "dcgm_nvlink"),
+    (None, r"^dcgmi-diag", "dcgm_diag"),
+    (None, r"^dcgmi-discovery", "dcgm_discovery"),
+    (None, r"^dcgmi-nvlink", "dcgm_nvlink"),
     ("dcgm-exporter", r"", "dcgm_exporter"),
     ("nccl-tests", r"^nccl-(?:warn|info)", "nccl_log"),
     ("nccl-tests", r"", "nccl_tests"),
