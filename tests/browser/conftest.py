@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -100,4 +100,7 @@ def browser_page(monkeypatch):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
         yield page
+        # The test's ORM calls ran while Playwright's loop was running, so their connection is kept per context, not
+        # per thread: close it before that loop ends, or PostgreSQL refuses to drop the test database at the end.
+        connections.close_all()
         browser.close()
