@@ -42,11 +42,23 @@ def measure(size: int) -> dict:
     inner = sim.get_simulator()
 
     class Counting:
+        """The simulator, counting the commands it answers (in the sessions the sim transport opens)."""
+
         calls = 0
 
         def run(self, node, argv):
+            return self.session(node).run(argv)
+
+        def session(self, node):
+            return CountedSession(inner.session(node))
+
+    class CountedSession:
+        def __init__(self, opened):
+            self.opened = opened
+
+        def run(self, argv):
             Counting.calls += 1
-            return inner.run(node, argv)
+            return self.opened.run(argv)
 
     sim.register_simulator(Counting())
     user = User.objects.create(username="bench", role=Role.OPERATOR)

@@ -1,6 +1,7 @@
 """The sim transport: the catalogue answered by the simulator (apps/simulator registers a backend)."""
 
 import asyncio
+import functools
 import time
 from typing import Protocol, runtime_checkable
 
@@ -12,7 +13,8 @@ class SimulatorBackend(Protocol):
     """Answers a catalogue command for a simulated node in the exact format of the real tool.
 
     `run` is called in a worker thread (it may read the database); `node` carries hostname and node_id.
-    It returns (exit_code, stdout, stderr); str or bytes both do.
+    It returns (exit_code, stdout, stderr); str or bytes both do. A backend may also offer `session(node)`, an
+    object whose run(argv) answers the commands of one connection (so that they share what it read of the node).
     """
 
     def run(self, node: NodeTarget, argv: list[str]) -> tuple[int, str | bytes, str | bytes]: ...
@@ -40,11 +42,13 @@ def _bytes(value) -> bytes:
 class SimSession:
     def __init__(self, backend: SimulatorBackend, target: NodeTarget):
         self.backend, self.target = backend, target
+        opened = backend.session(target) if hasattr(backend, "session") else None
+        self._run = opened.run if opened is not None else functools.partial(backend.run, target)
 
     async def run(self, argv, *, timeout, collector: OutputCollector, cancel: asyncio.Event, grace: float):
         started = time.monotonic()
         result = CommandResult()
-        call = asyncio.ensure_future(asyncio.to_thread(self.backend.run, self.target, list(argv)))
+        call = asyncio.ensure_future(asyncio.to_thread(self._run, list(argv)))
         waiter = asyncio.ensure_future(cancel.wait())
         done, _ = await asyncio.wait({call, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()

@@ -19,12 +19,28 @@ class SimulatorBackend:
         self.load = load
 
     def run(self, node, argv: list[str]) -> tuple[int, str, str]:
+        """One command on its own: the node's state is read for it."""
+        return self.session(node).run(argv)
+
+    def session(self, node) -> "BackendSession":
+        """A connection's worth of commands: the node and its state are read once (see services.NodeSession)."""
+        return BackendSession(self, node)
+
+
+class BackendSession:
+    def __init__(self, backend: SimulatorBackend, node):
+        self.backend, self.node = backend, node
+        self._session: services.NodeSession | None = None
+
+    def run(self, argv: list[str]) -> tuple[int, str, str]:
         with thread_connection_returned():  # the sim transport calls this from a fan-out's worker threads
-            inventory_node = _resolve(node)
-            if inventory_node is None:
-                name = getattr(node, "hostname", node)
-                return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n"
-            return services.run_command(node=inventory_node, argv=list(argv), seed=self.seed, load=self.load).as_tuple()
+            if self._session is None:
+                inventory_node = _resolve(self.node)
+                if inventory_node is None:
+                    name = getattr(self.node, "hostname", self.node)
+                    return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n"
+                self._session = services.NodeSession(inventory_node, seed=self.backend.seed, load=self.backend.load)
+            return self._session.run(list(argv)).as_tuple()
 
 
 def _resolve(node) -> Node | None:

@@ -21,6 +21,7 @@ __all__ = [
     "clear_fault",
     "clear_faults",
     "inject_fault",
+    "NodeSession",
     "node_state",
     "run_command",
     "run_nccl_tests",
@@ -40,20 +41,41 @@ def node_state(*, node: Node) -> SimulatedNode:
     return apply_changes(apply_faults(build_state(node), node.sim_faults.all()), node.sim_changes.all())
 
 
-def run_command(*, node: Node, argv: list[str], seed: int = 0, load: float = 0.0) -> CommandOutput:
-    """What the simulated node answers to argv. `load` (0 idle .. 1 a GEMM loop) sets how busy its GPUs are.
+class NodeSession:
+    """Commands on one simulated node over one connection (the sim transport opens one per node and shard).
 
-    What the command changes (an MTU set, a package installed) is stored and persists across commands.
+    The node's state is read when a command first needs it and kept for the session's later commands; what those
+    commands change is applied to it and stored, so the session sees its own changes. What others change meanwhile
+    (a fault injected through the page while a job runs) shows from the next session on: the state is what the node
+    was when the session first looked, as a snapshot taken at connect time would be.
     """
-    context = Context(
-        loader=lambda: node_state(node=node), hostname=node.hostname, seed=seed, load=max(0.0, min(load, 1.0))
-    )
-    result = shell.run(context, [str(word) for word in argv])
-    if context.changes:
-        with transaction.atomic():
-            for key, value in context.changes.items():
-                SimChange.objects.update_or_create(node=node, key=key, defaults={"value": value})
-    return result
+
+    def __init__(self, node: Node, *, seed: int = 0, load: float = 0.0):
+        self.node, self.seed, self.load = node, seed, max(0.0, min(load, 1.0))
+        self._state: SimulatedNode | None = None
+
+    def run(self, argv: list[str]) -> CommandOutput:
+        context = Context(
+            state=self._state,
+            loader=lambda: node_state(node=self.node),
+            hostname=self.node.hostname,
+            seed=self.seed,
+            load=self.load,
+        )
+        result = shell.run(context, [str(word) for word in argv])
+        self._state = context.loaded_state() or self._state
+        if context.changes:
+            with transaction.atomic():
+                for key, value in context.changes.items():
+                    SimChange.objects.update_or_create(node=self.node, key=key, defaults={"value": value})
+        return result
+
+
+def run_command(*, node: Node, argv: list[str], seed: int = 0, load: float = 0.0) -> CommandOutput:
+    """What the simulated node answers to argv, read afresh. `load` (0 idle .. 1 a GEMM loop) sets how busy its
+    GPUs are. What the command changes (an MTU set, a package installed) is stored and persists across commands.
+    """
+    return NodeSession(node, seed=seed, load=load).run(argv)
 
 
 def run_nccl_tests(

@@ -98,3 +98,28 @@ def test_a_node_without_gpus_has_no_nvidia_tools(demo_cluster):
     assert backend.run(management, ["nvidia-smi", "-L"]) == (127, "", "bash: nvidia-smi: command not found\n")
     code, out, _ = backend.run(management, ["ip", "-j", "link"])
     assert code == 0 and '"ifname":"ens2np0"' in out
+
+
+def test_a_session_reads_the_node_once_and_sees_its_own_changes(gpu_node, django_assert_max_num_queries):
+    from apps.parsers.network import parse_ethtool, parse_ip_link
+    from apps.simulator.services import inject_fault
+
+    def mtu(session) -> int:
+        return parse_ip_link(session.run(["ip", "-j", "link"])[1]).by_name()["ens1np0"].mtu
+
+    def link_detected(session) -> bool:
+        return parse_ethtool(session.run(["ethtool", "ens2np0"])[1]).link_detected
+
+    session = SimulatorBackend().session(gpu_node)
+    assert mtu(session) == 9000
+    with django_assert_max_num_queries(0):  # the state read for the first command serves the next
+        assert link_detected(session) is True
+    assert session.run(["ip", "link", "set", "dev", "ens1np0", "mtu", "4200"])[0] == 0
+    assert mtu(session) == 4200
+
+    # A fault injected meanwhile shows from the next session on (the state is the node as the session found it).
+    inject_fault(node=gpu_node, kind="nic_down", target="ens2np0")
+    assert link_detected(session) is True
+    later = SimulatorBackend().session(gpu_node)
+    assert link_detected(later) is False
+    assert mtu(later) == 4200  # the session's change was stored
