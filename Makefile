@@ -48,6 +48,7 @@ bench: install
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/events.py
 	$(BIN)/python bench/deploy.py
+	$(BIN)/python bench/discover.py
 
 clean:
 	rm -rf $(VENV) var
