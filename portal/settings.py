@@ -172,6 +172,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Inventory, topology, jobs and acceptance checks of AI GPU clusters.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and Swagger UI map every endpoint of the cluster's API: signed-in users only, like the API itself.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI's files come from the sidecar package: operators' networks are often closed to CDNs.
     "SWAGGER_UI_DIST": "SIDECAR",

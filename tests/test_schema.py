@@ -19,3 +19,9 @@ def test_the_schema_is_served(api_as, viewer):
     response = api_as(viewer).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     assert response.json()["info"]["title"] == "Rackpilot API"
+
+
+@pytest.mark.django_db
+def test_the_schema_and_its_docs_page_are_for_signed_in_users_only(client):
+    assert client.get("/api/schema/").status_code == 401
+    assert client.get("/api/docs/").status_code == 401
