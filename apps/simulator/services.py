@@ -1,8 +1,10 @@
 """The simulated cluster's services: run a command on a simulated node, run nccl-tests across nodes, manage faults."""
 
+import time
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch
+from django.db.models import Count, Max, Prefetch
 
 from apps.inventory.models import Nic, Node
 from apps.simulator import shell
@@ -44,27 +46,41 @@ def node_state(*, node: Node) -> SimulatedNode:
 class NodeSession:
     """Commands on one simulated node over one connection (the sim transport opens one per node and shard).
 
-    The node's state is read when a command first needs it and kept for the session's later commands; what those
-    commands change is applied to it and stored, so the session sees its own changes. What others change meanwhile
-    (a fault injected through the page while a job runs) shows from the next session on: the state is what the node
-    was when the session first looked, as a snapshot taken at connect time would be.
+    The node's state (inventory, faults, stored changes) is built when a command first needs it and kept for the
+    session's later commands; at most every `recheck_seconds` two small queries ask whether the node's faults or
+    stored changes moved meanwhile, and only then is it rebuilt. So a fault injected while a job runs shows within a
+    second, and a command costs no database work in between (the sim transport's threads would open a connection
+    for every query). The session's own changes are applied to the state at once and stored. An edit of the
+    inventory itself (a GPU row changed) shows from the next session on.
     """
+
+    recheck_seconds = 1.0
 
     def __init__(self, node: Node, *, seed: int = 0, load: float = 0.0):
         self.node, self.seed, self.load = node, seed, max(0.0, min(load, 1.0))
         self._state: SimulatedNode | None = None
+        self._state_seen: tuple = ()
+        self._checked = 0.0
+
+    def _seen(self) -> tuple:
+        """What can change under an open session: the node's faults and stored changes (how many, last update)."""
+        faults = self.node.sim_faults.aggregate(count=Count("pk"), last=Max("updated"))
+        changes = self.node.sim_changes.aggregate(count=Count("pk"), last=Max("updated"))
+        return (*faults.values(), *changes.values())
+
+    def _current_state(self) -> SimulatedNode:
+        now = time.monotonic()
+        if self._state is not None and now - self._checked < self.recheck_seconds:
+            return self._state
+        seen, self._checked = self._seen(), now
+        if self._state is None or seen != self._state_seen:
+            self._state, self._state_seen = node_state(node=self.node), seen
+        return self._state
 
     def run(self, argv: list[str]) -> CommandOutput:
-        context = Context(
-            state=self._state,
-            loader=lambda: node_state(node=self.node),
-            hostname=self.node.hostname,
-            seed=self.seed,
-            load=self.load,
-        )
+        context = Context(loader=self._current_state, hostname=self.node.hostname, seed=self.seed, load=self.load)
         result = shell.run(context, [str(word) for word in argv])
-        self._state = context.loaded_state() or self._state
-        if context.changes:
+        if context.changes:  # applied to the state already; stored, they make the next command rebuild it
             with transaction.atomic():
                 for key, value in context.changes.items():
                     SimChange.objects.update_or_create(node=self.node, key=key, defaults={"value": value})

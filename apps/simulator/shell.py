@@ -51,10 +51,6 @@ class Context:
     def state(self) -> SimulatedNode:
         return self._state if self._state is not None else self._loader()
 
-    def loaded_state(self) -> SimulatedNode | None:
-        """The state if a command needed it (read or given), else None: `true` or `sleep` read nothing."""
-        return self.__dict__.get("state")
-
     @property
     def hostname(self) -> str:
         return self._hostname or self.state.hostname

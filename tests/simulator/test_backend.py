@@ -100,26 +100,31 @@ def test_a_node_without_gpus_has_no_nvidia_tools(demo_cluster):
     assert code == 0 and '"ifname":"ens2np0"' in out
 
 
-def test_a_session_reads_the_node_once_and_sees_its_own_changes(gpu_node, django_assert_max_num_queries):
+def test_a_session_reads_the_node_once_and_sees_its_own_changes_and_new_faults(gpu_node, django_assert_max_num_queries):
     from apps.parsers.network import parse_ethtool, parse_ip_link
-    from apps.simulator.services import inject_fault
+    from apps.simulator.services import NodeSession, inject_fault
 
     def mtu(session) -> int:
-        return parse_ip_link(session.run(["ip", "-j", "link"])[1]).by_name()["ens1np0"].mtu
+        return parse_ip_link(session.run(["ip", "-j", "link"]).stdout).by_name()["ens1np0"].mtu
 
     def link_detected(session) -> bool:
-        return parse_ethtool(session.run(["ethtool", "ens2np0"])[1]).link_detected
+        return parse_ethtool(session.run(["ethtool", "ens2np0"]).stdout).link_detected
 
-    session = SimulatorBackend().session(gpu_node)
+    session = NodeSession(gpu_node)
     assert mtu(session) == 9000
-    with django_assert_max_num_queries(0):  # the state read for the first command serves the next
+    with django_assert_max_num_queries(0):  # within the recheck interval the state serves without a query
         assert link_detected(session) is True
-    assert session.run(["ip", "link", "set", "dev", "ens1np0", "mtu", "4200"])[0] == 0
-    assert mtu(session) == 4200
+    assert session.run(["ip", "link", "set", "dev", "ens1np0", "mtu", "4200"]).exit_code == 0
+    assert mtu(session) == 4200  # its own change, applied at once
 
-    # A fault injected meanwhile shows from the next session on (the state is the node as the session found it).
     inject_fault(node=gpu_node, kind="nic_down", target="ens2np0")
-    assert link_detected(session) is True
-    later = SimulatorBackend().session(gpu_node)
-    assert link_detected(later) is False
-    assert mtu(later) == 4200  # the session's change was stored
+    assert link_detected(session) is True  # not asked yet: the interval has not passed
+    session.recheck_seconds = 0  # as once a second has passed: it asks, sees the new fault, rebuilds
+    assert link_detected(session) is False
+    assert mtu(session) == 4200 and mtu(NodeSession(gpu_node)) == 4200  # the change was stored
+
+
+def test_the_backend_session_answers_like_run(gpu_node):
+    session = SimulatorBackend().session(gpu_node)
+    assert session.run(["hostname"]) == SimulatorBackend().run(gpu_node, ["hostname"]) == (0, "gpu001\n", "")
+    assert SimulatorBackend().session("no-such-node").run(["true"])[0] == 255
