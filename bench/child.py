@@ -31,3 +31,50 @@ def setup_django() -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     django.setup()
+
+
+class CommandCounter:
+    """The simulator behind the sim transport, counting the commands it answers (in the sessions it opens)."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+
+    def run(self, node, argv):
+        return self.session(node).run(argv)
+
+    def session(self, node):
+        return _CountedSession(self, self.inner.session(node))
+
+
+class _CountedSession:
+    def __init__(self, counter: CommandCounter, opened):
+        self.counter, self.opened = counter, opened
+
+    def run(self, argv):
+        self.counter.calls += 1
+        return self.opened.run(argv)
+
+
+def demo_cluster_on_sim(size: int) -> CommandCounter:
+    """In the child: the demo cluster's shape at `size` compute nodes on the fresh database, jobs never queued (the
+    bench runs their shards with run_shards_here), and the simulator counting its commands."""
+    from django.core.management import call_command
+
+    from apps.inventory.demo import ClusterShape, load_cluster
+    from apps.jobs import services as job_services
+    from apps.nodeexec import sim
+
+    call_command("migrate", verbosity=0)
+    load_cluster(ClusterShape(compute_nodes=size))
+    job_services.enqueue = lambda job: None
+    counter = CommandCounter(sim.get_simulator())
+    sim.register_simulator(counter)
+    return counter
+
+
+def run_shards_here(job) -> None:
+    """Run every shard of the job in this process, as a worker would."""
+    from apps.jobs import executor
+
+    for shard in job.shards.order_by("index"):
+        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="bench")

@@ -17,50 +17,22 @@ import json
 import resource
 import time
 
-from child import run_on_fresh_sqlite, setup_django
+from child import demo_cluster_on_sim, run_on_fresh_sqlite, run_shards_here, setup_django
 
 
 def measure(size: int) -> dict:
     """Runs inside the child process: Django set up on this size's own database."""
     setup_django()
-    from django.core.management import call_command
 
     from apps.accounts.choices import Role
     from apps.accounts.models import User
     from apps.deployments import services
     from apps.deployments.models import Verdict
-    from apps.inventory.demo import ClusterShape, load_cluster
     from apps.inventory.models import Node
-    from apps.jobs import executor
     from apps.jobs import services as job_services
     from apps.jobs.models import JobEvent
-    from apps.nodeexec import sim
 
-    call_command("migrate", verbosity=0)
-    load_cluster(ClusterShape(compute_nodes=size))
-    job_services.enqueue = lambda job: None  # the shards run below, in this process
-    inner = sim.get_simulator()
-
-    class Counting:
-        """The simulator, counting the commands it answers (in the sessions the sim transport opens)."""
-
-        calls = 0
-
-        def run(self, node, argv):
-            return self.session(node).run(argv)
-
-        def session(self, node):
-            return CountedSession(inner.session(node))
-
-    class CountedSession:
-        def __init__(self, opened):
-            self.opened = opened
-
-        def run(self, argv):
-            Counting.calls += 1
-            return self.opened.run(argv)
-
-    sim.register_simulator(Counting())
+    counter = demo_cluster_on_sim(size)
     user = User.objects.create(username="bench", role=Role.OPERATOR)
     hostnames = tuple(Node.objects.filter(gpus__isnull=False).distinct().values_list("hostname", flat=True))
 
@@ -73,8 +45,7 @@ def measure(size: int) -> dict:
     planned = time.perf_counter() - started
 
     cpu_started, started = time.process_time(), time.perf_counter()
-    for shard in run.job.shards.order_by("index"):
-        executor.run_shard(job_public_id=str(run.job.public_id), index=shard.index, worker="bench")
+    run_shards_here(run.job)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     deployment.refresh_from_db()
@@ -84,7 +55,7 @@ def measure(size: int) -> dict:
         "run_s": wall,
         "cpu_s": cpu,
         "cells": run.job.steps.count(),
-        "commands": Counting.calls,
+        "commands": counter.calls,
         "events": JobEvent.objects.filter(job=run.job).count(),
         "verdicts": Verdict.objects.filter(run=run).count(),
         "state": deployment.state,

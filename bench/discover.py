@@ -17,7 +17,7 @@ import json
 import resource
 import time
 
-from child import run_on_fresh_sqlite, setup_django
+from child import demo_cluster_on_sim, run_on_fresh_sqlite, run_shards_here, setup_django
 
 FAULTS = (("mtu", "ens1np0"), ("nic_down", "ens2np0"), ("xid79", "3"))
 
@@ -25,46 +25,15 @@ FAULTS = (("mtu", "ens1np0"), ("nic_down", "ens2np0"), ("xid79", "3"))
 def measure(size: int) -> dict:
     """Runs inside the child process: Django set up on this size's own database."""
     setup_django()
-    from django.core.management import call_command
 
     from apps.discovery import services
     from apps.discovery.models import Difference
-    from apps.inventory.demo import ClusterShape, load_cluster
     from apps.inventory.models import Node
-    from apps.jobs import executor
     from apps.jobs import services as job_services
     from apps.jobs.models import JobEvent
-    from apps.nodeexec import sim
     from apps.simulator.services import inject_fault
 
-    call_command("migrate", verbosity=0)
-    load_cluster(ClusterShape(compute_nodes=size))
-    job_services.enqueue = lambda job: None  # the shards run below, in this process
-    inner = sim.get_simulator()
-
-    class Counting:
-        """The simulator, counting the commands it answers (in the sessions the sim transport opens)."""
-
-        calls = 0
-
-        def run(self, node, argv):
-            Counting.calls += 1
-            return inner.run(node, argv)
-
-        if hasattr(inner, "session"):
-
-            def session(self, node):
-                return CountedSession(inner.session(node))
-
-    class CountedSession:
-        def __init__(self, opened):
-            self.opened = opened
-
-        def run(self, argv):
-            Counting.calls += 1
-            return self.opened.run(argv)
-
-    sim.register_simulator(Counting())
+    counter = demo_cluster_on_sim(size)
     nodes = list(Node.objects.filter(gpus__isnull=False).distinct().order_by("hostname"))
     for number, node in enumerate(nodes[::8]):
         kind, target = FAULTS[number % len(FAULTS)]
@@ -74,8 +43,7 @@ def measure(size: int) -> dict:
     job = services.start_discovery(
         targets=job_services.TargetSpec(nodes=tuple(node.hostname for node in nodes)), transport="sim"
     )
-    for shard in job.shards.order_by("index"):
-        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="bench")
+    run_shards_here(job)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     job.refresh_from_db()
@@ -84,7 +52,7 @@ def measure(size: int) -> dict:
         "run_s": wall,
         "cpu_s": cpu,
         "cells": job.steps.count(),
-        "commands": Counting.calls,
+        "commands": counter.calls,
         "events": JobEvent.objects.filter(job=job).count(),
         "differences": Difference.objects.filter(job=job).count(),
         "status": job.status,
