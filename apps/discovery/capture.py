@@ -26,13 +26,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apps.discovery.facts import tool_failure
-from apps.nodeexec.catalogue import PLACEHOLDERS
+from apps.nodeexec.catalogue import MAX_INTERFACES, PLACEHOLDERS
 from apps.parsers import network, nvidia_smi, registry
 from apps.parsers.common import clean, decode_bytes
 from apps.parsers.errors import ParseError
 
 TIMEOUT_SECONDS = 30.0
-MAX_INTERFACES = 16
 REJECTED = "rejected"
 HOST_PLACEHOLDER = "node01"
 # ip, ethtool and ibstat live in sbin, which a non-root PATH often lacks.

@@ -13,11 +13,16 @@ from apps.discovery.facts import read, step_name, summary, tool_failure
 from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import JobKind, StepSpec, register_kind
 from apps.nodeexec.base import CommandResult
-from apps.nodeexec.catalogue import CATALOGUE, NIC_FACTS_SCRIPT, PLACEHOLDERS, Command, register_command
+from apps.nodeexec.catalogue import (
+    CATALOGUE,
+    MAX_INTERFACES,
+    NIC_FACTS_SCRIPT,
+    PLACEHOLDERS,
+    Command,
+    register_command,
+)
 from apps.parsers.errors import ParseError
 from apps.parsers.nvidia_smi import QUERY_GPU_FIELDS
-
-MAX_INTERFACES = 16
 
 # Catalogue commands discovery runs (registered only when another app has not already defined the name).
 COMMANDS = (

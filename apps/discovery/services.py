@@ -23,12 +23,12 @@ from apps.jobs import services as job_services
 from apps.jobs.choices import EventLevel
 from apps.jobs.events import emit
 from apps.jobs.models import Job, JobShard, JobStep
+from apps.nodeexec.catalogue import MAX_INTERFACES
 from apps.parsers.errors import ParseError
 
 logger = logging.getLogger(__name__)
 
 KIND = "discover"
-MAX_INTERFACES = 16
 
 
 class DecisionError(Exception):

@@ -63,11 +63,15 @@ NIC_FACTS_SCRIPT = (
 )
 
 INTERFACE = r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}"
+MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room to spare)
 
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
 PLACEHOLDERS: dict[str, Placeholder] = {
     "interface": Placeholder(INTERFACE, "a Linux interface name"),
-    "interfaces": Placeholder(rf"{INTERFACE}(,{INTERFACE}){{0,15}}", "up to 16 interface names separated by commas"),
+    "interfaces": Placeholder(
+        rf"{INTERFACE}(,{INTERFACE}){{0,{MAX_INTERFACES - 1}}}",
+        f"up to {MAX_INTERFACES} interface names separated by commas",
+    ),
     "seconds": Placeholder(r"[0-9]{1,6}(\.[0-9]{1,3})?", "a number of seconds"),
     "gpu_index": Placeholder(r"[0-9]{1,2}", "a GPU index"),
     "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -"),
