@@ -20,7 +20,7 @@ import socket
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -258,32 +258,30 @@ class Anonymiser:
         values += serial_column(text)
         return [value for value in values if clean(value) and len(value) >= MIN_SERIAL_LENGTH]
 
+    @staticmethod
+    def _numbered(table: dict[str, str], value: str, make: Callable[[int], str]) -> str:
+        """value's placeholder in table; the n-th distinct value (case aside) gets make(n) the first time."""
+        key = value.lower()
+        if key not in table:
+            table[key] = make(len(table) + 1)
+        return table[key]
+
     def _uuid_body(self, body: str) -> str:
-        key = body.lower()
-        if key not in self.uuids:
-            self.uuids[key] = f"00000000-0000-0000-0000-{len(self.uuids) + 1:012d}"
-        return self.uuids[key]
+        return self._numbered(self.uuids, body, lambda n: f"00000000-0000-0000-0000-{n:012d}")
 
     def _serial(self, value: str) -> str:
-        key = value.lower()
-        if key not in self.serials:
-            self.serials[key] = str(len(self.serials) + 1).zfill(len(value))
-        return self.serials[key]
+        return self._numbered(self.serials, value, lambda n: str(n).zfill(len(value)))
 
     def _hex_id(self, digits: str) -> str:
-        key = digits.lower()
-        if key not in self.hex_ids:
-            self.hex_ids[key] = f"{len(self.hex_ids) + 1:0{len(digits)}x}"
-        return self.hex_ids[key]
+        return self._numbered(self.hex_ids, digits, lambda n: f"{n:0{len(digits)}x}")
 
     def _mac(self, mac: str) -> str:
-        key = mac.lower()
-        if key in {"00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"}:
+        if mac.lower() in {"00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"}:
             return mac
-        if key not in self.macs:
-            n = len(self.macs) + 1  # 02: a locally administered address, never a vendor's
-            self.macs[key] = f"02:00:00:{n >> 16 & 0xFF:02x}:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}"
-        return self.macs[key]
+        # 02: a locally administered address, never a vendor's
+        return self._numbered(
+            self.macs, mac, lambda n: f"02:00:00:{n >> 16 & 0xFF:02x}:{n >> 8 & 0xFF:02x}:{n & 0xFF:02x}"
+        )
 
     # applying: replace every occurrence, learnt from any file
 
