@@ -1,6 +1,7 @@
 """What the benches that measure one size per process share: a throwaway SQLite database per run, and Django set
 up inside the child."""
 
+import argparse
 import json
 import os
 import shutil
@@ -22,6 +23,22 @@ def run_on_fresh_sqlite(script: str, name: str, args: list[str]) -> dict:
     command = [sys.executable, script, "--child", *args]
     output = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=ROOT).stdout
     return json.loads(output.strip().splitlines()[-1])
+
+
+def each_size(script: str, description: str, default_sizes: list[int], measure, header: str):
+    """The bench's rows, one per --sizes value, each measured by measure(size) in a child process on a fresh
+    database (prints `header` first). Run as that child (--child SIZE), it prints measure(SIZE) as JSON instead and
+    yields nothing."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=default_sizes)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child)))
+        return
+    print(header)
+    for size in args.sizes:
+        yield run_on_fresh_sqlite(script, f"{Path(script).stem}-{size}", [str(size)])
 
 
 def setup_django() -> None:

@@ -12,12 +12,10 @@ events written, verdicts stored and the peak RSS. There is no peer tool to compa
 this plan); the figures say what one worker process does per node.
 """
 
-import argparse
-import json
 import resource
 import time
 
-from child import demo_cluster_on_sim, run_on_fresh_sqlite, run_shards_here, setup_django
+from child import demo_cluster_on_sim, each_size, run_shards_here, setup_django
 
 
 def measure(size: int) -> dict:
@@ -66,24 +64,12 @@ def measure(size: int) -> dict:
     }
 
 
-def run_child(size: int) -> dict:
-    return run_on_fresh_sqlite(__file__, f"deploy-{size}", [str(size)])
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 32])
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child)))
-        return
-    print(
+    header = (
         f"{'nodes':>6} {'plan s':>7} {'run s':>7} {'CPU s':>7} {'cells':>6} {'commands':>9} {'cmd/s':>7} "
         f"{'CPU ms/cmd':>10} {'events':>8} {'verdicts':>9} {'RSS MB':>7}  state"
     )
-    for size in args.sizes:
-        row = run_child(size)
+    for row in each_size(__file__, __doc__, [8, 32], measure, header):
         print(
             f"{row['size']:>6} {row['plan_s']:>7.2f} {row['run_s']:>7.1f} {row['cpu_s']:>7.1f} {row['cells']:>6} "
             f"{row['commands']:>9} {row['commands'] / row['run_s']:>7.0f} "

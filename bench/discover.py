@@ -12,12 +12,10 @@ simulated nodes answered, CPU per command and per node, differences recorded and
 tool to compare with on the same simulated nodes; the figures say what one worker process does per node.
 """
 
-import argparse
-import json
 import resource
 import time
 
-from child import demo_cluster_on_sim, run_on_fresh_sqlite, run_shards_here, setup_django
+from child import demo_cluster_on_sim, each_size, run_shards_here, setup_django
 
 FAULTS = (("mtu", "ens1np0"), ("nic_down", "ens2np0"), ("xid79", "3"))
 
@@ -61,19 +59,11 @@ def measure(size: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[32, 256])
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(measure(args.child)))
-        return
-    print(
+    header = (
         f"{'nodes':>6} {'run s':>7} {'CPU s':>7} {'cells':>6} {'commands':>9} {'CPU ms/cmd':>10} "
         f"{'CPU ms/node':>11} {'events':>8} {'diffs':>6} {'RSS MB':>7}  status"
     )
-    for size in args.sizes:
-        row = run_on_fresh_sqlite(__file__, f"discover-{size}", [str(size)])
+    for row in each_size(__file__, __doc__, [32, 256], measure, header):
         print(
             f"{row['size']:>6} {row['run_s']:>7.1f} {row['cpu_s']:>7.1f} {row['cells']:>6} {row['commands']:>9} "
             f"{1000 * row['cpu_s'] / row['commands']:>10.2f} {1000 * row['cpu_s'] / row['size']:>11.1f} "
