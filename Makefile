@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+# Test processes (pytest-xdist; each has its own test database). Many tests wait on subprocesses, sshd or a browser,
+# so a few more processes than cores keep the cores busy.
+TEST_WORKERS ?= 4
 
 .PHONY: run test lint up bench install clean
 
@@ -21,7 +24,7 @@ run: install
 	$(BIN)/python manage.py serve --port $(PORT)
 
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 lint: install
 	$(BIN)/ruff check .

@@ -55,11 +55,11 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "portal",  # the wiring's own commands (serve)
     "apps.core",
     "apps.accounts",
     "apps.inventory",
     "apps.topology",
-    "apps.parsers",
     "apps.nodeexec",
     "apps.jobs",
     "apps.simulator",

@@ -1,11 +1,25 @@
 """Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster."""
 
 import pytest
+from django.conf import settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from apps.accounts.choices import Role
 from tests import factories
+from tests.workers import worker_name
+
+
+def pytest_configure(config):
+    """Under pytest-xdist the workers share the services wiring's Redis: give each its own cache keys and channel
+    groups (the jobs list group is one name for every job), before anything opens them."""
+    worker = worker_name()
+    if not worker:
+        return
+    settings.CACHES["default"]["KEY_PREFIX"] = worker
+    layer = settings.CHANNEL_LAYERS["default"]
+    if "CONFIG" in layer:
+        layer["CONFIG"]["prefix"] = f"asgi-{worker}"
 
 
 @pytest.fixture

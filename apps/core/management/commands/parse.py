@@ -1,4 +1,4 @@
-"""manage.py parse TOOL FILE: a thin wrapper around apps.parsers.cli.main."""
+"""manage.py parse TOOL FILE: a thin wrapper around apps.parsers.cli.main (the parsers stay free of Django)."""
 
 import sys
 
