@@ -179,6 +179,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation's error answers (401/403, 400 with field errors, 404, 409) are documented in one place.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apps.core.schema.add_error_responses"],
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "apps.jobs.choices.JobStatus",
         "JobStepStatusEnum": "apps.jobs.choices.StepStatus",
@@ -225,6 +227,8 @@ LOGGING = {
 # Jobs engine (apps/jobs, apps/nodeexec): see docs/jobs.md.
 # The embedded wiring is for trying Rackpilot out on the demo cluster: its jobs go to the simulator unless told.
 RACKPILOT_JOB_DEFAULT_TRANSPORT = env_str("RACKPILOT_JOB_DEFAULT_TRANSPORT", "sim" if EMBEDDED else "ssh")
+# The transports this install allows: an install with no business running commands on its own host drops `local`.
+RACKPILOT_JOB_TRANSPORTS = env_list("RACKPILOT_JOB_TRANSPORTS", ["ssh", "local", "sim"])
 RACKPILOT_JOB_WINDOW = env_int("RACKPILOT_JOB_WINDOW", 64)
 RACKPILOT_JOB_SHARD_SIZE = env_int("RACKPILOT_JOB_SHARD_SIZE", 256)
 RACKPILOT_JOB_KILL_GRACE_SECONDS = env_int("RACKPILOT_JOB_KILL_GRACE_SECONDS", 3)

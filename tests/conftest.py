@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 
 from apps.accounts.choices import Role
 from tests import factories
+from tests.live_server import live_server_env, live_server_url  # noqa: F401  (fixtures for tests that need a server)
 from tests.workers import worker_name
 
 

@@ -126,6 +126,11 @@ def create_job(
         raise serializers.ValidationError(
             {"transport": [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]}
         )
+    if transport not in settings.RACKPILOT_JOB_TRANSPORTS:
+        allowed = ", ".join(settings.RACKPILOT_JOB_TRANSPORTS) or "none"
+        raise serializers.ValidationError(
+            {"transport": [f"This install does not allow the {transport} transport (allowed: {allowed})."]}
+        )
     steps = job_kind.steps(params)
     for spec in steps:  # every placeholder value is checked against its pattern before anything is stored
         try:

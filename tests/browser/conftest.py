@@ -1,15 +1,10 @@
 import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.live_server import need
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -21,81 +16,15 @@ CHROMIUM_ARGS = [
 ]
 
 
-def _need(condition, message):
-    if not condition:
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    auth = f"{quote(s['USER'])}:{quote(s['PASSWORD'])}@" if s["USER"] else ""
-    return f"postgres://{auth}{s['HOST'] or 'localhost'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
-@pytest.fixture
-def live_server_url(transactional_db, tmp_path):
-    """uvicorn serving the project (embedded wiring, worker inside) on the test database."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    env.update(
-        DATABASE_URL=_database_url(),
-        PYTHONPATH=str(ROOT),
-        RACKPILOT_VAR_DIR=str(tmp_path),
-        RACKPILOT_JOB_DEFAULT_TRANSPORT="local",
-        RACKPILOT_EVENT_FLUSH_MS="100",
-        RACKPILOT_ALLOWED_HOSTS="127.0.0.1,localhost",
-    )
-    log = open(tmp_path / "server.log", "ab")  # noqa: SIM115  (the server writes to it after this returns)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "tests.browser.asgi_with_worker:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if server.poll() is not None:
-                raise RuntimeError((tmp_path / "server.log").read_text()) from None
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    server.terminate()
-    try:
-        server.wait(10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-
-
 @pytest.fixture
 def browser_page(monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are still plain sync code.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    _need(os.path.exists(CHROMIUM), "needs Debian's chromium (apt-get install chromium)")
+    need(os.path.exists(CHROMIUM), "needs Debian's chromium (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _need(False, "needs the playwright Python package (pip install -e .[test])")
+        need(False, "needs the playwright Python package (pip install -e .[test])")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()

@@ -8,7 +8,7 @@ from apps.deployments.models import Deployment
 from apps.inventory.models import Node
 from apps.simulator import services as simulator
 from tests import factories
-from tests.browser.conftest import browser_page, live_server_url  # noqa: F401  (the live server and Chromium)
+from tests.browser.conftest import browser_page  # noqa: F401  (Chromium; the live server is a shared fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -90,6 +90,14 @@ def test_unknown_kind_transport_or_nodes_are_400(api_as, operator, nodes):
     assert Job.objects.count() == 0
 
 
+def test_a_transport_this_install_does_not_allow_is_400(api_as, operator, nodes, settings):
+    settings.RACKPILOT_JOB_TRANSPORTS = ["ssh", "sim"]
+    response = _post(api_as(operator), transport="local")
+    assert response.status_code == 400
+    assert "does not allow the local transport" in response.json()["transport"][0]
+    assert Job.objects.count() == 0
+
+
 def test_targets_by_rack_and_tag(api_as, operator, db):
     rack = factories.make_rack(name="r1")
     from apps.inventory.models import Tag

@@ -1,0 +1,59 @@
+"""OpenAPI: the error answers every operation can give, so a client (and Schemathesis) can rely on the schema.
+
+drf-spectacular documents the success answer of each operation. The errors come from shared code paths — the
+permission classes (401/403), object lookup (404), serializer and filter validation (400), protected deletes (409)
+— so they are added here in one place, by what the operation has: a body or query parameters, a path id, a delete.
+"""
+
+ERROR = {
+    "type": "object",
+    "description": "An error that is not about one field.",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
+}
+VALIDATION_ERROR = {
+    "type": "object",
+    "description": "Bad input: each key names a field (or parameter), its value lists what is wrong with it; "
+    "`non_field_errors` holds what is about the input as a whole. Nested objects name nested fields.",
+    "additionalProperties": {},
+}
+
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+VALIDATION_ERROR_REF = {"$ref": "#/components/schemas/ValidationError"}
+BODY_METHODS = {"post", "put", "patch"}
+
+
+def _answer(description: str, schema: dict) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors_of(method: str, operation: dict) -> dict[str, dict]:
+    parameters = operation.get("parameters", [])
+    takes_input = method in BODY_METHODS or any(p.get("in") == "query" for p in parameters)
+    errors = {
+        "401": _answer("Not signed in (no or a bad token or session).", ERROR_REF),
+        "403": _answer("Signed in, but the role does not allow this.", ERROR_REF),
+    }
+    if takes_input:
+        errors["400"] = _answer("Bad input, naming each field or parameter.", VALIDATION_ERROR_REF)
+    if any(p.get("in") == "path" for p in parameters):
+        errors["404"] = _answer("No such object.", ERROR_REF)
+    if method == "delete":
+        errors["409"] = _answer("Other objects still use it: it was not deleted.", ERROR_REF)
+    return errors
+
+
+def add_error_responses(result, generator, request, public):
+    """drf-spectacular postprocessing hook: documents the error answers of every operation under /api/."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Error", ERROR)
+    schemas.setdefault("ValidationError", VALIDATION_ERROR)
+    for path, operations in result.get("paths", {}).items():
+        if not path.startswith("/api/"):
+            continue
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for code, answer in _errors_of(method, operation).items():
+                operation["responses"].setdefault(code, answer)
+    return result
