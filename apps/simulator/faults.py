@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 from apps.simulator.choices import FAULT_TARGETS, FaultKind, FaultTarget
+from apps.simulator.digits import is_whole_number
 from apps.simulator.state import SimulatedNode
 
 
@@ -53,7 +54,7 @@ def check_fault(state: SimulatedNode, kind: str, target: str, parameters: dict) 
 def _check_target(state: SimulatedNode, kind: str, target: str) -> None:
     expected = FAULT_TARGETS[FaultKind(kind)]
     if expected == FaultTarget.GPU:
-        if not target.isdigit() or state.gpu(int(target)) is None:
+        if not is_whole_number(target) or state.gpu(int(target)) is None:
             indexes = ", ".join(str(gpu.index) for gpu in state.gpus) or "none"
             raise FaultError("target", f"{state.hostname} has no GPU {target!r} (GPU indexes: {indexes}).")
     elif expected == FaultTarget.NIC:
@@ -62,7 +63,7 @@ def _check_target(state: SimulatedNode, kind: str, target: str) -> None:
             names = ", ".join(nic.name for nic in state.data_nics) or "none"
             raise FaultError("target", f"{state.hostname} has no data NIC {target!r} (data NICs: {names}).")
     elif expected == FaultTarget.PRIORITY:
-        if not (target.isdigit() and 0 <= int(target) <= 7):
+        if not (is_whole_number(target) and 0 <= int(target) <= 7):
             raise FaultError("target", f"a PFC priority is 0 to 7, not {target!r}.")
     elif expected == FaultTarget.MOUNT:
         if state.volume(target) is None:

@@ -437,3 +437,14 @@ def test_ptp_unsynced_is_offered_everywhere(browser_as, operator, gpu_node, api_
     call_command("sim", "fault", "list", "--json", stdout=out)
     assert '"kind": "ptp_unsynced"' in out.getvalue()
     assert json.loads(out.getvalue().split("\n", 1)[1])[0]["target"] == ""
+
+
+def test_numbers_in_other_digits_are_refused_as_the_real_tools_refuse_them(run):
+    # iproute2 and ethtool read numbers with strtoul: only ASCII digits, so "٩٠٠٠" is not 9000 and "²" not 2.
+    arabic = run("ip", "link", "set", "dev", "ens1np0", "mtu", "٩٠٠٠")
+    assert arabic.as_tuple() == (255, "", 'Error: argument "٩٠٠٠" is wrong: Invalid "mtu" value\n\n')
+    superscript = run("ethtool", "-L", "ens1np0", "combined", "²")
+    assert superscript.as_tuple() == (1, "", 'ethtool: bad command line argument(s)\nethtool: invalid value "²"\n')
+    assert run("nvidia-smi", "dmon", "-c", "²").exit_code == 2
+    assert run("all_reduce_perf", "-g", "٣").exit_code != 0
+    assert not SimChange.objects.exists()

@@ -59,3 +59,10 @@ def test_exec_exits_with_the_commands_exit_code(demo_cluster):
     with pytest.raises(SystemExit) as exited:
         call_command("sim", "exec", "gpu001", "--", "frobnicate", stdout=io.StringIO(), stderr=io.StringIO())
     assert exited.value.code == 127
+
+
+@pytest.mark.parametrize("value", ["²", "١٥٠٠"])
+def test_a_parameter_in_other_digits_is_a_command_error(demo_cluster, value):
+    with pytest.raises(CommandError, match="give NAME=NUMBER"):
+        _call("fault", "inject", "gpu001", "mtu", "--param", f"mtu={value}")
+    assert not SimFault.objects.exists()

@@ -1,5 +1,7 @@
 """/simulator/: everyone logged in sees the faults; operators inject and clear them."""
 
+import pytest
+
 from apps.simulator import services
 from apps.simulator.models import SimFault
 
@@ -41,4 +43,14 @@ def test_clear_a_whole_node(browser_as, operator, gpu_node):
     services.inject_fault(node=gpu_node, kind="mtu")
     services.inject_fault(node=gpu_node, kind="straggler")
     assert browser_as(operator).post("/simulator/nodes/gpu001/clear/").status_code == 302
+    assert not SimFault.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "target"), [("xid79", "²"), ("xid79", "٣"), ("ecc", "３"), ("pfc_off", "٣"), ("pfc_off", "²")]
+)
+def test_a_target_in_other_digits_is_a_form_error_and_stores_nothing(browser_as, operator, gpu_node, kind, target):
+    response = browser_as(operator).post("/simulator/faults/", {"node": "gpu001", "kind": kind, "target": target})
+    assert response.status_code == 400
+    assert "<li>target: " in response.content.decode()
     assert not SimFault.objects.exists()

@@ -19,7 +19,7 @@ WHEEL_SIZES_MB = {"torch": 821.2, "tensorflow": 644.9}
 # --- apt-get install, dpkg-query ---------------------------------------------------------------------------------
 
 DEB_VERSION = re.compile(r"^(?P<version>[0-9][0-9A-Za-z.~]*)-(?P<revision>[0-9][0-9A-Za-z.+~]*)$")
-CUDA_TOOLKIT = re.compile(r"^cuda-toolkit-(?P<major>\d+)-(?P<minor>\d+)$")
+CUDA_TOOLKIT = re.compile(r"^cuda-toolkit-(?P<major>[0-9]+)-(?P<minor>[0-9]+)$")
 
 
 def _package_versions(state: SimulatedNode) -> dict[str, str]:

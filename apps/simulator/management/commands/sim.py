@@ -14,6 +14,7 @@ from apps.core.choices import ChangeSource
 from apps.inventory.models import Node
 from apps.simulator import services
 from apps.simulator.choices import FaultKind
+from apps.simulator.digits import integer
 from apps.simulator.models import SimFault
 
 
@@ -78,9 +79,10 @@ class Command(BaseCommand):
         parameters = {}
         for item in options["param"]:
             name, _, value = item.partition("=")
-            if not value.lstrip("-").isdigit():
-                raise CommandError(f"--param {item}: give NAME=NUMBER, e.g. mtu=1500.")
-            parameters[name] = int(value)
+            try:
+                parameters[name] = integer(value)
+            except ValueError:
+                raise CommandError(f"--param {item}: give NAME=NUMBER, e.g. mtu=1500.") from None
         try:
             fault = services.inject_fault(
                 node=self._node(options["node"]),
