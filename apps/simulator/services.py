@@ -12,8 +12,8 @@ from apps.simulator.changes import apply_changes
 from apps.simulator.choices import FaultKind
 from apps.simulator.faults import FaultError, apply_faults, check_fault
 from apps.simulator.models import SimChange, SimFault
-from apps.simulator.shell import CommandOutput, Context
 from apps.simulator.state import SimulatedNode, build_state
+from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
 
 __all__ = [

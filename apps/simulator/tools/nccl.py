@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from apps.parsers.nccl_log import socket_ifname_selects
 from apps.simulator.digits import decimal_number, integer, whole_number
 from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
-from apps.simulator.shell import CommandOutput, Context
 from apps.simulator.state import NCCL_TESTS_VERSION, SimulatedNode, cuda_version_code, nccl_version_code
+from apps.simulator.terminal import CommandOutput, Context
 
 COLLECTIVES = tuple(BUSBW_FACTORS)
 BINARIES = {f"{name}_perf": name for name in COLLECTIVES}

@@ -5,8 +5,8 @@ import json
 from apps.nodeexec.catalogue import SECTION_MARK
 from apps.simulator.digits import is_whole_number
 from apps.simulator.model import rdma_active_mtu
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import MLX5_DRIVER_VERSION, SimNic
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import option_value
 
 IB_MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
@@ -415,15 +415,13 @@ NIC_FACTS_TOOLS = (("ethtool", ("ethtool",)), ("ethtool-i", ("ethtool", "-i")), 
 def nic_facts(context: Context, interfaces: str) -> CommandOutput:
     """What the catalogue's NIC facts script prints: per interface, each tool's stdout between section marks, then
     its exit status and stderr (trailing newlines dropped, as $(...) drops them)."""
-    from apps.simulator.shell import run
-
     sections = []
     for name in interfaces.split(","):
         if context.state.nic(name) is None:
             sections.append(f"{SECTION_MARK} absent {name}\n")
             continue
         for line, (tool, argv) in enumerate(NIC_FACTS_TOOLS, start=7):
-            result = run(context, [*argv, name])
+            result = context.run([*argv, name])
             stderr = f"sh: {line}: {argv[0]}: not found" if result.exit_code == 127 else result.stderr.rstrip("\n")
             sections.append(
                 f"{SECTION_MARK} {tool} {name}\n{result.stdout}{SECTION_MARK} exit {result.exit_code}\n{stderr}\n"

@@ -6,8 +6,8 @@ HGX captures for topo and nvlink).
 
 from apps.simulator.digits import is_whole_number
 from apps.simulator.model import GpuReading
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import DRIVER_VERSION, SimGpu
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools import nvsmi_query
 from apps.simulator.tools.common import (
     cpu_ranges,

@@ -8,8 +8,8 @@ import re
 
 from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT
 from apps.simulator.changes import FIRMWARE_COMPONENTS
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import SimulatedNode
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 
 FIRMWARE_DIR = "/var/lib/rackpilot/firmware"
 PYTHON_VERSION = "3.10.12"  # Ubuntu 22.04's python3

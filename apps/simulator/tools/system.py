@@ -8,8 +8,8 @@ import time
 from apps.nodeexec.catalogue import NIC_FACTS_SCRIPT, WRITE_FILE_SCRIPT
 from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
-from apps.simulator.shell import CommandOutput, Context, fail, not_found, ok
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
+from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
