@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT, WRITE_FILE_SCRIPT
-from apps.parsers.nccl_log import parse_nccl_log
+from apps.parsers.nccl_log import parse_nccl_log, socket_ifname_selects
 from apps.parsers.nccl_tests import parse_nccl_tests
 from apps.parsers.network import parse_ip_link, parse_mlnx_qos
 from apps.simulator import services
@@ -357,6 +357,14 @@ def test_nccl_conf_is_read_and_env_wins(run):
 def test_nccl_socket_ifname_semantics(run, ifname, works):
     result = run("env", f"NCCL_SOCKET_IFNAME={ifname}", *NCCL_RUN)
     assert (result.exit_code == 0) is works
+
+
+@pytest.mark.parametrize("ifname", ["ens", "ens3", "=ens2np0", "^lo,eno", "^=lo,eno1,ens1np0", "en,lo:5000", "^docker"])
+def test_the_interface_nccl_uses_is_the_one_the_parser_reads_the_setting_to_select(run, ifname):
+    names = [link.name for link in parse_ip_link(run("ip", "-j", "link").stdout).links]
+    log = parse_nccl_log(run("env", f"NCCL_SOCKET_IFNAME={ifname}", "NCCL_DEBUG=INFO", *NCCL_RUN).stdout)
+    used = [interface.name for interface in log.interfaces if interface.role == "socket"]
+    assert used == socket_ifname_selects(ifname, names)[:1]
 
 
 def test_multi_node_nccl_tests_honour_env(demo_cluster):

@@ -6,7 +6,6 @@ are then computed from the time exactly as nccl-tests does (busbw = algbw x the 
 
 from dataclasses import dataclass
 
-from apps.parsers.nccl_log import socket_ifname_selects
 from apps.simulator.digits import decimal_number, integer, whole_number
 from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
 from apps.simulator.state import NCCL_TESTS_VERSION, SimulatedNode, cuda_version_code, nccl_version_code
@@ -69,8 +68,22 @@ def select_interfaces(state: SimulatedNode, ifname: str | None) -> list[tuple[st
         return preferred or [
             interface for interface in interfaces if not interface[0].startswith(("lo", "docker", "virbr"))
         ]
-    chosen = set(socket_ifname_selects(ifname, [name for name, _ in interfaces]))
-    return [interface for interface in interfaces if interface[0] in chosen]
+    return [interface for interface in interfaces if ifname_selects(ifname, interface[0])]
+
+
+def ifname_selects(spec: str, name: str) -> bool:
+    """Whether NCCL_SOCKET_IFNAME picks interface `name`, as NCCL's parseStringList and matchIfList read it.
+
+    The value is a comma list of "prefix[:port]"; a leading '^' inverts the match, then a leading '=' makes each
+    entry an exact name. Ports never match here: the simulated interfaces listen on none, so NCCL ignores them.
+    """
+    exclude = spec.startswith("^")
+    spec = spec[1:] if exclude else spec
+    exact = spec.startswith("=")
+    spec = spec[1:] if exact else spec
+    prefixes = [entry.partition(":")[0] for entry in spec.split(",") if entry]
+    matched = any(name == prefix if exact else name.startswith(prefix) for prefix in prefixes)
+    return matched != exclude
 
 
 def _debug_level(settings: dict[str, str]) -> str:
