@@ -303,7 +303,7 @@ def checkpoint_files(volumes: list[SimVolume]) -> list[SimCheckpoint]:
 
 
 def build_state(node) -> "SimulatedNode":
-    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults)."""
+    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults.node)."""
     firmware = {(fw.component, fw.target): fw.version for fw in node.firmware.all()}
     gpus = [_sim_gpu(gpu, firmware) for gpu in sorted(node.gpus.all(), key=lambda gpu: gpu.index)]
     nics = _sim_nics(node, firmware)

@@ -28,9 +28,10 @@ def test_operator_injects_from_the_form_and_clears(browser_as, operator, gpu_nod
     assert response.status_code == 302
     fault = SimFault.objects.get()
     assert (fault.kind, fault.target, fault.created_by) == ("thermal", "2", operator)
-    assert "Injected thermal slowdown into gpu001 thermal 2." in client.get("/simulator/").content.decode()
+    assert "gpu001: thermal slowdown of GPU 2 at 92 °C injected." in client.get("/simulator/").content.decode()
     assert client.post(f"/simulator/faults/{fault.public_id}/clear/").status_code == 302
     assert not SimFault.objects.exists()
+    assert "gpu001: thermal slowdown of GPU 2 at 92 °C cleared." in client.get("/simulator/").content.decode()
 
 
 def test_form_errors_are_shown(browser_as, operator, gpu_node):

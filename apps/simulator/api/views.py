@@ -7,13 +7,13 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.simulator import services
 from apps.simulator.api.serializers import SimFaultSerializer
-from apps.simulator.choices import FaultKind
+from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
 from apps.simulator.models import SimFault
 
 
 class SimFaultFilterSet(filters.FilterSet):
     node = filters.CharFilter(field_name="node__hostname")
-    kind = filters.MultipleChoiceFilter(choices=FaultKind.choices)
+    kind = filters.MultipleChoiceFilter(choices=FAULT_KIND_CHOICES)
 
     class Meta:
         model = SimFault
