@@ -12,15 +12,17 @@ from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.simulator import services
 from apps.simulator.faults.kinds import FAULT_KINDS
+from apps.simulator.filters import SimFaultFilterSet
 from apps.simulator.forms import FaultForm
 from apps.simulator.models import SimChange, SimFault
 
 
 def _page(request, form: FaultForm, status: int = 200):
     faults = SimFault.objects.select_related("node", "created_by").order_by("node__hostname", "kind", "target")
+    filterset = SimFaultFilterSet(request.GET, queryset=faults)
     kinds = [(spec.value, spec.label, spec.target.label) for spec in FAULT_KINDS.values()]
     changes = SimChange.objects.select_related("node").order_by("node__hostname", "key")
-    context = {"faults": faults, "form": form, "kinds": kinds, "changes": changes}
+    context = {"faults": filterset.qs, "filter": filterset, "form": form, "kinds": kinds, "changes": changes}
     return render(request, "simulator/faults.html", context, status=status)
 
 

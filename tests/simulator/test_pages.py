@@ -55,3 +55,22 @@ def test_a_target_in_other_digits_is_a_form_error_and_stores_nothing(browser_as,
     assert response.status_code == 400
     assert "<li>target: " in response.content.decode()
     assert not SimFault.objects.exists()
+
+
+def test_the_page_and_the_api_filter_faults_alike(browser_as, api_as, viewer, demo_cluster, gpu_node):
+    from apps.inventory.models import Node
+
+    services.inject_fault(node=gpu_node, kind="xid79", target="3")
+    services.inject_fault(node=gpu_node, kind="mtu")
+    services.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="1")
+    page, api = browser_as(viewer), api_as(viewer)
+    for query, shown in [
+        ({"kind": "xid79"}, {("gpu001", "3"), ("gpu002", "1")}),
+        ({"node": "gpu001"}, {("gpu001", "3"), ("gpu001", "ens1np0")}),
+        ({"node": "gpu002", "kind": ["xid79", "mtu"]}, {("gpu002", "1")}),
+    ]:
+        rows = page.get("/simulator/", query).context["faults"]
+        assert {(fault.node.hostname, fault.target) for fault in rows} == shown, query
+        listed = api.get("/api/sim/faults/", query).json()["results"]
+        assert {(fault["node"], fault["target"]) for fault in listed} == shown, query
+    assert 'id="fault-filters"' in page.get("/simulator/").content.decode()
