@@ -1,5 +1,6 @@
 """The shape of a fault kind's registry entry, and the error a fault that cannot apply raises."""
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -14,17 +15,17 @@ class FaultError(ValueError):
         self.field = field
 
 
-class Target:
+class Target(ABC):
     """What a fault applies to (a GPU index, a data NIC, ...): its default on a node, and whether a node has it."""
 
     label = ""
 
     def default(self, state: SimulatedNode) -> str:
-        return ""
+        return ""  # the whole node
 
+    @abstractmethod
     def check(self, state: SimulatedNode, kind: str, target: str) -> None:
         """Raise FaultError("target", ...) when the node has no such target."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
