@@ -4,7 +4,8 @@ from django.db import models
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel, TimestampedModel
 from apps.inventory.models import Node
-from apps.simulator.choices import FAULT_KIND_COLOURS, FaultKind
+from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
+from apps.simulator.faults.kinds import fault_kind
 
 
 class SimFaultQuerySet(models.QuerySet):
@@ -16,7 +17,7 @@ class SimFault(AuditedModel, PublicModel):
     """A fault injected into a simulated node: the tools on that node answer as if it had happened."""
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="sim_faults")
-    kind = models.CharField(max_length=24, choices=FaultKind.choices)
+    kind = models.CharField(max_length=24, choices=FAULT_KIND_CHOICES)
     target = models.CharField(
         max_length=255, blank=True, help_text="GPU index, NIC name, PFC priority, mount point or file, by kind."
     )
@@ -44,7 +45,12 @@ class SimFault(AuditedModel, PublicModel):
 
     @property
     def colour(self) -> str:
-        return FAULT_KIND_COLOURS[self.kind]
+        return fault_kind(self.kind).colour
+
+    @property
+    def summary(self) -> str:
+        """What this fault is, as a person says it: "gpu027: MTU 1500 on ens1np0"."""
+        return f"{self.node.hostname}: {fault_kind(self.kind).describe(self.target, self.parameters)}"
 
 
 class SimChangeQuerySet(models.QuerySet):

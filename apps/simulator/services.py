@@ -9,11 +9,12 @@ from django.db.models import Count, Max, Prefetch
 from apps.inventory.models import Nic, Node
 from apps.simulator import shell
 from apps.simulator.changes import apply_changes
-from apps.simulator.choices import FaultKind
-from apps.simulator.faults import FaultError, apply_faults, check_fault
+from apps.simulator.faults.kinds import fault_kind
+from apps.simulator.faults.node import apply_faults, check_fault
+from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault
-from apps.simulator.shell import CommandOutput, Context
 from apps.simulator.state import SimulatedNode, build_state
+from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
 
 __all__ = [
@@ -131,21 +132,21 @@ def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | 
     try:
         with transaction.atomic():
             fault = SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
-            _overridden_changes(node, kind, target).delete()
+            _changes_fixing(node, kind, target).delete()
             return fault
     except IntegrityError:
         where = f" on {target}" if target else ""
         raise ValidationError({"target": f"{node.hostname} already has a {kind} fault{where}."}) from None
 
 
-def _overridden_changes(node: Node, kind: str, target: str):
-    """The changes a new fault takes over, so that a fault injected after an apply takes effect."""
+def _changes_fixing(node: Node, kind: str, target: str):
+    """The command-made changes that would repair a new fault; it replaces them, so that it takes effect."""
     changes = SimChange.objects.on(node)
-    if kind == FaultKind.MTU:
-        return changes.filter(key=f"nic:{target}:mtu")
-    if kind == FaultKind.PFC_OFF:
-        return changes.filter(key__startswith="nic:", key__endswith=":pfc")
-    return changes.none()
+    fixed_by = fault_kind(kind).fixed_by
+    if fixed_by is None:
+        return changes.none()
+    start, wildcard, end = fixed_by(target).partition("*")
+    return changes.filter(key__startswith=start, key__endswith=end) if wildcard else changes.filter(key=start)
 
 
 def clear_fault(*, fault: SimFault) -> None:

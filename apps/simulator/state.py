@@ -7,6 +7,7 @@ fault gives back the healthy output byte for byte.
 from dataclasses import dataclass, field, replace
 
 from apps.inventory.choices import FirmwareComponent, NicPurpose, NicTransport, StorageTierKind
+from apps.simulator.digits import is_whole_number
 
 DRIVER_VERSION = "580.159.04"
 CUDA_VERSION = "13.0"
@@ -27,7 +28,7 @@ def driver_cuda_version(driver: str) -> str:
     """580.159.04 -> '13.0': the newest CUDA the driver's branch runs (an unknown branch: the nearest older one)."""
     branch = driver.split(".")[0]
     known = sorted(DRIVER_CUDA, key=int)
-    if not branch.isdigit():
+    if not is_whole_number(branch):
         return CUDA_VERSION
     older = [name for name in known if int(name) <= int(branch)]
     return DRIVER_CUDA[older[-1] if older else known[0]]
@@ -41,7 +42,7 @@ def cuda_version_code(version: str) -> int:
 
 def nccl_version_code(version: str) -> int:
     """'2.28.3' -> 22803 (NCCL_VERSION_CODE since 2.9: major*10000 + minor*100 + patch)."""
-    major, minor, patch = ([int(part) for part in version.split(".")[:3] if part.isdigit()] + [0, 0, 0])[:3]
+    major, minor, patch = ([int(part) for part in version.split(".")[:3] if is_whole_number(part)] + [0, 0, 0])[:3]
     return major * 10000 + minor * 100 + patch if (major, minor) >= (2, 9) else major * 1000 + minor * 100 + patch
 
 
@@ -302,7 +303,7 @@ def checkpoint_files(volumes: list[SimVolume]) -> list[SimCheckpoint]:
 
 
 def build_state(node) -> "SimulatedNode":
-    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults)."""
+    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults.node)."""
     firmware = {(fw.component, fw.target): fw.version for fw in node.firmware.all()}
     gpus = [_sim_gpu(gpu, firmware) for gpu in sorted(node.gpus.all(), key=lambda gpu: gpu.index)]
     nics = _sim_nics(node, firmware)

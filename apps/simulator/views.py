@@ -11,16 +11,18 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.simulator import services
-from apps.simulator.choices import FAULT_TARGETS, FaultKind
+from apps.simulator.faults.kinds import FAULT_KINDS
+from apps.simulator.filters import SimFaultFilterSet
 from apps.simulator.forms import FaultForm
 from apps.simulator.models import SimChange, SimFault
 
 
 def _page(request, form: FaultForm, status: int = 200):
     faults = SimFault.objects.select_related("node", "created_by").order_by("node__hostname", "kind", "target")
-    kinds = [(kind.value, kind.label, FAULT_TARGETS[kind].label) for kind in FaultKind]
+    filterset = SimFaultFilterSet(request.GET, queryset=faults)
+    kinds = [(spec.value, spec.label, spec.target.label) for spec in FAULT_KINDS.values()]
     changes = SimChange.objects.select_related("node").order_by("node__hostname", "key")
-    context = {"faults": faults, "form": form, "kinds": kinds, "changes": changes}
+    context = {"faults": filterset.qs, "filter": filterset, "form": form, "kinds": kinds, "changes": changes}
     return render(request, "simulator/faults.html", context, status=status)
 
 
@@ -42,7 +44,7 @@ def fault_inject(request):
         for field, problems in error.message_dict.items():
             form.add_error(field if field in form.fields else None, problems)
         return _page(request, form, status=400)
-    messages.success(request, f"Injected {fault.get_kind_display().lower()} into {fault}.")
+    messages.success(request, f"{fault.summary} injected.")
     return redirect("simulator")
 
 
@@ -51,7 +53,7 @@ def fault_inject(request):
 def fault_clear(request, public_id):
     fault = get_object_or_404(SimFault.objects.select_related("node"), public_id=public_id)
     services.clear_fault(fault=fault)
-    messages.success(request, f"Cleared {fault}.")
+    messages.success(request, f"{fault.summary} cleared.")
     return redirect("simulator")
 
 

@@ -1,5 +1,7 @@
 """/api/sim/faults/: viewers read, operators inject and clear, bad input is a 400 naming the field."""
 
+import pytest
+
 from apps.simulator.models import SimFault
 
 URL = "/api/sim/faults/"
@@ -60,3 +62,13 @@ def test_bad_input_is_a_400_naming_the_field(api_as, operator, gpu_node):
 def test_schema_lists_the_endpoint(api_as, viewer, demo_cluster):
     schema = api_as(viewer).get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/sim/faults/" in schema
+
+
+@pytest.mark.parametrize(
+    ("kind", "target"), [("xid79", "²"), ("xid79", "٣"), ("thermal", "３"), ("pfc_off", "٣"), ("pfc_off", "¹")]
+)
+def test_a_target_in_other_digits_is_a_400_naming_the_target(api_as, operator, gpu_node, kind, target):
+    response = api_as(operator).post(URL, {"node": "gpu001", "kind": kind, "target": target}, format="json")
+    assert response.status_code == 400, response.content
+    assert "target" in response.json()
+    assert not SimFault.objects.exists()

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT, WRITE_FILE_SCRIPT
-from apps.parsers.nccl_log import parse_nccl_log
+from apps.parsers.nccl_log import parse_nccl_log, socket_ifname_selects
 from apps.parsers.nccl_tests import parse_nccl_tests
 from apps.parsers.network import parse_ip_link, parse_mlnx_qos
 from apps.simulator import services
@@ -359,6 +359,14 @@ def test_nccl_socket_ifname_semantics(run, ifname, works):
     assert (result.exit_code == 0) is works
 
 
+@pytest.mark.parametrize("ifname", ["ens", "ens3", "=ens2np0", "^lo,eno", "^=lo,eno1,ens1np0", "en,lo:5000", "^docker"])
+def test_the_interface_nccl_uses_is_the_one_the_parser_reads_the_setting_to_select(run, ifname):
+    names = [link.name for link in parse_ip_link(run("ip", "-j", "link").stdout).links]
+    log = parse_nccl_log(run("env", f"NCCL_SOCKET_IFNAME={ifname}", "NCCL_DEBUG=INFO", *NCCL_RUN).stdout)
+    used = [interface.name for interface in log.interfaces if interface.role == "socket"]
+    assert used == socket_ifname_selects(ifname, names)[:1]
+
+
 def test_multi_node_nccl_tests_honour_env(demo_cluster):
     from apps.inventory.models import Node
 
@@ -437,3 +445,14 @@ def test_ptp_unsynced_is_offered_everywhere(browser_as, operator, gpu_node, api_
     call_command("sim", "fault", "list", "--json", stdout=out)
     assert '"kind": "ptp_unsynced"' in out.getvalue()
     assert json.loads(out.getvalue().split("\n", 1)[1])[0]["target"] == ""
+
+
+def test_numbers_in_other_digits_are_refused_as_the_real_tools_refuse_them(run):
+    # iproute2 and ethtool read numbers with strtoul: only ASCII digits, so "٩٠٠٠" is not 9000 and "²" not 2.
+    arabic = run("ip", "link", "set", "dev", "ens1np0", "mtu", "٩٠٠٠")
+    assert arabic.as_tuple() == (255, "", 'Error: argument "٩٠٠٠" is wrong: Invalid "mtu" value\n\n')
+    superscript = run("ethtool", "-L", "ens1np0", "combined", "²")
+    assert superscript.as_tuple() == (1, "", 'ethtool: bad command line argument(s)\nethtool: invalid value "²"\n')
+    assert run("nvidia-smi", "dmon", "-c", "²").exit_code == 2
+    assert run("all_reduce_perf", "-g", "٣").exit_code != 0
+    assert not SimChange.objects.exists()

@@ -17,7 +17,7 @@ def _call(*args) -> str:
 
 def test_inject_list_and_clear(demo_cluster):
     assert _call("fault", "inject", "gpu001", "mtu", "--target", "ens2np0", "--param", "mtu=1400") == (
-        "Injected mtu into gpu001 ens2np0.\n"
+        "gpu001: MTU 1400 on ens2np0 injected.\n"
     )
     _call("fault", "inject", "gpu002", "straggler")
     assert _call("fault", "list") == "gpu001\tmtu\tens2np0\tmtu=1400\ngpu002\tstraggler\t-\tsm_clock_mhz=1095\n"
@@ -59,3 +59,31 @@ def test_exec_exits_with_the_commands_exit_code(demo_cluster):
     with pytest.raises(SystemExit) as exited:
         call_command("sim", "exec", "gpu001", "--", "frobnicate", stdout=io.StringIO(), stderr=io.StringIO())
     assert exited.value.code == 127
+
+
+@pytest.mark.parametrize("value", ["²", "١٥٠٠"])
+def test_a_parameter_in_other_digits_is_a_command_error(demo_cluster, value):
+    with pytest.raises(CommandError, match="give NAME=NUMBER"):
+        _call("fault", "inject", "gpu001", "mtu", "--param", f"mtu={value}")
+    assert not SimFault.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("mtu", "MTU 1500 on ens1np0"),
+        ("pfc_off", "PFC off for priority 3 on every data NIC"),
+        ("nvlink_down", "NVLink 17 down on GPU 0"),
+        ("xid79", "GPU 0 fallen off the bus (XID 79)"),
+        ("ecc", "1 uncorrectable ECC error on GPU 0 (row remap pending)"),
+        ("thermal", "thermal slowdown of GPU 0 at 92 °C"),
+        ("pcie_downtrained", "PCIe link of GPU 0 downtrained to Gen3 x8"),
+        ("nic_down", "link down on ens1np0"),
+        ("disk_full", "full disk at /checkpoints"),
+        ("corrupt_checkpoint", "corrupt checkpoint /checkpoints/llm-pretrain/step_0005000.pt"),
+        ("straggler", "straggler (SM clocks capped at 1095 MHz)"),
+        ("ptp_unsynced", "unsynchronised PTP clock"),
+    ],
+)
+def test_each_kind_says_what_was_injected_in_its_own_words(demo_cluster, kind, said):
+    assert _call("fault", "inject", "gpu001", kind) == f"gpu001: {said} injected.\n"

@@ -1,5 +1,7 @@
 """/simulator/: everyone logged in sees the faults; operators inject and clear them."""
 
+import pytest
+
 from apps.simulator import services
 from apps.simulator.models import SimFault
 
@@ -26,9 +28,10 @@ def test_operator_injects_from_the_form_and_clears(browser_as, operator, gpu_nod
     assert response.status_code == 302
     fault = SimFault.objects.get()
     assert (fault.kind, fault.target, fault.created_by) == ("thermal", "2", operator)
-    assert "Injected thermal slowdown into gpu001 thermal 2." in client.get("/simulator/").content.decode()
+    assert "gpu001: thermal slowdown of GPU 2 at 92 °C injected." in client.get("/simulator/").content.decode()
     assert client.post(f"/simulator/faults/{fault.public_id}/clear/").status_code == 302
     assert not SimFault.objects.exists()
+    assert "gpu001: thermal slowdown of GPU 2 at 92 °C cleared." in client.get("/simulator/").content.decode()
 
 
 def test_form_errors_are_shown(browser_as, operator, gpu_node):
@@ -42,3 +45,32 @@ def test_clear_a_whole_node(browser_as, operator, gpu_node):
     services.inject_fault(node=gpu_node, kind="straggler")
     assert browser_as(operator).post("/simulator/nodes/gpu001/clear/").status_code == 302
     assert not SimFault.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "target"), [("xid79", "²"), ("xid79", "٣"), ("ecc", "３"), ("pfc_off", "٣"), ("pfc_off", "²")]
+)
+def test_a_target_in_other_digits_is_a_form_error_and_stores_nothing(browser_as, operator, gpu_node, kind, target):
+    response = browser_as(operator).post("/simulator/faults/", {"node": "gpu001", "kind": kind, "target": target})
+    assert response.status_code == 400
+    assert "<li>target: " in response.content.decode()
+    assert not SimFault.objects.exists()
+
+
+def test_the_page_and_the_api_filter_faults_alike(browser_as, api_as, viewer, demo_cluster, gpu_node):
+    from apps.inventory.models import Node
+
+    services.inject_fault(node=gpu_node, kind="xid79", target="3")
+    services.inject_fault(node=gpu_node, kind="mtu")
+    services.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="1")
+    page, api = browser_as(viewer), api_as(viewer)
+    for query, shown in [
+        ({"kind": "xid79"}, {("gpu001", "3"), ("gpu002", "1")}),
+        ({"node": "gpu001"}, {("gpu001", "3"), ("gpu001", "ens1np0")}),
+        ({"node": "gpu002", "kind": ["xid79", "mtu"]}, {("gpu002", "1")}),
+    ]:
+        rows = page.get("/simulator/", query).context["faults"]
+        assert {(fault.node.hostname, fault.target) for fault in rows} == shown, query
+        listed = api.get("/api/sim/faults/", query).json()["results"]
+        assert {(fault["node"], fault["target"]) for fault in listed} == shown, query
+    assert 'id="fault-filters"' in page.get("/simulator/").content.decode()

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from apps.inventory.models import Node
-from apps.simulator.choices import FaultKind
+from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
 from apps.simulator.models import SimFault
 
 
@@ -12,7 +12,7 @@ class SimFaultSerializer(serializers.ModelSerializer):
     node = serializers.SlugRelatedField(
         slug_field="hostname", queryset=Node.objects.all(), help_text="Host name of the simulated node."
     )
-    kind = serializers.ChoiceField(choices=FaultKind.choices)
+    kind = serializers.ChoiceField(choices=FAULT_KIND_CHOICES)
     target = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     parameters = serializers.JSONField(required=False, default=dict)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)

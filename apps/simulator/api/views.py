@@ -1,5 +1,4 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django_filters import rest_framework as filters
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -7,17 +6,8 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.simulator import services
 from apps.simulator.api.serializers import SimFaultSerializer
-from apps.simulator.choices import FaultKind
+from apps.simulator.filters import SimFaultFilterSet
 from apps.simulator.models import SimFault
-
-
-class SimFaultFilterSet(filters.FilterSet):
-    node = filters.CharFilter(field_name="node__hostname")
-    kind = filters.MultipleChoiceFilter(choices=FaultKind.choices)
-
-    class Meta:
-        model = SimFault
-        fields = ["node", "kind"]
 
 
 class SimFaultViewSet(

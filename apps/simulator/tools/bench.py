@@ -1,8 +1,8 @@
 """Benchmarks and diagnostics: nvbandwidth (copy-engine matrices, local HBM copy) and dcgmi diag (text table)."""
 
 from apps.simulator.model import hbm_copy_tbps, jitter, noise, pcie_gbps, peer_copy_gbps
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import SimGpu, cuda_version_code
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import option_value
 
 # --- nvbandwidth ------------------------------------------------------------------------------------------------

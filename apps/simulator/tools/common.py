@@ -4,8 +4,8 @@ import json
 from datetime import UTC, datetime
 
 from apps.simulator.model import GpuReading, gpu_reading, noise
-from apps.simulator.shell import Context
 from apps.simulator.state import SimGpu
+from apps.simulator.terminal import Context
 
 # The simulated wall clock: fixed, so that the same state and seed print the same bytes.
 SIM_NOW = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """dmesg: a quiet boot, then the kernel's own words for each fault (NVRM Xid lines, link changes, PCIe downgrades)."""
 
-from apps.simulator.shell import Context
 from apps.simulator.state import KERNEL_RELEASE, SimGpu
+from apps.simulator.terminal import Context
 
 
 def _stamp(seconds: float) -> str:

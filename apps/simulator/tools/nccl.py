@@ -6,10 +6,10 @@ are then computed from the time exactly as nccl-tests does (busbw = algbw x the 
 
 from dataclasses import dataclass
 
-from apps.parsers.nccl_log import socket_ifname_selects
+from apps.simulator.digits import decimal_number, integer, whole_number
 from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
-from apps.simulator.shell import CommandOutput, Context
 from apps.simulator.state import NCCL_TESTS_VERSION, SimulatedNode, cuda_version_code, nccl_version_code
+from apps.simulator.terminal import CommandOutput, Context
 
 COLLECTIVES = tuple(BUSBW_FACTORS)
 BINARIES = {f"{name}_perf": name for name in COLLECTIVES}
@@ -68,8 +68,22 @@ def select_interfaces(state: SimulatedNode, ifname: str | None) -> list[tuple[st
         return preferred or [
             interface for interface in interfaces if not interface[0].startswith(("lo", "docker", "virbr"))
         ]
-    chosen = set(socket_ifname_selects(ifname, [name for name, _ in interfaces]))
-    return [interface for interface in interfaces if interface[0] in chosen]
+    return [interface for interface in interfaces if ifname_selects(ifname, interface[0])]
+
+
+def ifname_selects(spec: str, name: str) -> bool:
+    """Whether NCCL_SOCKET_IFNAME picks interface `name`, as NCCL's parseStringList and matchIfList read it.
+
+    The value is a comma list of "prefix[:port]"; a leading '^' inverts the match, then a leading '=' makes each
+    entry an exact name. Ports never match here: the simulated interfaces listen on none, so NCCL ignores them.
+    """
+    exclude = spec.startswith("^")
+    spec = spec[1:] if exclude else spec
+    exact = spec.startswith("=")
+    spec = spec[1:] if exact else spec
+    prefixes = [entry.partition(":")[0] for entry in spec.split(",") if entry]
+    matched = any(name == prefix if exact else name.startswith(prefix) for prefix in prefixes)
+    return matched != exclude
 
 
 def _debug_level(settings: dict[str, str]) -> str:
@@ -97,7 +111,7 @@ def parse_size(text: str) -> int:
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
     suffix = text[-1:].upper()
     try:
-        return int(float(text[:-1]) * units[suffix]) if suffix in units else int(text)
+        return int(decimal_number(text[:-1]) * units[suffix]) if suffix in units else whole_number(text)
     except ValueError:
         raise UsageError(f"invalid size '{text}'") from None
 
@@ -109,26 +123,26 @@ def parse_args(args: list[str]) -> NcclArgs:
         "--minbytes": ("min_bytes", parse_size),
         "-e": ("max_bytes", parse_size),
         "--maxbytes": ("max_bytes", parse_size),
-        "-f": ("step_factor", int),
-        "--stepfactor": ("step_factor", int),
+        "-f": ("step_factor", integer),
+        "--stepfactor": ("step_factor", integer),
         "-i": ("step_bytes", parse_size),
         "--stepbytes": ("step_bytes", parse_size),
-        "-g": ("gpus", int),
-        "--ngpus": ("gpus", int),
-        "-t": ("threads", int),
-        "--nthreads": ("threads", int),
-        "-n": ("iters", int),
-        "--iters": ("iters", int),
-        "-w": ("warmup", int),
-        "--warmup_iters": ("warmup", int),
-        "-c": ("check", int),
-        "--check": ("check", int),
+        "-g": ("gpus", integer),
+        "--ngpus": ("gpus", integer),
+        "-t": ("threads", integer),
+        "--nthreads": ("threads", integer),
+        "-n": ("iters", integer),
+        "--iters": ("iters", integer),
+        "-w": ("warmup", integer),
+        "--warmup_iters": ("warmup", integer),
+        "-c": ("check", integer),
+        "--check": ("check", integer),
         "-d": ("dtype", str),
         "--datatype": ("dtype", str),
         "-o": ("op", str),
         "--op": ("op", str),
-        "-r": ("root", int),
-        "--root": ("root", int),
+        "-r": ("root", integer),
+        "--root": ("root", integer),
     }
     ignored = {"-m", "-a", "-z", "-G", "-C", "-J", "-N", "-p", "-S", "-R", "-T", "-u"}
     position = 0

@@ -3,9 +3,10 @@
 import json
 
 from apps.nodeexec.catalogue import SECTION_MARK
+from apps.simulator.digits import is_whole_number
 from apps.simulator.model import rdma_active_mtu
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import MLX5_DRIVER_VERSION, SimNic
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import option_value
 
 IB_MTU_CODES = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
@@ -90,7 +91,7 @@ def ip_link_set(context: Context, args: list[str]) -> CommandOutput:
         return fail(1, f'Cannot find device "{name}"\n')
     if len(settings) != 2 or settings[0] != "mtu":
         return fail(255, "ip: the simulator sets only the mtu with ip link set\n")
-    if not settings[1].isdigit():
+    if not is_whole_number(settings[1]):
         return fail(255, f'Error: argument "{settings[1]}" is wrong: Invalid "mtu" value\n\n')
     mtu = int(settings[1])
     if mtu > MTU_MAX:
@@ -247,7 +248,7 @@ def ethtool_set_channels(context: Context, args: list[str]) -> CommandOutput:
         return fail(1, f"netlink error: no device matches name ({args[0]})\n")
     if args[1:] and (len(args) != 3 or args[1] != "combined"):
         return fail(1, "ethtool: the simulator sets only combined channels with -L\n")
-    if not args[2].isdigit():
+    if not is_whole_number(args[2]):
         return fail(1, f'ethtool: bad command line argument(s)\nethtool: invalid value "{args[2]}"\n')
     count = int(args[2])
     if count < 1 or count > nic.max_channels:
@@ -414,15 +415,13 @@ NIC_FACTS_TOOLS = (("ethtool", ("ethtool",)), ("ethtool-i", ("ethtool", "-i")), 
 def nic_facts(context: Context, interfaces: str) -> CommandOutput:
     """What the catalogue's NIC facts script prints: per interface, each tool's stdout between section marks, then
     its exit status and stderr (trailing newlines dropped, as $(...) drops them)."""
-    from apps.simulator.shell import run
-
     sections = []
     for name in interfaces.split(","):
         if context.state.nic(name) is None:
             sections.append(f"{SECTION_MARK} absent {name}\n")
             continue
         for line, (tool, argv) in enumerate(NIC_FACTS_TOOLS, start=7):
-            result = run(context, [*argv, name])
+            result = context.run([*argv, name])
             stderr = f"sh: {line}: {argv[0]}: not found" if result.exit_code == 127 else result.stderr.rstrip("\n")
             sections.append(
                 f"{SECTION_MARK} {tool} {name}\n{result.stdout}{SECTION_MARK} exit {result.exit_code}\n{stderr}\n"

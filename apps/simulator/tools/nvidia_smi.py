@@ -4,9 +4,10 @@ Formats follow the real captures under tests/fixtures/real (driver 580 on an H20
 HGX captures for topo and nvlink).
 """
 
+from apps.simulator.digits import is_whole_number
 from apps.simulator.model import GpuReading
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import DRIVER_VERSION, SimGpu
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools import nvsmi_query
 from apps.simulator.tools.common import (
     cpu_ranges,
@@ -328,7 +329,7 @@ DMON_ORDER = "pucvmet"
 def dmon(context: Context, args: list[str]) -> CommandOutput:
     count = option_value(args, "-c", "--count") or "1"
     groups = option_value(args, "-s", "--select") or "puc"
-    if not count.isdigit() or any(letter not in DMON_GROUPS for letter in groups):
+    if not is_whole_number(count) or any(letter not in DMON_GROUPS for letter in groups):
         return CommandOutput(2, INVALID_ARGS, "")
     columns = [column for letter in DMON_ORDER if letter in groups for column in DMON_GROUPS[letter]]
     lines = [

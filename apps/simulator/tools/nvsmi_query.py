@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from apps.simulator.model import GpuReading
-from apps.simulator.shell import CommandOutput, Context, ok
 from apps.simulator.state import DRIVER_VERSION, SimGpu
+from apps.simulator.terminal import CommandOutput, Context, ok
 from apps.simulator.tools.common import ctime, memory_used_mib, reading
 
 LABEL_WIDTH = 55  # the text report pads every label (with its indent) to this column before ': '

@@ -8,8 +8,8 @@ import re
 
 from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT
 from apps.simulator.changes import FIRMWARE_COMPONENTS
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import SimulatedNode
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 
 FIRMWARE_DIR = "/var/lib/rackpilot/firmware"
 PYTHON_VERSION = "3.10.12"  # Ubuntu 22.04's python3
@@ -19,7 +19,7 @@ WHEEL_SIZES_MB = {"torch": 821.2, "tensorflow": 644.9}
 # --- apt-get install, dpkg-query ---------------------------------------------------------------------------------
 
 DEB_VERSION = re.compile(r"^(?P<version>[0-9][0-9A-Za-z.~]*)-(?P<revision>[0-9][0-9A-Za-z.+~]*)$")
-CUDA_TOOLKIT = re.compile(r"^cuda-toolkit-(?P<major>\d+)-(?P<minor>\d+)$")
+CUDA_TOOLKIT = re.compile(r"^cuda-toolkit-(?P<major>[0-9]+)-(?P<minor>[0-9]+)$")
 
 
 def _package_versions(state: SimulatedNode) -> dict[str, str]:

@@ -3,8 +3,8 @@
 import hashlib
 
 from apps.simulator.model import noise
-from apps.simulator.shell import CommandOutput, Context, fail, ok
 from apps.simulator.state import CHECKPOINT_DIR, SimCheckpoint, SimulatedNode, SimVolume
+from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import util_linux_json
 
 MANIFEST = f"{CHECKPOINT_DIR}/SHA256SUMS"

@@ -6,9 +6,10 @@ import binascii
 import time
 
 from apps.nodeexec.catalogue import NIC_FACTS_SCRIPT, WRITE_FILE_SCRIPT
+from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
-from apps.simulator.shell import CommandOutput, Context, fail, not_found, ok
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
+from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
@@ -207,7 +208,7 @@ def read_file(context: Context, path: str) -> str | None:
             return f"{nic.effective_speed_gbps * 1000 if nic.link_up else -1}\n"
         if attribute in ("operstate", "carrier"):
             return ("up\n" if nic.link_up else "down\n") if attribute == "operstate" else f"{int(nic.link_up)}\n"
-        if attribute.startswith("ecn/roce_") and parts[-2] == "enable" and parts[-1].isdigit():
+        if attribute.startswith("ecn/roce_") and parts[-2] == "enable" and is_whole_number(parts[-1]):
             return f"{int(nic.ecn)}\n"
     return read_storage_file(context, path)
 
@@ -267,7 +268,7 @@ def true(context: Context, argv: list[str]) -> CommandOutput:
 
 def sleep(context: Context, argv: list[str]) -> CommandOutput:
     try:
-        seconds = float(argv[1])
+        seconds = decimal_number(argv[1])
     except (IndexError, ValueError):
         return fail(1, "sleep: missing operand\nTry 'sleep --help' for more information.\n")
     time.sleep(min(max(seconds, 0.0), SLEEP_CAP_S))
@@ -369,7 +370,7 @@ def _sysfs_ecn(context: Context, path: str) -> tuple[str, str] | None:
         and parts[5:6] == ["ecn"]
         and parts[6] in ("roce_np", "roce_rp")
         and parts[7] == "enable"
-        and parts[8].isdigit()
+        and is_whole_number(parts[8])
     ):
         return parts[4], path
     return None

@@ -13,7 +13,8 @@ from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
 from apps.inventory.models import Node
 from apps.simulator import services
-from apps.simulator.choices import FaultKind
+from apps.simulator.digits import integer
+from apps.simulator.faults.kinds import FAULT_KINDS
 from apps.simulator.models import SimFault
 
 
@@ -26,13 +27,13 @@ class Command(BaseCommand):
         fault_actions = fault.add_subparsers(dest="fault_action", required=True)
         inject = fault_actions.add_parser("inject", help="Give a node a fault.")
         inject.add_argument("node", help="Host name.")
-        inject.add_argument("kind", choices=FaultKind.values)
+        inject.add_argument("kind", choices=list(FAULT_KINDS))
         inject.add_argument("--target", default="", help="GPU index, NIC, priority, mount point or file.")
         inject.add_argument("--param", action="append", default=[], metavar="NAME=N", help="e.g. --param mtu=1500")
         inject.add_argument("--user", metavar="USERNAME", help="Record the fault as this user's.")
         clear = fault_actions.add_parser("clear", help="Remove a node's faults (of one kind, or all).")
         clear.add_argument("node")
-        clear.add_argument("kind", nargs="?", choices=FaultKind.values)
+        clear.add_argument("kind", nargs="?", choices=list(FAULT_KINDS))
         listing = fault_actions.add_parser("list", help="List faults.")
         listing.add_argument("--json", action="store_true")
         reset = actions.add_parser("reset", help="Forget the changes commands made on a node.")
@@ -78,9 +79,10 @@ class Command(BaseCommand):
         parameters = {}
         for item in options["param"]:
             name, _, value = item.partition("=")
-            if not value.lstrip("-").isdigit():
-                raise CommandError(f"--param {item}: give NAME=NUMBER, e.g. mtu=1500.")
-            parameters[name] = int(value)
+            try:
+                parameters[name] = integer(value)
+            except ValueError:
+                raise CommandError(f"--param {item}: give NAME=NUMBER, e.g. mtu=1500.") from None
         try:
             fault = services.inject_fault(
                 node=self._node(options["node"]),
@@ -92,9 +94,7 @@ class Command(BaseCommand):
         except ValidationError as error:
             problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
             raise CommandError(problems) from None
-        self.stdout.write(
-            f"Injected {fault.kind} into {fault.node.hostname}{' ' + fault.target if fault.target else ''}."
-        )
+        self.stdout.write(f"{fault.summary} injected.")
 
     def _list(self, options) -> None:
         faults = SimFault.objects.select_related("node").order_by("node__hostname", "kind", "target")

@@ -1,0 +1,231 @@
+"""The fault kinds, one entry each: adding a kind is adding an entry here (its value becomes a SimFault.kind choice,
+so a new kind also needs a migration that only alters those choices)."""
+
+from apps.simulator.changes import nic_key
+from apps.simulator.faults.spec import FaultError, FaultSpec, Parameter
+from apps.simulator.faults.targets import FILE, GPU, MOUNT, NIC, NODE, PRIORITY
+from apps.simulator.state import SimulatedNode
+
+
+def _mtu(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.nic(target).mtu = parameters["mtu"]
+
+
+MTU = FaultSpec(
+    value="mtu",
+    label="MTU 1500 on a data NIC",
+    colour="orange",
+    target=NIC,
+    parameters={"mtu": Parameter(1500, 68, 9216)},
+    apply=_mtu,
+    fixed_by=lambda nic: nic_key(nic, "mtu"),  # ip link set dev NIC mtu 9000
+    sentence=lambda nic, parameters: f"MTU {parameters['mtu']} on {nic}",
+)
+
+
+def _pfc_off(state: SimulatedNode, target: str, parameters: dict) -> None:
+    for nic in state.data_nics:
+        nic.pfc_priorities = [priority for priority in nic.pfc_priorities if priority != int(target)]
+
+
+PFC_OFF = FaultSpec(
+    value="pfc_off",
+    label="PFC off on a priority",
+    colour="orange",
+    target=PRIORITY,
+    apply=_pfc_off,
+    fixed_by=lambda priority: nic_key("*", "pfc"),  # mlnx_qos -i NIC --pfc ..., on any data NIC
+    sentence=lambda priority, parameters: f"PFC off for priority {priority} on every data NIC",
+)
+
+
+def _nvlink_down(state: SimulatedNode, target: str, parameters: dict) -> None:
+    gpu = state.gpu(int(target))
+    link = min(parameters["link"], gpu.facts.nvlinks - 1)
+    if link not in gpu.nvlinks_down:
+        gpu.nvlinks_down.append(link)
+
+
+NVLINK_DOWN = FaultSpec(
+    value="nvlink_down",
+    label="NVLink down",
+    colour="orange",
+    target=GPU,
+    parameters={"link": Parameter(17, 0, 17)},
+    apply=_nvlink_down,
+    sentence=lambda gpu, parameters: f"NVLink {parameters['link']} down on GPU {gpu}",
+)
+
+
+def _xid79(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.gpu(int(target)).present = False
+
+
+XID79 = FaultSpec(
+    value="xid79",
+    label="GPU fallen off the bus (XID 79)",
+    colour="red",
+    target=GPU,
+    apply=_xid79,
+    sentence=lambda gpu, parameters: f"GPU {gpu} fallen off the bus (XID 79)",
+)
+
+
+def _ecc(state: SimulatedNode, target: str, parameters: dict) -> None:
+    gpu = state.gpu(int(target))
+    gpu.ecc_uncorrectable += parameters["count"]
+    gpu.remap_pending = True
+
+
+def _ecc_sentence(gpu: str, parameters: dict) -> str:
+    count = parameters["count"]
+    return f"{count} uncorrectable ECC error{'s' if count != 1 else ''} on GPU {gpu} (row remap pending)"
+
+
+ECC = FaultSpec(
+    value="ecc",
+    label="Uncorrectable ECC / row remap pending",
+    colour="red",
+    target=GPU,
+    parameters={"count": Parameter(1, 1, 65535)},
+    apply=_ecc,
+    sentence=_ecc_sentence,
+)
+
+
+def _thermal(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.gpu(int(target)).thermal_c = parameters["temperature"]
+
+
+THERMAL = FaultSpec(
+    value="thermal",
+    label="Thermal slowdown",
+    colour="orange",
+    target=GPU,
+    parameters={"temperature": Parameter(92, 80, 110)},
+    apply=_thermal,
+    sentence=lambda gpu, parameters: f"thermal slowdown of GPU {gpu} at {parameters['temperature']} °C",
+)
+
+
+def _pcie_downtrained(state: SimulatedNode, target: str, parameters: dict) -> None:
+    gpu = state.gpu(int(target))
+    gpu.pcie_gen = min(parameters["gen"], gpu.pcie_gen_max)
+    gpu.pcie_width = parameters["width"]
+
+
+PCIE_DOWNTRAINED = FaultSpec(
+    value="pcie_downtrained",
+    label="PCIe link downtrained",
+    colour="orange",
+    target=GPU,
+    parameters={"gen": Parameter(3, 1, 5), "width": Parameter(8, 1, 16)},
+    apply=_pcie_downtrained,
+    sentence=lambda gpu, parameters: (
+        f"PCIe link of GPU {gpu} downtrained to Gen{parameters['gen']} x{parameters['width']}"
+    ),
+)
+
+
+def _nic_down(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.nic(target).link_up = False
+
+
+NIC_DOWN = FaultSpec(
+    value="nic_down",
+    label="NIC link down",
+    colour="red",
+    target=NIC,
+    apply=_nic_down,
+    sentence=lambda nic, parameters: f"link down on {nic}",
+)
+
+
+def _disk_full(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.volume(target).full = True
+
+
+DISK_FULL = FaultSpec(
+    value="disk_full",
+    label="Disk full",
+    colour="red",
+    target=MOUNT,
+    apply=_disk_full,
+    sentence=lambda mount, parameters: f"full disk at {mount}",
+)
+
+
+def _corrupt_checkpoint(state: SimulatedNode, target: str, parameters: dict) -> None:
+    for checkpoint in state.checkpoints:
+        if checkpoint.path == target:
+            checkpoint.corrupt = True
+
+
+CORRUPT_CHECKPOINT = FaultSpec(
+    value="corrupt_checkpoint",
+    label="Corrupt checkpoint",
+    colour="red",
+    target=FILE,
+    apply=_corrupt_checkpoint,
+    sentence=lambda path, parameters: f"corrupt checkpoint {path}",
+)
+
+
+def _straggler(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.straggler = True
+    for gpu in state.gpus:
+        gpu.clock_cap_mhz = parameters["sm_clock_mhz"]
+
+
+STRAGGLER = FaultSpec(
+    value="straggler",
+    label="Straggler node",
+    colour="orange",
+    target=NODE,
+    parameters={"sm_clock_mhz": Parameter(1095, 210, 1980)},
+    apply=_straggler,
+    sentence=lambda _, parameters: f"straggler (SM clocks capped at {parameters['sm_clock_mhz']} MHz)",
+)
+
+
+def _ptp_unsynced(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.ptp_synchronised = False
+
+
+PTP_UNSYNCED = FaultSpec(
+    value="ptp_unsynced",
+    label="PTP clock not synchronised",
+    colour="orange",
+    target=NODE,
+    apply=_ptp_unsynced,
+    sentence=lambda _, parameters: "unsynchronised PTP clock",
+)
+
+
+# In the order the page lists them; their values and labels are SimFault.kind's choices.
+FAULT_KINDS: dict[str, FaultSpec] = {
+    spec.value: spec
+    for spec in (
+        MTU,
+        PFC_OFF,
+        NVLINK_DOWN,
+        XID79,
+        ECC,
+        THERMAL,
+        PCIE_DOWNTRAINED,
+        NIC_DOWN,
+        DISK_FULL,
+        CORRUPT_CHECKPOINT,
+        STRAGGLER,
+        PTP_UNSYNCED,
+    )
+}
+CHOICES = [(spec.value, spec.label) for spec in FAULT_KINDS.values()]
+
+
+def fault_kind(value: str) -> FaultSpec:
+    """The kind's entry; FaultError("kind", ...) for a value that is no kind."""
+    try:
+        return FAULT_KINDS[value]
+    except (KeyError, TypeError):
+        raise FaultError("kind", f"{value!r} is not a fault kind; choose one of {', '.join(FAULT_KINDS)}.") from None

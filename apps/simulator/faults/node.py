@@ -1,0 +1,25 @@
+"""A node's faults: checking one before it is stored, and applying the stored ones to the node's state."""
+
+from apps.simulator.faults.kinds import fault_kind
+from apps.simulator.faults.spec import FaultError
+from apps.simulator.state import SimulatedNode
+
+
+def check_fault(state: SimulatedNode, kind: str, target: str, parameters: dict) -> tuple[str, dict]:
+    """The target (default filled in) and parameters (defaults filled in) of a fault this node can have."""
+    spec = fault_kind(kind)
+    target = (target or "").strip() or spec.target.default(state)
+    spec.target.check(state, kind, target)
+    return target, spec.check_parameters(parameters or {})
+
+
+def apply_faults(state: SimulatedNode, faults) -> SimulatedNode:
+    """Apply stored faults (anything with kind, target, parameters) in a fixed order; stale targets are skipped."""
+    for fault in sorted(faults, key=lambda fault: (fault.kind, fault.target)):
+        try:
+            target, parameters = check_fault(state, fault.kind, fault.target, fault.parameters)
+        except FaultError:
+            continue  # the inventory changed under the fault (a NIC renamed); the fault no longer applies
+        fault_kind(fault.kind).apply(state, target, parameters)
+        state.faults.append((fault.kind, target))
+    return state

@@ -1,0 +1,76 @@
+"""The shape of a fault kind's registry entry, and the error a fault that cannot apply raises."""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from apps.simulator.state import SimulatedNode
+
+
+class FaultError(ValueError):
+    """A fault that cannot be applied to this node; `field` names what is wrong."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class Target(ABC):
+    """What a fault applies to (a GPU index, a data NIC, ...): its default on a node, and whether a node has it."""
+
+    label = ""
+
+    def default(self, state: SimulatedNode) -> str:
+        return ""  # the whole node
+
+    @abstractmethod
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        """Raise FaultError("target", ...) when the node has no such target."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A whole-number parameter of a fault kind, with the value it takes when not given."""
+
+    default: int
+    low: int
+    high: int
+
+    def check(self, name: str, value) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
+            raise FaultError(
+                "parameters", f"{name} must be a whole number from {self.low} to {self.high}, not {value!r}."
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault kind. `value` is what SimFault.kind stores; `apply` changes a node's state the way the real fault
+    changes what the tools print; `fixed_by` gives the change key (a '*' matches any NIC) of a command that repairs
+    the fault, such as `ip link set mtu 9000`, or None when only clearing the fault does; `sentence` names one
+    fault of the kind, as in "MTU 1500 on ens1np0"."""
+
+    value: str
+    label: str
+    colour: str  # of the badge: red takes the node out of work, orange degrades it
+    target: Target
+    apply: Callable[[SimulatedNode, str, dict], None]
+    sentence: Callable[[str, dict], str]
+    parameters: dict[str, Parameter] = field(default_factory=dict)
+    fixed_by: Callable[[str], str] | None = None
+
+    def check_parameters(self, parameters) -> dict:
+        """The parameters with defaults filled in; FaultError for unknown names and values out of bounds."""
+        if not isinstance(parameters, dict):
+            raise FaultError("parameters", 'parameters are a JSON object, e.g. {"mtu": 1500}.')
+        unknown = set(parameters) - set(self.parameters)
+        if unknown:
+            takes = ", ".join(sorted(self.parameters)) or "no parameters"
+            raise FaultError("parameters", f"a {self.value} fault takes {takes}, not {', '.join(sorted(unknown))}.")
+        return {name: spec.check(name, parameters.get(name, spec.default)) for name, spec in self.parameters.items()}
+
+    def describe(self, target: str, parameters: dict) -> str:
+        """The sentence naming one fault of this kind; stored parameters missing a name read as its default."""
+        defaults = {name: spec.default for name, spec in self.parameters.items()}
+        return self.sentence(target, {**defaults, **(parameters or {})})

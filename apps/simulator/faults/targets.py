@@ -1,0 +1,81 @@
+"""What a fault can apply to on a simulated node, each with its default and its check."""
+
+from apps.simulator.digits import is_whole_number
+from apps.simulator.faults.spec import FaultError, Target
+from apps.simulator.state import SimulatedNode
+
+
+class GpuIndex(Target):
+    label = "GPU index"
+
+    def default(self, state: SimulatedNode) -> str:
+        return str(state.gpus[0].index) if state.gpus else ""
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        if not is_whole_number(target) or state.gpu(int(target)) is None:
+            indexes = ", ".join(str(gpu.index) for gpu in state.gpus) or "none"
+            raise FaultError("target", f"{state.hostname} has no GPU {target!r} (GPU indexes: {indexes}).")
+
+
+class DataNic(Target):
+    label = "NIC name"
+
+    def default(self, state: SimulatedNode) -> str:
+        return state.data_nics[0].name if state.data_nics else ""
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        nic = state.nic(target)
+        if nic is None or not nic.is_data:
+            names = ", ".join(nic.name for nic in state.data_nics) or "none"
+            raise FaultError("target", f"{state.hostname} has no data NIC {target!r} (data NICs: {names}).")
+
+
+class PfcPriority(Target):
+    label = "PFC priority (0-7)"
+
+    def default(self, state: SimulatedNode) -> str:
+        priorities = sorted({priority for nic in state.data_nics for priority in nic.pfc_priorities})
+        return str(priorities[0]) if priorities else "3"
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        if not (is_whole_number(target) and 0 <= int(target) <= 7):
+            raise FaultError("target", f"a PFC priority is 0 to 7, not {target!r}.")
+
+
+class MountPoint(Target):
+    label = "Mount point"
+
+    def default(self, state: SimulatedNode) -> str:
+        return "/checkpoints" if state.volume("/checkpoints") else "/"
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        if state.volume(target) is None:
+            mounts = ", ".join(volume.mount_point for volume in state.volumes)
+            raise FaultError("target", f"{state.hostname} mounts nothing at {target!r} (mounts: {mounts}).")
+
+
+class CheckpointFile(Target):
+    label = "Checkpoint file"
+
+    def default(self, state: SimulatedNode) -> str:
+        return state.checkpoints[-1].path if state.checkpoints else ""
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        if not any(checkpoint.path == target for checkpoint in state.checkpoints):
+            raise FaultError("target", f"{state.hostname} has no checkpoint {target!r}.")
+
+
+class WholeNode(Target):
+    label = "The whole node"
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        if target:
+            raise FaultError("target", f"a {kind} fault applies to the whole node; leave the target empty.")
+
+
+GPU = GpuIndex()
+NIC = DataNic()
+PRIORITY = PfcPriority()
+MOUNT = MountPoint()
+FILE = CheckpointFile()
+NODE = WholeNode()

@@ -1,0 +1,81 @@
+"""What a simulated tool is given and gives back: the Context of one command, and its CommandOutput.
+
+Tools import this module, never apps.simulator.shell: the shell imports every tool to dispatch to it, so a tool that
+needs the shell (a script running other commands) reaches it through Context.run, which the shell fills in.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from apps.simulator.changes import apply_change
+from apps.simulator.state import SimulatedNode
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    exit_code: int
+    stdout: str
+    stderr: str = ""
+
+    def as_tuple(self) -> tuple[int, str, str]:
+        return self.exit_code, self.stdout, self.stderr
+
+
+class Context:
+    """What a tool sees: the node's state, the seed for its noise, and how busy the GPUs are (0 idle .. 1 GEMM).
+
+    The state is built on first use, so `true`, `sleep` or `hostname` cost no inventory reads (fan-out benchmarks).
+    """
+
+    def __init__(
+        self,
+        *,
+        state: SimulatedNode | None = None,
+        loader: Callable[[], SimulatedNode] | None = None,
+        hostname: str | None = None,
+        seed: int = 0,
+        load: float = 0.0,
+        env: dict[str, str] | None = None,
+    ):
+        if state is None and loader is None:
+            raise ValueError("a Context needs a state or a loader")
+        self._state, self._loader, self._hostname = state, loader, hostname
+        self.seed, self.load = seed, load
+        self.env: dict[str, str] = dict(env or {})  # NAME=VALUE given through `env` (what NCCL reads first)
+        self.changes: dict[str, object] = {}  # what the command changed, for the caller to store
+        self.shell: Callable[[Context, list[str]], CommandOutput] | None = None  # set by the shell that runs us
+
+    def change(self, key: str, value) -> None:
+        """Record a change the command makes and apply it to the state, so the rest of the command sees it."""
+        apply_change(self.state, key, value)
+        self.changes[key] = value
+
+    def run(self, argv: list[str]) -> CommandOutput:
+        """Run another command on the same node, as a script does, through the shell running this one."""
+        if self.shell is None:
+            raise RuntimeError("Context.run needs the shell: run the outer command with apps.simulator.shell.run")
+        return self.shell(self, argv)
+
+    @cached_property
+    def state(self) -> SimulatedNode:
+        return self._state if self._state is not None else self._loader()
+
+    @property
+    def hostname(self) -> str:
+        return self._hostname or self.state.hostname
+
+
+Tool = Callable[[Context, list[str]], CommandOutput]
+
+
+def ok(stdout: str) -> CommandOutput:
+    return CommandOutput(0, stdout, "")
+
+
+def fail(exit_code: int, stderr: str, stdout: str = "") -> CommandOutput:
+    return CommandOutput(exit_code, stdout, stderr)
+
+
+def not_found(name: str) -> CommandOutput:
+    return CommandOutput(127, "", f"bash: {name}: command not found\n")
