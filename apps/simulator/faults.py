@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.simulator.choices import FAULT_TARGETS, FaultKind, FaultTarget
 from apps.simulator.state import SimulatedNode
 
@@ -16,7 +17,7 @@ class FaultError(ValueError):
 
 # Parameters each kind takes, with their defaults and bounds: (default, minimum, maximum).
 PARAMETERS: dict[str, dict[str, tuple[int, int, int]]] = {
-    FaultKind.MTU: {"mtu": (1500, 68, 9216)},
+    FaultKind.MTU: {"mtu": (1500, MTU_MIN, MTU_MAX)},
     FaultKind.NVLINK_DOWN: {"link": (17, 0, 17)},
     FaultKind.ECC: {"count": (1, 1, 65535)},
     FaultKind.THERMAL: {"temperature": (92, 80, 110)},

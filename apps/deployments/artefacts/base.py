@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from apps.inventory.choices import MTU_MAX, MTU_MIN
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
@@ -189,7 +191,7 @@ def options_errors(options: dict[str, Any] | None) -> dict[str, str]:
         check(f"versions.{key}", None if isinstance(value, str) and VERSION_RE.match(value) else "must look like 1.2.3")
 
     network = opts["network"]
-    check("network.mtu", int_error(network["mtu"], 1280, 9216))
+    check("network.mtu", int_error(network["mtu"], MTU_MIN, MTU_MAX))
     check("network.rss_queues", int_error(network["rss_queues"], 1, 63))
     check("network.rdma_priority", int_error(network["rdma_priority"], 0, 7))
     check("network.dscp", int_error(network["dscp"], 0, 63))
