@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from apps.deployments.options import PLAN_DEFAULTS
 from apps.inventory.choices import MTU_MAX, MTU_MIN
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -34,24 +35,6 @@ TEXT_MEDIA_TYPE = "text/plain"
 
 
 SHELL_MEDIA_TYPE = "text/x-shellscript"
-
-
-DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "versions": {
-        "driver": "580.159.04",
-        "cuda": "13.0",
-        "nccl": "2.28.3",
-        "openmpi": "4.1.6",
-        "pytorch": "2.9.0",
-        "tensorflow": "2.19.0",
-    },
-    "network": {"mtu": 9000, "rss_queues": 32, "rdma_priority": 3, "dscp": 26, "ecn": True},
-    "nccl": {"socket_ifname": "", "ib_hca": "", "debug": "INFO"},
-    "cgroup": {"slice": "training.slice", "system_cpus_per_socket": 2, "system_memory_gib": 32},
-    "scheduler": {"scheduler_name": "rackpilot-gpu", "placement": "leaf", "idle_reclaim_minutes": 30},
-    "checkpoints": {"every_steps": 1000, "mount": "/checkpoints", "tier": "hot", "keep_last": 3},
-    "environment": {},
-}
 
 
 LEAF_LABEL = "rackpilot.io/leaf"
@@ -136,10 +119,10 @@ class ArtefactError(ValueError):
 
 
 def with_defaults(options: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Return a copy of ``options`` with every missing section and key filled from :data:`DEFAULT_OPTIONS`."""
+    """Return a copy of ``options`` with every missing section and key filled from the plan's defaults."""
     options = options or {}
     merged: dict[str, dict[str, Any]] = {}
-    for section, defaults in DEFAULT_OPTIONS.items():
+    for section, defaults in PLAN_DEFAULTS.items():
         given = options.get(section)
         merged[section] = {**defaults, **given} if isinstance(given, dict) else dict(defaults)
     for key, value in options.items():
@@ -183,7 +166,7 @@ def options_errors(options: dict[str, Any] | None) -> dict[str, str]:
         if message:
             errors[path] = message
 
-    for section in DEFAULT_OPTIONS:
+    for section in PLAN_DEFAULTS:
         if options and section in options and not isinstance(options[section], dict):
             errors[section] = "must be a mapping"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, Phase
+from apps.deployments.options import PLAN_DEFAULTS
 from apps.nodeexec import catalogue
 from apps.parsers.errors import ParseError
 
@@ -53,8 +54,9 @@ class NodeContext:
     def rdma_nics(self) -> tuple[Nic, ...]:
         return tuple(nic for nic in self.data_nics if nic.rdma_device)
 
-    def option(self, section: str, name: str, default=None):
-        return (self.options.get(section) or {}).get(name, default)
+    def option(self, section: str, name: str):
+        """The plan's value, or the plan's default where the stored options lack it."""
+        return (self.options.get(section) or {}).get(name, PLAN_DEFAULTS[section][name])
 
 
 @dataclass(frozen=True)

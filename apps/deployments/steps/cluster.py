@@ -117,7 +117,7 @@ class Cgroup(ConfigFile):
     description = "A systemd slice that keeps training work off the system's CPUs and memory, with GPU access."
 
     def file_path(self, node):
-        return f"/etc/systemd/system/{node.option('cgroup', 'slice', 'training.slice')}"
+        return "/etc/systemd/system/" + node.option("cgroup", "slice")
 
 
 def _nccl_warnings(text: str) -> list:
@@ -145,7 +145,7 @@ class NcclEnvironment(ConfigFile):
 
     def judge(self, node, outputs):
         findings = [self.file_finding(node, outputs)]
-        spec = str(node.option("nccl", "socket_ifname", ""))
+        spec = str(node.option("nccl", "socket_ifname"))
         names = [link.name for link in parse(outputs, "links", network.parse_ip_link).links]
         if spec:
             matched = socket_ifname_selects(spec, names)

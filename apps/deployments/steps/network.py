@@ -1,9 +1,10 @@
-"""Phase 1, network: data NIC links up at their speed, MTU 9000 end to end, RSS queues, RoCE with PFC on the RDMA
-priority and ECN, and the clock synchronised by PTP."""
+"""Phase 1, network: data NIC links up at their speed, the plan's jumbo MTU end to end, RSS queues, RoCE with PFC on
+the RDMA priority and ECN, and the clock synchronised by PTP."""
 
 import base64
 
 from apps.deployments.choices import Outcome
+from apps.deployments.options import PLAN_DEFAULTS
 from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, equal, excerpt, measured, parse, text_of
 from apps.parsers import network, provisioning
 
@@ -63,7 +64,9 @@ class NicLinks(Step):
 class Mtu(Step):
     name, label = "mtu", "MTU on data NICs"
     disruptive = True  # changing the MTU restarts the NIC's queues: traffic on it stops for a moment
-    description = "Every data NIC at the plan's MTU (9000), as the switch ports are."
+    description = (
+        f"Every data NIC at the plan's MTU ({PLAN_DEFAULTS['network']['mtu']} unless edited), as the switch ports are."
+    )
 
     def applies_to(self, node):
         return bool(node.data_nics)
@@ -72,7 +75,7 @@ class Mtu(Step):
         return [call("ip-link", "links")]
 
     def judge(self, node, outputs):
-        wanted = node.option("network", "mtu", 9000)
+        wanted = node.option("network", "mtu")
         links = {link.name: link for link in parse(outputs, "links", network.parse_ip_link).links}
         findings = []
         for nic in node.data_nics:
@@ -93,7 +96,7 @@ class Mtu(Step):
         return findings
 
     def fixes(self, node, findings):
-        wanted = node.option("network", "mtu", 9000)
+        wanted = node.option("network", "mtu")
         names = (
             [nic.name for nic in node.data_nics] if findings is None else [f.subject for f in findings if not f.passed]
         )
@@ -111,7 +114,7 @@ class RssQueues(Step):
         return [call("ethtool-channels", f"nic:{nic.name}", interface=nic.name) for nic in node.data_nics]
 
     def _wanted(self, node, channels) -> int:
-        wanted = node.option("network", "rss_queues", 32)
+        wanted = node.option("network", "rss_queues")
         maximum = channels.maximum.get("combined")
         return min(wanted, maximum) if maximum else wanted
 
@@ -134,7 +137,7 @@ class RssQueues(Step):
         return findings
 
     def fixes(self, node, findings):
-        wanted = node.option("network", "rss_queues", 32)
+        wanted = node.option("network", "rss_queues")
         if findings is None:
             return [call("set-channels", f"rss:{n.name}", interface=n.name, number=wanted) for n in node.data_nics]
         return [
@@ -153,14 +156,14 @@ class Roce(Step):
         return bool(node.rdma_nics)
 
     def _priority(self, node) -> int:
-        return int(node.option("network", "rdma_priority", 3))
+        return int(node.option("network", "rdma_priority"))
 
     def reads(self, node):
         priority = self._priority(node)
         calls = []
         for nic in node.rdma_nics:
             calls.append(call("mlnx-qos", f"qos:{nic.name}", interface=nic.name))
-            if node.option("network", "ecn", True):
+            if node.option("network", "ecn"):
                 calls.append(call("read-file", f"ecn:{nic.name}", path=ecn_path(nic.name, "roce_np", priority)))
         return calls
 
@@ -183,7 +186,7 @@ class Roce(Step):
                     problem="" if good else "pfc",
                 )
             )
-            if node.option("network", "ecn", True):
+            if node.option("network", "ecn"):
                 flag = text_of(outputs, f"ecn:{nic.name}").strip()
                 enabled = flag == "1"
                 findings.append(

@@ -188,12 +188,12 @@ class Checkpoints(ConfigFile):
     description = "Checkpoints every N steps to the chosen storage tier, which is mounted and has room."
 
     def reads(self, node):
-        mount = node.option("checkpoints", "mount", "/checkpoints")
+        mount = node.option("checkpoints", "mount")
         return super().reads(node) + [call("df-path", "df", path=mount)]
 
     def judge(self, node, outputs):
         findings = [self.file_finding(node, outputs)]
-        mount = node.option("checkpoints", "mount", "/checkpoints")
+        mount = node.option("checkpoints", "mount")
         systems = parse(outputs, "df", provisioning.parse_df).file_systems
         # df names the file system holding the path: the longest mount point that is a prefix of it.
         holding = [
