@@ -3,7 +3,7 @@ the RDMA priority and ECN, and the clock synchronised by PTP."""
 
 import base64
 
-from apps.deployments.choices import Outcome
+from apps.deployments.choices import Outcome, Problem
 from apps.deployments.options import PLAN_DEFAULTS
 from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, equal, excerpt, measured, parse, text_of
 from apps.parsers import network, provisioning
@@ -42,7 +42,7 @@ class NicLinks(Step):
                         value="no link",
                         criterion="Link detected: yes",
                         evidence=evidence,
-                        problem="nic_down",
+                        problem=Problem.NIC_DOWN,
                     )
                 )
                 continue
@@ -54,7 +54,7 @@ class NicLinks(Step):
                     f"{speed}G",
                     f"{nic.speed_gbps}G",
                     what="link speed",
-                    problem="nic_speed",
+                    problem=Problem.NIC_SPEED,
                     evidence=evidence,
                 )
             )
@@ -89,7 +89,7 @@ class Mtu(Step):
                     link.mtu,
                     wanted,
                     what="MTU",
-                    problem="mtu",
+                    problem=Problem.MTU,
                     evidence=f"{link.index}: {nic.name}: <{','.join(link.flags)}> mtu {link.mtu} state {link.state}",
                 )
             )
@@ -129,7 +129,7 @@ class RssQueues(Step):
                     channels.current.get("combined"),
                     self._wanted(node, channels),
                     what="combined channels",
-                    problem="rss",
+                    problem=Problem.RSS,
                     evidence=f"{nic.name}: Combined max {channels.maximum.get('combined')}, "
                     f"current {channels.current.get('combined')}",
                 )
@@ -183,7 +183,7 @@ class Roce(Step):
                     value=f"trust {qos.trust}, PFC on {[i for i, on in enumerate(qos.pfc_enabled) if on] or 'none'}",
                     criterion=f"trust dscp and PFC on priority {priority} only",
                     evidence=excerpt(text, "trust", "enabled", "Priority trust"),
-                    problem="" if good else "pfc",
+                    problem="" if good else Problem.PFC,
                 )
             )
             if node.option("network", "ecn"):
@@ -197,7 +197,7 @@ class Roce(Step):
                         value="enabled" if enabled else "disabled",
                         criterion=f"ECN enabled on priority {priority}",
                         evidence=f"{ecn_path(nic.name, 'roce_np', priority)}: {flag}",
-                        problem="" if enabled else "ecn",
+                        problem="" if enabled else Problem.ECN,
                     )
                 )
         return findings
@@ -236,7 +236,7 @@ class Ptp(Step):
                     value=tracking.leap_status,
                     criterion="chrony synchronised to a PTP hardware clock",
                     evidence=evidence,
-                    problem="ptp",
+                    problem=Problem.PTP,
                 )
             ]
         return [
@@ -245,7 +245,7 @@ class Ptp(Step):
                 "",
                 abs(tracking.system_offset_ns),
                 node.criteria["ptp_offset"],
-                problem="ptp",
+                problem=Problem.PTP,
                 evidence=evidence,
             )
         ]
