@@ -10,6 +10,7 @@ from django import forms
 
 from apps.deployments import catalogue
 from apps.deployments.artefacts import NCCL_DEBUG_LEVELS, PLACEMENTS
+from apps.deployments.artefacts.base import ALLOWED_ENV_PREFIXES
 from apps.deployments.choices import Comparator
 from apps.deployments.kinds import Deploy
 from apps.deployments.options import PLAN_DEFAULTS, merged
@@ -174,7 +175,9 @@ class VersionsForm(forms.Form):
         required=False,
         label="Extra environment",
         widget=forms.Textarea(attrs={"rows": 4, "class": "mono", "placeholder": "WANDB_PROJECT=llama-pretrain"}),
-        help_text="One KEY=value a line.",
+        help_text="One KEY=value a line. GPU, communication and framework settings only: names starting with "
+        + ", ".join(ALLOWED_ENV_PREFIXES)
+        + " (none that loads a plugin or library).",
     )
 
     def __init__(self, *args, **kwargs):

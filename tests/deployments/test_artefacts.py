@@ -127,13 +127,25 @@ def test_environment_exports_cuda_paths_and_xla():
     ["it's", 'say "hi"', "$(rm -rf /)", "`id`", "${HOME}", "a;b && c | d", "back\\slash", "", "  spaced  "],
 )
 def test_environment_values_are_quoted_and_parse_back_unchanged(value):
-    options = with_options(environment={"EXTRA_VAR": value})
+    options = with_options(environment={"WANDB_NOTES": value})
 
     content = render("environment", options, NODES, deployment_name="h200-r04").content
 
-    line = next(line for line in content.splitlines() if line.startswith("export EXTRA_VAR="))
-    assert shlex.split(line) == ["export", f"EXTRA_VAR={value}"]
-    assert artefacts.parse_environment(content)["EXTRA_VAR"] == value
+    line = next(line for line in content.splitlines() if line.startswith("export WANDB_NOTES="))
+    assert shlex.split(line) == ["export", f"WANDB_NOTES={value}"]
+    assert artefacts.parse_environment(content)["WANDB_NOTES"] == value
+
+
+@pytest.mark.parametrize(
+    "line", ["export LD_PRELOAD=/tmp/x.so", "export PROMPT_COMMAND=id", "export WANDB_NOTES='a\x1bb'"]
+)
+def test_environment_validation_refuses_a_stored_file_the_plan_could_not_have_made(line):
+    artefact = by_name()["environment"]
+    corrupted = dataclasses.replace(artefact, content=artefact.content + line + "\n")
+
+    with pytest.raises(ArtefactError) as error:
+        validate(corrupted)
+    assert error.value.name == "environment"
 
 
 def test_environment_validation_refuses_command_substitution():
@@ -385,7 +397,16 @@ def test_the_plan_takes_every_mtu_a_nic_may_have(mtu):
     assert "network.mtu" not in options_errors(with_options(network={"mtu": mtu}))
 
 
-@pytest.mark.parametrize(("name", "message"), [("lower_case", "name must match"), ("PATH", "set by Rackpilot")])
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("lower_case", "name must match"),
+        ("PATH", "set by Rackpilot"),
+        ("LD_PRELOAD", "LD_PRELOAD is not allowed"),
+        ("EXTRA_VAR", "EXTRA_VAR is not allowed"),
+        ("NCCL_TUNER_PLUGIN", "NCCL_TUNER_PLUGIN is not allowed"),
+    ],
+)
 def test_environment_names_are_checked(name, message):
     errors = options_errors(with_options(environment={name: "x"}))
 
@@ -393,9 +414,9 @@ def test_environment_names_are_checked(name, message):
 
 
 def test_environment_value_with_newline_is_refused():
-    errors = options_errors(with_options(environment={"EXTRA_VAR": "a\nb"}))
+    errors = options_errors(with_options(environment={"WANDB_NOTES": "a\nb"}))
 
-    assert "environment.EXTRA_VAR" in errors
+    assert "environment.WANDB_NOTES" in errors
 
 
 def test_unknown_artefact_name_is_refused():
