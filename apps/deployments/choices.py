@@ -66,6 +66,36 @@ class Comparator(models.TextChoices):
     EQUAL = "eq", "equal to"
 
 
+class Problem(models.TextChoices):
+    """A known problem a failed check points to (Finding.problem, Suggestion.problem); each has its advice in
+    apps.deployments.suggestions.ADVICE."""
+
+    XID79 = "xid79", "GPU fallen off the bus (XID 79)"
+    GPU_MISSING = "gpu_missing", "GPU missing"
+    GPU_MODEL = "gpu_model", "GPU model differs from the inventory"
+    HBM_LOW = "hbm_low", "Low HBM bandwidth"
+    NVLINK = "nvlink", "NVLink down or slow"
+    PCIE_DOWNTRAINED = "pcie_downtrained", "PCIe link downtrained"
+    ECC = "ecc", "Uncorrectable ECC / row remap pending"
+    FIRMWARE_DRIFT = "firmware_drift", "Firmware not at the baseline"
+    NIC_DOWN = "nic_down", "NIC link down"
+    NIC_SPEED = "nic_speed", "NIC at the wrong speed"
+    MTU = "mtu", "MTU mismatch"
+    RSS = "rss", "RSS queues not as planned"
+    PFC = "pfc", "PFC off on the RDMA priority"
+    ECN = "ecn", "ECN off for RoCE"
+    PTP = "ptp", "Clock not synchronised"
+    VERSION_DRIFT = "version_drift", "Software version differs from the plan"
+    CONFIG_MISSING = "config_missing", "Configuration file not in place"
+    INVENTORY_MISMATCH = "inventory_mismatch", "Node differs from the inventory"
+    TOPOLOGY = "topology", "Topology check failed"
+    NCCL_SOCKET_IFNAME = "nccl_socket_ifname", "NCCL_SOCKET_IFNAME on a missing interface"
+    NCCL_FAILURE = "nccl_failure", "NCCL all-reduce failed"
+    NCCL_SLOW = "nccl_slow", "NCCL bus bandwidth low"
+    CHECKPOINT_MOUNT = "checkpoint_mount", "Checkpoint storage not mounted"
+    DISK_FULL = "disk_full", "Checkpoint storage nearly full"
+
+
 class SuggestionState(models.TextChoices):
     OPEN = "open", "Open"
     APPROVED = "approved", "Fix approved"

@@ -9,8 +9,11 @@ import re
 from django import forms
 
 from apps.deployments import catalogue
+from apps.deployments.artefacts import NCCL_DEBUG_LEVELS, PLACEMENTS
+from apps.deployments.artefacts.base import ALLOWED_ENV_PREFIXES
 from apps.deployments.choices import Comparator
 from apps.deployments.kinds import Deploy
+from apps.deployments.options import PLAN_DEFAULTS, merged
 from apps.inventory.choices import FirmwareComponent, StorageTierKind
 from apps.inventory.models import Rack, Tag
 from apps.jobs import services as job_services
@@ -139,7 +142,7 @@ SETTINGS = [
         [
             ("socket_ifname", lambda: forms.CharField(required=False, label="NCCL_SOCKET_IFNAME")),
             ("ib_hca", lambda: forms.CharField(required=False, label="NCCL_IB_HCA")),
-            ("debug", lambda: _select(("VERSION", "WARN", "INFO", "TRACE"), label="NCCL_DEBUG")),
+            ("debug", lambda: _select(NCCL_DEBUG_LEVELS, label="NCCL_DEBUG")),
         ],
     ),
     (
@@ -161,7 +164,7 @@ SETTINGS = [
             ("keep_last", lambda: forms.IntegerField(label="Keep last")),
         ],
     ),
-    ("scheduler", "Scheduler", [("placement", lambda: _select(("leaf", "numa"), label="Placement"))]),
+    ("scheduler", "Scheduler", [("placement", lambda: _select(PLACEMENTS, label="Placement"))]),
 ]
 
 
@@ -172,7 +175,9 @@ class VersionsForm(forms.Form):
         required=False,
         label="Extra environment",
         widget=forms.Textarea(attrs={"rows": 4, "class": "mono", "placeholder": "WANDB_PROJECT=llama-pretrain"}),
-        help_text="One KEY=value a line.",
+        help_text="One KEY=value a line. GPU, communication and framework settings only: names starting with "
+        + ", ".join(ALLOWED_ENV_PREFIXES)
+        + " (none that loads a plugin or library).",
     )
 
     def __init__(self, *args, **kwargs):
@@ -220,7 +225,7 @@ class VersionsForm(forms.Form):
 
     @staticmethod
     def initial_for(deployment) -> dict:
-        options = deployment.options or {}
+        options = merged(PLAN_DEFAULTS, deployment.options or {})  # a value the stored plan lacks: its default
         initial = {}
         for section in ("versions", *(section for section, _, _ in SETTINGS)):
             for name, value in (options.get(section) or {}).items():

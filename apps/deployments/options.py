@@ -7,7 +7,21 @@ from collections import Counter
 from apps.deployments import catalogue
 from apps.inventory.choices import FirmwareComponent, NicPurpose
 
-SECTIONS = ("versions", "baselines", "network", "nccl", "cgroup", "scheduler", "checkpoints", "environment")
+# What a plan holds when neither the inventory nor an edit says otherwise: the one definition the wizard, the
+# services (and so the API), the steps and the artefacts fill missing values from. The MTU end to end and the
+# checkpoint interval are the brief's; defaults() fills the NCCL interfaces, the baselines and the tier from the
+# inventory.
+PLAN_DEFAULTS: dict[str, dict] = {
+    "versions": {name: catalogue.newest(name) for name in catalogue.SOFTWARE},
+    "baselines": {component: "" for component in FirmwareComponent},  # "": no baseline for that component
+    "network": {"mtu": 9000, "rss_queues": 32, "rdma_priority": 3, "dscp": 26, "ecn": True},
+    "nccl": {"socket_ifname": "", "ib_hca": "", "debug": "INFO"},
+    "cgroup": {"slice": "training.slice", "system_cpus_per_socket": 2, "system_memory_gib": 32},
+    "scheduler": {"scheduler_name": "rackpilot-gpu", "placement": "leaf", "idle_reclaim_minutes": 30},
+    "checkpoints": {"every_steps": 1000, "mount": "/checkpoints", "tier": "hot", "keep_last": 3},
+    "environment": {},
+}
+SECTIONS = tuple(PLAN_DEFAULTS)
 FIRMWARE_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 PATH = re.compile(r"/[A-Za-z0-9_./-]{0,200}")
 SLICE = re.compile(r"[A-Za-z0-9_-]{1,60}\.slice")
@@ -35,20 +49,21 @@ def defaults(nodes) -> dict:
     tier = _most_common(
         Volume.objects.filter(node__in=nodes, mount_point="/checkpoints").values_list("tier__kind", flat=True)
     )
-    return {
-        "versions": {name: catalogue.newest(name) for name in catalogue.SOFTWARE},
-        "baselines": {component: _most_common(by_component.get(component, [])) for component in FirmwareComponent},
-        "network": {"mtu": 9000, "rss_queues": 32, "rdma_priority": 3, "dscp": 26, "ecn": True},
-        "nccl": {
-            "socket_ifname": management or ",".join(data[:1]),
-            "ib_hca": ",".join(f"mlx5_{index}" for index in range(rdma_count)),
-            "debug": "INFO",
+    return merged(
+        PLAN_DEFAULTS,
+        {
+            "baselines": {component: _most_common(by_component.get(component, [])) for component in FirmwareComponent},
+            "nccl": {
+                "socket_ifname": management or ",".join(data[:1]),
+                "ib_hca": ",".join(f"mlx5_{index}" for index in range(rdma_count)),
+            },
+            "checkpoints": {"tier": tier} if tier else {},
         },
-        "cgroup": {"slice": "training.slice", "system_cpus_per_socket": 2, "system_memory_gib": 32},
-        "scheduler": {"scheduler_name": "rackpilot-gpu", "placement": "leaf", "idle_reclaim_minutes": 30},
-        "checkpoints": {"every_steps": 1000, "mount": "/checkpoints", "tier": tier or "hot", "keep_last": 3},
-        "environment": {},
-    }
+    )
+
+
+def _value(options: dict, section: str, name: str):
+    return (options.get(section) or {}).get(name, PLAN_DEFAULTS[section][name])
 
 
 def merged(base: dict, edits: dict) -> dict:
@@ -92,8 +107,8 @@ def errors(edits, *, merged_options: dict | None = None) -> dict[str, str]:
         elif version and not (isinstance(version, str) and FIRMWARE_VERSION.fullmatch(version)):
             problems[key] = "A firmware version: letters, digits, . _ - (up to 40)."
     # These two end up in commands (df on the mount, cat of the slice's unit file): the catalogue's path pattern.
-    if not PATH.fullmatch(str((options.get("checkpoints") or {}).get("mount", "/checkpoints"))):
+    if not PATH.fullmatch(str(_value(options, "checkpoints", "mount"))):
         problems["options.checkpoints.mount"] = "An absolute path of letters, digits, _ . / -."
-    if not SLICE.fullmatch(str((options.get("cgroup") or {}).get("slice", "training.slice"))):
+    if not SLICE.fullmatch(str(_value(options, "cgroup", "slice"))):
         problems["options.cgroup.slice"] = "A systemd slice name (letters, digits, _ -) ending in .slice."
     return problems

@@ -3,6 +3,7 @@ the next thing to check, and the fix. Written as an experienced cluster engineer
 
 from dataclasses import dataclass
 
+from apps.deployments.choices import Problem
 from apps.deployments.steps.base import Call, Finding, NodeContext
 
 
@@ -14,8 +15,8 @@ class Advice:
     fix: str
 
 
-ADVICE: dict[str, Advice] = {
-    "xid79": Advice(
+ADVICE: dict[Problem, Advice] = {
+    Problem.XID79: Advice(
         "GPU fallen off the bus (XID 79) on {where}",
         "The GPU stopped answering on PCIe: XID 79 in the kernel log. Usually power or thermal trouble on the board, "
         "a badly seated GPU or riser, or a failing GPU; the driver has given up on it until the node restarts.",
@@ -23,27 +24,27 @@ ADVICE: dict[str, Advice] = {
         "Drain the node and power-cycle it (a warm reboot is often not enough). If the GPU falls off again, reseat "
         "it or open an RMA with the serial from the inventory; clear the fault and resume once nvidia-smi shows it.",
     ),
-    "gpu_missing": Advice(
+    Problem.GPU_MISSING: Advice(
         "GPU missing on {where}",
         "nvidia-smi shows fewer GPUs than the inventory holds, with no XID 79 logged: the GPU may be disabled in the "
         "BIOS, not enumerated on PCIe, or the inventory may be wrong.",
         "lspci -d 10de: | wc -l ; dmesg | grep -i nvrm ; compare GPU serials with the inventory (run discovery)",
         "Check the BIOS PCIe settings and reseat the GPU; if the inventory is wrong, correct it through discovery.",
     ),
-    "gpu_model": Advice(
+    Problem.GPU_MODEL: Advice(
         "GPU model differs from the inventory on {where}",
         "The node holds a different GPU model than the inventory's SKU: a wrong part shipped or a wrong inventory row.",
         "nvidia-smi -L",
         "Correct the inventory (discovery shows the difference) or swap the part.",
     ),
-    "hbm_low": Advice(
+    Problem.HBM_LOW: Advice(
         "Low HBM bandwidth on {where}",
         "Device-local copy bandwidth below the SKU's reference: clocks held down (power or thermal cap), a GPU "
         "running in a low P-state, or degraded HBM.",
         "nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE (clocks event reasons) ; dcgmi diag -r 3",
         "Clear the clock limit (cooling, power cap back to default); if it stays low with clocks at maximum, RMA.",
     ),
-    "nvlink": Advice(
+    Problem.NVLINK: Advice(
         "NVLink down or slow on {where}",
         "A GPU has inactive NVLinks or slow peer copies: an NVSwitch tray or baseboard link fault, or a link that "
         "did not train at boot.",
@@ -51,14 +52,14 @@ ADVICE: dict[str, Advice] = {
         "Reset the GPUs (nvidia-smi -r with the node drained) or reboot; if links stay down, the baseboard needs "
         "service.",
     ),
-    "pcie_downtrained": Advice(
+    Problem.PCIE_DOWNTRAINED: Advice(
         "PCIe link downtrained on {where}",
         "The GPU's PCIe link runs narrower or slower than its maximum: a riser or retimer problem, a dirty or loose "
         "connector, or a BIOS PCIe setting. Host-device copies and GPUDirect RDMA suffer.",
         "nvidia-smi -q -d PCIE (link width/gen current vs max) ; lspci -vv -s <bus> | grep -E 'LnkCap|LnkSta'",
         "Reseat the GPU/riser; check the BIOS slot settings; replace the riser if the width stays low.",
     ),
-    "ecc": Advice(
+    Problem.ECC: Advice(
         "Uncorrectable ECC errors / row remap pending on {where}",
         "HBM reported uncorrectable errors; a remap is pending and only takes effect after a GPU reset. Jobs on this "
         "GPU may crash with XID 48/94/95 until then.",
@@ -66,72 +67,72 @@ ADVICE: dict[str, Advice] = {
         "Drain the node and reset the GPU (nvidia-smi -r -i <gpu>) or reboot so the remap applies; if remapping "
         "fails or errors keep rising, RMA the GPU.",
     ),
-    "firmware_drift": Advice(
+    Problem.FIRMWARE_DRIFT: Advice(
         "Firmware not at the baseline on {where}",
         "The node runs a different firmware version than the plan's baseline: nodes of one cluster should match, "
         "or NCCL and RDMA behaviour differs between them.",
         "cat /sys/class/dmi/id/bios_version ; ipmitool mc info ; ethtool -i <nic> ; nvidia-smi -q | grep VBIOS",
         "Flash the baseline image (approve the fix below; BIOS needs a reboot to take effect), then resume.",
     ),
-    "nic_down": Advice(
+    Problem.NIC_DOWN: Advice(
         "NIC link down on {where}",
         "The data NIC has no link: cable or transceiver unplugged or faulty, or the switch port is shut.",
         "ethtool <nic> ; ethtool -m <nic> (optics) ; the leaf port's state in the inventory's cabling",
         "Reseat or replace the cable/transceiver; check the switch port is enabled; resume once the link is up.",
     ),
-    "nic_speed": Advice(
+    Problem.NIC_SPEED: Advice(
         "NIC at the wrong speed on {where}",
         "The link came up slower than the NIC and switch support: a lower-rated cable, forced speed, or a lane fault.",
         "ethtool <nic> (Speed, Supported link modes) ; ethtool -m <nic>",
         "Replace the cable with one rated for the speed; undo any forced speed on the switch port.",
     ),
-    "mtu": Advice(
+    Problem.MTU: Advice(
         "MTU mismatch on {where}",
         "The NIC is not at the plan's MTU while the fabric is: large frames are dropped or fragmented and NCCL over "
         "RoCE stalls or runs slow.",
         "ip link show <nic> ; ping -M do -s 8972 <peer on the same plane>",
         "Set the MTU (approve the fix below) and make it persistent in the node's network configuration.",
     ),
-    "rss": Advice(
+    Problem.RSS: Advice(
         "RSS queues not as planned on {where}",
         "The NIC spreads receive work over a different number of queues than planned.",
         "ethtool -l <nic>",
         "Set the combined channels (the step applies it).",
     ),
-    "pfc": Advice(
+    Problem.PFC: Advice(
         "PFC off on the RDMA priority on {where}",
         "Priority flow control is not enabled on the RoCE priority (or the NIC does not trust DSCP): RoCE traffic "
         "drops under congestion and NCCL bandwidth collapses with retransmissions.",
         "mlnx_qos -i <nic> ; ethtool -S <nic> | grep -E 'prio3_pause|discard'",
         "Trust DSCP and enable PFC on the RDMA priority (approve the fix below); check the switch port matches.",
     ),
-    "ecn": Advice(
+    Problem.ECN: Advice(
         "ECN off for RoCE on {where}",
         "ECN (DCQCN) is disabled for the RDMA priority: congestion is only handled by PFC pauses, which spread.",
         "cat /sys/class/net/<nic>/ecn/roce_np/enable/<prio> ; cat /sys/class/net/<nic>/ecn/roce_rp/enable/<prio>",
         "Enable ECN for the priority on the notification and reaction points (approve the fix below).",
     ),
-    "ptp": Advice(
+    Problem.PTP: Advice(
         "Clock not synchronised on {where}",
         "chrony does not follow the PTP hardware clock: ptp4l/phc2sys not running, or no PTP grandmaster reachable "
         "on the management network. Logs and traces from the nodes will not line up.",
         "chronyc tracking ; chronyc sources ; systemctl status ptp4l phc2sys",
         "Start ptp4l and phc2sys (or chrony's PHC refclock) and check the grandmaster; resume once synchronised.",
     ),
-    "version_drift": Advice(
+    Problem.VERSION_DRIFT: Advice(
         "Software version differs from the plan on {where}",
         "The installed version is not the one the plan pins.",
         "nvidia-smi ; nvcc --version ; dpkg -l 'libnccl*' ; mpirun --version ; pip list",
         "Install the pinned version (the step does it; a driver change needs approval and a reboot).",
     ),
-    "config_missing": Advice(
+    Problem.CONFIG_MISSING: Advice(
         "Configuration file not in place on {where}",
         "The generated file is missing or differs, and writing it did not stick (read-only file system, or something "
         "else rewrites it, such as configuration management).",
         "ls -l <file> ; cat <file> ; mount | grep ' / '",
         "Find what rewrites the file and let it write the plan's content, then resume.",
     ),
-    "inventory_mismatch": Advice(
+    Problem.INVENTORY_MISMATCH: Advice(
         "Node differs from the inventory on {where}",
         "A GPU UUID or NIC MAC the inventory holds is not on the node: a part was swapped, cables or labels were "
         "mixed up between nodes, or the inventory row belongs to another machine.",
@@ -139,14 +140,14 @@ ADVICE: dict[str, Advice] = {
         "Run discovery on the node and accept the differences that are right (a swapped part), or fix the "
         "labels/cabling; then resume.",
     ),
-    "topology": Advice(
+    Problem.TOPOLOGY: Advice(
         "Topology check failed on {where}",
         "The inventory's topology rules or the node's own view (topo -m) do not match the design: missing NIC, "
         "wrong NUMA affinity or not enough bandwidth to the rest of the cluster.",
         "nvidia-smi topo -m ; the topology page's failing rules for this node",
         "Fix the cabling or the inventory (run discovery), then resume.",
     ),
-    "nccl_socket_ifname": Advice(
+    Problem.NCCL_SOCKET_IFNAME: Advice(
         "NCCL_SOCKET_IFNAME points at a missing interface on {where}",
         'NCCL found no interface matching NCCL_SOCKET_IFNAME ("Bootstrap : no socket interface found"), so every '
         "NCCL job fails at start-up with an internal error.",
@@ -154,26 +155,26 @@ ADVICE: dict[str, Advice] = {
         "Edit the deployment's NCCL_SOCKET_IFNAME to interfaces this node has (prefixes such as the data NICs' "
         "names), then resume: the file is rewritten and the all-reduce re-run.",
     ),
-    "nccl_failure": Advice(
+    Problem.NCCL_FAILURE: Advice(
         "NCCL all-reduce failed on {where}",
         "all_reduce_perf did not complete; the NCCL WARN lines in the evidence say which layer failed.",
         "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 1G -f 2 -g 8",
         "Follow the WARN category (CUDA, IB/RoCE, socket), fix, then resume.",
     ),
-    "nccl_slow": Advice(
+    Problem.NCCL_SLOW: Advice(
         "NCCL bus bandwidth low on {where}",
         "The node's all-reduce is below the criterion: an NVLink fault, a straggling GPU (clocks held down), or "
         "NCCL picking the wrong transport.",
         "nvidia-smi nvlink -s ; nvidia-smi -q -d PERFORMANCE ; NCCL_DEBUG=INFO (look at 'via P2P/NVLS')",
         "Fix the slow GPU or link, then resume.",
     ),
-    "checkpoint_mount": Advice(
+    Problem.CHECKPOINT_MOUNT: Advice(
         "Checkpoint storage not mounted on {where}",
         "The storage tier chosen for checkpoints is not mounted: checkpoints would land on the boot disk.",
         "findmnt <mount> ; systemctl status <mount unit>",
         "Mount the storage tier (fstab or automount), then resume.",
     ),
-    "disk_full": Advice(
+    Problem.DISK_FULL: Advice(
         "Checkpoint storage nearly full on {where}",
         "The checkpoint file system has too little free space: the next checkpoint will fail mid-write and leave a "
         "corrupt file.",
@@ -187,15 +188,13 @@ def suggestions_for(
     *, hostname: str, step, node: NodeContext, findings: list[Finding], fixes: list[Call]
 ) -> list[dict]:
     """One suggestion per problem the step's failing findings point to, on this node."""
-    by_problem: dict[str, list[Finding]] = {}
+    by_problem: dict[Problem, list[Finding]] = {}
     for finding in findings:
         if not finding.passed and finding.problem:
-            by_problem.setdefault(finding.problem, []).append(finding)
+            by_problem.setdefault(Problem(finding.problem), []).append(finding)
     suggestions = []
     for problem, items in by_problem.items():
-        advice = ADVICE.get(problem)
-        if advice is None:
-            continue
+        advice = ADVICE[problem]  # every Problem has its advice (tests/deployments/test_steps.py)
         subjects = sorted({finding.subject for finding in items if finding.subject})
         where = hostname + (f" ({', '.join(subjects[:6])})" if subjects else "")
         suggestions.append(

@@ -60,6 +60,11 @@ class NicPurpose(models.TextChoices):
     STORAGE = "storage", "Storage"
 
 
+# The MTU a NIC may have, the one range every app uses (the Nic model, the deployment plan, the simulator): Linux's
+# for Ethernet, from IPv4's minimum of 68 bytes (RFC 791) to the 9216-byte jumbo frame mlx5 and ice NICs accept.
+MTU_MIN, MTU_MAX = 68, 9216
+
+
 class Plane(models.TextChoices):
     A = "A", "Plane A"
     B = "B", "Plane B"

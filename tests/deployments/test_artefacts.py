@@ -11,6 +11,7 @@ import yaml
 
 from apps.deployments import artefacts
 from apps.deployments.artefacts import ARTEFACT_NAMES, ArtefactError, options_errors, render, render_all, validate
+from apps.inventory.choices import MTU_MAX, MTU_MIN
 
 OPTIONS = {
     "versions": {
@@ -126,13 +127,25 @@ def test_environment_exports_cuda_paths_and_xla():
     ["it's", 'say "hi"', "$(rm -rf /)", "`id`", "${HOME}", "a;b && c | d", "back\\slash", "", "  spaced  "],
 )
 def test_environment_values_are_quoted_and_parse_back_unchanged(value):
-    options = with_options(environment={"EXTRA_VAR": value})
+    options = with_options(environment={"WANDB_NOTES": value})
 
     content = render("environment", options, NODES, deployment_name="h200-r04").content
 
-    line = next(line for line in content.splitlines() if line.startswith("export EXTRA_VAR="))
-    assert shlex.split(line) == ["export", f"EXTRA_VAR={value}"]
-    assert artefacts.parse_environment(content)["EXTRA_VAR"] == value
+    line = next(line for line in content.splitlines() if line.startswith("export WANDB_NOTES="))
+    assert shlex.split(line) == ["export", f"WANDB_NOTES={value}"]
+    assert artefacts.parse_environment(content)["WANDB_NOTES"] == value
+
+
+@pytest.mark.parametrize(
+    "line", ["export LD_PRELOAD=/tmp/x.so", "export PROMPT_COMMAND=id", "export WANDB_NOTES='a\x1bb'"]
+)
+def test_environment_validation_refuses_a_stored_file_the_plan_could_not_have_made(line):
+    artefact = by_name()["environment"]
+    corrupted = dataclasses.replace(artefact, content=artefact.content + line + "\n")
+
+    with pytest.raises(ArtefactError) as error:
+        validate(corrupted)
+    assert error.value.name == "environment"
 
 
 def test_environment_validation_refuses_command_substitution():
@@ -358,8 +371,8 @@ def test_interface_name_with_space_or_semicolon_names_the_key(ifname):
 @pytest.mark.parametrize(
     ("section", "key", "value"),
     [
-        ("network", "mtu", 1279),
-        ("network", "mtu", 9217),
+        ("network", "mtu", MTU_MIN - 1),
+        ("network", "mtu", MTU_MAX + 1),
         ("network", "rss_queues", 64),
         ("network", "rdma_priority", 8),
         ("network", "dscp", 64),
@@ -378,7 +391,22 @@ def test_out_of_range_options_name_their_key_path(section, key, value):
     assert f"{section}.{key}" in errors
 
 
-@pytest.mark.parametrize(("name", "message"), [("lower_case", "name must match"), ("PATH", "set by Rackpilot")])
+@pytest.mark.parametrize("mtu", [MTU_MIN, 1500, MTU_MAX])
+def test_the_plan_takes_every_mtu_a_nic_may_have(mtu):
+    # One range for the inventory's NICs, the plan and the simulator; an MTU under IPv6's 1280 is Linux's to allow.
+    assert "network.mtu" not in options_errors(with_options(network={"mtu": mtu}))
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("lower_case", "name must match"),
+        ("PATH", "set by Rackpilot"),
+        ("LD_PRELOAD", "LD_PRELOAD is not allowed"),
+        ("EXTRA_VAR", "EXTRA_VAR is not allowed"),
+        ("NCCL_TUNER_PLUGIN", "NCCL_TUNER_PLUGIN is not allowed"),
+    ],
+)
 def test_environment_names_are_checked(name, message):
     errors = options_errors(with_options(environment={name: "x"}))
 
@@ -386,9 +414,9 @@ def test_environment_names_are_checked(name, message):
 
 
 def test_environment_value_with_newline_is_refused():
-    errors = options_errors(with_options(environment={"EXTRA_VAR": "a\nb"}))
+    errors = options_errors(with_options(environment={"WANDB_NOTES": "a\nb"}))
 
-    assert "environment.EXTRA_VAR" in errors
+    assert "environment.WANDB_NOTES" in errors
 
 
 def test_unknown_artefact_name_is_refused():

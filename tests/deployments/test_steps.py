@@ -1,14 +1,18 @@
 """Step classes on their own: the same reads judged against what the inventory or the plan expects."""
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from apps.deployments.choices import Outcome
+from apps.deployments import steps as steps_package
+from apps.deployments.choices import Outcome, Problem
 from apps.deployments.context import node_contexts
 from apps.deployments.services import create_deployment
 from apps.deployments.steps import STEPS
-from apps.deployments.steps.base import Output
+from apps.deployments.steps.base import Finding, Output
+from apps.deployments.suggestions import ADVICE
 from apps.inventory.models import Node
 from apps.jobs.services import TargetSpec
 from apps.parsers.nccl_log import socket_ifname_selects
@@ -57,3 +61,49 @@ def test_nccl_socket_ifname_is_read_as_nccl_reads_it():
     assert socket_ifname_selects("=ens1", names) == []
     assert socket_ifname_selects("^docker,lo", names) == ["eno1", "ens1np0", "ens2np0"]
     assert socket_ifname_selects("eth9", names) == []
+
+
+def test_every_problem_has_advice():
+    assert set(ADVICE) == set(Problem)
+    for problem, advice in ADVICE.items():
+        assert "{where}" in advice.title, problem
+        assert all((advice.cause, advice.next_check, advice.fix)), problem
+
+
+def _problems_in(expression: ast.expr, where: str) -> set[str]:
+    """The Problem members an expression in a problem position can give; a bare string other than "" fails (a
+    condition's strings, as in `"" if verdict in ("pass", "warn") else Problem.TOPOLOGY`, are not what it gives)."""
+    tests = [node.test for node in ast.walk(expression) if isinstance(node, ast.IfExp)]
+    conditions = {id(sub) for test in tests for sub in ast.walk(test)}
+    names = set()
+    for part in ast.walk(expression):
+        if id(part) in conditions:
+            continue
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            assert part.value == "", f"{where}: problem {part.value!r} is a bare string, not a Problem"
+        elif isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "Problem":
+            names.add(part.attr)
+    return names
+
+
+def test_every_problem_a_step_can_emit_is_a_problem_member():
+    emitted: set[str] = set()
+    for path in sorted(Path(steps_package.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.keyword) and node.arg == "problem":
+                emitted |= _problems_in(node.value, where)
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(ast.unparse(target).split(".")[-1] == "problem" for target in targets):
+                    emitted |= _problems_in(node.value, where)
+
+    assert emitted - set(Problem.names) == set(), "steps name problems that are not Problem members"
+    assert set(Problem.names) - emitted == set(), "Problem members no step emits (advice nobody reads)"
+
+
+def test_a_finding_refuses_a_problem_that_is_not_a_member():
+    assert Finding(check="mtu", outcome=Outcome.FAIL, criterion="MTU", problem="mtu").problem is Problem.MTU
+    with pytest.raises(ValueError):
+        Finding(check="mtu", outcome=Outcome.FAIL, criterion="MTU", problem="mtu_mismatch")

@@ -36,6 +36,8 @@ import yaml
 from apps.deployments.artefacts import host, k8s
 from apps.deployments.artefacts.base import (
     ARTEFACT_NAMES,
+    NCCL_DEBUG_LEVELS,
+    PLACEMENTS,
     TOKEN_RE,
     Artefact,
     ArtefactError,
@@ -86,6 +88,8 @@ def validate(artefact: Artefact) -> None:
 
 __all__ = [
     "ARTEFACT_NAMES",
+    "NCCL_DEBUG_LEVELS",
+    "PLACEMENTS",
     "Artefact",
     "ArtefactError",
     "options_errors",

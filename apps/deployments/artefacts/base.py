@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+from apps.deployments.options import PLAN_DEFAULTS
+from apps.inventory.choices import MTU_MAX, MTU_MIN
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
@@ -32,24 +35,6 @@ TEXT_MEDIA_TYPE = "text/plain"
 
 
 SHELL_MEDIA_TYPE = "text/x-shellscript"
-
-
-DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "versions": {
-        "driver": "580.159.04",
-        "cuda": "13.0",
-        "nccl": "2.28.3",
-        "openmpi": "4.1.6",
-        "pytorch": "2.9.0",
-        "tensorflow": "2.19.0",
-    },
-    "network": {"mtu": 9000, "rss_queues": 32, "rdma_priority": 3, "dscp": 26, "ecn": True},
-    "nccl": {"socket_ifname": "", "ib_hca": "", "debug": "INFO"},
-    "cgroup": {"slice": "training.slice", "system_cpus_per_socket": 2, "system_memory_gib": 32},
-    "scheduler": {"scheduler_name": "rackpilot-gpu", "placement": "leaf", "idle_reclaim_minutes": 30},
-    "checkpoints": {"every_steps": 1000, "mount": "/checkpoints", "tier": "hot", "keep_last": 3},
-    "environment": {},
-}
 
 
 LEAF_LABEL = "rackpilot.io/leaf"
@@ -109,7 +94,57 @@ SLICE_RE = re.compile(r"^[A-Za-z0-9:_.\\-]{1,249}\.slice$")
 TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
+# The variables the profile script builds itself (the toolkit's paths among them); the plan cannot set them.
 RESERVED_ENV_NAMES = frozenset({"CUDA_HOME", "PATH", "LD_LIBRARY_PATH", "TF_XLA_FLAGS", "NCCL_DEBUG"})
+
+
+# The plan's extra variables are written into /etc/profile.d/rackpilot.sh, which every login shell on every node
+# sources (root's too), so they are an allow-list: GPU, communication and framework settings only. Everything else is
+# refused: shell hooks (PROMPT_COMMAND, BASH_ENV, ENV, PS4), the loader's (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH
+# beyond the plan's own toolkit path) and interpreters' start-up hooks (PYTHONSTARTUP, PYTHONPATH, PERL5OPT, ...).
+ALLOWED_ENV_PREFIXES = (
+    "NCCL_",  # NCCL
+    "CUDA_",  # the CUDA runtime (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_MAX_CONNECTIONS, ...)
+    "CUDNN_",
+    "CUBLAS_",
+    "NVIDIA_",  # the container toolkit (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES)
+    "TORCH_",  # PyTorch (TORCH_NCCL_ASYNC_ERROR_HANDLING, TORCH_DISTRIBUTED_DEBUG, ...)
+    "PYTORCH_",  # PYTORCH_CUDA_ALLOC_CONF
+    "TF_",  # TensorFlow
+    "XLA_",  # XLA_FLAGS
+    "JAX_",
+    "OMPI_",  # OpenMPI
+    "UCX_",  # UCX, under OpenMPI and NCCL's UCX plugin
+    "OMP_",  # OpenMP (OMP_NUM_THREADS, OMP_PROC_BIND)
+    "HF_",  # Hugging Face (HF_HOME, HF_HUB_OFFLINE)
+    "WANDB_",  # Weights & Biases
+)
+# Even with an allowed prefix, a variable whose purpose is to load a library or module is refused: NCCL_NET_PLUGIN,
+# NCCL_TUNER_PLUGIN, CUDA_INJECTION64_PATH, UCX_MODULE_DIR, OMP_TOOL_LIBRARIES, ... Plugins belong in the node image.
+CODE_LOADING_ENV_PARTS = ("PLUGIN", "INJECTION", "PRELOAD", "LIBRARY", "LIBRARIES", "MODULE_DIR", "AUDIT")
+
+
+def env_name_error(name: Any) -> str | None:
+    """Why a variable may not be one of the plan's extra variables (None when it may)."""
+    if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+        return "name must match ^[A-Z_][A-Z0-9_]*$"
+    if name in RESERVED_ENV_NAMES:
+        return "is set by Rackpilot and cannot be overridden here"
+    if not name.startswith(ALLOWED_ENV_PREFIXES) or any(part in name for part in CODE_LOADING_ENV_PARTS):
+        return (
+            f"{name} is not allowed: the plan's variables are GPU, communication and framework settings, names "
+            f"starting with {', '.join(ALLOWED_ENV_PREFIXES)}, and none that loads a library or plugin"
+        )
+    return None
+
+
+def env_value_error(value: Any) -> str | None:
+    """A value is one line of printable text: no line or paragraph separator, tab, escape or other control."""
+    if not isinstance(value, str):
+        return "must be text"
+    if not value.isprintable():
+        return "must be one line of printable text (no line breaks, tabs or control characters)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -134,10 +169,10 @@ class ArtefactError(ValueError):
 
 
 def with_defaults(options: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Return a copy of ``options`` with every missing section and key filled from :data:`DEFAULT_OPTIONS`."""
+    """Return a copy of ``options`` with every missing section and key filled from the plan's defaults."""
     options = options or {}
     merged: dict[str, dict[str, Any]] = {}
-    for section, defaults in DEFAULT_OPTIONS.items():
+    for section, defaults in PLAN_DEFAULTS.items():
         given = options.get(section)
         merged[section] = {**defaults, **given} if isinstance(given, dict) else dict(defaults)
     for key, value in options.items():
@@ -181,7 +216,7 @@ def options_errors(options: dict[str, Any] | None) -> dict[str, str]:
         if message:
             errors[path] = message
 
-    for section in DEFAULT_OPTIONS:
+    for section in PLAN_DEFAULTS:
         if options and section in options and not isinstance(options[section], dict):
             errors[section] = "must be a mapping"
 
@@ -189,7 +224,7 @@ def options_errors(options: dict[str, Any] | None) -> dict[str, str]:
         check(f"versions.{key}", None if isinstance(value, str) and VERSION_RE.match(value) else "must look like 1.2.3")
 
     network = opts["network"]
-    check("network.mtu", int_error(network["mtu"], 1280, 9216))
+    check("network.mtu", int_error(network["mtu"], MTU_MIN, MTU_MAX))
     check("network.rss_queues", int_error(network["rss_queues"], 1, 63))
     check("network.rdma_priority", int_error(network["rdma_priority"], 0, 7))
     check("network.dscp", int_error(network["dscp"], 0, 63))
@@ -234,13 +269,7 @@ def options_errors(options: dict[str, Any] | None) -> dict[str, str]:
     environment = opts["environment"]
     if isinstance(environment, dict):
         for env_name, value in environment.items():
-            path = f"environment.{env_name}"
-            if not isinstance(env_name, str) or not ENV_NAME_RE.match(env_name):
-                errors[path] = "name must match ^[A-Z_][A-Z0-9_]*$"
-            elif env_name in RESERVED_ENV_NAMES:
-                errors[path] = "is set by Rackpilot and cannot be overridden here"
-            else:
-                check(path, text_error(value))
+            check(f"environment.{env_name}", env_name_error(env_name) or env_value_error(value))
     image = opts.get("image")
     if image is not None:
         check("image", text_error(image) or (None if image and " " not in image else "must be an image reference"))

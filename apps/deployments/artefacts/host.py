@@ -20,6 +20,8 @@ from apps.deployments.artefacts.base import (
     comment,
     common_items,
     dump_yaml,
+    env_name_error,
+    env_value_error,
     int_error,
     load_yaml,
 )
@@ -391,6 +393,10 @@ def _validate_environment(content: str) -> None:
     missing = sorted(RESERVED_ENV_NAMES - parsed.keys())
     if missing:
         raise ArtefactError("environment", f"missing {', '.join(missing)}")
+    for name, value in parsed.items():
+        problem = (None if name in RESERVED_ENV_NAMES else env_name_error(name)) or env_value_error(value)
+        if problem:
+            raise ArtefactError("environment", f"{name}: {problem}")
 
 
 def _smallest_shape(nodes: list[dict[str, Any]]) -> tuple[int, int, int]:

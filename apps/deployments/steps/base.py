@@ -8,9 +8,10 @@ outputs, never the database, so the dry run, the runner and the tests all use th
 
 import base64
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
-from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, Phase
+from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, Phase, Problem
+from apps.deployments.options import PLAN_DEFAULTS
 from apps.nodeexec import catalogue
 from apps.parsers.errors import ParseError
 
@@ -53,8 +54,9 @@ class NodeContext:
     def rdma_nics(self) -> tuple[Nic, ...]:
         return tuple(nic for nic in self.data_nics if nic.rdma_device)
 
-    def option(self, section: str, name: str, default=None):
-        return (self.options.get(section) or {}).get(name, default)
+    def option(self, section: str, name: str):
+        """The plan's value, or the plan's default where the stored options lack it."""
+        return (self.options.get(section) or {}).get(name, PLAN_DEFAULTS[section][name])
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,12 @@ class Finding:
     reference_label: str = ""
     unit: str = ""
     evidence: str = ""
-    problem: str = ""  # the known problem a failure points to (suggestions key on it)
+    problem: Problem | Literal[""] = ""  # the known problem a failure points to (suggestions key on it)
     attempts: int = 1
+
+    def __post_init__(self) -> None:
+        if self.problem:
+            self.problem = Problem(self.problem)  # a problem that is not a Problem is a bug: ValueError here
 
     @property
     def passed(self) -> bool:
@@ -134,7 +140,7 @@ def worst(findings: list[Finding]) -> str:
     return max((finding.outcome for finding in findings), key=lambda outcome: OUTCOME_RANK[Outcome(outcome)])
 
 
-def equal(check: str, subject: str, value, expected, *, what: str, problem: str, evidence: str = "") -> Finding:
+def equal(check: str, subject: str, value, expected, *, what: str, problem: Problem, evidence: str = "") -> Finding:
     passed = str(value) == str(expected)
     return Finding(
         check=check,
@@ -148,7 +154,9 @@ def equal(check: str, subject: str, value, expected, *, what: str, problem: str,
     )
 
 
-def measured(check: str, subject: str, value: float, criterion: dict, *, problem: str, evidence: str = "") -> Finding:
+def measured(
+    check: str, subject: str, value: float, criterion: dict, *, problem: Problem, evidence: str = ""
+) -> Finding:
     """Judge a figure against a criterion: thresholds absolute or a percentage of a reference, pass/warn/fail."""
     reference = criterion.get("reference_value")
     scale = reference / 100 if reference else 1.0

@@ -1,7 +1,7 @@
 """Phase 3, cluster: the node as discovery and the topology rules see it, cgroup isolation for training work, and
 NCCL pointed at the right interfaces (with an all-reduce to prove it)."""
 
-from apps.deployments.choices import Outcome, Phase
+from apps.deployments.choices import Outcome, Phase, Problem
 from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, excerpt, measured, parse, text_of
 from apps.deployments.steps.hardware import query_gpus
 from apps.deployments.steps.software import ConfigFile
@@ -31,7 +31,7 @@ class Topology(Step):
                 value=f"{len(topo.gpus)} GPUs, {len(topo.nics)} NICs",
                 criterion=f"{node.gpu_count} GPUs and at least {len(node.rdma_nics)} RDMA NICs in topo -m",
                 evidence=excerpt(text_of(outputs, "topo"), limit=3),
-                problem="gpu_missing" if len(topo.gpus) != node.gpu_count else "topology",
+                problem=Problem.GPU_MISSING if len(topo.gpus) != node.gpu_count else Problem.TOPOLOGY,
             )
         ]
         for title, verdict, detail in node.topology:
@@ -43,7 +43,7 @@ class Topology(Step):
                     value=verdict,
                     criterion=f"topology rule: {title}",
                     evidence=detail[:500],
-                    problem="" if verdict in ("pass", "warn") else "topology",
+                    problem="" if verdict in ("pass", "warn") else Problem.TOPOLOGY,
                 )
             )
         for finding in findings:
@@ -86,7 +86,7 @@ class Discovery(Step):
                     value=gpu.uuid if found else "not reported",
                     criterion=f"nvidia-smi reports {gpu.uuid}",
                     evidence="" if found else f"reported: {', '.join(sorted(reported)) or 'none'}",
-                    problem="" if found else "inventory_mismatch",
+                    problem="" if found else Problem.INVENTORY_MISMATCH,
                 )
             )
         links = {link.name: link for link in parse(outputs, "links", network.parse_ip_link).links}
@@ -104,7 +104,7 @@ class Discovery(Step):
                     expected=nic.mac,
                     criterion=f"{nic.name} has MAC {nic.mac}",
                     evidence=f"ip link: {nic.name} link/ether {mac}" if link else "",
-                    problem="" if mac == nic.mac else "inventory_mismatch",
+                    problem="" if mac == nic.mac else Problem.INVENTORY_MISMATCH,
                 )
             )
         return findings
@@ -117,7 +117,7 @@ class Cgroup(ConfigFile):
     description = "A systemd slice that keeps training work off the system's CPUs and memory, with GPU access."
 
     def file_path(self, node):
-        return f"/etc/systemd/system/{node.option('cgroup', 'slice', 'training.slice')}"
+        return "/etc/systemd/system/" + node.option("cgroup", "slice")
 
 
 def _nccl_warnings(text: str) -> list:
@@ -145,7 +145,7 @@ class NcclEnvironment(ConfigFile):
 
     def judge(self, node, outputs):
         findings = [self.file_finding(node, outputs)]
-        spec = str(node.option("nccl", "socket_ifname", ""))
+        spec = str(node.option("nccl", "socket_ifname"))
         names = [link.name for link in parse(outputs, "links", network.parse_ip_link).links]
         if spec:
             matched = socket_ifname_selects(spec, names)
@@ -157,7 +157,7 @@ class NcclEnvironment(ConfigFile):
                     value=", ".join(matched) or "no interface",
                     criterion="NCCL_SOCKET_IFNAME selects at least one interface of the node",
                     evidence=f"interfaces on the node: {', '.join(names)}",
-                    problem="" if matched else "nccl_socket_ifname",
+                    problem="" if matched else Problem.NCCL_SOCKET_IFNAME,
                 )
             )
         output = outputs["allreduce"]
@@ -171,7 +171,7 @@ class NcclEnvironment(ConfigFile):
                     value="failed",
                     criterion="all_reduce_perf completes across the node's GPUs",
                     evidence=excerpt(output.text, "WARN", "failure", "NCCL_SOCKET_IFNAME") or output.reason,
-                    problem="nccl_socket_ifname" if bootstrap else "nccl_failure",
+                    problem=Problem.NCCL_SOCKET_IFNAME if bootstrap else Problem.NCCL_FAILURE,
                 )
             )
             return findings
@@ -186,7 +186,7 @@ class NcclEnvironment(ConfigFile):
                 "",
                 busbw,
                 node.criteria["nccl_busbw"],
-                problem="nccl_slow",
+                problem=Problem.NCCL_SLOW,
                 evidence=excerpt(output.text, "Avg bus bandwidth"),
             )
         )

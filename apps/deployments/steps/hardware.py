@@ -2,7 +2,7 @@
 and firmware at the plan's baselines."""
 
 from apps.deployments.catalogue import firmware_image
-from apps.deployments.choices import Outcome
+from apps.deployments.choices import Outcome, Problem
 from apps.deployments.steps.base import (
     CouldNotRun,
     Finding,
@@ -37,7 +37,7 @@ class GpuInventory(Step):
         log = outputs.get("dmesg")
         xids = parse_dmesg(log.text).xids if log is not None and log.ok and log.text.strip() else []
         lost = [event for event in xids if event.xid == 79]
-        problem = "xid79" if lost else "gpu_missing"
+        problem = Problem.XID79 if lost else Problem.GPU_MISSING
         evidence = "\n".join(f"XID {event.xid} on {event.pci_bus_id}: {event.meaning or ''}" for event in lost[:4])
         findings = [
             equal(
@@ -59,7 +59,7 @@ class GpuInventory(Step):
                     outcome=Outcome.PASS if model in (gpu.name or "") else Outcome.FAIL,
                     value=gpu.name or "",
                     criterion=f"name contains {model} (inventory SKU {node.sku})",
-                    problem="gpu_model",
+                    problem=Problem.GPU_MODEL,
                 )
             )
         return findings
@@ -86,7 +86,7 @@ class HbmBandwidth(Step):
                 f"GPU{index}",
                 value,
                 criterion,
-                problem="hbm_low",
+                problem=Problem.HBM_LOW,
                 evidence=f"nvbandwidth device_local_copy GPU {index}: {value:.2f} GB/s",
             )
             for index, value in enumerate(case.matrix[0])
@@ -119,7 +119,7 @@ class NvlinkBandwidth(Step):
                     value=f"{len(gpu.links) - len(down)} of {len(gpu.links)} active",
                     criterion="every NVLink active",
                     evidence=", ".join(f"Link {link}: <inactive>" for link in down),
-                    problem="nvlink" if down else "",
+                    problem=Problem.NVLINK if down else "",
                 )
             )
         report = parse(outputs, "peers", nvbandwidth.parse_nvbandwidth)
@@ -139,7 +139,7 @@ class NvlinkBandwidth(Step):
                     f"GPU{index}",
                     2 * slowest,
                     node.criteria["nvlink_bandwidth"],
-                    problem="nvlink",
+                    problem=Problem.NVLINK,
                     evidence=f"{case.name}: GPU {index} <-> GPU {peer} {slowest:.2f} GB/s each way "
                     f"(slowest peer; {2 * slowest:.1f} GB/s both directions)",
                 )
@@ -174,7 +174,7 @@ class PcieLinks(Step):
                     value=value,
                     criterion=f"link at its maximum {full} (a lower generation at idle only warns)",
                     evidence=f"GPU {gpu.index} {gpu.pci_bus_id}: pcie.link current {value}, max {full}",
-                    problem="pcie_downtrained" if outcome == Outcome.FAIL else "",
+                    problem=Problem.PCIE_DOWNTRAINED if outcome == Outcome.FAIL else "",
                 )
             )
         return findings
@@ -205,7 +205,7 @@ class EccClean(Step):
                     criterion="0 uncorrectable volatile ECC errors and no row remap pending",
                     evidence=f"GPU {index} {gpu.pci_bus_id}: Volatile DRAM Uncorrectable {errors}; "
                     f"Remapped Rows Pending {'Yes' if pending else 'No'}",
-                    problem="ecc" if bad else "",
+                    problem=Problem.ECC if bad else "",
                 )
             )
         return findings
@@ -268,7 +268,7 @@ class Firmware(Step):
             value,
             baseline,
             what=f"{component.replace('_', ' ')} version",
-            problem="firmware_drift",
+            problem=Problem.FIRMWARE_DRIFT,
             evidence=evidence,
         )
         return finding

@@ -1,9 +1,10 @@
-"""Phase 1, network: data NIC links up at their speed, MTU 9000 end to end, RSS queues, RoCE with PFC on the RDMA
-priority and ECN, and the clock synchronised by PTP."""
+"""Phase 1, network: data NIC links up at their speed, the plan's jumbo MTU end to end, RSS queues, RoCE with PFC on
+the RDMA priority and ECN, and the clock synchronised by PTP."""
 
 import base64
 
-from apps.deployments.choices import Outcome
+from apps.deployments.choices import Outcome, Problem
+from apps.deployments.options import PLAN_DEFAULTS
 from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, equal, excerpt, measured, parse, text_of
 from apps.parsers import network, provisioning
 
@@ -41,7 +42,7 @@ class NicLinks(Step):
                         value="no link",
                         criterion="Link detected: yes",
                         evidence=evidence,
-                        problem="nic_down",
+                        problem=Problem.NIC_DOWN,
                     )
                 )
                 continue
@@ -53,7 +54,7 @@ class NicLinks(Step):
                     f"{speed}G",
                     f"{nic.speed_gbps}G",
                     what="link speed",
-                    problem="nic_speed",
+                    problem=Problem.NIC_SPEED,
                     evidence=evidence,
                 )
             )
@@ -63,7 +64,9 @@ class NicLinks(Step):
 class Mtu(Step):
     name, label = "mtu", "MTU on data NICs"
     disruptive = True  # changing the MTU restarts the NIC's queues: traffic on it stops for a moment
-    description = "Every data NIC at the plan's MTU (9000), as the switch ports are."
+    description = (
+        f"Every data NIC at the plan's MTU ({PLAN_DEFAULTS['network']['mtu']} unless edited), as the switch ports are."
+    )
 
     def applies_to(self, node):
         return bool(node.data_nics)
@@ -72,7 +75,7 @@ class Mtu(Step):
         return [call("ip-link", "links")]
 
     def judge(self, node, outputs):
-        wanted = node.option("network", "mtu", 9000)
+        wanted = node.option("network", "mtu")
         links = {link.name: link for link in parse(outputs, "links", network.parse_ip_link).links}
         findings = []
         for nic in node.data_nics:
@@ -86,14 +89,14 @@ class Mtu(Step):
                     link.mtu,
                     wanted,
                     what="MTU",
-                    problem="mtu",
+                    problem=Problem.MTU,
                     evidence=f"{link.index}: {nic.name}: <{','.join(link.flags)}> mtu {link.mtu} state {link.state}",
                 )
             )
         return findings
 
     def fixes(self, node, findings):
-        wanted = node.option("network", "mtu", 9000)
+        wanted = node.option("network", "mtu")
         names = (
             [nic.name for nic in node.data_nics] if findings is None else [f.subject for f in findings if not f.passed]
         )
@@ -111,7 +114,7 @@ class RssQueues(Step):
         return [call("ethtool-channels", f"nic:{nic.name}", interface=nic.name) for nic in node.data_nics]
 
     def _wanted(self, node, channels) -> int:
-        wanted = node.option("network", "rss_queues", 32)
+        wanted = node.option("network", "rss_queues")
         maximum = channels.maximum.get("combined")
         return min(wanted, maximum) if maximum else wanted
 
@@ -126,7 +129,7 @@ class RssQueues(Step):
                     channels.current.get("combined"),
                     self._wanted(node, channels),
                     what="combined channels",
-                    problem="rss",
+                    problem=Problem.RSS,
                     evidence=f"{nic.name}: Combined max {channels.maximum.get('combined')}, "
                     f"current {channels.current.get('combined')}",
                 )
@@ -134,7 +137,7 @@ class RssQueues(Step):
         return findings
 
     def fixes(self, node, findings):
-        wanted = node.option("network", "rss_queues", 32)
+        wanted = node.option("network", "rss_queues")
         if findings is None:
             return [call("set-channels", f"rss:{n.name}", interface=n.name, number=wanted) for n in node.data_nics]
         return [
@@ -153,14 +156,14 @@ class Roce(Step):
         return bool(node.rdma_nics)
 
     def _priority(self, node) -> int:
-        return int(node.option("network", "rdma_priority", 3))
+        return int(node.option("network", "rdma_priority"))
 
     def reads(self, node):
         priority = self._priority(node)
         calls = []
         for nic in node.rdma_nics:
             calls.append(call("mlnx-qos", f"qos:{nic.name}", interface=nic.name))
-            if node.option("network", "ecn", True):
+            if node.option("network", "ecn"):
                 calls.append(call("read-file", f"ecn:{nic.name}", path=ecn_path(nic.name, "roce_np", priority)))
         return calls
 
@@ -180,10 +183,10 @@ class Roce(Step):
                     value=f"trust {qos.trust}, PFC on {[i for i, on in enumerate(qos.pfc_enabled) if on] or 'none'}",
                     criterion=f"trust dscp and PFC on priority {priority} only",
                     evidence=excerpt(text, "trust", "enabled", "Priority trust"),
-                    problem="" if good else "pfc",
+                    problem="" if good else Problem.PFC,
                 )
             )
-            if node.option("network", "ecn", True):
+            if node.option("network", "ecn"):
                 flag = text_of(outputs, f"ecn:{nic.name}").strip()
                 enabled = flag == "1"
                 findings.append(
@@ -194,7 +197,7 @@ class Roce(Step):
                         value="enabled" if enabled else "disabled",
                         criterion=f"ECN enabled on priority {priority}",
                         evidence=f"{ecn_path(nic.name, 'roce_np', priority)}: {flag}",
-                        problem="" if enabled else "ecn",
+                        problem="" if enabled else Problem.ECN,
                     )
                 )
         return findings
@@ -233,7 +236,7 @@ class Ptp(Step):
                     value=tracking.leap_status,
                     criterion="chrony synchronised to a PTP hardware clock",
                     evidence=evidence,
-                    problem="ptp",
+                    problem=Problem.PTP,
                 )
             ]
         return [
@@ -242,7 +245,7 @@ class Ptp(Step):
                 "",
                 abs(tracking.system_offset_ns),
                 node.criteria["ptp_offset"],
-                problem="ptp",
+                problem=Problem.PTP,
                 evidence=evidence,
             )
         ]

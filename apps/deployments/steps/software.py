@@ -2,7 +2,7 @@
 checkpoint settings on the chosen storage tier."""
 
 from apps.deployments import catalogue
-from apps.deployments.choices import Outcome, Phase
+from apps.deployments.choices import Outcome, Phase, Problem
 from apps.deployments.steps.base import Finding, Step, call, equal, excerpt, measured, parse, text_of
 from apps.deployments.steps.hardware import query_gpus
 from apps.deployments.steps.network import write_file
@@ -34,7 +34,7 @@ class Package(Step):
                 value,
                 self.wanted(node),
                 what=catalogue.SOFTWARE_LABELS[self.software] + " version",
-                problem="version_drift",
+                problem=Problem.VERSION_DRIFT,
                 evidence=evidence,
             )
         ]
@@ -128,7 +128,7 @@ class ConfigFile(Step):
             value="as generated" if same else ("different" if present else "missing"),
             criterion=f"{path} as the plan generated it",
             evidence="" if same else (excerpt(output.text) if present else output.reason),
-            problem="" if same else "config_missing",
+            problem="" if same else Problem.CONFIG_MISSING,
         )
 
     def fixes(self, node, findings):
@@ -165,7 +165,7 @@ class Frameworks(Step):
                 found.get(module) or "not installed",
                 versions(node)[name],
                 what=catalogue.SOFTWARE_LABELS[name] + " version",
-                problem="version_drift",
+                problem=Problem.VERSION_DRIFT,
                 evidence=excerpt(text, module),
             )
             for name, module in self.PACKAGES
@@ -188,12 +188,12 @@ class Checkpoints(ConfigFile):
     description = "Checkpoints every N steps to the chosen storage tier, which is mounted and has room."
 
     def reads(self, node):
-        mount = node.option("checkpoints", "mount", "/checkpoints")
+        mount = node.option("checkpoints", "mount")
         return super().reads(node) + [call("df-path", "df", path=mount)]
 
     def judge(self, node, outputs):
         findings = [self.file_finding(node, outputs)]
-        mount = node.option("checkpoints", "mount", "/checkpoints")
+        mount = node.option("checkpoints", "mount")
         systems = parse(outputs, "df", provisioning.parse_df).file_systems
         # df names the file system holding the path: the longest mount point that is a prefix of it.
         holding = [
@@ -209,7 +209,7 @@ class Checkpoints(ConfigFile):
                     value=system.mount_point if system else "nothing",
                     criterion=f"{mount} is a mount point",
                     evidence=excerpt(text_of(outputs, "df")),
-                    problem="checkpoint_mount",
+                    problem=Problem.CHECKPOINT_MOUNT,
                 )
             )
             return findings
@@ -220,7 +220,7 @@ class Checkpoints(ConfigFile):
                 mount,
                 free_pct,
                 node.criteria["checkpoint_free_space"],
-                problem="disk_full",
+                problem=Problem.DISK_FULL,
                 evidence=excerpt(text_of(outputs, "df")),
             )
         )

@@ -10,6 +10,8 @@ from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
+    MTU_MAX,
+    MTU_MIN,
     NODE_STATUS_COLOURS,
     NODE_STATUS_IN_SERVICE,
     FirmwareComponent,
@@ -36,8 +38,6 @@ pci_address_validator = RegexValidator(
 )
 mac_validator = RegexValidator(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$", "Enter a MAC address such as 0c:42:a1:00:00:01.")
 version_validator = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}$", "Enter a version string.")
-
-MTU_MIN, MTU_MAX = 68, 9216
 
 
 class GpuSku(PublicModel):

@@ -1,6 +1,7 @@
 """The fault kinds, one entry each: adding a kind is adding an entry here (its value becomes a SimFault.kind choice,
 so a new kind also needs a migration that only alters those choices)."""
 
+from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.simulator.changes import nic_key
 from apps.simulator.faults.spec import FaultError, FaultSpec, Parameter
 from apps.simulator.faults.targets import FILE, GPU, MOUNT, NIC, NODE, PRIORITY
@@ -16,7 +17,7 @@ MTU = FaultSpec(
     label="MTU 1500 on a data NIC",
     colour="orange",
     target=NIC,
-    parameters={"mtu": Parameter(1500, 68, 9216)},
+    parameters={"mtu": Parameter(1500, MTU_MIN, MTU_MAX)},
     apply=_mtu,
     fixed_by=lambda nic: nic_key(nic, "mtu"),  # ip link set dev NIC mtu 9000
     sentence=lambda nic, parameters: f"MTU {parameters['mtu']} on {nic}",

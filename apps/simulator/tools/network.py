@@ -2,6 +2,7 @@
 
 import json
 
+from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.nodeexec.catalogue import SECTION_MARK
 from apps.simulator.digits import is_whole_number
 from apps.simulator.model import rdma_active_mtu
@@ -74,9 +75,6 @@ def _text_link(ifindex: int, nic: SimNic | None) -> str:
     for altname in _json_link(ifindex, nic).get("altnames", []):
         text += f"    altname {altname}\n"
     return text
-
-
-MTU_MIN, MTU_MAX = 68, 9216  # what mlx5 and ice accept
 
 
 def ip_link_set(context: Context, args: list[str]) -> CommandOutput:
