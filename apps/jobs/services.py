@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -169,12 +170,17 @@ def create_job(
     return job
 
 
-def enqueue(job: Job) -> None:
-    from apps.jobs.tasks import run_shard
+RUN_SHARD_TASK = "rackpilot.jobs.run_shard"
 
+
+def enqueue(job: Job) -> None:
+    # By the task's name, not by importing tasks.py (which imports the executor, which imports this module). A
+    # signature of a registered task still goes through Task.apply_async, so eager mode and routing apply.
     for shard in job.shards.all():
         if shard.status == ShardStatus.QUEUED:
-            run_shard.apply_async(args=[str(job.public_id), shard.index], task_id=shard.task_id)
+            current_app.signature(RUN_SHARD_TASK).apply_async(
+                args=[str(job.public_id), shard.index], task_id=shard.task_id
+            )
 
 
 # --- cancel -------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ENQUEUE = services.enqueue  # the real one: the no_celery fixture replaces it for every test here
 
 
 @pytest.fixture
@@ -226,6 +227,20 @@ def test_logging_inside_a_job_becomes_events(nodes, run_shards, fast_jobs):
     finally:
         KINDS.pop("test-chatty")
     assert JobEvent.objects.filter(job=job, level="warning", message="planning 1 step").exists()
+
+
+def test_enqueue_sends_each_queued_shard_to_run_shard_by_name(nodes, monkeypatch, settings):
+    from apps.jobs import tasks
+
+    settings.RACKPILOT_JOB_SHARD_SIZE = 2
+    sent = []
+    monkeypatch.setattr(
+        tasks.run_shard, "apply_async", lambda args=None, kwargs=None, **options: sent.append((args, options))
+    )
+    job = _create("shell-check", nodes, commands=["uname"])
+    JobShard.objects.filter(job=job, index=1).update(status=ShardStatus.CANCELED)
+    ENQUEUE(job)
+    assert sent == [((str(job.public_id), 0), {"task_id": str(job.public_id)})]  # the canceled shard is not sent
 
 
 def _debug_events(job):  # pragma: no cover - a helper for reading failures
