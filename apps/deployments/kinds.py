@@ -16,8 +16,8 @@ from apps.deployments.steps import PLAN, STEPS
 from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst
 from apps.deployments.suggestions import suggestions_for
 from apps.jobs.choices import StepStatus
-from apps.jobs.kinds import JobKind, StepSpec, register_kind
-from apps.nodeexec.base import CommandResult
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
+from apps.nodeexec.base import CommandResult, NodeTarget
 
 KIND = "deploy"
 logger = logging.getLogger(__name__)
@@ -55,9 +55,8 @@ class Deploy(JobKind):
         self.contexts: dict[str, NodeContext] = {}
         self.verified: dict[tuple[str, str], int] = {}
         self.approved: set[tuple[str, str]] = set()
-        self.cells: dict[tuple[str, str], Cell] = {}
+        self.cells: dict[tuple[str, str], Cell] = {}  # (hostname, step name), filled by the step runner
         self.failed_phase: dict[str, int] = {}
-        self.results: dict[int, tuple[str, str]] = {}
         self.check_only = False
         self.run = None
 
@@ -83,9 +82,7 @@ class Deploy(JobKind):
         step = STEPS[spec.name]
 
         async def runner(target, run) -> CommandResult:
-            result = await self._run_cell(step, self.contexts[target.hostname], run)
-            self.results[id(result)] = (target.hostname, step.name)  # how evaluate() finds the cell again
-            return result
+            return await self._run_cell(step, self.contexts[target.hostname], run)
 
         return runner
 
@@ -221,27 +218,18 @@ class Deploy(JobKind):
             return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{note}"[:300]
         return StepStatus.SUCCEEDED, f"{_passed_summary(findings)}{note}"[:300]
 
-    def evaluate(self, step: StepSpec, result: CommandResult) -> str:
-        cell = self._cell_of(step, result)
-        return cell.status if cell else super().evaluate(step, result)
-
-    def summarize(self, step: StepSpec, result: CommandResult) -> str:
-        cell = self._cell_of(step, result)
-        return cell.summary if cell else super().summarize(step, result)
-
-    def event_data(self, step: StepSpec, result: CommandResult) -> dict:
-        cell = self._cell_of(step, result)
-        if cell is None or not cell.record:
-            return {}
-        return {
-            "verdicts": [finding.as_json() for finding in cell.findings],
-            "suggestions": cell.suggestions,
-            "outcome": worst(cell.findings),
-        }
-
-    def _cell_of(self, step: StepSpec, result: CommandResult) -> Cell | None:
-        key = self.results.get(id(result))
-        return self.cells.get(key) if key else None
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        cell = self.cells.get((target.hostname, step.name))
+        if cell is None:  # the runner never reached the cell (the transport failed first): the engine's default
+            return super().cell_record(target, step, result)
+        data = {}
+        if cell.record:
+            data = {
+                "verdicts": [finding.as_json() for finding in cell.findings],
+                "suggestions": cell.suggestions,
+                "outcome": worst(cell.findings),
+            }
+        return CellRecord(cell.status, cell.summary, data)
 
     def job_finished(self, job) -> None:
         from apps.deployments import services
