@@ -28,8 +28,8 @@ STAGES = list(WizardStage)
 
 
 def _deployment(request, public_id) -> Deployment:
-    deployment = get_object_or_404(Deployment.objects.visible_to(request.user), public_id=public_id)
-    return services.refresh_state(deployment)
+    # A pure read: the job's end (the deploy kind's job_finished) is what moves a deployment's state.
+    return get_object_or_404(Deployment.objects.visible_to(request.user), public_id=public_id)
 
 
 def _data(request):
@@ -82,7 +82,6 @@ def deployment_list(request):
     )
     rows = []
     for deployment in deployments:
-        services.refresh_state(deployment)  # a query only while a run is going
         runs = sorted(deployment.runs.all(), key=lambda run: run.number)
         rows.append({"deployment": deployment, "nodes": deployment.node_count, "run": runs[-1] if runs else None})
     return render(request, "deployments/deployment_list.html", {"rows": rows})

@@ -201,6 +201,7 @@ def cancel_job(*, job: Job, user=None) -> Job:
                 status=StepStatus.CANCELED, summary="canceled before it started", updated=now
             )
             job.refresh_from_db()
+            transaction.on_commit(lambda: _tell_kind_finished(job))  # over without a shard: its end is here
             emit(job, f"canceled by {who} before it started", level=EventLevel.WARNING)
             return job
         if Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, cancel_requested=False).update(
@@ -296,11 +297,13 @@ def finish_job_if_done(*, job: Job, summary: str = "") -> Job:
         ):
             return Job.objects.get(pk=job.pk)
         current.refresh_from_db()
+        # Registered before the final event's push: a page that reloads on that push finds the kind's results
+        # (a deployment's state) already settled.
+        transaction.on_commit(lambda: _tell_kind_finished(current))
         level = EventLevel.INFO if final == JobStatus.SUCCEEDED else EventLevel.WARNING
         if final == JobStatus.ERROR:
             level = EventLevel.ERROR
         emit(current, f"job {final}: {text}", level=level, data={"status": final})
-        transaction.on_commit(lambda: _tell_kind_finished(current))
     return current
 
 

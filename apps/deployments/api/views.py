@@ -58,9 +58,6 @@ class DeploymentViewSet(
             .order_by("-created", "-id")
         )
 
-    def get_object(self):
-        return services.refresh_state(super().get_object())
-
     def _fresh(self, deployment) -> Response:
         return Response(DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
 
