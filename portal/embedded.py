@@ -58,6 +58,7 @@ def _reaper_loop(interval: float) -> None:
     """What Celery beat does in the services wiring: reap stale jobs every `interval` s, prune hourly."""
     from django.db import close_old_connections
 
+    from apps.deployments import recording
     from apps.jobs import services
 
     next_prune = 0.0
@@ -66,6 +67,7 @@ def _reaper_loop(interval: float) -> None:
         try:
             close_old_connections()
             services.reap_stale_jobs()
+            recording.settle_finished_runs()
             if time.monotonic() >= next_prune:
                 services.prune_old_output()
                 next_prune = time.monotonic() + 3600

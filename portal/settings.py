@@ -253,4 +253,5 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RACKPILOT_JOB_TIME_LIMI
 CELERY_BEAT_SCHEDULE = {
     "rackpilot-jobs-reap": {"task": "rackpilot.jobs.reap", "schedule": float(RACKPILOT_JOB_REAPER_SECONDS)},
     "rackpilot-jobs-prune": {"task": "rackpilot.jobs.prune", "schedule": 3600.0},
+    "rackpilot-deployments-settle": {"task": "rackpilot.deployments.settle", "schedule": 60.0},
 }

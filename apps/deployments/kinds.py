@@ -5,34 +5,26 @@ wrong (disruptive steps only where approved), verifies, and reports verdicts and
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 
 from rest_framework import serializers
 
 from apps.core.threads import thread_connection_returned
-from apps.deployments import commands  # noqa: F401  (registers the catalogue entries the steps run)
+from apps.deployments import (
+    commands,  # noqa: F401  (registers the catalogue entries the steps run)
+    recording,
+)
 from apps.deployments.choices import VERIFIED_OUTCOMES, Outcome, Phase
+from apps.deployments.context import node_contexts
+from apps.deployments.recording import Cell
 from apps.deployments.steps import PLAN, STEPS
 from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst
 from apps.deployments.suggestions import suggestions_for
 from apps.jobs.choices import StepStatus
-from apps.jobs.kinds import JobKind, StepSpec, register_kind
-from apps.nodeexec.base import CommandResult
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
+from apps.nodeexec.base import CommandResult, NodeTarget
 
 KIND = "deploy"
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class Cell:
-    """What a cell found: its status, one-line summary, verdicts and suggestions (kept for shard_finished)."""
-
-    status: str = StepStatus.SUCCEEDED
-    summary: str = ""
-    findings: list[Finding] = field(default_factory=list)
-    suggestions: list[dict] = field(default_factory=list)
-    applied: list[str] = field(default_factory=list)
-    record: bool = True  # False when nothing was judged (skipped by phase, resume or not applicable)
 
 
 class DeployParameters(serializers.Serializer):
@@ -55,9 +47,8 @@ class Deploy(JobKind):
         self.contexts: dict[str, NodeContext] = {}
         self.verified: dict[tuple[str, str], int] = {}
         self.approved: set[tuple[str, str]] = set()
-        self.cells: dict[tuple[str, str], Cell] = {}
+        self.cells: dict[tuple[str, str], Cell] = {}  # (hostname, step name), filled by the step runner
         self.failed_phase: dict[str, int] = {}
-        self.results: dict[int, tuple[str, str]] = {}
         self.check_only = False
         self.run = None
 
@@ -68,24 +59,19 @@ class Deploy(JobKind):
         ]
 
     def prepare(self, job, shard) -> None:
-        from apps.deployments import services
-        from apps.deployments.context import node_contexts
-
-        deployment, run = services.run_of(job)
+        deployment, run = recording.run_of(job)
         self.run = run
         self.check_only = bool(job.parameters.get("check_only"))
         node_ids = shard.steps.values_list("node_id", flat=True).distinct()
         self.contexts = node_contexts(deployment, list(node_ids))
-        self.verified = services.verified_cells(deployment, before=run)
-        self.approved = services.approved_cells(deployment)
+        self.verified = recording.verified_cells(deployment, before=run)
+        self.approved = recording.approved_cells(deployment)
 
     def step_runner(self, spec: StepSpec):
         step = STEPS[spec.name]
 
         async def runner(target, run) -> CommandResult:
-            result = await self._run_cell(step, self.contexts[target.hostname], run)
-            self.results[id(result)] = (target.hostname, step.name)  # how evaluate() finds the cell again
-            return result
+            return await self._run_cell(step, self.contexts[target.hostname], run)
 
         return runner
 
@@ -140,10 +126,10 @@ class Deploy(JobKind):
         return _result(transcript, exit_code=0 if outcome in VERIFIED_OUTCOMES else 1)
 
     def _store(self, node: NodeContext, step: str, cell: Cell) -> None:
-        from apps.deployments import services
-
         with thread_connection_returned():
-            ids = services.record_cell(run=self.run, node_id=node.node_id, hostname=node.hostname, step=step, cell=cell)
+            ids = recording.record_cell(
+                run=self.run, node_id=node.node_id, hostname=node.hostname, step=step, cell=cell
+            )
         for item, public_id in zip(cell.suggestions, ids, strict=True):
             item["id"] = public_id  # pushed with the cell's event, so the page can act on it at once
 
@@ -221,37 +207,24 @@ class Deploy(JobKind):
             return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{note}"[:300]
         return StepStatus.SUCCEEDED, f"{_passed_summary(findings)}{note}"[:300]
 
-    def evaluate(self, step: StepSpec, result: CommandResult) -> str:
-        cell = self._cell_of(step, result)
-        return cell.status if cell else super().evaluate(step, result)
-
-    def summarize(self, step: StepSpec, result: CommandResult) -> str:
-        cell = self._cell_of(step, result)
-        return cell.summary if cell else super().summarize(step, result)
-
-    def event_data(self, step: StepSpec, result: CommandResult) -> dict:
-        cell = self._cell_of(step, result)
-        if cell is None or not cell.record:
-            return {}
-        return {
-            "verdicts": [finding.as_json() for finding in cell.findings],
-            "suggestions": cell.suggestions,
-            "outcome": worst(cell.findings),
-        }
-
-    def _cell_of(self, step: StepSpec, result: CommandResult) -> Cell | None:
-        key = self.results.get(id(result))
-        return self.cells.get(key) if key else None
-
-    def job_finished(self, job) -> None:
-        from apps.deployments import services
-
-        services.refresh_state(services.run_of(job)[0])
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        cell = self.cells.get((target.hostname, step.name))
+        if cell is None:  # the runner never reached the cell (the transport failed first): the engine's default
+            return super().cell_record(target, step, result)
+        data = {}
+        if cell.record:
+            data = {
+                "verdicts": [finding.as_json() for finding in cell.findings],
+                "suggestions": cell.suggestions,
+                "outcome": worst(cell.findings),
+            }
+        return CellRecord(cell.status, cell.summary, data)
 
     def shard_finished(self, job, shard) -> None:
-        from apps.deployments import services
+        recording.record_shard(job=job, hostnames={hostname for hostname, _ in self.cells})
 
-        services.record_shard(job=job, hostnames={hostname for hostname, _ in self.cells})
+    def job_finished(self, job) -> None:
+        recording.settle_state(recording.run_of(job)[0])
 
 
 def _result(transcript: list[str], *, exit_code: int | None = None, canceled: bool = False) -> CommandResult:

@@ -17,7 +17,8 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.deployments import report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
-from apps.deployments.choices import OUTCOME_COLOURS, Outcome, Phase, SuggestionState, WizardStage
+from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
+from apps.deployments.filters import DeploymentFilterSet
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.deployments.steps import STEPS
@@ -28,8 +29,8 @@ STAGES = list(WizardStage)
 
 
 def _deployment(request, public_id) -> Deployment:
-    deployment = get_object_or_404(Deployment.objects.visible_to(request.user), public_id=public_id)
-    return services.refresh_state(deployment)
+    # A pure read: the job's end (the deploy kind's job_finished) is what moves a deployment's state.
+    return get_object_or_404(Deployment.objects.visible_to(request.user), public_id=public_id)
 
 
 def _data(request):
@@ -80,12 +81,14 @@ def deployment_list(request):
         .annotate(node_count=Count("nodes", distinct=True))
         .order_by("-created", "-id")
     )
+    filters = DeploymentFilterSet(request.GET, queryset=deployments)  # the same filters as GET /api/deployments/
+    deployments = filters.qs
     rows = []
     for deployment in deployments:
-        services.refresh_state(deployment)  # a query only while a run is going
         runs = sorted(deployment.runs.all(), key=lambda run: run.number)
         rows.append({"deployment": deployment, "nodes": deployment.node_count, "run": runs[-1] if runs else None})
-    return render(request, "deployments/deployment_list.html", {"rows": rows})
+    context = {"rows": rows, "state": request.GET.get("state", ""), "states": DeploymentState.choices}
+    return render(request, "deployments/deployment_list.html", context)
 
 
 # --- the wizard -------------------------------------------------------------------------------------------------------

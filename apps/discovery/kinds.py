@@ -11,8 +11,8 @@ from rest_framework import serializers
 from apps.discovery.choices import FactFamily
 from apps.discovery.facts import read, step_name, summary, tool_failure
 from apps.jobs.choices import StepStatus
-from apps.jobs.kinds import JobKind, StepSpec, register_kind
-from apps.nodeexec.base import CommandResult
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
+from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import (
     CATALOGUE,
     MAX_INTERFACES,
@@ -99,9 +99,6 @@ class Discover(JobKind):
     parameters = DiscoverParameters
     transports = ("ssh", "local", "sim")
 
-    def __init__(self):
-        self._readings: dict[int, object] = {}
-
     def steps(self, parameters: dict) -> list[StepSpec]:
         interfaces = parameters.get("interfaces") or []
         specs = []
@@ -115,29 +112,18 @@ class Discover(JobKind):
             specs.append(StepSpec(step_name(family), command, label, values=values, stop_on_failure=False))
         return specs
 
-    def evaluate(self, step: StepSpec, result: CommandResult) -> str:
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         if result.canceled:
-            return StepStatus.CANCELED
-        if not result.ok:
-            return StepStatus.ERROR  # could not run: tool missing, unreachable, timed out, or it failed
+            return CellRecord(StepStatus.CANCELED, "canceled")
+        if not result.ok:  # could not run: tool missing, unreachable, timed out, or it failed
+            return CellRecord(StepStatus.ERROR, ("could not run: " + could_not_run_reason(step, result))[:300])
         try:
             reading = read(step.name, result.stdout.decode("utf-8", errors="replace"))
         except ParseError as error:
-            self._readings[id(result)] = error
-            return StepStatus.ERROR
-        self._readings[id(result)] = reading
+            return CellRecord(StepStatus.ERROR, f"could not run: output not understood ({error})"[:300])
         # Part of the nics column could not run (a tool missing on some interface): not green, facts still kept.
-        return StepStatus.ERROR if reading.facts.get("could_not_run") else StepStatus.SUCCEEDED
-
-    def summarize(self, step: StepSpec, result: CommandResult) -> str:
-        reading = self._readings.pop(id(result), None)
-        if result.canceled:
-            return "canceled"
-        if not result.ok:
-            return ("could not run: " + could_not_run_reason(step, result))[:300]
-        if isinstance(reading, ParseError):
-            return f"could not run: output not understood ({reading})"[:300]
-        return summary(reading)[:300] if reading is not None else ""
+        status = StepStatus.ERROR if reading.facts.get("could_not_run") else StepStatus.SUCCEEDED
+        return CellRecord(status, summary(reading)[:300])
 
     def shard_finished(self, job, shard) -> None:
         from apps.discovery.services import record_shard

@@ -62,7 +62,8 @@ def run_shard(*, job_public_id: str, index: int, worker: str | None = None) -> s
 
 
 class _CellObserver:
-    """Turns fan-out callbacks into matrix cell updates, log events and artifacts (through the recorder)."""
+    """Turns fan-out callbacks into matrix cell updates, log events and artifacts (through the recorder). Its
+    methods run on the fan-out's event loop: they only append to the recorder's lists, whose thread writes them."""
 
     def __init__(self, recorder: Recorder, kind, specs: dict[str, StepSpec], cells: dict[tuple[str, str], int]):
         self.recorder, self.kind, self.specs, self.cells = recorder, kind, specs, cells
@@ -93,9 +94,8 @@ class _CellObserver:
             )
 
     def step_finished(self, target: NodeTarget, step: PlannedStep, result: CommandResult) -> None:
-        spec = self.specs[step.name]
-        status = self.kind.evaluate(spec, result)
-        summary = self.kind.summarize(spec, result)
+        record = self.kind.cell_record(target, self.specs[step.name], result)
+        status, summary = record.status, record.summary
         pk = self.cells[target.hostname, step.name]
         self.recorder.step(pk, status=status, exit_code=result.exit_code, finished=timezone.now(), summary=summary)
         for stream, data, size in (
@@ -108,7 +108,7 @@ class _CellObserver:
         if status == StepStatus.CANCELED:
             level = EventLevel.WARNING
         data = {"status": status, "exit_code": result.exit_code, "duration": round(result.duration, 3)}
-        data.update(self.kind.event_data(spec, result))
+        data.update(record.data)
         if result.fingerprint:
             data["fingerprint"] = result.fingerprint
             if target.node_id is not None and result.host_key:

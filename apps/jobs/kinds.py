@@ -1,9 +1,9 @@
 """Job kinds: small declarative classes the engine runs without knowing what they are for.
 
 A kind names itself, declares its parameters as a DRF serializer (so bad input answers 400 naming the field and the
-schema documents it), lists its steps (catalogue commands) for given parameters, and may say how a command's result
-becomes a step status and a one-line summary. Register one with `@register_kind`; feature apps do so from their
-AppConfig.ready() (import the module holding the class).
+schema documents it), lists its steps (catalogue commands) for given parameters, and may say what a finished cell
+records (JobKind.cell_record). Register one with `@register_kind`; feature apps do so from their AppConfig.ready()
+(import the module holding the class). docs/jobs.md is the whole contract: hooks, order, threads, transactions.
 """
 
 import datetime
@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from apps.jobs.choices import StepStatus
 from apps.nodeexec import catalogue
-from apps.nodeexec.base import CommandResult
+from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.transports import TRANSPORT_NAMES
 
 
@@ -41,12 +41,47 @@ class StepSpec:
         return catalogue.get_command(self.command).timeout
 
 
+@dataclass(frozen=True)
+class CellRecord:
+    """What the engine records for a finished cell: its status, one-line summary, and extra data for the cell's
+    finished event (pushed live with it: verdicts, suggestions)."""
+
+    status: str
+    summary: str = ""
+    data: dict = field(default_factory=dict)
+
+
+def default_status(result: CommandResult) -> str:
+    """canceled, error (the command could not run at all), succeeded (exit 0) or failed."""
+    if result.canceled:
+        return StepStatus.CANCELED
+    if result.error and result.exit_code is None:
+        return StepStatus.ERROR
+    return StepStatus.SUCCEEDED if result.ok else StepStatus.FAILED
+
+
+def default_summary(step: StepSpec, result: CommandResult) -> str:
+    """The transport's error, canceled, the timeout or signal, else the first line of output (`exit N: ` when not 0)."""
+    if result.error:
+        return result.error
+    if result.canceled:
+        return "canceled"
+    if result.timed_out:
+        return f"timed out after {step.timeout_seconds():g} s"
+    if result.signal:
+        return f"killed by SIG{result.signal}"
+    text = (result.stdout or result.stderr).decode("utf-8", errors="replace").strip()
+    first = text.splitlines()[0] if text else ""
+    prefix = "" if result.exit_code == 0 else f"exit {result.exit_code}: "
+    return (prefix + first)[:300]
+
+
 class NoParameters(serializers.Serializer):
     pass
 
 
 class JobKind:
-    """Subclass, set the class attributes, implement steps(); override evaluate()/summarize() when needed."""
+    """Subclass, set the class attributes, implement steps(); override cell_record() and the other hooks when needed."""
 
     name: ClassVar[str]
     label: ClassVar[str] = ""
@@ -58,26 +93,10 @@ class JobKind:
     def steps(self, parameters: dict) -> list[StepSpec]:
         raise NotImplementedError
 
-    def evaluate(self, step: StepSpec, result: CommandResult) -> str:
-        if result.canceled:
-            return StepStatus.CANCELED
-        if result.error and result.exit_code is None:
-            return StepStatus.ERROR
-        return StepStatus.SUCCEEDED if result.ok else StepStatus.FAILED
-
-    def summarize(self, step: StepSpec, result: CommandResult) -> str:
-        if result.error:
-            return result.error
-        if result.canceled:
-            return "canceled"
-        if result.timed_out:
-            return f"timed out after {step.timeout_seconds():g} s"
-        if result.signal:
-            return f"killed by SIG{result.signal}"
-        text = (result.stdout or result.stderr).decode("utf-8", errors="replace").strip()
-        first = text.splitlines()[0] if text else ""
-        prefix = "" if result.exit_code == 0 else f"exit {result.exit_code}: "
-        return (prefix + first)[:300]
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        """What a finished cell records. Called on the fan-out's event loop, once per cell that ran (not for skipped
+        ones): no database access here, and return quickly. Default: default_status() and default_summary()."""
+        return CellRecord(status=default_status(result), summary=default_summary(step, result))
 
     def prepare(self, job, shard) -> None:
         """Called in the worker's sync context before the shard's fan-out: read what step runners will need."""
@@ -86,10 +105,6 @@ class JobKind:
         """None: the step runs its catalogue command. Otherwise an async (target, run) -> CommandResult that runs
         several commands in the step's cell (apps.nodeexec.fanout.StepRunner)."""
         return None
-
-    def event_data(self, step: StepSpec, result: CommandResult) -> dict:
-        """Extra data for the cell's finished event (pushed live with it), e.g. verdicts and suggestions."""
-        return {}
 
     def shard_finished(self, job, shard) -> None:
         """Called once a shard's commands are over and recorded, in the worker's sync context: read the cells'

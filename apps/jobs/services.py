@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -174,12 +175,17 @@ def create_job(
     return job
 
 
-def enqueue(job: Job) -> None:
-    from apps.jobs.tasks import run_shard
+RUN_SHARD_TASK = "rackpilot.jobs.run_shard"
 
+
+def enqueue(job: Job) -> None:
+    # By the task's name, not by importing tasks.py (which imports the executor, which imports this module). A
+    # signature of a registered task still goes through Task.apply_async, so eager mode and routing apply.
     for shard in job.shards.all():
         if shard.status == ShardStatus.QUEUED:
-            run_shard.apply_async(args=[str(job.public_id), shard.index], task_id=shard.task_id)
+            current_app.signature(RUN_SHARD_TASK).apply_async(
+                args=[str(job.public_id), shard.index], task_id=shard.task_id
+            )
 
 
 # --- cancel -------------------------------------------------------------------------------------------------------
@@ -200,6 +206,7 @@ def cancel_job(*, job: Job, user=None) -> Job:
                 status=StepStatus.CANCELED, summary="canceled before it started", updated=now
             )
             job.refresh_from_db()
+            transaction.on_commit(lambda: _tell_kind_finished(job))  # over without a shard: its end is here
             emit(job, f"canceled by {who} before it started", level=EventLevel.WARNING)
             return job
         if Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, cancel_requested=False).update(
@@ -295,11 +302,13 @@ def finish_job_if_done(*, job: Job, summary: str = "") -> Job:
         ):
             return Job.objects.get(pk=job.pk)
         current.refresh_from_db()
+        # Registered before the final event's push: a page that reloads on that push finds the kind's results
+        # (a deployment's state) already settled.
+        transaction.on_commit(lambda: _tell_kind_finished(current))
         level = EventLevel.INFO if final == JobStatus.SUCCEEDED else EventLevel.WARNING
         if final == JobStatus.ERROR:
             level = EventLevel.ERROR
         emit(current, f"job {final}: {text}", level=level, data={"status": final})
-        transaction.on_commit(lambda: _tell_kind_finished(current))
     return current
 
 

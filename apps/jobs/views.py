@@ -14,6 +14,7 @@ from apps.accounts.decorators import role_required
 from apps.jobs import services
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus
 from apps.jobs.events import event_dict, progress_of
+from apps.jobs.filters import JobFilterSet
 from apps.jobs.forms import JobForm, add_service_errors
 from apps.jobs.kinds import KINDS
 from apps.jobs.models import Job, JobEvent, JobStep
@@ -24,12 +25,8 @@ INITIAL_EVENTS = 500
 @login_required
 def job_list(request):
     jobs = Job.objects.visible_to(request.user).with_progress().select_related("requested_by").order_by("-created")
-    status = request.GET.get("status", "")
-    if status in JobStatus.values:
-        jobs = jobs.filter(status=status)
-    kind = request.GET.get("kind", "")
-    if kind:
-        jobs = jobs.filter(kind=kind)
+    jobs = JobFilterSet(request.GET, queryset=jobs).qs  # the same filters as GET /api/jobs/
+    status, kind = request.GET.get("status", ""), request.GET.get("kind", "")
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
     template = "jobs/partials/job_rows.html" if request.headers.get("HX-Request") else "jobs/job_list.html"
     return render(

@@ -1,5 +1,5 @@
-/* Rackpilot deployments: the running view follows the current run's job stream (jobs.js draws that job's matrix and
- * log) and adds what only a deployment has: each finished cell's outcome in the all-runs matrix and its suggestions,
+/* Rackpilot deployments: the running view follows the current run's job stream over jobs.js's one connection
+ * (jobs.js draws that job's matrix and log) and adds what only a deployment has: each finished cell's outcome in the all-runs matrix and its suggestions,
  * appended live; when the run ends the server-rendered summary (state, phases, matrix, stored suggestions) is
  * fetched again. The review stage's "expand all" lives here too. */
 (function () {
@@ -7,7 +7,6 @@
   var TERMINAL = { succeeded: 1, failed: 1, canceled: 1, error: 1 };
   var COLOURS = { pass: "green", warn: "yellow", fail: "red", could_not_run: "grey" };
 
-  function wsUrl(path) { return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path; }
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) { node.className = cls; }
@@ -70,51 +69,31 @@
     suggestionsTimer = setTimeout(function () { window.htmx.trigger(document.body, "suggestions-refresh"); }, 1000);
   }
 
+  // What the running view adds to the job page's stream: jobs.js owns the one websocket (with its replay, gap
+  // refill and polling fallback) and hands every event and job status to these.
   function follow(opts) {
-    var state = { lastSeq: opts.after || 0, status: opts.status, done: TERMINAL[opts.status] === 1, failures: 0 };
+    var state = { lastSeq: 0, status: opts.status, done: TERMINAL[opts.status] === 1 };
     window.rackpilotDeployment = state;
-    if (state.done) { return; }
 
     function finished() {
       if (state.done) { return; }
       state.done = true;
       refreshSummary();
     }
-    function onEvent(ev) {
-      if (ev.seq <= state.lastSeq) { return; }
-      state.lastSeq = ev.seq;
-      var data = ev.data || {};
-      if (ev.hostname && ev.step && data.outcome) { markCell(ev.hostname, ev.step, data.outcome); }
-      (data.suggestions || []).forEach(appendSuggestion);
-      if ((data.suggestions || []).some(function (s) { return s.id; })) { refreshSuggestionsSoon(); }
-    }
-    function onJob(job) {
-      if (job && job.status) { state.status = job.status; if (TERMINAL[job.status]) { finished(); } }
-    }
-    function poll() {
-      fetch("/api/jobs/" + opts.job + "/", { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then(function (r) { return r.json(); })
-        .then(function (job) { onJob(job); if (!state.done) { setTimeout(poll, 3000); } })
-        .catch(function () { setTimeout(poll, 5000); });
-    }
-    function connect() {
-      if (!("WebSocket" in window)) { poll(); return; }
-      var ws = new WebSocket(wsUrl("/ws/jobs/" + opts.job + "/?after=" + state.lastSeq));
-      var opened = false;
-      ws.onopen = function () { opened = true; state.failures = 0; };
-      ws.onmessage = function (msg) {
-        var frame = JSON.parse(msg.data);
-        (frame.events || []).forEach(onEvent);
-        onJob(frame.job);
-      };
-      ws.onclose = function () {
-        if (state.done) { return; }
-        if (!opened) { state.failures += 1; }
-        if (state.failures >= 3) { poll(); return; }
-        setTimeout(connect, Math.min(10000, 500 * Math.pow(2, state.failures)));
-      };
-    }
-    connect();
+    return {
+      onEvent: function (ev) {
+        // A finished run's outcomes and suggestions are on the server-rendered page already.
+        if (state.done || ev.seq <= state.lastSeq) { return; }
+        state.lastSeq = ev.seq;
+        var data = ev.data || {};
+        if (ev.hostname && ev.step && data.outcome) { markCell(ev.hostname, ev.step, data.outcome); }
+        (data.suggestions || []).forEach(appendSuggestion);
+        if ((data.suggestions || []).some(function (s) { return s.id; })) { refreshSuggestionsSoon(); }
+      },
+      onJob: function (job) {
+        if (job && job.status) { state.status = job.status; if (TERMINAL[job.status]) { finished(); } }
+      },
+    };
   }
 
   document.addEventListener("click", function (e) {

@@ -20,8 +20,11 @@
     el.textContent = label(status);
   }
 
-  function detail(initial) {
+  // `listener` (optional): { onEvent(ev), onJob(job) } for a page that shows more than the job (a deployment's
+  // running view). It sees every event once, in seq order, and every job status, over this page's one connection.
+  function detail(initial, listener) {
     var id = initial.id;
+    listener = listener || {};
     var state = { lastSeq: 0, status: initial.status, ws: null, mode: "connecting", failures: 0, received: 0,
                   seqs: [], pollTimer: null, closedByPage: false };
     var log = document.getElementById("log");
@@ -45,6 +48,7 @@
       if (nodeFilter.value && ev.hostname && ev.hostname !== nodeFilter.value) { row.hidden = true; }
       log.appendChild(row);
       while (log.childElementCount > MAX_LOG_ROWS) { log.removeChild(log.firstElementChild); }
+      if (listener.onEvent) { listener.onEvent(ev); }
     }
 
     function fetchMissing() {
@@ -86,6 +90,7 @@
     function applyJob(job) {
       if (!job) { return; }
       state.status = job.status;
+      if (listener.onJob) { listener.onJob(job); }
       setBadge(document.getElementById("job-status"), job.status, job.colour);
       document.getElementById("job-status-text").textContent = label(job.status);
       if (job.progress) {

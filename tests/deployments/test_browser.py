@@ -66,12 +66,15 @@ def test_operator_deploys_rack_r04_fixes_what_failed_and_resumes_to_passed(live_
     page.click("#approve-plan")
     page.wait_for_url("**/wizard/run/")
 
-    # 5. Start, and watch the run end in the running view.
+    # 5. Start, and watch the run end in the running view (over one websocket: the page's job stream).
+    sockets = []
+    page.on("websocket", lambda socket: sockets.append(socket.url))
     page.click("#start")
     page.wait_for_url(f"**/deployments/{deployment.public_id}/")
     page.wait_for_function(
         "document.getElementById('deployment-state').textContent === 'Needs attention'", timeout=RUN_TIMEOUT_MS
     )
+    assert len([url for url in sockets if "/ws/jobs/" in url]) == 1, sockets
     for hostname, step in [("gpu025", "mtu"), ("gpu026", "roce"), ("gpu027", "gpus"), ("gpu017", "firmware")]:
         assert page.locator(cell(hostname, step)).get_attribute("data-outcome") == "fail", (hostname, step)
     titles = " | ".join(page.locator("#suggestions .suggestion .title").all_inner_texts())

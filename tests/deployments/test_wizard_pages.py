@@ -267,3 +267,17 @@ def test_report_page_and_download(browser_as, viewer, draft):
     body = download.content.decode()
     assert "<style>" in body and "Acceptance report: h200-r04" in body
     assert "<link" not in body and "<script" not in body and 'href="/' not in body  # self-contained
+
+
+def test_the_list_page_and_the_api_filter_deployments_alike(browser_as, api_as, operator, draft):
+    approved = services.create_deployment(
+        name="h200-r05", targets=job_services.TargetSpec(nodes=("gpu018",)), user=operator, transport="sim"
+    )
+    services.approve(deployment=approved, user=operator)
+    page, api = browser_as(operator), api_as(operator)
+    for state, expected in (("draft", {"h200-r04"}), ("approved", {"h200-r05"}), ("", {"h200-r04", "h200-r05"})):
+        text = page.get(f"/deployments/?state={state}").content.decode()
+        assert {name for name in ("h200-r04", "h200-r05") if f">{name}</a>" in text} == expected, state
+        listed = {d["name"] for d in api.get(f"/api/deployments/?state={state}").json()["results"]}
+        assert listed == expected, state
+    assert 'name="state"' in page.get("/deployments/").content.decode()  # the page offers the filter

@@ -153,3 +153,24 @@ def test_schema_generates_without_warnings(capsys):
 
     call_command("spectacular", "--fail-on-warn", "--validate", "--file", "/dev/null")
     assert "jobs" not in capsys.readouterr().err
+
+
+def test_the_list_page_and_the_api_filter_jobs_alike(api_as, browser_as, operator, nodes):
+    client = api_as(operator)
+    canceled = _post(client).json()["id"]
+    client.post(f"/api/jobs/{canceled}/cancel/")
+    queued = _post(client, kind="shell-check", parameters={"commands": ["uname"]}).json()["id"]
+    page = browser_as(operator)
+    for query, expected in (
+        ("status=canceled", {canceled}),
+        ("status=queued", {queued}),
+        ("kind=shell-check", {queued}),
+        ("status=canceled&kind=shell-check", set()),
+        ("status=nonsense", {canceled, queued}),  # the page ignores what it does not know
+    ):
+        shown = page.get(f"/jobs/?{query}").content.decode()
+        assert {job_id for job_id in (canceled, queued) if f"/jobs/{job_id}/" in shown} == expected, query
+        if query != "status=nonsense":  # the API refuses it instead (400 naming the field)
+            listed = {job["id"] for job in client.get(f"/api/jobs/?{query}").json()["results"]}
+            assert listed == expected, query
+    assert client.get("/api/jobs/?status=nonsense").status_code == 400

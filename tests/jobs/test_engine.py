@@ -16,6 +16,7 @@ from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ENQUEUE = services.enqueue  # the real one: the no_celery fixture replaces it for every test here
 
 
 @pytest.fixture
@@ -226,6 +227,49 @@ def test_logging_inside_a_job_becomes_events(nodes, run_shards, fast_jobs):
     finally:
         KINDS.pop("test-chatty")
     assert JobEvent.objects.filter(job=job, level="warning", message="planning 1 step").exists()
+
+
+def test_a_kinds_cell_record_is_what_the_cell_records(nodes, run_shards, fast_jobs):
+    from apps.jobs.kinds import KINDS, CellRecord, JobKind, StepSpec, register_kind
+
+    class Judged(JobKind):
+        name = "test-judged"
+
+        def steps(self, parameters):
+            return [StepSpec(name="name", command="hostname")]
+
+        def cell_record(self, target, step, result):
+            # The target, the step and the result in hand: a kind judges a cell without keeping state for it.
+            printed = result.stdout.decode().strip()
+            status = StepStatus.FAILED if target.hostname == "local1" else StepStatus.SUCCEEDED
+            return CellRecord(status, f"{target.hostname} {step.name}", {"printed": printed, "exit": result.exit_code})
+
+    register_kind(Judged)
+    try:
+        job = run_shards(_create("test-judged", nodes[:2]))
+    finally:
+        KINDS.pop("test-judged")
+    cells = {cell.hostname: (cell.status, cell.summary) for cell in JobStep.objects.filter(job=job)}
+    assert cells == {"local0": (StepStatus.SUCCEEDED, "local0 name"), "local1": (StepStatus.FAILED, "local1 name")}
+    assert job.status == JobStatus.FAILED  # the job's end counts the kind's statuses, not the exit codes
+    finished = JobEvent.objects.get(job=job, hostname="local1", step="name", message__startswith="name: ")
+    assert finished.message == "name: failed — local1 name"
+    assert finished.data["printed"] == os.uname().nodename and finished.data["exit"] == 0
+    assert finished.data["status"] == StepStatus.FAILED
+
+
+def test_enqueue_sends_each_queued_shard_to_run_shard_by_name(nodes, monkeypatch, settings):
+    from apps.jobs import tasks
+
+    settings.RACKPILOT_JOB_SHARD_SIZE = 2
+    sent = []
+    monkeypatch.setattr(
+        tasks.run_shard, "apply_async", lambda args=None, kwargs=None, **options: sent.append((args, options))
+    )
+    job = _create("shell-check", nodes, commands=["uname"])
+    JobShard.objects.filter(job=job, index=1).update(status=ShardStatus.CANCELED)
+    ENQUEUE(job)
+    assert sent == [((str(job.public_id), 0), {"task_id": str(job.public_id)})]  # the canceled shard is not sent
 
 
 def _debug_events(job):  # pragma: no cover - a helper for reading failures

@@ -20,6 +20,7 @@ from apps.deployments.api.serializers import (
     SuggestionSerializer,
     VerdictSerializer,
 )
+from apps.deployments.filters import AcceptanceCriterionFilterSet, DeploymentFilterSet, SuggestionFilterSet
 from apps.deployments.models import AcceptanceCriterion, Deployment, Suggestion
 from apps.jobs import services as job_services
 
@@ -47,7 +48,7 @@ class DeploymentViewSet(
     lookup_value_regex = UUID_PATTERN
     ordering_fields = ["created", "name", "state"]
     search_fields = ["name", "description"]
-    filterset_fields = ["state"]
+    filterset_class = DeploymentFilterSet
     write_role = Role.OPERATOR
 
     def get_queryset(self):
@@ -57,9 +58,6 @@ class DeploymentViewSet(
             .prefetch_related("nodes", "runs__job", "runs__started_by")
             .order_by("-created", "-id")
         )
-
-    def get_object(self):
-        return services.refresh_state(super().get_object())
 
     def _fresh(self, deployment) -> Response:
         return Response(DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
@@ -197,7 +195,7 @@ class SuggestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     serializer_class = SuggestionSerializer
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
-    filterset_fields = ["state", "hostname", "step", "problem", "deployment__public_id"]
+    filterset_class = SuggestionFilterSet
     ordering_fields = ["created", "state"]
     search_fields = ["hostname", "title"]
     write_role = Role.OPERATOR
@@ -220,4 +218,4 @@ class AcceptanceCriterionViewSet(viewsets.ModelViewSet):
 
     queryset = AcceptanceCriterion.objects.select_related("sku").order_by("check_name", "sku__name", "id")
     serializer_class = AcceptanceCriterionSerializer
-    filterset_fields = ["check_name"]
+    filterset_class = AcceptanceCriterionFilterSet

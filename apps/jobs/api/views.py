@@ -1,7 +1,6 @@
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -16,19 +15,10 @@ from apps.jobs.api.serializers import (
     JobSerializer,
     JobStepSerializer,
 )
-from apps.jobs.choices import JobStatus
+from apps.jobs.filters import JobFilterSet
 from apps.jobs.models import Artifact, Job, JobEvent, JobStep
 
 EVENT_PAGE_MAX = 5000
-
-
-class JobFilterSet(filters.FilterSet):
-    status = filters.MultipleChoiceFilter(choices=JobStatus.choices)
-    kind = filters.CharFilter()
-
-    class Meta:
-        model = Job
-        fields = ["status", "kind"]
 
 
 class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
