@@ -63,9 +63,24 @@ def artefact_nodes(nodes: list[Node]) -> list[dict]:
     return rows
 
 
+class StoredPlanInvalid(Exception):
+    """The plan's stored options no longer pass today's rules (an older release saved them): edit them first.
+    ``errors`` maps each option's path (``options.environment.LD_PRELOAD``) to what is wrong with it."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        listed = "; ".join(f"{path}: {message}" for path, message in errors.items())
+        super().__init__(f"The plan's saved options are no longer accepted; edit them first ({listed})")
+
+
 def render_artefacts(deployment, nodes: list[Node] | None = None) -> list:
     nodes = nodes if nodes is not None else load_nodes(deployment.nodes.values_list("pk", flat=True))
-    return artefacts.render_all(deployment.options, artefact_nodes(nodes), deployment_name=deployment.name)
+    try:
+        return artefacts.render_all(deployment.options, artefact_nodes(nodes), deployment_name=deployment.name)
+    except artefacts.ArtefactError as error:
+        if error.errors:  # the options, not the nodes, are what fail
+            raise StoredPlanInvalid({f"options.{path}": message for path, message in error.errors.items()}) from error
+        raise
 
 
 def _topology_by_node(hostnames: set[str]) -> dict[str, list[tuple[str, str, str]]]:

@@ -18,6 +18,7 @@ from apps.accounts.decorators import role_required
 from apps.deployments import report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
+from apps.deployments.context import StoredPlanInvalid
 from apps.deployments.filters import DeploymentFilterSet
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
@@ -132,7 +133,11 @@ def deployment_wizard(request, public_id, stage):
     if request.method == "POST" and stage != WizardStage.RUN and not deployment.is_draft:
         messages.error(request, f"The plan is {deployment.get_state_display().lower()}; only a draft can be changed.")
         return redirect("deployment-detail", deployment.public_id)
-    return handler(request, deployment)
+    try:
+        return handler(request, deployment)
+    except StoredPlanInvalid as error:
+        messages.error(request, str(error))
+        return redirect("deployment-wizard", deployment.public_id, WizardStage.VERSIONS)
 
 
 def _advance(deployment, stage: str):
@@ -269,7 +274,10 @@ def _flatten(detail) -> str:
 @login_required
 def artefact_download(request, public_id, name):
     deployment = _deployment(request, public_id)
-    chosen = next((a for a in services.plan_artefacts(deployment) if a.name == name), None)
+    try:
+        chosen = next((a for a in services.plan_artefacts(deployment) if a.name == name), None)
+    except StoredPlanInvalid as error:
+        return HttpResponse(str(error), status=409, content_type="text/plain; charset=utf-8")
     if chosen is None:
         raise Http404("No such artefact.")
     response = HttpResponse(chosen.content, content_type=chosen.media_type)

@@ -137,3 +137,27 @@ def test_the_wizard_takes_framework_variables(browser_as, operator, draft):
     assert response.status_code == 302
     draft.refresh_from_db()
     assert draft.options["environment"] == GOOD
+
+
+@pytest.mark.django_db
+def test_a_plan_stored_before_the_rule_answers_409_and_a_page_that_says_why(demo_cluster, operator, api_as, client):
+    deployment = services.create_deployment(
+        name="old", targets=TargetSpec(nodes=("gpu031",)), user=operator, option_edits={"environment": GOOD}
+    )
+    # Saved by an older release, before variables that run code were refused.
+    Deployment.objects.filter(pk=deployment.pk).update(
+        options={**deployment.options, "environment": {"LD_PRELOAD": "/tmp/x.so"}}
+    )
+    api = api_as(operator)
+    for action in ("plan", "artefacts"):
+        response = api.get(reverse(f"api:deployment-{action}", args=[deployment.public_id]))
+        assert response.status_code == 409, (action, response.content[:300])
+        assert "options.environment.LD_PRELOAD" in response.json()["errors"]
+
+    client.force_login(operator)
+    page = client.get(reverse("deployment-wizard", args=[deployment.public_id, "review"]), follow=True)
+    assert page.redirect_chain[-1][0].endswith("/wizard/versions/")  # where the options are edited
+    assert page.status_code == 200
+    assert "no longer accepted" in page.content.decode() and "LD_PRELOAD" in page.content.decode()
+    download = client.get(reverse("deployment-artefact", args=[deployment.public_id, "environment"]))
+    assert download.status_code == 409

@@ -20,6 +20,7 @@ from apps.deployments.api.serializers import (
     SuggestionSerializer,
     VerdictSerializer,
 )
+from apps.deployments.context import StoredPlanInvalid
 from apps.deployments.filters import AcceptanceCriterionFilterSet, DeploymentFilterSet, SuggestionFilterSet
 from apps.deployments.models import AcceptanceCriterion, Deployment, Suggestion
 from apps.jobs import services as job_services
@@ -100,7 +101,10 @@ class DeploymentViewSet(
     def plan(self, request, id=None):
         """The dry run: per node and step, the commands check/verify read and the commands apply may run."""
         deployment = self.get_object()
-        plan = services.dry_run(deployment)
+        try:
+            plan = services.dry_run(deployment)
+        except StoredPlanInvalid as error:
+            return _stored_plan_conflict(error)
         return Response(
             {
                 "nodes": plan,
@@ -113,7 +117,10 @@ class DeploymentViewSet(
     @action(detail=True, methods=["get"])
     def artefacts(self, request, id=None):
         """The files the plan generates (NCCL environment, cgroup slice, scheduler configuration ...), validated."""
-        artefacts = services.plan_artefacts(self.get_object())
+        try:
+            artefacts = services.plan_artefacts(self.get_object())
+        except StoredPlanInvalid as error:
+            return _stored_plan_conflict(error)
         if request.query_params.get("name"):
             chosen = [a for a in artefacts if a.name == request.query_params["name"]]
             if not chosen:
@@ -219,3 +226,9 @@ class AcceptanceCriterionViewSet(viewsets.ModelViewSet):
     queryset = AcceptanceCriterion.objects.select_related("sku").order_by("check_name", "sku__name", "id")
     serializer_class = AcceptanceCriterionSerializer
     filterset_class = AcceptanceCriterionFilterSet
+
+
+def _stored_plan_conflict(error: StoredPlanInvalid) -> Response:
+    """409: the plan as saved cannot be shown until its options are edited (PATCH them); each one is named."""
+    errors = {path: [message] for path, message in error.errors.items()}
+    return Response({"detail": str(error), "errors": errors}, status=status.HTTP_409_CONFLICT)
