@@ -32,3 +32,9 @@ urlpatterns = [
     path("api/", include((router.urls, "api"))),
     path("admin/", admin.site.urls),
 ]
+
+# JSON under /api/ (a path no route matches, a crash), branded pages elsewhere.
+handler400 = "apps.core.errors.bad_request"
+handler403 = "apps.core.errors.permission_denied"
+handler404 = "apps.core.errors.page_not_found"
+handler500 = "apps.core.errors.server_error"

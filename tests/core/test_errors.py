@@ -1,0 +1,29 @@
+"""Errors Django answers before or after DRF: JSON under /api/, branded pages elsewhere — never Django's bare HTML."""
+
+import pytest
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/nodes/not-a-uuid/", "/api/no-such-endpoint/", "/api/deployments/x/plan/"])
+def test_an_api_path_that_matches_nothing_answers_json(api_as, viewer, path):
+    response = api_as(viewer).get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "Not found."}
+
+
+@pytest.mark.django_db
+def test_a_page_that_does_not_exist_is_a_branded_404(browser_as, viewer):
+    response = browser_as(viewer).get("/no/such/page/")
+    assert response.status_code == 404
+    text = response.content.decode()
+    assert "404 · Not found" in text and "Back to the dashboard" in text and 'class="topbar"' in text
+
+
+def test_a_crash_under_api_answers_json_and_a_page_crash_a_plain_branded_page(rf):
+    from apps.core.errors import server_error
+
+    api = server_error(rf.get("/api/nodes/"))
+    assert api.status_code == 500 and api["Content-Type"] == "application/json"
+    page = server_error(rf.get("/nodes/"))
+    assert page.status_code == 500 and b"500 \xc2\xb7 Server error" in page.content
