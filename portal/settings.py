@@ -41,6 +41,9 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("RACKPILOT_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("RACKPILOT_CSRF_TRUSTED_ORIGINS", [])
+# Websockets are accepted from the portal's own origin (scheme, host and port of the request) and from these
+# (`https://rackpilot.example.org`), e.g. a page served under another name than the one the portal sees.
+RACKPILOT_ALLOWED_ORIGINS = env_list("RACKPILOT_ALLOWED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
