@@ -102,7 +102,9 @@ TEMPLATES = [
 ]
 
 if DATABASE_URL:
-    DATABASES = {"default": database_from_url(DATABASE_URL)}
+    DATABASES = {
+        "default": database_from_url(DATABASE_URL, conn_max_age=env_int("RACKPILOT_DB_CONN_MAX_AGE", 60)),
+    }
 else:
     DATABASES = {
         "default": {
