@@ -17,6 +17,7 @@ from apps.jobs import services
 from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.models import Job, JobEvent, JobStep
 from apps.jobs.tasks import run_shard
+from apps.nodeexec.local import marked_groups
 from tests import factories
 from tests.redis_server import REDIS, PrivateRedis, redis_or_skip
 
@@ -128,9 +129,12 @@ def test_a_killed_worker_is_reaped_and_its_job_fails_and_does_not_run_twice(node
         assert _wait(lambda: JobStep.objects.filter(job=job, status=StepStatus.RUNNING).count() == 2, 60), (
             tmp_path / "worker.log"
         ).read_text()
-        os.killpg(worker.pid, signal.SIGKILL)  # the worker and the sleeps it started
+        marker = f"{job.public_id}:0"
+        assert len(marked_groups(marker)) == 2  # each sleep in its own session, marked RACKPILOT_JOB=<job>:<shard>
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker; the sleeps it started live on, reparented to init
         worker.wait()
         killed_at = time.monotonic()
+        assert len(marked_groups(marker)) == 2
         # A second worker with beat embedded: beat runs the reaper; the first worker's message stays unacked.
         survivor = _celery(
             "worker",
@@ -157,6 +161,9 @@ def test_a_killed_worker_is_reaped_and_its_job_fails_and_does_not_run_twice(node
     assert set(JobStep.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.ERROR}
     assert JobEvent.objects.filter(job=job, level="error", message__startswith="worker lost: doomed@").exists()
     assert JobEvent.objects.filter(job=job, message__startswith="shard 0:").count() == 1  # never started again
+    # The reaper ended the commands the dead worker left running (found by their marker), not just the job.
+    assert _wait(lambda: not marked_groups(marker), 10), marked_groups(marker)
+    assert JobEvent.objects.filter(job=job, message__startswith="ended 2 process group(s) of shard 0").exists()
 
 
 def test_the_worker_survives_a_redis_restart_and_runs_the_next_job(db, monkeypatch, tmp_path):
