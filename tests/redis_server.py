@@ -27,7 +27,8 @@ class PrivateRedis:
     Missing redis-server means skip here, fail in CI.
     """
 
-    def __init__(self, root, *, port: int | None = None):
+    def __init__(self, root, *, port: int | None = None, persistent: bool = False):
+        """`persistent`: append-only file in `root`, as docker/compose.yaml runs Redis (queued messages survive)."""
         import shutil
         import socket
 
@@ -44,6 +45,10 @@ class PrivateRedis:
         self.port = port
         self.url = f"redis://127.0.0.1:{port}/0"
         self.process = None
+        if persistent:
+            self.persistence = ["--appendonly", "yes", "--appendfsync", "everysec"]
+        else:
+            self.persistence = ["--appendonly", "no"]
 
     def start(self) -> "PrivateRedis":
         import subprocess
@@ -53,8 +58,8 @@ class PrivateRedis:
 
         with open(self.root / f"redis-{self.port}.log", "ab") as log:
             self.process = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                cwd=self.root,
+                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *self.persistence],
+                cwd=self.root,  # Redis's --dir defaults to its working directory
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

@@ -207,3 +207,28 @@ def test_the_worker_survives_a_redis_restart_and_runs_the_next_job(db, monkeypat
     # No consumer step broke on the way (Celery's gossip step did: AttributeError on a connection already gone).
     assert "Unrecoverable error" not in log.read_text() and "Error on restarting" not in log.read_text()
     assert JobEvent.objects.filter(job=first, message__startswith="shard 0:").count() == 1  # not run twice
+
+
+def test_a_job_queued_before_a_redis_restart_runs_on_a_worker_started_while_redis_was_down(db, monkeypatch, tmp_path):
+    """Redis as compose runs it (append-only file): a queued shard message survives its restart, and a worker that
+    starts while Redis is down keeps trying and runs the job once Redis is back."""
+    monkeypatch.setattr(services, "enqueue", lambda job: None)
+    nodes = [factories.make_node(hostname=f"q{i}") for i in range(2)]
+    redis = PrivateRedis(tmp_path, persistent=True).start()
+    log = tmp_path / "worker.log"
+    worker = None
+    try:
+        job = _job("shell-check", nodes, commands=["uname"])
+        _send(job, redis.url)  # no worker yet: the message waits in Redis
+        redis.stop()
+        worker = _celery(*WORKER, "--concurrency", "1", "--hostname", "late@%h", log=log, redis_url=redis.url)
+        time.sleep(3)
+        assert worker.poll() is None, log.read_text()
+        redis.start()
+        assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 60), log.read_text()
+    finally:
+        if worker is not None:
+            _stop(worker)
+        redis.stop()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, log.read_text()
