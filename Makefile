@@ -40,7 +40,7 @@ up: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo
 	trap 'kill 0' INT TERM EXIT; \
-	$(BIN)/celery -A portal worker --loglevel INFO --concurrency 2 & \
+	$(BIN)/celery -A portal worker --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal beat --loglevel INFO --schedule var/celerybeat-schedule & \
 	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) & \
 	wait

@@ -55,8 +55,11 @@ SQLITE_OPTIONS = {
 }
 
 
-def database_from_url(url: str) -> dict:
-    """Turn postgres://user:pass@host:port/name or sqlite:///path into a DATABASES entry."""
+def database_from_url(url: str, *, conn_max_age: int = 60) -> dict:
+    """Turn postgres://user:pass@host:port/name or sqlite:///path into a DATABASES entry.
+
+    `conn_max_age`: seconds a PostgreSQL connection is kept between requests or tasks (Celery workers); the ASGI
+    server sets it to 0 for its own process (portal/asgi.py)."""
     parsed = urlparse(url)
     options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
     if parsed.scheme == "sqlite":
@@ -75,7 +78,7 @@ def database_from_url(url: str) -> dict:
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
             "OPTIONS": options,
-            "CONN_MAX_AGE": 60,
+            "CONN_MAX_AGE": conn_max_age,
             "CONN_HEALTH_CHECKS": True,
         }
     raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite://)")

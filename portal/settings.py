@@ -41,6 +41,9 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("RACKPILOT_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("RACKPILOT_CSRF_TRUSTED_ORIGINS", [])
+# Websockets are accepted from the portal's own origin (scheme, host and port of the request) and from these
+# (`https://rackpilot.example.org`), e.g. a page served under another name than the one the portal sees.
+RACKPILOT_ALLOWED_ORIGINS = env_list("RACKPILOT_ALLOWED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -99,7 +102,9 @@ TEMPLATES = [
 ]
 
 if DATABASE_URL:
-    DATABASES = {"default": database_from_url(DATABASE_URL)}
+    DATABASES = {
+        "default": database_from_url(DATABASE_URL, conn_max_age=env_int("RACKPILOT_DB_CONN_MAX_AGE", 60)),
+    }
 else:
     DATABASES = {
         "default": {
@@ -195,13 +200,27 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # The default capacity of 100 drops messages silently under a busy job (see DESIGN.md).
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("RACKPILOT_CHANNEL_CAPACITY", 1500)},
+            # A Redis that went away is noticed within seconds (connect timeout, keepalive), not minutes.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_connect_timeout": 5, "socket_keepalive": True}],
+                "capacity": env_int("RACKPILOT_CHANNEL_CAPACITY", 1500),
+            },
         }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
+# A Redis restart costs at most the seconds it is down: the worker retries the broker forever (Celery's default
+# gives up after 100 tries and the worker exits), at start-up too, and does not cancel the shards it runs when the
+# connection drops (Celery 6 will by default): a shard's commands on nodes are not re-runnable, and its acks_late
+# message, restored to the queue, finds the shard claimed and does nothing (docs/jobs.md). Workers run
+# --without-gossip --without-mingle --without-heartbeat (docker/compose.yaml, Makefile): Rackpilot uses none of
+# them, and Celery's gossip step breaks when it restarts after a lost connection.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -249,7 +268,16 @@ RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
 RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
 # acks_late run_shard tasks are redelivered after the visibility timeout: keep it above the longest shard, and the
 # shard's conditional claim makes a redelivery a no-op anyway.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RACKPILOT_JOB_TIME_LIMIT + 3600}
+# Socket timeouts and keepalive: a Redis that vanished without closing its sockets (host down, network cut) is
+# noticed in seconds, not after the kernel's TCP timeout.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": RACKPILOT_JOB_TIME_LIMIT + 3600,
+    "socket_connect_timeout": 5,
+    "socket_timeout": 30,
+    "socket_keepalive": True,
+    "health_check_interval": 25,
+    "retry_on_timeout": True,
+}
 CELERY_BEAT_SCHEDULE = {
     "rackpilot-jobs-reap": {"task": "rackpilot.jobs.reap", "schedule": float(RACKPILOT_JOB_REAPER_SECONDS)},
     "rackpilot-jobs-prune": {"task": "rackpilot.jobs.prune", "schedule": 3600.0},

@@ -32,3 +32,62 @@ def redis_or_skip(*, flush: bool = False) -> str:
     if flush:
         redis.Redis.from_url(REDIS).flushdb()
     return REDIS
+
+
+class PrivateRedis:
+    """A redis-server of the test's own on a free port (never the shared one), which the test may stop and restart.
+
+    Missing redis-server means skip here, fail in CI.
+    """
+
+    def __init__(self, root, *, port: int | None = None, persistent: bool = False):
+        """`persistent`: append-only file in `root`, as docker/compose.yaml runs Redis (queued messages survive)."""
+        import shutil
+        import socket
+
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            if os.environ.get("CI"):
+                pytest.fail("redis-server is not installed")
+            pytest.skip("redis-server is not installed")
+        if port is None:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+        self.root = root
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process = None
+        if persistent:
+            self.persistence = ["--appendonly", "yes", "--appendfsync", "everysec"]
+        else:
+            self.persistence = ["--appendonly", "no"]
+
+    def start(self) -> "PrivateRedis":
+        import subprocess
+        import time
+
+        import redis
+
+        with open(self.root / f"redis-{self.port}.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *self.persistence],
+                cwd=self.root,  # Redis's --dir defaults to its working directory
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(self.url).ping()
+                return self
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(f"redis-server on port {self.port} did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
@@ -70,6 +71,21 @@ def _jsonable(value):
     return str(value)
 
 
+def describe(instance: models.Model) -> str:
+    """The object's name for the log; never an error. str() may read related rows (a cable names its NICs): when one
+    is gone (deleted by a parallel request, or earlier in the same cascade) the object is named by its own values,
+    the related rows by their ids: "cable #12 (a_nic=5, b_switch=3)"."""
+    try:
+        return str(instance)
+    except ObjectDoesNotExist:
+        refs = ", ".join(
+            f"{field.name}={getattr(instance, field.attname)}"
+            for field in instance._meta.concrete_fields
+            if field.is_relation and getattr(instance, field.attname) is not None
+        )
+        return f"{instance._meta.model_name} #{instance.pk}" + (f" ({refs})" if refs else "")
+
+
 def _record(instance: AuditedModel, action: str, changes: dict, object_repr: str | None = None) -> None:
     from apps.core.models import AuditEntry
 
@@ -82,7 +98,7 @@ def _record(instance: AuditedModel, action: str, changes: dict, object_repr: str
         action=action,
         object_type=instance._meta.label_lower,
         object_id=str(instance.pk),
-        object_repr=(object_repr if object_repr is not None else str(instance))[:200],
+        object_repr=(object_repr if object_repr is not None else describe(instance))[:200],
         changes=changes,
     )
 
@@ -114,7 +130,7 @@ def _audit_save(sender, instance, created, raw=False, **kwargs):
 def _remember_before_delete(sender, instance, **kwargs):
     # Name the object while everything it refers to still exists: a cascade may delete its NIC or node first.
     if isinstance(instance, AuditedModel):
-        instance._audit_repr = str(instance)
+        instance._audit_repr = describe(instance)
 
 
 @receiver(post_delete)

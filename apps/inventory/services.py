@@ -108,7 +108,8 @@ def compute_nodes_missing_gpus():
 
 @transaction.atomic
 def trust_host_key(*, key: SshHostKey, user) -> SshHostKey:
-    """An operator accepts a node's host key: it becomes the node's only trusted key; earlier ones are revoked."""
+    """An admin accepts a node's host key (accounts.permissions.may_decide_host_keys): it becomes the node's only
+    trusted key; earlier ones are revoked."""
     SshHostKey.objects.filter(node=key.node, state=HostKeyState.TRUSTED).exclude(pk=key.pk).update(
         state=HostKeyState.REVOKED
     )

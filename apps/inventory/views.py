@@ -3,12 +3,14 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.generic import ListView
 from django_filters.views import FilterView
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.accounts.permissions import may_decide_host_keys
 from apps.core.models import AuditEntry
 from apps.inventory import services, transfer
 from apps.inventory.filters import NodeFilterSet
@@ -58,6 +60,7 @@ def node_detail(request, public_id):
         "inventory/node_detail.html",
         {
             "node": node,
+            "may_trust_keys": may_decide_host_keys(request.user),
             "audit": AuditEntry.objects.for_object(node).select_related("actor")[:20],
         },
     )
@@ -74,8 +77,10 @@ def node_edit(request, public_id):
     return render(request, "inventory/node_form.html", {"node": node, "form": form})
 
 
-@role_required(Role.OPERATOR)
+@login_required
 def trust_host_key(request, public_id, key_id):
+    if not may_decide_host_keys(request.user):  # the same rule as PATCH /api/host-keys/
+        raise PermissionDenied("Only an admin may trust a node's SSH host key.")
     key = get_object_or_404(SshHostKey.objects.select_related("node"), public_id=key_id, node__public_id=public_id)
     if request.method == "POST":
         services.trust_host_key(key=key, user=request.user)

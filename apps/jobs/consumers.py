@@ -1,6 +1,8 @@
 """Websockets: one job's events (replay from ?after=<seq>, then live) and the status stream of the job list."""
 
 import asyncio
+import contextlib
+import logging
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -12,16 +14,60 @@ from apps.jobs.events import LIST_GROUP, event_dict, job_group, job_status_dict,
 from apps.jobs.models import Job, JobEvent, JobStep
 
 REPLAY_CHUNK = 1000
+# Close codes (docs/jobs.md). A refused socket is accepted first and then closed with the code: a socket closed
+# before accept reaches the browser as a failed handshake (1006), and the page could not say why.
+CLOSE_ORIGIN = 4400  # sent by portal.asgi's origin check
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_UNAVAILABLE = 4503  # the channel layer (Redis) is unreachable; the page polls REST and retries
+
+log = logging.getLogger(__name__)
+
+
+def _layer_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (OSError, asyncio.TimeoutError)
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:  # the embedded wiring's in-memory layer needs no redis
+        return errors
+    return (*errors, RedisError)
+
+
+# What a channel layer raises when its backend is down (redis-py's ConnectionError/TimeoutError, socket errors).
+LAYER_ERRORS = _layer_errors()
 
 
 def _may_watch(user) -> bool:
     return bool(user and user.is_authenticated and user.is_active and user.has_role(Role.VIEWER))
 
 
-class JobEventsConsumer(AsyncJsonWebsocketConsumer):
+class _Consumer(AsyncJsonWebsocketConsumer):
+    joined: str | None = None
+
+    async def refuse(self, code: int) -> None:
+        await self.accept()
+        await self.close(code=code)
+
+    async def join(self, group: str) -> bool:
+        """group_add, or False (socket closed with CLOSE_UNAVAILABLE) when the channel layer is unreachable."""
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+        except LAYER_ERRORS as error:
+            log.warning("websocket refused: the channel layer is unreachable (%s)", type(error).__name__)
+            await self.refuse(CLOSE_UNAVAILABLE)
+            return False
+        self.joined = group
+        return True
+
+    async def disconnect(self, code):
+        if self.joined:
+            # Redis down: the layer forgets the membership itself (group_expiry).
+            with contextlib.suppress(*LAYER_ERRORS):
+                await self.channel_layer.group_discard(self.joined, self.channel_name)
+
+
+class JobEventsConsumer(_Consumer):
     """ws/jobs/<public_id>/?after=<seq>: every event after `seq` from the database, then live batches, in order.
 
     Frames: {"type": "state", "job": ..., "steps": [...]}, then {"type": "batch", "events": [...], "steps": [...],
@@ -31,15 +77,15 @@ class JobEventsConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if not (user and user.is_authenticated):
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         if not _may_watch(user):
-            await self.close(code=CLOSE_FORBIDDEN)
+            await self.refuse(CLOSE_FORBIDDEN)
             return
         public_id = str(self.scope["url_route"]["kwargs"]["public_id"])
         self.job = await self._job(user, public_id)
         if self.job is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
@@ -47,17 +93,13 @@ class JobEventsConsumer(AsyncJsonWebsocketConsumer):
         except ValueError:
             self.last_sent = 0
         register_server_loop(asyncio.get_running_loop())
-        self.group = job_group(public_id)
         # Join before reading the database, so nothing written in between is missed (duplicates are dropped).
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if not await self.join(job_group(public_id)):
+            return
         await self.accept()
         state, steps = await self._snapshot()
         await self.send_json({"type": "state", "job": state, "steps": steps})
         await self._replay(upto=None)
-
-    async def disconnect(self, code):
-        if getattr(self, "group", None):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content, **kwargs):
         # {"type": "resync", "after": n}: the client saw a gap; send everything after n again.
@@ -108,25 +150,20 @@ class JobEventsConsumer(AsyncJsonWebsocketConsumer):
         return [event_dict(e) for e in events[:REPLAY_CHUNK]]
 
 
-class JobListConsumer(AsyncJsonWebsocketConsumer):
+class JobListConsumer(_Consumer):
     """ws/jobs/: a status line whenever a job changes state or progress."""
 
     async def connect(self):
         user = self.scope.get("user")
         if not (user and user.is_authenticated):
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         if not _may_watch(user):
-            await self.close(code=CLOSE_FORBIDDEN)
+            await self.refuse(CLOSE_FORBIDDEN)
             return
         register_server_loop(asyncio.get_running_loop())
-        self.joined = True
-        await self.channel_layer.group_add(LIST_GROUP, self.channel_name)
-        await self.accept()
-
-    async def disconnect(self, code):
-        if getattr(self, "joined", False):
-            await self.channel_layer.group_discard(LIST_GROUP, self.channel_name)
+        if await self.join(LIST_GROUP):
+            await self.accept()
 
     async def jobs_status(self, message):
         await self.send_json({"type": "status", "job": message["job"]})

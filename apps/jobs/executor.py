@@ -21,6 +21,7 @@ from apps.jobs.choices import JOB_TERMINAL, EventLevel, ShardStatus, StepStatus
 from apps.jobs.events import Recorder, current_recorder, emit, install_log_bridge
 from apps.jobs.kinds import StepSpec, get_kind
 from apps.jobs.models import Job, JobShard, JobStep
+from apps.jobs.orphans import command_marker
 from apps.nodeexec.base import STDERR, CommandResult, NodeTarget
 from apps.nodeexec.fanout import PlannedStep, fan_out
 from apps.nodeexec.transports import get_transport
@@ -213,7 +214,7 @@ def _run_claimed(job: Job, shard: JobShard) -> str:
             await fan_out(
                 targets,
                 plan,
-                transport=get_transport(job.transport),
+                transport=get_transport(job.transport, marker=command_marker(job, shard)),
                 observer=_CellObserver(recorder, kind, {s.name: s for s in specs}, cells),
                 cancel=cancel,
                 window=settings.RACKPILOT_JOB_WINDOW,

@@ -339,8 +339,23 @@ def reap_stale_jobs(*, now=None) -> int:
         text = f"worker lost: {shard.worker or 'a worker'} stopped sending heartbeats (last {last})"
         emit(shard.job, text, level=EventLevel.ERROR, data={"shard": shard.index, "worker": shard.worker})
         _settle_cells(shard=shard, status=ShardStatus.ERROR, summary="worker lost")
+        _end_orphaned_commands(shard)
         finish_job_if_done(job=shard.job, summary="worker lost")
     return reaped
+
+
+def _end_orphaned_commands(shard: JobShard) -> None:
+    """What the lost worker started keeps running (reparented to init, or under sshd): end it by its marker."""
+    from apps.jobs.orphans import end_orphaned_commands
+
+    try:
+        line = end_orphaned_commands(job=shard.job, shard=shard)
+    except Exception as error:  # the reaper goes on with the other shards
+        logger.exception("could not end the commands of shard %s of job %s", shard.index, shard.job.public_id)
+        emit(shard.job, f"could not end the commands left running: {error}", level=EventLevel.WARNING)
+        return
+    if line:
+        emit(shard.job, line, level=EventLevel.WARNING, data={"shard": shard.index})
 
 
 def prune_old_output(*, now=None) -> tuple[int, int]:

@@ -7,6 +7,12 @@ from typing import Protocol
 
 STDOUT, STDERR = "stdout", "stderr"
 
+# Every command a transport starts for a caller that names itself (the jobs engine: "<job public id>:<shard>")
+# carries this environment variable, so what a dead worker left running can be found and ended (local: /proc
+# scanned in this process; ssh: END_MARKED_SCRIPT on the node). Its value matches MARKER_PATTERN.
+MARKER_ENV = "RACKPILOT_JOB"
+MARKER_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}"
+
 
 @dataclass(frozen=True)
 class NodeTarget:

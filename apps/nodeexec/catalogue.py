@@ -62,6 +62,22 @@ NIC_FACTS_SCRIPT = (
     "done\n"
 )
 
+# Ends every process whose environment holds RACKPILOT_JOB=$1, with its process group: TERM, $2 seconds, KILL.
+# `kill -s SIG -- -pgid` is the POSIX form that dash's kill understands too (`kill -TERM -- -pgid` is refused).
+# Run by the reaper on the nodes of a shard whose worker was lost (not in the registry: no job kind runs it).
+END_MARKED_SCRIPT = (
+    'm="RACKPILOT_JOB=$1"; grace=$2; me=$$; groups=""\n'
+    "for d in /proc/[0-9]*; do\n"
+    '  [ "${d#/proc/}" = "$me" ] && continue\n'
+    '  { tr "\\000" "\\n" < "$d/environ"; } 2>/dev/null | grep -qxF -e "$m" || continue\n'
+    '  s=$(cat "$d/stat" 2>/dev/null) || continue\n'
+    '  s=${s##*) }; set -- $s; groups="$groups $3"\n'
+    "done\n"
+    'for g in $groups; do kill -s TERM -- "-$g" 2>/dev/null; done\n'
+    '[ -n "$groups" ] && sleep "$grace"\n'
+    'for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done\n'
+    'echo "ended process groups:$groups"\n'
+)
 INTERFACE = r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}"
 MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room to spare)
 
@@ -80,6 +96,7 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "package": Placeholder(r"[a-z0-9][a-z0-9.+-]{0,63}(=[A-Za-z0-9.+:~-]{1,64})?", "an apt package[=version]"),
     "requirement": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version"),
     "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
+    "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
 }
 
 
@@ -138,6 +155,15 @@ def shell_join(argv: list[str]) -> str:
     """Join argv for a remote POSIX shell: every element quoted, so each stays one word and nothing expands."""
     return " ".join(shlex.quote(element) for element in argv)
 
+
+# Not registered (see END_MARKED_SCRIPT): apps.jobs.orphans builds it for the reaper.
+END_MARKED = Command(
+    "end-marked",
+    ("sh", "-c", END_MARKED_SCRIPT, "rackpilot-end-marked", "{marker}", "{seconds}"),
+    "Ends the processes a lost worker left running (by their RACKPILOT_JOB marker) with their process groups.",
+    timeout=60,
+    placeholders=("marker", "seconds"),
+)
 
 for _command in (
     Command("true", ("true",), "Does nothing, successfully (fan-out benchmark).", timeout=30),

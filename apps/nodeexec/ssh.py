@@ -7,7 +7,8 @@ another fails loudly as a changed key, and nothing is ever trusted automatically
 
 Each remote command runs as `printf <marker> $$; exec <quoted argv>` under the login shell that sshd starts in a
 new session, so the command's pid is its process group id; cancel and timeouts `kill -TERM -- -<pgid>` over a
-second channel of the same connection, then KILL after a grace period.
+second channel of the same connection, then KILL after a grace period. Given a marker, the command first exports
+RACKPILOT_JOB=<marker>, which its children inherit: catalogue.END_MARKED finds them by it on the node.
 """
 
 import asyncio
@@ -17,8 +18,18 @@ import time
 
 import asyncssh
 
-from apps.nodeexec.base import STDERR, STDOUT, CommandResult, NodeTarget, OutputCollector, pump_lines, wait_or_cancel
+from apps.nodeexec.base import (
+    MARKER_ENV,
+    STDERR,
+    STDOUT,
+    CommandResult,
+    NodeTarget,
+    OutputCollector,
+    pump_lines,
+    wait_or_cancel,
+)
 from apps.nodeexec.catalogue import shell_join
+from apps.nodeexec.local import check_marker
 
 PID_MARKER = b"\x1erackpilot-pgid "
 
@@ -48,13 +59,15 @@ def known_hosts_for(target: NodeTarget) -> asyncssh.SSHKnownHosts:
 
 
 class SshSession:
-    def __init__(self, connection: asyncssh.SSHClientConnection):
+    def __init__(self, connection: asyncssh.SSHClientConnection, marker: str | None = None):
         self.connection = connection
+        # The marker matches MARKER_PATTERN (no shell metacharacters); it is quoted all the same.
+        self.prefix = f"{MARKER_ENV}={shell_join([marker])}; export {MARKER_ENV}; " if marker else ""
 
     async def run(self, argv, *, timeout, collector: OutputCollector, cancel: asyncio.Event, grace: float):
         started = time.monotonic()
         result = CommandResult()
-        command = "printf '\\036rackpilot-pgid %s\\n' \"$$\"; exec " + shell_join(argv)
+        command = self.prefix + "printf '\\036rackpilot-pgid %s\\n' \"$$\"; exec " + shell_join(argv)
         try:
             process = await self.connection.create_process(command, encoding=None, stdin=asyncssh.DEVNULL)
         except (asyncssh.Error, OSError) as error:
@@ -91,7 +104,9 @@ class SshSession:
         if pgid is not None:
             for sig, wait in (("TERM", grace), ("KILL", 5.0)):
                 with contextlib.suppress(asyncssh.Error, OSError):
-                    await self.connection.run(f"kill -{sig} -- -{pgid} 2>/dev/null || kill -{sig} {pgid}", check=False)
+                    await self.connection.run(
+                        f"kill -s {sig} -- -{pgid} 2>/dev/null || kill -s {sig} {pgid}", check=False
+                    )
                 try:
                     await asyncio.wait_for(process.wait_closed(), wait)
                     break
@@ -112,7 +127,10 @@ class SshTransport:
 
     name = "ssh"
 
-    def __init__(self, *, username: str, client_keys: list[str], connect_timeout: float = 20.0):
+    def __init__(
+        self, *, username: str, client_keys: list[str], connect_timeout: float = 20.0, marker: str | None = None
+    ):
+        self.marker = check_marker(marker)
         self.username = username
         self.client_keys = asyncssh.load_keypairs(client_keys) if client_keys else []
         self.connect_timeout = connect_timeout
@@ -163,7 +181,7 @@ class SshTransport:
         except (asyncssh.Error, OSError, TimeoutError) as error:
             reason = str(error) or type(error).__name__
             raise TransportError(f"ssh to {target.address}:{target.port} failed: {reason}") from None
-        return SshSession(connection)
+        return SshSession(connection, self.marker)
 
     async def aclose(self) -> None:
         return None

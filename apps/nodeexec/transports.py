@@ -9,7 +9,9 @@ TRANSPORT_NAMES = ("ssh", "local", "sim")
 TRANSPORT_CHOICES = [(name, name) for name in TRANSPORT_NAMES]
 
 
-def get_transport(name: str):
+def get_transport(name: str, *, marker: str | None = None):
+    """`marker`: every command started carries RACKPILOT_JOB=<marker> (ssh, local), so what a lost worker left
+    running can be found and ended."""
     if name == "ssh":
         from apps.nodeexec.ssh import SshTransport
 
@@ -18,9 +20,10 @@ def get_transport(name: str):
             username=settings.RACKPILOT_SSH_USER,
             client_keys=keys,
             connect_timeout=settings.RACKPILOT_SSH_CONNECT_TIMEOUT,
+            marker=marker,
         )
     if name == "local":
-        return LocalTransport()
+        return LocalTransport(marker=marker)
     if name == "sim":
         return SimTransport()
     raise ValueError(f"unknown transport {name!r}")

@@ -5,6 +5,14 @@
   "use strict";
   var TERMINAL = { succeeded: 1, failed: 1, canceled: 1, error: 1 };
   var MAX_LOG_ROWS = 20000;
+  // The websocket close codes of docs/jobs.md, in words: the page says why it is not live.
+  var REFUSED = {
+    4400: "not live: this page's address (scheme, host and port) is not an allowed origin of the portal",
+    4401: "not live: you are signed out; reload the page to sign in again",
+    4403: "not live: your role may not watch jobs",
+    4404: "not live: no such job, or it is not visible to you"
+  };
+  var CLOSE_UNAVAILABLE = 4503;  // the server's channel layer (Redis) is down: poll, and retry later
 
   function label(status) { return status ? status.charAt(0).toUpperCase() + status.slice(1) : ""; }
   function wsUrl(path) { return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path; }
@@ -122,8 +130,9 @@
       var ws = new WebSocket(wsUrl("/ws/jobs/" + id + "/?after=" + state.lastSeq));
       state.ws = ws;
       var opened = false;
-      ws.onopen = function () { opened = true; state.failures = 0; stopPolling(); setMode("live", "live"); };
+      // A refused socket is accepted, then closed with a code (docs/jobs.md): it is live once the first frame came.
       ws.onmessage = function (msg) {
+        if (!opened) { opened = true; state.failures = 0; stopPolling(); setMode("live", "live"); }
         var frame = JSON.parse(msg.data);
         queue = queue.then(function () { return handle(frame); }).catch(function (e) { console.warn(e); });
       };
@@ -131,14 +140,15 @@
         if (state.ws !== ws) { return; }
         state.ws = null;
         if (!opened) { state.failures += 1; }
-        if (e.code === 4401 || e.code === 4403) { setMode("denied", "not allowed to watch this job"); return; }
+        if (REFUSED[e.code]) { stopPolling(); setMode("denied", REFUSED[e.code]); return; }
         if (TERMINAL[state.status] && opened) {
           // Finished: catch up once over REST in case the last push was lost, then rest.
           queue = queue.then(fetchMissing).catch(function () {});
           setMode("done", "finished");
           return;
         }
-        if (state.failures >= 3) { startPolling(); }
+        if (e.code === CLOSE_UNAVAILABLE) { startPolling(); setMode("polling", "live updates unavailable (the server lost its message broker); polling and retrying"); }
+        else if (state.failures >= 3) { startPolling(); }
         else { setMode("reconnecting", "reconnecting…"); }
         var delay = Math.min(30000, 1000 * Math.pow(2, state.failures));
         setTimeout(function () { queue = queue.then(fetchMissing).catch(function () {}).then(connect); }, opened ? 300 : delay);
@@ -225,7 +235,9 @@
       var opened = false;
       ws.onopen = function () { opened = true; failures = 0; note.textContent = "live"; if (poller) { clearInterval(poller); poller = null; } };
       ws.onmessage = function (msg) { var frame = JSON.parse(msg.data); if (frame.type === "status") { apply(frame.job); } };
-      ws.onclose = function () {
+      ws.onclose = function (e) {
+        if (REFUSED[e.code]) { note.textContent = REFUSED[e.code]; return; }
+        if (e.code === CLOSE_UNAVAILABLE) { opened = false; failures = Math.max(failures, 2); }
         if (!opened) { failures += 1; }
         if (failures >= 3 && !poller) { note.textContent = "polling"; poller = setInterval(refreshRows, 5000); }
         setTimeout(function () { if (opened) { refreshRows(); } connect(); }, Math.min(30000, 1000 * Math.pow(2, failures)));

@@ -48,3 +48,29 @@ def test_operator_watches_a_job_live_and_a_dropped_socket_loses_nothing(live_ser
     # The job list shows it too.
     page.goto(f"{live_server_url}/jobs/")
     assert page.locator(f'tr[data-job="{job.public_id}"] [data-field=status]').inner_text() == "Succeeded"
+
+
+def test_the_job_page_says_why_when_the_socket_is_refused(live_server_url, browser_page):
+    """The server accepts, then closes with a code (here 4401: the session is gone); the page says why in words and
+    does not keep reconnecting."""
+    from django.contrib.sessions.models import Session
+
+    from apps.jobs import services
+
+    factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
+    node = factories.make_node(hostname="w0")
+    page = browser_page
+    page.set_default_timeout(30000)
+    page.goto(f"{live_server_url}/login/")
+    page.fill("input[name=username]", "op")
+    page.fill("input[name=password]", "correct-horse-battery")
+    page.click("button[type=submit], input[type=submit]")
+    job = services.create_job(
+        kind="sleep", targets=services.TargetSpec(nodes=(node.hostname,)), parameters={"seconds": 30}, transport="local"
+    )
+    page.goto(f"{live_server_url}/jobs/{job.public_id}/")
+    page.wait_for_function("window.rackpilotJob.state.mode === 'live'")  # queued: no worker has it here
+    Session.objects.all().delete()  # signed out elsewhere
+    page.evaluate("window.rackpilotJob.dropSocket()")
+    page.wait_for_function("window.rackpilotJob.state.mode === 'denied'")
+    assert page.locator("#conn-state").inner_text() == "not live: you are signed out; reload the page to sign in again"

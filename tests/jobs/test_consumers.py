@@ -24,8 +24,8 @@ def job(db, monkeypatch):
     )
 
 
-def _headers(user=None, origin="http://127.0.0.1"):
-    headers = [(b"origin", origin.encode())]
+def _headers(user=None, origin="http://127.0.0.1", host="127.0.0.1"):
+    headers = [(b"origin", origin.encode()), (b"host", host.encode())]
     if user is not None:
         client = Client()
         client.force_login(user)
@@ -33,10 +33,20 @@ def _headers(user=None, origin="http://127.0.0.1"):
     return headers
 
 
-async def _connect(path, headers):
+async def _connect(path, headers, **scope):
     communicator = WebsocketCommunicator(application, path, headers=headers)
+    communicator.scope.update(scope)
     connected, code = await communicator.connect()
     return communicator, connected, code
+
+
+async def _close_code(path, headers, **scope):
+    """The code a refused socket is closed with, as the browser sees it: accepted first, then closed."""
+    communicator, connected, code = await _connect(path, headers, **scope)
+    assert connected, f"closed before accept (code {code}): the browser would only see a failed handshake"
+    message = await communicator.receive_output(timeout=2)
+    assert message["type"] == "websocket.close", message
+    return message["code"]
 
 
 async def _drain(communicator, quiet=0.5):
@@ -51,12 +61,10 @@ def _seqs(frames):
     return [e["seq"] for f in frames if f["type"] == "batch" for e in f["events"]]
 
 
-def test_anonymous_is_refused(job):
+def test_anonymous_is_refused_with_a_code_the_page_can_read(job):
     async def go():
-        communicator, connected, code = await _connect(f"/ws/jobs/{job.public_id}/", _headers())
-        assert not connected and code == 4401
-        communicator, connected, code = await _connect("/ws/jobs/", _headers())
-        assert not connected and code == 4401
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", _headers()) == 4401
+        assert await _close_code("/ws/jobs/", _headers()) == 4401
 
     async_to_sync(go)()
 
@@ -65,8 +73,78 @@ def test_foreign_origin_is_refused(job, viewer):
     headers = _headers(viewer, "http://evil.example")
 
     async def go():
-        communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/", headers)
-        assert not connected
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", headers) == 4400
+
+    async_to_sync(go)()
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:9999",  # same host, another port
+        "https://127.0.0.1:8200",  # same host and port, another scheme
+        "http://127.0.0.1",  # the default port is another port
+        "http://localhost:8200",  # another host name for the same machine is another origin
+        "null",
+    ],
+)
+def test_same_host_on_another_port_or_scheme_is_refused(job, viewer, origin):
+    headers = _headers(viewer, origin, host="127.0.0.1:8200")
+
+    async def go():
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", headers) == 4400
+        assert await _close_code("/ws/jobs/", headers) == 4400
+
+    async_to_sync(go)()
+
+
+def test_a_missing_origin_is_refused(job, viewer):
+    headers = [h for h in _headers(viewer, host="127.0.0.1:8200") if h[0] != b"origin"]
+
+    async def go():
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", headers) == 4400
+
+    async_to_sync(go)()
+
+
+def test_the_portals_own_origin_is_accepted_with_its_port_and_scheme(job, viewer):
+    cases = [
+        ("http://127.0.0.1:8200", "127.0.0.1:8200", "ws"),
+        ("https://127.0.0.1:8443", "127.0.0.1:8443", "wss"),
+        ("https://localhost", "localhost", "wss"),
+        ("https://localhost:443", "localhost", "wss"),
+    ]
+    cases = [(_headers(viewer, origin, host=host), scheme) for origin, host, scheme in cases]
+
+    async def go():
+        for headers, scheme in cases:
+            communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/", headers, scheme=scheme)
+            assert connected, (headers, scheme)
+            assert (await communicator.receive_json_from(timeout=2))["type"] == "state"
+            await communicator.disconnect()
+
+    async_to_sync(go)()
+
+
+def test_a_host_outside_allowed_hosts_is_refused_even_with_a_matching_origin(job, viewer):
+    headers = _headers(viewer, "http://evil.example:8200", host="evil.example:8200")
+
+    async def go():
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", headers) == 4400
+
+    async_to_sync(go)()
+
+
+def test_an_origin_listed_in_rackpilot_allowed_origins_is_accepted(job, viewer, settings):
+    settings.RACKPILOT_ALLOWED_ORIGINS = ["https://portal.example.org"]
+    listed = _headers(viewer, "https://portal.example.org", host="127.0.0.1:8200")
+    other_port = _headers(viewer, "https://portal.example.org:8443", host="127.0.0.1:8200")
+
+    async def go():
+        communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/", listed)
+        assert connected
+        await communicator.disconnect()
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", other_port) == 4400
 
     async_to_sync(go)()
 
@@ -75,8 +153,26 @@ def test_unknown_job_is_refused(job, viewer):
     headers = _headers(viewer)
 
     async def go():
-        communicator, connected, code = await _connect("/ws/jobs/00000000-0000-0000-0000-000000000000/", headers)
-        assert not connected and code == 4404
+        assert await _close_code("/ws/jobs/00000000-0000-0000-0000-000000000000/", headers) == 4404
+
+    async_to_sync(go)()
+
+
+def test_a_channel_layer_outage_closes_the_handshake_with_4503_instead_of_an_error(job, viewer, settings, tmp_path):
+    """Redis down (a Redis of the test's own, stopped): the consumer cannot join its group. The socket is closed
+    with 4503 (the page then polls REST and retries) instead of the handshake failing with a server error."""
+    from tests.redis_server import PrivateRedis
+
+    redis = PrivateRedis(tmp_path).start()
+    redis.stop()
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}
+    }
+    headers = _headers(viewer)
+
+    async def go():
+        assert await _close_code(f"/ws/jobs/{job.public_id}/", headers) == 4503
+        assert await _close_code("/ws/jobs/", headers) == 4503
 
     async_to_sync(go)()
 

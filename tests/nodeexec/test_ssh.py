@@ -184,3 +184,51 @@ def test_api_input_cannot_reach_the_remote_shell_unquoted(sshd, ssh_settings, tm
     result, lines = asyncio.run(go())
     assert result.exit_code == 0 and lines == hostile
     assert not os.path.exists(marker)
+
+
+def test_the_reaper_ends_over_ssh_what_a_lost_worker_left_running(sshd, ssh_settings):
+    """A worker dies mid-command (its connection drops, no hangup reaches the remote `sleep`, which runs on): the
+    reaper fails the shard and then ends the command on the node by its RACKPILOT_JOB marker, over ssh."""
+    import asyncio
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.jobs.models import JobShard
+    from apps.jobs.orphans import command_marker
+    from apps.nodeexec.base import OutputCollector
+    from apps.nodeexec.local import marked_groups
+    from apps.nodeexec.transports import get_transport
+
+    node = make_ssh_node(sshd, "orphan1")
+    job = start("sleep", [node], seconds=300)
+    shard = job.shards.get()
+    services.claim_shard(job=job, index=0, worker="doomed:1")
+    marker = command_marker(job, shard)
+    target = executor._targets(job, shard)[0]
+
+    async def lose_the_worker():
+        session = await get_transport("ssh", marker=marker).open(target)
+        collector = OutputCollector(cap=1024)
+        command = asyncio.ensure_future(
+            session.run(["sleep", "300"], timeout=600, collector=collector, cancel=asyncio.Event(), grace=1)
+        )
+        for _ in range(100):
+            if marked_groups(marker):  # the sshd runs on this host: its sessions' processes are visible here
+                break
+            await asyncio.sleep(0.1)
+        session.connection.abort()  # as when the worker process is killed: the TCP connection just goes
+        command.cancel()
+
+    asyncio.run(lose_the_worker())
+    time.sleep(1)
+    assert marked_groups(marker), "the remote sleep should outlive its dropped connection"
+    JobShard.objects.filter(pk=shard.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    assert services.reap_stale_jobs() == 1
+    deadline = time.monotonic() + 10
+    while marked_groups(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not marked_groups(marker)
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERROR and job.summary == "worker lost"
+    assert JobEvent.objects.filter(job=job, message="ended what shard 0 left running on 1 of 1 node(s)").exists()

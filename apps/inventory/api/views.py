@@ -9,6 +9,7 @@ from rest_framework import status, viewsets
 from rest_framework.exceptions import APIException
 from rest_framework.filters import OrderingFilter
 
+from apps.accounts.permissions import HostKeyPermission
 from apps.inventory import filters
 from apps.inventory.api import serializers
 from apps.inventory.choices import HostKeyState
@@ -194,6 +195,7 @@ class FirmwareViewSet(InventoryViewSet):
 
 
 class SshHostKeyViewSet(InventoryViewSet):
+    permission_classes = [HostKeyPermission]  # the node page's "trust" button follows the same rule
     queryset = stable(SshHostKey.objects.select_related("node", "approved_by"))
     serializer_class = serializers.SshHostKeySerializer
     filterset_class = filters.SshHostKeyFilterSet
