@@ -13,11 +13,14 @@ class SimulatorBackend(Protocol):
     """Answers a catalogue command for a simulated node in the exact format of the real tool.
 
     `run` is called in a worker thread (it may read the database); `node` carries hostname and node_id.
-    It returns (exit_code, stdout, stderr); str or bytes both do. A backend may also offer `session(node)`, an
-    object whose run(argv) answers the commands of one connection (so that they share what it read of the node).
+    It returns (exit_code, stdout, stderr) or (exit_code, stdout, stderr, seconds); str or bytes both do.
+    `seconds` is how long the real command would take: the transport waits that long on its event loop (no thread
+    held, so 500 nodes sleeping together take the model's time), honouring the step's timeout and cancel.
+    A backend may also offer `session(node)`, an object whose run(argv) answers the commands of one connection (so
+    that they share what it read of the node).
     """
 
-    def run(self, node: NodeTarget, argv: list[str]) -> tuple[int, str | bytes, str | bytes]: ...
+    def run(self, node: NodeTarget, argv: list[str]) -> tuple: ...
 
 
 _backend: SimulatorBackend | None = None
@@ -49,13 +52,16 @@ class SimSession:
         started = time.monotonic()
         result = CommandResult()
         call = asyncio.ensure_future(asyncio.to_thread(self._run, list(argv)))
-        waiter = asyncio.ensure_future(cancel.wait())
-        done, _ = await asyncio.wait({call, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        if call not in done:
+        if not await _finished_in_time(call, cancel, timeout):
             result.canceled, result.timed_out = cancel.is_set(), not cancel.is_set()
             return collector.fill(result)
-        exit_code, stdout, stderr = call.result()
+        exit_code, stdout, stderr, *taking = call.result()
+        seconds = float(taking[0]) if taking else 0.0
+        if seconds > 0:  # the command takes the model's time; waiting for it holds no thread
+            remaining = max(timeout - (time.monotonic() - started), 0.0)
+            if not await _finished_in_time(asyncio.ensure_future(asyncio.sleep(seconds)), cancel, remaining):
+                result.canceled, result.timed_out = cancel.is_set(), not cancel.is_set()
+                return collector.fill(result)
         for stream, data in ((STDOUT, _bytes(stdout)), (STDERR, _bytes(stderr))):
             for line in data.splitlines(keepends=True):
                 collector.feed(stream, line)
@@ -65,6 +71,17 @@ class SimSession:
 
     async def close(self) -> None:
         return None
+
+
+async def _finished_in_time(work: asyncio.Future, cancel: asyncio.Event, timeout: float) -> bool:
+    """Whether `work` finished before the timeout and before a cancel (it is cancelled otherwise)."""
+    waiter = asyncio.ensure_future(cancel.wait())
+    done, _ = await asyncio.wait({work, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if work in done:
+        return True
+    work.cancel()  # a simulated wait ends at once; a thread still answering finishes on its own
+    return False
 
 
 class SimTransport:

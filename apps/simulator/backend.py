@@ -18,7 +18,7 @@ class SimulatorBackend:
         self.seed = getattr(settings, "RACKPILOT_SIM_SEED", 0) if seed is None else seed
         self.load = load
 
-    def run(self, node, argv: list[str]) -> tuple[int, str, str]:
+    def run(self, node, argv: list[str]) -> tuple[int, str, str, float]:
         """One command on its own: the node's state is read for it."""
         return self.session(node).run(argv)
 
@@ -32,15 +32,15 @@ class BackendSession:
         self.backend, self.node = backend, node
         self._session: services.NodeSession | None = None
 
-    def run(self, argv: list[str]) -> tuple[int, str, str]:
+    def run(self, argv: list[str]) -> tuple[int, str, str, float]:
         with thread_connection_returned():  # the sim transport calls this from a fan-out's worker threads
             if self._session is None:
                 inventory_node = _resolve(self.node)
                 if inventory_node is None:
                     name = getattr(self.node, "hostname", self.node)
-                    return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n"
+                    return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n", 0.0
                 self._session = services.NodeSession(inventory_node, seed=self.backend.seed, load=self.backend.load)
-            return self._session.run(list(argv)).as_tuple()
+            return self._session.run(list(argv)).as_answer()
 
 
 def _resolve(node) -> Node | None:

@@ -14,12 +14,19 @@ from apps.simulator.state import SimulatedNode
 
 @dataclass(frozen=True)
 class CommandOutput:
+    """What a simulated command answers, and how long the real one would take (`seconds`, from the model): the
+    sim transport waits that long without holding a thread, so timing, timeouts and cancel follow the model."""
+
     exit_code: int
     stdout: str
     stderr: str = ""
+    seconds: float = 0.0
 
     def as_tuple(self) -> tuple[int, str, str]:
         return self.exit_code, self.stdout, self.stderr
+
+    def as_answer(self) -> tuple[int, str, str, float]:
+        return self.exit_code, self.stdout, self.stderr, self.seconds
 
 
 class Context:

@@ -1,10 +1,13 @@
 """The adapter behind the jobs engine's `sim` transport."""
 
 import asyncio
+import time
 
 import pytest
 
 from apps.inventory.models import Node
+from apps.jobs import services as jobs
+from apps.jobs.choices import JobStatus
 from apps.nodeexec.base import NodeTarget, OutputCollector
 from apps.nodeexec.sim import SimTransport, get_simulator
 from apps.simulator.backend import SimulatorBackend
@@ -16,9 +19,8 @@ def test_the_app_registers_its_backend():
 
 def test_run_answers_for_a_node_target(gpu_node):
     target = NodeTarget(hostname="gpu001", address="10.10.0.1", node_id=gpu_node.pk)
-    code, out, err = SimulatorBackend().run(target, ["hostname"])
-    assert (code, out, err) == (0, "gpu001\n", "")
-    code, out, err = SimulatorBackend().run(gpu_node, ["uname", "-a"])
+    assert SimulatorBackend().run(target, ["hostname"]) == (0, "gpu001\n", "", 0.0)  # (exit, stdout, stderr, seconds)
+    code, out, err, _ = SimulatorBackend().run(gpu_node, ["uname", "-a"])
     assert code == 0 and out.startswith("Linux gpu001 6.8.0-60-generic")
 
 
@@ -27,8 +29,9 @@ def test_unknown_commands_and_nodes_fail_like_a_shell(gpu_node):
         127,
         "",
         "bash: frobnicate: command not found\n",
+        0.0,
     )
-    code, _, err = SimulatorBackend().run(NodeTarget(hostname="ghost", address="10.0.0.9"), ["true"])
+    code, _, err, _ = SimulatorBackend().run(NodeTarget(hostname="ghost", address="10.0.0.9"), ["true"])
     assert code == 255 and "Could not resolve hostname ghost" in err
 
 
@@ -87,7 +90,7 @@ def test_every_catalogue_command_is_answered(gpu_node):
     for name, command in CATALOGUE.items():
         values = examples | per_command.get(name, {})
         argv = command.build(**{placeholder: values[placeholder] for placeholder in command.placeholders})
-        code, out, err = backend.run(gpu_node, argv)
+        code, out, err, _ = backend.run(gpu_node, argv)
         assert code == 0, (name, argv, err)
         assert out or name in silent, name
 
@@ -95,8 +98,8 @@ def test_every_catalogue_command_is_answered(gpu_node):
 def test_a_node_without_gpus_has_no_nvidia_tools(demo_cluster):
     management = Node.objects.get(hostname="mgmt01")
     backend = SimulatorBackend()
-    assert backend.run(management, ["nvidia-smi", "-L"]) == (127, "", "bash: nvidia-smi: command not found\n")
-    code, out, _ = backend.run(management, ["ip", "-j", "link"])
+    assert backend.run(management, ["nvidia-smi", "-L"]) == (127, "", "bash: nvidia-smi: command not found\n", 0.0)
+    code, out, _, _ = backend.run(management, ["ip", "-j", "link"])
     assert code == 0 and '"ifname":"ens2np0"' in out
 
 
@@ -126,5 +129,40 @@ def test_a_session_reads_the_node_once_and_sees_its_own_changes_and_new_faults(g
 
 def test_the_backend_session_answers_like_run(gpu_node):
     session = SimulatorBackend().session(gpu_node)
-    assert session.run(["hostname"]) == SimulatorBackend().run(gpu_node, ["hostname"]) == (0, "gpu001\n", "")
+    assert session.run(["hostname"]) == SimulatorBackend().run(gpu_node, ["hostname"]) == (0, "gpu001\n", "", 0.0)
     assert SimulatorBackend().session("no-such-node").run(["true"])[0] == 255
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simulated_sleeps_take_the_models_time_on_every_node_at_once(demo_cluster, run_shards, settings):
+    """32 nodes × 3 sleeps of 1 s: about 3 s, as on 32 real nodes — not one thread-pool's worth of nodes at a time."""
+
+    settings.RACKPILOT_EVENT_FLUSH_MS = 50
+    job = jobs.create_job(
+        kind="sleep",
+        targets=jobs.TargetSpec(racks=("r01", "r02", "r03", "r04")),
+        parameters={"seconds": 1, "steps": 3},
+        transport="sim",
+        queue=False,
+    )
+    assert job.node_count == 32
+    started = time.monotonic()
+    job = run_shards(job)
+    elapsed = time.monotonic() - started
+    assert job.status == JobStatus.SUCCEEDED
+    assert 3.0 <= elapsed < 6.0, elapsed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_simulated_sleep_past_its_timeout_times_out(demo_cluster):
+    node = Node.objects.get(hostname="gpu001")
+    target = NodeTarget(hostname=node.hostname, address=node.hostname, node_id=node.pk)
+
+    async def main():
+        session = await SimTransport().open(target)
+        return await session.run(
+            ["sleep", "30"], timeout=0.5, collector=OutputCollector(cap=1024), cancel=asyncio.Event(), grace=0.1
+        )
+
+    result = asyncio.run(main())
+    assert result.timed_out and not result.canceled

@@ -3,7 +3,6 @@ clock (chronyc), the BMC (ipmitool mc info), and the write-file script deploymen
 
 import base64
 import binascii
-import time
 
 from apps.nodeexec.catalogue import NIC_FACTS_SCRIPT, WRITE_FILE_SCRIPT
 from apps.simulator.digits import decimal_number, is_whole_number
@@ -13,8 +12,6 @@ from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
-
-SLEEP_CAP_S = 5.0  # `sleep` waits for real, up to this, so cancel and timeout paths can be exercised on the sim
 
 PATH_MAX_LENGTH = 250  # what a change key holds after "file:"
 
@@ -271,8 +268,7 @@ def sleep(context: Context, argv: list[str]) -> CommandOutput:
         seconds = decimal_number(argv[1])
     except (IndexError, ValueError):
         return fail(1, "sleep: missing operand\nTry 'sleep --help' for more information.\n")
-    time.sleep(min(max(seconds, 0.0), SLEEP_CAP_S))
-    return ok("")
+    return CommandOutput(0, "", seconds=max(seconds, 0.0))  # the transport does the waiting
 
 
 def dmidecode(context: Context, argv: list[str]) -> CommandOutput:
