@@ -10,7 +10,7 @@ from apps.inventory.models.nodes import Nic
 from apps.inventory.models.sites import Rack, Site
 
 port_name_validator = RegexValidator(
-    r"^[A-Za-z0-9][A-Za-z0-9/_.:-]{0,31}$", "Enter a port name such as swp12 or Eth1/12."
+    r"^[A-Za-z0-9][A-Za-z0-9/_.:-]{0,31}\Z", "Enter a port name such as swp12 or Eth1/12."
 )
 
 

@@ -6,7 +6,7 @@ from django.db import models
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 
-slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*$", "Use lower-case letters, digits and dashes.")
+slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*\Z", "Use lower-case letters, digits and dashes.")
 
 
 class Site(AuditedModel, PublicModel):
@@ -54,7 +54,7 @@ class Tag(PublicModel):
 
     name = models.CharField(max_length=64, unique=True)
     slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
-    colour = models.CharField(max_length=7, default="#6c757d", validators=[RegexValidator(r"^#[0-9a-fA-F]{6}$")])
+    colour = models.CharField(max_length=7, default="#6c757d", validators=[RegexValidator(r"^#[0-9a-fA-F]{6}\Z")])
 
     class Meta:
         ordering = ["name"]

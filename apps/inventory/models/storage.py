@@ -11,7 +11,7 @@ from apps.inventory.choices import StorageTierKind
 from apps.inventory.models.nodes import Node
 from apps.inventory.models.sites import Site
 
-mount_point_validator = RegexValidator(r"^/[A-Za-z0-9._/-]*$", "Enter an absolute path such as /data/hot.")
+mount_point_validator = RegexValidator(r"^/[A-Za-z0-9._/-]*\Z", "Enter an absolute path such as /data/hot.")
 
 
 class StorageTier(AuditedModel, PublicModel):
