@@ -18,3 +18,8 @@ def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
         return f"a number of {int(value.bit_length() * 0.30103) + 1} digits"
     text = _REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text` itself (no quotes), cut to `limit` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
