@@ -76,6 +76,14 @@ def test_a_huge_whole_number_is_a_field_error(fmt, digits):
     assert len(problems[0].message) < 200
 
 
+@pytest.mark.parametrize("number", ["1e999999999", "-1E+999999999", "1" + "0" * 1_000_000])
+def test_a_number_too_big_to_convert_is_refused_before_converting_it(number):
+    text = '{"version": 1, "nodes": [\n{"hostname": "n1", "u_height": ' + number + "}]}"
+    [problem] = rejected(text, "json")
+    assert (problem.field, problem.line) == ("u_height", 2)
+    assert "out of range" in problem.message
+
+
 @pytest.mark.parametrize("column", ["u_height", "memory_gib"])
 def test_a_huge_whole_number_in_csv_is_a_field_error(column):
     text = f"hostname,{column}\nn1,{'9' * 5000}\n"

@@ -64,6 +64,15 @@ def _in_range(model_field: models.IntegerField, number: int) -> int:
     return number
 
 
+# More digits than any integer column holds (64 bits: 19 digits); such a number is refused before it is converted.
+_MAX_DIGITS = 30
+
+
+def _short_enough(digits: int) -> None:
+    if digits > _MAX_DIGITS:
+        raise Invalid(f"A number of {digits} digits is out of range.")
+
+
 def convert_integer(value: Any) -> int:
     if isinstance(value, bool):
         raise Invalid(f"Enter a whole number, not {echo(value)}.")
@@ -72,9 +81,11 @@ def convert_integer(value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        _short_enough(value.adjusted() + 1)  # before int(): 1e999999999 is a few bytes of JSON
         return int(value)
     if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
-        return int(Decimal(value.strip()))  # Decimal: int() refuses text of more than 4300 digits
+        _short_enough(len(value.strip().lstrip("+-").lstrip("0")))
+        return int(value)
     raise Invalid(f"Enter a whole number, not {echo(value)}.")
 
 
