@@ -7,6 +7,7 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 
+from apps.core.validators import name_validator
 from apps.deployments.artefacts import base as artefacts
 from apps.discovery.facts import VERSION
 from apps.inventory.models import Node
@@ -105,3 +106,36 @@ def test_the_edit_form_never_stores_a_host_name_with_a_trailing_newline(browser_
     assert response.status_code in (200, 302)
     node.refresh_from_db()
     assert not node.hostname.endswith("\n")
+
+
+NAMED = [
+    ("switches", "version: 1\nswitches:\n- {name: \"leaf-x\\n\", site: demo-dc, plane: a, tier: leaf, port_count: 32, "
+     "port_speed_gbps: 400}\n"),
+    ("racks", 'version: 1\nracks:\n- {site: demo-dc, name: "r99\\n"}\n'),
+    ("storage_tiers", 'version: 1\nstorage_tiers:\n- {site: demo-dc, name: "hot\\t", kind: hot, medium: NVMe, '
+     "bandwidth_gbps: 20, capacity_tb: 1}\n"),
+    ("gpu_skus", 'version: 1\ngpu_skus:\n- {name: " B200", architecture: Blackwell, hbm_gib: 180}\n'),
+]  # fmt: skip
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("section", "text"), NAMED, ids=[section for section, _ in NAMED])
+def test_names_that_other_rows_refer_to_refuse_control_characters_and_edge_spaces(section, text, demo_cluster):
+    def name_problems(text: str) -> list:
+        try:
+            import_inventory(text=text, fmt="yaml", dry_run=True)
+        except ImportRejected as rejected:
+            return [(p.section, p.field, p.line) for p in rejected.problems if p.field == "name"]
+        return []
+
+    assert name_problems(text) == [(section, "name", 3)]
+    clean = text.replace("\\n", "").replace("\\t", "").replace('" B200', '"B200')
+    assert clean != text and name_problems(clean) == []
+
+
+def test_the_name_validator_takes_ordinary_names():
+    for name in ["leaf-r01-a", "H200 SXM", "r01", "Row A / 3"]:
+        name_validator(name)
+    for name in ["r01\n", " r01", "r01 ", "r\x0001", "", "a\u2028b"]:
+        with pytest.raises(ValidationError):
+            name_validator(name)

@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
+from apps.core.validators import name_validator
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
     NODE_STATUS_COLOURS,
@@ -43,7 +44,7 @@ MTU_MIN, MTU_MAX = 68, 9216
 class GpuSku(PublicModel):
     """A GPU model with its datasheet figures and the reference values acceptance checks are measured against."""
 
-    name = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=64, unique=True, validators=[name_validator])
     vendor = models.CharField(max_length=32, default="NVIDIA")
     architecture = models.CharField(max_length=32)
     form_factor = models.CharField(max_length=16, default="SXM")
