@@ -125,3 +125,13 @@ def test_csv_import_reads_back_escaped_cells(value):
     Node.objects.filter(hostname="n1").update(cpu_model="other")
     import_inventory(text=text, fmt="csv")
     assert Node.objects.get(hostname="n1").cpu_model == value
+
+
+def test_the_api_cuts_what_it_echoes_of_a_format_or_a_file_name(api_as, admin):
+    client = api_as(admin)
+    export = client.get("/api/inventory/export/", {"as": "x" * 100_000})
+    assert export.status_code == 400 and len(export.content) < 500
+    upload = io.BytesIO(b"hostname\nn1\n")
+    upload.name = "n" * 5000 + ".txt"
+    imported = client.post(IMPORT, {"file": upload}, format="multipart")
+    assert imported.status_code == 400 and len(imported.content) < 500

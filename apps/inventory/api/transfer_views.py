@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ViewSet
 
 from apps.accounts.choices import Role
+from apps.core.text import echo
 from apps.inventory.transfer import (
     IMPORT_FORMATS,
     ImportProblem,
@@ -133,7 +134,7 @@ class InventoryTransferViewSet(ViewSet):
     def export(self, request):
         fmt = request.query_params.get("as") or request.query_params.get("format") or "json"
         if fmt not in MEDIA_TYPES:
-            raise ValidationError({"as": [f"Choose json, yaml or csv, not {fmt!r}."]})
+            raise ValidationError({"as": [f"Choose json, yaml or csv, not {echo(fmt)}."]})
         text = export_nodes_csv() if fmt == "csv" else export_inventory(fmt=fmt)
         what = "nodes" if fmt == "csv" else "inventory"
         response = HttpResponse(text, content_type=MEDIA_TYPES[fmt])
@@ -178,7 +179,8 @@ class InventoryTransferViewSet(ViewSet):
                 )
             fmt = data.get("format") or guess_format(upload.name)
             if fmt not in IMPORT_FORMATS:
-                return _request_problem("format", f"Cannot tell the format of {upload.name!r}; give json, yaml or csv.")
+                message = f"Cannot tell the format of {echo(upload.name)}; give json, yaml or csv."
+                return _request_problem("format", message)
             content = upload.read()
         try:
             text = content.decode("utf-8")
