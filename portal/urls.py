@@ -9,11 +9,13 @@ from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
+from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 
-# One API router for every app; each app lists its (prefix, viewset) pairs in api/urls.py.
+# One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,
+# or (prefix, viewset, basename) for a viewset without a queryset, in api/urls.py.
 router = DefaultRouter()
-for prefix, viewset in INVENTORY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES:
-    router.register(prefix, viewset)
+for route in INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES:
+    router.register(*route)
 
 urlpatterns = [
     path("", include("apps.inventory.urls")),
@@ -24,8 +26,6 @@ urlpatterns = [
     path("deployments/", include("apps.deployments.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/topology/", include("apps.topology.api.urls")),
-    path("api/inventory/", include("apps.inventory.api.transfer_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Namespaced, so API route names (node-list, job-detail) never shadow the pages of the same name.

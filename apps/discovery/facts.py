@@ -13,7 +13,7 @@ from apps.nodeexec.catalogue import SECTION_MARK
 from apps.parsers import network, nvidia_smi, system
 from apps.parsers.errors import ParseError
 
-VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}$")
+VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}\Z")
 
 # The NICs column runs the catalogue's NIC facts script: the tool names in its section marks, the fact family
 # each one's output is read as, and the command as an operator would type it.

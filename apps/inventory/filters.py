@@ -10,6 +10,7 @@ import django_filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q
 
+from apps.core.text import echo
 from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import (
     Cable,
@@ -48,7 +49,11 @@ class RefField(forms.CharField):
         ids = list(self.queryset.filter(**lookup).values_list("pk", flat=True))
         if not ids:
             name = self.queryset.model._meta.verbose_name
-            raise forms.ValidationError(f"No {name} matches {value!r}.", code="invalid_choice")
+            # The value goes in as a parameter, never into the message itself: django-filter renders the message
+            # with `message % params`, so a `%` typed by the user would be read as a format directive.
+            raise forms.ValidationError(
+                "No %(name)s matches %(value)s.", code="invalid_choice", params={"name": name, "value": echo(value)}
+            )
         return ids
 
 

@@ -12,11 +12,11 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.accounts.permissions import may_decide_host_keys
 from apps.core.models import AuditEntry
+from apps.inventory import dashboard as panels
 from apps.inventory import services, transfer
 from apps.inventory.filters import NodeFilterSet
 from apps.inventory.forms import TRANSFER_FORMATS, ImportForm, NodeForm
 from apps.inventory.models import Node, Rack, SshHostKey
-from apps.topology.services import rule_summary
 
 
 @login_required
@@ -30,7 +30,7 @@ def dashboard(request):
             "unhealthy_gpus": services.unhealthy_gpus(),
             "nodes_missing_gpus": services.compute_nodes_missing_gpus(),
             "racks": list(services.racks_with_power()),
-            "rules": rule_summary(),
+            "panels": panels.render_panels(request),
         },
     )
 

@@ -1,5 +1,11 @@
 """Just the topology API, so its OpenAPI schema can be generated (and checked for warnings) on its own."""
 
 from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
-urlpatterns = [path("api/topology/", include("apps.topology.api.urls"))]
+from apps.topology.api.urls import ROUTES
+
+router = SimpleRouter()
+for route in ROUTES:
+    router.register(*route)
+urlpatterns = [path("api/", include(router.urls))]

@@ -67,31 +67,31 @@ NCCL_DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 CHECKPOINT_FORMAT = "torch.distributed.checkpoint"
 
 
-IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}$")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}\Z")
 
 
-ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*\Z")
 
 
-VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*\Z")
 
 
-DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 
 
-DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
-LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$")
+LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]\Z")
 
 
-LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?\Z")
 
 
-SLICE_RE = re.compile(r"^[A-Za-z0-9:_.\\-]{1,249}\.slice$")
+SLICE_RE = re.compile(r"^[A-Za-z0-9:_.\\-]{1,249}\.slice\Z")
 
 
-TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")
 
 
 # The variables the profile script builds itself (the toolkit's paths among them); the plan cannot set them.

@@ -9,14 +9,16 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.views import APIView
+from rest_framework.viewsets import ViewSet
 
 from apps.accounts.choices import Role
+from apps.core.text import echo
 from apps.inventory.transfer import (
     IMPORT_FORMATS,
     ImportProblem,
@@ -103,9 +105,12 @@ def _request_problem(field: str, message: str) -> Response:
     return _rejected([ImportProblem("document", None, field, message)])
 
 
-class InventoryExportView(APIView):
-    """The whole inventory as one document, or the nodes as CSV. Viewers and up."""
+class InventoryTransferViewSet(ViewSet):
+    """`/api/inventory/export/`: the whole inventory as one document, or the nodes as CSV (viewers and up).
+    `/api/inventory/import/`: create or update inventory objects from an export or a nodes CSV, all or nothing
+    (admins only)."""
 
+    write_role = Role.ADMIN
     content_negotiation_class = JsonOnly
     renderer_classes = [JSONRenderer]
 
@@ -125,10 +130,11 @@ class InventoryExportView(APIView):
             (200, "text/csv"): OpenApiTypes.STR,
         },
     )
-    def get(self, request):
+    @action(detail=False, methods=["get"], url_path="export")
+    def export(self, request):
         fmt = request.query_params.get("as") or request.query_params.get("format") or "json"
         if fmt not in MEDIA_TYPES:
-            raise ValidationError({"as": [f"Choose json, yaml or csv, not {fmt!r}."]})
+            raise ValidationError({"as": [f"Choose json, yaml or csv, not {echo(fmt)}."]})
         text = export_nodes_csv() if fmt == "csv" else export_inventory(fmt=fmt)
         what = "nodes" if fmt == "csv" else "inventory"
         response = HttpResponse(text, content_type=MEDIA_TYPES[fmt])
@@ -136,15 +142,6 @@ class InventoryExportView(APIView):
             f'attachment; filename="rackpilot-{what}-{timezone.now():%Y%m%d-%H%M%S}.{fmt}"'
         )
         return response
-
-
-class InventoryImportView(APIView):
-    """Create or update inventory objects from an export or a nodes CSV, all or nothing. Admins only."""
-
-    write_role = Role.ADMIN
-    content_negotiation_class = JsonOnly
-    renderer_classes = [JSONRenderer]
-    parser_classes = [MultiPartParser, RawJsonParser, RawYamlParser, RawCsvParser]
 
     @extend_schema(
         operation_id="inventory_import",
@@ -163,7 +160,14 @@ class InventoryImportView(APIView):
         },
         responses={200: InventoryImportResultSerializer, 400: InventoryImportRejectedSerializer},
     )
-    def post(self, request):
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        url_name="import",
+        parser_classes=[MultiPartParser, RawJsonParser, RawYamlParser, RawCsvParser],
+    )
+    def import_(self, request):
         data = request.data
         if isinstance(data, RawDocument):
             content, fmt = data.content, data.fmt
@@ -175,7 +179,8 @@ class InventoryImportView(APIView):
                 )
             fmt = data.get("format") or guess_format(upload.name)
             if fmt not in IMPORT_FORMATS:
-                return _request_problem("format", f"Cannot tell the format of {upload.name!r}; give json, yaml or csv.")
+                message = f"Cannot tell the format of {echo(upload.name)}; give json, yaml or csv."
+                return _request_problem("format", message)
             content = upload.read()
         try:
             text = content.decode("utf-8")

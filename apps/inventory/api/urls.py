@@ -1,6 +1,6 @@
 """The inventory's viewsets, registered on the one API router in portal/urls.py."""
 
-from apps.inventory.api import views
+from apps.inventory.api import transfer_views, views
 
 ROUTES: list = [
     ("sites", views.SiteViewSet),
@@ -16,5 +16,5 @@ ROUTES: list = [
     ("volumes", views.VolumeViewSet),
     ("firmware", views.FirmwareViewSet),
     ("host-keys", views.SshHostKeyViewSet),
+    ("inventory", transfer_views.InventoryTransferViewSet, "inventory"),  # export/ and import/
 ]
-urlpatterns: list = []

@@ -5,19 +5,20 @@ from django.db.models import Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
+from apps.core.validators import name_validator
 from apps.inventory.choices import CableMedium, Plane, SwitchTier
 from apps.inventory.models.nodes import Nic
 from apps.inventory.models.sites import Rack, Site
 
 port_name_validator = RegexValidator(
-    r"^[A-Za-z0-9][A-Za-z0-9/_.:-]{0,31}$", "Enter a port name such as swp12 or Eth1/12."
+    r"^[A-Za-z0-9][A-Za-z0-9/_.:-]{0,31}\Z", "Enter a port name such as swp12 or Eth1/12."
 )
 
 
 class Switch(AuditedModel, PublicModel):
     """A switch of the fabric: a leaf or spine on plane A or B, or a management switch."""
 
-    name = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=64, unique=True, validators=[name_validator])
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="switches")
     rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.PROTECT, related_name="switches")
     plane = models.CharField(max_length=8, choices=Plane.choices)

@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
+from apps.core.validators import name_validator
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
     MTU_MAX,
@@ -27,23 +28,23 @@ from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models.sites import Rack, Tag
 
 hostname_validator = RegexValidator(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    r"^(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z",
     "Enter a valid host name (letters, digits, dashes and dots).",
 )
 interface_name_validator = RegexValidator(
-    r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}$", "Enter a Linux interface name (up to 15 letters, digits, . _ - : @)."
+    r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}\Z", "Enter a Linux interface name (up to 15 letters, digits, . _ - : @)."
 )
 pci_address_validator = RegexValidator(
-    r"^([0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$", "Enter a PCI address such as 0000:18:00.0."
+    r"^([0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z", "Enter a PCI address such as 0000:18:00.0."
 )
-mac_validator = RegexValidator(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$", "Enter a MAC address such as 0c:42:a1:00:00:01.")
-version_validator = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}$", "Enter a version string.")
+mac_validator = RegexValidator(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}\Z", "Enter a MAC address such as 0c:42:a1:00:00:01.")
+version_validator = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}\Z", "Enter a version string.")
 
 
 class GpuSku(PublicModel):
     """A GPU model with its datasheet figures and the reference values acceptance checks are measured against."""
 
-    name = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=64, unique=True, validators=[name_validator])
     vendor = models.CharField(max_length=32, default="NVIDIA")
     architecture = models.CharField(max_length=32)
     form_factor = models.CharField(max_length=16, default="SXM")
@@ -193,7 +194,7 @@ class Gpu(AuditedModel, PublicModel):
         null=True,
         blank=True,
         unique=True,
-        validators=[RegexValidator(r"^GPU-[0-9a-fA-F-]{36}$", "Enter a GPU UUID such as GPU-xxxxxxxx-xxxx-….")],
+        validators=[RegexValidator(r"^GPU-[0-9a-fA-F-]{36}\Z", "Enter a GPU UUID such as GPU-xxxxxxxx-xxxx-….")],
     )
     serial = models.CharField(max_length=64, blank=True)
     pci_bus_id = models.CharField(max_length=16, blank=True, validators=[pci_address_validator])
@@ -305,7 +306,7 @@ class Firmware(AuditedModel, PublicModel):
         return f"{self.node.hostname} {self.get_component_display()}{where} {self.version}"
 
 
-_OPENSSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+=*$")
+_OPENSSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+=*\Z")
 
 
 class SshHostKey(AuditedModel, PublicModel):

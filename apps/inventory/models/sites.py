@@ -5,8 +5,9 @@ from django.db import models
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
+from apps.core.validators import name_validator
 
-slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*$", "Use lower-case letters, digits and dashes.")
+slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*\Z", "Use lower-case letters, digits and dashes.")
 
 
 class Site(AuditedModel, PublicModel):
@@ -27,7 +28,7 @@ class Rack(AuditedModel, PublicModel):
     """A rack in a row of a site, with its height in U and the power it may draw."""
 
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="racks")
-    name = models.CharField(max_length=64)
+    name = models.CharField(max_length=64, validators=[name_validator])
     row = models.CharField(max_length=32, blank=True)
     position = models.PositiveSmallIntegerField(default=1, help_text="Position of the rack in its row.")
     u_height = models.PositiveSmallIntegerField(default=42, validators=[MinValueValidator(1)])
@@ -54,7 +55,7 @@ class Tag(PublicModel):
 
     name = models.CharField(max_length=64, unique=True)
     slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
-    colour = models.CharField(max_length=7, default="#6c757d", validators=[RegexValidator(r"^#[0-9a-fA-F]{6}$")])
+    colour = models.CharField(max_length=7, default="#6c757d", validators=[RegexValidator(r"^#[0-9a-fA-F]{6}\Z")])
 
     class Meta:
         ordering = ["name"]

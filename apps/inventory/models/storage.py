@@ -7,18 +7,19 @@ from django.db.models import Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
+from apps.core.validators import name_validator
 from apps.inventory.choices import StorageTierKind
 from apps.inventory.models.nodes import Node
 from apps.inventory.models.sites import Site
 
-mount_point_validator = RegexValidator(r"^/[A-Za-z0-9._/-]*$", "Enter an absolute path such as /data/hot.")
+mount_point_validator = RegexValidator(r"^/[A-Za-z0-9._/-]*\Z", "Enter an absolute path such as /data/hot.")
 
 
 class StorageTier(AuditedModel, PublicModel):
     """A class of storage (hot NVMe, warm SSD, cold object) with what it delivers and what it must deliver."""
 
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="storage_tiers")
-    name = models.CharField(max_length=64)
+    name = models.CharField(max_length=64, validators=[name_validator])
     kind = models.CharField(max_length=8, choices=StorageTierKind.choices)
     medium = models.CharField(max_length=64, help_text="e.g. NVMe RAID, SAS SSD, object store.")
     bandwidth_gbps = models.DecimalField(

@@ -1,10 +1,5 @@
-"""Topology API, mounted at /api/topology/ by portal/urls.py."""
-
-from django.urls import path
+"""The topology's viewset, registered on the one API router in portal/urls.py (/api/topology/, /api/topology/rules/)."""
 
 from apps.topology.api import views
 
-urlpatterns = [
-    path("", views.TopologyView.as_view(), name="api-topology"),
-    path("rules/", views.TopologyRulesView.as_view(), name="api-topology-rules"),
-]
+ROUTES: list = [("topology", views.TopologyViewSet, "topology")]
