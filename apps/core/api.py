@@ -43,4 +43,8 @@ def exception_handler(exc, context):
         exc = ValidationError(_as_drf_detail(exc))
     elif isinstance(exc, IntegrityError):
         exc = ValidationError({"non_field_errors": [f"conflicts with existing data: {exc}".splitlines()[0]]})
+    elif isinstance(exc, ValidationError) and isinstance(exc.detail, list):
+        # A bare list (e.g. the search filter's "Null characters are not allowed."): the documented shape is an
+        # object naming what is wrong, so a client reads every 400 the same way.
+        exc = ValidationError({"non_field_errors": exc.detail})
     return drf_exception_handler(exc, context)

@@ -27,3 +27,10 @@ def test_a_crash_under_api_answers_json_and_a_page_crash_a_plain_branded_page(rf
     assert api.status_code == 500 and api["Content-Type"] == "application/json"
     page = server_error(rf.get("/nodes/"))
     assert page.status_code == 500 and b"500 \xc2\xb7 Server error" in page.content
+
+
+@pytest.mark.django_db
+def test_a_bad_query_parameter_answers_an_object_naming_what_is_wrong(api_as, viewer):
+    response = api_as(viewer).get("/api/discovery/differences/", {"search": "gpu\x00"})
+    assert response.status_code == 400
+    assert response.json() == {"non_field_errors": ["Null characters are not allowed."]}

@@ -126,7 +126,7 @@ class InventoryTransferViewSet(ViewSet):
         ],
         responses={
             (200, "application/json"): OpenApiTypes.OBJECT,
-            (200, "application/yaml"): OpenApiTypes.STR,
+            (200, "application/yaml"): OpenApiTypes.OBJECT,  # the same document as the JSON, as YAML
             (200, "text/csv"): OpenApiTypes.STR,
         },
     )

@@ -1,0 +1,82 @@
+"""Schemathesis against the live portal's own OpenAPI schema, as each role: no server error, and every answer —
+status, content type, body — is one the schema documents. Bounded: a fixed seed and a few examples per operation."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+from rest_framework.authtoken.models import Token
+
+from apps.accounts.choices import Role
+from apps.accounts.models import User
+from tests import factories
+from tests.live_server import need
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+SCHEMATHESIS = Path(sys.executable).with_name("st")
+# What the schema promises about answers. Whether a schema-valid request may be refused (a name that matches no
+# object, a duplicate) is not something a schema can state, so the data-acceptance checks stay out.
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+
+
+@pytest.fixture
+def live_server_env():
+    # Fuzzed job requests run on the simulator: never commands on the host that runs the tests.
+    return {"RACKPILOT_JOB_TRANSPORTS": "sim", "RACKPILOT_JOB_DEFAULT_TRANSPORT": "sim"}
+
+
+def _token(role: str) -> str:
+    user = User.objects.filter(username=f"fuzz-{role}").first() or factories.make_user(role=role, username=f"fuzz-{role}")
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+@pytest.mark.parametrize("role", [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN])
+def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(demo_cluster, live_server_url, tmp_path, role):
+    need(SCHEMATHESIS.exists() or shutil.which("st"), "needs schemathesis (pip install -e .[test])")
+    admin = _token(Role.ADMIN)
+    token = _token(role) if role else ""
+    schema = requests.get(f"{live_server_url}/api/schema/", headers={"Authorization": f"Token {admin}"}, timeout=30)
+    assert schema.status_code == 200
+    (tmp_path / "schema.yaml").write_bytes(schema.content)
+    headers = ["-H", f"Authorization: Token {token}"] if token else []
+    run = subprocess.run(
+        [
+            str(SCHEMATHESIS),
+            "run",
+            str(tmp_path / "schema.yaml"),
+            "--url",
+            live_server_url,
+            *headers,
+            "--checks",
+            CHECKS,
+            "--phases",
+            "examples,fuzzing",
+            "--max-examples",
+            "4",
+            "--seed",
+            "20261201",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "30",
+            "--max-time",
+            "150",
+            # Slow generation for a few tightly-patterned bodies is not a defect of the API.
+            "--suppress-health-check",
+            "filter_too_much,too_slow",
+            "--no-color",
+            "--report",
+            "ndjson",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout[-12000:] + run.stderr[-2000:]
