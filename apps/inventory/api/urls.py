@@ -1,6 +1,6 @@
 """The inventory's viewsets, registered on the one API router in portal/urls.py."""
 
-from apps.inventory.api import views
+from apps.inventory.api import access, views
 
 ROUTES: list = [
     ("sites", views.SiteViewSet),
@@ -16,5 +16,6 @@ ROUTES: list = [
     ("volumes", views.VolumeViewSet),
     ("firmware", views.FirmwareViewSet),
     ("host-keys", views.SshHostKeyViewSet),
+    ("ssh-access", access.SshAccessViewSet),
 ]
 urlpatterns: list = []
