@@ -202,7 +202,12 @@ for _command in (
     Command("lscpu", ("lscpu", "-J"), "CPU and NUMA layout as JSON."),
     Command("free", ("free", "-b"), "Memory in bytes."),
     Command("df", ("df", "-P", "-B1"), "File systems and space."),
-    Command("dmidecode", ("dmidecode",), "SMBIOS tables: board, BIOS, memory DIMMs, serials.", root=True),
+    Command(
+        "dmidecode-product",
+        ("dmidecode", "-s", "system-product-name"),
+        "The server's product name from SMBIOS (dmidecode reads the DMI tables, which are root's).",
+        root=True,
+    ),
     Command(
         "sleep",
         ("sleep", "{seconds}"),

@@ -10,7 +10,8 @@ from apps.nodeexec.sudo import SudoSession
 
 
 def test_the_writing_commands_and_dmidecode_need_root_the_readers_do_not():
-    for name in ("dmidecode", "set-mtu", "set-channels", "set-qos", "write-file", "apt-install", "daemon-reload"):
+    writers = ("set-mtu", "set-channels", "set-qos", "write-file", "apt-install", "daemon-reload")
+    for name in ("dmidecode-product", *writers):
         assert CATALOGUE[name].root, name
     for name in ("uname", "hostname", "ip-link", "lscpu", "ethtool", "nvidia-smi-list", "read-file"):
         assert not CATALOGUE[name].root, name
@@ -18,10 +19,10 @@ def test_the_writing_commands_and_dmidecode_need_root_the_readers_do_not():
 
 def test_an_argv_is_matched_against_the_root_templates_with_their_patterns():
     assert needs_root(build("set-mtu", interface="eth0", number=9000))
-    assert needs_root(["dmidecode"])
+    assert needs_root(["dmidecode", "-s", "system-product-name"])
     assert not needs_root(build("ethtool", interface="eth0"))
     assert not needs_root(["ip", "link", "set", "dev", "eth0;reboot", "mtu", "9000"])  # not the template filled in
-    assert not needs_root(["dmidecode", "-t", "memory"])
+    assert not needs_root(["dmidecode", "-s", "system-product-name", "-t", "memory"])
 
 
 class _Recording:
@@ -44,9 +45,9 @@ def _run(session, argv):
 def test_only_root_commands_go_through_sudo_n_and_a_password_prompt_becomes_a_clear_error():
     inner = _Recording(CommandResult(exit_code=1, stderr=b"sudo: a password is required\n"))
     session = SudoSession(inner, username="ops", hostname="gpu01")
-    result = _run(session, ["dmidecode"])
+    result = _run(session, ["dmidecode", "-s", "system-product-name"])
     _run(session, ["uname", "-a"])
-    assert inner.argvs == [["sudo", "-n", "--", "dmidecode"], ["uname", "-a"]]
+    assert inner.argvs == [["sudo", "-n", "--", "dmidecode", "-s", "system-product-name"], ["uname", "-a"]]
     assert result.error.startswith("sudo needs a password for ops on gpu01: allow these commands without a password")
 
 
