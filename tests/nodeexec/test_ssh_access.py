@@ -143,7 +143,10 @@ def cell(job, hostname, step):
     return JobStep.objects.get(job=job, hostname=hostname, step=step)
 
 
-def test_nodes_behind_a_jump_host_with_a_sudo_login_run_a_job_end_to_end(servers, sudoers, root_check, tmp_path):
+def test_nodes_behind_a_jump_host_with_a_sudo_login_run_a_job_end_to_end(
+    servers, sudoers, root_check, tmp_path, caplog
+):
+    caplog.set_level("DEBUG")
     user = "rp-sudo-ok"
     nodes_sshd = servers(user=user, listen=("127.0.0.1", "127.0.0.2"))
     jump = servers(listen=("127.0.0.5",), client_key_from=nodes_sshd)
@@ -186,6 +189,7 @@ def test_nodes_behind_a_jump_host_with_a_sudo_login_run_a_job_end_to_end(servers
     logged = sudo_log.read_text()
     assert logged.count(f"COMMAND={DMESG}") == 2 and "uname" not in logged
     assert_key_nowhere(job, private_key)
+    assert caplog.text and not any(line in caplog.text for line in key_lines(private_key))
 
     # Without sudo the same login cannot read the kernel log: the wrapping is what made it work.
     if Path("/proc/sys/kernel/dmesg_restrict").read_text().strip() == "1":
@@ -254,3 +258,28 @@ def test_a_sudo_that_wants_a_password_fails_the_cell_with_what_to_do(servers, su
         "or log in as root"
     )
     assert job.status == JobStatus.FAILED
+
+
+def test_each_node_gets_its_most_specific_login_and_the_rest_the_workers(root_check):
+    from apps.jobs import executor
+
+    site = factories.make_site()
+    rack = factories.make_rack(site=site)
+    by_site, by_rack, by_node, default = (
+        factories.make_node(rack=factories.make_rack(site=site), management_ip="127.0.1.1", ssh_port=22),
+        factories.make_node(rack=rack, management_ip="127.0.1.2", ssh_port=2200),
+        factories.make_node(rack=rack, management_ip="127.0.1.3", ssh_port=2200),
+        factories.make_node(management_ip="127.0.1.4", ssh_port=2201),
+    )
+    SshAccess.objects.create(site=site, user="siteops", jump_host="bastion", jump_host_keys=ed25519_key(5))
+    SshAccess.objects.create(rack=rack, user="rackops", sudo=True)
+    SshAccess.objects.create(node=by_node, user="nodeops", port=2222)
+    job = start_job(root_check, [by_site, by_rack, by_node, default])
+    targets = {t.hostname: t for shard in job.shards.all() for t in executor._targets(job, shard)}
+    site_login = targets[by_site.hostname].login
+    assert site_login.username == "siteops" and site_login.jump.host == "bastion"
+    assert site_login.jump.trusted_keys == (ed25519_key(5),)
+    assert targets[by_rack.hostname].login.username == "rackops" and targets[by_rack.hostname].login.uses_sudo
+    assert targets[by_rack.hostname].port == 2200  # no port in the profile: the node's own
+    assert targets[by_node.hostname].login.username == "nodeops" and targets[by_node.hostname].port == 2222
+    assert targets[default.hostname].login is None and targets[default.hostname].port == 2201
