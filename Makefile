@@ -35,8 +35,8 @@ lint: install
 
 # The services wiring: ASGI server, Celery worker and beat as separate processes against PostgreSQL and Redis.
 up: install
-	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" -a -n "$$RACKPILOT_SECRET_KEY" || \
-		{ echo "make up needs DATABASE_URL, REDIS_URL and RACKPILOT_SECRET_KEY (see docs/configuration.md)"; exit 2; }
+	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" -a -n "$$RACKPILOT_SECRET_KEY" -a -n "$$RACKPILOT_SECRETS_KEY" || \
+		{ echo "make up needs DATABASE_URL, REDIS_URL, RACKPILOT_SECRET_KEY and RACKPILOT_SECRETS_KEY (see docs/configuration.md)"; exit 2; }
 	mkdir -p var
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo

@@ -13,6 +13,7 @@ Usage: python bench/events.py [--rate 200] [--clients 50] [--seconds 15] [--pers
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -56,6 +57,7 @@ def main():
         "RACKPILOT_VAR_DIR": str(work),
         "REDIS_URL": args.redis,
         "RACKPILOT_SECRET_KEY": "events-bench",
+        "RACKPILOT_SECRETS_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),  # a Fernet key for this run
         "RACKPILOT_LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "portal.settings",
         "RACKPILOT_ALLOWED_HOSTS": "127.0.0.1,localhost",

@@ -4,6 +4,7 @@ Two wirings share this file: *embedded* (no DATABASE_URL / REDIS_URL: SQLite und
 channel layer, a Celery worker inside the server process) and *services* (PostgreSQL, Redis, separate processes).
 """
 
+import base64
 import importlib.util
 import os
 import secrets
@@ -39,6 +40,24 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+
+def _secrets_keys() -> list[str]:
+    """Fernet keys for secrets stored in the database (apps/core/secrets.py); the first one encrypts."""
+    keys = env_list("RACKPILOT_SECRETS_KEY", [])
+    if keys:
+        return keys
+    if not EMBEDDED:
+        raise ImproperlyConfigured("RACKPILOT_SECRETS_KEY must be set when REDIS_URL is (the services wiring)")
+    key_file = VAR_DIR / "secrets_key"
+    if not key_file.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
+        key_file.chmod(0o600)
+    return [key_file.read_text().strip()]
+
+
+RACKPILOT_SECRETS_KEYS = _secrets_keys()
 ALLOWED_HOSTS = env_list("RACKPILOT_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("RACKPILOT_CSRF_TRUSTED_ORIGINS", [])
 # Websockets are accepted from the portal's own origin (scheme, host and port of the request) and from these

@@ -30,7 +30,8 @@ def live_server_env():
 
 
 def _token(role: str) -> str:
-    user = User.objects.filter(username=f"fuzz-{role}").first() or factories.make_user(role=role, username=f"fuzz-{role}")
+    username = f"fuzz-{role}"
+    user = User.objects.filter(username=username).first() or factories.make_user(role=role, username=username)
     return Token.objects.get_or_create(user=user)[0].key
 
 

@@ -14,6 +14,7 @@ COMMANDS = (
         ("sh", "-c", WRITE_FILE_SCRIPT, "sh", "{base64}", "{path}"),
         "Writes a file from base64 content (the content is an argument, never shell text).",
         placeholders=("base64", "path"),
+        root=True,
     ),
     Command("nvidia-smi-q-xml", ("nvidia-smi", "-q", "-x"), "Every GPU's full state as XML (ECC, row remapping)."),
     Command(
@@ -28,13 +29,14 @@ COMMANDS = (
         "GPU-to-GPU copies over NVLink in both directions at once, every pair.",
         timeout=600,
     ),
-    Command("dmesg", ("dmesg",), "The kernel log (XID lines)."),
+    Command("dmesg", ("dmesg",), "The kernel log (XID lines).", root=True),
     Command("nvidia-smi-nvlink", ("nvidia-smi", "nvlink", "-s"), "Each NVLink's state and speed, per GPU."),
     Command(
         "set-mtu",
         ("ip", "link", "set", "dev", "{interface}", "mtu", "{number}"),
         "Sets an interface's MTU.",
         placeholders=("interface", "number"),
+        root=True,
     ),
     Command(
         "ethtool-channels",
@@ -47,21 +49,24 @@ COMMANDS = (
         ("ethtool", "-L", "{interface}", "combined", "{number}"),
         "Sets an interface's combined RSS channels.",
         placeholders=("interface", "number"),
+        root=True,
     ),
     Command(
         "set-qos",
         ("mlnx_qos", "-i", "{interface}", "--trust", "dscp", "--pfc", "{pfc_mask}"),
         "Trusts DSCP and enables PFC on the given priorities.",
         placeholders=("interface", "pfc_mask"),
+        root=True,
     ),
     Command("chronyc-tracking", ("chronyc", "tracking"), "Clock synchronisation (PTP hardware clock via chrony)."),
-    Command("ipmitool-mc-info", ("ipmitool", "mc", "info"), "BMC firmware revision."),
+    Command("ipmitool-mc-info", ("ipmitool", "mc", "info"), "BMC firmware revision (/dev/ipmi0 is root's).", root=True),
     Command(
         "flash-firmware",
         ("fwupdmgr", "install", "--no-reboot-check", "--assume-yes", "{path}"),
         "Installs a staged firmware image.",
         timeout=1800,
         placeholders=("path",),
+        root=True,
     ),
     Command(
         "apt-install",
@@ -69,6 +74,7 @@ COMMANDS = (
         "Installs one package at a pinned version.",
         timeout=1800,
         placeholders=("package",),
+        root=True,
     ),
     Command(
         "dpkg-version",
@@ -85,8 +91,9 @@ COMMANDS = (
         "Installs a Python package at a pinned version.",
         timeout=1800,
         placeholders=("requirement",),
+        root=True,
     ),
-    Command("daemon-reload", ("systemctl", "daemon-reload"), "Makes systemd read changed unit files."),
+    Command("daemon-reload", ("systemctl", "daemon-reload"), "Makes systemd read changed unit files.", root=True),
     Command(
         "nccl-allreduce",
         ("all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "{number}"),

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.inventory.choices import HostKeyState
-from apps.inventory.models import SshHostKey
+from apps.inventory.models import SshAccess, SshHostKey
 from apps.jobs import services
 from apps.jobs.choices import JOB_TERMINAL, EventLevel, ShardStatus, StepStatus
 from apps.jobs.events import Recorder, current_recorder, emit, install_log_bridge
@@ -24,6 +24,7 @@ from apps.jobs.models import Job, JobShard, JobStep
 from apps.jobs.orphans import command_marker
 from apps.nodeexec.base import STDERR, CommandResult, NodeTarget
 from apps.nodeexec.fanout import PlannedStep, fan_out
+from apps.nodeexec.login import JumpHost, SshLogin
 from apps.nodeexec.transports import get_transport
 
 logger = logging.getLogger(__name__)
@@ -128,38 +129,65 @@ class _CellObserver:
 
 
 def _targets(job: Job, shard: JobShard) -> list[NodeTarget]:
-    # Plain values, not Node instances: a fan-out needs four fields of each node, not 500 model objects.
+    # Plain values, not Node instances: a fan-out needs a few fields of each node, not 500 model objects.
     cells = (
         JobStep.objects.filter(shard=shard)
         .order_by("hostname", "position")
-        .values_list("hostname", "node_id", "node__management_ip", "node__ssh_port")
+        .values_list(
+            "hostname", "node_id", "node__management_ip", "node__ssh_port", "node__rack_id", "node__rack__site_id"
+        )
     )
     nodes, seen = [], set()
-    for hostname, node_id, management_ip, ssh_port in cells:
+    for hostname, node_id, management_ip, ssh_port, rack_id, site_id in cells:
         if hostname not in seen:
             seen.add(hostname)
-            nodes.append((hostname, node_id, management_ip, ssh_port))
+            nodes.append((hostname, node_id, management_ip, ssh_port, rack_id, site_id))
     keys: dict[int, dict[str, list[str]]] = {}
+    logins: dict[int, tuple[SshLogin, int | None]] = {}
     if job.transport == "ssh":
-        node_ids = [node_id for _, node_id, _, _ in nodes if node_id is not None]
+        node_ids = [node[1] for node in nodes if node[1] is not None]
         for node_id, state, public_key in SshHostKey.objects.filter(
             node_id__in=node_ids, state__in=[HostKeyState.TRUSTED, HostKeyState.REVOKED]
         ).values_list("node_id", "state", "public_key"):
             keys.setdefault(node_id, {}).setdefault(state, []).append(public_key)
+        scopes = [(node_id, rack_id, site_id) for _, node_id, _, _, rack_id, site_id in nodes if node_id is not None]
+        logins = _logins(SshAccess.objects.for_nodes(scopes))
     targets = []
-    for hostname, node_id, management_ip, ssh_port in nodes:
+    for hostname, node_id, management_ip, ssh_port, _, _ in nodes:
         node_keys = keys.get(node_id, {}) if node_id is not None else {}
+        login, login_port = logins.get(node_id, (None, None))
         targets.append(
             NodeTarget(
                 hostname=hostname,
                 address=management_ip or hostname,
-                port=ssh_port if node_id is not None else 22,
+                port=login_port or (ssh_port if node_id is not None else 22),
                 node_id=node_id,
                 trusted_keys=tuple(node_keys.get(HostKeyState.TRUSTED, ())),
                 revoked_keys=tuple(node_keys.get(HostKeyState.REVOKED, ())),
+                login=login,
             )
         )
     return targets
+
+
+def _logins(profiles: dict[int, SshAccess]) -> dict[int, tuple[SshLogin, int | None]]:
+    """Each node's login from its access profile (node > rack > site); a profile's key is decrypted once."""
+    built: dict[int, tuple[SshLogin, int | None]] = {}
+    by_node = {}
+    for node_id, access in profiles.items():
+        if access.pk not in built:
+            jump = None
+            if access.jump_host:
+                jump = JumpHost(
+                    host=access.jump_host,
+                    port=access.jump_port,
+                    username=access.jump_user,
+                    trusted_keys=tuple(access.jump_keys()),
+                )
+            login = SshLogin(username=access.user, private_key=access.private_key(), jump=jump, sudo=access.sudo)
+            built[access.pk] = (login, access.port)
+        by_node[node_id] = built[access.pk]
+    return by_node
 
 
 def _run_claimed(job: Job, shard: JobShard) -> str:

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from apps.nodeexec.login import SshLogin
+
 STDOUT, STDERR = "stdout", "stderr"
 
 # Every command a transport starts for a caller that names itself (the jobs engine: "<job public id>:<shard>")
@@ -24,6 +26,7 @@ class NodeTarget:
     node_id: int | None = None
     trusted_keys: tuple[str, ...] = ()
     revoked_keys: tuple[str, ...] = ()
+    login: SshLogin | None = None  # None: the worker's RACKPILOT_SSH_USER and RACKPILOT_SSH_KEY
 
 
 class TransportError(Exception):

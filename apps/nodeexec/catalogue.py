@@ -109,6 +109,20 @@ class Command:
     description: str
     timeout: float = 60.0
     placeholders: tuple[str, ...] = field(default=())
+    # Needs root (writes, or reads what only root may): a non-root login with sudo runs it as `sudo -n <argv>`.
+    root: bool = False
+
+    def matches(self, argv: list[str]) -> bool:
+        """Whether `argv` is this command filled in (each placeholder element matching its strict pattern)."""
+        if len(argv) != len(self.argv):
+            return False
+        for template, element in zip(self.argv, argv, strict=True):
+            if template.startswith("{") and template.endswith("}"):
+                if not re.fullmatch(PLACEHOLDERS[template[1:-1]].pattern, element):
+                    return False
+            elif template != element:
+                return False
+        return True
 
     def build(self, **values) -> list[str]:
         missing = set(self.placeholders) - set(values)
@@ -149,6 +163,11 @@ def get_command(name: str) -> Command:
 
 def build(name: str, **values) -> list[str]:
     return get_command(name).build(**values)
+
+
+def needs_root(argv: list[str]) -> bool:
+    """Whether `argv` is one of the catalogue's root commands (matched on its template, not on its name)."""
+    return any(command.root and command.matches(argv) for command in CATALOGUE.values())
 
 
 def shell_join(argv: list[str]) -> str:
@@ -209,6 +228,12 @@ for _command in (
     Command("lscpu", ("lscpu", "-J"), "CPU and NUMA layout as JSON."),
     Command("free", ("free", "-b"), "Memory in bytes."),
     Command("df", ("df", "-P", "-B1"), "File systems and space."),
+    Command(
+        "dmidecode-product",
+        ("dmidecode", "-s", "system-product-name"),
+        "The server's product name from SMBIOS (dmidecode reads the DMI tables, which are root's).",
+        root=True,
+    ),
     Command(
         "sleep",
         ("sleep", "{seconds}"),

@@ -5,6 +5,11 @@ them; revoked keys are listed as revoked). Verification is never turned off. A k
 connection with its SHA256 fingerprint so an operator can approve it; a node that has a trusted key but presents
 another fails loudly as a changed key, and nothing is ever trusted automatically.
 
+The login is the worker's (RACKPILOT_SSH_USER / RACKPILOT_SSH_KEY) unless the target carries its own
+(NodeTarget.login: user, key, jump host, sudo). A jump host is reached first and its key checked against the
+login's trusted jump keys the same way (never off); the node is then connected through it (`tunnel=`), and one jump
+connection serves every node behind it until aclose(). Sudo logins wrap the session (apps/nodeexec/sudo.py).
+
 Each remote command runs as `printf <marker> $$; exec <quoted argv>` under the login shell that sshd starts in a
 new session, so the command's pid is its process group id; cancel and timeouts `kill -TERM -- -<pgid>` over a
 second channel of the same connection, then KILL after a grace period. Given a marker, the command first exports
@@ -25,11 +30,14 @@ from apps.nodeexec.base import (
     CommandResult,
     NodeTarget,
     OutputCollector,
+    TransportError,
     pump_lines,
     wait_or_cancel,
 )
 from apps.nodeexec.catalogue import shell_join
 from apps.nodeexec.local import check_marker
+from apps.nodeexec.login import JumpHost, SshLogin
+from apps.nodeexec.sudo import SudoSession
 
 PID_MARKER = b"\x1erackpilot-pgid "
 
@@ -122,8 +130,14 @@ class SshSession:
             await asyncio.wait_for(self.connection.wait_closed(), 2)
 
 
+def _failed(future: asyncio.Future) -> bool:
+    return future.cancelled() or future.exception() is not None
+
+
 class SshTransport:
-    """Opens connections as `username` with the worker's client key(s)."""
+    """Opens connections as `username` with the worker's client key(s), or as the node's own login (NodeTarget.login:
+    user, key, jump host, sudo) where the inventory gives one. One connection to a jump host is shared by every
+    node behind it for the transport's life (one shard), and closed by aclose()."""
 
     name = "ssh"
 
@@ -137,6 +151,8 @@ class SshTransport:
         # One known_hosts object per distinct set of keys (most nodes of a cluster share one): parsing the keys
         # again for every connection is CPU the fan-out does not need to spend.
         self._known_hosts: dict[tuple[tuple[str, ...], tuple[str, ...]], asyncssh.SSHKnownHosts] = {}
+        self._login_keys: dict[str, list[asyncssh.SSHKey]] = {}
+        self._jumps: dict[tuple, asyncio.Future] = {}
 
     def known_hosts(self, target: NodeTarget) -> asyncssh.SSHKnownHosts:
         key = (target.trusted_keys, target.revoked_keys)
@@ -145,25 +161,96 @@ class SshTransport:
             known = self._known_hosts[key] = known_hosts_for(target)
         return known
 
-    async def open(self, target: NodeTarget) -> SshSession:
-        from apps.nodeexec.base import TransportError
+    def _client_keys(self, login: SshLogin | None) -> list:
+        if login is None or not login.private_key:
+            return self.client_keys
+        keys = self._login_keys.get(login.private_key)
+        if keys is None:
+            try:
+                keys = [asyncssh.import_private_key(login.private_key)]
+            except (asyncssh.KeyImportError, ValueError):
+                # Never quote the key: the message says which login it belongs to, nothing more.
+                raise TransportError(f"the private key stored for {login.username} cannot be read") from None
+            self._login_keys[login.private_key] = keys
+        return keys
 
+    def _connect_options(self, username: str, client_keys: list) -> dict:
+        return {
+            "username": username,
+            "client_keys": client_keys,
+            "connect_timeout": self.connect_timeout,
+            "config": None,
+            "agent_path": None,
+            "password": None,
+            "kbdint_auth": False,
+            "gss_host": None,
+            "x509_trusted_certs": None,
+        }
+
+    async def _jump_connection(self, jump: JumpHost, username: str, client_keys: list):
+        """The shared connection to `jump` (opened on first use; a closed or failed one is opened again)."""
+        username = jump.username or username
+        key = (jump.host, jump.port, username, jump.trusted_keys, tuple(id(k) for k in client_keys))
+        pending = self._jumps.get(key)
+        if pending is not None and pending.done() and (_failed(pending) or pending.result().is_closed()):
+            pending = None
+        if pending is None:
+            pending = self._jumps[key] = asyncio.ensure_future(self._open_jump(jump, username, client_keys))
+        try:
+            return await asyncio.shield(pending)
+        except TransportError:
+            if self._jumps.get(key) is pending:
+                del self._jumps[key]
+            raise
+
+    async def _open_jump(self, jump: JumpHost, username: str, client_keys: list):
+        witness = _HostKeyWitness()
+        known = asyncssh.import_known_hosts("".join(f"* {key}\n" for key in jump.trusted_keys))
+        try:
+            return await asyncssh.connect(
+                jump.host,
+                port=jump.port,
+                known_hosts=known,
+                client_factory=lambda: witness,
+                **self._connect_options(username, client_keys),
+            )
+        except asyncssh.HostKeyNotVerifiable as error:
+            key = witness.presented
+            if key is None:
+                raise TransportError(f"jump host {jump.label}: host key refused: {error}") from None
+            fingerprint = key.get_fingerprint("sha256")
+            if jump.trusted_keys:
+                message = (
+                    f"JUMP HOST KEY CHANGED: jump host {jump.label} presented {fingerprint}, which is none of its "
+                    "trusted keys; nothing was trusted automatically and no node behind it was contacted."
+                )
+            else:
+                message = (
+                    f"jump host {jump.label}: unknown host key {fingerprint}: add it to the access profile's jump "
+                    "host keys once you have checked it; no node behind it was contacted."
+                )
+            # No host_key/fingerprint on the error: they would be offered as the *node's* key for approval.
+            raise TransportError(message) from None
+        except (asyncssh.Error, OSError, TimeoutError) as error:
+            reason = str(error) or type(error).__name__
+            raise TransportError(f"ssh to jump host {jump.label} failed: {reason}") from None
+
+    async def open(self, target: NodeTarget):
+        login = target.login
+        username = login.username if login is not None else self.username
+        client_keys = self._client_keys(login)
+        tunnel = None
+        if login is not None and login.jump is not None:
+            tunnel = await self._jump_connection(login.jump, username, client_keys)
         witness = _HostKeyWitness()
         try:
             connection = await asyncssh.connect(
                 target.address,
                 port=target.port,
-                username=self.username,
-                client_keys=self.client_keys,
                 known_hosts=self.known_hosts(target),
                 client_factory=lambda: witness,
-                connect_timeout=self.connect_timeout,
-                config=None,
-                agent_path=None,
-                password=None,
-                kbdint_auth=False,
-                gss_host=None,
-                x509_trusted_certs=None,
+                tunnel=tunnel,
+                **self._connect_options(username, client_keys),
             )
         except asyncssh.HostKeyNotVerifiable as error:
             key = witness.presented
@@ -180,8 +267,20 @@ class SshTransport:
             raise TransportError(message, host_key=_public_key_line(key), fingerprint=fingerprint) from None
         except (asyncssh.Error, OSError, TimeoutError) as error:
             reason = str(error) or type(error).__name__
-            raise TransportError(f"ssh to {target.address}:{target.port} failed: {reason}") from None
-        return SshSession(connection, self.marker)
+            via = f" through jump host {login.jump.label}" if tunnel is not None else ""
+            raise TransportError(f"ssh to {target.address}:{target.port}{via} failed: {reason}") from None
+        session = SshSession(connection)
+        if login is not None and login.uses_sudo:
+            return SudoSession(session, username=username, hostname=target.hostname)
+        return session
 
     async def aclose(self) -> None:
-        return None
+        jumps, self._jumps = list(self._jumps.values()), {}
+        for pending in jumps:
+            if pending.done() and not _failed(pending):
+                connection = pending.result()
+                connection.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(connection.wait_closed(), 2)
+            elif not pending.done():
+                pending.cancel()

@@ -67,6 +67,7 @@ PRODUCTION = {
     "RACKPILOT_SECURE_COOKIES": "1",
     "RACKPILOT_HSTS_SECONDS": "31536000",
     "RACKPILOT_BEHIND_PROXY": "1",
+    "RACKPILOT_SECRETS_KEY": "QmVVpLk5fG0uHt9vH2n0yqZx8yUq3w1m0Xo4eVbq2ZE=",
     "REDIS_URL": "redis://127.0.0.1:6379/9",
 }
 
@@ -84,6 +85,14 @@ def test_services_wiring_refuses_to_start_without_a_secret_key(tmp_path):
     result = _manage("check", env_overrides={**env, "RACKPILOT_VAR_DIR": str(tmp_path)})
     assert result.returncode != 0
     assert "RACKPILOT_SECRET_KEY must be set" in result.stderr
+
+
+def test_services_wiring_refuses_to_start_without_a_secrets_key(tmp_path):
+    env = {key: value for key, value in PRODUCTION.items() if key != "RACKPILOT_SECRETS_KEY"}
+    result = _manage("check", env_overrides={**env, "RACKPILOT_VAR_DIR": str(tmp_path)})
+    assert result.returncode != 0
+    assert "RACKPILOT_SECRETS_KEY must be set" in result.stderr
+    assert not (tmp_path / "secrets_key").exists()
 
 
 def test_debug_is_off_unless_asked_for(settings):

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
@@ -40,6 +41,7 @@ def _celery(*args, log: Path, redis_url: str = REDIS) -> subprocess.Popen:
         REDIS_URL=redis_url,
         DATABASE_URL=_database_url(),
         RACKPILOT_SECRET_KEY="integration-test",
+        RACKPILOT_SECRETS_KEY=",".join(settings.RACKPILOT_SECRETS_KEYS),
         RACKPILOT_JOB_HEARTBEAT_SECONDS="1",
         RACKPILOT_JOB_STALE_SECONDS="4",
         RACKPILOT_JOB_REAPER_SECONDS="2",

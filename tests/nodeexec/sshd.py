@@ -37,10 +37,15 @@ def keygen(path: Path) -> str:
 
 class Sshd:
     def __init__(
-        self, root: Path, *, listen: tuple[str, ...] = ("127.0.0.1", "127.0.0.2", "127.0.0.3"), port: int | None = None
+        self,
+        root: Path,
+        *,
+        listen: tuple[str, ...] = ("127.0.0.1", "127.0.0.2", "127.0.0.3"),
+        port: int | None = None,
+        log_level: str = "VERBOSE",
     ):
         """`listen`: up to 16 loopback addresses, or ("0.0.0.0",) to answer every 127.x.y.z (logins are still
-        only accepted from 127.0.0.0/8)."""
+        only accepted from 127.0.0.0/8). `log_level` DEBUG1 also logs each forwarded (direct-tcpip) connection."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.listen = tuple(listen)
@@ -51,6 +56,7 @@ class Sshd:
         self.log = self.root / "sshd.log"
         self.process: subprocess.Popen | None = None
         self.host_key = ""
+        self.log_level = log_level
 
     @staticmethod
     def available() -> bool:
@@ -86,7 +92,7 @@ class Sshd:
                     "StrictModes no",
                     "MaxStartups 2000:30:4000",
                     "MaxSessions 64",
-                    "LogLevel VERBOSE",
+                    f"LogLevel {self.log_level}",
                     "",
                 ]
             )
@@ -124,6 +130,10 @@ class Sshd:
         self.host_key = keygen(self.host_key_path)
         self.start()
         return self.host_key
+
+    def forwarded_to(self, address: str, port: int) -> int:
+        """How many connections this sshd forwarded to address:port as a jump host (needs log_level DEBUG1)."""
+        return self.log.read_text(errors="replace").count(f"target {address} port {port}")
 
     def accepted_logins(self) -> int:
         return self.log.read_text(errors="replace").count(f"Accepted publickey for {self.user}")

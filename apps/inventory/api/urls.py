@@ -1,6 +1,6 @@
 """The inventory's viewsets, registered on the one API router in portal/urls.py."""
 
-from apps.inventory.api import transfer_views, views
+from apps.inventory.api import access, transfer_views, views
 
 ROUTES: list = [
     ("sites", views.SiteViewSet),
@@ -17,4 +17,5 @@ ROUTES: list = [
     ("firmware", views.FirmwareViewSet),
     ("host-keys", views.SshHostKeyViewSet),
     ("inventory", transfer_views.InventoryTransferViewSet, "inventory"),  # export/ and import/
+    ("ssh-access", access.SshAccessViewSet),
 ]

@@ -1,3 +1,4 @@
+from apps.inventory.models.access import SshAccess
 from apps.inventory.models.fabric import Cable, Switch
 from apps.inventory.models.nodes import Firmware, Gpu, GpuSku, Nic, Node, SshHostKey
 from apps.inventory.models.sites import Rack, Site, Tag
@@ -12,6 +13,7 @@ __all__ = [
     "Node",
     "Rack",
     "Site",
+    "SshAccess",
     "SshHostKey",
     "StorageTier",
     "Switch",
