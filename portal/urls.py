@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
+from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
@@ -14,6 +15,8 @@ from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 router = DefaultRouter()
 for prefix, viewset in INVENTORY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES:
     router.register(prefix, viewset)
+for prefix, viewset, basename in DIAGNOSIS_ROUTES:  # viewsets without a queryset name their basename
+    router.register(prefix, viewset, basename=basename)
 
 urlpatterns = [
     path("", include("apps.inventory.urls")),
@@ -22,6 +25,7 @@ urlpatterns = [
     path("simulator/", include("apps.simulator.urls")),
     path("discovery/", include("apps.discovery.urls")),
     path("deployments/", include("apps.deployments.urls")),
+    path("diagnosis/", include("apps.diagnosis.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/topology/", include("apps.topology.api.urls")),

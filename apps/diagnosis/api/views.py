@@ -1,0 +1,47 @@
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from apps.accounts.choices import Role
+from apps.diagnosis import services
+from apps.diagnosis.api.serializers import TriageResultSerializer, TriageTextSerializer, TriageUploadSerializer
+
+
+class TriageViewSet(viewsets.ViewSet):
+    """Log triage: POST a log, get the problems it shows with the lines they come from. Reads only (viewers too)."""
+
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    write_role = Role.VIEWER  # the POST stores nothing
+
+    @extend_schema(
+        request={"application/json": TriageTextSerializer, "multipart/form-data": TriageUploadSerializer},
+        responses={
+            200: TriageResultSerializer,
+            400: OpenApiResponse(description="Empty, binary or oversized input; the body names the field."),
+        },
+    )
+    def create(self, request):
+        """Triage {"text": ...} or a multipart `file`; an unrecognised log answers 200 with no findings."""
+        text, upload = request.data.get("text"), request.FILES.get("file")
+        limit = services.max_bytes()
+        try:
+            if upload is not None and text:
+                raise services.TriageInputError("Send either text or file, not both.", field="file")
+            if upload is not None:
+                if upload.size > limit:
+                    raise services.TriageInputError(
+                        f"{upload.name} is {upload.size} bytes, over the limit of {limit} bytes.", field="file"
+                    )
+                source = upload.name
+                log = services.decode_log(data=upload.read(), source=source, limit=limit)
+            elif isinstance(text, str):
+                source = "pasted log"
+                log = services.check_text(text=text, source="text", limit=limit)
+            else:
+                raise services.TriageInputError("Send the log as text (a string) or as a file upload.", field="text")
+        except services.TriageInputError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        result = services.triage_text(text=log, source=source)
+        return Response(TriageResultSerializer(result.to_dict()).data)
