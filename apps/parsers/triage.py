@@ -135,9 +135,26 @@ NCCL_ALL = NCCL + ("nccl_internal_error", "nccl_system_error", "nccl_invalid_usa
 
 # First match wins for a line, so the specific wording comes before the general one.
 RULES: tuple[Rule, ...] = (
+    # Kernel Xid lines first: their messages quote other problems ("Row Remapper: ...", "uncorrectable ECC").
+    _rule(
+        "xid",
+        r"NVRM: Xid \((?:PCI:)?(?P<gpu>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, pid=[^,]*)?(?:, name=[^,]*)?"
+        r"(?:, (?P<said>.*))?",
+        _xid_detail,
+    ),
+    _rule(
+        "xid",
+        r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<gpu>\S+?),(?P<said>.*)",
+        _xid_detail,
+    ),
+    _rule("xid", r"device marked unhealthy: (?P<gpu>GPU-[0-9a-fA-F-]+)", supports=("xid", "gpu_fell_off_bus")),
     # Memory: ECC and OOM are named before CUDA errors ("CUDA error: out of memory", "uncorrectable ECC error").
-    _rule("ecc_uncorrectable", r"uncorrectable ECC error|Double Bit ECC|\bDBE\b.*(?:error|detected)"),
-    _rule("row_remap", r"Row Remapper|row remap(?:ping)? (?:failure|pending|event)|Remapped Rows Pending"),
+    _rule(
+        "ecc_uncorrectable",
+        r"uncorrectable ECC errors? (?:was )?(?:encountered|detected|occurred)|(?-i:Double Bit ECC Error)"
+        r"|cudaErrorECCUncorrectable",
+    ),
+    _rule("row_remap", r"Row Remapper: |row remapping (?:failed|is pending)"),
     _rule(
         "oom",
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|out of memory: Killed process (?P<pid>\d+)"
@@ -225,18 +242,6 @@ RULES: tuple[Rule, ...] = (
         "CUDA error: {what}",
     ),
     # Kernel: Xid, fallen off the bus, PCIe AER.
-    _rule(
-        "xid",
-        r"NVRM: Xid \((?:PCI:)?(?P<gpu>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, pid=[^,]*)?(?:, name=[^,]*)?"
-        r"(?:, (?P<said>.*))?",
-        _xid_detail,
-    ),
-    _rule(
-        "xid",
-        r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<gpu>\S+?),(?P<said>.*)",
-        _xid_detail,
-    ),
-    _rule("xid", r"device marked unhealthy: (?P<gpu>GPU-[0-9a-fA-F-]+)", supports=("xid", "gpu_fell_off_bus")),
     _rule("gpu_fell_off_bus", r"fallen off the bus", "the GPU has fallen off the bus (no longer answers on PCIe)"),
     _rule(
         "pcie_aer",
@@ -342,7 +347,7 @@ def triage(text: str) -> TriageReport:
                 if rule.problem == "gpu_fell_off_bus":
                     _banner(findings[_key(rule.problem, where)], entries, index)
             break
-    for finding in _elastic_summaries(entries) + _flight_recorder(entries):
+    for finding in _elastic_summaries(entries) + _flight_recorder(entries) + _nvidia_smi_q(entries):
         _merge_block(findings, finding, entries)
     ordered = sorted(findings.values(), key=lambda finding: finding.lines[0])
     for finding in ordered:
@@ -528,3 +533,51 @@ def _flight_recorder(entries: list[LogLine]) -> list[Finding]:
         finding.count = 1
         found.append(finding)
     return found
+
+
+Q_GPU = re.compile(r"^GPU (?P<gpu>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])$")
+Q_FIELD = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+: (?P<value>.*)$")
+Q_UNCORRECTABLE = re.compile(r"^(?:(?:DRAM|SRAM) )?Uncorrectable(?: Error)?$|^Double Bit ECC$")
+
+
+def _nvidia_smi_q(entries: list[LogLine]) -> list[Finding]:
+    """nvidia-smi -q: 'Remapped Rows' with 'Pending : Yes' or 'Remapping Failure Occurred : Yes' (row_remap), and
+    non-zero uncorrectable counts under 'ECC Errors' (ecc_uncorrectable), per GPU, citing the section and the value."""
+    found: dict[tuple, Finding] = {}
+    gpu: str | None = None
+    sections: list[tuple[int, LogLine]] = []  # open section headers (indent, line)
+    for entry in entries:
+        if match := Q_GPU.match(entry.text):
+            gpu, sections = match["gpu"], []
+            continue
+        indent = len(entry.text) - len(entry.text.lstrip(" "))
+        sections = [(level, header) for level, header in sections if level < indent]
+        field_match = Q_FIELD.match(entry.text)
+        if field_match is None:
+            sections.append((indent, entry))
+            continue
+        path = [header.message for _, header in sections]
+        key, value = field_match["key"], field_match["value"].strip()
+        problem, detail = _q_problem(path, key, value)
+        if problem is None:
+            continue
+        finding = found.get((problem, gpu))
+        if finding is None:
+            finding = found[(problem, gpu)] = Finding(problem=problem, lines=[], excerpt=[], detail=detail, gpu=gpu)
+        for _, header in sections:
+            finding.cite(header)
+        finding.cite(entry)
+    for finding in found.values():
+        finding.count = len(finding.lines)
+    return list(found.values())
+
+
+def _q_problem(path: list[str], key: str, value: str) -> tuple[str | None, str]:
+    if "Remapped Rows" in path and key == "Pending" and value == "Yes":
+        return "row_remap", "row remapping pending: it takes effect when the GPU is reset"
+    if "Remapped Rows" in path and key == "Remapping Failure Occurred" and value == "Yes":
+        return "row_remap", "row remapping failed"
+    counted = "ECC Errors" in path and value.isdigit() and int(value) > 0
+    if counted and (Q_UNCORRECTABLE.match(key) or ("Double Bit" in path and key == "Total")):
+        return "ecc_uncorrectable", f"{' '.join(path[path.index('ECC Errors') + 1 :])} {key}: {value}".strip()
+    return None, ""

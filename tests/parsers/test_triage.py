@@ -7,7 +7,7 @@ from apps.parsers import triage as rules
 from apps.parsers.common import read_input, split_lines
 from apps.parsers.xid import CATALOGUE
 
-from .helpers import REAL, real
+from .helpers import REAL, real, real_fixture_paths
 
 # Every file of the log folders, with the problem keys its findings carry, in the order of their first line.
 EXPECTED = {
@@ -127,6 +127,9 @@ EXPECTED = {
         "cuda_error",
     ],
     "nccl-tests/nccl-warn-net-ib-status12-h100-partial-nccl-issue1698.txt": ["nccl_ib_error"],
+    # Tool outputs that state a fault.
+    "dcgm/dcgmi-diag-r3-h100-8gpu-dcgm3.3.8-fail-cuinit.txt": ["cuda_error"],
+    "nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt": ["row_remap"],
 }
 LOG_FOLDERS = ("pytorch-nccl", "nccl-warn", "dmesg-xid", "dmesg", "training-logs", "slurm", "k8s")
 
@@ -150,6 +153,40 @@ def test_triage_finds_the_expected_problems_on_a_real_log(relative):
         assert finding.problem in rules.PROBLEMS
         assert finding.detail
         assert finding.count >= 1
+
+
+def test_triage_stays_silent_on_every_other_real_fixture():
+    """Healthy tool outputs (nvidia-smi -q with 'Double Bit ECC : N/A', --help-query-gpu's prose about ECC errors,
+    benchmark tables) are not failure logs: no rule fires on them."""
+    noisy = {}
+    for path in real_fixture_paths():
+        relative = str(path.relative_to(REAL))
+        if relative not in EXPECTED and (problems := [f.problem for f in rules.triage(read_input(path)).findings]):
+            noisy[relative] = problems
+    assert noisy == {}
+
+
+def test_nvidia_smi_q_pending_row_remap_cites_the_section_and_value():
+    finding = _only("nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt")
+    assert (finding.gpu, finding.lines) == ("00000000:10:1C.0", [24, 27])
+    assert finding.excerpt == ["    Remapped Rows", "        Pending                           : Yes"]
+
+
+def test_nvidia_smi_q_uncorrectable_ecc_count_is_a_finding_and_zero_is_not():
+    text = "GPU 00000000:3B:00.0\n    ECC Errors\n        Volatile\n            DRAM Uncorrectable : 0\n"
+    assert rules.triage(text).findings == []
+    (finding,) = rules.triage(text.replace(": 0", ": 3")).findings
+    assert (finding.problem, finding.gpu, finding.lines) == ("ecc_uncorrectable", "00000000:3B:00.0", [2, 3, 4])
+    assert finding.detail == "Volatile DRAM Uncorrectable: 3"
+
+
+def test_an_xid_line_quoting_another_problem_stays_an_xid():
+    line = (
+        "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate."
+    )
+    (finding,) = rules.triage(line + "\n").findings
+    assert (finding.problem, finding.xid) == ("xid", 63)
+    assert finding.detail.startswith("Xid 63 (ECC page retirement or row remapping recording event): Row Remapper")
 
 
 def _only(relative, problem=None):
