@@ -107,3 +107,13 @@ def test_the_schema_types_the_triage_response():
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/TriageResult")
     finding = schema["components"]["schemas"]["Finding"]["properties"]
     assert {"problem", "lines", "excerpt", "rank", "node", "gpu", "nic", "xid", "runbook"} <= set(finding)
+
+
+def test_an_oversized_body_is_refused_before_it_is_read(api_as, viewer, settings):
+    settings.RACKPILOT_TRIAGE_MAX_BYTES = 10
+    body = b'{"text": "' + b"x" * (70 << 10) + b'"}'
+
+    response = api_as(viewer).generic("POST", URL, body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["text"] == [f"The request is {len(body)} bytes; a log may be at most 10 bytes."]

@@ -81,3 +81,16 @@ def test_an_oversize_upload_is_refused(browser_as, viewer, settings):
     response = browser_as(viewer).post(URL, {"file": SimpleUploadedFile("big.log", b"z" * 2048)})
     assert response.status_code == 400
     assert "big.log is 2.0\xa0KB, over the limit of 1.0\xa0KB" in response.content.decode()
+
+
+def test_pasted_text_over_the_limit_is_refused(browser_as, viewer, settings):
+    settings.RACKPILOT_TRIAGE_MAX_BYTES = 100
+    response = browser_as(viewer).post(URL, {"text": "é" * 60})  # 120 bytes of UTF-8
+    assert response.status_code == 400
+    assert "The pasted log is 120 bytes, over the limit of 100 bytes." in response.content.decode()
+
+
+def test_the_default_limit_fits_in_a_pasted_form():
+    from django.conf import settings
+
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE > settings.RACKPILOT_TRIAGE_MAX_BYTES

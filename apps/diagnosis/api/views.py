@@ -24,8 +24,9 @@ class TriageViewSet(viewsets.ViewSet):
     )
     def create(self, request):
         """Triage {"text": ...} or a multipart `file`; an unrecognised log answers 200 with no findings."""
-        text, upload = request.data.get("text"), request.FILES.get("file")
         limit = services.max_bytes()
+        _refuse_oversized_body(request, limit)  # before the body is read
+        text, upload = request.data.get("text"), request.FILES.get("file")
         try:
             if upload is not None and text:
                 raise services.TriageInputError("Send either text or file, not both.", field="file")
@@ -45,3 +46,20 @@ class TriageViewSet(viewsets.ViewSet):
             raise ValidationError({error.field: [error.message]}) from None
         result = services.triage_text(text=log, source=source)
         return Response(TriageResultSerializer(result.to_dict()).data)
+
+
+# Room for the multipart envelope; JSON may write one byte of text as up to six (a \u escape).
+ENVELOPE_BYTES = 64 << 10
+JSON_EXPANSION = 6
+
+
+def _refuse_oversized_body(request, limit: int) -> None:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    multipart = request.content_type.startswith("multipart/")
+    allowed = (limit if multipart else JSON_EXPANSION * limit) + ENVELOPE_BYTES
+    if length > allowed:
+        field = "file" if multipart else "text"
+        raise ValidationError({field: [f"The request is {length} bytes; a log may be at most {limit} bytes."]})
