@@ -1,5 +1,4 @@
 from django import forms
-from django.template.defaultfilters import filesizeformat
 
 from apps.diagnosis import services
 
@@ -14,22 +13,10 @@ class TriageForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
-        text, upload = cleaned.get("text") or "", cleaned.get("file")
-        limit = services.max_bytes()
         try:
-            if upload is not None and text.strip():
-                raise services.TriageInputError("Paste a log or upload a file, not both.", field="file")
-            if upload is not None:
-                if upload.size > limit:
-                    raise services.TriageInputError(
-                        f"{upload.name} is {filesizeformat(upload.size)}, over the limit of {filesizeformat(limit)}.",
-                        field="file",
-                    )
-                cleaned["log"] = services.decode_log(data=upload.read(), source=upload.name, limit=limit)
-                cleaned["source"] = upload.name
-            else:
-                cleaned["log"] = services.check_text(text=text, source="The pasted log", limit=limit)
-                cleaned["source"] = "pasted log"
+            cleaned["source"], cleaned["log"] = services.read_submission(
+                text=cleaned.get("text") or "", upload=cleaned.get("file"), limit=services.max_bytes()
+            )
         except services.TriageInputError as error:
             self.add_error(error.field, error.message)
         return cleaned

@@ -82,6 +82,22 @@ def check_text(*, text: str, source: str, field: str = "text", limit: int | None
     return text
 
 
+def read_submission(*, text: object, upload, limit: int) -> tuple[str, str]:
+    """(source, log) from what the page or the API received: pasted ``text`` or an ``upload`` (a Django UploadedFile),
+    one of the two. TriageInputError naming the field otherwise; an oversize upload is refused before it is read."""
+    if upload is not None and isinstance(text, str) and text.strip():
+        raise TriageInputError("Send either text or a file, not both.", field="file")
+    if upload is not None:
+        if upload.size > limit:
+            raise TriageInputError(
+                f"{upload.name} is {upload.size} bytes, over the limit of {limit} bytes.", field="file"
+            )
+        return upload.name, decode_log(data=upload.read(), source=upload.name, limit=limit)
+    if not isinstance(text, str):
+        raise TriageInputError("Send the log as text (a string) or as a file upload.", field="text")
+    return "pasted log", check_text(text=text, source="The pasted log", limit=limit)
+
+
 def triage_text(*, text: str, source: str) -> TriageResult:
     """The findings in one log, each with the advice for its problem."""
     report = rules.triage(text)

@@ -69,7 +69,10 @@ def test_an_unrecognised_log_answers_200_with_no_findings(api_as, viewer):
         ({"file": SimpleUploadedFile("core.bin", b"\x7fELF\x02\x01\x01\x00" * 64)}, "multipart", "file", "binary"),
         ({"file": SimpleUploadedFile("empty.log", b"")}, "multipart", "file", "empty"),
         (
-            {"text": "x", "file": SimpleUploadedFile("a.log", b"OSError: [Errno 28] No space left on device\n")},
+            {
+                "text": "OSError: [Errno 28] No space left on device",
+                "file": SimpleUploadedFile("a.log", b"OSError: [Errno 28] No space left on device\n"),
+            },
             "multipart",
             "file",
             "not both",

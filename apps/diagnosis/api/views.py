@@ -26,22 +26,10 @@ class TriageViewSet(viewsets.ViewSet):
         """Triage {"text": ...} or a multipart `file`; an unrecognised log answers 200 with no findings."""
         limit = services.max_bytes()
         _refuse_oversized_body(request, limit)  # before the body is read
-        text, upload = request.data.get("text"), request.FILES.get("file")
         try:
-            if upload is not None and text:
-                raise services.TriageInputError("Send either text or file, not both.", field="file")
-            if upload is not None:
-                if upload.size > limit:
-                    raise services.TriageInputError(
-                        f"{upload.name} is {upload.size} bytes, over the limit of {limit} bytes.", field="file"
-                    )
-                source = upload.name
-                log = services.decode_log(data=upload.read(), source=source, limit=limit)
-            elif isinstance(text, str):
-                source = "pasted log"
-                log = services.check_text(text=text, source="text", limit=limit)
-            else:
-                raise services.TriageInputError("Send the log as text (a string) or as a file upload.", field="text")
+            source, log = services.read_submission(
+                text=request.data.get("text"), upload=request.FILES.get("file"), limit=limit
+            )
         except services.TriageInputError as error:
             raise ValidationError({error.field: [error.message]}) from None
         result = services.triage_text(text=log, source=source)
