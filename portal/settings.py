@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "apps.simulator",
     "apps.discovery",
     "apps.deployments",
+    "apps.diagnosis",
 ]
 
 MIDDLEWARE = [
@@ -302,3 +303,7 @@ CELERY_BEAT_SCHEDULE = {
     "rackpilot-jobs-prune": {"task": "rackpilot.jobs.prune", "schedule": 3600.0},
     "rackpilot-deployments-settle": {"task": "rackpilot.deployments.settle", "schedule": 60.0},
 }
+
+# Log triage (apps/diagnosis): the largest log a page or API upload may send; a pasted log must fit Django's limit too.
+RACKPILOT_TRIAGE_MAX_BYTES = env_int("RACKPILOT_TRIAGE_MAX_BYTES", 5 << 20)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, RACKPILOT_TRIAGE_MAX_BYTES + (64 << 10))

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
+from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
@@ -14,7 +15,10 @@ from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 # One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,
 # or (prefix, viewset, basename) for a viewset without a queryset, in api/urls.py.
 router = DefaultRouter()
-for route in INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES:
+ROUTES = (
+    INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES
+) + DIAGNOSIS_ROUTES
+for route in ROUTES:
     router.register(*route)
 
 urlpatterns = [
@@ -24,6 +28,7 @@ urlpatterns = [
     path("simulator/", include("apps.simulator.urls")),
     path("discovery/", include("apps.discovery.urls")),
     path("deployments/", include("apps.deployments.urls")),
+    path("diagnosis/", include("apps.diagnosis.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -139,6 +139,7 @@ class GpuInfo(Result):
     mig_mode: str | None = None
     fan_speed_pct: float | None = None
     pstate: str | None = None
+    timestamp: str | None = None  # --query-gpu=timestamp,...: when this row was sampled (one row per GPU per sample)
     extra: dict[str, str | None] = field(default_factory=dict)
 
 
@@ -152,6 +153,7 @@ class GpuReport(Result):
     cuda_version: str | None = None
     timestamp: str | None = None
     attached_gpus: int | None = None
+    samples: int | None = None  # distinct time stamps of a -l/-lms series; None when the query had no timestamp
 
 
 # --- --query-gpu CSV -------------------------------------------------------------------------------------------
@@ -175,6 +177,7 @@ QUERY_FIELD_ALIASES = {
 
 # CSV field → (GpuInfo attribute, converter).
 QUERY_FIELD_MAP = {
+    "timestamp": ("timestamp", clean),
     "index": ("index", to_int),
     "uuid": ("uuid", clean),
     "name": ("name", clean),
@@ -214,6 +217,7 @@ QUERY_FIELD_MAP = {
     "pstate": ("pstate", clean),
 }
 
+QUERY_TIMESTAMP = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)?$")  # 2026/11/30 09:00:00.000
 HEADER_CELL = re.compile(r"^[a-z][a-z0-9_.]*(?: \[[^\]]*\])?$")
 REASON_FIELD_PREFIXES = ("clocks_event_reasons.", "clocks_throttle_reasons.")
 
@@ -242,9 +246,13 @@ def parse_query_gpu(text: str, fields: list[str] | tuple[str, ...] | None = None
     first_cells = _split_csv_line(first_line)
     if _looks_like_header(first_cells):
         columns = [canonical_query_field(cell) for cell in first_cells]
-        rows = rows[1:]
+        # a looped query (-l / -lms) may print its header again; those lines are not GPU rows
+        rows = [(number, line) for number, line in rows[1:] if line.strip() != first_line.strip()]
     else:
         columns = [canonical_query_field(name) for name in (fields or QUERY_GPU_FIELDS)]
+        stamped = QUERY_TIMESTAMP.match(first_cells[0]) and "timestamp" not in columns
+        if stamped and len(first_cells) == len(columns) + 1:
+            columns = ["timestamp", *columns]  # noheader with timestamp first, as --query-gpu=timestamp,... prints
     if len(columns) < 2:
         raise ParseError(
             f"expected a comma-separated --query-gpu header or row, got {shorten(first_line)}", first_number
@@ -252,11 +260,14 @@ def parse_query_gpu(text: str, fields: list[str] | tuple[str, ...] | None = None
     if not rows:
         raise end_of_input(lines, "a GPU row after the --query-gpu header")
     gpus = [_gpu_from_csv_row(columns, _split_csv_line(line), number) for number, line in rows]
+    stamps = list(dict.fromkeys(gpu.timestamp for gpu in gpus if gpu.timestamp))
     return GpuReport(
         source="query-gpu",
         gpus=gpus,
         driver_version=next((gpu.driver_version for gpu in gpus if gpu.driver_version), None),
-        attached_gpus=len(gpus),
+        timestamp=stamps[0] if stamps else None,
+        attached_gpus=len({gpu.index for gpu in gpus}) if stamps else len(gpus),
+        samples=len(stamps) if stamps else None,
     )
 
 

@@ -14,6 +14,7 @@ from . import (
     hpl,
     infiniband,
     ipmi,
+    logs,
     nccl_log,
     nccl_tests,
     network,
@@ -71,6 +72,7 @@ PARSERS: dict[str, Parser] = {
     "nvml_snapshot": nvml.parse_nvml_snapshot,
     "nvml_timeseries": nvml.parse_nvml_timeseries,
     "torch_benchmarks": torch_bench.parse_torch_benchmarks,
+    "log": logs.parse_log,
 }
 
 
@@ -110,6 +112,13 @@ FIXTURE_RULES: tuple[tuple[str | None, str, str], ...] = (
     ("ipmi", r"", "ipmitool"),
     ("redfish", r"", "redfish"),
     ("dmesg", r"", "dmesg"),
+    ("dmesg-xid", r"^aer-|kmsg", "log"),  # AER with relative stamps and raw /dev/kmsg: no Xid for dmesg to read
+    ("dmesg-xid", r"", "dmesg"),
+    ("nccl-warn", r"", "nccl_log"),
+    ("pytorch-nccl", r"", "log"),  # failure logs of training jobs, schedulers and k8s: read by triage
+    ("training-logs", r"", "log"),
+    ("slurm", r"", "log"),
+    ("k8s", r"", "log"),
     ("gpu-burn", r"", "gpu_burn"),
     ("horovod", r"", "timeline"),
     (None, r"query-gpu.*\.csv$", "nvidia_smi_query"),
@@ -191,7 +200,8 @@ TEXT_SIGNATURES = (
     (r"^\s*GPU0\s.*(?:CPU Affinity|NIC0|GPU1)", "nvidia_smi_topo"),
     (r"^#\s*gpu\s+\w+.*\n#\s*Idx\b", "nvidia_smi_dmon"),
     (
-        r"^index,|^uuid,|^name,|^pci\.bus_id,|(?:^|, )memory\.total \[MiB\]|^\d+, GPU-[0-9a-fA-F-]+, ",
+        r"^index,|^uuid,|^name,|^pci\.bus_id,|(?:^|, )memory\.total \[MiB\]|^\d+, GPU-[0-9a-fA-F-]+, "
+        r"|^timestamp, |^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d+, ",
         "nvidia_smi_query",
     ),
     (r"nvbandwidth Version|^Running \w+_(?:ce|sm)\.$", "nvbandwidth"),

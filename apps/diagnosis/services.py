@@ -1,0 +1,133 @@
+"""Log triage for the page, the API and ``manage.py triage``: bytes or text in, findings with advice out.
+
+Triage only reads: nothing is stored. The rules are the parsers' (``apps.parsers.triage``); this module adds what
+Rackpilot advises per problem (``choices.ADVICE``) and the checks on what users send (size, binary, empty).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from apps.diagnosis.choices import ADVICE, Problem
+from apps.parsers import logs
+from apps.parsers import triage as rules
+from apps.parsers.errors import ParseError
+from apps.parsers.xid import xid_info
+
+NOTHING_RECOGNISED = "No known problem in {lines} line(s) of {source}; nothing is guessed from an unrecognised log."
+
+
+class TriageInputError(ValueError):
+    """What was sent is not a log triage can read; ``field`` names the form or API field."""
+
+    def __init__(self, message: str, *, field: str = "text"):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass
+class TriageResult:
+    source: str
+    lines: int
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def recognised(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def message(self) -> str:
+        if self.findings:
+            return f"{len(self.findings)} finding(s) in {self.lines} line(s) of {self.source}."
+        return NOTHING_RECOGNISED.format(lines=self.lines, source=self.source)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "lines": self.lines,
+            "recognised": self.recognised,
+            "message": self.message,
+            "findings": self.findings,
+        }
+
+
+def max_bytes() -> int:
+    return settings.RACKPILOT_TRIAGE_MAX_BYTES
+
+
+def decode_log(*, data: bytes, source: str, field: str = "file", limit: int | None = None) -> str:
+    """The text of an uploaded or read log; TriageInputError naming ``source`` when it is over ``limit`` bytes,
+    binary, or empty."""
+    if limit is not None and len(data) > limit:
+        raise TriageInputError(f"{source} is {len(data)} bytes, over the limit of {limit} bytes.", field=field)
+    try:
+        text = logs.decode_log(data)
+    except ParseError:
+        raise TriageInputError(f"{source} is binary data, not a text log.", field=field) from None
+    return check_text(text=text, source=source, field=field)
+
+
+def check_text(*, text: str, source: str, field: str = "text", limit: int | None = None) -> str:
+    """Pasted text: TriageInputError when it is empty, over ``limit`` bytes (UTF-8) or holds NUL bytes."""
+    if limit is not None and (size := len(text.encode("utf-8", errors="replace"))) > limit:
+        raise TriageInputError(f"{source} is {size} bytes, over the limit of {limit} bytes.", field=field)
+    if "\x00" in text:
+        raise TriageInputError(f"{source} holds binary data (NUL bytes), not a text log.", field=field)
+    if not text.strip():
+        raise TriageInputError(f"{source} is empty: there is no log line to read.", field=field)
+    return text
+
+
+def read_submission(*, text: object, upload, limit: int) -> tuple[str, str]:
+    """(source, log) from what the page or the API received: pasted ``text`` or an ``upload`` (a Django UploadedFile),
+    one of the two. TriageInputError naming the field otherwise; an oversize upload is refused before it is read."""
+    if upload is not None and isinstance(text, str) and text.strip():
+        raise TriageInputError("Send either text or a file, not both.", field="file")
+    if upload is not None:
+        if upload.size > limit:
+            raise TriageInputError(
+                f"{upload.name} is {upload.size} bytes, over the limit of {limit} bytes.", field="file"
+            )
+        return upload.name, decode_log(data=upload.read(), source=upload.name, limit=limit)
+    if not isinstance(text, str):
+        raise TriageInputError("Send the log as text (a string) or as a file upload.", field="text")
+    return "pasted log", check_text(text=text, source="The pasted log", limit=limit)
+
+
+def triage_text(*, text: str, source: str) -> TriageResult:
+    """The findings in one log, each with the advice for its problem."""
+    report = rules.triage(text)
+    return TriageResult(
+        source=source, lines=report.lines, findings=[finding_dict(f, source=source) for f in report.findings]
+    )
+
+
+def finding_dict(finding: rules.Finding, *, source: str) -> dict[str, Any]:
+    problem = Problem(finding.problem)
+    advice = ADVICE[problem]
+    info = xid_info(finding.xid) if finding.xid is not None else None
+    return {
+        "problem": problem.value,
+        "label": problem.label,
+        "source": source,
+        "lines": finding.lines,
+        "excerpt": finding.excerpt,
+        "count": finding.count,
+        "detail": finding.detail,
+        "rank": finding.rank,
+        "node": finding.node,
+        "gpu": finding.gpu,
+        "nic": finding.nic,
+        "xid": finding.xid,
+        "xid_name": info.name if info else None,
+        "xid_meaning": info.meaning if info else None,
+        "peer": finding.peer,
+        "device": finding.device,
+        "explanation": advice.explanation,
+        "runbook": advice.runbook,
+        "next_step": info.action if info else advice.next_step,
+    }

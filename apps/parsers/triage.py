@@ -1,0 +1,583 @@
+"""Log triage rules: a log's text → the problems it shows, each citing the lines it comes from.
+
+Pure functions shared by the triage page, ``manage.py triage`` and (later) the runbooks. A rule fires only on a line
+that states the problem; a finding carries those lines (numbers and text) and where the log says it happened (rank,
+node, GPU, NIC, Xid). Lines of one problem at one place are one finding. A log in which no rule fires gives no
+findings: nothing is guessed from what is missing.
+
+``PROBLEMS`` lists every problem key a rule can emit; ``apps.diagnosis.choices.Problem`` gives each its advice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .common import Result
+from .logs import LogLine, read_lines
+from .xid import xid_info
+
+MAX_DETAIL = 240  # characters of a quoted message
+MAX_CITED_LINES = 50  # per finding; ``count`` keeps the full number of lines that matched
+
+# Status codes of ibv_wc_status (rdma-core verbs.h) that NCCL's NET/IB completion errors print.
+IBV_WC_STATUS = {
+    1: "IBV_WC_LOC_LEN_ERR, local length error",
+    2: "IBV_WC_LOC_QP_OP_ERR, local QP operation error",
+    4: "IBV_WC_LOC_PROT_ERR, local protection error",
+    5: "IBV_WC_WR_FLUSH_ERR, work request flushed after an earlier error",
+    8: "IBV_WC_LOC_ACCESS_ERR, local access error",
+    9: "IBV_WC_REM_INV_REQ_ERR, remote invalid request",
+    10: "IBV_WC_REM_ACCESS_ERR, remote access error",
+    11: "IBV_WC_REM_OP_ERR, remote operation error",
+    12: "IBV_WC_RETRY_EXC_ERR, transport retry counter exceeded: the peer did not acknowledge",
+    13: "IBV_WC_RNR_RETRY_EXC_ERR, receiver-not-ready retry counter exceeded",
+    20: "IBV_WC_RESP_TIMEOUT_ERR, response timeout",
+    21: "IBV_WC_GENERAL_ERR, general error",
+}
+
+IB_VENDOR_ERR = re.compile(r"vendor err (\d+)")
+IB_HCA = re.compile(r"\bhca (\w+)")
+
+SIGNALS = {6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+@dataclass
+class Finding(Result):
+    """One problem at one place, with the lines that show it (``excerpt[i]`` is line ``lines[i]``)."""
+
+    problem: str
+    lines: list[int]
+    excerpt: list[str]
+    detail: str
+    rank: int | None = None
+    node: str | None = None
+    gpu: str | None = None
+    nic: str | None = None
+    xid: int | None = None
+    peer: str | None = None
+    device: str | None = None  # a PCI device that is not known to be a GPU (a PCIe root port)
+    count: int = 0
+
+    def cite(self, entry: LogLine) -> None:
+        self.count += 1
+        if entry.line not in self.lines and len(self.lines) < MAX_CITED_LINES:
+            self.lines.append(entry.line)
+            self.excerpt.append(entry.text)
+
+
+@dataclass
+class TriageReport(Result):
+    findings: list[Finding]
+    lines: int  # non-blank lines read
+    recognised: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.recognised = bool(self.findings)
+
+
+# --- rules ------------------------------------------------------------------------------------------------------
+
+Where = dict[str, object]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``pattern`` searched in a line's message; named groups rank/node/gpu/nic/xid/peer/device say where;
+    ``detail`` is a template over the groups, or a function of the match. A ``supports`` rule never starts a
+    finding: it adds its line to an open finding of one of those problems at the same rank and node."""
+
+    problem: str
+    pattern: re.Pattern
+    detail: str | Callable[[re.Match], str]
+    supports: tuple[str, ...] = ()
+    in_traceback: bool = False  # fires only on the frames of a Python traceback
+
+
+def _rule(
+    problem: str,
+    pattern: str,
+    detail: str | Callable[[re.Match], str] = "",
+    supports: tuple[str, ...] = (),
+    in_traceback: bool = False,
+):
+    """A rule; an empty ``detail`` quotes the line's message."""
+    return Rule(problem, re.compile(pattern, re.IGNORECASE), detail, supports, in_traceback)
+
+
+def _ib_completion(match: re.Match) -> str:
+    status = int(match["status"])
+    meaning = IBV_WC_STATUS.get(status, "status not in ibv_wc_status")
+    vendor_match = IB_VENDOR_ERR.search(match.string)
+    vendor = f", vendor err {vendor_match[1]}" if vendor_match else ""
+    return f"NET/IB completion error, status {status} ({meaning}){vendor}"
+
+
+def _xid_detail(match: re.Match) -> str:
+    number = int(match["xid"])
+    info = xid_info(number)
+    said = (match["said"] or "").strip()
+    name = info.name if info else "not in Rackpilot's Xid catalogue"
+    return f"Xid {number} ({name})" + (f": {said}" if said else "")
+
+
+def _watchdog(match: re.Match) -> str:
+    return (
+        f"{match['op']} (SeqNum {match['seq']}) ran {match['ran']} ms, past its {match['timeout']} ms timeout"
+        if match["op"]
+        else match[0]
+    )
+
+
+NCCL = ("nccl_watchdog_timeout", "nccl_remote_error", "nccl_ib_error", "nccl_socket_error")
+NCCL_ALL = NCCL + ("nccl_internal_error", "nccl_system_error", "nccl_invalid_usage", "cuda_error")
+
+# First match wins for a line, so the specific wording comes before the general one.
+RULES: tuple[Rule, ...] = (
+    # Kernel Xid lines first: their messages quote other problems ("Row Remapper: ...", "uncorrectable ECC").
+    _rule(
+        "xid",
+        r"NVRM: Xid \((?:PCI:)?(?P<gpu>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, pid=[^,]*)?(?:, name=[^,]*)?"
+        r"(?:, (?P<said>.*))?",
+        _xid_detail,
+    ),
+    _rule(
+        "xid",
+        r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<gpu>\S+?),(?P<said>.*)",
+        _xid_detail,
+    ),
+    _rule("xid", r"device marked unhealthy: (?P<gpu>GPU-[0-9a-fA-F-]+)", supports=("xid", "gpu_fell_off_bus")),
+    # Memory: ECC and OOM are named before CUDA errors ("CUDA error: out of memory", "uncorrectable ECC error").
+    _rule(
+        "ecc_uncorrectable",
+        r"uncorrectable ECC errors? (?:was )?(?:encountered|detected|occurred)|(?-i:Double Bit ECC Error)"
+        r"|cudaErrorECCUncorrectable",
+    ),
+    _rule("row_remap", r"Row Remapper: |row remapping (?:failed|is pending)"),
+    _rule(
+        "oom",
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|out of memory: Killed process (?P<pid>\d+)"
+        r"|oom-kill:|Memory cgroup out of memory|Test CUDA failure \S+ 'out of memory'",
+    ),
+    _rule("disk_full", r"No space left on device|Disk quota exceeded|\bENOSPC\b|\bEDQUOT\b|\[Errno 28\]"),
+    # NCCL and PyTorch ProcessGroupNCCL.
+    _rule(
+        "nccl_watchdog_timeout",
+        r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+).*?"
+        r"Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds",
+        _watchdog,
+    ),
+    _rule("nccl_watchdog_timeout", r"Timeout at NCCL work: (?P<seq>\d+)", "timeout at NCCL work {seq}"),
+    _rule(
+        "nccl_watchdog_timeout",
+        r"Heartbeat monitor timed out|First PG on this rank that detected no heartbeat",
+        "the watchdog stopped beating (heartbeat monitor timed out): a collective or CUDA call hangs",
+    ),
+    _rule(
+        "nccl_watchdog_timeout",
+        r"dump signal due to a collective timeout from (?:this local rank|\s*rank (?P<rank>\d+))",
+        "collective timeout (flight-recorder dump signal)",
+    ),
+    _rule(
+        "nccl_watchdog_timeout",
+        r"Exception \(either an error or timeout\) detected by watchdog|Some NCCL operations have failed or timed "
+        r"out|taking the entire process down",
+        supports=NCCL_ALL,
+    ),
+    _rule(
+        "nccl_ib_error",
+        r"NET/IB ?: Got completion (?:from peer (?P<peer>\S+?)(?:%(?P<nic>\w+))?(?:<\d+>)? )?with "
+        r"(?:status=|error )(?P<status>\d+)",
+        _ib_completion,
+    ),
+    _rule("nccl_ib_error", r"Call to (?P<call>ibv_\w+) failed(?: with error (?P<why>.*))?", "{call} failed: {why}"),
+    _rule(
+        "nccl_ib_error",
+        r"IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded|retry exceeded",
+        "IB transport retry counter exceeded: the peer did not acknowledge",
+    ),
+    _rule(
+        "nccl_socket_error",
+        r"socketStartConnect: Connect to (?P<peer>\S+?)(?:<\d+>)? failed : (?P<why>.*)",
+        "connect to {peer} failed: {why}",
+    ),
+    _rule("nccl_socket_error", r"Call to connect failed : (?P<why>.*)", "socket connect failed: {why}"),
+    _rule(
+        "nccl_socket_error",
+        r"client socket has timed out after (?P<after>\S+) while trying to connect to "
+        r"\((?P<peer>[^,)]+), ?(?P<port>\d+)\)",
+        "connect to the c10d store at {peer}:{port} timed out after {after}",
+    ),
+    _rule(
+        "nccl_socket_error",
+        r"no socket interface found|No usable listening interface"
+        r"|(?:NCCL|bootstrap|socket).*\bconnect(?:ion)? (?:timed out|refused)",
+    ),
+    _rule(
+        "nccl_remote_error",
+        r"recvValue failed on SocketImpl\(.*remote=\[(?P<peer>[^\]]+)\]:\d+\): Connection reset by peer",
+        "TCPStore connection to {peer} reset by peer",
+    ),
+    _rule(
+        "nccl_remote_error",
+        r"Connection closed by remote peer(?: (?P<peer>[^\s<]+)(?:<\d+>)?)?$|(?:TCPStore|c10d|NCCL|socket).*"
+        r"Connection reset by peer|remote process exited or there was a network error|ncclRemoteError",
+    ),
+    _rule("nccl_remote_error", r"Socket recv failed while polling", supports=("nccl_remote_error",)),
+    _rule("nccl_remote_error", r"NET/OFI .*completed with error", supports=("nccl_remote_error",)),
+    _rule("nccl_internal_error", r"ncclInternalError|, internal error, NCCL version|internal error - please"),
+    _rule("nccl_system_error", r"ncclSystemError|unhandled system error|, system error, NCCL version"),
+    _rule("nccl_invalid_usage", r"ncclInvalidUsage|, invalid usage, NCCL version"),
+    # CUDA (after OOM and ECC). nccl-tests names the host in front: 'node0: Test CUDA failure common.cu:389 ...'.
+    _rule(
+        "cuda_error",
+        r"(?:^|\s)(?P<node>[\w.\-]+): Test CUDA failure \S+ '(?P<what>[^']+)'",
+        "CUDA error: {what}",
+    ),
+    _rule(
+        "cuda_error",
+        r"(?P<what>an illegal memory access was encountered|unspecified launch failure|device-side assert triggered"
+        r"|misaligned address|system not yet initialized|unhandled cuda error|CUDA error: [^.]+)",
+        "CUDA error: {what}",
+    ),
+    # Kernel: Xid, fallen off the bus, PCIe AER.
+    _rule("gpu_fell_off_bus", r"fallen off the bus", "the GPU has fallen off the bus (no longer answers on PCIe)"),
+    _rule(
+        "pcie_aer",
+        r"^(?P<driver>[\w\-]+) (?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): (?:AER: (?P<what>.*)|(?P<bus>PCIe Bus "
+        r"Error: .*))",
+        lambda m: f"{m['driver']} {m['pci']}: {m['what'] or m['bus']}",
+    ),
+    _rule(
+        "pcie_aer",
+        r"^(?P<driver>[\w\-]+) (?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): +(?:device \[[0-9a-f:]+\] error "
+        r"status/mask|\[\s*\d+\] \w+)",
+        supports=("pcie_aer",),
+    ),
+    # Checkpoints and training.
+    _rule(
+        "checkpoint_corrupt",
+        r"PytorchStreamReader failed reading (?:zip archive|file)|failed finding central directory"
+        r"|_pickle\.UnpicklingError|SafetensorError: Error while deserializing|invalid load key",
+    ),
+    _rule(
+        "checkpoint_missing",
+        r"could not find the metadata file (?P<path>\S+)",
+        "no checkpoint tracker file at {path}",
+    ),
+    _rule(
+        "checkpoint_missing",
+        r"will not load any checkpoints and will start from random",
+        supports=("checkpoint_missing",),
+    ),
+    _rule(
+        "checkpoint_save_failed",
+        r"^File \"[^\"]+\", line \d+, in (?P<function>_?save_checkpoint\w*)$"
+        r"|^(?:[\w.]+\.)?(?P<call>_?save_checkpoint\w*)\(",
+        lambda m: f"an exception went up through {m['function'] or m['call']}: saving a checkpoint failed",
+        in_traceback=True,
+    ),
+    _rule("training_crashed", r"Exception during training"),
+    # torchrun / elastic agent.
+    _rule(
+        "worker_failed",
+        r"failed \(exitcode: (?P<exit>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)",
+        lambda m: f"worker local_rank {m['local']} (pid {m['pid']}) exited with {_exit_code(m['exit'])}",
+    ),
+    _rule(
+        "worker_failed",
+        r"exits with return code = (?P<exit>-?[1-9]\d*)",
+        lambda m: f"a worker exited with {_exit_code(m['exit'])}",
+    ),
+    # Schedulers.
+    _rule(
+        "gpu_count_mismatch",
+        r"(?:node (?P<node>\S+) .*)?gres/gpu count reported lower than configured \((?P<got>\d+) < (?P<want>\d+)\)",
+        "the node reports {got} GPU(s), {want} configured",
+    ),
+    _rule(
+        "gpu_count_mismatch",
+        r"gres/gpu: Count changed on node (?P<node>\S+) \((?P<was>\d+) != (?P<now>\d+)\)",
+        "GPU count changed on {node}: {was} configured, {now} found",
+    ),
+    _rule("node_drained", r"node (?P<node>\S+) state set to DRAIN", "{node} drained"),
+    _rule("node_drained", r"\bState=\S*DRAIN\S*", "node state {0}"),
+)
+
+PROBLEMS: tuple[str, ...] = tuple(dict.fromkeys(rule.problem for rule in RULES)) + ("collective_not_joined",)
+
+WHERE_GROUPS = ("rank", "node", "gpu", "nic", "xid", "peer", "device")
+
+
+def _exit_code(value: str) -> str:
+    code = int(value)
+    if code < 0 and -code in SIGNALS:
+        return f"exit code {code} (signal {-code}, {SIGNALS[-code]})"
+    return f"exit code {code}"
+
+
+# --- the engine -------------------------------------------------------------------------------------------------
+
+
+def triage(text: str) -> TriageReport:
+    """Every finding in ``text``, in the order of their first line."""
+    entries = read_lines(text)
+    findings: dict[tuple, Finding] = {}
+    context_node: str | None = None  # scontrol's NodeName= names the node its block describes
+    in_traceback = False  # between 'Traceback (most recent call last):' and the exception line
+    for index, entry in enumerate(entries):
+        if match := SCONTROL_NODE.match(entry.message):
+            context_node = match[1]
+        if entry.message.startswith("Traceback (most recent call last)"):
+            in_traceback = True
+        elif in_traceback and not entry.text[:1].isspace():
+            in_traceback = False
+        for rule in RULES:
+            if rule.in_traceback and not in_traceback:
+                continue
+            match = rule.pattern.search(entry.message)
+            if match is None:
+                continue
+            where = _where(rule, match, entry, context_node)
+            if rule.supports:
+                _support(findings, rule.supports, where, entry)
+            else:
+                _add(findings, rule.problem, where, _detail(rule, match), entry)
+                if rule.problem == "gpu_fell_off_bus":
+                    _banner(findings[_key(rule.problem, where)], entries, index)
+            break
+    for finding in _elastic_summaries(entries) + _flight_recorder(entries) + _nvidia_smi_q(entries):
+        _merge_block(findings, finding, entries)
+    ordered = sorted(findings.values(), key=lambda finding: finding.lines[0])
+    for finding in ordered:
+        order = sorted(range(len(finding.lines)), key=finding.lines.__getitem__)
+        finding.lines = [finding.lines[i] for i in order]
+        finding.excerpt = [finding.excerpt[i] for i in order]
+    return TriageReport(findings=ordered, lines=len(entries))
+
+
+def _merge_block(findings: dict[tuple, Finding], block: Finding, entries: list[LogLine]) -> None:
+    """A torchrun summary cut before its root cause says no more than the agent's 'failed (exitcode ...)' line: its
+    lines join that finding. Otherwise the block is a finding of its own."""
+    if block.problem == "worker_failed" and block.rank is None and block.node is None:
+        agent = next((f for f in findings.values() if f.problem == "worker_failed" and f.rank is None), None)
+        if agent is not None:
+            by_number = {entry.line: entry for entry in entries}
+            for number in block.lines:
+                agent.cite(by_number[number])
+            agent.count -= len(block.lines)
+            return
+    findings[(block.problem, block.lines[0])] = block
+
+
+SCONTROL_NODE = re.compile(r"^NodeName=(\S+)")
+NVIDIA_GPU_BANNER = re.compile(r"NVRM: The NVIDIA GPU (?P<gpu>[0-9A-Fa-f:.]+)")
+
+
+def _where(rule: Rule, match: re.Match, entry: LogLine, context_node: str | None) -> Where:
+    groups = {name: value for name, value in match.groupdict().items() if value}
+    where: Where = {"rank": entry.rank, "node": entry.node or context_node, "gpu": entry.gpu}
+    for name in WHERE_GROUPS:
+        if name in groups:
+            where[name] = int(groups[name]) if name in ("rank", "xid") else groups[name]
+    if rule.problem == "nccl_ib_error" and (hca := IB_HCA.search(match.string)):
+        where["nic"] = hca[1]
+    if rule.problem == "pcie_aer":  # the device a PCIe error names is a GPU only when the nvidia driver owns it
+        where["gpu"] = groups["pci"] if groups.get("driver") == "nvidia" else None
+        where["device"] = None if groups.get("driver") == "nvidia" else groups.get("pci")
+    if rule.problem == "xid" and where.get("xid") == 79:
+        where["problem"] = "gpu_fell_off_bus"
+    return where
+
+
+def _key(problem: str, where: Where) -> tuple:
+    return (where.get("problem", problem),) + tuple(where.get(name) for name in WHERE_GROUPS if name != "peer")
+
+
+def _detail(rule: Rule, match: re.Match) -> str:
+    if callable(rule.detail):
+        return rule.detail(match)
+    if not rule.detail:
+        message = match.string
+        return message if len(message) <= MAX_DETAIL else message[: MAX_DETAIL - 1] + "…"
+    values = {name: value or "" for name, value in match.groupdict().items()}
+    return rule.detail.format(match[0], **values).strip()
+
+
+def _add(findings: dict[tuple, Finding], problem: str, where: Where, detail: str, entry: LogLine) -> None:
+    key = _key(problem, where)
+    finding = findings.get(key)
+    if finding is None:
+        location = {name: where.get(name) for name in WHERE_GROUPS}
+        finding = findings[key] = Finding(
+            problem=str(where.get("problem", problem)), lines=[], excerpt=[], detail=detail, **location
+        )
+    elif problem == "pcie_aer" and "Fatal" in detail and "Fatal" not in finding.detail:
+        finding.detail = detail  # the fatal error says more than the recovery lines around it
+    finding.cite(entry)
+
+
+def _support(findings: dict[tuple, Finding], problems: tuple[str, ...], where: Where, entry: LogLine) -> None:
+    """Add the line to the newest open finding of one of ``problems`` at the same rank and node (and GPU when the
+    line names one); a supporting line with no such finding is not evidence of anything by itself."""
+    for finding in reversed(list(findings.values())):
+        if finding.problem not in problems or finding.rank != where.get("rank"):
+            continue
+        if where.get("node") and finding.node and finding.node != where.get("node"):
+            continue
+        for name in ("gpu", "device"):
+            if where.get(name) and getattr(finding, name) not in (None, where.get(name)):
+                break
+        else:
+            finding.cite(entry)
+            return
+
+
+def _banner(finding: Finding, entries: list[LogLine], index: int) -> None:
+    """The driver's 'fallen off the bus' banner names the GPU a few lines up ('NVRM: The NVIDIA GPU 0000:b3:00.0')."""
+    for back in range(index - 1, max(index - 4, -1), -1):
+        if match := NVIDIA_GPU_BANNER.search(entries[back].message):
+            finding.gpu = finding.gpu or match["gpu"]
+            for entry in entries[back:index]:
+                finding.cite(entry)
+                finding.count -= 1  # continuation lines of one message are not further occurrences
+            return
+
+
+# --- blocks that span lines -------------------------------------------------------------------------------------
+
+ELASTIC_TITLE = re.compile(r"^(?P<script>\S.*) FAILED$")
+ELASTIC_FIELD = re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: (?P<value>.*)$")
+ELASTIC_RANK = re.compile(r"^(?P<rank>\d+) \(local_rank: (?P<local>\d+)\)")
+ELASTIC_EXIT = re.compile(r"^(?P<exit>-?\d+) \(pid: (?P<pid>\d+)\)")
+
+
+def _elastic_summaries(entries: list[LogLine]) -> list[Finding]:
+    """torchrun's failure summary ('<script> FAILED', Failures, 'Root Cause (first observed failure)'): one finding
+    at the root-cause rank and host, citing the title and the root cause's fields."""
+    found: list[Finding] = []
+    for index, entry in enumerate(entries):
+        title = ELASTIC_TITLE.match(entry.message)
+        if not title or index == 0 or not set(entries[index - 1].message) <= {"="}:
+            continue
+        finding = Finding(problem="worker_failed", lines=[], excerpt=[], detail=f"{title['script']} failed")
+        finding.cite(entry)
+        fields: dict[str, str] = {}
+        in_root = False
+        for following in entries[index + 1 :]:
+            message = following.message
+            if set(message) <= {"="}:
+                break
+            if message.startswith("Root Cause"):
+                in_root = True
+                finding.cite(following)
+            elif message == "<NO_OTHER_FAILURES>":
+                finding.cite(following)
+            elif in_root and (field_match := ELASTIC_FIELD.match(message)):
+                fields[field_match["key"]] = field_match["value"].strip()
+                if field_match["key"] in ("host", "rank", "exitcode", "traceback"):
+                    finding.cite(following)
+        _apply_root_cause(finding, fields)
+        finding.count = 1
+        found.append(finding)
+    return found
+
+
+def _apply_root_cause(finding: Finding, fields: dict[str, str]) -> None:
+    if not fields:
+        finding.detail += "; the root cause is not in the log"
+        return
+    if rank := ELASTIC_RANK.match(fields.get("rank", "")):
+        finding.rank = int(rank["rank"])
+    finding.node = fields.get("host") or None
+    parts = [finding.detail + ": root cause"]
+    if finding.rank is not None:
+        parts.append(f"rank {finding.rank} (local_rank {rank['local']})")
+    if exit_match := ELASTIC_EXIT.match(fields.get("exitcode", "")):
+        parts.append(f"{_exit_code(exit_match['exit'])}, pid {exit_match['pid']}")
+    traceback = fields.get("traceback", "")
+    if traceback and traceback not in ("<N/A>", "Traceback: None"):
+        parts.append(traceback)
+    finding.detail = ", ".join(parts)
+
+
+FR_TITLE = re.compile(r"^Not all ranks joining collective")
+FR_MISSING = re.compile(r"^missing ranks: \{(?P<ranks>[\d, ]+)\}")
+FR_COLLECTIVE = re.compile(r"^collective: (?P<name>\S+)")
+
+
+def _flight_recorder(entries: list[LogLine]) -> list[Finding]:
+    """The flight-recorder analyser's 'Not all ranks joining collective' with its 'missing ranks' line."""
+    found: list[Finding] = []
+    for index, entry in enumerate(entries):
+        if not FR_TITLE.match(entry.message):
+            continue
+        block = entries[index + 1 : index + 12]
+        missing = next((line for line in block if FR_MISSING.match(line.message)), None)
+        if missing is None:
+            continue  # without the missing ranks the block does not say who hangs
+        ranks = [int(rank) for rank in FR_MISSING.match(missing.message)["ranks"].replace(" ", "").split(",")]
+        collective = next((line for line in block if FR_COLLECTIVE.match(line.message)), None)
+        name = FR_COLLECTIVE.match(collective.message)["name"] if collective else "a collective"
+        finding = Finding(
+            problem="collective_not_joined",
+            lines=[],
+            excerpt=[],
+            detail=f"rank(s) {', '.join(map(str, ranks))} never joined {name}: {entry.message}",
+            rank=ranks[0] if len(ranks) == 1 else None,
+        )
+        for line in [entry, collective, missing]:
+            if line is not None:
+                finding.cite(line)
+        finding.count = 1
+        found.append(finding)
+    return found
+
+
+Q_GPU = re.compile(r"^GPU (?P<gpu>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])$")
+Q_FIELD = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+: (?P<value>.*)$")
+Q_UNCORRECTABLE = re.compile(r"^(?:(?:DRAM|SRAM) )?Uncorrectable(?: Error)?$|^Double Bit ECC$")
+
+
+def _nvidia_smi_q(entries: list[LogLine]) -> list[Finding]:
+    """nvidia-smi -q: 'Remapped Rows' with 'Pending : Yes' or 'Remapping Failure Occurred : Yes' (row_remap), and
+    non-zero uncorrectable counts under 'ECC Errors' (ecc_uncorrectable), per GPU, citing the section and the value."""
+    found: dict[tuple, Finding] = {}
+    gpu: str | None = None
+    sections: list[tuple[int, LogLine]] = []  # open section headers (indent, line)
+    for entry in entries:
+        if match := Q_GPU.match(entry.text):
+            gpu, sections = match["gpu"], []
+            continue
+        indent = len(entry.text) - len(entry.text.lstrip(" "))
+        sections = [(level, header) for level, header in sections if level < indent]
+        field_match = Q_FIELD.match(entry.text)
+        if field_match is None:
+            sections.append((indent, entry))
+            continue
+        path = [header.message for _, header in sections]
+        key, value = field_match["key"], field_match["value"].strip()
+        problem, detail = _q_problem(path, key, value)
+        if problem is None:
+            continue
+        finding = found.get((problem, gpu))
+        if finding is None:
+            finding = found[(problem, gpu)] = Finding(problem=problem, lines=[], excerpt=[], detail=detail, gpu=gpu)
+        for _, header in sections:
+            finding.cite(header)
+        finding.cite(entry)
+    for finding in found.values():
+        finding.count = len(finding.lines)
+    return list(found.values())
+
+
+def _q_problem(path: list[str], key: str, value: str) -> tuple[str | None, str]:
+    if "Remapped Rows" in path and key == "Pending" and value == "Yes":
+        return "row_remap", "row remapping pending: it takes effect when the GPU is reset"
+    if "Remapped Rows" in path and key == "Remapping Failure Occurred" and value == "Yes":
+        return "row_remap", "row remapping failed"
+    counted = "ECC Errors" in path and value.isdigit() and int(value) > 0
+    if counted and (Q_UNCORRECTABLE.match(key) or ("Double Bit" in path and key == "Total")):
+        return "ecc_uncorrectable", f"{' '.join(path[path.index('ECC Errors') + 1 :])} {key}: {value}".strip()
+    return None, ""
