@@ -269,7 +269,7 @@ class SshTransport:
             reason = str(error) or type(error).__name__
             via = f" through jump host {login.jump.label}" if tunnel is not None else ""
             raise TransportError(f"ssh to {target.address}:{target.port}{via} failed: {reason}") from None
-        session = SshSession(connection)
+        session = SshSession(connection, self.marker)
         if login is not None and login.uses_sudo:
             return SudoSession(session, username=username, hostname=target.hostname)
         return session
