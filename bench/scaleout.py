@@ -117,7 +117,7 @@ def main() -> None:
     Node.objects.bulk_create([Node(hostname=h, role=NodeRole.COMPUTE) for h in hostnames if h not in have])
     shards = -(-args.nodes // args.shard_size)
     print(f"{args.nodes} simulated nodes, {shards} shards of {args.shard_size}, sleep {args.seconds:g} s per node")
-    print(f"{'workers':>7}  {'wall s':>7}  {'speed-up':>8}  {'workers used':>12}")
+    print(f"{'workers':>7}  {'wall s':>7}  {'speed-up':>8}  {'workers used':>12}   (speed-up: over the first row)")
     logs = Path(tempfile.mkdtemp(prefix="rackpilot-scaleout-"))
     base = None
     for count in args.workers:
@@ -127,7 +127,7 @@ def main() -> None:
             job, wall = run_job(hostnames, shard_size=args.shard_size, seconds=args.seconds)
         finally:
             stop(workers)
-        base = base or wall * args.workers[0]
+        base = base or wall
         print(f"{count:>7}  {wall:>7.1f}  {base / wall:>7.2f}x  {spread(job):>12}   ({job.status})", flush=True)
     if not args.kill:
         return
