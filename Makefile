@@ -33,7 +33,8 @@ lint: install
 	$(BIN)/python manage.py check
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
-# The services wiring: ASGI server, Celery worker and beat as separate processes against PostgreSQL and Redis.
+# The services wiring: ASGI server, a job worker (-Q jobs), a system worker (-Q system: reaper, pruning, settle) and
+# beat (which also reaps in-process) as separate processes against PostgreSQL and Redis (docs/scaling.md).
 up: install
 	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" -a -n "$$RACKPILOT_SECRET_KEY" -a -n "$$RACKPILOT_SECRETS_KEY" || \
 		{ echo "make up needs DATABASE_URL, REDIS_URL, RACKPILOT_SECRET_KEY and RACKPILOT_SECRETS_KEY (see docs/configuration.md)"; exit 2; }
@@ -41,7 +42,8 @@ up: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo
 	trap 'kill 0' INT TERM EXIT; \
-	$(BIN)/celery -A portal worker --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
+	$(BIN)/celery -A portal worker -Q jobs --hostname jobs@%h --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
+	$(BIN)/celery -A portal worker -Q system --hostname system@%h --loglevel INFO --concurrency 1 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal beat --loglevel INFO --schedule var/celerybeat-schedule & \
 	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) & \
 	wait
@@ -53,6 +55,8 @@ bench: install
 	$(BIN)/python bench/events.py
 	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/discover.py
+	@if [ -n "$$DATABASE_URL" -a -n "$$REDIS_URL" ]; then $(BIN)/python bench/scaleout.py; \
+	else echo "bench/scaleout.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi
 
 clean:
 	rm -rf $(VENV) var

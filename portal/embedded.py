@@ -6,7 +6,6 @@
 
 import logging
 import threading
-import time
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +33,7 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
             hostname=f"embedded@{__import__('socket').gethostname()}",
             pool_cls="threads",
             concurrency=concurrency,
+            queues=["jobs", "system"],  # one worker here for both queues the services wiring splits
             loglevel="WARNING",
             without_heartbeat=True,
             without_mingle=True,
@@ -55,24 +55,13 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 
 
 def _reaper_loop(interval: float) -> None:
-    """What Celery beat does in the services wiring: reap stale jobs every `interval` s, prune hourly."""
-    from django.db import close_old_connections
-
+    """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, prune
+    hourly."""
     from apps.deployments import recording
     from apps.jobs import services
+    from portal.celery import reap_forever
 
-    next_prune = 0.0
-    while True:
-        time.sleep(interval)
-        try:
-            close_old_connections()
-            services.reap_stale_jobs()
-            recording.settle_finished_runs()
-            if time.monotonic() >= next_prune:
-                services.prune_old_output()
-                next_prune = time.monotonic() + 3600
-        except Exception:
-            logger.exception("embedded reaper failed; trying again in %s s", interval)
+    reap_forever(interval, also=[(recording.settle_finished_runs, 0), (services.prune_old_output, 3600)])
 
 
 def stop_embedded_worker() -> None:

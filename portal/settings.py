@@ -246,6 +246,19 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
+# Two queues: `jobs` (shards: long, many) and `system` (the reaper, pruning, deployments settle: short, few), each
+# served by its own workers (`-Q jobs`, `-Q system --concurrency 1`), so 500 queued shards never hold up the reaper.
+# A worker started without -Q consumes both (the embedded wiring, tests); a task nobody routed goes to `jobs`.
+CELERY_TASK_DEFAULT_QUEUE = "jobs"
+CELERY_TASK_QUEUES = {
+    "jobs": {"exchange": "jobs", "routing_key": "jobs"},
+    "system": {"exchange": "system", "routing_key": "system"},
+}
+SYSTEM_TASKS = ("rackpilot.jobs.reap", "rackpilot.jobs.prune", "rackpilot.deployments.settle")
+CELERY_TASK_ROUTES = {
+    "rackpilot.jobs.run_shard": {"queue": "jobs"},
+    **{name: {"queue": "system"} for name in SYSTEM_TASKS},
+}
 
 CACHES = {
     "default": (
@@ -273,8 +286,18 @@ RACKPILOT_JOB_SHARD_SIZE = env_int("RACKPILOT_JOB_SHARD_SIZE", 256)
 RACKPILOT_JOB_KILL_GRACE_SECONDS = env_int("RACKPILOT_JOB_KILL_GRACE_SECONDS", 3)
 RACKPILOT_JOB_CANCEL_POLL_SECONDS = env_int("RACKPILOT_JOB_CANCEL_POLL_MS", 500) / 1000
 RACKPILOT_JOB_HEARTBEAT_SECONDS = env_int("RACKPILOT_JOB_HEARTBEAT_SECONDS", 5)
-RACKPILOT_JOB_STALE_SECONDS = env_int("RACKPILOT_JOB_STALE_SECONDS", 30)
-RACKPILOT_JOB_REAPER_SECONDS = env_int("RACKPILOT_JOB_REAPER_SECONDS", 10)
+# A SIGKILLed worker is seen as lost within STALE + REAPER seconds (20 + 5 = 25 s): a running shard beats every
+# RACKPILOT_JOB_CANCEL_POLL_MS (0.5 s), so 20 s is 40 missed beats, and a busy database has room to breathe.
+RACKPILOT_JOB_STALE_SECONDS = env_int("RACKPILOT_JOB_STALE_SECONDS", 20)
+RACKPILOT_JOB_REAPER_SECONDS = env_int("RACKPILOT_JOB_REAPER_SECONDS", 5)
+# A lost worker's shard of a kind that may run twice (JobKind.rerun_on_worker_loss) is re-queued up to this many
+# times; after that, or for any other kind, it ends "worker lost". A re-queued shard that no worker claims within
+# RACKPILOT_JOB_REQUEUE_WAIT_SECONDS ends "worker lost" too: a job never stays running with no worker to run it.
+RACKPILOT_JOB_WORKER_LOSS_RERUNS = env_int("RACKPILOT_JOB_WORKER_LOSS_RERUNS", 2)
+RACKPILOT_JOB_REQUEUE_WAIT_SECONDS = env_int("RACKPILOT_JOB_REQUEUE_WAIT_SECONDS", 600)
+# Celery beat's process also runs the reaper itself, in a thread (portal/celery.py): with every worker dead, jobs
+# still end. Off only for a second beat-like process that must not.
+RACKPILOT_BEAT_REAPER = env_bool("RACKPILOT_BEAT_REAPER", True)
 RACKPILOT_JOB_TIME_LIMIT = env_int("RACKPILOT_JOB_TIME_LIMIT", 6 * 3600)
 RACKPILOT_JOB_RETENTION_DAYS = env_int("RACKPILOT_JOB_RETENTION_DAYS", 30)
 RACKPILOT_JOB_EVENT_LINES_PER_STEP = env_int("RACKPILOT_JOB_EVENT_LINES_PER_STEP", 200)

@@ -98,6 +98,7 @@ class Discover(JobKind):
     )
     parameters = DiscoverParameters
     transports = ("ssh", "local", "sim")
+    rerun_on_worker_loss = True  # reads the nodes; its findings are recorded by shard_finished of the run that ends
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         interfaces = parameters.get("interfaces") or []

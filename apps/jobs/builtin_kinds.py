@@ -47,6 +47,7 @@ class ShellCheck(JobKind):
     label = "Shell check"
     description = "Runs read-only catalogue commands (uname -a, nvidia-smi -L, ip -j link …) and keeps their output."
     parameters = ShellCheckParameters
+    rerun_on_worker_loss = True  # read-only commands; the output of the lost run is dropped with its cells
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         steps = [StepSpec(name=name, command=name, stop_on_failure=False) for name in parameters["commands"]]
@@ -73,6 +74,7 @@ class Sleep(JobKind):
     label = "Sleep"
     description = "Sleeps on every node; for trying out cancel and crash handling."
     parameters = SleepParameters
+    rerun_on_worker_loss = True  # sleeps change nothing on a node
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         seconds = f"{parameters['seconds']:.3f}".rstrip("0").rstrip(".") or "0"

@@ -89,6 +89,10 @@ class JobKind:
     parameters: ClassVar[type[serializers.Serializer]] = NoParameters
     transports: ClassVar[tuple[str, ...]] = TRANSPORT_NAMES
     default_transport: ClassVar[str | None] = None  # None: settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    # True only when running a shard's steps again on the same nodes does no harm (read-only commands, results
+    # written idempotently): a shard whose worker was lost is then re-queued to a live worker, its cells reset to
+    # pending (RACKPILOT_JOB_WORKER_LOSS_RERUNS times at most). False: it ends "worker lost" (docs/jobs.md).
+    rerun_on_worker_loss: ClassVar[bool] = False
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         raise NotImplementedError

@@ -98,6 +98,9 @@ class JobShard(TimestampedModel):
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times a worker claimed the shard (more than one: re-queued after a lost worker)."
+    )
 
     class Meta:
         ordering = ["job", "index"]
@@ -109,7 +112,7 @@ class JobShard(TimestampedModel):
 
     @property
     def task_id(self) -> str:
-        # The first shard's task id is the job's public id; others add their index.
+        # The first shard's task id is the job's public id; others add their index (a re-run adds `-rerun<n>`).
         return str(self.job.public_id) if self.index == 0 else f"{self.job.public_id}-{self.index}"
 
 

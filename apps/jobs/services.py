@@ -11,7 +11,7 @@ from datetime import timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -188,6 +188,13 @@ def enqueue(job: Job) -> None:
             )
 
 
+def enqueue_rerun(job: Job, shard: JobShard) -> None:
+    """Send a re-queued shard again (its own task id: `<shard task id>-rerun<n>`)."""
+    current_app.signature(RUN_SHARD_TASK).apply_async(
+        args=[str(job.public_id), shard.index], task_id=f"{shard.task_id}-rerun{shard.attempts}"
+    )
+
+
 # --- cancel -------------------------------------------------------------------------------------------------------
 
 
@@ -226,7 +233,12 @@ def claim_shard(*, job: Job, index: int, worker: str) -> JobShard | None:
     """QUEUED -> RUNNING for the shard (and the job, if first). None: someone else has it, or it is over."""
     now = timezone.now()
     claimed = JobShard.objects.filter(job=job, index=index, status=ShardStatus.QUEUED).update(
-        status=ShardStatus.RUNNING, started=now, heartbeat=now, worker=worker[:200], updated=now
+        status=ShardStatus.RUNNING,
+        started=now,
+        heartbeat=now,
+        worker=worker[:200],
+        updated=now,
+        attempts=F("attempts") + 1,
     )
     if not claimed:
         return None
@@ -325,23 +337,79 @@ def _tell_kind_finished(job: Job) -> None:
 
 
 def reap_stale_jobs(*, now=None) -> int:
-    """Shards whose heartbeat went stale lost their worker: they end in error, and so does their job."""
+    """Shards whose heartbeat went stale lost their worker. A shard of a kind that may run twice
+    (`rerun_on_worker_loss`) and has re-runs left is re-queued to a live worker, its cells reset to pending; any
+    other ends in error ("worker lost"), and so does its job. Also ends re-queued shards no worker claimed in time.
+
+    Safe to run in several processes at once (beat's thread, a system worker): every step is a conditional update.
+    Returns how many shards it re-queued or ended."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.RACKPILOT_JOB_STALE_SECONDS)
     reaped = 0
     for shard in JobShard.objects.filter(status=ShardStatus.RUNNING, heartbeat__lt=cutoff).select_related("job"):
-        if not JobShard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, heartbeat__lt=cutoff).update(
-            status=ShardStatus.ERROR, finished=now, updated=now
-        ):
+        stale = JobShard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, heartbeat__lt=cutoff)
+        last = shard.heartbeat.isoformat() if shard.heartbeat else "never"
+        lost = f"worker lost: {shard.worker or 'a worker'} stopped sending heartbeats (last {last})"
+        if _may_rerun(shard):
+            if _requeue(shard, stale, lost, now=now):
+                reaped += 1
+            continue
+        if not stale.update(status=ShardStatus.ERROR, finished=now, updated=now):
             continue  # it beat or finished meanwhile
         reaped += 1
-        last = shard.heartbeat.isoformat() if shard.heartbeat else "never"
-        text = f"worker lost: {shard.worker or 'a worker'} stopped sending heartbeats (last {last})"
-        emit(shard.job, text, level=EventLevel.ERROR, data={"shard": shard.index, "worker": shard.worker})
+        emit(shard.job, lost, level=EventLevel.ERROR, data={"shard": shard.index, "worker": shard.worker})
         _settle_cells(shard=shard, status=ShardStatus.ERROR, summary="worker lost")
         _end_orphaned_commands(shard)
         finish_job_if_done(job=shard.job, summary="worker lost")
+    waited = now - timedelta(seconds=settings.RACKPILOT_JOB_REQUEUE_WAIT_SECONDS)
+    for shard in JobShard.objects.filter(status=ShardStatus.QUEUED, attempts__gt=0, updated__lt=waited).select_related(
+        "job"
+    ):
+        if not JobShard.objects.filter(pk=shard.pk, status=ShardStatus.QUEUED, updated__lt=waited).update(
+            status=ShardStatus.ERROR, finished=now, updated=now
+        ):
+            continue
+        reaped += 1
+        wait = settings.RACKPILOT_JOB_REQUEUE_WAIT_SECONDS
+        text = f"worker lost: no worker took re-queued shard {shard.index} within {wait} s"
+        emit(shard.job, text, level=EventLevel.ERROR, data={"shard": shard.index})
+        _settle_cells(shard=shard, status=ShardStatus.ERROR, summary="worker lost")
+        finish_job_if_done(job=shard.job, summary="worker lost")
     return reaped
+
+
+def _may_rerun(shard: JobShard) -> bool:
+    kind = KINDS.get(shard.job.kind)
+    reruns_done = max(0, shard.attempts - 1)
+    return (
+        kind is not None
+        and kind.rerun_on_worker_loss
+        and reruns_done < settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS
+        and not shard.job.cancel_requested
+    )
+
+
+def _requeue(shard: JobShard, stale, lost: str, *, now) -> bool:
+    """RUNNING (stale) -> QUEUED: end what the lost run left running, reset its cells, send the shard again."""
+    if not stale.update(status=ShardStatus.QUEUED, worker="", started=None, heartbeat=None, updated=now):
+        return False
+    job = shard.job
+    _end_orphaned_commands(shard)  # before anything runs the shard again: no two runs of its commands at once
+    with transaction.atomic():
+        cells = JobStep.objects.filter(shard=shard)
+        Artifact.objects.filter(step__in=cells).delete()  # the lost run's partial output; the re-run writes its own
+        cells.update(status=StepStatus.PENDING, exit_code=None, started=None, finished=None, summary="", updated=now)
+        reruns = settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS
+        emit(
+            job,
+            f"{lost}; shard {shard.index} re-queued (re-run {shard.attempts} of {reruns}), its cells reset to pending",
+            level=EventLevel.WARNING,
+            data={"shard": shard.index, "worker": shard.worker, "requeued": True, "attempt": shard.attempts + 1},
+        )
+        shard.status, shard.worker = ShardStatus.QUEUED, ""
+        transaction.on_commit(lambda: enqueue_rerun(job, shard))
+    broadcast(job, steps=list(JobStep.objects.filter(shard=shard)))
+    return True
 
 
 def _end_orphaned_commands(shard: JobShard) -> None:

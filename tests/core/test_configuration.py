@@ -120,6 +120,12 @@ def test_every_command_in_the_compose_file_exists():
             assert argv[argv.index("-A") + 2] in {"worker", "beat"}
         else:
             pytest.fail(f"{name}: unexpected command {argv}")
-    assert checked == 4
+    assert checked == 5  # migrate, web, worker (-Q jobs), system-worker (-Q system), beat
+    queues = {
+        name: s["command"][s["command"].index("-Q") + 1]
+        for name, s in compose["services"].items()
+        if "-Q" in s.get("command", [])
+    }
+    assert queues == {"worker": "jobs", "system-worker": "system"}
     dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
     assert '"portal.asgi:application"' in dockerfile

@@ -10,6 +10,7 @@ def no_celery(monkeypatch, request):
         return []
     sent = []
     monkeypatch.setattr(services, "enqueue", lambda job: sent.append(job.public_id))
+    monkeypatch.setattr(services, "enqueue_rerun", lambda job, shard: sent.append((job.public_id, shard.index)))
     return sent
 
 

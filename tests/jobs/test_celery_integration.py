@@ -1,23 +1,27 @@
-"""A real Celery worker process against real Redis and the test database: a job runs; a SIGKILLed worker's job
-is failed by the reaper (run by Celery beat) as "worker lost", and the unacked message does not run it again."""
+"""Real Celery worker and beat processes against real Redis and the test database: a job runs; a SIGKILLed worker is
+seen as lost within stale + reaper seconds by beat's own reaper with no worker alive, its job failed "worker lost"
+(or its rerunnable shard re-queued to a live worker, run once more); a system task starts within a second behind 500
+queued shards; the unacked message does not run a shard again."""
 
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 from kombu import Connection
 
 from apps.jobs import services
-from apps.jobs.choices import JobStatus, StepStatus
-from apps.jobs.models import Job, JobEvent, JobStep
-from apps.jobs.tasks import run_shard
+from apps.jobs.choices import JobStatus, ShardStatus, StepStatus
+from apps.jobs.models import Job, JobEvent, JobShard, JobStep
+from apps.jobs.tasks import reap, run_shard
 from apps.nodeexec.local import marked_groups
 from tests import factories
 from tests.redis_server import REDIS, PrivateRedis, redis_or_skip
@@ -35,7 +39,11 @@ def _database_url() -> str:
     return f"postgres://{auth}{s['HOST'] or 'localhost'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-def _celery(*args, log: Path, redis_url: str = REDIS) -> subprocess.Popen:
+# The production defaults' ratio (stale 20 s, reaper every 5 s) scaled down by 5.
+STALE, REAPER = 4, 1
+
+
+def _celery(*args, log: Path, redis_url: str = REDIS, **extra_env: str) -> subprocess.Popen:
     env = dict(
         os.environ,
         REDIS_URL=redis_url,
@@ -43,11 +51,12 @@ def _celery(*args, log: Path, redis_url: str = REDIS) -> subprocess.Popen:
         RACKPILOT_SECRET_KEY="integration-test",
         RACKPILOT_SECRETS_KEY=",".join(settings.RACKPILOT_SECRETS_KEYS),
         RACKPILOT_JOB_HEARTBEAT_SECONDS="1",
-        RACKPILOT_JOB_STALE_SECONDS="4",
-        RACKPILOT_JOB_REAPER_SECONDS="2",
+        RACKPILOT_JOB_STALE_SECONDS=str(STALE),
+        RACKPILOT_JOB_REAPER_SECONDS=str(REAPER),
         RACKPILOT_EVENT_FLUSH_MS="50",
         RACKPILOT_JOB_CANCEL_POLL_MS="200",
         PYTHONPATH=str(ROOT),
+        **extra_env,
     )
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", *args],
@@ -69,12 +78,12 @@ def _send(job, redis_url: str = REDIS):
             run_shard.apply_async(args=[str(job.public_id), shard.index], task_id=shard.task_id, connection=broker)
 
 
-def _wait(predicate, timeout):
+def _wait(predicate, timeout, step=0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.2)
+        time.sleep(step)
     return False
 
 
@@ -120,12 +129,38 @@ def test_a_worker_process_runs_a_job(nodes, tmp_path):
     assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on it1@").exists()
 
 
-def test_a_killed_worker_is_reaped_and_its_job_fails_and_does_not_run_twice(nodes, tmp_path):
-    worker = _celery(
-        "worker", "--pool", "solo", "--loglevel", "INFO", "--hostname", "doomed@%h", log=tmp_path / "worker.log"
+def _beat(tmp_path, **extra_env) -> subprocess.Popen:
+    """Celery beat alone, as compose and `make up` run it: it reaps in a thread of its own (portal/celery.py)."""
+    schedule = str(tmp_path / "beat-schedule")
+    return _celery("beat", "--loglevel", "INFO", "--schedule", schedule, log=tmp_path / "beat.log", **extra_env)
+
+
+def _wait_for_log(path: Path, text: str, timeout: float = 60) -> None:
+    assert _wait(lambda: path.exists() and text in path.read_text(errors="replace"), timeout), (
+        path.read_text(errors="replace") if path.exists() else f"{path} missing"
     )
-    survivor = None
+
+
+def test_a_killed_worker_is_seen_lost_within_stale_plus_reaper_by_beat_alone_and_its_job_fails(nodes, tmp_path):
+    """No worker left alive: beat's own reaper thread ends the job within STALE + REAPER seconds of the SIGKILL, and
+    ends the commands the dead worker left running (same host). A kind with no re-run left ends "worker lost"."""
+    no_rerun = {"RACKPILOT_JOB_WORKER_LOSS_RERUNS": "0"}
+    worker = _celery(
+        *WORKER,
+        "--pool",
+        "solo",
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        "doomed@%h",
+        "-Q",
+        "jobs",
+        log=tmp_path / "worker.log",
+        **no_rerun,
+    )
+    beat = _beat(tmp_path, **no_rerun)
     try:
+        _wait_for_log(tmp_path / "beat.log", "reaping stale jobs in-process every 1 s")
         job = _job("sleep", nodes, seconds=300)
         _send(job)
         assert _wait(lambda: JobStep.objects.filter(job=job, status=StepStatus.RUNNING).count() == 2, 60), (
@@ -134,38 +169,142 @@ def test_a_killed_worker_is_reaped_and_its_job_fails_and_does_not_run_twice(node
         marker = f"{job.public_id}:0"
         assert len(marked_groups(marker)) == 2  # each sleep in its own session, marked RACKPILOT_JOB=<job>:<shard>
         os.killpg(worker.pid, signal.SIGKILL)  # the worker; the sleeps it started live on, reparented to init
+        killed_at = timezone.now()
         worker.wait()
-        killed_at = time.monotonic()
         assert len(marked_groups(marker)) == 2
-        # A second worker with beat embedded: beat runs the reaper; the first worker's message stays unacked.
-        survivor = _celery(
-            "worker",
-            "--beat",
+        assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 60), (tmp_path / "beat.log").read_text()
+        time.sleep(1)
+    finally:
+        _stop(worker)
+        _stop(beat)
+    job.refresh_from_db()
+    assert job.status == JobStatus.ERROR and job.summary == "worker lost"
+    lost = JobEvent.objects.get(job=job, level="error", message__startswith="worker lost: doomed@")
+    detected = (lost.created - killed_at).total_seconds()
+    print(f"worker loss seen {detected:.2f} s after SIGKILL (stale {STALE} s + reaper {REAPER} s)")
+    assert detected <= STALE + REAPER
+    assert set(JobStep.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.ERROR}
+    assert JobEvent.objects.filter(job=job, message__startswith="shard 0:").count() == 1  # never started again
+    # The reaper ended the commands the dead worker left running (found by their marker), not just the job.
+    assert _wait(lambda: not marked_groups(marker), 10), marked_groups(marker)
+    assert JobEvent.objects.filter(job=job, message__startswith="ended 2 process group(s) of shard 0").exists()
+
+
+def test_a_killed_workers_rerunnable_shard_is_requeued_to_a_live_worker_and_runs_once_more(nodes, tmp_path):
+    doomed = _celery(
+        *WORKER,
+        "--pool",
+        "solo",
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        "doomed@%h",
+        "-Q",
+        "jobs",
+        log=tmp_path / "doomed.log",
+    )
+    beat = _beat(tmp_path)
+    live = None
+    try:
+        job = _job("sleep", nodes, seconds=3)
+        _send(job)
+        assert _wait(lambda: JobStep.objects.filter(job=job, status=StepStatus.RUNNING).count() == 2, 60), (
+            tmp_path / "doomed.log"
+        ).read_text()
+        live = _celery(
+            *WORKER,
             "--pool",
             "solo",
             "--loglevel",
             "INFO",
             "--hostname",
-            "survivor@%h",
-            "--schedule",
-            str(tmp_path / "beat-schedule"),
-            log=tmp_path / "survivor.log",
+            "live@%h",
+            "-Q",
+            "jobs",
+            log=tmp_path / "live.log",
         )
-        assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 60), (tmp_path / "survivor.log").read_text()
-        assert time.monotonic() - killed_at < 60
-        time.sleep(2)
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait()
+        assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 90), (tmp_path / "live.log").read_text()
     finally:
-        _stop(worker)
-        if survivor is not None:
-            _stop(survivor)
+        for process in (doomed, beat, live):
+            if process is not None:
+                _stop(process)
     job.refresh_from_db()
-    assert job.status == JobStatus.ERROR and job.summary == "worker lost"
-    assert set(JobStep.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.ERROR}
-    assert JobEvent.objects.filter(job=job, level="error", message__startswith="worker lost: doomed@").exists()
-    assert JobEvent.objects.filter(job=job, message__startswith="shard 0:").count() == 1  # never started again
-    # The reaper ended the commands the dead worker left running (found by their marker), not just the job.
-    assert _wait(lambda: not marked_groups(marker), 10), marked_groups(marker)
-    assert JobEvent.objects.filter(job=job, message__startswith="ended 2 process group(s) of shard 0").exists()
+    shard = job.shards.get()
+    assert job.status == JobStatus.SUCCEEDED, [e.message for e in JobEvent.objects.filter(job=job)]
+    assert shard.attempts == 2 and shard.worker.startswith("live@")
+    requeued = JobEvent.objects.get(job=job, data__requeued=True)
+    assert requeued.message.startswith("worker lost: doomed@") and "re-queued" in requeued.message
+    assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on").count() == 2  # 2 claims
+    finished = JobEvent.objects.filter(job=job, message="sleep-1: succeeded", seq__gt=requeued.seq)
+    assert sorted(finished.values_list("hostname", flat=True)) == ["w0", "w1"]  # each cell ran to its end once
+    assert set(JobStep.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.SUCCEEDED}
+    # What the lost run left running was ended (by its marker) before its cells were reset and it was sent again.
+    swept = JobEvent.objects.get(job=job, message__contains="process group(s) of shard 0 left running")
+    second = JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on live@").get()
+    assert swept.seq < requeued.seq < second.seq
+
+
+def test_a_system_task_starts_within_a_second_behind_500_queued_shards(db, monkeypatch, tmp_path, settings):
+    """Shards on `jobs`, the reaper on `system` with its own worker: 500 queued shard messages do not delay it."""
+    redis_or_skip(flush=True)
+    monkeypatch.setattr(services, "enqueue", lambda job: None)
+    settings.RACKPILOT_JOB_SHARD_SIZE = 1
+    no_rerun = {"RACKPILOT_JOB_WORKER_LOSS_RERUNS": "0"}
+    jobs = _celery(
+        *WORKER,
+        "--concurrency",
+        "1",
+        "--loglevel",
+        "INFO",
+        "-Q",
+        "jobs",
+        "--hostname",
+        "jobs@%h",
+        log=tmp_path / "jobs.log",
+    )
+    system = _celery(
+        *WORKER,
+        "--concurrency",
+        "1",
+        "--loglevel",
+        "INFO",
+        "-Q",
+        "system",
+        "--hostname",
+        "sys@%h",
+        log=tmp_path / "system.log",
+        **no_rerun,
+    )
+    try:
+        many = [factories.make_node(hostname=f"m{i:03d}") for i in range(500)]
+        long_job = services.create_job(
+            kind="sleep",
+            targets=services.TargetSpec(nodes=tuple(n.hostname for n in many)),
+            parameters={"seconds": 5},
+            transport="sim",
+        )
+        assert long_job.shard_count == 500
+        lost_job = _job("sleep", many[:1], seconds=300)
+        shard = services.claim_shard(job=lost_job, index=0, worker="gone:1")
+        for path in (tmp_path / "jobs.log", tmp_path / "system.log"):
+            _wait_for_log(path, "ready.")
+        _send(long_job)
+        with Connection(REDIS) as broker:
+            assert broker.default_channel.client.llen("jobs") >= 498  # queued behind the one or two running
+            JobShard.objects.filter(pk=shard.pk).update(heartbeat=timezone.now() - timedelta(seconds=STALE + 1))
+            sent = time.monotonic()
+            reap.apply_async(connection=broker)
+        assert _wait(lambda: JobShard.objects.get(pk=shard.pk).status != ShardStatus.RUNNING, 10, step=0.02)
+        elapsed = time.monotonic() - sent
+        print(f"reap ran {elapsed:.3f} s after it was sent, behind 500 queued shards")
+        assert elapsed < 1.0, (tmp_path / "system.log").read_text()
+        services.cancel_job(job=long_job)
+    finally:
+        _stop(jobs)
+        _stop(system)
+    assert Job.objects.get(pk=lost_job.pk).summary == "worker lost"
 
 
 def test_the_worker_survives_a_redis_restart_and_runs_the_next_job(db, monkeypatch, tmp_path):

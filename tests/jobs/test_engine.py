@@ -186,6 +186,7 @@ def test_concurrent_writers_keep_seq_gapless(nodes, fast_jobs):
 
 
 def test_reaper_fails_jobs_whose_worker_stopped_beating(nodes, fast_jobs):
+    fast_jobs.RACKPILOT_JOB_WORKER_LOSS_RERUNS = 0  # no re-run left: "worker lost" (re-runs: test_worker_loss.py)
     job = _create("sleep", nodes[:2], seconds=100)
     shard = services.claim_shard(job=job, index=0, worker="gone-host:123")
     JobStep.objects.filter(job=job, hostname="local0").update(status=StepStatus.RUNNING)

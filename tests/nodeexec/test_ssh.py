@@ -200,6 +200,7 @@ def test_the_reaper_ends_over_ssh_what_a_lost_worker_left_running(sshd, ssh_sett
     from apps.nodeexec.local import marked_groups
     from apps.nodeexec.transports import get_transport
 
+    ssh_settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS = 0  # ended, not re-queued (sleep may run twice)
     node = make_ssh_node(sshd, "orphan1")
     job = start("sleep", [node], seconds=300)
     shard = job.shards.get()
