@@ -1,6 +1,7 @@
 """SSH access profiles: one scope each, the most specific wins, strict validation naming the field, and a private
 key that is stored encrypted and never shown back (API, admin, audit log)."""
 
+import asyncssh
 import pytest
 from django.db import IntegrityError, transaction
 
@@ -8,7 +9,6 @@ from apps.core.models import AuditEntry
 from apps.inventory.models import SshAccess
 from tests import factories
 from tests.inventory.factories import ed25519_key
-from tests.nodeexec.sshd import keygen
 
 pytestmark = pytest.mark.django_db
 
@@ -16,11 +16,15 @@ URL = "/api/ssh-access/"
 BROKEN_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
 
 
+def openssh_private_key(passphrase: str | None = None) -> str:
+    """A fresh ed25519 key in OpenSSH's format, made in Python (a fresh machine may have no ssh-keygen)."""
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    return key.export_private_key("openssh", passphrase=passphrase).decode()
+
+
 @pytest.fixture(scope="module")
-def private_key(tmp_path_factory):
-    path = tmp_path_factory.mktemp("key") / "id"
-    keygen(path)
-    return path.read_text()
+def private_key():
+    return openssh_private_key()
 
 
 def key_body(private_key: str) -> str:
@@ -140,11 +144,7 @@ def test_bad_input_is_a_400_naming_the_field_and_nothing_is_stored(api_as, admin
 
 
 def test_a_passphrase_protected_key_is_refused_without_quoting_it(api_as, admin, tmp_path):
-    import subprocess
-
-    path = tmp_path / "locked"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "sesame", "-f", str(path)], check=True)
-    text = path.read_text()
+    text = openssh_private_key(passphrase="sesame")
     body = {"site": factories.make_site().slug, "user": "ops", "private_key": text}
     response = api_as(admin).post(URL, body, format="json")
     assert response.status_code == 400 and "passphrase" in str(response.json()["private_key"])
