@@ -8,7 +8,7 @@ from apps.parsers.nccl_tests import parse_nccl_tests
 from apps.simulator import services
 from tests.simulator.conftest import real
 
-ENV = ["-x", "NCCL_SOCKET_IFNAME=eno1", "-x", "NCCL_IB_HCA=mlx5_0,mlx5_1", "-x", "NCCL_IB_GID_INDEX=3"]
+ENV = ["-x", "NCCL_SOCKET_IFNAME=eno1", "-x", "NCCL_IB_HCA=mlx5", "-x", "NCCL_IB_GID_INDEX=3"]
 
 
 def mpirun(hosts, *extra, launcher="gpu001", collective="all_reduce", sizes=("-b", "1G", "-e", "16G", "-f", "2")):
@@ -100,3 +100,17 @@ def test_more_processes_than_slots_is_refused(demo_cluster):
 
     assert output.exit_code == 1 and "not enough slots" in output.stderr
     assert services.run_command(node=node, argv=["mpirun", "--version"]).stdout.startswith("mpirun (Open MPI) 4.1.6")
+
+
+def test_nccl_ib_hca_limits_the_rings_to_one_rail_and_finds_the_slow_one(demo_cluster):
+    services.inject_fault(
+        node=Node.objects.get(hostname="gpu009"), kind="degraded_cable", target="ens4np0", parameters={"rate_gbps": 200}
+    )
+
+    def rail(device):
+        output = mpirun(["gpu009", "gpu010"], "-x", f"NCCL_IB_HCA=={device}", launcher="gpu009")
+        return parse_nccl_tests(output.stdout).rows[-1].out_of_place.busbw_gbps
+
+    rails = {device: rail(device) for device in ("mlx5_0", "mlx5_3", "mlx5_5")}
+    assert 40 < rails["mlx5_0"] < 47 and 40 < rails["mlx5_5"] < 47  # one 400G rail: ~46 GB/s of RoCE goodput
+    assert rails["mlx5_3"] == pytest.approx(rails["mlx5_0"] / 2, rel=0.05)  # ens4np0 is mlx5_3, at 200G
