@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "apps.simulator",
     "apps.discovery",
     "apps.deployments",
+    "apps.benchmarks",
 ]
 
 MIDDLEWARE = [
