@@ -147,7 +147,7 @@ class Round(PublicModel):
         return f"round {self.index + 1} of {self.run_id}"
 
 
-class TestResult(PublicModel):
+class BenchmarkTest(PublicModel):
     """One test: nccl-tests on one node or across `hosts` (launched from `launcher`), every row of its table in
     `series`, the figure judged (the out-of-place busbw at the largest size), and its verdict with evidence."""
 
@@ -241,7 +241,7 @@ class Baseline(PublicModel):
 
     collective = models.CharField(max_length=16, choices=Collective.choices)
     hosts_key = models.CharField(max_length=2000)
-    test = models.ForeignKey(TestResult, on_delete=models.CASCADE, related_name="baselines")
+    test = models.ForeignKey(BenchmarkTest, on_delete=models.CASCADE, related_name="baselines")
     busbw_gbps = models.FloatField()
     accepted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_baselines"

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from apps.benchmarks import judging
 from apps.benchmarks.choices import BAD_VERDICTS, ROBUST_Z_OUTLIER, Purpose, Scope, Verdict
-from apps.benchmarks.models import Baseline, Reference, Round, TestResult
+from apps.benchmarks.models import Baseline, BenchmarkTest, Reference, Round
 from apps.benchmarks.references import NVLINK, fabric_of
 from apps.inventory.choices import NicPurpose, NicTransport
 from apps.inventory.models import Nic, Node
@@ -119,7 +119,7 @@ def _reference(node: Node | None, *, intra: bool, collective: str) -> Reference 
 
 
 def record_shard(*, job, shard, step: str, readings: dict, links: dict) -> None:
-    """One TestResult per cell of the shard (could-not-run when it gave no figure), then the job's fleet z-scores."""
+    """One BenchmarkTest per cell of the shard (could-not-run when it gave no figure), then the job's fleet z-scores."""
     parameters = job.parameters
     tests = {test["hosts"][0]: test for test in parameters.get("tests") or []}
     round_ = Round.objects.filter(job=job).select_related("run").first()
@@ -136,7 +136,7 @@ def record_shard(*, job, shard, step: str, readings: dict, links: dict) -> None:
         _fleet_scores(job)
 
 
-def _record_test(job, round_, cell, test, reading, links, node) -> TestResult:
+def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest:
     parameters = job.parameters
     hosts = list(test["hosts"])
     intra = len(hosts) == 1
@@ -195,14 +195,14 @@ def _record_test(job, round_, cell, test, reading, links, node) -> TestResult:
         "verdict": verdict,
         "evidence": evidence,
     }
-    result, _ = TestResult.objects.update_or_create(job=job, launcher=cell.hostname, defaults=values)
+    result, _ = BenchmarkTest.objects.update_or_create(job=job, launcher=cell.hostname, defaults=values)
     return result
 
 
 def _fleet_scores(job) -> None:
     """Each test's robust z-score among the job's tests of the same size of host set (the fleet of that round)."""
-    tests = list(TestResult.objects.filter(job=job, busbw_gbps__isnull=False))
-    by_size: dict[int, list[TestResult]] = {}
+    tests = list(BenchmarkTest.objects.filter(job=job, busbw_gbps__isnull=False))
+    by_size: dict[int, list[BenchmarkTest]] = {}
     for test in tests:
         by_size.setdefault(len(test.hosts), []).append(test)
     for group in by_size.values():
@@ -212,6 +212,6 @@ def _fleet_scores(job) -> None:
                 test.save(update_fields=["z_score", "updated"])
 
 
-def is_bad(test: TestResult) -> bool:
+def is_bad(test: BenchmarkTest) -> bool:
     """A test the sweep treats as bad: below a reference tier, no figure, or an outlier of its round's fleet."""
     return test.verdict in BAD_VERDICTS or (test.z_score is not None and test.z_score <= ROBUST_Z_OUTLIER)

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from apps.benchmarks import recording
 from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, Purpose, RunStatus, Suite, Verdict
 from apps.benchmarks.kinds import NcclTests
-from apps.benchmarks.models import Baseline, BenchmarkRun, Round, Suspect, TestResult
+from apps.benchmarks.models import Baseline, BenchmarkRun, BenchmarkTest, Round, Suspect
 from apps.benchmarks.references import fabric_of
 from apps.benchmarks.sweep import HalvingSweep, Outcome, PlannedTest, pairwise_rounds, pairwise_suspects, round_bound
 from apps.inventory.choices import HostKeyState, NicPurpose
@@ -221,7 +221,7 @@ def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> 
 
 def _round(
     run: BenchmarkRun, index: int, tests: list[PlannedTest], *, launchers=None, sweep=False, cooldown=0.0
-) -> dict[str, TestResult]:
+) -> dict[str, BenchmarkTest]:
     """One round as one job: its shards run here; returns the round's tests by launcher."""
     if cooldown:
         time.sleep(cooldown)
@@ -237,10 +237,10 @@ def _round(
     Round.objects.create(run=run, index=index, job=job, cooldown_seconds=cooldown)
     for shard in job.shards.order_by("index"):
         executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark")
-    return {test.launcher: test for test in TestResult.objects.filter(job=job)}
+    return {test.launcher: test for test in BenchmarkTest.objects.filter(job=job)}
 
 
-def _outcome(result: TestResult | None) -> Outcome:
+def _outcome(result: BenchmarkTest | None) -> Outcome:
     if result is None:
         return Outcome(bad=True, verdict=Verdict.COULD_NOT_RUN)
     return Outcome(bad=recording.is_bad(result), busbw_gbps=result.busbw_gbps, verdict=result.verdict)
@@ -301,7 +301,7 @@ def _pairwise(run: BenchmarkRun, hosts: list[str]) -> str:
     return f"{len(suspects)} suspect(s): {', '.join(suspects) or 'none'}; {index} round(s), {run.tests.count()} test(s)"
 
 
-def _name_suspect(run: BenchmarkRun, hostname: str, confirm: TestResult | None, evidence: dict) -> Suspect:
+def _name_suspect(run: BenchmarkRun, hostname: str, confirm: BenchmarkTest | None, evidence: dict) -> Suspect:
     """The suspect down to its NIC, cable and switch port: the slow rail, else the first NIC whose link differs."""
     node = Node.objects.prefetch_related(
         Prefetch("nics", queryset=Nic.objects.select_related("cable_as_a__b_switch", "cable_as_b__a_switch"))
