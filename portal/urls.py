@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from apps.benchmarks.api.urls import ROUTES as BENCHMARK_ROUTES
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
@@ -12,7 +13,9 @@ from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 
 # One API router for every app; each app lists its (prefix, viewset) pairs in api/urls.py.
 router = DefaultRouter()
-for prefix, viewset in INVENTORY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES:
+for prefix, viewset in (
+    INVENTORY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES + BENCHMARK_ROUTES
+):
     router.register(prefix, viewset)
 
 urlpatterns = [
@@ -22,6 +25,7 @@ urlpatterns = [
     path("simulator/", include("apps.simulator.urls")),
     path("discovery/", include("apps.discovery.urls")),
     path("deployments/", include("apps.deployments.urls")),
+    path("benchmarks/", include("apps.benchmarks.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/topology/", include("apps.topology.api.urls")),

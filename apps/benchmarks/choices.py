@@ -77,3 +77,5 @@ class Purpose(models.TextChoices):
 
 REGRESSION_PCT = 5.0  # a test more than this much below its scope's accepted baseline is flagged
 ROBUST_Z_OUTLIER = -3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
+
+BENCHMARK_TRANSPORTS = [("ssh", "ssh"), ("sim", "sim")]  # mpirun needs real ssh between nodes, or the simulator
