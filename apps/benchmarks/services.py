@@ -24,6 +24,7 @@ from apps.jobs.services import TargetSpec
 
 logger = logging.getLogger(__name__)
 
+SWEEP_MIN_NODES = 4  # below, no known-good partner may exist within 2⌈log₂N⌉+1 rounds
 PAIRWISE_MAX_NODES = 16  # 120 pairs; beyond that the sweep finds the bad node in O(log N) rounds
 DEFAULT_COOLDOWN_SECONDS = 5.0
 RUN_TASK = "rackpilot.benchmarks.run"
@@ -67,8 +68,10 @@ def _nodes_errors(nodes: list[Node], *, suite: str, transport: str) -> list[str]
                 f"No trusted SSH host key for {', '.join(untrusted[:20])}: trust it on the node page first "
                 "(mpirun reaches every node of the set over ssh)."
             )
-    if suite in (Suite.SWEEP, Suite.PAIRWISE) and len(nodes) < 2:
-        errors.append("A sweep needs at least two nodes.")
+    if suite == Suite.SWEEP and len(nodes) < SWEEP_MIN_NODES:
+        errors.append(f"A sweep needs at least {SWEEP_MIN_NODES} nodes (use nccl-pairwise for fewer).")
+    if suite == Suite.PAIRWISE and len(nodes) < 2:
+        errors.append("Pairwise needs at least two nodes.")
     if suite == Suite.PAIRWISE and len(nodes) > PAIRWISE_MAX_NODES:
         errors.append(f"Pairwise tests every pair: at most {PAIRWISE_MAX_NODES} nodes (use the sweep for more).")
     return errors

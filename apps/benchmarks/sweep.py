@@ -4,7 +4,9 @@ Halving: round 1 tests the whole set together. A group that tests bad is split i
 round (in parallel: groups of one round never share a node). A bad group of two — or a half of one node — is split
 into its nodes, each tested against a known-good partner (a node of a group that tested good); a node bad there is
 re-tested once, after the cool-down, against a *different* known-good partner, and named a suspect only when that
-re-test is bad too. One bad node among N is so named in 1 + (⌈log₂N⌉ − 1) + 1 + 1 rounds, within 2⌈log₂N⌉ + 1.
+re-test is bad too. While no node is known good yet (a small set), waiting nodes are first probed in pairs not
+tested together before, to find partners. One bad node among N ≥ 4 is so named in 1 + (⌈log₂N⌉ − 1) + 1 + 1
+rounds, within 2⌈log₂N⌉ + 1.
 
 Pairwise (small sets): every pair once, in rounds of disjoint pairs (the circle method); pairs that test bad are
 re-tested once after the cool-down; a node is a suspect when most of its pairs stay bad.
@@ -39,7 +41,7 @@ class PlannedTest:
 
 @dataclass
 class _Item:
-    kind: str  # "group" | "isolate" | "confirm"
+    kind: str  # "group" | "isolate" | "confirm" | "probe"
     hosts: tuple[str, ...] = ()
     node: str = ""
     avoid: frozenset = frozenset()
@@ -69,6 +71,7 @@ class HalvingSweep:
         self.rounds = 0
         self._pending: list[_Item] = [_Item("group", hosts=tuple(hosts))]
         self._running: dict[PlannedTest, _Item] = {}
+        self._tried: set[frozenset] = set()  # pairs already tested together
 
     @property
     def done(self) -> bool:
@@ -93,12 +96,28 @@ class HalvingSweep:
                 busy.update(test.hosts)
             tests.append(test)
             self._running[test] = item
-        if not tests:  # nothing can run: no known-good partner for what is left
-            self.unresolved += [item.node for item in deferred]
-            deferred = []
+        if not tests and deferred:  # no known-good partner yet: probe the waiting nodes against each other
+            tests = self._probes(deferred)
+            if not tests:  # every pair of them was tried: nothing can be confirmed
+                self.unresolved += [item.node for item in deferred]
+                deferred = []
         self._pending = deferred
         if tests:
             self.rounds += 1
+        return tests
+
+    def _probes(self, deferred: list[_Item]) -> list[PlannedTest]:
+        """Disjoint pairs of waiting nodes not yet tested together; a pair that tests good gives two partners."""
+        waiting = sorted({item.node for item in deferred if item.kind == "isolate"})
+        busy: set[str] = set()
+        tests = []
+        for a, b in combinations(waiting, 2):
+            if a in busy or b in busy or frozenset((a, b)) in self._tried:
+                continue
+            test = PlannedTest((a, b), Purpose.PAIR)
+            self._running[test] = _Item("probe", hosts=(a, b))
+            busy |= {a, b}
+            tests.append(test)
         return tests
 
     def needs_cooldown(self, tests: list[PlannedTest]) -> bool:
@@ -106,7 +125,17 @@ class HalvingSweep:
 
     def record(self, test: PlannedTest, outcome: Outcome) -> None:
         item = self._running.pop(test)
-        if item.kind == "group":
+        if len(test.hosts) == 2:
+            self._tried.add(frozenset(test.hosts))
+        if item.kind == "probe":
+            if not outcome.bad:
+                self.known_good += [host for host in item.hosts if host not in self.known_good]
+                self._pending = [
+                    waiting
+                    for waiting in self._pending
+                    if not (waiting.kind == "isolate" and waiting.node in item.hosts)
+                ]
+        elif item.kind == "group":
             if not outcome.bad:
                 self.known_good += [host for host in item.hosts if host not in self.known_good]
                 return

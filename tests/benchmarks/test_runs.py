@@ -103,7 +103,7 @@ def test_cli_sweep_prints_the_json_report(demo_cluster, inject):
         ({"min_bytes": 2 * GIB, "max_bytes": GIB}, "min_bytes", "above the largest"),
         ({"max_bytes": 32 * GIB}, "max_bytes", "16 GiB"),
         ({"nodes": "mgmt01,gpu001"}, "nodes", "no GPUs"),
-        ({"nodes": "gpu001", "suite": "nccl-sweep"}, "nodes", "at least two"),
+        ({"nodes": "gpu001,gpu002,gpu003", "suite": "nccl-sweep"}, "nodes", "at least 4 nodes"),
         ({"nodes": "gpu001,nosuch"}, "targets", "No such node"),
     ],
 )
