@@ -20,8 +20,8 @@ from apps.core.models import PublicModel
 
 
 class ReferenceQuerySet(models.QuerySet):
-    def for_sku(self, sku) -> "ReferenceQuerySet":
-        return self.filter(sku=sku)
+    def for_sku(self, sku_name: str) -> "ReferenceQuerySet":
+        return self.filter(sku_name=sku_name)
 
 
 class Reference(PublicModel):
@@ -29,7 +29,8 @@ class Reference(PublicModel):
     system reaches), `warn_gbps` (below: warn) and `fail_gbps` (below: fail). Judged at sizes from `min_size_bytes`.
     Shipped rows say where their figure comes from (`source`); operators edit them."""
 
-    sku = models.ForeignKey("inventory.GpuSku", on_delete=models.CASCADE, related_name="benchmark_references")
+    # By name, as the SKU catalogue names it: references are data that outlive an inventory emptied and re-imported.
+    sku_name = models.CharField(max_length=64, help_text='A GPU SKU of the catalogue, e.g. "H200 SXM".')
     fabric = models.CharField(
         max_length=32, help_text='"nvlink" inside a node; across nodes the data NICs, e.g. "roce-8x400g".'
     )
@@ -44,10 +45,10 @@ class Reference(PublicModel):
     objects = ReferenceQuerySet.as_manager()
 
     class Meta:
-        ordering = ["sku__name", "scope", "fabric", "collective"]
+        ordering = ["sku_name", "scope", "fabric", "collective"]
         constraints = [
             models.UniqueConstraint(
-                fields=["sku", "fabric", "scope", "collective"], name="benchmark_reference_unique_per_sku_fabric"
+                fields=["sku_name", "fabric", "scope", "collective"], name="benchmark_reference_unique_per_sku_fabric"
             ),
             models.CheckConstraint(
                 condition=Q(fail_gbps__lte=F("warn_gbps")) & Q(warn_gbps__lte=F("expected_gbps")) & Q(fail_gbps__gte=0),
@@ -57,7 +58,7 @@ class Reference(PublicModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.sku.name} {self.fabric} {self.collective}: {self.expected_gbps:g} GB/s"
+        return f"{self.sku_name} {self.fabric} {self.collective}: {self.expected_gbps:g} GB/s"
 
     def judge(self, value: float | None) -> str:
         if value is None:
@@ -89,9 +90,7 @@ class BenchmarkRun(PublicModel):
     transport = models.CharField(max_length=8)
     target_spec = models.JSONField(default=dict, blank=True)
     nodes = models.ManyToManyField("inventory.Node", related_name="benchmark_runs")
-    sku = models.ForeignKey(
-        "inventory.GpuSku", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_runs"
-    )
+    sku_name = models.CharField(max_length=64, blank=True, help_text="The GPU SKU of every node of the set.")
     fabric = models.CharField(max_length=32, blank=True)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     summary = models.CharField(max_length=300, blank=True)

@@ -115,7 +115,9 @@ def _reference(node: Node | None, *, intra: bool, collective: str) -> Reference 
         return None
     fabric = NVLINK if intra else fabric_of(node)
     scope = Scope.INTRA if intra else Scope.INTER
-    return Reference.objects.filter(sku_id=node.gpu_sku_id, fabric=fabric, scope=scope, collective=collective).first()
+    return Reference.objects.filter(
+        sku_name=node.gpu_sku.name, fabric=fabric, scope=scope, collective=collective
+    ).first()
 
 
 def record_shard(*, job, shard, step: str, readings: dict, links: dict) -> None:
@@ -126,7 +128,9 @@ def record_shard(*, job, shard, step: str, readings: dict, links: dict) -> None:
     cells = list(shard.steps.filter(step=step).select_related("node"))
     nodes = {
         node.hostname: node
-        for node in Node.objects.filter(hostname__in=[cell.hostname for cell in cells]).prefetch_related("nics")
+        for node in Node.objects.filter(hostname__in=[cell.hostname for cell in cells])
+        .select_related("gpu_sku")
+        .prefetch_related("nics")
     }
     with transaction.atomic():
         for cell in cells:
@@ -163,7 +167,7 @@ def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest
         "errors": errors[:10],
         "criterion": (
             f"out-of-place busbw at the largest size ≥ {reference.warn_gbps:g} GB/s to pass, ≥ {reference.fail_gbps:g} "
-            f"to warn (expected {reference.expected_gbps:g}; {reference.sku.name}, {reference.fabric})"
+            f"to warn (expected {reference.expected_gbps:g}; {reference.sku_name}, {reference.fabric})"
             if reference
             else "no reference for this SKU and fabric: a figure passes, no figure could not run"
         ),

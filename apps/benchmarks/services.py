@@ -140,7 +140,7 @@ def start_run(
             parameters=parameters,
             transport=transport,
             target_spec=targets.as_json(),
-            sku=nodes[0].gpu_sku,
+            sku_name=nodes[0].gpu_sku.name,
             fabric=fabric_of(nodes[0]),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
             round_bound=round_bound(len(nodes)) if suite == Suite.SWEEP else 0,

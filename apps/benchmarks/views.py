@@ -23,14 +23,14 @@ from apps.jobs.forms import flat_messages
 
 def _list_page(request, form: BenchmarkForm, status: int = 200):
     runs = BenchmarkRunFilterSet(request.GET, queryset=BenchmarkRun.objects.visible_to(request.user)).qs
-    page = Paginator(runs.select_related("sku", "requested_by").order_by("-created", "-id"), 25).get_page(
+    page = Paginator(runs.select_related("requested_by").order_by("-created", "-id"), 25).get_page(
         request.GET.get("page")
     )
     context = {
         "page": page,
         "form": form,
         "suites": Suite.choices,
-        "references": Reference.objects.select_related("sku"),
+        "references": Reference.objects.all(),
     }
     return render(request, "benchmarks/benchmark_list.html", context, status=status)
 
@@ -69,14 +69,14 @@ def start(request):
 def _run_context(request, public_id) -> dict:
     run = get_object_or_404(
         BenchmarkRun.objects.visible_to(request.user)
-        .select_related("sku", "requested_by", "accepted_by")
+        .select_related("requested_by", "accepted_by")
         .prefetch_related(
             Prefetch("rounds", queryset=Round.objects.select_related("job")),
             Prefetch("suspects", queryset=Suspect.objects.select_related("node")),
         ),
         public_id=public_id,
     )
-    tests = list(BenchmarkTest.objects.filter(run=run).select_related("round", "job", "reference__sku"))
+    tests = list(BenchmarkTest.objects.filter(run=run).select_related("round", "job", "reference"))
     hosts = list(run.nodes.order_by("hostname").values_list("hostname", flat=True))
     reference = next((test.reference for test in tests if test.reference), None)
     baseline = Baseline.objects.filter(collective=run.collective, hosts_key=",".join(hosts)).first() if hosts else None

@@ -29,11 +29,8 @@ def references(db):
     """The shipped references (a transactional test's flush empties the table the migration filled)."""
     from apps.benchmarks.models import Reference
     from apps.benchmarks.references import sync_shipped
-    from apps.inventory.catalogue import sync_gpu_skus
-    from apps.inventory.models import GpuSku
 
-    sync_gpu_skus(GpuSku)
-    sync_shipped(Reference, GpuSku)
+    sync_shipped(Reference)
 
 
 @pytest.fixture

@@ -90,7 +90,7 @@ def test_accept_needs_an_operator_and_makes_baselines(finished_sweep, api_as, vi
 
 
 def test_references_are_editable_by_operators_with_ordered_tiers(demo_cluster, api_as, viewer, operator):
-    reference = Reference.objects.get(sku__name="H200 SXM", fabric="roce-8x400g")
+    reference = Reference.objects.get(sku_name="H200 SXM", fabric="roce-8x400g")
     url = f"/api/benchmark-references/{reference.public_id}/"
     assert api_as(viewer).patch(url, {"expected_gbps": 380}, format="json").status_code == 403
     assert api_as(operator).patch(url, {"warn_gbps": 400}, format="json").status_code == 400
@@ -139,3 +139,18 @@ def test_start_form_errors_and_start(demo_cluster, browser_as, viewer, operator,
     run = BenchmarkRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/benchmarks/runs/{run.public_id}/"
     assert run.nodes.count() == 8 and no_celery == [run.public_id]
+
+
+def test_run_list_query_count_does_not_grow_with_runs(demo_cluster, api_as, viewer, no_celery):
+    client = api_as(viewer)
+
+    def count_queries():
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/api/benchmarks/").status_code == 200
+        return len(queries.captured_queries)
+
+    services.start_run(suite="nccl", targets=services.parse_nodes("gpu001"), transport="sim")
+    one = count_queries()
+    for rack in ("r01", "r02", "r03"):
+        services.start_run(suite="nccl-sweep", targets=services.parse_nodes(f"rack:{rack}"), transport="sim")
+    assert count_queries() == one

@@ -154,3 +154,14 @@ def test_cli_bad_input_is_a_message_and_nothing_runs(demo_cluster):
             "1G",
         )
     assert not BenchmarkRun.objects.exists()
+
+
+def test_the_task_runs_a_queued_run_once(demo_cluster, monkeypatch):
+    from apps.benchmarks import tasks
+
+    monkeypatch.setattr(services, "enqueue", lambda run: None)
+    run = services.start_run(suite="nccl", targets=services.parse_nodes("gpu001,gpu002"), transport="sim")
+
+    assert tasks.run_benchmark(str(run.public_id)) == RunStatus.SUCCEEDED
+    assert tasks.run_benchmark(str(run.public_id)) == RunStatus.SUCCEEDED  # redelivered: claimed already, no rerun
+    assert Job.objects.count() == 1 and run.tests.count() == 1

@@ -60,7 +60,6 @@ class BenchmarkRunSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     colour = serializers.SerializerMethodField()
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
-    sku = serializers.CharField(source="sku.name", read_only=True, default="")
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     suspects = SuspectSerializer(many=True, read_only=True)
@@ -79,7 +78,7 @@ class BenchmarkRunSerializer(serializers.ModelSerializer):
             "transport",
             "target_spec",
             "nodes",
-            "sku",
+            "sku_name",
             "fabric",
             "round_count",
             "round_bound",
@@ -176,13 +175,12 @@ class BenchmarkTestSerializer(serializers.ModelSerializer):
 
 class ReferenceSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
-    sku = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = Reference
         fields = [
             "id",
-            "sku",
+            "sku_name",
             "fabric",
             "scope",
             "collective",
@@ -193,7 +191,7 @@ class ReferenceSerializer(serializers.ModelSerializer):
             "source",
             "updated",
         ]
-        read_only_fields = ["id", "sku", "fabric", "scope", "collective", "updated"]
+        read_only_fields = ["id", "sku_name", "fabric", "scope", "collective", "updated"]
 
     def validate(self, attrs):
         fail = attrs.get("fail_gbps", getattr(self.instance, "fail_gbps", 0))

@@ -24,7 +24,7 @@ class BenchmarkRunViewSet(
 ):
     """Benchmark runs: viewers read them and their tests; operators start runs and accept baselines."""
 
-    queryset = BenchmarkRun.objects.select_related("sku", "requested_by", "accepted_by").prefetch_related(
+    queryset = BenchmarkRun.objects.select_related("requested_by", "accepted_by").prefetch_related(
         "nodes",
         Prefetch("suspects", queryset=Suspect.objects.select_related("node")),
         Prefetch("rounds", queryset=Round.objects.select_related("job")),
@@ -74,7 +74,7 @@ class ReferenceViewSet(
 ):
     """Expected values per SKU and fabric in three tiers; operators edit them."""
 
-    queryset = Reference.objects.select_related("sku").order_by("sku__name", "scope", "fabric", "collective")
+    queryset = Reference.objects.order_by("sku_name", "scope", "fabric", "collective")
     serializer_class = ReferenceSerializer
     lookup_field = "public_id"
     lookup_url_kwarg = "id"

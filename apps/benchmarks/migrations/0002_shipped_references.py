@@ -4,13 +4,12 @@ from apps.benchmarks.references import sync_shipped
 
 
 def load_references(apps, schema_editor):
-    sync_shipped(apps.get_model("benchmarks", "Reference"), apps.get_model("inventory", "GpuSku"))
+    sync_shipped(apps.get_model("benchmarks", "Reference"))
 
 
 class Migration(migrations.Migration):
     dependencies = [
         ("benchmarks", "0001_initial"),
-        ("inventory", "0002_gpu_sku_catalogue"),
     ]
 
     operations = [migrations.RunPython(load_references, migrations.RunPython.noop)]
