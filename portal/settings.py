@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "apps.discovery",
     "apps.deployments",
     "apps.diagnosis",
+    "apps.benchmarks",
 ]
 
 MIDDLEWARE = [
@@ -212,6 +213,10 @@ SPECTACULAR_SETTINGS = {
         "JobTransportEnum": "apps.nodeexec.transports.TRANSPORT_CHOICES",
         "NodeStatusEnum": "apps.inventory.choices.NodeStatus",
         "NicTransportEnum": "apps.inventory.choices.NicTransport",
+        "OutcomeEnum": "apps.benchmarks.choices.Verdict",  # the same four values as deployments' Outcome
+        "BenchmarkPurposeEnum": "apps.benchmarks.choices.Purpose",
+        "NicPurposeEnum": "apps.inventory.choices.NicPurpose",
+        "BenchmarkTransportEnum": "apps.benchmarks.choices.BENCHMARK_TRANSPORTS",
     },
 }
 

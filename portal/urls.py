@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from apps.benchmarks.api.urls import ROUTES as BENCHMARK_ROUTES
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
 from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
@@ -16,8 +17,10 @@ from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 # or (prefix, viewset, basename) for a viewset without a queryset, in api/urls.py.
 router = DefaultRouter()
 ROUTES = (
-    INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES
-) + DIAGNOSIS_ROUTES
+    (INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES)
+    + DIAGNOSIS_ROUTES
+    + BENCHMARK_ROUTES
+)
 for route in ROUTES:
     router.register(*route)
 
@@ -29,6 +32,7 @@ urlpatterns = [
     path("discovery/", include("apps.discovery.urls")),
     path("deployments/", include("apps.deployments.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
+    path("benchmarks/", include("apps.benchmarks.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

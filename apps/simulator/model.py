@@ -193,6 +193,7 @@ NCCL_NVLINK_EFFICIENCY = 0.78  # ring all_reduce on 8 Hopper GPUs reaches ~370 G
 ROCE_GOODPUT = 0.92  # RDMA payload rate of a 400G port (ib_write_bw ~ 368 Gb/s)
 SMALL_RDMA_MTU_SHARE = 0.85  # IP MTU 1500 → RoCE active MTU 1024: more headers and work requests per byte
 LOSSY_ROCE_SHARE = 0.45  # without PFC on the RDMA priority, drops under incast mean go-back-N retransmits
+ROCE_RESEND_WINDOW_PACKETS = 1000  # a corrupted packet makes the sender go back N: about a window of packets again
 STRAGGLER_SHARE = 0.7  # one slow rank holds every ring step back
 THERMAL_SHARE = 0.85
 LAUNCH_LATENCY_US = 5.0  # a 1-GPU all_reduce of 8 bytes takes ~5.5 µs on the real H200
@@ -219,6 +220,8 @@ def nic_payload_gbps(nic: SimNic, rdma_priority: int, peer_gpus: list[SimGpu]) -
         value *= SMALL_RDMA_MTU_SHARE
     if rdma_priority not in nic.pfc_priorities:
         value *= LOSSY_ROCE_SHARE
+    if nic.crc_errors_per_million:  # each frame the cable corrupts costs a go-back-N resend of the window
+        value /= 1 + nic.crc_errors_per_million / 1e6 * ROCE_RESEND_WINDOW_PACKETS
     for gpu in peer_gpus:  # GPUDirect RDMA: the GPU's PCIe link feeds the NIC
         value = min(value, pcie_gbps(gpu))
     return value

@@ -62,6 +62,7 @@ class NodeSession:
         self._state: SimulatedNode | None = None
         self._state_seen: tuple = ()
         self._checked = 0.0
+        self._peers: dict[str, SimulatedNode | None] = {}
 
     def _seen(self) -> tuple:
         """What can change under an open session: the node's faults and stored changes (how many, last update)."""
@@ -78,8 +79,23 @@ class NodeSession:
             self._state, self._state_seen = node_state(node=self.node), seen
         return self._state
 
+    def _peer_state(self, hostname: str) -> SimulatedNode | None:
+        """Another node's state for a launcher on this one (mpirun -H), read once per session; None: no such host."""
+        if hostname == self.node.hostname:
+            return self._current_state()
+        if hostname not in self._peers:
+            node = Node.objects.filter(hostname=hostname).first()
+            self._peers[hostname] = node_state(node=node) if node is not None else None
+        return self._peers[hostname]
+
     def run(self, argv: list[str]) -> CommandOutput:
-        context = Context(loader=self._current_state, hostname=self.node.hostname, seed=self.seed, load=self.load)
+        context = Context(
+            loader=self._current_state,
+            hostname=self.node.hostname,
+            seed=self.seed,
+            load=self.load,
+            peers=self._peer_state,
+        )
         result = shell.run(context, [str(word) for word in argv])
         if context.changes:  # applied to the state already; stored, they make the next command rebuild it
             with transaction.atomic():

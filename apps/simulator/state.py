@@ -184,6 +184,7 @@ class SimNic:
     trust: str = "pcp"  # mlnx_qos priority trust state: dscp or pcp
     channels: int = MAX_CHANNELS  # combined RSS channels now (ethtool -l)
     max_channels: int = MAX_CHANNELS
+    crc_errors_per_million: int = 0  # frames the link corrupts (a degraded cable); RoCE resends what follows them
 
     @property
     def is_data(self) -> bool:

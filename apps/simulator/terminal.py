@@ -44,6 +44,7 @@ class Context:
         seed: int = 0,
         load: float = 0.0,
         env: dict[str, str] | None = None,
+        peers: Callable[[str], SimulatedNode | None] | None = None,
     ):
         if state is None and loader is None:
             raise ValueError("a Context needs a state or a loader")
@@ -52,6 +53,9 @@ class Context:
         self.env: dict[str, str] = dict(env or {})  # NAME=VALUE given through `env` (what NCCL reads first)
         self.changes: dict[str, object] = {}  # what the command changed, for the caller to store
         self.shell: Callable[[Context, list[str]], CommandOutput] | None = None  # set by the shell that runs us
+        # Another simulated node's state by host name (None: no such host), for launchers such as mpirun that
+        # start processes on several nodes; None when the caller offers no other nodes.
+        self.peers = peers
 
     def change(self, key: str, value) -> None:
         """Record a change the command makes and apply it to the state, so the rest of the command sees it."""

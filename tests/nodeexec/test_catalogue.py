@@ -56,6 +56,17 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "package": "libnccl2=2.26.2-1+cuda12.8",
                 "requirement": "torch==2.7.1",
                 "base64": "aGVsbG8=",
+                # apps/benchmarks' placeholders, when that app is installed
+                "nccl_binary": "all_reduce_perf",
+                "nccl_bytes": "8",
+                "nccl_max_bytes": "17179869184",
+                "nccl_step_factor": "2",
+                "gpus": "8",
+                "mpi_np": "16",
+                "mpi_hosts": "gpu001:8,gpu002:8",
+                "nccl_socket_ifname": "NCCL_SOCKET_IFNAME=^lo,docker",
+                "nccl_ib_hca": "NCCL_IB_HCA==mlx5_0:1",
+                "nccl_ib_gid_index": "NCCL_IB_GID_INDEX=3",
             }[name]
             for name in command.placeholders
         }

@@ -76,6 +76,17 @@ def test_every_catalogue_command_is_answered(gpu_node):
         "package": "libnccl2",
         "requirement": "torch==2.7.1",
         "base64": "TkNDTF9ERUJVRz1XQVJOCg==",
+        # The benchmarks' nccl-tests and mpirun commands (apps/benchmarks/kinds.py), when that app is installed.
+        "nccl_binary": "all_reduce_perf",
+        "nccl_bytes": "8",
+        "nccl_max_bytes": "1048576",
+        "nccl_step_factor": "2",
+        "gpus": "8",
+        "mpi_np": "16",
+        "mpi_hosts": "gpu001:8,gpu002:8",
+        "nccl_socket_ifname": "NCCL_SOCKET_IFNAME=eno1",
+        "nccl_ib_hca": "NCCL_IB_HCA=mlx5",
+        "nccl_ib_gid_index": "NCCL_IB_GID_INDEX=3",
     }
     # Where one example does not fit every command (deployments' commands, when that app is installed).
     per_command = {

@@ -203,6 +203,33 @@ PTP_UNSYNCED = FaultSpec(
 )
 
 
+def _degraded_cable(state: SimulatedNode, target: str, parameters: dict) -> None:
+    nic = state.nic(target)
+    if parameters["rate_gbps"]:
+        nic.cable_speed_gbps = min(nic.effective_speed_gbps, parameters["rate_gbps"])
+    nic.crc_errors_per_million = parameters["crc_per_million"]
+
+
+def _degraded_cable_sentence(nic: str, parameters: dict) -> str:
+    parts = [f"link up at {parameters['rate_gbps']} Gb/s"] if parameters["rate_gbps"] else []
+    if parameters["crc_per_million"]:
+        parts.append(f"{parameters['crc_per_million']} CRC errors per million frames")
+    return f"degraded cable on {nic}: {' and '.join(parts) or 'no visible change'}"
+
+
+# A cable that still links but at a lower rate (a lane down, a dirty connector), or that corrupts frames. The node
+# alone looks healthy: NVLink carries a single-node test; only traffic across nodes crosses the cable.
+DEGRADED_CABLE = FaultSpec(
+    value="degraded_cable",
+    label="Degraded cable (lower rate or CRC errors)",
+    colour="orange",
+    target=NIC,
+    parameters={"rate_gbps": Parameter(200, 0, 800), "crc_per_million": Parameter(0, 0, 100000)},
+    apply=_degraded_cable,
+    sentence=_degraded_cable_sentence,
+)
+
+
 # In the order the page lists them; their values and labels are SimFault.kind's choices.
 FAULT_KINDS: dict[str, FaultSpec] = {
     spec.value: spec
@@ -219,6 +246,7 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         CORRUPT_CHECKPOINT,
         STRAGGLER,
         PTP_UNSYNCED,
+        DEGRADED_CABLE,
     )
 }
 CHOICES = [(spec.value, spec.label) for spec in FAULT_KINDS.values()]

@@ -4,7 +4,7 @@ Times come from model.RingModel: latency per ring step plus bytes over the slowe
 are then computed from the time exactly as nccl-tests does (busbw = algbw x the collective's factor).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from apps.simulator.digits import decimal_number, integer, whole_number
 from apps.simulator.model import BUSBW_FACTORS, jitter, noise, ring_model
@@ -84,6 +84,15 @@ def ifname_selects(spec: str, name: str) -> bool:
     prefixes = [entry.partition(":")[0] for entry in spec.split(",") if entry]
     matched = any(name == prefix if exact else name.startswith(prefix) for prefix in prefixes)
     return matched != exclude
+
+
+def ib_devices(state: SimulatedNode, spec: str | None) -> SimulatedNode:
+    """The node as NCCL's IB transport sees it under NCCL_IB_HCA (same list syntax as NCCL_SOCKET_IFNAME, matched
+    on the RDMA device name: mlx5_3, ^mlx5_0, =mlx5_1:1): only the data NICs it selects carry the rings."""
+    if not spec:
+        return state
+    nics = [nic for nic in state.nics if not nic.is_data or (nic.rdma_device and ifname_selects(spec, nic.rdma_device))]
+    return replace(state, nics=nics)
 
 
 def _debug_level(settings: dict[str, str]) -> str:
@@ -340,6 +349,21 @@ def run_nccl_tests(
     if failure is not None:
         code, failed = failure
         return CommandOutput(code, "\n".join(lines + failed) + "\n", "")
+    if len(nodes) > 1:  # across nodes the rings run over the RDMA devices NCCL_IB_HCA selects
+        nodes = [
+            ib_devices(state, node_settings.get("NCCL_IB_HCA"))
+            for state, node_settings in zip(nodes, settings, strict=True)
+        ]
+        for state in nodes:
+            if not any(nic.link_up for nic in state.data_nics):
+                pid = noise(seed, state.hostname, "pid").randint(20000, 60000)
+                lines += [
+                    f"{state.hostname}:{pid}:{pid + 40} [0] NCCL INFO NET/IB : No device found.",
+                    f"{state.hostname}: Test NCCL failure common.cu:1046 'remote process exited or there was a "
+                    "network error / '",
+                    f" .. {state.hostname} pid {pid}: Test failure common.cu:1454",
+                ]
+                return CommandOutput(3, "\n".join(lines) + "\n", "")
     level = _debug_level(settings[0])
     if level in ("INFO", "TRACE"):
         lines += _info_lines(nodes, per_node, seed, settings[0])

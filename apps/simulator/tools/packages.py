@@ -204,7 +204,6 @@ COMMANDS = {
     "dpkg-query": dpkg_query,
     "fwupdmgr": fwupdmgr,
     "nvcc": nvcc,
-    "mpirun": mpirun,
     "python3": python3,
     "python": python3,
 }

@@ -1,0 +1,202 @@
+from rest_framework import serializers
+
+from apps.benchmarks.choices import (
+    BENCHMARK_TRANSPORTS,
+    MAX_BYTES,
+    MIN_BYTES,
+    RUN_STATUS_COLOURS,
+    VERDICT_COLOURS,
+    Collective,
+    Suite,
+)
+from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Reference, Suspect
+
+
+class BenchmarkRunCreateSerializer(serializers.Serializer):
+    """What POST /api/benchmarks/ takes; the service checks the rest (sizes, GPUs, SKUs, host keys)."""
+
+    suite = serializers.ChoiceField(choices=Suite.choices)
+    nodes = serializers.ListField(child=serializers.CharField(max_length=253), required=False, default=list)
+    racks = serializers.ListField(child=serializers.CharField(max_length=100), required=False, default=list)
+    tags = serializers.ListField(child=serializers.SlugField(), required=False, default=list)
+    collective = serializers.ChoiceField(choices=Collective.choices, default=Collective.ALL_REDUCE)
+    min_bytes = serializers.IntegerField(min_value=MIN_BYTES, max_value=MAX_BYTES, default=MIN_BYTES)
+    max_bytes = serializers.IntegerField(
+        min_value=MIN_BYTES, max_value=MAX_BYTES, default=MAX_BYTES, help_text="At most 16 GiB."
+    )
+    transport = serializers.ChoiceField(choices=BENCHMARK_TRANSPORTS, required=False)
+    cooldown_seconds = serializers.FloatField(min_value=0, max_value=3600, default=5.0)
+
+    def validate(self, attrs):
+        if not (attrs["nodes"] or attrs["racks"] or attrs["tags"]):
+            raise serializers.ValidationError({"nodes": ["Name nodes, racks or tags."]})
+        if attrs["min_bytes"] > attrs["max_bytes"]:
+            raise serializers.ValidationError({"min_bytes": ["The smallest size is above the largest."]})
+        return attrs
+
+
+class SuspectSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    node = serializers.CharField(source="node.hostname", read_only=True)
+
+    class Meta:
+        model = Suspect
+        fields = [
+            "id",
+            "node",
+            "nic",
+            "cable",
+            "switch",
+            "switch_port",
+            "cause",
+            "busbw_gbps",
+            "expected_gbps",
+            "verdict",
+        ]
+        read_only_fields = fields
+
+
+class BenchmarkRunSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    colour = serializers.SerializerMethodField()
+    nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    suspects = SuspectSerializer(many=True, read_only=True)
+    jobs = serializers.SerializerMethodField()
+
+    class Meta:
+        model = BenchmarkRun
+        fields = [
+            "id",
+            "suite",
+            "collective",
+            "status",
+            "colour",
+            "summary",
+            "parameters",
+            "transport",
+            "target_spec",
+            "nodes",
+            "sku_name",
+            "fabric",
+            "round_count",
+            "round_bound",
+            "test_count",
+            "suspects",
+            "jobs",
+            "requested_by",
+            "accepted_by",
+            "accepted_at",
+            "started",
+            "finished",
+            "created",
+        ]
+        read_only_fields = fields
+
+    def get_colour(self, run) -> str:
+        return RUN_STATUS_COLOURS.get(run.status, "grey")
+
+    def get_jobs(self, run) -> list[str]:
+        return [str(round_.job.public_id) for round_ in run.rounds.all() if round_.job_id]
+
+
+class SeriesRowSerializer(serializers.Serializer):
+    size_bytes = serializers.IntegerField()
+    count = serializers.IntegerField()
+    time_us = serializers.FloatField(allow_null=True)
+    algbw_gbps = serializers.FloatField(allow_null=True)
+    busbw_gbps = serializers.FloatField(allow_null=True)
+    in_place_busbw_gbps = serializers.FloatField(allow_null=True)
+    wrong = serializers.IntegerField(allow_null=True)
+
+
+class NicFindingSerializer(serializers.Serializer):
+    nic = serializers.CharField()
+    device = serializers.CharField()
+    rail_busbw_gbps = serializers.FloatField(allow_null=True)
+    slow_rail = serializers.BooleanField()
+    problems = serializers.ListField(child=serializers.CharField())
+
+
+class BenchmarkTestSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    job = serializers.UUIDField(source="job.public_id", read_only=True)
+    round = serializers.SerializerMethodField()
+    hosts = serializers.ListField(child=serializers.CharField(), read_only=True)
+    series = SeriesRowSerializer(many=True, read_only=True)
+    rails = serializers.DictField(child=serializers.FloatField(allow_null=True), read_only=True)
+    nic_findings = NicFindingSerializer(many=True, read_only=True)
+    pct_expected = serializers.FloatField(read_only=True, allow_null=True)
+    pct_baseline = serializers.FloatField(read_only=True, allow_null=True)
+    regressed = serializers.BooleanField(read_only=True)
+    colour = serializers.SerializerMethodField()
+    evidence = serializers.DictField(read_only=True)
+
+    class Meta:
+        model = BenchmarkTest
+        fields = [
+            "id",
+            "job",
+            "round",
+            "launcher",
+            "hosts",
+            "purpose",
+            "subject",
+            "partner",
+            "collective",
+            "size_bytes",
+            "busbw_gbps",
+            "avg_busbw_gbps",
+            "expected_gbps",
+            "warn_gbps",
+            "fail_gbps",
+            "pct_expected",
+            "baseline_gbps",
+            "pct_baseline",
+            "regressed",
+            "z_score",
+            "verdict",
+            "colour",
+            "evidence",
+            "series",
+            "rails",
+            "nic_findings",
+            "created",
+        ]
+        read_only_fields = fields
+
+    def get_round(self, test) -> int | None:
+        return test.round.index + 1 if test.round_id else None
+
+    def get_colour(self, test) -> str:
+        return VERDICT_COLOURS.get(test.verdict, "grey")
+
+
+class ReferenceSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+
+    class Meta:
+        model = Reference
+        fields = [
+            "id",
+            "sku_name",
+            "fabric",
+            "scope",
+            "collective",
+            "min_size_bytes",
+            "expected_gbps",
+            "warn_gbps",
+            "fail_gbps",
+            "source",
+            "updated",
+        ]
+        read_only_fields = ["id", "sku_name", "fabric", "scope", "collective", "updated"]
+
+    def validate(self, attrs):
+        fail = attrs.get("fail_gbps", getattr(self.instance, "fail_gbps", 0))
+        warn = attrs.get("warn_gbps", getattr(self.instance, "warn_gbps", 0))
+        expected = attrs.get("expected_gbps", getattr(self.instance, "expected_gbps", 0))
+        if not 0 <= fail <= warn <= expected:
+            raise serializers.ValidationError({"warn_gbps": ["Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected."]})
+        return attrs

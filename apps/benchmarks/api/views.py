@@ -1,0 +1,81 @@
+from django.db.models import Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.accounts.choices import Role
+from apps.benchmarks import services
+from apps.benchmarks.api.serializers import (
+    BenchmarkRunCreateSerializer,
+    BenchmarkRunSerializer,
+    BenchmarkTestSerializer,
+    ReferenceSerializer,
+)
+from apps.benchmarks.filters import BenchmarkRunFilterSet
+from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Reference, Round, Suspect
+from apps.jobs.services import TargetSpec
+
+UUID_PATTERN = "[0-9a-f-]{36}"
+
+
+class BenchmarkRunViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
+    """Benchmark runs: viewers read them and their tests; operators start runs and accept baselines."""
+
+    queryset = BenchmarkRun.objects.select_related("requested_by", "accepted_by").prefetch_related(
+        "nodes",
+        Prefetch("suspects", queryset=Suspect.objects.select_related("node")),
+        Prefetch("rounds", queryset=Round.objects.select_related("job")),
+    )
+    serializer_class = BenchmarkRunSerializer
+    filterset_class = BenchmarkRunFilterSet
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = UUID_PATTERN
+    ordering_fields = ["created"]
+    write_role = Role.OPERATOR
+
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user).order_by("-created", "-id")
+
+    @extend_schema(request=BenchmarkRunCreateSerializer, responses={201: BenchmarkRunSerializer})
+    def create(self, request, *args, **kwargs):
+        """Start a run; 400 names the field at fault and nothing is started."""
+        data = BenchmarkRunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        targets = TargetSpec(
+            nodes=tuple(values.pop("nodes")), racks=tuple(values.pop("racks")), tags=tuple(values.pop("tags"))
+        )
+        run = services.start_run(targets=targets, requested_by=request.user, **values)
+        return Response(BenchmarkRunSerializer(self.get_queryset().get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: BenchmarkTestSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def results(self, request, id=None):
+        """The run's tests in round order, each with every row of its series and its verdict."""
+        tests = BenchmarkTest.objects.filter(run=self.get_object()).select_related("job", "round")
+        page = self.paginate_queryset(tests.order_by("round__index", "launcher", "id"))
+        return self.get_paginated_response(BenchmarkTestSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={200: BenchmarkRunSerializer})
+    @action(detail=True, methods=["post"])
+    def accept(self, request, id=None):
+        """Make the run's figures the baselines of their scopes."""
+        run = self.get_object()
+        services.accept_baseline(run=run, user=request.user)
+        return Response(BenchmarkRunSerializer(self.get_queryset().get(pk=run.pk)).data)
+
+
+class ReferenceViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin, viewsets.GenericViewSet
+):
+    """Expected values per SKU and fabric in three tiers; operators edit them."""
+
+    queryset = Reference.objects.order_by("sku_name", "scope", "fabric", "collective")
+    serializer_class = ReferenceSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    write_role = Role.OPERATOR

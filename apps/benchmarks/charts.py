@@ -1,0 +1,160 @@
+"""Benchmark figures, built here with Plotly and embedded by the templates with json_script (static/js/charts.js).
+
+* busbw vs message size (log x): one line per test, the reference's three tiers as a band (expected, warn, fail)
+  over the sizes it applies to, and the accepted baseline as a dashed line;
+* the sweep's node × node heatmap: each cell is the busbw of the smallest test that held both nodes (a pair, or
+  the group they were tested in), suspects marked on both axes with their NIC, cable and switch port, each
+  suspect's marker linked to its node page.
+"""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+
+COLOURS = {"pass": "#1f9d55", "warn": "#d98a00", "fail": "#d23b3b", "could_not_run": "#8a93a6"}
+MAX_LINES = 24
+
+
+def figure_json(figure: go.Figure) -> dict:
+    return json.loads(figure.to_json())
+
+
+def _size_label(size: int) -> str:
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= factor:
+            return f"{size / factor:g} {unit}"
+    return f"{size} B"
+
+
+def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -> go.Figure:
+    """Bus bandwidth against message size for each test (its series), with the reference band and the baseline."""
+    figure = go.Figure()
+    sizes = sorted({row["size_bytes"] for test in tests for row in test.series})
+    for test in list(tests)[:MAX_LINES]:
+        rows = [row for row in test.series if row["busbw_gbps"] is not None]
+        name = "+".join(test.hosts) if len(test.hosts) <= 3 else f"{test.hosts[0]} +{len(test.hosts) - 1}"
+        figure.add_trace(
+            go.Scatter(
+                x=[row["size_bytes"] for row in rows],
+                y=[row["busbw_gbps"] for row in rows],
+                mode="lines+markers",
+                name=f"{name} ({test.verdict})",
+                line={"color": COLOURS.get(test.verdict)},
+                text=[_size_label(row["size_bytes"]) for row in rows],
+                hovertemplate="%{text}: %{y:.1f} GB/s<extra>" + name + "</extra>",
+            )
+        )
+    if reference is not None and sizes:
+        start = max(reference.min_size_bytes, sizes[0])
+        end = max(sizes[-1], start)
+        for low, high, colour, label in (
+            (reference.warn_gbps, reference.expected_gbps, "rgba(31,157,85,0.12)", "pass"),
+            (reference.fail_gbps, reference.warn_gbps, "rgba(217,138,0,0.15)", "warn"),
+        ):
+            figure.add_shape(
+                type="rect",
+                xref="x",
+                yref="y",
+                x0=start,
+                x1=end,
+                y0=low,
+                y1=high,
+                fillcolor=colour,
+                line={"width": 0},
+                layer="below",
+                name=label,
+            )
+        figure.add_trace(
+            go.Scatter(
+                x=[start, end],
+                y=[reference.expected_gbps] * 2,
+                mode="lines",
+                name=f"expected {reference.expected_gbps:g} GB/s",
+                line={"color": "#1f9d55", "dash": "dot"},
+            )
+        )
+    if baseline_gbps and sizes:
+        figure.add_trace(
+            go.Scatter(
+                x=[sizes[0], sizes[-1]],
+                y=[baseline_gbps] * 2,
+                mode="lines",
+                name=f"baseline {baseline_gbps:g} GB/s",
+                line={"color": "#2f6fdf", "dash": "dash"},
+            )
+        )
+    figure.update_layout(
+        xaxis={"type": "log", "title": "message size (bytes)"},
+        yaxis={"title": "bus bandwidth (GB/s)", "rangemode": "tozero"},
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        legend={"orientation": "h"},
+        height=420,
+    )
+    return figure
+
+
+def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> go.Figure:
+    """Node × node: the busbw of the smallest test that held both nodes; suspects marked and labelled."""
+    index = {host: position for position, host in enumerate(hosts)}
+    size = len(hosts)
+    values: list[list[float | None]] = [[None] * size for _ in range(size)]
+    widths = [[0] * size for _ in range(size)]
+    for test in sorted(tests, key=lambda test: -len(test.hosts)):  # smaller tests overwrite larger ones
+        if test.busbw_gbps is None:
+            continue
+        members = [index[host] for host in test.hosts if host in index]
+        for a in members:
+            for b in members:
+                if a != b:
+                    values[a][b] = test.busbw_gbps
+                    widths[a][b] = len(test.hosts)
+    hover = [
+        [
+            f"{hosts[a]} × {hosts[b]}: {values[a][b]:.1f} GB/s (test of {widths[a][b]} nodes)"
+            if values[a][b] is not None
+            else f"{hosts[a]} × {hosts[b]}: not tested together"
+            for b in range(size)
+        ]
+        for a in range(size)
+    ]
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=hosts,
+            y=hosts,
+            colorscale="RdYlGn",
+            colorbar={"title": "GB/s"},
+            hovertext=hover,
+            hoverinfo="text",
+        )
+    )
+    marked = [suspect for suspect in suspects if suspect.node.hostname in index]
+    if marked:
+        labels = [
+            f"{s.node.hostname}: {s.nic} · cable {s.cable} · {s.switch} {s.switch_port}<br>{s.cause}" for s in marked
+        ]
+        links = [node_url(s.node) if node_url else "" for s in marked]
+        figure.add_trace(
+            go.Scatter(
+                x=[s.node.hostname for s in marked],
+                y=[s.node.hostname for s in marked],
+                mode="markers+text",
+                marker={"symbol": "x", "size": 14, "color": "#111"},
+                text=[f"{s.node.hostname} {s.nic}" for s in marked],
+                textposition="top right",
+                hovertext=labels,
+                hoverinfo="text",
+                customdata=links,
+                name="suspects",
+            )
+        )
+    figure.update_layout(
+        xaxis={"tickangle": -60, "type": "category"},
+        yaxis={"autorange": "reversed", "type": "category"},
+        margin={"l": 80, "r": 20, "t": 30, "b": 80},
+        height=max(420, 14 * size + 140),
+        showlegend=False,
+    )
+    return figure

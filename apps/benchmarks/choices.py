@@ -1,0 +1,81 @@
+"""Suites, collectives, verdicts and run states of the benchmarks app."""
+
+from django.db import models
+
+GIB = 2**30
+MAX_BYTES = 16 * GIB  # the largest message the suites send (nccl-tests' -e 16G)
+MIN_BYTES = 8
+
+
+class Suite(models.TextChoices):
+    """What a benchmark run does."""
+
+    NCCL = "nccl", "NCCL tests (one node, or a set of nodes with mpirun)"
+    SWEEP = "nccl-sweep", "NCCL sweep: find the slow node or link by halving"
+    PAIRWISE = "nccl-pairwise", "NCCL pairwise: every pair of a small set"
+
+
+class Collective(models.TextChoices):
+    ALL_REDUCE = "all_reduce", "all_reduce"
+    ALL_GATHER = "all_gather", "all_gather"
+    REDUCE_SCATTER = "reduce_scatter", "reduce_scatter"
+    ALLTOALL = "alltoall", "alltoall"
+    SENDRECV = "sendrecv", "sendrecv"
+    BROADCAST = "broadcast", "broadcast"
+
+
+class Verdict(models.TextChoices):
+    """pass / warn / fail against the reference tiers; could-not-run when the test gave no figure (never a pass)."""
+
+    PASS = "pass", "Pass"
+    WARN = "warn", "Warn"
+    FAIL = "fail", "Fail"
+    COULD_NOT_RUN = "could_not_run", "Could not run"
+
+
+VERDICT_COLOURS = {Verdict.PASS: "green", Verdict.WARN: "orange", Verdict.FAIL: "red", Verdict.COULD_NOT_RUN: "grey"}
+BAD_VERDICTS = frozenset({Verdict.WARN, Verdict.FAIL, Verdict.COULD_NOT_RUN})
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    ERROR = "error", "Error"
+
+
+ACTIVE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.ERROR})
+RUN_STATUS_COLOURS = {
+    RunStatus.QUEUED: "grey",
+    RunStatus.RUNNING: "blue",
+    RunStatus.SUCCEEDED: "green",
+    RunStatus.FAILED: "red",
+    RunStatus.ERROR: "red",
+}
+
+
+class Scope(models.TextChoices):
+    """Where a reference applies: inside one node (NVLink) or across nodes (the fabric)."""
+
+    INTRA = "intra", "Inside a node"
+    INTER = "inter", "Across nodes"
+
+
+class Purpose(models.TextChoices):
+    """Why a test ran: the sweep's steps, a pairwise pair, or a plain run."""
+
+    RUN = "run", "Run"
+    WHOLE = "whole", "Whole set"
+    HALF = "half", "Half"
+    ISOLATE = "isolate", "Against a known-good partner"
+    CONFIRM = "confirm", "Confirm after cool-down"
+    PAIR = "pair", "Pair"
+    RETEST = "retest", "Re-test after cool-down"
+
+
+REGRESSION_PCT = 5.0  # a test more than this much below its scope's accepted baseline is flagged
+ROBUST_Z_OUTLIER = -3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
+
+BENCHMARK_TRANSPORTS = [("ssh", "ssh"), ("sim", "sim")]  # mpirun needs real ssh between nodes, or the simulator

@@ -1,0 +1,256 @@
+"""The `nccl-tests` job kind: nccl-tests on each target alone (its GPUs over NVLink), or launched with mpirun from each
+target across the hosts of its test (a round of a sweep: the tests of one job run at the same time on disjoint
+nodes; each test's launcher is its cell).
+
+A test with `rails` also runs one test per RDMA device of its launcher (NCCL_IB_HCA==mlx5_N: one rail alone) and
+reads the launcher's links (ip -j link, ethtool, mlnx_qos), so a slow node is named down to its NIC.
+Results (every row, the judged figure, verdict, evidence) are written in shard_finished; pages and the API only read.
+"""
+
+from rest_framework import serializers
+
+from apps.benchmarks import judging, recording
+from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, Purpose
+from apps.jobs.choices import StepStatus
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
+from apps.nodeexec.base import CommandResult, NodeTarget
+from apps.nodeexec.catalogue import CATALOGUE, INTERFACE, PLACEHOLDERS, Command, Placeholder, register_command
+from apps.parsers.errors import ParseError
+from apps.parsers.nccl_tests import parse_nccl_tests
+
+HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
+HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"
+MAX_HOSTS = 1024
+NCCL_TIMEOUT = 1800.0
+
+# The values a benchmark puts into its commands; each fills one argv element and admits no shell metacharacter.
+BENCHMARK_PLACEHOLDERS = {
+    "nccl_binary": Placeholder(
+        "(?:" + "|".join(Collective.values) + ")_perf", "an nccl-tests binary (all_reduce_perf, ...)"
+    ),
+    "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+    "nccl_max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+    "nccl_step_factor": Placeholder(r"[0-9]{1,2}", "a step factor"),
+    "gpus": Placeholder(r"[0-9]{1,2}", "a number of GPUs"),
+    "mpi_np": Placeholder(r"[0-9]{1,5}", "a number of processes"),
+    "mpi_hosts": Placeholder(
+        rf"{HOSTNAME}:[0-9]{{1,2}}(?:,{HOSTNAME}:[0-9]{{1,2}}){{0,{MAX_HOSTS - 1}}}", "host:slots entries by commas"
+    ),
+    "nccl_socket_ifname": Placeholder(
+        rf"NCCL_SOCKET_IFNAME=\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}", "NCCL_SOCKET_IFNAME=interface prefixes"
+    ),
+    "nccl_ib_hca": Placeholder(rf"NCCL_IB_HCA=\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}", "NCCL_IB_HCA=devices"),
+    "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
+}
+for _name, _placeholder in BENCHMARK_PLACEHOLDERS.items():
+    PLACEHOLDERS.setdefault(_name, _placeholder)
+
+NCCL_ARGS = ("-b", "{nccl_bytes}", "-e", "{nccl_max_bytes}", "-f", "{nccl_step_factor}")
+COMMANDS = (
+    Command(
+        "nccl-tests-node",
+        ("{nccl_binary}", *NCCL_ARGS, "-g", "{gpus}"),
+        "nccl-tests on one node, one process driving its GPUs.",
+        timeout=NCCL_TIMEOUT,
+        placeholders=("nccl_binary", "nccl_bytes", "nccl_max_bytes", "nccl_step_factor", "gpus"),
+    ),
+    Command(
+        "mpirun-nccl-tests",
+        (
+            "mpirun",
+            "--allow-run-as-root",
+            "--tag-output",
+            "-np",
+            "{mpi_np}",
+            "-H",
+            "{mpi_hosts}",
+            "--bind-to",
+            "none",
+            "--map-by",
+            "slot",
+            "-x",
+            "{nccl_socket_ifname}",
+            "-x",
+            "{nccl_ib_hca}",
+            "-x",
+            "{nccl_ib_gid_index}",
+            "{nccl_binary}",
+            *NCCL_ARGS,
+            "-g",
+            "1",
+        ),
+        "nccl-tests across hosts: one process per GPU, started by Open MPI, with the NCCL environment passed by -x.",
+        timeout=NCCL_TIMEOUT,
+        placeholders=(
+            "mpi_np",
+            "mpi_hosts",
+            "nccl_socket_ifname",
+            "nccl_ib_hca",
+            "nccl_ib_gid_index",
+            "nccl_binary",
+            "nccl_bytes",
+            "nccl_max_bytes",
+            "nccl_step_factor",
+        ),
+    ),
+    Command("ethtool-link", ("ethtool", "{interface}"), "Link settings of one interface.", placeholders=("interface",)),
+    Command(
+        "mlnx-qos", ("mlnx_qos", "-i", "{interface}"), "PFC and trust of one interface.", placeholders=("interface",)
+    ),
+)
+for _command in COMMANDS:
+    if _command.name not in CATALOGUE:
+        register_command(_command)
+
+STEP = "nccl"
+
+
+class TestSpecSerializer(serializers.Serializer):
+    hosts = serializers.ListField(
+        child=serializers.RegexField(rf"^{HOSTNAME}\Z"), min_length=1, max_length=MAX_HOSTS, help_text="Launcher first."
+    )
+    purpose = serializers.ChoiceField(choices=Purpose.choices, default=Purpose.RUN)
+    subject = serializers.CharField(required=False, allow_blank=True, default="", max_length=253)
+    partner = serializers.CharField(required=False, allow_blank=True, default="", max_length=253)
+    rails = serializers.BooleanField(default=False, help_text="Also test each RDMA device alone and read the links.")
+
+
+class NcclTestsParameters(serializers.Serializer):
+    collective = serializers.ChoiceField(choices=Collective.choices, default=Collective.ALL_REDUCE)
+    min_bytes = serializers.IntegerField(min_value=MIN_BYTES, max_value=MAX_BYTES, default=MIN_BYTES)
+    max_bytes = serializers.IntegerField(min_value=MIN_BYTES, max_value=MAX_BYTES, default=MAX_BYTES)
+    step_factor = serializers.IntegerField(min_value=2, max_value=16, default=2)
+    gpus_per_node = serializers.IntegerField(min_value=1, max_value=16, default=8)
+    socket_ifname = serializers.RegexField(
+        rf"^\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}\Z", default="^lo,docker", help_text="NCCL_SOCKET_IFNAME."
+    )
+    ib_hca = serializers.RegexField(
+        rf"^\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}\Z", default="mlx5", help_text="NCCL_IB_HCA."
+    )
+    ib_gid_index = serializers.IntegerField(min_value=0, max_value=255, default=3, help_text="NCCL_IB_GID_INDEX.")
+    tests = TestSpecSerializer(many=True, required=False, default=list, help_text="Empty: each target alone.")
+
+    def validate(self, data):
+        if data["min_bytes"] > data["max_bytes"]:
+            raise serializers.ValidationError({"min_bytes": ["The smallest size is above the largest."]})
+        return data
+
+
+def node_argv(parameters: dict) -> list[str]:
+    return CATALOGUE["nccl-tests-node"].build(
+        nccl_binary=f"{parameters['collective']}_perf",
+        nccl_bytes=parameters["min_bytes"],
+        nccl_max_bytes=parameters["max_bytes"],
+        nccl_step_factor=parameters["step_factor"],
+        gpus=parameters["gpus_per_node"],
+    )
+
+
+def mpirun_argv(parameters: dict, hosts: list[str], *, ib_hca: str | None = None) -> list[str]:
+    gpus = parameters["gpus_per_node"]
+    return CATALOGUE["mpirun-nccl-tests"].build(
+        mpi_np=gpus * len(hosts),
+        mpi_hosts=",".join(f"{host}:{gpus}" for host in hosts),
+        nccl_socket_ifname=f"NCCL_SOCKET_IFNAME={parameters['socket_ifname']}",
+        nccl_ib_hca=f"NCCL_IB_HCA={ib_hca or parameters['ib_hca']}",
+        nccl_ib_gid_index=f"NCCL_IB_GID_INDEX={parameters['ib_gid_index']}",
+        nccl_binary=f"{parameters['collective']}_perf",
+        nccl_bytes=parameters["min_bytes"],
+        nccl_max_bytes=parameters["max_bytes"],
+        nccl_step_factor=parameters["step_factor"],
+    )
+
+
+@register_kind
+class NcclTests(JobKind):
+    name = "nccl-tests"
+    label = "NCCL tests"
+    description = (
+        "nccl-tests (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast) on each node alone, or "
+        "launched with mpirun across the hosts of each test; every row is kept and the bus bandwidth at the largest "
+        "size is judged against the SKU's reference, the accepted baseline and the fleet."
+    )
+    parameters = NcclTestsParameters
+    transports = ("ssh", "sim")
+
+    def __init__(self):
+        self.parameters: dict = {}
+        self.tests: dict[str, dict] = {}  # launcher -> its test spec
+        self.links: dict[str, list[dict]] = {}  # launcher -> its data NICs as the inventory has them
+        self.outputs: dict[tuple[str, str], dict] = {}  # (launcher, step) -> parsed readings, filled by the runner
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        return [StepSpec(STEP, "", "nccl-tests", timeout=NCCL_TIMEOUT * 2, stop_on_failure=False)]
+
+    def prepare(self, job, shard) -> None:
+        self.parameters = job.parameters
+        self.tests = {test["hosts"][0]: test for test in job.parameters.get("tests") or []}
+        self.links = recording.data_links([test["hosts"][0] for test in self.tests.values() if test.get("rails")])
+
+    def step_runner(self, step: StepSpec):
+        async def run_test(target: NodeTarget, run) -> CommandResult:
+            test = self.tests.get(target.hostname)
+            if test is None or len(test["hosts"]) == 1:
+                argv = node_argv(self.parameters)
+            else:
+                argv = mpirun_argv(self.parameters, test["hosts"])
+            result = await run(argv, NCCL_TIMEOUT)
+            reading = {
+                "command": argv,
+                "exit_code": result.exit_code,
+                "error": result.error or "",
+                "timed_out": result.timed_out,
+                "stdout": result.stdout.decode("utf-8", errors="replace"),
+                "stderr": result.stderr.decode("utf-8", errors="replace")[-4000:],
+            }
+            if test is not None and test.get("rails") and result.ok:
+                reading |= await self._rails(target, run, test)
+            self.outputs[target.hostname, step.name] = reading
+            return result
+
+        return run_test
+
+    async def _rails(self, target: NodeTarget, run, test: dict) -> dict:
+        """One test per RDMA device of the launcher, then its links as the node reports them."""
+        rails: dict[str, float | None] = {}
+        links = self.links.get(target.hostname, [])
+        for link in links:
+            result = await run(mpirun_argv(self.parameters, test["hosts"], ib_hca=f"={link['device']}"), NCCL_TIMEOUT)
+            rails[link["device"]] = _busbw(result)
+        readings = {"rails": rails, "ip_link": "", "ethtool": {}, "mlnx_qos": {}}
+        ip_link = await run(CATALOGUE["ip-link"].build(), 30.0)
+        readings["ip_link"] = ip_link.stdout.decode("utf-8", errors="replace") if ip_link.ok else ""
+        for link in links:
+            for key, command in (("ethtool", "ethtool-link"), ("mlnx_qos", "mlnx-qos")):
+                result = await run(CATALOGUE[command].build(interface=link["nic"]), 30.0)
+                readings[key][link["nic"]] = result.stdout.decode("utf-8", errors="replace") if result.ok else ""
+        return readings
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        if result.canceled:
+            return CellRecord(StepStatus.CANCELED, "canceled")
+        text = result.stdout.decode("utf-8", errors="replace")
+        try:
+            parsed = parse_nccl_tests(text) if text.strip() else None
+        except ParseError as error:
+            parsed, why = None, f"output not understood ({error})"
+        else:
+            why = ""
+        size, busbw = judging.figure(parsed) if parsed else (None, None)
+        if busbw is None:
+            reason = why or (parsed.errors[0] if parsed and parsed.errors else default_summary(step, result))
+            return CellRecord(StepStatus.ERROR, f"could not run: {reason}"[:300])
+        status = StepStatus.SUCCEEDED if result.ok else default_status(result)
+        return CellRecord(status, f"busbw {busbw:g} GB/s at {size} B", {"busbw_gbps": busbw, "size_bytes": size})
+
+    def shard_finished(self, job, shard) -> None:
+        recording.record_shard(job=job, shard=shard, step=STEP, readings=self.outputs, links=self.links)
+
+
+def _busbw(result: CommandResult) -> float | None:
+    if not result.ok:
+        return None
+    try:
+        return judging.figure(parse_nccl_tests(result.stdout.decode("utf-8", errors="replace")))[1]
+    except ParseError:
+        return None

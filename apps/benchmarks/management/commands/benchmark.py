@@ -1,0 +1,77 @@
+"""manage.py benchmark run SUITE --nodes NODES [--transport sim] [--json]: a benchmark run in this process.
+
+The rounds run here, as a worker would run them (their jobs are never queued), so no Celery worker is needed.
+Exit status 0 when the run succeeded (a sweep that named suspects succeeded: it did its job), 1 otherwise.
+"""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+from rest_framework import serializers
+
+from apps.benchmarks import services
+from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, RunStatus, Suite
+from apps.jobs.forms import flat_messages
+
+UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def size(text: str) -> int:
+    """nccl-tests' sizes: a whole number with an optional K, M or G (powers of 1024)."""
+    number, unit = (text[:-1], UNITS[text[-1].upper()]) if text[-1:].upper() in UNITS else (text, 1)
+    if not number.isdigit():
+        raise CommandError(f"{text!r} is not a size (a number of bytes, or with K, M or G)")
+    return int(number) * unit
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a benchmark suite and print its results. SUITE: nccl (each node alone when one node is named, else one "
+        "mpirun across the set), nccl-sweep (find the slow node or link by halving), nccl-pairwise (every pair of a "
+        "small set). NODES: comma-separated host names, rack:NAME or tag:NAME."
+    )
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        run = sub.add_parser("run", help="Run a suite now, in this process.")
+        run.add_argument("suite", help=f"One of {', '.join(Suite.values)}.")
+        run.add_argument("--nodes", required=True, help="Host names, rack:NAME or tag:NAME, comma-separated.")
+        run.add_argument("--transport", default=None, help="ssh (default) or sim.")
+        run.add_argument("--collective", default=Collective.ALL_REDUCE, help=f"One of {', '.join(Collective.values)}.")
+        run.add_argument("--min-bytes", type=size, default=MIN_BYTES, help="Smallest message (8 B).")
+        run.add_argument("--max-bytes", type=size, default=MAX_BYTES, help="Largest message (16G).")
+        run.add_argument("--cooldown", type=float, default=services.DEFAULT_COOLDOWN_SECONDS, help="Seconds.")
+        run.add_argument("--json", action="store_true", help="Print the report as JSON.")
+
+    def handle(self, *args, **options):
+        try:
+            run = services.start_run(
+                suite=options["suite"],
+                targets=services.parse_nodes(options["nodes"]),
+                collective=options["collective"],
+                min_bytes=options["min_bytes"],
+                max_bytes=options["max_bytes"],
+                transport=options["transport"],
+                cooldown_seconds=options["cooldown"],
+                queue=False,
+            )
+        except serializers.ValidationError as error:
+            raise CommandError("; ".join(flat_messages(error.detail))) from None
+        run = services.execute_run(run=run)
+        report = services.sweep_report(run)
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2))
+        else:
+            for row in report["results"]:
+                self.stdout.write(
+                    f"round {row['round']} {row['purpose']:<8} {'+'.join(row['hosts'])[:60]:<60} "
+                    f"{row['busbw_gbps'] or '-':>8} GB/s {row['verdict']}"
+                )
+            for suspect in report["suspects"]:
+                self.stdout.write(
+                    f"suspect {suspect['node']} {suspect['nic']} cable {suspect['cable']} "
+                    f"{suspect['switch']} {suspect['switch_port']}: {suspect['cause']}"
+                )
+            self.stdout.write(f"run {run.status}: {run.summary}")
+        if run.status != RunStatus.SUCCEEDED:
+            raise CommandError(f"the benchmark run ended {run.status}", returncode=1)

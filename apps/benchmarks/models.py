@@ -1,0 +1,256 @@
+"""Benchmark records: references (expected values as data), runs, their rounds and tests with every row of the
+series, the suspects a sweep named, and accepted baselines."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from apps.benchmarks.choices import (
+    REGRESSION_PCT,
+    RUN_STATUS_COLOURS,
+    VERDICT_COLOURS,
+    Collective,
+    Purpose,
+    RunStatus,
+    Scope,
+    Suite,
+    Verdict,
+)
+from apps.core.models import PublicModel
+
+
+class ReferenceQuerySet(models.QuerySet):
+    def for_sku(self, sku_name: str) -> "ReferenceQuerySet":
+        return self.filter(sku_name=sku_name)
+
+
+class Reference(PublicModel):
+    """The expected bus bandwidth of a collective on a GPU SKU and fabric, in three tiers: `expected` (what a healthy
+    system reaches), `warn_gbps` (below: warn) and `fail_gbps` (below: fail). Judged at sizes from `min_size_bytes`.
+    Shipped rows say where their figure comes from (`source`); operators edit them."""
+
+    # By name, as the SKU catalogue names it: references are data that outlive an inventory emptied and re-imported.
+    sku_name = models.CharField(max_length=64, help_text='A GPU SKU of the catalogue, e.g. "H200 SXM".')
+    fabric = models.CharField(
+        max_length=32, help_text='"nvlink" inside a node; across nodes the data NICs, e.g. "roce-8x400g".'
+    )
+    scope = models.CharField(max_length=8, choices=Scope.choices)
+    collective = models.CharField(max_length=16, choices=Collective.choices, default=Collective.ALL_REDUCE)
+    min_size_bytes = models.BigIntegerField(default=2**30, help_text="Sizes from which the figure applies.")
+    expected_gbps = models.FloatField()
+    warn_gbps = models.FloatField()
+    fail_gbps = models.FloatField()
+    source = models.TextField(blank=True)
+
+    objects = ReferenceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["sku_name", "scope", "fabric", "collective"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["sku_name", "fabric", "scope", "collective"], name="benchmark_reference_unique_per_sku_fabric"
+            ),
+            models.CheckConstraint(
+                condition=Q(fail_gbps__lte=F("warn_gbps")) & Q(warn_gbps__lte=F("expected_gbps")) & Q(fail_gbps__gte=0),
+                name="benchmark_reference_tiers_ordered",
+                violation_error_message="Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sku_name} {self.fabric} {self.collective}: {self.expected_gbps:g} GB/s"
+
+    def judge(self, value: float | None) -> str:
+        if value is None:
+            return Verdict.COULD_NOT_RUN
+        if value < self.fail_gbps:
+            return Verdict.FAIL
+        if value < self.warn_gbps:
+            return Verdict.WARN
+        return Verdict.PASS
+
+
+class BenchmarkRunQuerySet(models.QuerySet):
+    def recent(self) -> "BenchmarkRunQuerySet":
+        return self.order_by("-created", "-id")
+
+    def visible_to(self, user) -> "BenchmarkRunQuerySet":
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self
+
+
+class BenchmarkRun(PublicModel):
+    """One benchmark asked for: a suite over a set of nodes. Its tests run as jobs of the `nccl-tests` kind, one job
+    per round (a plain run has one round; a sweep several)."""
+
+    suite = models.CharField(max_length=16, choices=Suite.choices)
+    collective = models.CharField(max_length=16, choices=Collective.choices, default=Collective.ALL_REDUCE)
+    parameters = models.JSONField(default=dict, blank=True)
+    transport = models.CharField(max_length=8)
+    target_spec = models.JSONField(default=dict, blank=True)
+    nodes = models.ManyToManyField("inventory.Node", related_name="benchmark_runs")
+    sku_name = models.CharField(max_length=64, blank=True, help_text="The GPU SKU of every node of the set.")
+    fabric = models.CharField(max_length=32, blank=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    summary = models.CharField(max_length=300, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_runs"
+    )
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    round_count = models.PositiveIntegerField(default=0)
+    test_count = models.PositiveIntegerField(default=0)
+    round_bound = models.PositiveIntegerField(default=0, help_text="2⌈log₂N⌉+1 for a sweep of N nodes.")
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="accepted_benchmark_runs",
+    )
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = BenchmarkRunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(suite__in=Suite.values), name="benchmark_run_suite_known"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="benchmark_run_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.suite} {self.collective} on {self.target_spec or 'nodes'} ({self.status})"
+
+    @property
+    def colour(self) -> str:
+        return RUN_STATUS_COLOURS[self.status]
+
+
+class Round(PublicModel):
+    """One round of a run: the tests in it ran at the same time on disjoint nodes, as one job."""
+
+    run = models.ForeignKey(BenchmarkRun, on_delete=models.CASCADE, related_name="rounds")
+    index = models.PositiveIntegerField()
+    job = models.OneToOneField(
+        "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_round"
+    )
+    cooldown_seconds = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="benchmark_round_unique_index")]
+
+    def __str__(self) -> str:
+        return f"round {self.index + 1} of {self.run_id}"
+
+
+class BenchmarkTest(PublicModel):
+    """One test: nccl-tests on one node or across `hosts` (launched from `launcher`), every row of its table in
+    `series`, the figure judged (the out-of-place busbw at the largest size), and its verdict with evidence."""
+
+    run = models.ForeignKey(BenchmarkRun, null=True, blank=True, on_delete=models.CASCADE, related_name="tests")
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.CASCADE, related_name="tests")
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="benchmark_tests")
+    launcher = models.CharField(max_length=253)
+    hosts = models.JSONField(default=list, help_text="Host names in the test, launcher first.")
+    hosts_key = models.CharField(max_length=2000, help_text="Sorted host names joined by commas: the baseline scope.")
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.RUN)
+    subject = models.CharField(max_length=253, blank=True, help_text="The node under test against a partner.")
+    partner = models.CharField(max_length=253, blank=True)
+    collective = models.CharField(max_length=16, choices=Collective.choices)
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    busbw_gbps = models.FloatField(null=True, blank=True)
+    avg_busbw_gbps = models.FloatField(null=True, blank=True)
+    series = models.JSONField(default=list, blank=True, help_text="Every row: size, count, time, algbw, busbw.")
+    rails = models.JSONField(default=dict, blank=True, help_text="RDMA device: busbw over that rail alone.")
+    nic_findings = models.JSONField(default=list, blank=True)
+    reference = models.ForeignKey(Reference, null=True, blank=True, on_delete=models.SET_NULL, related_name="tests")
+    expected_gbps = models.FloatField(null=True, blank=True)
+    warn_gbps = models.FloatField(null=True, blank=True)
+    fail_gbps = models.FloatField(null=True, blank=True)
+    baseline = models.ForeignKey(
+        "benchmarks.Baseline", null=True, blank=True, on_delete=models.SET_NULL, related_name="compared_tests"
+    )
+    baseline_gbps = models.FloatField(null=True, blank=True)
+    z_score = models.FloatField(null=True, blank=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.COULD_NOT_RUN)
+    evidence = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "round__index", "launcher", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "launcher"], name="benchmark_test_unique_per_job_launcher"),
+            models.CheckConstraint(condition=Q(verdict__in=Verdict.values), name="benchmark_test_verdict_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{'+'.join(self.hosts)} {self.collective}: {self.busbw_gbps} GB/s ({self.verdict})"
+
+    @property
+    def colour(self) -> str:
+        return VERDICT_COLOURS[self.verdict]
+
+    @property
+    def pct_expected(self) -> float | None:
+        if self.busbw_gbps is None or not self.expected_gbps:
+            return None
+        return round(100 * self.busbw_gbps / self.expected_gbps, 1)
+
+    @property
+    def pct_baseline(self) -> float | None:
+        """(value − baseline) / baseline in %: negative is slower than the accepted baseline."""
+        if self.busbw_gbps is None or not self.baseline_gbps:
+            return None
+        return round(100 * (self.busbw_gbps - self.baseline_gbps) / self.baseline_gbps, 1)
+
+    @property
+    def regressed(self) -> bool:
+        pct = self.pct_baseline
+        return pct is not None and pct < -REGRESSION_PCT
+
+
+class Suspect(PublicModel):
+    """A node a sweep called bad after its re-test, named down to the NIC, its cable and the switch port."""
+
+    run = models.ForeignKey(BenchmarkRun, on_delete=models.CASCADE, related_name="suspects")
+    node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="benchmark_suspicions")
+    nic = models.CharField(max_length=15, blank=True)
+    cable = models.CharField(max_length=64, blank=True, help_text="The cable's label, or its public id.")
+    switch = models.CharField(max_length=64, blank=True)
+    switch_port = models.CharField(max_length=32, blank=True)
+    cause = models.CharField(max_length=300, blank=True)
+    busbw_gbps = models.FloatField(null=True, blank=True)
+    expected_gbps = models.FloatField(null=True, blank=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    evidence = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "node__hostname"]
+        constraints = [models.UniqueConstraint(fields=["run", "node"], name="benchmark_suspect_unique_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.node.hostname} {self.nic} ({self.switch} {self.switch_port})"
+
+
+class Baseline(PublicModel):
+    """The accepted figure for a scope (collective over a set of hosts): later tests of that scope show their change
+    against it."""
+
+    collective = models.CharField(max_length=16, choices=Collective.choices)
+    hosts_key = models.CharField(max_length=2000)
+    test = models.ForeignKey(BenchmarkTest, on_delete=models.CASCADE, related_name="baselines")
+    busbw_gbps = models.FloatField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_baselines"
+    )
+
+    class Meta:
+        ordering = ["collective", "hosts_key"]
+        constraints = [
+            models.UniqueConstraint(fields=["collective", "hosts_key"], name="benchmark_baseline_unique_per_scope")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collective} {self.hosts_key}: {self.busbw_gbps:g} GB/s"

@@ -1,0 +1,221 @@
+"""What the `nccl-tests` kind needs from the app (it imports this module, never services): the links of a launcher
+as the inventory holds them, and recording a shard's tests with their verdicts (reference, baseline, fleet)."""
+
+import logging
+
+from django.db import transaction
+
+from apps.benchmarks import judging
+from apps.benchmarks.choices import BAD_VERDICTS, ROBUST_Z_OUTLIER, Purpose, Scope, Verdict
+from apps.benchmarks.models import Baseline, BenchmarkTest, Reference, Round
+from apps.benchmarks.references import NVLINK, fabric_of
+from apps.inventory.choices import NicPurpose, NicTransport
+from apps.inventory.models import Nic, Node
+from apps.parsers.errors import ParseError
+from apps.parsers.nccl_tests import parse_nccl_tests
+from apps.parsers.network import parse_ethtool, parse_ip_link, parse_mlnx_qos
+
+logger = logging.getLogger(__name__)
+
+
+def hosts_key(hosts) -> str:
+    return ",".join(sorted(hosts))
+
+
+def rdma_nics(node: Node) -> list[Nic]:
+    """A node's RDMA data NICs in the order mlx5 numbers them (by name here, as the inventory lists them)."""
+    nics = sorted(node.nics.all(), key=lambda nic: nic.name)
+    return [
+        nic
+        for nic in nics
+        if nic.purpose == NicPurpose.DATA
+        and nic.rdma_capable
+        and nic.transport in (NicTransport.ROCE, NicTransport.INFINIBAND)
+    ]
+
+
+def data_links(hostnames: list[str]) -> dict[str, list[dict]]:
+    """host -> its RDMA data NICs: name, RDMA device, and speed, MTU and PFC as the inventory has them."""
+    nodes = Node.objects.filter(hostname__in=hostnames).prefetch_related("nics")
+    return {
+        node.hostname: [
+            {
+                "nic": nic.name,
+                "device": f"mlx5_{index}",
+                "speed_gbps": nic.speed_gbps,
+                "mtu": nic.mtu,
+                "pfc": sorted(nic.pfc_priorities or []),
+            }
+            for index, nic in enumerate(rdma_nics(node))
+        ]
+        for node in nodes
+    }
+
+
+def nic_findings(reading: dict, links: list[dict]) -> list[dict]:
+    """Per data NIC of a launcher: its rail alone, and where its link differs from the inventory (rate, MTU, PFC)."""
+    rails = reading.get("rails") or {}
+    slow = set(judging.slow_rails(rails))
+    try:
+        mtus = {link.name: link.mtu for link in parse_ip_link(reading.get("ip_link") or "").links}
+    except ParseError:
+        mtus = {}
+    findings = []
+    for link in links:
+        problems = []
+        if link["device"] in slow:
+            problems.append(
+                f"rail {link['device']} at {rails.get(link['device'])} GB/s, below 90 % of the node's median"
+            )
+        speed = _ethtool_speed(reading.get("ethtool", {}).get(link["nic"], ""))
+        if speed is not None and speed < link["speed_gbps"]:
+            problems.append(f"link at {speed:g} Gb/s (inventory: {link['speed_gbps']} Gb/s)")
+        mtu = mtus.get(link["nic"])
+        if mtu is not None and mtu < link["mtu"]:
+            problems.append(f"MTU {mtu} (inventory: {link['mtu']})")
+        enabled = _pfc_enabled(reading.get("mlnx_qos", {}).get(link["nic"], ""))
+        missing = [priority for priority in link["pfc"] if enabled is not None and priority not in enabled]
+        if missing:
+            problems.append(f"PFC off on priority {', '.join(str(p) for p in missing)} (inventory: on)")
+        findings.append(
+            {
+                "nic": link["nic"],
+                "device": link["device"],
+                "rail_busbw_gbps": rails.get(link["device"]),
+                "slow_rail": link["device"] in slow,
+                "problems": problems,
+            }
+        )
+    return findings
+
+
+def _ethtool_speed(text: str) -> float | None:
+    if not text:
+        return None
+    try:
+        settings = parse_ethtool(text)
+    except ParseError:
+        return None
+    mbps = settings.speed_mbps
+    return mbps / 1000 if mbps else None
+
+
+def _pfc_enabled(text: str) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        qos = parse_mlnx_qos(text)
+    except ParseError:
+        return None
+    return qos.pfc_priorities
+
+
+def _reference(node: Node | None, *, intra: bool, collective: str) -> Reference | None:
+    if node is None or node.gpu_sku_id is None:
+        return None
+    fabric = NVLINK if intra else fabric_of(node)
+    scope = Scope.INTRA if intra else Scope.INTER
+    return Reference.objects.filter(
+        sku_name=node.gpu_sku.name, fabric=fabric, scope=scope, collective=collective
+    ).first()
+
+
+def record_shard(*, job, shard, step: str, readings: dict, links: dict) -> None:
+    """One BenchmarkTest per cell of the shard (could-not-run when it gave no figure), then the job's fleet z-scores."""
+    parameters = job.parameters
+    tests = {test["hosts"][0]: test for test in parameters.get("tests") or []}
+    round_ = Round.objects.filter(job=job).select_related("run").first()
+    cells = list(shard.steps.filter(step=step).select_related("node"))
+    nodes = {
+        node.hostname: node
+        for node in Node.objects.filter(hostname__in=[cell.hostname for cell in cells])
+        .select_related("gpu_sku")
+        .prefetch_related("nics")
+    }
+    with transaction.atomic():
+        for cell in cells:
+            test = tests.get(cell.hostname) or {"hosts": [cell.hostname], "purpose": Purpose.RUN}
+            reading = readings.get((cell.hostname, step))
+            _record_test(job, round_, cell, test, reading, links.get(cell.hostname, []), nodes.get(cell.hostname))
+        _fleet_scores(job)
+
+
+def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest:
+    parameters = job.parameters
+    hosts = list(test["hosts"])
+    intra = len(hosts) == 1
+    collective = parameters["collective"]
+    reference = _reference(node, intra=intra, collective=collective)
+    parsed, errors = None, []
+    if reading and reading.get("stdout", "").strip():
+        try:
+            parsed = parse_nccl_tests(reading["stdout"])
+            errors = list(parsed.errors)
+        except ParseError as error:
+            errors = [f"output not understood: {error}"]
+    elif reading is None:
+        errors = [cell.summary or f"the cell ended {cell.status} before nccl-tests ran"]
+    else:
+        errors = [reading.get("error") or (reading.get("stderr") or "").strip()[-300:] or "no output"]
+    size, busbw = judging.figure(parsed) if parsed else (None, None)
+    verdict = reference.judge(busbw) if reference else (Verdict.COULD_NOT_RUN if busbw is None else Verdict.PASS)
+    key = hosts_key(hosts)
+    baseline = Baseline.objects.filter(collective=collective, hosts_key=key).first()
+    evidence = {
+        "command": (reading or {}).get("command", []),
+        "exit_code": (reading or {}).get("exit_code"),
+        "errors": errors[:10],
+        "criterion": (
+            f"out-of-place busbw at the largest size ≥ {reference.warn_gbps:g} GB/s to pass, ≥ {reference.fail_gbps:g} "
+            f"to warn (expected {reference.expected_gbps:g}; {reference.sku_name}, {reference.fabric})"
+            if reference
+            else "no reference for this SKU and fabric: a figure passes, no figure could not run"
+        ),
+        "reference_source": reference.source if reference else "",
+        "artifact_step": cell.pk,
+    }
+    findings = nic_findings(reading, links) if reading and reading.get("rails") is not None else []
+    values = {
+        "run": round_.run if round_ else None,
+        "round": round_,
+        "hosts": hosts,
+        "hosts_key": key,
+        "purpose": test.get("purpose") or Purpose.RUN,
+        "subject": test.get("subject") or "",
+        "partner": test.get("partner") or "",
+        "collective": collective,
+        "size_bytes": size,
+        "busbw_gbps": busbw,
+        "avg_busbw_gbps": parsed.avg_busbw_gbps if parsed else None,
+        "series": judging.series(parsed) if parsed else [],
+        "rails": (reading or {}).get("rails") or {},
+        "nic_findings": findings,
+        "reference": reference,
+        "expected_gbps": reference.expected_gbps if reference else None,
+        "warn_gbps": reference.warn_gbps if reference else None,
+        "fail_gbps": reference.fail_gbps if reference else None,
+        "baseline": baseline,
+        "baseline_gbps": baseline.busbw_gbps if baseline else None,
+        "verdict": verdict,
+        "evidence": evidence,
+    }
+    result, _ = BenchmarkTest.objects.update_or_create(job=job, launcher=cell.hostname, defaults=values)
+    return result
+
+
+def _fleet_scores(job) -> None:
+    """Each test's robust z-score among the job's tests of the same size of host set (the fleet of that round)."""
+    tests = list(BenchmarkTest.objects.filter(job=job, busbw_gbps__isnull=False))
+    by_size: dict[int, list[BenchmarkTest]] = {}
+    for test in tests:
+        by_size.setdefault(len(test.hosts), []).append(test)
+    for group in by_size.values():
+        for test, score in zip(group, judging.robust_z([test.busbw_gbps for test in group]), strict=True):
+            if test.z_score != score:
+                test.z_score = score
+                test.save(update_fields=["z_score", "updated"])
+
+
+def is_bad(test: BenchmarkTest) -> bool:
+    """A test the sweep treats as bad: below a reference tier, no figure, or an outlier of its round's fleet."""
+    return test.verdict in BAD_VERDICTS or (test.z_score is not None and test.z_score <= ROBUST_Z_OUTLIER)

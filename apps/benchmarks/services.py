@@ -1,0 +1,425 @@
+"""Benchmark services: start a run (validated: nothing is stored for bad input), execute it round by round as jobs
+of the `nccl-tests` kind, name a sweep's suspects from the inventory, and accept a run as the baseline."""
+
+import logging
+import time
+
+from celery import current_app
+from django.db import transaction
+from django.db.models import Prefetch
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.benchmarks import recording
+from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, Purpose, RunStatus, Suite, Verdict
+from apps.benchmarks.kinds import NcclTests
+from apps.benchmarks.models import Baseline, BenchmarkRun, BenchmarkTest, Round, Suspect
+from apps.benchmarks.references import fabric_of
+from apps.benchmarks.sweep import HalvingSweep, Outcome, PlannedTest, pairwise_rounds, pairwise_suspects, round_bound
+from apps.inventory.choices import HostKeyState, NicPurpose
+from apps.inventory.models import Nic, Node
+from apps.jobs import executor
+from apps.jobs import services as job_services
+from apps.jobs.services import TargetSpec
+
+logger = logging.getLogger(__name__)
+
+SWEEP_MIN_NODES = 4  # below, no known-good partner may exist within 2⌈log₂N⌉+1 rounds
+PAIRWISE_MAX_NODES = 16  # 120 pairs; beyond that the sweep finds the bad node in O(log N) rounds
+DEFAULT_COOLDOWN_SECONDS = 5.0
+RUN_TASK = "rackpilot.benchmarks.run"
+SWEEP_SIZES = (2**30, 4 * 2**30)  # a sweep judges large messages only: 1 GiB and 4 GiB
+
+
+def parse_nodes(text: str) -> TargetSpec:
+    """'gpu001,gpu002', 'rack:r01', 'tag:new' (mixed by commas) as a TargetSpec."""
+    nodes, racks, tags = [], [], []
+    for item in (part.strip() for part in (text or "").split(",")):
+        if not item:
+            continue
+        if item.startswith("rack:"):
+            racks.append(item[5:])
+        elif item.startswith("tag:"):
+            tags.append(item[4:])
+        else:
+            nodes.append(item)
+    if not (nodes or racks or tags):
+        raise serializers.ValidationError({"nodes": ["Name at least one node, rack:NAME or tag:NAME."]})
+    return TargetSpec(nodes=tuple(nodes), racks=tuple(racks), tags=tuple(tags))
+
+
+def _nodes_errors(nodes: list[Node], *, suite: str, transport: str) -> list[str]:
+    errors = []
+    without = [node.hostname for node in nodes if node.gpu_sku_id is None or not node.gpus.exists()]
+    if without:
+        errors.append(f"These nodes have no GPUs: {', '.join(without[:20])}.")
+    skus = {node.gpu_sku.name for node in nodes if node.gpu_sku_id}
+    if len(skus) > 1:
+        errors.append(f"The set mixes GPU SKUs ({', '.join(sorted(skus))}); benchmark one SKU at a time.")
+    if transport == "ssh":
+        trusted = set(
+            Node.objects.filter(pk__in=[node.pk for node in nodes], host_keys__state=HostKeyState.TRUSTED).values_list(
+                "hostname", flat=True
+            )
+        )
+        untrusted = [node.hostname for node in nodes if node.hostname not in trusted]
+        if untrusted:
+            errors.append(
+                f"No trusted SSH host key for {', '.join(untrusted[:20])}: trust it on the node page first "
+                "(mpirun reaches every node of the set over ssh)."
+            )
+    if suite == Suite.SWEEP and len(nodes) < SWEEP_MIN_NODES:
+        errors.append(f"A sweep needs at least {SWEEP_MIN_NODES} nodes (use nccl-pairwise for fewer).")
+    if suite == Suite.PAIRWISE and len(nodes) < 2:
+        errors.append("Pairwise needs at least two nodes.")
+    if suite == Suite.PAIRWISE and len(nodes) > PAIRWISE_MAX_NODES:
+        errors.append(f"Pairwise tests every pair: at most {PAIRWISE_MAX_NODES} nodes (use the sweep for more).")
+    return errors
+
+
+def nccl_environment(nodes: list[Node]) -> dict:
+    """NCCL's environment for a set, as a deployment sets it up: the bootstrap socket on the management NIC,
+    NCCL_IB_HCA the RDMA devices (prefix mlx5), RoCE v2 GID index 3."""
+    management = Nic.objects.filter(node__in=nodes, purpose=NicPurpose.MANAGEMENT).values_list("name", flat=True)
+    names = sorted(set(management))
+    return {"socket_ifname": names[0] if len(names) == 1 else "^lo,docker", "ib_hca": "mlx5", "ib_gid_index": 3}
+
+
+def start_run(
+    *,
+    suite: str,
+    targets: TargetSpec,
+    collective: str = Collective.ALL_REDUCE,
+    min_bytes: int = MIN_BYTES,
+    max_bytes: int = MAX_BYTES,
+    transport: str | None = None,
+    cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
+    environment: dict | None = None,
+    requested_by=None,
+    queue: bool = True,
+) -> BenchmarkRun:
+    """Validate and record a run; enqueue it on commit (queue=False: the caller runs execute_run itself).
+
+    Raises serializers.ValidationError naming the field (suite, collective, min_bytes, max_bytes, nodes, transport,
+    targets); nothing is stored then.
+    """
+    errors: dict[str, list[str]] = {}
+    if suite not in Suite.values:
+        errors["suite"] = [f"Unknown suite {suite!r}; known: {', '.join(Suite.values)}."]
+    if collective not in Collective.values:
+        errors["collective"] = [f"Unknown collective {collective!r}; known: {', '.join(Collective.values)}."]
+    if not isinstance(max_bytes, int) or not MIN_BYTES <= max_bytes <= MAX_BYTES:
+        errors["max_bytes"] = [f"The largest size is {MIN_BYTES} B to 16 GiB ({MAX_BYTES} B)."]
+    if not isinstance(min_bytes, int) or not MIN_BYTES <= min_bytes <= MAX_BYTES:
+        errors["min_bytes"] = [f"The smallest size is {MIN_BYTES} B to 16 GiB ({MAX_BYTES} B)."]
+    elif isinstance(max_bytes, int) and min_bytes > max_bytes:
+        errors["min_bytes"] = ["The smallest size is above the largest."]
+    if not 0 <= cooldown_seconds <= 3600:
+        errors["cooldown_seconds"] = ["A cool-down of 0 to 3600 seconds."]
+    transport = transport or "ssh"
+    if transport not in NcclTests.transports:
+        errors["transport"] = [f"Benchmarks run over {', '.join(NcclTests.transports)}, not {transport!r}."]
+    if errors:
+        raise serializers.ValidationError(errors)
+    nodes = job_services.resolve_targets(targets)
+    problems = _nodes_errors(nodes, suite=suite, transport=transport)
+    if problems:
+        raise serializers.ValidationError({"nodes": problems})
+    environment = {**nccl_environment(nodes), **(environment or {})}
+    parameters = {
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "cooldown_seconds": cooldown_seconds,
+        **environment,
+    }
+    NcclTests.validate({"collective": collective, "min_bytes": min_bytes, "max_bytes": max_bytes, **environment})
+    with transaction.atomic():
+        run = BenchmarkRun.objects.create(
+            suite=suite,
+            collective=collective,
+            parameters=parameters,
+            transport=transport,
+            target_spec=targets.as_json(),
+            sku_name=nodes[0].gpu_sku.name,
+            fabric=fabric_of(nodes[0]),
+            requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
+            round_bound=round_bound(len(nodes)) if suite == Suite.SWEEP else 0,
+        )
+        run.nodes.add(*nodes)
+        if queue:
+            transaction.on_commit(lambda: enqueue(run))
+    return run
+
+
+def enqueue(run: BenchmarkRun) -> None:
+    # By the task's name, not by importing tasks.py (which imports this module); the task id is the run's id.
+    current_app.signature(RUN_TASK).apply_async(args=[str(run.public_id)], task_id=str(run.public_id))
+
+
+# --- executing ------------------------------------------------------------------------------------------------
+
+
+def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
+    """Run every round of the run here (a worker's task, or `manage.py benchmark run`), then its final status."""
+    claimed = BenchmarkRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, started=timezone.now()
+    )
+    if not claimed:
+        run.refresh_from_db()
+        return run
+    run.refresh_from_db()
+    hosts = list(run.nodes.order_by("hostname").values_list("hostname", flat=True))
+    try:
+        if run.suite == Suite.SWEEP:
+            summary = _sweep(run, hosts)
+        elif run.suite == Suite.PAIRWISE:
+            summary = _pairwise(run, hosts)
+        else:
+            tests = [PlannedTest(tuple(hosts), Purpose.RUN)] if len(hosts) > 1 else []
+            results = _round(run, 0, tests, launchers=hosts if not tests else None)
+            bad = [result for result in results.values() if result.verdict != Verdict.PASS]
+            summary = f"{len(results)} test(s), {len(bad)} not passing"
+        status = RunStatus.SUCCEEDED
+        if run.tests.filter(verdict=Verdict.COULD_NOT_RUN).exists() and run.suite == Suite.NCCL:
+            status = RunStatus.FAILED
+    except Exception as error:  # the run ends `error` with the reason; the traceback goes to the log
+        logger.exception("benchmark run %s failed", run.public_id)
+        status, summary = RunStatus.ERROR, f"error: {error}"[:300]
+    BenchmarkRun.objects.filter(pk=run.pk).update(
+        status=status,
+        summary=summary[:300],
+        finished=timezone.now(),
+        round_count=run.rounds.count(),
+        test_count=run.tests.count(),
+    )
+    run.refresh_from_db()
+    return run
+
+
+def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> dict:
+    parameters = run.parameters
+    min_bytes, max_bytes = parameters["min_bytes"], parameters["max_bytes"]
+    if sweep:  # a sweep compares large messages only; the run's own sizes bound them
+        max_bytes = min(max_bytes, SWEEP_SIZES[1])
+        min_bytes = min(max(min_bytes, SWEEP_SIZES[0]), max_bytes)
+    return {
+        "collective": run.collective,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "socket_ifname": parameters["socket_ifname"],
+        "ib_hca": parameters["ib_hca"],
+        "ib_gid_index": parameters["ib_gid_index"],
+        "tests": [
+            {
+                "hosts": list(test.hosts),
+                "purpose": test.purpose,
+                "subject": test.subject,
+                "partner": test.partner,
+                "rails": test.purpose == Purpose.CONFIRM,
+            }
+            for test in tests
+        ],
+    }
+
+
+def _round(
+    run: BenchmarkRun, index: int, tests: list[PlannedTest], *, launchers=None, sweep=False, cooldown=0.0
+) -> dict[str, BenchmarkTest]:
+    """One round as one job: its shards run here; returns the round's tests by launcher."""
+    if cooldown:
+        time.sleep(cooldown)
+    launchers = launchers or [test.launcher for test in tests]
+    job = job_services.create_job(
+        kind=NcclTests.name,
+        targets=TargetSpec(nodes=tuple(launchers)),
+        parameters=_parameters(run, tests, sweep=sweep),
+        transport=run.transport,
+        requested_by=run.requested_by,
+        queue=False,
+    )
+    Round.objects.create(run=run, index=index, job=job, cooldown_seconds=cooldown)
+    for shard in job.shards.order_by("index"):
+        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark")
+    return {test.launcher: test for test in BenchmarkTest.objects.filter(job=job)}
+
+
+def _outcome(result: BenchmarkTest | None) -> Outcome:
+    if result is None:
+        return Outcome(bad=True, verdict=Verdict.COULD_NOT_RUN)
+    return Outcome(bad=recording.is_bad(result), busbw_gbps=result.busbw_gbps, verdict=result.verdict)
+
+
+def _sweep(run: BenchmarkRun, hosts: list[str]) -> str:
+    sweep = HalvingSweep(hosts)
+    cooldown = float(run.parameters.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS))
+    while not sweep.done:
+        index = sweep.rounds
+        tests = sweep.next_round()
+        if not tests:
+            break
+        results = _round(run, index, tests, sweep=True, cooldown=cooldown if sweep.needs_cooldown(tests) else 0.0)
+        for test in tests:
+            sweep.record(test, _outcome(results.get(test.launcher)))
+    for hostname, evidence in sweep.suspects.items():
+        confirm = run.tests.filter(purpose=Purpose.CONFIRM, subject=hostname).order_by("-id").first()
+        _name_suspect(run, hostname, confirm, evidence)
+    run.parameters = {**run.parameters, "cleared": sweep.cleared, "unresolved": sweep.unresolved}
+    run.save(update_fields=["parameters", "updated"])
+    named = ", ".join(sorted(sweep.suspects)) or "none"
+    return f"{len(sweep.suspects)} suspect(s): {named}; {sweep.rounds} round(s), {run.tests.count()} test(s)"
+
+
+def _pairwise(run: BenchmarkRun, hosts: list[str]) -> str:
+    cooldown = float(run.parameters.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS))
+    index, bad_pairs = 0, set()
+    for pairs in pairwise_rounds(hosts):
+        tests = [PlannedTest(pair, Purpose.PAIR) for pair in pairs]
+        results = _round(run, index, tests, sweep=True)
+        index += 1
+        bad_pairs |= {test.hosts for test in tests if _outcome(results.get(test.launcher)).bad}
+    if bad_pairs:  # each bad pair once more after the cool-down, in rounds of disjoint pairs
+        still_bad = set()
+        remaining = sorted(bad_pairs)
+        first_round = True
+        while remaining:
+            busy, batch, later = set(), [], []
+            for pair in remaining:
+                if busy & set(pair):
+                    later.append(pair)
+                else:
+                    batch.append(pair)
+                    busy |= set(pair)
+            tests = [PlannedTest(pair, Purpose.RETEST) for pair in batch]
+            results = _round(run, index, tests, sweep=True, cooldown=cooldown if first_round else 0.0)
+            first_round = False
+            index += 1
+            still_bad |= {test.hosts for test in tests if _outcome(results.get(test.launcher)).bad}
+            remaining = later
+        bad_pairs = still_bad
+    suspects = pairwise_suspects(bad_pairs, hosts)
+    for hostname in suspects:
+        _name_suspect(
+            run, hostname, None, {"bad_pairs": sorted("+".join(pair) for pair in bad_pairs if hostname in pair)}
+        )
+    return f"{len(suspects)} suspect(s): {', '.join(suspects) or 'none'}; {index} round(s), {run.tests.count()} test(s)"
+
+
+def _name_suspect(run: BenchmarkRun, hostname: str, confirm: BenchmarkTest | None, evidence: dict) -> Suspect:
+    """The suspect down to its NIC, cable and switch port: the slow rail, else the first NIC whose link differs."""
+    node = Node.objects.prefetch_related(
+        Prefetch("nics", queryset=Nic.objects.select_related("cable_as_a__b_switch", "cable_as_b__a_switch"))
+    ).get(hostname=hostname)
+    findings = confirm.nic_findings if confirm else []
+    chosen = next((item for item in findings if item["slow_rail"]), None) or next(
+        (item for item in findings if item["problems"]), None
+    )
+    with_problems = [item for item in findings if item["problems"]]
+    causes = sorted(
+        {problem for item in with_problems for problem in item["problems"] if not problem.startswith("rail")}
+    )
+    if chosen is None and findings:
+        chosen = findings[0]
+    if with_problems and len(with_problems) == len(findings) and not any(item["slow_rail"] for item in findings):
+        cause = f"every data NIC: {'; '.join(causes)}"
+    elif chosen is not None:
+        cause = "; ".join(chosen["problems"]) or "slow across nodes; its links look as the inventory has them"
+    else:
+        cause = "slow across nodes (no rail test)"
+    nic = node.nics.filter(name=chosen["nic"]).first() if chosen else None
+    cable = switch = port = ""
+    if nic is not None:
+        link = getattr(nic, "cable_as_a", None) or getattr(nic, "cable_as_b", None)
+        if link is not None:
+            far_switch, far_port = (
+                (link.b_switch, link.b_port) if link.a_nic_id == nic.pk else (link.a_switch, link.a_port)
+            )
+            cable = link.label or str(link.public_id)
+            switch, port = (far_switch.name if far_switch else ""), far_port
+    figure = confirm or run.tests.filter(subject=hostname).order_by("-id").first()
+    suspect, _ = Suspect.objects.update_or_create(
+        run=run,
+        node=node,
+        defaults={
+            "nic": nic.name if nic else "",
+            "cable": cable,
+            "switch": switch,
+            "switch_port": port,
+            "cause": cause[:300],
+            "busbw_gbps": figure.busbw_gbps if figure else None,
+            "expected_gbps": figure.expected_gbps if figure else None,
+            "verdict": figure.verdict if figure else Verdict.FAIL,
+            "evidence": {**evidence, "nic_findings": findings},
+        },
+    )
+    return suspect
+
+
+# --- baselines ------------------------------------------------------------------------------------------------
+
+
+def accept_baseline(*, run: BenchmarkRun, user=None) -> int:
+    """Make each of the run's tests with a figure the baseline of its scope (collective over its hosts)."""
+    if run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+        raise serializers.ValidationError({"run": ["Only a finished run can become a baseline."]})
+    accepted = 0
+    with transaction.atomic():
+        for test in run.tests.filter(busbw_gbps__isnull=False):
+            Baseline.objects.update_or_create(
+                collective=test.collective,
+                hosts_key=test.hosts_key,
+                defaults={"test": test, "busbw_gbps": test.busbw_gbps, "accepted_by": user},
+            )
+            accepted += 1
+        BenchmarkRun.objects.filter(pk=run.pk).update(accepted_by=user, accepted_at=timezone.now())
+    return accepted
+
+
+def sweep_report(run: BenchmarkRun) -> dict:
+    """The JSON `manage.py benchmark run --json` prints and the API's report: suspects, rounds, tests, pairs."""
+    tests = list(run.tests.select_related("round").order_by("round__index", "launcher"))
+    return {
+        "run": str(run.public_id),
+        "suite": run.suite,
+        "collective": run.collective,
+        "status": run.status,
+        "summary": run.summary,
+        "nodes": run.nodes.count(),
+        "rounds": run.round_count,
+        "round_bound": run.round_bound or None,
+        "tests": run.test_count,
+        "suspects": [
+            {
+                "node": suspect.node.hostname,
+                "nic": suspect.nic,
+                "cable": suspect.cable,
+                "switch": suspect.switch,
+                "switch_port": suspect.switch_port,
+                "cause": suspect.cause,
+                "busbw_gbps": suspect.busbw_gbps,
+                "expected_gbps": suspect.expected_gbps,
+                "verdict": suspect.verdict,
+            }
+            for suspect in run.suspects.select_related("node")
+        ],
+        "pairs": [
+            {"nodes": test.hosts, "busbw_gbps": test.busbw_gbps, "verdict": test.verdict, "purpose": test.purpose}
+            for test in tests
+            if len(test.hosts) == 2
+        ],
+        "results": [
+            {
+                "round": test.round.index + 1 if test.round else None,
+                "purpose": test.purpose,
+                "hosts": test.hosts if len(test.hosts) <= 8 else [*test.hosts[:8], f"... {len(test.hosts)} hosts"],
+                "busbw_gbps": test.busbw_gbps,
+                "expected_gbps": test.expected_gbps,
+                "pct_expected": test.pct_expected,
+                "pct_baseline": test.pct_baseline,
+                "z_score": test.z_score,
+                "verdict": test.verdict,
+            }
+            for test in tests
+        ],
+        "cleared": run.parameters.get("cleared", []),
+        "unresolved": run.parameters.get("unresolved", []),
+    }

@@ -1,0 +1,127 @@
+"""Benchmark pages: suites, recent runs and the start form; a run's page (live while it runs: the results fragment
+reloads every 2 s over htmx, each round's job page streams its output) with its figures, suspects and tests."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from rest_framework import serializers
+
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
+from apps.benchmarks import charts, services
+from apps.benchmarks.choices import ACTIVE, Suite
+from apps.benchmarks.filters import BenchmarkRunFilterSet
+from apps.benchmarks.forms import BenchmarkForm
+from apps.benchmarks.models import Baseline, BenchmarkRun, BenchmarkTest, Reference, Round, Suspect
+from apps.jobs.forms import flat_messages
+
+
+def _list_page(request, form: BenchmarkForm, status: int = 200):
+    runs = BenchmarkRunFilterSet(request.GET, queryset=BenchmarkRun.objects.visible_to(request.user)).qs
+    page = Paginator(runs.select_related("requested_by").order_by("-created", "-id"), 25).get_page(
+        request.GET.get("page")
+    )
+    context = {
+        "page": page,
+        "form": form,
+        "suites": Suite.choices,
+        "references": Reference.objects.all(),
+    }
+    return render(request, "benchmarks/benchmark_list.html", context, status=status)
+
+
+@login_required
+def benchmark_list(request):
+    transport = "sim" if settings.RACKPILOT_JOB_DEFAULT_TRANSPORT == "sim" else "ssh"
+    return _list_page(request, BenchmarkForm(initial={"transport": transport}))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def start(request):
+    form = BenchmarkForm(request.POST)
+    if not form.is_valid():
+        return _list_page(request, form, status=400)
+    data = form.cleaned_data
+    try:
+        run = services.start_run(
+            suite=data["suite"],
+            targets=form.targets(),
+            collective=data["collective"],
+            min_bytes=data["min_bytes"],
+            max_bytes=data["max_bytes"],
+            transport=data["transport"],
+            cooldown_seconds=data["cooldown_seconds"],
+            requested_by=request.user,
+        )
+    except serializers.ValidationError as error:
+        form.add_error(None, "; ".join(flat_messages(error.detail)))
+        return _list_page(request, form, status=400)
+    messages.success(request, f"{run.get_suite_display()} on {run.nodes.count()} node(s) started.")
+    return redirect("benchmark-run", run.public_id)
+
+
+def _run_context(request, public_id) -> dict:
+    run = get_object_or_404(
+        BenchmarkRun.objects.visible_to(request.user)
+        .select_related("requested_by", "accepted_by")
+        .prefetch_related(
+            Prefetch("rounds", queryset=Round.objects.select_related("job")),
+            Prefetch("suspects", queryset=Suspect.objects.select_related("node")),
+        ),
+        public_id=public_id,
+    )
+    tests = list(BenchmarkTest.objects.filter(run=run).select_related("round", "job", "reference"))
+    hosts = list(run.nodes.order_by("hostname").values_list("hostname", flat=True))
+    reference = next((test.reference for test in tests if test.reference), None)
+    baseline = Baseline.objects.filter(collective=run.collective, hosts_key=",".join(hosts)).first() if hosts else None
+    shown = [test for test in tests if test.purpose in ("run", "whole", "confirm", "pair")] or tests
+    context = {
+        "run": run,
+        "tests": tests,
+        "active": run.status in ACTIVE,
+        "busbw_figure": charts.figure_json(
+            charts.busbw_figure(shown, reference=reference, baseline_gbps=baseline.busbw_gbps if baseline else None)
+        )
+        if tests
+        else None,
+    }
+    if run.suite in (Suite.SWEEP, Suite.PAIRWISE) and tests:
+        context["heatmap"] = charts.figure_json(
+            charts.sweep_heatmap(
+                hosts,
+                tests,
+                list(run.suspects.all()),
+                node_url=lambda node: reverse("node-detail", args=[node.public_id]),
+            )
+        )
+    return context
+
+
+@login_required
+def run_detail(request, public_id):
+    return render(request, "benchmarks/run_detail.html", _run_context(request, public_id))
+
+
+@login_required
+def run_live(request, public_id):
+    """The results fragment the run page reloads while the run is active (a read: it writes nothing)."""
+    return render(request, "benchmarks/partials/run_results.html", _run_context(request, public_id))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def accept(request, public_id):
+    run = get_object_or_404(BenchmarkRun, public_id=public_id)
+    try:
+        accepted = services.accept_baseline(run=run, user=request.user)
+    except serializers.ValidationError as error:
+        messages.error(request, "; ".join(flat_messages(error.detail)))
+    else:
+        messages.success(request, f"{accepted} figure(s) are now the baselines of their scopes.")
+    return redirect("benchmark-run", run.public_id)
