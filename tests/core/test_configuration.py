@@ -51,8 +51,11 @@ def test_database_url_forms():
         database_from_url("mysql://x@y/z")
 
 
-def _manage(*args, env_overrides):
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("RACKPILOT_", "DJANGO_"))}
+def _manage(*args, env_overrides, embedded: bool = False):
+    """manage.py in a subprocess with only the variables given; `embedded` also drops the services wiring's URLs
+    (CI runs the suite with them set)."""
+    dropped = ("RACKPILOT_", "DJANGO_") + (("DATABASE_URL", "REDIS_URL") if embedded else ())
+    env = {key: value for key, value in os.environ.items() if not key.startswith(dropped)}
     env.update(env_overrides)
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120

@@ -34,3 +34,19 @@ def test_a_bad_query_parameter_answers_an_object_naming_what_is_wrong(api_as, vi
     response = api_as(viewer).get("/api/discovery/differences/", {"search": "gpu\x00"})
     assert response.status_code == 400
     assert response.json() == {"non_field_errors": ["Null characters are not allowed."]}
+
+
+@pytest.mark.django_db
+def test_huge_limit_and_offset_are_answers_not_database_errors(api_as, viewer):
+    client = api_as(viewer)
+    assert client.get("/api/switches/", {"limit": 10**32}).status_code == 200  # capped at the largest page
+    response = client.get("/api/switches/", {"offset": 10**30})
+    assert response.status_code == 400 and "offset" in response.json()
+
+
+@pytest.mark.django_db
+def test_a_reference_by_a_name_with_a_nul_is_a_field_error(api_as, admin):
+    """PostgreSQL cannot be asked for a string with a NUL: the field says no match before any query."""
+    response = api_as(admin).post("/api/racks/", {"name": "r99", "site": "l{\x00M"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["site"] == ["No site matches 'l{\\x00M'."]

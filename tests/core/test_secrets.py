@@ -40,9 +40,9 @@ def test_the_embedded_wiring_keeps_a_generated_key_under_var(tmp_path):
     from tests.core.test_configuration import _manage
 
     script = "from django.conf import settings; print(settings.RACKPILOT_SECRETS_KEYS[0])"
-    first = _manage("shell", "-c", script, env_overrides={"RACKPILOT_VAR_DIR": str(tmp_path)})
+    first = _manage("shell", "-c", script, env_overrides={"RACKPILOT_VAR_DIR": str(tmp_path)}, embedded=True)
     assert first.returncode == 0, first.stderr
     stored = (tmp_path / "secrets_key").read_text().strip()
     assert first.stdout.strip().splitlines()[-1] == stored and (tmp_path / "secrets_key").stat().st_mode & 0o077 == 0
-    again = _manage("shell", "-c", script, env_overrides={"RACKPILOT_VAR_DIR": str(tmp_path)})
+    again = _manage("shell", "-c", script, env_overrides={"RACKPILOT_VAR_DIR": str(tmp_path)}, embedded=True)
     assert again.stdout.strip().splitlines()[-1] == stored

@@ -16,6 +16,7 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from apps.core.api import ValidatedModelSerializer
+from apps.core.text import echo
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import (
     Cable,
@@ -63,11 +64,14 @@ class BriefSerializer(serializers.Serializer):
     display = serializers.CharField()
 
 
+MAX_NATURAL_KEY_LENGTH = 255  # the longest name or slug field a reference can name
+
+
 class BriefRelatedField(serializers.RelatedField):
     """A reference: written as a public id (or the natural key, if the field has one), read as a brief object."""
 
     default_error_messages = {
-        "does_not_exist": "No {model} matches {value!r}.",
+        "does_not_exist": "No {model} matches {value}.",
         "incorrect_type": "Give the {model}'s public id{alternative}.",
     }
 
@@ -87,13 +91,14 @@ class BriefRelatedField(serializers.RelatedField):
         try:
             lookup = {"public_id": uuid.UUID(data)}
         except ValueError:
-            if not self.natural_key:
-                self.fail("does_not_exist", model=model, value=data)
+            # No name holds a NUL (PostgreSQL cannot even be asked for one) or runs past a name's longest length.
+            if not self.natural_key or "\x00" in data or len(data) > MAX_NATURAL_KEY_LENGTH:
+                self.fail("does_not_exist", model=model, value=echo(data))
             lookup = {self.natural_key: data}
         try:
             return queryset.get(**lookup)
         except ObjectDoesNotExist:
-            self.fail("does_not_exist", model=model, value=data)
+            self.fail("does_not_exist", model=model, value=echo(data))
 
     def to_representation(self, value) -> dict:
         return brief(value, self.context.get("request"))
