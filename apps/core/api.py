@@ -1,7 +1,7 @@
 """API pieces shared by every app: model validation in serializers, and errors that never become 500s."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError
+from django.db import DataError, IntegrityError
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -41,6 +41,9 @@ def exception_handler(exc, context):
     """Model validation and integrity errors raised past the serializer still answer 400, never 500."""
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError(_as_drf_detail(exc))
+    elif isinstance(exc, DataError):
+        # A value the database cannot hold (PostgreSQL refuses a NUL in text, a number past its range): bad input.
+        exc = ValidationError({"non_field_errors": [f"a value cannot be stored: {exc}".splitlines()[0][:200]]})
     elif isinstance(exc, IntegrityError):
         exc = ValidationError({"non_field_errors": [f"conflicts with existing data: {exc}".splitlines()[0]]})
     elif isinstance(exc, ValidationError) and isinstance(exc.detail, list):

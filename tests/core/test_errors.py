@@ -50,3 +50,9 @@ def test_a_reference_by_a_name_with_a_nul_is_a_field_error(api_as, admin):
     response = api_as(admin).post("/api/racks/", {"name": "r99", "site": "l{\x00M"}, format="json")
     assert response.status_code == 400
     assert response.json()["site"] == ["No site matches 'l{\\x00M'."]
+
+
+@pytest.mark.django_db
+def test_a_value_the_database_cannot_hold_is_a_400(api_as, admin, demo_cluster):
+    response = api_as(admin).post("/api/sim/faults/", {"kind": "pfc_off", "node": "gpu\x00001"}, format="json")
+    assert response.status_code == 400, response.content[:300]
