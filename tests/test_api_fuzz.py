@@ -57,7 +57,7 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(demo_clus
             "--phases",
             "examples,fuzzing",
             "--max-examples",
-            "4",
+            "3",
             "--seed",
             "20261201",
             "--workers",
@@ -65,7 +65,7 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(demo_clus
             "--request-timeout",
             "30",
             "--max-time",
-            "150",
+            "90",
             # Slow generation for a few tightly-patterned bodies is not a defect of the API.
             "--suppress-health-check",
             "filter_too_much,too_slow",
