@@ -11,9 +11,8 @@ import socket
 
 from django.conf import settings
 
-from apps.inventory.choices import HostKeyState
-from apps.inventory.models import SshHostKey
-from apps.jobs.models import Job, JobShard, JobStep
+from apps.jobs.models import Job, JobShard
+from apps.jobs.targets import node_targets
 from apps.nodeexec.base import NodeTarget, OutputCollector, TransportError
 from apps.nodeexec.catalogue import END_MARKED
 from apps.nodeexec.local import end_marked
@@ -32,36 +31,12 @@ def end_orphaned_commands(*, job: Job, shard: JobShard) -> str:
         groups = end_marked(marker, grace=grace)
         return f"ended {len(groups)} process group(s) of shard {shard.index} left running on {socket.gethostname()}"
     if job.transport == "ssh":
-        outcomes = asyncio.run(_end_over_ssh(_ssh_targets(shard), END_MARKED.build(marker=marker, seconds=grace)))
+        outcomes = asyncio.run(_end_over_ssh(node_targets(job, shard), END_MARKED.build(marker=marker, seconds=grace)))
         ended = sum(1 for outcome in outcomes.values() if outcome == "done")
         failed = sorted(host for host, outcome in outcomes.items() if outcome != "done")
         line = f"ended what shard {shard.index} left running on {ended} of {len(outcomes)} node(s)"
         return line + (f"; could not on {', '.join(failed[:20])}" if failed else "")
     return ""  # sim: nothing runs on a node
-
-
-def _ssh_targets(shard: JobShard) -> list[NodeTarget]:
-    nodes = {}
-    for hostname, node_id, address, port in JobStep.objects.filter(shard=shard, node__isnull=False).values_list(
-        "hostname", "node_id", "node__management_ip", "node__ssh_port"
-    ):
-        nodes.setdefault(node_id, (hostname, address or hostname, port))
-    keys: dict[tuple[int, str], list[str]] = {}
-    for node_id, state, public_key in SshHostKey.objects.filter(
-        node_id__in=nodes, state__in=[HostKeyState.TRUSTED, HostKeyState.REVOKED]
-    ).values_list("node_id", "state", "public_key"):
-        keys.setdefault((node_id, state), []).append(public_key)
-    return [
-        NodeTarget(
-            hostname=hostname,
-            address=address,
-            port=port,
-            node_id=node_id,
-            trusted_keys=tuple(keys.get((node_id, HostKeyState.TRUSTED), ())),
-            revoked_keys=tuple(keys.get((node_id, HostKeyState.REVOKED), ())),
-        )
-        for node_id, (hostname, address, port) in nodes.items()
-    ]
 
 
 async def _end_over_ssh(targets: list[NodeTarget], argv: list[str]) -> dict[str, str]:

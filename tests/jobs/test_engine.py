@@ -127,7 +127,7 @@ def test_an_unexpected_exception_ends_the_job_in_error_with_the_traceback(nodes,
     def explode(job, shard):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(executor, "_targets", explode)
+    monkeypatch.setattr(executor, "node_targets", explode)
     job = run_shards(_create("sleep", nodes[:1], seconds=0))
     assert job.status == JobStatus.ERROR
     event = JobEvent.objects.get(job=job, message__startswith="shard 0 stopped with an error", level="error")

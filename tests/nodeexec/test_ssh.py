@@ -13,6 +13,7 @@ from apps.inventory.models import SshHostKey
 from apps.jobs import executor, services
 from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.models import Job, JobEvent, JobStep
+from apps.jobs.targets import node_targets
 from tests import factories
 from tests.nodeexec.sshd import keygen
 
@@ -206,7 +207,7 @@ def test_the_reaper_ends_over_ssh_what_a_lost_worker_left_running(sshd, ssh_sett
     shard = job.shards.get()
     services.claim_shard(job=job, index=0, worker="doomed:1")
     marker = command_marker(job, shard)
-    target = executor._targets(job, shard)[0]
+    target = node_targets(job, shard)[0]
 
     async def lose_the_worker():
         session = await get_transport("ssh", marker=marker).open(target)

@@ -261,7 +261,7 @@ def test_a_sudo_that_wants_a_password_fails_the_cell_with_what_to_do(servers, su
 
 
 def test_each_node_gets_its_most_specific_login_and_the_rest_the_workers(root_check):
-    from apps.jobs import executor
+    from apps.jobs.targets import node_targets
 
     site = factories.make_site()
     rack = factories.make_rack(site=site)
@@ -275,7 +275,7 @@ def test_each_node_gets_its_most_specific_login_and_the_rest_the_workers(root_ch
     SshAccess.objects.create(rack=rack, user="rackops", sudo=True)
     SshAccess.objects.create(node=by_node, user="nodeops", port=2222)
     job = start_job(root_check, [by_site, by_rack, by_node, default])
-    targets = {t.hostname: t for shard in job.shards.all() for t in executor._targets(job, shard)}
+    targets = {t.hostname: t for shard in job.shards.all() for t in node_targets(job, shard)}
     site_login = targets[by_site.hostname].login
     assert site_login.username == "siteops" and site_login.jump.host == "bastion"
     assert site_login.jump.trusted_keys == (ed25519_key(5),)
