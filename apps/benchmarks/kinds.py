@@ -14,36 +14,11 @@ from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, Purpose
 from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
-from apps.nodeexec.catalogue import CATALOGUE, INTERFACE, PLACEHOLDERS, Command, Placeholder, register_command
+from apps.nodeexec.catalogue import CATALOGUE, HCA_ENTRY, HOSTNAME, INTERFACE, MAX_MPI_HOSTS, Command, register_command
 from apps.parsers.errors import ParseError
 from apps.parsers.nccl_tests import parse_nccl_tests
 
-HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
-HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"
-MAX_HOSTS = 1024
 NCCL_TIMEOUT = 1800.0
-
-# The values a benchmark puts into its commands; each fills one argv element and admits no shell metacharacter.
-BENCHMARK_PLACEHOLDERS = {
-    "nccl_binary": Placeholder(
-        "(?:" + "|".join(Collective.values) + ")_perf", "an nccl-tests binary (all_reduce_perf, ...)"
-    ),
-    "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
-    "nccl_max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
-    "nccl_step_factor": Placeholder(r"[0-9]{1,2}", "a step factor"),
-    "gpus": Placeholder(r"[0-9]{1,2}", "a number of GPUs"),
-    "mpi_np": Placeholder(r"[0-9]{1,5}", "a number of processes"),
-    "mpi_hosts": Placeholder(
-        rf"{HOSTNAME}:[0-9]{{1,2}}(?:,{HOSTNAME}:[0-9]{{1,2}}){{0,{MAX_HOSTS - 1}}}", "host:slots entries by commas"
-    ),
-    "nccl_socket_ifname": Placeholder(
-        rf"NCCL_SOCKET_IFNAME=\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}", "NCCL_SOCKET_IFNAME=interface prefixes"
-    ),
-    "nccl_ib_hca": Placeholder(rf"NCCL_IB_HCA=\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}", "NCCL_IB_HCA=devices"),
-    "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
-}
-for _name, _placeholder in BENCHMARK_PLACEHOLDERS.items():
-    PLACEHOLDERS.setdefault(_name, _placeholder)
 
 NCCL_ARGS = ("-b", "{nccl_bytes}", "-e", "{nccl_max_bytes}", "-f", "{nccl_step_factor}")
 COMMANDS = (
@@ -107,7 +82,10 @@ STEP = "nccl"
 
 class TestSpecSerializer(serializers.Serializer):
     hosts = serializers.ListField(
-        child=serializers.RegexField(rf"^{HOSTNAME}\Z"), min_length=1, max_length=MAX_HOSTS, help_text="Launcher first."
+        child=serializers.RegexField(rf"^{HOSTNAME}\Z"),
+        min_length=1,
+        max_length=MAX_MPI_HOSTS,
+        help_text="Launcher first.",
     )
     purpose = serializers.ChoiceField(choices=Purpose.choices, default=Purpose.RUN)
     subject = serializers.CharField(required=False, allow_blank=True, default="", max_length=253)

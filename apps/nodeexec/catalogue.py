@@ -80,6 +80,9 @@ END_MARKED_SCRIPT = (
 )
 INTERFACE = r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}"
 MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room to spare)
+HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
+HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"  # an RDMA device, optionally :port
+MAX_MPI_HOSTS = 1024  # in one mpirun -H value
 
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
 PLACEHOLDERS: dict[str, Placeholder] = {
@@ -97,6 +100,21 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "requirement": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version"),
     "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
     "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
+    # nccl-tests and mpirun, for the benchmarks.
+    "nccl_binary": Placeholder(r"[a-z][a-z_]{0,31}_perf", "an nccl-tests binary (all_reduce_perf, ...)"),
+    "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+    "nccl_max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+    "nccl_step_factor": Placeholder(r"[0-9]{1,2}", "a step factor"),
+    "gpus": Placeholder(r"[0-9]{1,2}", "a number of GPUs"),
+    "mpi_np": Placeholder(r"[0-9]{1,5}", "a number of processes"),
+    "mpi_hosts": Placeholder(
+        rf"{HOSTNAME}:[0-9]{{1,2}}(?:,{HOSTNAME}:[0-9]{{1,2}}){{0,{MAX_MPI_HOSTS - 1}}}", "host:slots entries by commas"
+    ),
+    "nccl_socket_ifname": Placeholder(
+        rf"NCCL_SOCKET_IFNAME=\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}", "NCCL_SOCKET_IFNAME=interface prefixes"
+    ),
+    "nccl_ib_hca": Placeholder(rf"NCCL_IB_HCA=\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}", "NCCL_IB_HCA=devices"),
+    "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
 }
 
 
