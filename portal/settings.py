@@ -85,10 +85,12 @@ INSTALLED_APPS = [
     "apps.nodeexec",
     "apps.jobs",
     "apps.simulator",
+    "apps.workloads",
     "apps.discovery",
     "apps.deployments",
     "apps.diagnosis",
     "apps.benchmarks",
+    "apps.monitoring",
 ]
 
 MIDDLEWARE = [

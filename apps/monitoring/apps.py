@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MonitoringConfig(AppConfig):
+    name = "apps.monitoring"
+    label = "monitoring"
+    verbose_name = "Monitoring"
