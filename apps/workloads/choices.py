@@ -1,0 +1,38 @@
+from django.db import models
+
+
+class Framework(models.TextChoices):
+    PYTORCH = "pytorch", "PyTorch"
+    MEGATRON = "megatron", "Megatron-LM"
+    DEEPSPEED = "deepspeed", "DeepSpeed"
+    JAX = "jax", "JAX"
+    HOROVOD = "horovod", "Horovod"
+
+
+class Launcher(models.TextChoices):
+    TORCHRUN = "torchrun", "torchrun"
+    MPIRUN = "mpirun", "mpirun"
+    SLURM = "slurm", "Slurm"
+    KUBERNETES = "kubernetes", "Kubernetes"
+
+
+class TrainingState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    INTERRUPTED = "interrupted", "Interrupted"
+    FAILED = "failed", "Failed"
+    COMPLETED = "completed", "Completed"
+
+
+class ServiceState(models.TextChoices):
+    SERVING = "serving", "Serving"
+    DEGRADED = "degraded", "Degraded"
+    STOPPED = "stopped", "Stopped"
+
+
+class WorkloadClass(models.TextChoices):
+    """How much a workload may be disturbed: critical work never lands on spot capacity (the cost policies read it)."""
+
+    CRITICAL = "critical", "Critical"
+    STANDARD = "standard", "Standard"
+    PREEMPTIBLE = "preemptible", "Preemptible (spot)"

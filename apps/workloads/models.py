@@ -1,0 +1,101 @@
+"""What runs on the cluster: training jobs and inference services, the things faults hurt and SLOs measure.
+
+Shared by diagnosis (incidents belong to a workload) and monitoring (SLOs per service or job). This app only records;
+the simulator runs simulated workloads from these rows and real ones run wherever their launcher put them.
+"""
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from apps.core.audit import AuditedModel
+from apps.core.models import PublicModel
+from apps.core.validators import name_validator
+from apps.inventory.models import Node, StorageTier
+from apps.workloads.choices import Framework, Launcher, ServiceState, TrainingState, WorkloadClass
+
+path_validator = RegexValidator(r"^/[A-Za-z0-9._/-]*\Z", "Enter an absolute path such as /data/hot/ckpt/llama.")
+
+
+class Workload(AuditedModel, PublicModel):
+    """What training jobs and inference services have in common."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[name_validator])
+    workload_class = models.CharField(max_length=16, choices=WorkloadClass.choices, default=WorkloadClass.STANDARD)
+    comments = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TrainingJob(Workload):
+    framework = models.CharField(max_length=16, choices=Framework.choices, default=Framework.PYTORCH)
+    launcher = models.CharField(max_length=16, choices=Launcher.choices, default=Launcher.TORCHRUN)
+    nodes = models.ManyToManyField(Node, through="TrainingJobNode", related_name="training_jobs")
+    ranks_per_node = models.PositiveSmallIntegerField(
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(16)], help_text="One rank per GPU, usually."
+    )
+    checkpoint_dir = models.CharField(max_length=255, blank=True, validators=[path_validator])
+    checkpoint_tier = models.ForeignKey(
+        StorageTier, null=True, blank=True, on_delete=models.SET_NULL, related_name="training_jobs"
+    )
+    checkpoint_interval_steps = models.PositiveIntegerField(
+        default=1000, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)]
+    )
+    log_path = models.CharField(
+        max_length=255, blank=True, validators=[path_validator], help_text="Where the launcher's log is read from."
+    )
+    state = models.CharField(max_length=16, choices=TrainingState.choices, default=TrainingState.PENDING)
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(Workload.Meta):
+        pass
+
+    @property
+    def world_size(self) -> int:
+        return self.members.count() * self.ranks_per_node
+
+    def rank_map(self) -> list[tuple[int, Node, int]]:
+        """(global rank, node, local GPU index) for every rank: torchrun's order, node rank by node rank."""
+        return [
+            (member.node_rank * self.ranks_per_node + local, member.node, local)
+            for member in self.members.select_related("node").order_by("node_rank")
+            for local in range(self.ranks_per_node)
+        ]
+
+
+class TrainingJobNode(models.Model):
+    """A node's place in a training job: its node rank decides which global ranks it holds."""
+
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="members")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="training_memberships")
+    node_rank = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["job", "node_rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "node"], name="trainingjobnode_unique_node"),
+            models.UniqueConstraint(fields=["job", "node_rank"], name="trainingjobnode_unique_rank"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} node rank {self.node_rank}: {self.node}"
+
+
+class InferenceService(Workload):
+    endpoint = models.URLField(
+        max_length=255, blank=True, help_text="OpenAI-compatible base URL, e.g. http://llama.svc:8000/v1."
+    )
+    model = models.CharField(max_length=200, validators=[name_validator], help_text="e.g. meta-llama/Llama-3.1-70B.")
+    nodes = models.ManyToManyField(Node, related_name="inference_services")
+    design_tokens_per_second = models.PositiveIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(100_000_000)],
+        help_text="Generated tokens per second the service was sized for.",
+    )
+    latency_target_ms = models.PositiveIntegerField(
+        default=100, validators=[MinValueValidator(1), MaxValueValidator(600_000)], help_text="p99 end-to-end latency."
+    )
+    state = models.CharField(max_length=16, choices=ServiceState.choices, default=ServiceState.SERVING)
