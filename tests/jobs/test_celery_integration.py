@@ -50,7 +50,6 @@ def _celery(*args, log: Path, redis_url: str = REDIS, **extra_env: str) -> subpr
         DATABASE_URL=_database_url(),
         RACKPILOT_SECRET_KEY="integration-test",
         RACKPILOT_SECRETS_KEY=",".join(settings.RACKPILOT_SECRETS_KEYS),
-        RACKPILOT_JOB_HEARTBEAT_SECONDS="1",
         RACKPILOT_JOB_STALE_SECONDS=str(STALE),
         RACKPILOT_JOB_REAPER_SECONDS=str(REAPER),
         RACKPILOT_EVENT_FLUSH_MS="50",
