@@ -58,6 +58,8 @@ def _secrets_keys() -> list[str]:
 
 
 RACKPILOT_SECRETS_KEYS = _secrets_keys()
+# Signs downloadable reports (apps/core/signing.py); unset, a key is generated into VAR_DIR on first use.
+RACKPILOT_SIGNING_KEY = env_str("RACKPILOT_SIGNING_KEY")
 ALLOWED_HOSTS = env_list("RACKPILOT_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("RACKPILOT_CSRF_TRUSTED_ORIGINS", [])
 # Websockets are accepted from the portal's own origin (scheme, host and port of the request) and from these

@@ -7,12 +7,14 @@ from django.http import HttpResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from apps.core import signing
 from apps.deployments import services
 from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome
 from apps.deployments.steps import STEPS
 
 
 def context(deployment) -> dict:
+    public_key = signing.public_key_b64()
     verdicts = services.latest_verdicts(deployment)
     by_node: dict[str, list] = defaultdict(list)
     for verdict in verdicts:
@@ -35,6 +37,8 @@ def context(deployment) -> dict:
             for check, values in deployment.criteria.items()
         ],
         "accepted": bool(nodes) and all(node["outcome"] in VERIFIED_OUTCOMES for node in nodes),
+        "signing_public_key": public_key,
+        "signing_fingerprint": signing.fingerprint(public_key),
     }
 
 
@@ -92,7 +96,9 @@ def html(deployment, *, standalone: bool, request=None) -> str:
     return render_to_string("deployments/report.html", data, request=request)
 
 
-def html_download(deployment) -> HttpResponse:
-    response = HttpResponse(html(deployment, standalone=True), content_type="text/html; charset=utf-8")
+def html_download(deployment, *, signed_by: str) -> HttpResponse:
+    """The standalone report, sealed with the portal's signature (`manage.py verify_report FILE` checks it)."""
+    sealed = signing.seal(html(deployment, standalone=True).encode(), signed_by=signed_by)
+    response = HttpResponse(sealed, content_type="text/html; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="acceptance-{deployment.name}.html"'
     return response

@@ -427,4 +427,4 @@ def deployment_report(request, public_id):
 
 @login_required
 def report_download(request, public_id):
-    return report.html_download(_deployment(request, public_id))
+    return report.html_download(_deployment(request, public_id), signed_by=request.user.get_username())

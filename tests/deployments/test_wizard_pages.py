@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from apps.core import signing
 from apps.deployments import services
 from apps.deployments.choices import DeploymentState, WizardStage
 from apps.deployments.models import Approval, Deployment
@@ -267,6 +268,9 @@ def test_report_page_and_download(browser_as, viewer, draft):
     body = download.content.decode()
     assert "<style>" in body and "Acceptance report: h200-r04" in body
     assert "<link" not in body and "<script" not in body and 'href="/' not in body  # self-contained
+    verified = signing.verify(download.content, trusted_keys=(signing.public_key_b64(),))
+    assert verified.intact and verified.trusted_key and verified.signed_by == viewer.username
+    assert signing.fingerprint(signing.public_key_b64()) in text  # the page names the key that signs
 
 
 def test_the_list_page_and_the_api_filter_deployments_alike(browser_as, api_as, operator, draft):

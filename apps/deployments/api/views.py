@@ -188,10 +188,10 @@ class DeploymentViewSet(
     @extend_schema(request=None, responses={200: OpenApiResponse(description="The acceptance report.")})
     @action(detail=True, methods=["get"])
     def report(self, request, id=None):
-        """The acceptance report as data; `?download=html` gives the HTML file to hand to the customer."""
+        """The acceptance report as data; `?download=html` gives the signed HTML file to hand to the customer."""
         deployment = self.get_object()
         if request.query_params.get("download") == "html":
-            return report.html_download(deployment)
+            return report.html_download(deployment, signed_by=request.user.get_username())
         return Response(report.as_json(deployment))
 
 
