@@ -9,12 +9,53 @@ from django.utils import timezone
 
 from apps.core import signing
 from apps.deployments import services
-from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome
+from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, SuggestionState
+from apps.deployments.models import Verdict
+from apps.deployments.recording import cell_outcomes
 from apps.deployments.steps import STEPS
+
+
+def _node_order(node: dict) -> tuple:
+    """Failures first, then could-not-run, not run, warnings, passes; by host name within each."""
+    outcome = node["outcome"]
+    rank = OUTCOME_RANK[Outcome(outcome)] if outcome in Outcome.values else 1.5
+    return (-rank, node["hostname"])
+
+
+def earlier_failures(deployment, latest_runs: dict) -> list[dict]:
+    """Failures of runs whose cell a later run judged again, and how each ended: the cell's outcome now, in which run,
+    and the fixes approved for it (a node that hit XID 79 in run 1 and passed after resume shows both)."""
+    fixes = defaultdict(list)
+    decided = deployment.suggestions.filter(state__in=[SuggestionState.APPROVED, SuggestionState.RESOLVED])
+    for suggestion in decided.select_related("decided_by").order_by("created"):
+        who = suggestion.decided_by.get_username() if suggestion.decided_by else "someone"
+        fixes[(suggestion.hostname, suggestion.step)].append(f"{suggestion.title} (fix approved by {who})")
+    failed = Verdict.objects.filter(deployment=deployment, outcome__in=[Outcome.FAIL, Outcome.COULD_NOT_RUN])
+    rows = []
+    for verdict in failed.select_related("run").order_by("run__number", "hostname", "step", "check_name"):
+        outcome, number = latest_runs.get((verdict.hostname, verdict.step), (None, None))
+        if number is None or number <= verdict.run.number:
+            continue  # still the cell's latest judgement: it is in the node's own table
+        rows.append(
+            {
+                "run": verdict.run.number,
+                "hostname": verdict.hostname,
+                "step": verdict.step,
+                "check": verdict.check_name,
+                "subject": verdict.subject,
+                "outcome": verdict.outcome,
+                "value": verdict.value,
+                "now": outcome,
+                "now_run": number,
+                "fixes": fixes.get((verdict.hostname, verdict.step), []),
+            }
+        )
+    return rows
 
 
 def context(deployment) -> dict:
     public_key = signing.public_key_b64()
+    latest_runs = cell_outcomes(deployment)
     verdicts = services.latest_verdicts(deployment)
     by_node: dict[str, list] = defaultdict(list)
     for verdict in verdicts:
@@ -24,10 +65,18 @@ def context(deployment) -> dict:
         rows = by_node.get(hostname, [])
         outcome = max((row.outcome for row in rows), key=lambda o: OUTCOME_RANK[Outcome(o)]) if rows else "not run"
         nodes.append({"hostname": hostname, "outcome": outcome, "verdicts": rows})
+    nodes.sort(key=_node_order)
+    history = earlier_failures(deployment, latest_runs)
+    troubled = {row["hostname"] for row in history}
+    # Clean passes are collapsed: at hundreds of nodes the report is about the few that are not.
+    clean = [n for n in nodes if n["outcome"] == Outcome.PASS and n["hostname"] not in troubled]
     return {
         "deployment": deployment,
         "generated": timezone.now(),
         "nodes": nodes,
+        "attention_nodes": [n for n in nodes if n not in clean],
+        "clean_nodes": clean,
+        "earlier_failures": history,
         "counts": services.verdict_counts(deployment),
         "approvals": list(services.approvals(deployment)),
         "runs": list(deployment.runs.select_related("job", "started_by").order_by("number")),
@@ -63,6 +112,7 @@ def as_json(deployment) -> dict:
             }
             for a in data["approvals"]
         ],
+        "earlier_failures": data["earlier_failures"],
         "nodes": [
             {
                 "hostname": node["hostname"],

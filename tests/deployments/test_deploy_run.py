@@ -4,7 +4,7 @@ fixes approved, resume finishes green; the same over the REST API; bad input ref
 import pytest
 from django.urls import reverse
 
-from apps.deployments import services
+from apps.deployments import report, services
 from apps.deployments.choices import DeploymentState, Outcome, SuggestionState
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.inventory.choices import NodeStatus
@@ -85,6 +85,18 @@ def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, o
     assert set(Node.objects.filter(rack__name="r04").values_list("status", flat=True)) == {NodeStatus.READY}
     with pytest.raises(services.DeploymentError):
         services.resume(deployment=deployment, user=operator)  # nothing left to do
+
+    # The report keeps run 1's failures with how each ended, and collapses the nodes that never failed.
+    data = report.context(deployment)
+    ended = {(f["hostname"], f["check"]): (f["run"], f["now"], f["now_run"]) for f in data["earlier_failures"]}
+    assert ended[("gpu027", "gpu_count")][0] == 1 and ended[("gpu027", "gpu_count")][1:] == ("pass", 2)
+    assert ended[("gpu025", "mtu")] == (1, "pass", 2)
+    firmware = next(f for f in data["earlier_failures"] if f["hostname"] == "gpu017")
+    assert any("fix approved by " + operator.username in fix for fix in firmware["fixes"])
+    assert {n["hostname"] for n in data["attention_nodes"]} == {"gpu017", "gpu025", "gpu026", "gpu027"}
+    assert "gpu028" in {n["hostname"] for n in data["clean_nodes"]}
+    page = report.html(deployment, standalone=True)
+    assert page.index('id="earlier-failures"') < page.index('<details class="clean-nodes"')
 
 
 @pytest.mark.django_db(transaction=True)
