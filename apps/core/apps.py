@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class CoreConfig(AppConfig):
     name = "apps.core"
     label = "core"
+
+    def ready(self) -> None:
+        # Logins, failed logins and API tokens go to the audit log.
+        from apps.core import signins  # noqa: F401

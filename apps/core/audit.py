@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from django.apps import apps as django_apps
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models.signals import post_delete, post_save, pre_delete
@@ -23,6 +24,7 @@ class AuditActor:
     user: object | None = None
     # A request's user is read when a change is recorded: DRF authenticates API tokens inside the view.
     request: object | None = None
+    job: object | None = None  # the job (or its public id) whose run makes the changes
 
     def resolve_user(self):
         user = self.user if self.user is not None else getattr(self.request, "user", None)
@@ -33,8 +35,8 @@ _current: ContextVar[AuditActor | None] = ContextVar("rackpilot_audit_actor", de
 
 
 @contextlib.contextmanager
-def audit_context(*, source: str, user=None, request=None) -> Iterator[None]:
-    token = _current.set(AuditActor(source=source, user=user, request=request))
+def audit_context(*, source: str, user=None, request=None, job=None) -> Iterator[None]:
+    token = _current.set(AuditActor(source=source, user=user, request=request, job=job))
     try:
         yield
     finally:
@@ -86,21 +88,40 @@ def describe(instance: models.Model) -> str:
         return f"{instance._meta.model_name} #{instance.pk}" + (f" ({refs})" if refs else "")
 
 
-def _record(instance: AuditedModel, action: str, changes: dict, object_repr: str | None = None) -> None:
+def record(
+    action: str,
+    *,
+    obj: models.Model | None = None,
+    object_type: str = "",
+    object_id: str = "",
+    object_repr: str | None = None,
+    changes: dict | None = None,
+    user=None,
+    job=None,
+) -> None:
+    """One audit entry in the current context: a change of `obj`, or an action someone took on it (started a job,
+    approved a fix, logged in). `user` overrides the context's, for actions whose actor is not the request's user."""
     from apps.core.models import AuditEntry
 
     actor = current_actor()
-    user = actor.resolve_user()
+    user = user if user is not None else actor.resolve_user()
+    job = job if job is not None else actor.job
+    job = getattr(job, "public_id", job)
     AuditEntry.objects.create(
-        actor=user,
+        actor=user if getattr(user, "pk", None) else None,
         actor_name=user.get_username() if user else "",
         source=actor.source,
         action=action,
-        object_type=instance._meta.label_lower,
-        object_id=str(instance.pk),
-        object_repr=(object_repr if object_repr is not None else describe(instance))[:200],
-        changes=changes,
+        object_type=obj._meta.label_lower if obj is not None else object_type,
+        object_id=str(obj.pk) if obj is not None else object_id,
+        object_repr=(object_repr if object_repr is not None else describe(obj) if obj is not None else "")[:200],
+        changes=changes or {},
+        job=job,
     )
+
+
+def _record(instance: AuditedModel, action: str, changes: dict, object_repr: str | None = None) -> None:
+    record(action, obj=instance, object_repr=object_repr, changes=changes)
 
 
 _IGNORED_FIELDS = {"created", "updated"}
@@ -114,6 +135,7 @@ def _audit_save(sender, instance, created, raw=False, **kwargs):
     if created:
         changes = {name: [None, _jsonable(value)] for name, value in now.items() if name not in _IGNORED_FIELDS}
         _record(instance, AuditAction.CREATE, changes)
+        instance._audit_loaded = now  # a later save of this same instance diffs against what was created
         return
     before = getattr(instance, "_audit_loaded", {})
     changes = {
@@ -137,3 +159,57 @@ def _remember_before_delete(sender, instance, **kwargs):
 def _audit_delete(sender, instance, **kwargs):
     if isinstance(instance, AuditedModel):
         _record(instance, AuditAction.DELETE, {}, object_repr=getattr(instance, "_audit_repr", None))
+
+
+# --- reading --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    field: str
+    before: str
+    after: str
+
+
+def _shown(value, field, names: dict) -> str:
+    if value is None or value == "":
+        return "—"
+    if field is not None and field.is_relation and field.many_to_one:
+        return names.get((field.related_model, str(value)), f"#{value} (deleted)")
+    if field is not None and field.choices:
+        return str(dict(field.flatchoices).get(value, value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value) or "—"
+    return str(value)
+
+
+def attach_change_rows(entries):
+    """Give each entry `.rows`: its changes as (field label, before, after) in words — related rows by name, choices
+    by label — instead of attnames and ids. One query per related model for the whole page."""
+    plans, wanted = [], {}
+    for entry in entries:
+        try:
+            model = django_apps.get_model(entry.object_type)
+        except (LookupError, ValueError):
+            model = None
+        fields = {f.attname: f for f in model._meta.concrete_fields} if model is not None else {}
+        plans.append((entry, fields))
+        for attname, values in (entry.changes or {}).items():
+            field = fields.get(attname)
+            if field is not None and field.is_relation and field.many_to_one:
+                wanted.setdefault(field.related_model, set()).update(str(v) for v in values if v is not None)
+    names = {}
+    for model, ids in wanted.items():
+        for row in model._default_manager.filter(pk__in=ids):
+            names[(model, str(row.pk))] = describe(row)
+    for entry, fields in plans:
+        rows = []
+        for attname, values in (entry.changes or {}).items():
+            field = fields.get(attname)
+            before, after = (list(values) + [None, None])[:2] if isinstance(values, list) else (None, values)
+            label = str(field.verbose_name) if field is not None else attname.replace("_", " ")
+            rows.append(ChangeRow(label, _shown(before, field, names), _shown(after, field, names)))
+        entry.rows = rows
+    return entries

@@ -5,6 +5,14 @@ class AuditAction(models.TextChoices):
     CREATE = "create", "Created"
     UPDATE = "update", "Updated"
     DELETE = "delete", "Deleted"
+    # Actions, not changes of a row's fields: what someone did.
+    START = "start", "Started"
+    CANCEL = "cancel", "Cancel requested"
+    APPROVE = "approve", "Approved"
+    DISMISS = "dismiss", "Dismissed"
+    LOGIN = "login", "Logged in"
+    LOGOUT = "logout", "Logged out"
+    LOGIN_FAILED = "login_failed", "Failed login"
 
 
 class ChangeSource(models.TextChoices):
@@ -12,4 +20,5 @@ class ChangeSource(models.TextChoices):
     API = "api", "REST API"
     IMPORT = "import", "Import"
     COMMAND = "command", "Command line"
+    JOB = "job", "Job"
     SYSTEM = "system", "System"

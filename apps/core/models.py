@@ -41,11 +41,12 @@ class AuditEntry(models.Model):
     )
     actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the user is deleted.")
     source = models.CharField(max_length=16, choices=ChangeSource.choices)
-    action = models.CharField(max_length=8, choices=AuditAction.choices)
+    action = models.CharField(max_length=16, choices=AuditAction.choices)
     object_type = models.CharField(max_length=100, db_index=True)
     object_id = models.CharField(max_length=64)
     object_repr = models.CharField(max_length=200)
     changes = models.JSONField(default=dict, blank=True, help_text="field: [before, after]")
+    job = models.UUIDField(null=True, blank=True, db_index=True, help_text="The job whose run made the change.")
 
     objects = AuditEntryQuerySet.as_manager()
 

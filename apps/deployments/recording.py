@@ -141,15 +141,15 @@ def record_cell(*, run: DeploymentRun, node_id: int | None, hostname: str, step:
 def record_shard(*, job: Job, hostnames: set[str]) -> None:
     """After a shard: nodes whose every step is verified become ready in the inventory."""
     deployment, _ = run_of(job)
-    _mark_ready_nodes(deployment, hostnames)
+    _mark_ready_nodes(deployment, hostnames, job)
 
 
-def _mark_ready_nodes(deployment: Deployment, hostnames: set[str]) -> None:
+def _mark_ready_nodes(deployment: Deployment, hostnames: set[str], job: Job) -> None:
     outcomes = cell_outcomes(deployment)
     node_ids = Node.objects.filter(hostname__in=hostnames).values_list("pk", flat=True)
     contexts = node_contexts(deployment, node_ids, with_topology=False, with_files=False)
     ready = [node.node_id for node in contexts.values() if is_verified(node, outcomes)]
-    with audit_context(user=None, source=ChangeSource.COMMAND):
+    with audit_context(source=ChangeSource.JOB, user=job.requested_by, job=job):
         for node in Node.objects.filter(pk__in=ready).exclude(status=NodeStatus.READY):
             node.status = NodeStatus.READY
             node.save()

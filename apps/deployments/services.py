@@ -11,6 +11,8 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.accounts.choices import Role
+from apps.core import audit
+from apps.core.choices import AuditAction
 from apps.deployments import artefacts, criteria, options
 from apps.deployments.choices import (
     VERIFIED_OUTCOMES,
@@ -221,6 +223,13 @@ def approve(*, deployment: Deployment, user, steps: list[str] | None = None) -> 
         deployment.stage = WizardStage.RUN
         deployment.approved_by, deployment.approved_at = user, timezone.now()
         deployment.save()
+        audit.record(
+            AuditAction.APPROVE,
+            obj=deployment,
+            object_repr=f"plan of deployment {deployment.name}",
+            changes={"disruptive steps": [None, ", ".join(steps) or "none"]},
+            user=user,
+        )
     return deployment
 
 
@@ -294,6 +303,13 @@ def approve_suggestion(*, suggestion: Suggestion, user) -> Suggestion:
         )
         suggestion.state, suggestion.decided_by, suggestion.decided_at = SuggestionState.APPROVED, user, timezone.now()
         suggestion.save()
+        audit.record(
+            AuditAction.APPROVE,
+            obj=suggestion,
+            object_repr=f"fix on {suggestion.hostname}: {suggestion.title}",
+            changes={"commands": [None, "; ".join(suggestion.fix_commands)]},
+            user=user,
+        )
     return suggestion
 
 
@@ -301,8 +317,12 @@ def dismiss_suggestion(*, suggestion: Suggestion, user) -> Suggestion:
     _require_operator(user)
     if suggestion.state not in (SuggestionState.OPEN, SuggestionState.APPROVED):
         _refuse("state", f"This suggestion is {suggestion.get_state_display().lower()}.")
-    suggestion.state, suggestion.decided_by, suggestion.decided_at = SuggestionState.DISMISSED, user, timezone.now()
-    suggestion.save()
+    with transaction.atomic():
+        suggestion.state, suggestion.decided_by, suggestion.decided_at = SuggestionState.DISMISSED, user, timezone.now()
+        suggestion.save()
+        audit.record(
+            AuditAction.DISMISS, obj=suggestion, object_repr=f"{suggestion.hostname}: {suggestion.title}", user=user
+        )
     return suggestion
 
 

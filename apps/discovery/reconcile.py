@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
-from apps.core.audit import current_actor
+from apps.core import audit
 from apps.core.choices import AuditAction
-from apps.core.models import AuditEntry
 from apps.discovery.choices import FactFamily, ObjectType
 from apps.discovery.facts import pci_key
 from apps.inventory.choices import FirmwareComponent, GpuHealth, StorageTierKind
@@ -505,15 +504,9 @@ def _apply_peers(nic: Nic, indexes: list[int]) -> None:
     if len(gpus) != len(set(indexes)):
         raise ValidationError({"peer_gpus": "A GPU named here is not in the inventory."})
     nic.peer_gpus.set(gpus)
-    actor = current_actor()
-    user = actor.resolve_user()
-    AuditEntry.objects.create(
-        actor=user,
-        actor_name=user.get_username() if user else "",
-        source=actor.source,
-        action=AuditAction.UPDATE,
-        object_type=nic._meta.label_lower,
-        object_id=str(nic.pk),
-        object_repr=str(nic)[:200],
+    audit.record(
+        AuditAction.UPDATE,
+        obj=nic,
+        object_repr=str(nic),
         changes={"peer_gpus": [_gpu_list(before), _gpu_list(indexes)]},
     )

@@ -128,7 +128,7 @@ def record_node(*, job: Job, node: Node, cells: list[JobStep]) -> NodeFacts:
     comparison = reconcile.compare(node, out.node_facts, out.nic_facts, out.could_not_run)
     now = timezone.now()
     filled = differences = 0
-    with transaction.atomic(), audit_context(source=ChangeSource.SYSTEM, user=job.requested_by):
+    with transaction.atomic(), audit_context(source=ChangeSource.JOB, user=job.requested_by, job=job):
         facts = dict(out.node_facts)
         if out.nic_facts:
             facts["interfaces"] = out.nic_facts

@@ -12,4 +12,6 @@ urlpatterns = [
     path("racks/<uuid:public_id>/", views.rack_detail, name="rack-detail"),
     path("inventory/transfer/", views.transfer_page, name="inventory-transfer"),
     path("audit/", views.AuditLogView.as_view(), name="audit-log"),
+    path("audit/export.csv", views.audit_export, {"fmt": "csv"}, name="audit-export-csv"),
+    path("audit/export.json", views.audit_export, {"fmt": "json"}, name="audit-export-json"),
 ]

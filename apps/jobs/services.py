@@ -15,6 +15,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core import audit
+from apps.core.choices import AuditAction
 from apps.inventory.models import Node
 from apps.jobs.choices import JOB_ACTIVE, SHARD_TERMINAL, EventLevel, JobStatus, ShardStatus, StepStatus
 from apps.jobs.events import broadcast, emit
@@ -170,6 +172,14 @@ def create_job(
         JobStep.objects.bulk_create(cells, batch_size=1000)
         who = getattr(requested_by, "username", "") or "system"
         emit(job, f"{kind} on {len(nodes)} node(s) over {transport}, requested by {who}", data={"parameters": params})
+        audit.record(
+            AuditAction.START,
+            obj=job,
+            object_repr=f"{kind} job on {len(nodes)} node(s)",
+            changes={"kind": [None, kind], "transport": [None, transport], "nodes": [None, len(nodes)]},
+            user=requested_by,
+            job=job,
+        )
         if queue:
             transaction.on_commit(lambda: enqueue(job))
     return job
@@ -203,6 +213,8 @@ def cancel_job(*, job: Job, user=None) -> Job:
     who = getattr(user, "username", "") or "system"
     now = timezone.now()
     with transaction.atomic():
+        if Job.objects.filter(pk=job.pk, status__in=JOB_ACTIVE, cancel_requested=False).exists():
+            audit.record(AuditAction.CANCEL, obj=job, object_repr=f"{job.kind} job", user=user, job=job)
         if Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
             status=JobStatus.CANCELED, cancel_requested=True, finished=now, summary=f"canceled by {who}"
         ):

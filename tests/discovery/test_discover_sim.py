@@ -2,6 +2,7 @@
 
 import pytest
 
+from apps.core.choices import AuditAction
 from apps.core.models import AuditEntry
 from apps.discovery import services
 from apps.discovery.choices import DifferenceState
@@ -65,7 +66,7 @@ def test_injected_faults_are_recorded_and_the_inventory_is_not_overwritten(
     assert Nic.objects.get(node=node, name="ens1np0").mtu == 9000
     assert Nic.objects.get(node=node, name="ens2np0").link_up is True
     assert Gpu.objects.get(node=node, index=3).health == GpuHealth.HEALTHY
-    assert AuditEntry.objects.count() == audit_before
+    assert AuditEntry.objects.exclude(job=job.public_id, action=AuditAction.START).count() == audit_before  # no change
     notes = NodeFacts.objects.get(job=job, node=node).notes
     assert "7 of 8 expected GPUs reported by nvidia-smi." in notes
     # The GPU renumbering after the lost GPU does not shift UUIDs onto the wrong inventory rows.
@@ -127,8 +128,9 @@ def test_a_first_discovery_fills_in_what_the_inventory_lacks(demo_cluster, simul
     assert Firmware.objects.get(node=node, component=FirmwareComponent.NIC_FIRMWARE, target="ens1np0").version == (
         "28.41.1000"
     )
-    entries = list(AuditEntry.objects.for_object(gpu).values_list("changes", "source"))
-    assert ({"uuid": [None, gpu.uuid]}, "system") in entries and ({"serial": ["", gpu.serial]}, "system") in entries
+    entries = list(AuditEntry.objects.for_object(gpu).values_list("changes", "source", "job"))
+    assert ({"uuid": [None, gpu.uuid]}, "job", job.public_id) in entries  # made by the job, and linked to it
+    assert ({"serial": ["", gpu.serial]}, "job", job.public_id) in entries
 
 
 def test_accept_updates_the_inventory_with_an_audit_entry_and_dismiss_changes_nothing(
