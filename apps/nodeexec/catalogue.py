@@ -119,6 +119,12 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
     # The benchmarks: HPL-MxP's GPU affinity list, and nccl-tests and mpirun.
     "gpu_affinity": Placeholder(r"[0-9]{1,2}(:[0-9]{1,2}){0,15}", "GPU indexes separated by colons"),
+    "hpl_n": Placeholder(r"[0-9]{1,8}", "a matrix order"),
+    "hpl_nb": Placeholder(r"[0-9]{1,5}", "a block size"),
+    "hpl_p": Placeholder(r"[0-9]{1,5}", "process rows"),
+    "hpl_q": Placeholder(r"[0-9]{1,5}", "process columns"),
+    "nvbandwidth_cases": Placeholder(r"[a-z_]{1,64}(,[a-z_]{1,64}){0,63}", "nvbandwidth test cases by commas"),
+    "interval_ms": Placeholder(r"[0-9]{1,7}", "a sampling interval in milliseconds"),
     # nccl-tests and mpirun, for the benchmarks.
     "nccl_binary": Placeholder(r"[a-z][a-z_]{0,31}_perf", "an nccl-tests binary (all_reduce_perf, ...)"),
     "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
