@@ -23,6 +23,18 @@ NCCL_SUITES = frozenset({Suite.NCCL, Suite.SWEEP, Suite.PAIRWISE})
 NODE_SUITES = frozenset({Suite.HPL_MXP, Suite.NVBANDWIDTH, Suite.BURN_IN})
 MIXED_SKUS_ALLOWED = frozenset({Suite.NVBANDWIDTH, Suite.BURN_IN})  # each node is judged against its own SKU
 
+
+class BurnLoad(models.TextChoices):
+    """What loads the GPUs during a burn-in soak."""
+
+    GPU_BURN = "gpu-burn", "gpu_burn for the chosen duration"
+    DCGM_R3 = "dcgmi-r3", "dcgmi diag -r 3 (long: targeted stress and power, memory bandwidth)"
+    DCGM_R4 = "dcgmi-r4", "dcgmi diag -r 4 (extended)"
+
+
+DCGM_LEVELS = {BurnLoad.DCGM_R3: 3, BurnLoad.DCGM_R4: 4}
+DCGM_NOMINAL_SECONDS = {3: 1800, 4: 7200}  # DCGM's guide: level 3 up to ~30 min, level 4 1–2 h (sampling budget)
+
 BURN_IN_MIN_SECONDS = 60
 BURN_IN_MAX_SECONDS = 4 * 3600
 BURN_IN_DEFAULT_SECONDS = 900  # long enough to see a cooling fault that takes ten minutes to show

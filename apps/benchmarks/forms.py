@@ -8,6 +8,7 @@ from apps.benchmarks.choices import (
     HPL_MIN_N,
     MAX_BYTES,
     NODE_SUITE_TRANSPORTS,
+    BurnLoad,
     Collective,
     Suite,
 )
@@ -56,6 +57,7 @@ class BenchmarkForm(forms.Form):
         label="Soak (s)",
         help_text="Burn-in only.",
     )
+    burn_load = forms.ChoiceField(choices=BurnLoad.choices, initial=BurnLoad.GPU_BURN, label="Soak load")
     hpl_n = forms.IntegerField(
         min_value=HPL_MIN_N,
         max_value=HPL_MAX_N,

@@ -15,12 +15,15 @@ from apps.benchmarks.choices import (
     BURN_IN_DEFAULT_SECONDS,
     BURN_IN_MAX_SECONDS,
     BURN_IN_MIN_SECONDS,
+    DCGM_LEVELS,
+    DCGM_NOMINAL_SECONDS,
     HPL_MAX_N,
     HPL_MIN_N,
     HPL_NB,
     MAX_BYTES,
     MIN_BYTES,
     NODE_SUITES,
+    BurnLoad,
     Collective,
     Purpose,
     Suite,
@@ -30,6 +33,7 @@ from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, defau
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import (
     CATALOGUE,
+    DCGM_SOAK_SCRIPT,
     HCA_ENTRY,
     HOSTNAME,
     INTERFACE,
@@ -308,6 +312,13 @@ NODE_COMMANDS = (
         timeout=BURN_IN_MAX_SECONDS + SOAK_GRACE,
         placeholders=("number", "interval_ms"),
     ),
+    Command(
+        "dcgm-soak",
+        ("sh", "-c", DCGM_SOAK_SCRIPT, "rackpilot-soak", "{dcgm_level}", "{interval_ms}"),
+        "dcgmi diag -r 3 or 4 while nvidia-smi samples temperature, clocks, power and clocks-event reasons.",
+        timeout=DCGM_NOMINAL_SECONDS[4] + SOAK_GRACE,
+        placeholders=("dcgm_level", "interval_ms"),
+    ),
 )
 for _command in NODE_COMMANDS:
     if _command.name not in CATALOGUE:
@@ -339,6 +350,7 @@ class NodeBenchmarkParameters(serializers.Serializer):
     duration_seconds = serializers.IntegerField(
         min_value=BURN_IN_MIN_SECONDS, max_value=BURN_IN_MAX_SECONDS, default=BURN_IN_DEFAULT_SECONDS
     )
+    burn_load = serializers.ChoiceField(choices=BurnLoad.choices, default=BurnLoad.GPU_BURN)
     tests = NodeTestSerializer(many=True, required=False, default=list, help_text="Empty: each target alone.")
 
 
@@ -362,7 +374,7 @@ class NodeBenchmark(JobKind):
         timeout = {
             Suite.HPL_MXP: HPL_TIMEOUT,
             Suite.NVBANDWIDTH: NVBANDWIDTH_TIMEOUT,
-            Suite.BURN_IN: parameters.get("duration_seconds", BURN_IN_DEFAULT_SECONDS) + SOAK_GRACE,
+            Suite.BURN_IN: _soak_seconds(parameters) + SOAK_GRACE,
         }[parameters["suite"]]
         return [StepSpec(NODE_STEP, "", parameters["suite"], timeout=timeout, stop_on_failure=False)]
 
@@ -402,7 +414,13 @@ class NodeBenchmark(JobKind):
         reading = self.outputs.get((target.hostname, step.name)) or {}
         stdout, stderr = reading.get("stdout", ""), reading.get("stderr", "")
         try:
-            found = suites.figures(self.parameters["suite"], stdout, stderr) if stdout.strip() else []
+            found = (
+                suites.figures(
+                    self.parameters["suite"], stdout, stderr, burn_load=self.parameters.get("burn_load", "gpu-burn")
+                )
+                if stdout.strip()
+                else []
+            )
         except ParseError as error:
             return CellRecord(StepStatus.ERROR, f"could not run: output not understood ({error})"[:300])
         measured = [figure for figure in found if figure.value is not None]
@@ -416,3 +434,11 @@ class NodeBenchmark(JobKind):
 
     def shard_finished(self, job, shard) -> None:
         recording.record_measurements(job=job, shard=shard, step=NODE_STEP, readings=self.outputs)
+
+
+def _soak_seconds(parameters: dict) -> float:
+    """How long a soak loads the GPUs: its duration, or the nominal length of the dcgmi diag level."""
+    load = parameters.get("burn_load") or BurnLoad.GPU_BURN
+    if load in DCGM_LEVELS:
+        return float(DCGM_NOMINAL_SECONDS[DCGM_LEVELS[load]])
+    return float(parameters.get("duration_seconds", BURN_IN_DEFAULT_SECONDS))

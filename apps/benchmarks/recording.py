@@ -254,12 +254,19 @@ def record_measurements(*, job, shard, step: str, readings: dict) -> None:
             hosts = list((tests.get(cell.hostname) or {"hosts": [cell.hostname]})["hosts"])
             node = nodes.get(cell.hostname)
             reading = readings.get((cell.hostname, step))
-            for figure in _cell_figures(suite, cell, reading, gpus_expected=node.gpu_count if node else 0):
+            figures = _cell_figures(
+                suite,
+                cell,
+                reading,
+                gpus_expected=node.gpu_count if node else 0,
+                burn_load=parameters.get("burn_load", "gpu-burn"),
+            )
+            for figure in figures:
                 _record_measurement(job, round_, cell, hosts, node, suite, figure, reading)
         _measurement_scores(job)
 
 
-def _cell_figures(suite: str, cell, reading: dict | None, *, gpus_expected: int) -> list[suites.Figure]:
+def _cell_figures(suite: str, cell, reading: dict | None, *, gpus_expected: int, burn_load: str) -> list[suites.Figure]:
     """The cell's figures; could-not-run figures naming why when the tool printed nothing it understands."""
     cases = [case for case, _unit in suites.CASES[suite]]
     if reading is None:
@@ -268,7 +275,13 @@ def _cell_figures(suite: str, cell, reading: dict | None, *, gpus_expected: int)
         why = reading.get("error") or (reading.get("stderr") or "").strip()[-300:] or "no output"
     else:
         try:
-            found = suites.figures(suite, reading["stdout"], reading.get("stderr", ""), gpus_expected=gpus_expected)
+            found = suites.figures(
+                suite,
+                reading["stdout"],
+                reading.get("stderr", ""),
+                gpus_expected=gpus_expected,
+                burn_load=burn_load,
+            )
         except ParseError as error:
             why = f"output not understood: {error}"
         else:

@@ -15,6 +15,8 @@ from apps.benchmarks.choices import (
     BURN_IN_DEFAULT_SECONDS,
     BURN_IN_MAX_SECONDS,
     BURN_IN_MIN_SECONDS,
+    DCGM_LEVELS,
+    DCGM_NOMINAL_SECONDS,
     HPL_MAX_N,
     HPL_MIN_N,
     HPL_NB,
@@ -22,6 +24,7 @@ from apps.benchmarks.choices import (
     MIN_BYTES,
     MIXED_SKUS_ALLOWED,
     NODE_SUITES,
+    BurnLoad,
     Collective,
     Purpose,
     RunStatus,
@@ -122,13 +125,14 @@ def start_run(
     environment: dict | None = None,
     duration_seconds: int | None = None,
     hpl_n: int | None = None,
+    burn_load: str = BurnLoad.GPU_BURN,
     requested_by=None,
     queue: bool = True,
 ) -> BenchmarkRun:
     """Validate and record a run; enqueue it on commit (queue=False: the caller runs execute_run itself).
 
     Raises serializers.ValidationError naming the field (suite, collective, min_bytes, max_bytes, nodes, transport,
-    duration_seconds, hpl_n, targets); nothing is stored then.
+    duration_seconds, hpl_n, burn_load, targets); nothing is stored then.
     """
     if suite in NODE_SUITES:
         return _start_node_run(
@@ -137,6 +141,7 @@ def start_run(
             transport=transport,
             duration_seconds=duration_seconds,
             hpl_n=hpl_n,
+            burn_load=burn_load,
             requested_by=requested_by,
             queue=queue,
         )
@@ -189,15 +194,25 @@ def start_run(
 
 
 def _start_node_run(
-    *, suite: str, targets: TargetSpec, transport, duration_seconds, hpl_n, requested_by, queue: bool
+    *, suite: str, targets: TargetSpec, transport, duration_seconds, hpl_n, burn_load, requested_by, queue: bool
 ) -> BenchmarkRun:
     """start_run for HPL-MxP, nvbandwidth and the burn-in soak."""
     errors: dict[str, list[str]] = {}
     duration = BURN_IN_DEFAULT_SECONDS if duration_seconds is None else duration_seconds
-    if suite == Suite.BURN_IN and (
-        isinstance(duration, bool)
-        or not isinstance(duration, int)
-        or not BURN_IN_MIN_SECONDS <= duration <= BURN_IN_MAX_SECONDS
+    if burn_load not in BurnLoad.values:
+        errors["burn_load"] = [f"Unknown load {burn_load!r}; known: {', '.join(BurnLoad.values)}."]
+    elif burn_load in DCGM_LEVELS:
+        if duration_seconds is not None:
+            errors["duration_seconds"] = ["dcgmi diag runs as long as its level does; leave the duration empty."]
+        duration = DCGM_NOMINAL_SECONDS[DCGM_LEVELS[burn_load]]
+    if (
+        suite == Suite.BURN_IN
+        and burn_load == BurnLoad.GPU_BURN
+        and (
+            isinstance(duration, bool)
+            or not isinstance(duration, int)
+            or not BURN_IN_MIN_SECONDS <= duration <= BURN_IN_MAX_SECONDS
+        )
     ):
         errors["duration_seconds"] = [
             f"A soak of {BURN_IN_MIN_SECONDS} to {BURN_IN_MAX_SECONDS} seconds (whole seconds), not {duration!r}."
@@ -225,6 +240,7 @@ def _start_node_run(
         "hpl_nb": HPL_NB,
         "hpl_n": hpl_n,
         "duration_seconds": duration,
+        "burn_load": burn_load,
         "cases": list(suites.NVBANDWIDTH_CASES),
     }
     skus = sorted({node.gpu_sku.name for node in nodes})
@@ -304,6 +320,7 @@ def _hpl_order(run: BenchmarkRun, hosts: list[str]) -> int:
 
 def _node_round(run: BenchmarkRun, index: int, launchers: list[str], tests: list[dict]) -> None:
     parameters = {key: run.parameters[key] for key in ("gpus_per_node", "hpl_nb", "duration_seconds", "cases")}
+    parameters["burn_load"] = run.parameters.get("burn_load", BurnLoad.GPU_BURN)
     if run.suite == Suite.HPL_MXP:
         parameters["hpl_n"] = _hpl_order(run, launchers[:1])
     job = job_services.create_job(
@@ -551,7 +568,7 @@ def node_suite_report(run: BenchmarkRun) -> dict:
         "summary": run.summary,
         "nodes": run.nodes.count(),
         "rounds": run.round_count,
-        "parameters": {key: run.parameters.get(key) for key in ("hpl_n", "hpl_nb", "duration_seconds")},
+        "parameters": {key: run.parameters.get(key) for key in ("hpl_n", "hpl_nb", "duration_seconds", "burn_load")},
         "measurements": measurement_rows(run),
     }
 

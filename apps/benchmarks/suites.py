@@ -9,8 +9,17 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from apps.benchmarks.choices import SOAK_MAX_SAMPLES, SOAK_MIN_INTERVAL_MS, Suite, Verdict
+from apps.benchmarks.choices import (
+    DCGM_LEVELS,
+    DCGM_NOMINAL_SECONDS,
+    SOAK_MAX_SAMPLES,
+    SOAK_MIN_INTERVAL_MS,
+    BurnLoad,
+    Suite,
+    Verdict,
+)
 from apps.nodeexec.catalogue import CATALOGUE, SOAK_SAMPLES_MARK
+from apps.parsers.dcgm import parse_dcgm_diag
 from apps.parsers.errors import ParseError
 from apps.parsers.gpu_burn import parse_gpu_burn
 from apps.parsers.hpl import parse_hpl_mxp
@@ -91,6 +100,11 @@ def soak_interval_ms(duration_s: int) -> int:
 
 
 def soak_argv(parameters: dict) -> list[str]:
+    load = parameters.get("burn_load") or BurnLoad.GPU_BURN
+    if load in DCGM_LEVELS:
+        level = DCGM_LEVELS[load]
+        interval = soak_interval_ms(DCGM_NOMINAL_SECONDS[level])
+        return CATALOGUE["dcgm-soak"].build(dcgm_level=level, interval_ms=interval)
     duration = parameters["duration_seconds"]
     return CATALOGUE["burn-in-soak"].build(number=duration, interval_ms=soak_interval_ms(duration))
 
@@ -98,12 +112,16 @@ def soak_argv(parameters: dict) -> list[str]:
 # --- figures -----------------------------------------------------------------------------------------------------
 
 
-def figures(suite: str, stdout: str, stderr: str = "", *, gpus_expected: int = 0) -> list[Figure]:
+def figures(
+    suite: str, stdout: str, stderr: str = "", *, gpus_expected: int = 0, burn_load: str = BurnLoad.GPU_BURN
+) -> list[Figure]:
     """The figures of one cell's output; ParseError when the output is not the tool's."""
     if suite == Suite.HPL_MXP:
         return hpl_mxp_figures(stdout + ("\n" + stderr if stderr else ""))
     if suite == Suite.NVBANDWIDTH:
         return nvbandwidth_figures(stdout)
+    if suite == Suite.BURN_IN and burn_load in DCGM_LEVELS:
+        return dcgm_soak_figures(stdout)
     if suite == Suite.BURN_IN:
         return soak_figures(stdout, gpus_expected=gpus_expected)
     raise ValueError(f"{suite} is not a per-node suite")
@@ -205,6 +223,34 @@ def soak_figures(stdout: str, *, gpus_expected: int = 0) -> list[Figure]:
             floor,
         ),
     ]
+
+
+def dcgm_soak_figures(stdout: str) -> list[Figure]:
+    """dcgmi diag's verdicts (a failed test fails the soak, its messages the notes) and the sampled clocks."""
+    diag_text, samples_text = split_soak(stdout)
+    diag = parse_dcgm_diag(diag_text)
+    notes, floor = [f"dcgmi diag {diag.status}"], Verdict.PASS
+    for report in diag.runs:
+        for test in report.tests:
+            if test.status == "fail":
+                notes.append(f"{test.name}: fail ({'; '.join(test.messages[:3]) or test.gpus or ''})")
+                floor = Verdict.FAIL
+    per_gpu, first_throttle = _soak_series(samples_text)
+    if first_throttle:
+        gpu, seconds, reasons = first_throttle
+        notes.append(f"GPU {gpu}: {', '.join(reasons)} from {seconds:g} s into the soak")
+        floor = Verdict.FAIL
+    loaded = [min(entry["loaded_sm_mhz"]) for entry in per_gpu.values() if entry["loaded_sm_mhz"]]
+    series = {
+        "gpus": {
+            str(index): {key: value for key, value in entry.items() if key != "loaded_sm_mhz"}
+            for index, entry in per_gpu.items()
+        },
+        "diag": [{"name": test.name, "status": test.status} for report in diag.runs for test in report.tests],
+    }
+    if not loaded:
+        notes.append("no loaded sample from nvidia-smi")
+    return [Figure("sustained_sm_clock_mhz", "MHz", min(loaded) if loaded else None, series, notes, floor)]
 
 
 def _soak_series(text: str) -> tuple[dict, tuple | None]:

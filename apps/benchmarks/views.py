@@ -69,6 +69,7 @@ def start(request):
             cooldown_seconds=data["cooldown_seconds"],
             duration_seconds=data["duration_seconds"],
             hpl_n=data["hpl_n"],
+            burn_load=data["burn_load"],
             requested_by=request.user,
         )
     except serializers.ValidationError as error:

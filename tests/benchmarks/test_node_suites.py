@@ -253,3 +253,31 @@ def test_measurement_references_are_editable_by_operators_with_ordered_tiers(dem
     assert api_as(operator).patch(url, {"expected": 320000}, format="json").status_code == 200
     reference.refresh_from_db()
     assert reference.expected == 320000
+
+
+def test_burn_in_under_dcgmi_diag_r3_fails_on_its_findings_and_the_sampled_slowdown(run_suite, inject):
+    inject("gpu001", "late_thermal", "4", after_s=600)
+    run = run_suite("burn-in", "gpu001,gpu002", burn_load="dcgmi-r3")
+
+    assert run.parameters["duration_seconds"] == 1800
+    clock = figures(run, "sustained_sm_clock_mhz")
+    assert set(run.measurements.values_list("case", flat=True)) == {"sustained_sm_clock_mhz"}
+    assert clock["gpu002"].verdict == Verdict.PASS
+    assert {"name": "Targeted Power", "status": "pass"} in clock["gpu002"].series["diag"]
+    hot = clock["gpu001"]
+    assert hot.verdict == Verdict.FAIL and "dcgmi" in hot.evidence["command"][2]
+    assert any(note.startswith("Targeted Power: fail") for note in hot.evidence["notes"])
+    assert any("from 600 s into the soak" in note for note in hot.evidence["notes"])
+
+
+def test_a_dcgmi_soak_takes_no_duration_and_an_unknown_load_is_refused(demo_cluster):
+    for options, field in (
+        ({"burn_load": "dcgmi-r3", "duration_seconds": 600}, "duration_seconds"),
+        ({"burn_load": "stress-ng"}, "burn_load"),
+    ):
+        with pytest.raises(serializers.ValidationError) as raised:
+            services.start_run(
+                suite="burn-in", targets=services.parse_nodes("gpu001"), transport="sim", queue=False, **options
+            )
+        assert field in raised.value.detail
+    assert not BenchmarkRun.objects.exists()

@@ -10,6 +10,7 @@ from apps.benchmarks.choices import (
     NODE_SUITE_TRANSPORTS,
     RUN_STATUS_COLOURS,
     VERDICT_COLOURS,
+    BurnLoad,
     Collective,
     Suite,
 )
@@ -37,6 +38,9 @@ class BenchmarkRunCreateSerializer(serializers.Serializer):
     )
     hpl_n = serializers.IntegerField(
         min_value=HPL_MIN_N, max_value=HPL_MAX_N, required=False, help_text="hpl-mxp: N (default: fits the memory)."
+    )
+    burn_load = serializers.ChoiceField(
+        choices=BurnLoad.choices, default=BurnLoad.GPU_BURN, help_text="burn-in: gpu_burn or dcgmi diag -r 3/4."
     )
 
     def validate(self, attrs):

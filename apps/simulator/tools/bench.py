@@ -86,6 +86,8 @@ def nvbandwidth(context: Context, argv: list[str]) -> CommandOutput:
 # --- dcgmi diag -------------------------------------------------------------------------------------------------
 
 DCGM_VERSION = "3.3.9"
+# How long each long level keeps the GPUs under load (DCGM's guide: level 3 up to ~30 min, level 4 1–2 h).
+DIAG_LOAD_SECONDS = {3: 1200, 4: 3600}
 RULE = "+---------------------------+------------------------------------------------+"
 WRAP = 45  # dcgmi cuts long cell text every 45 characters, mid-word
 SECTIONS = {
@@ -143,9 +145,10 @@ def _longer_tests(context: Context, gpus: list[SimGpu], level: int) -> list[tupl
     ]
     memory = [f"GPU {index} has uncorrectable ECC errors." for index, gpu in enumerate(gpus) if gpu.ecc_uncorrectable]
     thermal = [
-        f"GPU {index} clocks were throttled by HW thermal slowdown at {gpu.thermal_c} C."
+        f"GPU {index} clocks were throttled by HW thermal slowdown at {gpu.thermal_c or gpu.late_thermal_c} C."
         for index, gpu in enumerate(gpus)
         if gpu.thermal_c
+        or (gpu.late_thermal_after_s is not None and gpu.late_thermal_after_s <= DIAG_LOAD_SECONDS.get(level, 0))
     ]
     slow = [
         f"GPU {index} ran below the expected performance: SM clock held at {gpu.clock_cap_mhz} MHz."
@@ -170,11 +173,11 @@ def _longer_tests(context: Context, gpus: list[SimGpu], level: int) -> list[tupl
 
 def dcgmi(context: Context, argv: list[str]) -> CommandOutput:
     if argv[1:2] != ["diag"]:
-        return fail(255, "The simulator answers dcgmi diag -r 1|2|3.\n")
+        return fail(255, "The simulator answers dcgmi diag -r 1|2|3|4.\n")
     level = option_value(argv[2:], "-r", "--run") or "1"
-    names = {"short": "1", "medium": "2", "long": "3"}
+    names = {"short": "1", "medium": "2", "long": "3", "xlong": "4"}
     level = names.get(level, level)
-    if level not in ("1", "2", "3"):
+    if level not in ("1", "2", "3", "4"):
         return fail(255, f"Error: invalid test run level '{level}'.\n")
     gpus = context.state.visible_gpus
     ids = ",".join(gpu.facts.device_id[:4].lower() for gpu in gpus)
@@ -268,6 +271,15 @@ def soak_samples(context: Context, duration: int, interval_ms: int) -> str:
                 f"{stamp}, {index}, {now.temperature_c}, {now.sm_mhz}, {now.power_avg_w:.2f}, 0x{now.reasons_mask:016x}"
             )
     return "\n".join(lines) + "\n"
+
+
+def dcgm_soak(context: Context, level: str, interval_ms: str) -> CommandOutput:
+    """sh -c DCGM_SOAK_SCRIPT: dcgmi diag's table, the marker, then the samples taken while its stress tests ran."""
+    if not context.state.visible_gpus:
+        return fail(1, "No CUDA devices\n")
+    diag = dcgmi(context, ["dcgmi", "diag", "-r", level])
+    samples = soak_samples(context, DIAG_LOAD_SECONDS.get(int(level), 0), max(int(interval_ms), 1))
+    return CommandOutput(diag.exit_code, f"{diag.stdout}{SOAK_SAMPLES_MARK}\n{samples}", diag.stderr)
 
 
 def soak(context: Context, duration: str, interval_ms: str) -> CommandOutput:

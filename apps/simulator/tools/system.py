@@ -4,7 +4,7 @@ clock (chronyc), the BMC (ipmitool mc info), and the write-file script deploymen
 import base64
 import binascii
 
-from apps.nodeexec.catalogue import NIC_FACTS_SCRIPT, SOAK_SCRIPT, WRITE_FILE_SCRIPT
+from apps.nodeexec.catalogue import DCGM_SOAK_SCRIPT, NIC_FACTS_SCRIPT, SOAK_SCRIPT, WRITE_FILE_SCRIPT
 from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
@@ -403,6 +403,8 @@ def sh(context: Context, argv: list[str]) -> CommandOutput:
         return nic_facts(context, argv[4])
     if len(argv) == 6 and argv[1] == "-c" and argv[2] == SOAK_SCRIPT:
         return bench.soak(context, argv[4], argv[5])
+    if len(argv) == 6 and argv[1] == "-c" and argv[2] == DCGM_SOAK_SCRIPT:
+        return bench.dcgm_soak(context, argv[4], argv[5])
     return fail(2, "sh: simulated nodes run only catalogue scripts\n")
 
 

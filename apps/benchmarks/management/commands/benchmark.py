@@ -44,6 +44,7 @@ class Command(BaseCommand):
         run.add_argument("--max-bytes", type=size, default=MAX_BYTES, help="Largest message (16G).")
         run.add_argument("--cooldown", type=float, default=services.DEFAULT_COOLDOWN_SECONDS, help="Seconds.")
         run.add_argument("--duration", type=int, default=None, help="burn-in: seconds of soak (60 to 14400).")
+        run.add_argument("--load", default="gpu-burn", help="burn-in: gpu-burn (default), dcgmi-r3 or dcgmi-r4.")
         run.add_argument("--hpl-n", type=int, default=None, help="hpl-mxp: the matrix order (default: fits memory).")
         run.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
@@ -59,6 +60,7 @@ class Command(BaseCommand):
                 cooldown_seconds=options["cooldown"],
                 duration_seconds=options["duration"],
                 hpl_n=options["hpl_n"],
+                burn_load=options["load"],
                 queue=False,
             )
         except serializers.ValidationError as error:
