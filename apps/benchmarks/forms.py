@@ -57,7 +57,9 @@ class BenchmarkForm(forms.Form):
         label="Soak (s)",
         help_text="Burn-in only.",
     )
-    burn_load = forms.ChoiceField(choices=BurnLoad.choices, initial=BurnLoad.GPU_BURN, label="Soak load")
+    burn_load = forms.ChoiceField(
+        choices=BurnLoad.choices, initial=BurnLoad.GPU_BURN, required=False, label="Soak load"
+    )
     hpl_n = forms.IntegerField(
         min_value=HPL_MIN_N,
         max_value=HPL_MAX_N,

@@ -14,7 +14,7 @@ from rest_framework import serializers
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.benchmarks import charts, services
-from apps.benchmarks.choices import ACTIVE, NODE_SUITES, Suite
+from apps.benchmarks.choices import ACTIVE, NODE_SUITES, BurnLoad, Suite
 from apps.benchmarks.filters import BenchmarkRunFilterSet
 from apps.benchmarks.forms import BenchmarkForm
 from apps.benchmarks.models import (
@@ -69,7 +69,7 @@ def start(request):
             cooldown_seconds=data["cooldown_seconds"],
             duration_seconds=data["duration_seconds"],
             hpl_n=data["hpl_n"],
-            burn_load=data["burn_load"],
+            burn_load=data["burn_load"] or BurnLoad.GPU_BURN,
             requested_by=request.user,
         )
     except serializers.ValidationError as error:

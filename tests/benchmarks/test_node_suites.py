@@ -281,3 +281,25 @@ def test_a_dcgmi_soak_takes_no_duration_and_an_unknown_load_is_refused(demo_clus
             )
         assert field in raised.value.detail
     assert not BenchmarkRun.objects.exists()
+
+
+def test_start_form_takes_a_soak_and_refuses_a_short_one(demo_cluster, browser_as, operator, no_celery):
+    data = {
+        "suite": "burn-in",
+        "scope": "nodes",
+        "nodes": "gpu001,gpu002",
+        "collective": "all_reduce",
+        "min_bytes": "8",
+        "max_bytes": "16G",
+        "transport": "sim",
+        "cooldown_seconds": "0",
+        "duration_seconds": "30",
+    }
+    response = browser_as(operator).post("/benchmarks/start/", data)
+    assert response.status_code == 400 and "duration_seconds" in response.content.decode()
+    assert not BenchmarkRun.objects.exists()
+
+    response = browser_as(operator).post("/benchmarks/start/", {**data, "duration_seconds": "1200"})
+    run = BenchmarkRun.objects.get()
+    assert response.status_code == 302 and run.parameters["duration_seconds"] == 1200
+    assert run.parameters["burn_load"] == "gpu-burn" and no_celery == [run.public_id]
