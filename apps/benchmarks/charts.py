@@ -158,3 +158,139 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> go.Fig
         showlegend=False,
     )
     return figure
+
+
+# --- the per-node suites ------------------------------------------------------------------------------------------
+
+
+def _reference_lines(figure: go.Figure, reference, *, unit: str) -> None:
+    if reference is None:
+        return
+    for value, colour, label in (
+        (reference.expected, "#1f9d55", "expected"),
+        (reference.warn_below, "#d98a00", "warn below"),
+        (reference.fail_below, "#d23b3b", "fail below"),
+    ):
+        figure.add_hline(
+            y=value,
+            line={"color": colour, "dash": "dot", "width": 1},
+            annotation_text=f"{label} {value:g} {unit}",
+            annotation_position="top left",
+        )
+
+
+def per_node_bar_figure(measurements, *, reference=None, title: str = "") -> go.Figure:
+    """One bar per node (or host set) for one figure, coloured by verdict, with the reference's tiers and each
+    bar's accepted baseline as a marker."""
+    items = [item for item in measurements if item.value is not None]
+    labels = [
+        "+".join(item.hosts) if len(item.hosts) <= 3 else f"{item.hosts[0]} +{len(item.hosts) - 1}" for item in items
+    ]
+    unit = items[0].unit if items else ""
+    figure = go.Figure(
+        go.Bar(
+            x=labels,
+            y=[item.value for item in items],
+            marker={"color": [COLOURS.get(item.verdict) for item in items]},
+            text=[item.get_verdict_display() for item in items],
+            hovertemplate="%{x}: %{y:,.0f} " + unit + " (%{text})<extra></extra>",
+            name=title,
+        )
+    )
+    baselines = [(label, item.baseline_value) for label, item in zip(labels, items, strict=True) if item.baseline_value]
+    if baselines:
+        figure.add_trace(
+            go.Scatter(
+                x=[label for label, _ in baselines],
+                y=[value for _, value in baselines],
+                mode="markers",
+                marker={"symbol": "line-ew-open", "size": 24, "color": "#2f6fdf"},
+                name="baseline",
+            )
+        )
+    _reference_lines(figure, reference, unit=unit)
+    figure.update_layout(
+        title=title,
+        xaxis={"type": "category", "tickangle": -45},
+        yaxis={"title": unit, "rangemode": "tozero"},
+        margin={"l": 70, "r": 20, "t": 40, "b": 80},
+        showlegend=bool(baselines),
+        height=400,
+    )
+    return figure
+
+
+def matrix_heatmap(measurement) -> go.Figure:
+    """An nvbandwidth matrix: rows and columns as the tool labels them (GPU or CPU), each cell's GB/s written in."""
+    matrix = measurement.series.get("matrix") or []
+    rows = measurement.series.get("rows") or [str(row) for row in range(len(matrix))]
+    columns = measurement.series.get("columns") or [str(column) for column in range(len(matrix[0]) if matrix else 0)]
+    figure = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=[f"GPU {column}" for column in columns],
+            y=[f"{'CPU' if len(matrix) == 1 else 'GPU'} {row}" for row in rows],
+            colorscale="RdYlGn",
+            colorbar={"title": measurement.unit},
+            text=[["" if value is None else f"{value:.1f}" for value in row] for row in matrix],
+            texttemplate="%{text}",
+            hovertemplate="%{y} → %{x}: %{z:.2f} " + measurement.unit + "<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"{measurement.launcher}: {measurement.case}",
+        xaxis={"type": "category"},
+        yaxis={"type": "category", "autorange": "reversed"},
+        margin={"l": 70, "r": 20, "t": 40, "b": 50},
+        height=max(260, 40 * len(matrix) + 120),
+    )
+    return figure
+
+
+def soak_figure(measurement) -> go.Figure:
+    """A soak on one node: each GPU's SM clock (solid) and temperature (dotted, right axis) against time, thermal
+    slowdown samples marked."""
+    figure = go.Figure()
+    for index, entry in sorted((measurement.series.get("gpus") or {}).items(), key=lambda item: int(item[0])):
+        figure.add_trace(
+            go.Scatter(x=entry["t"], y=entry["sm_mhz"], mode="lines", name=f"GPU {index} SM MHz", legendgroup=index)
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=entry["t"],
+                y=entry["temperature_c"],
+                mode="lines",
+                line={"dash": "dot", "width": 1},
+                name=f"GPU {index} °C",
+                legendgroup=index,
+                yaxis="y2",
+                visible="legendonly",
+            )
+        )
+        hot = [
+            (t, clock)
+            for t, clock, reasons in zip(entry["t"], entry["sm_mhz"], entry["reasons"], strict=True)
+            if any("thermal" in reason for reason in reasons or [])
+        ]
+        if hot:
+            figure.add_trace(
+                go.Scatter(
+                    x=[t for t, _ in hot],
+                    y=[clock for _, clock in hot],
+                    mode="markers",
+                    marker={"color": "#d23b3b", "symbol": "x", "size": 7},
+                    name=f"GPU {index} thermal slowdown",
+                    legendgroup=index,
+                )
+            )
+    _reference_lines(figure, measurement.reference, unit="MHz")
+    figure.update_layout(
+        title=f"{measurement.launcher}: SM clock and temperature under gpu_burn",
+        xaxis={"title": "seconds into the soak"},
+        yaxis={"title": "SM clock (MHz)", "rangemode": "tozero"},
+        yaxis2={"title": "°C", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        margin={"l": 70, "r": 60, "t": 40, "b": 50},
+        legend={"orientation": "h"},
+        height=440,
+    )
+    return figure

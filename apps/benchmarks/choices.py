@@ -13,6 +13,36 @@ class Suite(models.TextChoices):
     NCCL = "nccl", "NCCL tests (one node, or a set of nodes with mpirun)"
     SWEEP = "nccl-sweep", "NCCL sweep: find the slow node or link by halving"
     PAIRWISE = "nccl-pairwise", "NCCL pairwise: every pair of a small set"
+    HPL_MXP = "hpl-mxp", "HPL-MxP: mixed-precision LU on each node, then across the set"
+    NVBANDWIDTH = "nvbandwidth", "nvbandwidth: host and device copy bandwidth of each node"
+    BURN_IN = "burn-in", "Burn-in soak: gpu_burn with clocks and temperatures sampled"
+
+
+NCCL_SUITES = frozenset({Suite.NCCL, Suite.SWEEP, Suite.PAIRWISE})
+# Suites that run on each node alone (HPL-MxP also once across the set), measuring named figures (Measurement rows).
+NODE_SUITES = frozenset({Suite.HPL_MXP, Suite.NVBANDWIDTH, Suite.BURN_IN})
+MIXED_SKUS_ALLOWED = frozenset({Suite.NVBANDWIDTH, Suite.BURN_IN})  # each node is judged against its own SKU
+
+
+class BurnLoad(models.TextChoices):
+    """What loads the GPUs during a burn-in soak."""
+
+    GPU_BURN = "gpu-burn", "gpu_burn for the chosen duration"
+    DCGM_R3 = "dcgmi-r3", "dcgmi diag -r 3 (long: targeted stress and power, memory bandwidth)"
+    DCGM_R4 = "dcgmi-r4", "dcgmi diag -r 4 (extended)"
+
+
+DCGM_LEVELS = {BurnLoad.DCGM_R3: 3, BurnLoad.DCGM_R4: 4}
+DCGM_NOMINAL_SECONDS = {3: 1800, 4: 7200}  # DCGM's guide: level 3 up to ~30 min, level 4 1–2 h (sampling budget)
+
+BURN_IN_MIN_SECONDS = 60
+BURN_IN_MAX_SECONDS = 4 * 3600
+BURN_IN_DEFAULT_SECONDS = 900  # long enough to see a cooling fault that takes ten minutes to show
+SOAK_MAX_SAMPLES = 3600  # per GPU; the sampling interval grows with the duration to stay under it
+SOAK_MIN_INTERVAL_MS = 1000
+HPL_MIN_N = 1024
+HPL_MAX_N = 4_000_000
+HPL_NB = 1024  # NVIDIA's suggested block for Hopper and Ampere in HPC-Benchmarks' HPL-MxP
 
 
 class Collective(models.TextChoices):
@@ -79,3 +109,5 @@ REGRESSION_PCT = 5.0  # a test more than this much below its scope's accepted ba
 ROBUST_Z_OUTLIER = -3.5  # Iglewicz and Hoaglin's cut-off for the modified z-score
 
 BENCHMARK_TRANSPORTS = [("ssh", "ssh"), ("sim", "sim")]  # mpirun needs real ssh between nodes, or the simulator
+# The per-node suites also run on the worker's own host (`local`: one node, the one the worker runs on).
+NODE_SUITE_TRANSPORTS = [("ssh", "ssh"), ("local", "local"), ("sim", "sim")]

@@ -1,6 +1,17 @@
 from django import forms
 
-from apps.benchmarks.choices import BENCHMARK_TRANSPORTS, MAX_BYTES, Collective, Suite
+from apps.benchmarks.choices import (
+    BURN_IN_DEFAULT_SECONDS,
+    BURN_IN_MAX_SECONDS,
+    BURN_IN_MIN_SECONDS,
+    HPL_MAX_N,
+    HPL_MIN_N,
+    MAX_BYTES,
+    NODE_SUITE_TRANSPORTS,
+    BurnLoad,
+    Collective,
+    Suite,
+)
 from apps.inventory.models import Rack, Tag
 from apps.jobs.services import TargetSpec
 
@@ -35,8 +46,27 @@ class BenchmarkForm(forms.Form):
     collective = forms.ChoiceField(choices=Collective.choices, initial=Collective.ALL_REDUCE)
     min_bytes = SizeField(initial="8", label="Smallest size")
     max_bytes = SizeField(initial="16G", label="Largest size")
-    transport = forms.ChoiceField(choices=BENCHMARK_TRANSPORTS)
+    # local only for the per-node suites: the service refuses it for NCCL, naming the transport
+    transport = forms.ChoiceField(choices=NODE_SUITE_TRANSPORTS)
     cooldown_seconds = forms.FloatField(min_value=0, max_value=3600, initial=5.0, label="Cool-down (s)")
+    duration_seconds = forms.IntegerField(
+        min_value=BURN_IN_MIN_SECONDS,
+        max_value=BURN_IN_MAX_SECONDS,
+        initial=BURN_IN_DEFAULT_SECONDS,
+        required=False,
+        label="Soak (s)",
+        help_text="Burn-in only.",
+    )
+    burn_load = forms.ChoiceField(
+        choices=BurnLoad.choices, initial=BurnLoad.GPU_BURN, required=False, label="Soak load"
+    )
+    hpl_n = forms.IntegerField(
+        min_value=HPL_MIN_N,
+        max_value=HPL_MAX_N,
+        required=False,
+        label="HPL-MxP N",
+        help_text="Empty: the largest order that fits the GPUs' memory.",
+    )
 
     def clean(self):
         data = super().clean()

@@ -7,6 +7,7 @@ import statistics
 
 from apps.parsers.nccl_tests import NcclTestResult
 
+VERDICT_ORDER = ("pass", "warn", "fail", "could_not_run")  # better to worse
 MAD_SCALE = 0.6745  # the modified z-score: 0.6745 (x − median) / MAD (Iglewicz and Hoaglin)
 MAD_FLOOR_SHARE = 0.005  # a MAD below 0.5 % of the median is run-to-run noise: floor it there
 RAIL_SLOW_SHARE = 0.9  # a rail below 90 % of the node's median rail is the slow one
@@ -56,3 +57,8 @@ def slow_rails(rails: dict[str, float | None]) -> list[str]:
     slow = [device for device, value in measured.items() if value < RAIL_SLOW_SHARE * median]
     missing = [device for device, value in rails.items() if value is None]
     return sorted(slow + missing, key=lambda device: measured.get(device, -1.0))
+
+
+def worse(first: str, second: str) -> str:
+    """The worse of two verdicts."""
+    return max(first, second, key=VERDICT_ORDER.index)

@@ -1,6 +1,7 @@
-"""The `nccl-tests` job kind: nccl-tests on each target alone (its GPUs over NVLink), or launched with mpirun from each
-target across the hosts of its test (a round of a sweep: the tests of one job run at the same time on disjoint
-nodes; each test's launcher is its cell).
+"""Two job kinds. `node-benchmark` (at the end): HPL-MxP, nvbandwidth or the burn-in soak on each target, its
+figures written as Measurement rows. `nccl-tests`: nccl-tests on each target alone (its GPUs over NVLink), or
+launched with mpirun from each target across the hosts of its test (a round of a sweep: the tests of one job run at
+the same time on disjoint nodes; each test's launcher is its cell).
 
 A test with `rails` also runs one test per RDMA device of its launcher (NCCL_IB_HCA==mlx5_N: one rail alone) and
 reads the launcher's links (ip -j link, ethtool, mlnx_qos), so a slow node is named down to its NIC.
@@ -9,12 +10,38 @@ Results (every row, the judged figure, verdict, evidence) are written in shard_f
 
 from rest_framework import serializers
 
-from apps.benchmarks import judging, recording
-from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, Purpose
+from apps.benchmarks import judging, recording, suites
+from apps.benchmarks.choices import (
+    BURN_IN_DEFAULT_SECONDS,
+    BURN_IN_MAX_SECONDS,
+    BURN_IN_MIN_SECONDS,
+    DCGM_LEVELS,
+    DCGM_NOMINAL_SECONDS,
+    HPL_MAX_N,
+    HPL_MIN_N,
+    HPL_NB,
+    MAX_BYTES,
+    MIN_BYTES,
+    NODE_SUITES,
+    BurnLoad,
+    Collective,
+    Purpose,
+    Suite,
+)
 from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
-from apps.nodeexec.catalogue import CATALOGUE, HCA_ENTRY, HOSTNAME, INTERFACE, MAX_MPI_HOSTS, Command, register_command
+from apps.nodeexec.catalogue import (
+    CATALOGUE,
+    DCGM_SOAK_SCRIPT,
+    HCA_ENTRY,
+    HOSTNAME,
+    INTERFACE,
+    MAX_MPI_HOSTS,
+    SOAK_SCRIPT,
+    Command,
+    register_command,
+)
 from apps.parsers.errors import ParseError
 from apps.parsers.nccl_tests import parse_nccl_tests
 
@@ -232,3 +259,186 @@ def _busbw(result: CommandResult) -> float | None:
         return judging.figure(parse_nccl_tests(result.stdout.decode("utf-8", errors="replace")))[1]
     except ParseError:
         return None
+
+
+# --- the per-node suites: HPL-MxP, nvbandwidth, burn-in -----------------------------------------------------------
+
+HPL_TIMEOUT = 3600.0
+NVBANDWIDTH_TIMEOUT = 1800.0
+SOAK_GRACE = 600.0  # a soak's step may run this much past its duration (start-up, the samples' copy)
+NODE_COMMANDS = (
+    Command(
+        "mpirun-hpl-mxp",
+        (
+            "mpirun",
+            "--allow-run-as-root",
+            "-np",
+            "{mpi_np}",
+            "-H",
+            "{mpi_hosts}",
+            "--bind-to",
+            "none",
+            "--map-by",
+            "slot",
+            "hpl-mxp.sh",
+            "--n",
+            "{hpl_n}",
+            "--nb",
+            "{hpl_nb}",
+            "--nprow",
+            "{hpl_p}",
+            "--npcol",
+            "{hpl_q}",
+            "--nporder",
+            "row",
+            "--gpu-affinity",
+            "{gpu_affinity}",
+        ),
+        "HPL-MxP (NVIDIA HPC-Benchmarks) over the GPUs of one node or a set, one process per GPU.",
+        timeout=HPL_TIMEOUT,
+        placeholders=("mpi_np", "mpi_hosts", "hpl_n", "hpl_nb", "hpl_p", "hpl_q", "gpu_affinity"),
+    ),
+    Command(
+        "nvbandwidth-cases",
+        ("nvbandwidth", "-t", "{nvbandwidth_cases}"),
+        "nvbandwidth's copy test cases: host<->device, device<->device, local HBM.",
+        timeout=NVBANDWIDTH_TIMEOUT,
+        placeholders=("nvbandwidth_cases",),
+    ),
+    Command(
+        "burn-in-soak",
+        ("sh", "-c", SOAK_SCRIPT, "rackpilot-soak", "{number}", "{interval_ms}"),
+        "gpu_burn for N seconds while nvidia-smi samples temperature, clocks, power and clocks-event reasons.",
+        timeout=BURN_IN_MAX_SECONDS + SOAK_GRACE,
+        placeholders=("number", "interval_ms"),
+    ),
+    Command(
+        "dcgm-soak",
+        ("sh", "-c", DCGM_SOAK_SCRIPT, "rackpilot-soak", "{dcgm_level}", "{interval_ms}"),
+        "dcgmi diag -r 3 or 4 while nvidia-smi samples temperature, clocks, power and clocks-event reasons.",
+        timeout=DCGM_NOMINAL_SECONDS[4] + SOAK_GRACE,
+        placeholders=("dcgm_level", "interval_ms"),
+    ),
+)
+for _command in NODE_COMMANDS:
+    if _command.name not in CATALOGUE:
+        register_command(_command)
+
+NODE_STEP = "bench"
+
+
+class NodeTestSerializer(serializers.Serializer):
+    hosts = serializers.ListField(
+        child=serializers.RegexField(rf"^{HOSTNAME}\Z"),
+        min_length=1,
+        max_length=MAX_MPI_HOSTS,
+        help_text="Launcher first.",
+    )
+    hpl_n = serializers.IntegerField(min_value=HPL_MIN_N, max_value=HPL_MAX_N, required=False)
+
+
+class NodeBenchmarkParameters(serializers.Serializer):
+    suite = serializers.ChoiceField(choices=sorted(NODE_SUITES))
+    gpus_per_node = serializers.IntegerField(min_value=1, max_value=16, default=8)
+    hpl_n = serializers.IntegerField(min_value=HPL_MIN_N, max_value=HPL_MAX_N, default=HPL_MIN_N)
+    hpl_nb = serializers.IntegerField(min_value=64, max_value=4096, default=HPL_NB)
+    cases = serializers.ListField(
+        child=serializers.ChoiceField(choices=suites.NVBANDWIDTH_CASES),
+        min_length=1,
+        default=list(suites.NVBANDWIDTH_CASES),
+    )
+    duration_seconds = serializers.IntegerField(
+        min_value=BURN_IN_MIN_SECONDS, max_value=BURN_IN_MAX_SECONDS, default=BURN_IN_DEFAULT_SECONDS
+    )
+    burn_load = serializers.ChoiceField(choices=BurnLoad.choices, default=BurnLoad.GPU_BURN)
+    tests = NodeTestSerializer(many=True, required=False, default=list, help_text="Empty: each target alone.")
+
+
+@register_kind
+class NodeBenchmark(JobKind):
+    name = "node-benchmark"
+    label = "Node benchmark"
+    description = (
+        "HPL-MxP, nvbandwidth or a burn-in soak on each node alone (HPL-MxP also launched across the hosts of a "
+        "test); the figures are judged against the SKU's reference, the accepted baseline and the fleet."
+    )
+    parameters = NodeBenchmarkParameters
+    transports = ("ssh", "local", "sim")
+
+    def __init__(self):
+        self.parameters: dict = {}
+        self.tests: dict[str, dict] = {}  # launcher -> its test spec
+        self.outputs: dict[tuple[str, str], dict] = {}  # (launcher, step) -> what the command printed
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        timeout = {
+            Suite.HPL_MXP: HPL_TIMEOUT,
+            Suite.NVBANDWIDTH: NVBANDWIDTH_TIMEOUT,
+            Suite.BURN_IN: _soak_seconds(parameters) + SOAK_GRACE,
+        }[parameters["suite"]]
+        return [StepSpec(NODE_STEP, "", parameters["suite"], timeout=timeout, stop_on_failure=False)]
+
+    def prepare(self, job, shard) -> None:
+        self.parameters = job.parameters
+        self.tests = {test["hosts"][0]: test for test in job.parameters.get("tests") or []}
+
+    def argv(self, hostname: str) -> list[str]:
+        parameters = self.parameters
+        suite = parameters["suite"]
+        if suite == Suite.HPL_MXP:
+            test = self.tests.get(hostname) or {"hosts": [hostname]}
+            return suites.hpl_mxp_argv(parameters, test["hosts"], test.get("hpl_n") or parameters["hpl_n"])
+        if suite == Suite.NVBANDWIDTH:
+            return suites.nvbandwidth_argv(parameters)
+        return suites.soak_argv(parameters)
+
+    def step_runner(self, step: StepSpec):
+        async def run_suite(target: NodeTarget, run) -> CommandResult:
+            argv = self.argv(target.hostname)
+            result = await run(argv, step.timeout)
+            self.outputs[target.hostname, step.name] = {
+                "command": argv,
+                "exit_code": result.exit_code,
+                "error": result.error or "",
+                "timed_out": result.timed_out,
+                "stdout": result.stdout.decode("utf-8", errors="replace"),
+                "stderr": result.stderr.decode("utf-8", errors="replace")[-4000:],
+            }
+            return result
+
+        return run_suite
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        if result.canceled:
+            return CellRecord(StepStatus.CANCELED, "canceled")
+        reading = self.outputs.get((target.hostname, step.name)) or {}
+        stdout, stderr = reading.get("stdout", ""), reading.get("stderr", "")
+        try:
+            found = (
+                suites.figures(
+                    self.parameters["suite"], stdout, stderr, burn_load=self.parameters.get("burn_load", "gpu-burn")
+                )
+                if stdout.strip()
+                else []
+            )
+        except ParseError as error:
+            return CellRecord(StepStatus.ERROR, f"could not run: output not understood ({error})"[:300])
+        measured = [figure for figure in found if figure.value is not None]
+        if not measured:
+            notes = [note for figure in found for note in figure.notes[1:]]
+            reason = (notes or [default_summary(step, result)])[0]
+            return CellRecord(StepStatus.ERROR, f"could not run: {reason}"[:300])
+        status = StepStatus.SUCCEEDED if result.ok else default_status(result)
+        summary = "; ".join(f"{figure.case} {figure.value:g} {figure.unit}" for figure in measured[:3])
+        return CellRecord(status, summary[:300], {figure.case: figure.value for figure in measured})
+
+    def shard_finished(self, job, shard) -> None:
+        recording.record_measurements(job=job, shard=shard, step=NODE_STEP, readings=self.outputs)
+
+
+def _soak_seconds(parameters: dict) -> float:
+    """How long a soak loads the GPUs: its duration, or the nominal length of the dcgmi diag level."""
+    load = parameters.get("burn_load") or BurnLoad.GPU_BURN
+    if load in DCGM_LEVELS:
+        return float(DCGM_NOMINAL_SECONDS[DCGM_LEVELS[load]])
+    return float(parameters.get("duration_seconds", BURN_IN_DEFAULT_SECONDS))

@@ -254,3 +254,129 @@ class Baseline(PublicModel):
 
     def __str__(self) -> str:
         return f"{self.collective} {self.hosts_key}: {self.busbw_gbps:g} GB/s"
+
+
+# --- the per-node suites: HPL-MxP, nvbandwidth, burn-in ---------------------------------------------------------
+
+
+class MeasurementReference(PublicModel):
+    """The expected value of one figure a per-node suite measures on a GPU SKU (e.g. HPL-MxP's LU GFLOPS per GPU, an
+    nvbandwidth test case's GB/s, the SM clock a burn-in sustains), in three tiers where higher is better. Shipped
+    rows say where their figure comes from (`source`); operators edit them."""
+
+    sku_name = models.CharField(max_length=64, help_text='A GPU SKU of the catalogue, e.g. "H200 SXM".')
+    suite = models.CharField(max_length=16, choices=Suite.choices)
+    case = models.CharField(max_length=64, help_text="The figure: an nvbandwidth test case, lu_gflops_per_gpu, ...")
+    unit = models.CharField(max_length=16)
+    expected = models.FloatField()
+    warn_below = models.FloatField()
+    fail_below = models.FloatField()
+    source = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["sku_name", "suite", "case"]
+        constraints = [
+            models.UniqueConstraint(fields=["sku_name", "suite", "case"], name="measurement_reference_unique_case"),
+            models.CheckConstraint(
+                condition=Q(fail_below__lte=F("warn_below")) & Q(warn_below__lte=F("expected")) & Q(fail_below__gte=0),
+                name="measurement_reference_tiers_ordered",
+                violation_error_message="Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sku_name} {self.suite} {self.case}: {self.expected:g} {self.unit}"
+
+    def judge(self, value: float | None) -> str:
+        if value is None:
+            return Verdict.COULD_NOT_RUN
+        if value < self.fail_below:
+            return Verdict.FAIL
+        if value < self.warn_below:
+            return Verdict.WARN
+        return Verdict.PASS
+
+
+class Measurement(PublicModel):
+    """One figure a per-node suite measured on a node (or across `hosts`, launched from `launcher`): its value, the
+    series behind it (an nvbandwidth matrix, HPL-MxP's progress, a soak's samples), and its verdict with evidence."""
+
+    run = models.ForeignKey(BenchmarkRun, on_delete=models.CASCADE, related_name="measurements")
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.CASCADE, related_name="measurements")
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="benchmark_measurements")
+    launcher = models.CharField(max_length=253)
+    hosts = models.JSONField(default=list, help_text="Host names measured together, launcher first.")
+    hosts_key = models.CharField(max_length=2000, help_text="Sorted host names joined by commas: the baseline scope.")
+    sku_name = models.CharField(max_length=64, blank=True)
+    suite = models.CharField(max_length=16, choices=Suite.choices)
+    case = models.CharField(max_length=64)
+    unit = models.CharField(max_length=16)
+    value = models.FloatField(null=True, blank=True)
+    series = models.JSONField(default=dict, blank=True)
+    reference = models.ForeignKey(
+        MeasurementReference, null=True, blank=True, on_delete=models.SET_NULL, related_name="measurements"
+    )
+    expected = models.FloatField(null=True, blank=True)
+    warn_below = models.FloatField(null=True, blank=True)
+    fail_below = models.FloatField(null=True, blank=True)
+    baseline = models.ForeignKey(
+        "benchmarks.MeasurementBaseline", null=True, blank=True, on_delete=models.SET_NULL, related_name="compared"
+    )
+    baseline_value = models.FloatField(null=True, blank=True)
+    z_score = models.FloatField(null=True, blank=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.COULD_NOT_RUN)
+    evidence = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "round__index", "launcher", "case", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "launcher", "case"], name="measurement_unique_per_job_case"),
+            models.CheckConstraint(condition=Q(verdict__in=Verdict.values), name="measurement_verdict_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{'+'.join(self.hosts)} {self.case}: {self.value} {self.unit} ({self.verdict})"
+
+    @property
+    def colour(self) -> str:
+        return VERDICT_COLOURS[self.verdict]
+
+    @property
+    def pct_expected(self) -> float | None:
+        if self.value is None or not self.expected:
+            return None
+        return round(100 * self.value / self.expected, 1)
+
+    @property
+    def pct_baseline(self) -> float | None:
+        """(value − baseline) / baseline in %: negative is worse than the accepted baseline."""
+        if self.value is None or not self.baseline_value:
+            return None
+        return round(100 * (self.value - self.baseline_value) / self.baseline_value, 1)
+
+    @property
+    def regressed(self) -> bool:
+        pct = self.pct_baseline
+        return pct is not None and pct < -REGRESSION_PCT
+
+
+class MeasurementBaseline(PublicModel):
+    """The accepted value of a figure for a scope (suite and case over a set of hosts)."""
+
+    suite = models.CharField(max_length=16, choices=Suite.choices)
+    case = models.CharField(max_length=64)
+    hosts_key = models.CharField(max_length=2000)
+    measurement = models.ForeignKey(Measurement, on_delete=models.CASCADE, related_name="baselines")
+    value = models.FloatField()
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="measurement_baselines"
+    )
+
+    class Meta:
+        ordering = ["suite", "case", "hosts_key"]
+        constraints = [
+            models.UniqueConstraint(fields=["suite", "case", "hosts_key"], name="measurement_baseline_unique_scope")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.suite} {self.case} {self.hosts_key}: {self.value:g}"

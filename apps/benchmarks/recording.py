@@ -4,10 +4,19 @@ as the inventory holds them, and recording a shard's tests with their verdicts (
 import logging
 
 from django.db import transaction
+from django.db.models import Count
 
-from apps.benchmarks import judging
+from apps.benchmarks import judging, suites
 from apps.benchmarks.choices import BAD_VERDICTS, ROBUST_Z_OUTLIER, Purpose, Scope, Verdict
-from apps.benchmarks.models import Baseline, BenchmarkTest, Reference, Round
+from apps.benchmarks.models import (
+    Baseline,
+    BenchmarkTest,
+    Measurement,
+    MeasurementBaseline,
+    MeasurementReference,
+    Reference,
+    Round,
+)
 from apps.benchmarks.references import NVLINK, fabric_of
 from apps.inventory.choices import NicPurpose, NicTransport
 from apps.inventory.models import Nic, Node
@@ -219,3 +228,127 @@ def _fleet_scores(job) -> None:
 def is_bad(test: BenchmarkTest) -> bool:
     """A test the sweep treats as bad: below a reference tier, no figure, or an outlier of its round's fleet."""
     return test.verdict in BAD_VERDICTS or (test.z_score is not None and test.z_score <= ROBUST_Z_OUTLIER)
+
+
+# --- the per-node suites ------------------------------------------------------------------------------------------
+
+
+def record_measurements(*, job, shard, step: str, readings: dict) -> None:
+    """One Measurement per figure of each cell of the shard (could-not-run rows when a cell gave none), judged
+    against the node's SKU reference and the scope's baseline, then the fleet z-scores of the job's figures."""
+    parameters = job.parameters
+    suite = parameters["suite"]
+    tests = {test["hosts"][0]: test for test in parameters.get("tests") or []}
+    round_ = Round.objects.filter(job=job).select_related("run").first()
+    if round_ is None:
+        return  # a node-benchmark job started outside a run has nowhere to keep its figures
+    cells = list(shard.steps.filter(step=step))
+    nodes = {
+        node.hostname: node
+        for node in Node.objects.filter(hostname__in=[cell.hostname for cell in cells])
+        .select_related("gpu_sku")
+        .annotate(gpu_count=Count("gpus"))
+    }
+    with transaction.atomic():
+        for cell in cells:
+            hosts = list((tests.get(cell.hostname) or {"hosts": [cell.hostname]})["hosts"])
+            node = nodes.get(cell.hostname)
+            reading = readings.get((cell.hostname, step))
+            figures = _cell_figures(
+                suite,
+                cell,
+                reading,
+                gpus_expected=node.gpu_count if node else 0,
+                burn_load=parameters.get("burn_load", "gpu-burn"),
+            )
+            for figure in figures:
+                _record_measurement(job, round_, cell, hosts, node, suite, figure, reading)
+        _measurement_scores(job)
+
+
+def _cell_figures(suite: str, cell, reading: dict | None, *, gpus_expected: int, burn_load: str) -> list[suites.Figure]:
+    """The cell's figures; could-not-run figures naming why when the tool printed nothing it understands."""
+    cases = [case for case, _unit in suites.CASES[suite]]
+    if reading is None:
+        why = cell.summary or f"the cell ended {cell.status} before the command ran"
+    elif not reading.get("stdout", "").strip():
+        why = reading.get("error") or (reading.get("stderr") or "").strip()[-300:] or "no output"
+    else:
+        try:
+            found = suites.figures(
+                suite,
+                reading["stdout"],
+                reading.get("stderr", ""),
+                gpus_expected=gpus_expected,
+                burn_load=burn_load,
+            )
+        except ParseError as error:
+            why = f"output not understood: {error}"
+        else:
+            if found:
+                return found
+            why = "the output held no figure"
+    units = dict(suites.CASES[suite])
+    return [suites.Figure(case, units[case], None, notes=[why], floor=Verdict.COULD_NOT_RUN) for case in cases]
+
+
+def _record_measurement(job, round_, cell, hosts, node, suite, figure: suites.Figure, reading) -> Measurement:
+    sku = node.gpu_sku.name if node is not None and node.gpu_sku_id else ""
+    reference = MeasurementReference.objects.filter(sku_name=sku, suite=suite, case=figure.case).first()
+    verdict = (
+        reference.judge(figure.value)
+        if reference
+        else (Verdict.COULD_NOT_RUN if figure.value is None else Verdict.PASS)
+    )
+    verdict = judging.worse(verdict, figure.floor) if figure.value is not None else Verdict.COULD_NOT_RUN
+    key = hosts_key(hosts)
+    baseline = MeasurementBaseline.objects.filter(suite=suite, case=figure.case, hosts_key=key).first()
+    criterion = (
+        f"{figure.case} ≥ {reference.warn_below:g} {reference.unit} to pass, ≥ {reference.fail_below:g} to warn "
+        f"(expected {reference.expected:g}; {reference.sku_name})"
+        if reference
+        else f"no reference for {sku or 'this SKU'}: a figure passes, no figure could not run"
+    )
+    evidence = {
+        "command": (reading or {}).get("command", []),
+        "exit_code": (reading or {}).get("exit_code"),
+        "notes": figure.notes[:10],
+        "criterion": criterion,
+        "reference_source": reference.source if reference else "",
+        "artifact_step": cell.pk,
+    }
+    values = {
+        "run": round_.run,
+        "round": round_,
+        "hosts": hosts,
+        "hosts_key": key,
+        "sku_name": sku,
+        "suite": suite,
+        "unit": figure.unit,
+        "value": None if figure.value is None else round(figure.value, 3),
+        "series": figure.series,
+        "reference": reference,
+        "expected": reference.expected if reference else None,
+        "warn_below": reference.warn_below if reference else None,
+        "fail_below": reference.fail_below if reference else None,
+        "baseline": baseline,
+        "baseline_value": baseline.value if baseline else None,
+        "verdict": verdict,
+        "evidence": evidence,
+    }
+    measurement, _ = Measurement.objects.update_or_create(
+        job=job, launcher=cell.hostname, case=figure.case, defaults=values
+    )
+    return measurement
+
+
+def _measurement_scores(job) -> None:
+    """Each figure's robust z-score among the job's figures of the same case and host-set size."""
+    groups: dict[tuple[str, int], list[Measurement]] = {}
+    for measurement in Measurement.objects.filter(job=job, value__isnull=False):
+        groups.setdefault((measurement.case, len(measurement.hosts)), []).append(measurement)
+    for group in groups.values():
+        for measurement, score in zip(group, judging.robust_z([item.value for item in group]), strict=True):
+            if measurement.z_score != score:
+                measurement.z_score = score
+                measurement.save(update_fields=["z_score", "updated"])

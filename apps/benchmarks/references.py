@@ -60,3 +60,116 @@ def sync_shipped(reference_model) -> int:
         keys = {name: row.pop(name) for name in ("sku_name", "fabric", "scope", "collective")}
         created += reference_model.objects.get_or_create(**keys, defaults=row)[1]
     return created
+
+
+# --- the per-node suites (MeasurementReference rows) -------------------------------------------------------------
+
+H100_MXP = (
+    "two real 8 x H100 SXM runs of NVIDIA's HPL-MxP: 2,537 TFLOPS LU per node = 317 TFLOPS per GPU (AI @ Georgia Tech "
+    "on Voltage Park, github.com/aigatech/vpbenchmarking) and 311,749 GFLOPS LU per GPU at N = 258048 "
+    "(scc25-benchmarking.readthedocs.io, mxphpl); warn below 90 %, fail below 80 %"
+)
+PCIE5_COPY = (
+    "pinned copies over PCIe Gen5 x16: 55.1–55.3 GB/s per GPU in the real H800 capture "
+    "(tests/fixtures/real/nvbandwidth/h800-8gpu-v0.2-all-tests.txt), 54.6 / 55.0 on the real H200"
+)
+PCIE4_COPY = "derived, not measured: PCIe Gen4 x16 at the 87.5 % efficiency measured on Gen5 (27.6 GB/s)"
+NVLINK18_COPY = (
+    "derived: the real H800 capture moves 172 GB/s per GPU pair over 8 NVLinks (81 % of 8 x 26.56 GB/s); 18 links "
+    "at that share give 387 GB/s; warn below 375 because one link of 18 down costs 5.6 %. Not yet measured by us on an "
+    "8-GPU H100/H200 node"
+)
+NVLINK12_COPY = (
+    "derived, not measured: 12 NVLinks x 25 GB/s at the 81 % share measured on the H800 (243 GB/s); warn below 230 "
+    "(one link of 12 down costs 8 %)"
+)
+SOAK_HOPPER = (
+    "the real H200 capture under a GEMM loop: ~1450 MHz at its 700 W cap with the SW power cap reason set "
+    "(tests/fixtures/real/h200-1gpu/nvidia-smi-dmon-s-pucvmet-load.txt); H100 SXM has the same 700 W limit"
+)
+SOAK_AMPERE = "NVIDIA's HPL Rpeak clock for A100 at its 400 W limit, 1305 MHz (glennklockwood.com/garden/peak-FLOPS)"
+HOPPER, AMPERE = ("H100 SXM", "H200 SXM"), ("A100 SXM 80GB",)
+D2D_CASES = (
+    "device_to_device_memcpy_read_ce",
+    "device_to_device_memcpy_write_ce",
+    "device_to_device_bidirectional_memcpy_read_ce",
+)
+HOST_CASES = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
+
+# (SKUs, suite, case, unit, expected, warn below, fail below, source)
+MEASUREMENTS_SHIPPED = [
+    (HOPPER, "hpl-mxp", "lu_gflops_per_gpu", "GFLOPS", 310_000.0, 280_000.0, 250_000.0, H100_MXP),
+    (
+        AMPERE,
+        "hpl-mxp",
+        "lu_gflops_per_gpu",
+        "GFLOPS",
+        100_000.0,
+        90_000.0,
+        80_000.0,
+        "derived, not measured: the H100 runs' share of dense FP16 peak (317 of 989 TFLOPS) times A100's 312",
+    ),
+    *[(HOPPER, "nvbandwidth", case, "GB/s", 55.0, 50.0, 40.0, PCIE5_COPY) for case in HOST_CASES],
+    *[(AMPERE, "nvbandwidth", case, "GB/s", 26.0, 23.0, 18.0, PCIE4_COPY) for case in HOST_CASES],
+    *[(HOPPER, "nvbandwidth", case, "GB/s", 385.0, 375.0, 300.0, NVLINK18_COPY) for case in D2D_CASES],
+    *[(AMPERE, "nvbandwidth", case, "GB/s", 240.0, 230.0, 180.0, NVLINK12_COPY) for case in D2D_CASES],
+    (
+        ("H200 SXM",),
+        "nvbandwidth",
+        "device_local_copy",
+        "GB/s",
+        4200.0,
+        4000.0,
+        3600.0,
+        "the real H200: device copy 4.21 TB/s (bytes read + written), 88 % of the 4.8 TB/s datasheet "
+        "(tests/fixtures/real/h200-1gpu/node-benchmarks-torch.json)",
+    ),
+    (
+        ("H100 SXM",),
+        "nvbandwidth",
+        "device_local_copy",
+        "GB/s",
+        2900.0,
+        2750.0,
+        2500.0,
+        "a real 8 x H100 SXM node: D2D (HBM3) 2,903 GB/s, 86.7 % of 3.35 TB/s (github.com/aigatech/vpbenchmarking)",
+    ),
+    (
+        AMPERE,
+        "nvbandwidth",
+        "device_local_copy",
+        "GB/s",
+        1790.0,
+        1700.0,
+        1500.0,
+        "derived, not measured: 2.039 TB/s datasheet at the 88 % measured on the H200",
+    ),
+    (HOPPER, "burn-in", "sustained_sm_clock_mhz", "MHz", 1455.0, 1300.0, 1100.0, SOAK_HOPPER),
+    (AMPERE, "burn-in", "sustained_sm_clock_mhz", "MHz", 1305.0, 1200.0, 1000.0, SOAK_AMPERE),
+]
+
+
+def shipped_measurement_rows() -> list[dict]:
+    return [
+        {
+            "sku_name": sku,
+            "suite": suite,
+            "case": case,
+            "unit": unit,
+            "expected": expected,
+            "warn_below": warn,
+            "fail_below": fail,
+            "source": source,
+        }
+        for skus, suite, case, unit, expected, warn, fail, source in MEASUREMENTS_SHIPPED
+        for sku in skus
+    ]
+
+
+def sync_shipped_measurements(reference_model) -> int:
+    """Create the shipped measurement references that are missing (edited rows stay); returns how many."""
+    created = 0
+    for row in shipped_measurement_rows():
+        keys = {name: row.pop(name) for name in ("sku_name", "suite", "case")}
+        created += reference_model.objects.get_or_create(**keys, defaults=row)[1]
+    return created

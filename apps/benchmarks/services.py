@@ -6,14 +6,40 @@ import time
 
 from celery import current_app
 from django.db import transaction
-from django.db.models import Prefetch
+from django.db.models import Count, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.benchmarks import recording
-from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, Purpose, RunStatus, Suite, Verdict
-from apps.benchmarks.kinds import NcclTests
-from apps.benchmarks.models import Baseline, BenchmarkRun, BenchmarkTest, Round, Suspect
+from apps.benchmarks import recording, suites
+from apps.benchmarks.choices import (
+    BURN_IN_DEFAULT_SECONDS,
+    BURN_IN_MAX_SECONDS,
+    BURN_IN_MIN_SECONDS,
+    DCGM_LEVELS,
+    DCGM_NOMINAL_SECONDS,
+    HPL_MAX_N,
+    HPL_MIN_N,
+    HPL_NB,
+    MAX_BYTES,
+    MIN_BYTES,
+    MIXED_SKUS_ALLOWED,
+    NODE_SUITES,
+    BurnLoad,
+    Collective,
+    Purpose,
+    RunStatus,
+    Suite,
+    Verdict,
+)
+from apps.benchmarks.kinds import NcclTests, NodeBenchmark
+from apps.benchmarks.models import (
+    Baseline,
+    BenchmarkRun,
+    BenchmarkTest,
+    MeasurementBaseline,
+    Round,
+    Suspect,
+)
 from apps.benchmarks.references import fabric_of
 from apps.benchmarks.sweep import HalvingSweep, Outcome, PlannedTest, pairwise_rounds, pairwise_suspects, round_bound
 from apps.inventory.choices import HostKeyState, NicPurpose
@@ -54,7 +80,7 @@ def _nodes_errors(nodes: list[Node], *, suite: str, transport: str) -> list[str]
     if without:
         errors.append(f"These nodes have no GPUs: {', '.join(without[:20])}.")
     skus = {node.gpu_sku.name for node in nodes if node.gpu_sku_id}
-    if len(skus) > 1:
+    if len(skus) > 1 and suite not in MIXED_SKUS_ALLOWED:
         errors.append(f"The set mixes GPU SKUs ({', '.join(sorted(skus))}); benchmark one SKU at a time.")
     if transport == "ssh":
         trusted = set(
@@ -66,8 +92,10 @@ def _nodes_errors(nodes: list[Node], *, suite: str, transport: str) -> list[str]
         if untrusted:
             errors.append(
                 f"No trusted SSH host key for {', '.join(untrusted[:20])}: trust it on the node page first "
-                "(mpirun reaches every node of the set over ssh)."
+                "(the benchmark reaches every node of the set over ssh)."
             )
+    if transport == "local" and len(nodes) != 1:
+        errors.append("Over local the benchmark runs on the worker's own host: name exactly one node (that one).")
     if suite == Suite.SWEEP and len(nodes) < SWEEP_MIN_NODES:
         errors.append(f"A sweep needs at least {SWEEP_MIN_NODES} nodes (use nccl-pairwise for fewer).")
     if suite == Suite.PAIRWISE and len(nodes) < 2:
@@ -95,14 +123,28 @@ def start_run(
     transport: str | None = None,
     cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
     environment: dict | None = None,
+    duration_seconds: int | None = None,
+    hpl_n: int | None = None,
+    burn_load: str = BurnLoad.GPU_BURN,
     requested_by=None,
     queue: bool = True,
 ) -> BenchmarkRun:
     """Validate and record a run; enqueue it on commit (queue=False: the caller runs execute_run itself).
 
     Raises serializers.ValidationError naming the field (suite, collective, min_bytes, max_bytes, nodes, transport,
-    targets); nothing is stored then.
+    duration_seconds, hpl_n, burn_load, targets); nothing is stored then.
     """
+    if suite in NODE_SUITES:
+        return _start_node_run(
+            suite=suite,
+            targets=targets,
+            transport=transport,
+            duration_seconds=duration_seconds,
+            hpl_n=hpl_n,
+            burn_load=burn_load,
+            requested_by=requested_by,
+            queue=queue,
+        )
     errors: dict[str, list[str]] = {}
     if suite not in Suite.values:
         errors["suite"] = [f"Unknown suite {suite!r}; known: {', '.join(Suite.values)}."]
@@ -151,6 +193,73 @@ def start_run(
     return run
 
 
+def _start_node_run(
+    *, suite: str, targets: TargetSpec, transport, duration_seconds, hpl_n, burn_load, requested_by, queue: bool
+) -> BenchmarkRun:
+    """start_run for HPL-MxP, nvbandwidth and the burn-in soak."""
+    errors: dict[str, list[str]] = {}
+    duration = BURN_IN_DEFAULT_SECONDS if duration_seconds is None else duration_seconds
+    if burn_load not in BurnLoad.values:
+        errors["burn_load"] = [f"Unknown load {burn_load!r}; known: {', '.join(BurnLoad.values)}."]
+    elif burn_load in DCGM_LEVELS:
+        if duration_seconds is not None:
+            errors["duration_seconds"] = ["dcgmi diag runs as long as its level does; leave the duration empty."]
+        duration = DCGM_NOMINAL_SECONDS[DCGM_LEVELS[burn_load]]
+    if (
+        suite == Suite.BURN_IN
+        and burn_load == BurnLoad.GPU_BURN
+        and (
+            isinstance(duration, bool)
+            or not isinstance(duration, int)
+            or not BURN_IN_MIN_SECONDS <= duration <= BURN_IN_MAX_SECONDS
+        )
+    ):
+        errors["duration_seconds"] = [
+            f"A soak of {BURN_IN_MIN_SECONDS} to {BURN_IN_MAX_SECONDS} seconds (whole seconds), not {duration!r}."
+        ]
+    if hpl_n is not None and (
+        isinstance(hpl_n, bool) or not isinstance(hpl_n, int) or not HPL_MIN_N <= hpl_n <= HPL_MAX_N
+    ):
+        errors["hpl_n"] = [f"HPL-MxP's matrix order is {HPL_MIN_N} to {HPL_MAX_N}, not {hpl_n!r}."]
+    transport = transport or "ssh"
+    if transport not in NodeBenchmark.transports:
+        errors["transport"] = [f"This suite runs over {', '.join(NodeBenchmark.transports)}, not {transport!r}."]
+    if errors:
+        raise serializers.ValidationError(errors)
+    nodes = job_services.resolve_targets(targets)
+    problems = _nodes_errors(nodes, suite=suite, transport=transport)
+    if problems:
+        raise serializers.ValidationError({"nodes": problems})
+    gpu_counts = dict(
+        Node.objects.filter(pk__in=[node.pk for node in nodes])
+        .annotate(count=Count("gpus"))
+        .values_list("hostname", "count")
+    )
+    parameters = {
+        "gpus_per_node": max(1, min(gpu_counts.values())),
+        "hpl_nb": HPL_NB,
+        "hpl_n": hpl_n,
+        "duration_seconds": duration,
+        "burn_load": burn_load,
+        "cases": list(suites.NVBANDWIDTH_CASES),
+    }
+    skus = sorted({node.gpu_sku.name for node in nodes})
+    with transaction.atomic():
+        run = BenchmarkRun.objects.create(
+            suite=suite,
+            parameters=parameters,
+            transport=transport,
+            target_spec=targets.as_json(),
+            sku_name=skus[0] if len(skus) == 1 else "mixed",
+            fabric=fabric_of(nodes[0]),
+            requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
+        )
+        run.nodes.add(*nodes)
+        if queue:
+            transaction.on_commit(lambda: enqueue(run))
+    return run
+
+
 def enqueue(run: BenchmarkRun) -> None:
     # By the task's name, not by importing tasks.py (which imports this module); the task id is the run's id.
     current_app.signature(RUN_TASK).apply_async(args=[str(run.public_id)], task_id=str(run.public_id))
@@ -170,7 +279,9 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
     run.refresh_from_db()
     hosts = list(run.nodes.order_by("hostname").values_list("hostname", flat=True))
     try:
-        if run.suite == Suite.SWEEP:
+        if run.suite in NODE_SUITES:
+            summary = _node_suite(run, hosts)
+        elif run.suite == Suite.SWEEP:
             summary = _sweep(run, hosts)
         elif run.suite == Suite.PAIRWISE:
             summary = _pairwise(run, hosts)
@@ -182,6 +293,8 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
         status = RunStatus.SUCCEEDED
         if run.tests.filter(verdict=Verdict.COULD_NOT_RUN).exists() and run.suite == Suite.NCCL:
             status = RunStatus.FAILED
+        if run.measurements.filter(verdict=Verdict.COULD_NOT_RUN).exists():
+            status = RunStatus.FAILED
     except Exception as error:  # the run ends `error` with the reason; the traceback goes to the log
         logger.exception("benchmark run %s failed", run.public_id)
         status, summary = RunStatus.ERROR, f"error: {error}"[:300]
@@ -190,10 +303,54 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
         summary=summary[:300],
         finished=timezone.now(),
         round_count=run.rounds.count(),
-        test_count=run.tests.count(),
+        test_count=run.tests.count() + run.measurements.count(),
     )
     run.refresh_from_db()
     return run
+
+
+def _hpl_order(run: BenchmarkRun, hosts: list[str]) -> int:
+    """The run's matrix order, else the largest that fits the set's GPUs (the smallest memory of the SKU set)."""
+    if run.parameters.get("hpl_n"):
+        return run.parameters["hpl_n"]
+    memory = min(Node.objects.filter(hostname__in=hosts).values_list("gpu_sku__hbm_gib", flat=True))
+    gpus = run.parameters["gpus_per_node"] * len(hosts)
+    return suites.hpl_n(gpus=gpus, memory_gib=memory, nb=run.parameters["hpl_nb"])
+
+
+def _node_round(run: BenchmarkRun, index: int, launchers: list[str], tests: list[dict]) -> None:
+    parameters = {key: run.parameters[key] for key in ("gpus_per_node", "hpl_nb", "duration_seconds", "cases")}
+    parameters["burn_load"] = run.parameters.get("burn_load", BurnLoad.GPU_BURN)
+    if run.suite == Suite.HPL_MXP:
+        parameters["hpl_n"] = _hpl_order(run, launchers[:1])
+    job = job_services.create_job(
+        kind=NodeBenchmark.name,
+        targets=TargetSpec(nodes=tuple(launchers)),
+        parameters={**parameters, "suite": run.suite, "tests": tests},
+        transport=run.transport,
+        requested_by=run.requested_by,
+        queue=False,
+    )
+    Round.objects.create(run=run, index=index, job=job)
+    for shard in job.shards.order_by("index"):
+        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark")
+
+
+def _node_suite(run: BenchmarkRun, hosts: list[str]) -> str:
+    """Each node alone in round 1; HPL-MxP then once across the whole set (launched from its first node)."""
+    _node_round(
+        run,
+        0,
+        hosts,
+        [{"hosts": [host], "hpl_n": _hpl_order(run, [host])} for host in hosts] if run.suite == Suite.HPL_MXP else [],
+    )
+    if run.suite == Suite.HPL_MXP and len(hosts) > 1:
+        _node_round(run, 1, hosts[:1], [{"hosts": hosts, "hpl_n": _hpl_order(run, hosts)}])
+    verdicts = list(run.measurements.filter(reference__isnull=False).values_list("verdict", flat=True))
+    counts = ", ".join(
+        f"{verdicts.count(verdict)} {verdict.replace('_', ' ')}" for verdict in Verdict.values if verdict in verdicts
+    )
+    return f"{len(hosts)} node(s), {run.measurements.count()} figure(s); judged: {counts or 'none'}"
 
 
 def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> dict:
@@ -370,8 +527,50 @@ def accept_baseline(*, run: BenchmarkRun, user=None) -> int:
                 defaults={"test": test, "busbw_gbps": test.busbw_gbps, "accepted_by": user},
             )
             accepted += 1
+        for measurement in run.measurements.filter(value__isnull=False):
+            MeasurementBaseline.objects.update_or_create(
+                suite=measurement.suite,
+                case=measurement.case,
+                hosts_key=measurement.hosts_key,
+                defaults={"measurement": measurement, "value": measurement.value, "accepted_by": user},
+            )
+            accepted += 1
         BenchmarkRun.objects.filter(pk=run.pk).update(accepted_by=user, accepted_at=timezone.now())
     return accepted
+
+
+def measurement_rows(run: BenchmarkRun) -> list[dict]:
+    """Every figure of a per-node run, in round and host order, as the CLI and the report show them."""
+    return [
+        {
+            "round": item.round.index + 1 if item.round else None,
+            "hosts": item.hosts if len(item.hosts) <= 8 else [*item.hosts[:8], f"... {len(item.hosts)} hosts"],
+            "case": item.case,
+            "value": item.value,
+            "unit": item.unit,
+            "expected": item.expected,
+            "pct_expected": item.pct_expected,
+            "pct_baseline": item.pct_baseline,
+            "z_score": item.z_score,
+            "verdict": item.verdict,
+            "notes": item.evidence.get("notes", [])[1:4],
+        }
+        for item in run.measurements.select_related("round").order_by("round__index", "launcher", "case")
+    ]
+
+
+def node_suite_report(run: BenchmarkRun) -> dict:
+    """`manage.py benchmark run --json` for HPL-MxP, nvbandwidth and burn-in runs."""
+    return {
+        "run": str(run.public_id),
+        "suite": run.suite,
+        "status": run.status,
+        "summary": run.summary,
+        "nodes": run.nodes.count(),
+        "rounds": run.round_count,
+        "parameters": {key: run.parameters.get(key) for key in ("hpl_n", "hpl_nb", "duration_seconds", "burn_load")},
+        "measurements": measurement_rows(run),
+    }
 
 
 def sweep_report(run: BenchmarkRun) -> dict:

@@ -14,10 +14,19 @@ from rest_framework import serializers
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.benchmarks import charts, services
-from apps.benchmarks.choices import ACTIVE, Suite
+from apps.benchmarks.choices import ACTIVE, NODE_SUITES, BurnLoad, Suite
 from apps.benchmarks.filters import BenchmarkRunFilterSet
 from apps.benchmarks.forms import BenchmarkForm
-from apps.benchmarks.models import Baseline, BenchmarkRun, BenchmarkTest, Reference, Round, Suspect
+from apps.benchmarks.models import (
+    Baseline,
+    BenchmarkRun,
+    BenchmarkTest,
+    Measurement,
+    MeasurementReference,
+    Reference,
+    Round,
+    Suspect,
+)
 from apps.jobs.forms import flat_messages
 
 
@@ -31,6 +40,7 @@ def _list_page(request, form: BenchmarkForm, status: int = 200):
         "form": form,
         "suites": Suite.choices,
         "references": Reference.objects.all(),
+        "measurement_references": MeasurementReference.objects.all(),
     }
     return render(request, "benchmarks/benchmark_list.html", context, status=status)
 
@@ -57,6 +67,9 @@ def start(request):
             max_bytes=data["max_bytes"],
             transport=data["transport"],
             cooldown_seconds=data["cooldown_seconds"],
+            duration_seconds=data["duration_seconds"],
+            hpl_n=data["hpl_n"],
+            burn_load=data["burn_load"] or BurnLoad.GPU_BURN,
             requested_by=request.user,
         )
     except serializers.ValidationError as error:
@@ -76,6 +89,8 @@ def _run_context(request, public_id) -> dict:
         ),
         public_id=public_id,
     )
+    if run.suite in NODE_SUITES:
+        return _node_suite_context(request, run)
     tests = list(BenchmarkTest.objects.filter(run=run).select_related("round", "job", "reference"))
     hosts = list(run.nodes.order_by("hostname").values_list("hostname", flat=True))
     reference = next((test.reference for test in tests if test.reference), None)
@@ -100,6 +115,47 @@ def _run_context(request, public_id) -> dict:
                 node_url=lambda node: reverse("node-detail", args=[node.public_id]),
             )
         )
+    return context
+
+
+# The figure each per-node suite charts per node, and the one whose series is drawn for a chosen node.
+BAR_CASES = {
+    Suite.HPL_MXP: "lu_gflops_per_gpu",
+    Suite.NVBANDWIDTH: "device_to_device_memcpy_read_ce",
+    Suite.BURN_IN: "sustained_sm_clock_mhz",
+}
+MATRIX_CASES = (
+    "device_to_device_memcpy_read_ce",
+    "device_to_device_memcpy_write_ce",
+    "device_to_device_bidirectional_memcpy_read_ce",
+)
+
+
+def _node_suite_context(request, run: BenchmarkRun) -> dict:
+    """HPL-MxP, nvbandwidth and burn-in: every figure, a bar per node, and for one node (?node=, else the worst)
+    its nvbandwidth matrices or its soak's clocks and temperatures."""
+    measurements = list(Measurement.objects.filter(run=run).select_related("round", "job", "reference"))
+    bars = [item for item in measurements if item.case == BAR_CASES[run.suite]]
+    context = {"run": run, "measurements": measurements, "active": run.status in ACTIVE, "node_suite": True}
+    if bars:
+        reference = next((item.reference for item in bars if item.reference), None)
+        title = f"{BAR_CASES[run.suite]} per node"
+        context["bar_figure"] = charts.figure_json(charts.per_node_bar_figure(bars, reference=reference, title=title))
+    alone = [item for item in bars if len(item.hosts) == 1 and item.value is not None]
+    chosen = request.GET.get("node") or (min(alone, key=lambda item: item.value).launcher if alone else "")
+    context["chosen_node"] = chosen
+    context["chart_nodes"] = sorted({item.launcher for item in alone})
+    mine = [item for item in measurements if item.launcher == chosen and len(item.hosts) == 1]
+    if run.suite == Suite.NVBANDWIDTH:
+        context["matrices"] = [
+            {"id": f"matrix-{position}", "case": item.case, "figure": charts.figure_json(charts.matrix_heatmap(item))}
+            for position, item in enumerate(
+                item for item in mine if item.case in MATRIX_CASES and item.series.get("matrix")
+            )
+        ]
+    if run.suite == Suite.BURN_IN:
+        soak = next((item for item in mine if item.case == "sustained_sm_clock_mhz" and item.series.get("gpus")), None)
+        context["soak_figure"] = charts.figure_json(charts.soak_figure(soak)) if soak else None
     return context
 
 

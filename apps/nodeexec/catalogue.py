@@ -46,6 +46,31 @@ PYTHON_VERSIONS_SCRIPT = (
 # tool's stdout is framed by SECTION_MARK lines, its exit status and stderr follow it; an interface the node does
 # not have is reported as absent rather than failing three tools.
 SECTION_MARK = "@@rackpilot"
+
+# A burn-in soak: nvidia-smi samples the GPUs every $2 ms into a temporary file while the load (gpu_burn for $1
+# seconds, or dcgmi diag at level $1) runs; then the samples follow the load's own output after SOAK_SAMPLES_MARK.
+# The load's exit status is the script's. The fields are fixed here (timestamped rows, so a slowdown after ten
+# minutes is seen when it began).
+SOAK_FIELDS = "timestamp,index,temperature.gpu,clocks.sm,power.draw,clocks_event_reasons.active"
+SOAK_SAMPLES_MARK = f"{SECTION_MARK} nvidia-smi samples"
+
+
+def _soak_script(load: str) -> str:
+    return (
+        "samples=$(mktemp) || exit 1\n"
+        f'nvidia-smi --query-gpu={SOAK_FIELDS} --format=csv,nounits -lms "$2" -f "$samples" &\n'
+        "sampler=$!\n"
+        f"{load}\n"
+        "status=$?\n"
+        'kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null\n'
+        f"echo '{SOAK_SAMPLES_MARK}'\n"
+        'cat "$samples"; rm -f "$samples"\n'
+        'exit "$status"\n'
+    )
+
+
+SOAK_SCRIPT = _soak_script('gpu_burn "$1"')
+DCGM_SOAK_SCRIPT = _soak_script('dcgmi diag -r "$1"')
 NIC_FACTS_SCRIPT = (
     f"set -f; IFS=,\n"
     "for nic in $1; do\n"
@@ -100,6 +125,15 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "requirement": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version"),
     "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
     "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
+    # The benchmarks: HPL-MxP's GPU affinity list, and nccl-tests and mpirun.
+    "gpu_affinity": Placeholder(r"[0-9]{1,2}(:[0-9]{1,2}){0,15}", "GPU indexes separated by colons"),
+    "hpl_n": Placeholder(r"[0-9]{1,8}", "a matrix order"),
+    "hpl_nb": Placeholder(r"[0-9]{1,5}", "a block size"),
+    "hpl_p": Placeholder(r"[0-9]{1,5}", "process rows"),
+    "hpl_q": Placeholder(r"[0-9]{1,5}", "process columns"),
+    "nvbandwidth_cases": Placeholder(r"[a-z_]{1,64}(,[a-z_]{1,64}){0,63}", "nvbandwidth test cases by commas"),
+    "interval_ms": Placeholder(r"[0-9]{1,7}", "a sampling interval in milliseconds"),
+    "dcgm_level": Placeholder(r"[34]", "a long dcgmi diag level (3 or 4)"),
     # nccl-tests and mpirun, for the benchmarks.
     "nccl_binary": Placeholder(r"[a-z][a-z_]{0,31}_perf", "an nccl-tests binary (all_reduce_perf, ...)"),
     "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),

@@ -9,7 +9,7 @@ Seeded noise (a fraction of a percent) is added on top; it never is the figure i
 import math
 import random
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from apps.simulator.state import SimGpu, SimNic, SimulatedNode
 
@@ -89,7 +89,7 @@ def quantise_clock(mhz: float) -> int:
 def gpu_reading(gpu: SimGpu, *, load: float, rng: random.Random) -> GpuReading:
     """Power, clocks and temperature of a GPU under a load between 0 (idle) and 1 (a GEMM loop)."""
     facts = gpu.facts
-    cap = float(gpu.tdp_w)
+    cap = float(gpu.power_limit_w or gpu.tdp_w)
     reasons: list[str] = []
     offset = rng.uniform(-3, 3)  # cards differ by a few degrees in the same chassis
     if load <= 0:
@@ -165,6 +165,113 @@ def peer_copy_gbps(a: SimGpu, b: SimGpu) -> float:
 def pcie_gbps(gpu: SimGpu) -> float:
     """Pinned host<->device copy bandwidth over the GPU's PCIe link as trained."""
     return PCIE_LANE_GBPS[gpu.link_gen] * gpu.pcie_width * PCIE_EFFICIENCY
+
+
+# --- compute: GEMM rate, HPL-MxP, gpu-burn --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComputeFacts:
+    """What sets a SKU's arithmetic rate: SMs, dense FLOP per clock per SM, and the SM clock a GEMM loop sustains
+    at the board's TDP."""
+
+    sms: int
+    fp16_flops_per_clock_sm: int  # dense tensor-core FP16: 989 TFLOPS = 132 SMs x 4096 x 1830 MHz on Hopper
+    fp32_flops_per_clock_sm: int  # vector FMA: 66.9 TFLOPS = 132 x 256 x 1980 MHz on Hopper
+    max_sm_mhz: int
+    loaded_sm_mhz: int  # at the TDP under a GEMM loop: 1455 MHz measured on the real H200 (700 W)
+
+
+HOPPER = ComputeFacts(132, 4096, 256, 1980, 1455)
+# A100: 312 TFLOPS FP16 = 108 x 2048 x 1410 MHz; NVIDIA quotes 1305 MHz as the clock HPL sustains at 400 W.
+AMPERE = ComputeFacts(108, 2048, 128, 1410, 1305)
+COMPUTE_BY_SKU = {"H100 SXM": HOPPER, "H200 SXM": HOPPER, "A100 SXM 80GB": AMPERE, "A100 SXM 40GB": AMPERE}
+GEMM_EFFICIENCY = 0.965  # the real H200: bf16 GEMM 755 TFLOP/s at ~1455 MHz = 96.5 % of 132 x 4096 x 1455 MHz
+SGEMM_EFFICIENCY = 0.75  # gpu_burn's FP32 SGEMM loop reaches about three quarters of the vector FMA peak
+
+
+def compute_facts(gpu: SimGpu) -> ComputeFacts:
+    return COMPUTE_BY_SKU.get(gpu.sku_name, AMPERE if gpu.facts.architecture == "Ampere" else HOPPER)
+
+
+def loaded_sm_mhz(gpu: SimGpu, *, hot: bool = False) -> float:
+    """The SM clock under a sustained GEMM load: the TDP's clock, lower under a lower power limit (dynamic power
+    ~ f^2.5), capped application clocks, and HW thermal slowdown when the GPU is hot."""
+    compute = compute_facts(gpu)
+    clock = float(compute.loaded_sm_mhz)
+    limit = gpu.power_limit_w or gpu.tdp_w
+    if limit < gpu.tdp_w:
+        share = max(limit - STATIC_POWER_W, 1.0) / max(gpu.tdp_w - STATIC_POWER_W, 1.0)
+        clock *= share ** (1 / POWER_EXPONENT)
+    if gpu.clock_cap_mhz:
+        clock = min(clock, gpu.clock_cap_mhz)
+    if gpu.thermal_c or hot:
+        clock = min(clock, THERMAL_SLOWDOWN_MHZ)
+    return float(quantise_clock(clock))
+
+
+def gemm_tflops(gpu: SimGpu, *, fp32: bool = False, hot: bool = False) -> float:
+    compute = compute_facts(gpu)
+    per_clock = compute.fp32_flops_per_clock_sm if fp32 else compute.fp16_flops_per_clock_sm
+    efficiency = SGEMM_EFFICIENCY if fp32 else GEMM_EFFICIENCY
+    return compute.sms * per_clock * loaded_sm_mhz(gpu, hot=hot) * 1e6 * efficiency / 1e12
+
+
+# HPL-MxP: an FP16 LU factorisation (GEMM-bound, each panel step costing a fixed latency and, across nodes, the
+# panel's broadcast), then GMRES refinement in FP64 (HBM-bound). Calibrated on two real 8 x H100 runs, LU at 311.7 and
+# 317 TFLOPS per GPU (docs/benchmarks.md), i.e. ~0.42 of the GEMM rate.
+HPL_MXP_LU_EFFICIENCY = 0.48
+HPL_MXP_PANEL_S = 0.003
+HPL_MXP_REFINE_S = 0.056  # one refinement's fixed cost: 0.17 s for 3 in the real A100 run at N = 10000
+HPL_MXP_REFINE_ITERATIONS = 3
+HPL_MXP_MATVECS = 10  # FP64 matrix-vector products per refinement (GMRES inner steps)
+
+
+@dataclass(frozen=True)
+class HplMxpTimes:
+    lu_s: float
+    solver_s: float
+    flops: float
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / (self.lu_s + self.solver_s) / 1e9
+
+    @property
+    def lu_gflops(self) -> float:
+        return self.flops / self.lu_s / 1e9
+
+
+def hpl_mxp_times(n: int, nb: int, gpus: list[SimGpu], broadcast_gbps: float) -> HplMxpTimes:
+    """One HPL-MxP solve of order n over `gpus` (bulk-synchronous: the slowest GPU sets the pace of every step);
+    `broadcast_gbps` is what a panel crosses between GPUs (NVLink in a node, the node's NICs across nodes)."""
+    flops = 2 / 3 * n**3 + 3 / 2 * n**2
+    count = len(gpus)
+    rate = min(gemm_tflops(gpu) for gpu in gpus) * 1e12 * count * HPL_MXP_LU_EFFICIENCY
+    panels = math.ceil(n / nb)
+    broadcast = n * nb * 2 / (broadcast_gbps * 1e9) if count > 1 and broadcast_gbps > 0 else 0.0
+    lu = 2 / 3 * n**3 / rate + panels * (HPL_MXP_PANEL_S + broadcast)
+    hbm = min(hbm_copy_tbps(gpu) for gpu in gpus) * 1e12 * count
+    solver = HPL_MXP_REFINE_ITERATIONS * (HPL_MXP_REFINE_S + HPL_MXP_MATVECS * 8 * n**2 / hbm)
+    return HplMxpTimes(lu, solver, flops)
+
+
+# A soak's temperature: from idle towards the loaded steady state with the chassis' thermal time constant.
+SOAK_TIME_CONSTANT_S = 90.0
+IDLE_TEMPERATURE_C = 36.0
+
+
+def soak_reading(gpu: SimGpu, elapsed_s: float, rng: random.Random) -> GpuReading:
+    """A GPU `elapsed_s` seconds into a sustained GEMM load (gpu_burn): warming up, at its power limit, and hot
+    with HW thermal slowdown once a late-thermal fault's delay has passed."""
+    late = gpu.late_thermal_after_s is not None and elapsed_s >= gpu.late_thermal_after_s
+    state = replace(gpu, thermal_c=gpu.late_thermal_c) if late else gpu
+    now = gpu_reading(state, load=1.0, rng=rng)
+    if not (late or gpu.thermal_c):
+        warm = 1 - math.exp(-elapsed_s / SOAK_TIME_CONSTANT_S)
+        temperature = IDLE_TEMPERATURE_C + (now.temperature_c - IDLE_TEMPERATURE_C) * warm
+        now = replace(now, temperature_c=int(round(temperature)))
+    return replace(now, sm_mhz=int(loaded_sm_mhz(state)))
 
 
 # --- NCCL -------------------------------------------------------------------------------------------------------

@@ -144,6 +144,11 @@ class SimGpu:
     pcie_gen: int | None = None
     pcie_width: int = 16
     clock_cap_mhz: int | None = None  # a straggler's lowered application clocks
+    power_limit_w: int | None = None  # a power cap set below the board's TDP (nvidia-smi -pl, a BMC policy)
+    # A cooling fault that shows only under sustained load: after this many seconds of it, the GPU reaches
+    # late_thermal_c and HW thermal slowdown sets in (a clogged filter, a failing fan of the chassis).
+    late_thermal_after_s: float | None = None
+    late_thermal_c: int | None = None
 
     @property
     def active_nvlinks(self) -> int:

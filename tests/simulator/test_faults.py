@@ -63,6 +63,7 @@ def _snapshot(run, load=0.0):
         ("disk_full", "/checkpoints"),
         ("corrupt_checkpoint", "/checkpoints/llm-pretrain/step_0005000.pt"),
         ("straggler", ""),
+        ("power_cap", ""),
     ],
 )
 def test_clearing_a_fault_restores_the_healthy_output_exactly(gpu_node, run, kind, target):

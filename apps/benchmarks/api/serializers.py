@@ -1,15 +1,20 @@
 from rest_framework import serializers
 
 from apps.benchmarks.choices import (
-    BENCHMARK_TRANSPORTS,
+    BURN_IN_MAX_SECONDS,
+    BURN_IN_MIN_SECONDS,
+    HPL_MAX_N,
+    HPL_MIN_N,
     MAX_BYTES,
     MIN_BYTES,
+    NODE_SUITE_TRANSPORTS,
     RUN_STATUS_COLOURS,
     VERDICT_COLOURS,
+    BurnLoad,
     Collective,
     Suite,
 )
-from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Reference, Suspect
+from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Measurement, MeasurementReference, Reference, Suspect
 
 
 class BenchmarkRunCreateSerializer(serializers.Serializer):
@@ -24,8 +29,19 @@ class BenchmarkRunCreateSerializer(serializers.Serializer):
     max_bytes = serializers.IntegerField(
         min_value=MIN_BYTES, max_value=MAX_BYTES, default=MAX_BYTES, help_text="At most 16 GiB."
     )
-    transport = serializers.ChoiceField(choices=BENCHMARK_TRANSPORTS, required=False)
+    transport = serializers.ChoiceField(
+        choices=NODE_SUITE_TRANSPORTS, required=False, help_text="local: the per-node suites only, one node."
+    )
     cooldown_seconds = serializers.FloatField(min_value=0, max_value=3600, default=5.0)
+    duration_seconds = serializers.IntegerField(
+        min_value=BURN_IN_MIN_SECONDS, max_value=BURN_IN_MAX_SECONDS, required=False, help_text="burn-in: the soak."
+    )
+    hpl_n = serializers.IntegerField(
+        min_value=HPL_MIN_N, max_value=HPL_MAX_N, required=False, help_text="hpl-mxp: N (default: fits the memory)."
+    )
+    burn_load = serializers.ChoiceField(
+        choices=BurnLoad.choices, default=BurnLoad.GPU_BURN, help_text="burn-in: gpu_burn or dcgmi diag -r 3/4."
+    )
 
     def validate(self, attrs):
         if not (attrs["nodes"] or attrs["racks"] or attrs["tags"]):
@@ -199,4 +215,79 @@ class ReferenceSerializer(serializers.ModelSerializer):
         expected = attrs.get("expected_gbps", getattr(self.instance, "expected_gbps", 0))
         if not 0 <= fail <= warn <= expected:
             raise serializers.ValidationError({"warn_gbps": ["Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected."]})
+        return attrs
+
+
+class MeasurementSerializer(serializers.ModelSerializer):
+    """One figure of a per-node suite; `series` is the suite's own: an nvbandwidth matrix (`matrix`, `rows`,
+    `columns`), HPL-MxP's settings and residuals, or a soak's per-GPU samples (`gpus`: t, temperature_c, sm_mhz,
+    power_w, reasons)."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    job = serializers.UUIDField(source="job.public_id", read_only=True)
+    round = serializers.SerializerMethodField()
+    hosts = serializers.ListField(child=serializers.CharField(), read_only=True)
+    series = serializers.DictField(read_only=True)
+    evidence = serializers.DictField(read_only=True)
+    pct_expected = serializers.FloatField(read_only=True, allow_null=True)
+    pct_baseline = serializers.FloatField(read_only=True, allow_null=True)
+    regressed = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Measurement
+        fields = [
+            "id",
+            "job",
+            "round",
+            "launcher",
+            "hosts",
+            "sku_name",
+            "suite",
+            "case",
+            "unit",
+            "value",
+            "expected",
+            "warn_below",
+            "fail_below",
+            "pct_expected",
+            "baseline_value",
+            "pct_baseline",
+            "regressed",
+            "z_score",
+            "verdict",
+            "evidence",
+            "series",
+            "created",
+        ]
+        read_only_fields = fields
+
+    def get_round(self, item) -> int | None:
+        return item.round.index + 1 if item.round_id else None
+
+
+class MeasurementReferenceSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+
+    class Meta:
+        model = MeasurementReference
+        fields = [
+            "id",
+            "sku_name",
+            "suite",
+            "case",
+            "unit",
+            "expected",
+            "warn_below",
+            "fail_below",
+            "source",
+            "updated",
+        ]
+        read_only_fields = ["id", "sku_name", "suite", "case", "unit", "updated"]
+
+    def validate(self, attrs):
+        fail = attrs.get("fail_below", getattr(self.instance, "fail_below", 0))
+        warn = attrs.get("warn_below", getattr(self.instance, "warn_below", 0))
+        expected = attrs.get("expected", getattr(self.instance, "expected", 0))
+        if not 0 <= fail <= warn <= expected:
+            raise serializers.ValidationError({"warn_below": ["Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected."]})
         return attrs

@@ -10,10 +10,20 @@ from apps.benchmarks.api.serializers import (
     BenchmarkRunCreateSerializer,
     BenchmarkRunSerializer,
     BenchmarkTestSerializer,
+    MeasurementReferenceSerializer,
+    MeasurementSerializer,
     ReferenceSerializer,
 )
 from apps.benchmarks.filters import BenchmarkRunFilterSet
-from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Reference, Round, Suspect
+from apps.benchmarks.models import (
+    BenchmarkRun,
+    BenchmarkTest,
+    Measurement,
+    MeasurementReference,
+    Reference,
+    Round,
+    Suspect,
+)
 from apps.jobs.services import TargetSpec
 
 UUID_PATTERN = "[0-9a-f-]{36}"
@@ -60,6 +70,14 @@ class BenchmarkRunViewSet(
         page = self.paginate_queryset(tests.order_by("round__index", "launcher", "id"))
         return self.get_paginated_response(BenchmarkTestSerializer(page, many=True).data)
 
+    @extend_schema(responses={200: MeasurementSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def measurements(self, request, id=None):
+        """The figures of an HPL-MxP, nvbandwidth or burn-in run, each with its series, verdict and evidence."""
+        items = Measurement.objects.filter(run=self.get_object()).select_related("job", "round")
+        page = self.paginate_queryset(items.order_by("round__index", "launcher", "case", "id"))
+        return self.get_paginated_response(MeasurementSerializer(page, many=True).data)
+
     @extend_schema(request=None, responses={200: BenchmarkRunSerializer})
     @action(detail=True, methods=["post"])
     def accept(self, request, id=None):
@@ -76,6 +94,18 @@ class ReferenceViewSet(
 
     queryset = Reference.objects.order_by("sku_name", "scope", "fabric", "collective")
     serializer_class = ReferenceSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    write_role = Role.OPERATOR
+
+
+class MeasurementReferenceViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin, viewsets.GenericViewSet
+):
+    """Expected HPL-MxP, nvbandwidth and burn-in figures per SKU in three tiers; operators edit them."""
+
+    queryset = MeasurementReference.objects.order_by("sku_name", "suite", "case")
+    serializer_class = MeasurementReferenceSerializer
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     write_role = Role.OPERATOR

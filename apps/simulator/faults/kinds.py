@@ -109,6 +109,42 @@ THERMAL = FaultSpec(
 )
 
 
+def _late_thermal(state: SimulatedNode, target: str, parameters: dict) -> None:
+    gpu = state.gpu(int(target))
+    gpu.late_thermal_after_s = float(parameters["after_s"])
+    gpu.late_thermal_c = parameters["temperature"]
+
+
+# Idle or in a short test the GPU looks healthy; only a soak longer than `after_s` shows the slowdown.
+LATE_THERMAL = FaultSpec(
+    value="late_thermal",
+    label="Thermal slowdown after sustained load",
+    colour="orange",
+    target=GPU,
+    parameters={"after_s": Parameter(600, 1, 86400), "temperature": Parameter(92, 80, 110)},
+    apply=_late_thermal,
+    sentence=lambda gpu, parameters: (
+        f"GPU {gpu} reaches {parameters['temperature']} °C and slows down after {parameters['after_s']} s under load"
+    ),
+)
+
+
+def _power_cap(state: SimulatedNode, target: str, parameters: dict) -> None:
+    for gpu in state.gpus:
+        gpu.power_limit_w = min(parameters["watts"], gpu.tdp_w)
+
+
+POWER_CAP = FaultSpec(
+    value="power_cap",
+    label="Power limit below TDP",
+    colour="orange",
+    target=NODE,
+    parameters={"watts": Parameter(450, 100, 1000)},
+    apply=_power_cap,
+    sentence=lambda _, parameters: f"GPU power limit set to {parameters['watts']} W",
+)
+
+
 def _pcie_downtrained(state: SimulatedNode, target: str, parameters: dict) -> None:
     gpu = state.gpu(int(target))
     gpu.pcie_gen = min(parameters["gen"], gpu.pcie_gen_max)
@@ -247,6 +283,8 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         STRAGGLER,
         PTP_UNSYNCED,
         DEGRADED_CABLE,
+        LATE_THERMAL,
+        POWER_CAP,
     )
 }
 CHOICES = [(spec.value, spec.label) for spec in FAULT_KINDS.values()]

@@ -1,9 +1,13 @@
-"""Benchmarks and diagnostics: nvbandwidth (copy-engine matrices, local HBM copy) and dcgmi diag (text table)."""
+"""Benchmarks and diagnostics: nvbandwidth (copy-engine matrices, local HBM copy), dcgmi diag (text table), and the
+burn-in soak (gpu_burn with nvidia-smi sampling the GPUs while it runs)."""
 
-from apps.simulator.model import hbm_copy_tbps, jitter, noise, pcie_gbps, peer_copy_gbps
+from datetime import timedelta
+
+from apps.nodeexec.catalogue import SOAK_SAMPLES_MARK
+from apps.simulator.model import gemm_tflops, hbm_copy_tbps, jitter, noise, pcie_gbps, peer_copy_gbps, soak_reading
 from apps.simulator.state import SimGpu, cuda_version_code
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
-from apps.simulator.tools.common import option_value
+from apps.simulator.tools.common import SIM_NOW, option_value
 
 # --- nvbandwidth ------------------------------------------------------------------------------------------------
 
@@ -82,6 +86,8 @@ def nvbandwidth(context: Context, argv: list[str]) -> CommandOutput:
 # --- dcgmi diag -------------------------------------------------------------------------------------------------
 
 DCGM_VERSION = "3.3.9"
+# How long each long level keeps the GPUs under load (DCGM's guide: level 3 up to ~30 min, level 4 1–2 h).
+DIAG_LOAD_SECONDS = {3: 1200, 4: 3600}
 RULE = "+---------------------------+------------------------------------------------+"
 WRAP = 45  # dcgmi cuts long cell text every 45 characters, mid-word
 SECTIONS = {
@@ -139,9 +145,10 @@ def _longer_tests(context: Context, gpus: list[SimGpu], level: int) -> list[tupl
     ]
     memory = [f"GPU {index} has uncorrectable ECC errors." for index, gpu in enumerate(gpus) if gpu.ecc_uncorrectable]
     thermal = [
-        f"GPU {index} clocks were throttled by HW thermal slowdown at {gpu.thermal_c} C."
+        f"GPU {index} clocks were throttled by HW thermal slowdown at {gpu.thermal_c or gpu.late_thermal_c} C."
         for index, gpu in enumerate(gpus)
         if gpu.thermal_c
+        or (gpu.late_thermal_after_s is not None and gpu.late_thermal_after_s <= DIAG_LOAD_SECONDS.get(level, 0))
     ]
     slow = [
         f"GPU {index} ran below the expected performance: SM clock held at {gpu.clock_cap_mhz} MHz."
@@ -166,11 +173,11 @@ def _longer_tests(context: Context, gpus: list[SimGpu], level: int) -> list[tupl
 
 def dcgmi(context: Context, argv: list[str]) -> CommandOutput:
     if argv[1:2] != ["diag"]:
-        return fail(255, "The simulator answers dcgmi diag -r 1|2|3.\n")
+        return fail(255, "The simulator answers dcgmi diag -r 1|2|3|4.\n")
     level = option_value(argv[2:], "-r", "--run") or "1"
-    names = {"short": "1", "medium": "2", "long": "3"}
+    names = {"short": "1", "medium": "2", "long": "3", "xlong": "4"}
     level = names.get(level, level)
-    if level not in ("1", "2", "3"):
+    if level not in ("1", "2", "3", "4"):
         return fail(255, f"Error: invalid test run level '{level}'.\n")
     gpus = context.state.visible_gpus
     ids = ",".join(gpu.facts.device_id[:4].lower() for gpu in gpus)
@@ -199,6 +206,90 @@ def dcgmi(context: Context, argv: list[str]) -> CommandOutput:
             failed = failed or result.startswith("Fail")
     lines.append(RULE)
     return CommandOutput(1 if failed else 0, "\n".join(lines) + "\n", "")
+
+
+# --- burn-in soak: gpu_burn, sampled by nvidia-smi -lms -----------------------------------------------------------
+
+BURN_REPORTS = 10  # gpu_burn prints its progress line about every tenth of the run
+BURN_MATRIX_BYTES = 268435456  # "Results are 268435456 bytes each"
+
+
+def _burn_line(context: Context, gpus: list[SimGpu], elapsed: float, duration: int) -> str:
+    processed, rates, errors, temperatures = [], [], [], []
+    for gpu in gpus:
+        rng = noise(context.seed, context.state.hostname, "gpu_burn", gpu.index, int(elapsed))
+        now = soak_reading(gpu, elapsed, rng)
+        hot = now.sm_mhz <= 990 and bool(gpu.thermal_c or gpu.late_thermal_c)
+        gflops = jitter(rng, gemm_tflops(gpu, fp32=True, hot=hot) * 1000, 0.005)
+        processed.append(int(gflops * elapsed / 17.2))  # one SGEMM of 8192 x 8192 is ~1.1 TFLOP; ~16 per result
+        rates.append(f"{processed[-1]} ({gflops:.0f} Gflop/s)")
+        errors.append("-524288000  (WARNING!)" if gpu.ecc_uncorrectable else "0")
+        temperatures.append(f"{now.temperature_c} C")
+    return (
+        f"{100 * elapsed / duration:.1f}%  proc'd: {' - '.join(rates)}   errors: {' - '.join(errors)}   "
+        f"temps: {' - '.join(temperatures)}"
+    )
+
+
+def gpu_burn_output(context: Context, duration: int) -> str:
+    gpus = context.state.visible_gpus
+    lines = [f"Burning for {duration} seconds."]
+    lines += [f"GPU {index}: {gpu.facts.product_name} (UUID: {gpu.uuid})" for index, gpu in enumerate(gpus)]
+    for index, gpu in enumerate(gpus):
+        total = gpu.facts.memory_mib
+        available = total - gpu.facts.reserved_mib - 300
+        lines.append(
+            f"Initialized device {index} with {total} MB of memory ({available} MB available, using "
+            f"{int(available * 0.9)} MB of it), using FLOATS"
+        )
+    iterations = int(gpus[0].facts.memory_mib * 0.9 / 256) if gpus else 0
+    lines.append(f"Results are {BURN_MATRIX_BYTES} bytes each, thus performing {iterations} iterations")
+    for report in range(1, BURN_REPORTS + 1):
+        elapsed = duration * report / BURN_REPORTS
+        lines.append(_burn_line(context, gpus, elapsed, duration))
+        if report < BURN_REPORTS:
+            moment = SIM_NOW + timedelta(seconds=elapsed)
+            lines += [f"\tSummary at:   {moment:%a %b %d %I:%M:%S %p} UTC {moment:%Y}", ""]
+    lines += ["Killing processes.. done", "", f"Tested {len(gpus)} GPUs:"]
+    lines += [f"\tGPU {index}: {'FAULTY' if gpu.ecc_uncorrectable else 'OK'}" for index, gpu in enumerate(gpus)]
+    return "\n".join(lines) + "\n"
+
+
+def soak_samples(context: Context, duration: int, interval_ms: int) -> str:
+    """nvidia-smi --query-gpu=SOAK_FIELDS --format=csv,nounits -lms INTERVAL, for the length of the soak."""
+    # The header as nvidia-smi prints SOAK_FIELDS (clocks.sm under its printed name, units kept with nounits).
+    header = "timestamp, index, temperature.gpu, clocks.current.sm [MHz], power.draw [W], clocks_event_reasons.active"
+    lines = [header]
+    step = interval_ms / 1000
+    for sample in range(int(duration / step) + 1):
+        elapsed = sample * step
+        moment = SIM_NOW + timedelta(seconds=elapsed)
+        stamp = f"{moment:%Y/%m/%d %H:%M:%S}.{moment.microsecond // 1000:03d}"
+        for index, gpu in enumerate(context.state.visible_gpus):
+            now = soak_reading(gpu, elapsed, noise(context.seed, context.state.hostname, "soak", gpu.index, sample))
+            lines.append(
+                f"{stamp}, {index}, {now.temperature_c}, {now.sm_mhz}, {now.power_avg_w:.2f}, 0x{now.reasons_mask:016x}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def dcgm_soak(context: Context, level: str, interval_ms: str) -> CommandOutput:
+    """sh -c DCGM_SOAK_SCRIPT: dcgmi diag's table, the marker, then the samples taken while its stress tests ran."""
+    if not context.state.visible_gpus:
+        return fail(1, "No CUDA devices\n")
+    diag = dcgmi(context, ["dcgmi", "diag", "-r", level])
+    samples = soak_samples(context, DIAG_LOAD_SECONDS.get(int(level), 0), max(int(interval_ms), 1))
+    return CommandOutput(diag.exit_code, f"{diag.stdout}{SOAK_SAMPLES_MARK}\n{samples}", diag.stderr)
+
+
+def soak(context: Context, duration: str, interval_ms: str) -> CommandOutput:
+    """sh -c SOAK_SCRIPT: gpu_burn's output, the marker, then the samples nvidia-smi took while it ran."""
+    if not context.state.visible_gpus:
+        return fail(1, "No CUDA devices\n")
+    seconds, interval = int(duration), max(int(interval_ms), 1)
+    burn = gpu_burn_output(context, seconds)
+    status = 1 if any(gpu.ecc_uncorrectable for gpu in context.state.visible_gpus) else 0
+    return CommandOutput(status, f"{burn}{SOAK_SAMPLES_MARK}\n{soak_samples(context, seconds, interval)}", "")
 
 
 COMMANDS = {"nvbandwidth": nvbandwidth, "dcgmi": dcgmi}

@@ -12,7 +12,7 @@ from dataclasses import replace
 from apps.simulator.digits import is_whole_number
 from apps.simulator.state import SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
-from apps.simulator.tools import nccl
+from apps.simulator.tools import hpl, nccl
 
 # Options that take a value and change nothing the simulator models (process placement, MCA tuning).
 VALUE_OPTIONS = {
@@ -154,12 +154,13 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
     if not program:
         return fail(1, "mpirun: no executable was specified on the command line\n")
     binary = program[0].rsplit("/", 1)[-1]
-    if binary not in nccl.BINARIES:
+    if binary not in nccl.BINARIES and binary not in hpl.BINARIES:
         return fail(
             1,
             "--------------------------------------------------------------------------\n"
             f"mpirun was unable to find the specified executable file, and therefore\ndid not launch the job. "
-            f"(the simulator launches nccl-tests only)\n\nExecutable: {program[0]}\nNode: {context.hostname}\n"
+            "(the simulator launches nccl-tests and HPL-MxP only)\n\n"
+            f"Executable: {program[0]}\nNode: {context.hostname}\n"
             "--------------------------------------------------------------------------\n",
         )
     hosts = options["hosts"] or [(context.hostname, None)]
@@ -174,6 +175,9 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
     per_node = _processes_per_node(options, hosts, binary)
     if isinstance(per_node, CommandOutput):
         return per_node
+    if binary in hpl.BINARIES:
+        report = hpl.run_hpl_mxp(states, per_node, program, seed=context.seed, launcher=context.hostname)
+        return _tagged(report, options["tag_output"])
     try:
         args_parsed = nccl.parse_args(program[1:])
     except nccl.UsageError as error:
@@ -184,8 +188,13 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
     report = nccl.run_nccl_tests(
         states, binary, node_args, seed=context.seed, per_process_gpus=args_parsed.gpus, env=env
     )
+    return _tagged(CommandOutput(report.exit_code, report.stdout, report.stderr), options["tag_output"])
+
+
+def _tagged(report: CommandOutput, tag_output: bool) -> CommandOutput:
+    """Rank 0's report with --tag-output's prefixes, and Open MPI's abort notice when a rank failed."""
     stdout = report.stdout
-    if options["tag_output"]:
+    if tag_output:
         stdout = "".join(f"[1,0]<stdout>:{line}\n" for line in stdout.splitlines())
     if report.exit_code:
         stdout += (

@@ -4,11 +4,12 @@ clock (chronyc), the BMC (ipmitool mc info), and the write-file script deploymen
 import base64
 import binascii
 
-from apps.nodeexec.catalogue import NIC_FACTS_SCRIPT, WRITE_FILE_SCRIPT
+from apps.nodeexec.catalogue import DCGM_SOAK_SCRIPT, NIC_FACTS_SCRIPT, SOAK_SCRIPT, WRITE_FILE_SCRIPT
 from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
+from apps.simulator.tools import bench
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
@@ -400,6 +401,10 @@ def sh(context: Context, argv: list[str]) -> CommandOutput:
         return write_file(context, argv[4], argv[5])
     if len(argv) == 5 and argv[1] == "-c" and argv[2] == NIC_FACTS_SCRIPT:
         return nic_facts(context, argv[4])
+    if len(argv) == 6 and argv[1] == "-c" and argv[2] == SOAK_SCRIPT:
+        return bench.soak(context, argv[4], argv[5])
+    if len(argv) == 6 and argv[1] == "-c" and argv[2] == DCGM_SOAK_SCRIPT:
+        return bench.dcgm_soak(context, argv[4], argv[5])
     return fail(2, "sh: simulated nodes run only catalogue scripts\n")
 
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from rest_framework import serializers
 
 from apps.benchmarks import services
-from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, Collective, RunStatus, Suite
+from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, NODE_SUITES, Collective, RunStatus, Suite
 from apps.jobs.forms import flat_messages
 
 UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
@@ -28,7 +28,9 @@ class Command(BaseCommand):
     help = (
         "Run a benchmark suite and print its results. SUITE: nccl (each node alone when one node is named, else one "
         "mpirun across the set), nccl-sweep (find the slow node or link by halving), nccl-pairwise (every pair of a "
-        "small set). NODES: comma-separated host names, rack:NAME or tag:NAME."
+        "small set), hpl-mxp (each node alone, then across the set), nvbandwidth (every copy test case of each node), "
+        "burn-in (gpu_burn for --duration seconds with clocks and temperatures sampled). "
+        "NODES: comma-separated host names, rack:NAME or tag:NAME."
     )
 
     def add_arguments(self, parser):
@@ -36,11 +38,14 @@ class Command(BaseCommand):
         run = sub.add_parser("run", help="Run a suite now, in this process.")
         run.add_argument("suite", help=f"One of {', '.join(Suite.values)}.")
         run.add_argument("--nodes", required=True, help="Host names, rack:NAME or tag:NAME, comma-separated.")
-        run.add_argument("--transport", default=None, help="ssh (default) or sim.")
+        run.add_argument("--transport", default=None, help="ssh (default), sim, or local (per-node suites).")
         run.add_argument("--collective", default=Collective.ALL_REDUCE, help=f"One of {', '.join(Collective.values)}.")
         run.add_argument("--min-bytes", type=size, default=MIN_BYTES, help="Smallest message (8 B).")
         run.add_argument("--max-bytes", type=size, default=MAX_BYTES, help="Largest message (16G).")
         run.add_argument("--cooldown", type=float, default=services.DEFAULT_COOLDOWN_SECONDS, help="Seconds.")
+        run.add_argument("--duration", type=int, default=None, help="burn-in: seconds of soak (60 to 14400).")
+        run.add_argument("--load", default="gpu-burn", help="burn-in: gpu-burn (default), dcgmi-r3 or dcgmi-r4.")
+        run.add_argument("--hpl-n", type=int, default=None, help="hpl-mxp: the matrix order (default: fits memory).")
         run.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
     def handle(self, *args, **options):
@@ -53,13 +58,40 @@ class Command(BaseCommand):
                 max_bytes=options["max_bytes"],
                 transport=options["transport"],
                 cooldown_seconds=options["cooldown"],
+                duration_seconds=options["duration"],
+                hpl_n=options["hpl_n"],
+                burn_load=options["load"],
                 queue=False,
             )
         except serializers.ValidationError as error:
             raise CommandError("; ".join(flat_messages(error.detail))) from None
         run = services.execute_run(run=run)
+        if run.suite in NODE_SUITES:
+            self._node_report(run, as_json=options["json"])
+        else:
+            self._nccl_report(run, as_json=options["json"])
+        if run.status != RunStatus.SUCCEEDED:
+            raise CommandError(f"the benchmark run ended {run.status}", returncode=1)
+
+    def _node_report(self, run, *, as_json: bool) -> None:
+        report = services.node_suite_report(run)
+        if as_json:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        for row in report["measurements"]:
+            value = "-" if row["value"] is None else f"{row['value']:g}"
+            expected = f" (expected {row['expected']:g})" if row["expected"] else ""
+            self.stdout.write(
+                f"round {row['round']} {'+'.join(row['hosts'])[:40]:<40} {row['case']:<46} {value:>10} "
+                f"{row['unit']}{expected} {row['verdict']}"
+            )
+            for note in row["notes"]:
+                self.stdout.write(f"    {note}")
+        self.stdout.write(f"run {run.status}: {run.summary}")
+
+    def _nccl_report(self, run, *, as_json: bool) -> None:
         report = services.sweep_report(run)
-        if options["json"]:
+        if as_json:
             self.stdout.write(json.dumps(report, indent=2))
         else:
             for row in report["results"]:
@@ -73,5 +105,3 @@ class Command(BaseCommand):
                     f"{suspect['switch']} {suspect['switch_port']}: {suspect['cause']}"
                 )
             self.stdout.write(f"run {run.status}: {run.summary}")
-        if run.status != RunStatus.SUCCEEDED:
-            raise CommandError(f"the benchmark run ended {run.status}", returncode=1)
