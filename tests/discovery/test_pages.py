@@ -74,3 +74,13 @@ def test_accept_dismiss_and_accept_all_from_the_page(browser_as, viewer, operato
     assert Nic.objects.get(node__hostname="gpu016", name="ens1np0").mtu == 1500
     link.refresh_from_db()
     assert link.state == DifferenceState.DISMISSED  # accept all touches only open ones
+
+
+def test_the_results_page_highlights_only_discovery_in_the_top_bar(browser_as, viewer, results):
+    """Its address (/discovery/jobs/...) names a job too; the bar still highlights one section, Discovery."""
+    import re
+
+    job, _, _ = results
+    text = browser_as(viewer).get(f"/discovery/jobs/{job.public_id}/").content.decode()
+    nav = text[text.index("<nav>") : text.index("</nav>")]
+    assert re.findall(r'<a href="[^"]*" class="active"[^>]*>([^<]*)</a>', nav) == ["Discovery"]
