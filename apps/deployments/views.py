@@ -331,12 +331,16 @@ def _summary_context(request, deployment) -> dict:
         Suggestion.objects.filter(deployment=deployment).select_related("run", "decided_by").order_by("-created", "id")
     )
     failed = deployment.state in ("failed", "canceled")
+    awaiting = [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)]
     return {
         "deployment": deployment,
         "phases": phases,
         "columns": [(name, STEPS[name].label) for name in grid["steps"]],
         "matrix_rows": rows,
-        "suggestions": [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)],
+        "suggestions": awaiting,
+        # An approved fix is no longer open: it waits for the next resume (the counter says so apart).
+        "open_count": sum(s.state == SuggestionState.OPEN for s in awaiting),
+        "approved_count": sum(s.state == SuggestionState.APPROVED for s in awaiting),
         "settled": [s for s in suggestions if s.state not in (SuggestionState.OPEN, SuggestionState.APPROVED)],
         "may_write": request.user.has_role(Role.OPERATOR),
         "may_resume": failed and request.user.has_role(Role.OPERATOR),

@@ -35,6 +35,8 @@
     if (seen) { return; }                                  // already listed (stored, or appended from a replay)
     var none = document.getElementById("no-suggestions");
     if (none) { none.hidden = true; }
+    var open = document.getElementById("suggestion-open");
+    if (open) { open.textContent = String(Number(open.textContent) + 1); }  // the stored panel recounts on refresh
     var card = el("div", "suggestion live");
     card.dataset.problem = s.problem || "";
     card.dataset.host = s.hostname || "";

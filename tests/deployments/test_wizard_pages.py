@@ -281,3 +281,30 @@ def test_the_list_page_and_the_api_filter_deployments_alike(browser_as, api_as, 
         listed = {d["name"] for d in api.get(f"/api/deployments/?state={state}").json()["results"]}
         assert listed == expected, state
     assert 'name="state"' in page.get("/deployments/").content.decode()  # the page offers the filter
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_suggestion_counter_counts_an_approved_fix_apart(browser_as, operator, draft, no_enqueue, run_shards):
+    from apps.deployments.models import Suggestion
+    from apps.inventory.models import Node
+    from apps.simulator import services as sim
+
+    sim.inject_fault(node=Node.objects.get(hostname="gpu025"), kind="mtu", target="ens1np0")
+    sim.inject_fault(node=Node.objects.get(hostname="gpu026"), kind="pfc_off", target="3")
+    services.update_deployment(
+        deployment=draft, criteria_edits={check: {"cooldown_seconds": 0} for check in draft.criteria}
+    )
+    services.approve(deployment=draft, user=operator)
+    run_shards(services.start(deployment=draft, user=operator).job)
+    client = browser_as(operator)
+    panel = f"/deployments/{draft.public_id}/suggestions/"
+
+    def counter() -> str:
+        text = client.get(panel).content.decode()
+        return re.sub(r"<[^>]+>", "", re.search(r'id="suggestion-count">(.*?)</span>\s*</h2>', text).group(1))
+
+    open_count = Suggestion.objects.filter(deployment=draft, state="open").count()
+    assert open_count >= 2 and counter() == f"{open_count} open"
+    mtu = Suggestion.objects.get(deployment=draft, hostname="gpu025", problem="mtu")
+    assert client.post(f"/deployments/suggestions/{mtu.public_id}/approve/").status_code == 302
+    assert counter() == f"{open_count - 1} open · 1 fix approved, waiting for a resume"
