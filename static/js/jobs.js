@@ -22,6 +22,11 @@
       return r.json();
     });
   }
+  // An ISO time from the API as the page's server renders it ("Y-m-d H:i:s"); the element keeps "—" until known.
+  function setTime(elementId, iso) {
+    var el = document.getElementById(elementId);
+    if (el && iso) { el.textContent = iso.replace("T", " ").slice(0, 19); }
+  }
   function setBadge(el, status, colour) {
     if (!el) { return; }
     el.className = "badge " + (colour || "grey");
@@ -107,12 +112,14 @@
         document.getElementById("progress-count").textContent = job.progress.done + " of " + job.progress.total;
       }
       document.getElementById("job-summary").textContent = job.summary || "";
-      if (job.finished) { document.getElementById("job-finished").textContent = job.finished.replace("T", " ").slice(0, 19); }
-      var button = document.getElementById("cancel-button");
-      if (button && (TERMINAL[job.status] || job.cancel_requested)) {
+      setTime("job-started", job.started);
+      setTime("job-finished", job.finished);
+      var form = document.getElementById("cancel-form");
+      if (form && TERMINAL[job.status]) { form.remove(); }  // nothing left to cancel
+      else if (form && job.cancel_requested) {
+        var button = document.getElementById("cancel-button");
         button.disabled = true;
-        button.textContent = TERMINAL[job.status] ? "Cancel job" : "Canceling…";
-        if (TERMINAL[job.status]) { document.getElementById("cancel-form").hidden = true; }
+        button.textContent = "Canceling…";
       }
     }
 
@@ -159,8 +166,8 @@
       queue = queue.then(function () {
         return Promise.all([fetchMissing(), getJSON("/api/jobs/" + id + "/"),
                             getJSON("/api/jobs/" + id + "/steps/?limit=100000")]).then(function (r) {
-          applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, finished: r[1].finished,
-                     cancel_requested: r[1].cancel_requested, progress: r[1].progress });
+          applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, started: r[1].started,
+                     finished: r[1].finished, cancel_requested: r[1].cancel_requested, progress: r[1].progress });
           applySteps(r[2].results);
           scroll();
           if (TERMINAL[r[1].status]) { stopPolling(); setMode("done", "finished"); }
