@@ -100,10 +100,16 @@
       });
     }
 
+    // The listener's onJob may return a promise (a deployment refetching its summary when the run ends): the
+    // status is painted once it resolves, so the two parts of the page change together.
     function applyJob(job) {
-      if (!job) { return; }
+      if (!job) { return Promise.resolve(); }
       state.status = job.status;
-      if (listener.onJob) { listener.onJob(job); }
+      var ready = listener.onJob ? listener.onJob(job) : null;
+      return Promise.resolve(ready).catch(function (e) { console.warn(e); }).then(function () { paintJob(job); });
+    }
+
+    function paintJob(job) {
       setBadge(document.getElementById("job-status"), job.status, job.colour);
       document.getElementById("job-status-text").textContent = label(job.status);
       if (job.progress) {
@@ -125,9 +131,9 @@
 
     function handle(frame) {
       state.received += 1;
-      if (frame.type === "state") { applyJob(frame.job); applySteps(frame.steps); return Promise.resolve(); }
+      if (frame.type === "state") { applySteps(frame.steps); return applyJob(frame.job); }
       if (frame.type === "batch") {
-        return addEvents(frame.events || []).then(function () { applySteps(frame.steps); applyJob(frame.job); });
+        return addEvents(frame.events || []).then(function () { applySteps(frame.steps); return applyJob(frame.job); });
       }
       return Promise.resolve();
     }
@@ -166,11 +172,11 @@
       queue = queue.then(function () {
         return Promise.all([fetchMissing(), getJSON("/api/jobs/" + id + "/"),
                             getJSON("/api/jobs/" + id + "/steps/?limit=100000")]).then(function (r) {
-          applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, started: r[1].started,
-                     finished: r[1].finished, cancel_requested: r[1].cancel_requested, progress: r[1].progress });
           applySteps(r[2].results);
           scroll();
           if (TERMINAL[r[1].status]) { stopPolling(); setMode("done", "finished"); }
+          return applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, started: r[1].started,
+                            finished: r[1].finished, cancel_requested: r[1].cancel_requested, progress: r[1].progress });
         });
       }).catch(function (e) { console.warn(e); });
     }

@@ -308,3 +308,20 @@ def test_the_suggestion_counter_counts_an_approved_fix_apart(browser_as, operato
     mtu = Suggestion.objects.get(deployment=draft, hostname="gpu025", problem="mtu")
     assert client.post(f"/deployments/suggestions/{mtu.public_id}/approve/").status_code == 302
     assert counter() == f"{open_count - 1} open · 1 fix approved, waiting for a resume"
+
+
+def test_a_run_that_ended_before_its_deployment_settled_reads_finishing_not_running(
+    browser_as, operator, draft, no_enqueue
+):
+    """The moment between the commit that ends the run's job and the hook that settles the deployment: the page
+    says the deployment is finishing, not running beside a failed run."""
+    from apps.jobs.models import Job
+
+    services.approve(deployment=draft, user=operator)
+    run = services.start(deployment=draft, user=operator)
+    Job.objects.filter(pk=run.job.pk).update(status="failed")  # ended; job_finished has not run yet
+    text = browser_as(operator).get(f"/deployments/{draft.public_id}/").content.decode()
+    assert re.search(r'id="deployment-state">Finishing<', text) and 'data-state="settling"' in text
+    assert re.search(r'id="job-status">Failed<', text)
+    assert 'id="deployment-state">Running<' not in text
+    assert re.search(r'class="dcell [a-z]+" data-host="gpu017" data-step="gpus" data-phase="1"', text)
