@@ -84,6 +84,8 @@ def test_a_job_that_ends_while_its_page_is_open_shows_when_it_ran_and_drops_its_
     connection starts with), the same path as a live push."""
     import threading
 
+    from django.db import connections
+
     from apps.jobs import executor, services
 
     factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
@@ -105,8 +107,14 @@ def test_a_job_that_ends_while_its_page_is_open_shows_when_it_ran_and_drops_its_
     assert page.locator("#job-started").inner_text() == "—"
     assert page.locator("#cancel-button").is_visible()
 
+    def run_it():
+        try:
+            executor.run_shard(job_public_id=str(job.public_id), index=0)
+        finally:
+            connections.close_all()  # this thread's own connection, or PostgreSQL keeps the test database open
+
     # Playwright's loop runs in this thread; the executor runs its own, so it gets a thread of its own.
-    runner = threading.Thread(target=executor.run_shard, kwargs={"job_public_id": str(job.public_id), "index": 0})
+    runner = threading.Thread(target=run_it)
     runner.start()
     runner.join(60)
     job.refresh_from_db()
