@@ -121,6 +121,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "apps.core.navigation.navigation",
             ],
         },
     },
@@ -165,7 +166,8 @@ _PLOTLY_DIR = Path(importlib.util.find_spec("plotly").submodule_search_locations
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _PLOTLY_DIR)]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Hashed names (cached for good) and gzip copies once collected; plain names before (portal/staticfiles.py).
+    "staticfiles": {"BACKEND": "portal.staticfiles.StaticFilesStorage"},
 }
 # Serve straight from the app and static/ folders too, so a checkout works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True

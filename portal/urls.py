@@ -12,6 +12,7 @@ from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
+from portal.staticfiles import favicon
 
 # One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,
 # or (prefix, viewset, basename) for a viewset without a queryset, in api/urls.py.
@@ -40,6 +41,7 @@ urlpatterns = [
     # Namespaced, so API route names (node-list, job-detail) never shadow the pages of the same name.
     path("api/", include((router.urls, "api"))),
     path("admin/", admin.site.urls),
+    path("favicon.ico", favicon, name="favicon"),
 ]
 
 # JSON under /api/ (a path no route matches, a crash), branded pages elsewhere.

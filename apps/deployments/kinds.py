@@ -33,6 +33,12 @@ class DeployParameters(serializers.Serializer):
     check_only = serializers.BooleanField(
         default=False, help_text="Only read and judge: apply nothing (an audit of nodes already in production)."
     )
+    apply_only = serializers.ListField(
+        child=serializers.ChoiceField(choices=[step.name for step in PLAN]),
+        default=list,
+        help_text="Apply the fixes of these steps only, and only read and judge the others (a remediation); "
+        "empty: every step's.",
+    )
 
 
 @register_kind
@@ -50,6 +56,7 @@ class Deploy(JobKind):
         self.cells: dict[tuple[str, str], Cell] = {}  # (hostname, step name), filled by the step runner
         self.failed_phase: dict[str, int] = {}
         self.check_only = False
+        self.apply_only: set[str] = set()
         self.run = None
 
     def steps(self, parameters: dict) -> list[StepSpec]:
@@ -62,6 +69,7 @@ class Deploy(JobKind):
         deployment, run = recording.run_of(job)
         self.run = run
         self.check_only = bool(job.parameters.get("check_only"))
+        self.apply_only = set(job.parameters.get("apply_only") or [])
         node_ids = shard.steps.values_list("node_id", flat=True).distinct()
         self.contexts = node_contexts(deployment, list(node_ids))
         self.verified = recording.verified_cells(deployment, before=run)
@@ -89,11 +97,12 @@ class Deploy(JobKind):
             return _result(transcript, canceled=True)
         done_before = all(finding.passed for finding in findings)
         fixes = [] if done_before else step.fixes(node, findings)
-        needs_approval = bool(fixes) and step.disruptive and key not in self.approved and not self.check_only
+        check_only = self._check_only(step)
+        needs_approval = bool(fixes) and step.disruptive and key not in self.approved and not check_only
         can_fix = (
             fixes
             and not needs_approval
-            and not self.check_only
+            and not check_only
             and all(f.outcome != Outcome.COULD_NOT_RUN for f in findings)
         )
         if can_fix:
@@ -124,6 +133,10 @@ class Deploy(JobKind):
         cell.status, cell.summary = self._status(step, findings, done_before, needs_approval, cell, fixes)
         await asyncio.to_thread(self._store, node, step.name, cell)
         return _result(transcript, exit_code=0 if outcome in VERIFIED_OUTCOMES else 1)
+
+    def _check_only(self, step: Step) -> bool:
+        """Read and judge only: the whole run says so, or a remediation's run for a step it does not fix."""
+        return self.check_only or bool(self.apply_only and step.name not in self.apply_only)
 
     def _store(self, node: NodeContext, step: str, cell: Cell) -> None:
         with thread_connection_returned():
@@ -196,7 +209,7 @@ class Deploy(JobKind):
             text = f"{where}{first.value} (criterion: {first.criterion})"
             if needs_approval:
                 text = f"needs approval to fix — {text}"
-            elif self.check_only and fixes:
+            elif self._check_only(step) and fixes:
                 text = f"check only, not applied — {text}"
             more = f" and {len(failing) - 1} more" if len(failing) > 1 else ""
             return StepStatus.FAILED, (text + more)[:300]

@@ -252,11 +252,41 @@ def resume(*, deployment: Deployment, user) -> DeploymentRun:
     pending = nodes_with_work(deployment)
     if not pending:
         _refuse("state", "Every step is verified on every node: nothing to resume.")
-    return _launch(deployment, user, node_ids=pending, resume=True)
+    # A remediation stays one: its resumes apply the same step's fixes only.
+    apply_only = deployment.latest_run.job.parameters.get("apply_only") or []
+    return _launch(deployment, user, node_ids=pending, resume=True, apply_only=apply_only)
+
+
+def remediate(*, hostname: str, step: str, user, transport: str, reason: str = "") -> DeploymentRun:
+    """Put one node right by one step of the plan, the way a deployment does: a deployment over that node whose plan
+    (and the step, when disruptive, with exactly the commands its dry run shows) the user approves, started at once.
+    Its run applies that step's fixes only, and reads and judges the others."""
+    _require_operator(user)
+    if step not in STEPS:
+        _refuse("step", f"{step!r} is no step of the plan.")
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    name = f"fix-{step}-{hostname[:40]}-{stamp}"
+    with transaction.atomic():
+        deployment = create_deployment(
+            name=name,
+            targets=job_services.TargetSpec(nodes=(hostname,)),
+            user=user,
+            description=reason,
+            transport=transport,
+        )
+        approve(deployment=deployment, user=user, steps=[step] if STEPS[step].disruptive else [])
+        node_ids = list(deployment.nodes.values_list("pk", flat=True))
+        return _launch(deployment, user, node_ids=node_ids, resume=False, apply_only=[step])
 
 
 def _launch(
-    deployment: Deployment, user, *, node_ids: list[int], resume: bool, check_only: bool = False
+    deployment: Deployment,
+    user,
+    *,
+    node_ids: list[int],
+    resume: bool,
+    check_only: bool = False,
+    apply_only: list[str] | None = None,
 ) -> DeploymentRun:
     with transaction.atomic():
         deployment = Deployment.objects.select_for_update().get(pk=deployment.pk)
@@ -268,7 +298,12 @@ def _launch(
         job = job_services.create_job(
             kind=KIND,
             targets=job_services.TargetSpec(nodes=hostnames),
-            parameters={"deployment": str(deployment.public_id), "run": number, "check_only": check_only},
+            parameters={
+                "deployment": str(deployment.public_id),
+                "run": number,
+                "check_only": check_only,
+                "apply_only": apply_only or [],
+            },
             transport=deployment.transport or None,
             requested_by=user,
         )

@@ -23,7 +23,7 @@ from apps.deployments.filters import DeploymentFilterSet
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.deployments.steps import STEPS
-from apps.jobs.choices import JOB_STATUS_COLOURS
+from apps.jobs.choices import JOB_STATUS_COLOURS, JOB_TERMINAL
 from apps.jobs.views import live_context
 
 STAGES = list(WizardStage)
@@ -298,8 +298,7 @@ def deployment_detail(request, public_id):
     context = _summary_context(request, deployment)
     if request.headers.get("HX-Request"):
         return render(request, "deployments/partials/summary.html", context)
-    run = deployment.latest_run
-    context["run"] = run
+    run = context["run"]  # the run the summary judged "Finishing" by: the live panel shows the same job
     if run is not None:
         context.update(_live_context(run.job))
     return render(request, "deployments/deployment_detail.html", context)
@@ -320,6 +319,7 @@ def _summary_context(request, deployment) -> dict:
                     "outcome": outcome or "not run",
                     "run": number,
                     "colour": OUTCOME_COLOURS[Outcome(outcome)] if outcome else "grey",
+                    "phase": int(STEPS[step].phase),
                 }
             )
         rows.append((hostname, cells))
@@ -331,12 +331,24 @@ def _summary_context(request, deployment) -> dict:
         Suggestion.objects.filter(deployment=deployment).select_related("run", "decided_by").order_by("-created", "id")
     )
     failed = deployment.state in ("failed", "canceled")
+    # Between the commit that ends a run's job and its job_finished hook settling the deployment, the two disagree:
+    # say "Finishing" then, never "Running" beside a run that has ended.
+    run = deployment.latest_run
+    settling = deployment.state == DeploymentState.RUNNING and run is not None and run.job.status in JOB_TERMINAL
+    awaiting = [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)]
     return {
         "deployment": deployment,
+        "run": run,
+        "state": "settling" if settling else deployment.state,
+        "state_label": "Finishing" if settling else deployment.get_state_display(),
+        "state_colour": "grey" if settling else deployment.colour,
         "phases": phases,
         "columns": [(name, STEPS[name].label) for name in grid["steps"]],
         "matrix_rows": rows,
-        "suggestions": [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)],
+        "suggestions": awaiting,
+        # An approved fix is no longer open: it waits for the next resume (the counter says so apart).
+        "open_count": sum(s.state == SuggestionState.OPEN for s in awaiting),
+        "approved_count": sum(s.state == SuggestionState.APPROVED for s in awaiting),
         "settled": [s for s in suggestions if s.state not in (SuggestionState.OPEN, SuggestionState.APPROVED)],
         "may_write": request.user.has_role(Role.OPERATOR),
         "may_resume": failed and request.user.has_role(Role.OPERATOR),

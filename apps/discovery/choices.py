@@ -46,3 +46,11 @@ class FactFamily(models.TextChoices):
     SPEED = "speed", "Link speed (ethtool)"
     NIC_FIRMWARE = "nic-fw", "NIC driver and firmware (ethtool -i)"
     QOS = "qos", "PFC / trust (mlnx_qos)"
+
+
+# Differences a step of the deployment plan puts right on the node when the inventory is what is right:
+# (object type, field) -> the step whose fixes do it (apps/deployments/steps).
+NODE_FIXES = {
+    (ObjectType.NIC, "mtu"): "mtu",  # ip link set dev NIC mtu N
+    (ObjectType.NIC, "pfc_priorities"): "roce",  # mlnx_qos -i NIC --pfc ...
+}

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.core.models import PublicModel, TimestampedModel
-from apps.discovery.choices import DIFFERENCE_STATE_COLOURS, DifferenceState, ObjectType
+from apps.discovery.choices import DIFFERENCE_STATE_COLOURS, NODE_FIXES, DifferenceState, ObjectType
 
 
 class DifferenceQuerySet(models.QuerySet):
@@ -64,6 +64,11 @@ class Difference(PublicModel):
     @property
     def is_open(self) -> bool:
         return self.state == DifferenceState.OPEN
+
+    @property
+    def node_fix_step(self) -> str:
+        """The deployment step that makes the node match the inventory here; "" when none does."""
+        return NODE_FIXES.get((self.object_type, self.field), "")
 
 
 class NodeFacts(TimestampedModel):

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.deployments import services as deployment_services
 from apps.discovery import reconcile
 from apps.discovery.choices import DifferenceState, FactFamily
 from apps.discovery.facts import read, split_step
@@ -227,6 +228,42 @@ def accept_difference(*, difference: Difference, user, source: str = ChangeSourc
         current.state, current.decided_by, current.decided_at = DifferenceState.ACCEPTED, user, timezone.now()
         current.save(update_fields=["state", "decided_by", "decided_at", "updated"])
     return current
+
+
+def fix_node(*, difference: Difference, user):
+    """The node is wrong, the inventory right: leave the inventory as it is (the difference is dismissed) and start
+    a remediation, a deployment over the node that applies the one plan step putting this right, approved by the
+    user as a deployment's steps are (deployments.services.remediate). Returns its run."""
+    step = difference.node_fix_step
+    if not step:
+        raise DecisionError(
+            f"No deployment step sets {difference.field} on a node: fix it by hand, or update the inventory."
+        )
+    with transaction.atomic():
+        current = Difference.objects.select_for_update().select_related("node", "job").get(pk=difference.pk)
+        if current.state != DifferenceState.OPEN:
+            raise DecisionError(f"This difference is already {current.get_state_display().lower()}.")
+        try:
+            run = deployment_services.remediate(
+                hostname=current.node.hostname,
+                step=step,
+                user=user,
+                transport=current.job.transport,
+                reason=f"Discovery found {current}; the inventory is right, so the node is put right.",
+            )
+        except deployment_services.DeploymentError as error:
+            raise DecisionError(_detail(error.detail)) from None
+        current.state, current.decided_by, current.decided_at = DifferenceState.DISMISSED, user, timezone.now()
+        current.save(update_fields=["state", "decided_by", "decided_at", "updated"])
+    return run
+
+
+def _detail(detail) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_detail(value)}" for key, value in detail.items())
+    if isinstance(detail, list | tuple):
+        return " ".join(_detail(item) for item in detail)
+    return str(detail)
 
 
 def dismiss_difference(*, difference: Difference, user) -> Difference:

@@ -9,4 +9,5 @@ urlpatterns = [
     path("jobs/<uuid:public_id>/nodes/<str:hostname>/accept-all/", views.accept_node, name="discovery-accept-node"),
     path("differences/<uuid:public_id>/accept/", views.accept, name="discovery-accept"),
     path("differences/<uuid:public_id>/dismiss/", views.dismiss, name="discovery-dismiss"),
+    path("differences/<uuid:public_id>/fix-node/", views.fix_node, name="discovery-fix-node"),
 ]

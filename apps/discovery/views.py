@@ -96,6 +96,23 @@ def accept(request, public_id):
 
 @require_POST
 @role_required(Role.OPERATOR)
+def fix_node(request, public_id):
+    difference = get_object_or_404(Difference.objects.select_related("job", "node"), public_id=public_id)
+    try:
+        run = services.fix_node(difference=difference, user=request.user)
+    except services.DecisionError as error:
+        messages.error(request, str(error))
+        return _back(difference)
+    messages.success(
+        request,
+        f"The inventory stays {difference.expected!r}; {run.deployment.name} puts {difference.node} right "
+        f"(step {difference.node_fix_step}, approved by you).",
+    )
+    return redirect("deployment-detail", run.deployment.public_id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
 def dismiss(request, public_id):
     difference = get_object_or_404(Difference.objects.select_related("job", "node"), public_id=public_id)
     try:

@@ -79,8 +79,9 @@ def job_status_dict(job: Job, progress: dict | None = None) -> dict:
         "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
         "summary": job.summary,
         "cancel_requested": job.cancel_requested,
-        "started": job.started.isoformat() if job.started else None,
-        "finished": job.finished.isoformat() if job.finished else None,
+        # In the portal's time zone, as the page renders them and the API gives them (the page shows them as sent).
+        "started": timezone.localtime(job.started).isoformat() if job.started else None,
+        "finished": timezone.localtime(job.finished).isoformat() if job.finished else None,
         "last_seq": job.last_seq,
         "progress": progress if progress is not None else progress_of(job.pk),
     }

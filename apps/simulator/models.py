@@ -40,8 +40,7 @@ class SimFault(AuditedModel, PublicModel):
         ]
 
     def __str__(self) -> str:
-        where = f" {self.target}" if self.target else ""
-        return f"{self.node.hostname} {self.kind}{where}"
+        return self.summary  # the audit log and the admin name it as the pages do
 
     @property
     def colour(self) -> str:
@@ -50,7 +49,12 @@ class SimFault(AuditedModel, PublicModel):
     @property
     def summary(self) -> str:
         """What this fault is, as a person says it: "gpu027: MTU 1500 on ens1np0"."""
-        return f"{self.node.hostname}: {fault_kind(self.kind).describe(self.target, self.parameters)}"
+        return f"{self.node.hostname}: {self.sentence}"
+
+    @property
+    def sentence(self) -> str:
+        """The fault without its node: "MTU 1500 on ens1np0"."""
+        return fault_kind(self.kind).describe(self.target, self.parameters)
 
 
 class SimChangeQuerySet(models.QuerySet):

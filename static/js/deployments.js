@@ -14,9 +14,37 @@
     return node;
   }
 
-  function refreshSummary() {
-    if (window.htmx) { window.htmx.trigger(document.body, "deployment-refresh"); }
-    else { location.reload(); }
+  var VERIFIED = { pass: 1, warn: 1 };
+  var SETTLE_RETRIES = 30;
+
+  // The server-rendered summary (state, phases, all-runs matrix, stored suggestions), fetched again and swapped in;
+  // resolves once it is on the page. While its state is "settling" (the run's job has ended, the deployment's state
+  // is not written yet) it is fetched again each second, in the background.
+  function refreshSummary(retries) {
+    var summary = document.getElementById("summary");
+    if (!window.htmx || !summary) { location.reload(); return Promise.resolve(); }
+    var swapped = window.htmx.ajax("GET", summary.getAttribute("hx-get"), { target: "#summary", swap: "outerHTML" });
+    // Never hold the job's status back for long: a slow or failed fetch lets it paint after 5 s all the same.
+    var limit = new Promise(function (resolve) { setTimeout(resolve, 5000); });
+    return Promise.race([swapped, limit])
+      .then(function () {
+        var now = document.getElementById("summary");
+        if (now && now.dataset.state === "settling" && retries > 0) {
+          setTimeout(function () { refreshSummary(retries - 1); }, 1000);
+        }
+      });
+  }
+
+  // Each phase's "verified" count from the all-runs matrix as it stands, as the server counts it (pass or warn).
+  function recountPhases() {
+    Array.prototype.forEach.call(document.querySelectorAll("#phases .phase"), function (box) {
+      var cells = document.querySelectorAll('#dmatrix td.dcell[data-phase="' + CSS.escape(box.dataset.phase) + '"]');
+      var verified = Array.prototype.filter.call(cells, function (c) { return VERIFIED[c.dataset.outcome]; }).length;
+      var count = box.querySelector(".verified");
+      if (count) { count.textContent = String(verified); }
+      var bar = box.querySelector(".bar");
+      if (bar) { bar.style.width = (cells.length ? Math.round(100 * verified / cells.length) : 0) + "%"; }
+    });
   }
 
   function markCell(hostname, step, outcome) {
@@ -25,6 +53,7 @@
     cell.className = "dcell " + (COLOURS[outcome] || "grey");
     cell.dataset.outcome = outcome;
     cell.title = hostname + " " + step + ": " + outcome + " (this run)";
+    recountPhases();
   }
 
   function appendSuggestion(s) {
@@ -35,6 +64,8 @@
     if (seen) { return; }                                  // already listed (stored, or appended from a replay)
     var none = document.getElementById("no-suggestions");
     if (none) { none.hidden = true; }
+    var open = document.getElementById("suggestion-open");
+    if (open) { open.textContent = String(Number(open.textContent) + 1); }  // the stored panel recounts on refresh
     var card = el("div", "suggestion live");
     card.dataset.problem = s.problem || "";
     card.dataset.host = s.hostname || "";
@@ -75,11 +106,15 @@
     var state = { lastSeq: 0, status: opts.status, done: TERMINAL[opts.status] === 1 };
     window.rackpilotDeployment = state;
 
+    // The run has ended: the job's final status is painted only once the summary says how the deployment stands,
+    // so the page never shows a finished run under a deployment still "Running".
     function finished() {
-      if (state.done) { return; }
+      if (state.done) { return null; }
       state.done = true;
-      refreshSummary();
+      return refreshSummary(SETTLE_RETRIES);
     }
+    var summary = document.getElementById("summary");
+    if (state.done && summary && summary.dataset.state === "settling") { refreshSummary(SETTLE_RETRIES); }
     return {
       onEvent: function (ev) {
         // A finished run's outcomes and suggestions are on the server-rendered page already.
@@ -90,8 +125,11 @@
         (data.suggestions || []).forEach(appendSuggestion);
         if ((data.suggestions || []).some(function (s) { return s.id; })) { refreshSuggestionsSoon(); }
       },
+      // May return a promise: jobs.js paints the job's status once it has settled.
       onJob: function (job) {
-        if (job && job.status) { state.status = job.status; if (TERMINAL[job.status]) { finished(); } }
+        if (!job || !job.status) { return null; }
+        state.status = job.status;
+        return TERMINAL[job.status] ? finished() : null;
       },
     };
   }

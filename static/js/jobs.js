@@ -22,6 +22,11 @@
       return r.json();
     });
   }
+  // An ISO time from the API as the page's server renders it ("Y-m-d H:i:s"); the element keeps "—" until known.
+  function setTime(elementId, iso) {
+    var el = document.getElementById(elementId);
+    if (el && iso) { el.textContent = iso.replace("T", " ").slice(0, 19); }
+  }
   function setBadge(el, status, colour) {
     if (!el) { return; }
     el.className = "badge " + (colour || "grey");
@@ -95,10 +100,16 @@
       });
     }
 
+    // The listener's onJob may return a promise (a deployment refetching its summary when the run ends): the
+    // status is painted once it resolves, so the two parts of the page change together.
     function applyJob(job) {
-      if (!job) { return; }
+      if (!job) { return Promise.resolve(); }
       state.status = job.status;
-      if (listener.onJob) { listener.onJob(job); }
+      var ready = listener.onJob ? listener.onJob(job) : null;
+      return Promise.resolve(ready).catch(function (e) { console.warn(e); }).then(function () { paintJob(job); });
+    }
+
+    function paintJob(job) {
       setBadge(document.getElementById("job-status"), job.status, job.colour);
       document.getElementById("job-status-text").textContent = label(job.status);
       if (job.progress) {
@@ -107,20 +118,22 @@
         document.getElementById("progress-count").textContent = job.progress.done + " of " + job.progress.total;
       }
       document.getElementById("job-summary").textContent = job.summary || "";
-      if (job.finished) { document.getElementById("job-finished").textContent = job.finished.replace("T", " ").slice(0, 19); }
-      var button = document.getElementById("cancel-button");
-      if (button && (TERMINAL[job.status] || job.cancel_requested)) {
+      setTime("job-started", job.started);
+      setTime("job-finished", job.finished);
+      var form = document.getElementById("cancel-form");
+      if (form && TERMINAL[job.status]) { form.remove(); }  // nothing left to cancel
+      else if (form && job.cancel_requested) {
+        var button = document.getElementById("cancel-button");
         button.disabled = true;
-        button.textContent = TERMINAL[job.status] ? "Cancel job" : "Canceling…";
-        if (TERMINAL[job.status]) { document.getElementById("cancel-form").hidden = true; }
+        button.textContent = "Canceling…";
       }
     }
 
     function handle(frame) {
       state.received += 1;
-      if (frame.type === "state") { applyJob(frame.job); applySteps(frame.steps); return Promise.resolve(); }
+      if (frame.type === "state") { applySteps(frame.steps); return applyJob(frame.job); }
       if (frame.type === "batch") {
-        return addEvents(frame.events || []).then(function () { applySteps(frame.steps); applyJob(frame.job); });
+        return addEvents(frame.events || []).then(function () { applySteps(frame.steps); return applyJob(frame.job); });
       }
       return Promise.resolve();
     }
@@ -159,11 +172,11 @@
       queue = queue.then(function () {
         return Promise.all([fetchMissing(), getJSON("/api/jobs/" + id + "/"),
                             getJSON("/api/jobs/" + id + "/steps/?limit=100000")]).then(function (r) {
-          applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, finished: r[1].finished,
-                     cancel_requested: r[1].cancel_requested, progress: r[1].progress });
           applySteps(r[2].results);
           scroll();
           if (TERMINAL[r[1].status]) { stopPolling(); setMode("done", "finished"); }
+          return applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, started: r[1].started,
+                            finished: r[1].finished, cancel_requested: r[1].cancel_requested, progress: r[1].progress });
         });
       }).catch(function (e) { console.warn(e); });
     }

@@ -74,3 +74,55 @@ def test_the_job_page_says_why_when_the_socket_is_refused(live_server_url, brows
     page.evaluate("window.rackpilotJob.dropSocket()")
     page.wait_for_function("window.rackpilotJob.state.mode === 'denied'")
     assert page.locator("#conn-state").inner_text() == "not live: you are signed out; reload the page to sign in again"
+
+
+def test_a_job_that_ends_while_its_page_is_open_shows_when_it_ran_and_drops_its_cancel_button(
+    live_server_url, browser_page
+):
+    """Opened while queued (no start time, a Cancel button); the job then runs and ends without a reload. Here the
+    job runs in the test's own process, so the page hears of it when its socket reconnects (the state frame every
+    connection starts with), the same path as a live push."""
+    import threading
+
+    from django.db import connections
+
+    from apps.jobs import executor, services
+
+    factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
+    node = factories.make_node(hostname="e0")
+    page = browser_page
+    page.set_default_timeout(30000)
+    page.goto(f"{live_server_url}/login/")
+    page.fill("input[name=username]", "op")
+    page.fill("input[name=password]", "correct-horse-battery")
+    page.click("button[type=submit], input[type=submit]")
+    job = services.create_job(
+        kind="sleep",
+        targets=services.TargetSpec(nodes=(node.hostname,)),
+        parameters={"seconds": 0.1},
+        transport="local",
+    )
+    page.goto(f"{live_server_url}/jobs/{job.public_id}/")
+    page.wait_for_function("window.rackpilotJob.state.mode === 'live'")
+    assert page.locator("#job-started").inner_text() == "—"
+    assert page.locator("#cancel-button").is_visible()
+
+    def run_it():
+        try:
+            executor.run_shard(job_public_id=str(job.public_id), index=0)
+        finally:
+            connections.close_all()  # this thread's own connection, or PostgreSQL keeps the test database open
+
+    # Playwright's loop runs in this thread; the executor runs its own, so it gets a thread of its own.
+    runner = threading.Thread(target=run_it)
+    runner.start()
+    runner.join(60)
+    job.refresh_from_db()
+    assert job.status == "succeeded"
+    page.evaluate("window.rackpilotJob.dropSocket()")
+
+    page.wait_for_function("document.getElementById('job-status').textContent === 'Succeeded'")
+    assert page.locator("#job-started").inner_text() == job.started.strftime("%Y-%m-%d %H:%M:%S")
+    assert page.locator("#job-finished").inner_text() == job.finished.strftime("%Y-%m-%d %H:%M:%S")
+    assert page.locator("#cancel-button").count() == 0
+    assert page.locator("#progress-percent").inner_text() == "100%"

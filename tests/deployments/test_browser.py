@@ -16,6 +16,30 @@ FAULTS = [("gpu025", "mtu", "ens1np0"), ("gpu026", "pfc_off", "3"), ("gpu027", "
 RUN_TIMEOUT_MS = 180_000
 
 
+# Checked at every frame the page paints: the deployment's header never says Running beside a run that has ended,
+# and each phase's "verified" count is what the all-runs matrix below it shows.
+WATCH_CONTRADICTIONS = """() => {
+  window.contradictions = [];
+  const ENDED = ["Succeeded", "Failed", "Canceled", "Error"];
+  function sample() {
+    const state = document.getElementById("deployment-state"), job = document.getElementById("job-status");
+    if (state && job && state.textContent === "Running" && ENDED.includes(job.textContent)) {
+      window.contradictions.push("header Running, run " + job.textContent);
+    }
+    for (const box of document.querySelectorAll("#phases .phase")) {
+      const cells = document.querySelectorAll('#dmatrix td.dcell[data-phase="' + box.dataset.phase + '"]');
+      const verified = [...cells].filter((c) => ["pass", "warn"].includes(c.dataset.outcome)).length;
+      const shown = box.querySelector(".verified").textContent;
+      if (shown !== String(verified)) {
+        window.contradictions.push(`phase ${box.dataset.phase}: ${shown} verified, matrix ${verified}`);
+      }
+    }
+    if (window.contradictions.length < 20) { requestAnimationFrame(sample); }
+  }
+  sample();
+}"""
+
+
 def cell(hostname: str, step: str) -> str:
     return f'#dmatrix td.dcell[data-host="{hostname}"][data-step="{step}"]'
 
@@ -71,10 +95,12 @@ def test_operator_deploys_rack_r04_fixes_what_failed_and_resumes_to_passed(live_
     page.on("websocket", lambda socket: sockets.append(socket.url))
     page.click("#start")
     page.wait_for_url(f"**/deployments/{deployment.public_id}/")
+    page.evaluate(WATCH_CONTRADICTIONS)
     page.wait_for_function(
         "document.getElementById('deployment-state').textContent === 'Needs attention'", timeout=RUN_TIMEOUT_MS
     )
     assert len([url for url in sockets if "/ws/jobs/" in url]) == 1, sockets
+    assert page.evaluate("window.contradictions") == []
     for hostname, step in [("gpu025", "mtu"), ("gpu026", "roce"), ("gpu027", "gpus"), ("gpu017", "firmware")]:
         assert page.locator(cell(hostname, step)).get_attribute("data-outcome") == "fail", (hostname, step)
     titles = " | ".join(page.locator("#suggestions .suggestion .title").all_inner_texts())

@@ -285,3 +285,47 @@ def test_the_list_page_and_the_api_filter_deployments_alike(browser_as, api_as, 
         listed = {d["name"] for d in api.get(f"/api/deployments/?state={state}").json()["results"]}
         assert listed == expected, state
     assert 'name="state"' in page.get("/deployments/").content.decode()  # the page offers the filter
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_suggestion_counter_counts_an_approved_fix_apart(browser_as, operator, draft, no_enqueue, run_shards):
+    from apps.deployments.models import Suggestion
+    from apps.inventory.models import Node
+    from apps.simulator import services as sim
+
+    sim.inject_fault(node=Node.objects.get(hostname="gpu025"), kind="mtu", target="ens1np0")
+    sim.inject_fault(node=Node.objects.get(hostname="gpu026"), kind="pfc_off", target="3")
+    services.update_deployment(
+        deployment=draft, criteria_edits={check: {"cooldown_seconds": 0} for check in draft.criteria}
+    )
+    services.approve(deployment=draft, user=operator)
+    run_shards(services.start(deployment=draft, user=operator).job)
+    client = browser_as(operator)
+    panel = f"/deployments/{draft.public_id}/suggestions/"
+
+    def counter() -> str:
+        text = client.get(panel).content.decode()
+        return re.sub(r"<[^>]+>", "", re.search(r'id="suggestion-count">(.*?)</span>\s*</h2>', text).group(1))
+
+    open_count = Suggestion.objects.filter(deployment=draft, state="open").count()
+    assert open_count >= 2 and counter() == f"{open_count} open"
+    mtu = Suggestion.objects.get(deployment=draft, hostname="gpu025", problem="mtu")
+    assert client.post(f"/deployments/suggestions/{mtu.public_id}/approve/").status_code == 302
+    assert counter() == f"{open_count - 1} open · 1 fix approved, waiting for a resume"
+
+
+def test_a_run_that_ended_before_its_deployment_settled_reads_finishing_not_running(
+    browser_as, operator, draft, no_enqueue
+):
+    """The moment between the commit that ends the run's job and the hook that settles the deployment: the page
+    says the deployment is finishing, not running beside a failed run."""
+    from apps.jobs.models import Job
+
+    services.approve(deployment=draft, user=operator)
+    run = services.start(deployment=draft, user=operator)
+    Job.objects.filter(pk=run.job.pk).update(status="failed")  # ended; job_finished has not run yet
+    text = browser_as(operator).get(f"/deployments/{draft.public_id}/").content.decode()
+    assert re.search(r'id="deployment-state">Finishing<', text) and 'data-state="settling"' in text
+    assert re.search(r'id="job-status">Failed<', text)
+    assert 'id="deployment-state">Running<' not in text
+    assert re.search(r'class="dcell [a-z]+" data-host="gpu017" data-step="gpus" data-phase="1"', text)

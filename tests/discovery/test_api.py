@@ -109,3 +109,20 @@ def test_bad_parameters_answer_400_naming_the_field(api_as, operator, demo_clust
 def test_states_of_the_list_are_the_choices(api_as, viewer, mtu_difference):
     Difference.objects.filter(pk=mtu_difference.pk).update(state=DifferenceState.FILLED)
     assert api_as(viewer).get(URL, {"state": "filled"}).json()["count"] == 1
+
+
+def test_fix_node_over_the_api(api_as, viewer, operator, mtu_difference):
+    from apps.deployments.models import Deployment
+
+    assert api_as(viewer).post(f"{URL}{mtu_difference.public_id}/fix-node/").status_code == 403
+    assert not Deployment.objects.exists()
+    response = api_as(operator).post(f"{URL}{mtu_difference.public_id}/fix-node/")
+    assert response.status_code == 201, response.json()
+    deployment = Deployment.objects.get()
+    body = response.json()
+    assert body["deployment"] == str(deployment.public_id) and body["step"] == "mtu"
+    assert body["job"] == str(deployment.latest_run.job.public_id) and body["name"].startswith("fix-mtu-gpu016-")
+    assert api_as(operator).get(f"{URL}{mtu_difference.public_id}/").json()["state"] == "dismissed"
+    again = api_as(operator).post(f"{URL}{mtu_difference.public_id}/fix-node/")
+    assert again.status_code == 400 and "already dismissed" in again.json()["state"][0]
+    assert Deployment.objects.count() == 1

@@ -180,3 +180,24 @@ def test_a_new_discovery_supersedes_open_differences_and_sees_accepted_ones_as_s
 
     assert Difference.objects.get(job=first, field="link_up").state == DifferenceState.SUPERSEDED
     assert open_differences(second) == {("gpu016", "nic", "ens2np0", "link_up", "up", "down")}  # MTU now agrees
+
+
+def test_fixing_the_node_puts_its_mtu_right_and_the_next_discovery_finds_nothing(
+    demo_cluster, simulator, run_shards, fast_jobs, operator
+):
+    """The inventory is right, the node wrong (a real fault's MTU 1500): the remediation applies the plan's MTU
+    step on the node, and only that step; a discovery afterwards matches the inventory."""
+    inject_fault(node=Node.objects.get(hostname="gpu025"), kind="mtu", target="ens1np0")
+    job = discover(run_shards, "gpu025")
+    mtu = Difference.objects.get(job=job, field="mtu")
+    assert (mtu.expected, mtu.discovered) == ("9000", "1500")
+
+    run = services.fix_node(difference=mtu, user=operator)
+    run_shards(run.job)
+    cells = {cell.step: cell for cell in run.job.steps.all()}
+    assert cells["mtu"].status == StepStatus.SUCCEEDED and cells["mtu"].summary.startswith("applied 1 change(s)")
+    assert not [c for c in cells.values() if c.step != "mtu" and c.summary.startswith("applied")]
+    assert Nic.objects.get(node__hostname="gpu025", name="ens1np0").mtu == 9000
+
+    again = discover(run_shards, "gpu025")
+    assert not Difference.objects.filter(job=again, field="mtu").exists()

@@ -58,7 +58,10 @@ def test_the_results_page_shows_differences_and_could_not_run(browser_as, viewer
     assert "ens1np0" in text and "1500" in text and "mlnx_qos is not installed" in text
     assert f"/discovery/differences/{mtu.public_id}/accept/" not in text  # viewers see no buttons
     text = browser_as(operator).get(f"/discovery/jobs/{job.public_id}/").content.decode()
-    assert f"/discovery/differences/{mtu.public_id}/accept/" in text and "Accept all for this node" in text
+    assert (
+        f"/discovery/differences/{mtu.public_id}/accept/" in text
+        and "Update the inventory to all of this node's" in text
+    )
 
 
 def test_accept_dismiss_and_accept_all_from_the_page(browser_as, viewer, operator, results):
@@ -74,3 +77,46 @@ def test_accept_dismiss_and_accept_all_from_the_page(browser_as, viewer, operato
     assert Nic.objects.get(node__hostname="gpu016", name="ens1np0").mtu == 1500
     link.refresh_from_db()
     assert link.state == DifferenceState.DISMISSED  # accept all touches only open ones
+
+
+def test_the_results_page_highlights_only_discovery_in_the_top_bar(browser_as, viewer, results):
+    """Its address (/discovery/jobs/...) names a job too; the bar still highlights one section, Discovery."""
+    import re
+
+    job, _, _ = results
+    text = browser_as(viewer).get(f"/discovery/jobs/{job.public_id}/").content.decode()
+    nav = text[text.index("<nav>") : text.index("</nav>")]
+    assert re.findall(r'<a href="[^"]*" class="active"[^>]*>([^<]*)</a>', nav) == ["Discovery"]
+
+
+def test_a_wrong_mtu_offers_both_directions_and_only_where_a_step_fixes_the_node(browser_as, operator, results):
+    job, mtu, link = results
+    text = browser_as(operator).get(f"/discovery/jobs/{job.public_id}/").content.decode()
+    assert f"/discovery/differences/{mtu.public_id}/fix-node/" in text
+    assert "The node is wrong — fix it" in text and "The inventory is wrong — update it" in text
+    assert f"/discovery/differences/{link.public_id}/fix-node/" not in text  # no step brings a link up
+
+
+def test_fixing_the_node_keeps_the_inventory_and_starts_an_approved_remediation(browser_as, viewer, operator, results):
+    from apps.deployments.models import Approval, Deployment
+
+    job, mtu, link = results
+    assert browser_as(viewer).post(f"/discovery/differences/{mtu.public_id}/fix-node/").status_code == 403
+    assert not Deployment.objects.exists()
+
+    response = browser_as(operator).post(f"/discovery/differences/{mtu.public_id}/fix-node/")
+    deployment = Deployment.objects.get()
+    assert response.status_code == 302 and response.url == f"/deployments/{deployment.public_id}/"
+    mtu.refresh_from_db()
+    assert mtu.state == DifferenceState.DISMISSED and mtu.decided_by == operator
+    assert Nic.objects.get(node__hostname="gpu016", name="ens1np0").mtu == 9000  # the inventory was right
+    assert list(deployment.nodes.values_list("hostname", flat=True)) == ["gpu016"]
+    assert deployment.state == "running" and deployment.transport == "sim"
+    step = Approval.objects.get(deployment=deployment, scope="step")
+    assert step.step == "mtu" and step.approved_by == operator
+    assert "ip link set dev ens1np0 mtu 9000" in " ".join(step.commands["gpu016"])  # the commands approved
+    assert deployment.latest_run.job.parameters["apply_only"] == ["mtu"]
+
+    again = browser_as(operator).post(f"/discovery/differences/{link.public_id}/fix-node/", follow=True)
+    assert "No deployment step sets link_up on a node" in again.content.decode()
+    assert Deployment.objects.count() == 1

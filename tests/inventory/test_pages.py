@@ -135,3 +135,13 @@ def test_viewer_cannot_import(browser_as, viewer, demo_cluster):
     upload = SimpleUploadedFile("nodes.csv", b"hostname,role,status\nspare002,compute,planned\n")
     browser_as(viewer).post("/inventory/transfer/", {"file": upload})
     assert not Node.objects.filter(hostname="spare002").exists()
+
+
+def test_a_short_row_names_no_field_rather_than_none(browser_as, admin, demo_cluster):
+    csv_text = "hostname,role,status,site,rack\nnew004,compute,planned\n"
+    upload = SimpleUploadedFile("nodes.csv", csv_text.encode(), content_type="text/csv")
+    text = browser_as(admin).post("/inventory/transfer/", {"file": upload, "fmt": ""}).content.decode()
+    table = text[text.index('id="import-problems"') : text.index("</table>")]
+    assert "3 values for 5 columns." in table
+    assert "None" not in table
+    assert "<td>2</td>" in table  # the line of the short row

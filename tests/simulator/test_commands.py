@@ -6,6 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.core.models import AuditEntry
+from apps.simulator.faults.kinds import FAULT_KINDS
 from apps.simulator.models import SimFault
 
 
@@ -20,7 +21,9 @@ def test_inject_list_and_clear(demo_cluster):
         "gpu001: MTU 1400 on ens2np0 injected.\n"
     )
     _call("fault", "inject", "gpu002", "straggler")
-    assert _call("fault", "list") == "gpu001\tmtu\tens2np0\tmtu=1400\ngpu002\tstraggler\t-\tsm_clock_mhz=1095\n"
+    assert _call("fault", "list") == (
+        "gpu001: MTU 1400 on ens2np0\t(mtu)\ngpu002: a straggler: SM clocks capped at 1095 MHz\t(straggler)\n"
+    )
     assert AuditEntry.objects.filter(object_type="simulator.simfault", source="command").count() == 2
     assert _call("fault", "clear", "gpu001", "mtu") == "Cleared 1 fault on gpu001.\n"
     assert _call("fault", "clear", "gpu002") == "Cleared 1 fault on gpu002.\n"
@@ -68,22 +71,31 @@ def test_a_parameter_in_other_digits_is_a_command_error(demo_cluster, value):
     assert not SimFault.objects.exists()
 
 
-@pytest.mark.parametrize(
-    ("kind", "said"),
-    [
-        ("mtu", "MTU 1500 on ens1np0"),
-        ("pfc_off", "PFC off for priority 3 on every data NIC"),
-        ("nvlink_down", "NVLink 17 down on GPU 0"),
-        ("xid79", "GPU 0 fallen off the bus (XID 79)"),
-        ("ecc", "1 uncorrectable ECC error on GPU 0 (row remap pending)"),
-        ("thermal", "thermal slowdown of GPU 0 at 92 °C"),
-        ("pcie_downtrained", "PCIe link of GPU 0 downtrained to Gen3 x8"),
-        ("nic_down", "link down on ens1np0"),
-        ("disk_full", "full disk at /checkpoints"),
-        ("corrupt_checkpoint", "corrupt checkpoint /checkpoints/llm-pretrain/step_0005000.pt"),
-        ("straggler", "straggler (SM clocks capped at 1095 MHz)"),
-        ("ptp_unsynced", "unsynchronised PTP clock"),
-    ],
-)
+WORDS = [
+    ("mtu", "MTU 1500 on ens1np0"),
+    ("pfc_off", "PFC off for priority 3 on every data NIC"),
+    ("nvlink_down", "NVLink 17 down on GPU 0"),
+    ("xid79", "GPU 0 has fallen off the bus (XID 79)"),
+    ("ecc", "1 uncorrectable ECC error on GPU 0 (row remap pending)"),
+    ("thermal", "GPU 0 slowed down by heat at 92 °C"),
+    ("pcie_downtrained", "PCIe link of GPU 0 downtrained to Gen3 x8"),
+    ("nic_down", "ens1np0 link down"),
+    ("disk_full", "disk full at /checkpoints"),
+    ("corrupt_checkpoint", "corrupt checkpoint /checkpoints/llm-pretrain/step_0005000.pt"),
+    ("straggler", "a straggler: SM clocks capped at 1095 MHz"),
+    ("ptp_unsynced", "PTP clock not synchronised"),
+    ("degraded_cable", "degraded cable on ens1np0: link up at 200 Gb/s"),
+]
+
+
+@pytest.mark.parametrize(("kind", "said"), WORDS)
 def test_each_kind_says_what_was_injected_in_its_own_words(demo_cluster, kind, said):
     assert _call("fault", "inject", "gpu001", kind) == f"gpu001: {said} injected.\n"
+    # The audit log names the fault the same way, not by its codes ("gpu001 mtu ens1np0").
+    entry = AuditEntry.objects.get(object_type="simulator.simfault", action="create")
+    assert entry.object_repr == f"gpu001: {said}"
+
+
+def test_every_fault_kind_has_its_words_tested():
+    worded = {kind for kind, _ in WORDS}
+    assert worded == set(FAULT_KINDS)

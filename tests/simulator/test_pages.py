@@ -17,6 +17,7 @@ def test_viewer_sees_faults_but_no_form(browser_as, viewer, gpu_node):
     assert page.status_code == 200
     html = page.content.decode()
     assert "GPU fallen off the bus (XID 79)" in html and "gpu001" in html
+    assert "<td>GPU 3 has fallen off the bus (XID 79)</td>" in html  # the fault in words, not its codes
     assert 'id="inject-form"' not in html
     assert browser_as(viewer).post("/simulator/faults/", {"node": "gpu001", "kind": "mtu"}).status_code == 403
 
@@ -28,10 +29,10 @@ def test_operator_injects_from_the_form_and_clears(browser_as, operator, gpu_nod
     assert response.status_code == 302
     fault = SimFault.objects.get()
     assert (fault.kind, fault.target, fault.created_by) == ("thermal", "2", operator)
-    assert "gpu001: thermal slowdown of GPU 2 at 92 °C injected." in client.get("/simulator/").content.decode()
+    assert "gpu001: GPU 2 slowed down by heat at 92 °C injected." in client.get("/simulator/").content.decode()
     assert client.post(f"/simulator/faults/{fault.public_id}/clear/").status_code == 302
     assert not SimFault.objects.exists()
-    assert "gpu001: thermal slowdown of GPU 2 at 92 °C cleared." in client.get("/simulator/").content.decode()
+    assert "gpu001: GPU 2 slowed down by heat at 92 °C cleared." in client.get("/simulator/").content.decode()
 
 
 def test_form_errors_are_shown(browser_as, operator, gpu_node):

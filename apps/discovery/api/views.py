@@ -1,5 +1,5 @@
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, viewsets
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -40,6 +40,37 @@ class DifferenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         except services.DecisionError as error:
             raise ValidationError({"state": [str(error)]}) from None
         return Response(self.get_serializer(difference).data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            201: inline_serializer(
+                "Remediation",
+                {
+                    "deployment": serializers.UUIDField(),
+                    "name": serializers.CharField(),
+                    "job": serializers.UUIDField(),
+                    "step": serializers.CharField(),
+                },
+            )
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="fix-node")
+    def fix_node(self, request, id=None):
+        """The node is wrong: keep the inventory (the difference is dismissed) and start a deployment over the node
+        that applies the plan step putting it right, approved by the caller; its other steps only check."""
+        difference = self.get_object()
+        try:
+            run = services.fix_node(difference=difference, user=request.user)
+        except services.DecisionError as error:
+            raise ValidationError({"state": [str(error)]}) from None
+        body = {
+            "deployment": run.deployment.public_id,
+            "name": run.deployment.name,
+            "job": run.job.public_id,
+            "step": difference.node_fix_step,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: DifferenceSerializer})
     @action(detail=True, methods=["post"])

@@ -14,7 +14,7 @@ def _mtu(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 MTU = FaultSpec(
     value="mtu",
-    label="MTU 1500 on a data NIC",
+    label="Wrong MTU on a data NIC",
     colour="orange",
     target=NIC,
     parameters={"mtu": Parameter(1500, MTU_MIN, MTU_MAX)},
@@ -68,7 +68,7 @@ XID79 = FaultSpec(
     colour="red",
     target=GPU,
     apply=_xid79,
-    sentence=lambda gpu, parameters: f"GPU {gpu} fallen off the bus (XID 79)",
+    sentence=lambda gpu, parameters: f"GPU {gpu} has fallen off the bus (XID 79)",
 )
 
 
@@ -105,7 +105,7 @@ THERMAL = FaultSpec(
     target=GPU,
     parameters={"temperature": Parameter(92, 80, 110)},
     apply=_thermal,
-    sentence=lambda gpu, parameters: f"thermal slowdown of GPU {gpu} at {parameters['temperature']} °C",
+    sentence=lambda gpu, parameters: f"GPU {gpu} slowed down by heat at {parameters['temperature']} °C",
 )
 
 
@@ -174,7 +174,7 @@ NIC_DOWN = FaultSpec(
     colour="red",
     target=NIC,
     apply=_nic_down,
-    sentence=lambda nic, parameters: f"link down on {nic}",
+    sentence=lambda nic, parameters: f"{nic} link down",
 )
 
 
@@ -188,7 +188,7 @@ DISK_FULL = FaultSpec(
     colour="red",
     target=MOUNT,
     apply=_disk_full,
-    sentence=lambda mount, parameters: f"full disk at {mount}",
+    sentence=lambda mount, parameters: f"disk full at {mount}",
 )
 
 
@@ -221,7 +221,7 @@ STRAGGLER = FaultSpec(
     target=NODE,
     parameters={"sm_clock_mhz": Parameter(1095, 210, 1980)},
     apply=_straggler,
-    sentence=lambda _, parameters: f"straggler (SM clocks capped at {parameters['sm_clock_mhz']} MHz)",
+    sentence=lambda _, parameters: f"a straggler: SM clocks capped at {parameters['sm_clock_mhz']} MHz",
 )
 
 
@@ -235,7 +235,7 @@ PTP_UNSYNCED = FaultSpec(
     colour="orange",
     target=NODE,
     apply=_ptp_unsynced,
-    sentence=lambda _, parameters: "unsynchronised PTP clock",
+    sentence=lambda _, parameters: "PTP clock not synchronised",
 )
 
 

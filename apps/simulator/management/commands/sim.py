@@ -114,8 +114,7 @@ class Command(BaseCommand):
         if not faults:
             self.stdout.write("No faults.")
         for fault in faults:
-            params = " ".join(f"{key}={value}" for key, value in fault.parameters.items())
-            self.stdout.write(f"{fault.node.hostname}\t{fault.kind}\t{fault.target or '-'}\t{params}".rstrip())
+            self.stdout.write(f"{fault.summary}\t({fault.kind})")
 
     def _exec(self, options) -> None:
         argv = options["argv"]
