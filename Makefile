@@ -41,6 +41,7 @@ up: install
 	mkdir -p var
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py load_demo_workloads
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A portal worker -Q jobs --hostname jobs@%h --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal worker -Q system --hostname system@%h --loglevel INFO --concurrency 1 --without-gossip --without-mingle --without-heartbeat & \

@@ -144,6 +144,12 @@ class SimGpu:
     pcie_gen: int | None = None
     pcie_width: int = 16
     clock_cap_mhz: int | None = None  # a straggler's lowered application clocks
+    power_limit_w: int | None = None  # a power cap set below the board's default limit (nvidia-smi -pl)
+
+    @property
+    def power_cap_w(self) -> int:
+        """The enforced power limit: the default (TDP) unless a cap lowered it."""
+        return min(self.tdp_w, self.power_limit_w or self.tdp_w)
 
     @property
     def active_nvlinks(self) -> int:

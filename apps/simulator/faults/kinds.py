@@ -189,6 +189,23 @@ STRAGGLER = FaultSpec(
 )
 
 
+def _power_cap(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.gpu(int(target)).power_limit_w = parameters["watts"]
+
+
+# A power limit set below the default (a facility cap, a BMC power policy, a forgotten nvidia-smi -pl): under load
+# the card holds the cap by lowering its SM clock, with the SW power cap clocks-event reason set.
+POWER_CAP = FaultSpec(
+    value="power_cap",
+    label="Power capped below the default limit",
+    colour="orange",
+    target=GPU,
+    parameters={"watts": Parameter(450, 100, 1000)},
+    apply=_power_cap,
+    sentence=lambda gpu, parameters: f"GPU {gpu} power-capped at {parameters['watts']} W",
+)
+
+
 def _ptp_unsynced(state: SimulatedNode, target: str, parameters: dict) -> None:
     state.ptp_synchronised = False
 
@@ -245,6 +262,7 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         DISK_FULL,
         CORRUPT_CHECKPOINT,
         STRAGGLER,
+        POWER_CAP,
         PTP_UNSYNCED,
         DEGRADED_CABLE,
     )

@@ -26,6 +26,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo and not Node.objects.exists():
             call_command("load_demo", stdout=self.stdout)
+            call_command("load_demo_workloads", stdout=self.stdout)  # the inventory's demo cannot import workloads
         self._ensure_admin()
         if settings.EMBEDDED:
             from portal.embedded import start_embedded_worker
