@@ -165,6 +165,7 @@ class ExporterServer:
         self.build, self.workloads, self.refresh = build, workloads, refresh
         self._model: ClusterTelemetry | None = None
         self._built = 0.0
+        self._rebuilding = False
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer((host, port), self._handler())
         self.httpd.daemon_threads = True
@@ -174,10 +175,25 @@ class ExporterServer:
         return self.httpd.server_address[1]
 
     def model(self) -> ClusterTelemetry:
+        """The current model; a stale one is rebuilt in the background while scrapes keep reading the old one (a
+        rebuild reads the whole inventory, and a scrape that waits for it would miss Prometheus's timeout)."""
         with self._lock:
-            if self._model is None or time.monotonic() - self._built > self.refresh:
+            if self._model is None:
                 self._model, self._built = self.build(self.workloads()), time.monotonic()
+            elif time.monotonic() - self._built > self.refresh and not self._rebuilding:
+                self._rebuilding = True
+                threading.Thread(target=self._rebuild, name="sim-exporters-rebuild", daemon=True).start()
             return self._model
+
+    def _rebuild(self) -> None:
+        try:
+            model = self.build(self.workloads())
+            with self._lock:
+                self._model, self._built = model, time.monotonic()
+        except Exception:
+            logger.exception("could not rebuild the simulated exporters' model")
+        finally:
+            self._rebuilding = False
 
     def page(self, path: str) -> str | None:
         now = time.time()
