@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from apps.simulator import services as simulator
-from apps.simulator.telemetry import LATENCY_BUCKETS, ServingRun, TrainingRun, Workloads, split_counters
+from apps.simulator.telemetry import (
+    INTEGRATION_STEP_S,
+    LATENCY_BUCKETS,
+    ServingRun,
+    TrainingRun,
+    Workloads,
+    split_counters,
+)
 from apps.workloads.models import InferenceService, TrainingJob
 
 # Our names of GPU fields: (dcgm-exporter metric, the simulator reading's key).
@@ -184,6 +191,7 @@ class SimulatorTelemetry(Telemetry):
     def __init__(self, *, seed: int | None = None):
         self.seed = settings.RACKPILOT_SIM_SEED if seed is None else seed
         self._model = None
+        self._readings: dict = {}  # (hostname, gpu, t): one reading serves every field a page asks for
 
     @property
     def model(self):
@@ -199,7 +207,10 @@ class SimulatorTelemetry(Telemetry):
                 continue
             for t in window.times():
                 for gpu, _ in self.model.node_regime(hostname, t).gpus:
-                    reading = self.model.gpu_reading(hostname, gpu.index, t)
+                    key_at = (hostname, gpu.index, t)
+                    if key_at not in self._readings:
+                        self._readings[key_at] = self.model.gpu_reading(hostname, gpu.index, t, counters=False)
+                    reading = self._readings[key_at]
                     value = (79 if key == "xid" else None) if reading is None else reading[key]
                     if value is None:
                         continue
@@ -231,7 +242,7 @@ class SimulatorTelemetry(Telemetry):
         if run is None:
             return series
         for t in window.times():
-            tokens = self.model.service_totals(run, t - window.rate_range, t)[0]
+            tokens = self.model.service_totals(run, t - window.rate_range, t, step=_integration_step(window))[0]
             series.points.append((t, tokens / window.rate_range))
         return series
 
@@ -241,7 +252,9 @@ class SimulatorTelemetry(Telemetry):
         if run is None:
             return series
         for t in window.times():
-            parts = split_counters(self.model.service_totals(run, t - window.rate_range, t))
+            parts = split_counters(
+                self.model.service_totals(run, t - window.rate_range, t, step=_integration_step(window))
+            )
             buckets = list(zip(LATENCY_BUCKETS, parts["e2e_buckets"], strict=True)) + [(math.inf, parts["requests"])]
             value = histogram_quantile(0.99, buckets)
             if not math.isnan(value):
@@ -257,6 +270,11 @@ class SimulatorTelemetry(Telemetry):
         times = [start + k * step for k in range(int((end - start) // step) + 1)] + [end]
         samples = [(t, split_counters(self.model.service_counters(run, t))["generation_tokens"]) for t in times]
         return counter_increase(samples)
+
+
+def _integration_step(window: Window) -> float:
+    """Fine enough for a rate range (60 pieces of it), never finer than the model's own 10 s."""
+    return max(INTEGRATION_STEP_S, window.rate_range / 60)
 
 
 def _aggregate(series: list[Series], how: str) -> list[Series]:
