@@ -12,14 +12,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--listen", default=settings.RACKPILOT_SIM_EXPORTERS, help="host:port (loopback).")
+        parser.add_argument("--listen", default=settings.RACKPILOT_SIM_EXPORTERS, help="host:port to listen on.")
+        parser.add_argument(
+            "--advertise", default="", help="host:port Prometheus reaches them at (default: what --listen binds)."
+        )
 
-    def handle(self, *args, listen, **options):
+    def handle(self, *args, listen, advertise, **options):
         host, _, port = listen.rpartition(":")
         if not host or not port.isdigit():
             raise CommandError(f"--listen takes host:port, such as 127.0.0.1:9400, not {listen!r}")
         server = exporter_server(host=host, port=int(port))
-        written = write_targets(exporters=f"{host}:{server.port}")
+        written = write_targets(exporters=advertise or f"{host}:{server.port}")
         for path in written:
             self.stdout.write(f"Wrote {path}")
         self.stdout.write(
