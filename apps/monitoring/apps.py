@@ -7,6 +7,12 @@ class MonitoringConfig(AppConfig):
     verbose_name = "Monitoring"
 
     def ready(self) -> None:
-        from apps.monitoring import signals
+        from apps.inventory.dashboard import register_panel
+        from apps.monitoring import services, signals
 
         signals.connect()
+        register_panel(
+            name="telemetry-health",
+            template="monitoring/partials/health_panel.html",
+            context=services.telemetry_health,
+        )

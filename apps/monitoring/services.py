@@ -1,8 +1,11 @@
 """What the telemetry pages show, read through the telemetry interface. Reads only: nothing here writes."""
 
+import time
+
 from django.db.models import Prefetch
 
-from apps.inventory.models import Node
+from apps.inventory.choices import GpuHealth
+from apps.inventory.models import Gpu, Node
 from apps.monitoring import charts
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 from apps.workloads.models import InferenceService
@@ -101,4 +104,45 @@ def node_page(*, node: Node, window: Window) -> dict:
         "clocks": charts.figure_json(charts.gpu_lines(series["sm_clock"], title="SM clock", y_title="MHz")),
         "xid": charts.figure_json(charts.xid_figure(series["xid"])),
     }
+    return context
+
+
+def telemetry_health(*, now: float | None = None) -> dict:
+    """GPUs the inventory calls healthy, less those whose telemetry reports an XID or uncorrectable ECC errors now:
+    the dashboard's Healthy count with what the cards themselves say."""
+    source, error = _source()
+    healthy = {
+        (gpu.node.hostname, str(gpu.index))
+        for gpu in Gpu.objects.filter(health=GpuHealth.HEALTHY).select_related("node")
+    }
+    context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
+    if source is None:
+        return context
+    end = time.time() if now is None else now
+    window = Window(end=end, span=0, step=60, rate_range=60)
+    hosts = sorted({hostname for hostname, _ in healthy})
+    try:
+        readings = {
+            field: {
+                (one.labels["Hostname"], one.labels["gpu"]): one.values()[-1]
+                for one in source.gpu_series(field, hostnames=hosts, window=window)
+                if one.points
+            }
+            for field in ("xid", "ecc_dbe")
+        }
+    except TelemetryError as problem:
+        context["error"] = str(problem)
+        return context
+    flagged = sorted(key for key in healthy if readings["xid"].get(key) or readings["ecc_dbe"].get(key))
+    nodes = {node.hostname: node for node in Node.objects.filter(hostname__in={host for host, _ in flagged})}
+    context["flagged"] = [
+        {
+            "node": nodes[host],
+            "gpu": gpu,
+            "xid": int(readings["xid"].get((host, gpu), 0)),
+            "ecc": int(readings["ecc_dbe"].get((host, gpu), 0)),
+        }
+        for host, gpu in flagged
+    ]
+    context["healthy"] = len(healthy) - len(flagged)
     return context

@@ -91,3 +91,13 @@ def test_reading_the_pages_writes_nothing(browser_as, viewer, cluster, django_as
         q["sql"] for q in queries.captured_queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")
     ]
     assert [sql for sql in writes if "django_session" not in sql] == []
+
+
+def test_the_dashboard_counts_gpus_reporting_xid_or_ecc_as_not_healthy(browser_as, viewer, cluster):
+    before = browser_as(viewer).get("/").content.decode()
+    assert "<strong>24</strong> of the 24 GPUs" in before
+    simulator.inject_fault(node=cluster["gpu003"], kind="ecc", target="1", parameters={"count": 2})
+    simulator.inject_fault(node=cluster["gpu002"], kind="xid79", target="4", parameters={})
+    after = browser_as(viewer).get("/").content.decode()
+    assert "<strong>22</strong> of the 24 GPUs" in after
+    assert "GPU4 —\n      XID 79" in after and "2 uncorrectable ECC errors" in after
