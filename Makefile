@@ -33,7 +33,7 @@ lint: install
 	$(BIN)/python manage.py check
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
-# The services wiring: ASGI server, a job worker (-Q jobs), a system worker (-Q system: reaper, pruning, settle) and
+# The services wiring: ASGI server, the simulated exporters and Prometheus (when installed), a job worker (-Q jobs), a system worker (-Q system: reaper, pruning, settle) and
 # beat (which also reaps in-process) as separate processes against PostgreSQL and Redis (docs/scaling.md).
 up: install
 	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" -a -n "$$RACKPILOT_SECRET_KEY" -a -n "$$RACKPILOT_SECRETS_KEY" || \
@@ -42,10 +42,18 @@ up: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
+	$(BIN)/python manage.py load_demo_workloads
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A portal worker -Q jobs --hostname jobs@%h --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal worker -Q system --hostname system@%h --loglevel INFO --concurrency 1 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal beat --loglevel INFO --schedule var/celerybeat-schedule & \
+	$(BIN)/python manage.py serve_sim_exporters & \
+	if command -v prometheus >/dev/null; then \
+	  mkdir -p var/prometheus && cp docker/prometheus.yml var/prometheus/prometheus.yml && \
+	  prometheus --config.file=var/prometheus/prometheus.yml --storage.tsdb.path=var/prometheus/data \
+	    --web.listen-address=127.0.0.1:9090 --log.level=warn & \
+	  export RACKPILOT_PROMETHEUS_URL=$${RACKPILOT_PROMETHEUS_URL:-http://127.0.0.1:9090}; \
+	else echo "prometheus not installed: telemetry pages read the simulator directly"; fi; \
 	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) & \
 	wait
 
@@ -58,6 +66,7 @@ bench: install
 	$(BIN)/python bench/discover.py
 	$(BIN)/python bench/benchmarks.py
 	$(BIN)/python bench/node_suites.py
+	$(BIN)/python bench/telemetry.py
 	@if [ -n "$$DATABASE_URL" -a -n "$$REDIS_URL" ]; then $(BIN)/python bench/scaleout.py; \
 	else echo "bench/scaleout.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi
 

@@ -319,6 +319,14 @@ RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
 RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
 # The simulated cluster's noise seed: the same seed gives the same figures (apps/simulator).
 RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
+
+# Telemetry (docs/monitoring.md, "Telemetry" and "Prometheus"): with no Prometheus URL, pages read the simulator
+# directly (the embedded wiring).
+RACKPILOT_PROMETHEUS_URL = env_str("RACKPILOT_PROMETHEUS_URL", "")
+RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = env_int("RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS", 5)
+RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL", False)
+RACKPILOT_PROMETHEUS_TARGETS_DIR = env_str("RACKPILOT_PROMETHEUS_TARGETS_DIR", str(VAR_DIR / "prometheus" / "targets"))
+RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  # host:port Prometheus scrapes
 # acks_late run_shard tasks are redelivered after the visibility timeout: keep it above the longest shard, and the
 # shard's conditional claim makes a redelivery a no-op anyway.
 # Socket timeouts and keepalive: a Redis that vanished without closing its sockets (host down, network cut) is

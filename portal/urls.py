@@ -12,6 +12,7 @@ from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
+from apps.workloads.api.urls import ROUTES as WORKLOAD_ROUTES
 from portal.staticfiles import favicon
 
 # One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,
@@ -21,6 +22,7 @@ ROUTES = (
     (INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES)
     + DIAGNOSIS_ROUTES
     + BENCHMARK_ROUTES
+    + WORKLOAD_ROUTES
 )
 for route in ROUTES:
     router.register(*route)
@@ -34,6 +36,8 @@ urlpatterns = [
     path("deployments/", include("apps.deployments.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
+    path("workloads/", include("apps.workloads.urls")),
+    path("telemetry/", include("apps.monitoring.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -15,6 +15,8 @@ ITEMS = (
     ("Deployments", "deployment-list"),
     ("Benchmarks", "benchmarks"),
     ("Diagnosis", "diagnosis-triage"),
+    ("Workloads", "workload-list"),
+    ("Telemetry", "telemetry"),
     ("Import / export", "inventory-transfer"),
     ("Audit log", "audit-log"),
 )

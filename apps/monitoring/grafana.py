@@ -106,28 +106,28 @@ def service_panels() -> list[Panel]:
         Panel(
             "Generated tokens/s",
             f"sum by ({slo.SERVICE_LABEL}) (rate(vllm:generation_tokens_total{{{service}}}[5m]))",
-            "{{rackpilot_service}}",
+            "{{service}}",
             "none",
         ),
         Panel(
             "p99 end-to-end latency",
             f"histogram_quantile(0.99, sum by ({slo.SERVICE_LABEL}, le) "
             f"(rate(vllm:e2e_request_latency_seconds_bucket{{{service}}}[5m])))",
-            "{{rackpilot_service}}",
+            "{{service}}",
             "s",
         ),
         Panel(
             "p99 time to first token",
             f"histogram_quantile(0.99, sum by ({slo.SERVICE_LABEL}, le) "
             f"(rate(vllm:time_to_first_token_seconds_bucket{{{service}}}[5m])))",
-            "{{rackpilot_service}}",
+            "{{service}}",
             "s",
         ),
         Panel(
             "Requests running and waiting",
             f"sum by ({slo.SERVICE_LABEL}) (vllm:num_requests_running{{{service}}})"
             f" or sum by ({slo.SERVICE_LABEL}) (vllm:num_requests_waiting{{{service}}})",
-            "{{rackpilot_service}}",
+            "{{service}}",
             "none",
         ),
         Panel(

@@ -29,7 +29,7 @@ class ScopeKind(models.TextChoices):
 
 
 # Labels Rackpilot's scrape targets carry (telemetry's file-based service discovery writes them).
-SERVICE_LABEL = "rackpilot_service"
+SERVICE_LABEL = "service"
 HOST_LABEL = "Hostname"  # dcgm-exporter's own
 
 WINDOWS = {"1h": 3_600, "24h": 86_400, "7d": 604_800, "30d": 2_592_000}

@@ -89,7 +89,7 @@ def quantise_clock(mhz: float) -> int:
 def gpu_reading(gpu: SimGpu, *, load: float, rng: random.Random) -> GpuReading:
     """Power, clocks and temperature of a GPU under a load between 0 (idle) and 1 (a GEMM loop)."""
     facts = gpu.facts
-    cap = float(gpu.power_limit_w or gpu.tdp_w)
+    cap = float(gpu.power_cap_w)
     reasons: list[str] = []
     offset = rng.uniform(-3, 3)  # cards differ by a few degrees in the same chassis
     if load <= 0:

@@ -14,6 +14,7 @@ from apps.simulator.faults.node import apply_faults, check_fault
 from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault
 from apps.simulator.state import SimulatedNode, build_state
+from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedFault
 from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
 
@@ -28,6 +29,7 @@ __all__ = [
     "node_state",
     "run_command",
     "run_nccl_tests",
+    "telemetry_model",
 ]
 
 
@@ -193,3 +195,29 @@ def clear_changes(*, node: Node) -> int:
     """Forget what commands changed on a node; its tools answer from the inventory and faults again."""
     removed, _ = SimChange.objects.on(node).delete()
     return removed
+
+
+# --- telemetry --------------------------------------------------------------------------------------------------
+
+
+def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = None):
+    """The telemetry model (apps.simulator.telemetry) of the simulated nodes with the workloads the feature layer
+    names; a node's energy counter starts when its row was created (its boot), its faults when they were injected."""
+    nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
+    nodes = Node.objects.prefetch_related(
+        "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults"
+    )
+    if hostnames is not None:
+        nodes = nodes.filter(hostname__in=hostnames)
+    histories = [
+        NodeHistory(
+            healthy=build_state(node),
+            booted=node.created.timestamp(),
+            faults=[
+                TimedFault(fault.kind, fault.target, fault.parameters, fault.created.timestamp())
+                for fault in node.sim_faults.all()
+            ],
+        )
+        for node in nodes.filter(gpus__isnull=False).distinct()
+    ]
+    return ClusterTelemetry(histories, workloads, seed=seed)

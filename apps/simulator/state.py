@@ -151,6 +151,11 @@ class SimGpu:
     late_thermal_c: int | None = None
 
     @property
+    def power_cap_w(self) -> int:
+        """The enforced power limit: the default (TDP) unless a cap lowered it."""
+        return min(self.tdp_w, self.power_limit_w or self.tdp_w)
+
+    @property
     def active_nvlinks(self) -> int:
         return self.facts.nvlinks - len(self.nvlinks_down)
 

@@ -36,3 +36,16 @@ class WorkloadClass(models.TextChoices):
     CRITICAL = "critical", "Critical"
     STANDARD = "standard", "Standard"
     PREEMPTIBLE = "preemptible", "Preemptible (spot)"
+
+
+TRAINING_STATE_COLOURS = {
+    TrainingState.PENDING: "grey",
+    TrainingState.RUNNING: "green",
+    TrainingState.INTERRUPTED: "orange",
+    TrainingState.FAILED: "red",
+    TrainingState.COMPLETED: "blue",
+}
+SERVICE_STATE_COLOURS = {ServiceState.SERVING: "green", ServiceState.DEGRADED: "orange", ServiceState.STOPPED: "grey"}
+# Workloads that keep their nodes' GPUs busy (the simulator loads their GPUs; telemetry attributes energy to them).
+TRAINING_ACTIVE = [TrainingState.RUNNING]
+SERVICE_ACTIVE = [ServiceState.SERVING, ServiceState.DEGRADED]

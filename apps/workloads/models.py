@@ -11,7 +11,17 @@ from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 from apps.core.validators import name_validator
 from apps.inventory.models import Node, StorageTier
-from apps.workloads.choices import Framework, Launcher, ServiceState, TrainingState, WorkloadClass
+from apps.workloads.choices import (
+    SERVICE_ACTIVE,
+    SERVICE_STATE_COLOURS,
+    TRAINING_ACTIVE,
+    TRAINING_STATE_COLOURS,
+    Framework,
+    Launcher,
+    ServiceState,
+    TrainingState,
+    WorkloadClass,
+)
 
 path_validator = RegexValidator(r"^/[A-Za-z0-9._/-]*\Z", "Enter an absolute path such as /data/hot/ckpt/llama.")
 
@@ -31,7 +41,17 @@ class Workload(AuditedModel, PublicModel):
         return self.name
 
 
+class TrainingJobQuerySet(models.QuerySet):
+    def active(self) -> "TrainingJobQuerySet":
+        return self.filter(state__in=TRAINING_ACTIVE)
+
+    def on(self, node: Node) -> "TrainingJobQuerySet":
+        return self.filter(members__node=node)
+
+
 class TrainingJob(Workload):
+    """A distributed training run: which nodes hold which ranks, where it checkpoints, where its log is."""
+
     framework = models.CharField(max_length=16, choices=Framework.choices, default=Framework.PYTORCH)
     launcher = models.CharField(max_length=16, choices=Launcher.choices, default=Launcher.TORCHRUN)
     nodes = models.ManyToManyField(Node, through="TrainingJobNode", related_name="training_jobs")
@@ -51,8 +71,14 @@ class TrainingJob(Workload):
     state = models.CharField(max_length=16, choices=TrainingState.choices, default=TrainingState.PENDING)
     started_at = models.DateTimeField(null=True, blank=True)
 
+    objects = TrainingJobQuerySet.as_manager()
+
     class Meta(Workload.Meta):
         pass
+
+    @property
+    def state_colour(self) -> str:
+        return TRAINING_STATE_COLOURS[self.state]
 
     @property
     def world_size(self) -> int:
@@ -85,7 +111,14 @@ class TrainingJobNode(models.Model):
         return f"{self.job} node rank {self.node_rank}: {self.node}"
 
 
+class InferenceServiceQuerySet(models.QuerySet):
+    def active(self) -> "InferenceServiceQuerySet":
+        return self.filter(state__in=SERVICE_ACTIVE)
+
+
 class InferenceService(Workload):
+    """A model served on some nodes behind an OpenAI-compatible endpoint, sized for a throughput and a p99."""
+
     endpoint = models.URLField(
         max_length=255, blank=True, help_text="OpenAI-compatible base URL, e.g. http://llama.svc:8000/v1."
     )
@@ -99,3 +132,12 @@ class InferenceService(Workload):
         default=100, validators=[MinValueValidator(1), MaxValueValidator(600_000)], help_text="p99 end-to-end latency."
     )
     state = models.CharField(max_length=16, choices=ServiceState.choices, default=ServiceState.SERVING)
+
+    objects = InferenceServiceQuerySet.as_manager()
+
+    class Meta(Workload.Meta):
+        pass
+
+    @property
+    def state_colour(self) -> str:
+        return SERVICE_STATE_COLOURS[self.state]

@@ -9,8 +9,8 @@ from apps.topology.services import rule_summary
 pytestmark = pytest.mark.django_db
 
 
-def test_topology_fills_its_panel_from_its_app_config():
-    assert [panel.name for panel in dashboard.panels()] == ["topology-rules"]
+def test_topology_and_monitoring_fill_their_panels_from_their_app_configs():
+    assert [panel.name for panel in dashboard.panels()] == ["topology-rules", "telemetry-health"]
 
 
 def test_the_dashboard_shows_each_registered_panel(browser_as, viewer, demo_cluster):

@@ -132,10 +132,10 @@ def test_prometheus_and_the_python_judges_agree_on_a_slow_service(promtool, tmp_
     misses, so every burn-rate alert fires in Prometheus; the Python judges see the same values."""
     document = _write_rules(tmp_path, [CHAT, CHAT_P99])
     per_minute = {0.05: 50, 0.1: 90, 0.25: 100, "+Inf": 100}
-    series = [{"series": 'vllm:generation_tokens_total{rackpilot_service="chat"}', "values": "0+60000x180"}]
+    series = [{"series": 'vllm:generation_tokens_total{service="chat"}', "values": "0+60000x180"}]
     series += [
         {
-            "series": f'vllm:e2e_request_latency_seconds_bucket{{rackpilot_service="chat",le="{le}"}}',
+            "series": f'vllm:e2e_request_latency_seconds_bucket{{service="chat",le="{le}"}}',
             "values": f"0+{count}x180",
         }
         for le, count in per_minute.items()
@@ -195,9 +195,7 @@ def test_a_healthy_service_fires_nothing(promtool, tmp_path):
         "tests": [
             {
                 "interval": "1m",
-                "input_series": [
-                    {"series": 'vllm:generation_tokens_total{rackpilot_service="chat"}', "values": "0+114000x180"}
-                ],
+                "input_series": [{"series": 'vllm:generation_tokens_total{service="chat"}', "values": "0+114000x180"}],
                 "alert_rule_test": [{"eval_time": "150m", "alertname": "RackpilotSloBurnRate", "exp_alerts": []}],
             }
         ],

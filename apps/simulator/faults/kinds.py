@@ -4,7 +4,7 @@ so a new kind also needs a migration that only alters those choices)."""
 from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.simulator.changes import nic_key
 from apps.simulator.faults.spec import FaultError, FaultSpec, Parameter
-from apps.simulator.faults.targets import FILE, GPU, MOUNT, NIC, NODE, PRIORITY
+from apps.simulator.faults.targets import FILE, GPU, GPU_OR_NODE, MOUNT, NIC, NODE, PRIORITY
 from apps.simulator.state import SimulatedNode
 
 
@@ -129,22 +129,6 @@ LATE_THERMAL = FaultSpec(
 )
 
 
-def _power_cap(state: SimulatedNode, target: str, parameters: dict) -> None:
-    for gpu in state.gpus:
-        gpu.power_limit_w = min(parameters["watts"], gpu.tdp_w)
-
-
-POWER_CAP = FaultSpec(
-    value="power_cap",
-    label="Power limit below TDP",
-    colour="orange",
-    target=NODE,
-    parameters={"watts": Parameter(450, 100, 1000)},
-    apply=_power_cap,
-    sentence=lambda _, parameters: f"GPU power limit set to {parameters['watts']} W",
-)
-
-
 def _pcie_downtrained(state: SimulatedNode, target: str, parameters: dict) -> None:
     gpu = state.gpu(int(target))
     gpu.pcie_gen = min(parameters["gen"], gpu.pcie_gen_max)
@@ -222,6 +206,28 @@ STRAGGLER = FaultSpec(
     parameters={"sm_clock_mhz": Parameter(1095, 210, 1980)},
     apply=_straggler,
     sentence=lambda _, parameters: f"a straggler: SM clocks capped at {parameters['sm_clock_mhz']} MHz",
+)
+
+
+def _power_cap(state: SimulatedNode, target: str, parameters: dict) -> None:
+    for gpu in [state.gpu(int(target))] if target else state.gpus:
+        gpu.power_limit_w = min(parameters["watts"], gpu.tdp_w)
+
+
+# A power limit set below the default (a facility cap, a BMC power policy, a forgotten nvidia-smi -pl) on one GPU or
+# all of them: under load the card holds the cap by lowering its SM clock, with the SW power cap reason set.
+POWER_CAP = FaultSpec(
+    value="power_cap",
+    label="Power capped below the default limit",
+    colour="orange",
+    target=GPU_OR_NODE,
+    parameters={"watts": Parameter(450, 100, 1000)},
+    apply=_power_cap,
+    sentence=lambda gpu, parameters: (
+        f"GPU {gpu} power-capped at {parameters['watts']} W"
+        if gpu
+        else f"every GPU power-capped at {parameters['watts']} W"
+    ),
 )
 
 

@@ -17,6 +17,17 @@ class GpuIndex(Target):
             raise FaultError("target", f"{state.hostname} has no GPU {target!r} (GPU indexes: {indexes}).")
 
 
+class GpuOrWholeNode(GpuIndex):
+    label = "GPU index, or empty for every GPU"
+
+    def default(self, state: SimulatedNode) -> str:
+        return ""
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        if target:
+            super().check(state, kind, target)
+
+
 class DataNic(Target):
     label = "NIC name"
 
@@ -74,6 +85,7 @@ class WholeNode(Target):
 
 
 GPU = GpuIndex()
+GPU_OR_NODE = GpuOrWholeNode()
 NIC = DataNic()
 PRIORITY = PfcPriority()
 MOUNT = MountPoint()

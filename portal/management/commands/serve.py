@@ -30,6 +30,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo and not Node.objects.exists():
             call_command("load_demo", stdout=self.stdout)
+            call_command("load_demo_workloads", stdout=self.stdout)  # the inventory's demo cannot import workloads
         self._ensure_admin()
         # Hashed, compressed copies of the static files (Plotly's 4.8 MB script goes out as 1.5 MB, cached for good).
         self.stdout.write(f"Collecting static files into {settings.STATIC_ROOT} …")

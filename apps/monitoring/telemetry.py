@@ -1,0 +1,425 @@
+"""The telemetry interface: one set of questions (GPU series, energy, tokens/s, p99), two sources that answer them.
+
+- PrometheusTelemetry asks a real Prometheus over its HTTP API (/api/v1/query, /api/v1/query_range) for the series
+  the exporters (dcgm-exporter, vLLM, or the simulator's) expose, with a timeout and a clear error naming the URL.
+- SimulatorTelemetry asks the simulator's model directly (the embedded wiring: no Prometheus).
+
+Both compute the same things the same way: a gauge's value at each step; increase() and rate() of a counter over a
+range; histogram_quantile over the rate of the buckets. So the same window gives the same figures from either.
+"""
+
+import ipaddress
+import json
+import math
+import re
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from apps.simulator import services as simulator
+from apps.simulator.telemetry import (
+    INTEGRATION_STEP_S,
+    LATENCY_BUCKETS,
+    ServingRun,
+    TrainingRun,
+    Workloads,
+    split_counters,
+)
+from apps.workloads.models import InferenceService, TrainingJob
+
+# Our names of GPU fields: (dcgm-exporter metric, the simulator reading's key).
+GPU_FIELDS = {
+    "util": ("DCGM_FI_DEV_GPU_UTIL", "util"),
+    "sm_active": ("DCGM_FI_PROF_SM_ACTIVE", "sm_active"),
+    "power": ("DCGM_FI_DEV_POWER_USAGE", "power_w"),
+    "temperature": ("DCGM_FI_DEV_GPU_TEMP", "temperature_c"),
+    "sm_clock": ("DCGM_FI_DEV_SM_CLOCK", "sm_mhz"),
+    "mem_clock": ("DCGM_FI_DEV_MEM_CLOCK", "mem_mhz"),
+    "clock_reasons": ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "reasons"),
+    "xid": ("DCGM_FI_DEV_XID_ERRORS", "xid"),
+    "ecc_dbe": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe"),
+}
+ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ
+TOKENS_METRIC = "vllm:generation_tokens_total"
+E2E_BUCKETS_METRIC = "vllm:e2e_request_latency_seconds_bucket"
+WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400}
+POINTS_PER_WINDOW = 60
+MIN_RATE_RANGE_S = 60  # rate() over at least four scrapes at Prometheus's usual 15 s
+JOULES_PER_KWH = 3.6e6
+
+
+class TelemetryError(Exception):
+    """Telemetry could not be read; the message is for the page ("could not reach Prometheus at ...")."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """[end - span, end] in steps; a rate at t is taken over [t - rate_range, t]."""
+
+    end: float
+    span: float
+    step: float
+    rate_range: float
+
+    @classmethod
+    def named(cls, name: str, *, end: float | None = None, min_rate_range: float = MIN_RATE_RANGE_S) -> "Window":
+        span = WINDOWS[name]
+        step = span / POINTS_PER_WINDOW
+        end = math.floor((time.time() if end is None else end) / step) * step  # aligned: two pages agree
+        return cls(end=end, span=span, step=step, rate_range=max(step, min_rate_range))
+
+    @property
+    def start(self) -> float:
+        return self.end - self.span
+
+    def times(self) -> list[float]:
+        count = int(round(self.span / self.step))
+        return [self.start + k * self.step for k in range(count + 1)]
+
+
+@dataclass
+class Series:
+    labels: dict[str, str]
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+    def values(self) -> list[float]:
+        return [value for _, value in self.points]
+
+
+def histogram_quantile(quantile: float, buckets: list[tuple[float, float]]) -> float:
+    """Prometheus's histogram_quantile on (upper bound, cumulative count) pairs, +Inf last: linear within a bucket."""
+    buckets = sorted(buckets)
+    total = buckets[-1][1] if buckets else 0.0
+    if total <= 0 or len(buckets) < 2:
+        return math.nan
+    rank = quantile * total
+    lower_bound, lower_count = 0.0, 0.0
+    for upper, count in buckets:
+        if count >= rank:
+            if math.isinf(upper):
+                return lower_bound  # past the highest finite bucket: its bound
+            return lower_bound + (upper - lower_bound) * (rank - lower_count) / max(count - lower_count, 1e-12)
+        lower_bound, lower_count = upper, count
+    return lower_bound
+
+
+def counter_increase(points: list[tuple[float, float]]) -> float:
+    """How much a counter grew over its samples; a drop is a reset (the process restarted) and counts from zero."""
+    total = 0.0
+    for (_, before), (_, after) in zip(points, points[1:], strict=False):
+        total += after - before if after >= before else after
+    return total
+
+
+class Telemetry(ABC):
+    """The questions pages ask. Host names and service names come from the inventory and workloads."""
+
+    source = ""
+
+    @abstractmethod
+    def gpu_series(self, field: str, *, hostnames: list[str], window: Window, aggregate: str = "") -> list[Series]:
+        """One series per GPU (labels Hostname and gpu), or one for all of them with aggregate "avg" / "sum" / "max"."""
+
+    @abstractmethod
+    def energy_joules(self, *, hostnames: list[str], start: float, end: float) -> float:
+        """Energy the nodes' GPUs used over [start, end], from their energy counters."""
+
+    @abstractmethod
+    def tokens_per_second(self, *, service: str, window: Window) -> Series:
+        """Generated tokens per second of a service at each step (rate over the window's rate range)."""
+
+    @abstractmethod
+    def p99_latency_seconds(self, *, service: str, window: Window) -> Series:
+        """p99 end-to-end request latency at each step, from the histogram's buckets."""
+
+    @abstractmethod
+    def generated_tokens(self, *, service: str, start: float, end: float) -> float:
+        """Tokens a service generated over [start, end] (counter resets handled)."""
+
+    def energy_per_million_tokens_kwh(self, *, service: InferenceService, start: float, end: float) -> float | None:
+        """Energy of the service's nodes over generated tokens, in kWh per million tokens; None without tokens."""
+        hostnames = [node.hostname for node in service.nodes.all()]
+        tokens = self.generated_tokens(service=service.name, start=start, end=end)
+        if tokens <= 0:
+            return None
+        return self.energy_joules(hostnames=hostnames, start=start, end=end) / JOULES_PER_KWH / (tokens / 1e6)
+
+
+# --- the simulator, directly ------------------------------------------------------------------------------------
+
+
+def current_workloads() -> Workloads:
+    """The workloads that load the simulated GPUs, as the simulator's model takes them (it cannot read this app)."""
+
+    def started(workload) -> float:
+        moment = getattr(workload, "started_at", None) or workload.created
+        return moment.timestamp()
+
+    jobs = TrainingJob.objects.active().prefetch_related("members__node")
+    services = InferenceService.objects.active().prefetch_related("nodes")
+    return Workloads(
+        training=tuple(
+            TrainingRun(
+                job.name,
+                tuple(member.node.hostname for member in sorted(job.members.all(), key=lambda m: m.node_rank)),
+                started(job),
+            )
+            for job in jobs
+        ),
+        serving=tuple(
+            ServingRun(
+                service.name,
+                service.model,
+                tuple(sorted(node.hostname for node in service.nodes.all())),
+                float(service.design_tokens_per_second),
+                started(service),
+            )
+            for service in services
+        ),
+    )
+
+
+class SimulatorTelemetry(Telemetry):
+    source = "simulator"
+
+    def __init__(self, *, seed: int | None = None):
+        self.seed = settings.RACKPILOT_SIM_SEED if seed is None else seed
+        self._model = None
+        self._readings: dict = {}  # (hostname, gpu, t): one reading serves every field a page asks for
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = simulator.telemetry_model(workloads=current_workloads(), seed=self.seed)
+        return self._model
+
+    def gpu_series(self, field, *, hostnames, window, aggregate=""):
+        _, key = GPU_FIELDS[field]
+        per_gpu: dict[tuple[str, str], Series] = {}
+        for hostname in hostnames:
+            if hostname not in self.model.histories:
+                continue
+            for t in window.times():
+                for gpu, _ in self.model.node_regime(hostname, t).gpus:
+                    key_at = (hostname, gpu.index, t)
+                    if key_at not in self._readings:
+                        self._readings[key_at] = self.model.gpu_reading(hostname, gpu.index, t, counters=False)
+                    reading = self._readings[key_at]
+                    value = (79 if key == "xid" else None) if reading is None else reading[key]
+                    if value is None:
+                        continue
+                    series = per_gpu.setdefault(
+                        (hostname, str(gpu.index)), Series({"Hostname": hostname, "gpu": str(gpu.index)})
+                    )
+                    series.points.append((t, float(value)))
+        return _aggregate(list(per_gpu.values()), aggregate)
+
+    def energy_joules(self, *, hostnames, start, end):
+        total = 0.0
+        for hostname in hostnames:
+            if hostname not in self.model.histories:
+                continue
+            for index in range(len(self.model.node_regime(hostname, end).gpus)):
+                # The counter's increase, as Prometheus's increase() takes it (it starts at the node's boot).
+                total += (
+                    self.model.energy_counter_mj(hostname, index, end)
+                    - self.model.energy_counter_mj(hostname, index, start)
+                ) / 1000
+        return total
+
+    def _run(self, service: str) -> ServingRun | None:
+        return next((run for run in self.model.workloads.serving if run.name == service), None)
+
+    def tokens_per_second(self, *, service, window):
+        run = self._run(service)
+        series = Series({"service": service})
+        if run is None:
+            return series
+        for t in window.times():
+            tokens = self.model.service_totals(run, t - window.rate_range, t, step=_integration_step(window))[0]
+            series.points.append((t, tokens / window.rate_range))
+        return series
+
+    def p99_latency_seconds(self, *, service, window):
+        run = self._run(service)
+        series = Series({"service": service})
+        if run is None:
+            return series
+        for t in window.times():
+            parts = split_counters(
+                self.model.service_totals(run, t - window.rate_range, t, step=_integration_step(window))
+            )
+            buckets = list(zip(LATENCY_BUCKETS, parts["e2e_buckets"], strict=True)) + [(math.inf, parts["requests"])]
+            value = histogram_quantile(0.99, buckets)
+            if not math.isnan(value):
+                series.points.append((t, value))
+        return series
+
+    def generated_tokens(self, *, service, start, end):
+        run = self._run(service)
+        if run is None:
+            return 0.0
+        # The counter as the service exposes it, sampled each minute: its daily restarts show as resets.
+        step = max(60.0, (end - start) / 2000)
+        times = [start + k * step for k in range(int((end - start) // step) + 1)] + [end]
+        samples = [(t, split_counters(self.model.service_counters(run, t))["generation_tokens"]) for t in times]
+        return counter_increase(samples)
+
+
+def _integration_step(window: Window) -> float:
+    """Fine enough for a rate range (60 pieces of it), never finer than the model's own 10 s."""
+    return max(INTEGRATION_STEP_S, window.rate_range / 60)
+
+
+def _aggregate(series: list[Series], how: str) -> list[Series]:
+    if not how or not series:
+        return series
+    by_time: dict[float, list[float]] = {}
+    for one in series:
+        for t, value in one.points:
+            by_time.setdefault(t, []).append(value)
+    combine = {"avg": lambda values: sum(values) / len(values), "sum": sum, "max": max}[how]
+    return [Series({}, [(t, combine(values)) for t, values in sorted(by_time.items())])]
+
+
+# --- Prometheus -------------------------------------------------------------------------------------------------
+
+
+def check_prometheus_url(url: str, *, allow_link_local: bool = False) -> str:
+    """The URL if Rackpilot may call it; TelemetryError naming the setting otherwise (not http(s), or link-local or
+    cloud metadata addresses, which an outbound call must never reach unless allowed)."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise TelemetryError(
+            f"RACKPILOT_PROMETHEUS_URL must be an http(s) URL such as http://127.0.0.1:9090, not {url!r}"
+        )
+    if allow_link_local:
+        return url.rstrip("/")
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(parsed.hostname, parsed.port or 80)}
+    except socket.gaierror:
+        addresses = set()  # resolving fails later, with "could not reach"
+    for address in addresses | ({parsed.hostname} if _is_ip(parsed.hostname) else set()):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if ip.is_link_local or address in ("169.254.169.254", "fd00:ec2::254"):
+            raise TelemetryError(
+                f"RACKPILOT_PROMETHEUS_URL points at a link-local or metadata address ({address}); "
+                "set RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL=true if that is really your Prometheus"
+            )
+    return url.rstrip("/")
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+NAME = re.compile(r"^[^\x00-\x1f\x7f]+\Z")
+
+
+def _string(value: str) -> str:
+    """A PromQL string literal (inventory names are printable; quotes and backslashes are escaped)."""
+    if not NAME.match(value):
+        raise TelemetryError(f"not a name Prometheus can be asked about: {value!r}")
+    return json.dumps(value)
+
+
+def _any_of(values: list[str]) -> str:
+    """A regular expression matching exactly these values, as a PromQL string."""
+    return _string("|".join(re.escape(value) for value in values) or "^$")
+
+
+class PrometheusTelemetry(Telemetry):
+    source = "prometheus"
+
+    def __init__(self, url: str, *, timeout: float = 5.0, allow_link_local: bool = False):
+        self.url = check_prometheus_url(url, allow_link_local=allow_link_local)
+        self.timeout = timeout
+
+    def _get(self, path: str, params: dict) -> list:
+        address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(address, timeout=self.timeout) as response:  # noqa: S310 (checked above)
+                body = json.load(response)
+        except urllib.error.HTTPError as error:
+            try:
+                body = json.load(error)
+            except (ValueError, OSError):
+                raise TelemetryError(f"Prometheus at {self.url} answered HTTP {error.code}") from None
+        except (OSError, ValueError) as error:
+            raise TelemetryError(f"could not reach Prometheus at {self.url}: {error}") from None
+        if body.get("status") != "success":
+            raise TelemetryError(
+                f"Prometheus at {self.url} refused the query: {body.get('errorType', '')} {body.get('error', '')}"
+            )
+        return body["data"]["result"]
+
+    def query(self, promql: str, *, at: float) -> list:
+        return self._get("/api/v1/query", {"query": promql, "time": f"{at:.3f}"})
+
+    def query_range(self, promql: str, window: Window) -> list[Series]:
+        result = self._get(
+            "/api/v1/query_range",
+            {"query": promql, "start": f"{window.start:.3f}", "end": f"{window.end:.3f}", "step": f"{window.step:g}"},
+        )
+        return [
+            Series(
+                {key: value for key, value in item["metric"].items() if key != "__name__"},
+                [(float(t), float(value)) for t, value in item["values"]],
+            )
+            for item in result
+        ]
+
+    def gpu_series(self, field, *, hostnames, window, aggregate=""):
+        metric, _ = GPU_FIELDS[field]
+        selector = f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
+        if aggregate:
+            return self.query_range(f"{aggregate}({selector})", window)
+        series = self.query_range(selector, window)
+        for one in series:
+            one.labels = {"Hostname": one.labels.get("Hostname", ""), "gpu": one.labels.get("gpu", "")}
+        return series
+
+    def energy_joules(self, *, hostnames, start, end):
+        seconds = max(int(round(end - start)), 1)
+        promql = f"sum(increase({ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}[{seconds}s]))"
+        result = self.query(promql, at=end)
+        return float(result[0]["value"][1]) / 1000 if result else 0.0
+
+    def tokens_per_second(self, *, service, window):
+        promql = f"sum(rate({TOKENS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s]))"
+        series = self.query_range(promql, window)
+        return Series({"service": service}, series[0].points if series else [])
+
+    def p99_latency_seconds(self, *, service, window):
+        rate = f"rate({E2E_BUCKETS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s])"
+        series = self.query_range(f"histogram_quantile(0.99, sum by (le) ({rate}))", window)
+        points = [(t, value) for t, value in (series[0].points if series else []) if not math.isnan(value)]
+        return Series({"service": service}, points)
+
+    def generated_tokens(self, *, service, start, end):
+        seconds = max(int(round(end - start)), 1)
+        result = self.query(f"sum(increase({TOKENS_METRIC}{{service={_string(service)}}}[{seconds}s]))", at=end)
+        return float(result[0]["value"][1]) if result else 0.0
+
+
+def telemetry() -> Telemetry:
+    """The source the settings choose: Prometheus when RACKPILOT_PROMETHEUS_URL is set, else the simulator.
+    TelemetryError for a Prometheus URL that may not be called."""
+    url = settings.RACKPILOT_PROMETHEUS_URL
+    if url:
+        return PrometheusTelemetry(
+            url,
+            timeout=settings.RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS,
+            allow_link_local=settings.RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL,
+        )
+    return SimulatorTelemetry()

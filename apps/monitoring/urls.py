@@ -1,0 +1,8 @@
+from django.urls import path
+
+from apps.monitoring import views
+
+urlpatterns = [
+    path("", views.cluster_telemetry, name="telemetry"),
+    path("nodes/<uuid:public_id>/", views.node_telemetry, name="node-telemetry"),
+]

@@ -1,0 +1,246 @@
+"""The simulated exporters: dcgm-exporter's /metrics for each node and vLLM's /metrics for each inference service,
+in their real formats, served over HTTP on the loopback for a Prometheus to scrape.
+
+dcgm-exporter is a Go program that prints its own text (HELP and TYPE lines, then the samples, labels gpu, UUID,
+pci_bus_id, device, modelName, Hostname); it is written here the same way. vLLM uses prometheus_client, so its page is
+written with prometheus_client too. The workloads come from a callable the feature layer hands over (the simulator
+does not read the workloads app).
+"""
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
+
+from apps.simulator.telemetry import (
+    LATENCY_BUCKETS,
+    PROMPT_TOKENS_PER_OUTPUT_TOKEN,
+    ClusterTelemetry,
+    ServingRun,
+    Workloads,
+    split_counters,
+)
+
+logger = logging.getLogger(__name__)
+
+# (field, reading key, type, help) in dcgm-exporter's default-counters.csv order and wording.
+DCGM_FIELDS = [
+    ("DCGM_FI_DEV_SM_CLOCK", "sm_mhz", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "mem_mhz", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "memory_temperature_c", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "temperature_c", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "power_w", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "power_limit_w", "gauge", "Current power limit (in W)."),
+    (
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "energy_mj",
+        "counter",
+        "Total energy consumption since boot (in mJ).",
+    ),
+    ("DCGM_FI_DEV_GPU_UTIL", "util", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "reasons", "gauge", "Current clock event reasons (bitmask)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "xid", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ROW_REMAP_PENDING", "remap_pending", "gauge", "Whether remapping of rows is pending."),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "nvlink_crc_errors",
+        "counter",
+        "Total number of NVLink flow-control CRC errors.",
+    ),
+    ("DCGM_FI_DEV_FB_FREE", "fb_free_mib", "gauge", "Frame buffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "fb_used_mib", "gauge", "Frame buffer memory used (in MiB)."),
+    ("DCGM_FI_PROF_SM_ACTIVE", "sm_active", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "gauge", "Ratio of cycles the device memory interface is active."),
+]
+# What a GPU that fell off the bus still shows: the XID the driver logged.
+LOST_GPU_FIELDS = {"DCGM_FI_DEV_XID_ERRORS"}
+
+
+def _value(value) -> str:
+    return str(value) if isinstance(value, int) else f"{value:f}"  # DCGM prints integers bare, doubles with %f
+
+
+def dcgm_exposition(model: ClusterTelemetry, hostname: str, t: float) -> str:
+    """The node's dcgm-exporter page at time t."""
+    regime = model.node_regime(hostname, t)
+    readings = [(gpu, model.gpu_reading(hostname, gpu.index, t), state) for gpu, state in regime.gpus]
+    lines = []
+    for name, key, kind, help_text in DCGM_FIELDS:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+        for gpu, reading, state in readings:
+            labels = (
+                f'gpu="{gpu.index}",UUID="{gpu.uuid}",pci_bus_id="{gpu.pci_bus_id}",device="nvidia{gpu.index}",'
+                f'modelName="{gpu.facts.product_name}",Hostname="{hostname}"'
+            )
+            if reading is not None:
+                lines.append(f"{name}{{{labels}}} {_value(reading[key])}")
+            elif name in LOST_GPU_FIELDS:
+                lines.append(f"{name}{{{labels}}} {state.xid}")
+    return "\n".join(lines) + "\n"
+
+
+class _VllmCollector:
+    def __init__(self, model: ClusterTelemetry, run: ServingRun, t: float):
+        self.model, self.run, self.t = model, run, t
+
+    def collect(self):
+        labels = {"model_name": self.run.model}
+        counters = split_counters(self.model.service_counters(self.run, self.t))
+        gauges = self.model.service_gauges(self.run, self.t)
+        for name, help_text, value in [
+            ("vllm:num_requests_running", "Number of requests in model execution batches.", gauges["running"]),
+            ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", gauges["waiting"]),
+        ]:
+            metric = Metric(name, help_text, "gauge")
+            metric.add_sample(name, labels, float(value))
+            yield metric
+        prompt = counters["generation_tokens"] * PROMPT_TOKENS_PER_OUTPUT_TOKEN
+        for name, help_text, value in [
+            ("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt),
+            ("vllm:generation_tokens", "Number of generation tokens processed.", counters["generation_tokens"]),
+            ("vllm:request_success", "Count of successfully processed requests.", counters["requests"]),
+        ]:
+            metric = Metric(name, help_text, "counter")
+            metric.add_sample(
+                f"{name}_total",
+                {**labels, **({"finished_reason": "stop"} if "success" in name else {})},
+                float(int(value)),
+            )
+            yield metric
+        for name, help_text, buckets, total in [
+            (
+                "vllm:e2e_request_latency_seconds",
+                "Histogram of e2e request latency in seconds.",
+                counters["e2e_buckets"],
+                counters["e2e_sum"],
+            ),
+            (
+                "vllm:time_to_first_token_seconds",
+                "Histogram of time to first token in seconds.",
+                counters["ttft_buckets"],
+                counters["ttft_sum"],
+            ),
+        ]:
+            metric = Metric(name, help_text, "histogram")
+            count = float(int(counters["requests"]))
+            for le, value in zip(LATENCY_BUCKETS, buckets, strict=True):
+                metric.add_sample(f"{name}_bucket", {**labels, "le": str(le)}, float(min(int(value), count)))
+            metric.add_sample(f"{name}_bucket", {**labels, "le": "+Inf"}, count)
+            metric.add_sample(f"{name}_count", labels, count)
+            metric.add_sample(f"{name}_sum", labels, total)
+            yield metric
+
+
+def vllm_exposition(model: ClusterTelemetry, service: str, t: float) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_VllmCollector(model, model.service(service), t))
+    return generate_latest(registry).decode()
+
+
+NODE_PATH = re.compile(r"^/nodes/([^/]+)/metrics$")
+SERVICE_PATH = re.compile(r"^/services/([^/]+)/metrics$")
+
+
+class ExporterServer:
+    """Serves /nodes/<hostname>/metrics and /services/<name>/metrics from a model rebuilt every `refresh` s (so a
+    fault injected or a workload added shows within seconds). `build(workloads)` makes the model; `workloads()`
+    says what runs now."""
+
+    def __init__(
+        self,
+        *,
+        build: Callable[[Workloads], ClusterTelemetry],
+        workloads: Callable[[], Workloads],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        refresh: float = 5.0,
+    ):
+        self.build, self.workloads, self.refresh = build, workloads, refresh
+        self._model: ClusterTelemetry | None = None
+        self._built = 0.0
+        self._rebuilding = False
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        self.httpd.daemon_threads = True
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def model(self) -> ClusterTelemetry:
+        """The current model; a stale one is rebuilt in the background while scrapes keep reading the old one (a
+        rebuild reads the whole inventory, and a scrape that waits for it would miss Prometheus's timeout)."""
+        with self._lock:
+            if self._model is None:
+                self._model, self._built = self.build(self.workloads()), time.monotonic()
+            elif time.monotonic() - self._built > self.refresh and not self._rebuilding:
+                self._rebuilding = True
+                threading.Thread(target=self._rebuild, name="sim-exporters-rebuild", daemon=True).start()
+            return self._model
+
+    def _rebuild(self) -> None:
+        try:
+            model = self.build(self.workloads())
+            with self._lock:
+                self._model, self._built = model, time.monotonic()
+        except Exception:
+            logger.exception("could not rebuild the simulated exporters' model")
+        finally:
+            self._rebuilding = False
+
+    def page(self, path: str) -> str | None:
+        now = time.time()
+        model = self.model()
+        if match := NODE_PATH.match(path):
+            hostname = unquote(match[1])
+            return dcgm_exposition(model, hostname, now) if hostname in model.histories else None
+        if match := SERVICE_PATH.match(path):
+            name = unquote(match[1])
+            if any(run.name == name for run in model.workloads.serving):
+                return vllm_exposition(model, name, now)
+        return None
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                try:
+                    body = server.page(self.path.split("?")[0])
+                except Exception:  # a scrape must get an answer; the log says what broke
+                    logger.exception("simulated exporter failed on %s", self.path)
+                    self.send_error(500)
+                    return
+                if body is None:
+                    self.send_error(404, "no such node or service")
+                    return
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+                logger.debug("exporter: " + format, *args)
+
+        return Handler
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever()
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.serve_forever, name="sim-exporters", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

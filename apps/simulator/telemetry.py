@@ -1,0 +1,483 @@
+"""What the simulated GPUs and inference services would report to a monitoring system, as functions of time.
+
+Every value at time t comes from the seed, t, the workloads running at t and the faults active at t (a fault is active
+from the moment it was injected; a cleared fault leaves no history), so any window can be asked for and two readers
+(a Prometheus scraping the exporters, the telemetry interface asking directly) see the same series.
+
+GPUs: a GPU's busy fraction L(t) comes from its node's workload: a training job keeps its GPUs ~93% busy with a slow
+wave (the step loop, data loading, checkpoints); its ranks wait for the slowest node at every all-reduce, so a
+straggler lowers the utilisation of every other node of the job. A service's GPUs are as busy as its demand (a daily
+wave) over its capacity. Under load a card runs at the clock its faults allow (power limit, clock cap, thermal
+slowdown); power is the static share plus L times the dynamic share at that clock (the calibration of
+apps.simulator.model), so the energy counter is the exact integral of the power gauge without its noise.
+
+Services: tokens/s served is min(demand, capacity), where capacity is the design throughput times the mean speed of
+its nodes (a card at a lower clock decodes slower; a node with a GPU off the bus serves nothing). Latency follows the
+load: flat until ~80% of capacity, then rising steeply, queueing past 100%. vLLM restarts once a day (at a seeded
+time), so its counters reset as a real one's do.
+"""
+
+import bisect
+import copy
+import math
+from dataclasses import dataclass, field
+
+from apps.simulator.faults.node import apply_faults
+from apps.simulator.model import (
+    IDLE_POWER_W,
+    REASON_BITS,
+    STATIC_POWER_W,
+    THERMAL_SLOWDOWN_MHZ,
+    clock_at_power_cap,
+    noise,
+    power_demand_w,
+    quantise_clock,
+)
+from apps.simulator.state import SimGpu, SimulatedNode
+
+DAY = 86400.0
+TRAINING_BUSY = 0.93  # mean busy fraction of a healthy training rank: the rest is data loading and checkpoints
+TRAINING_WAVE = 0.05
+TRAINING_PERIOD_S = 600.0
+DEMAND_MEAN = 0.5  # of the design throughput, over a day
+DEMAND_WAVE = 0.2
+SM_ACTIVE_PER_BUSY = {"training": 0.82, "serving": 0.45}  # GEMMs keep SMs busy; decoding waits on HBM
+DRAM_ACTIVE_PER_BUSY = {"training": 0.35, "serving": 0.72}
+FB_USED_SHARE = {"training": 0.88, "serving": 0.9}  # vLLM's gpu_memory_utilization=0.9
+OUTPUT_TOKENS_PER_REQUEST = 6  # the demo serves short completions, so a p99 target of 100 ms means something
+PROMPT_TOKENS_PER_OUTPUT_TOKEN = 1.6
+E2E_MEDIAN_S = 0.045
+E2E_SIGMA = 0.3  # of the log-normal spread of request latencies
+TTFT_MEDIAN_S = 0.012
+TTFT_SIGMA = 0.5
+# vLLM's time-to-first-token boundaries; the end-to-end histogram uses them too, so that 100 ms falls inside.
+LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+INTEGRATION_STEP_S = 10.0
+NVLINK_CRC_ERRORS_PER_S = 0.7  # a failing link's flit CRC errors, from the fault on
+XID_OF_FAULT = {"xid79": 79, "ecc": 48}  # 48: double-bit ECC error; 79: fallen off the bus
+_SERVICE_GRIDS: dict = {}  # a service's counters on the integration grid since its last restart
+
+
+# --- what the feature layer tells the simulator about workloads -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    name: str
+    hostnames: tuple[str, ...]
+    started: float  # unix time
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    name: str
+    model: str
+    hostnames: tuple[str, ...]
+    design_tokens_per_second: float
+    started: float
+
+
+@dataclass(frozen=True)
+class Workloads:
+    training: tuple[TrainingRun, ...] = ()
+    serving: tuple[ServingRun, ...] = ()
+
+
+@dataclass(frozen=True)
+class TimedFault:
+    """A stored fault and when it began (SimFault rows carry the same fields)."""
+
+    kind: str
+    target: str
+    parameters: dict
+    since: float
+
+
+@dataclass
+class NodeHistory:
+    """A node's healthy state, when it booted (its energy counters start there), and its faults with their times."""
+
+    healthy: SimulatedNode
+    booted: float
+    faults: list[TimedFault] = field(default_factory=list)
+
+    @property
+    def hostname(self) -> str:
+        return self.healthy.hostname
+
+
+# --- the model --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuRegime:
+    """One GPU while nothing changes: what it can do under load, and what its faults show."""
+
+    present: bool
+    load_mhz: int
+    full_power_w: float
+    reasons_busy: tuple[str, ...]
+    thermal_c: int | None
+    xid: int
+    ecc_dbe: int
+    remap_pending: bool
+    power_limit_w: int
+
+
+def gpu_regime(gpu: SimGpu, faults: list[tuple[str, str]]) -> GpuRegime:
+    facts = gpu.facts
+    limit = gpu.power_cap_w
+    clock = float(min(facts.max_sm_mhz, gpu.clock_cap_mhz or facts.max_sm_mhz))
+    reasons = []
+    if gpu.clock_cap_mhz and gpu.clock_cap_mhz < facts.max_sm_mhz:
+        reasons.append("applications_clocks_setting")
+    if power_demand_w(1.0, clock) > limit:
+        clock = clock_at_power_cap(1.0, limit)
+        reasons.append("sw_power_cap")
+    if gpu.thermal_c:
+        clock = min(clock, THERMAL_SLOWDOWN_MHZ)
+        reasons = [name for name in reasons if name != "sw_power_cap"]
+        reasons += ["hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown"]
+    index = str(gpu.index)
+    xids = [XID_OF_FAULT[kind] for kind, target in faults if kind in XID_OF_FAULT and target == index]
+    mhz = quantise_clock(clock)
+    return GpuRegime(
+        present=gpu.present,
+        load_mhz=mhz,
+        full_power_w=min(power_demand_w(1.0, mhz), float(limit)),
+        reasons_busy=tuple(sorted(set(reasons), key=REASON_BITS.__getitem__)),
+        thermal_c=gpu.thermal_c,
+        xid=max(xids, default=0),
+        ecc_dbe=gpu.ecc_uncorrectable,
+        remap_pending=gpu.remap_pending,
+        power_limit_w=limit,
+    )
+
+
+def nominal_mhz(gpu: SimGpu) -> float:
+    """The clock a healthy card of this SKU holds under full load (its default power limit decides)."""
+    clock = float(gpu.facts.max_sm_mhz)
+    return clock_at_power_cap(1.0, gpu.tdp_w) if power_demand_w(1.0, clock) > gpu.tdp_w else clock
+
+
+@dataclass(frozen=True)
+class NodeRegime:
+    gpus: tuple[tuple[SimGpu, GpuRegime], ...]
+    speed: float  # of a healthy node: the slowest GPU's clock over the nominal; 0 when a GPU has gone
+
+
+def _sine_integral(mean: float, wave: float, omega: float, phase: float, a: float, b: float) -> float:
+    """∫ mean + wave·sin(omega·t + phase) dt from a to b."""
+    return mean * (b - a) - wave / omega * (math.cos(omega * b + phase) - math.cos(omega * a + phase))
+
+
+def _clipped_sine_integral(mean: float, wave: float, cap: float, omega: float, phase: float, a: float, b: float):
+    """∫ min(cap, mean + wave·sin(omega·t + phase)) dt from a to b, in closed form (crossings at arcsin)."""
+    if cap >= mean + wave:
+        return _sine_integral(mean, wave, omega, phase, a, b)
+    if cap <= mean - wave:
+        return cap * (b - a)
+    alpha = math.asin((cap - mean) / wave)  # the wave is above the cap for θ in (alpha, π - alpha)
+
+    def within_period(theta: float) -> float:  # ∫_0^theta of the clipped wave, theta in [0, 2π)
+        def free(x0, x1):
+            return mean * (x1 - x0) - wave * (math.cos(x1) - math.cos(x0))
+
+        if theta <= alpha:
+            return free(0.0, theta)
+        top = math.pi - alpha
+        if theta <= top:
+            return free(0.0, alpha) + cap * (theta - alpha)
+        return free(0.0, alpha) + cap * (top - alpha) + free(top, theta)
+
+    period = within_period(2 * math.pi - 1e-12)
+
+    def antiderivative(theta: float) -> float:
+        turns, rest = divmod(theta, 2 * math.pi)
+        return turns * period + within_period(rest)
+
+    return (antiderivative(omega * b + phase) - antiderivative(omega * a + phase)) / omega
+
+
+def _phase(seed: int, *keys) -> float:
+    return noise(seed, "phase", *keys).uniform(0, 2 * math.pi)
+
+
+def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
+    return 0.5 * (1 + math.erf(math.log(x / median) / (sigma * math.sqrt(2))))
+
+
+def latency_factor(load: float) -> float:
+    """How much slower requests get at a load (demand over capacity): flat, then steep, then a queue."""
+    if load <= 1:
+        return 1 + 2 * load**8
+    return 3 + 10 * (load - 1)
+
+
+class ClusterTelemetry:
+    """The telemetry of a simulated cluster with its workloads; every method takes the time it is asked about."""
+
+    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0):
+        self.seed = seed
+        self.histories = {history.hostname: history for history in histories}
+        self.workloads = workloads
+        self._regimes: dict = {}
+        self.breakpoints = sorted(
+            {fault.since for history in histories for fault in history.faults}
+            | {run.started for run in (*workloads.training, *workloads.serving)}
+        )
+        self._role = {}  # hostname -> the workload that loads its GPUs (training wins over serving)
+        for run in workloads.serving:
+            for hostname in run.hostnames:
+                self._role[hostname] = run
+        for run in workloads.training:
+            for hostname in run.hostnames:
+                self._role[hostname] = run
+
+    # regimes
+
+    def node_regime(self, hostname: str, t: float) -> NodeRegime:
+        history = self.histories[hostname]
+        if not history.faults:
+            active, key = (), hostname  # the common case, asked for thousands of times by a page
+        else:
+            active = tuple(fault for fault in history.faults if fault.since <= t)
+            key = (hostname, tuple(id(fault) for fault in active))
+        if key not in self._regimes:
+            state = apply_faults(copy.deepcopy(history.healthy), active)
+            gpus = tuple((gpu, gpu_regime(gpu, state.faults)) for gpu in state.gpus)
+            speeds = [regime.load_mhz / nominal_mhz(gpu) if regime.present else 0.0 for gpu, regime in gpus]
+            self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)))
+        return self._regimes[key]
+
+    def _segments(self, a: float, b: float) -> list[tuple[float, float]]:
+        """[a, b] cut where a fault began or a workload started: within a piece nothing but the waves change."""
+        cuts = [
+            a,
+            *self.breakpoints[bisect.bisect_right(self.breakpoints, a) : bisect.bisect_left(self.breakpoints, b)],
+        ]
+        return list(zip(cuts, [*cuts[1:], b], strict=True))
+
+    def role(self, hostname: str, t: float):
+        run = self._role.get(hostname)
+        return run if run is not None and run.started <= t else None
+
+    def job_speed(self, run: TrainingRun, t: float) -> float:
+        return min(self.node_regime(hostname, t).speed for hostname in run.hostnames if hostname in self.histories)
+
+    def service_capacity(self, run: ServingRun, t: float) -> float:
+        """Of the design throughput: the mean speed of the service's nodes."""
+        speeds = [self.node_regime(hostname, t).speed for hostname in run.hostnames if hostname in self.histories]
+        return sum(speeds) / len(speeds) if speeds else 0.0
+
+    def demand(self, run: ServingRun, t: float) -> float:
+        """Of the design throughput: a daily wave, peaking at a seeded hour."""
+        return DEMAND_MEAN + DEMAND_WAVE * math.sin(2 * math.pi * t / DAY + _phase(self.seed, run.name))
+
+    # GPU busy fraction and power
+
+    def _busy_terms(self, hostname: str, t: float):
+        """(kind, integral function over [a, b] of the busy fraction, busy fraction at t) within t's segment."""
+        run = self.role(hostname, t)
+        if run is None:
+            return None
+        speed = self.node_regime(hostname, t).speed
+        if speed <= 0:
+            return None
+        if isinstance(run, TrainingRun):
+            share = self.job_speed(run, t) / speed  # waiting for the slowest node at every collective
+            phase, omega = _phase(self.seed, run.name, "steps"), 2 * math.pi / TRAINING_PERIOD_S
+
+            def integral(a, b):
+                return share * _sine_integral(TRAINING_BUSY, TRAINING_WAVE, omega, phase, a, b)
+
+            return "training", integral, share * (TRAINING_BUSY + TRAINING_WAVE * math.sin(omega * t + phase))
+        capacity = self.service_capacity(run, t)
+        phase, omega = _phase(self.seed, run.name), 2 * math.pi / DAY
+
+        def integral(a, b):
+            return _clipped_sine_integral(DEMAND_MEAN, DEMAND_WAVE, capacity, omega, phase, a, b) / capacity
+
+        return "serving", integral, min(capacity, self.demand(run, t)) / capacity
+
+    def busy(self, hostname: str, t: float) -> float:
+        terms = self._busy_terms(hostname, t)
+        return terms[2] if terms else 0.0
+
+    def power_w(self, hostname: str, index: int, t: float) -> float:
+        """The modelled board power (without the gauge's noise); 0 for a GPU off the bus."""
+        gpu, regime = self.node_regime(hostname, t).gpus[index]
+        if not regime.present:
+            return 0.0
+        terms = self._busy_terms(hostname, t)
+        if terms is None:
+            return IDLE_POWER_W
+        return STATIC_POWER_W + terms[2] * (regime.full_power_w - STATIC_POWER_W)
+
+    def energy_j(self, hostname: str, index: int, a: float, b: float) -> float:
+        """∫ power dt over [a, b], exactly."""
+        total = 0.0
+        for start, end in self._segments(a, b):
+            middle = (start + end) / 2
+            gpu, regime = self.node_regime(hostname, middle).gpus[index]
+            if not regime.present or end <= start:
+                continue
+            terms = self._busy_terms(hostname, middle)
+            if terms is None:
+                total += IDLE_POWER_W * (end - start)
+            else:
+                total += STATIC_POWER_W * (end - start) + (regime.full_power_w - STATIC_POWER_W) * terms[1](start, end)
+        return total
+
+    def energy_counter_mj(self, hostname: str, index: int, t: float) -> int:
+        """DCGM's total energy since the driver loaded (the node's boot), in mJ."""
+        booted = self.histories[hostname].booted
+        return int(self.energy_j(hostname, index, booted, max(t, booted)) * 1000)
+
+    def nvlink_crc_errors(self, hostname: str, index: int, t: float) -> int:
+        history = self.histories[hostname]
+        seconds = sum(
+            t - fault.since
+            for fault in history.faults
+            if fault.kind == "nvlink_down" and fault.target == str(index) and fault.since <= t
+        )
+        return int(seconds * NVLINK_CRC_ERRORS_PER_S)
+
+    def _card_offset(self, hostname: str, index: int) -> float:
+        """Cards differ by a few degrees in the same chassis."""
+        key = ("card", hostname, index)
+        if key not in self._regimes:
+            self._regimes[key] = noise(self.seed, "card", hostname, index).uniform(-3, 3)
+        return self._regimes[key]
+
+    def gpu_reading(self, hostname: str, index: int, t: float, *, counters: bool = True) -> dict | None:
+        """The gauges dcgm-exporter shows for one GPU at t (seeded noise on top of the model); None: off the bus.
+        Without `counters` the energy and NVLink error counters are left out (they cost the most to work out)."""
+        gpu, regime = self.node_regime(hostname, t).gpus[index]
+        if not regime.present:
+            return None
+        terms = self._busy_terms(hostname, t)
+        kind, busy = (terms[0], terms[2]) if terms else ("idle", 0.0)
+        rng = noise(self.seed, "dcgm", hostname, index, int(t))
+        offset = self._card_offset(hostname, index)
+        power = self.power_w(hostname, index, t) * (1 + rng.uniform(-0.004, 0.004))
+        thermal = regime.thermal_c
+        temperature = thermal + rng.uniform(-1, 1) if thermal else 33 + 0.034 * power + offset
+        working = busy > 0.01
+        reasons = regime.reasons_busy if working else ("gpu_idle",)
+        if regime.thermal_c and not working:
+            reasons = ("gpu_idle", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown")
+        fb_total = gpu.facts.memory_mib
+        fb_used = int(fb_total * FB_USED_SHARE.get(kind, 0.0)) if kind != "idle" else 1
+        return {
+            "util": int(round(100 * busy)),
+            "sm_active": round(busy * SM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
+            "dram_active": round(busy * DRAM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
+            "power_w": round(power, 3),
+            "energy_mj": self.energy_counter_mj(hostname, index, t) if counters else None,
+            "temperature_c": int(round(temperature)),
+            "memory_temperature_c": int(round(33 + 0.02 * power + offset / 2)),
+            "sm_mhz": regime.load_mhz if working else gpu.facts.idle_sm_mhz,
+            "mem_mhz": gpu.facts.memory_mhz,
+            "reasons": sum(REASON_BITS[name] for name in reasons),
+            "power_limit_w": regime.power_limit_w,
+            "xid": regime.xid,
+            "ecc_dbe": regime.ecc_dbe,
+            "remap_pending": int(regime.remap_pending),
+            "nvlink_crc_errors": self.nvlink_crc_errors(hostname, index, t) if counters else None,
+            "fb_used_mib": fb_used,
+            "fb_free_mib": fb_total - fb_used,
+        }
+
+    # inference services
+
+    def service(self, name: str) -> ServingRun:
+        return next(run for run in self.workloads.serving if run.name == name)
+
+    def restarted(self, run: ServingRun, t: float) -> float:
+        """When the service's process last started: its start, then once a day at a seeded second."""
+        offset = noise(self.seed, "restart", run.name).uniform(0, DAY)
+        daily = math.floor((t - offset) / DAY) * DAY + offset
+        return max(run.started, daily)
+
+    def service_rates(self, run: ServingRun, t: float) -> dict:
+        """Rates at t: generated tokens/s, requests/s, and the medians of the latency distributions."""
+        if t < run.started:
+            return {"tokens": 0.0, "requests": 0.0, "e2e_median": E2E_MEDIAN_S, "ttft_median": TTFT_MEDIAN_S, "load": 0}
+        capacity = self.service_capacity(run, t)
+        demand = self.demand(run, t)
+        load = demand / capacity if capacity > 0 else math.inf
+        tokens = min(capacity, demand) * run.design_tokens_per_second
+        factor = latency_factor(load) if capacity > 0 else 1.0
+        return {
+            "tokens": tokens,
+            "requests": tokens / OUTPUT_TOKENS_PER_REQUEST,
+            "e2e_median": E2E_MEDIAN_S * factor,
+            "ttft_median": TTFT_MEDIAN_S * factor,
+            "load": load,
+        }
+
+    def _service_step(self, run: ServingRun, t: float) -> list[float]:
+        """Per second at t: generated tokens, requests, e2e sum, ttft sum, then e2e and ttft bucket counts."""
+        rates = self.service_rates(run, t)
+        requests = rates["requests"]
+        e2e_mean = rates["e2e_median"] * math.exp(E2E_SIGMA**2 / 2)
+        ttft_mean = rates["ttft_median"] * math.exp(TTFT_SIGMA**2 / 2)
+        row = [rates["tokens"], requests, requests * e2e_mean, requests * ttft_mean]
+        row += [requests * _lognormal_cdf(le, rates["e2e_median"], E2E_SIGMA) for le in LATENCY_BUCKETS]
+        row += [requests * _lognormal_cdf(le, rates["ttft_median"], TTFT_SIGMA) for le in LATENCY_BUCKETS]
+        return row
+
+    def service_totals(self, run: ServingRun, a: float, b: float, step: float = INTEGRATION_STEP_S) -> list[float]:
+        """∫ of _service_step over [a, b] (midpoint rule on a grid aligned to whole steps)."""
+        totals = [0.0] * (4 + 2 * len(LATENCY_BUCKETS))
+        if b <= a:
+            return totals
+        edges = [a, *[k * step for k in range(math.floor(a / step) + 1, math.ceil(b / step))], b]
+        for start, end in zip(edges, edges[1:], strict=False):
+            row = self._service_step(run, (start + end) / 2)
+            for column, value in enumerate(row):
+                totals[column] += value * (end - start)
+        return totals
+
+    def service_counters(self, run: ServingRun, t: float) -> list[float]:
+        """The counters since the process started, as its /metrics shows them at t (cached on a grid)."""
+        start = self.restarted(run, t)
+        faults = tuple(
+            (fault.kind, fault.target, str(fault.parameters), fault.since)
+            for hostname in run.hostnames
+            for fault in getattr(self.histories.get(hostname), "faults", ())
+        )
+        key = (self.seed, run, start, faults)  # shared by the models rebuilt every few seconds
+        if key not in _SERVICE_GRIDS and len(_SERVICE_GRIDS) > 64:
+            _SERVICE_GRIDS.clear()
+        grid = _SERVICE_GRIDS.setdefault(key, {"until": start, "totals": None})
+        boundary = math.floor(t / INTEGRATION_STEP_S) * INTEGRATION_STEP_S
+        if grid["totals"] is None or boundary < grid["until"]:
+            grid["until"], grid["totals"] = start, self.service_totals(run, start, start)
+        if boundary > grid["until"]:
+            more = self.service_totals(run, grid["until"], boundary)
+            grid["totals"] = [x + y for x, y in zip(grid["totals"], more, strict=True)]
+            grid["until"] = boundary
+        rest = self.service_totals(run, grid["until"], t)
+        return [x + y for x, y in zip(grid["totals"], rest, strict=True)]
+
+    def service_gauges(self, run: ServingRun, t: float) -> dict:
+        rates = self.service_rates(run, t)
+        running = rates["requests"] * rates["e2e_median"]  # Little's law
+        overload = max(0.0, rates["load"] - 1) if math.isfinite(rates["load"]) else 1.0
+        waiting = rates["requests"] * overload * 2 if rates["load"] != math.inf else 50 * self.demand(run, t)
+        return {"running": round(running), "waiting": round(waiting)}
+
+
+def split_counters(values: list[float]) -> dict:
+    """service_counters' list as named parts."""
+    size = len(LATENCY_BUCKETS)
+    return {
+        "generation_tokens": values[0],
+        "requests": values[1],
+        "e2e_sum": values[2],
+        "ttft_sum": values[3],
+        "e2e_buckets": values[4 : 4 + size],
+        "ttft_buckets": values[4 + size :],
+    }

@@ -1,0 +1,76 @@
+"""A real Prometheus for the telemetry tests: Debian's prometheus on a free loopback port, scraping the simulated
+exporters through the file_sd targets Rackpilot writes. No prometheus binary: skip here, fail in CI."""
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.live_server import need
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+SCRAPE_SECONDS = 2
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_ready(url: str, *, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"Prometheus at {url} did not become ready in {seconds} s")
+
+
+@pytest.fixture
+def start_prometheus(tmp_path):
+    """start_prometheus(targets_dir) -> its URL; the process is stopped after the test."""
+    need(Path(PROMETHEUS).exists(), "prometheus is not installed (apt-get install prometheus)")
+    processes = []
+
+    def start(targets: Path) -> str:
+        port = free_port()
+        config = tmp_path / "prometheus.yml"
+        config.write_text(
+            f"global: {{scrape_interval: {SCRAPE_SECONDS}s, scrape_timeout: {SCRAPE_SECONDS}s}}\n"
+            "scrape_configs:\n"
+            "  - job_name: dcgm\n"
+            f"    file_sd_configs: [{{files: ['{targets}/dcgm.json'], refresh_interval: 1s}}]\n"
+            "  - job_name: vllm\n"
+            f"    file_sd_configs: [{{files: ['{targets}/vllm.json'], refresh_interval: 1s}}]\n"
+        )
+        log = (tmp_path / "prometheus.log").open("w")
+        process = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        processes.append(process)
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url)
+        return url
+
+    yield start
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()

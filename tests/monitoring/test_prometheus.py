@@ -1,0 +1,90 @@
+"""Telemetry through a real Prometheus scraping the simulated exporters, against the simulator asked directly: the
+same window gives the same figures (within what scraping at 1 s intervals shifts)."""
+
+import json
+import time
+import urllib.request
+
+import pytest
+
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import Node
+from apps.monitoring.exporters import exporter_server
+from apps.monitoring.targets import write_targets
+from apps.monitoring.telemetry import PrometheusTelemetry, SimulatorTelemetry, Window
+from apps.workloads.models import InferenceService, TrainingJob
+from apps.workloads.services import set_training_nodes
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster(transactional_db):
+    load_cluster(ClusterShape(compute_nodes=4, nodes_per_rack=4, management_nodes=0))
+    nodes = {node.hostname: node for node in Node.objects.all()}
+    service = InferenceService.objects.create(
+        name="chat", model="meta-llama/Llama-3.1-8B", design_tokens_per_second=6000
+    )
+    service.nodes.set([nodes["gpu001"], nodes["gpu002"]])
+    job = TrainingJob.objects.create(name="pretrain", state="running")
+    set_training_nodes(job=job, nodes=[nodes["gpu003"], nodes["gpu004"]])
+    return service
+
+
+@pytest.fixture
+def scraped(cluster, tmp_path, start_prometheus):
+    """(Prometheus URL, a window it has scraped whole)."""
+    server = exporter_server(host="127.0.0.1", port=0, refresh=1.0)
+    server.start()
+    try:
+        targets = tmp_path / "targets"
+        write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
+        url = start_prometheus(targets)
+        _wait_for_samples(url, "vllm:generation_tokens_total", seconds=30)
+        time.sleep(21)  # the window (10 s) and the rate range before it (8 s), scraped every second
+        end = float(int(time.time()) - 2)
+        yield url, Window(end=end, span=10, step=2, rate_range=8)
+    finally:
+        server.stop()
+
+
+def _wait_for_samples(url: str, metric: str, *, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/api/v1/query?query={urllib.request.quote(metric)}", timeout=2) as answer:
+            if json.load(answer)["data"]["result"]:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"Prometheus at {url} scraped no {metric} in {seconds} s")
+
+
+def close(a: list[float], b: list[float], rel: float) -> bool:
+    return len(a) == len(b) and all(abs(x - y) <= rel * max(abs(x), abs(y), 1e-9) for x, y in zip(a, b, strict=True))
+
+
+def test_prometheus_and_the_simulator_give_the_same_answers(scraped, cluster):
+    url, window = scraped
+    prometheus, direct = PrometheusTelemetry(url, timeout=5), SimulatorTelemetry()
+    hosts = ["gpu001", "gpu002", "gpu003", "gpu004"]
+
+    for field, aggregate, rel in [("util", "avg", 0.02), ("power", "sum", 0.02), ("sm_active", "avg", 0.03)]:
+        seen = prometheus.gpu_series(field, hostnames=hosts, window=window, aggregate=aggregate)[0].values()
+        asked = direct.gpu_series(field, hostnames=hosts, window=window, aggregate=aggregate)[0].values()
+        assert close(seen, asked, rel), (field, seen, asked)
+
+    per_gpu = prometheus.gpu_series("util", hostnames=["gpu003"], window=window)
+    assert sorted(int(series.labels["gpu"]) for series in per_gpu) == list(range(8))
+
+    start = window.end - 15
+    assert prometheus.energy_joules(hostnames=hosts, start=start, end=window.end) == pytest.approx(
+        direct.energy_joules(hostnames=hosts, start=start, end=window.end), rel=0.05
+    )
+    seen = prometheus.tokens_per_second(service="chat", window=window).values()
+    asked = direct.tokens_per_second(service="chat", window=window).values()
+    assert asked and close(seen, asked, 0.05), (seen, asked)
+    seen = prometheus.p99_latency_seconds(service="chat", window=window).values()
+    asked = direct.p99_latency_seconds(service="chat", window=window).values()
+    assert asked and close(seen, asked, 0.05), (seen, asked)
+    seen = prometheus.energy_per_million_tokens_kwh(service=cluster, start=start, end=window.end)
+    asked = direct.energy_per_million_tokens_kwh(service=cluster, start=start, end=window.end)
+    assert seen == pytest.approx(asked, rel=0.08)

@@ -1,0 +1,151 @@
+"""The simulated GPUs' and services' telemetry: a model of load, faults and time, in the real exporters' formats."""
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import Node
+from apps.parsers.dcgm_exporter import parse_dcgm_exporter
+from apps.simulator import services
+from apps.simulator.exporters import dcgm_exposition, vllm_exposition
+from apps.simulator.model import REASON_BITS
+from apps.simulator.telemetry import ServingRun, TrainingRun, Workloads, split_counters
+
+pytestmark = pytest.mark.django_db
+TELEMETRY_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
+STARTED = time.time() - 7200  # the workloads run from two hours before the test
+T0 = time.time() + 3600  # a moment after the nodes' rows (their boot) are made
+SERVING = ("gpu001", "gpu002")
+TRAINING = ("gpu003", "gpu004")
+WORKLOADS = Workloads(
+    training=(TrainingRun("pretrain", TRAINING, STARTED),),
+    serving=(ServingRun("chat", "meta-llama/Llama-3.1-70B-Instruct", SERVING, 5000.0, STARTED),),
+)
+
+
+@pytest.fixture
+def cluster(db):
+    load_cluster(ClusterShape(compute_nodes=5, nodes_per_rack=5, management_nodes=0))
+
+
+def model(seed=0):
+    return services.telemetry_model(workloads=WORKLOADS, seed=seed)
+
+
+def inject(hostname, kind, target="", **parameters):
+    return services.inject_fault(
+        node=Node.objects.get(hostname=hostname), kind=kind, target=target, parameters=parameters
+    )
+
+
+def labels_of(text: str) -> set[str]:
+    return {name for name in re.findall(r'[{,]\s*([A-Za-z_]+)="', text)}
+
+
+def test_the_dcgm_page_reads_as_dcgm_exporters_with_its_names_and_labels(cluster):
+    page = dcgm_exposition(model(), "gpu003", T0)
+    parsed = parse_dcgm_exporter(page)
+    assert parsed.gpus() == [str(index) for index in range(8)]
+    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_POWER_USAGE"):
+        assert len(parsed.values(name)) == 8
+    energy = parsed.values("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")[0]
+    assert energy.labels["Hostname"] == "gpu003" and energy.labels["modelName"] == "NVIDIA H200"
+    assert {family.name: family.type for family in parsed.families}["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] == "counter"
+    # The real exporter's labels (a GPU Operator capture without pod attribution has exactly these).
+    capture = (
+        TELEMETRY_FIXTURES
+        / "dcgm-exporter-prof"
+        / "dcgm-exporter-l40s-gr-engine-active-custom-help-pod-labels-openshift-dcgm-issue226-partial.txt"
+    ).read_text()
+    assert labels_of(page) == labels_of(capture.splitlines()[-1])
+    assert 85 <= parsed.values("DCGM_FI_DEV_GPU_UTIL")[0].value <= 100  # a training rank is busy
+
+
+def test_an_idle_node_idles_and_a_training_node_draws_power_near_its_cap(cluster):
+    telemetry = model()
+    idle, busy = telemetry.gpu_reading("gpu005", 0, T0), telemetry.gpu_reading("gpu003", 0, T0)
+    assert idle["util"] == 0 and idle["sm_mhz"] == 345 and idle["reasons"] == REASON_BITS["gpu_idle"]
+    assert 70 < idle["power_w"] < 90
+    assert 600 < busy["power_w"] <= 700 and busy["reasons"] & REASON_BITS["sw_power_cap"]
+
+
+def test_the_energy_counter_is_monotonic_and_the_integral_of_power(cluster):
+    telemetry = model()
+    counters = [telemetry.energy_counter_mj("gpu003", 0, T0 + k * 30) for k in range(21)]
+    assert counters == sorted(counters)
+    # Trapezoids of the power gauge's model over 600 s against the counter's delta.
+    powers = [telemetry.power_w("gpu003", 0, T0 + k) for k in range(601)]
+    trapezoids = sum((a + b) / 2 for a, b in zip(powers, powers[1:], strict=False))
+    assert (counters[-1] - counters[0]) / 1000 == pytest.approx(trapezoids, rel=1e-4)
+
+
+def test_a_straggler_lowers_the_utilisation_of_the_other_ranks(cluster):
+    before = model().gpu_reading("gpu003", 0, T0)["util"]
+    fault = inject("gpu004", "straggler")
+    after = model()
+    t = fault.created.timestamp() + 1
+    assert after.gpu_reading("gpu003", 0, t)["util"] < before * 0.85  # waiting for gpu004 at every all-reduce
+    assert after.gpu_reading("gpu004", 0, t)["sm_mhz"] <= 1095
+    assert after.gpu_reading("gpu003", 0, fault.created.timestamp() - 60)["util"] == pytest.approx(
+        model().gpu_reading("gpu003", 0, fault.created.timestamp() - 60)["util"]
+    )  # the past is as it was
+
+
+def test_a_power_cap_lowers_clocks_and_the_services_capacity(cluster):
+    run = WORKLOADS.serving[0]
+    healthy = model().service_capacity(run, T0)
+    fault = inject("gpu001", "power_cap", "0", watts=400)
+    t = fault.created.timestamp() + 1
+    capped = model()
+    reading = capped.gpu_reading("gpu001", 0, t)
+    assert reading["power_limit_w"] == 400 and reading["power_w"] <= 400
+    assert reading["reasons"] & REASON_BITS["sw_power_cap"]
+    assert capped.service_capacity(run, t) < healthy * 0.95
+
+
+def test_xid_and_ecc_faults_show_in_their_fields(cluster):
+    inject("gpu005", "ecc", "2", count=3)
+    fault = inject("gpu005", "xid79", "5")
+    page = dcgm_exposition(model(), "gpu005", fault.created.timestamp() + 1)
+    parsed = parse_dcgm_exporter(page)
+    xids = {sample.gpu: sample.value for sample in parsed.values("DCGM_FI_DEV_XID_ERRORS")}
+    assert xids["5"] == 79 and xids["2"] == 48 and xids["0"] == 0
+    assert "5" not in {sample.gpu for sample in parsed.values("DCGM_FI_DEV_GPU_UTIL")}  # off the bus: no readings
+    dbe = {sample.gpu: sample.value for sample in parsed.values("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")}
+    assert dbe["2"] == 3
+
+
+def test_the_vllm_page_has_vllms_names_and_consistent_histograms(cluster):
+    page = vllm_exposition(model(), "chat", T0)
+    families = {family.name: family for family in text_string_to_metric_families(page)}
+    for name in (
+        "vllm:generation_tokens",
+        "vllm:prompt_tokens",
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+    ):
+        assert name in families
+    assert "vllm:generation_tokens_total{" in page and "vllm:e2e_request_latency_seconds_bucket{" in page
+    histogram = families["vllm:e2e_request_latency_seconds"]
+    buckets = [sample.value for sample in histogram.samples if sample.name.endswith("_bucket")]
+    assert buckets == sorted(buckets) and buckets[-1] > 0
+    assert all(sample.labels["model_name"] == "meta-llama/Llama-3.1-70B-Instruct" for sample in histogram.samples)
+    assert "vllm:time_to_first_token_seconds" in families
+
+
+def test_counters_reset_once_a_day_when_the_service_restarts(cluster):
+    telemetry = model()
+    run = WORKLOADS.serving[0]
+    restart = telemetry.restarted(run, T0 + 86400)
+    before = split_counters(telemetry.service_counters(run, restart - 1))["generation_tokens"]
+    after = split_counters(telemetry.service_counters(run, restart + 60))["generation_tokens"]
+    assert after < before and after > 0
+
+
+def test_same_seed_same_figures_other_seed_other_noise(cluster):
+    assert dcgm_exposition(model(seed=1), "gpu001", T0) == dcgm_exposition(model(seed=1), "gpu001", T0)
+    assert dcgm_exposition(model(seed=1), "gpu001", T0) != dcgm_exposition(model(seed=2), "gpu001", T0)
