@@ -5,3 +5,11 @@ class DiagnosisConfig(AppConfig):
     name = "apps.diagnosis"
     label = "diagnosis"
     verbose_name = "Fault diagnosis"
+
+    def ready(self):
+        from apps.diagnosis import (
+            kinds,  # noqa: F401  (registers the nccl-timeout runbook)
+            simulation,
+        )
+
+        simulation.install()
