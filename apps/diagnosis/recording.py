@@ -18,6 +18,7 @@ from apps.jobs.choices import EventLevel
 from apps.jobs.events import emit
 from apps.jobs.models import Artifact, Job
 
+LOG_TOPICS = ("watchdog", "ib", "cuda", "disk", "progress")  # what the training log shows; the rest are node checks
 SUGGESTIONS = {
     Cause.PFC_OFF: "Enable PFC on the RDMA priority (mlnx_qos --pfc) on the NICs that lost it, then re-check.",
     Cause.MTU_MISMATCH: "Set the data NIC's MTU back to the plane's (ip link set dev NIC mtu 9000), then re-check.",
@@ -141,12 +142,19 @@ def _rescore(incident: Incident, rows: list[Evidence]) -> RankingChange | None:
         if cause not in hypotheses:
             hypotheses[cause] = Hypothesis.objects.create(incident=incident, cause=cause, suggestion=SUGGESTIONS[cause])
     before = [h.cause for h in sorted(hypotheses.values(), key=_order) if h.score > 0]
+    # One check on one node counts once: a fault on any of its NICs, else its health (eight clean NICs do not
+    # outweigh the one that lost PFC).
+    groups: dict[tuple[str, str], list[Evidence]] = {}
     for row in rows:
-        seen = Observation(row.topic, row.subject, row.verdict, row.summary, row.command)
+        groups.setdefault((row.hostname, row.topic), []).append(row)
+    for group in groups.values():
+        faults = [row for row in group if row.verdict == EvidenceVerdict.FAULT]
+        counted = faults or group
+        seen = Observation(counted[0].topic, counted[0].subject, counted[0].verdict, "", "")
         for cause, points in weights(seen).items():
             hypothesis = hypotheses[cause]
             hypothesis.score += points
-            (hypothesis.supporting if points > 0 else hypothesis.contradicting).add(row)
+            (hypothesis.supporting if points > 0 else hypothesis.contradicting).add(*counted)
     ordered = sorted(hypotheses.values(), key=_order)
     for position, hypothesis in enumerate(ordered, start=1):
         hypothesis.rank = position
@@ -222,7 +230,10 @@ def _earlier_fix(incident: Incident, cause: str) -> Incident | None:
 def settle_verification(*, incident: Incident, remediation: Remediation, job: Job) -> None:
     """After the re-check: resolved only when the symptom is gone (the cause's checks clean and training moving)."""
     rows = list(incident.evidence.filter(job=job))
-    faults = [row for row in rows if row.verdict == EvidenceVerdict.FAULT]
+    faults = sorted(
+        (row for row in rows if row.verdict == EvidenceVerdict.FAULT),
+        key=lambda row: (row.topic in LOG_TOPICS, row.seq),
+    )
     progressing = any(row.topic == "progress" and row.verdict == EvidenceVerdict.HEALTHY for row in rows)
     needs_progress = incident.training_job_id is not None
     gone = not faults and (progressing or not needs_progress)

@@ -5,6 +5,7 @@ import pytest
 from apps.diagnosis import services
 from apps.diagnosis.choices import Cause, IncidentState, RemediationState
 from apps.diagnosis.phases import Phase
+from apps.simulator import services as sim
 
 
 def _run_phase(incident, run_shards, phase):
@@ -38,3 +39,82 @@ def test_pfc_off_is_found_fixed_and_resolved(training_job, inject, age_changes, 
     remediation.refresh_from_db()
     assert remediation.state == RemediationState.VERIFIED, remediation.outcome
     assert incident.state == IncidentState.RESOLVED
+
+
+def _diagnose(training_job, operator, run_shards):
+    incident = services.open_incident(user=operator, training_job=training_job, transport="sim")
+    services.start_runbook(incident=incident, user=operator)
+    _run_phase(incident, run_shards, Phase.LOG)
+    _run_phase(incident, run_shards, Phase.NETWORK)
+    return incident
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mtu_1500_concludes_mtu_mismatch_with_the_exact_command(training_job, inject, operator, run_shards):
+    inject("gpu002", "mtu", "ens4np0")
+    incident = _diagnose(training_job, operator, run_shards)
+    assert incident.cause == Cause.MTU_MISMATCH
+    fault = incident.evidence.get(topic="mtu", verdict="fault")
+    assert (fault.hostname, fault.subject, fault.data) == ("gpu002", "ens4np0", {"mtu": 1500, "expected": 9000})
+    assert services.dry_run(remediation=incident.remediations.get()) == ["gpu002$ ip link set dev ens4np0 mtu 9000"]
+    top = incident.hypotheses.order_by("rank").first()
+    assert top.cause == Cause.MTU_MISMATCH and fault in top.supporting.all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_link_down_names_the_cable_and_switch_port_and_stays_unresolved_while_down(
+    training_job, inject, operator, run_shards, settings
+):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    inject("gpu004", "nic_down", "ens5np0")
+    incident = _diagnose(training_job, operator, run_shards)
+    assert incident.cause == Cause.LINK_DOWN
+    remediation = incident.remediations.get()
+    assert remediation.commands == []  # a person swaps the cable
+    assert "gpu004 ens5np0: cable" in remediation.summary and "port" in remediation.summary
+    # Approved while the link is still down: the re-check finds the symptom and the incident is not resolved.
+    services.approve_remediation(remediation=remediation, user=operator)
+    _run_phase(incident, run_shards, Phase.VERIFY)
+    remediation.refresh_from_db()
+    assert (incident.state, remediation.state) == (IncidentState.UNRESOLVED, RemediationState.INEFFECTIVE)
+    assert "ens5np0" in remediation.outcome
+
+
+@pytest.mark.django_db(transaction=True)
+def test_xid79_concludes_gpu_lost(training_job, inject, operator, run_shards):
+    inject("gpu001", "xid79", "2")
+    incident = _diagnose(training_job, operator, run_shards)
+    assert incident.cause == Cause.GPU_LOST
+    cuda = incident.evidence.get(topic="cuda")
+    assert cuda.hostname == "gpu001" and "CUDA error" in cuda.summary
+    assert incident.evidence.get(topic="xid", verdict="fault").hostname == "gpu001"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_clean_network_takes_the_storage_and_data_loader_branch(demo_cluster, operator, run_shards):
+    from apps.inventory.models import Node
+
+    incident = services.open_incident(user=operator, node=Node.objects.get(hostname="gpu010"), transport="sim")
+    services.start_runbook(incident=incident, user=operator)
+    _run_phase(incident, run_shards, Phase.NETWORK)
+    assert incident.cause == Cause.STORAGE_OR_LOADER
+    assert not incident.evidence.filter(verdict="fault").exists()
+    assert incident.evidence.filter(topic="pfc", verdict="healthy").count() == 8
+    assert incident.remediations.get().commands == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fault_back_after_its_fix_escalates(training_job, inject, age_changes, operator, run_shards, settings):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    fault = inject("gpu003", "pfc_off", "3", minutes_ago=90)
+    first = _diagnose(training_job, operator, run_shards)
+    services.approve_remediation(remediation=first.remediations.get(), user=operator)
+    _run_phase(first, run_shards, Phase.FIX)
+    age_changes(60)
+    _run_phase(first, run_shards, Phase.VERIFY)
+    assert first.state == IncidentState.RESOLVED
+    sim.clear_fault(fault=fault)
+    inject("gpu003", "pfc_off", "3", minutes_ago=20)  # it comes back (a switch reload lost the QoS profile)
+    second = _diagnose(training_job, operator, run_shards)
+    assert second.cause == Cause.PFC_OFF
+    assert second.recurrence_of == first and second.escalated
