@@ -11,5 +11,8 @@ class DiagnosisConfig(AppConfig):
             kinds,  # noqa: F401  (registers the nccl-timeout runbook)
             simulation,
         )
+        from apps.diagnosis.services import node_history
+        from apps.inventory.node_sections import register_node_section
 
         simulation.install()
+        register_node_section(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)

@@ -211,3 +211,11 @@ def approve_remediation(*, remediation, user, wait_seconds: int | None = None):
     return start_phase(
         incident=remediation.incident, phase=phase, remediation=remediation, user=user, wait_seconds=wait_seconds
     )
+
+
+def node_history(node) -> dict:
+    """The node page's incident history: every incident about it or that suspected it, newest first."""
+    incidents = (
+        Incident.objects.touching(node).select_related("training_job", "recurrence_of").order_by("-created")[:50]
+    )
+    return {"node": node, "incidents": list(incidents)}

@@ -53,3 +53,16 @@ def test_the_page_shows_evidence_ranking_and_the_fix_to_approve(
     remediation.refresh_from_db()
     assert remediation.approved_by == operator and remediation.fix_job is not None
     assert services.dry_run(remediation=remediation)[0].startswith("gpu003$ mlnx_qos")
+
+
+@pytest.mark.django_db
+def test_incidents_show_in_the_node_history(demo_cluster, browser_as, operator, viewer):
+    from apps.inventory.models import Node
+
+    node = Node.objects.get(hostname="gpu012")
+    incident = services.open_incident(user=operator, node=node, title="gpu012 hangs in all-reduce")
+    page = browser_as(viewer).get(reverse("node-detail", args=[node.public_id])).content.decode()
+    history = page.split('id="node-incidents"')[1]
+    assert "gpu012 hangs in all-reduce" in history and str(incident.public_id) in history
+    other = browser_as(viewer).get(reverse("node-detail", args=[Node.objects.get(hostname="gpu013").public_id]))
+    assert "No incident has involved this node." in other.content.decode()
