@@ -21,7 +21,16 @@ from apps.diagnosis import (
 from apps.diagnosis.choices import EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Incident, Remediation
 from apps.diagnosis.phases import Phase, start_phase
-from apps.diagnosis.runbook import NodeFacts, Observation, judge_log, judge_network, log_read, network_reads, suspects
+from apps.diagnosis.runbook import (
+    NodeFacts,
+    Observation,
+    judge_log,
+    judge_network,
+    lagging,
+    log_read,
+    network_reads,
+    suspects,
+)
 from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
@@ -173,9 +182,13 @@ class NcclTimeoutRunbook(JobKind):
         if job.status == JobStatus.CANCELED:
             return
         if phase == Phase.LOG:
-            rows = list(incident.evidence.filter(job=job))
-            hosts = suspects([recording._observation(row) for row in rows], recording.rank_map(incident))
-            _after_log(incident, job, rows, hosts)
+            ranks = recording.rank_map(incident)
+            observations = [recording.observation(row) for row in incident.evidence.filter(job=job)]
+            behind = lagging(observations, ranks)
+            if behind is not None:  # only the whole job's lines show who is behind: recorded once all are read
+                recording.record_observations(incident=incident, job=job, observations=[behind], artifacts={})
+                observations.append(behind)
+            _after_log(incident, job, list(incident.evidence.filter(job=job)), suspects(observations, ranks))
         elif phase == Phase.NETWORK:
             recording.conclude_incident(incident=incident, job=job)
         elif phase == Phase.FIX:

@@ -18,7 +18,14 @@ from apps.jobs.choices import EventLevel
 from apps.jobs.events import emit
 from apps.jobs.models import Artifact, Job
 
-LOG_TOPICS = ("watchdog", "ib", "cuda", "disk", "progress")  # what the training log shows; the rest are node checks
+LOG_TOPICS = (
+    "watchdog",
+    "lag",
+    "ib",
+    "cuda",
+    "disk",
+    "progress",
+)  # what the training log shows; the rest are node checks
 SUGGESTIONS = {
     Cause.PFC_OFF: "Enable PFC on the RDMA priority (mlnx_qos --pfc) on the NICs that lost it, then re-check.",
     Cause.MTU_MISMATCH: "Set the data NIC's MTU back to the plane's (ip link set dev NIC mtu 9000), then re-check.",
@@ -180,7 +187,7 @@ def scores(incident: Incident) -> dict[str, int]:
 
 def conclude_incident(*, incident: Incident, job: Job) -> Remediation | None:
     """After the node checks: name the cause, propose its fix, and escalate when the same fault came back."""
-    observations = [_observation(row) for row in incident.evidence.filter(job=job)]
+    observations = [observation(row) for row in incident.evidence.filter(job=job)]
     cause = conclude(scores(incident), network_clean(observations))
     if not cause:
         incident.state = IncidentState.UNRESOLVED
@@ -209,7 +216,7 @@ def conclude_incident(*, incident: Incident, job: Job) -> Remediation | None:
     return remediation
 
 
-def _observation(row: Evidence) -> Observation:
+def observation(row: Evidence) -> Observation:
     return Observation(
         row.topic, row.subject, row.verdict, row.summary, row.command, row.excerpt, row.hostname, row.data
     )

@@ -126,7 +126,7 @@ def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[
                     "seq": first.seq,
                     "op": first.op,
                     "timeout_ms": first.timeout_ms,
-                    "suspects": sorted({rank_map[rank][0] for rank in lagging if rank in rank_map}),
+                    "enqueued": {str(t.rank): t.last_enqueued for t in run.timeouts if t.last_enqueued is not None},
                     "lines": [timeout.line for timeout in run.timeouts[:50]],
                 },
             )
@@ -185,12 +185,41 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(parts)
 
 
+def lagging(observations: list[Observation], rank_map: dict[int, tuple[str, int]]) -> Observation | None:
+    """Across every node's watchdog lines: the ranks that enqueued the least work, and where they run."""
+    enqueued = {
+        int(rank): count
+        for seen in observations
+        if seen.check == "watchdog"
+        for rank, count in seen.data.get("enqueued", {}).items()
+    }
+    if len(set(enqueued.values())) < 2:
+        return None
+    lowest, highest = min(enqueued.values()), max(enqueued.values())
+    ranks = sorted(rank for rank, count in enqueued.items() if count == lowest)
+    places: dict[str, list[int]] = {}
+    for rank in ranks:
+        host, local = rank_map.get(rank, ("", rank))
+        places.setdefault(host, []).append(local)
+    where = "; ".join(f"{host or 'unknown node'} GPUs {_ranges(gpus)}" for host, gpus in sorted(places.items()))
+    return Observation(
+        check="lag",
+        subject=f"ranks {_ranges(ranks)}",
+        verdict=EvidenceVerdict.FAULT,
+        summary=f"ranks {_ranges(ranks)} enqueued NCCL work up to {lowest}, the others up to {highest}: they lag "
+        f"({where})",
+        command="(watchdog lines of every node, compared)",
+        hostname=next(iter(places)) if len(places) == 1 else "",
+        data={"ranks": ranks, "hosts": sorted(host for host in places if host), "lowest": lowest},
+    )
+
+
 def suspects(observations: list[Observation], rank_map: dict[int, tuple[str, int]]) -> list[str]:
     """The nodes to check next: those holding lagging or failed ranks, or reporting NET/IB errors."""
     hosts: set[str] = set()
     for seen in observations:
-        if seen.check == "watchdog":
-            hosts.update(seen.data.get("suspects", []))
+        if seen.check == "lag":
+            hosts.update(seen.data.get("hosts", []))
         elif seen.check in ("ib", "cuda", "disk"):
             rank = seen.data.get("rank")
             hosts.add(rank_map[rank][0] if rank in rank_map else seen.hostname)

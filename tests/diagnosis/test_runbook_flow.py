@@ -25,6 +25,9 @@ def test_pfc_off_is_found_fixed_and_resolved(training_job, inject, age_changes, 
     _run_phase(incident, run_shards, Phase.LOG)
     assert list(incident.suspect_nodes.values_list("hostname", flat=True)) == ["gpu003"]
     assert "timed out in ALLREDUCE" in incident.symptom
+    lag = incident.evidence.get(topic="lag")
+    assert lag.data["ranks"] == list(range(16, 24)) and lag.data["hosts"] == ["gpu003"]
+    assert "gpu003 GPUs 0-7" in lag.summary
     _run_phase(incident, run_shards, Phase.NETWORK)
     assert incident.state == IncidentState.CONCLUDED
     assert incident.cause == Cause.PFC_OFF
