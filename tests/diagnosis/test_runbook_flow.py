@@ -121,3 +121,26 @@ def test_a_fault_back_after_its_fix_escalates(training_job, inject, age_changes,
     second = _diagnose(training_job, operator, run_shards)
     assert second.cause == Cause.PFC_OFF
     assert second.recurrence_of == first and second.escalated
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_full_checkpoint_volume_leads_to_the_storage_branch(training_job, inject, operator, run_shards):
+    inject("gpu001", "disk_full", "/checkpoints", minutes_ago=30)
+    incident = _diagnose(training_job, operator, run_shards)
+    disk = incident.evidence.get(topic="disk")
+    assert disk.hostname == "gpu001" and "No space left on device" in disk.excerpt
+    assert incident.cause == Cause.STORAGE_OR_LOADER  # the network checks on gpu001 ran clean
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evidence_and_ranking_changes_go_out_as_events_of_the_runbook_jobs(training_job, inject, operator, run_shards):
+    from apps.jobs.models import JobEvent
+
+    inject("gpu002", "mtu", "ens1np0")
+    incident = _diagnose(training_job, operator, run_shards)
+    events = JobEvent.objects.filter(job__in=incident.jobs.all()).order_by("job__created", "seq")
+    pushed = [event.data["evidence"]["seq"] for event in events if "evidence" in event.data]
+    assert sorted(pushed) == sorted(incident.evidence.values_list("seq", flat=True))
+    rankings = [event.data["ranking"] for event in events if "ranking" in event.data]
+    assert rankings and rankings[-1][0]["cause"] == Cause.MTU_MISMATCH
+    assert len(rankings) == incident.ranking_changes.count()
