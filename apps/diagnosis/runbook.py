@@ -7,7 +7,7 @@ the commands' output, and stores what comes back. The branches:
 1. the training log on every node of the job: watchdog timeouts (SeqNum, OpType, timeout, rank), the ranks that lag
    (least work enqueued), CUDA errors and NET/IB errors → the suspect nodes (rank map: node, GPU, NIC);
 2. on the suspect nodes: data-NIC MTU against the plane (ip link), PFC and ECN on the RDMA priority (mlnx_qos,
-   sysfs), link state (ethtool), Xids in the kernel log (dmesg);
+   sysfs), link state (ethtool), drops / pause frames / CRC errors (ethtool -S), Xids in the kernel log (dmesg);
 3. conclude: MTU mismatch → set the MTU; PFC off → enable PFC; link down → the cable and switch port from the
    inventory; a lost GPU → drain and reset; every check clean → the storage / data-loader branch.
 """
@@ -87,6 +87,7 @@ def network_reads(node: NodeFacts) -> list[Read]:
     reads = [Read("links", "ip-link"), Read("dmesg", "dmesg")]
     for nic in node.nics:
         reads.append(Read(f"ethtool:{nic.name}", "ethtool", (("interface", nic.name),)))
+        reads.append(Read(f"stats:{nic.name}", "ethtool-stats", (("interface", nic.name),)))
         if nic.rdma_device:
             reads.append(Read(f"qos:{nic.name}", "mlnx-qos", (("interface", nic.name),)))
             if nic.ecn and nic.pfc_priority is not None:
@@ -278,6 +279,10 @@ def judge_network(node: NodeFacts, outputs: dict[str, tuple[bool, str, str]]) ->
                     data={"link": up, "cable": nic.cable},
                 )
             )
+        key = f"stats:{nic.name}"
+        if key in outputs and not could_not(key, "counters", nic.name):
+            _, text, command = outputs[key]
+            found.append(_counters(nic, network.parse_ethtool_stats(text).counters, text, command))
         if nic.rdma_device and nic.pfc_priority is not None and not could_not(f"qos:{nic.name}", "pfc", nic.name):
             _, text, command = outputs[f"qos:{nic.name}"]
             qos = network.parse_mlnx_qos(text)
@@ -333,6 +338,34 @@ def judge_network(node: NodeFacts, outputs: dict[str, tuple[bool, str, str]]) ->
     return found
 
 
+def _counters(nic: NicFacts, counters: dict[str, int], text: str, command: str) -> Observation:
+    """Drops without pause frames on the RDMA priority: lossless RoCE is not lossless (PFC is not working)."""
+    discards = counters.get("rx_discards_phy", 0) + counters.get("rx_out_of_buffer", 0)
+    priority = nic.pfc_priority
+    pauses = counters.get(f"rx_prio{priority}_pause", 0) if priority is not None else 0
+    crc, downs = counters.get("rx_crc_errors_phy", 0), counters.get("link_down_events_phy", 0)
+    parts = []
+    if discards:
+        parts.append(
+            f"{discards} frames dropped" + (f" and no pause frames on priority {priority}" if not pauses else "")
+        )
+    if crc:
+        parts.append(f"{crc} CRC errors")
+    if downs:
+        parts.append(f"{downs} link-down event(s)")
+    wanted = ("rx_discards_phy", "rx_out_of_buffer", "rx_crc_errors_phy", "link_down_events_phy")
+    wanted += (f"rx_prio{priority}_pause",) if priority is not None else ()
+    return Observation(
+        "counters",
+        nic.name,
+        EvidenceVerdict.FAULT if parts else EvidenceVerdict.HEALTHY,
+        "; ".join(parts) or f"no drops, CRC errors or link-down events; {pauses} pause frames on priority {priority}",
+        command,
+        _excerpt(text, *(f"{name}:" for name in wanted)),
+        data={"discards": discards, "pauses": pauses, "crc": crc, "link_down_events": downs},
+    )
+
+
 def _excerpt(text: str, *starts: str) -> str:
     return "\n".join(line for line in text.splitlines() if line.strip().startswith(starts))[:1000]
 
@@ -351,6 +384,7 @@ WEIGHTS: dict[tuple[str, str], dict[str, int]] = {
     ("pfc", EvidenceVerdict.FAULT): {Cause.PFC_OFF: 10},
     ("pfc", EvidenceVerdict.HEALTHY): {Cause.PFC_OFF: -3},
     ("ecn", EvidenceVerdict.FAULT): {Cause.PFC_OFF: 2},
+    ("counters", EvidenceVerdict.FAULT): {Cause.PFC_OFF: 2, Cause.LINK_DOWN: 1},
     ("link", EvidenceVerdict.FAULT): {Cause.LINK_DOWN: 10},
     ("link", EvidenceVerdict.HEALTHY): {Cause.LINK_DOWN: -3},
     ("xid", EvidenceVerdict.FAULT): {Cause.GPU_LOST: 10},
@@ -364,7 +398,7 @@ def weights(seen: Observation) -> dict[str, int]:
 
 def network_clean(observations: list[Observation]) -> bool:
     """Every network check ran and none shows a fault (the storage / data-loader branch)."""
-    checks = [seen for seen in observations if seen.check in ("mtu", "pfc", "ecn", "link", "xid")]
+    checks = [seen for seen in observations if seen.check in ("mtu", "pfc", "ecn", "link", "counters", "xid")]
     return bool(checks) and all(seen.verdict == EvidenceVerdict.HEALTHY for seen in checks)
 
 

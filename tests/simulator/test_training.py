@@ -146,3 +146,18 @@ def test_a_fault_injected_on_a_peer_and_its_repair_show_in_the_log(running):
     SimChange.objects.filter(node=peer).update(updated=timezone.now() - timedelta(minutes=5))
     resumed = parse_training_log(sim.run_command(node=node, argv=["cat", running.log_path]).stdout)
     assert resumed.attempts == 2 and resumed.steps_since_start > 0 and not resumed.timeouts
+
+
+@pytest.mark.django_db
+def test_ethtool_statistics_have_the_real_layout_and_show_pfc_off(demo_cluster):
+    node = Node.objects.get(hostname="gpu007")
+    theirs = real("network/ethtool-S-mlx5-connectx4-first-lines-partial-ethq-issue8.txt").splitlines()
+    healthy = sim.run_command(node=node, argv=["ethtool", "-S", "ens1np0"]).stdout.splitlines()
+    assert healthy[0] == theirs[0] == "NIC statistics:"
+    assert [_shape(line).split(":")[0][:5] for line in healthy[1:3]] == ["     ", "     "]
+    assert healthy[1:5] == [line.split(":")[0] + ": " + line.split(": ")[1] for line in healthy[1:5]]
+    assert [line.split(":")[0] for line in healthy[1:5]] == [line.split(":")[0] for line in theirs[1:5]]
+    assert "     rx_discards_phy: 0" in healthy
+    sim.inject_fault(node=node, kind="pfc_off", target="3")
+    faulty = sim.run_command(node=node, argv=["ethtool", "-S", "ens1np0"]).stdout
+    assert "     rx_prio3_pause: 0" in faulty and "     rx_discards_phy: 0" not in faulty
