@@ -347,4 +347,6 @@ CELERY_BEAT_SCHEDULE = {
 
 # Log triage (apps/diagnosis): the largest log a page or API upload may send; a pasted log must fit Django's limit too.
 RACKPILOT_TRIAGE_MAX_BYTES = env_int("RACKPILOT_TRIAGE_MAX_BYTES", 5 << 20)
+# After a fix, how long the re-check waits for the training log to show progress again.
+RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = env_int("RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS", 180)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, RACKPILOT_TRIAGE_MAX_BYTES + (64 << 10))

@@ -14,7 +14,7 @@ ITEMS = (
     ("Discovery", "discovery"),
     ("Deployments", "deployment-list"),
     ("Benchmarks", "benchmarks"),
-    ("Diagnosis", "diagnosis-triage"),
+    ("Diagnosis", "incident-list"),
     ("Workloads", "workload-list"),
     ("Telemetry", "telemetry"),
     ("Import / export", "inventory-transfer"),

@@ -5,3 +5,14 @@ class DiagnosisConfig(AppConfig):
     name = "apps.diagnosis"
     label = "diagnosis"
     verbose_name = "Fault diagnosis"
+
+    def ready(self):
+        from apps.diagnosis import (
+            kinds,  # noqa: F401  (registers the nccl-timeout runbook)
+            simulation,
+        )
+        from apps.diagnosis.services import node_history
+        from apps.inventory.node_sections import register_node_section
+
+        simulation.install()
+        register_node_section(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)

@@ -163,3 +163,62 @@ ADVICE: dict[str, Advice] = {
         "Read the drain reason, fix it, then resume the node (scontrol update nodename=… state=resume).",
     ),
 }
+
+
+# --- incidents ---------------------------------------------------------------------------------------------------
+
+
+class IncidentState(models.TextChoices):
+    OPEN = "open", "Open"
+    INVESTIGATING = "investigating", "Investigating"
+    CONCLUDED = "concluded", "Cause found"
+    FIXING = "fixing", "Fix running"
+    VERIFYING = "verifying", "Re-checking"
+    RESOLVED = "resolved", "Resolved"
+    UNRESOLVED = "unresolved", "Not resolved"
+
+
+INCIDENT_ACTIVE = (
+    IncidentState.OPEN,
+    IncidentState.INVESTIGATING,
+    IncidentState.CONCLUDED,
+    IncidentState.FIXING,
+    IncidentState.VERIFYING,
+)
+INCIDENT_STATE_COLOURS = {
+    IncidentState.OPEN: "grey",
+    IncidentState.INVESTIGATING: "blue",
+    IncidentState.CONCLUDED: "orange",
+    IncidentState.FIXING: "blue",
+    IncidentState.VERIFYING: "blue",
+    IncidentState.RESOLVED: "green",
+    IncidentState.UNRESOLVED: "red",
+}
+
+
+class Cause(models.TextChoices):
+    """What runbook 1 (NCCL timeout / hang) weighs, most specific first."""
+
+    PFC_OFF = "pfc_off", "PFC off on the RDMA priority"
+    MTU_MISMATCH = "mtu_mismatch", "MTU mismatch on a data NIC"
+    LINK_DOWN = "link_down", "Data NIC link down"
+    GPU_LOST = "gpu_lost", "GPU lost (Xid 79)"
+    STORAGE_OR_LOADER = "storage_or_loader", "Storage or data loader stall"
+
+
+class EvidenceVerdict(models.TextChoices):
+    """What a piece of evidence says about the network path: it shows a fault, shows health, or only informs."""
+
+    FAULT = "fault", "Shows a fault"
+    HEALTHY = "healthy", "Shows health"
+    INFO = "info", "Informs"
+    COULD_NOT_RUN = "could_not_run", "Could not run"
+
+
+class RemediationState(models.TextChoices):
+    PROPOSED = "proposed", "Waiting for approval"
+    APPROVED = "approved", "Approved, running"
+    APPLIED = "applied", "Applied, re-checking"
+    FAILED = "failed", "Fix failed"
+    VERIFIED = "verified", "Verified: symptom gone"
+    INEFFECTIVE = "ineffective", "Applied, symptom still there"

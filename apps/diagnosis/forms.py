@@ -1,6 +1,8 @@
 from django import forms
 
 from apps.diagnosis import services
+from apps.inventory.models import Node
+from apps.workloads.models import TrainingJob
 
 
 class TriageForm(forms.Form):
@@ -20,3 +22,25 @@ class TriageForm(forms.Form):
         except services.TriageInputError as error:
             self.add_error(error.field, error.message)
         return cleaned
+
+
+class IncidentForm(forms.Form):
+    """Open an incident about a training job or a node; runbook 1 starts at once."""
+
+    training_job = forms.ModelChoiceField(
+        queryset=TrainingJob.objects.exclude(log_path="").order_by("name"),
+        required=False,
+        to_field_name="public_id",
+        help_text="The training job that timed out or hangs.",
+    )
+    node = forms.ModelChoiceField(
+        queryset=Node.objects.order_by("hostname"), required=False, to_field_name="hostname", help_text="Or a node."
+    )
+    symptom = forms.CharField(required=False, max_length=10000, widget=forms.Textarea(attrs={"rows": 3}))
+    transport = forms.ChoiceField(choices=[("sim", "sim (simulated cluster)"), ("ssh", "ssh")], initial="sim")
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("training_job") and not data.get("node"):
+            self.add_error("training_job", "Choose the training job or the node the incident is about.")
+        return data

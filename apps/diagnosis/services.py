@@ -10,8 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
-from apps.diagnosis.choices import ADVICE, Problem
+from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
+from apps.diagnosis.models import Incident
+from apps.diagnosis.phases import Phase, start_phase
+from apps.nodeexec.catalogue import build, shell_join
 from apps.parsers import logs
 from apps.parsers import triage as rules
 from apps.parsers.errors import ParseError
@@ -131,3 +135,87 @@ def finding_dict(finding: rules.Finding, *, source: str) -> dict[str, Any]:
         "runbook": advice.runbook,
         "next_step": info.action if info else advice.next_step,
     }
+
+
+# --- incidents ---------------------------------------------------------------------------------------------------
+
+
+class IncidentError(ValueError):
+    """A request about an incident that cannot be done; ``field`` names what is wrong."""
+
+    def __init__(self, message: str, *, field: str = "non_field_errors"):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def open_incident(
+    *,
+    user,
+    training_job=None,
+    node=None,
+    check_step=None,
+    title: str = "",
+    symptom: str = "",
+    transport: str = "",
+):
+    """Open an incident about a training job, a node or a failed check (at least one of them)."""
+    if training_job is None and node is None and check_step is None:
+        raise IncidentError("Name the training job, node or failed check the incident is about.", field="training_job")
+    if training_job is not None and not training_job.log_path:
+        raise IncidentError(
+            f"{training_job} has no log path: the runbook reads the training log.", field="training_job"
+        )
+    subject = training_job or node or check_step
+    incident = Incident.objects.create(
+        title=(title or f"NCCL timeout / hang: {subject}")[:200],
+        symptom=symptom,
+        training_job=training_job,
+        node=node or (check_step.node if check_step is not None else None),
+        check_step=check_step,
+        opened_by=user,
+        transport=transport,
+    )
+    if incident.node is not None and training_job is None:
+        incident.suspect_nodes.add(incident.node)
+    return incident
+
+
+def start_runbook(*, incident, user, wait_seconds: int | None = None):
+    """Start runbook 1 from its first phase: the training log, or the node's checks for an incident about a node."""
+    if incident.state in (IncidentState.INVESTIGATING, IncidentState.FIXING, IncidentState.VERIFYING):
+        raise IncidentError(f"The runbook is already running on this incident ({incident.get_state_display()}).")
+    phase = Phase.LOG if incident.training_job_id else Phase.NETWORK
+    return start_phase(incident=incident, phase=phase, user=user, wait_seconds=wait_seconds)
+
+
+def dry_run(*, remediation) -> list[str]:
+    """The fix as it would run: each exact command on its node, checked against the catalogue; nothing runs."""
+    if not remediation.commands:
+        return [f"(no command: a person does this) {remediation.summary}"]
+    return [
+        f"{command['hostname']}$ {shell_join(build(command['command'], **command['values']))}"
+        for command in remediation.commands
+    ]
+
+
+def approve_remediation(*, remediation, user, wait_seconds: int | None = None):
+    """An operator approves the fix: it runs as a job (or, done by hand, is re-checked), then the runbook re-checks."""
+    if remediation.state != RemediationState.PROPOSED:
+        raise IncidentError(f"This fix is {remediation.get_state_display().lower()}, not waiting for approval.")
+    dry_run(remediation=remediation)  # a command the catalogue refuses fails here, before anything is approved
+    remediation.state = RemediationState.APPROVED if remediation.commands else RemediationState.APPLIED
+    remediation.approved_by, remediation.approved_at = user, timezone.now()
+    remediation.save()  # audited: the request's actor (AuditContextMiddleware) is recorded with the change
+    phase = Phase.FIX if remediation.commands else Phase.VERIFY
+    return start_phase(
+        incident=remediation.incident, phase=phase, remediation=remediation, user=user, wait_seconds=wait_seconds
+    )
+
+
+def node_history(node) -> dict:
+    """The node page's incident history: every incident about it or that suspected it, newest first."""
+    incidents = (
+        Incident.objects.touching(node).select_related("training_job", "recurrence_of").order_by("-created")[:50]
+    )
+    return {"node": node, "incidents": list(incidents)}

@@ -1,12 +1,19 @@
-"""The triage page: paste or upload a log, read the findings. A POST here only reads; nothing is stored."""
+"""Diagnosis pages: log triage (a POST there only reads), and incidents: list, open, follow live, approve a fix."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.db.models import Prefetch
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
+from django.views.decorators.http import require_POST
 
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
 from apps.diagnosis import services
-from apps.diagnosis.choices import Problem
-from apps.diagnosis.forms import TriageForm
+from apps.diagnosis.choices import Problem, RemediationState
+from apps.diagnosis.forms import IncidentForm, TriageForm
+from apps.diagnosis.models import Evidence, Hypothesis, Incident
 
 
 @login_required
@@ -30,3 +37,99 @@ def triage(request):
         "problems": Problem.choices,
     }
     return render(request, "diagnosis/triage.html", context, status=status)
+
+
+@login_required
+def incident_list(request):
+    incidents = Incident.objects.select_related("training_job", "node", "recurrence_of").order_by("-created")[:200]
+    form = IncidentForm() if request.user.has_role(Role.OPERATOR) else None
+    return render(request, "diagnosis/incident_list.html", {"incidents": incidents, "form": form})
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def incident_open(request):
+    form = IncidentForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            incident = services.open_incident(
+                user=request.user,
+                training_job=data["training_job"],
+                node=data["node"],
+                symptom=data["symptom"],
+                transport=data["transport"],
+            )
+            services.start_runbook(incident=incident, user=request.user)
+        except services.IncidentError as error:
+            form.add_error(error.field if error.field in form.fields else None, error.message)
+        else:
+            return redirect("incident-detail", public_id=incident.public_id)
+    incidents = Incident.objects.select_related("training_job", "node").order_by("-created")[:200]
+    return render(request, "diagnosis/incident_list.html", {"incidents": incidents, "form": form}, status=400)
+
+
+def _incident(public_id) -> Incident:
+    queryset = Incident.objects.select_related("training_job", "node", "recurrence_of", "opened_by").prefetch_related(
+        "suspect_nodes",
+        Prefetch("evidence", queryset=Evidence.objects.select_related("job", "artifact").order_by("seq")),
+        Prefetch(
+            "hypotheses",
+            queryset=Hypothesis.objects.prefetch_related("supporting", "contradicting").order_by("rank"),
+        ),
+        "ranking_changes",
+        "remediations__approved_by",
+        "jobs",
+    )
+    return get_object_or_404(queryset, public_id=public_id)
+
+
+def _context(request, incident: Incident) -> dict:
+    remediations = list(incident.remediations.all())
+    return {
+        "incident": incident,
+        "remediations": [(item, services.dry_run(remediation=item)) for item in remediations],
+        "may_approve": request.user.has_role(Role.OPERATOR),
+        "proposed": RemediationState.PROPOSED,
+        "jobs": sorted(incident.jobs.all(), key=lambda job: job.created),
+    }
+
+
+@login_required
+def incident_detail(request, public_id):
+    incident = _incident(public_id)
+    return render(request, "diagnosis/incident_detail.html", _context(request, incident))
+
+
+@login_required
+def incident_live(request, public_id):
+    """The part of the incident page that changes while the runbook runs (polled every 2 s while it is active)."""
+    incident = _incident(public_id)
+    return render(request, "diagnosis/partials/incident_live.html", _context(request, incident))
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def incident_runbook(request, public_id):
+    incident = get_object_or_404(Incident, public_id=public_id)
+    try:
+        services.start_runbook(incident=incident, user=request.user)
+    except services.IncidentError as error:
+        messages.error(request, error.message)
+    return redirect("incident-detail", public_id=incident.public_id)
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def remediation_approve(request, public_id, remediation_id):
+    incident = get_object_or_404(Incident, public_id=public_id)
+    remediation = incident.remediations.filter(public_id=remediation_id).first()
+    if remediation is None:
+        raise Http404("No such fix on this incident.")
+    try:
+        services.approve_remediation(remediation=remediation, user=request.user)
+    except services.IncidentError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"Approved: {remediation.summary}")
+    return redirect("incident-detail", public_id=incident.public_id)

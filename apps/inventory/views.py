@@ -22,6 +22,7 @@ from apps.inventory import services, transfer
 from apps.inventory.filters import NodeFilterSet
 from apps.inventory.forms import TRANSFER_FORMATS, ImportForm, NodeForm
 from apps.inventory.models import Node, Rack, SshHostKey
+from apps.inventory.node_sections import render_node_sections
 
 
 @login_required
@@ -67,6 +68,7 @@ def node_detail(request, public_id):
             "node": node,
             "may_trust_keys": may_decide_host_keys(request.user),
             "audit": audit.attach_change_rows(list(AuditEntry.objects.for_object(node).select_related("actor")[:20])),
+            "sections": render_node_sections(request, node),
         },
     )
 

@@ -4,12 +4,13 @@ The tools know only apps.simulator.terminal (their Context and CommandOutput); t
 the one place that maps a command name to its tool.
 """
 
+from apps.simulator import training_tools
 from apps.simulator.terminal import CommandOutput, Context, Tool, not_found, ok
 from apps.simulator.tools import bench, mpi, nccl, network, nvidia_smi, packages, storage, system
 
 TOOLS: dict[str, Tool] = {
     name: tool
-    for module in (nvidia_smi, network, system, storage, nccl, bench, packages, mpi)
+    for module in (nvidia_smi, network, system, storage, nccl, bench, packages, mpi, training_tools)
     for name, tool in module.COMMANDS.items()
 }
 

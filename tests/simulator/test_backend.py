@@ -91,6 +91,7 @@ def test_every_catalogue_command_is_answered(gpu_node):
     # Where one example does not fit every command (deployments' commands, when that app is installed).
     per_command = {
         "read-file": {"path": "/etc/os-release"},
+        "tail-log": {"path": "/etc/os-release"},
         "write-file": {"path": "/etc/nccl.conf"},
         "flash-firmware": {"path": "/var/lib/rackpilot/firmware/bios/2.0.0.cab"},
         "set-mtu": {"number": "9000"},

@@ -85,6 +85,8 @@ WORDS = [
     ("straggler", "a straggler: SM clocks capped at 1095 MHz"),
     ("ptp_unsynced", "PTP clock not synchronised"),
     ("degraded_cable", "degraded cable on ens1np0: link up at 200 Gb/s"),
+    ("late_thermal", "GPU 0 reaches 92 °C and slows down after 600 s under load"),
+    ("power_cap", "every GPU power-capped at 450 W"),
 ]
 
 

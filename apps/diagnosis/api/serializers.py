@@ -39,3 +39,109 @@ class TriageResultSerializer(serializers.Serializer):
     recognised = serializers.BooleanField(help_text="False when no rule fired: nothing is guessed.")
     message = serializers.CharField()
     findings = FindingSerializer(many=True)
+
+
+# --- incidents ---------------------------------------------------------------------------------------------------
+
+
+class IncidentCreateSerializer(serializers.Serializer):
+    training_job = serializers.UUIDField(required=False, allow_null=True, help_text="The failing training job.")
+    node = serializers.CharField(required=False, allow_blank=True, max_length=255, help_text="A node's host name.")
+    title = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    symptom = serializers.CharField(required=False, allow_blank=True, max_length=10000, default="")
+    transport = serializers.ChoiceField(choices=["ssh", "sim"], required=False, default="")
+    start = serializers.BooleanField(required=False, default=True, help_text="Start runbook 1 at once.")
+
+
+class EvidenceSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    hostname = serializers.CharField()
+    command = serializers.CharField()
+    observed_at = serializers.DateTimeField()
+    topic = serializers.CharField(help_text="watchdog, ib, cuda, disk, progress, mtu, pfc, ecn, link, xid")
+    subject = serializers.CharField()
+    verdict = serializers.CharField()
+    summary = serializers.CharField()
+    excerpt = serializers.CharField()
+    data = serializers.JSONField()
+    job = serializers.UUIDField(source="job.public_id", allow_null=True, default=None)
+    raw_output = serializers.SerializerMethodField(help_text="The API URL of the command's raw output.")
+
+    def get_raw_output(self, row) -> str | None:
+        if row.artifact_id is None or row.job_id is None:
+            return None
+        return f"/api/jobs/{row.job.public_id}/artifacts/{row.artifact.public_id}/"
+
+
+class HypothesisSerializer(serializers.Serializer):
+    cause = serializers.CharField()
+    label = serializers.CharField(source="get_cause_display")
+    score = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    suggestion = serializers.CharField()
+    supporting = serializers.SerializerMethodField(help_text="seq numbers of the evidence for it")
+    contradicting = serializers.SerializerMethodField(help_text="seq numbers of the evidence against it")
+
+    def get_supporting(self, hypothesis) -> list[int]:
+        return sorted(row.seq for row in hypothesis.supporting.all())
+
+    def get_contradicting(self, hypothesis) -> list[int]:
+        return sorted(row.seq for row in hypothesis.contradicting.all())
+
+
+class RankingChangeSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    created = serializers.DateTimeField()
+    reason = serializers.CharField()
+    ranking = serializers.JSONField()
+
+
+class RemediationSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    cause = serializers.CharField()
+    summary = serializers.CharField()
+    commands = serializers.JSONField(help_text="[{hostname, command, values, text}], exact per node")
+    state = serializers.CharField()
+    approved_by = serializers.CharField(source="approved_by.username", default=None, allow_null=True)
+    approved_at = serializers.DateTimeField(allow_null=True)
+    fix_job = serializers.UUIDField(source="fix_job.public_id", default=None, allow_null=True)
+    verify_job = serializers.UUIDField(source="verify_job.public_id", default=None, allow_null=True)
+    outcome = serializers.CharField()
+
+
+class IncidentSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    title = serializers.CharField()
+    state = serializers.CharField()
+    colour = serializers.CharField()
+    symptom = serializers.CharField()
+    training_job = serializers.CharField(source="training_job.name", default=None, allow_null=True)
+    node = serializers.CharField(source="node.hostname", default=None, allow_null=True)
+    suspect_nodes = serializers.SerializerMethodField(help_text="Host names the runbook checks.")
+    cause = serializers.CharField()
+    conclusion = serializers.CharField()
+    escalated = serializers.BooleanField()
+    recurrence_of = serializers.UUIDField(source="recurrence_of.public_id", default=None, allow_null=True)
+    opened_by = serializers.CharField(source="opened_by.username", default=None, allow_null=True)
+    created = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    resolution = serializers.CharField()
+    jobs = serializers.SerializerMethodField(help_text="The runbook's jobs (their ids), oldest first.")
+
+    def get_suspect_nodes(self, incident) -> list[str]:
+        return sorted(node.hostname for node in incident.suspect_nodes.all())
+
+    def get_jobs(self, incident) -> list[str]:
+        return [str(job.public_id) for job in sorted(incident.jobs.all(), key=lambda job: job.created)]
+
+
+class IncidentDetailSerializer(IncidentSerializer):
+    evidence = EvidenceSerializer(many=True)
+    hypotheses = HypothesisSerializer(many=True)
+    ranking_changes = RankingChangeSerializer(many=True)
+    remediations = RemediationSerializer(many=True)
+
+
+class DryRunSerializer(serializers.Serializer):
+    remediation = serializers.UUIDField()
+    commands = serializers.ListField(child=serializers.CharField(), help_text="host$ exact command, in order")

@@ -1,12 +1,30 @@
+from django.db import transaction
+from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import viewsets
-from rest_framework.exceptions import ValidationError
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.diagnosis import services
-from apps.diagnosis.api.serializers import TriageResultSerializer, TriageTextSerializer, TriageUploadSerializer
+from apps.diagnosis.api.serializers import (
+    DryRunSerializer,
+    IncidentCreateSerializer,
+    IncidentDetailSerializer,
+    IncidentSerializer,
+    TriageResultSerializer,
+    TriageTextSerializer,
+    TriageUploadSerializer,
+)
+from apps.diagnosis.filters import IncidentFilterSet
+from apps.diagnosis.models import Evidence, Hypothesis, Incident, Remediation
+from apps.inventory.models import Node
+from apps.jobs.api.serializers import JobSerializer
+from apps.workloads.models import TrainingJob
+
+UUID_PATTERN = r"[0-9a-fA-F-]{36}"
 
 
 class TriageViewSet(viewsets.ViewSet):
@@ -51,3 +69,119 @@ def _refuse_oversized_body(request, limit: int) -> None:
     if length > allowed:
         field = "file" if multipart else "text"
         raise ValidationError({field: [f"The request is {length} bytes; a log may be at most {limit} bytes."]})
+
+
+# --- incidents ---------------------------------------------------------------------------------------------------
+
+
+class IncidentViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Incidents: open one for a failing training job or a node, follow runbook 1's evidence and ranking, approve
+    its fix. Viewers read; operators open, start and approve."""
+
+    serializer_class = IncidentSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = UUID_PATTERN
+    filterset_class = IncidentFilterSet
+    write_role = Role.OPERATOR
+
+    def get_queryset(self):
+        queryset = Incident.objects.select_related(
+            "training_job", "node", "recurrence_of", "opened_by"
+        ).prefetch_related("suspect_nodes", "jobs")
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related(
+                Prefetch("evidence", queryset=Evidence.objects.select_related("job", "artifact")),
+                Prefetch(
+                    "hypotheses",
+                    queryset=Hypothesis.objects.prefetch_related(
+                        Prefetch("supporting", queryset=Evidence.objects.only("id", "seq")),
+                        Prefetch("contradicting", queryset=Evidence.objects.only("id", "seq")),
+                    ),
+                ),
+                "ranking_changes",
+                Prefetch(
+                    "remediations",
+                    queryset=Remediation.objects.select_related("approved_by", "fix_job", "verify_job"),
+                ),
+            )
+        return queryset.order_by("-created", "-id")
+
+    def get_serializer_class(self):
+        return IncidentDetailSerializer if self.action == "retrieve" else IncidentSerializer
+
+    def _fresh(self, incident, code=status.HTTP_200_OK) -> Response:
+        self.action = "retrieve"
+        return Response(IncidentDetailSerializer(self.get_queryset().get(pk=incident.pk)).data, status=code)
+
+    @extend_schema(request=IncidentCreateSerializer, responses={201: IncidentDetailSerializer})
+    def create(self, request, *args, **kwargs):
+        incoming = IncidentCreateSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        training_job = node = None
+        if data.get("training_job"):
+            training_job = TrainingJob.objects.filter(public_id=data["training_job"]).first()
+            if training_job is None:
+                raise ValidationError({"training_job": ["No training job with this id."]})
+        if data.get("node"):
+            node = Node.objects.filter(hostname=data["node"]).first()
+            if node is None:
+                raise ValidationError({"node": [f"No node named {data['node'][:100]!r}."]})
+        with transaction.atomic():
+            try:
+                incident = services.open_incident(
+                    user=request.user,
+                    training_job=training_job,
+                    node=node,
+                    title=data["title"],
+                    symptom=data["symptom"],
+                    transport=data["transport"],
+                )
+                if data["start"]:
+                    services.start_runbook(incident=incident, user=request.user)
+            except services.IncidentError as error:
+                raise ValidationError({error.field: [error.message]}) from None
+        return self._fresh(incident, status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={201: JobSerializer, 400: OpenApiResponse(description="Already running.")})
+    @action(detail=True, methods=["post"])
+    def runbook(self, request, id=None):
+        """Start runbook 1 (again) on this incident; answers its first job."""
+        incident = self.get_object()
+        try:
+            job = services.start_runbook(incident=incident, user=request.user)
+        except services.IncidentError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: DryRunSerializer(many=True)})
+    @action(detail=True, methods=["get"], url_path="dry-run")
+    def dry_run(self, request, id=None):
+        """The proposed fixes as they would run: the exact command on each node. Nothing runs."""
+        incident = self.get_object()
+        return Response(
+            [
+                {"remediation": remediation.public_id, "commands": services.dry_run(remediation=remediation)}
+                for remediation in incident.remediations.all()
+            ]
+        )
+
+    @extend_schema(
+        request=None,
+        responses={201: JobSerializer, 400: OpenApiResponse(description="Not waiting for approval.")},
+    )
+    @action(detail=True, methods=["post"], url_path=r"remediations/(?P<remediation>[0-9a-fA-F-]{36})/approve")
+    def approve(self, request, id=None, remediation=None):
+        """Approve a proposed fix (operators): it runs through the jobs engine, then the runbook re-checks."""
+        incident = self.get_object()
+        found = incident.remediations.filter(public_id=remediation).first()
+        if found is None:
+            raise NotFound("No such fix on this incident.")
+        try:
+            job = services.approve_remediation(remediation=found, user=request.user)
+        except services.IncidentError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)

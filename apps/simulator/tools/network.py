@@ -5,7 +5,7 @@ import json
 from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.nodeexec.catalogue import SECTION_MARK
 from apps.simulator.digits import is_whole_number
-from apps.simulator.model import rdma_active_mtu
+from apps.simulator.model import noise, rdma_active_mtu
 from apps.simulator.state import MLX5_DRIVER_VERSION, SimNic
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import option_value
@@ -237,6 +237,29 @@ def _ethtool_channels(nic: SimNic) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ethtool_stats(context: Context, nic: SimNic) -> str:
+    """ethtool -S as mlx5 prints it (a subset of its counters). The model: traffic from the seed; PFC pause frames on
+    each enabled priority; a RoCE NIC with PFC off on every priority drops what it cannot buffer (rx_discards_phy);
+    a degraded cable corrupts frames; a link that went down counts one link-down event."""
+    rng = noise(context.seed, context.hostname, nic.name, "ethtool-S")
+    packets = rng.randrange(800_000_000, 900_000_000)
+    counters = {
+        "rx_packets": packets,
+        "rx_bytes": packets * 2_600 + rng.randrange(1000),
+        "tx_packets": packets + rng.randrange(10_000_000, 50_000_000),
+        "tx_bytes": packets * 2_900 + rng.randrange(1000),
+        "rx_out_of_buffer": 0,
+        "rx_crc_errors_phy": packets * nic.crc_errors_per_million // 1_000_000,
+        "rx_discards_phy": packets // 4000 + rng.randrange(100) if nic.rdma_device and not nic.pfc_priorities else 0,
+        "link_down_events_phy": 0 if nic.link_up else 1,
+    }
+    for priority in range(8):
+        pauses = packets // 2500 + rng.randrange(1000) if priority in nic.pfc_priorities and nic.rdma_device else 0
+        counters[f"rx_prio{priority}_pause"] = pauses
+        counters[f"tx_prio{priority}_pause"] = pauses // 3
+    return "NIC statistics:\n" + "".join(f"     {name}: {value}\n" for name, value in counters.items())
+
+
 def ethtool_set_channels(context: Context, args: list[str]) -> CommandOutput:
     """ethtool -L IF combined N."""
     if len(args) < 3:
@@ -276,6 +299,8 @@ def ethtool(context: Context, argv: list[str]) -> CommandOutput:
         return ok(_ethtool_driver(nic))
     if option in ("-l", "--show-channels"):
         return ok(_ethtool_channels(nic))
+    if option in ("-S", "--statistics"):
+        return ok(_ethtool_stats(context, nic))
     return fail(1, f"ethtool: option {option} is not simulated\n")
 
 

@@ -6,6 +6,7 @@ from apps.simulator.model import noise
 from apps.simulator.state import CHECKPOINT_DIR, SimCheckpoint, SimulatedNode, SimVolume
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import util_linux_json
+from apps.simulator.training_faults import checkpoint_listing
 
 MANIFEST = f"{CHECKPOINT_DIR}/SHA256SUMS"
 HOT_TIER_DRIVES = 4  # the hot tier is a RAID0 of local NVMe drives
@@ -199,6 +200,9 @@ def _check(context: Context, paths: list[str]) -> CommandOutput:
 def ls(context: Context, argv: list[str]) -> CommandOutput:
     long = any(arg.startswith("-") and "l" in arg for arg in argv[1:])
     paths = [arg for arg in argv[1:] if not arg.startswith("-")] or ["."]
+    written = None if long else checkpoint_listing(context.hostname, paths[0])  # a simulated training run's
+    if written is not None:
+        return ok("".join(path.rsplit("/", 1)[1] + "\n" for path in written))
     state = context.state
     entries = [(checkpoint.path.rsplit("/", 1)[1], checkpoint.size_bytes) for checkpoint in state.checkpoints]
     if entries:

@@ -13,6 +13,7 @@ from apps.simulator.tools import bench
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
+from apps.simulator.training_faults import training_file
 
 PATH_MAX_LENGTH = 250  # what a change key holds after "file:"
 
@@ -208,7 +209,8 @@ def read_file(context: Context, path: str) -> str | None:
             return ("up\n" if nic.link_up else "down\n") if attribute == "operstate" else f"{int(nic.link_up)}\n"
         if attribute.startswith("ecn/roce_") and parts[-2] == "enable" and is_whole_number(parts[-1]):
             return f"{int(nic.ecn)}\n"
-    return read_storage_file(context, path)
+    log = training_file(context.hostname, path)  # a simulated training run's log (apps/simulator/training.py)
+    return log if log is not None else read_storage_file(context, path)
 
 
 def cat(context: Context, argv: list[str]) -> CommandOutput:

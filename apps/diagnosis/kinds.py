@@ -1,0 +1,236 @@
+"""The `nccl-timeout` job kind: runbook 1's checks, one job per phase, each phase started by the one before.
+
+- `log` on every node of the training job: reads the training log (tail), finds the lagging ranks, their nodes;
+- `network` on the suspect nodes: MTU, link, PFC/ECN on the RDMA priority, Xids; then concludes and proposes a fix;
+- `fix` on the nodes of the approved fix: its exact commands;
+- `verify` after a fix: the log (waiting up to `wait_seconds` for training to move again) and the network checks.
+
+Shards record what they read (evidence, ranking) in shard_finished; job_finished decides the next phase from the
+database (docs/jobs.md: no state is carried into it).
+"""
+
+import asyncio
+import time
+
+from rest_framework import serializers
+
+from apps.diagnosis import (
+    commands,  # noqa: F401  (registers tail-log)
+    recording,
+)
+from apps.diagnosis.choices import EvidenceVerdict, IncidentState, RemediationState
+from apps.diagnosis.models import Incident, Remediation
+from apps.diagnosis.phases import Phase, start_phase
+from apps.diagnosis.runbook import (
+    NodeFacts,
+    Observation,
+    judge_log,
+    judge_network,
+    lagging,
+    log_read,
+    network_reads,
+    suspects,
+)
+from apps.inventory.models import Node
+from apps.jobs.choices import JobStatus, StepStatus
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
+from apps.jobs.models import Artifact, JobStep
+from apps.nodeexec.base import CommandResult, NodeTarget
+from apps.nodeexec.catalogue import PLACEHOLDERS, build
+
+KIND = "nccl-timeout"
+POLL_SECONDS = 5.0
+
+
+class RunbookParameters(serializers.Serializer):
+    incident = serializers.UUIDField(help_text="The incident this runbook works on.")
+    phase = serializers.ChoiceField(choices=Phase.choices, default=Phase.LOG)
+    log_path = serializers.RegexField(
+        PLACEHOLDERS["path"].pattern, required=False, allow_blank=True, default="", help_text="The training log."
+    )
+    remediation = serializers.UUIDField(required=False, allow_null=True, default=None, help_text="For fix/verify.")
+    wait_seconds = serializers.IntegerField(
+        min_value=0, max_value=1800, default=180, help_text="verify: how long to wait for training to move again."
+    )
+
+
+@register_kind
+class NcclTimeoutRunbook(JobKind):
+    name = KIND
+    label = "Runbook: NCCL timeout / hang"
+    description = (
+        "Reads the training log, finds the lagging ranks and their nodes, checks MTU, PFC/ECN, links and Xids there, "
+        "ranks the causes and proposes the fix (docs/diagnosis.md)."
+    )
+    parameters = RunbookParameters
+    transports = ("ssh", "sim")
+    rerun_on_worker_loss = True  # every phase but fix only reads; fix commands set values (setting twice is harmless)
+
+    def __init__(self):
+        self.phase = Phase.LOG
+        self.incident: Incident | None = None
+        self.facts: dict[str, NodeFacts] = {}
+        self.rank_map: dict[int, tuple[str, int]] = {}
+        self.first_host = ""
+        self.wait_seconds = 0
+        self.fixes: dict[str, list[dict]] = {}
+        self.suspects: set[str] = set()
+        self.seen: dict[tuple[str, str], list[Observation]] = {}  # (hostname, step) -> observations of the cell
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        phase = parameters.get("phase", Phase.LOG)
+        log = StepSpec(name="log", command="", label="Training log", timeout=parameters.get("wait_seconds", 0) + 120)
+        network = StepSpec(name="network", command="", label="MTU, link, PFC/ECN, Xid", timeout=600)
+        if phase == Phase.LOG:
+            return [log]
+        if phase == Phase.NETWORK:
+            return [network]
+        if phase == Phase.FIX:
+            return [StepSpec(name="fix", command="", label="Apply the fix", timeout=600)]
+        return [log, network] if parameters.get("log_path") else [network]
+
+    def prepare(self, job, shard) -> None:
+        params = job.parameters
+        self.phase = params["phase"]
+        self.incident = Incident.objects.select_related("training_job").get(public_id=params["incident"])
+        nodes = list(job.nodes.all())
+        self.facts = recording.node_facts(nodes)
+        self.rank_map = recording.rank_map(self.incident)
+        self.first_host = self.rank_map[0][0] if 0 in self.rank_map else ""
+        self.wait_seconds = params.get("wait_seconds", 0) if self.phase == Phase.VERIFY else 0
+        self.suspects = set(self.incident.suspect_nodes.values_list("hostname", flat=True))
+        self.log_path = params.get("log_path", "")
+        if params.get("remediation"):
+            remediation = Remediation.objects.get(public_id=params["remediation"])
+            for command in remediation.commands:
+                self.fixes.setdefault(command["hostname"], []).append(command)
+
+    def step_runner(self, step: StepSpec):
+        runners = {"log": self._read_log, "network": self._check_network, "fix": self._fix}
+        return runners[step.name]
+
+    async def _read_log(self, target: NodeTarget, run) -> CommandResult:
+        read = log_read(self.log_path)
+        deadline = time.monotonic() + (self.wait_seconds if target.hostname == self.first_host else 0)
+        while True:
+            result = await run(read.argv(), 60)
+            if result.canceled or not result.ok:
+                return result
+            seen = judge_log(target.hostname, _text(result), read.text(), self.rank_map)
+            moving = any(o.check == "progress" and o.verdict == EvidenceVerdict.HEALTHY for o in seen)
+            if moving or time.monotonic() >= deadline:
+                self.seen[target.hostname, "log"] = seen
+                return result
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _check_network(self, target: NodeTarget, run) -> CommandResult:
+        node = self.facts.get(target.hostname)
+        if node is None or (self.phase == Phase.VERIFY and target.hostname not in self.suspects):
+            self.seen[target.hostname, "network"] = []
+            return CommandResult(exit_code=0, stdout=b"not a suspect node: nothing to check\n")
+        outputs, transcript = {}, []
+        for read in network_reads(node):
+            result = await run(read.argv(), 60)
+            if result.canceled:
+                return _transcript_result(transcript, canceled=True)
+            text = _text(result) if result.ok else (result.error or _text(result) or _stderr(result))
+            outputs[read.key] = (result.ok, text, read.text())
+            transcript.append(f"$ {read.text()}\n{_text(result)}{_stderr(result)}")
+        self.seen[target.hostname, "network"] = judge_network(node, outputs)
+        return _transcript_result(transcript, exit_code=0)
+
+    async def _fix(self, target: NodeTarget, run) -> CommandResult:
+        transcript, failed = [], False
+        for command in self.fixes.get(target.hostname, []):
+            argv = build(command["command"], **command["values"])
+            result = await run(argv, 120)
+            transcript.append(f"$ {command['text']}\n{_text(result)}{_stderr(result)}")
+            if not result.ok:
+                failed = True
+                break
+        return _transcript_result(transcript, exit_code=1 if failed else 0)
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        seen = self.seen.get((target.hostname, step.name))
+        if seen is None:
+            return super().cell_record(target, step, result)
+        faults = [o for o in seen if o.verdict == EvidenceVerdict.FAULT]
+        summary = "; ".join(f"{o.check} {o.subject}: {o.summary}".strip() for o in (faults or seen)[:3])
+        status = StepStatus.SUCCEEDED if result.ok else default_status(result)
+        return CellRecord(status, (summary or default_summary(step, result))[:300], {"faults": len(faults)})
+
+    def shard_finished(self, job, shard) -> None:
+        if self.phase == Phase.FIX or self.incident is None:
+            return
+        cells = JobStep.objects.filter(shard=shard)
+        artifacts = {
+            (artifact.step.hostname, artifact.step.step): artifact
+            for artifact in Artifact.objects.filter(step__in=cells, stream="stdout").select_related("step")
+        }
+        for step in ("log", "network"):
+            observations = [o for (host, name), seen in sorted(self.seen.items()) if name == step for o in seen]
+            recording.record_observations(
+                incident=self.incident,
+                job=job,
+                observations=observations,
+                artifacts={host: artifact for (host, name), artifact in artifacts.items() if name == step},
+            )
+
+    def job_finished(self, job) -> None:
+        incident = Incident.objects.select_related("training_job").get(public_id=job.parameters["incident"])
+        phase = job.parameters["phase"]
+        if job.status == JobStatus.CANCELED:
+            return
+        if phase == Phase.LOG:
+            ranks = recording.rank_map(incident)
+            observations = [recording.observation(row) for row in incident.evidence.filter(job=job)]
+            behind = lagging(observations, ranks)
+            if behind is not None:  # only the whole job's lines show who is behind: recorded once all are read
+                recording.record_observations(incident=incident, job=job, observations=[behind], artifacts={})
+                observations.append(behind)
+            _after_log(incident, job, list(incident.evidence.filter(job=job)), suspects(observations, ranks))
+        elif phase == Phase.NETWORK:
+            recording.conclude_incident(incident=incident, job=job)
+        elif phase == Phase.FIX:
+            remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
+            if job.status != JobStatus.SUCCEEDED:
+                remediation.state, remediation.outcome = RemediationState.FAILED, "The fix job did not succeed."
+                remediation.save(update_fields=["state", "outcome", "updated"])
+                incident.state = IncidentState.UNRESOLVED
+                incident.save(update_fields=["state", "updated"])
+                return
+            remediation.state = RemediationState.APPLIED
+            remediation.save(update_fields=["state", "updated"])
+            start_phase(incident=incident, phase=Phase.VERIFY, remediation=remediation, user=job.requested_by)
+        elif phase == Phase.VERIFY:
+            remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
+            recording.settle_verification(incident=incident, remediation=remediation, job=job)
+
+
+def _after_log(incident: Incident, job, rows, hosts: list[str]) -> None:
+    symptom = next((row for row in rows if row.topic == "watchdog"), None) or next(
+        (row for row in rows if row.verdict == EvidenceVerdict.FAULT), None
+    )
+    if symptom and not incident.symptom:
+        incident.symptom = f"{symptom.hostname}: {symptom.summary}"
+        incident.save(update_fields=["symptom", "updated"])
+    if not hosts:
+        incident.state = IncidentState.UNRESOLVED
+        incident.conclusion = "The training log shows no lagging or failed rank: nothing to check on the nodes."
+        incident.save(update_fields=["state", "conclusion", "updated"])
+        return
+    incident.suspect_nodes.set(Node.objects.filter(hostname__in=hosts))
+    start_phase(incident=incident, phase=Phase.NETWORK, user=job.requested_by)
+
+
+def _text(result: CommandResult) -> str:
+    return (result.stdout or b"").decode("utf-8", errors="replace")
+
+
+def _stderr(result: CommandResult) -> str:
+    return (result.stderr or b"").decode("utf-8", errors="replace")
+
+
+def _transcript_result(transcript: list[str], *, exit_code: int | None = None, canceled: bool = False):
+    stdout = ("\n".join(transcript) + "\n").encode() if transcript else b""
+    return CommandResult(exit_code=exit_code, stdout=stdout, stdout_size=len(stdout), canceled=canceled)

@@ -1,0 +1,81 @@
+"""Starting one phase of runbook 1 as a job: which nodes it runs on and with which parameters.
+
+The kind's job_finished calls this to start the next phase; services call it to start the first one. It names the
+kind by its name, so this module does not import the kind (docs/jobs.md: import direction).
+"""
+
+from django.conf import settings
+from django.db import models
+
+from apps.diagnosis.choices import IncidentState
+from apps.diagnosis.models import Incident, Remediation
+from apps.jobs.models import Job
+from apps.jobs.services import TargetSpec, create_job
+
+KIND = "nccl-timeout"
+
+
+class Phase(models.TextChoices):
+    LOG = "log", "Read the training log"
+    NETWORK = "network", "Check the suspect nodes"
+    FIX = "fix", "Apply the fix"
+    VERIFY = "verify", "Re-check after the fix"
+
+
+STATE_OF_PHASE = {
+    Phase.LOG: IncidentState.INVESTIGATING,
+    Phase.NETWORK: IncidentState.INVESTIGATING,
+    Phase.FIX: IncidentState.FIXING,
+    Phase.VERIFY: IncidentState.VERIFYING,
+}
+
+
+def _hosts(incident: Incident, phase: str, remediation: Remediation | None) -> list[str]:
+    job_hosts = (
+        [member.node.hostname for member in incident.training_job.members.select_related("node")]
+        if incident.training_job
+        else []
+    )
+    suspects = list(incident.suspect_nodes.values_list("hostname", flat=True))
+    if phase == Phase.LOG:
+        return job_hosts
+    if phase == Phase.NETWORK:
+        return suspects or ([incident.node.hostname] if incident.node else [])
+    if phase == Phase.FIX:
+        return sorted({command["hostname"] for command in remediation.commands})
+    return sorted(set(job_hosts) | set(suspects) or ({incident.node.hostname} if incident.node else set()))
+
+
+def start_phase(
+    *,
+    incident: Incident,
+    phase: str,
+    remediation: Remediation | None = None,
+    user=None,
+    transport: str | None = None,
+    wait_seconds: int | None = None,
+) -> Job:
+    """Create the phase's job (enqueued on commit) and move the incident to the phase's state."""
+    parameters = {"incident": str(incident.public_id), "phase": phase}
+    if incident.training_job and incident.training_job.log_path and phase in (Phase.LOG, Phase.VERIFY):
+        parameters["log_path"] = incident.training_job.log_path
+    if remediation is not None:
+        parameters["remediation"] = str(remediation.public_id)
+    if phase == Phase.VERIFY:
+        parameters["wait_seconds"] = (
+            settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS if wait_seconds is None else wait_seconds
+        )
+    job = create_job(
+        kind=KIND,
+        targets=TargetSpec(nodes=tuple(_hosts(incident, phase, remediation))),
+        parameters=parameters,
+        transport=transport or incident.transport or None,
+        requested_by=user,
+    )
+    incident.jobs.add(job)
+    if remediation is not None and phase in (Phase.FIX, Phase.VERIFY):
+        setattr(remediation, "fix_job" if phase == Phase.FIX else "verify_job", job)
+        remediation.save(update_fields=["fix_job", "verify_job", "updated"])
+    incident.state = STATE_OF_PHASE[phase]
+    incident.save(update_fields=["state", "updated"])
+    return job

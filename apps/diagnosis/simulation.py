@@ -1,0 +1,42 @@
+"""Tells the simulator which training runs its nodes take part in, from the workloads' TrainingJob rows.
+
+The simulator may not import apps.workloads (same layer), so it defines a hook (apps.simulator.training
+.register_run_source) and this app, above both, fills it: a simulated node then answers `tail`/`cat` of a running
+job's log path with the log the model gives for now.
+"""
+
+from django.conf import settings
+
+from apps.simulator.training import TrainingRun, register_run_source
+from apps.workloads.choices import TrainingState
+from apps.workloads.models import TrainingJob
+
+SIMULATED_STATES = (TrainingState.RUNNING, TrainingState.INTERRUPTED, TrainingState.FAILED)
+
+
+def runs_on(hostname: str) -> list[TrainingRun]:
+    jobs = (
+        TrainingJob.objects.filter(members__node__hostname=hostname, state__in=SIMULATED_STATES)
+        .exclude(started_at=None)
+        .exclude(log_path="")
+        .prefetch_related("members__node")
+    )
+    return [training_run(job) for job in jobs]
+
+
+def training_run(job: TrainingJob) -> TrainingRun:
+    members = sorted(job.members.all(), key=lambda member: member.node_rank)
+    return TrainingRun(
+        name=job.name,
+        hosts=tuple(member.node.hostname for member in members),
+        ranks_per_node=job.ranks_per_node,
+        checkpoint_dir=job.checkpoint_dir or f"/checkpoints/{job.name}",
+        checkpoint_interval=job.checkpoint_interval_steps,
+        seed=settings.RACKPILOT_SIM_SEED,
+        started=job.started_at.timestamp(),
+        log_path=job.log_path,
+    )
+
+
+def install() -> None:
+    register_run_source(runs_on)

@@ -1,0 +1,381 @@
+"""A simulated training job: its launcher's log on each node, as a function of the seed, the time and the faults.
+
+Pure functions over plain values (the simulator never imports apps.workloads): a TrainingRun says what runs where
+(hosts in node-rank order, ranks per node, checkpoint directory and interval, seed, start time), a Disruption says
+what went wrong on one host from when to when. `render_log(run, host, disruptions, t)` is the log that host's
+torchrun agent has written by time t, in the real formats (torchrun's elastic agent, ProcessGroupNCCL's watchdog,
+NCCL WARN lines, Megatron-style iteration lines), and `saved_checkpoints` the checkpoint files it has written.
+
+The model, so that a test can predict every line:
+- step k ends at `started + STARTUP + k * step_seconds`; rank 0 prints an iteration line every `log_every` steps;
+  a checkpoint is saved every `checkpoint_interval` steps (`<dir>/step_<k:07d>.pt`);
+- a network fault (NIC down, PFC off, MTU mismatch) on a host hangs the collective in flight: its ranks stop
+  enqueueing work while their peers enqueue two more; if it lasts past the timeout, every rank's watchdog fires
+  (the host's ranks show the lower "last enqueued NCCL work": they lag) and its GPUs behind the faulty NIC print
+  NCCL's NET/IB retry-exceeded warning first; the agents then tear the workers down;
+- XID 79 on a GPU kills that rank at once with a CUDA error; the others time out;
+- a full checkpoint volume fails the next save with "No space left on device" on that host's ranks;
+- once a fault ends (a repair), the elastic agent restarts the workers `RESTART_SECONDS` later and they resume from
+  the newest checkpoint saved before the failure.
+Seeded noise only touches printed figures (loss, elapsed ms, pids), never when something happens.
+"""
+
+import hashlib
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+STARTUP_SECONDS = 45.0  # rendezvous, NCCL init and the first checkpoint load
+RESTART_SECONDS = 30.0  # the elastic agent's monitor interval and the new rendezvous
+COLLECTIVES_PER_STEP = 4  # ProcessGroupNCCL work items per step (gradient all-reduce buckets)
+NETWORK_FAULTS = ("nic_down", "pfc_off", "mtu")
+FATAL_FAULTS = NETWORK_FAULTS + ("xid79",)
+ALLREDUCE_NUMEL = 26_214_400  # elements in one gradient bucket (100 MiB of fp32)
+SCRIPT = "pretrain_gpt.py"
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """What one training job is, in plain values."""
+
+    name: str
+    hosts: tuple[str, ...]  # in node-rank order
+    ranks_per_node: int
+    checkpoint_dir: str
+    checkpoint_interval: int
+    seed: int
+    started: float  # epoch seconds
+    log_path: str
+    step_seconds: float = 1.6
+    log_every: int = 10
+    timeout_ms: int = 600_000
+    train_iters: int = 500_000
+
+    @property
+    def world_size(self) -> int:
+        return len(self.hosts) * self.ranks_per_node
+
+    def ranks_of(self, host: str) -> list[int]:
+        node_rank = self.hosts.index(host)
+        return [node_rank * self.ranks_per_node + local for local in range(self.ranks_per_node)]
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """A fault on one host of the run, from `start` to `end` (None: still there). `links` are the GPUs it touches,
+    each as (local rank, RDMA device, the NIC's IPv4 address): the GPUs behind a faulty NIC, or the lost GPU."""
+
+    host: str
+    kind: str
+    start: float
+    end: float | None = None
+    target: str = ""
+    links: tuple[tuple[int, str, str], ...] = ()
+
+
+@dataclass
+class _Line:
+    at: float
+    host: str | None  # None: rank 0's node prints it (iteration lines); else that host's agent or ranks
+    text: str
+
+
+@dataclass
+class _Timeline:
+    lines: list[_Line] = field(default_factory=list)
+    checkpoints: list[int] = field(default_factory=list)  # steps saved
+
+    def add(self, at: float, host: str | None, text: str) -> None:
+        self.lines.append(_Line(at, host, text))
+
+
+def _noise(run: TrainingRun, *words) -> random.Random:
+    digest = hashlib.blake2b(repr((run.seed, run.name, *words)).encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
+def _glog(at: float, level: str = "I") -> str:
+    """glog's prefix stamp: E1201 06:24:44.903881913."""
+    moment = datetime.fromtimestamp(at, UTC)
+    return f"{level}{moment:%m%d %H:%M:%S}.{moment.microsecond:06d}{int(at * 1e9) % 1000:03d}"
+
+
+def _clock(at: float) -> str:
+    return f"{datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S}"
+
+
+def _pid(run: TrainingRun, host: str, local: int, attempt: int) -> int:
+    return 40_000 + _noise(run, "pid", host, attempt).randrange(1000, 9000) + local
+
+
+def _launch(run: TrainingRun, at: float, attempt: int, timeline: _Timeline, resume_step: int) -> None:
+    for host in run.hosts:
+        agent = _pid(run, host, 99, attempt)
+        timeline.add(
+            at,
+            host,
+            f"{_glog(at)} {agent} torch/distributed/elastic/agent/server/api.py:525] [default] Starting worker "
+            f"group (attempt {attempt}): rdzv_endpoint={run.hosts[0]}:29500, nnodes={len(run.hosts)}, "
+            f"nproc_per_node={run.ranks_per_node}",
+        )
+    first = run.hosts[0]
+    if resume_step:
+        path = checkpoint_path(run, resume_step)
+        timeline.add(at + 20, first, f" loading checkpoint from {run.checkpoint_dir} at iteration {resume_step}")
+        timeline.add(
+            at + 40,
+            first,
+            f"  successfully loaded checkpoint from {path} [ t 1/1, p 1/1 ] at iteration {resume_step}",
+        )
+    else:
+        timeline.add(at + 40, first, f" no checkpoint in {run.checkpoint_dir}: training starts at iteration 0")
+
+
+def checkpoint_path(run: TrainingRun, step: int) -> str:
+    return f"{run.checkpoint_dir.rstrip('/')}/step_{step:07d}.pt"
+
+
+def _iteration_line(run: TrainingRun, step: int, at: float, slow_ms: float = 0.0) -> str:
+    noise = _noise(run, "step", step)
+    elapsed = run.step_seconds * 1000 * (1 + noise.uniform(-0.02, 0.02)) + slow_ms
+    loss = 2.1 + 8.4 * math.exp(-step / 4000.0) + noise.uniform(-0.03, 0.03)
+    return (
+        f" [{_clock(at)}] iteration {step:>8}/{run.train_iters:>8} | consumed samples: {step * 512:>12} | "
+        f"elapsed time per iteration (ms): {elapsed:.1f} | learning rate: 3.000000E-04 | global batch size:   512 | "
+        f"lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: {0.6 + noise.uniform(0, 0.4):.3f} | "
+        "number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
+
+
+def _disk_full_at(disruptions: list[Disruption], run: TrainingRun, at: float) -> Disruption | None:
+    for disruption in disruptions:
+        if disruption.kind != "disk_full" or not run.checkpoint_dir.startswith(disruption.target.rstrip("/") + "/"):
+            continue
+        if disruption.start <= at and (disruption.end is None or at < disruption.end):
+            return disruption
+    return None
+
+
+def _first_fatal(disruptions: list[Disruption], after: float) -> Disruption | None:
+    """The fatal fault that strikes first at or after `after` (one already there strikes at once)."""
+    candidates = [d for d in disruptions if d.kind in FATAL_FAULTS and (d.end is None or d.end > after)]
+    return min(candidates, key=lambda d: (max(d.start, after), d.host, d.target), default=None)
+
+
+def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Timeline:
+    """Everything the run writes up to time t (and the lines of a failure under way), every host's together."""
+    timeline = _Timeline()
+    attempt, step, begin, launch = 0, 0, run.started, True
+    while begin < t:
+        if launch:
+            _launch(run, begin, attempt, timeline, step)
+            first = begin + STARTUP_SECONDS
+        base = step
+        fatal = _first_fatal(disruptions, first)
+        stop_at = max(fatal.start, first) if fatal else math.inf
+        failed_at, cause = None, None
+        while step < run.train_iters:
+            ends = first + (step + 1 - base) * run.step_seconds
+            if ends > t or ends > stop_at:
+                break
+            step += 1
+            if step % run.log_every == 0:
+                timeline.add(ends, None, _iteration_line(run, step, ends))
+            if step % run.checkpoint_interval == 0:
+                full = _disk_full_at(disruptions, run, ends)
+                if full is not None:
+                    _save_failed(run, full, step, ends, timeline, attempt)
+                    failed_at, cause = ends + 5, full
+                    break
+                _saved(run, step, ends, timeline)
+        if failed_at is None:
+            if fatal is None or stop_at > t:
+                return timeline
+            cleared = (
+                fatal.kind in NETWORK_FAULTS and fatal.end is not None and fatal.end < stop_at + run.timeout_ms / 1000
+            )
+            if cleared:  # the collective completes late; no restart
+                step += 1
+                if step % run.log_every == 0:
+                    timeline.add(fatal.end, None, _iteration_line(run, step, fatal.end, (fatal.end - stop_at) * 1000))
+                first, begin, launch = fatal.end, fatal.end, False
+                continue
+            failed_at, cause = _fatal(run, fatal, stop_at, step, timeline, attempt), fatal
+        if cause.end is None or failed_at > t:
+            return timeline
+        attempt += 1
+        step = max([saved for saved in timeline.checkpoints if saved <= step], default=0)
+        begin, launch = max(cause.end, failed_at) + RESTART_SECONDS, True
+        for host in run.hosts:
+            timeline.add(
+                begin - 1,
+                host,
+                f"{_glog(begin - 1, 'W')} {_pid(run, host, 99, attempt - 1)} "
+                "torch/distributed/elastic/agent/server/api.py:719] [default] Worker group FAILED. "
+                f"{max(3 - attempt, 0)}/3 attempts left; will restart worker group",
+            )
+    return timeline
+
+
+def _saved(run: TrainingRun, step: int, at: float, timeline: _Timeline) -> None:
+    first = run.hosts[0]
+    path = checkpoint_path(run, step)
+    timeline.add(at + 0.2, first, f" saving checkpoint at iteration {step:>7} to {run.checkpoint_dir}")
+    timeline.add(at + 4.0, first, f"  successfully saved checkpoint from iteration {step:>7} to {path}")
+    timeline.checkpoints.append(step)
+
+
+def _traceback_lines(rank: int, lines: list[str]) -> list[str]:
+    return [f"[rank{rank}]: {line}" for line in lines]
+
+
+def _save_failed(run, full: Disruption, step: int, at: float, timeline: _Timeline, attempt: int) -> None:
+    path = checkpoint_path(run, step)
+    timeline.add(at + 0.2, run.hosts[0], f" saving checkpoint at iteration {step:>7} to {run.checkpoint_dir}")
+    for rank in run.ranks_of(full.host)[:1]:
+        for text in _traceback_lines(
+            rank,
+            [
+                "Traceback (most recent call last):",
+                f'  File "/workspace/{SCRIPT}", line 231, in <module>',
+                "    pretrain(train_valid_test_datasets_provider, model_provider, forward_step)",
+                '  File "/workspace/megatron/training/training.py", line 412, in pretrain',
+                "    save_checkpoint(iteration, model, optimizer, opt_param_scheduler)",
+                '  File "/workspace/megatron/training/checkpointing.py", line 398, in save_checkpoint',
+                "    torch.save(state_dict, checkpoint_name)",
+                '  File "/usr/local/lib/python3.10/dist-packages/torch/serialization.py", line 652, in save',
+                "    with _open_zipfile_writer(f) as opened_zipfile:",
+                "RuntimeError: [enforce fail at inline_container.cc:603] . unexpected pos 2432696320 vs 2432696208",
+                f"OSError: [Errno 28] No space left on device: '{path}'",
+            ],
+        ):
+            timeline.add(at + 2.0, full.host, text)
+    _agent_failure(run, full.host, 0, at + 5, 1, timeline, attempt)
+
+
+def _agent_failure(run, host, local, at, exitcode, timeline, attempt) -> None:
+    rank = run.ranks_of(host)[local]
+    pid = _pid(run, host, local, attempt)
+    agent = _pid(run, host, 99, attempt)
+    signal = f"Signal 6 (SIGABRT) received by PID {pid}" if exitcode == -6 else "<N/A>"
+    timeline.add(
+        at,
+        host,
+        f"{_glog(at, 'E')} {agent} torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+        f"{exitcode}) local_rank: {local} (pid: {pid}) of binary: /usr/bin/python3",
+    )
+    for text in (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        f"{SCRIPT} FAILED",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        f"  time      : {datetime.fromtimestamp(at, UTC):%Y-%m-%d_%H:%M:%S}",
+        f"  host      : {host}",
+        f"  rank      : {rank} (local_rank: {local})",
+        f"  exitcode  : {exitcode} (pid: {pid})",
+        "  error_file: <N/A>",
+        f"  traceback : {signal}",
+        "============================================================",
+    ):
+        timeline.add(at + 0.5, host, text)
+
+
+def _fatal(run, fault: Disruption, at: float, step: int, timeline: _Timeline, attempt: int) -> float:
+    """The lines of a fatal fault striking at `at` during step+1; returns when the workers are gone."""
+    seq = (step + 1) * COLLECTIVES_PER_STEP + 1  # the step's first gradient bucket
+    fires = at + run.timeout_ms / 1000
+    if fault.kind == "xid79":
+        local = fault.links[0][0] if fault.links else 0
+        rank = run.ranks_of(fault.host)[local]
+        timeline.add(
+            at + 0.1,
+            fault.host,
+            f"[rank{rank}]:[{_glog(at + 0.1, 'E')} ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank "
+            f"{rank}] Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure",
+        )
+        timeline.add(at + 0.1, fault.host, f"[rank{rank}]: RuntimeError: CUDA error: unspecified launch failure")
+        _agent_failure(run, fault.host, local, at + 2, 1, timeline, attempt)
+        dead = {rank}
+    else:
+        dead = set()
+        for local, device, address in fault.links:
+            _ib_warning(run, fault.host, local, device, address, at + 7 + local * 0.01, timeline, attempt)
+    lagging = set(run.ranks_of(fault.host))
+    noise = _noise(run, "watchdog", at)
+    for host in run.hosts:
+        for rank in run.ranks_of(host):
+            if rank in dead:
+                continue
+            when = fires + noise.uniform(0.0, 0.09)
+            ran = int(run.timeout_ms + noise.uniform(5, 99))
+            enqueued = seq if rank in lagging else seq + 2
+            timeline.add(
+                when,
+                host,
+                f"[rank{rank}]:[{_glog(when, 'E')} ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught "
+                f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={ALLREDUCE_NUMEL}, "
+                f"NumelOut={ALLREDUCE_NUMEL}, Timeout(ms)={run.timeout_ms}) ran for {ran} milliseconds before "
+                "timing out.",
+            )
+            timeline.add(
+                when + 0.002,
+                host,
+                f"[rank{rank}]:[{_glog(when + 0.002, 'E')} ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
+                f"Rank {rank}] Exception (either an error or timeout) detected by watchdog at work: {seq}, last "
+                f"enqueued NCCL work: {enqueued}, last completed NCCL work: {seq - 1}.",
+            )
+    for host in run.hosts:
+        if host != fault.host or fault.kind != "xid79":
+            _agent_failure(run, host, 0, fires + 1, -6, timeline, attempt)
+    return fires + 1
+
+
+def _ib_warning(run, host: str, local: int, device: str, address: str, at: float, timeline, attempt: int) -> None:
+    pid = _pid(run, host, local, attempt)
+    peer_host = run.hosts[(run.hosts.index(host) + 1) % len(run.hosts)]
+    peer = _noise(run, "peer", peer_host).randrange(2, 250)
+    timeline.add(
+        at,
+        host,
+        f"{host}:{pid}:{pid + 77} [{local}] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from "
+        f"peer 10.0.{run.hosts.index(peer_host) % 250}.{peer}<{43000 + local}> with status=12 opcode=0 len=0 vendor "
+        f"err 129 (Send) localGid ::ffff:{address or '0.0.0.0'} hca {device or 'mlx5_0'}",
+    )
+    timeline.add(at, host, f"{host}:{pid}:{pid + 77} [{local}] NCCL INFO transport/net.cc:1298 -> 6")
+
+
+def render_log(run: TrainingRun, host: str, disruptions: list[Disruption], t: float) -> str:
+    """The log on `host` at time t: its agent's and ranks' lines; node rank 0's also holds the iteration lines."""
+    if host not in run.hosts or t < run.started:
+        return ""
+    timeline = simulate(run, disruptions, t)
+    first = run.hosts[0]
+    mine = [line for line in timeline.lines if line.at <= t and (line.host or first) == host]
+    mine.sort(key=lambda line: line.at)
+    return "".join(line.text + "\n" for line in mine)
+
+
+def saved_checkpoints(run: TrainingRun, disruptions: list[Disruption], t: float) -> list[str]:
+    """The checkpoint files the run has written by time t."""
+    timeline = simulate(run, disruptions, t)
+    return [checkpoint_path(run, step) for step in sorted(set(timeline.checkpoints))]
+
+
+# --- the runs the simulator knows about -------------------------------------------------------------------------
+
+RunSource = Callable[[str], list[TrainingRun]]
+_sources: list[RunSource] = []
+
+
+def register_run_source(source: RunSource) -> None:
+    """A higher layer (which knows the workloads) tells the simulator which runs a host takes part in."""
+    if source not in _sources:
+        _sources.append(source)
+
+
+def runs_on(hostname: str) -> list[TrainingRun]:
+    return [run for source in _sources for run in source(hostname)]

@@ -1,0 +1,110 @@
+"""The faults of a simulated training run, read from the simulator's records, and the files the run shows.
+
+A fault starts when it was injected (SimFault.created). It ends when a command repaired it: the node's state no
+longer shows it (MTU back at the inventory's, PFC back on the priority) and the change that did it was stored at
+SimChange.updated. A fault only clearing removes (XID 79, link down, disk full) ends when it is cleared, and then it
+is gone from the record: the log reads as if it never happened.
+"""
+
+import time
+
+from apps.inventory.models import Node
+from apps.simulator.changes import apply_changes
+from apps.simulator.faults.node import apply_faults
+from apps.simulator.models import SimChange, SimFault
+from apps.simulator.state import SimulatedNode, build_state
+from apps.simulator.training import FATAL_FAULTS, Disruption, TrainingRun, render_log, runs_on, saved_checkpoints
+
+TRAINING_FAULTS = FATAL_FAULTS + ("disk_full",)
+
+
+def _state(node: Node) -> SimulatedNode:
+    """The node's state now (as services.node_state builds it; the tools import this module, so not from there)."""
+    node = Node.objects.prefetch_related(
+        "gpus__sku", "nics__cable_as_a", "nics__cable_as_b", "firmware", "volumes__tier", "sim_faults", "sim_changes"
+    ).get(pk=node.pk)
+    return apply_changes(apply_faults(build_state(node), node.sim_faults.all()), node.sim_changes.all())
+
+
+def disruptions(run: TrainingRun) -> list[Disruption]:
+    faults = SimFault.objects.filter(node__hostname__in=run.hosts, kind__in=TRAINING_FAULTS).select_related("node")
+    found = []
+    states: dict[str, SimulatedNode] = {}
+    for fault in faults:
+        host = fault.node.hostname
+        if host not in states:
+            states[host] = _state(fault.node)
+        state = states[host]
+        found.append(
+            Disruption(
+                host=host,
+                kind=fault.kind,
+                start=fault.created.timestamp(),
+                end=_repaired_at(fault, state),
+                target=fault.target,
+                links=_links(run, state, fault),
+            )
+        )
+    return found
+
+
+def _repaired_at(fault: SimFault, state: SimulatedNode) -> float | None:
+    """When a command repaired the fault, if one did (the state no longer shows it)."""
+    if fault.kind == "mtu":
+        nic, expected = state.nic(fault.target), fault.node.nics.filter(name=fault.target).first()
+        if nic is None or expected is None or nic.mtu != expected.mtu:
+            return None
+        key = f"nic:{fault.target}:mtu"
+    elif fault.kind == "pfc_off":
+        if not all(int(fault.target) in nic.pfc_priorities for nic in state.rdma_nics):
+            return None
+        key = "nic:%:pfc"
+    else:
+        return None
+    changes = SimChange.objects.filter(node=fault.node)
+    changes = changes.filter(key__startswith="nic:", key__endswith=":pfc") if "%" in key else changes.filter(key=key)
+    last = max((change.updated for change in changes if change.updated >= fault.created), default=None)
+    return last.timestamp() if last else None
+
+
+def _address(run: TrainingRun, state: SimulatedNode, nic_name: str) -> str:
+    index = [nic.name for nic in state.data_nics].index(nic_name) if state.nic(nic_name) else 0
+    return f"10.{index}.{run.hosts.index(state.hostname) % 250}.{11 + index}"
+
+
+def _links(run: TrainingRun, state: SimulatedNode, fault: SimFault) -> tuple[tuple[int, str, str], ...]:
+    """The local ranks a fault touches, with the NIC each reaches the fabric through (same PCIe switch)."""
+    gpus = sorted(state.gpus, key=lambda gpu: gpu.index)[: run.ranks_per_node]
+    if fault.kind == "xid79":
+        return tuple((local, "", "") for local, gpu in enumerate(gpus) if str(gpu.index) == fault.target)
+    if fault.kind == "disk_full":
+        return ()
+    nics = state.data_nics if fault.kind == "pfc_off" else [nic for nic in state.data_nics if nic.name == fault.target]
+    links = []
+    for local, gpu in enumerate(gpus):
+        for nic in nics:
+            if nic.pcie_switch and nic.pcie_switch == gpu.pcie_switch:
+                links.append((local, nic.rdma_device or "", _address(run, state, nic.name)))
+                break
+    return tuple(links)
+
+
+def _run_at(hostname: str, path: str) -> TrainingRun | None:
+    return next((run for run in runs_on(hostname) if run.log_path == path), None)
+
+
+def training_file(hostname: str, path: str, now: float | None = None) -> str | None:
+    """The content of a training run's log on this host (None: no run logs to that path here)."""
+    run = _run_at(hostname, path)
+    if run is None:
+        return None
+    return render_log(run, hostname, disruptions(run), time.time() if now is None else now)
+
+
+def checkpoint_listing(hostname: str, directory: str, now: float | None = None) -> list[str] | None:
+    """The checkpoint files in a run's checkpoint directory (None: no run keeps checkpoints there)."""
+    directory = directory.rstrip("/")
+    run = next((run for run in runs_on(hostname) if run.checkpoint_dir.rstrip("/") == directory), None)
+    if run is None:
+        return None
+    return saved_checkpoints(run, disruptions(run), time.time() if now is None else now)

@@ -1,0 +1,64 @@
+"""Incidents over the REST API: open (operators), read (viewers), refuse bad input naming the field, approve a fix."""
+
+import pytest
+
+from apps.diagnosis.models import Incident
+from apps.jobs.models import Job
+
+URL = "/api/incidents/"
+
+
+@pytest.mark.django_db
+def test_anonymous_and_viewers_cannot_open_or_approve(training_job, api_client, api_as, viewer):
+    assert api_client.get(URL).status_code in (401, 403)
+    as_viewer = api_as(viewer)
+    assert as_viewer.get(URL).status_code == 200
+    response = as_viewer.post(URL, {"training_job": str(training_job.public_id)}, format="json")
+    assert response.status_code == 403
+    assert not Incident.objects.exists() and not Job.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "training_job"),
+        ({"training_job": "00000000-0000-0000-0000-000000000000"}, "training_job"),
+        ({"node": "no-such-node"}, "node"),
+        ({"node": "gpu001", "transport": "telnet"}, "transport"),
+    ],
+)
+def test_bad_input_names_the_field_and_changes_nothing(training_job, api_as, operator, body, field):
+    response = api_as(operator).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not Incident.objects.exists() and not Job.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_open_follow_and_approve_over_the_api(training_job, inject, api_as, operator, viewer, run_shards):
+    inject("gpu002", "pfc_off", "3")
+    client = api_as(operator)
+    response = client.post(URL, {"training_job": str(training_job.public_id), "transport": "sim"}, format="json")
+    assert response.status_code == 201, response.json()
+    incident_id = response.json()["id"]
+    for phase in ("log", "network"):
+        run_shards(Job.objects.get(parameters__incident=incident_id, parameters__phase=phase))
+    detail = api_as(viewer).get(f"{URL}{incident_id}/").json()
+    assert detail["cause"] == "pfc_off" and detail["suspect_nodes"] == ["gpu002"]
+    assert detail["hypotheses"][0]["cause"] == "pfc_off" and detail["hypotheses"][0]["supporting"]
+    watchdog = next(row for row in detail["evidence"] if row["topic"] == "watchdog")
+    assert watchdog["command"] == "tail -n 4000 /var/log/train/llm-pretrain.log"
+    assert watchdog["raw_output"].startswith(f"/api/jobs/{watchdog['job']}/artifacts/")
+    assert "Watchdog caught collective operation timeout" in client.get(watchdog["raw_output"]).content.decode()
+    assert detail["ranking_changes"], "the ranking's changes are kept"
+    dry = client.get(f"{URL}{incident_id}/dry-run/").json()
+    assert dry[0]["commands"][0] == "gpu002$ mlnx_qos -i ens1np0 --trust dscp --pfc 0,0,0,1,0,0,0,0"
+    remediation = detail["remediations"][0]["id"]
+    approve = f"{URL}{incident_id}/remediations/{remediation}/approve/"
+    assert api_as(viewer).post(approve).status_code == 403
+    response = client.post(approve)
+    assert response.status_code == 201 and response.json()["kind"] == "nccl-timeout"
+    assert client.post(approve).status_code == 400  # approved once only
+    fixed = client.get(f"{URL}{incident_id}/").json()["remediations"][0]
+    assert fixed["approved_by"] == "operator" and fixed["state"] == "approved"

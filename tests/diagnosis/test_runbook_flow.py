@@ -1,0 +1,146 @@
+"""Runbook 1 end to end on the simulator: each fault gives its branch, its conclusion and its fix."""
+
+import pytest
+
+from apps.diagnosis import services
+from apps.diagnosis.choices import Cause, IncidentState, RemediationState
+from apps.diagnosis.phases import Phase
+from apps.simulator import services as sim
+
+
+def _run_phase(incident, run_shards, phase):
+    job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
+    assert job is not None, f"no {phase} job was started"
+    run_shards(job)
+    incident.refresh_from_db()
+    return job
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pfc_off_is_found_fixed_and_resolved(training_job, inject, age_changes, operator, run_shards, settings):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    inject("gpu003", "pfc_off", "3")
+    incident = services.open_incident(user=operator, training_job=training_job, transport="sim")
+    services.start_runbook(incident=incident, user=operator)
+    _run_phase(incident, run_shards, Phase.LOG)
+    assert list(incident.suspect_nodes.values_list("hostname", flat=True)) == ["gpu003"]
+    assert "timed out in ALLREDUCE" in incident.symptom
+    lag = incident.evidence.get(topic="lag")
+    assert lag.data["ranks"] == list(range(16, 24)) and lag.data["hosts"] == ["gpu003"]
+    assert "gpu003 GPUs 0-7" in lag.summary
+    _run_phase(incident, run_shards, Phase.NETWORK)
+    assert incident.state == IncidentState.CONCLUDED
+    assert incident.cause == Cause.PFC_OFF
+    remediation = incident.remediations.get()
+    assert {c["command"] for c in remediation.commands} == {"set-qos"}
+    assert {c["hostname"] for c in remediation.commands} == {"gpu003"}
+    print(services.dry_run(remediation=remediation))
+    services.approve_remediation(remediation=remediation, user=operator)
+    _run_phase(incident, run_shards, Phase.FIX)
+    age_changes(10)
+    _run_phase(incident, run_shards, Phase.VERIFY)
+    remediation.refresh_from_db()
+    assert remediation.state == RemediationState.VERIFIED, remediation.outcome
+    assert incident.state == IncidentState.RESOLVED
+
+
+def _diagnose(training_job, operator, run_shards):
+    incident = services.open_incident(user=operator, training_job=training_job, transport="sim")
+    services.start_runbook(incident=incident, user=operator)
+    _run_phase(incident, run_shards, Phase.LOG)
+    _run_phase(incident, run_shards, Phase.NETWORK)
+    return incident
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mtu_1500_concludes_mtu_mismatch_with_the_exact_command(training_job, inject, operator, run_shards):
+    inject("gpu002", "mtu", "ens4np0")
+    incident = _diagnose(training_job, operator, run_shards)
+    assert incident.cause == Cause.MTU_MISMATCH
+    fault = incident.evidence.get(topic="mtu", verdict="fault")
+    assert (fault.hostname, fault.subject, fault.data) == ("gpu002", "ens4np0", {"mtu": 1500, "expected": 9000})
+    assert services.dry_run(remediation=incident.remediations.get()) == ["gpu002$ ip link set dev ens4np0 mtu 9000"]
+    top = incident.hypotheses.order_by("rank").first()
+    assert top.cause == Cause.MTU_MISMATCH and fault in top.supporting.all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_link_down_names_the_cable_and_switch_port_and_stays_unresolved_while_down(
+    training_job, inject, operator, run_shards, settings
+):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    inject("gpu004", "nic_down", "ens5np0")
+    incident = _diagnose(training_job, operator, run_shards)
+    assert incident.cause == Cause.LINK_DOWN
+    remediation = incident.remediations.get()
+    assert remediation.commands == []  # a person swaps the cable
+    assert "gpu004 ens5np0: cable" in remediation.summary and "port" in remediation.summary
+    # Approved while the link is still down: the re-check finds the symptom and the incident is not resolved.
+    services.approve_remediation(remediation=remediation, user=operator)
+    _run_phase(incident, run_shards, Phase.VERIFY)
+    remediation.refresh_from_db()
+    assert (incident.state, remediation.state) == (IncidentState.UNRESOLVED, RemediationState.INEFFECTIVE)
+    assert "ens5np0" in remediation.outcome
+
+
+@pytest.mark.django_db(transaction=True)
+def test_xid79_concludes_gpu_lost(training_job, inject, operator, run_shards):
+    inject("gpu001", "xid79", "2")
+    incident = _diagnose(training_job, operator, run_shards)
+    assert incident.cause == Cause.GPU_LOST
+    cuda = incident.evidence.get(topic="cuda")
+    assert cuda.hostname == "gpu001" and "CUDA error" in cuda.summary
+    assert incident.evidence.get(topic="xid", verdict="fault").hostname == "gpu001"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_clean_network_takes_the_storage_and_data_loader_branch(demo_cluster, operator, run_shards):
+    from apps.inventory.models import Node
+
+    incident = services.open_incident(user=operator, node=Node.objects.get(hostname="gpu010"), transport="sim")
+    services.start_runbook(incident=incident, user=operator)
+    _run_phase(incident, run_shards, Phase.NETWORK)
+    assert incident.cause == Cause.STORAGE_OR_LOADER
+    assert not incident.evidence.filter(verdict="fault").exists()
+    assert incident.evidence.filter(topic="pfc", verdict="healthy").count() == 8
+    assert incident.remediations.get().commands == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fault_back_after_its_fix_escalates(training_job, inject, age_changes, operator, run_shards, settings):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    fault = inject("gpu003", "pfc_off", "3", minutes_ago=90)
+    first = _diagnose(training_job, operator, run_shards)
+    services.approve_remediation(remediation=first.remediations.get(), user=operator)
+    _run_phase(first, run_shards, Phase.FIX)
+    age_changes(60)
+    _run_phase(first, run_shards, Phase.VERIFY)
+    assert first.state == IncidentState.RESOLVED
+    sim.clear_fault(fault=fault)
+    inject("gpu003", "pfc_off", "3", minutes_ago=20)  # it comes back (a switch reload lost the QoS profile)
+    second = _diagnose(training_job, operator, run_shards)
+    assert second.cause == Cause.PFC_OFF
+    assert second.recurrence_of == first and second.escalated
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_full_checkpoint_volume_leads_to_the_storage_branch(training_job, inject, operator, run_shards):
+    inject("gpu001", "disk_full", "/checkpoints", minutes_ago=30)
+    incident = _diagnose(training_job, operator, run_shards)
+    disk = incident.evidence.get(topic="disk")
+    assert disk.hostname == "gpu001" and "No space left on device" in disk.excerpt
+    assert incident.cause == Cause.STORAGE_OR_LOADER  # the network checks on gpu001 ran clean
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evidence_and_ranking_changes_go_out_as_events_of_the_runbook_jobs(training_job, inject, operator, run_shards):
+    from apps.jobs.models import JobEvent
+
+    inject("gpu002", "mtu", "ens1np0")
+    incident = _diagnose(training_job, operator, run_shards)
+    events = JobEvent.objects.filter(job__in=incident.jobs.all()).order_by("job__created", "seq")
+    pushed = [event.data["evidence"]["seq"] for event in events if "evidence" in event.data]
+    assert sorted(pushed) == sorted(incident.evidence.values_list("seq", flat=True))
+    rankings = [event.data["ranking"] for event in events if "ranking" in event.data]
+    assert rankings and rankings[-1][0]["cause"] == Cause.MTU_MISMATCH
+    assert len(rankings) == incident.ranking_changes.count()

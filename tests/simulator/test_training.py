@@ -1,0 +1,163 @@
+"""The simulated training job: its log has the real tools' line shapes, follows from the seed, the time and the
+faults, is read by the same parsers as real logs, and answers `tail`/`cat`/`ls` on the job's nodes."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.inventory.models import Node
+from apps.parsers.training_log import parse_training_log
+from apps.parsers.triage import triage
+from apps.simulator import services as sim
+from apps.simulator.models import SimChange, SimFault
+from apps.simulator.training import RESTART_SECONDS, STARTUP_SECONDS, Disruption, TrainingRun, render_log
+from tests.simulator.conftest import real
+
+T0 = 1_800_000_000.0
+RUN = TrainingRun(
+    name="llm",
+    hosts=("n1", "n2", "n3"),
+    ranks_per_node=4,
+    checkpoint_dir="/ckpt/llm",
+    checkpoint_interval=100,
+    seed=7,
+    started=T0,
+    log_path="/logs/llm.log",
+)
+PFC = Disruption(host="n2", kind="pfc_off", start=T0 + 600, links=((1, "mlx5_1", "10.1.1.12"),))
+
+
+def _shape(line: str) -> str:
+    """The line with its numbers and names taken out: what a real line and ours must share."""
+    return re.sub(r"\d+", "N", re.sub(r"\[rank\d+\]:", "", line))
+
+
+def test_watchdog_lines_have_the_real_shape():
+    ours = render_log(RUN, "n2", [PFC], T0 + 1300).splitlines()
+    theirs = real(
+        "pytorch-nccl/watchdog-allreduce-timeout-600000ms-exception-detected-pg-guid-default-pg-basicsr-issue737-partial.txt"
+    ).splitlines()
+    caught = next(line for line in ours if "Watchdog caught" in line)
+    detected = next(line for line in ours if "detected by watchdog" in line)
+    assert _shape(caught).replace("OpType=ALLREDUCE", "") == _shape(theirs[0]).replace("OpType=ALLREDUCE", "")
+    assert _shape(detected) == _shape(theirs[1])
+
+
+def test_a_network_fault_hangs_the_run_and_the_faulty_node_lags():
+    before = render_log(RUN, "n1", [PFC], T0 + 600 + 599)
+    assert "Watchdog" not in before  # the collective hangs; the timeout has not passed yet
+    log = parse_training_log(render_log(RUN, "n2", [PFC], T0 + 1300))
+    assert {t.rank for t in log.timeouts} == {4, 5, 6, 7} and log.lagging_ranks == []  # alone, no one is behind
+    enqueued = {
+        t.rank: t.last_enqueued
+        for host in RUN.hosts
+        for t in parse_training_log(render_log(RUN, host, [PFC], T0 + 1300)).timeouts
+    }
+    assert len(enqueued) == 12  # every rank's watchdog fired
+    assert sorted(rank for rank, work in enqueued.items() if work == min(enqueued.values())) == [4, 5, 6, 7]
+    problems = {finding.problem for finding in triage(render_log(RUN, "n2", [PFC], T0 + 1300)).findings}
+    assert {"nccl_watchdog_timeout", "nccl_ib_error", "worker_failed"} <= problems
+
+
+def test_the_same_seed_gives_the_same_log_and_another_seed_other_figures():
+    first = render_log(RUN, "n1", [PFC], T0 + 1300)
+    assert first == render_log(RUN, "n1", [PFC], T0 + 1300)
+    other = render_log(TrainingRun(**{**RUN.__dict__, "seed": 8}), "n1", [PFC], T0 + 1300)
+    assert other != first and other.count("iteration ") == first.count("iteration ")  # noise, not events
+
+
+def test_after_the_fix_the_run_resumes_from_the_newest_checkpoint():
+    fixed = Disruption(**{**PFC.__dict__, "end": T0 + 1500})
+    log = render_log(RUN, "n1", [fixed], T0 + 1500 + RESTART_SECONDS + STARTUP_SECONDS + 60)
+    run = parse_training_log(log)
+    assert run.attempts == 2 and run.steps_since_start > 0 and not run.timeouts
+    failed_at_step = int((600 - STARTUP_SECONDS) // RUN.step_seconds)
+    assert f"at iteration {failed_at_step // 100 * 100}" in log  # loads the newest checkpoint before the failure
+
+
+def test_a_hang_shorter_than_the_timeout_only_slows_one_step():
+    brief = Disruption(**{**PFC.__dict__, "end": T0 + 660})
+    log = render_log(RUN, "n1", [brief], T0 + 900)
+    assert "Watchdog" not in log and "Starting worker group (attempt 1)" not in log
+    assert parse_training_log(log).last_step >= (900 - STARTUP_SECONDS - 60) // RUN.step_seconds // 10 * 10
+
+
+def test_xid79_kills_its_rank_with_a_cuda_error_and_the_others_time_out():
+    lost = Disruption(host="n3", kind="xid79", start=T0 + 600, target="2", links=((2, "", ""),))
+    log = "".join(render_log(RUN, host, [lost], T0 + 1300) for host in RUN.hosts)
+    assert "[rank10]: RuntimeError: CUDA error: unspecified launch failure" in log
+    assert 10 not in {t.rank for t in parse_training_log(log).timeouts}
+    assert any(f.problem == "cuda_error" and f.rank == 10 for f in triage(log).findings)
+
+
+def test_a_full_checkpoint_volume_fails_the_next_save():
+    full = Disruption(host="n1", kind="disk_full", start=T0 + 100, target="/ckpt")
+    log = render_log(RUN, "n1", [full], T0 + 400)
+    assert "OSError: [Errno 28] No space left on device: '/ckpt/llm/step_0000100.pt'" in log
+    problems = {finding.problem for finding in triage(log).findings}
+    assert {"disk_full", "worker_failed"} <= problems
+
+
+@pytest.fixture
+def running(demo_cluster):
+    from apps.diagnosis.simulation import training_run  # noqa: F401  (the source the diagnosis app registers)
+    from apps.workloads.choices import TrainingState
+    from apps.workloads.models import TrainingJob, TrainingJobNode
+
+    job = TrainingJob.objects.create(
+        name="tiny",
+        ranks_per_node=8,
+        checkpoint_dir="/checkpoints/tiny",
+        checkpoint_interval_steps=100,
+        log_path="/var/log/train/tiny.log",
+        state=TrainingState.RUNNING,
+        started_at=timezone.now() - timedelta(minutes=40),
+    )
+    for rank, hostname in enumerate(("gpu005", "gpu006")):
+        TrainingJobNode.objects.create(job=job, node=Node.objects.get(hostname=hostname), node_rank=rank)
+    return job
+
+
+@pytest.mark.django_db
+def test_the_nodes_answer_tail_cat_and_ls_of_the_job(running):
+    node = Node.objects.get(hostname="gpu005")
+    tail = sim.run_command(node=node, argv=["tail", "-n", "3", running.log_path])
+    assert tail.exit_code == 0 and len(tail.stdout.splitlines()) == 3 and "iteration" in tail.stdout
+    whole = sim.run_command(node=node, argv=["cat", running.log_path]).stdout
+    assert whole.endswith(tail.stdout) and "Starting worker group (attempt 0)" in whole
+    listing = sim.run_command(node=node, argv=["ls", running.checkpoint_dir]).stdout.split()
+    assert listing[:2] == ["step_0000100.pt", "step_0000200.pt"]
+    missing = sim.run_command(node=node, argv=["tail", "-n", "3", "/var/log/train/other.log"])
+    assert missing.exit_code == 1 and "No such file or directory" in missing.stderr
+    assert "iteration" not in sim.run_command(node=node, argv=["tail", running.log_path]).stderr
+
+
+@pytest.mark.django_db
+def test_a_fault_injected_on_a_peer_and_its_repair_show_in_the_log(running):
+    peer = Node.objects.get(hostname="gpu006")
+    fault = sim.inject_fault(node=peer, kind="mtu", target="ens2np0")
+    SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=20))
+    node = Node.objects.get(hostname="gpu005")
+    hung = parse_training_log(sim.run_command(node=node, argv=["cat", running.log_path]).stdout)
+    assert hung.timeouts and hung.attempts == 1
+    sim.run_command(node=peer, argv=["ip", "link", "set", "dev", "ens2np0", "mtu", "9000"])
+    SimChange.objects.filter(node=peer).update(updated=timezone.now() - timedelta(minutes=5))
+    resumed = parse_training_log(sim.run_command(node=node, argv=["cat", running.log_path]).stdout)
+    assert resumed.attempts == 2 and resumed.steps_since_start > 0 and not resumed.timeouts
+
+
+@pytest.mark.django_db
+def test_ethtool_statistics_have_the_real_layout_and_show_pfc_off(demo_cluster):
+    node = Node.objects.get(hostname="gpu007")
+    theirs = real("network/ethtool-S-mlx5-connectx4-first-lines-partial-ethq-issue8.txt").splitlines()
+    healthy = sim.run_command(node=node, argv=["ethtool", "-S", "ens1np0"]).stdout.splitlines()
+    assert healthy[0] == theirs[0] == "NIC statistics:"
+    assert [_shape(line).split(":")[0][:5] for line in healthy[1:3]] == ["     ", "     "]
+    assert healthy[1:5] == [line.split(":")[0] + ": " + line.split(": ")[1] for line in healthy[1:5]]
+    assert [line.split(":")[0] for line in healthy[1:5]] == [line.split(":")[0] for line in theirs[1:5]]
+    assert "     rx_discards_phy: 0" in healthy
+    sim.inject_fault(node=node, kind="pfc_off", target="3")
+    faulty = sim.run_command(node=node, argv=["ethtool", "-S", "ens1np0"]).stdout
+    assert "     rx_prio3_pause: 0" in faulty and "     rx_discards_phy: 0" not in faulty
