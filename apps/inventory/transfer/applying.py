@@ -1,6 +1,7 @@
 """Applying an import: every row checked as full_clean() checks it and saved in file order, all or nothing."""
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +14,13 @@ from apps.core.choices import ChangeSource
 from apps.core.text import cut, echo
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import Cable, Nic, Node
-from apps.inventory.transfer.problems import ImportProblem, ImportRejected, ImportResult, SectionCounts
+from apps.inventory.transfer.problems import (
+    ImportProblem,
+    ImportProgress,
+    ImportRejected,
+    ImportResult,
+    SectionCounts,
+)
 from apps.inventory.transfer.reading import Item, csv_items, document_items, json_item_lines, read_json, read_yaml
 from apps.inventory.transfer.sections import (
     FOREIGN_KEY_TARGETS,
@@ -25,6 +32,8 @@ from apps.inventory.transfer.sections import (
     end_value,
 )
 from apps.inventory.transfer.values import Invalid, convert, end_key, peer_key, ref_key
+
+PROGRESS_EVERY = 250  # rows between two progress reports: ~1 s of work, a few events per thousand rows
 
 
 class _Row:
@@ -53,6 +62,42 @@ class _Row:
                 self.add(None, message)
 
 
+class _RackOccupancy:
+    """Who sits where in each rack: loaded in one query, kept up to date as rows are saved, and asked by
+    Node.clean() instead of a query of the rack's nodes for every row."""
+
+    def __init__(self) -> None:
+        self._racks: dict[int, dict[str, tuple[int, int]]] | None = None  # rack id -> {hostname: (U, height)}
+        self._rack_of: dict[str, int] = {}
+
+    def _load(self) -> dict[int, dict[str, tuple[int, int]]]:
+        if self._racks is None:
+            self._racks = defaultdict(dict)
+            placed = Node.objects.filter(rack__isnull=False, u_position__isnull=False)
+            for hostname, rack_id, u_position, u_height in placed.values_list(
+                "hostname", "rack_id", "u_position", "u_height"
+            ):
+                self._racks[rack_id][hostname] = (u_position, u_height)
+                self._rack_of[hostname] = rack_id
+        return self._racks
+
+    def neighbours(self, node: Node) -> list[tuple[str, int, int]]:
+        return [
+            (hostname, u_position, u_height)
+            for hostname, (u_position, u_height) in self._load().get(node.rack_id, {}).items()
+            if hostname != node.hostname
+        ]
+
+    def saved(self, node: Node) -> None:
+        racks = self._load()
+        old = self._rack_of.pop(node.hostname, None)
+        if old is not None:
+            racks[old].pop(node.hostname, None)
+        if node.rack_id is not None and node.u_position is not None:
+            racks[node.rack_id][node.hostname] = (node.u_position, node.u_height)
+            self._rack_of[node.hostname] = node.rack_id
+
+
 class _Importer:
     """Applies rows in file order. Existing rows are known by natural key and stored values (values() queries, one
     per section); a model instance is loaded only for a row that changes, or to be the target of one."""
@@ -66,9 +111,11 @@ class _Importer:
         self._failed: dict[str, set[tuple]] = defaultdict(set)
         self._seen: dict[str, dict[tuple, Item]] = defaultdict(dict)
         self._m2m: dict[str, dict[int, set[int]]] = {}
+        self._occupancy = _RackOccupancy()
 
-    def run(self, items: list[Item]) -> None:
-        for item in items:
+    def run(self, items: list[Item], progress: Callable[[ImportProgress], None] | None = None) -> None:
+        written = 0
+        for number, item in enumerate(items, start=1):
             if item.section not in self.result.sections:
                 self._stored.clear()  # the previous section's stored values are not needed again
                 self.result.sections[item.section] = SectionCounts()
@@ -76,6 +123,9 @@ class _Importer:
             if outcome:
                 counts = self.result.sections[item.section]
                 setattr(counts, outcome, getattr(counts, outcome) + 1)
+                written += outcome != "unchanged"
+            if progress and (number % PROGRESS_EVERY == 0 or number == len(items)):
+                progress(ImportProgress(len(items), number, written, item.section))
 
     def keys(self, target: str) -> dict[tuple, int]:
         """Natural key -> primary key of a section: what the database holds, then what this file has saved."""
@@ -171,10 +221,14 @@ class _Importer:
             # The target itself, not just its id: clean() and __str__() read it, and would query it row by row.
             setattr(instance, attr, self.instance(target, target_pk) if target_pk is not None else None)
         whole = not blocked and not skip & _relations(section.model)
+        if section.name == "nodes":
+            instance._known_neighbours = self._occupancy.neighbours
         self._validate(section, instance, skip, whole=whole, row=row)
         if row.failed or blocked or not self._save(section, instance, links, row):
             self._failed[section.name].add(key)
             return None
+        if section.name == "nodes":
+            self._occupancy.saved(instance)
         self.keys(section.name)[key] = instance.pk
         if section.name in FOREIGN_KEY_TARGETS:
             self._objects[section.name][instance.pk] = instance
@@ -182,9 +236,10 @@ class _Importer:
 
     def _validate(self, section: Section, instance, skip: set[str], *, whole: bool, row: _Row) -> None:
         """full_clean(), less the queries this import makes redundant: references were found in the index (no
-        existence query per foreign key), natural keys were looked up there (no uniqueness query for them), and the
-        model's Meta.constraints are enforced by the database when the row is saved. Without `whole` (a reference
-        is missing), only each field alone: the model's own rules need the whole row."""
+        existence query per foreign key), natural keys were looked up there, and uniqueness (unique fields and the
+        model's Meta.constraints) is enforced by the database when the row is saved in its savepoint, whose refusal
+        names the field (no uniqueness query per row). Without `whole` (a reference is missing), only each field
+        alone: the model's own rules need the whole row."""
         relations = _relations(section.model)
         errors: dict = {}
         try:
@@ -198,11 +253,6 @@ class _Importer:
         if whole:
             try:
                 instance.clean()
-            except ValidationError as error:
-                errors = error.update_error_dict(errors)
-            looked_up = {name for name in section.key if name in section.plain}
-            try:
-                instance.validate_unique(exclude=skip | looked_up | set(errors))
             except ValidationError as error:
                 errors = error.update_error_dict(errors)
         if errors:
@@ -374,7 +424,12 @@ def _refusal(model: type[models.Model], error: DatabaseError) -> tuple[str | Non
         if constraint.name in text or (columns and text.endswith(", ".join(columns))):
             return (fields[0] if len(fields) == 1 else None), str(constraint.get_violation_error_message())
     for model_field in model._meta.concrete_fields:
-        if model_field.unique and text.endswith(f"{table}.{model_field.column}"):
+        # SQLite: "UNIQUE constraint failed: table.column"; PostgreSQL names the constraint: "table_column_key".
+        sqlite, postgresql = (
+            text.endswith(f"{table}.{model_field.column}"),
+            f'"{table}_{model_field.column}_key"' in text,
+        )
+        if model_field.unique and (sqlite or postgresql):
             return model_field.name, f"Another {model._meta.verbose_name} has this {model_field.verbose_name}."
     return None, f"The database refused this row: {cut(text.splitlines()[0], 200) if text else type(error).__name__}."
 
@@ -383,11 +438,20 @@ _BLOCKED = object()  # the target had problems of its own, already reported
 _MISSING = object()  # the target could not be found; the row has a problem saying so
 
 
-def import_inventory(*, text: str, fmt: str, user=None, dry_run: bool = False) -> ImportResult:
+def import_inventory(
+    *,
+    text: str,
+    fmt: str,
+    user=None,
+    dry_run: bool = False,
+    progress: Callable[[ImportProgress], None] | None = None,
+) -> ImportResult:
     """Create or update the objects in `text` ("json" or "yaml": the export_inventory() document, all sections
     optional; "csv": the export_nodes_csv() columns, hostname required). All or nothing: raises ImportRejected with
     every problem and changes nothing, or saves every row through the audit log as `user`'s import. With dry_run,
-    validates and counts the same way, then rolls back."""
+    validates and counts the same way, then rolls back. `progress` is called every PROGRESS_EVERY rows and after
+    the last, inside the import's transaction (report on another connection); an exception it raises stops the
+    import and rolls it back."""
     if fmt not in IMPORT_FORMATS:
         raise ValueError(f"fmt must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
     text = text.removeprefix("\ufeff")
@@ -398,7 +462,7 @@ def import_inventory(*, text: str, fmt: str, user=None, dry_run: bool = False) -
     importer = _Importer()
     try:
         with transaction.atomic(), audit_context(source=ChangeSource.IMPORT, user=user):
-            importer.run(items)
+            importer.run(items, progress)
             if importer.problems:
                 raise ImportRejected(importer.problems)
             if dry_run:
