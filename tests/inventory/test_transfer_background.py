@@ -122,3 +122,24 @@ def test_a_job_claimed_once_is_not_run_again(api_as, admin, django_capture_on_co
         assert run_inventory_import(job_public_id=job_id) == JobStatus.SUCCEEDED
     assert run_inventory_import(job_public_id=job_id) == "taken"  # a redelivered message does nothing
     assert Node.objects.count() == 2
+
+
+def test_the_reaper_ends_an_import_whose_worker_stopped_beating(admin):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.jobs.services import reap_stale_jobs
+
+    long_ago = timezone.now() - timedelta(minutes=5)
+    lost = Job.objects.create(
+        kind=IMPORT_KIND, transport="", shard_count=0, status=JobStatus.RUNNING, heartbeat=long_ago
+    )
+    # SQLite: the import holds the only write lock and cannot beat; such a job is not taken for lost.
+    unbeaten = Job.objects.create(kind=IMPORT_KIND, transport="", shard_count=0, status=JobStatus.RUNNING)
+
+    assert reap_stale_jobs() == 1
+    lost.refresh_from_db()
+    unbeaten.refresh_from_db()
+    assert (lost.status, lost.summary) == (JobStatus.ERROR, "worker lost")
+    assert unbeaten.status == JobStatus.RUNNING
