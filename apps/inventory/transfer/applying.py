@@ -1,7 +1,7 @@
 """Applying an import: every row checked as full_clean() checks it and saved in file order, all or nothing."""
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -109,11 +109,12 @@ class _Importer:
         self._stored: dict[str, dict[int, dict[str, Any]]] = {}
         self._objects: dict[str, dict[int, models.Model]] = defaultdict(dict)
         self._failed: dict[str, set[tuple]] = defaultdict(set)
-        self._seen: dict[str, dict[tuple, Item]] = defaultdict(dict)
+        self._seen: dict[str, dict[tuple, str]] = defaultdict(dict)  # natural key -> where it first came
         self._m2m: dict[str, dict[int, set[int]]] = {}
         self._occupancy = _RackOccupancy()
 
-    def run(self, items: list[Item], progress: Callable[[ImportProgress], None] | None = None) -> None:
+    def run(self, total: int, items: Iterable[Item], progress: Callable[[ImportProgress], None] | None = None) -> None:
+        """Applies `items` (`total` of them), read one at a time: the file's rows are never all held as rows."""
         written = 0
         for number, item in enumerate(items, start=1):
             if item.section not in self.result.sections:
@@ -124,8 +125,8 @@ class _Importer:
                 counts = self.result.sections[item.section]
                 setattr(counts, outcome, getattr(counts, outcome) + 1)
                 written += outcome != "unchanged"
-            if progress and (number % PROGRESS_EVERY == 0 or number == len(items)):
-                progress(ImportProgress(len(items), number, written, item.section))
+            if progress and (number % PROGRESS_EVERY == 0 or number == total):
+                progress(ImportProgress(max(total, number), number, written, item.section))
 
     def keys(self, target: str) -> dict[tuple, int]:
         """Natural key -> primary key of a section: what the database holds, then what this file has saved."""
@@ -193,11 +194,9 @@ class _Importer:
         if key is None:
             return None
         if key in self._seen[section.name]:
-            first = self._seen[section.name][key]
-            where = f"line {first.line}" if first.line else f"item {first.index}"
-            row.add(section.key[-1], f"Given twice: also at {where}.")
+            row.add(section.key[-1], f"Given twice: also at {self._seen[section.name][key]}.")
             return None
-        self._seen[section.name][key] = item
+        self._seen[section.name][key] = f"line {item.line}" if item.line else f"item {item.index}"
 
         pk = self.keys(section.name).get(key)
         skip = {"public_id"}
@@ -456,13 +455,13 @@ def import_inventory(
         raise ValueError(f"fmt must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
     text = text.removeprefix("\ufeff")
     if fmt == "csv":
-        items = csv_items(text)
+        total, items = csv_items(text)
     else:
-        items = document_items(*(read_json(text) if fmt == "json" else read_yaml(text)))
+        total, items = document_items(*(read_json(text) if fmt == "json" else read_yaml(text)))
     importer = _Importer()
     try:
         with transaction.atomic(), audit_context(source=ChangeSource.IMPORT, user=user):
-            importer.run(items, progress)
+            importer.run(total, items, progress)
             if importer.problems:
                 raise ImportRejected(importer.problems)
             if dry_run:
