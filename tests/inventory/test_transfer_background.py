@@ -143,3 +143,23 @@ def test_the_reaper_ends_an_import_whose_worker_stopped_beating(admin):
     unbeaten.refresh_from_db()
     assert (lost.status, lost.summary) == (JobStatus.ERROR, "worker lost")
     assert unbeaten.status == JobStatus.RUNNING
+
+
+def test_a_row_the_database_refuses_in_a_batch_of_new_rows_is_named(admin):
+    from apps.inventory.transfer import ImportRejected, import_inventory
+
+    rows = [f"bulk{number:05d},compute,racked,10.9.{number // 250}.{number % 250 + 1}" for number in range(1, 701)]
+    rows[600] = "bulk00601,compute,racked,10.9.0.2"  # line 602: bulk00001's address, in the second batch of 500
+    text = "hostname,role,status,management_ip\n" + "\n".join(rows) + "\n"
+    with pytest.raises(ImportRejected) as rejected:
+        import_inventory(text=text, fmt="csv", user=admin)
+    problems = [(p.line, p.field, p.message) for p in rejected.value.problems]
+    assert problems == [(602, "management_ip", "Another node has this management ip.")]
+    assert not Node.objects.exists() and not AuditEntry.objects.filter(object_type="inventory.node").exists()
+
+    rows[600] = "bulk00601,compute,racked,10.9.9.9"
+    text = "hostname,role,status,management_ip\n" + "\n".join(rows) + "\n"
+    assert import_inventory(text=text, fmt="csv", user=admin).totals.created == 700
+    assert AuditEntry.objects.filter(object_type="inventory.node", source=ChangeSource.IMPORT).count() == 700
+    entry = AuditEntry.objects.get(object_repr="bulk00601")
+    assert (entry.actor, entry.changes["management_ip"]) == (admin, [None, "10.9.9.9"])

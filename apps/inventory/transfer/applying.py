@@ -2,14 +2,14 @@
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 
-from apps.core.audit import audit_context
+from apps.core.audit import audit_context, record_created
 from apps.core.choices import ChangeSource
 from apps.core.text import cut, echo
 from apps.inventory.hostkeys import fingerprint_of
@@ -98,6 +98,32 @@ class _RackOccupancy:
             self._rack_of[node.hostname] = node.rack_id
 
 
+CREATE_BATCH = 500  # new rows created with one INSERT
+
+
+@dataclass
+class _Pending:
+    section: Section
+    instance: models.Model
+    links: dict[str, set[int]]
+    row: "_Row"
+    key: tuple
+
+
+def _batchable(model: type[models.Model]) -> bool:
+    # bulk_create skips save(): only for models that add nothing to it (the audit entries are written alongside).
+    return model.save is models.Model.save
+
+
+def _m2m_tables(model: type[models.Model]) -> list[tuple[str, type[models.Model], str, str]]:
+    """(field name, through model, its column to this model, its column to the target) of each many-to-many."""
+    tables = []
+    for field in model._meta.many_to_many:
+        through = field.remote_field.through
+        tables.append((field.name, through, field.m2m_field_name() + "_id", field.m2m_reverse_field_name() + "_id"))
+    return tables
+
+
 class _Importer:
     """Applies rows in file order. Existing rows are known by natural key and stored values (values() queries, one
     per section); a model instance is loaded only for a row that changes, or to be the target of one."""
@@ -112,12 +138,14 @@ class _Importer:
         self._seen: dict[str, dict[tuple, str]] = defaultdict(dict)  # natural key -> where it first came
         self._m2m: dict[str, dict[int, set[int]]] = {}
         self._occupancy = _RackOccupancy()
+        self._pending: list[_Pending] = []  # new rows checked and waiting to be created together (_flush)
 
     def run(self, total: int, items: Iterable[Item], progress: Callable[[ImportProgress], None] | None = None) -> None:
         """Applies `items` (`total` of them), read one at a time: the file's rows are never all held as rows."""
         written = 0
         for number, item in enumerate(items, start=1):
             if item.section not in self.result.sections:
+                self._flush()  # this section's rows may name the last one's
                 self._stored.clear()  # the previous section's stored values are not needed again
                 self.result.sections[item.section] = SectionCounts()
             outcome = self._import(SECTIONS_BY_NAME[item.section], item)
@@ -127,6 +155,7 @@ class _Importer:
                 written += outcome != "unchanged"
             if progress and (number % PROGRESS_EVERY == 0 or number == total):
                 progress(ImportProgress(max(total, number), number, written, item.section))
+        self._flush()
 
     def keys(self, target: str) -> dict[tuple, int]:
         """Natural key -> primary key of a section: what the database holds, then what this file has saved."""
@@ -223,15 +252,62 @@ class _Importer:
         if section.name == "nodes":
             instance._known_neighbours = self._occupancy.neighbours
         self._validate(section, instance, skip, whole=whole, row=row)
-        if row.failed or blocked or not self._save(section, instance, links, row):
+        if row.failed or blocked:
             self._failed[section.name].add(key)
             return None
         if section.name == "nodes":
-            self._occupancy.saved(instance)
+            self._occupancy.saved(instance)  # before the save: the next rows are checked against this one
+        if pk is None and _batchable(section.model):
+            self._pending.append(_Pending(section, instance, links, row, key))
+            if len(self._pending) >= CREATE_BATCH:
+                self._flush()
+            return "created"
+        if not self._save(section, instance, links, row):
+            self._failed[section.name].add(key)
+            return None
+        self._saved(section, instance, links, key)
+        return "created" if pk is None else "updated"
+
+    def _saved(self, section: Section, instance, links: dict[str, set[int]], key: tuple) -> None:
         self.keys(section.name)[key] = instance.pk
         if section.name in FOREIGN_KEY_TARGETS:
             self._objects[section.name][instance.pk] = instance
-        return "created" if pk is None else "updated"
+        for name, wanted in links.items():
+            self.current_links(name)[instance.pk] = set(wanted)
+
+    def _flush(self) -> None:
+        """Creates the waiting new rows of one section with one INSERT (and one for their audit entries, one for
+        their many-to-many links), in a savepoint. Should the database refuse any, the savepoint goes and the rows
+        are saved one by one instead, each in its own, so that the refusal is the problem of the row it belongs to.
+        Called before the rows of another section are read: those may name these."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        section = pending[0].section
+        instances = [each.instance for each in pending]
+        try:
+            with transaction.atomic():
+                section.model.objects.bulk_create(instances)
+                record_created(instances)
+                for name, through, source, target in _m2m_tables(section.model):
+                    rows = [
+                        through(**{source: each.instance.pk, target: target_pk})
+                        for each in pending
+                        for target_pk in each.links.get(name, ())
+                    ]
+                    through.objects.bulk_create(rows)
+        except DatabaseError:
+            for each in pending:
+                each.instance.pk = None  # whatever the refused INSERT gave it
+                each.instance._state.adding, each.instance._state.db = True, None
+                if self._save(section, each.instance, each.links, each.row):
+                    self._saved(section, each.instance, each.links, each.key)
+                else:
+                    self._failed[section.name].add(each.key)
+            return
+        for each in pending:
+            each.instance._state.adding, each.instance._state.db = False, section.model.objects.db
+            self._saved(section, each.instance, each.links, each.key)
 
     def _validate(self, section: Section, instance, skip: set[str], *, whole: bool, row: _Row) -> None:
         """full_clean(), less the queries this import makes redundant: references were found in the index (no
@@ -399,8 +475,6 @@ class _Importer:
         except DatabaseError as error:
             row.add(*_refusal(section.model, error))
             return False
-        for name, wanted in links.items():
-            self.current_links(name)[instance.pk] = set(wanted)
         return True
 
 
