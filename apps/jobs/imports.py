@@ -27,7 +27,7 @@ from django.utils import timezone
 from apps.inventory.models import ImportFile
 from apps.inventory.transfer import ImportProgress, ImportRejected, import_inventory
 from apps.inventory.transfer.background import BackgroundImport
-from apps.jobs.choices import EventLevel, JobStatus
+from apps.jobs.choices import JOB_TERMINAL, EventLevel, JobStatus
 from apps.jobs.events import Recorder, broadcast, emit
 from apps.jobs.models import Job
 
@@ -86,6 +86,8 @@ def run_inventory_import(*, job_public_id: str) -> str:
     if not Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
         status=JobStatus.RUNNING, started=now, heartbeat=beat, updated=now
     ):
+        if Job.objects.filter(pk=job.pk, status__in=JOB_TERMINAL).exists():  # canceled while queued
+            ImportFile.objects.filter(public_id=job.parameters.get("file")).delete()
         return "taken"
     job.refresh_from_db()
     broadcast(job)

@@ -163,3 +163,14 @@ def test_a_row_the_database_refuses_in_a_batch_of_new_rows_is_named(admin):
     assert AuditEntry.objects.filter(object_type="inventory.node", source=ChangeSource.IMPORT).count() == 700
     entry = AuditEntry.objects.get(object_repr="bulk00601")
     assert (entry.actor, entry.changes["management_ip"]) == (admin, [None, "10.9.9.9"])
+
+
+def test_an_import_canceled_while_queued_never_runs_and_its_file_goes(
+    api_as, admin, django_capture_on_commit_callbacks
+):
+    client = api_as(admin)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/inventory/import/?background=true", data=nodes_csv(5), content_type="text/csv")
+        assert client.post(f"/api/jobs/{response.data['job']}/cancel/").data["status"] == JobStatus.CANCELED
+    assert run_inventory_import(job_public_id=response.data["job"]) == "taken"
+    assert not Node.objects.exists() and not ImportFile.objects.exists()
