@@ -180,11 +180,13 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 def read_yaml(text: str) -> tuple[Any, Lines]:
     loader = _Loader(text)
+    lines = Lines()
     try:
         node = loader.get_single_node()
         if node is not None:
             _check_nodes(node)
-        data = loader.construct_document(node) if node is not None else None
+            lines = _yaml_lines(node)
+        data = _construct(loader, node) if node is not None else None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" (column {mark.column + 1})" if mark else ""
@@ -194,7 +196,28 @@ def read_yaml(text: str) -> tuple[Any, Lines]:
         raise rejection("document", None, f"Invalid YAML: {echo(str(error), 200)}.") from None
     finally:
         loader.dispose()
-    return data, _yaml_lines(node)
+    return data, lines
+
+
+def _construct(loader: _Loader, root: yaml.Node) -> Any:
+    """The document built from its nodes, each item of a top-level list built and its node let go of in turn, so
+    the nodes and the values built from them are not both held whole. (The walk of _check_nodes() has refused
+    aliases, so no node is built twice and the loader's memo can be emptied as it goes.)"""
+    if not isinstance(root, yaml.MappingNode):
+        return loader.construct_document(root)
+    data = {}
+    for key_node, value_node in root.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(value_node, yaml.SequenceNode):
+            items = []
+            for position, item_node in enumerate(value_node.value):
+                items.append(loader.construct_object(item_node, deep=True))
+                value_node.value[position] = None
+                loader.constructed_objects.clear()
+            data[key] = items
+        else:
+            data[key] = loader.construct_object(value_node, deep=True)
+    return data
 
 
 def _check_nodes(root: yaml.Node) -> None:
