@@ -287,6 +287,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("RACKPILOT_LOG_LEVEL", "INFO")},
 }
 
+# Inventory imports larger than this many bytes run in the background as a job (docs/inventory.md).
+RACKPILOT_IMPORT_BACKGROUND_BYTES = env_int("RACKPILOT_IMPORT_BACKGROUND_BYTES", 256 * 1024)
+
 # Jobs engine (apps/jobs, apps/nodeexec): see docs/jobs.md.
 # The embedded wiring is for trying Rackpilot out on the demo cluster: its jobs go to the simulator unless told.
 RACKPILOT_JOB_DEFAULT_TRANSPORT = env_str("RACKPILOT_JOB_DEFAULT_TRANSPORT", "sim" if EMBEDDED else "ssh")

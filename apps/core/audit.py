@@ -127,6 +127,40 @@ def _record(instance: AuditedModel, action: str, changes: dict, object_repr: str
 _IGNORED_FIELDS = {"created", "updated"}
 
 
+def record_created(instances: list[AuditedModel]) -> None:
+    """The audit entries of objects created together by bulk_create (which sends no post_save): the same entries
+    the signal would write one by one, with one INSERT."""
+    from apps.core.models import AuditEntry
+
+    actor = current_actor()
+    user = actor.resolve_user()
+    entries = []
+    for instance in instances:
+        if not isinstance(instance, AuditedModel):
+            continue
+        changes = {
+            name: [None, _jsonable(value)]
+            for name, value in instance.audit_values().items()
+            if name not in _IGNORED_FIELDS
+        }
+        entries.append(
+            AuditEntry(
+                actor=user,
+                actor_name=user.get_username() if user else "",
+                source=actor.source,
+                action=AuditAction.CREATE,
+                object_type=instance._meta.label_lower,
+                object_id=str(instance.pk),
+                object_repr=describe(instance)[:200],
+                changes=changes,
+                job=getattr(actor.job, "public_id", actor.job),
+            )
+        )
+        instance._audit_loaded = instance.audit_values()
+    if entries:
+        AuditEntry.objects.bulk_create(entries)
+
+
 @receiver(post_save)
 def _audit_save(sender, instance, created, raw=False, **kwargs):
     if raw or not isinstance(instance, AuditedModel):

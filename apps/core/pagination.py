@@ -1,18 +1,188 @@
-"""The API's pagination: DRF's limit/offset, bounded, so a huge `limit` or `offset` is a clear answer rather than a
-number the database cannot hold (PostgreSQL's LIMIT and OFFSET are 64-bit)."""
+"""The API's pagination: DRF's limit/offset, bounded, and keyset (cursor) pages for long lists.
 
+Limit/offset stays the default, so existing clients see no change: `?limit=100&offset=9000`. A huge `limit` or
+`offset` is a clear answer rather than a number the database cannot hold (PostgreSQL's LIMIT and OFFSET are 64-bit).
+
+`?cursor=` (empty for the first page) opts in to keyset pages: the page is the rows after the last one of the
+previous page in the list's own order (the queryset's ordering, `?ordering=` included, with the primary key last so
+the order is total), found by a WHERE on those columns instead of an OFFSET the database must count through. A deep
+page costs what the first does, and a row inserted or deleted while a client walks the list never makes it see
+another row twice or miss one that was there all along. The cursor is the last row's ordering values (base64 JSON)
+with the ordering it was made for; its `next` link carries it. There is no `count` and no `previous` in this mode:
+counting is the cost a deep page must not pay, and a walk goes forward.
+"""
+
+import base64
+import binascii
+import datetime
+import decimal
+import json
+import uuid
+from functools import reduce
+from operator import and_, or_
+
+from django.core.exceptions import FieldError
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import connections
+from django.db.models import Q
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 MAX_OFFSET = 2**53  # past any table's length, and below every database's integer limits
+CURSOR_PARAM = "cursor"
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
     # No page-size cap a client would notice (the job page asks for a whole matrix at once): only the database's.
     max_limit = MAX_OFFSET
+    cursor_query_param = CURSOR_PARAM
+    cursor_query_description = (
+        "Keyset pages: empty for the first page, then the `next` link's value. Deep pages cost what the first does; "
+        "no `count` or `previous` in this mode. Without it, pages are limit/offset."
+    )
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.cursor_mode = self.cursor_query_param in request.query_params
+        if not self.cursor_mode:
+            return super().paginate_queryset(queryset, request, view)
+        self.request = request
+        self.limit = self.get_limit(request)
+        self.ordering = total_ordering(queryset)
+        after = decode_cursor(request.query_params[self.cursor_query_param], self.ordering)
+        page = queryset.order_by(*self.ordering)
+        if after is not None:
+            nulls_largest = connections[queryset.db].features.nulls_order_largest
+            try:
+                page = page.filter(after_row(self.ordering, after, nulls_largest=nulls_largest))
+            except (DjangoValidationError, ValueError, TypeError, FieldError):
+                raise ValidationError({self.cursor_query_param: ["This cursor does not fit this list."]}) from None
+        rows = list(page[: self.limit + 1])
+        self.has_next = len(rows) > self.limit
+        rows = rows[: self.limit]
+        self.next_cursor = encode_cursor(self.ordering, row_values(rows[-1], self.ordering)) if rows else None
+        return rows
+
+    def get_paginated_response(self, data):
+        if not self.cursor_mode:
+            return super().get_paginated_response(data)
+        return Response({"next": self.get_next_link(), "results": data})
+
+    def get_next_link(self):
+        if not self.cursor_mode:
+            return super().get_next_link()
+        if not self.has_next:
+            return None
+        url = remove_query_param(self.request.build_absolute_uri(), self.offset_query_param)
+        url = replace_query_param(url, self.limit_query_param, self.limit)
+        return replace_query_param(url, self.cursor_query_param, self.next_cursor)
 
     def get_offset(self, request) -> int:
         offset = super().get_offset(request)
         if offset > MAX_OFFSET:
             raise ValidationError({self.offset_query_param: [f"Ensure this value is at most {MAX_OFFSET}."]})
         return offset
+
+    def get_paginated_response_schema(self, schema):
+        answer = super().get_paginated_response_schema(schema)
+        answer["required"] = ["results"]
+        answer["properties"]["count"]["description"] = "Limit/offset pages only."
+        answer["properties"]["previous"]["description"] = "Limit/offset pages only."
+        answer["properties"]["next"]["description"] = "The next page; with `cursor=`, a keyset page."
+        return answer
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            *super().get_schema_operation_parameters(view),
+            {
+                "name": self.cursor_query_param,
+                "required": False,
+                "in": "query",
+                "description": self.cursor_query_description,
+                "schema": {"type": "string"},
+            },
+        ]
+
+
+def total_ordering(queryset) -> list[str]:
+    """The queryset's order as field paths (`-created`, `node__hostname`), the primary key last."""
+    query = queryset.query
+    ordering = list(query.order_by or (query.get_meta().ordering if query.default_ordering else ()))
+    if any(not isinstance(name, str) or name.lstrip("-") in ("?", "") for name in ordering):
+        raise ValidationError({CURSOR_PARAM: ["This list's order cannot be paged by cursor; page by offset."]})
+    ordering = ["pk" if name == "id" else "-pk" if name == "-id" else name for name in ordering]
+    if "pk" not in ordering and "-pk" not in ordering:
+        ordering.append("pk")
+    return ordering[: ordering.index("pk") + 1] if "pk" in ordering else ordering[: ordering.index("-pk") + 1]
+
+
+def after_row(ordering: list[str], values: list, *, nulls_largest: bool) -> Q:
+    """Rows that come after the row with these ordering values: (a > x) or (a = x and b > y) or ... NULLs sort
+    where the database puts them (`nulls_largest`: PostgreSQL after every value going up, SQLite before), so cursor
+    and offset pages list the rows in one order. The first column's bound is also given alone (a >= x), which the
+    database can start an index scan at."""
+    terms, equal = [], []
+    for name, value in zip(ordering, values, strict=True):
+        path, descending = name.lstrip("-"), name.startswith("-")
+        nulls_after = nulls_largest != descending
+        if value is None:
+            beyond = Q(**{f"{path}__isnull": False}) if not nulls_after else Q(pk__in=[])
+            same = Q(**{f"{path}__isnull": True})
+        else:
+            beyond = Q(**{f"{path}__lt" if descending else f"{path}__gt": value})
+            if nulls_after:
+                beyond |= Q(**{f"{path}__isnull": True})
+            same = Q(**{path: value})
+        terms.append(reduce(and_, [*equal, beyond]))
+        equal.append(same)
+    condition = reduce(or_, terms)
+    first, value = ordering[0], values[0]
+    if value is not None:
+        path, descending = first.lstrip("-"), first.startswith("-")
+        bound = Q(**{f"{path}__lte" if descending else f"{path}__gte": value})
+        if nulls_largest != descending:
+            bound |= Q(**{f"{path}__isnull": True})
+        condition &= bound
+    return condition
+
+
+def row_values(row, ordering: list[str]) -> list:
+    values = []
+    for name in ordering:
+        value = row
+        for part in name.lstrip("-").split("__"):
+            value = getattr(value, part, None) if value is not None else None
+        values.append(value)
+    return values
+
+
+def _plain(value):
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    return value
+
+
+def encode_cursor(ordering: list[str], values: list) -> str:
+    text = json.dumps({"o": ordering, "v": [_plain(value) for value in values]}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, ordering: list[str]) -> list | None:
+    """The values a cursor holds, None for the first page; a 400 naming `cursor` for one this list did not make."""
+    if not cursor:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        values = data["v"]
+        if data["o"] != ordering or not isinstance(values, list) or len(values) != len(ordering):
+            raise ValueError
+    except (ValueError, TypeError, KeyError, binascii.Error, UnicodeDecodeError):
+        raise ValidationError(
+            {CURSOR_PARAM: ["Invalid cursor: give the value of a `next` link of this list, in the same order."]}
+        ) from None
+    if any(isinstance(value, dict | list) for value in values):
+        raise ValidationError({CURSOR_PARAM: ["Invalid cursor."]})
+    return values

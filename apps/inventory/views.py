@@ -23,6 +23,7 @@ from apps.inventory.filters import NodeFilterSet
 from apps.inventory.forms import TRANSFER_FORMATS, ImportForm, NodeForm
 from apps.inventory.models import Node, Rack, SshHostKey
 from apps.inventory.node_sections import render_node_sections
+from apps.inventory.transfer.background import goes_to_background, start_background_import
 
 
 @login_required
@@ -126,6 +127,12 @@ def transfer_page(request):
             upload = form.cleaned_data["file"]
             try:
                 text = upload.read().decode("utf-8")
+                if goes_to_background(upload.size):
+                    queued = start_background_import(
+                        text=text, fmt=form.cleaned_data["fmt"], name=upload.name, user=request.user
+                    )
+                    messages.info(request, f"Importing {upload.name} in the background: its progress is below.")
+                    return redirect(queued.page_path)
                 result = transfer.import_inventory(text=text, fmt=form.cleaned_data["fmt"], user=request.user)
             except UnicodeDecodeError:
                 form.add_error("file", "The file is not UTF-8 text.")

@@ -63,6 +63,13 @@ def progress_of(job_id: int) -> dict:
     counts = dict(JobStep.objects.filter(job_id=job_id).values_list("status").annotate(n=Count("id")).order_by())
     total = sum(counts.values())
     done = sum(n for status, n in counts.items() if status in STEP_TERMINAL)
+    if not total:  # a job without a matrix (a background import) reports progress in its events' data
+        latest = (
+            JobEvent.objects.filter(job_id=job_id, data__has_key="progress").order_by("-seq").values("data").first()
+        )
+        if latest:
+            progress = latest["data"]["progress"]
+            return {"total": progress["total"], "done": progress["done"], "percent": progress["percent"], "counts": {}}
     return {
         "total": total,
         "done": done,

@@ -373,6 +373,16 @@ def reap_stale_jobs(*, now=None) -> int:
         _settle_cells(shard=shard, status=ShardStatus.ERROR, summary="worker lost")
         _end_orphaned_commands(shard)
         finish_job_if_done(job=shard.job, summary="worker lost")
+    # A job without shards (a background inventory import) beats on the job itself; one without a heartbeat
+    # (SQLite, where the import holds the only write lock) is left alone.
+    for job in Job.objects.filter(status=JobStatus.RUNNING, shard_count=0, heartbeat__lt=cutoff):
+        last = job.heartbeat.isoformat()
+        if Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, heartbeat__lt=cutoff).update(
+            status=JobStatus.ERROR, finished=now, summary="worker lost", updated=now
+        ):
+            reaped += 1
+            job.refresh_from_db()
+            emit(job, f"worker lost: the worker stopped sending heartbeats (last {last})", level=EventLevel.ERROR)
     waited = now - timedelta(seconds=settings.RACKPILOT_JOB_REQUEUE_WAIT_SECONDS)
     for shard in JobShard.objects.filter(status=ShardStatus.QUEUED, attempts__gt=0, updated__lt=waited).select_related(
         "job"

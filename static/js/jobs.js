@@ -61,7 +61,14 @@
       if (nodeFilter.value && ev.hostname && ev.hostname !== nodeFilter.value) { row.hidden = true; }
       log.appendChild(row);
       while (log.childElementCount > MAX_LOG_ROWS) { log.removeChild(log.firstElementChild); }
+      if (ev.data && ev.data.progress) { showProgress(ev.data.progress); }  // a job without a matrix (an import)
       if (listener.onEvent) { listener.onEvent(ev); }
+    }
+
+    function showProgress(progress) {
+      document.getElementById("progress-bar").style.width = progress.percent + "%";
+      document.getElementById("progress-percent").textContent = progress.percent + "%";
+      document.getElementById("progress-count").textContent = progress.done + " of " + progress.total;
     }
 
     function fetchMissing() {
@@ -112,11 +119,7 @@
     function paintJob(job) {
       setBadge(document.getElementById("job-status"), job.status, job.colour);
       document.getElementById("job-status-text").textContent = label(job.status);
-      if (job.progress) {
-        document.getElementById("progress-bar").style.width = job.progress.percent + "%";
-        document.getElementById("progress-percent").textContent = job.progress.percent + "%";
-        document.getElementById("progress-count").textContent = job.progress.done + " of " + job.progress.total;
-      }
+      if (job.progress && job.progress.total) { showProgress(job.progress); }
       document.getElementById("job-summary").textContent = job.summary || "";
       setTime("job-started", job.started);
       setTime("job-finished", job.finished);

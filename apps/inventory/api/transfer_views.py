@@ -28,6 +28,7 @@ from apps.inventory.transfer import (
     guess_format,
     import_inventory,
 )
+from apps.inventory.transfer.background import goes_to_background, start_background_import
 
 MEDIA_TYPES = {"json": "application/json", "yaml": "application/yaml", "csv": "text/csv; charset=utf-8"}
 
@@ -90,11 +91,24 @@ class InventoryImportRejectedSerializer(serializers.Serializer):
     problems = InventoryImportProblemSerializer(many=True)
 
 
+class InventoryImportQueuedSerializer(serializers.Serializer):
+    job = serializers.UUIDField(help_text="The background job importing the file.")
+    url = serializers.URLField(help_text="The job: its status and summary (`GET /api/jobs/{id}/`).")
+    events = serializers.URLField(help_text="Its events: progress, then every problem or the counts.")
+    page = serializers.URLField(help_text="The job's page, which follows it live.")
+
+
 class InventoryImportUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="A document from the export (JSON or YAML), or a nodes CSV.")
     format = serializers.ChoiceField(
         choices=IMPORT_FORMATS, required=False, help_text="Default: from the file name's extension."
     )
+
+
+def _flag(value: str | None) -> bool | str | None:
+    if value is None or value == "":
+        return None
+    return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get(value.lower(), "invalid")
 
 
 def _rejected(problems: list[ImportProblem]) -> Response:
@@ -151,14 +165,29 @@ class InventoryTransferViewSet(ViewSet):
             "document as the request body. Objects are created or updated by natural key; objects the file does not "
             "mention are left alone. All or nothing: any problem rejects the whole file with every problem listed."
         ),
-        parameters=[OpenApiParameter("dry_run", bool, default=False, description="Check and count; save nothing.")],
+        parameters=[
+            OpenApiParameter("dry_run", bool, default=False, description="Check and count; save nothing."),
+            OpenApiParameter(
+                "background",
+                bool,
+                description=(
+                    "true: import as a background job (202 with the job's URL; progress and problems are its "
+                    "events); false: in this request. Default: in the background when the file is larger than "
+                    "RACKPILOT_IMPORT_BACKGROUND_BYTES (256 KiB)."
+                ),
+            ),
+        ],
         request={
             "multipart/form-data": InventoryImportUploadSerializer,
             "application/json": OpenApiTypes.OBJECT,
             "application/yaml": OpenApiTypes.STR,
             "text/csv": OpenApiTypes.STR,
         },
-        responses={200: InventoryImportResultSerializer, 400: InventoryImportRejectedSerializer},
+        responses={
+            200: InventoryImportResultSerializer,
+            202: InventoryImportQueuedSerializer,
+            400: InventoryImportRejectedSerializer,
+        },
     )
     @action(
         detail=False,
@@ -187,6 +216,20 @@ class InventoryTransferViewSet(ViewSet):
         except UnicodeDecodeError as error:
             return _request_problem("file", f"The file is not UTF-8 text (byte {error.start}).")
         dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
+        background = _flag(request.query_params.get("background"))
+        if background == "invalid":
+            return _request_problem("background", "Give true or false.")
+        if goes_to_background(len(content), background):
+            name = getattr(request.FILES.get("file"), "name", "")
+            queued = start_background_import(text=text, fmt=fmt, name=name, user=request.user, dry_run=dry_run)
+            url = request.build_absolute_uri(queued.api_path)
+            body = {
+                "job": queued.job_id,
+                "url": url,
+                "events": f"{url}events/",
+                "page": request.build_absolute_uri(queued.page_path),
+            }
+            return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
         try:
             result = import_inventory(text=text, fmt=fmt, user=request.user, dry_run=dry_run)
         except ImportRejected as rejected:

@@ -1,5 +1,6 @@
 from apps.inventory.models.access import SshAccess
 from apps.inventory.models.fabric import Cable, Switch
+from apps.inventory.models.imports import ImportFile
 from apps.inventory.models.nodes import Firmware, Gpu, GpuSku, Nic, Node, SshHostKey
 from apps.inventory.models.sites import Rack, Site, Tag
 from apps.inventory.models.storage import StorageTier, Volume
@@ -9,6 +10,7 @@ __all__ = [
     "Firmware",
     "Gpu",
     "GpuSku",
+    "ImportFile",
     "Nic",
     "Node",
     "Rack",

@@ -162,13 +162,21 @@ class Node(AuditedModel, PublicModel):
             raise ValidationError(
                 {"u_position": f"U{self.u_position}–U{top} does not fit in {self.rack} ({self.rack.u_height}U)."}
             )
-        neighbours = Node.objects.filter(rack_id=self.rack_id, u_position__isnull=False).exclude(pk=self.pk)
-        for other in neighbours.only("hostname", "u_position", "u_height"):
-            other_top = other.u_position + other.u_height - 1
-            if self.u_position <= other_top and other.u_position <= top:
+        for hostname, u_position, u_height in self.rack_neighbours():
+            other_top = u_position + u_height - 1
+            if self.u_position <= other_top and u_position <= top:
                 raise ValidationError(
-                    {"u_position": f"U{self.u_position}–U{top} overlaps {other.hostname} at U{other.u_position}."}
+                    {"u_position": f"U{self.u_position}–U{top} overlaps {hostname} at U{u_position}."}
                 )
+
+    def rack_neighbours(self) -> list[tuple[str, int, int]]:
+        """(hostname, u_position, u_height) of the other nodes placed in this node's rack. An import sets
+        `_known_neighbours` (a callable) from what it holds, so that checking a row costs no query."""
+        known = getattr(self, "_known_neighbours", None)
+        if known is not None:
+            return known(self)
+        neighbours = Node.objects.filter(rack_id=self.rack_id, u_position__isnull=False).exclude(pk=self.pk)
+        return list(neighbours.values_list("hostname", "u_position", "u_height"))
 
     @property
     def status_colour(self) -> str:

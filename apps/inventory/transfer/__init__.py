@@ -21,7 +21,7 @@ callers get back).
 
 from apps.inventory.transfer.applying import import_inventory
 from apps.inventory.transfer.export import export_inventory, export_nodes_csv
-from apps.inventory.transfer.problems import ImportProblem, ImportRejected, ImportResult, SectionCounts
+from apps.inventory.transfer.problems import ImportProblem, ImportProgress, ImportRejected, ImportResult, SectionCounts
 from apps.inventory.transfer.sections import (
     CSV_TAG_SEPARATOR,
     DOCUMENT_FORMATS,
@@ -42,6 +42,7 @@ __all__ = [
     "SECTIONS",
     "SECTION_NAMES",
     "ImportProblem",
+    "ImportProgress",
     "ImportRejected",
     "ImportResult",
     "SectionCounts",

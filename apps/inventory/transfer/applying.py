@@ -1,19 +1,26 @@
 """Applying an import: every row checked as full_clean() checks it and saved in file order, all or nothing."""
 
 from collections import defaultdict
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 
-from apps.core.audit import audit_context
+from apps.core.audit import audit_context, record_created
 from apps.core.choices import ChangeSource
 from apps.core.text import cut, echo
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import Cable, Nic, Node
-from apps.inventory.transfer.problems import ImportProblem, ImportRejected, ImportResult, SectionCounts
+from apps.inventory.transfer.problems import (
+    ImportProblem,
+    ImportProgress,
+    ImportRejected,
+    ImportResult,
+    SectionCounts,
+)
 from apps.inventory.transfer.reading import Item, csv_items, document_items, json_item_lines, read_json, read_yaml
 from apps.inventory.transfer.sections import (
     FOREIGN_KEY_TARGETS,
@@ -25,6 +32,8 @@ from apps.inventory.transfer.sections import (
     end_value,
 )
 from apps.inventory.transfer.values import Invalid, convert, end_key, peer_key, ref_key
+
+PROGRESS_EVERY = 250  # rows between two progress reports: ~1 s of work, a few events per thousand rows
 
 
 class _Row:
@@ -53,6 +62,68 @@ class _Row:
                 self.add(None, message)
 
 
+class _RackOccupancy:
+    """Who sits where in each rack: loaded in one query, kept up to date as rows are saved, and asked by
+    Node.clean() instead of a query of the rack's nodes for every row."""
+
+    def __init__(self) -> None:
+        self._racks: dict[int, dict[str, tuple[int, int]]] | None = None  # rack id -> {hostname: (U, height)}
+        self._rack_of: dict[str, int] = {}
+
+    def _load(self) -> dict[int, dict[str, tuple[int, int]]]:
+        if self._racks is None:
+            self._racks = defaultdict(dict)
+            placed = Node.objects.filter(rack__isnull=False, u_position__isnull=False)
+            for hostname, rack_id, u_position, u_height in placed.values_list(
+                "hostname", "rack_id", "u_position", "u_height"
+            ):
+                self._racks[rack_id][hostname] = (u_position, u_height)
+                self._rack_of[hostname] = rack_id
+        return self._racks
+
+    def neighbours(self, node: Node) -> list[tuple[str, int, int]]:
+        return [
+            (hostname, u_position, u_height)
+            for hostname, (u_position, u_height) in self._load().get(node.rack_id, {}).items()
+            if hostname != node.hostname
+        ]
+
+    def saved(self, node: Node) -> None:
+        racks = self._load()
+        old = self._rack_of.pop(node.hostname, None)
+        if old is not None:
+            racks[old].pop(node.hostname, None)
+        if node.rack_id is not None and node.u_position is not None:
+            racks[node.rack_id][node.hostname] = (node.u_position, node.u_height)
+            self._rack_of[node.hostname] = node.rack_id
+
+
+CREATE_BATCH = 500  # new rows created with one INSERT
+
+
+@dataclass
+class _Pending:
+    section: Section
+    instance: models.Model
+    links: dict[str, set[int]]
+    row: "_Row"
+    key: tuple
+
+
+def _batchable(model: type[models.Model]) -> bool:
+    # bulk_create skips save(): only for models that add nothing to it (the audit entries are written alongside).
+    return model.save is models.Model.save
+
+
+def _m2m_tables(model: type[models.Model]) -> list[tuple[str, type[models.Model], str, str]]:
+    """(field name, through model, its column to this model, its column to the target) of each many-to-many."""
+    tables = []
+    for field in model._meta.many_to_many:
+        through = field.remote_field.through
+        tables.append((field.name, through, field.m2m_field_name() + "_id", field.m2m_reverse_field_name() + "_id"))
+    return tables
+
+
 class _Importer:
     """Applies rows in file order. Existing rows are known by natural key and stored values (values() queries, one
     per section); a model instance is loaded only for a row that changes, or to be the target of one."""
@@ -64,18 +135,27 @@ class _Importer:
         self._stored: dict[str, dict[int, dict[str, Any]]] = {}
         self._objects: dict[str, dict[int, models.Model]] = defaultdict(dict)
         self._failed: dict[str, set[tuple]] = defaultdict(set)
-        self._seen: dict[str, dict[tuple, Item]] = defaultdict(dict)
+        self._seen: dict[str, dict[tuple, str]] = defaultdict(dict)  # natural key -> where it first came
         self._m2m: dict[str, dict[int, set[int]]] = {}
+        self._occupancy = _RackOccupancy()
+        self._pending: list[_Pending] = []  # new rows checked and waiting to be created together (_flush)
 
-    def run(self, items: list[Item]) -> None:
-        for item in items:
+    def run(self, total: int, items: Iterable[Item], progress: Callable[[ImportProgress], None] | None = None) -> None:
+        """Applies `items` (`total` of them), read one at a time: the file's rows are never all held as rows."""
+        written = 0
+        for number, item in enumerate(items, start=1):
             if item.section not in self.result.sections:
+                self._flush()  # this section's rows may name the last one's
                 self._stored.clear()  # the previous section's stored values are not needed again
                 self.result.sections[item.section] = SectionCounts()
             outcome = self._import(SECTIONS_BY_NAME[item.section], item)
             if outcome:
                 counts = self.result.sections[item.section]
                 setattr(counts, outcome, getattr(counts, outcome) + 1)
+                written += outcome != "unchanged"
+            if progress and (number % PROGRESS_EVERY == 0 or number == total):
+                progress(ImportProgress(max(total, number), number, written, item.section))
+        self._flush()
 
     def keys(self, target: str) -> dict[tuple, int]:
         """Natural key -> primary key of a section: what the database holds, then what this file has saved."""
@@ -143,11 +223,9 @@ class _Importer:
         if key is None:
             return None
         if key in self._seen[section.name]:
-            first = self._seen[section.name][key]
-            where = f"line {first.line}" if first.line else f"item {first.index}"
-            row.add(section.key[-1], f"Given twice: also at {where}.")
+            row.add(section.key[-1], f"Given twice: also at {self._seen[section.name][key]}.")
             return None
-        self._seen[section.name][key] = item
+        self._seen[section.name][key] = f"line {item.line}" if item.line else f"item {item.index}"
 
         pk = self.keys(section.name).get(key)
         skip = {"public_id"}
@@ -171,20 +249,72 @@ class _Importer:
             # The target itself, not just its id: clean() and __str__() read it, and would query it row by row.
             setattr(instance, attr, self.instance(target, target_pk) if target_pk is not None else None)
         whole = not blocked and not skip & _relations(section.model)
+        if section.name == "nodes":
+            instance._known_neighbours = self._occupancy.neighbours
         self._validate(section, instance, skip, whole=whole, row=row)
-        if row.failed or blocked or not self._save(section, instance, links, row):
+        if row.failed or blocked:
             self._failed[section.name].add(key)
             return None
+        if section.name == "nodes":
+            self._occupancy.saved(instance)  # before the save: the next rows are checked against this one
+        if pk is None and _batchable(section.model):
+            self._pending.append(_Pending(section, instance, links, row, key))
+            if len(self._pending) >= CREATE_BATCH:
+                self._flush()
+            return "created"
+        if not self._save(section, instance, links, row):
+            self._failed[section.name].add(key)
+            return None
+        self._saved(section, instance, links, key)
+        return "created" if pk is None else "updated"
+
+    def _saved(self, section: Section, instance, links: dict[str, set[int]], key: tuple) -> None:
         self.keys(section.name)[key] = instance.pk
         if section.name in FOREIGN_KEY_TARGETS:
             self._objects[section.name][instance.pk] = instance
-        return "created" if pk is None else "updated"
+        for name, wanted in links.items():
+            self.current_links(name)[instance.pk] = set(wanted)
+
+    def _flush(self) -> None:
+        """Creates the waiting new rows of one section with one INSERT (and one for their audit entries, one for
+        their many-to-many links), in a savepoint. Should the database refuse any, the savepoint goes and the rows
+        are saved one by one instead, each in its own, so that the refusal is the problem of the row it belongs to.
+        Called before the rows of another section are read: those may name these."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        section = pending[0].section
+        instances = [each.instance for each in pending]
+        try:
+            with transaction.atomic():
+                section.model.objects.bulk_create(instances)
+                record_created(instances)
+                for name, through, source, target in _m2m_tables(section.model):
+                    rows = [
+                        through(**{source: each.instance.pk, target: target_pk})
+                        for each in pending
+                        for target_pk in each.links.get(name, ())
+                    ]
+                    through.objects.bulk_create(rows)
+        except DatabaseError:
+            for each in pending:
+                each.instance.pk = None  # whatever the refused INSERT gave it
+                each.instance._state.adding, each.instance._state.db = True, None
+                if self._save(section, each.instance, each.links, each.row):
+                    self._saved(section, each.instance, each.links, each.key)
+                else:
+                    self._failed[section.name].add(each.key)
+            return
+        for each in pending:
+            each.instance._state.adding, each.instance._state.db = False, section.model.objects.db
+            self._saved(section, each.instance, each.links, each.key)
 
     def _validate(self, section: Section, instance, skip: set[str], *, whole: bool, row: _Row) -> None:
         """full_clean(), less the queries this import makes redundant: references were found in the index (no
-        existence query per foreign key), natural keys were looked up there (no uniqueness query for them), and the
-        model's Meta.constraints are enforced by the database when the row is saved. Without `whole` (a reference
-        is missing), only each field alone: the model's own rules need the whole row."""
+        existence query per foreign key), natural keys were looked up there, and uniqueness (unique fields and the
+        model's Meta.constraints) is enforced by the database when the row is saved in its savepoint, whose refusal
+        names the field (no uniqueness query per row). Without `whole` (a reference is missing), only each field
+        alone: the model's own rules need the whole row."""
         relations = _relations(section.model)
         errors: dict = {}
         try:
@@ -198,11 +328,6 @@ class _Importer:
         if whole:
             try:
                 instance.clean()
-            except ValidationError as error:
-                errors = error.update_error_dict(errors)
-            looked_up = {name for name in section.key if name in section.plain}
-            try:
-                instance.validate_unique(exclude=skip | looked_up | set(errors))
             except ValidationError as error:
                 errors = error.update_error_dict(errors)
         if errors:
@@ -350,8 +475,6 @@ class _Importer:
         except DatabaseError as error:
             row.add(*_refusal(section.model, error))
             return False
-        for name, wanted in links.items():
-            self.current_links(name)[instance.pk] = set(wanted)
         return True
 
 
@@ -374,7 +497,12 @@ def _refusal(model: type[models.Model], error: DatabaseError) -> tuple[str | Non
         if constraint.name in text or (columns and text.endswith(", ".join(columns))):
             return (fields[0] if len(fields) == 1 else None), str(constraint.get_violation_error_message())
     for model_field in model._meta.concrete_fields:
-        if model_field.unique and text.endswith(f"{table}.{model_field.column}"):
+        # SQLite: "UNIQUE constraint failed: table.column"; PostgreSQL names the constraint: "table_column_key".
+        sqlite, postgresql = (
+            text.endswith(f"{table}.{model_field.column}"),
+            f'"{table}_{model_field.column}_key"' in text,
+        )
+        if model_field.unique and (sqlite or postgresql):
             return model_field.name, f"Another {model._meta.verbose_name} has this {model_field.verbose_name}."
     return None, f"The database refused this row: {cut(text.splitlines()[0], 200) if text else type(error).__name__}."
 
@@ -383,22 +511,31 @@ _BLOCKED = object()  # the target had problems of its own, already reported
 _MISSING = object()  # the target could not be found; the row has a problem saying so
 
 
-def import_inventory(*, text: str, fmt: str, user=None, dry_run: bool = False) -> ImportResult:
+def import_inventory(
+    *,
+    text: str,
+    fmt: str,
+    user=None,
+    dry_run: bool = False,
+    progress: Callable[[ImportProgress], None] | None = None,
+) -> ImportResult:
     """Create or update the objects in `text` ("json" or "yaml": the export_inventory() document, all sections
     optional; "csv": the export_nodes_csv() columns, hostname required). All or nothing: raises ImportRejected with
     every problem and changes nothing, or saves every row through the audit log as `user`'s import. With dry_run,
-    validates and counts the same way, then rolls back."""
+    validates and counts the same way, then rolls back. `progress` is called every PROGRESS_EVERY rows and after
+    the last, inside the import's transaction (report on another connection); an exception it raises stops the
+    import and rolls it back."""
     if fmt not in IMPORT_FORMATS:
         raise ValueError(f"fmt must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
     text = text.removeprefix("\ufeff")
     if fmt == "csv":
-        items = csv_items(text)
+        total, items = csv_items(text)
     else:
-        items = document_items(*(read_json(text) if fmt == "json" else read_yaml(text)))
+        total, items = document_items(*(read_json(text) if fmt == "json" else read_yaml(text)))
     importer = _Importer()
     try:
         with transaction.atomic(), audit_context(source=ChangeSource.IMPORT, user=user):
-            importer.run(items)
+            importer.run(total, items, progress)
             if importer.problems:
                 raise ImportRejected(importer.problems)
             if dry_run:

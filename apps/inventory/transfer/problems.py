@@ -65,3 +65,27 @@ class ImportResult:
             "sections": {name: counts.as_dict() for name, counts in self.sections.items()},
             "totals": self.totals.as_dict(),
         }
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """How far an import is: rows checked (each against the database with the file's earlier rows applied) and
+    rows written (created or updated; the rest were unchanged or had problems), of `total` in the file."""
+
+    total: int
+    validated: int
+    written: int
+    section: str
+
+    @property
+    def percent(self) -> int:
+        return 100 * self.validated // self.total if self.total else 100
+
+    def as_dict(self) -> dict:
+        return {
+            "total": self.total,
+            "validated": self.validated,
+            "written": self.written,
+            "section": self.section,
+            "percent": self.percent,
+        }

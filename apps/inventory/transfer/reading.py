@@ -10,9 +10,9 @@ each object starts.
 
 import bisect
 import csv
-import io
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from json.decoder import JSONObject
@@ -180,11 +180,13 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 def read_yaml(text: str) -> tuple[Any, Lines]:
     loader = _Loader(text)
+    lines = Lines()
     try:
         node = loader.get_single_node()
         if node is not None:
             _check_nodes(node)
-        data = loader.construct_document(node) if node is not None else None
+            lines = _yaml_lines(node)
+        data = _construct(loader, node) if node is not None else None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" (column {mark.column + 1})" if mark else ""
@@ -194,7 +196,28 @@ def read_yaml(text: str) -> tuple[Any, Lines]:
         raise rejection("document", None, f"Invalid YAML: {echo(str(error), 200)}.") from None
     finally:
         loader.dispose()
-    return data, _yaml_lines(node)
+    return data, lines
+
+
+def _construct(loader: _Loader, root: yaml.Node) -> Any:
+    """The document built from its nodes, each item of a top-level list built and its node let go of in turn, so
+    the nodes and the values built from them are not both held whole. (The walk of _check_nodes() has refused
+    aliases, so no node is built twice and the loader's memo can be emptied as it goes.)"""
+    if not isinstance(root, yaml.MappingNode):
+        return loader.construct_document(root)
+    data = {}
+    for key_node, value_node in root.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(value_node, yaml.SequenceNode):
+            items = []
+            for position, item_node in enumerate(value_node.value):
+                items.append(loader.construct_object(item_node, deep=True))
+                value_node.value[position] = None
+                loader.constructed_objects.clear()
+            data[key] = items
+        else:
+            data[key] = loader.construct_object(value_node, deep=True)
+    return data
 
 
 def _check_nodes(root: yaml.Node) -> None:
@@ -257,8 +280,10 @@ def _yaml_lines(node: yaml.Node | None) -> Lines:
 # --- The rows ---------------------------------------------------------------------------------------------------------
 
 
-def document_items(data: Any, lines: Lines | None) -> list[Item]:
-    """The rows of a JSON or YAML document, in section order; refuses a document of the wrong shape."""
+def document_items(data: Any, lines: Lines | None) -> tuple[int, Iterator[Item]]:
+    """How many rows a JSON or YAML document holds, and its rows in section order, one at a time: each is let go
+    of in the document once given, so the document shrinks as the import goes. Refuses a document of the wrong
+    shape at once."""
     lines = lines or Lines()
     if not isinstance(data, dict):
         raise rejection(
@@ -284,7 +309,7 @@ def document_items(data: Any, lines: Lines | None) -> list[Item]:
                     f"Unknown section {echo(key)}; the sections are {', '.join(SECTION_NAMES)}.",
                 )
             )  # fmt: skip
-    items = []
+    sections = []
     for name in SECTION_NAMES:
         rows = data.get(name)
         if rows is None:
@@ -292,18 +317,35 @@ def document_items(data: Any, lines: Lines | None) -> list[Item]:
         if not isinstance(rows, list):
             problems.append(ImportProblem(name, lines.keys.get(name), None, f"Give the {name} as a list."))
             continue
-        for position, row in enumerate(rows, start=1):
-            line, fields = lines.items.get((name, position), (None, {}))
-            items.append(Item(name, position, row, line, fields))
+        sections.append((name, rows))
     if problems:
         raise ImportRejected(problems)
-    return items
+    return sum(len(rows) for _, rows in sections), _document_rows(sections, lines)
 
 
-def csv_items(text: str) -> list[Item]:
-    """The rows of a nodes CSV as node rows of the document. An empty cell clears a field that may be empty (rack,
-    u_position, management_ip, gpu_sku, text, tags) and leaves any other alone (a new node takes its default)."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _document_rows(sections: list[tuple[str, list]], lines: Lines) -> Iterator[Item]:
+    for name, rows in sections:
+        for position in range(1, len(rows) + 1):
+            line, fields = lines.items.pop((name, position), (None, {}))
+            row, rows[position - 1] = rows[position - 1], None
+            yield Item(name, position, row, line, fields)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The text's lines with their endings (\\n, \\r\\n or \\r, as io.StringIO(newline="") splits them), as
+    csv.reader wants them, one at a time: no copy of the whole text."""
+    return (match.group() for match in _LINE.finditer(text))
+
+
+def csv_items(text: str) -> tuple[int, Iterator[Item]]:
+    """How many rows a nodes CSV holds, and its rows as node rows of the document, read one at a time. An empty
+    cell clears a field that may be empty (rack, u_position, management_ip, gpu_sku, text, tags) and leaves any
+    other alone (a new node takes its default). A bad header is refused at once; a row the csv module cannot read,
+    when it is reached."""
+    reader = csv.reader(_lines(text))
     try:
         header = [column.strip() for column in next(reader, [])]
         if not any(header):
@@ -327,20 +369,31 @@ def csv_items(text: str) -> list[Item]:
             problems.append(ImportProblem("nodes", 1, "hostname", "The file needs a 'hostname' column."))
         if problems:
             raise ImportRejected(problems)
-        items, row_line, position = [], reader.line_num + 1, 0
+        total = sum(1 for cells in reader if _filled(cells))
+    except csv.Error as error:
+        raise rejection("nodes", reader.line_num, f"Invalid CSV: {error}.") from None
+    return total, _csv_rows(text, header)
+
+
+def _filled(cells: list[str]) -> bool:
+    return any(csvsafe.unescape(cell.strip()) for cell in cells)
+
+
+def _csv_rows(text: str, header: list[str]) -> Iterator[Item]:
+    reader = csv.reader(_lines(text))
+    try:
+        next(reader)
+        row_line, position = reader.line_num + 1, 0
         for cells in reader:
             line, row_line = row_line, reader.line_num + 1
-            if not any(csvsafe.unescape(cell.strip()) for cell in cells):
+            if not _filled(cells):
                 continue
             position += 1
             if len(cells) != len(header):
-                items.append(
-                    Item("nodes", position, None, line, error=f"{len(cells)} values for {len(header)} columns.")
-                )
+                yield Item("nodes", position, None, line, error=f"{len(cells)} values for {len(header)} columns.")
             else:
                 data = _csv_row(dict(zip(header, (csvsafe.unescape(cell.strip()) for cell in cells), strict=True)))
-                items.append(Item("nodes", position, data, line))
-        return items
+                yield Item("nodes", position, data, line)
     except csv.Error as error:
         raise rejection("nodes", reader.line_num, f"Invalid CSV: {error}.") from None
 

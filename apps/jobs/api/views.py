@@ -1,5 +1,7 @@
+import uuid
+
 from django.db.models import Prefetch
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -129,6 +131,10 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @action(detail=True, methods=["get"], url_path=r"artifacts/(?P<artifact_id>[0-9a-f-]{36})", filter_backends=[])
     def artifact(self, request, id=None, artifact_id=None):
         job = self.get_object()
+        try:
+            uuid.UUID(artifact_id)  # the route takes 36 of [0-9a-f-]: `0000…` is no artifact (404), not a 400
+        except ValueError:
+            raise Http404("No such artifact.") from None
         artifact = get_object_or_404(Artifact.objects.select_related("step"), public_id=artifact_id, step__job=job)
         response = HttpResponse(artifact.text(), content_type="text/plain; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
