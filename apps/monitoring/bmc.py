@@ -110,7 +110,11 @@ def chassis_power(readings: list[Reading]) -> float | None:
 
 # (argv after the connection options, exit code, stdout, stderr)
 IpmiRun = Callable[[list[str]], Awaitable[tuple[int, str, str]]]
-REFUSAL_MARKERS = ("unauthorized name", "rakp 2 hmac is invalid", "invalid user name", "insufficient resources")
+# ipmitool says "Unable to establish IPMI v2 / RMCP+ session" both for a refused login and for a BMC that never
+# answered; with -v it first prints why. These are its RAKP refusals (a wrong password, an unknown user).
+REFUSAL_MARKERS = ("rakp 2 hmac is invalid", "unauthorized name", "invalid user name", "invalid password")
+NO_ANSWER_MARKERS = ("get auth capabilities error", "no response", "timeout", "unable to establish")
+PROBE = ["-v", "mc", "guid"]  # a small command, run with -v only after a failure, to learn why
 
 
 def ipmitool_argv(login: BmcLogin, command: list[str], timeout: float) -> list[str]:
@@ -148,7 +152,10 @@ async def read_ipmi(login: BmcLogin, run: IpmiRun) -> PollOutcome:
     code, stdout, stderr = await run(["sdr"])
     transcript.append(_command_block("sdr", code, stdout, stderr))
     if code != 0:
-        raise _ipmi_failure(login, stderr or stdout, transcript)
+        if "unable to establish" in (stderr + stdout).lower():
+            _, probe_out, probe_err = await run(PROBE)
+            stderr = probe_err + probe_out + stderr
+        raise _ipmi_failure(login, stderr or stdout)
     try:
         sensors = parse_ipmitool(stdout)
     except ParseError as error:
@@ -176,11 +183,11 @@ async def read_ipmi(login: BmcLogin, run: IpmiRun) -> PollOutcome:
     return _outcome(readings, message, "\n".join(transcript))
 
 
-def _ipmi_failure(login: BmcLogin, text: str, transcript: list[str]) -> BmcFailure:
+def _ipmi_failure(login: BmcLogin, text: str) -> BmcFailure:
     lowered = text.lower()
     if any(marker in lowered for marker in REFUSAL_MARKERS):
         return BmcFailure(PollResult.AUTH_FAILED, f"{login.name} refused the credentials of user {login.user!r}")
-    if "unable to establish" in lowered or "no response" in lowered or "timeout" in lowered:
+    if any(marker in lowered for marker in NO_ANSWER_MARKERS):
         return BmcFailure(PollResult.UNREACHABLE, f"{login.name} did not answer: {_first_line(text)}")
     return BmcFailure(PollResult.ERROR, f"{login.name}: ipmitool failed: {_first_line(text)}")
 
@@ -212,7 +219,13 @@ def local_redfish(login: BmcLogin, timeout: float) -> RedfishSend:
                 if not login.verify_tls:  # urllib3 warns on every request; the BMC's settings say so on purpose
                     warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
                 response = session.request(
-                    method, base + path, headers=headers, data=body, timeout=timeout, allow_redirects=False
+                    method,
+                    base + path,
+                    headers=headers,
+                    data=body,
+                    timeout=timeout,
+                    allow_redirects=False,
+                    verify=login.verify_tls,  # per request: a session-wide False loses to REQUESTS_CA_BUNDLE
                 )
         except requests.exceptions.SSLError:
             raise BmcFailure(

@@ -34,10 +34,10 @@ FAN_MAX_RPM = 16800
 FAN_COUNT = 8
 PSU_COUNT = 4
 PSU_CAPACITY_W = 3300
-IPMI_REFUSED = (
-    "Error in open session response message : insufficient resources for session\n"
-    "Error: Unable to establish IPMI v2 / RMCP+ session\n"
-)
+# What ipmitool prints when the BMC refuses the login: the same line as for a BMC that never answers; only with -v
+# does it say why first (as ipmitool 1.8.19 against OpenIPMI's ipmi_sim does).
+IPMI_REFUSED = "Error: Unable to establish IPMI v2 / RMCP+ session\n"
+IPMI_REFUSED_VERBOSE = "RAKP 2 HMAC is invalid\n"
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def ipmitool(values: BmcFigures, argv: list[str], *, password: str, at: datetime
     """What ipmitool prints for a lanplus command to this BMC: -U user, the password from IPMI_PASSWORD (-E)."""
     user = argv[argv.index("-U") + 1] if "-U" in argv and argv.index("-U") + 1 < len(argv) else ""
     if not logged_in(user, password):
-        return 1, "", IPMI_REFUSED
+        return 1, "", (IPMI_REFUSED_VERBOSE if "-v" in argv else "") + IPMI_REFUSED
     tail = argv[-3:]
     if argv[-1:] == ["sdr"]:
         return 0, sdr(values), ""
