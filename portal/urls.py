@@ -10,8 +10,10 @@ from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
+from apps.monitoring import views as monitoring_views
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
+from portal import metrics  # noqa: F401  (the feature apps' sources of /metrics)
 
 # One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,
 # or (prefix, viewset, basename) for a viewset without a queryset, in api/urls.py.
@@ -33,6 +35,7 @@ urlpatterns = [
     path("deployments/", include("apps.deployments.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
+    path("metrics", monitoring_views.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
