@@ -11,6 +11,7 @@ from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.monitoring import views as monitoring_views
+from apps.monitoring.api.urls import ROUTES as MONITORING_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 from portal import metrics  # noqa: F401  (the feature apps' sources of /metrics)
@@ -22,6 +23,7 @@ ROUTES = (
     (INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES)
     + DIAGNOSIS_ROUTES
     + BENCHMARK_ROUTES
+    + MONITORING_ROUTES
 )
 for route in ROUTES:
     router.register(*route)
@@ -35,6 +37,7 @@ urlpatterns = [
     path("deployments/", include("apps.deployments.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
+    path("monitoring/", include("apps.monitoring.urls")),
     path("metrics", monitoring_views.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

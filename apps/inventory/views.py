@@ -17,6 +17,7 @@ from apps.inventory import services, transfer
 from apps.inventory.filters import NodeFilterSet
 from apps.inventory.forms import TRANSFER_FORMATS, ImportForm, NodeForm
 from apps.inventory.models import Node, Rack, SshHostKey
+from apps.inventory.node_panels import render_node_panels
 
 
 @login_required
@@ -62,6 +63,7 @@ def node_detail(request, public_id):
             "node": node,
             "may_trust_keys": may_decide_host_keys(request.user),
             "audit": AuditEntry.objects.for_object(node).select_related("actor")[:20],
+            "node_panels": render_node_panels(node, request),
         },
     )
 

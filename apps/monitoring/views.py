@@ -3,11 +3,21 @@
 import secrets
 
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 from prometheus_client import generate_latest
 
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
+from apps.inventory.models import Node
+from apps.monitoring import services
+from apps.monitoring.choices import BmcProtocol
+from apps.monitoring.forms import BmcForm
 from apps.monitoring.metrics import registry
+from apps.monitoring.models import Bmc
 
 # The classic text format, which every Prometheus reads (2.x ignores a newer version; 3.x reads both).
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
@@ -25,3 +35,33 @@ def metrics(request: HttpRequest) -> HttpResponse:
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
     return HttpResponse(generate_latest(registry()), content_type=TEXT_FORMAT)
+
+
+@role_required(Role.OPERATOR)
+def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
+    """A node's BMC settings: operators edit them; the password is write-only."""
+    node = get_object_or_404(Node, public_id=public_id)
+    bmc = Bmc.objects.filter(node=node).first()
+    initial = {"address": node.bmc_address, "protocol": BmcProtocol.IPMI, "verify_tls": True}
+    if bmc is not None:
+        initial |= {"protocol": bmc.protocol, "port": bmc.port, "user": bmc.user, "verify_tls": bmc.verify_tls}
+    form = BmcForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.save_bmc(
+                node=node,
+                address=data["address"],
+                protocol=data["protocol"],
+                port=data["port"],
+                user=data["user"],
+                verify_tls=data["verify_tls"],
+                password=data["password"],
+                clear_password=data["clear_password"],
+            )
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, f"BMC settings of {node.hostname} saved.")
+            return redirect("node-detail", public_id=node.public_id)
+    return render(request, "monitoring/bmc_form.html", {"node": node, "bmc": bmc, "form": form})

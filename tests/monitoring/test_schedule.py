@@ -1,0 +1,61 @@
+"""Beat's schedule of BMC reads per site, and pruning of old readings."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
+from apps.monitoring import services
+from apps.monitoring.models import BmcReading, BmcSchedule
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_site_with_bmcs_is_polled_once_per_interval(gpu_node, sim_bmc, settings):
+    settings.RACKPILOT_BMC_POLL_SECONDS = 60
+    sim_bmc()
+    now = timezone.now()
+
+    first = services.schedule_polls(now=now)
+    while_running = services.schedule_polls(now=now + timedelta(seconds=120))
+    Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
+    too_soon = services.schedule_polls(now=now + timedelta(seconds=30))
+    due = services.schedule_polls(now=now + timedelta(seconds=61))
+
+    assert [job.kind for job in first] == ["bmc-poll"]
+    assert first[0].parameters == {"site": gpu_node.rack.site.slug}
+    assert list(first[0].nodes.values_list("hostname", flat=True)) == ["gpu001"]  # only nodes with BMC settings
+    assert (while_running, too_soon, len(due)) == ([], [], 1)
+
+
+def test_a_site_schedule_sets_its_own_interval_or_turns_reads_off(gpu_node, sim_bmc):
+    sim_bmc()
+    schedule = BmcSchedule.objects.create(site=gpu_node.rack.site, interval_seconds=600)
+    now = timezone.now()
+    services.schedule_polls(now=now)
+    Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
+
+    assert services.schedule_polls(now=now + timedelta(seconds=300)) == []
+    assert len(services.schedule_polls(now=now + timedelta(seconds=601))) == 1
+    Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
+    schedule.enabled = False
+    schedule.save()
+    assert services.schedule_polls(now=now + timedelta(days=1)) == []
+
+
+def test_no_bmcs_no_polls(demo_cluster):
+    assert services.schedule_polls() == []
+
+
+def test_old_readings_are_pruned(gpu_node, settings):
+    settings.RACKPILOT_BMC_RETENTION_DAYS = 7
+    now = timezone.now()
+    for age in (1, 8):
+        BmcReading.objects.create(
+            node=gpu_node, time=now - timedelta(days=age), kind="power", sensor="DCMI Power", unit="W", value=1.0
+        )
+
+    assert services.prune_readings() == 1
+    assert BmcReading.objects.get().time > now - timedelta(days=2)
