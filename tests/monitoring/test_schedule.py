@@ -1,14 +1,17 @@
 """Beat's schedule of BMC reads per site, and pruning of old readings."""
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
+from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.monitoring import services
-from apps.monitoring.models import BmcReading, BmcSchedule
+from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +62,10 @@ def test_old_readings_are_pruned(gpu_node, settings):
 
     assert services.prune_readings() == 1
     assert BmcReading.objects.get().time > now - timedelta(days=2)
+
+
+def test_sim_bmcs_command_sets_up_the_demo_cluster(demo_cluster):
+    call_command("sim_bmcs", stdout=io.StringIO())
+
+    assert Bmc.objects.count() == Node.objects.exclude(bmc_address="").count() > 0
+    assert all(bmc.has_password for bmc in Bmc.objects.all())
