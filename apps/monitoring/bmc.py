@@ -175,7 +175,7 @@ async def read_ipmi(login: BmcLogin, run: IpmiRun) -> PollOutcome:
         except ParseError as error:
             message = f"unreadable DCMI power reading ({error})"
     else:
-        message = f"no DCMI power reading ({_first_line(stderr or stdout)})"
+        message = f"no DCMI power reading ({_verdict_line(stderr or stdout)})"
     if power is not None and power.active and power.current_watts is not None:
         readings.append(Reading(SensorKind.POWER, "DCMI Power", "W", power.current_watts))
     elif power is not None:
@@ -188,17 +188,17 @@ def _ipmi_failure(login: BmcLogin, text: str) -> BmcFailure:
     if any(marker in lowered for marker in REFUSAL_MARKERS):
         return BmcFailure(PollResult.AUTH_FAILED, f"{login.name} refused the credentials of user {login.user!r}")
     if any(marker in lowered for marker in NO_ANSWER_MARKERS):
-        return BmcFailure(PollResult.UNREACHABLE, f"{login.name} did not answer: {_first_line(text)}")
-    return BmcFailure(PollResult.ERROR, f"{login.name}: ipmitool failed: {_first_line(text)}")
+        return BmcFailure(PollResult.UNREACHABLE, f"{login.name} did not answer: {_verdict_line(text)}")
+    return BmcFailure(PollResult.ERROR, f"{login.name}: ipmitool failed: {_verdict_line(text)}")
 
 
 def _command_block(command: str, code: int, stdout: str, stderr: str) -> str:
     return f"$ ipmitool ... {command}\n{stdout}{stderr}[exit {code}]\n"
 
 
-def _first_line(text: str) -> str:
+def _verdict_line(text: str) -> str:
+    """The line of ipmitool's output that says what went wrong: its last (earlier ones are the details)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # ipmitool's last line is the verdict ("Error: Unable to establish ..."); earlier ones are the details
     return (lines[-1] if lines else "no output")[:200]
 
 
