@@ -55,13 +55,24 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 
 
 def _reaper_loop(interval: float) -> None:
-    """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, prune
-    hourly."""
+    """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, start
+    the BMC reads that are due, prune hourly."""
+    from django.conf import settings
+
     from apps.deployments import recording
     from apps.jobs import services
+    from apps.monitoring import bmcs as monitoring
     from portal.celery import reap_forever
 
-    reap_forever(interval, also=[(recording.settle_finished_runs, 0), (services.prune_old_output, 3600)])
+    reap_forever(
+        interval,
+        also=[
+            (recording.settle_finished_runs, 0),
+            (monitoring.schedule_polls, settings.RACKPILOT_BMC_SCHEDULER_SECONDS),
+            (services.prune_old_output, 3600),
+            (monitoring.prune_readings, 3600),
+        ],
+    )
 
 
 def stop_embedded_worker() -> None:

@@ -265,7 +265,13 @@ CELERY_TASK_QUEUES = {
     "jobs": {"exchange": "jobs", "routing_key": "jobs"},
     "system": {"exchange": "system", "routing_key": "system"},
 }
-SYSTEM_TASKS = ("rackpilot.jobs.reap", "rackpilot.jobs.prune", "rackpilot.deployments.settle")
+SYSTEM_TASKS = (
+    "rackpilot.jobs.reap",
+    "rackpilot.jobs.prune",
+    "rackpilot.deployments.settle",
+    "rackpilot.monitoring.poll_bmcs",
+    "rackpilot.monitoring.prune_bmc_readings",
+)
 CELERY_TASK_ROUTES = {
     "rackpilot.jobs.run_shard": {"queue": "jobs"},
     **{name: {"queue": "system"} for name in SYSTEM_TASKS},
@@ -330,6 +336,25 @@ RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = env_int("RACKPILOT_PROMETHEUS_TIMEOUT_SEC
 RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL", False)
 RACKPILOT_PROMETHEUS_TARGETS_DIR = env_str("RACKPILOT_PROMETHEUS_TARGETS_DIR", str(VAR_DIR / "prometheus" / "targets"))
 RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  # host:port Prometheus scrapes
+
+# BMC readings (docs/monitoring.md): every site's BMCs are read every RACKPILOT_BMC_POLL_SECONDS unless the site has
+# its own schedule; beat looks for sites that are due every RACKPILOT_BMC_SCHEDULER_SECONDS.
+RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
+RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
+RACKPILOT_BMC_RETENTION_DAYS = env_int("RACKPILOT_BMC_RETENTION_DAYS", 7)
+RACKPILOT_BMC_TIMEOUT_SECONDS = env_int("RACKPILOT_BMC_TIMEOUT_SECONDS", 10)
+# The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`.
+RACKPILOT_BMC_TRANSPORT = env_str(
+    "RACKPILOT_BMC_TRANSPORT", "sim" if RACKPILOT_JOB_DEFAULT_TRANSPORT == "sim" else "local"
+)
+# The simulated BMCs' one account (apps/simulator/bmc.py): any other login is refused, as a real BMC would.
+RACKPILOT_SIM_BMC_USER = env_str("RACKPILOT_SIM_BMC_USER", "admin")
+RACKPILOT_SIM_BMC_PASSWORD = env_str("RACKPILOT_SIM_BMC_PASSWORD", "rackpilot-sim")
+# Outbound calls (BMCs) refuse link-local and cloud metadata addresses unless this is on (apps/core/outbound.py).
+RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL", False)
+# /metrics: empty answers anyone (like most exporters; it shows no credentials or host secrets); set, it wants
+# `Authorization: Bearer <token>` (Prometheus' `authorization` scrape setting).
+RACKPILOT_METRICS_TOKEN = env_str("RACKPILOT_METRICS_TOKEN", "")
 # acks_late run_shard tasks are redelivered after the visibility timeout: keep it above the longest shard, and the
 # shard's conditional claim makes a redelivery a no-op anyway.
 # Socket timeouts and keepalive: a Redis that vanished without closing its sockets (host down, network cut) is
@@ -346,6 +371,11 @@ CELERY_BEAT_SCHEDULE = {
     "rackpilot-jobs-reap": {"task": "rackpilot.jobs.reap", "schedule": float(RACKPILOT_JOB_REAPER_SECONDS)},
     "rackpilot-jobs-prune": {"task": "rackpilot.jobs.prune", "schedule": 3600.0},
     "rackpilot-deployments-settle": {"task": "rackpilot.deployments.settle", "schedule": 60.0},
+    "rackpilot-monitoring-poll-bmcs": {
+        "task": "rackpilot.monitoring.poll_bmcs",
+        "schedule": float(RACKPILOT_BMC_SCHEDULER_SECONDS),
+    },
+    "rackpilot-monitoring-prune-bmc-readings": {"task": "rackpilot.monitoring.prune_bmc_readings", "schedule": 3600.0},
 }
 
 # Log triage (apps/diagnosis): the largest log a page or API upload may send; a pasted log must fit Django's limit too.

@@ -10,9 +10,12 @@ from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
+from apps.monitoring import views as monitoring_views
+from apps.monitoring.api.urls import ROUTES as MONITORING_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 from apps.workloads.api.urls import ROUTES as WORKLOAD_ROUTES
+from portal import metrics  # noqa: F401  (the feature apps' sources of /metrics)
 from portal.staticfiles import favicon
 
 # One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,
@@ -23,6 +26,7 @@ ROUTES = (
     + DIAGNOSIS_ROUTES
     + BENCHMARK_ROUTES
     + WORKLOAD_ROUTES
+    + MONITORING_ROUTES
 )
 for route in ROUTES:
     router.register(*route)
@@ -38,6 +42,7 @@ urlpatterns = [
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),
+    path("metrics", monitoring_views.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -213,7 +213,7 @@ def approve_remediation(*, remediation, user, wait_seconds: int | None = None):
     )
 
 
-def node_history(node) -> dict:
+def node_history(node, request=None) -> dict:
     """The node page's incident history: every incident about it or that suspected it, newest first."""
     incidents = (
         Incident.objects.touching(node).select_related("training_job", "recurrence_of").order_by("-created")[:50]

@@ -1,4 +1,4 @@
-"""Sections of the node page from apps above the inventory (the node's incidents come from diagnosis).
+"""Sections of the node page from apps above the inventory: its incidents (diagnosis), its BMC readings (monitoring).
 
 The same pattern as the dashboard's panels (apps/inventory/dashboard.py): the inventory may not import the apps above
 it, so they register a template and a context function for a node from their AppConfig.ready().
@@ -16,13 +16,13 @@ from django.utils.safestring import SafeString
 class NodeSection:
     name: str
     template: str
-    context: Callable[[object], dict]  # the Node -> the template's context
+    context: Callable[[object, HttpRequest], dict]  # (node, request) -> the template's context
 
 
 _SECTIONS: dict[str, NodeSection] = {}
 
 
-def register_node_section(*, name: str, template: str, context: Callable[[object], dict]) -> None:
+def register_node_section(*, name: str, template: str, context: Callable[[object, HttpRequest], dict]) -> None:
     """Adds a section to every node page, after those already registered; a name is registered once."""
     if name in _SECTIONS:
         raise ValueError(f"A node page section named {name!r} is registered already.")
@@ -31,5 +31,6 @@ def register_node_section(*, name: str, template: str, context: Callable[[object
 
 def render_node_sections(request: HttpRequest, node) -> list[SafeString]:
     return [
-        render_to_string(section.template, section.context(node), request=request) for section in _SECTIONS.values()
+        render_to_string(section.template, section.context(node, request), request=request)
+        for section in _SECTIONS.values()
     ]

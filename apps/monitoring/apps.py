@@ -7,8 +7,11 @@ class MonitoringConfig(AppConfig):
     verbose_name = "Monitoring"
 
     def ready(self) -> None:
+        # Registers the `bmc-poll` job kind, the dashboard's telemetry health and the node page's BMC section.
         from apps.inventory.dashboard import register_panel
-        from apps.monitoring import services, signals
+        from apps.inventory.node_sections import register_node_section
+        from apps.monitoring import kinds, services, signals  # noqa: F401
+        from apps.monitoring.panels import node_bmc_context
 
         signals.connect()
         register_panel(
@@ -16,3 +19,4 @@ class MonitoringConfig(AppConfig):
             template="monitoring/partials/health_panel.html",
             context=services.telemetry_health,
         )
+        register_node_section(name="bmc", template="monitoring/partials/node_bmc.html", context=node_bmc_context)

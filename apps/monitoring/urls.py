@@ -5,4 +5,5 @@ from apps.monitoring import views
 urlpatterns = [
     path("", views.cluster_telemetry, name="telemetry"),
     path("nodes/<uuid:public_id>/", views.node_telemetry, name="node-telemetry"),
+    path("nodes/<uuid:public_id>/bmc/", views.node_bmc_edit, name="node-bmc-edit"),
 ]

@@ -116,3 +116,63 @@ def _reading(text: str) -> tuple[float | None, str | None]:
 
 
 _SENSOR_READERS = {"sdr": _from_sdr, "sdr_elist": _from_elist, "sensor": _from_sensor}
+
+
+# --- DCMI power reading -------------------------------------------------------------------------------------------
+
+# ipmitool prints 'Instantaneous power reading:   197 Watts'; FreeIPMI's ipmi-dcmi 'Current Power : 1190 Watts'.
+DCMI_FIELDS = {
+    "instantaneous power reading": "current_watts",
+    "current power": "current_watts",
+    "minimum during sampling period": "minimum_watts",
+    "minimum power over sampling duration": "minimum_watts",
+    "maximum during sampling period": "maximum_watts",
+    "maximum power over sampling duration": "maximum_watts",
+    "average power reading over sample period": "average_watts",
+    "average power over sampling duration": "average_watts",
+}
+DCMI_LINE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
+DCMI_STATE = {"power reading state is": "ipmitool", "power measurement": "freeipmi"}
+
+
+@dataclass
+class DcmiPowerReading(Result):
+    """`ipmitool dcmi power reading` or FreeIPMI `ipmi-dcmi --get-system-power-statistics`."""
+
+    current_watts: float | None
+    minimum_watts: float | None
+    maximum_watts: float | None
+    average_watts: float | None
+    active: bool  # 'activated' / 'Active': a BMC with power readings off prints zeros, which are no reading
+    sampling_seconds: float | None = None
+
+
+def parse_dcmi_power(text: str) -> DcmiPowerReading:
+    lines = require_content(text, "a DCMI power reading")
+    values: dict[str, float | None] = {}
+    active: bool | None = None
+    sampling = None
+    for line in lines:
+        match = DCMI_LINE.match(line)
+        if not match:
+            continue
+        key, value = match[1].lower(), match[2]
+        if key in DCMI_FIELDS:
+            values[DCMI_FIELDS[key]] = to_float(value.split()[0]) if value else None
+        elif key in DCMI_STATE:
+            active = value.lower() in ("activated", "active")
+        elif key == "sampling period":  # '00123893 Seconds.'
+            sampling = to_float(value.split()[0])
+        elif key == "statistics reporting time period":  # '688000 milliseconds'
+            milliseconds = to_float(value.split()[0])
+            sampling = milliseconds / 1000 if milliseconds is not None else None
+    if "current_watts" not in values or active is None:
+        raise unexpected(lines, "a DCMI power reading ('Instantaneous power reading:' and its state)")
+    return DcmiPowerReading(
+        current_watts=values.get("current_watts"),
+        minimum_watts=values.get("minimum_watts"),
+        maximum_watts=values.get("maximum_watts"),
+        average_watts=values.get("average_watts"),
+        active=active,
+        sampling_seconds=sampling,
+    )

@@ -1,4 +1,5 @@
-"""Redfish Chassis Thermal and Power resources (JSON from a BMC: iDRAC, iLO, OpenBMC ...)."""
+"""Redfish chassis sensors (JSON from a BMC: iDRAC, iLO, OpenBMC ...): the Thermal and Power resources, and their
+successors since Redfish 2020.4, ThermalSubsystem's ThermalMetrics and the chassis' EnvironmentMetrics."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ class PowerSupply(Result):
 class RedfishReport(Result):
     """Thermal (temperatures, fans) and/or Power (consumed watts, supplies, voltages) of one chassis."""
 
-    resource: str  # Thermal | Power
+    resource: str  # Thermal | Power | ThermalMetrics | EnvironmentMetrics
     odata_id: str | None
     temperatures: list[RedfishSensor] = field(default_factory=list)
     fans: list[RedfishSensor] = field(default_factory=list)
@@ -50,17 +51,22 @@ class RedfishReport(Result):
     max_consumed_watts: float | None = None
     capacity_watts: float | None = None
     power_limit_watts: float | None = None
+    energy_kwh: float | None = None
 
 
 def parse_redfish(text: str) -> RedfishReport:
-    """A Redfish Thermal or Power resource; other Redfish resources are rejected."""
+    """A Redfish Thermal, Power, ThermalMetrics or EnvironmentMetrics resource; other resources are rejected."""
     data = require_dict(load_json(text, "a Redfish Thermal or Power resource"), "a Redfish resource")
     if "Temperatures" in data or "Fans" in data:
         return _thermal(data)
     if "PowerControl" in data or "PowerSupplies" in data:
         return _power(data)
-    kind = data.get("@odata.type", "JSON without @odata.type")
-    raise ParseError(f"expected a Redfish Thermal or Power resource, got {kind}", line=1)
+    if "TemperatureReadingsCelsius" in data:
+        return _thermal_metrics(data)
+    kind = str(data.get("@odata.type") or "")
+    if "EnvironmentMetrics" in kind or "PowerWatts" in data:
+        return _environment_metrics(data)
+    raise ParseError(f"expected a Redfish Thermal or Power resource, got {kind or 'JSON without @odata.type'}", line=1)
 
 
 def _status(item: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -148,4 +154,65 @@ def _supply(item: dict[str, Any]) -> PowerSupply:
         line_input_voltage=to_float(item.get("LineInputVoltage")),
         health=health,
         state=state,
+    )
+
+
+def _excerpt(item: Any) -> dict[str, Any]:
+    """A SensorExcerpt ({"Reading": 24.5, "DataSourceUri": ...}); {} when absent or not an object."""
+    return item if isinstance(item, dict) else {}
+
+
+def _thermal_metrics(data: dict[str, Any]) -> RedfishReport:
+    temperatures = [
+        RedfishSensor(
+            name=str(item.get("DeviceName") or item.get("DataSourceUri") or ""),
+            reading=to_float(item.get("Reading")),
+            unit="C",
+            health=None,
+            state=None,
+            physical_context=item.get("PhysicalContext"),
+        )
+        for item in data.get("TemperatureReadingsCelsius") or []
+        if isinstance(item, dict)
+    ]
+    return RedfishReport(resource="ThermalMetrics", odata_id=data.get("@odata.id"), temperatures=temperatures)
+
+
+def _environment_metrics(data: dict[str, Any]) -> RedfishReport:
+    temperature = _excerpt(data.get("TemperatureCelsius"))
+    fans = [
+        RedfishSensor(
+            name=str(item.get("DeviceName") or item.get("DataSourceUri") or ""),
+            reading=to_float(item.get("SpeedRPM") if item.get("SpeedRPM") is not None else item.get("Reading")),
+            unit="RPM" if item.get("SpeedRPM") is not None else "Percent",
+            health=None,
+            state=None,
+            physical_context=item.get("PhysicalContext"),
+        )
+        for item in data.get("FanSpeedsPercent") or []
+        if isinstance(item, dict)
+    ]
+    temperatures = []
+    if to_float(temperature.get("Reading")) is not None:
+        temperatures.append(
+            RedfishSensor(
+                name=str(data.get("Name") or "Temperature"),
+                reading=to_float(temperature.get("Reading")),
+                unit="C",
+                health=None,
+                state=None,
+                physical_context=data.get("PhysicalContext"),
+            )
+        )
+    limit = _excerpt(data.get("PowerLimitWatts"))
+    return RedfishReport(
+        resource="EnvironmentMetrics",
+        odata_id=data.get("@odata.id"),
+        temperatures=temperatures,
+        fans=fans,
+        consumed_watts=to_float(_excerpt(data.get("PowerWatts")).get("Reading")),
+        power_limit_watts=to_float(
+            limit.get("SetPoint") if limit.get("SetPoint") is not None else limit.get("Reading")
+        ),
+        energy_kwh=to_float(_excerpt(data.get("EnergykWh")).get("Reading")),
     )

@@ -65,6 +65,7 @@ PARSERS: dict[str, Parser] = {
     "meminfo": system.parse_meminfo,
     "net_mtu_speed": system.parse_net_mtu_speed,
     "ipmitool": ipmi.parse_ipmitool,
+    "dcmi_power": ipmi.parse_dcmi_power,
     "redfish": redfish.parse_redfish,
     "dmesg": dmesg.parse_dmesg,
     "gpu_burn": gpu_burn.parse_gpu_burn,
@@ -110,6 +111,7 @@ FIXTURE_RULES: tuple[tuple[str | None, str, str], ...] = (
     ("hpl-mxp", r"", "hpl_mxp"),
     ("hpl", r"", "hpl"),
     ("ipmi", r"", "ipmitool"),
+    ("ipmi-dcmi", r"", "dcmi_power"),
     ("redfish", r"", "redfish"),
     ("dmesg", r"", "dmesg"),
     ("dmesg-xid", r"^aer-|kmsg", "log"),  # AER with relative stamps and raw /dev/kmsg: no Xid for dmesg to read
@@ -229,6 +231,7 @@ TEXT_SIGNATURES = (
     (r"^GPU \d+: .*\n\s+Link \d+:", "nvidia_smi_nvlink"),
     (r"NVRM: Xid|^\[\s*\d+\.\d+\] |^\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\] ", "dmesg"),
     (r"proc'd:|^Tested \d+ GPUs?:|Burning for \d+ seconds", "gpu_burn"),
+    (r"^\s*Instantaneous power reading:|^Current Power\s+: \d+ Watts", "dcmi_power"),
 )
 # Outputs recognised by every non-blank line having one shape (checked line by line: no regex backtracking).
 LINE_SIGNATURES = (

@@ -1,5 +1,5 @@
-"""A real Prometheus for the telemetry tests: Debian's prometheus on a free loopback port, scraping the simulated
-exporters through the file_sd targets Rackpilot writes. No prometheus binary: skip here, fail in CI."""
+"""Monitoring fixtures: a real Prometheus scraping the simulated exporters (no prometheus binary: skip here, fail in
+CI), BMC settings on demo nodes, and a BMC poll run in this process."""
 
 import shutil
 import socket
@@ -9,7 +9,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
+from apps.inventory.models import Node
+from apps.jobs.services import TargetSpec, create_job
+from apps.monitoring import bmcs
 from tests.live_server import need
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -74,3 +78,40 @@ def start_prometheus(tmp_path):
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture
+def gpu_node(demo_cluster):
+    return Node.objects.get(hostname="gpu001")
+
+
+@pytest.fixture
+def sim_bmc(gpu_node):
+    """gpu001's BMC set up with the simulated BMCs' account."""
+
+    def make(node=None, *, protocol="ipmi", password=None, user=None):
+        node = node or gpu_node
+        return bmcs.save_bmc(
+            node=node,
+            address=node.bmc_address,
+            protocol=protocol,
+            port=None,
+            user=user or settings.RACKPILOT_SIM_BMC_USER,
+            verify_tls=True,
+            password=settings.RACKPILOT_SIM_BMC_PASSWORD if password is None else password,
+        )
+
+    return make
+
+
+@pytest.fixture
+def poll(run_shards):
+    """poll(*nodes, transport="sim") -> the finished bmc-poll job."""
+
+    def run(*nodes, transport="sim"):
+        job = create_job(
+            kind="bmc-poll", targets=TargetSpec(nodes=tuple(node.hostname for node in nodes)), transport=transport
+        )
+        return run_shards(job)
+
+    return run

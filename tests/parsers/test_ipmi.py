@@ -1,6 +1,6 @@
 """ipmitool sdr, sdr elist and sensor listings."""
 
-from apps.parsers.ipmi import parse_ipmitool
+from apps.parsers.ipmi import parse_dcmi_power, parse_ipmitool
 
 from .helpers import assert_parse_error, real
 
@@ -52,3 +52,37 @@ def test_not_ipmitool_output_is_rejected():
     assert_parse_error(parse_ipmitool, real("h200-1gpu/lscpu.txt"), 1, "3, 5 or 10 columns")
     mixed = "Fan 1 | 40 percent | ok\nFan 2 | 40 percent\n"
     assert_parse_error(parse_ipmitool, mixed, 2, "expected 3 '|'-separated columns, got 2")
+
+
+def test_dcmi_power_reading_ipmitool_activated():
+    reading = parse_dcmi_power(
+        real("ipmi-dcmi/ipmitool-dcmi-power-reading-activated-leading-blank-line-rabe-zabbix-issue101.txt")
+    )
+
+    assert (reading.current_watts, reading.minimum_watts, reading.maximum_watts) == (197.0, 175.0, 242.0)
+    assert reading.average_watts == 190.0 and reading.active and reading.sampling_seconds == 123893.0
+
+
+def test_dcmi_power_reading_deactivated_is_not_active():
+    reading = parse_dcmi_power(
+        real(
+            "ipmi-dcmi/ipmitool-dcmi-power-reading-deactivated-all-zero-epoch-timestamp-openbmc-phosphor-host-ipmid-issue167.txt"
+        )
+    )
+
+    assert reading.current_watts == 0.0 and not reading.active
+
+
+def test_dcmi_power_statistics_freeipmi():
+    reading = parse_dcmi_power(
+        real(
+            "ipmi-dcmi/freeipmi-ipmi-dcmi-get-system-power-statistics-gpu-node-busy-1190w-nordichpc-sonar-issue215.txt"
+        )
+    )
+
+    assert (reading.current_watts, reading.average_watts, reading.active) == (1190.0, 1189.0, True)
+    assert reading.sampling_seconds == 688.0
+
+
+def test_dcmi_refusal_is_a_parse_error():
+    assert_parse_error(parse_dcmi_power, "Error: DCMI is not supported\n", 1, "DCMI power reading")

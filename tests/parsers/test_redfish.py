@@ -2,7 +2,7 @@
 
 from apps.parsers.redfish import parse_redfish
 
-from .helpers import assert_parse_error, real
+from .helpers import assert_parse_error, data, real
 
 
 def test_dell_power_consumed_watts_and_supply():
@@ -47,3 +47,22 @@ def test_not_a_thermal_or_power_resource_is_rejected():
     assert_parse_error(parse_redfish, '{"@odata.type": "#Chassis.v1_10_0.Chassis", "Id": "1"}', 1, "#Chassis")
     assert_parse_error(parse_redfish, "[1, 2]", 1, "JSON object")
     assert_parse_error(parse_redfish, '{\n"Fans": [\n', 3, "Redfish")
+
+
+def test_environment_metrics_power_energy_fans():
+    report = parse_redfish(data("redfish-environment-metrics-invented.json"))
+
+    assert report.resource == "EnvironmentMetrics"
+    assert (report.consumed_watts, report.energy_kwh, report.power_limit_watts) == (6890.4, 18123.6, 10200)
+    assert [(fan.name, fan.reading, fan.unit) for fan in report.fans] == [
+        ("Fan 1", 7360, "RPM"),
+        ("Fan 2", 47.0, "Percent"),
+    ]
+    assert [sensor.reading for sensor in report.temperatures] == [24.5]
+
+
+def test_thermal_metrics_temperatures():
+    report = parse_redfish(data("redfish-thermal-metrics-invented.json"))
+
+    assert report.resource == "ThermalMetrics"
+    assert [(sensor.name, sensor.reading) for sensor in report.temperatures] == [("Intake", 24.8), ("Exhaust", 41.2)]

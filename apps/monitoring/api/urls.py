@@ -1,0 +1,7 @@
+"""Monitoring's viewsets, registered on the one API router in portal/urls.py."""
+
+from apps.monitoring.api import views
+
+ROUTES: list = [
+    ("bmcs", views.BmcViewSet),
+]

@@ -1,0 +1,56 @@
+from django.db import transaction
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.accounts.choices import Role
+from apps.inventory.api.views import UUID_PATTERN
+from apps.inventory.filters import node_ref
+from apps.monitoring.api.serializers import BmcReadingSerializer, BmcSerializer
+from apps.monitoring.models import Bmc, BmcReading
+
+
+class BmcFilterSet(filters.FilterSet):
+    node = node_ref()
+
+    class Meta:
+        model = Bmc
+        fields = ["node", "protocol", "last_result"]
+
+
+class BmcViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Nodes' BMC settings: viewers read, operators write; the password is write-only."""
+
+    queryset = Bmc.objects.select_related("node").order_by("node__hostname", "pk")
+    serializer_class = BmcSerializer
+    filterset_class = BmcFilterSet
+    lookup_field = "public_id"
+    lookup_value_regex = UUID_PATTERN
+    write_role = Role.OPERATOR
+
+    @transaction.atomic
+    def perform_create(self, serializer):
+        serializer.save()
+
+    @transaction.atomic
+    def perform_update(self, serializer):
+        serializer.save()
+
+    @extend_schema(responses=BmcReadingSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def readings(self, request, public_id=None):
+        """The BMC's latest poll: one reading per sensor."""
+        bmc = self.get_object()
+        rows = BmcReading.objects.latest_per_sensor(bmc.node)
+        for row in rows:
+            row.node = bmc.node
+        return Response(BmcReadingSerializer(rows, many=True).data)

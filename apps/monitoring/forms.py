@@ -1,0 +1,42 @@
+from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
+
+from apps.monitoring.choices import BmcProtocol
+from apps.monitoring.validation import validate_bmc_address, validate_bmc_user, validate_password
+
+
+class BmcForm(forms.Form):
+    """A node's BMC settings. The password is write-only: the form never shows it, and empty keeps the stored one."""
+
+    address = forms.CharField(
+        max_length=253,
+        validators=[validate_bmc_address],
+        help_text="The BMC's host name or IP address (management network).",
+    )
+    protocol = forms.ChoiceField(choices=BmcProtocol.choices)
+    port = forms.IntegerField(
+        required=False,
+        validators=[MinValueValidator(1), MaxValueValidator(65535)],
+        help_text="Empty: 623 for IPMI, 443 for Redfish.",
+    )
+    user = forms.CharField(max_length=64, validators=[validate_bmc_user])
+    password = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored encrypted and never shown. Leave empty to keep the stored one.",
+    )
+    clear_password = forms.BooleanField(required=False, label="Forget the stored password")
+    verify_tls = forms.BooleanField(required=False, initial=True, label="Verify the BMC's TLS certificate (Redfish)")
+
+    def clean(self):
+        data = super().clean()
+        password, protocol = data.get("password") or "", data.get("protocol")
+        if password and protocol:
+            try:
+                validate_password(password, protocol)
+            except forms.ValidationError as error:
+                self.add_error("password", error)
+        if password and data.get("clear_password"):
+            self.add_error("clear_password", "Give a new password or forget the stored one, not both.")
+        return data

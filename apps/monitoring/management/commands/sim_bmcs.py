@@ -1,0 +1,35 @@
+"""Give every node with a BMC address the simulated BMCs' account, so the demo cluster's BMCs are read."""
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
+from apps.inventory.models import Node
+from apps.monitoring import bmcs
+from apps.monitoring.choices import BmcProtocol
+from apps.monitoring.models import Bmc
+
+
+class Command(BaseCommand):
+    help = "BMC settings for the simulated cluster: every node with a BMC address, read over IPMI or Redfish."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--protocol", choices=BmcProtocol.values, default=BmcProtocol.IPMI)
+
+    def handle(self, *args, protocol: str, **options):
+        nodes = Node.objects.exclude(bmc_address="").filter(bmc__isnull=True)
+        made = 0
+        with audit_context(source=ChangeSource.COMMAND):
+            for node in nodes:
+                bmcs.save_bmc(
+                    node=node,
+                    address=node.bmc_address,
+                    protocol=protocol,
+                    port=None,
+                    user=settings.RACKPILOT_SIM_BMC_USER,
+                    verify_tls=True,
+                    password=settings.RACKPILOT_SIM_BMC_PASSWORD,
+                )
+                made += 1
+        self.stdout.write(f"{made} BMCs set up ({Bmc.objects.count()} in all); beat reads them per site.")

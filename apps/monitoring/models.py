@@ -1,0 +1,150 @@
+"""The hardware level of monitoring: each node's BMC (how to read it) and the readings taken from it."""
+
+import hashlib
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from apps.core import secrets
+from apps.core.audit import AuditedModel
+from apps.core.models import PublicModel, TimestampedModel
+from apps.inventory.models import Node, Site
+from apps.monitoring.choices import DEFAULT_PORTS, POLL_RESULT_COLOURS, BmcProtocol, PollResult, SensorKind
+
+
+class Bmc(AuditedModel, PublicModel):
+    """How Rackpilot reads one node's BMC: protocol, port, login, TLS; and how its last read went.
+
+    The address is the node's own `bmc_address` (one home for it, in the inventory). The password is stored
+    encrypted (apps/core/secrets.py) and never shown back, logged or audited. `polls_*` count every read so far:
+    durable facts that /metrics turns into counters which survive worker restarts.
+    """
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="bmc")
+    protocol = models.CharField(max_length=8, choices=BmcProtocol.choices, default=BmcProtocol.IPMI)
+    port = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(65535)],
+        help_text="Empty: 623 for IPMI, 443 for Redfish.",
+    )
+    user = models.CharField(max_length=64, help_text="The BMC account Rackpilot logs in with.")
+    password_encrypted = models.TextField(blank=True, editable=False)
+    verify_tls = models.BooleanField(
+        default=True, help_text="Redfish: check the BMC's certificate (off only for BMCs with self-signed ones)."
+    )
+    last_polled = models.DateTimeField(null=True, blank=True)
+    last_result = models.CharField(max_length=16, choices=PollResult.choices, blank=True)
+    last_message = models.CharField(max_length=300, blank=True)
+    polls_ok = models.PositiveBigIntegerField(default=0)
+    polls_partial = models.PositiveBigIntegerField(default=0)
+    polls_failed = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["node__hostname"]
+        verbose_name = "BMC"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(port__isnull=True) | Q(port__gte=1, port__lte=65535), name="bmc_port_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"BMC of {self.node.hostname}"
+
+    @property
+    def address(self) -> str:
+        return self.node.bmc_address
+
+    @property
+    def effective_port(self) -> int:
+        return self.port or DEFAULT_PORTS[self.protocol]
+
+    @property
+    def has_password(self) -> bool:
+        return bool(self.password_encrypted)
+
+    @property
+    def last_result_colour(self) -> str:
+        return POLL_RESULT_COLOURS.get(self.last_result, "grey")
+
+    def set_password(self, plaintext: str) -> None:
+        self.password_encrypted = secrets.encrypt(plaintext) if plaintext else ""
+
+    def password(self) -> str:
+        return secrets.decrypt(self.password_encrypted) if self.password_encrypted else ""
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        loaded = getattr(instance, "_audit_loaded", None)
+        if loaded is not None and "password_encrypted" in loaded:
+            loaded["password_encrypted"] = _audit_marker(loaded["password_encrypted"])
+        return instance
+
+    def audit_values(self) -> dict:
+        # The audit log says that the password was set or changed; it never holds it, nor its ciphertext.
+        values = super().audit_values()
+        values["password_encrypted"] = _audit_marker(values["password_encrypted"])
+        return values
+
+
+def _audit_marker(token: str) -> str:
+    return f"set #{hashlib.sha256(token.encode()).hexdigest()[:8]}" if token else "not set"
+
+
+class BmcReadingQuerySet(models.QuerySet):
+    def latest_per_sensor(self, node: Node) -> list["BmcReading"]:
+        """The node's readings of its most recent poll (every sensor a poll reads shares the poll's time)."""
+        newest = self.filter(node=node).order_by("-time").values_list("time", flat=True).first()
+        if newest is None:
+            return []
+        return list(self.filter(node=node, time=newest).order_by("kind", "sensor"))
+
+
+class BmcReading(models.Model):
+    """One sensor's value at one poll: a point of a (node, sensor) series. Compact on purpose (no public id, no
+    audit): a 32-node fleet read every minute writes ~1.5 million of these a day; old ones are pruned after
+    RACKPILOT_BMC_RETENTION_DAYS."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="bmc_readings")
+    time = models.DateTimeField()
+    kind = models.CharField(max_length=12, choices=SensorKind.choices)
+    sensor = models.CharField(max_length=64, help_text="The BMC's own sensor name, e.g. 'Inlet Temp'.")
+    unit = models.CharField(max_length=8, help_text="C, RPM, %, W.")
+    value = models.FloatField()
+
+    objects = BmcReadingQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["node", "sensor", "time"]
+        indexes = [
+            models.Index(fields=["node", "sensor", "time"], name="bmcreading_series_idx"),
+            models.Index(fields=["node", "time"], name="bmcreading_node_time_idx"),
+            models.Index(fields=["time"], name="bmcreading_time_idx"),  # pruning
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sensor} {self.value:g} {self.unit}"
+
+
+class BmcSchedule(TimestampedModel):
+    """How often the BMCs of one site are read; a site without one uses RACKPILOT_BMC_POLL_SECONDS."""
+
+    site = models.OneToOneField(Site, on_delete=models.CASCADE, related_name="bmc_schedule")
+    interval_seconds = models.PositiveIntegerField(
+        validators=[MinValueValidator(10), MaxValueValidator(86400)], help_text="Seconds between two reads."
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["site__name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(interval_seconds__gte=10, interval_seconds__lte=86400), name="bmcschedule_interval_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"BMC reads of {self.site} every {self.interval_seconds} s"

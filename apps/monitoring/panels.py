@@ -1,0 +1,54 @@
+"""What the node page shows of a node's BMC: its latest readings, the power against its rack's budget, its settings."""
+
+from datetime import timedelta
+
+from django.db.models import Max
+from django.utils import timezone
+
+from apps.monitoring.bmc import Reading, chassis_power
+from apps.monitoring.choices import SensorKind
+from apps.monitoring.models import Bmc, BmcReading
+
+RACK_WINDOW = timedelta(minutes=10)  # a node's power counts toward its rack when read this recently
+
+
+def _power(readings) -> float | None:
+    return chassis_power([Reading(r.kind, r.sensor, r.unit, r.value) for r in readings])
+
+
+def rack_power_w(rack) -> tuple[float, int]:
+    """The rack's draw from its nodes' latest readings within RACK_WINDOW: (watts, how many nodes were counted)."""
+    since = timezone.now() - RACK_WINDOW
+    recent = BmcReading.objects.filter(node__rack=rack, kind=SensorKind.POWER, time__gte=since)
+    latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
+    by_node: dict[int, list[BmcReading]] = {}
+    for reading in recent.filter(time__in=set(latest.values())):
+        if reading.time == latest.get(reading.node_id):
+            by_node.setdefault(reading.node_id, []).append(reading)
+    powers = [value for value in (_power(readings) for readings in by_node.values()) if value is not None]
+    return sum(powers), len(powers)
+
+
+def node_bmc_context(node, request) -> dict:
+    bmc = Bmc.objects.filter(node=node).first()
+    readings = BmcReading.objects.latest_per_sensor(node)
+    context = {
+        "node": node,
+        "bmc": bmc,
+        "polled": readings[0].time if readings else None,
+        "temperatures": [r for r in readings if r.kind == SensorKind.TEMPERATURE],
+        "fans": [r for r in readings if r.kind == SensorKind.FAN],
+        "power_readings": [r for r in readings if r.kind == SensorKind.POWER],
+        "node_power_w": _power(readings),
+        "may_edit": request.user.is_authenticated and request.user.is_operator,
+    }
+    if node.rack_id:
+        watts, counted = rack_power_w(node.rack)
+        budget = float(node.rack.power_budget_kw) * 1000
+        context |= {
+            "rack_power_w": watts,
+            "rack_nodes_counted": counted,
+            "rack_budget_w": budget,
+            "rack_share": round(watts / budget * 100, 1) if budget else None,
+        }
+    return context

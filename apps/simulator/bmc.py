@@ -1,0 +1,352 @@
+"""A simulated node's BMC: what `ipmitool ... sdr` and `dcmi power reading` print, and the Redfish documents
+(service root, sessions, Chassis Thermal / Power / EnvironmentMetrics), in the real formats of
+tests/fixtures/real/ipmi, ipmi-dcmi and redfish.
+
+The figures come from the node's model at a moment: GPU power from the simulator's power model under the load,
+the chassis' power from GPUs + CPUs + the rest of the board, exhaust temperature from power and airflow, fan speed
+from the hottest GPU. Faults move them as on a real node: a GPU in thermal slowdown runs hot and spins the fans up,
+a GPU fallen off the bus has no reading and draws nothing, a straggler draws less. Noise is seeded per node,
+sensor and 10-second window, so a window read twice gives the same figures.
+
+One account, RACKPILOT_SIM_BMC_USER / RACKPILOT_SIM_BMC_PASSWORD; any other login is refused the way the real
+protocols refuse it.
+"""
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from apps.simulator.model import gpu_reading, noise
+from apps.simulator.services import node_state
+from apps.simulator.state import SimulatedNode
+from apps.simulator.tools.common import ctime
+
+WINDOW_SECONDS = 10  # the BMC's sensors refresh this often; readings within a window are identical
+AMBIENT_C = 22.0  # cold-aisle air
+BOARD_POWER_W = 520.0  # NVSwitches, NICs, drives, memory and the fans' own floor
+CPU_IDLE_W, CPU_BUSY_W = 95.0, 300.0  # per socket
+AIR_J_PER_M3_K = 1.2 * 1005  # density × heat capacity of air
+MAX_AIRFLOW_M3_S = 0.75  # an 8-GPU chassis' fans flat out (~1,600 CFM)
+FAN_MAX_RPM = 16800
+FAN_COUNT = 8
+PSU_COUNT = 4
+PSU_CAPACITY_W = 3300
+# What ipmitool prints when the BMC refuses the login: the same line as for a BMC that never answers; only with -v
+# does it say why first (as ipmitool 1.8.19 against OpenIPMI's ipmi_sim does).
+IPMI_REFUSED = "Error: Unable to establish IPMI v2 / RMCP+ session\n"
+IPMI_REFUSED_VERBOSE = "RAKP 2 HMAC is invalid\n"
+
+
+@dataclass(frozen=True)
+class BmcFigures:
+    """One node's sensors at one moment."""
+
+    inlet_c: float
+    exhaust_c: float
+    cpu_c: list[float]
+    gpu_c: list[tuple[int, float | None]]  # (inventory index, °C); None: no reading (the GPU is gone)
+    fan_rpm: list[float]
+    power_w: float
+    psu_w: list[float]
+    power_cap_w: float
+
+
+def figures(state: SimulatedNode, *, seed: int, load: float, at: datetime) -> BmcFigures:
+    window = int(at.timestamp()) // WINDOW_SECONDS
+    rng = noise(seed, state.hostname, "bmc", window)
+    load = max(0.0, min(load, 1.0))
+    gpu_power = 0.0
+    gpu_temperatures: list[tuple[int, float | None]] = []
+    for gpu in state.gpus:
+        if not gpu.present:
+            gpu_temperatures.append((gpu.index, None))
+            continue
+        reading = gpu_reading(gpu, load=load, rng=noise(seed, state.hostname, "gpu", gpu.index, window))
+        gpu_power += reading.power_w
+        gpu_temperatures.append((gpu.index, float(reading.temperature_c)))
+    sockets = max(state.sockets, 1)
+    cpu_share = load * (0.7 if state.straggler else 1.0)
+    cpu_power = sockets * (CPU_IDLE_W + (CPU_BUSY_W - CPU_IDLE_W) * cpu_share)
+    hottest = max((value for _, value in gpu_temperatures if value is not None), default=40.0)
+    # The fan curve: 30% duty up to 45 °C on the hottest GPU, full speed from 85 °C.
+    duty = min(1.0, max(0.3, 0.3 + (hottest - 45.0) / 40.0 * 0.7))
+    fan_power = FAN_COUNT * 25.0 * duty**3  # fan power grows with the cube of speed
+    power = BOARD_POWER_W + cpu_power + gpu_power + fan_power
+    inlet = AMBIENT_C + noise(seed, state.hostname, "inlet").uniform(-1.5, 1.5) + rng.uniform(-0.2, 0.2)
+    exhaust = inlet + power / (AIR_J_PER_M3_K * MAX_AIRFLOW_M3_S * duty)
+    cpu_temperatures = [inlet + 14.0 + 0.11 * cpu_power / sockets + rng.uniform(-1, 1) for _ in range(sockets)]
+    fans = [FAN_MAX_RPM * duty * (1 + rng.uniform(-0.015, 0.015)) for _ in range(FAN_COUNT)]
+    psus = [power / PSU_COUNT * (1 + rng.uniform(-0.03, 0.03)) for _ in range(PSU_COUNT)]
+    return BmcFigures(
+        inlet_c=round(inlet),
+        exhaust_c=round(exhaust),
+        cpu_c=[round(value) for value in cpu_temperatures],
+        gpu_c=[(index, None if value is None else round(value)) for index, value in gpu_temperatures],
+        fan_rpm=[round(value / 120) * 120 for value in fans],  # tachometers count in steps of the sensor's M factor
+        power_w=round(power),
+        psu_w=[round(value) for value in psus],
+        power_cap_w=float(PSU_CAPACITY_W * (PSU_COUNT - 1)),  # N+1 redundant supplies
+    )
+
+
+# --- IPMI ---------------------------------------------------------------------------------------------------------
+
+
+def _sdr_line(name: str, reading: str, status: str) -> str:
+    return f"{name:<16} | {reading:<17} | {status}\n"
+
+
+def sdr(values: BmcFigures) -> str:
+    """`ipmitool sdr`: name | reading | status, as in ipmitool-sdr-v1-ibm-systemx-telegraf-fixture.txt."""
+    lines = [_sdr_line("Inlet Temp", f"{values.inlet_c:g} degrees C", "ok")]
+    lines.append(_sdr_line("Exhaust Temp", f"{values.exhaust_c:g} degrees C", "ok"))
+    lines += [_sdr_line(f"CPU{n} Temp", f"{value:g} degrees C", "ok") for n, value in enumerate(values.cpu_c, 1)]
+    for index, value in values.gpu_c:
+        name = f"GPU{index + 1} Temp"
+        lines.append(
+            _sdr_line(name, "no reading", "ns") if value is None else _sdr_line(name, f"{value:g} degrees C", "ok")
+        )
+    lines += [_sdr_line(f"FAN{n}", f"{value:g} RPM", "ok") for n, value in enumerate(values.fan_rpm, 1)]
+    lines += [_sdr_line(f"PSU{n} Input", f"{value:g} Watts", "ok") for n, value in enumerate(values.psu_w, 1)]
+    lines.append(_sdr_line("Total Power", f"{values.power_w:g} Watts", "ok"))
+    return "".join(lines)
+
+
+def dcmi_power_reading(values: BmcFigures, *, at: datetime) -> str:
+    """`ipmitool dcmi power reading`, with ipmitool's own leading blank line and column layout."""
+    power = int(values.power_w)
+    return (
+        "\n"
+        f"    Instantaneous power reading:              {power:8d} Watts\n"
+        f"    Minimum during sampling period:           {int(power * 0.93):8d} Watts\n"
+        f"    Maximum during sampling period:           {int(power * 1.04):8d} Watts\n"
+        f"    Average power reading over sample period: {int(power * 0.99):8d} Watts\n"
+        f"    IPMI timestamp:                           {ctime(at)}\n"
+        f"    Sampling period:                          {WINDOW_SECONDS:08d} Seconds.\n"
+        "    Power reading state is:                   activated\n"
+        "\n"
+    )
+
+
+def logged_in(user: str, password: str) -> bool:
+    expected_user, expected_password = settings.RACKPILOT_SIM_BMC_USER, settings.RACKPILOT_SIM_BMC_PASSWORD
+    return secrets.compare_digest(user, expected_user) and secrets.compare_digest(password, expected_password)
+
+
+def ipmitool(values: BmcFigures, argv: list[str], *, password: str, at: datetime) -> tuple[int, str, str]:
+    """What ipmitool prints for a lanplus command to this BMC: -U user, the password from IPMI_PASSWORD (-E)."""
+    user = argv[argv.index("-U") + 1] if "-U" in argv and argv.index("-U") + 1 < len(argv) else ""
+    if not logged_in(user, password):
+        return 1, "", (IPMI_REFUSED_VERBOSE if "-v" in argv else "") + IPMI_REFUSED
+    tail = argv[-3:]
+    if argv[-1:] == ["sdr"]:
+        return 0, sdr(values), ""
+    if tail == ["dcmi", "power", "reading"]:
+        return 0, dcmi_power_reading(values, at=at), ""
+    return 1, "", f"Invalid command: {' '.join(argv[-2:])}\n"
+
+
+# --- Redfish ------------------------------------------------------------------------------------------------------
+
+CHASSIS = "/redfish/v1/Chassis/1"
+
+
+def _health(value: float, critical: float) -> str:
+    return "OK" if value < critical else "Critical"
+
+
+def _temperature(member: int, name: str, value: float, context: str, critical: float) -> dict:
+    return {
+        "@odata.id": f"{CHASSIS}/Thermal#/Temperatures/{member}",
+        "MemberId": str(member),
+        "Name": name,
+        "PhysicalContext": context,
+        "ReadingCelsius": value,
+        "UpperThresholdCritical": critical,
+        "UpperThresholdFatal": critical + 5,
+        "Status": {"Health": _health(value, critical), "State": "Enabled"},
+    }
+
+
+def thermal(values: BmcFigures) -> dict:
+    """The Chassis' Thermal resource (Redfish 2016.1-2020.3), shaped as telegraf-dell_thermal.json."""
+    temperatures = [
+        _temperature(0, "Inlet Temp", values.inlet_c, "Intake", 42),
+        _temperature(1, "Exhaust Temp", values.exhaust_c, "Exhaust", 75),
+    ]
+    for number, value in enumerate(values.cpu_c, 1):
+        temperatures.append(_temperature(len(temperatures), f"CPU{number} Temp", value, "CPU", 95))
+    for index, value in values.gpu_c:
+        entry = _temperature(len(temperatures), f"GPU{index + 1} Temp", value or 0, "GPU", 87)
+        if value is None:
+            entry |= {"ReadingCelsius": None, "Status": {"Health": "Critical", "State": "Absent"}}
+        temperatures.append(entry)
+    fans = [
+        {
+            "@odata.id": f"{CHASSIS}/Thermal#/Fans/{member}",
+            "MemberId": str(member),
+            "Name": f"FAN{member + 1}",
+            "PhysicalContext": "SystemBoard",
+            "Reading": value,
+            "ReadingUnits": "RPM",
+            "LowerThresholdCritical": 1200,
+            "Status": {"Health": "OK", "State": "Enabled"},
+        }
+        for member, value in enumerate(values.fan_rpm)
+    ]
+    return {
+        "@odata.context": "/redfish/v1/$metadata#Thermal.Thermal",
+        "@odata.id": f"{CHASSIS}/Thermal",
+        "@odata.type": "#Thermal.v1_4_0.Thermal",
+        "Id": "Thermal",
+        "Name": "Thermal",
+        "Temperatures": temperatures,
+        "Temperatures@odata.count": len(temperatures),
+        "Fans": fans,
+        "Fans@odata.count": len(fans),
+    }
+
+
+def power(values: BmcFigures) -> dict:
+    """The Chassis' Power resource, shaped as telegraf-dell_power.json."""
+    supplies = [
+        {
+            "@odata.id": f"{CHASSIS}/Power/PowerSupplies/{number}",
+            "MemberId": str(number),
+            "Name": f"PSU{number + 1}",
+            "Model": "CRPS 3300W Titanium",
+            "PowerCapacityWatts": PSU_CAPACITY_W,
+            "LastPowerOutputWatts": value,
+            "LineInputVoltage": 230,
+            "Status": {"Health": "OK", "State": "Enabled"},
+        }
+        for number, value in enumerate(values.psu_w)
+    ]
+    return {
+        "@odata.context": "/redfish/v1/$metadata#Power.Power",
+        "@odata.id": f"{CHASSIS}/Power",
+        "@odata.type": "#Power.v1_5_0.Power",
+        "Id": "Power",
+        "Name": "Power",
+        "PowerControl": [
+            {
+                "@odata.id": f"{CHASSIS}/Power#/PowerControl/0",
+                "MemberId": "0",
+                "Name": "System Power Control",
+                "PowerConsumedWatts": values.power_w,
+                "PowerCapacityWatts": values.power_cap_w,
+                "PowerMetrics": {
+                    "IntervalInMin": 1,
+                    "AverageConsumedWatts": round(values.power_w * 0.99),
+                    "MaxConsumedWatts": round(values.power_w * 1.04),
+                    "MinConsumedWatts": round(values.power_w * 0.93),
+                },
+            }
+        ],
+        "PowerControl@odata.count": 1,
+        "PowerSupplies": supplies,
+        "PowerSupplies@odata.count": len(supplies),
+    }
+
+
+def environment_metrics(values: BmcFigures) -> dict:
+    """The Chassis' EnvironmentMetrics (Redfish 2020.4+): power, intake temperature, fan speeds."""
+    return {
+        "@odata.id": f"{CHASSIS}/EnvironmentMetrics",
+        "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+        "Id": "EnvironmentMetrics",
+        "Name": "Chassis Environment Metrics",
+        "TemperatureCelsius": {"DataSourceUri": f"{CHASSIS}/Sensors/InletTemp", "Reading": values.inlet_c},
+        "PowerWatts": {"DataSourceUri": f"{CHASSIS}/Sensors/TotalPower", "Reading": values.power_w},
+        "PowerLimitWatts": {"SetPoint": values.power_cap_w, "ControlMode": "Disabled"},
+        "FanSpeedsPercent": [
+            {
+                "DataSourceUri": f"{CHASSIS}/Sensors/Fan{number + 1}",
+                "DeviceName": f"FAN{number + 1}",
+                "Reading": round(value / FAN_MAX_RPM * 100, 1),
+                "SpeedRPM": value,
+            }
+            for number, value in enumerate(values.fan_rpm)
+        ],
+    }
+
+
+SERVICE_ROOT = {
+    "@odata.id": "/redfish/v1/",
+    "@odata.type": "#ServiceRoot.v1_11_0.ServiceRoot",
+    "Id": "RootService",
+    "Name": "Root Service",
+    "RedfishVersion": "1.15.0",
+    "Chassis": {"@odata.id": "/redfish/v1/Chassis"},
+    "SessionService": {"@odata.id": "/redfish/v1/SessionService"},
+    "Links": {"Sessions": {"@odata.id": "/redfish/v1/SessionService/Sessions"}},
+}
+CHASSIS_COLLECTION = {
+    "@odata.id": "/redfish/v1/Chassis",
+    "@odata.type": "#ChassisCollection.ChassisCollection",
+    "Name": "Chassis Collection",
+    "Members": [{"@odata.id": CHASSIS}],
+    "Members@odata.count": 1,
+}
+CHASSIS_DOCUMENT = {
+    "@odata.id": CHASSIS,
+    "@odata.type": "#Chassis.v1_21_0.Chassis",
+    "Id": "1",
+    "Name": "HGX H200 8-GPU",
+    "ChassisType": "RackMount",
+    "Thermal": {"@odata.id": f"{CHASSIS}/Thermal"},
+    "Power": {"@odata.id": f"{CHASSIS}/Power"},
+    "EnvironmentMetrics": {"@odata.id": f"{CHASSIS}/EnvironmentMetrics"},
+}
+SESSIONS = "/redfish/v1/SessionService/Sessions"
+
+
+def _error(status: int, message: str, message_id: str) -> tuple[int, dict, bytes]:
+    body = {"error": {"code": message_id, "message": message, "@Message.ExtendedInfo": [{"MessageId": message_id}]}}
+    return status, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def redfish(
+    values_at, method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str]
+) -> tuple[int, dict, bytes]:
+    """One HTTP request to the BMC's Redfish service: (status, headers, body). `values_at()` gives the figures (read
+    only when a sensor document is asked for); `tokens` holds the sessions this BMC has handed out."""
+    path = path.rstrip("/") or "/"
+    if method == "GET" and path in ("/redfish/v1", "/redfish"):
+        return 200, {"Content-Type": "application/json"}, json.dumps(SERVICE_ROOT).encode()
+    if method == "POST" and path == SESSIONS:
+        try:
+            login = json.loads(body or b"{}")
+        except ValueError:
+            return _error(400, "The request body is not JSON.", "Base.1.8.MalformedJSON")
+        if not logged_in(str(login.get("UserName", "")), str(login.get("Password", ""))):
+            return _error(401, "The credentials are not valid.", "Base.1.8.NoValidSession")
+        token = secrets.token_hex(16)
+        tokens.add(token)
+        location = f"{SESSIONS}/{token[:8]}"
+        headers_out = {"Content-Type": "application/json", "X-Auth-Token": token, "Location": location}
+        return 201, headers_out, json.dumps({"@odata.id": location, "UserName": login["UserName"]}).encode()
+    token = headers.get("X-Auth-Token", "")
+    if token not in tokens:
+        return _error(401, "No valid session was given.", "Base.1.8.NoValidSession")
+    if method == "DELETE" and path.startswith(SESSIONS + "/"):
+        tokens.discard(token)
+        return 204, {}, b""
+    documents = {
+        "/redfish/v1/Chassis": lambda: CHASSIS_COLLECTION,
+        CHASSIS: lambda: CHASSIS_DOCUMENT,
+        f"{CHASSIS}/Thermal": lambda: thermal(values_at()),
+        f"{CHASSIS}/Power": lambda: power(values_at()),
+        f"{CHASSIS}/EnvironmentMetrics": lambda: environment_metrics(values_at()),
+    }
+    if method != "GET" or path not in documents:
+        return _error(404, f"{path} is not a resource of this service.", "Base.1.8.ResourceMissingAtURI")
+    return 200, {"Content-Type": "application/json"}, json.dumps(documents[path]()).encode()
+
+
+def node_figures(node, *, seed: int, load: float, at: datetime) -> BmcFigures:
+    """The figures of an inventory Node's BMC at `at`, from its state now (inventory, faults, changes)."""
+    return figures(node_state(node=node), seed=seed, load=load, at=at)

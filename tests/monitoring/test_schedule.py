@@ -1,0 +1,71 @@
+"""Beat's schedule of BMC reads per site, and pruning of old readings."""
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from apps.inventory.models import Node
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
+from apps.monitoring import bmcs
+from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_site_with_bmcs_is_polled_once_per_interval(gpu_node, sim_bmc, settings):
+    settings.RACKPILOT_BMC_POLL_SECONDS = 60
+    sim_bmc()
+    now = timezone.now()
+
+    first = bmcs.schedule_polls(now=now)
+    while_running = bmcs.schedule_polls(now=now + timedelta(seconds=120))
+    Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
+    too_soon = bmcs.schedule_polls(now=now + timedelta(seconds=30))
+    due = bmcs.schedule_polls(now=now + timedelta(seconds=61))
+
+    assert [job.kind for job in first] == ["bmc-poll"]
+    assert first[0].parameters == {"site": gpu_node.rack.site.slug}
+    assert list(first[0].nodes.values_list("hostname", flat=True)) == ["gpu001"]  # only nodes with BMC settings
+    assert (while_running, too_soon, len(due)) == ([], [], 1)
+
+
+def test_a_site_schedule_sets_its_own_interval_or_turns_reads_off(gpu_node, sim_bmc):
+    sim_bmc()
+    schedule = BmcSchedule.objects.create(site=gpu_node.rack.site, interval_seconds=600)
+    now = timezone.now()
+    bmcs.schedule_polls(now=now)
+    Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
+
+    assert bmcs.schedule_polls(now=now + timedelta(seconds=300)) == []
+    assert len(bmcs.schedule_polls(now=now + timedelta(seconds=601))) == 1
+    Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
+    schedule.enabled = False
+    schedule.save()
+    assert bmcs.schedule_polls(now=now + timedelta(days=1)) == []
+
+
+def test_no_bmcs_no_polls(demo_cluster):
+    assert bmcs.schedule_polls() == []
+
+
+def test_old_readings_are_pruned(gpu_node, settings):
+    settings.RACKPILOT_BMC_RETENTION_DAYS = 7
+    now = timezone.now()
+    for age in (1, 8):
+        BmcReading.objects.create(
+            node=gpu_node, time=now - timedelta(days=age), kind="power", sensor="DCMI Power", unit="W", value=1.0
+        )
+
+    assert bmcs.prune_readings() == 1
+    assert BmcReading.objects.get().time > now - timedelta(days=2)
+
+
+def test_sim_bmcs_command_sets_up_the_demo_cluster(demo_cluster):
+    call_command("sim_bmcs", stdout=io.StringIO())
+
+    assert Bmc.objects.count() == Node.objects.exclude(bmc_address="").count() > 0
+    assert all(bmc.has_password for bmc in Bmc.objects.all())
