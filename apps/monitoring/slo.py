@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from django.db import models
 
+from apps.monitoring.telemetry import counter_increase
+
 
 class Objective(models.TextChoices):
     THROUGHPUT = "throughput", "Throughput (% of design tokens/s)"
@@ -209,34 +211,6 @@ def _seconds(window: str) -> int:
 Samples = Sequence[tuple[float, float]]  # (unix time, value), oldest first
 
 
-def increase(samples: Samples) -> float:
-    """How much a counter grew, across resets (a value below the previous one means the counter restarted from 0)."""
-    grown = 0.0
-    for (_, previous), (_, value) in zip(samples, samples[1:], strict=False):
-        grown += value - previous if value >= previous else value
-    return grown
-
-
-def histogram_quantile(quantile: float, buckets: dict[float, float]) -> float | None:
-    """Prometheus's histogram_quantile over cumulative bucket counts {upper bound: count}: linear inside a bucket;
-    in the +Inf bucket, the highest finite bound. None without observations."""
-    bounds = sorted(buckets)
-    if not bounds or buckets[bounds[-1]] <= 0:
-        return None
-    rank = quantile * buckets[bounds[-1]]
-    lower, below = 0.0, 0.0
-    for bound in bounds:
-        count = buckets[bound]
-        if count >= rank:
-            if math.isinf(bound):
-                return lower
-            if count == below:
-                return bound
-            return lower + (bound - lower) * (rank - below) / (count - below)
-        lower, below = bound, count
-    return lower
-
-
 def meets(spec: SloSpec, value: float | None) -> bool | None:
     """Whether one step's value meets the criterion; None when there is nothing to judge (no traffic, no data)."""
     if value is None or math.isnan(value):
@@ -269,7 +243,7 @@ def energy_per_million_tokens(energy_mj: Sequence[Samples], tokens: Samples) -> 
 
 
 def _step_increase(a: tuple[float, float], b: tuple[float, float]) -> float:
-    return b[1] - a[1] if b[1] >= a[1] else b[1]
+    return counter_increase([a, b])
 
 
 @dataclass(frozen=True)

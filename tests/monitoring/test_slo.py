@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from apps.monitoring import slo
+from apps.monitoring.telemetry import counter_increase, histogram_quantile
 from tests.live_server import need
 
 CHAT = slo.SloSpec(
@@ -37,16 +38,16 @@ UTIL = slo.SloSpec(
 def test_a_counter_increase_survives_a_reset():
     samples = [(0, 100.0), (15, 160.0), (30, 20.0), (45, 50.0)]  # restarted between 15 s and 30 s
 
-    assert slo.increase(samples) == 60 + 20 + 30
+    assert counter_increase(samples) == 60 + 20 + 30
 
 
 def test_histogram_quantile_interpolates_inside_the_bucket_as_prometheus_does():
-    buckets = {0.05: 50.0, 0.1: 90.0, 0.25: 100.0, math.inf: 100.0}
+    buckets = [(0.05, 50.0), (0.1, 90.0), (0.25, 100.0), (math.inf, 100.0)]
 
-    assert slo.histogram_quantile(0.99, buckets) == pytest.approx(0.235)
-    assert slo.histogram_quantile(0.5, buckets) == pytest.approx(0.05)
-    assert slo.histogram_quantile(0.99, {0.1: 0.0, math.inf: 0.0}) is None  # no requests: nothing to judge
-    assert slo.histogram_quantile(0.99, {0.1: 10.0, math.inf: 100.0}) == 0.1  # in +Inf: the highest finite bound
+    assert histogram_quantile(0.99, buckets) == pytest.approx(0.235)
+    assert histogram_quantile(0.5, buckets) == pytest.approx(0.05)
+    assert slo.meets(CHAT_P99, histogram_quantile(0.99, [(0.1, 0.0), (math.inf, 0.0)])) is None  # no requests
+    assert histogram_quantile(0.99, [(0.1, 10.0), (math.inf, 100.0)]) == 0.1  # in +Inf: the highest finite bound
 
 
 def test_energy_per_million_tokens_splits_active_from_idle_amortised():
@@ -182,8 +183,9 @@ def test_prometheus_and_the_python_judges_agree_on_a_slow_service(promtool, tmp_
 
     assert ran.returncode == 0, ran.stdout + ran.stderr
     tokens = [(t * 60.0, t * 60000.0) for t in range(6)]
-    assert 100 * slo.increase(tokens) / 300 / CHAT.design_tokens_per_second == pytest.approx(50)
-    assert 1000 * slo.histogram_quantile(0.99, {0.05: 250, 0.1: 450, 0.25: 500, math.inf: 500}) == pytest.approx(235)
+    assert 100 * counter_increase(tokens) / 300 / CHAT.design_tokens_per_second == pytest.approx(50)
+    buckets = [(0.05, 250), (0.1, 450), (0.25, 500), (math.inf, 500)]
+    assert 1000 * histogram_quantile(0.99, buckets) == pytest.approx(235)
     assert slo.meets(CHAT, 50.0) is False and slo.meets(CHAT_P99, 235.0) is False
 
 
