@@ -2,6 +2,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from apps.monitoring.choices import BmcProtocol
+from apps.monitoring.models import Slo
 from apps.monitoring.validation import validate_bmc_address, validate_bmc_user, validate_password
 
 
@@ -40,3 +41,11 @@ class BmcForm(forms.Form):
         if password and data.get("clear_password"):
             self.add_error("clear_password", "Give a new password or forget the stored one, not both.")
         return data
+
+
+class SloForm(forms.ModelForm):
+    """A new SLO: the model's clean() names the field that does not fit the objective."""
+
+    class Meta:
+        model = Slo
+        fields = ["name", "objective", "scope", "service", "training_job", "rack", "target", "compliance"]

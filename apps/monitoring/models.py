@@ -1,7 +1,8 @@
-"""The hardware level of monitoring: each node's BMC (how to read it) and the readings taken from it."""
+"""Monitoring's records: each node's BMC (how to read it) and the readings taken from it, and the business SLOs."""
 
 import hashlib
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -9,8 +10,11 @@ from django.db.models import Q
 from apps.core import secrets
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel, TimestampedModel
+from apps.core.validators import name_validator
 from apps.inventory.models import Node, Site
+from apps.monitoring import slo
 from apps.monitoring.choices import DEFAULT_PORTS, POLL_RESULT_COLOURS, BmcProtocol, PollResult, SensorKind
+from apps.monitoring.slo import Objective, ScopeKind
 
 
 class Bmc(AuditedModel, PublicModel):
@@ -148,3 +152,75 @@ class BmcSchedule(TimestampedModel):
 
     def __str__(self) -> str:
         return f"BMC reads of {self.site} every {self.interval_seconds} s"
+
+
+class Slo(AuditedModel, PublicModel):
+    """A business SLO as data: an objective (apps/monitoring/slo.py), its scope, its target and the share of
+    evaluation steps that must meet it."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[name_validator])
+    objective = models.CharField(max_length=24, choices=Objective.choices)
+    scope = models.CharField(max_length=16, choices=ScopeKind.choices)
+    service = models.ForeignKey(
+        "workloads.InferenceService", null=True, blank=True, on_delete=models.CASCADE, related_name="slos"
+    )
+    training_job = models.ForeignKey(
+        "workloads.TrainingJob", null=True, blank=True, on_delete=models.CASCADE, related_name="slos"
+    )
+    rack = models.ForeignKey("inventory.Rack", null=True, blank=True, on_delete=models.CASCADE, related_name="slos")
+    target = models.FloatField(help_text="In the objective's unit: % of design, ms, kWh per million tokens, %.")
+    compliance = models.FloatField(
+        default=0.99,
+        validators=[MinValueValidator(0.5), MaxValueValidator(0.9999)],
+        help_text="Share of evaluation steps that must meet the target (0.99: a 1 % error budget).",
+    )
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "SLO"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors = {}
+        criterion = slo.CRITERIA.get(self.objective)
+        if criterion is None:
+            return  # the choices field reports it
+        if self.scope not in criterion.scopes:
+            allowed = ", ".join(sorted(ScopeKind(s).label.lower() for s in criterion.scopes))
+            errors["scope"] = f"{criterion.label} is measured for: {allowed}."
+        low, high = criterion.bounds
+        if self.target is not None and not low <= self.target <= high:
+            errors["target"] = f"{criterion.label}: a target between {low:g} and {high:g} {criterion.unit}."
+        needs = {ScopeKind.SERVICE: "service", ScopeKind.TRAINING_JOB: "training_job", ScopeKind.RACK: "rack"}
+        for scope, field in needs.items():
+            given = getattr(self, f"{field}_id") is not None
+            if self.scope == scope and not given:
+                errors[field] = f"Name the {ScopeKind(scope).label.lower()} this SLO is about."
+            elif self.scope != scope and given:
+                errors[field] = f"Only an SLO on a {ScopeKind(scope).label.lower()} names one."
+        if errors:
+            raise ValidationError(errors)
+
+    def spec(self) -> slo.SloSpec:
+        return slo.SloSpec(
+            name=self.name,
+            objective=self.objective,
+            target=self.target,
+            compliance=self.compliance,
+            hosts=tuple(self.hostnames()),
+            service=self.service.name if self.service_id else "",
+            design_tokens_per_second=float(self.service.design_tokens_per_second) if self.service_id else 0.0,
+        )
+
+    def hostnames(self) -> list[str]:
+        if self.scope == ScopeKind.SERVICE:
+            nodes = self.service.nodes.all()
+        elif self.scope == ScopeKind.TRAINING_JOB:
+            nodes = self.training_job.nodes.all()
+        elif self.scope == ScopeKind.RACK:
+            nodes = self.rack.nodes.all()
+        else:
+            nodes = Node.objects.filter(gpus__isnull=False).distinct()
+        return sorted(nodes.values_list("hostname", flat=True))

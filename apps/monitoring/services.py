@@ -1,13 +1,15 @@
 """What the telemetry pages show, read through the telemetry interface. Reads only: nothing here writes."""
 
+import math
 import time
 
 from django.db.models import Prefetch
 
+from apps.diagnosis.models import Incident
 from apps.inventory.choices import GpuHealth
 from apps.inventory.models import Gpu, Node
-from apps.monitoring import charts
-from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
+from apps.monitoring import charts, slo
+from apps.monitoring.telemetry import JOULES_PER_KWH, Telemetry, TelemetryError, Window, telemetry
 from apps.workloads.models import InferenceService
 
 
@@ -146,3 +148,68 @@ def telemetry_health(*, now: float | None = None) -> dict:
     ]
     context["healthy"] = len(healthy) - len(flagged)
     return context
+
+
+# --- SLOs -------------------------------------------------------------------------------------------------------------
+
+SLO_WINDOWS = ("1h", "24h", "7d")
+
+
+def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[float | None]:
+    """The SLI's value at each step of the window, in the criterion's unit (None: nothing to judge at that step)."""
+    objective = slo.Objective(spec.objective)
+    if objective == slo.Objective.THROUGHPUT:
+        series = source.tokens_per_second(service=spec.service, window=window)
+        return [100 * value / spec.design_tokens_per_second for value in series.values()]
+    if objective == slo.Objective.LATENCY_P99:
+        return [1000 * value for value in source.p99_latency_seconds(service=spec.service, window=window).values()]
+    if objective == slo.Objective.GPU_UTILISATION:
+        series = source.gpu_series("util", hostnames=list(spec.hosts), window=window, aggregate="avg")
+        return series[0].values() if series else []
+    values = []  # energy per million tokens, step by step
+    for start in window.times()[:-1]:
+        end = start + window.step
+        tokens = source.generated_tokens(service=spec.service, start=start, end=end)
+        joules = source.energy_joules(hostnames=list(spec.hosts), start=start, end=end)
+        values.append(joules / JOULES_PER_KWH / (tokens / 1e6) if tokens > 0 else None)
+    return values
+
+
+def slo_status(row, *, source: Telemetry | None = None) -> dict:
+    """One SLO over each window: its budget, the latest value, and the nodes that drag it (lowest utilisation)."""
+    source, error = (source, "") if source is not None else _source()
+    status = {"slo": row, "error": error, "budgets": [], "latest": None, "draggers": []}
+    if source is None:
+        return status
+    spec = row.spec()
+    try:
+        for name in SLO_WINDOWS:
+            values = slo_values(source, spec, Window.named(name))
+            status["budgets"].append(slo.budget(spec, name, [slo.meets(spec, value) for value in values]))
+            if name == "1h":
+                status["latest"] = next((v for v in reversed(values) if v is not None and not math.isnan(v)), None)
+        status["draggers"] = draggers(source, list(spec.hosts), Window.named("1h"))
+    except TelemetryError as problem:
+        status["error"] = str(problem)
+    return status
+
+
+def draggers(source: Telemetry, hostnames: list[str], window: Window, *, count: int = 3) -> list[dict]:
+    """The scope's nodes with the lowest mean GPU utilisation over the window, and their open incidents: which
+    node hurts the SLO."""
+    by_node: dict[str, list[float]] = {}
+    for series in source.gpu_series("util", hostnames=hostnames, window=window):
+        host = series.labels.get("Hostname", "")
+        by_node.setdefault(host, []).extend(value for value in series.values() if not math.isnan(value))
+    means = sorted((sum(values) / len(values), host) for host, values in by_node.items() if values and host)[:count]
+    nodes = Node.objects.in_bulk([host for _, host in means], field_name="hostname")
+    return [
+        {
+            "node": nodes[host],
+            "mean_util": mean,
+            # diagnosis's records, read only: the node's open incidents say why it may drag
+            "open_incidents": Incident.objects.active().touching(nodes[host]).count(),
+        }
+        for mean, host in means
+        if host in nodes
+    ]

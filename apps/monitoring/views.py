@@ -3,6 +3,7 @@ Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmc
 
 import secrets
 
+import yaml
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,11 +16,11 @@ from prometheus_client import generate_latest
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
-from apps.monitoring import bmcs, services
+from apps.monitoring import bmcs, grafana, services, slo
 from apps.monitoring.choices import BmcProtocol
-from apps.monitoring.forms import BmcForm
+from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
-from apps.monitoring.models import Bmc
+from apps.monitoring.models import Bmc, Slo
 from apps.monitoring.telemetry import WINDOWS, Window
 
 
@@ -98,3 +99,37 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
             messages.success(request, f"BMC settings of {node.hostname} saved.")
             return redirect("node-detail", public_id=node.public_id)
     return render(request, "monitoring/bmc_form.html", {"node": node, "bmc": bmc, "form": form})
+
+
+@login_required
+def slo_list(request: HttpRequest) -> HttpResponse:
+    """Every SLO with its budget over 1 h, 24 h and 7 d; operators add one with the form below."""
+    form = SloForm(request.POST or None) if request.user.has_role(Role.OPERATOR) else None
+    if request.method == "POST":
+        if form is None:
+            return HttpResponse("Only operators define SLOs.", status=403)
+        if form.is_valid():
+            form.save()
+            messages.success(request, f"SLO {form.instance.name} saved.")
+            return redirect("slo-list")
+    rows = Slo.objects.select_related("service", "training_job", "rack")
+    context = {"statuses": [services.slo_status(row) for row in rows], "form": form, "windows": services.SLO_WINDOWS}
+    return render(request, "monitoring/slos.html", context)
+
+
+@login_required
+def slo_rules(request: HttpRequest) -> HttpResponse:
+    """Prometheus recording and alerting rules for every SLO (load them with `rule_files:`)."""
+    document = slo.rules([row.spec() for row in Slo.objects.select_related("service", "training_job", "rack")])
+    response = HttpResponse(yaml.safe_dump(document, sort_keys=False), content_type="application/yaml")
+    response["Content-Disposition"] = 'attachment; filename="rackpilot-slo-rules.yml"'
+    return response
+
+
+@login_required
+def grafana_bundle(request: HttpRequest) -> HttpResponse:
+    """Grafana's provisioning and dashboards as one zip (docs/monitoring.md, "Grafana")."""
+    url = settings.RACKPILOT_PROMETHEUS_URL or "http://prometheus:9090"
+    response = HttpResponse(grafana.bundle_zip(url), content_type="application/zip")
+    response["Content-Disposition"] = 'attachment; filename="rackpilot-grafana.zip"'
+    return response

@@ -45,7 +45,7 @@ class DifferenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         request=None,
         responses={
             201: inline_serializer(
-                "Remediation",
+                "NodeFixDeployment",
                 {
                     "deployment": serializers.UUIDField(),
                     "name": serializers.CharField(),

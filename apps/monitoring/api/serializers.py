@@ -2,15 +2,17 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
+from apps.inventory.models import Rack
 from apps.monitoring import bmcs
 from apps.monitoring.choices import BmcProtocol, PollResult
-from apps.monitoring.models import Bmc, BmcReading
+from apps.monitoring.models import Bmc, BmcReading, Slo
 from apps.monitoring.validation import (
     PASSWORD_MAX_CHARS,
     validate_bmc_address,
     validate_bmc_user,
     validate_password,
 )
+from apps.workloads.models import InferenceService, TrainingJob
 
 
 def _checked(validator):
@@ -104,3 +106,59 @@ class BmcReadingSerializer(serializers.ModelSerializer):
     class Meta:
         model = BmcReading
         fields = ["node", "time", "kind", "sensor", "unit", "value"]
+
+
+class SloSerializer(serializers.ModelSerializer):
+    """An SLO; the service and training job by name, the rack by its id. The model's rules name the bad field."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    service = serializers.SlugRelatedField(
+        slug_field="name", queryset=InferenceService.objects.all(), required=False, allow_null=True
+    )
+    training_job = serializers.SlugRelatedField(
+        slug_field="name", queryset=TrainingJob.objects.all(), required=False, allow_null=True
+    )
+    rack = serializers.SlugRelatedField(
+        slug_field="public_id", queryset=Rack.objects.all(), required=False, allow_null=True
+    )
+
+    class Meta:
+        model = Slo
+        fields = ["id", "name", "objective", "scope", "service", "training_job", "rack", "target", "compliance"]
+
+    def validate(self, attrs):
+        instance = Slo(**{**self._current(), **attrs})
+        try:
+            instance.clean()
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.message_dict) from None
+        return attrs
+
+    def _current(self) -> dict:
+        if self.instance is None:
+            return {}
+        return {field: getattr(self.instance, field) for field in self.Meta.fields if field != "id"}
+
+
+class SloBudgetSerializer(serializers.Serializer):
+    window = serializers.CharField()
+    judged = serializers.IntegerField()
+    good = serializers.IntegerField()
+    no_data = serializers.IntegerField()
+    compliance = serializers.FloatField(allow_null=True)
+    budget_remaining = serializers.FloatField(allow_null=True)
+    burn_rate = serializers.FloatField(allow_null=True)
+    met = serializers.BooleanField(allow_null=True)
+
+
+class SloStatusSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    latest = serializers.FloatField(allow_null=True)
+    budgets = SloBudgetSerializer(many=True)
+    draggers = serializers.SerializerMethodField()
+
+    def get_draggers(self, status) -> list[dict]:
+        return [
+            {"node": d["node"].hostname, "mean_util": d["mean_util"], "open_incidents": d["open_incidents"]}
+            for d in status["draggers"]
+        ]

@@ -4,4 +4,5 @@ from apps.monitoring.api import views
 
 ROUTES: list = [
     ("bmcs", views.BmcViewSet),
+    ("slos", views.SloViewSet),
 ]

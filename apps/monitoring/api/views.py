@@ -8,8 +8,14 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
-from apps.monitoring.api.serializers import BmcReadingSerializer, BmcSerializer
-from apps.monitoring.models import Bmc, BmcReading
+from apps.monitoring import services
+from apps.monitoring.api.serializers import (
+    BmcReadingSerializer,
+    BmcSerializer,
+    SloSerializer,
+    SloStatusSerializer,
+)
+from apps.monitoring.models import Bmc, BmcReading, Slo
 
 
 class BmcFilterSet(filters.FilterSet):
@@ -54,3 +60,20 @@ class BmcViewSet(
         for row in rows:
             row.node = bmc.node
         return Response(BmcReadingSerializer(rows, many=True).data)
+
+
+class SloViewSet(viewsets.ModelViewSet):
+    """Business SLOs: viewers read and see each one's budget, operators define them."""
+
+    queryset = Slo.objects.select_related("service", "training_job", "rack").order_by("name")
+    serializer_class = SloSerializer
+    filterset_fields = ["objective", "scope"]
+    lookup_field = "public_id"
+    lookup_value_regex = UUID_PATTERN
+    write_role = Role.OPERATOR
+
+    @extend_schema(request=None, responses=SloStatusSerializer)
+    @action(detail=True, methods=["get"])
+    def status(self, request, public_id=None):
+        """The SLO over 1 h, 24 h and 7 d: compliance, error budget left, burn rate; the nodes that drag it."""
+        return Response(SloStatusSerializer(services.slo_status(self.get_object())).data)

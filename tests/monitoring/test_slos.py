@@ -1,0 +1,91 @@
+"""SLOs as data: refused when they do not fit their objective, evaluated over 1 h / 24 h / 7 d from the telemetry
+(the simulator here), moved by a fault, and listed with the nodes that drag them."""
+
+import datetime as dt
+
+import pytest
+import yaml
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import Node
+from apps.monitoring import services
+from apps.monitoring.models import Slo
+from apps.simulator import services as simulator
+from apps.simulator.models import SimFault
+from apps.workloads.models import InferenceService
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def chat(db):
+    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
+    service = InferenceService.objects.create(
+        name="chat", model="m", design_tokens_per_second=4000, latency_target_ms=100
+    )
+    service.nodes.set(Node.objects.all())
+    two_hours_ago = timezone.now() - dt.timedelta(hours=2)
+    InferenceService.objects.update(created=two_hours_ago)
+    Node.objects.update(created=two_hours_ago - dt.timedelta(hours=1))
+    return InferenceService.objects.get()
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"objective": "energy_per_mtok", "scope": "cluster", "target": 0.5}, "scope"),
+        ({"objective": "latency_p99", "scope": "service", "target": 0}, "target"),
+        ({"objective": "throughput", "scope": "service", "target": 90}, "service"),
+        ({"objective": "gpu_utilisation", "scope": "cluster", "target": 85, "compliance": 1.0}, "compliance"),
+    ],
+)
+def test_an_slo_that_does_not_fit_its_objective_names_the_field(fields, field):
+    with pytest.raises(ValidationError) as error:
+        Slo(name="x", **fields).full_clean()
+    assert field in error.value.message_dict
+
+
+def test_the_budget_is_judged_over_each_window_and_a_power_cap_moves_throughput(chat):
+    slo = Slo.objects.create(name="chat-throughput", objective="throughput", scope="service", service=chat, target=90)
+    healthy = services.slo_status(slo)
+    for node in Node.objects.all():
+        simulator.inject_fault(node=node, kind="power_cap", target="", parameters={"watts": 150})
+    SimFault.objects.update(created=timezone.now() - dt.timedelta(minutes=30))  # capped for the last half hour
+    capped = services.slo_status(slo)
+
+    assert not healthy["error"] and [b.window for b in healthy["budgets"]] == ["1h", "24h", "7d"]
+    hour = healthy["budgets"][0]
+    assert hour.judged > 0 and hour.compliance is not None
+    assert capped["latest"] < healthy["latest"]  # fewer tokens/s under the cap
+    assert capped["budgets"][0].good <= hour.good
+
+
+def test_the_api_defines_slos_for_operators_and_shows_their_status(api_as, operator, viewer, chat):
+    payload = {"name": "chat-p99", "objective": "latency_p99", "scope": "service", "service": "chat", "target": 100}
+
+    assert api_as(viewer).post("/api/slos/", payload, format="json").status_code == 403
+    bad = api_as(operator).post("/api/slos/", {**payload, "service": None}, format="json")
+    assert bad.status_code == 400 and "service" in bad.json() and not Slo.objects.exists()
+    created = api_as(operator).post("/api/slos/", payload, format="json")
+    assert created.status_code == 201, created.json()
+
+    status = api_as(viewer).get(f"/api/slos/{created.json()['id']}/status/").json()
+    assert [b["window"] for b in status["budgets"]] == ["1h", "24h", "7d"]
+    assert status["draggers"] and status["draggers"][0]["node"].startswith("gpu")
+
+
+def test_the_page_lists_slos_and_the_rules_download_is_prometheus_rules(browser_as, operator, viewer, chat):
+    Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=85)
+    page = browser_as(viewer).get("/telemetry/slos/").content.decode()
+    rules = yaml.safe_load(browser_as(viewer).get("/telemetry/slos/rules.yml").content)
+
+    assert 'data-slo="chat-util"' in page and "New SLO" not in page  # viewers read only
+    assert {rule.get("record") for rule in rules["groups"][0]["rules"]} >= {"rackpilot:slo_good"}
+    refused = browser_as(operator).post(
+        "/telemetry/slos/",
+        {"name": "e", "objective": "energy_per_mtok", "scope": "rack", "target": "0.5", "compliance": "0.99"},
+    )
+    assert refused.status_code == 200 and "is measured for" in refused.content.decode()
+    assert Slo.objects.count() == 1
