@@ -58,6 +58,8 @@ bench: install
 	$(BIN)/python bench/benchmarks.py
 	@if [ -n "$$DATABASE_URL" -a -n "$$REDIS_URL" ]; then $(BIN)/python bench/scaleout.py; \
 	else echo "bench/scaleout.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi
+	@if [ -n "$$DATABASE_URL" ] && command -v redis-server >/dev/null; then $(BIN)/python bench/chaos.py; \
+	else echo "bench/chaos.py skipped: it needs DATABASE_URL (PostgreSQL) and redis-server (it restarts its own)"; fi
 
 clean:
 	rm -rf $(VENV) var
