@@ -45,7 +45,7 @@ up: install
 	$(BIN)/celery -A portal worker -Q jobs --hostname jobs@%h --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal worker -Q system --hostname system@%h --loglevel INFO --concurrency 1 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal beat --loglevel INFO --schedule var/celerybeat-schedule & \
-	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) & \
+	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) --ws-per-message-deflate false & \
 	wait
 
 bench: install

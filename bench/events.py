@@ -47,6 +47,7 @@ def main():
     parser.add_argument("--persist", type=int, default=20000)
     parser.add_argument("--flush-ms", type=int, default=None, help="default: the engine's RACKPILOT_EVENT_FLUSH_MS")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
+    parser.add_argument("--deflate", action="store_true", help="compress frames per client (uvicorn's default)")
     parser.add_argument("--produce", nargs=3, metavar=("JOB", "START_SEQ", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.produce:
@@ -90,8 +91,10 @@ def main():
     from apps.jobs.events import Recorder
 
     services.enqueue = lambda job: None
-    user = get_user_model().objects.create_user("bench", password="x" * 12, role="operator")
-    Node.objects.create(hostname="bench-node")
+    # Kept between runs on a PostgreSQL database (SQLite: a new file each run).
+    user = get_user_model().objects.filter(username="bench").first()
+    user = user or get_user_model().objects.create_user("bench", password="x" * 12, role="operator")
+    Node.objects.get_or_create(hostname="bench-node")
     job = services.create_job(
         kind="sleep", targets=services.TargetSpec(nodes=("bench-node",)), parameters={"seconds": 0}, transport="local"
     )
@@ -134,17 +137,20 @@ def main():
             str(port),
             "--log-level",
             "warning",
+            *([] if args.deflate else ["--ws-per-message-deflate", "false"]),
             "portal.asgi:application",
         ],
         cwd=ROOT,
         env=child_env,
     )
     try:
-        for _ in range(100):
+        for _ in range(600):
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
             except OSError:
+                if server.poll() is not None:
+                    sys.exit("the ASGI server did not start")
                 time.sleep(0.1)
         start_seq = job.last_seq
         result = asyncio.run(deliver(args, port, session.session_key, job, start_seq, work, child_env))
@@ -213,6 +219,7 @@ async def deliver(args, port, session_key, job, start_seq, work, child_env):
     seen = [dict() for _ in range(args.clients)]
     duplicates = [0] * args.clients
     out_of_order = [0] * args.clients
+    ready = [0] * args.clients
     url = f"ws://127.0.0.1:{port}/ws/jobs/{job.public_id}/?after={start_seq}"
 
     async def client(i):
@@ -221,14 +228,16 @@ async def deliver(args, port, session_key, job, start_seq, work, child_env):
             additional_headers=[("Cookie", f"sessionid={session_key}")],
             origin=f"http://127.0.0.1:{port}",
             max_queue=None,
+            open_timeout=30,
         ) as ws:
             top = start_seq
             while True:
                 try:
-                    frame = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+                    frame = json.loads(await asyncio.wait_for(ws.recv(), timeout=70))
                 except (TimeoutError, websockets.ConnectionClosed):
                     return
                 now = time.time()
+                ready[i] = 1
                 for event in frame.get("events", []):
                     seq = event["seq"]
                     if seq in seen[i]:
@@ -242,7 +251,11 @@ async def deliver(args, port, session_key, job, start_seq, work, child_env):
                     return
 
     tasks = [asyncio.create_task(client(i)) for i in range(args.clients)]
-    await asyncio.sleep(2)
+    # The producer starts once every client has its first frame (200 handshakes take a while on 2 cores).
+    deadline = time.monotonic() + 60
+    while sum(ready) < args.clients and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
     times = work / "producer.json"
     producer = await asyncio.create_subprocess_exec(
         sys.executable,
