@@ -9,8 +9,9 @@ the environment.
 
 A `sleep` job on the sim transport (--nodes nodes in two shards, --steps steps of --seconds each) gives a steady
 stream of events; --clients websocket clients follow it as the job page does (static/js/jobs.js): replay from
-?after=<last seq seen>, drop duplicates, refill a gap over REST, and after a close fetch what is missing over REST
-and reconnect. While the job runs the script
+?after=<last seq seen>, drop duplicates, refill a gap over REST, after a close fetch what is missing over REST and
+reconnect (backing off 2, 4, 8 … s after failed connects), polling REST every 2 s after three failed connects or a
+4503. While the job runs the script
   1. SIGKILLs the worker running shard 0 (a supervisor starts a new one, as compose's restart policy would),
   2. stops its Redis, keeps it down --redis-down seconds, starts it again,
   3. stops the ASGI server (SIGTERM) and starts a new one on the same port.
@@ -176,7 +177,7 @@ class Watcher:
     async def run(self, ws_base: str) -> None:
         import websockets
 
-        failures = 0
+        failures, polling = 0, False
         while True:
             opened = False
             code = None
@@ -190,7 +191,7 @@ class Watcher:
                 ) as ws:
                     self.connects += 1
                     async for message in ws:
-                        opened, failures = True, 0
+                        opened, failures, polling = True, 0, False
                         frame = json.loads(message)
                         await self.events(frame.get("events") or [])
                         if frame.get("job"):
@@ -207,7 +208,13 @@ class Watcher:
                 return
             if not opened:
                 failures += 1
-            await asyncio.sleep(0.3 if opened else min(30, 2**failures))
+            # The page polls REST every 2 s after three failed connects or a 4503, until a socket opens again.
+            polling = polling or failures >= 3 or code == 4503
+            wake = time.monotonic() + (0.3 if opened else min(30, 2**failures))
+            while (left := wake - time.monotonic()) > 0:
+                await asyncio.sleep(min(2, left) if polling else left)
+                if polling:
+                    await self.fetch_missing()
             await self.fetch_missing()
             if self.status in TERMINAL:
                 return
@@ -362,6 +369,7 @@ async def chaos(args, asgi, workers, redis, logs, env, http_port, session_key):
             break
         await asyncio.sleep(0.5)
     times["job_end"] = time.time()
+    times["alive"] = [w.name for w in workers if w.process.poll() is None]
     print(f"t={times['job_end'] - times['kill']:5.1f} s  job over", flush=True)
     await asyncio.wait(tasks, timeout=60)
     for task in tasks:
@@ -387,6 +395,7 @@ def report(args, job, watchers, times) -> None:
     ).first()
     after_asgi = [min((t for t in w.live.values() if t >= times["asgi_back"]), default=None) for w in watchers]
     cells = JobStep.objects.filter(job=job, status="succeeded").count()
+    reran = job.shards.filter(index=0).values_list("worker", flat=True).first() or "-"
     print(
         f"job {job.status} ({job.summary or '-'}): {cells}/{args.nodes * args.steps} cells succeeded, "
         f"{len(stored)} events stored (seq 1..{job.last_seq})"
@@ -415,7 +424,9 @@ def report(args, job, watchers, times) -> None:
         f"ASGI back -> every client live again: "
         f"{seconds(max(after_asgi) if None not in after_asgi else None, times['asgi_back'])}\n"
         f"job finished: {'yes' if job.is_terminal else 'NO'} ({job.status}), "
-        f"{seconds(times['job_end'], times['kill'])} after the SIGKILL"
+        f"{seconds(times['job_end'], times['kill'])} after the SIGKILL; shard 0 re-run by {reran.split('@')[0]} "
+        f"(re-queued {'after' if detect is not None and detect + times['kill'] > back else 'before'} the Redis "
+        f"restart); job workers alive at the end: {', '.join(times['alive']) or 'none'}"
     )
 
 
