@@ -196,6 +196,8 @@ class Watcher:
                         await self.events(frame.get("events") or [])
                         if frame.get("job"):
                             self.status = frame["job"]["status"]
+                        if self.status in TERMINAL:  # the page stays connected; this client is done
+                            break
                     code = ws.close_code
             except (TimeoutError, OSError, websockets.InvalidHandshake) as error:
                 code = getattr(error, "code", None)
