@@ -54,7 +54,7 @@ up: install
 	    --web.listen-address=127.0.0.1:9090 --log.level=warn & \
 	  export RACKPILOT_PROMETHEUS_URL=$${RACKPILOT_PROMETHEUS_URL:-http://127.0.0.1:9090}; \
 	else echo "prometheus not installed: telemetry pages read the simulator directly"; fi; \
-	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) & \
+	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) --ws-per-message-deflate false & \
 	wait
 
 bench: install
@@ -69,6 +69,8 @@ bench: install
 	$(BIN)/python bench/telemetry.py
 	@if [ -n "$$DATABASE_URL" -a -n "$$REDIS_URL" ]; then $(BIN)/python bench/scaleout.py; \
 	else echo "bench/scaleout.py skipped: it needs DATABASE_URL (PostgreSQL) and REDIS_URL"; fi
+	@if [ -n "$$DATABASE_URL" ] && command -v redis-server >/dev/null; then $(BIN)/python bench/chaos.py; \
+	else echo "bench/chaos.py skipped: it needs DATABASE_URL (PostgreSQL) and redis-server (it restarts its own)"; fi
 
 clean:
 	rm -rf $(VENV) var

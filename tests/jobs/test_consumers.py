@@ -7,7 +7,7 @@ from channels.testing.websocket import WebsocketCommunicator
 from django.test import Client
 
 from apps.jobs import services
-from apps.jobs.events import append_events, broadcast, event_dict, job_group
+from apps.jobs.events import append_events, batch_message, broadcast, job_group
 from apps.jobs.models import JobEvent
 from portal.asgi import application
 from tests import factories
@@ -177,6 +177,61 @@ def test_a_channel_layer_outage_closes_the_handshake_with_4503_instead_of_an_err
     async_to_sync(go)()
 
 
+def test_a_channel_layer_lost_under_an_open_socket_closes_it_with_4503(job, viewer, settings, tmp_path):
+    """Redis stops while a client watches (a Redis of the test's own): the socket is closed with 4503, which the
+    page reads as "poll and reconnect", instead of the consumer ending in a server error."""
+    from tests.redis_server import PrivateRedis
+
+    redis = PrivateRedis(tmp_path).start()
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis.url]}}
+    }
+    headers = _headers(viewer)
+
+    async def go():
+        communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/", headers)
+        assert connected
+        await _drain(communicator)
+        redis.stop()
+        message = await communicator.receive_output(timeout=10)
+        assert message == {"type": "websocket.close", "code": 4503}
+
+    try:
+        async_to_sync(go)()
+    finally:
+        redis.stop()
+
+
+def test_a_batch_that_follows_is_sent_as_serialised_once_and_steps_only_frames_pass(job, viewer):
+    """The frame is encoded once in the group message (for every watcher) and sent as it is."""
+    headers = _headers(viewer)
+
+    async def go():
+        from channels.db import database_sync_to_async
+
+        communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/", headers)
+        assert connected
+        await _drain(communicator)
+        rows = await database_sync_to_async(append_events)(job.pk, [{"message": "a"}, {"message": "b"}])
+        message = batch_message(rows)
+        await get_channel_layer().group_send(job_group(job.public_id), message)
+        assert await communicator.receive_from(timeout=2) == message["frame"]
+        steps_only = batch_message([], state={"id": str(job.public_id), "status": "running"})
+        await get_channel_layer().group_send(job_group(job.public_id), steps_only)
+        assert await communicator.receive_json_from(timeout=2) == {
+            "type": "batch",
+            "events": [],
+            "steps": [],
+            "job": {"id": str(job.public_id), "status": "running"},
+        }
+        # Seen already (as after a replay): nothing is sent again.
+        await get_channel_layer().group_send(job_group(job.public_id), message)
+        assert await communicator.receive_nothing(timeout=0.3)
+        await communicator.disconnect()
+
+    async_to_sync(go)()
+
+
 def test_viewer_replays_after_seq_then_gets_live_batches_without_duplicates(job, viewer):
     append_events(job.pk, [{"message": f"old {i}"} for i in range(9)])  # seq 2..10
     headers = _headers(viewer)
@@ -195,7 +250,7 @@ def test_viewer_replays_after_seq_then_gets_live_batches_without_duplicates(job,
         overlap = await database_sync_to_async(lambda: list(JobEvent.objects.filter(job=job, seq__gte=9)))()
         await get_channel_layer().group_send(
             job_group(job.public_id),
-            {"type": "job.batch", "events": [event_dict(e) for e in overlap], "steps": [], "job": None},
+            batch_message(overlap),
         )
         frames = await _drain(communicator)
         assert _seqs(frames) == [r.seq for r in rows] == [11, 12]
@@ -217,7 +272,7 @@ def test_a_gap_in_the_live_stream_is_refilled_from_the_database(job, operator):
         # The channel layer "lost" the first three: only the last two are pushed.
         await get_channel_layer().group_send(
             job_group(job.public_id),
-            {"type": "job.batch", "events": [event_dict(e) for e in rows[3:]], "steps": [], "job": None},
+            batch_message(rows[3:]),
         )
         frames = await _drain(communicator)
         assert _seqs(frames) == [2, 3, 4, 5, 6]

@@ -41,7 +41,15 @@ class Command(BaseCommand):
             start_embedded_worker()
             self.stdout.write("Embedded wiring: SQLite, an in-process Celery worker and channel layer.")
         self.stdout.write(f"Rackpilot is at http://{host}:{port}/ — Ctrl-C stops it.")
-        uvicorn.run("portal.asgi:application", host=host, port=port, log_level="info", lifespan="off")
+        # No per-message deflate: see docs/jobs.md, "Live events at scale".
+        uvicorn.run(
+            "portal.asgi:application",
+            host=host,
+            port=port,
+            log_level="info",
+            lifespan="off",
+            ws_per_message_deflate=False,
+        )
 
     def _ensure_admin(self) -> None:
         password_file = settings.VAR_DIR / "admin-password.txt"
