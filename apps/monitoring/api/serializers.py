@@ -162,3 +162,22 @@ class SloStatusSerializer(serializers.Serializer):
             {"node": d["node"].hostname, "mean_util": d["mean_util"], "open_incidents": d["open_incidents"]}
             for d in status["draggers"]
         ]
+
+
+class NodeHealthSerializer(serializers.Serializer):
+    node = serializers.CharField(source="hostname")
+    healthy = serializers.BooleanField()
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
+class HealthPartSerializer(serializers.Serializer):
+    part = serializers.CharField()
+    weight = serializers.IntegerField()
+    share = serializers.FloatField()
+    counted = serializers.CharField()
+
+
+class FleetHealthSerializer(serializers.Serializer):
+    score = serializers.IntegerField(help_text="0 to 100: the weighted parts below.")
+    breakdown = HealthPartSerializer(many=True)
+    nodes = NodeHealthSerializer(many=True)

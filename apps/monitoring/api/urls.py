@@ -5,4 +5,5 @@ from apps.monitoring.api import views
 ROUTES: list = [
     ("bmcs", views.BmcViewSet),
     ("slos", views.SloViewSet),
+    ("health", views.HealthViewSet, "health"),
 ]

@@ -8,10 +8,11 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
-from apps.monitoring import services
+from apps.monitoring import health, services
 from apps.monitoring.api.serializers import (
     BmcReadingSerializer,
     BmcSerializer,
+    FleetHealthSerializer,
     SloSerializer,
     SloStatusSerializer,
 )
@@ -77,3 +78,11 @@ class SloViewSet(viewsets.ModelViewSet):
     def status(self, request, public_id=None):
         """The SLO over 1 h, 24 h and 7 d: compliance, error budget left, burn rate; the nodes that drag it."""
         return Response(SloStatusSerializer(services.slo_status(self.get_object())).data)
+
+
+class HealthViewSet(viewsets.ViewSet):
+    """Fleet health for schedulers: per compute node, healthy or not and why; the 0-100 number and its parts."""
+
+    @extend_schema(responses=FleetHealthSerializer)
+    def list(self, request):
+        return Response(FleetHealthSerializer(health.fleet_health()).data)

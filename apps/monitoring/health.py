@@ -1,0 +1,100 @@
+"""Fleet health: per node, healthy or not and why; and one number from 0 to 100 with its breakdown.
+
+Reads the inventory (node status, GPU health), open findings (discovery's differences — a GPU a discovery found
+missing is not healthy however the inventory rates it —, diagnosis's open incidents), the telemetry (XID, ECC) and
+the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the number.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from apps.diagnosis.models import Incident
+from apps.discovery.choices import DifferenceState
+from apps.discovery.models import Difference
+from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
+from apps.inventory.models import Gpu, Node
+from apps.monitoring import services
+from apps.monitoring.models import Slo
+
+# The number: each part's share of 100 (the parts are 0..1).
+WEIGHTS = {"gpus_healthy": 40, "nodes_healthy": 30, "slos_met": 20, "no_open_incidents": 5, "no_drift": 5}
+SERVING_STATUSES = {NodeStatus.READY}
+
+
+@dataclass
+class NodeHealth:
+    hostname: str
+    healthy: bool = True
+    reasons: list[str] = field(default_factory=list)
+
+    def fail(self, reason: str) -> None:
+        self.healthy = False
+        self.reasons.append(reason)
+
+
+def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
+    nodes = list(Node.objects.filter(role=NodeRole.COMPUTE).order_by("hostname"))
+    by_id = {node.pk: NodeHealth(node.hostname) for node in nodes}
+    for node in nodes:
+        if node.status not in SERVING_STATUSES:
+            by_id[node.pk].fail(f"status is {node.get_status_display().lower()}")
+    unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).order_by("index")
+    for gpu in unhealthy:
+        by_id[gpu.node_id].fail(f"GPU {gpu.index} is {gpu.get_health_display().lower()}")
+    missing = defaultdict(int)
+    for difference in Difference.objects.filter(node__in=nodes, state=DifferenceState.OPEN):
+        if difference.field == "present" and difference.discovered == "missing":
+            by_id[difference.node_id].fail(f"{difference.object_key} missing (found by discovery)")
+        else:
+            missing[difference.node_id] += 1
+    for node_id, count in missing.items():
+        by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
+    for incident in Incident.objects.active().filter(node__in=nodes).only("node_id", "title"):
+        by_id[incident.node_id].fail(f"open incident: {incident.title}")
+    if with_telemetry:
+        flags = services.telemetry_health()
+        names = {node.hostname: node.pk for node in nodes}
+        for flagged in flags["flagged"]:
+            what = f"XID {flagged['xid']}" if flagged["xid"] else f"{flagged['ecc']} uncorrectable ECC error(s)"
+            if flagged["node"].hostname in names:
+                by_id[names[flagged["node"].hostname]].fail(f"GPU {flagged['gpu']} reports {what}")
+    return list(by_id.values())
+
+
+def fleet_health(*, with_slos: bool = True) -> dict:
+    """The number and its breakdown; each part is a share from 0 to 1 and says what it counted."""
+    nodes = node_health()
+    gpus = Gpu.objects.filter(node__role=NodeRole.COMPUTE)
+    gpu_total = gpus.count()
+    flagged_gpus = sum(1 for node in nodes for reason in node.reasons if reason.startswith("GPU "))
+    gpu_ok = max(0, gpu_total - flagged_gpus)
+    node_ok = sum(node.healthy for node in nodes)
+    open_incidents = Incident.objects.active().count()
+    drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
+    slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
+    met = [status["budgets"][0].met for status in map(services.slo_status, slo_rows) if status["budgets"]]
+    judged = [value for value in met if value is not None]
+    parts = {
+        "gpus_healthy": (gpu_ok / gpu_total if gpu_total else 1.0, f"{gpu_ok} of {gpu_total} GPUs"),
+        "nodes_healthy": (node_ok / len(nodes) if nodes else 1.0, f"{node_ok} of {len(nodes)} compute nodes"),
+        "slos_met": (sum(judged) / len(judged) if judged else 1.0, f"{sum(judged)} of {len(judged)} SLOs met (1 h)"),
+        "no_open_incidents": (
+            1.0 if not open_incidents else max(0.0, 1 - open_incidents / max(len(nodes), 1)),
+            f"{open_incidents} open incident(s)",
+        ),
+        "no_drift": (1 - drifting / len(nodes) if nodes else 1.0, f"{drifting} node(s) differ from the inventory"),
+    }
+    score = round(sum(WEIGHTS[name] * share for name, (share, _) in parts.items()))
+    return {
+        "score": score,
+        "breakdown": [
+            {"part": name, "weight": WEIGHTS[name], "share": round(share, 4), "counted": counted}
+            for name, (share, counted) in parts.items()
+        ],
+        "nodes": nodes,
+    }
+
+
+def dashboard_panel() -> dict:
+    report = fleet_health()
+    return {**report, "unhealthy": [node for node in report["nodes"] if not node.healthy]}
