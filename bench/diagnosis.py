@@ -1,0 +1,139 @@
+"""Runbook 1 (NCCL timeout / hang) against every fault kind that can hurt a training job, injected alone on a random
+node of a simulated training job: how often it names the right cause and node, false alarms on fault-free runs, and
+time and commands to a verdict.
+
+    .venv/bin/python bench/diagnosis.py                  # 10 trials per fault kind, 10 fault-free
+    .venv/bin/python bench/diagnosis.py --trials 25
+
+Runs on a throwaway SQLite database under var/bench/diagnosis/ with the demo cluster, a 4-node training job (8 ranks
+per node) started two hours ago, and, per trial, one fault struck 30 minutes ago on a node chosen by a seeded RNG
+(its target too: a data NIC, a GPU). The incident is opened on the training job and the runbook's log and network
+phases run in this process over the `sim` transport, as a worker would. A trial is right when the concluded cause is
+the fault's and the faulty node is among the suspects (fault-free: nothing concluded and no fault evidence, else a
+false alarm). Printed: the confusion table (rows injected, columns concluded), accuracy per kind, false alarms,
+median seconds and commands per verdict.
+"""
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+
+from child import demo_cluster_on_sim, run_on_fresh_sqlite, run_shards_here, setup_django
+
+HOSTS = ("gpu001", "gpu002", "gpu003", "gpu004")
+# Fault kind -> (the cause runbook 1 should conclude, how to pick the fault's target on the node).
+FAULTS = {
+    "pfc_off": ("pfc_off", lambda rng, nics, gpus: "3"),
+    "mtu": ("mtu_mismatch", lambda rng, nics, gpus: rng.choice(nics)),
+    "nic_down": ("link_down", lambda rng, nics, gpus: rng.choice(nics)),
+    "xid79": ("gpu_lost", lambda rng, nics, gpus: str(rng.choice(gpus))),
+    "none": ("none", None),  # a healthy job: nothing to conclude, and no fault evidence
+}
+
+
+def measure(trials: int, seed: int) -> dict:
+    setup_django()
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.accounts.choices import Role
+    from apps.accounts.models import User
+    from apps.diagnosis import services
+    from apps.diagnosis.models import Incident
+    from apps.diagnosis.phases import Phase
+    from apps.inventory.models import Node
+    from apps.simulator import services as sim
+    from apps.simulator.models import SimChange, SimFault
+    from apps.workloads.choices import TrainingState
+    from apps.workloads.models import TrainingJob, TrainingJobNode
+
+    counter = demo_cluster_on_sim(32)
+    operator = User.objects.create_user("bench", password="bench-only-password", role=Role.OPERATOR)
+    job = TrainingJob.objects.create(
+        name="llm-pretrain",
+        ranks_per_node=8,
+        checkpoint_dir="/checkpoints/llm-pretrain",
+        checkpoint_interval_steps=200,
+        log_path="/var/log/train/llm-pretrain.log",
+        state=TrainingState.RUNNING,
+        started_at=timezone.now() - timedelta(hours=2),
+    )
+    for rank, hostname in enumerate(HOSTS):
+        TrainingJobNode.objects.create(job=job, node=Node.objects.get(hostname=hostname), node_rank=rank)
+
+    rng = random.Random(seed)
+    confusion: dict[str, Counter] = defaultdict(Counter)
+    right: Counter = Counter()
+    seconds, commands, false_alarms = [], [], 0
+    for kind, (expected, pick_target) in FAULTS.items():
+        for _ in range(trials):
+            SimFault.objects.all().delete()
+            SimChange.objects.all().delete()
+            Incident.objects.all().delete()
+            host = rng.choice(HOSTS)
+            node = Node.objects.get(hostname=host)
+            if pick_target is not None:
+                nics = sorted(node.nics.filter(purpose="data").values_list("name", flat=True))
+                gpus = sorted(node.gpus.values_list("index", flat=True))
+                fault = sim.inject_fault(node=node, kind=kind, target=pick_target(rng, nics, gpus))
+                SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=30))
+            calls, started = counter.calls, time.perf_counter()
+            incident = services.open_incident(user=operator, training_job=job, transport="sim")
+            services.start_runbook(incident=incident, user=operator)
+            for phase in (Phase.LOG, Phase.NETWORK):
+                phase_job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
+                if phase_job is not None:
+                    run_shards_here(phase_job)
+                incident.refresh_from_db()
+            seconds.append(time.perf_counter() - started)
+            commands.append(counter.calls - calls)
+            concluded = incident.cause or "none"
+            confusion[kind][concluded] += 1
+            suspects = list(incident.suspect_nodes.order_by("hostname").values_list("hostname", flat=True))
+            named_node = kind == "none" or host in suspects
+            if concluded == expected and named_node:
+                right[kind] += 1
+            if kind == "none" and (concluded != expected or incident.evidence.filter(verdict="fault").exists()):
+                false_alarms += 1
+    return {
+        "trials": trials,
+        "confusion": {kind: dict(row) for kind, row in confusion.items()},
+        "right": dict(right),
+        "false_alarms": false_alarms,
+        "median_seconds": statistics.median(seconds),
+        "median_commands": statistics.median(commands),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.trials, args.seed)))
+        return
+    result = run_on_fresh_sqlite(__file__, "diagnosis", ["--trials", str(args.trials), "--seed", str(args.seed)])
+    causes = sorted({cause for row in result["confusion"].values() for cause in row} | {e for e, _ in FAULTS.values()})
+    print(f"runbook 1 (nccl-timeout), {result['trials']} trials per fault kind, seed {args.seed}")
+    print(f"{'injected':<10}" + "".join(f"{cause[:16]:>18}" for cause in causes) + f"{'right':>8}")
+    for kind in FAULTS:
+        row = result["confusion"].get(kind, {})
+        cells = "".join(f"{row.get(cause, 0):>18}" for cause in causes)
+        print(f"{kind:<10}{cells}{result['right'].get(kind, 0):>5}/{result['trials']}")
+    faulty = [kind for kind in FAULTS if kind != "none"]
+    total = sum(result["right"].get(kind, 0) for kind in faulty)
+    runs = len(faulty) * result["trials"]
+    print(f"right cause and node: {total}/{runs} ({100 * total / runs:.0f} %, goal 95 %)")
+    print(f"false alarms on fault-free runs: {result['false_alarms']}/{result['trials']} (goal 0)")
+    print(f"median per verdict: {result['median_seconds']:.2f} s, {result['median_commands']:.0f} commands")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
