@@ -135,3 +135,13 @@ def test_viewer_cannot_import(browser_as, viewer, demo_cluster):
     upload = SimpleUploadedFile("nodes.csv", b"hostname,role,status\nspare002,compute,planned\n")
     browser_as(viewer).post("/inventory/transfer/", {"file": upload})
     assert not Node.objects.filter(hostname="spare002").exists()
+
+
+@pytest.mark.parametrize(("params", "field"), [({"rack": "nosuchrack"}, "rack"), ({"gpu_sku": "H200"}, "gpu_sku")])
+def test_a_filter_that_matches_nothing_shows_its_error_and_no_rows(browser_as, viewer, demo_cluster, params, field):
+    page = browser_as(viewer).get("/nodes/", params)
+    assert page.status_code == 200
+    assert field in page.context["filter"].errors
+    assert list(page.context["object_list"]) == []
+    assert b"No node matches these filters." in page.content
+    assert b"gpu001" not in page.content
