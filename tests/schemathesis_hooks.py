@@ -18,6 +18,9 @@ DATA_DEPENDENT = [
     re.compile(r"^\d+ .+ are named .+; give the public id\.$", re.DOTALL),
     re.compile(r"already exists\.$"),  # a unique name or number taken
     re.compile(r"^conflicts with existing data: "),  # a unique constraint the database enforced
+    re.compile(r"already has an? .+ with this .+\.$"),  # a per-parent unique number (a node's GPU index)
+    # A node's place in its rack: the rack's height and the nodes already in it.
+    re.compile(r"^U\d+–U\d+ (?:does not fit in .+ \(\d+U\)|overlaps .+)\.?$", re.DOTALL),
     re.compile(r"^.+ is already (?:used|taken|cabled|in use)", re.DOTALL),
     # Cross-field rules (JSON Schema has no "at least one of these lists is not empty", nor comparisons).
     re.compile(r"^Name nodes, racks(?:, tags)? or (?:tags|a role)\.$"),
@@ -28,6 +31,9 @@ DATA_DEPENDENT = [
     re.compile(r"^Name the switch port\.$"),  # an end on a switch names its port
     re.compile(r"^Give exactly one of site, rack or node\.$"),
     re.compile(r"already has an SSH access profile: change that one\.$"),
+    # core.validators.NameValidator judges Unicode categories (no control, format or unassigned character), which
+    # no portable pattern can list: ECMA 262's \p{} needs a flag OpenAPI cannot give, Python's re has none.
+    re.compile(r"^Enter a name without control characters, line breaks or spaces at either end\.$"),
     # What a file holds, not how the request is shaped: an upload's format is told by its name or content.
     re.compile(r"^Cannot tell the format of .+; give json, yaml or csv\.$", re.DOTALL),
 ]

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, models
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -140,12 +140,27 @@ class DecimalFieldExtension(OpenApiSerializerFieldExtension):
         return schema
 
 
+class StrictCharField(serializers.CharField):
+    """Text is a JSON string: DRF's CharField would take 5 or true and store "5" or "True"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class ValidatedModelSerializer(serializers.ModelSerializer):
     """Runs the model's own validation (clean(), constraints), so the API and the forms refuse the same input.
 
     Every bad field is reported at once: when some fields fail on their own, the model's checks (uniqueness,
     constraints, field validators) still run over the fields that passed, and their errors join the answer.
     """
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+    }
 
     def _candidate(self, attrs: dict):
         model = self.Meta.model

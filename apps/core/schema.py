@@ -92,6 +92,8 @@ def document_json_bodies(result, generator, request, public):
                     parameter["schema"] = {"type": "string", "pattern": UUID_OR_NOTHING}
                 elif schema.get("type") == "string" and "enum" in schema and "" not in schema["enum"]:
                     schema["enum"] = [*schema["enum"], ""]
+                elif schema.get("type") == "string" and not {"pattern", "format"} & set(schema):
+                    schema["pattern"] = NO_NUL
     return result
 
 

@@ -192,12 +192,19 @@ class AcceptanceCriterionSerializer(serializers.ModelSerializer):
         default=None,  # so the unique (check, SKU) validator reads a missing SKU as the defaults' row
         help_text="GPU SKU name or public id; none: the defaults.",
     )
-    check = serializers.CharField(source="check_name", max_length=40)
+    check = serializers.ChoiceField(source="check_name", choices=sorted(criteria.DEFAULTS))
 
     class Meta:
         model = AcceptanceCriterion
         fields = ["id", "sku", "check", *criteria.FIELDS]
         read_only_fields = ["id"]
+        # criteria.errors' ranges, stated on the fields so the schema shows them.
+        extra_kwargs = {
+            "threshold": {"min_value": 0},
+            "warn_threshold": {"min_value": 0},
+            "retries": {"min_value": 0, "max_value": 10},
+            "cooldown_seconds": {"min_value": 0, "max_value": 600},
+        }
 
     def validate(self, attrs):
         check_name = attrs.get("check_name", getattr(self.instance, "check_name", ""))
