@@ -11,13 +11,13 @@ from apps.nodeexec.transports import TRANSPORT_NAMES
 
 class TargetsSerializer(serializers.Serializer):
     nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253),
+        child=serializers.CharField(max_length=253, trim_whitespace=False),  # " " is a name that matches nothing
         required=False,
         max_length=100000,
         help_text="Node public ids or host names.",
     )
     racks = serializers.ListField(
-        child=serializers.CharField(max_length=100),
+        child=serializers.CharField(max_length=100, trim_whitespace=False),
         required=False,
         help_text="Rack public ids or names: all their nodes.",
     )
