@@ -192,8 +192,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
+        "apps.core.filters.KnownQueryParameters",
         "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.SearchFilter",
+        "apps.core.filters.DocumentedSearchFilter",
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -212,7 +213,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Every operation's error answers (401/403, 400 with field errors, 404, 409) are documented in one place.
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apps.core.schema.add_error_responses"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.core.schema.add_error_responses",
+        "apps.core.schema.document_json_bodies",
+        "apps.inventory.api.transfer_views.require_import_body",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "apps.jobs.choices.JobStatus",
         "JobStepStatusEnum": "apps.jobs.choices.StepStatus",

@@ -1,31 +1,225 @@
-"""API pieces shared by every app: model validation in serializers, and errors that never become 500s."""
+"""API pieces shared by every app: references by public id or name, model validation in serializers that reports
+every bad field at once, and errors that never become 500s."""
 
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, models
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.fields import SkipField
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from apps.core.text import echo
+
+MAX_NATURAL_KEY_LENGTH = 255  # the longest name or slug field a reference can name
+
+
+class ReferenceField(serializers.RelatedField):
+    """A reference to another object, written as its public id or its natural key and read back as the key.
+
+    The natural key is a field (`"hostname"`, `"name"`) or, for what is named inside another object, several joined
+    by colons (`("node__hostname", "name")` reads `gpu001:ens1np0`). A name shared by several objects (racks of
+    two sites) is refused with the count: the public id is then the way to say which.
+    """
+
+    default_error_messages = {
+        "does_not_exist": "No {model} matches {value}.",
+        "ambiguous": "{count} {models} are named {value}; give the public id.",
+        "incorrect_type": "Give the {model}'s public id{alternative}.",
+    }
+
+    def __init__(self, *, natural_key: str | tuple[str, ...] | None = None, **kwargs):
+        self.natural_key = natural_key
+        super().__init__(**kwargs)
+
+    @property
+    def natural_key_label(self) -> str:
+        """How the natural key reads in messages and the schema: `hostname`, `hostname:name`."""
+        keys = (self.natural_key,) if isinstance(self.natural_key, str) else self.natural_key or ()
+        return ":".join(key.rsplit("__", 1)[-1] for key in keys)
+
+    def use_pk_only_optimization(self) -> bool:
+        return False  # the representation needs the object itself
+
+    def _natural_lookup(self, data: str) -> dict | None:
+        if isinstance(self.natural_key, str):
+            return {self.natural_key: data}
+        parts = data.split(":", len(self.natural_key) - 1)  # a host name holds no colon; an interface name may
+        return dict(zip(self.natural_key, parts, strict=True)) if len(parts) == len(self.natural_key) else None
+
+    def to_internal_value(self, data):
+        queryset = self.get_queryset()
+        meta = queryset.model._meta
+        if not isinstance(data, str) or not data:
+            alternative = f" or {self.natural_key_label}" if self.natural_key else ""
+            self.fail("incorrect_type", model=meta.verbose_name, alternative=alternative)
+        try:
+            lookup = {"public_id": uuid.UUID(data)}
+        except ValueError:
+            # No name holds a NUL (PostgreSQL cannot even be asked for one) or runs past a name's longest length.
+            lookup = None
+            if self.natural_key and "\x00" not in data and len(data) <= MAX_NATURAL_KEY_LENGTH:
+                lookup = self._natural_lookup(data)
+        if lookup is None:
+            self.fail("does_not_exist", model=meta.verbose_name, value=echo(data))
+        try:
+            matches = list(queryset.filter(**lookup)[:2])
+        except (ValueError, TypeError, DjangoValidationError, ObjectDoesNotExist):
+            matches = []  # e.g. "gpu001:x" for a GPU, whose index is a number
+        if not matches:
+            self.fail("does_not_exist", model=meta.verbose_name, value=echo(data))
+        if len(matches) > 1:
+            count = queryset.filter(**lookup).count()
+            self.fail("ambiguous", count=count, models=meta.verbose_name_plural, value=echo(data))
+        return matches[0]
+
+    def to_representation(self, value):
+        if isinstance(self.natural_key, str):
+            for part in self.natural_key.split("__"):
+                value = getattr(value, part)
+            return value
+        return str(value)
+
+    def get_choices(self, cutoff=None) -> dict:
+        # The browsable API's forms: choices keyed by public id, as the field is written.
+        queryset = self.get_queryset()
+        if cutoff is not None:
+            queryset = queryset[:cutoff]
+        return {str(item.public_id): str(item) for item in queryset}
+
+
+def reference_schema(field: ReferenceField) -> dict:
+    if field.natural_key:
+        return {"type": "string", "minLength": 1, "description": f"Public id or {field.natural_key_label}."}
+    return {"type": "string", "format": "uuid"}
+
+
+class ReferenceFieldExtension(OpenApiSerializerFieldExtension):
+    """Documents a reference as a string both ways: a public id or the natural key in, the natural key out."""
+
+    target_class = ReferenceField
+
+    def map_serializer_field(self, auto_schema, direction):
+        if direction == "response" and self.target.natural_key:
+            return {"type": "string", "description": self.target.natural_key_label.capitalize() + "."}
+        return reference_schema(self.target)
+
+
+class DecimalFieldExtension(OpenApiSerializerFieldExtension):
+    """A decimal travels as a string; its pattern says what the field takes: at least one digit (drf-spectacular's
+    own pattern lets "", "-" and "." through) and no sign where the field takes no negative value."""
+
+    target_class = "rest_framework.fields.DecimalField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        field = self.target
+        schema = auto_schema._map_serializer_field(field, direction, bypass_extensions=True)
+        if schema.get("type") != "string" or field.max_whole_digits is None or direction != "request":
+            return schema
+        whole, places = field.max_whole_digits, field.decimal_places
+        positive = field.min_value is not None and field.min_value > 0
+        sign = "" if field.min_value is not None and field.min_value >= 0 else "-?"
+        if positive and field.min_value <= Decimal(1).scaleb(-places):
+            # Above zero, down to the smallest step: a non-zero whole part, or a fraction with a non-zero digit.
+            fractions = [rf"0{{{zeros}}}[1-9]\d{{0,{places - zeros - 1}}}" for zeros in range(places)]
+            forms = [rf"[1-9]\d{{0,{whole - 1}}}(?:\.\d{{1,{places}}})?"] if whole else []
+            forms.append(rf"0?\.(?:{'|'.join(fractions)})" if places else "")
+            sign = ""
+        else:
+            fraction = rf"\.\d{{1,{places}}}" if places else ""
+            forms = [rf"\d{{1,{whole}}}(?:{fraction})?" if places else rf"\d{{1,{whole}}}"] if whole else []
+            if places:
+                forms.append(rf"0?{fraction}")
+        schema["pattern"] = f"^{sign}(?:{'|'.join(filter(None, forms))})$"
+        schema.pop("format", None)  # "decimal" has generators send numbers, which a pattern does not judge
+        return schema
+
+
+class StrictCharField(serializers.CharField):
+    """Text is a JSON string: DRF's CharField would take 5 or true and store "5" or "True"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class ValidatedModelSerializer(serializers.ModelSerializer):
-    """Runs the model's own validation (clean(), constraints), so the API and the forms refuse the same input."""
+    """Runs the model's own validation (clean(), constraints), so the API and the forms refuse the same input.
 
-    def validate(self, attrs):
-        attrs = super().validate(attrs)
+    Every bad field is reported at once: when some fields fail on their own, the model's checks (uniqueness,
+    constraints, field validators) still run over the fields that passed, and their errors join the answer.
+    """
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+    }
+
+    def _candidate(self, attrs: dict):
         model = self.Meta.model
         many_to_many = {field.name for field in model._meta.many_to_many}
         plain = {key: value for key, value in attrs.items() if key not in many_to_many}
         if self.instance is None:
-            candidate = model(**plain)
-        else:
-            candidate = model.objects.get(pk=self.instance.pk)
-            for key, value in plain.items():
-                setattr(candidate, key, value)
+            return model(**plain)
+        candidate = model.objects.get(pk=self.instance.pk)
+        for key, value in plain.items():
+            setattr(candidate, key, value)
+        return candidate
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
         try:
-            candidate.full_clean(validate_unique=True)
+            self._candidate(attrs).full_clean(validate_unique=True)
         except DjangoValidationError as error:
             raise ValidationError(_as_drf_detail(error)) from None
         return attrs
+
+    def to_internal_value(self, data):
+        try:
+            return super().to_internal_value(data)
+        except ValidationError as error:
+            if not isinstance(error.detail, dict) or not isinstance(data, Mapping):
+                raise
+            failed = set(error.detail)
+            more = self._model_errors(self._fields_that_pass(data, failed), failed)
+            raise ValidationError({**more, **error.detail}) from None
+
+    def _fields_that_pass(self, data, failed: set[str]) -> dict:
+        attrs: dict = {}
+        for field in self._writable_fields:
+            if field.field_name in failed:
+                continue
+            try:
+                value = field.run_validation(field.get_value(data))
+            except (ValidationError, DjangoValidationError, SkipField):
+                continue
+            self.set_value(attrs, field.source_attrs, value)
+        return attrs
+
+    def _model_errors(self, attrs: dict, failed: set[str]) -> dict:
+        """The model's field, uniqueness and constraint checks on what passed. Not clean(): its cross-field rules
+        would read the failed fields' defaults and report errors the client did not make."""
+        sources = {field.source for field in self._writable_fields if field.field_name in failed}
+        exclude = failed | sources | {name for name in self.fields if name not in attrs and self.instance is None}
+        try:
+            candidate = self._candidate(attrs)
+        except (TypeError, ValueError, ObjectDoesNotExist):
+            return {}
+        problems: dict = {}
+        for check in (candidate.clean_fields, candidate.validate_unique, candidate.validate_constraints):
+            try:
+                check(exclude=exclude)
+            except DjangoValidationError as error:
+                for key, messages in _as_drf_detail(error).items():
+                    problems.setdefault(key, []).extend(m for m in messages if m not in problems.get(key, []))
+        return {key: value for key, value in problems.items() if key not in failed}
 
 
 def _as_drf_detail(error: DjangoValidationError):

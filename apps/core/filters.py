@@ -1,12 +1,87 @@
-"""Filters of the audit log, shared by its page and its exports."""
+"""Filters the apps share: the audit log's, and the check of API lists' query parameters — one the list does not
+know, or a single-valued one given twice, is a 400 naming it.
+
+DRF and django-filter ignore both silently: `/api/nodes/?hostname=gpu025` (before nodes had that filter) answered
+every node, and `?limit=5&limit=500` took the last value without a word. A client with a typo deserves to hear of it.
+"""
 
 import django_filters
+from django import forms
+from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import BaseFilterBackend, OrderingFilter, SearchFilter
 
 from apps.core.choices import AuditAction, ChangeSource
 from apps.core.models import AuditEntry
 
+# Always understood: DRF's format suffix and the cursor of cursor pagination (lists may page either way).
+ALWAYS_KNOWN = {"format", "cursor"}
+PAGINATION_PARAMS = ("limit_query_param", "offset_query_param", "page_query_param", "page_size_query_param")
+
+
+def _filterset_params(view, queryset) -> tuple[set[str], set[str]]:
+    """The filterset's parameter names, and those of them that take several values (`?status=a&status=b`)."""
+    filterset_class = DjangoFilterBackend().get_filterset_class(view, queryset)
+    if filterset_class is None:
+        return set(), set()
+    names, multiple = set(), set()
+    for name, field in filterset_class(queryset=queryset.none()).form.fields.items():
+        widget = field.widget
+        # A range filter's widget reads name_min and name_max (django-filter's suffixed multi-widgets).
+        suffixes = getattr(widget, "suffixes", None)
+        params = [f"{name}_{suffix}" if suffix else name for suffix in suffixes] if suffixes else [name]
+        names.update(params)
+        if isinstance(widget, forms.SelectMultiple) or isinstance(field, forms.MultipleChoiceField):
+            multiple.update(params)
+    return names, multiple
+
+
+def known_parameters(view, queryset) -> tuple[set[str], set[str]]:
+    """What a list understands: (every parameter, those that may be repeated)."""
+    names, multiple = _filterset_params(view, queryset)
+    names |= ALWAYS_KNOWN
+    paginator = getattr(view, "paginator", None)
+    for attribute in (*PAGINATION_PARAMS, "cursor_query_param"):
+        value = getattr(paginator, attribute, None)
+        if value:
+            names.add(value)
+    for backend in view.filter_backends:
+        if issubclass(backend, SearchFilter) and getattr(view, "search_fields", None):
+            names.add(backend.search_param)
+        elif issubclass(backend, OrderingFilter):
+            names.add(backend.ordering_param)
+    return names, multiple
+
+
+class KnownQueryParameters(BaseFilterBackend):
+    """First of a list's filter backends: refuses what no other backend (nor the paginator) would read."""
+
+    def filter_queryset(self, request, queryset, view):
+        if getattr(view, "action", None) != "list":
+            return queryset  # a detail, an action: their parameters are their own
+        known, multiple = known_parameters(view, queryset)
+        errors = {}
+        for name in request.query_params:
+            if name not in known:
+                errors[name] = [f"Unknown query parameter; this list takes {', '.join(sorted(known))}."]
+            elif name not in multiple and len(request.query_params.getlist(name)) > 1:
+                errors[name] = ["Give this parameter once."]
+        if errors:
+            raise ValidationError(errors)
+        return queryset
+
+
+class DocumentedSearchFilter(SearchFilter):
+    """DRF's search, documented (and known) only on lists that search: elsewhere `?search=` is an unknown parameter,
+    and the schema must not offer it."""
+
+    def get_schema_operation_parameters(self, view) -> list:
+        return super().get_schema_operation_parameters(view) if getattr(view, "search_fields", None) else []
+
 
 class AuditEntryFilter(django_filters.FilterSet):
+    """The audit log page's and exports' filters."""
+
     object_type = django_filters.CharFilter(label="Object type")
     object_id = django_filters.CharFilter(label="Object id")
     object = django_filters.CharFilter(field_name="object_repr", lookup_expr="icontains", label="Object")

@@ -1,7 +1,8 @@
 """The API's pagination: DRF's limit/offset, bounded, and keyset (cursor) pages for long lists.
 
 Limit/offset stays the default, so existing clients see no change: `?limit=100&offset=9000`. A huge `limit` or
-`offset` is a clear answer rather than a number the database cannot hold (PostgreSQL's LIMIT and OFFSET are 64-bit).
+`offset` is a clear answer rather than a number the database cannot hold (PostgreSQL's LIMIT and OFFSET are 64-bit),
+and a `limit` that is not a positive whole number is refused rather than silently replaced by the default page size.
 
 `?cursor=` (empty for the first page) opts in to keyset pages: the page is the rows after the last one of the
 previous page in the list's own order (the queryset's ordering, `?ordering=` included, with the primary key last so
@@ -17,6 +18,7 @@ import binascii
 import datetime
 import decimal
 import json
+import re
 import uuid
 from functools import reduce
 from operator import and_, or_
@@ -32,6 +34,21 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 MAX_OFFSET = 2**53  # past any table's length, and below every database's integer limits
 CURSOR_PARAM = "cursor"
+WHOLE_NUMBER = re.compile(r"-?[0-9]{1,20}")
+
+
+def _whole_number(request, name: str, *, minimum: int) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not WHOLE_NUMBER.fullmatch(raw):  # int() would also take " 5", "1_0" and other scripts' digits
+        raise ValidationError({name: ["A whole number is required."]})
+    value = int(raw)
+    if value < minimum:
+        raise ValidationError({name: [f"Ensure this value is at least {minimum}."]})
+    if value > MAX_OFFSET:
+        raise ValidationError({name: [f"Ensure this value is at most {MAX_OFFSET}."]})
+    return value
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -78,11 +95,12 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         url = replace_query_param(url, self.limit_query_param, self.limit)
         return replace_query_param(url, self.cursor_query_param, self.next_cursor)
 
+    def get_limit(self, request) -> int | None:
+        limit = _whole_number(request, self.limit_query_param, minimum=1)
+        return self.default_limit if limit is None else limit
+
     def get_offset(self, request) -> int:
-        offset = super().get_offset(request)
-        if offset > MAX_OFFSET:
-            raise ValidationError({self.offset_query_param: [f"Ensure this value is at most {MAX_OFFSET}."]})
-        return offset
+        return _whole_number(request, self.offset_query_param, minimum=0) or 0
 
     def get_paginated_response_schema(self, schema):
         answer = super().get_paginated_response_schema(schema)
@@ -93,8 +111,13 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         return answer
 
     def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        minimum = {self.limit_query_param: 1, self.offset_query_param: 0}
+        for parameter in parameters:
+            if parameter["name"] in minimum:
+                parameter["schema"].update(minimum=minimum[parameter["name"]], maximum=MAX_OFFSET)
         return [
-            *super().get_schema_operation_parameters(view),
+            *parameters,
             {
                 "name": self.cursor_query_param,
                 "required": False,

@@ -11,7 +11,7 @@ class DeploymentFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = Deployment
-        fields = ["state"]
+        fields = ["name", "state"]
 
 
 class SuggestionFilterSet(django_filters.FilterSet):
@@ -23,4 +23,4 @@ class SuggestionFilterSet(django_filters.FilterSet):
 class AcceptanceCriterionFilterSet(django_filters.FilterSet):
     class Meta:
         model = AcceptanceCriterion
-        fields = ["check_name"]
+        fields = ["check_name", "sku__name"]

@@ -111,6 +111,7 @@ def sku_ref(field_name: str) -> RefFilter:
 
 class NodeFilterSet(django_filters.FilterSet):
     q = django_filters.CharFilter(method="search", label="Search")
+    hostname = django_filters.CharFilter(label="Host name (exact)")
     # distinct=False: one column of the node itself cannot duplicate rows, and DISTINCT over the page costs.
     role = django_filters.MultipleChoiceFilter(choices=NodeRole.choices, distinct=False)
     status = django_filters.MultipleChoiceFilter(choices=NodeStatus.choices, distinct=False)
@@ -122,7 +123,7 @@ class NodeFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = Node
-        fields = ["q", "role", "status", "site", "rack", "tag", "gpu_sku", "has_unhealthy_gpu"]
+        fields = ["q", "hostname", "role", "status", "site", "rack", "tag", "gpu_sku", "has_unhealthy_gpu"]
 
     def search(self, queryset, name, value: str):
         value = value.strip()
@@ -138,12 +139,30 @@ class NodeFilterSet(django_filters.FilterSet):
         return queryset.filter(unhealthy if value else ~unhealthy)
 
 
+class SiteFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = Site
+        fields = ["name", "slug"]
+
+
+class TagFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = Tag
+        fields = ["name", "slug"]
+
+
+class GpuSkuFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = GpuSku
+        fields = ["name", "vendor", "architecture"]
+
+
 class RackFilterSet(django_filters.FilterSet):
     site = site_ref()
 
     class Meta:
         model = Rack
-        fields = ["site", "row"]
+        fields = ["name", "site", "row"]
 
 
 class GpuFilterSet(django_filters.FilterSet):
@@ -158,10 +177,11 @@ class GpuFilterSet(django_filters.FilterSet):
 
 class NicFilterSet(django_filters.FilterSet):
     node = node_ref()
+    link_up = StrictBooleanFilter()
 
     class Meta:
         model = Nic
-        fields = ["node", "purpose", "plane", "mtu", "transport", "link_up"]
+        fields = ["node", "name", "purpose", "plane", "mtu", "transport", "link_up"]
 
 
 class SwitchFilterSet(django_filters.FilterSet):
@@ -169,7 +189,7 @@ class SwitchFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = Switch
-        fields = ["site", "plane", "tier"]
+        fields = ["name", "site", "plane", "tier"]
 
 
 class CableFilterSet(django_filters.FilterSet):
@@ -202,7 +222,7 @@ class StorageTierFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = StorageTier
-        fields = ["site", "kind"]
+        fields = ["name", "site", "kind"]
 
 
 class VolumeFilterSet(django_filters.FilterSet):

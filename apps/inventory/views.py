@@ -46,7 +46,8 @@ class NodeListView(LoginRequiredMixin, FilterView):
     filterset_class = NodeFilterSet
     template_name = "inventory/node_list.html"
     paginate_by = 50
-    strict = False
+    # strict (django-filter's default): a filter that is not valid (a rack that does not exist) shows its error
+    # and no rows, never every node as if nothing had been asked.
 
     def get_queryset(self):
         return Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")

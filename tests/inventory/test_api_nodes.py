@@ -211,7 +211,7 @@ def rack_payload(**fields) -> dict:
         (rack_payload, {"u_position": 46}, "does not fit"),  # U46-U49 in a 48U rack
         (dict, {"hostname": "x", "u_position": 3}, "needs a rack"),
         (dict, {"hostname": "x", "rack": "6f1f0d1e-0000-4000-8000-000000000000"}, "No rack matches"),
-        (dict, {"hostname": "x", "rack": "r01"}, "No rack matches"),
+        (dict, {"hostname": "x", "rack": "r99"}, "No rack matches"),
         (dict, {"hostname": "-bad-"}, "valid host name"),
         (dict, {"hostname": "gpu001"}, "already exists"),
         (dict, {"hostname": "x", "management_ip": "10.10.0.999"}, "IPv4 or IPv6"),
@@ -226,7 +226,7 @@ def rack_payload(**fields) -> dict:
         "past-the-top",
         "position-without-rack",
         "unknown-rack-id",
-        "rack-by-name",
+        "unknown-rack-name",
         "bad-hostname",
         "duplicate-hostname",
         "bad-ip",

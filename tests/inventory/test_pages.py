@@ -145,3 +145,13 @@ def test_a_short_row_names_no_field_rather_than_none(browser_as, admin, demo_clu
     assert "3 values for 5 columns." in table
     assert "None" not in table
     assert "<td>2</td>" in table  # the line of the short row
+
+
+@pytest.mark.parametrize(("params", "field"), [({"rack": "nosuchrack"}, "rack"), ({"gpu_sku": "H200"}, "gpu_sku")])
+def test_a_filter_that_matches_nothing_shows_its_error_and_no_rows(browser_as, viewer, demo_cluster, params, field):
+    page = browser_as(viewer).get("/nodes/", params)
+    assert page.status_code == 200
+    assert field in page.context["filter"].errors
+    assert list(page.context["object_list"]) == []
+    assert b"No node matches these filters." in page.content
+    assert b"gpu001" not in page.content

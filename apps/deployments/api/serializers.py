@@ -1,27 +1,56 @@
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.deployments import criteria
+from apps.core.api import ReferenceField
+from apps.deployments import criteria, services
+from apps.deployments.api import schemas
 from apps.deployments.choices import WizardStage
 from apps.deployments.models import AcceptanceCriterion, Approval, Deployment, Suggestion, Verdict
 from apps.jobs.api.serializers import TargetsSerializer
 
 
+@extend_schema_field(schemas.options_schema(strict=True), component_name="DeploymentOptionsEdit")
+class OptionsEditField(serializers.JSONField):
+    """Edits of a plan's options: checked by the services (options.errors), documented by schemas.options_schema."""
+
+
+@extend_schema_field(schemas.criteria_schema(strict=True), component_name="AcceptanceCriteriaEdit")
+class CriteriaEditField(serializers.JSONField):
+    """Edits of a plan's acceptance criteria: checked by criteria.errors."""
+
+
+@extend_schema_field(schemas.options_schema(strict=False), component_name="DeploymentOptions")
+class OptionsField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(schemas.criteria_schema(strict=False), component_name="AcceptanceCriteria")
+class CriteriaField(serializers.JSONField):
+    pass
+
+
 class DeploymentCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=64, help_text="Letters, digits, . _ - ; unique.")
+    name = serializers.CharField(
+        max_length=64,
+        trim_whitespace=False,
+        validators=[RegexValidator(f"^(?:{services.NAME.pattern})$")],  # the service's rule, shown in the schema
+        help_text="Letters, digits, . _ - ; unique.",
+    )
     description = serializers.CharField(required=False, allow_blank=True, default="")
     targets = TargetsSerializer(help_text="The nodes: names, racks or tags.")
-    options = serializers.JSONField(
+    options = OptionsEditField(
         required=False, default=dict, help_text="Edits of the pre-filled options, by section (versions, baselines ...)."
     )
-    criteria = serializers.JSONField(required=False, default=dict, help_text="Edits of the acceptance criteria.")
+    criteria = CriteriaEditField(required=False, default=dict, help_text="Edits of the acceptance criteria.")
     transport = serializers.ChoiceField(choices=["ssh", "sim"], required=False, default="")
 
 
 class DeploymentUpdateSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True)
     targets = TargetsSerializer(required=False)
-    options = serializers.JSONField(required=False)
-    criteria = serializers.JSONField(required=False)
+    options = OptionsEditField(required=False)
+    criteria = CriteriaEditField(required=False)
     stage = serializers.ChoiceField(choices=WizardStage.choices, required=False)
 
 
@@ -56,6 +85,8 @@ class DeploymentSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     runs = RunSerializer(many=True, read_only=True)
+    options = OptionsField(read_only=True)
+    criteria = CriteriaField(read_only=True)
 
     class Meta:
         model = Deployment
@@ -153,18 +184,27 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
 
 class AcceptanceCriterionSerializer(serializers.ModelSerializer):
-    sku = serializers.SlugRelatedField(
-        slug_field="name",
+    sku = ReferenceField(
+        natural_key="name",
         queryset=AcceptanceCriterion._meta.get_field("sku").related_model.objects.all(),
         required=False,
         allow_null=True,
+        default=None,  # so the unique (check, SKU) validator reads a missing SKU as the defaults' row
+        help_text="GPU SKU name or public id; none: the defaults.",
     )
-    check = serializers.CharField(source="check_name", max_length=40)
+    check = serializers.ChoiceField(source="check_name", choices=sorted(criteria.DEFAULTS))
 
     class Meta:
         model = AcceptanceCriterion
         fields = ["id", "sku", "check", *criteria.FIELDS]
         read_only_fields = ["id"]
+        # criteria.errors' ranges, stated on the fields so the schema shows them.
+        extra_kwargs = {
+            "threshold": {"min_value": 0},
+            "warn_threshold": {"min_value": 0},
+            "retries": {"min_value": 0, "max_value": 10},
+            "cooldown_seconds": {"min_value": 0, "max_value": 600},
+        }
 
     def validate(self, attrs):
         check_name = attrs.get("check_name", getattr(self.instance, "check_name", ""))

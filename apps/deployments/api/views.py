@@ -2,7 +2,7 @@
 matrix and verdicts, decide suggestions, download the acceptance report."""
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -113,8 +113,12 @@ class DeploymentViewSet(
             }
         )
 
-    @extend_schema(request=None, responses={200: OpenApiResponse(description="Generated, validated artefacts.")})
-    @action(detail=True, methods=["get"])
+    @extend_schema(
+        request=None,
+        parameters=[OpenApiParameter("name", str, description="Download this artefact's file (e.g. nccl-conf).")],
+        responses={200: OpenApiResponse(description="Generated, validated artefacts.")},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[])  # its `name` is an artefact's, not the list's filter
     def artefacts(self, request, id=None):
         """The files the plan generates (NCCL environment, cgroup slice, scheduler configuration ...), validated."""
         try:

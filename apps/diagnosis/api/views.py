@@ -44,6 +44,8 @@ class TriageViewSet(viewsets.ViewSet):
         """Triage {"text": ...} or a multipart `file`; an unrecognised log answers 200 with no findings."""
         limit = services.max_bytes()
         _refuse_oversized_body(request, limit)  # before the body is read
+        if not hasattr(request.data, "get"):  # a JSON list or number: not the object the schema documents
+            raise ValidationError({"non_field_errors": ['Send {"text": ...} or a multipart file.']})
         try:
             source, log = services.read_submission(
                 text=request.data.get("text"), upload=request.FILES.get("file"), limit=limit

@@ -2,15 +2,20 @@
 
 import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.inventory.api.serializers import COMMON, NODE_REF, TIMESTAMPS, BriefRelatedField, InventorySerializer
 from apps.inventory.api.views import InventoryViewSet, stable
-from apps.inventory.filters import node_ref, site_ref
+from apps.inventory.filters import RefFilter, StrictBooleanFilter, node_ref, site_ref
 from apps.inventory.models import Rack, Site, SshAccess
-from apps.inventory.models.access import check_private_key, parse_public_keys
+from apps.inventory.models.access import _USER, check_private_key, parse_public_keys, validate_login_user
+
+LOGIN = _USER.pattern.removesuffix("\\Z")
+LOGIN_PATTERN = RegexValidator(f"^(?:{LOGIN})$")
+LOGIN_OR_EMPTY_PATTERN = RegexValidator(f"^(?:{LOGIN})?$")
 
 
 class SshAccessSerializer(InventorySerializer):
@@ -22,7 +27,7 @@ class SshAccessSerializer(InventorySerializer):
 
     scope = serializers.SerializerMethodField()
     site = BriefRelatedField(queryset=Site.objects.all(), natural_key="slug", required=False, allow_null=True)
-    rack = BriefRelatedField(queryset=Rack.objects.all(), required=False, allow_null=True)
+    rack = BriefRelatedField(queryset=Rack.objects.all(), natural_key="name", required=False, allow_null=True)
     node = BriefRelatedField(**NODE_REF, required=False, allow_null=True)
     private_key = serializers.CharField(
         write_only=True,
@@ -56,6 +61,9 @@ class SshAccessSerializer(InventorySerializer):
         ]
         # No silent trimming: "ops\n" is refused by the field's full-match pattern, not turned into "ops".
         extra_kwargs = {name: {"trim_whitespace": False} for name in ("user", "jump_host", "jump_user")}
+        # The login names' rule as a pattern the schema shows (the model's validator is a function it cannot read).
+        extra_kwargs["user"]["validators"] = [validate_login_user, LOGIN_PATTERN]
+        extra_kwargs["jump_user"]["validators"] = [validate_login_user, LOGIN_OR_EMPTY_PATTERN]
 
     @extend_schema_field(serializers.ChoiceField(choices=["site", "rack", "node"]))
     def get_scope(self, obj) -> str:
@@ -105,7 +113,9 @@ class SshAccessSerializer(InventorySerializer):
 
 class SshAccessFilterSet(django_filters.FilterSet):
     site = site_ref()
+    rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
     node = node_ref()
+    sudo = StrictBooleanFilter()
 
     class Meta:
         model = SshAccess

@@ -1,22 +1,22 @@
 """Serializers of the inventory API.
 
-Objects are addressed by `public_id`. A reference to another object is written as its public id (or its natural key
-where it has a unique one: a node's hostname, a site's or tag's slug, a SKU's or switch's name) and read back as a
+Objects are addressed by `public_id`. A reference to another object is written as its public id or its natural key
+(a node's hostname, a site's or tag's slug, a rack's, SKU's, switch's or storage tier's name, a NIC as
+`hostname:name`, a GPU as `hostname:index`; a name several objects share needs the public id) and read back as a
 brief `{id, url, display}`. Fields are listed explicitly; nothing here runs a query: the viewsets' querysets load
 what `display` and the nested lists need.
 """
 
 import uuid
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
-from apps.core.api import ValidatedModelSerializer
-from apps.core.text import echo
+from apps.core.api import ReferenceField, ValidatedModelSerializer, reference_schema
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import (
     Cable,
@@ -64,51 +64,11 @@ class BriefSerializer(serializers.Serializer):
     display = serializers.CharField()
 
 
-MAX_NATURAL_KEY_LENGTH = 255  # the longest name or slug field a reference can name
-
-
-class BriefRelatedField(serializers.RelatedField):
-    """A reference: written as a public id (or the natural key, if the field has one), read as a brief object."""
-
-    default_error_messages = {
-        "does_not_exist": "No {model} matches {value}.",
-        "incorrect_type": "Give the {model}'s public id{alternative}.",
-    }
-
-    def __init__(self, *, natural_key: str | None = None, **kwargs):
-        self.natural_key = natural_key
-        super().__init__(**kwargs)
-
-    def use_pk_only_optimization(self) -> bool:
-        return False  # display needs the object itself
-
-    def to_internal_value(self, data):
-        queryset = self.get_queryset()
-        model = queryset.model._meta.verbose_name
-        if not isinstance(data, str) or not data:
-            alternative = f" or {self.natural_key}" if self.natural_key else ""
-            self.fail("incorrect_type", model=model, alternative=alternative)
-        try:
-            lookup = {"public_id": uuid.UUID(data)}
-        except ValueError:
-            # No name holds a NUL (PostgreSQL cannot even be asked for one) or runs past a name's longest length.
-            if not self.natural_key or "\x00" in data or len(data) > MAX_NATURAL_KEY_LENGTH:
-                self.fail("does_not_exist", model=model, value=echo(data))
-            lookup = {self.natural_key: data}
-        try:
-            return queryset.get(**lookup)
-        except ObjectDoesNotExist:
-            self.fail("does_not_exist", model=model, value=echo(data))
+class BriefRelatedField(ReferenceField):
+    """A reference: written as a public id or the natural key (if the model has one), read as a brief object."""
 
     def to_representation(self, value) -> dict:
         return brief(value, self.context.get("request"))
-
-    def get_choices(self, cutoff=None) -> dict:
-        # The browsable API's forms: choices keyed by public id, as the field is written (a brief is unhashable).
-        queryset = self.get_queryset()
-        if cutoff is not None:
-            queryset = queryset[:cutoff]
-        return {str(item.public_id): str(item) for item in queryset}
 
 
 class BriefRelatedFieldExtension(OpenApiSerializerFieldExtension):
@@ -119,9 +79,7 @@ class BriefRelatedFieldExtension(OpenApiSerializerFieldExtension):
     def map_serializer_field(self, auto_schema, direction):
         if direction == "response":
             return auto_schema.resolve_serializer(BriefSerializer, direction).ref
-        if self.target.natural_key:
-            return {"type": "string", "description": f"Public id or {self.target.natural_key}."}
-        return {"type": "string", "format": "uuid"}
+        return reference_schema(self.target)
 
 
 class InventorySerializer(ValidatedModelSerializer):
@@ -203,7 +161,7 @@ NODE_REF = {"queryset": Node.objects.all(), "natural_key": "hostname"}
 class NodeSerializer(InventorySerializer):
     """A server, with its GPU and NIC counts; the detail view adds what it holds."""
 
-    rack = BriefRelatedField(queryset=Rack.objects.all(), required=False, allow_null=True)
+    rack = BriefRelatedField(queryset=Rack.objects.all(), natural_key="name", required=False, allow_null=True)
     site = BriefRelatedField(source="rack.site", read_only=True, allow_null=True)
     gpu_sku = BriefRelatedField(queryset=GpuSku.objects.all(), natural_key="name", required=False, allow_null=True)
     tags = BriefRelatedField(queryset=Tag.objects.all(), natural_key="slug", many=True, required=False)
@@ -275,7 +233,9 @@ class NicSerializer(InventorySerializer):
     pfc_priorities = serializers.ListField(
         child=serializers.IntegerField(min_value=0, max_value=7), required=False, max_length=8
     )
-    peer_gpus = BriefRelatedField(queryset=Gpu.objects.select_related("node"), many=True, required=False)
+    peer_gpus = BriefRelatedField(
+        queryset=Gpu.objects.select_related("node"), natural_key=("node__hostname", "index"), many=True, required=False
+    )
 
     class Meta:
         model = Nic
@@ -313,7 +273,7 @@ class SwitchSerializer(InventorySerializer):
     """A switch of the fabric: a leaf or spine of plane A or B, or a management switch."""
 
     site = BriefRelatedField(queryset=Site.objects.all(), natural_key="slug")
-    rack = BriefRelatedField(queryset=Rack.objects.all(), required=False, allow_null=True)
+    rack = BriefRelatedField(queryset=Rack.objects.all(), natural_key="name", required=False, allow_null=True)
 
     class Meta:
         model = Switch
@@ -332,7 +292,12 @@ class SwitchSerializer(InventorySerializer):
         ]
 
 
-NIC_REF = {"queryset": Nic.objects.select_related("node"), "required": False, "allow_null": True}
+NIC_REF = {
+    "queryset": Nic.objects.select_related("node"),
+    "natural_key": ("node__hostname", "name"),
+    "required": False,
+    "allow_null": True,
+}
 SWITCH_REF = {"queryset": Switch.objects.all(), "natural_key": "name", "required": False, "allow_null": True}
 
 
@@ -388,7 +353,7 @@ class VolumeSerializer(InventorySerializer):
     """Storage of a tier mounted on a node."""
 
     node = BriefRelatedField(**NODE_REF)
-    tier = BriefRelatedField(queryset=StorageTier.objects.all())
+    tier = BriefRelatedField(queryset=StorageTier.objects.all(), natural_key="name")
 
     class Meta:
         model = Volume
@@ -405,6 +370,13 @@ class FirmwareSerializer(InventorySerializer):
         fields = [*COMMON, "node", "component", "target", "version", *TIMESTAMPS]
 
 
+# A key type, then its blob in padded base64 (what fingerprint_of decodes), then an optional comment.
+OPENSSH_PUBLIC_KEY = RegexValidator(
+    r"^[a-z0-9@.-]+ (?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?: [^\n]*)?$",
+    "Enter an OpenSSH public key such as 'ssh-ed25519 AAAA…'.",
+)
+
+
 class SshHostKeySerializer(InventorySerializer):
     """A node's SSH host key; connections verify against trusted keys only."""
 
@@ -415,6 +387,7 @@ class SshHostKeySerializer(InventorySerializer):
         model = SshHostKey
         fields = [*COMMON, "node", "key_type", "public_key", "fingerprint", "state", "approved_by", *TIMESTAMPS]
         read_only_fields = ["key_type", "fingerprint"]
+        extra_kwargs = {"public_key": {"validators": [OPENSSH_PUBLIC_KEY]}}
 
     def validate_public_key(self, value: str) -> str:
         try:

@@ -10,6 +10,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.filters import OrderingFilter
 
 from apps.accounts.permissions import HostKeyPermission
+from apps.core.filters import KnownQueryParameters
 from apps.inventory import filters
 from apps.inventory.api import serializers
 from apps.inventory.choices import HostKeyState
@@ -55,7 +56,7 @@ class InventoryViewSet(viewsets.ModelViewSet):
 
     lookup_field = "public_id"
     lookup_value_regex = UUID_PATTERN
-    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
+    filter_backends = [KnownQueryParameters, DjangoFilterBackend, StableOrderingFilter]
     ordering_fields = "__all__"
 
     @transaction.atomic
@@ -78,6 +79,7 @@ class InventoryViewSet(viewsets.ModelViewSet):
 class SiteViewSet(InventoryViewSet):
     queryset = stable(Site.objects.all())
     serializer_class = serializers.SiteSerializer
+    filterset_class = filters.SiteFilterSet
 
 
 class RackViewSet(InventoryViewSet):
@@ -89,11 +91,13 @@ class RackViewSet(InventoryViewSet):
 class TagViewSet(InventoryViewSet):
     queryset = stable(Tag.objects.all())
     serializer_class = serializers.TagSerializer
+    filterset_class = filters.TagFilterSet
 
 
 class GpuSkuViewSet(InventoryViewSet):
     queryset = stable(GpuSku.objects.all())
     serializer_class = serializers.GpuSkuSerializer
+    filterset_class = filters.GpuSkuFilterSet
 
 
 # What a node's references do not show (their brief needs the public id and the name): a page of 100 nodes would

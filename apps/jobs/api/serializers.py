@@ -1,4 +1,5 @@
 from django.urls import reverse
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from apps.inventory.choices import NodeRole
@@ -10,13 +11,13 @@ from apps.nodeexec.transports import TRANSPORT_NAMES
 
 class TargetsSerializer(serializers.Serializer):
     nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253),
+        child=serializers.CharField(max_length=253, trim_whitespace=False),  # " " is a name that matches nothing
         required=False,
         max_length=100000,
         help_text="Node public ids or host names.",
     )
     racks = serializers.ListField(
-        child=serializers.CharField(max_length=100),
+        child=serializers.CharField(max_length=100, trim_whitespace=False),
         required=False,
         help_text="Rack public ids or names: all their nodes.",
     )
@@ -31,16 +32,45 @@ class TargetsSerializer(serializers.Serializer):
         return attrs
 
 
-class JobCreateSerializer(serializers.Serializer):
-    kind = serializers.CharField(max_length=64, help_text="A registered job kind, e.g. shell-check or sleep.")
-    targets = TargetsSerializer()
-    parameters = serializers.JSONField(required=False, default=dict, help_text="Checked by the kind's schema.")
-    transport = serializers.ChoiceField(choices=TRANSPORT_NAMES, required=False)
+# What a target needs: at least one of these (JSON Schema's anyOf, as TargetsSerializer.validate checks it).
+TARGET_CHOICES = [
+    {"required": ["nodes"], "properties": {"nodes": {"minItems": 1}}},
+    {"required": ["racks"], "properties": {"racks": {"minItems": 1}}},
+    {"required": ["tags"], "properties": {"tags": {"minItems": 1}}},
+    {"required": ["role"]},
+]
 
-    def validate_kind(self, value):
+
+class TargetsSerializerExtension(OpenApiSerializerExtension):
+    target_class = TargetsSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        return {**schema, "anyOf": TARGET_CHOICES} if direction == "request" else schema
+
+
+class KindField(serializers.CharField):
+    """A registered job kind; the schema lists them (read when it is generated: kinds register as apps load)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
         if value not in KINDS:
             raise serializers.ValidationError(f"Unknown job kind; known: {', '.join(sorted(KINDS))}.")
         return value
+
+
+class KindFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = KindField
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "enum": sorted(KINDS)}
+
+
+class JobCreateSerializer(serializers.Serializer):
+    kind = KindField(max_length=64, help_text="A registered job kind, e.g. shell-check or sleep.")
+    targets = TargetsSerializer()
+    parameters = serializers.JSONField(required=False, default=dict, help_text="Checked by the kind's schema.")
+    transport = serializers.ChoiceField(choices=TRANSPORT_NAMES, required=False)
 
 
 class ProgressSerializer(serializers.Serializer):

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.core.api import ReferenceField
 from apps.inventory.models import Node
 from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
 from apps.simulator.models import SimFault
@@ -9,8 +10,8 @@ class SimFaultSerializer(serializers.ModelSerializer):
     """A fault of a simulated node; the target defaults by kind (first GPU, first data NIC, priority 3, ...)."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
-    node = serializers.SlugRelatedField(
-        slug_field="hostname", queryset=Node.objects.all(), help_text="Host name of the simulated node."
+    node = ReferenceField(
+        natural_key="hostname", queryset=Node.objects.all(), help_text="Host name (or public id) of the simulated node."
     )
     kind = serializers.ChoiceField(choices=FAULT_KIND_CHOICES)
     target = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
