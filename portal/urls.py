@@ -34,6 +34,7 @@ urlpatterns = [
     path("deployments/", include("apps.deployments.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
+    path("tokens/", include("apps.tokens.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -2,7 +2,6 @@
 
 import pytest
 from django.conf import settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from apps.accounts.choices import Role
@@ -70,9 +69,8 @@ def api_as():
     """api_as(user) -> an APIClient that sends the user's API token, as automation would."""
 
     def make(user) -> APIClient:
-        token, _ = Token.objects.get_or_create(user=user)
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {factories.make_token(user)}")
         return client
 
     return make
