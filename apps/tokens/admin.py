@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from rest_framework.authtoken.models import TokenProxy
 
 from apps.tokens import services
 from apps.tokens.models import ApiToken
@@ -24,3 +25,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         count = sum(services.revoke_token(token=token, by=request.user) for token in queryset.select_related("user"))
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+
+
+# DRF's own token admin made clear-text keys that this portal no longer accepts; its app stays installed only for
+# the migration that hashed them (tokens 0002).
+if admin.site.is_registered(TokenProxy):
+    admin.site.unregister(TokenProxy)

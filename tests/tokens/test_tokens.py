@@ -188,3 +188,18 @@ def test_the_schema_documents_the_token_header(api_as, viewer):
     schema = api_as(viewer).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     scheme = schema["components"]["securitySchemes"]["tokenAuth"]
     assert scheme["name"] == "Authorization" and "/tokens/" in scheme["description"]
+
+
+def test_the_django_admin_lists_and_revokes_tokens_and_no_longer_makes_clear_keys(client, viewer, django_user_model):
+    secret = make_token(viewer, name="from admin")
+    superuser = django_user_model.objects.create_superuser("root", password="correct-horse-battery")
+    client.force_login(superuser)
+    assert "from admin" in client.get(reverse("admin:tokens_apitoken_changelist")).content.decode()
+    assert "authtoken" not in client.get(reverse("admin:index")).content.decode()
+
+    token = ApiToken.objects.get()
+    client.post(reverse("admin:tokens_apitoken_changelist"), {"action": "revoke", "_selected_action": [token.pk]})
+
+    token.refresh_from_db()
+    assert token.revoked_by == superuser
+    assert _api(secret).get(NODES).status_code == 401
