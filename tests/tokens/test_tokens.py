@@ -8,6 +8,8 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps as django_apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -203,3 +205,12 @@ def test_the_django_admin_lists_and_revokes_tokens_and_no_longer_makes_clear_key
     token.refresh_from_db()
     assert token.revoked_by == superuser
     assert _api(secret).get(NODES).status_code == 401
+
+
+def test_the_page_needs_a_login_and_viewing_it_writes_nothing(client, browser_as, viewer):
+    assert client.get(reverse("api-tokens")).status_code == 302
+    make_token(viewer)
+    page = browser_as(viewer)
+    with CaptureQueriesContext(connection) as queries:
+        assert page.get(reverse("api-tokens")).status_code == 200
+    assert not [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
