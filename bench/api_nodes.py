@@ -112,15 +112,18 @@ def load_inventory(nodes: int) -> tuple[float, int, int]:
 
 
 def client_with_token():
+    from datetime import timedelta
+
     from django.test import Client
-    from rest_framework.authtoken.models import Token
+    from django.utils import timezone
 
     from apps.accounts.choices import Role
     from apps.accounts.models import User
+    from apps.tokens.services import create_token
 
     user, _ = User.objects.get_or_create(username="bench", defaults={"role": Role.VIEWER})
-    token, _ = Token.objects.get_or_create(user=user)
-    return Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST="127.0.0.1")
+    _, secret = create_token(user=user, name="bench", expires=timezone.now() + timedelta(days=1))
+    return Client(HTTP_AUTHORIZATION=f"Token {secret}", HTTP_HOST="127.0.0.1")
 
 
 def deep_offset(node_count: int) -> int:

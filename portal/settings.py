@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "apps.diagnosis",
     "apps.benchmarks",
     "apps.monitoring",
+    "apps.tokens",
 ]
 
 MIDDLEWARE = [
@@ -182,10 +183,16 @@ SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("RACKPILOT_BEHIND_PROXY") else None
 X_FRAME_OPTIONS = "DENY"
 
+# The longest lifetime a user may give an API token on the API tokens page (tokens/); legacy tokens migrated from
+# DRF's authtoken table got this lifetime from the migration's day.
+RACKPILOT_API_TOKEN_MAX_DAYS = env_int("RACKPILOT_API_TOKEN_MAX_DAYS", 365)
+if RACKPILOT_API_TOKEN_MAX_DAYS < 1:
+    raise ImproperlyConfigured("RACKPILOT_API_TOKEN_MAX_DAYS must be at least 1.")
+
 REST_FRAMEWORK = {
     # Token first, so an anonymous API call gets 401 with a WWW-Authenticate header rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "apps.tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.permissions.RolePermission"],

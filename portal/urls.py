@@ -43,6 +43,7 @@ urlpatterns = [
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),
     path("metrics", monitoring_views.metrics, name="metrics"),
+    path("tokens/", include("apps.tokens.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,11 +1,15 @@
 """Small factories for tests: each makes a valid object with sensible defaults; pass what the test cares about."""
 
 import itertools
+from datetime import timedelta
 from decimal import Decimal
+
+from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.inventory.choices import NicPurpose, NicTransport, NodeRole, Plane, SwitchTier
 from apps.inventory.models import Gpu, GpuSku, Nic, Node, Rack, Site, Switch
+from apps.tokens import services as tokens
 
 _counter = itertools.count(1)
 
@@ -17,6 +21,11 @@ def _next() -> int:
 def make_user(*, role: str, username: str | None = None, password: str = "correct-horse-battery") -> User:
     user = User.objects.create_user(username=username or f"user{_next()}", password=password, role=role)
     return user
+
+
+def make_token(user: User, *, name: str = "automation", days: int = 30) -> str:
+    """A new API token for the user; returns its secret, as the API tokens page shows it once."""
+    return tokens.create_token(user=user, name=name, expires=timezone.now() + timedelta(days=days))[1]
 
 
 def make_site(**fields) -> Site:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import requests
-from rest_framework.authtoken.models import Token
 
 from apps.accounts.choices import Role
 from apps.accounts.models import User
@@ -46,7 +45,7 @@ def live_server_env():
 def _token(role: str) -> str:
     username = f"fuzz-{role}"
     user = User.objects.filter(username=username).first() or factories.make_user(role=role, username=username)
-    return Token.objects.get_or_create(user=user)[0].key
+    return factories.make_token(user, name="schemathesis")
 
 
 @pytest.mark.parametrize("role", [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN])

@@ -6,5 +6,5 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
-        # Logins, failed logins and API tokens go to the audit log.
+        # Logins and failed logins go to the audit log.
         from apps.core import signins  # noqa: F401

@@ -1,9 +1,8 @@
-"""Logins, logouts, failed logins and API tokens in the audit log. Never a password, never a token's key."""
+"""Logins, logouts and failed logins in the audit log, never a password. API tokens record their own creation and
+revocation (apps/tokens/services.py)."""
 
 from django.contrib.auth import get_user_model, user_logged_in, user_logged_out, user_login_failed
-from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
-from rest_framework.authtoken.models import Token
 
 from apps.core import audit
 from apps.core.choices import AuditAction
@@ -34,23 +33,4 @@ def _login_failed(sender, credentials, request=None, **kwargs):
         object_type="accounts.user",
         object_repr=f"login as {name!r}" if name else "login without a user name",
         changes=_client(request),
-    )
-
-
-@receiver(post_save, sender=Token)
-def _token_created(sender, instance, created, raw=False, **kwargs):
-    if created and not raw:
-        _token_entry(AuditAction.CREATE, instance)
-
-
-@receiver(post_delete, sender=Token)
-def _token_revoked(sender, instance, **kwargs):
-    _token_entry(AuditAction.DELETE, instance)
-
-
-def _token_entry(action: str, token: Token) -> None:
-    # A token's primary key is its secret: the entry names its owner instead.
-    owner = token.user.get_username()
-    audit.record(
-        action, object_type="authtoken.token", object_id=str(token.user_id), object_repr=f"API token of {owner}"
     )

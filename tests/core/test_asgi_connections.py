@@ -15,7 +15,6 @@ from urllib.parse import quote
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from apps.accounts.choices import Role
 from tests import factories
@@ -105,7 +104,7 @@ def uvicorn(db, tmp_path):
 
 def test_forty_requests_leave_no_database_connections_behind(uvicorn):
     port, log = uvicorn
-    token = Token.objects.create(user=factories.make_user(role=Role.VIEWER, username="counter")).key
+    token = factories.make_token(factories.make_user(role=Role.VIEWER, username="counter"))
     factories.make_node(hostname="c1")
     assert _get(port, "/api/nodes/?limit=1", token) == 200, log.read_text()
     before = _connections()

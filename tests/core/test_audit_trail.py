@@ -5,14 +5,15 @@ import json
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from apps.core import audit
 from apps.core.choices import AuditAction, ChangeSource
 from apps.core.models import AuditEntry
 from apps.inventory.choices import NodeStatus
 from apps.jobs import services as job_services
-from tests.factories import make_node, make_rack
+from apps.tokens import services as token_services
+from apps.tokens.models import ApiToken
+from tests.factories import make_node, make_rack, make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -66,15 +67,15 @@ def test_logins_failed_logins_and_tokens_are_recorded_without_secrets(client, op
     operator.save()
     assert not client.login(username="operator", password="wrong-password-123")
     assert client.login(username="operator", password="correct-horse-battery")
-    token = Token.objects.create(user=operator)
-    key = token.key
-    token.delete()
+    key = make_token(operator, name="ci")
+    token_services.revoke_token(token=ApiToken.objects.get(user=operator), by=operator)
 
     actions = list(AuditEntry.objects.order_by("id").values_list("action", "object_repr"))
     assert (AuditAction.LOGIN_FAILED, "login as 'operator'") in actions
     assert (AuditAction.LOGIN, "operator") in actions
-    assert (AuditAction.CREATE, "API token of operator") in actions
-    assert (AuditAction.DELETE, "API token of operator") in actions
+    prefix = key[: token_services.PREFIX_LENGTH]
+    assert (AuditAction.CREATE, f"API token {prefix}… 'ci' of operator") in actions
+    assert (AuditAction.DELETE, f"API token {prefix}… 'ci' of operator") in actions
     dumped = json.dumps(list(AuditEntry.objects.values()), default=str)
     assert "wrong-password-123" not in dumped and key not in dumped
 
