@@ -123,7 +123,7 @@ def test_every_command_in_the_compose_file_exists():
             assert argv[argv.index("-A") + 2] in {"worker", "beat"}
         else:
             pytest.fail(f"{name}: unexpected command {argv}")
-    assert checked == 6  # migrate, web, worker (-Q jobs), system-worker (-Q system), beat, grafana-files
+    assert checked == 7  # migrate, web, worker (-Q jobs), system-worker (-Q system), beat, grafana-files, sim-exporters
     queues = {
         name: s["command"][s["command"].index("-Q") + 1]
         for name, s in compose["services"].items()
