@@ -6,6 +6,7 @@ commands are `scheduler_commands()`, shown before the job starts (the job's para
 
 import shlex
 
+from django.conf import settings
 from rest_framework import serializers
 
 from apps.jobs.kinds import JobKind, StepSpec, register_kind
@@ -68,7 +69,7 @@ def scheduler_commands(**spec) -> list[str]:
 
 
 class SchedulerActionParameters(serializers.Serializer):
-    scheduler = serializers.ChoiceField(choices=SCHEDULERS)
+    scheduler = serializers.ChoiceField(choices=SCHEDULERS, required=False)
     action = serializers.ChoiceField(choices=["drain", "undrain"])
     node = serializers.RegexField(rf"^(?:{PLACEHOLDERS['scheduler_node'].pattern})\Z", max_length=253)
     reason = serializers.RegexField(
@@ -76,6 +77,9 @@ class SchedulerActionParameters(serializers.Serializer):
     )
 
     def validate(self, attrs):
+        attrs.setdefault("scheduler", settings.RACKPILOT_SCHEDULER_KIND)
+        if attrs["scheduler"] not in SCHEDULERS:
+            raise serializers.ValidationError({"scheduler": f"RACKPILOT_SCHEDULER_KIND is not one of {SCHEDULERS}."})
         if attrs["action"] == "drain" and attrs["scheduler"] == "slurm" and not attrs.get("reason"):
             raise serializers.ValidationError({"reason": "Slurm needs a reason to drain a node."})
         return attrs

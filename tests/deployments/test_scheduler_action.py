@@ -73,3 +73,16 @@ def test_the_simulator_answers_as_kubectl_and_scontrol_do():
     assert sim_run(context, ["scontrol", "update", "NodeName=gpu003", "State=DRAIN", "Reason=fan"]).exit_code == 0
     refused = sim_run(context, ["scontrol", "update", "NodeName=gpu003", "State=DRAIN"])
     assert refused.exit_code == 1 and "specify a reason" in refused.stderr
+
+
+def test_the_scheduler_comes_from_the_setting_when_the_job_names_none(demo_cluster, settings):
+    settings.RACKPILOT_SCHEDULER_KIND = "slurm"
+    job = jobs.create_job(
+        kind="scheduler-action",
+        targets=jobs.TargetSpec(nodes=("mgmt01",)),
+        parameters={"action": "drain", "node": "gpu003", "reason": "PSU swap"},
+        transport="sim",
+        queue=False,
+    )
+    assert job.parameters["scheduler"] == "slurm"
+    assert list(job.steps.values_list("step", flat=True)) == ["scontrol-drain"]
