@@ -163,7 +163,8 @@ def start_run(
         errors["transport"] = [f"Benchmarks run over {', '.join(NcclTests.transports)}, not {transport!r}."]
     if errors:
         raise serializers.ValidationError(errors)
-    nodes = job_services.resolve_targets(targets)
+    selection = job_services.resolve_selection(targets)
+    nodes = selection.nodes
     problems = _nodes_errors(nodes, suite=suite, transport=transport)
     if problems:
         raise serializers.ValidationError({"nodes": problems})
@@ -181,7 +182,7 @@ def start_run(
             collective=collective,
             parameters=parameters,
             transport=transport,
-            target_spec=targets.as_json(),
+            target_spec=job_services.with_left_out(targets, selection),
             sku_name=nodes[0].gpu_sku.name,
             fabric=fabric_of(nodes[0]),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
@@ -226,7 +227,8 @@ def _start_node_run(
         errors["transport"] = [f"This suite runs over {', '.join(NodeBenchmark.transports)}, not {transport!r}."]
     if errors:
         raise serializers.ValidationError(errors)
-    nodes = job_services.resolve_targets(targets)
+    selection = job_services.resolve_selection(targets)
+    nodes = selection.nodes
     problems = _nodes_errors(nodes, suite=suite, transport=transport)
     if problems:
         raise serializers.ValidationError({"nodes": problems})
@@ -249,7 +251,7 @@ def _start_node_run(
             suite=suite,
             parameters=parameters,
             transport=transport,
-            target_spec=targets.as_json(),
+            target_spec=job_services.with_left_out(targets, selection),
             sku_name=skus[0] if len(skus) == 1 else "mixed",
             fabric=fabric_of(nodes[0]),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,

@@ -27,6 +27,23 @@ NODE_STATUS_COLOURS = {
     NodeStatus.FAILED: "red",
     NodeStatus.RETIRED: "black",
 }
+# The one table of status changes: where a node may go from each status. The edit form, the API and bulk edits go
+# through Node.clean (allowed_next_statuses); a verified deployment making a node ready is the documented exception.
+NODE_STATUS_TRANSITIONS = {
+    NodeStatus.PLANNED: [NodeStatus.RACKED, NodeStatus.RETIRED],
+    NodeStatus.RACKED: [NodeStatus.PROVISIONING, NodeStatus.PLANNED, NodeStatus.RETIRED],
+    NodeStatus.PROVISIONING: [NodeStatus.READY, NodeStatus.FAILED, NodeStatus.RACKED],
+    NodeStatus.READY: [NodeStatus.DEGRADED, NodeStatus.FAILED, NodeStatus.PROVISIONING, NodeStatus.RETIRED],
+    NodeStatus.DEGRADED: [NodeStatus.READY, NodeStatus.FAILED, NodeStatus.PROVISIONING, NodeStatus.RETIRED],
+    NodeStatus.FAILED: [NodeStatus.PROVISIONING, NodeStatus.RACKED, NodeStatus.RETIRED],
+    NodeStatus.RETIRED: [NodeStatus.PLANNED],
+}
+
+
+def allowed_next_statuses(current: str) -> list[str]:
+    return [str(status) for status in NODE_STATUS_TRANSITIONS.get(current, [])]
+
+
 # Nodes that can take work or be brought up; retired and planned ones cannot.
 NODE_STATUS_IN_SERVICE = [NodeStatus.RACKED, NodeStatus.PROVISIONING, NodeStatus.READY, NodeStatus.DEGRADED]
 

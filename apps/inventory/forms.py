@@ -1,6 +1,7 @@
 from django import forms
 
-from apps.inventory.models import Node
+from apps.inventory.choices import NodeStatus
+from apps.inventory.models import Node, Rack, Tag
 from apps.inventory.transfer import guess_format
 
 TRANSFER_FORMATS = [("json", "JSON (whole inventory)"), ("yaml", "YAML (whole inventory)"), ("csv", "CSV (nodes only)")]
@@ -42,3 +43,24 @@ class ImportForm(forms.Form):
                 raise forms.ValidationError({"fmt": message})
             cleaned["fmt"] = guessed
         return cleaned
+
+
+class DrainForm(forms.Form):
+    reason = forms.CharField(max_length=200, help_text="Why the node is taken out of new work.")
+    since = forms.DateTimeField(required=False, help_text="Empty: now.")
+    until = forms.DateTimeField(required=False, help_text="Optional: when it should come back.")
+
+
+class BulkNodeForm(forms.Form):
+    """What to do to the nodes ticked in the node list. Drain and undrain need an operator, edits an admin."""
+
+    ACTIONS = [("drain", "Drain"), ("undrain", "Undrain"), ("edit", "Edit")]
+
+    nodes = forms.ModelMultipleChoiceField(queryset=Node.objects.all(), to_field_name="public_id")
+    action = forms.ChoiceField(choices=ACTIONS)
+    reason = forms.CharField(max_length=200, required=False)
+    until = forms.DateTimeField(required=False)
+    status = forms.ChoiceField(choices=[("", "(unchanged)"), *NodeStatus.choices], required=False)
+    rack = forms.ModelChoiceField(queryset=Rack.objects.all(), required=False, empty_label="(unchanged)")
+    add_tag = forms.ModelChoiceField(queryset=Tag.objects.all(), required=False, empty_label="(none)")
+    remove_tag = forms.ModelChoiceField(queryset=Tag.objects.all(), required=False, empty_label="(none)")

@@ -2,8 +2,10 @@
 
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
 
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
@@ -117,3 +119,90 @@ def trust_host_key(*, key: SshHostKey, user) -> SshHostKey:
     key.approved_by = user
     key.save()
     return key
+
+
+# --- drain and bulk edit ----------------------------------------------------------------------------------------
+
+
+class NodeChangeRefused(Exception):
+    """A drain, undrain or bulk edit refused as a whole: `errors` maps a field to its messages; nothing changed."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__("; ".join(f"{field}: {' '.join(messages)}" for field, messages in errors.items()))
+        self.errors = errors
+
+
+DRAIN_REASON_MAX = 200
+
+
+def drain_nodes(*, nodes, reason: str, since=None, until=None) -> list[Node]:
+    """Drain the nodes with a reason, since `since` (now by default) and, if given, until `until`. Each save is
+    audited under the caller's audit context. A node drained already gets the new reason and dates."""
+    reason = (reason or "").strip()
+    errors = {}
+    if not reason:
+        errors["reason"] = ["Say why the node is drained."]
+    elif len(reason) > DRAIN_REASON_MAX or any(ord(char) < 32 for char in reason):
+        errors["reason"] = [f"One line of at most {DRAIN_REASON_MAX} characters."]
+    since = since or timezone.now()
+    if until is not None and until <= since:
+        errors["until"] = ["The end of the drain must come after its start."]
+    nodes = list(nodes)
+    if not nodes:
+        errors["nodes"] = ["Choose at least one node."]
+    if errors:
+        raise NodeChangeRefused(errors)
+    with transaction.atomic():
+        for node in nodes:
+            node.drained_at, node.drain_reason, node.drained_until = since, reason, until
+            node.save(update_fields=["drained_at", "drain_reason", "drained_until", "updated"])
+    return nodes
+
+
+def undrain_nodes(*, nodes) -> list[Node]:
+    """Put drained nodes back into service; nodes not drained are left alone (no audit entry)."""
+    nodes = list(nodes)
+    if not nodes:
+        raise NodeChangeRefused({"nodes": ["Choose at least one node."]})
+    with transaction.atomic():
+        for node in nodes:
+            if node.drained_at is None:
+                continue
+            node.drained_at, node.drain_reason, node.drained_until = None, "", None
+            node.save(update_fields=["drained_at", "drain_reason", "drained_until", "updated"])
+    return nodes
+
+
+def bulk_edit_nodes(*, nodes, status: str = "", rack=None, add_tags=(), remove_tags=()) -> list[Node]:
+    """Set the status and/or rack and add or remove tags on each node, through the model's own checks (the status
+    transition table, rack fit). All or nothing: any node refused refuses the whole edit, naming the hosts."""
+    nodes = list(nodes)
+    if not nodes:
+        raise NodeChangeRefused({"nodes": ["Choose at least one node."]})
+    if not (status or rack or add_tags or remove_tags):
+        raise NodeChangeRefused({"__all__": ["Choose something to change."]})
+    errors: dict[str, list[str]] = {}
+    with transaction.atomic():
+        for node in nodes:
+            if status:
+                node.status = status
+            if rack:
+                if node.rack_id != rack.pk:
+                    node.u_position = None  # a position in another rack means nothing in this one
+                node.rack = rack
+            try:
+                node.full_clean(validate_unique=False)
+            except ValidationError as error:
+                for field, messages in error.message_dict.items():
+                    errors.setdefault(field, []).extend(f"{node.hostname}: {m}" for m in messages)
+                continue
+            node.save()
+            if add_tags:
+                node.tags.add(*add_tags)
+            if remove_tags:
+                node.tags.remove(*remove_tags)
+        if errors:
+            transaction.set_rollback(True)
+    if errors:
+        raise NodeChangeRefused(errors)
+    return nodes

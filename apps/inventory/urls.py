@@ -5,6 +5,9 @@ from apps.inventory import views
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("nodes/", views.NodeListView.as_view(), name="node-list"),
+    path("nodes/bulk/", views.node_bulk, name="node-bulk"),
+    path("nodes/<uuid:public_id>/drain/", views.node_drain, name="node-drain"),
+    path("nodes/<uuid:public_id>/undrain/", views.node_undrain, name="node-undrain"),
     path("nodes/<uuid:public_id>/", views.node_detail, name="node-detail"),
     path("nodes/<uuid:public_id>/edit/", views.node_edit, name="node-edit"),
     path("nodes/<uuid:public_id>/host-keys/<uuid:key_id>/trust/", views.trust_host_key, name="node-trust-key"),

@@ -8,6 +8,8 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 from django.views.generic import ListView
 from django_filters.views import FilterView
 
@@ -20,7 +22,7 @@ from apps.core.models import AuditEntry
 from apps.inventory import dashboard as panels
 from apps.inventory import services, transfer
 from apps.inventory.filters import NodeFilterSet
-from apps.inventory.forms import TRANSFER_FORMATS, ImportForm, NodeForm
+from apps.inventory.forms import TRANSFER_FORMATS, BulkNodeForm, DrainForm, ImportForm, NodeForm
 from apps.inventory.models import Node, Rack, SshHostKey
 from apps.inventory.node_sections import render_node_sections
 from apps.inventory.transfer.background import goes_to_background, start_background_import
@@ -57,6 +59,8 @@ class NodeListView(LoginRequiredMixin, FilterView):
         query = self.request.GET.copy()
         query.pop("page", None)
         context["query_without_page"] = query.urlencode()
+        context["bulk_form"] = BulkNodeForm()
+        context["may_drain"] = self.request.user.has_role(Role.OPERATOR)
         return context
 
 
@@ -69,6 +73,7 @@ def node_detail(request, public_id):
         {
             "node": node,
             "may_trust_keys": may_decide_host_keys(request.user),
+            "drain_form": DrainForm(),
             "audit": audit.attach_change_rows(list(AuditEntry.objects.for_object(node).select_related("actor")[:20])),
             "sections": render_node_sections(request, node),
         },
@@ -84,6 +89,70 @@ def node_edit(request, public_id):
         messages.success(request, f"{node.hostname} saved.")
         return redirect("node-detail", public_id=node.public_id)
     return render(request, "inventory/node_form.html", {"node": node, "form": form})
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_drain(request, public_id):
+    node = get_object_or_404(Node, public_id=public_id)
+    form = DrainForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.drain_nodes(nodes=[node], reason=data["reason"], since=data["since"], until=data["until"])
+        except services.NodeChangeRefused as refused:
+            messages.error(request, f"{node.hostname} was not drained: {refused}")
+        else:
+            messages.success(request, f"{node.hostname} drained: {node.drain_reason}")
+    else:
+        messages.error(request, f"{node.hostname} was not drained: {_form_problems(form)}")
+    return redirect("node-detail", public_id=node.public_id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_undrain(request, public_id):
+    node = get_object_or_404(Node, public_id=public_id)
+    services.undrain_nodes(nodes=[node])
+    messages.success(request, f"{node.hostname} is back in service.")
+    return redirect("node-detail", public_id=node.public_id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_bulk(request):
+    """The node list's actions on the ticked nodes; back to the same filtered page either way."""
+    back = redirect(f"{reverse('node-list')}?{request.POST.get('query', '')}")
+    form = BulkNodeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing changed: {_form_problems(form)}")
+        return back
+    data, nodes = form.cleaned_data, list(form.cleaned_data["nodes"])
+    if data["action"] == "edit" and not request.user.has_role(Role.ADMIN):
+        messages.error(request, "Nothing changed: editing nodes needs the admin role.")
+        return back
+    try:
+        if data["action"] == "drain":
+            services.drain_nodes(nodes=nodes, reason=data["reason"], until=data["until"])
+        elif data["action"] == "undrain":
+            services.undrain_nodes(nodes=nodes)
+        else:
+            services.bulk_edit_nodes(
+                nodes=nodes,
+                status=data["status"],
+                rack=data["rack"],
+                add_tags=[data["add_tag"]] if data["add_tag"] else [],
+                remove_tags=[data["remove_tag"]] if data["remove_tag"] else [],
+            )
+    except services.NodeChangeRefused as refused:
+        messages.error(request, f"Nothing changed: {refused}")
+        return back
+    messages.success(request, f"{data['action'].capitalize()}: {len(nodes)} node(s) done.")
+    return back
+
+
+def _form_problems(form) -> str:
+    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
 
 
 @login_required

@@ -51,8 +51,22 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The nodes a spec resolves to, and the drained ones its racks, tags or role matched but left out."""
+
+    nodes: list[Node]
+    drained_left_out: list[str]
+
+
 def resolve_targets(spec: TargetSpec) -> list[Node]:
-    """The nodes a spec names, in host name order; unknown names raise ValidationError naming the field."""
+    """The nodes a spec names, in host name order (drained nodes only when named); see resolve_selection."""
+    return resolve_selection(spec).nodes
+
+
+def resolve_selection(spec: TargetSpec) -> Selection:
+    """The nodes a spec names, in host name order; unknown names raise ValidationError naming the field. A drained
+    node is taken only when named (host name or id): a rack, tag or role leaves it out, and the Selection says so."""
     errors = {}
     query = Q(pk__in=[])
     if spec.nodes:
@@ -92,10 +106,27 @@ def resolve_targets(spec: TargetSpec) -> list[Node]:
         )
     if errors:
         raise serializers.ValidationError({"targets": errors})
-    result = list(nodes.distinct().order_by("hostname"))
+    named = Q(public_id__in=[n for n in spec.nodes if _is_uuid(n)]) | Q(
+        hostname__in=[n for n in spec.nodes if not _is_uuid(n)]
+    )
+    matched = list(nodes.distinct().order_by("hostname"))
+    named_ids = set(Node.objects.filter(named).values_list("pk", flat=True)) if spec.nodes else set()
+    result = [node for node in matched if node.drained_at is None or node.pk in named_ids]
+    left_out = [node.hostname for node in matched if node.drained_at is not None and node.pk not in named_ids]
     if not result:
-        raise serializers.ValidationError({"targets": ["No node matches these targets."]})
-    return result
+        message = "No node matches these targets."
+        if left_out:
+            message = f"Every node matched is drained ({', '.join(left_out[:20])}); name a drained node to use it."
+        raise serializers.ValidationError({"targets": [message]})
+    return Selection(nodes=result, drained_left_out=left_out)
+
+
+def with_left_out(spec: TargetSpec, selection: Selection) -> dict:
+    """The spec as stored on a job or run, naming the drained nodes it left out (shown with the targets)."""
+    stored = spec.as_json()
+    if selection.drained_left_out:
+        stored["drained_left_out"] = selection.drained_left_out
+    return stored
 
 
 # --- create ---------------------------------------------------------------------------------------------------------
@@ -140,14 +171,15 @@ def create_job(
             spec.argv()
         except ValueError as error:
             raise serializers.ValidationError({"parameters": [str(error)]}) from None
-    nodes = resolve_targets(targets)
+    selection = resolve_selection(targets)
+    nodes = selection.nodes
     shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)
     with transaction.atomic():
         job = Job.objects.create(
             kind=kind,
             parameters=params,
             transport=transport,
-            target_spec=targets.as_json(),
+            target_spec=with_left_out(targets, selection),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
             node_count=len(nodes),
             shard_count=-(-len(nodes) // shard_size),
@@ -172,6 +204,13 @@ def create_job(
         JobStep.objects.bulk_create(cells, batch_size=1000)
         who = getattr(requested_by, "username", "") or "system"
         emit(job, f"{kind} on {len(nodes)} node(s) over {transport}, requested by {who}", data={"parameters": params})
+        if selection.drained_left_out:
+            emit(
+                job,
+                f"Left out {len(selection.drained_left_out)} drained node(s): {', '.join(selection.drained_left_out)}",
+                level=EventLevel.WARNING,
+                data={"drained_left_out": selection.drained_left_out},
+            )
         audit.record(
             AuditAction.START,
             obj=job,

@@ -149,6 +149,13 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     ),
     "nccl_ib_hca": Placeholder(rf"NCCL_IB_HCA=\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}", "NCCL_IB_HCA=devices"),
     "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
+    # The scheduler's view of a node (kubectl cordon/drain, scontrol update). A drain reason may hold spaces, so it
+    # relies on the transport's shlex quoting; it still admits no quote, $, `, ; | & < > or backslash.
+    "scheduler_node": Placeholder(HOSTNAME, "a node name"),
+    "slurm_node": Placeholder(rf"NodeName={HOSTNAME}", "NodeName=a node name"),
+    "slurm_reason": Placeholder(
+        r"Reason=[A-Za-z0-9 _.,:/#@+=()-]{1,200}", "Reason= letters, digits, spaces, . , : / # @ + = ( ) -"
+    ),
 }
 
 

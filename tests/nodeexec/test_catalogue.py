@@ -56,6 +56,19 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "package": "libnccl2=2.26.2-1+cuda12.8",
                 "requirement": "torch==2.7.1",
                 "base64": "aGVsbG8=",
+                # the scheduler drain commands (apps/deployments/node_operations.py)
+                # The per-node suites (apps/benchmarks/kinds.py).
+                "gpu_affinity": "0:1",
+                "hpl_n": "20000",
+                "hpl_nb": "1024",
+                "hpl_p": "1",
+                "hpl_q": "1",
+                "nvbandwidth_cases": "device_local_copy",
+                "interval_ms": "1000",
+                "dcgm_level": "3",
+                "scheduler_node": "gpu002",
+                "slurm_node": "NodeName=gpu002",
+                "slurm_reason": "Reason=fan swap (ticket 42)",
                 # apps/benchmarks' placeholders, when that app is installed
                 "nccl_binary": "all_reduce_perf",
                 "nccl_bytes": "8",

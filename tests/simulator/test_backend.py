@@ -76,6 +76,19 @@ def test_every_catalogue_command_is_answered(gpu_node):
         "package": "libnccl2",
         "requirement": "torch==2.7.1",
         "base64": "TkNDTF9ERUJVRz1XQVJOCg==",
+        # The scheduler drain commands (apps/deployments/node_operations.py).
+        # The per-node suites (apps/benchmarks/kinds.py).
+        "gpu_affinity": "0:1",
+        "hpl_n": "20000",
+        "hpl_nb": "1024",
+        "hpl_p": "4",
+        "hpl_q": "4",
+        "nvbandwidth_cases": "device_local_copy",
+        "interval_ms": "1000",
+        "dcgm_level": "3",
+        "scheduler_node": "gpu002",
+        "slurm_node": "NodeName=gpu002",
+        "slurm_reason": "Reason=fan swap (ticket 42)",
         # The benchmarks' nccl-tests and mpirun commands (apps/benchmarks/kinds.py), when that app is installed.
         "nccl_binary": "all_reduce_perf",
         "nccl_bytes": "8",
@@ -97,7 +110,16 @@ def test_every_catalogue_command_is_answered(gpu_node):
         "set-mtu": {"number": "9000"},
         "apt-install": {"package": "libnccl2=2.28.3-1+cuda13.0"},
     }
-    silent = {"true", "sleep", "write-file", "set-mtu", "set-channels", "daemon-reload"}
+    silent = {
+        "true",
+        "sleep",
+        "write-file",
+        "set-mtu",
+        "set-channels",
+        "daemon-reload",
+        "scontrol-drain",
+        "scontrol-resume",
+    }
     backend = SimulatorBackend()
     for name, command in CATALOGUE.items():
         values = examples | per_command.get(name, {})

@@ -17,6 +17,7 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from apps.core.api import ReferenceField, ValidatedModelSerializer, reference_schema
+from apps.inventory.choices import allowed_next_statuses
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import (
     Cable,
@@ -167,6 +168,8 @@ class NodeSerializer(InventorySerializer):
     tags = BriefRelatedField(queryset=Tag.objects.all(), natural_key="slug", many=True, required=False)
     gpu_count = serializers.IntegerField(read_only=True)
     nic_count = serializers.IntegerField(read_only=True)
+    drained = serializers.SerializerMethodField()
+    allowed_next_statuses = serializers.SerializerMethodField()
 
     class Meta:
         model = Node
@@ -193,8 +196,21 @@ class NodeSerializer(InventorySerializer):
             "numa_nodes",
             "tags",
             "comments",
+            "drained",
+            "drained_at",
+            "drain_reason",
+            "drained_until",
+            "allowed_next_statuses",
             *TIMESTAMPS,
         ]
+        # Drained through POST .../drain/ and .../undrain/ (an operator's action, audited), not by editing the node.
+        read_only_fields = ["drained_at", "drain_reason", "drained_until"]
+
+    def get_drained(self, node) -> bool:
+        return node.is_drained
+
+    def get_allowed_next_statuses(self, node) -> list[str]:
+        return allowed_next_statuses(node.status)
 
     def create(self, validated_data):
         node = super().create(validated_data)
@@ -476,3 +492,11 @@ class NodeDetailSerializer(NodeSerializer):
     def get_links(self, node: Node) -> list:
         cabled = [nic for nic in node.nics.all() if is_cabled(nic)]
         return NodeLinkSerializer(cabled, many=True, context=self.context).data
+
+
+class DrainSerializer(serializers.Serializer):
+    """POST /api/nodes/{id}/drain/: why, and optionally since and until when."""
+
+    reason = serializers.CharField(max_length=200)
+    since = serializers.DateTimeField(required=False, allow_null=True)
+    until = serializers.DateTimeField(required=False, allow_null=True)

@@ -5,13 +5,17 @@ from collections import Counter
 from django.db import transaction
 from django.db.models import Prefetch, ProtectedError
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
-from rest_framework.exceptions import APIException
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.filters import OrderingFilter
+from rest_framework.response import Response
 
+from apps.accounts.choices import Role
 from apps.accounts.permissions import HostKeyPermission
 from apps.core.filters import KnownQueryParameters
-from apps.inventory import filters
+from apps.inventory import filters, services
 from apps.inventory.api import serializers
 from apps.inventory.choices import HostKeyState
 from apps.inventory.models import (
@@ -149,7 +153,34 @@ class NodeViewSet(InventoryViewSet):
     def get_serializer_class(self):
         if self.action == "retrieve":
             return serializers.NodeDetailSerializer
+        if self.action == "drain":
+            return serializers.DrainSerializer
         return serializers.NodeSerializer
+
+    @property
+    def write_role(self) -> str:
+        # Draining is an operator's call (like starting a job); editing the node itself stays an admin's.
+        return Role.OPERATOR if self.action in {"drain", "undrain"} else Role.ADMIN
+
+    @extend_schema(request=serializers.DrainSerializer, responses=serializers.NodeSerializer)
+    @action(detail=True, methods=["post"])
+    def drain(self, request, public_id=None):
+        node = self.get_object()
+        given = serializers.DrainSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        try:
+            services.drain_nodes(nodes=[node], reason=data["reason"], since=data.get("since"), until=data.get("until"))
+        except services.NodeChangeRefused as refused:
+            raise ValidationError(refused.errors) from None
+        return Response(serializers.NodeSerializer(node, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses=serializers.NodeSerializer)
+    @action(detail=True, methods=["post"])
+    def undrain(self, request, public_id=None):
+        node = self.get_object()
+        services.undrain_nodes(nodes=[node])
+        return Response(serializers.NodeSerializer(node, context=self.get_serializer_context()).data)
 
 
 class GpuViewSet(InventoryViewSet):

@@ -23,6 +23,7 @@ from apps.inventory.choices import (
     NodeRole,
     NodeStatus,
     Plane,
+    allowed_next_statuses,
 )
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models.sites import Rack, Tag
@@ -103,6 +104,12 @@ class NodeQuerySet(models.QuerySet):
     def in_service(self) -> "NodeQuerySet":
         return self.filter(status__in=NODE_STATUS_IN_SERVICE)
 
+    def drained(self) -> "NodeQuerySet":
+        return self.filter(drained_at__isnull=False)
+
+    def undrained(self) -> "NodeQuerySet":
+        return self.filter(drained_at__isnull=True)
+
     def with_counts(self) -> "NodeQuerySet":
         # Correlated subqueries, not COUNT DISTINCT over the GPU x NIC join: that ran for every node before LIMIT,
         # ~7 s a page at 10,000 nodes on SQLite (bench/api_nodes.py).
@@ -132,6 +139,10 @@ class Node(AuditedModel, PublicModel):
     numa_nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
     tags = models.ManyToManyField(Tag, blank=True, related_name="nodes")
     comments = models.TextField(blank=True)
+    # Drained: kept out of new deployments and benchmarks unless named by host name (services.drain_nodes).
+    drained_at = models.DateTimeField(null=True, blank=True, help_text="Since when the node is drained; empty if not.")
+    drain_reason = models.CharField(max_length=200, blank=True)
+    drained_until = models.DateTimeField(null=True, blank=True, help_text="When the drain is expected to end.")
 
     objects = NodeQuerySet.as_manager()
 
@@ -155,6 +166,22 @@ class Node(AuditedModel, PublicModel):
             raise ValidationError({"u_position": "A rack position needs a rack."})
         if self.rack_id and self.u_position is not None:
             self._check_fits_in_rack()
+        self._check_status_transition()
+
+    def _check_status_transition(self) -> None:
+        before = getattr(self, "_audit_loaded", {}).get("status")
+        if before is None or before == self.status:
+            return  # a new node may start in any status
+        allowed = allowed_next_statuses(before)
+        if self.status not in allowed:
+            names = ", ".join(allowed) or "none"
+            raise ValidationError(
+                {"status": f"A {before} node cannot become {self.status}; from {before} it may become: {names}."}
+            )
+
+    @property
+    def is_drained(self) -> bool:
+        return self.drained_at is not None
 
     def _check_fits_in_rack(self) -> None:
         top = self.u_position + self.u_height - 1

@@ -1,0 +1,102 @@
+"""The `scheduler-action` job kind: tell the cluster's scheduler that a node is drained or back in service.
+
+Runs on the scheduler's controller (a management node with kubectl or scontrol), never on the node itself. The exact
+commands are `scheduler_commands()`, shown before the job starts (the job's parameters and its matrix columns).
+"""
+
+import shlex
+
+from django.conf import settings
+from rest_framework import serializers
+
+from apps.jobs.kinds import JobKind, StepSpec, register_kind
+from apps.nodeexec.catalogue import CATALOGUE, PLACEHOLDERS, Command, register_command
+
+KIND = "scheduler-action"
+SCHEDULERS = ("kubernetes", "slurm")
+
+COMMANDS = (
+    Command(
+        "kubectl-cordon",
+        ("kubectl", "cordon", "{scheduler_node}"),
+        "Mark a Kubernetes node unschedulable.",
+        placeholders=("scheduler_node",),
+    ),
+    Command(
+        "kubectl-drain",
+        ("kubectl", "drain", "{scheduler_node}", "--ignore-daemonsets", "--delete-emptydir-data"),
+        "Evict a Kubernetes node's pods (DaemonSets stay).",
+        timeout=900.0,
+        placeholders=("scheduler_node",),
+    ),
+    Command(
+        "kubectl-uncordon",
+        ("kubectl", "uncordon", "{scheduler_node}"),
+        "Make a Kubernetes node schedulable.",
+        placeholders=("scheduler_node",),
+    ),
+    Command(
+        "scontrol-drain",
+        ("scontrol", "update", "{slurm_node}", "State=DRAIN", "{slurm_reason}"),
+        "Drain a Slurm node with a reason.",
+        placeholders=("slurm_node", "slurm_reason"),
+    ),
+    Command(
+        "scontrol-resume",
+        ("scontrol", "update", "{slurm_node}", "State=RESUME"),
+        "Return a Slurm node to service.",
+        placeholders=("slurm_node",),
+    ),
+)
+for _command in COMMANDS:
+    if _command.name not in CATALOGUE:
+        register_command(_command)
+
+
+def scheduler_steps(*, scheduler: str, action: str, node: str, reason: str = "") -> list[StepSpec]:
+    if scheduler == "kubernetes":
+        names = ["kubectl-cordon", "kubectl-drain"] if action == "drain" else ["kubectl-uncordon"]
+        return [StepSpec(name=name, command=name, values={"scheduler_node": node}) for name in names]
+    if action == "drain":
+        values = {"slurm_node": f"NodeName={node}", "slurm_reason": f"Reason={reason}"}
+        return [StepSpec(name="scontrol-drain", command="scontrol-drain", values=values)]
+    return [StepSpec(name="scontrol-resume", command="scontrol-resume", values={"slurm_node": f"NodeName={node}"})]
+
+
+def scheduler_commands(**spec) -> list[str]:
+    """The command lines as the ssh transport sends them (each element shlex-quoted), for the operator to read."""
+    return [shlex.join(step.argv()) for step in scheduler_steps(**spec)]
+
+
+class SchedulerActionParameters(serializers.Serializer):
+    scheduler = serializers.ChoiceField(choices=SCHEDULERS, required=False)
+    action = serializers.ChoiceField(choices=["drain", "undrain"])
+    node = serializers.RegexField(rf"^(?:{PLACEHOLDERS['scheduler_node'].pattern})\Z", max_length=253)
+    reason = serializers.RegexField(
+        rf"^(?:{PLACEHOLDERS['slurm_reason'].pattern[len('Reason=') :]})\Z", required=False, allow_blank=True
+    )
+
+    def validate(self, attrs):
+        attrs.setdefault("scheduler", settings.RACKPILOT_SCHEDULER_KIND)
+        if attrs["scheduler"] not in SCHEDULERS:
+            raise serializers.ValidationError({"scheduler": f"RACKPILOT_SCHEDULER_KIND is not one of {SCHEDULERS}."})
+        if attrs["action"] == "drain" and attrs["scheduler"] == "slurm" and not attrs.get("reason"):
+            raise serializers.ValidationError({"reason": "Slurm needs a reason to drain a node."})
+        return attrs
+
+
+@register_kind
+class SchedulerAction(JobKind):
+    name = KIND
+    label = "Scheduler drain/undrain"
+    description = "Cordons and drains (or uncordons) a node in Kubernetes, or drains (or resumes) it in Slurm."
+    parameters = SchedulerActionParameters
+    transports = ("ssh", "sim")
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        return scheduler_steps(
+            scheduler=parameters["scheduler"],
+            action=parameters["action"],
+            node=parameters["node"],
+            reason=parameters.get("reason", ""),
+        )
