@@ -34,6 +34,15 @@ DATA_DEPENDENT = [
     # core.validators.NameValidator judges Unicode categories (no control, format or unassigned character), which
     # no portable pattern can list: ECMA 262's \p{} needs a flag OpenAPI cannot give, Python's re has none.
     re.compile(r"^Enter a name without control characters, line breaks or spaces at either end\.$"),
+    # A cursor is opaque: only one the list made itself (its `next` link) pages it.
+    re.compile(r"^Invalid cursor"),
+    re.compile(r"^This cursor does not fit this list\.$"),
+    # Cross-field rules of SLOs, incidents and services.
+    re.compile(r" is measured for: .+\.$"),
+    re.compile(r"^.+: a target between .+ and .+\.$"),
+    re.compile(r"^(?:Name the .+ this SLO is about|Only an SLO on an? .+ names one)\.$"),
+    re.compile(r"^Name the training job, node or failed check the incident is about\.$"),
+    re.compile(r"^A service runs on at least one node\.$"),
     # What a file holds, not how the request is shaped: an upload's format is told by its name or content.
     re.compile(r"^Cannot tell the format of .+; give json, yaml or csv\.$", re.DOTALL),
 ]

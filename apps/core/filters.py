@@ -62,6 +62,8 @@ class KnownQueryParameters(BaseFilterBackend):
         known, multiple = known_parameters(view, queryset)
         errors = {}
         for name in request.query_params:
+            if not name:
+                continue  # `?=x` names nothing a client could have meant
             if name not in known:
                 errors[name] = [f"Unknown query parameter; this list takes {', '.join(sorted(known))}."]
             elif name not in multiple and len(request.query_params.getlist(name)) > 1:

@@ -165,6 +165,10 @@ class NodeRegime:
     gpus: tuple[tuple[SimGpu, GpuRegime], ...]
     speed: float  # of a healthy node: the slowest GPU's clock over the nominal; 0 when a GPU has gone
 
+    def gpu(self, index: int) -> tuple[SimGpu, GpuRegime]:
+        """The GPU with this index (indexes need not run 0..n-1: a card may be missing from the inventory)."""
+        return next(pair for pair in self.gpus if pair[0].index == index)
+
 
 def _sine_integral(mean: float, wave: float, omega: float, phase: float, a: float, b: float) -> float:
     """∫ mean + wave·sin(omega·t + phase) dt from a to b."""
@@ -306,7 +310,7 @@ class ClusterTelemetry:
 
     def power_w(self, hostname: str, index: int, t: float) -> float:
         """The modelled board power (without the gauge's noise); 0 for a GPU off the bus."""
-        gpu, regime = self.node_regime(hostname, t).gpus[index]
+        gpu, regime = self.node_regime(hostname, t).gpu(index)
         if not regime.present:
             return 0.0
         terms = self._busy_terms(hostname, t)
@@ -319,7 +323,7 @@ class ClusterTelemetry:
         total = 0.0
         for start, end in self._segments(a, b):
             middle = (start + end) / 2
-            gpu, regime = self.node_regime(hostname, middle).gpus[index]
+            gpu, regime = self.node_regime(hostname, middle).gpu(index)
             if not regime.present or end <= start:
                 continue
             terms = self._busy_terms(hostname, middle)
@@ -353,7 +357,7 @@ class ClusterTelemetry:
     def gpu_reading(self, hostname: str, index: int, t: float, *, counters: bool = True) -> dict | None:
         """The gauges dcgm-exporter shows for one GPU at t (seeded noise on top of the model); None: off the bus.
         Without `counters` the energy and NVLink error counters are left out (they cost the most to work out)."""
-        gpu, regime = self.node_regime(hostname, t).gpus[index]
+        gpu, regime = self.node_regime(hostname, t).gpu(index)
         if not regime.present:
             return None
         terms = self._busy_terms(hostname, t)

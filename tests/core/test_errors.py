@@ -39,9 +39,9 @@ def test_a_bad_query_parameter_answers_an_object_naming_what_is_wrong(api_as, vi
 @pytest.mark.django_db
 def test_huge_limit_and_offset_are_answers_not_database_errors(api_as, viewer):
     client = api_as(viewer)
-    assert client.get("/api/switches/", {"limit": 10**32}).status_code == 200  # capped at the largest page
-    response = client.get("/api/switches/", {"offset": 10**30})
-    assert response.status_code == 400 and "offset" in response.json()
+    for name in ("limit", "offset"):  # past what a database holds: a 400 naming the parameter, as the schema says
+        response = client.get("/api/switches/", {name: 10**30})
+        assert response.status_code == 400 and name in response.json()
 
 
 @pytest.mark.django_db

@@ -71,3 +71,13 @@ def test_the_dashboard_shows_the_number(fleet, browser_as, viewer):
     page = browser_as(viewer).get("/").content.decode()
 
     assert 'id="fleet-health-score"' in page
+
+
+def test_a_node_whose_gpu_indexes_have_a_gap_is_read_by_index_not_position(fleet, api_as, viewer):
+    from apps.inventory.models import Gpu
+
+    Gpu.objects.filter(node=fleet["gpu001"], index=0).delete()  # GPUs 1-7 remain: positions no longer match indexes
+
+    answer = api_as(viewer).get("/api/health/")
+
+    assert answer.status_code == 200

@@ -1,5 +1,6 @@
 from django.db import transaction
 from django_filters import rest_framework as filters
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
@@ -80,8 +81,17 @@ class SloViewSet(viewsets.ModelViewSet):
         return Response(SloStatusSerializer(services.slo_status(self.get_object())).data)
 
 
+class _OneObjectSchema(AutoSchema):
+    """The schema of a `list` route that answers one object (not an array)."""
+
+    def _is_list_view(self, serializer=None) -> bool:
+        return False
+
+
 class HealthViewSet(viewsets.ViewSet):
     """Fleet health for schedulers: per compute node, healthy or not and why; the 0-100 number and its parts."""
+
+    schema = _OneObjectSchema()
 
     @extend_schema(responses=FleetHealthSerializer)
     def list(self, request):
