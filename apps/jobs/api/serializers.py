@@ -82,7 +82,12 @@ class ProgressSerializer(serializers.Serializer):
 class JobSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     colour = serializers.SerializerMethodField()
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="Null for jobs the system started (schedules).",
+    )
     progress = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
 
