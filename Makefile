@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python bench/discover.py
 	$(BIN)/python bench/benchmarks.py
 	$(BIN)/python bench/node_suites.py
+	$(BIN)/python bench/pages.py
 	$(BIN)/python bench/diagnosis.py
 	$(BIN)/python bench/telemetry.py
 	@if [ -n "$$DATABASE_URL" -a -n "$$REDIS_URL" ]; then $(BIN)/python bench/scaleout.py; \

@@ -12,14 +12,14 @@ page is asked both ways: by offset (9000) and by the cursor a client walking wit
 import argparse
 import gc
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from inprocess import BenchDatabase, analyze, machine_line, time_get  # noqa: E402  (bench/ is the script's folder)
 
 TARGET_P95_MS = 100.0
 
@@ -40,61 +40,8 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-class BenchDatabase:
-    """Points DATABASE_URL at a database of the bench's own before Django starts, and removes it afterwards."""
-
-    def __init__(self, keep: bool):
-        self.keep = keep
-        self.server_url = os.environ.get("DATABASE_URL", "")
-        self.postgres = urlparse(self.server_url).scheme in {"postgres", "postgresql", "pgsql"}
-
-    def __enter__(self) -> "BenchDatabase":
-        if self.postgres:
-            parsed = urlparse(self.server_url)
-            self.name = f"{parsed.path.lstrip('/') or 'rackpilot'}_bench"
-            self.maintenance_url = urlunparse(parsed._replace(path="/postgres"))
-            exists = self._admin(f"SELECT 1 FROM pg_database WHERE datname = '{self.name}'")
-            if exists and not self.keep:
-                self._admin(f'DROP DATABASE "{self.name}" WITH (FORCE)')
-            if not exists or not self.keep:
-                self._admin(f'CREATE DATABASE "{self.name}"')
-            os.environ["DATABASE_URL"] = urlunparse(parsed._replace(path=f"/{self.name}"))
-            self.label = f"PostgreSQL database {self.name} on {parsed.hostname}"
-        else:
-            self.path = ROOT / "var" / "bench" / "api_nodes.sqlite3"
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if not self.keep:
-                self._remove_sqlite()
-            os.environ["DATABASE_URL"] = f"sqlite:///{self.path}"
-            self.label = f"SQLite {self.path.relative_to(ROOT)}"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        from django.db import connections
-
-        connections.close_all()
-        if self.keep:
-            return
-        if self.postgres:
-            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-        else:
-            self._remove_sqlite()
-
-    def _admin(self, sql: str):
-        import psycopg
-
-        with psycopg.connect(self.maintenance_url, autocommit=True) as conn:
-            cursor = conn.execute(sql)
-            return cursor.fetchone() if cursor.description else None
-
-    def _remove_sqlite(self) -> None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-
 def load_inventory(nodes: int) -> tuple[float, int, int]:
     from django.core.management import call_command
-    from django.db import connection
 
     from apps.core.audit import audit_context
     from apps.core.choices import ChangeSource
@@ -105,9 +52,7 @@ def load_inventory(nodes: int) -> tuple[float, int, int]:
     started = time.perf_counter()
     with audit_context(source=ChangeSource.COMMAND):
         load_cluster(ClusterShape(compute_nodes=nodes, nodes_per_rack=8))
-    with connection.cursor() as cursor:
-        # Fresh statistics for the planner, as any database that has been running a while has.
-        cursor.execute("ANALYZE")
+    analyze()
     return time.perf_counter() - started, Node.objects.count(), Gpu.objects.count()
 
 
@@ -142,37 +87,17 @@ def deep_cursor(offset: int) -> str:
 
 
 def measure(client, path: str, requests: int, warmup: int) -> dict:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    for _ in range(warmup):
-        client.get(path)
-    timings, cpu = [], []
-    for _ in range(requests):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        response = client.get(path)
-        timings.append((time.perf_counter() - started) * 1000)
-        cpu.append((time.process_time() - cpu_started) * 1000)
-        if response.status_code != 200:
-            raise SystemExit(f"{path}: HTTP {response.status_code}: {response.content[:300]!r}")
-    # Counted on a request of its own: capturing queries costs time the timed ones should not pay.
-    with CaptureQueriesContext(connection) as queries:
-        rows = len(client.get(path).json()["results"])
-    cuts = statistics.quantiles(timings, n=100, method="inclusive")
-    return {
-        "p50": cuts[49],
-        "p95": cuts[94],
-        "max": max(timings),
-        "cpu": statistics.median(cpu),
-        "queries": len(queries),
-        "rows": rows,
-    }
+    result = time_get(client, path, requests, warmup)
+    result["rows"] = len(result.pop("response").json()["results"])
+    return result
 
 
 def main() -> None:
     args = parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    with BenchDatabase(keep=args.keep) as database:
+    with BenchDatabase(
+        "api_nodes_bench" if os.environ.get("DATABASE_URL") else "api_nodes", keep=args.keep
+    ) as database:
         import django
 
         django.setup()
@@ -197,11 +122,10 @@ def main() -> None:
         ]
         results = {path: measure(client, path, args.requests, args.warmup) for path in cases}
 
-    busy = os.getloadavg()[0]
     print(f"{args.requests} timed requests per case after {args.warmup} warm-up, Django test client, API token")
     gc_line = "Python's defaults" if args.gc == "default" else "start-up frozen, young generation every 50,000"
     print(f"(garbage collector: {gc_line}; --gc tuned/default)")
-    print(f"(machine: {os.cpu_count()} CPUs, load average {busy:.1f} at the end: other work there shows in the tail)")
+    print(machine_line())
     target = f"p95 <= {TARGET_P95_MS:.0f} ms"
     header = (
         f"{'request':<56} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu ms':>7} {'queries':>7} {'rows':>5}  {target}"

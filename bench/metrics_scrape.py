@@ -12,14 +12,13 @@ without an HTTP server in front. Target: p95 <= 50 ms.
 import argparse
 import itertools
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from inprocess import BenchDatabase, analyze, machine_line, time_get  # noqa: E402  (bench/ is the script's folder)
 
 TARGET_P95_MS = 50.0
 
@@ -33,56 +32,8 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-class BenchDatabase:
-    """DATABASE_URL pointed at a database of the bench's own before Django starts; removed afterwards."""
-
-    def __init__(self, keep: bool):
-        self.keep = keep
-        self.server_url = os.environ.get("DATABASE_URL", "")
-        self.postgres = urlparse(self.server_url).scheme in {"postgres", "postgresql", "pgsql"}
-
-    def __enter__(self) -> "BenchDatabase":
-        if self.postgres:
-            parsed = urlparse(self.server_url)
-            self.name = f"{parsed.path.lstrip('/') or 'rackpilot'}_metrics_bench"
-            self.maintenance_url = urlunparse(parsed._replace(path="/postgres"))
-            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-            self._admin(f'CREATE DATABASE "{self.name}"')
-            os.environ["DATABASE_URL"] = urlunparse(parsed._replace(path=f"/{self.name}"))
-            self.label = f"PostgreSQL database {self.name} on {parsed.hostname}"
-        else:
-            self.path = ROOT / "var" / "bench" / "metrics_scrape.sqlite3"
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._remove_sqlite()
-            os.environ["DATABASE_URL"] = f"sqlite:///{self.path}"
-            self.label = f"SQLite {self.path.relative_to(ROOT)}"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        from django.db import connections
-
-        connections.close_all()
-        if self.keep:
-            return
-        if self.postgres:
-            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-        else:
-            self._remove_sqlite()
-
-    def _admin(self, sql: str) -> None:
-        import psycopg
-
-        with psycopg.connect(self.maintenance_url, autocommit=True) as conn:
-            conn.execute(sql)
-
-    def _remove_sqlite(self) -> None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-
 def load(jobs: int) -> tuple[int, int]:
     from django.core.management import call_command
-    from django.db import connection
 
     from apps.core.audit import audit_context
     from apps.core.choices import ChangeSource
@@ -106,37 +57,23 @@ def load(jobs: int) -> tuple[int, int]:
         (Job(kind=next(kinds), transport="sim", status=next(statuses), last_seq=40 + n % 200) for n in range(jobs)),
         batch_size=1000,
     )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    analyze()
     return Node.objects.count(), Job.objects.count()
 
 
 def measure(requests: int, warmup: int) -> dict:
-    from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
-    client = Client(HTTP_HOST="127.0.0.1")
-    for _ in range(warmup):
-        client.get("/metrics")
-    timings = []
-    for _ in range(requests):
-        started = time.perf_counter()
-        response = client.get("/metrics")
-        timings.append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200:
-            raise SystemExit(f"/metrics: HTTP {response.status_code}")
-    with CaptureQueriesContext(connection) as queries:
-        body = client.get("/metrics").content
-    cuts = statistics.quantiles(timings, n=100, method="inclusive")
-    samples = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
-    return {"p50": cuts[49], "p95": cuts[94], "max": max(timings), "queries": len(queries), "samples": samples}
+    result = time_get(Client(HTTP_HOST="127.0.0.1"), "/metrics", requests, warmup)
+    body = result.pop("response").content.decode()
+    result["samples"] = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+    return result
 
 
 def main() -> None:
     args = parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-    with BenchDatabase(keep=args.keep) as database:
+    with BenchDatabase("metrics_scrape", keep=args.keep) as database:
         import django
 
         django.setup()
@@ -144,9 +81,7 @@ def main() -> None:
         result = measure(args.requests, args.warmup)
     print(f"/metrics over {database.label}: {nodes} nodes with a BMC each, {jobs:,} jobs")
     print(f"{args.requests} timed scrapes after {args.warmup} warm-up, Django test client in this process")
-    print(
-        f"(machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}: other work there shows in the tail)"
-    )
+    print(machine_line())
     verdict = "yes" if result["p95"] <= TARGET_P95_MS else "NO"
     print(
         f"p50 {result['p50']:.1f} ms  p95 {result['p95']:.1f} ms  max {result['max']:.1f} ms  "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Q
 
 from apps.inventory.catalogue import sync_gpu_skus
 from apps.inventory.choices import (
@@ -56,17 +57,38 @@ NODE_U_HEIGHT = 4
 RDMA_PRIORITY = 3
 
 
+SWITCH_PORTS = 128  # Spectrum-4 SN5600: 64 × 800G, split into 128 × 400G
+RAIL_NICS_PER_PLANE = 4  # eight data NICs per node, alternating planes A and B
+MANAGEMENT_SPINE_PORTS = 4  # kept free at the top of spine-x1 for the management nodes' data NICs
+
+
 @dataclass(frozen=True)
 class ClusterShape:
     compute_nodes: int = 32
     nodes_per_rack: int = 8
-    spines_per_plane: int = 2
+    spines_per_plane: int | None = None  # None: the fewest (a power of two) that keep the fabric non-blocking
     management_nodes: int = 3
     site_slug: str = "demo-dc"
 
     @property
     def racks(self) -> int:
         return -(-self.compute_nodes // self.nodes_per_rack)
+
+    @property
+    def leaf_downlinks(self) -> int:
+        return self.nodes_per_rack * RAIL_NICS_PER_PLANE
+
+    @property
+    def spines(self) -> int:
+        if self.spines_per_plane:
+            return self.spines_per_plane
+        spines = 2
+        # Each leaf has as many uplinks as downlinks, spread evenly over the plane's spines.
+        while spines < self.leaf_downlinks and self.racks * self.leaf_downlinks / spines > (
+            SWITCH_PORTS - MANAGEMENT_SPINE_PORTS
+        ):
+            spines *= 2
+        return spines
 
 
 DEMO = ClusterShape()
@@ -306,12 +328,12 @@ class _Loader:
                         "plane": plane,
                         "tier": SwitchTier.LEAF,
                         "model": "Spectrum-4 SN5600",
-                        "port_count": 128,
+                        "port_count": SWITCH_PORTS,
                         "port_speed_gbps": 400,
                     }
                 )
         for plane in (Plane.A, Plane.B):
-            for s in range(1, self.shape.spines_per_plane + 1):
+            for s in range(1, self.shape.spines + 1):
                 rows.append(
                     {
                         "name": f"spine-{plane.lower()}{s}",
@@ -320,7 +342,7 @@ class _Loader:
                         "plane": plane,
                         "tier": SwitchTier.SPINE,
                         "model": "Spectrum-4 SN5600",
-                        "port_count": 128,
+                        "port_count": SWITCH_PORTS,
                         "port_speed_gbps": 400,
                     }
                 )
@@ -332,13 +354,22 @@ class _Loader:
                 "plane": Plane.MANAGEMENT,
                 "tier": SwitchTier.MANAGEMENT,
                 "model": "SN2201",
-                "port_count": max(48, self.shape.compute_nodes + 16),
+                "port_count": self._management_ports(),
                 "port_speed_gbps": 25,
             }
         )
         self.ensure(Switch, rows, ("name",))
+        # A grown cluster needs more management ports than the switch first had.
+        Switch.objects.filter(name="mgmt-sw01", port_count__lt=self._management_ports()).update(
+            port_count=self._management_ports()
+        )
+
+    def _management_ports(self) -> int:
+        return max(48, self.shape.compute_nodes + self.shape.management_nodes + 13)
 
     def _cables(self, nodes: dict) -> None:
+        """Every port follows from the node's number or the rack's, so a grown cluster keeps the cables it had;
+        where the new shape moves an end (more spines, a bigger management switch), the old cable is replaced."""
         switches = {switch.name: switch for switch in Switch.objects.all()}
         nics = {
             (nic.node_id, nic.name): nic
@@ -346,27 +377,17 @@ class _Loader:
                 "id", "node_id", "name"
             )
         }
-        node_rows, switch_rows = [], []
-        leaf_down_ports: dict[str, int] = {}
+        planned = []
         for n in self._compute_numbers():
             node = nodes[compute_hostname(n)]
-            rack = self._rack_of(n)[0]
+            rack, slot = self._rack_of(n)[0], (n - 1) % self.shape.nodes_per_rack
             for k in range(8):
                 plane = Plane.A if k % 2 == 0 else Plane.B
-                leaf = f"leaf-{rack}-{plane.lower()}"
-                port = leaf_down_ports[leaf] = leaf_down_ports.get(leaf, 0) + 1
-                node_rows.append(
-                    _cable(
-                        node,
-                        nics[(node.id, f"ens{k + 1}np0")],
-                        switches[leaf],
-                        f"swp{port}",
-                        400,
-                        CableMedium.AOC,
-                        plane,
-                    )
-                )
-            node_rows.append(
+                port = slot * RAIL_NICS_PER_PLANE + k // 2 + 1
+                nic = nics[(node.id, f"ens{k + 1}np0")]
+                leaf = switches[f"leaf-{rack}-{plane.lower()}"]
+                planned.append(_cable(node, nic, leaf, f"swp{port}", 400, CableMedium.AOC, plane))
+            planned.append(
                 _cable(
                     node,
                     nics[(node.id, "eno1")],
@@ -377,56 +398,47 @@ class _Loader:
                     Plane.MANAGEMENT,
                 )
             )
-        spine_ports: dict[str, int] = {}
+        planned += self._uplinks(switches)
+        for m in range(1, self.shape.management_nodes + 1):
+            node = nodes[f"mgmt{m:02d}"]
+            for k, plane in enumerate([Plane.A, Plane.B]):
+                spine = switches[f"spine-{plane.lower()}1"]
+                port = f"swp{SWITCH_PORTS - m + 1}"
+                planned.append(
+                    _cable(node, nics[(node.id, f"ens{k + 1}np0")], spine, port, 400, CableMedium.FIBER, plane)
+                )
+            port = f"swp{self._management_ports() - m + 1}"
+            planned.append(
+                _cable(
+                    node, nics[(node.id, "eno1")], switches["mgmt-sw01"], port, 25, CableMedium.CAT6, Plane.MANAGEMENT
+                )
+            )
+        self.created["cables replaced"] = _replace_moved_cables(planned)
+        self.ensure(Cable, planned, ("b_switch", "b_port"))
+
+    def _uplinks(self, switches: dict) -> list[dict]:
+        rows = []
+        spines = self.shape.spines
+        ports_per_spine = -(-self.shape.leaf_downlinks // spines)
         for plane in (Plane.A, Plane.B):
-            spines = [f"spine-{plane.lower()}{s}" for s in range(1, self.shape.spines_per_plane + 1)]
             for r in range(1, self.shape.racks + 1):
                 leaf = f"leaf-r{r:02d}-{plane.lower()}"
-                down = leaf_down_ports.get(leaf, 0)
-                # Non-blocking: as many 400G uplinks as downlinks, spread evenly over the plane's spines.
-                for u in range(down):
-                    spine = spines[u % len(spines)]
-                    spine_port = spine_ports[spine] = spine_ports.get(spine, 0) + 1
-                    switch_rows.append(
+                # Non-blocking: as many 400G uplinks as the rack can take downlinks, spread evenly over the spines.
+                for u in range(self.shape.leaf_downlinks):
+                    spine = f"spine-{plane.lower()}{u % spines + 1}"
+                    rows.append(
                         {
                             "a_switch": switches[leaf],
-                            "a_port": f"swp{down + u + 1}",
+                            "a_port": f"swp{self.shape.leaf_downlinks + u + 1}",
                             "b_switch": switches[spine],
-                            "b_port": f"swp{spine_port}",
+                            "b_port": f"swp{(r - 1) * ports_per_spine + u // spines + 1}",
                             "speed_gbps": 400,
                             "medium": CableMedium.FIBER,
                             "plane": plane,
                             "label": f"{leaf}/{spine}/{u + 1}",
                         }
                     )
-        for m in range(1, self.shape.management_nodes + 1):
-            node = nodes[f"mgmt{m:02d}"]
-            for k, plane in enumerate([Plane.A, Plane.B]):
-                spine = f"spine-{plane.lower()}1"
-                spine_port = spine_ports[spine] = spine_ports.get(spine, 0) + 1
-                node_rows.append(
-                    _cable(
-                        node,
-                        nics[(node.id, f"ens{k + 1}np0")],
-                        switches[spine],
-                        f"swp{spine_port}",
-                        400,
-                        CableMedium.FIBER,
-                        plane,
-                    )
-                )
-            node_rows.append(
-                _cable(
-                    node,
-                    nics[(node.id, "eno1")],
-                    switches["mgmt-sw01"],
-                    f"swp{self.shape.compute_nodes + m}",
-                    25,
-                    CableMedium.CAT6,
-                    Plane.MANAGEMENT,
-                )
-            )
-        self.ensure(Cable, node_rows + switch_rows, ("b_switch", "b_port"))
+        return rows
 
     def _firmware(self, nodes: dict) -> None:
         rows = []
@@ -512,6 +524,32 @@ def _cable(node: Node, nic: Nic, switch: Switch, port: str, speed: int, medium: 
         "plane": plane,
         "label": f"{node.hostname}:{nic.name}",
     }
+
+
+def _replace_moved_cables(planned: list[dict]) -> int:
+    """Delete the cables that hold a planned end but not the planned other end; returns how many."""
+
+    def a_end(row) -> tuple:
+        return (
+            ("nic", _key_value(row, "a_nic"))
+            if row.get("a_nic")
+            else ("port", _key_value(row, "a_switch"), row["a_port"])
+        )
+
+    plan = {a_end(row): (_key_value(row, "b_switch"), row["b_port"]) for row in planned}
+    b_ends = {b_end: a for a, b_end in plan.items()}
+    nic_ids = [key[1] for key in plan if key[0] == "nic"]
+    switch_ids = {key[1] for key in plan if key[0] == "port"} | {b_switch for b_switch, _ in b_ends}
+    moved = []
+    for cable in Cable.objects.filter(
+        Q(a_nic_id__in=nic_ids) | Q(a_switch_id__in=switch_ids) | Q(b_switch_id__in=switch_ids)
+    ):
+        end = ("nic", cable.a_nic_id) if cable.a_nic_id else ("port", cable.a_switch_id, cable.a_port)
+        b_end = (cable.b_switch_id, cable.b_port)
+        if (end in plan and plan[end] != b_end) or (b_end in b_ends and b_ends[b_end] != end):
+            moved.append(cable.pk)
+    Cable.objects.filter(pk__in=moved).delete()
+    return len(moved)
 
 
 def _attname(model, field_name: str) -> str:

@@ -330,8 +330,8 @@ def _link_traces(links: list[_Link], vertices: dict[str, _Vertex], grouped: bool
         ys: list[float | None] = []
         for link in members:
             a, b = vertices[link.a], vertices[link.b]
-            xs += [a.x, b.x, None]
-            ys += [a.y, b.y, None]
+            xs += [round(a.x, 4), round(b.x, 4), None]
+            ys += [round(a.y, 4), round(b.y, 4), None]
         visible = "legendonly" if plane == Plane.MANAGEMENT and not flagged else True
         traces.append(
             go.Scatter(
@@ -351,8 +351,9 @@ def _link_traces(links: list[_Link], vertices: dict[str, _Vertex], grouped: bool
         # Hover targets at the links' midpoints (lines themselves only hover at their ends).
         traces.append(
             go.Scatter(
-                x=[(vertices[link.a].x + vertices[link.b].x) / 2 for link in members],
-                y=[(vertices[link.a].y + vertices[link.b].y) / 2 for link in members],
+                # Four decimals place a point to a tenth of a pixel on any screen; more only fattens the page.
+                x=[round((vertices[link.a].x + vertices[link.b].x) / 2, 4) for link in members],
+                y=[round((vertices[link.a].y + vertices[link.b].y) / 2, 4) for link in members],
                 mode="markers",
                 legendgroup=group,
                 showlegend=False,

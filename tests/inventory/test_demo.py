@@ -1,5 +1,5 @@
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from apps.inventory.choices import FirmwareComponent, NicPurpose, NodeRole, Plane, StorageTierKind
 from apps.inventory.models import Cable, Firmware, Gpu, Nic, Node, StorageTier, Switch
@@ -43,3 +43,33 @@ def test_load_demo_is_idempotent(db):
     counts = [model.objects.count() for model in (Node, Gpu, Nic, Cable, Firmware)]
     call_command("load_demo")
     assert [model.objects.count() for model in (Node, Gpu, Nic, Cable, Firmware)] == counts
+
+
+def test_load_demo_grows_the_cluster_to_a_bigger_fabric_and_keeps_what_did_not_move(db, capsys):
+    from apps.topology.graph import build_cluster_graph
+    from apps.topology.rules import rule_leaf_oversubscription
+
+    call_command("load_demo")
+    gpu001_rails = dict(Cable.objects.filter(a_nic__node__hostname="gpu001").values_list("a_nic__name", "pk"))
+    call_command("load_demo", "--nodes", "96")  # 12 racks: two spines a plane would need 192 ports each
+
+    assert "cables replaced" in capsys.readouterr().out
+    assert Node.objects.filter(role=NodeRole.COMPUTE).count() == 96
+    assert Cable.objects.filter(a_nic__isnull=False).count() == Nic.objects.count()
+    assert dict(Cable.objects.filter(a_nic__node__hostname="gpu001").values_list("a_nic__name", "pk")) == gpu001_rails
+    spines = Switch.objects.filter(tier="spine", plane=Plane.A)
+    assert spines.count() == 4
+    for leaf in Switch.objects.filter(tier="leaf", plane=Plane.A):
+        uplinks = Cable.objects.filter(a_switch=leaf, b_switch__in=spines)
+        assert uplinks.count() == 32
+        assert set(uplinks.values_list("b_switch__name", flat=True)) == set(spines.values_list("name", flat=True))
+    ports = Cable.objects.filter(b_switch__tier="spine").values_list("b_switch__name", "b_port")
+    assert len(ports) == len(set(ports))
+    assert max(int(port.removeprefix("swp")) for _, port in ports) <= 128
+    assert rule_leaf_oversubscription(build_cluster_graph()).verdict == "pass"
+
+
+def test_load_demo_refuses_a_size_it_cannot_build(db):
+    with pytest.raises(CommandError, match="--nodes 0"):
+        call_command("load_demo", "--nodes", "0")
+    assert not Node.objects.exists()

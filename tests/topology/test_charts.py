@@ -106,7 +106,8 @@ def test_figure_json_is_plain_data(demo_cluster):
 
 
 def test_the_map_of_512_nodes_groups_them_by_rack(db, django_assert_num_queries):
-    load_cluster(ClusterShape(compute_nodes=512))
+    shape = ClusterShape(compute_nodes=512)
+    load_cluster(shape)
     with django_assert_num_queries(7):
         cluster = build_cluster_graph()
     results = run_rules(cluster)
@@ -114,7 +115,9 @@ def test_the_map_of_512_nodes_groups_them_by_rack(db, django_assert_num_queries)
     figure = topology_figure(cluster, results)
     by_name = traces(figure)
     assert len(points(by_name["Racks of compute nodes"])) == 64
-    assert len(points(by_name["Switches"])) == 64 * 2 + 4 + 1
+    # Two leaves a rack; 64 racks × 32 uplinks over 128-port spines: 32 spines a plane; one management switch.
+    assert shape.spines == 32
+    assert len(points(by_name["Switches"])) == 64 * 2 + 2 * 32 + 1
     # Labels thinned out so they do not overlap: at most 16 racks named on the axis.
     labelled = [text for text in by_name["Racks of compute nodes"][0].text if text]
     assert 0 < len(labelled) <= 16

@@ -1,0 +1,163 @@
+"""How fast are the operator's pages on a 512-node cluster? The demo grown to 512 compute nodes (4,096 GPUs), with its
+workloads and a discovery of every node that found drift on every sixteenth, then each page timed.
+
+    .venv/bin/python bench/pages.py [--nodes 512] [--requests 30] [--keep]
+
+The demo is loaded at its own size first and then grown with `load_demo --nodes N`, as an operator would grow it.
+Runs against a throwaway database: a SQLite file under var/bench/ by default or, when DATABASE_URL names a PostgreSQL
+server, a database of its own on that server. Requests go through Django's test client in this process as a
+logged-in operator, so the figures are the server's (middleware, queries, templates), without an HTTP server or a
+browser in front. Target: every page p95 <= 300 ms server time.
+"""
+
+import argparse
+import gc
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from inprocess import BenchDatabase, analyze, machine_line, time_get  # noqa: E402  (bench/ is the script's folder)
+
+TARGET_P95_MS = 300.0
+FAULTS = (("mtu", "ens1np0"), ("nic_down", "ens2np0"), ("xid79", "3"))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=512, help="compute nodes (8 GPUs each); default 512")
+    parser.add_argument("--requests", type=int, default=30, help="timed requests per page; default 30")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed requests per page first; default 3")
+    parser.add_argument("--keep", action="store_true", help="keep the database (a later --keep run reuses it)")
+    return parser.parse_args()
+
+
+def grow_cluster(nodes: int) -> dict:
+    """The demo at its own size, grown to `nodes`, its workloads, and a discovery of every node with faults on some."""
+    from django.core.management import call_command
+
+    from apps.core.audit import audit_context
+    from apps.core.choices import ChangeSource
+    from apps.discovery import services as discovery
+    from apps.inventory.models import Node
+    from apps.jobs import executor
+    from apps.jobs import services as job_services
+    from apps.simulator.services import inject_fault
+    from apps.workloads.demo import load_workloads
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    call_command("load_demo", verbosity=0)
+    call_command("load_demo", "--nodes", str(nodes), verbosity=0)
+    grown = time.perf_counter() - started
+    with audit_context(source=ChangeSource.COMMAND):
+        load_workloads()
+    compute = list(Node.objects.filter(gpus__isnull=False).distinct().order_by("hostname"))
+    for number, node in enumerate(compute[::16]):
+        kind, target = FAULTS[number % len(FAULTS)]
+        inject_fault(node=node, kind=kind, target=target)
+    job_services.enqueue = lambda job: None  # the shards run here, as a worker would run them
+    started = time.perf_counter()
+    job = discovery.start_discovery(
+        targets=job_services.TargetSpec(nodes=tuple(node.hostname for node in compute)), transport="sim"
+    )
+    for shard in job.shards.order_by("index"):
+        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="bench")
+    discovered = time.perf_counter() - started
+    analyze()
+    return {"grow_s": grown, "discover_s": discovered, "job": job, "nodes": len(compute)}
+
+
+def pages(job) -> dict[str, str]:
+    from apps.inventory.models import Node, Rack
+    from apps.workloads.models import InferenceService, TrainingJob
+
+    node = Node.objects.get(hostname="gpu001")
+    rack = Rack.objects.get(name="r01")
+    paths = {
+        "dashboard": "/",
+        "nodes": "/nodes/",
+        "nodes, last page": "/nodes/?page=last",
+        "nodes, filtered": "/nodes/?status=ready&tag=training",
+        "node gpu001": f"/nodes/{node.public_id}/",
+        "racks": "/racks/",
+        "rack r01": f"/racks/{rack.public_id}/",
+        "topology map": "/topology/",
+        "jobs": "/jobs/",
+        "discovery job (matrix)": f"/jobs/{job.public_id}/",
+        "discovery results": f"/discovery/jobs/{job.public_id}/",
+        "discovery": "/discovery/",
+        "simulator": "/simulator/",
+        "audit log": "/audit/",
+        "telemetry": "/telemetry/",
+        "node telemetry": f"/telemetry/nodes/{node.public_id}/",
+        "SLOs": "/telemetry/slos/",
+        "workloads": "/workloads/",
+        "benchmarks": "/benchmarks/",
+        "incidents": "/diagnosis/incidents/",
+        "deployments": "/deployments/",
+    }
+    training, service = TrainingJob.objects.first(), InferenceService.objects.first()
+    if training:
+        paths["training job"] = f"/workloads/training/{training.public_id}/"
+    if service:
+        paths["inference service"] = f"/workloads/services/{service.public_id}/"
+    return paths
+
+
+def operator_client():
+    from django.test import Client
+
+    from apps.accounts.choices import Role
+    from apps.accounts.models import User
+
+    user, _ = User.objects.get_or_create(username="bench-operator", defaults={"role": Role.OPERATOR})
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    return client
+
+
+def main() -> None:
+    args = parse_args()
+    import os
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    with BenchDatabase("pages", keep=args.keep, reuse=True) as database:
+        import django
+
+        django.setup()
+        print(f"Growing the demo to {args.nodes} compute nodes in {database.label} ...", flush=True)
+        setup = grow_cluster(args.nodes)
+        print(
+            f"Grown in {setup['grow_s']:.1f} s (load_demo, then load_demo --nodes {args.nodes}); discovery of "
+            f"{setup['nodes']} nodes on the simulator in {setup['discover_s']:.1f} s\n"
+        )
+        client = operator_client()
+        gc.collect()
+        from portal.gctune import tune_for_serving
+
+        tune_for_serving()  # what portal/asgi.py does in the server process
+        results = {
+            name: time_get(client, path, args.requests, args.warmup) for name, path in pages(setup["job"]).items()
+        }
+
+    print(f"{args.requests} timed requests per page after {args.warmup} warm-up, Django test client, an operator")
+    print(machine_line())
+    target = f"p95 <= {TARGET_P95_MS:.0f} ms"
+    header = f"{'page':<26} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu ms':>7} {'queries':>7} {'KiB':>6}  {target}"
+    print(header)
+    print("-" * len(header))
+    for name, r in results.items():
+        verdict = "yes" if r["p95"] <= TARGET_P95_MS else "NO"
+        print(
+            f"{name:<26} {r['p50']:>7.1f} {r['p95']:>7.1f} {r['max']:>7.1f} {r['cpu']:>7.1f} {r['queries']:>7} "
+            f"{r['bytes'] / 1024:>6.0f}  {verdict}"
+        )
+    slow = [name for name, r in results.items() if r["p95"] > TARGET_P95_MS]
+    print(f"\nTarget ({target} on every page): {'met' if not slow else 'NOT met: ' + ', '.join(slow)}")
+
+
+if __name__ == "__main__":
+    main()
