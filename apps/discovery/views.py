@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
@@ -54,26 +55,65 @@ def _flatten(detail) -> str:
     return str(detail)
 
 
+RESULTS_PER_PAGE = 25
+
+
 @login_required
 def job_detail(request, public_id):
+    """Nodes that need a look (open differences, facts that could not be read) first, 25 a page; nodes that match
+    the inventory are counted, and listed only with ?show=all, so the page holds at 512 nodes."""
     job = get_object_or_404(Job.objects.select_related("requested_by"), public_id=public_id, kind=services.KIND)
-    snapshots = {facts.node_id: facts for facts in NodeFacts.objects.filter(job=job)}
+    show_all = request.GET.get("show") == "all"
+    open_counts = dict(
+        Difference.objects.filter(job=job, state=DifferenceState.OPEN)
+        .values("node_id")
+        .annotate(open=Count("pk"))
+        .values_list("node_id", "open")
+    )
+    could_not_run = {
+        node_id
+        for node_id, missing in NodeFacts.objects.filter(job=job).values_list("node_id", "could_not_run")
+        if missing
+    }
+    reported = set(NodeFacts.objects.filter(job=job).values_list("node_id", flat=True))
+    nodes = list(job.nodes.order_by("hostname").only("pk", "hostname", "public_id"))
+    needs_look = {n.pk for n in nodes if open_counts.get(n.pk) or n.pk in could_not_run or n.pk not in reported}
+    attention = [n for n in nodes if n.pk in needs_look]
+    listed = (attention + [n for n in nodes if n.pk not in needs_look]) if show_all else attention
+    page = Paginator(listed, RESULTS_PER_PAGE).get_page(request.GET.get("page"))
+    on_page = [node.pk for node in page]
+    snapshots = {
+        facts.node_id: facts for facts in NodeFacts.objects.filter(job=job, node_id__in=on_page).defer("facts")
+    }
     differences: dict[int, list[Difference]] = {}
-    for difference in Difference.objects.filter(job=job).select_related("decided_by"):
+    for difference in Difference.objects.filter(job=job, node_id__in=on_page).select_related("decided_by"):
         differences.setdefault(difference.node_id, []).append(difference)
-    nodes = []
-    for node in job.nodes.order_by("hostname"):
+    items = []
+    for node in page:
         rows = differences.get(node.pk, [])
-        nodes.append(
+        items.append(
             {
                 "node": node,
                 "facts": snapshots.get(node.pk),
                 "differences": [d for d in rows if d.state != DifferenceState.FILLED],
                 "filled": [d for d in rows if d.state == DifferenceState.FILLED],
-                "open": sum(1 for d in rows if d.state == DifferenceState.OPEN),
+                "open": open_counts.get(node.pk, 0),
             }
         )
-    context = {"job": job, "nodes": nodes, "open_total": sum(item["open"] for item in nodes)}
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "job": job,
+        "nodes": items,
+        "page_obj": page,
+        "paginator": page.paginator,
+        "is_paginated": page.paginator.num_pages > 1,
+        "query_without_page": query.urlencode(),
+        "show_all": show_all,
+        "open_total": sum(open_counts.values()),
+        "attention_count": len(attention),
+        "matching_count": len(nodes) - len(attention),
+    }
     return render(request, "discovery/job_detail.html", context)
 
 

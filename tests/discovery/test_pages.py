@@ -120,3 +120,27 @@ def test_fixing_the_node_keeps_the_inventory_and_starts_an_approved_remediation(
     again = browser_as(operator).post(f"/discovery/differences/{link.public_id}/fix-node/", follow=True)
     assert "No deployment step sets link_up on a node" in again.content.decode()
     assert Deployment.objects.count() == 1
+
+
+def test_the_results_page_lists_nodes_that_need_a_look_and_counts_the_rest(browser_as, viewer, demo_cluster):
+    hostnames = [f"gpu{n:03d}" for n in range(1, 31)]
+    job = services.start_discovery(targets=TargetSpec(nodes=tuple(hostnames)), transport="sim")
+    for node in Node.objects.filter(hostname__in=hostnames):
+        NodeFacts.objects.create(job=job, node=node, facts={"bios": {"version": "2.4.1" + " " * 2000}})
+    drifted = Node.objects.get(hostname="gpu007")
+    Difference.objects.create(
+        job=job, node=drifted, object_type="nic", object_key="ens1np0", field="mtu", expected="9000", discovered="1500"
+    )
+    client = browser_as(viewer)
+
+    text = client.get(f"/discovery/jobs/{job.public_id}/").content.decode()
+    assert 'id="node-gpu007"' in text and 'id="node-gpu008"' not in text
+    assert "1 node(s) need a look; 29 match the inventory" in text
+    assert " " * 2000 not in text  # the snapshot is a link to the facts API, not inlined for every node
+    assert f"/api/discovery/facts/?job={job.public_id}&amp;node=gpu007" in text
+
+    first = client.get(f"/discovery/jobs/{job.public_id}/", {"show": "all"}).content.decode()
+    assert first.index('id="node-gpu007"') < first.index('id="node-gpu001"')  # what needs a look comes first
+    assert first.count('<section class="card" id="node-') == 25 and "Page 1 of 2" in first
+    second = client.get(f"/discovery/jobs/{job.public_id}/", {"show": "all", "page": 2}).content.decode()
+    assert second.count('<section class="card" id="node-') == 5 and 'id="node-gpu030"' in second
