@@ -8,6 +8,7 @@ ITEMS = (
     ("Dashboard", "dashboard"),
     ("Nodes", "node-list"),
     ("Racks", "rack-list"),
+    ("Switches", "switch-list"),
     ("Topology", "topology"),
     ("Jobs", "jobs-page"),
     ("Simulator", "simulator"),

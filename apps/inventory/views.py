@@ -1,4 +1,4 @@
-"""Inventory pages: dashboard, nodes, racks, import/export, audit log. Thin: services do the work."""
+"""Inventory pages: dashboard, nodes, racks, switches and cable traces, import/export, audit log. Thin views."""
 
 import json
 
@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,10 +21,10 @@ from apps.core import audit, csvsafe
 from apps.core.filters import AuditEntryFilter
 from apps.core.models import AuditEntry
 from apps.inventory import dashboard as panels
-from apps.inventory import services, transfer
+from apps.inventory import fabric, services, transfer
 from apps.inventory.filters import NodeFilterSet
 from apps.inventory.forms import TRANSFER_FORMATS, BulkNodeForm, DrainForm, ImportForm, NodeForm
-from apps.inventory.models import Node, Rack, SshHostKey
+from apps.inventory.models import Nic, Node, Rack, SshHostKey, Switch
 from apps.inventory.node_sections import render_node_sections
 from apps.inventory.transfer.background import goes_to_background, start_background_import
 
@@ -182,6 +183,26 @@ def rack_detail(request, public_id):
         "inventory/rack_detail.html",
         {"rack": rack, "elevation": services.rack_elevation(rack), "nodes": nodes},
     )
+
+
+@login_required
+def switch_list(request):
+    switches = Switch.objects.select_related("site", "rack").annotate(
+        cabled=Count("cables_as_a", distinct=True) + Count("cables_as_b", distinct=True)
+    )
+    return render(request, "inventory/switch_list.html", {"switches": switches})
+
+
+@login_required
+def switch_detail(request, public_id):
+    switch = get_object_or_404(Switch.objects.select_related("site", "rack"), public_id=public_id)
+    return render(request, "inventory/switch_detail.html", {"switch": switch, "ports": fabric.switch_ports(switch)})
+
+
+@login_required
+def nic_trace(request, public_id, nic_name):
+    nic = get_object_or_404(Nic.objects.select_related("node"), node__public_id=public_id, name=nic_name)
+    return render(request, "inventory/nic_trace.html", {"trace": fabric.trace_nic(nic), "node": nic.node})
 
 
 @login_required

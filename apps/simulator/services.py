@@ -13,7 +13,7 @@ from apps.simulator.faults.kinds import fault_kind
 from apps.simulator.faults.node import apply_faults, check_fault
 from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault
-from apps.simulator.state import SimulatedNode, build_state
+from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
 from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedFault
 from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
@@ -209,15 +209,17 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
     )
     if hostnames is not None:
         nodes = nodes.filter(hostname__in=hostnames)
+    nodes = list(nodes.filter(gpus__isnull=False).distinct())
+    ratios = leaf_uplink_ratios(set().union(*(data_leaves(node) for node in nodes)))
     histories = [
         NodeHistory(
-            healthy=build_state(node),
+            healthy=build_state(node, ratios),
             booted=node.created.timestamp(),
             faults=[
                 TimedFault(fault.kind, fault.target, fault.parameters, fault.created.timestamp())
                 for fault in node.sim_faults.all()
             ],
         )
-        for node in nodes.filter(gpus__isnull=False).distinct()
+        for node in nodes
     ]
     return ClusterTelemetry(histories, workloads, seed=seed)

@@ -313,8 +313,9 @@ def checkpoint_files(volumes: list[SimVolume]) -> list[SimCheckpoint]:
     return [SimCheckpoint(f"{CHECKPOINT_DIR}/step_{step:07d}.pt", CHECKPOINT_BYTES) for step in CHECKPOINT_STEPS]
 
 
-def build_state(node) -> "SimulatedNode":
-    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults.node)."""
+def build_state(node, leaf_ratios: dict[int, float] | None = None) -> "SimulatedNode":
+    """The healthy state of an inventory Node (faults are applied by apps.simulator.faults.node). Building many,
+    pass leaf_uplink_ratios() of their leaves, asked once."""
     firmware = {(fw.component, fw.target): fw.version for fw in node.firmware.all()}
     gpus = [_sim_gpu(gpu, firmware) for gpu in sorted(node.gpus.all(), key=lambda gpu: gpu.index)]
     nics = _sim_nics(node, firmware)
@@ -337,7 +338,7 @@ def build_state(node) -> "SimulatedNode":
         nics=nics,
         volumes=volumes,
         checkpoints=checkpoint_files(volumes),
-        leaf_uplink_ratio=_leaf_uplink_ratio(node),
+        leaf_uplink_ratio=_leaf_uplink_ratio(node, leaf_ratios),
     )
     for nic in state.nics:
         nic.channels = min(nic.max_channels, state.cpu_count)
@@ -402,23 +403,48 @@ def _sim_nics(node, firmware: dict) -> list[SimNic]:
     return nics
 
 
-def _leaf_uplink_ratio(node) -> float:
-    """Uplink over downlink bandwidth of the leaves this node's data NICs reach (1.0 when non-blocking or unknown)."""
-    from django.db.models import Q, Sum
-
-    from apps.inventory.models import Cable
-
+def data_leaves(node) -> set[int]:
+    """The switches this node's data NICs are cabled to (their b end)."""
     leaves = set()
     for nic in node.nics.all():
         cable = getattr(nic, "cable_as_a", None)
         if nic.purpose == NicPurpose.DATA and cable is not None and cable.b_switch_id:
             leaves.add(cable.b_switch_id)
-    ratios = []
-    for leaf_id in leaves:
-        down = Cable.objects.filter(b_switch_id=leaf_id, a_nic__isnull=False).aggregate(total=Sum("speed_gbps"))
-        up = Cable.objects.filter(
-            Q(a_switch_id=leaf_id) | Q(b_switch_id=leaf_id), a_nic__isnull=True, b_nic__isnull=True
-        ).aggregate(total=Sum("speed_gbps"))
-        if down["total"] and up["total"]:
-            ratios.append(min(1.0, up["total"] / down["total"]))
-    return min(ratios) if ratios else 1.0
+    return leaves
+
+
+def leaf_uplink_ratios(leaf_ids) -> dict[int, float]:
+    """Uplink over downlink bandwidth (at most 1.0) of each leaf that has both, in three grouped queries for any
+    number of leaves: building many nodes' states asks once, not four times a node."""
+    from django.db.models import Sum
+
+    from apps.inventory.models import Cable
+
+    leaf_ids = list(leaf_ids)
+    down = dict(
+        Cable.objects.filter(b_switch_id__in=leaf_ids, a_nic__isnull=False)
+        .values("b_switch_id")
+        .annotate(total=Sum("speed_gbps"))
+        .values_list("b_switch_id", "total")
+    )
+    up: dict[int, int] = {}
+    switch_to_switch = Cable.objects.filter(a_nic__isnull=True, b_nic__isnull=True)
+    for end in ("a_switch_id", "b_switch_id"):
+        totals = (
+            switch_to_switch.filter(**{f"{end}__in": leaf_ids})
+            .values(end)
+            .annotate(total=Sum("speed_gbps"))
+            .values_list(end, "total")
+        )
+        for leaf_id, total in totals:
+            up[leaf_id] = up.get(leaf_id, 0) + total
+    return {leaf: min(1.0, up[leaf] / down[leaf]) for leaf in down if down[leaf] and up.get(leaf)}
+
+
+def _leaf_uplink_ratio(node, ratios: dict[int, float] | None) -> float:
+    """The lowest uplink ratio of the leaves this node reaches (1.0 when non-blocking or unknown)."""
+    leaves = data_leaves(node)
+    if ratios is None:
+        ratios = leaf_uplink_ratios(leaves)
+    known = [ratios[leaf] for leaf in leaves if leaf in ratios]
+    return min(known) if known else 1.0

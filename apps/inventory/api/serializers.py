@@ -500,3 +500,77 @@ class DrainSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=200)
     since = serializers.DateTimeField(required=False, allow_null=True)
     until = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class FarEndSerializer(serializers.Serializer):
+    """The other end of a cable: a node's NIC (node, nic) or another switch's port (switch, port)."""
+
+    label = serializers.CharField()
+    node = serializers.SerializerMethodField()
+    nic = serializers.SerializerMethodField()
+    switch = serializers.SerializerMethodField()
+    port = serializers.CharField(allow_blank=True)
+    up = serializers.BooleanField()
+
+    def get_node(self, far) -> str | None:
+        return far.node.hostname if far.node is not None else None
+
+    def get_nic(self, far) -> str | None:
+        return far.nic.name if far.nic is not None else None
+
+    def get_switch(self, far) -> str | None:
+        return far.switch.name if far.switch is not None else None
+
+
+class PortRowSerializer(serializers.Serializer):
+    port = serializers.CharField()
+    cable = serializers.UUIDField(source="cable.public_id")
+    speed_gbps = serializers.IntegerField()
+    medium = serializers.CharField(source="cable.medium")
+    plane = serializers.CharField(source="cable.plane", allow_blank=True)
+    label = serializers.CharField(source="cable.label", allow_blank=True)
+    far = FarEndSerializer()
+
+
+class SwitchPortsSerializer(serializers.Serializer):
+    """GET /api/switches/{id}/ports/: each cabled port and its far end; free counts the numbered ports left."""
+
+    switch = serializers.CharField(source="switch.name")
+    used = serializers.IntegerField()
+    free = serializers.IntegerField()
+    down = serializers.IntegerField()
+    rows = PortRowSerializer(many=True)
+
+
+class UplinksSerializer(serializers.Serializer):
+    to = serializers.CharField(source="to.name")
+    tier = serializers.CharField(source="to.tier")
+    count = serializers.IntegerField()
+    gbps = serializers.IntegerField()
+    ports = serializers.SerializerMethodField()
+
+    def get_ports(self, group) -> list[str]:
+        return [f"{row.port}→{row.far.port}" for row in group.cables]
+
+
+class TraceSerializer(serializers.Serializer):
+    """GET /api/nics/{id}/trace/: GPU → NIC → cable → first switch and port → that switch's uplinks."""
+
+    node = serializers.CharField(source="nic.node.hostname")
+    nic = serializers.CharField(source="nic.name")
+    link_up = serializers.BooleanField(source="nic.link_up")
+    gpus = serializers.SerializerMethodField()
+    cable = serializers.SerializerMethodField()
+    switch = serializers.SerializerMethodField()
+    port = serializers.CharField(source="first_port", allow_blank=True)
+    uplinks = UplinksSerializer(many=True)
+    problems = serializers.ListField(child=serializers.CharField())
+
+    def get_gpus(self, trace) -> list[int]:
+        return [gpu.index for gpu in trace.gpus]
+
+    def get_cable(self, trace) -> str | None:
+        return str(trace.cable.public_id) if trace.cable is not None else None
+
+    def get_switch(self, trace) -> str | None:
+        return trace.first_switch.name if trace.first_switch is not None else None

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.accounts.permissions import HostKeyPermission
 from apps.core.filters import KnownQueryParameters
-from apps.inventory import filters, services
+from apps.inventory import fabric, filters, services
 from apps.inventory.api import serializers
 from apps.inventory.choices import HostKeyState
 from apps.inventory.models import (
@@ -198,11 +198,21 @@ class NicViewSet(InventoryViewSet):
     serializer_class = serializers.NicSerializer
     filterset_class = filters.NicFilterSet
 
+    @extend_schema(responses=serializers.TraceSerializer)
+    @action(detail=True, methods=["get"])
+    def trace(self, request, public_id=None):
+        return Response(serializers.TraceSerializer(fabric.trace_nic(self.get_object())).data)
+
 
 class SwitchViewSet(InventoryViewSet):
     queryset = stable(Switch.objects.select_related("site", "rack"))
     serializer_class = serializers.SwitchSerializer
     filterset_class = filters.SwitchFilterSet
+
+    @extend_schema(responses=serializers.SwitchPortsSerializer)
+    @action(detail=True, methods=["get"])
+    def ports(self, request, public_id=None):
+        return Response(serializers.SwitchPortsSerializer(fabric.switch_ports(self.get_object())).data)
 
 
 class CableViewSet(InventoryViewSet):
