@@ -15,7 +15,10 @@ from apps.monitoring.api.urls import ROUTES as MONITORING_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 from apps.workloads.api.urls import ROUTES as WORKLOAD_ROUTES
-from portal import metrics  # noqa: F401  (the feature apps' sources of /metrics)
+from portal import (
+    metrics,  # noqa: F401  (the feature apps' sources of /metrics)
+    reports,  # noqa: F401  (business validation in the acceptance report)
+)
 from portal.staticfiles import favicon
 
 # One API router for every app, and the only way the API is mounted: each app lists its (prefix, viewset) pairs,

@@ -2,6 +2,7 @@
 who approved what. One source for the page, the downloadable HTML file and the API."""
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from django.http import HttpResponse
 from django.template.loader import render_to_string
@@ -13,6 +14,22 @@ from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator
 from apps.deployments.models import Verdict
 from apps.deployments.recording import cell_outcomes
 from apps.deployments.steps import STEPS
+
+# What other apps add to the report about the deployment's nodes, registered by the wiring (portal/reports.py):
+# monitoring's business validation of the inference services the nodes serve. Each source takes the host names and
+# returns blocks with at least "service" and "outcome" (pass, warn, fail, could_not_run or "not run").
+BUSINESS_VALIDATION_SOURCES: list[Callable[[list[str]], list[dict]]] = []
+BLOCKING_OUTCOMES = {Outcome.FAIL, Outcome.COULD_NOT_RUN}
+
+
+def register_business_validation(source: Callable[[list[str]], list[dict]]) -> Callable:
+    if source not in BUSINESS_VALIDATION_SOURCES:
+        BUSINESS_VALIDATION_SOURCES.append(source)
+    return source
+
+
+def business_validation(hostnames: list[str]) -> list[dict]:
+    return [block for source in BUSINESS_VALIDATION_SOURCES for block in source(hostnames)]
 
 
 def _node_order(node: dict) -> tuple:
@@ -61,7 +78,9 @@ def context(deployment) -> dict:
     for verdict in verdicts:
         by_node[verdict.hostname].append(verdict)
     nodes = []
-    for hostname in deployment.nodes.order_by("hostname").values_list("hostname", flat=True):
+    hostnames = list(deployment.nodes.order_by("hostname").values_list("hostname", flat=True))
+    business = business_validation(hostnames)
+    for hostname in hostnames:
         rows = by_node.get(hostname, [])
         outcome = max((row.outcome for row in rows), key=lambda o: OUTCOME_RANK[Outcome(o)]) if rows else "not run"
         nodes.append({"hostname": hostname, "outcome": outcome, "verdicts": rows})
@@ -85,7 +104,11 @@ def context(deployment) -> dict:
             (check, {**values, "comparator_label": Comparator(values.get("comparator", "ge")).label})
             for check, values in deployment.criteria.items()
         ],
-        "accepted": bool(nodes) and all(node["outcome"] in VERIFIED_OUTCOMES for node in nodes),
+        "business_validation": business,
+        # A business validation that failed or could not run holds acceptance back; one not run yet does not.
+        "accepted": bool(nodes)
+        and all(node["outcome"] in VERIFIED_OUTCOMES for node in nodes)
+        and not any(block["outcome"] in BLOCKING_OUTCOMES for block in business),
         "signing_public_key": public_key,
         "signing_fingerprint": signing.fingerprint(public_key),
     }
@@ -113,6 +136,7 @@ def as_json(deployment) -> dict:
             for a in data["approvals"]
         ],
         "earlier_failures": data["earlier_failures"],
+        "business_validation": data["business_validation"],
         "nodes": [
             {
                 "hostname": node["hostname"],

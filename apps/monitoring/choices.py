@@ -33,3 +33,20 @@ class SensorKind(models.TextChoices):
     TEMPERATURE = "temperature", "Temperature"
     FAN = "fan", "Fan"
     POWER = "power", "Power"
+
+
+class ValidationOutcome(models.TextChoices):
+    """A business validation run's verdict, and each of its criteria's."""
+
+    PASS = "pass", "Pass"
+    WARN = "warn", "Warn"
+    FAIL = "fail", "Fail"
+    COULD_NOT_RUN = "could_not_run", "Could not run"
+
+
+VALIDATION_OUTCOME_COLOURS = {
+    ValidationOutcome.PASS: "green",
+    ValidationOutcome.WARN: "orange",
+    ValidationOutcome.FAIL: "red",
+    ValidationOutcome.COULD_NOT_RUN: "purple",
+}

@@ -12,9 +12,19 @@ from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel, TimestampedModel
 from apps.core.validators import name_validator
 from apps.inventory.models import Node, Site
+from apps.jobs.models import Job
 from apps.monitoring import slo
-from apps.monitoring.choices import DEFAULT_PORTS, POLL_RESULT_COLOURS, BmcProtocol, PollResult, SensorKind
+from apps.monitoring.choices import (
+    DEFAULT_PORTS,
+    POLL_RESULT_COLOURS,
+    VALIDATION_OUTCOME_COLOURS,
+    BmcProtocol,
+    PollResult,
+    SensorKind,
+    ValidationOutcome,
+)
 from apps.monitoring.slo import Objective, ScopeKind
+from apps.workloads.models import InferenceService
 
 
 class Bmc(AuditedModel, PublicModel):
@@ -224,3 +234,36 @@ class Slo(AuditedModel, PublicModel):
         else:
             nodes = Node.objects.filter(gpus__isnull=False).distinct()
         return sorted(nodes.values_list("hostname", flat=True))
+
+
+class BusinessValidation(PublicModel):
+    """One business validation run of an inference service (the `business-validation` job kind): the load profile,
+    what it measured, and its verdict against the brief's four criteria, each with its criterion and evidence.
+
+    Written once, by the job's hooks, when the load test ends; pages, the API and acceptance reports only read it."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="business_validation")
+    service = models.ForeignKey(InferenceService, on_delete=models.CASCADE, related_name="business_validations")
+    endpoint = models.CharField(max_length=255, help_text="The OpenAI-compatible base URL the load test called.")
+    outcome = models.CharField(max_length=16, choices=ValidationOutcome.choices)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    profile = models.JSONField(default=dict, help_text="Concurrency, requests, prompt and output tokens, API.")
+    figures = models.JSONField(default=dict, help_text="What the run measured (tokens/s, latencies, energy).")
+    verdicts = models.JSONField(default=list, help_text="One per criterion: criterion, value, outcome, evidence.")
+    message = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(outcome__in=ValidationOutcome.values), name="businessvalidation_outcome_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"business validation of {self.service.name}: {self.outcome}"
+
+    @property
+    def outcome_colour(self) -> str:
+        return VALIDATION_OUTCOME_COLOURS[self.outcome]

@@ -9,4 +9,5 @@ urlpatterns = [
     path("slos/", views.slo_list, name="slo-list"),
     path("slos/rules.yml", views.slo_rules, name="slo-rules"),
     path("grafana.zip", views.grafana_bundle, name="grafana-bundle"),
+    path("services/<uuid:public_id>/validate/", views.service_validate, name="service-validate"),
 ]

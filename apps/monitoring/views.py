@@ -10,18 +10,20 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from prometheus_client import generate_latest
+from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
-from apps.monitoring import bmcs, grafana, services, slo
+from apps.monitoring import bmcs, grafana, services, slo, validations
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, Slo
 from apps.monitoring.telemetry import WINDOWS, Window
+from apps.workloads.models import InferenceService
 
 
 def _window(request) -> tuple[str, str]:
@@ -133,3 +135,16 @@ def grafana_bundle(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(grafana.bundle_zip(url), content_type="application/zip")
     response["Content-Disposition"] = 'attachment; filename="rackpilot-grafana.zip"'
     return response
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def service_validate(request: HttpRequest, public_id) -> HttpResponse:
+    """The inference service page's "Run business validation": the default load profile, then the job's page."""
+    service = get_object_or_404(InferenceService, public_id=public_id)
+    try:
+        job = validations.start(service=service, parameters={}, requested_by=request.user)
+    except DrfValidationError as error:
+        messages.error(request, f"Business validation not started: {error.detail}")
+        return redirect("service-detail", public_id=service.public_id)
+    return redirect("job-page", public_id=job.public_id)

@@ -7,10 +7,12 @@ written with prometheus_client too. The workloads come from a callable the featu
 does not read the workloads app).
 """
 
+import json
 import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
@@ -18,6 +20,7 @@ from urllib.parse import unquote
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
+from apps.simulator.serving import Engine, EngineUnavailable, Request, RequestError, ServingLedger, parse_request
 from apps.simulator.telemetry import (
     LATENCY_BUCKETS,
     PROMPT_TOKENS_PER_OUTPUT_TOKEN,
@@ -90,6 +93,12 @@ class _VllmCollector:
     def __init__(self, model: ClusterTelemetry, run: ServingRun, t: float):
         self.model, self.run, self.t = model, run, t
 
+    def _served_tokens(self) -> float:
+        """Generated tokens the endpoint served since the restart (their prompts are counted as they came)."""
+        if self.model.ledger is None:
+            return 0.0
+        return self.model.ledger.window_sum(self.run.name, self.model.restarted(self.run, self.t), self.t)[0]
+
     def collect(self):
         labels = {"model_name": self.run.model}
         counters = split_counters(self.model.service_counters(self.run, self.t))
@@ -101,7 +110,8 @@ class _VllmCollector:
             metric = Metric(name, help_text, "gauge")
             metric.add_sample(name, labels, float(value))
             yield metric
-        prompt = counters["generation_tokens"] * PROMPT_TOKENS_PER_OUTPUT_TOKEN
+        served = self.model.served_prompt_tokens(self.run, self.t)
+        prompt = (counters["generation_tokens"] - self._served_tokens()) * PROMPT_TOKENS_PER_OUTPUT_TOKEN + served
         for name, help_text, value in [
             ("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt),
             ("vllm:generation_tokens", "Number of generation tokens processed.", counters["generation_tokens"]),
@@ -146,6 +156,85 @@ def vllm_exposition(model: ClusterTelemetry, service: str, t: float) -> str:
 
 NODE_PATH = re.compile(r"^/nodes/([^/]+)/metrics$")
 SERVICE_PATH = re.compile(r"^/services/([^/]+)/metrics$")
+# The OpenAI-compatible API of a simulated service: its base URL is /services/<name>/v1 (vLLM's /metrics sits beside
+# /v1, as on a real server).
+API_PATH = re.compile(r"^/services/([^/]+)/v1/(completions|chat/completions|models)$")
+FLUSH_SECONDS = 1.0
+LEDGER_DAYS = 8  # the ledger held in memory: the 7-day window and a day's margin
+
+
+def _error(message: str, code: int) -> dict:
+    kind = {400: "BadRequestError", 404: "NotFoundError", 503: "ServiceUnavailableError"}.get(code, "Error")
+    return {"object": "error", "message": message, "type": kind, "param": None, "code": code}
+
+
+def _usage(prompt: int, completion: int) -> dict:
+    return {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+    }
+
+
+def completion_chunks(engine: Engine, run: ServingRun, request: Request):
+    """The response as vLLM writes it: one JSON document, or SSE `data:` lines ending with `data: [DONE]`."""
+    ident = ("chatcmpl-" if request.chat else "cmpl-") + uuid.uuid4().hex
+    created = int(time.time())
+    head = {
+        "id": ident,
+        "object": "chat.completion.chunk" if request.chat else "text_completion",
+        "created": created,
+        "model": run.model,
+    }
+    pieces, count = [], 0
+    if request.stream and request.chat:
+        first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+        yield f"data: {json.dumps({**head, 'choices': [first]})}\n\n"
+    for text, _ in engine.serve(run, request):
+        count += 1
+        if not request.stream:
+            pieces.append(text)
+            continue
+        if request.chat:
+            choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": None, "stop_reason": None}
+        yield f"data: {json.dumps({**head, 'choices': [choice]})}\n\n"
+    finish = "length" if count >= request.max_tokens else "stop"
+    usage = _usage(request.prompt_tokens, count)
+    if not request.stream:
+        text = "".join(pieces)
+        if request.chat:
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "tool_calls": []},
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": None,
+            }
+            body = {**head, "object": "chat.completion", "choices": [choice], "usage": usage, "prompt_logprobs": None}
+        else:
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": None,
+                "prompt_logprobs": None,
+            }
+            body = {**head, "choices": [choice], "usage": usage}
+        yield json.dumps(body)
+        return
+    last = (
+        {"index": 0, "delta": {"content": ""}, "logprobs": None, "finish_reason": finish, "stop_reason": None}
+        if request.chat
+        else {"index": 0, "text": "", "logprobs": None, "finish_reason": finish, "stop_reason": None}
+    )
+    yield f"data: {json.dumps({**head, 'choices': [last]})}\n\n"
+    if request.include_usage:
+        yield f"data: {json.dumps({**head, 'choices': [], 'usage': usage})}\n\n"
+    yield "data: [DONE]\n\n"
 
 
 class ExporterServer:
@@ -161,8 +250,14 @@ class ExporterServer:
         host: str = "127.0.0.1",
         port: int = 0,
         refresh: float = 5.0,
+        store: Callable[[list], None] | None = None,
     ):
-        self.build, self.workloads, self.refresh = build, workloads, refresh
+        self.build, self.workloads, self.refresh, self.store = build, workloads, refresh, store
+        self.ledger: ServingLedger | None = (
+            None  # what the endpoints served: the first model's (stored) ledger, then ours
+        )
+        self.engine = Engine(model=self.model, ledger=ServingLedger())
+        self._stopping = threading.Event()
         self._model: ClusterTelemetry | None = None
         self._built = 0.0
         self._rebuilding = False
@@ -179,16 +274,40 @@ class ExporterServer:
         rebuild reads the whole inventory, and a scrape that waits for it would miss Prometheus's timeout)."""
         with self._lock:
             if self._model is None:
-                self._model, self._built = self.build(self.workloads()), time.monotonic()
+                self._model, self._built = self._with_ledger(self.build(self.workloads())), time.monotonic()
             elif time.monotonic() - self._built > self.refresh and not self._rebuilding:
                 self._rebuilding = True
                 threading.Thread(target=self._rebuild, name="sim-exporters-rebuild", daemon=True).start()
             return self._model
 
+    def _with_ledger(self, model: ClusterTelemetry) -> ClusterTelemetry:
+        """The model with this process's ledger: the one it was first built with (what earlier processes stored), kept
+        in memory and added to from then on."""
+        if self.ledger is None:
+            self.ledger = model.ledger if model.ledger is not None else ServingLedger()
+            self.engine.ledger = self.ledger
+        model.ledger = self.ledger
+        return model
+
+    def _flush(self) -> None:
+        """Store what the endpoints served, every second (other processes' models read it from there)."""
+        while not self._stopping.wait(FLUSH_SECONDS):
+            if self.ledger is None or self.store is None:
+                continue
+            rows = self.ledger.take_dirty()
+            if not rows:
+                continue
+            try:
+                self.store(rows)
+            except Exception:
+                logger.exception("could not store what the simulated endpoints served")
+            self.ledger.forget_before(int(time.time() - LEDGER_DAYS * 86400))
+
     def _rebuild(self) -> None:
         try:
             model = self.build(self.workloads())
             with self._lock:
+                model = self._with_ledger(model)
                 self._model, self._built = model, time.monotonic()
         except Exception:
             logger.exception("could not rebuild the simulated exporters' model")
@@ -207,11 +326,75 @@ class ExporterServer:
                 return vllm_exposition(model, name, now)
         return None
 
+    def api(self, path: str, body: bytes):
+        """(status, JSON document or a generator of response text, streaming?) for an OpenAI API request."""
+        match = API_PATH.match(path)
+        if not match:
+            return 404, _error("Not Found", 404), False
+        name = unquote(match[1])
+        model = self.model()
+        run = next((run for run in model.workloads.serving if run.name == name), None)
+        if run is None:
+            return 404, _error(f"no inference service {name!r} runs on the simulated cluster", 404), False
+        if match[2] == "models":
+            card = {"id": run.model, "object": "model", "created": int(run.started), "owned_by": "vllm"}
+            return 200, {"object": "list", "data": [card]}, False
+        try:
+            request = parse_request(body, chat=match[2] == "chat/completions", model=run.model)
+            if model.service_capacity(run, time.time()) <= 0:
+                raise EngineUnavailable(f"{run.name} cannot serve: a node of it lost a GPU")
+        except RequestError as error:
+            return 400, _error(str(error), 400), False
+        except EngineUnavailable as error:
+            return 503, _error(str(error), 503), False
+        return 200, completion_chunks(self.engine, run, request), request.stream
+
     def _handler(self):
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, and chunked streams
+
+            def _json(self, status: int, document: dict) -> None:
+                data = json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(min(length, 1 << 20))
+                try:
+                    status, answer, stream = server.api(self.path.split("?")[0], body)
+                    if isinstance(answer, dict):
+                        self._json(status, answer)
+                        return
+                    if not stream:
+                        self._json(status, json.loads("".join(answer)))
+                        return
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Transfer-Encoding", "chunked")  # as uvicorn sends vLLM's stream
+                    self.end_headers()
+                    for chunk in answer:
+                        data = chunk.encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client went away; the engine counted what it generated
+                except Exception:
+                    logger.exception("simulated endpoint failed on %s", self.path)
+                    self.send_error(500)
+
             def do_GET(self):
+                if API_PATH.match(self.path.split("?")[0]):
+                    status, answer, _ = server.api(self.path.split("?")[0], b"")
+                    self._json(status, answer)
+                    return
                 try:
                     body = server.page(self.path.split("?")[0])
                 except Exception:  # a scrape must get an answer; the log says what broke
@@ -234,6 +417,7 @@ class ExporterServer:
         return Handler
 
     def serve_forever(self) -> None:
+        self.start_flushing()
         self.httpd.serve_forever()
 
     def start(self) -> threading.Thread:
@@ -241,6 +425,17 @@ class ExporterServer:
         thread.start()
         return thread
 
+    def start_flushing(self) -> threading.Thread:
+        thread = threading.Thread(target=self._flush, name="sim-serving-ledger", daemon=True)
+        thread.start()
+        return thread
+
     def stop(self) -> None:
+        self._stopping.set()
+        if self.ledger is not None and self.store is not None and (rows := self.ledger.take_dirty()):
+            try:
+                self.store(rows)
+            except Exception:
+                logger.exception("could not store what the simulated endpoints served")
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -83,3 +83,27 @@ class SimChange(TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.node.hostname} {self.key}"
+
+
+class SimServingLoad(models.Model):
+    """What a simulated inference service's endpoint served in one whole second (apps.simulator.serving): generated
+    and prompt tokens, requests finished and their latency buckets, in the ledger's column order.
+
+    Written by the process serving the endpoints (`serve_sim_exporters`), read by every process's telemetry model, so
+    the load a test put on a service shows in its counters, GPU utilisation and energy wherever they are read.
+    Compact on purpose, like BMC readings: no public id, no audit (a load test writes one row per second).
+    """
+
+    service = models.CharField(max_length=100)
+    second = models.BigIntegerField(help_text="Unix time, whole seconds.")
+    values = models.JSONField()
+
+    class Meta:
+        ordering = ["service", "second"]
+        verbose_name = "simulated serving load"
+        constraints = [
+            models.UniqueConstraint(fields=["service", "second"], name="simservingload_unique_second"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} at {self.second}"

@@ -12,7 +12,8 @@ from apps.simulator.changes import apply_changes
 from apps.simulator.faults.kinds import fault_kind
 from apps.simulator.faults.node import apply_faults, check_fault
 from apps.simulator.faults.spec import FaultError
-from apps.simulator.models import SimChange, SimFault
+from apps.simulator.models import SimChange, SimFault, SimServingLoad
+from apps.simulator.serving import ServingLedger
 from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
 from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedFault
 from apps.simulator.terminal import CommandOutput, Context
@@ -29,6 +30,8 @@ __all__ = [
     "node_state",
     "run_command",
     "run_nccl_tests",
+    "serving_ledger",
+    "store_serving_load",
     "telemetry_model",
 ]
 
@@ -222,4 +225,22 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
         )
         for node in nodes
     ]
-    return ClusterTelemetry(histories, workloads, seed=seed)
+    return ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger())
+
+
+LEDGER_DAYS = 8  # what the telemetry windows (7 d at most) can ask for, and a day's margin
+
+
+def serving_ledger() -> ServingLedger:
+    """What the simulated endpoints served, as stored by the process that serves them."""
+    since = int(time.time()) - LEDGER_DAYS * 86400
+    rows = SimServingLoad.objects.filter(second__gte=since).values_list("service", "second", "values")
+    return ServingLedger.from_rows(rows.iterator())
+
+
+def store_serving_load(rows: list[tuple[str, int, list[float]]]) -> None:
+    """Store the ledger's changed rows (their whole values) and forget rows past the ledger's days."""
+    with transaction.atomic():
+        for service, second, values in rows:
+            SimServingLoad.objects.update_or_create(service=service, second=second, defaults={"values": values})
+        SimServingLoad.objects.filter(second__lt=int(time.time()) - LEDGER_DAYS * 86400).delete()

@@ -221,8 +221,11 @@ def latency_factor(load: float) -> float:
 class ClusterTelemetry:
     """The telemetry of a simulated cluster with its workloads; every method takes the time it is asked about."""
 
-    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0):
+    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0, ledger=None):
         self.seed = seed
+        # What the simulated endpoints served (apps.simulator.serving.ServingLedger): added to the services' counters
+        # and their GPUs' busy fraction. None: only the background demand.
+        self.ledger = ledger
         self.histories = {history.hostname: history for history in histories}
         self.workloads = workloads
         self._regimes: dict = {}
@@ -297,6 +300,11 @@ class ClusterTelemetry:
 
             return "training", integral, share * (TRAINING_BUSY + TRAINING_WAVE * math.sin(omega * t + phase))
         capacity = self.service_capacity(run, t)
+        served = self.ledger.tokens_in_second(run.name, math.floor(t)) if self.ledger is not None else None
+        if served is not None:  # the endpoint served requests in this second: on top of the background demand
+            background = min(capacity, self.demand(run, t)) * run.design_tokens_per_second
+            share = min(1.0, (background + served) / (capacity * run.design_tokens_per_second))
+            return "serving", lambda a, b: share * (b - a), share
         phase, omega = _phase(self.seed, run.name), 2 * math.pi / DAY
 
         def integral(a, b):
@@ -321,7 +329,7 @@ class ClusterTelemetry:
     def energy_j(self, hostname: str, index: int, a: float, b: float) -> float:
         """∫ power dt over [a, b], exactly."""
         total = 0.0
-        for start, end in self._segments(a, b):
+        for start, end in self._served_pieces(hostname, self._segments(a, b)):
             middle = (start + end) / 2
             gpu, regime = self.node_regime(hostname, middle).gpu(index)
             if not regime.present or end <= start:
@@ -332,6 +340,20 @@ class ClusterTelemetry:
             else:
                 total += STATIC_POWER_W * (end - start) + (regime.full_power_w - STATIC_POWER_W) * terms[1](start, end)
         return total
+
+    def _served_pieces(self, hostname: str, segments: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        """The segments cut again at the whole seconds in which the node's service served requests (within such a
+        second its busy fraction is constant)."""
+        run = self._role.get(hostname)
+        if self.ledger is None or not isinstance(run, ServingRun):
+            return segments
+        pieces = []
+        for start, end in segments:
+            cuts = [start]
+            for second in self.ledger.seconds_within(run.name, start, end):
+                cuts += [x for x in (float(second), float(second + 1)) if start < x < end and x > cuts[-1]]
+            pieces += list(zip(cuts, [*cuts[1:], end], strict=True))
+        return pieces
 
     def energy_counter_mj(self, hostname: str, index: int, t: float) -> int:
         """DCGM's total energy since the driver loaded (the node's boot), in mJ."""
@@ -433,6 +455,23 @@ class ClusterTelemetry:
         return row
 
     def service_totals(self, run: ServingRun, a: float, b: float, step: float = INTEGRATION_STEP_S) -> list[float]:
+        """What the service served over [a, b]: the background demand's integral, plus what its endpoint served."""
+        totals = self._demand_totals(run, a, b, step)
+        return [x + y for x, y in zip(totals, self._served(run, a, b), strict=True)]
+
+    def _served(self, run: ServingRun, a: float, b: float) -> list[float]:
+        width = 4 + 2 * len(LATENCY_BUCKETS)
+        if self.ledger is None or b <= a:
+            return [0.0] * width
+        return self.ledger.window_sum(run.name, a, b)[:width]
+
+    def served_prompt_tokens(self, run: ServingRun, t: float) -> float:
+        """Prompt tokens the endpoint processed since the process last started."""
+        if self.ledger is None:
+            return 0.0
+        return self.ledger.window_sum(run.name, self.restarted(run, t), t)[-1]
+
+    def _demand_totals(self, run: ServingRun, a: float, b: float, step: float = INTEGRATION_STEP_S) -> list[float]:
         """∫ of _service_step over [a, b] (midpoint rule on a grid aligned to whole steps)."""
         totals = [0.0] * (4 + 2 * len(LATENCY_BUCKETS))
         if b <= a:
@@ -458,17 +497,20 @@ class ClusterTelemetry:
         grid = _SERVICE_GRIDS.setdefault(key, {"until": start, "totals": None})
         boundary = math.floor(t / INTEGRATION_STEP_S) * INTEGRATION_STEP_S
         if grid["totals"] is None or boundary < grid["until"]:
-            grid["until"], grid["totals"] = start, self.service_totals(run, start, start)
+            grid["until"], grid["totals"] = start, self._demand_totals(run, start, start)
         if boundary > grid["until"]:
-            more = self.service_totals(run, grid["until"], boundary)
+            more = self._demand_totals(run, grid["until"], boundary)
             grid["totals"] = [x + y for x, y in zip(grid["totals"], more, strict=True)]
             grid["until"] = boundary
-        rest = self.service_totals(run, grid["until"], t)
-        return [x + y for x, y in zip(grid["totals"], rest, strict=True)]
+        rest = self._demand_totals(run, grid["until"], t)
+        served = self._served(run, start, t)
+        return [x + y + z for x, y, z in zip(grid["totals"], rest, served, strict=True)]
 
     def service_gauges(self, run: ServingRun, t: float) -> dict:
         rates = self.service_rates(run, t)
         running = rates["requests"] * rates["e2e_median"]  # Little's law
+        if self.ledger is not None:
+            running += self.ledger.in_flight.get(run.name, 0)  # the endpoint's own streams
         overload = max(0.0, rates["load"] - 1) if math.isfinite(rates["load"]) else 1.0
         waiting = rates["requests"] * overload * 2 if rates["load"] != math.inf else 50 * self.demand(run, t)
         return {"running": round(running), "waiting": round(waiting)}
