@@ -294,3 +294,82 @@ def soak_figure(measurement) -> go.Figure:
         height=440,
     )
     return figure
+
+
+TIMELINE_PARTS = (
+    ("compute only", "#3b6fd2"),
+    ("compute + communication (overlap)", "#7d5fc9"),
+    ("communication (exposed)", "#d23b3b"),
+    ("idle", "#c9ced8"),
+)
+
+
+def _parts(row: dict) -> tuple[float, float, float, float]:
+    """A step's (or a rank's mean step's) four stacked parts in ms; they add up to its step time."""
+    overlap = row["overlap_us"]
+    return (
+        (row["compute_us"] - overlap) / 1000,
+        overlap / 1000,
+        (row["communication_us"] - overlap) / 1000,
+        row["idle_us"] / 1000,
+    )
+
+
+def timeline_step_figure(analysis, *, rank: int | None = None) -> go.Figure:
+    """The stacked compute / overlap / exposed communication / idle bar per step: one rank's steps, or the mean
+    over the ranks of each step; each bar's height is the step time."""
+    ranks = analysis.series.get("ranks", [])
+    chosen = [item for item in ranks if rank is None or item["rank"] == rank]
+    by_step: dict[str, list[dict]] = {}
+    for item in chosen:
+        for step in item["steps"]:
+            by_step.setdefault(step["step"], []).append(step)
+    labels = list(by_step)
+    figure = go.Figure()
+    for position, (name, colour) in enumerate(TIMELINE_PARTS):
+        values = [sum(_parts(step)[position] for step in by_step[label]) / len(by_step[label]) for label in labels]
+        figure.add_trace(
+            go.Bar(
+                x=[f"step {label}" for label in labels],
+                y=[round(value, 3) for value in values],
+                name=name,
+                marker={"color": colour},
+                hovertemplate="%{x}: %{y:.2f} ms<extra>" + name + "</extra>",
+            )
+        )
+    who = f"rank {rank}" if rank is not None else f"mean of {len(chosen)} rank(s)"
+    figure.update_layout(
+        barmode="stack",
+        title=f"{analysis.name}: time per step ({who})",
+        yaxis={"title": "ms"},
+        legend={"orientation": "h"},
+        margin={"t": 50, "r": 20},
+    )
+    return figure
+
+
+def timeline_rank_figure(analysis) -> go.Figure:
+    """The same four parts for each rank's mean step, the slowest rank marked."""
+    ranks = analysis.series.get("ranks", [])
+    figure = go.Figure()
+    labels = [f"rank {item['rank']}" for item in ranks]
+    for position, (name, colour) in enumerate(TIMELINE_PARTS):
+        figure.add_trace(
+            go.Bar(
+                x=labels,
+                y=[round(_parts(item)[position], 3) for item in ranks],
+                name=name,
+                marker={"color": colour},
+                hovertemplate="%{x}: %{y:.2f} ms<extra>" + name + "</extra>",
+            )
+        )
+    if analysis.slowest_rank is not None and len(ranks) > 1:
+        figure.add_annotation(x=f"rank {analysis.slowest_rank}", yref="paper", y=1.02, text="slowest", showarrow=False)
+    figure.update_layout(
+        barmode="stack",
+        title="mean step per rank",
+        yaxis={"title": "ms"},
+        legend={"orientation": "h"},
+        margin={"t": 50, "r": 20},
+    )
+    return figure

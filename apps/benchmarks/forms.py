@@ -93,3 +93,10 @@ class BenchmarkForm(forms.Form):
         if data["scope"] == "tag":
             return TargetSpec(tags=(data["tag"].slug,))
         return parse_nodes(data["nodes"].replace(" ", ","))
+
+
+class TimelineCompareForm(forms.Form):
+    """Two timeline analyses by public id."""
+
+    a = forms.UUIDField(label="First analysis")
+    b = forms.UUIDField(label="Second analysis")

@@ -14,6 +14,7 @@ from apps.benchmarks.choices import (
     RunStatus,
     Scope,
     Suite,
+    TimelineOrigin,
     Verdict,
 )
 from apps.core.models import PublicModel
@@ -380,3 +381,65 @@ class MeasurementBaseline(PublicModel):
 
     def __str__(self) -> str:
         return f"{self.suite} {self.case} {self.hosts_key}: {self.value:g}"
+
+
+# --- timeline analysis ------------------------------------------------------------------------------------------
+
+
+class TimelineAnalysisQuerySet(models.QuerySet):
+    def recent(self) -> "TimelineAnalysisQuerySet":
+        return self.order_by("-created", "-id")
+
+    def visible_to(self, user) -> "TimelineAnalysisQuerySet":
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self
+
+
+class TimelineAnalysis(PublicModel):
+    """A training timeline (PyTorch profiler Chrome traces, one per rank, or a Horovod timeline) broken down into
+    compute, communication, overlap and idle time per step and per rank (apps.parsers.timeline_steps). The shares
+    are of the step time over every rank and step; `series` holds each rank with its steps."""
+
+    name = models.CharField(max_length=200)
+    origin = models.CharField(max_length=16, choices=TimelineOrigin.choices, default=TimelineOrigin.UPLOAD)
+    training_job = models.ForeignKey(
+        "workloads.TrainingJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="timeline_analyses"
+    )
+    files = models.JSONField(default=list, blank=True, help_text="Each file read: name, bytes, decompressed, rank.")
+    rank_count = models.PositiveIntegerField(default=0)
+    world_size = models.PositiveIntegerField(null=True, blank=True)
+    step_count = models.PositiveIntegerField(default=0)
+    step_us = models.FloatField(help_text="Mean step time over every rank and step, µs.")
+    compute_share = models.FloatField(null=True, blank=True)
+    communication_share = models.FloatField(null=True, blank=True)
+    overlap_share = models.FloatField(null=True, blank=True)
+    exposed_communication_share = models.FloatField(null=True, blank=True)
+    idle_share = models.FloatField(null=True, blank=True)
+    slowest_rank = models.PositiveIntegerField(null=True, blank=True)
+    slowest_rank_compute_pct_above_median = models.FloatField(null=True, blank=True)
+    series = models.JSONField(default=dict, blank=True, help_text="ranks: each with its steps.")
+    notes = models.JSONField(default=list, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="timeline_analyses"
+    )
+
+    objects = TimelineAnalysisQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(origin__in=TimelineOrigin.values), name="timeline_analysis_origin_known")
+        ]
+
+    def __str__(self) -> str:
+        return f"timeline {self.name}"
+
+    @property
+    def communication_pct(self) -> float | None:
+        return None if self.communication_share is None else round(100 * self.communication_share, 1)
+
+    @property
+    def exposed_communication_pct(self) -> float | None:
+        share = self.exposed_communication_share
+        return None if share is None else round(100 * share, 1)

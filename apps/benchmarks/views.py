@@ -13,10 +13,18 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.benchmarks import charts, services
-from apps.benchmarks.choices import ACTIVE, NODE_SUITES, BurnLoad, Suite
+from apps.benchmarks import charts, services, timelines
+from apps.benchmarks.choices import (
+    ACTIVE,
+    CASE_STUDY_COMMUNICATION_PCT,
+    NODE_SUITES,
+    TIMELINE_MAX_FILE_BYTES,
+    TIMELINE_MAX_TRACE_BYTES,
+    BurnLoad,
+    Suite,
+)
 from apps.benchmarks.filters import BenchmarkRunFilterSet
-from apps.benchmarks.forms import BenchmarkForm
+from apps.benchmarks.forms import BenchmarkForm, TimelineCompareForm
 from apps.benchmarks.models import (
     Baseline,
     BenchmarkRun,
@@ -26,8 +34,10 @@ from apps.benchmarks.models import (
     Reference,
     Round,
     Suspect,
+    TimelineAnalysis,
 )
 from apps.jobs.forms import flat_messages
+from apps.workloads.models import TrainingJob
 
 
 def _list_page(request, form: BenchmarkForm, status: int = 200):
@@ -181,3 +191,98 @@ def accept(request, public_id):
     else:
         messages.success(request, f"{accepted} figure(s) are now the baselines of their scopes.")
     return redirect("benchmark-run", run.public_id)
+
+
+# --- timeline analysis ------------------------------------------------------------------------------------------
+
+
+def _timeline_list(request, *, errors: list[str] | None = None, status: int = 200):
+    analyses = Paginator(
+        TimelineAnalysis.objects.visible_to(request.user).select_related("training_job", "requested_by").recent(), 25
+    ).get_page(request.GET.get("page"))
+    context = {
+        "page": analyses,
+        "errors": errors or [],
+        "training_jobs": TrainingJob.objects.order_by("name"),
+        "case_study": CASE_STUDY_COMMUNICATION_PCT,
+        "max_file_mib": TIMELINE_MAX_FILE_BYTES // 2**20,
+        "max_trace_mib": TIMELINE_MAX_TRACE_BYTES // 2**20,
+    }
+    return render(request, "benchmarks/timeline_list.html", context, status=status)
+
+
+@login_required
+def timeline_list(request):
+    return _timeline_list(request)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def timeline_upload(request):
+    uploads = [(upload.name, upload) for upload in request.FILES.getlist("files")]
+    try:
+        analysis = timelines.analyse_upload(
+            files=uploads, name=request.POST.get("name", "")[:200], requested_by=request.user
+        )
+    except serializers.ValidationError as error:
+        return _timeline_list(request, errors=flat_messages(error.detail), status=400)
+    messages.success(request, f"{analysis.rank_count} rank(s), {analysis.step_count} step(s) analysed.")
+    return redirect("benchmark-timeline", analysis.public_id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def timeline_from_job(request):
+    job = TrainingJob.objects.filter(name=request.POST.get("training_job", "")).first()
+    steps = request.POST.get("steps", "")
+    try:
+        if job is None:
+            raise serializers.ValidationError({"training_job": ["Choose a training job."]})
+        if not steps.isdigit():
+            raise serializers.ValidationError({"steps": ["A whole number of steps."]})
+        analysis = timelines.analyse_training_job(training_job=job, steps=int(steps), requested_by=request.user)
+    except serializers.ValidationError as error:
+        return _timeline_list(request, errors=flat_messages(error.detail), status=400)
+    return redirect("benchmark-timeline", analysis.public_id)
+
+
+def _timeline_context(request, public_id, *, prefix: str = "") -> dict:
+    analysis = get_object_or_404(
+        TimelineAnalysis.objects.visible_to(request.user).select_related("training_job", "requested_by"),
+        public_id=public_id,
+    )
+    ranks = analysis.series.get("ranks", [])
+    chosen = request.GET.get("rank", "")
+    rank = int(chosen) if chosen.isdigit() and any(item["rank"] == int(chosen) for item in ranks) else None
+    return {
+        "analysis": analysis,
+        "report": timelines.report(analysis),
+        "rank": rank,
+        "prefix": prefix,
+        "step_figure": charts.figure_json(charts.timeline_step_figure(analysis, rank=rank)),
+        "rank_figure": charts.figure_json(charts.timeline_rank_figure(analysis)) if len(ranks) > 1 else None,
+    }
+
+
+@login_required
+def timeline_detail(request, public_id):
+    context = _timeline_context(request, public_id)
+    context["others"] = (
+        TimelineAnalysis.objects.visible_to(request.user).exclude(pk=context["analysis"].pk).recent()[:20]
+    )
+    context["case_study"] = CASE_STUDY_COMMUNICATION_PCT
+    return render(request, "benchmarks/timeline_detail.html", context)
+
+
+@login_required
+def timeline_compare(request):
+    """Two analyses side by side (?a=&b=, their public ids): shares, step bars, per-rank tables."""
+    form = TimelineCompareForm(request.GET)
+    if not form.is_valid():
+        return render(request, "benchmarks/timeline_compare.html", {"form": form}, status=400)
+    sides = [
+        _timeline_context(request, form.cleaned_data["a"], prefix="a-"),
+        _timeline_context(request, form.cleaned_data["b"], prefix="b-"),
+    ]
+    context = {"form": form, "sides": sides, "case_study": CASE_STUDY_COMMUNICATION_PCT}
+    return render(request, "benchmarks/timeline_compare.html", context)

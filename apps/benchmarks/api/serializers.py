@@ -1,20 +1,36 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.benchmarks.choices import (
     BURN_IN_MAX_SECONDS,
     BURN_IN_MIN_SECONDS,
+    CASE_STUDY_COMMUNICATION_PCT,
     HPL_MAX_N,
     HPL_MIN_N,
     MAX_BYTES,
     MIN_BYTES,
     NODE_SUITE_TRANSPORTS,
     RUN_STATUS_COLOURS,
+    TIMELINE_MAX_FILE_BYTES,
+    TIMELINE_MAX_FILES,
+    TIMELINE_MAX_TRACE_BYTES,
     VERDICT_COLOURS,
     BurnLoad,
     Collective,
     Suite,
 )
-from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Measurement, MeasurementReference, Reference, Suspect
+from apps.benchmarks.models import (
+    BenchmarkRun,
+    BenchmarkTest,
+    Measurement,
+    MeasurementReference,
+    Reference,
+    Suspect,
+    TimelineAnalysis,
+)
+from apps.benchmarks.timelines import DEFAULT_PROFILED_STEPS, MAX_PROFILED_STEPS
+from apps.core.api import ReferenceField
+from apps.workloads.models import TrainingJob
 
 
 class BenchmarkRunCreateSerializer(serializers.Serializer):
@@ -291,3 +307,112 @@ class MeasurementReferenceSerializer(serializers.ModelSerializer):
         if not 0 <= fail <= warn <= expected:
             raise serializers.ValidationError({"warn_below": ["Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected."]})
         return attrs
+
+
+# --- timeline analysis ------------------------------------------------------------------------------------------
+
+
+class TimelineStepSerializer(serializers.Serializer):
+    step = serializers.CharField(help_text='The ProfilerStep number, or "all" for a trace without step marks.')
+    start_us = serializers.FloatField()
+    duration_us = serializers.FloatField()
+    compute_us = serializers.FloatField()
+    communication_us = serializers.FloatField()
+    overlap_us = serializers.FloatField()
+    idle_us = serializers.FloatField()
+
+
+class TimelineRankSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    source = serializers.CharField(help_text="The file the rank was read from.")
+    compute_basis = serializers.ChoiceField(choices=["gpu_kernels", "operators", "none"])
+    events = serializers.IntegerField()
+    truncated = serializers.BooleanField()
+    step_us = serializers.FloatField(help_text="Mean step time, µs (and the others: mean per step).")
+    compute_us = serializers.FloatField()
+    communication_us = serializers.FloatField()
+    overlap_us = serializers.FloatField()
+    idle_us = serializers.FloatField()
+    communication_share = serializers.FloatField(allow_null=True)
+    exposed_communication_share = serializers.FloatField(allow_null=True)
+    compute_share = serializers.FloatField(allow_null=True)
+    idle_share = serializers.FloatField(allow_null=True)
+    steps = TimelineStepSerializer(many=True)
+
+
+class TimelineFileSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    bytes = serializers.IntegerField()
+    decompressed_bytes = serializers.IntegerField()
+    events = serializers.IntegerField()
+    rank = serializers.IntegerField(allow_null=True)
+
+
+class CaseStudySerializer(serializers.Serializer):
+    before = serializers.FloatField(help_text="The brief's case study: communication share before its fixes, %.")
+    after = serializers.FloatField()
+
+
+class TimelineAnalysisSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    training_job = serializers.CharField(source="training_job.name", read_only=True, allow_null=True, default=None)
+    requested_by = serializers.CharField(source="requested_by.username", read_only=True, allow_null=True, default=None)
+    case_study_communication_pct = serializers.SerializerMethodField()
+    files = TimelineFileSerializer(many=True, read_only=True)
+    notes = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = TimelineAnalysis
+        fields = [
+            "id",
+            "name",
+            "origin",
+            "training_job",
+            "files",
+            "rank_count",
+            "world_size",
+            "step_count",
+            "step_us",
+            "compute_share",
+            "communication_share",
+            "overlap_share",
+            "exposed_communication_share",
+            "idle_share",
+            "slowest_rank",
+            "slowest_rank_compute_pct_above_median",
+            "case_study_communication_pct",
+            "notes",
+            "requested_by",
+            "created",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(CaseStudySerializer)
+    def get_case_study_communication_pct(self, obj) -> dict:
+        return CASE_STUDY_COMMUNICATION_PCT
+
+
+class TimelineSeriesSerializer(serializers.Serializer):
+    analysis = serializers.UUIDField()
+    ranks = TimelineRankSerializer(many=True)
+
+
+class TimelineUploadSerializer(serializers.Serializer):
+    """multipart/form-data: one or more `files` (one rank's trace each, or a Horovod timeline), and a name."""
+
+    files = serializers.ListField(
+        child=serializers.FileField(allow_empty_file=False),
+        min_length=1,
+        max_length=TIMELINE_MAX_FILES,
+        help_text=".json or .json.gz: PyTorch profiler Chrome traces (one per rank) or a Horovod timeline; "
+        f"each at most {TIMELINE_MAX_FILE_BYTES // 2**20} MiB as sent, {TIMELINE_MAX_TRACE_BYTES // 2**20} MiB "
+        "decompressed.",
+    )
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class TimelineFromJobSerializer(serializers.Serializer):
+    training_job = ReferenceField(
+        queryset=TrainingJob.objects.all(), natural_key="name", help_text="Its name or public id."
+    )
+    steps = serializers.IntegerField(min_value=1, max_value=MAX_PROFILED_STEPS, default=DEFAULT_PROFILED_STEPS)

@@ -1,11 +1,12 @@
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
-from apps.benchmarks import services
+from apps.benchmarks import services, timelines
 from apps.benchmarks.api.serializers import (
     BenchmarkRunCreateSerializer,
     BenchmarkRunSerializer,
@@ -13,6 +14,10 @@ from apps.benchmarks.api.serializers import (
     MeasurementReferenceSerializer,
     MeasurementSerializer,
     ReferenceSerializer,
+    TimelineAnalysisSerializer,
+    TimelineFromJobSerializer,
+    TimelineSeriesSerializer,
+    TimelineUploadSerializer,
 )
 from apps.benchmarks.filters import BenchmarkRunFilterSet
 from apps.benchmarks.models import (
@@ -23,6 +28,7 @@ from apps.benchmarks.models import (
     Reference,
     Round,
     Suspect,
+    TimelineAnalysis,
 )
 from apps.jobs.services import TargetSpec
 
@@ -109,3 +115,60 @@ class MeasurementReferenceViewSet(
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     write_role = Role.OPERATOR
+
+
+class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Timeline analyses: compute, communication, overlap and idle time per step and per rank. Viewers read them;
+    operators upload traces (multipart) or take them from a training job."""
+
+    queryset = TimelineAnalysis.objects.select_related("training_job", "requested_by")
+    serializer_class = TimelineAnalysisSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = UUID_PATTERN
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    write_role = Role.OPERATOR
+
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user).order_by("-created", "-id")
+
+    @extend_schema(
+        request={"multipart/form-data": TimelineUploadSerializer},
+        responses={
+            201: TimelineAnalysisSerializer,
+            400: OpenApiResponse(
+                description="The field at fault, the file, "
+                "and the line and offset where the trace stopped being one; nothing is stored."
+            ),
+        },
+    )
+    def create(self, request, *args, **kwargs):
+        """Upload traces and store their breakdown; 400 names the field (and the file's line and offset)."""
+        data = TimelineUploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        uploads = [(upload.name, upload) for upload in data.validated_data["files"]]
+        analysis = timelines.analyse_upload(files=uploads, name=data.validated_data["name"], requested_by=request.user)
+        return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
+
+    @extend_schema(
+        request=TimelineFromJobSerializer,
+        responses={201: TimelineAnalysisSerializer, 400: OpenApiResponse(description="The field at fault.")},
+    )
+    @action(detail=False, methods=["post"], url_path="from-training-job", parser_classes=[JSONParser])
+    def from_training_job(self, request):
+        """Profile a (simulated) training job's ranks for some steps and store the breakdown."""
+        data = TimelineFromJobSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        analysis = timelines.analyse_training_job(
+            training_job=data.validated_data["training_job"],
+            steps=data.validated_data["steps"],
+            requested_by=request.user,
+        )
+        return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
+
+    @extend_schema(responses={200: TimelineSeriesSerializer})
+    @action(detail=True, methods=["get"])
+    def series(self, request, id=None):
+        """Each rank with its steps: compute, communication, overlap and idle time (µs)."""
+        analysis = self.get_object()
+        return Response({"analysis": analysis.public_id, "ranks": analysis.series.get("ranks", [])})

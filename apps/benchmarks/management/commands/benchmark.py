@@ -5,11 +5,12 @@ Exit status 0 when the run succeeded (a sweep that named suspects succeeded: it 
 """
 
 import json
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework import serializers
 
-from apps.benchmarks import services
+from apps.benchmarks import services, timelines
 from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, NODE_SUITES, Collective, RunStatus, Suite
 from apps.jobs.forms import flat_messages
 
@@ -30,7 +31,8 @@ class Command(BaseCommand):
         "mpirun across the set), nccl-sweep (find the slow node or link by halving), nccl-pairwise (every pair of a "
         "small set), hpl-mxp (each node alone, then across the set), nvbandwidth (every copy test case of each node), "
         "burn-in (gpu_burn for --duration seconds with clocks and temperatures sampled). "
-        "NODES: comma-separated host names, rack:NAME or tag:NAME."
+        "NODES: comma-separated host names, rack:NAME or tag:NAME. `benchmark timeline FILE... [--json]` analyses "
+        "training timelines (Chrome traces)."
     )
 
     def add_arguments(self, parser):
@@ -47,8 +49,19 @@ class Command(BaseCommand):
         run.add_argument("--load", default="gpu-burn", help="burn-in: gpu-burn (default), dcgmi-r3 or dcgmi-r4.")
         run.add_argument("--hpl-n", type=int, default=None, help="hpl-mxp: the matrix order (default: fits memory).")
         run.add_argument("--json", action="store_true", help="Print the report as JSON.")
+        timeline = sub.add_parser(
+            "timeline",
+            help="Analyse Chrome traces (PyTorch profiler, one file per rank; or a Horovod timeline): compute, "
+            "communication, overlap and idle time per step and per rank. The analysis is stored.",
+        )
+        timeline.add_argument("files", nargs="+", help="Trace files, .json or .json.gz.")
+        timeline.add_argument("--name", default="", help="A name for the analysis (default: the first file's).")
+        timeline.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
     def handle(self, *args, **options):
+        if options["action"] == "timeline":
+            self._timeline(options)
+            return
         try:
             run = services.start_run(
                 suite=options["suite"],
@@ -72,6 +85,45 @@ class Command(BaseCommand):
             self._nccl_report(run, as_json=options["json"])
         if run.status != RunStatus.SUCCEEDED:
             raise CommandError(f"the benchmark run ended {run.status}", returncode=1)
+
+    def _timeline(self, options) -> None:
+        opened = []
+        try:
+            for path in options["files"]:
+                try:
+                    opened.append((Path(path).name, open(path, "rb")))  # noqa: SIM115 (closed below)
+                except OSError as error:
+                    raise CommandError(f"{path}: {error.strerror}") from None
+            analysis = timelines.analyse_upload(files=opened, name=options["name"])
+        except serializers.ValidationError as error:
+            raise CommandError("; ".join(flat_messages(error.detail))) from None
+        finally:
+            for _, stream in opened:
+                stream.close()
+        report = timelines.report(analysis)
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        for row in report["per_rank"]:
+            self.stdout.write(
+                f"rank {row['rank']:>4} {row['source'][:40]:<40} step {row['step_ms']:>10.3f} ms  compute "
+                f"{row['compute_ms']:>10.3f}  communication {row['communication_ms']:>10.3f}  overlap "
+                f"{row['overlap_ms']:>10.3f}  idle {row['idle_ms']:>10.3f}"
+            )
+        share = report["communication_share"]
+        exposed = report["exposed_communication_share"]
+        case = report["case_study_communication_pct"]
+        self.stdout.write(
+            f"communication {'-' if share is None else f'{100 * share:.1f}'} % of the step time (exposed "
+            f"{'-' if exposed is None else f'{100 * exposed:.1f}'} %); the brief's case study: {case['before']:g} % "
+            f"before, {case['after']:g} % after"
+        )
+        if report["slowest_rank"]:
+            slowest = report["slowest_rank"]
+            self.stdout.write(
+                f"slowest rank {slowest['rank']} ({slowest['source']}): {slowest['compute_ms']} ms compute"
+            )
+        self.stdout.write(f"analysis {report['analysis']}")
 
     def _node_report(self, run, *, as_json: bool) -> None:
         report = services.node_suite_report(run)

@@ -1,0 +1,281 @@
+"""Timeline analysis: traces in (uploaded files, or taken from a training job), a stored breakdown out.
+
+Files are read as streams: at most `TIMELINE_MAX_FILE_BYTES` as sent, decompressed (gzip by its magic bytes)
+in bounded pieces up to `TIMELINE_MAX_TRACE_BYTES`, decoded as UTF-8 piece by piece and handed to the pure
+reader (apps.parsers.timeline_steps), which keeps only what the breakdown needs. A file that is not a trace,
+JSON cut off, a `.gz` that is not gzip, a file or its decompressed text over the limit (a gzip bomb): a
+ValidationError naming the field (`files`), the file, and the line and offset where that became clear; nothing is
+stored then.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import zlib
+from collections.abc import Iterator
+from typing import IO
+
+from django.conf import settings
+from django.db import transaction
+from rest_framework import serializers
+
+from apps.benchmarks.choices import (
+    CASE_STUDY_COMMUNICATION_PCT,
+    TIMELINE_MAX_FILE_BYTES,
+    TIMELINE_MAX_FILES,
+    TIMELINE_MAX_STEPS,
+    TIMELINE_MAX_TRACE_BYTES,
+    TimelineOrigin,
+)
+from apps.benchmarks.models import TimelineAnalysis
+from apps.core import audit
+from apps.core.choices import AuditAction
+from apps.parsers.timeline_steps import RankTrace, TraceError, breakdown, read_trace
+from apps.simulator import services as simulator
+from apps.simulator.profiler import ddp_traces
+
+CHUNK_BYTES = 2**20
+GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_PROFILED_STEPS = 5
+MAX_PROFILED_STEPS = 50
+
+
+class _Refused(Exception):
+    pass
+
+
+def _raw_pieces(stream: IO[bytes], name: str, counter: dict) -> Iterator[bytes]:
+    while True:
+        piece = stream.read(CHUNK_BYTES)
+        if not piece:
+            return
+        counter["bytes"] += len(piece)
+        if counter["bytes"] > TIMELINE_MAX_FILE_BYTES:
+            raise _Refused(
+                f"{name}: over {TIMELINE_MAX_FILE_BYTES / 2**20:g} MiB as sent; profile fewer steps, or gzip it"
+            )
+        yield piece
+
+
+def text_chunks(stream: IO[bytes], name: str, counter: dict) -> Iterator[str]:
+    """The file's text in pieces: gunzipped when it starts with gzip's magic, bounded both ways."""
+    pieces = _raw_pieces(stream, name, counter)
+    first = next(pieces, b"")
+    gzipped = first[:2] == GZIP_MAGIC
+    if name.lower().endswith(".gz") and not gzipped and first:
+        raise _Refused(f"{name}: named .gz but not gzip (it does not start with gzip's magic bytes 1f 8b)")
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    inflater = zlib.decompressobj(wbits=31) if gzipped else None
+
+    def decoded(data: bytes, final: bool = False) -> str:
+        counter["decompressed"] += len(data)
+        if counter["decompressed"] > TIMELINE_MAX_TRACE_BYTES:
+            raise _Refused(
+                f"{name}: decompresses past {TIMELINE_MAX_TRACE_BYTES / 2**20:g} MiB "
+                f"({counter['bytes']} bytes sent so far): refused, a gzip bomb or a trace too large"
+            )
+        try:
+            return decoder.decode(data, final)
+        except UnicodeDecodeError as error:
+            at = counter["decompressed"] - len(data) + error.start
+            raise _Refused(f"{name}: not UTF-8 text at byte {at}: not a JSON trace") from None
+
+    def inflate(data: bytes) -> Iterator[str]:
+        try:
+            out = inflater.decompress(data, CHUNK_BYTES)
+            yield decoded(out)
+            while inflater.unconsumed_tail:
+                out = inflater.decompress(inflater.unconsumed_tail, CHUNK_BYTES)
+                yield decoded(out)
+        except zlib.error as error:
+            raise _Refused(f"{name}: broken gzip data ({error}) after {counter['bytes']} bytes") from None
+
+    if first:
+        yield from inflate(first) if inflater else (decoded(first),)
+    for piece in pieces:
+        yield from inflate(piece) if inflater else (decoded(piece),)
+    if inflater is not None and first and not inflater.eof:
+        raise _Refused(f"{name}: the gzip stream is cut off (truncated .gz) after {counter['bytes']} bytes")
+    yield decoded(b"", final=True)
+
+
+def _read(stream: IO[bytes], name: str) -> tuple[RankTrace, dict]:
+    counter = {"bytes": 0, "decompressed": 0}
+    try:
+        trace = read_trace(text_chunks(stream, name, counter), source=name)
+    except _Refused as error:
+        raise serializers.ValidationError({"files": [str(error)]}) from None
+    except TraceError as error:
+        raise serializers.ValidationError({"files": [f"{name}: {error}"]}) from None
+    return trace, {
+        "name": name,
+        "bytes": counter["bytes"],
+        "decompressed_bytes": counter["decompressed"],
+        "events": trace.events,
+        "rank": trace.rank,
+    }
+
+
+def _store(*, name: str, traces: list[RankTrace], files: list[dict], origin: str, training_job, requested_by):
+    try:
+        result = breakdown(traces)
+    except TraceError as error:
+        raise serializers.ValidationError({"files": [str(error)]}) from None
+    ranks = []
+    for rank in result.ranks:
+        data = rank.to_dict()
+        if len(data["steps"]) > TIMELINE_MAX_STEPS:
+            data["steps_left_out"] = len(data["steps"]) - TIMELINE_MAX_STEPS
+            data["steps"] = data["steps"][:TIMELINE_MAX_STEPS]
+        ranks.append(data)
+    notes = list(result.notes)
+    if result.world_size == 1:
+        notes.append("world size 1: DDP launches no NCCL kernel, so the GPU shows no communication")
+    user = requested_by if getattr(requested_by, "is_authenticated", False) else None
+    with transaction.atomic():
+        analysis = TimelineAnalysis.objects.create(
+            name=name[:200],
+            origin=origin,
+            training_job=training_job,
+            files=files,
+            rank_count=len(result.ranks),
+            world_size=result.world_size,
+            step_count=result.step_count,
+            step_us=result.step_us,
+            compute_share=result.compute_share,
+            communication_share=result.communication_share,
+            overlap_share=result.overlap_share,
+            exposed_communication_share=result.exposed_communication_share,
+            idle_share=result.idle_share,
+            slowest_rank=result.slowest_rank,
+            slowest_rank_compute_pct_above_median=result.slowest_rank_compute_pct_above_median,
+            series={"ranks": ranks},
+            notes=notes,
+            requested_by=user,
+        )
+        audit.record(
+            AuditAction.CREATE,
+            obj=analysis,
+            object_repr=f"timeline analysis {analysis.name}",
+            changes={"origin": [None, origin], "ranks": [None, analysis.rank_count], "files": [None, len(files)]},
+            user=user,
+        )
+    return analysis
+
+
+def analyse_upload(*, files: list[tuple[str, IO[bytes]]], name: str = "", requested_by=None) -> TimelineAnalysis:
+    """Read each file (one rank's trace each, or one Horovod timeline) and store the breakdown."""
+    if not files:
+        raise serializers.ValidationError({"files": ["Upload at least one trace (.json or .json.gz)."]})
+    if len(files) > TIMELINE_MAX_FILES:
+        raise serializers.ValidationError({"files": [f"At most {TIMELINE_MAX_FILES} files (one trace per rank)."]})
+    traces, described = [], []
+    for filename, stream in files:
+        trace, info = _read(stream, filename or "trace")
+        traces.append(trace)
+        described.append(info)
+    return _store(
+        name=name or (files[0][0] if len(files) == 1 else f"{files[0][0]} +{len(files) - 1}"),
+        traces=traces,
+        files=described,
+        origin=TimelineOrigin.UPLOAD,
+        training_job=None,
+        requested_by=requested_by,
+    )
+
+
+def analyse_training_job(
+    *, training_job, steps: int = DEFAULT_PROFILED_STEPS, transport: str | None = None, requested_by=None
+) -> TimelineAnalysis:
+    """Profile `steps` steps of a training job on every rank and store the breakdown.
+
+    Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
+    taking them from real nodes is not built: profile there and upload the files."""
+    transport = transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    errors = {}
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_PROFILED_STEPS:
+        errors["steps"] = [f"Profile 1 to {MAX_PROFILED_STEPS} steps, not {steps!r}."]
+    if transport != "sim":
+        errors["transport"] = [
+            "Traces are taken from simulated training jobs only (transport sim); on real nodes run the PyTorch "
+            "profiler there and upload its files."
+        ]
+    members = sorted(training_job.members.select_related("node"), key=lambda member: member.node_rank)
+    if not members:
+        errors["training_job"] = [f"{training_job.name} has no nodes."]
+    elif any(member.node.gpu_sku_id is None for member in members):
+        errors["training_job"] = [f"{training_job.name} runs on nodes without GPUs."]
+    if errors:
+        raise serializers.ValidationError(errors)
+    hosts = [member.node.hostname for member in members]
+    states = {member.node.hostname: simulator.node_state(node=member.node) for member in members}
+    texts = ddp_traces(
+        hosts=hosts,
+        states=states,
+        ranks_per_node=training_job.ranks_per_node,
+        steps=steps,
+        seed=settings.RACKPILOT_SIM_SEED,
+        name=training_job.name,
+    )
+    traces, described = [], []
+    for rank, text in sorted(texts.items()):
+        trace, info = _read(io.BytesIO(text.encode()), f"rank{rank}.pt.trace.json")
+        traces.append(trace)
+        described.append(info)
+    return _store(
+        name=f"{training_job.name}: {steps} step(s)",
+        traces=traces,
+        files=described,
+        origin=TimelineOrigin.TRAINING_JOB,
+        training_job=training_job,
+        requested_by=requested_by,
+    )
+
+
+def report(analysis: TimelineAnalysis) -> dict:
+    """What the CLI prints with --json and the API's result: the shares, the case study, each rank and step."""
+    ranks = analysis.series.get("ranks", [])
+    slowest = next((rank for rank in ranks if rank["rank"] == analysis.slowest_rank), None)
+    return {
+        "analysis": str(analysis.public_id),
+        "name": analysis.name,
+        "origin": analysis.origin,
+        "ranks": analysis.rank_count,
+        "world_size": analysis.world_size,
+        "steps": analysis.step_count,
+        "step_ms": round(analysis.step_us / 1000, 3),
+        "compute_share": analysis.compute_share,
+        "communication_share": analysis.communication_share,
+        "overlap_share": analysis.overlap_share,
+        "exposed_communication_share": analysis.exposed_communication_share,
+        "idle_share": analysis.idle_share,
+        "case_study_communication_pct": CASE_STUDY_COMMUNICATION_PCT,
+        "slowest_rank": None
+        if slowest is None
+        else {
+            "rank": slowest["rank"],
+            "source": slowest["source"],
+            "step_ms": round(slowest["step_us"] / 1000, 3),
+            "compute_ms": round(slowest["compute_us"] / 1000, 3),
+            "compute_pct_above_median": analysis.slowest_rank_compute_pct_above_median,
+        },
+        "per_rank": [
+            {
+                "rank": rank["rank"],
+                "source": rank["source"],
+                "compute_basis": rank["compute_basis"],
+                "steps": len(rank["steps"]),
+                "step_ms": round(rank["step_us"] / 1000, 3),
+                "compute_ms": round(rank["compute_us"] / 1000, 3),
+                "communication_ms": round(rank["communication_us"] / 1000, 3),
+                "overlap_ms": round(rank["overlap_us"] / 1000, 3),
+                "idle_ms": round(rank["idle_us"] / 1000, 3),
+                "communication_share": rank["communication_share"],
+                "exposed_communication_share": rank["exposed_communication_share"],
+            }
+            for rank in ranks
+        ],
+        "files": analysis.files,
+        "notes": analysis.notes,
+    }
