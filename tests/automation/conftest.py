@@ -32,3 +32,14 @@ def deliver_all(no_celery):
 def rack_of_nodes(db):
     rack = make_rack(name="r04")
     return rack, [make_node(hostname=f"gpu{n:03d}", rack=rack) for n in range(1, 4)]
+
+
+@pytest.fixture
+def scan(django_capture_on_commit_callbacks):
+    """notifications.scan_events(), its on-commit sends run as a commit would run them."""
+
+    def run() -> int:
+        with django_capture_on_commit_callbacks(execute=True):
+            return notifications.scan_events()
+
+    return run
