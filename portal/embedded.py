@@ -56,9 +56,11 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 
 def _reaper_loop(interval: float) -> None:
     """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, start
-    the BMC reads that are due, prune hourly."""
+    the BMC reads that are due, prune hourly, run job-template schedules that are due, scan for notifications."""
     from django.conf import settings
 
+    from apps.automation import notifications
+    from apps.automation import services as automation
     from apps.deployments import recording
     from apps.jobs import services
     from apps.monitoring import bmcs as monitoring
@@ -71,6 +73,8 @@ def _reaper_loop(interval: float) -> None:
             (monitoring.schedule_polls, settings.RACKPILOT_BMC_SCHEDULER_SECONDS),
             (services.prune_old_output, 3600),
             (monitoring.prune_readings, 3600),
+            (automation.run_due_schedules, 0),  # beat's DatabaseScheduler in the services wiring
+            (notifications.scan_events, settings.RACKPILOT_NOTIFY_SCAN_SECONDS),
         ],
     )
 

@@ -94,6 +94,8 @@ INSTALLED_APPS = [
     "apps.benchmarks",
     "apps.monitoring",
     "apps.tokens",
+    "django_celery_beat",
+    "apps.automation",
 ]
 
 MIDDLEWARE = [
@@ -284,6 +286,9 @@ SYSTEM_TASKS = (
     "rackpilot.deployments.settle",
     "rackpilot.monitoring.poll_bmcs",
     "rackpilot.monitoring.prune_bmc_readings",
+    "rackpilot.automation.run_schedule",
+    "rackpilot.automation.scan_events",
+    "rackpilot.automation.deliver",
 )
 CELERY_TASK_ROUTES = {
     "rackpilot.jobs.run_shard": {"queue": "jobs"},
@@ -391,6 +396,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(RACKPILOT_BMC_SCHEDULER_SECONDS),
     },
     "rackpilot-monitoring-prune-bmc-readings": {"task": "rackpilot.monitoring.prune_bmc_readings", "schedule": 3600.0},
+    "rackpilot-automation-scan-events": {
+        "task": "rackpilot.automation.scan_events",
+        "schedule": float(env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)),
+    },
 }
 
 # Log triage (apps/diagnosis): the largest log a page or API upload may send; a pasted log must fit Django's limit too.
@@ -398,3 +407,29 @@ RACKPILOT_TRIAGE_MAX_BYTES = env_int("RACKPILOT_TRIAGE_MAX_BYTES", 5 << 20)
 # After a fix, how long the re-check waits for the training log to show progress again.
 RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = env_int("RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS", 180)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, RACKPILOT_TRIAGE_MAX_BYTES + (64 << 10))
+
+# Automation (docs/automation.md): beat keeps its schedule in the database (django-celery-beat), where job-template
+# schedules are PeriodicTask rows; the fixed entries above are copied there when beat starts.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+DJANGO_CELERY_BEAT_TZ_AWARE = True
+RACKPILOT_NOTIFY_SCAN_SECONDS = env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)
+# Fleet health is judged for notifications at most this often (it reads the telemetry of every compute node).
+RACKPILOT_NOTIFY_HEALTH_SECONDS = env_int("RACKPILOT_NOTIFY_HEALTH_SECONDS", 60)
+# Webhooks: never to loopback, link-local, private or metadata addresses (checked when saved and at each send,
+# after resolving the name) unless this is on; a timeout per attempt and bounded retries with backoff.
+RACKPILOT_WEBHOOK_ALLOW_PRIVATE = env_bool("RACKPILOT_WEBHOOK_ALLOW_PRIVATE", False)
+RACKPILOT_WEBHOOK_TIMEOUT_SECONDS = env_int("RACKPILOT_WEBHOOK_TIMEOUT_SECONDS", 5)
+RACKPILOT_WEBHOOK_MAX_ATTEMPTS = env_int("RACKPILOT_WEBHOOK_MAX_ATTEMPTS", 4)
+RACKPILOT_WEBHOOK_RETRY_SECONDS = env_int("RACKPILOT_WEBHOOK_RETRY_SECONDS", 30)
+# E-mail notifications go through Django's e-mail backend.
+EMAIL_BACKEND = env_str("RACKPILOT_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("RACKPILOT_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("RACKPILOT_EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("RACKPILOT_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = env_str("RACKPILOT_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("RACKPILOT_EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("RACKPILOT_EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("RACKPILOT_EMAIL_TIMEOUT_SECONDS", 10)
+DEFAULT_FROM_EMAIL = env_str("RACKPILOT_EMAIL_FROM", "rackpilot@localhost")
+# Links in notifications: the portal's address as people reach it (empty: links are paths).
+RACKPILOT_BASE_URL = env_str("RACKPILOT_BASE_URL", "")

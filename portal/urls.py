@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from apps.automation.api.urls import ROUTES as AUTOMATION_ROUTES
 from apps.benchmarks.api.urls import ROUTES as BENCHMARK_ROUTES
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
 from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
@@ -30,6 +31,7 @@ ROUTES = (
     + BENCHMARK_ROUTES
     + WORKLOAD_ROUTES
     + MONITORING_ROUTES
+    + AUTOMATION_ROUTES
 )
 for route in ROUTES:
     router.register(*route)
@@ -47,6 +49,7 @@ urlpatterns = [
     path("telemetry/", include("apps.monitoring.urls")),
     path("metrics", monitoring_views.metrics, name="metrics"),
     path("tokens/", include("apps.tokens.urls")),
+    path("automation/", include("apps.automation.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -20,6 +20,7 @@ ITEMS = (
     ("Telemetry", "telemetry"),
     ("Import / export", "inventory-transfer"),
     ("Audit log", "audit-log"),
+    ("Automation", "automation"),
 )
 
 

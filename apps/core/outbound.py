@@ -40,3 +40,32 @@ def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]
     except OSError:
         return []  # not resolvable: the connection itself fails, with its own clear error
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+
+
+def public_addresses(host: str, *, allow_private: bool = False) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The addresses `host` resolves to, each checked: loopback, private (RFC 1918, unique-local), shared, reserved,
+    multicast and unspecified ones are refused unless `allow_private`; link-local and metadata ones always (unless
+    RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL). Connect to one of these addresses, not to the name again, so a DNS answer
+    that changes between the check and the connection (rebinding) cannot reach what was refused. Raises
+    OutboundRefused naming the host and address, or OSError when the name does not resolve."""
+    check_target(host)
+    addresses = _addresses(host)
+    if not addresses:
+        raise OSError(f"{host} does not resolve")
+    if allow_private:
+        return addresses
+    for address in addresses:
+        mapped = getattr(address, "ipv4_mapped", None) or address
+        if (
+            mapped.is_loopback
+            or mapped.is_private
+            or mapped.is_reserved
+            or mapped.is_multicast
+            or mapped.is_unspecified
+            or mapped in ipaddress.ip_network("100.64.0.0/10")
+        ):
+            raise OutboundRefused(
+                f"{host} is a loopback, private or reserved address ({address}): Rackpilot does not send to it "
+                "(RACKPILOT_WEBHOOK_ALLOW_PRIVATE)"
+            )
+    return addresses

@@ -1,0 +1,165 @@
+from django.urls import reverse
+from rest_framework import serializers
+
+from apps.automation.choices import Channel, EventType, Timing
+from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
+from apps.automation.services import next_run
+from apps.core.api import ReferenceField, StrictCharField
+from apps.jobs.api.serializers import TargetsSerializer
+from apps.nodeexec.transports import TRANSPORT_NAMES
+
+
+class JobTemplateSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    name = StrictCharField(max_length=100)
+    description = StrictCharField(max_length=300, required=False, allow_blank=True)
+    # Checked by the service (400 naming `kind`); the registered kinds are the enum of POST /api/jobs/'s `kind`.
+    kind = StrictCharField(max_length=64, help_text="A registered job kind, e.g. discover or sleep.")
+    parameters = serializers.DictField(required=False, default=dict, help_text="Checked by the kind's schema.")
+    targets = TargetsSerializer()
+    transport = serializers.ChoiceField(
+        choices=["", *TRANSPORT_NAMES], required=False, allow_blank=True, help_text="Blank: the default."
+    )
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JobTemplate
+        fields = [
+            "id",
+            "url",
+            "name",
+            "description",
+            "kind",
+            "parameters",
+            "targets",
+            "transport",
+            "only_idle",
+            "owner",
+            "created",
+            "updated",
+        ]
+        read_only_fields = ["id", "url", "owner", "created", "updated"]
+
+    def get_url(self, template) -> str:
+        return reverse("automation-template", args=[template.public_id])
+
+
+class TemplateRunSerializer(serializers.ModelSerializer):
+    template = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    schedule = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = TemplateRun
+        fields = ["template", "schedule", "tick", "job", "requested_by", "status", "message", "created"]
+        read_only_fields = fields
+
+
+class ScheduleSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    name = StrictCharField(max_length=100)
+    template = ReferenceField(queryset=JobTemplate.objects.all(), natural_key="name")
+    timing = serializers.ChoiceField(choices=Timing.choices, required=False)
+    minute = StrictCharField(max_length=60, required=False)
+    hour = StrictCharField(max_length=60, required=False)
+    day_of_month = StrictCharField(max_length=60, required=False)
+    month_of_year = StrictCharField(max_length=60, required=False)
+    day_of_week = StrictCharField(max_length=60, required=False)
+    every_minutes = serializers.IntegerField(min_value=1, max_value=525600, required=False, allow_null=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    next_run = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Schedule
+        fields = [
+            "id",
+            "url",
+            "name",
+            "template",
+            "timing",
+            "minute",
+            "hour",
+            "day_of_month",
+            "month_of_year",
+            "day_of_week",
+            "every_minutes",
+            "enabled",
+            "owner",
+            "last_run_at",
+            "next_run",
+            "created",
+            "updated",
+        ]
+        read_only_fields = ["id", "url", "owner", "last_run_at", "next_run", "created", "updated"]
+
+    def get_url(self, schedule) -> str:
+        return reverse("automation-schedule", args=[schedule.public_id])
+
+    def get_next_run(self, schedule) -> serializers.DateTimeField(allow_null=True):
+        moment = next_run(schedule)
+        return serializers.DateTimeField().to_representation(moment) if moment else None
+
+
+class SubscriptionSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    name = StrictCharField(max_length=100)
+    channel = serializers.ChoiceField(choices=Channel.choices)
+    url = StrictCharField(max_length=500, required=False, allow_blank=True, help_text="Webhook: http(s) URL.")
+    secret = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="Webhook: the shared secret (16+ characters) that signs each request; never returned.",
+    )
+    has_secret = serializers.BooleanField(read_only=True)
+    recipients = serializers.ListField(
+        child=serializers.EmailField(), required=False, help_text="E-mail: the addresses.", source="recipient_list"
+    )
+    events = serializers.ListField(child=serializers.ChoiceField(choices=EventType.choices), min_length=1)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Subscription
+        fields = [
+            "id",
+            "name",
+            "channel",
+            "url",
+            "secret",
+            "has_secret",
+            "recipients",
+            "events",
+            "enabled",
+            "owner",
+            "created",
+            "updated",
+        ]
+        read_only_fields = ["id", "has_secret", "owner", "created", "updated"]
+
+
+class DeliverySerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    subscription = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    event = serializers.CharField(source="notification.event", read_only=True)
+    title = serializers.CharField(source="notification.title", read_only=True)
+
+    class Meta:
+        model = Delivery
+        fields = [
+            "id",
+            "subscription",
+            "event",
+            "title",
+            "status",
+            "attempts",
+            "last_attempt",
+            "delivered",
+            "response_status",
+            "error",
+            "created",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,46 @@
+from django.db import models
+
+
+class Timing(models.TextChoices):
+    CRONTAB = "crontab", "Crontab"
+    INTERVAL = "interval", "Every N minutes"
+
+
+class RunStatus(models.TextChoices):
+    STARTED = "started", "Job started"
+    SKIPPED = "skipped", "Skipped"
+    ERROR = "error", "Could not start"
+
+
+RUN_STATUS_COLOURS = {RunStatus.STARTED: "green", RunStatus.SKIPPED: "grey", RunStatus.ERROR: "red"}
+
+
+class Channel(models.TextChoices):
+    WEBHOOK = "webhook", "Webhook"
+    EMAIL = "email", "E-mail"
+
+
+class EventType(models.TextChoices):
+    JOB_FAILED = "job.failed", "A job failed or ended in error"
+    SUGGESTION_OPENED = "suggestion.opened", "A deployment suggestion opened"
+    NODE_DEGRADED = "node.degraded", "A node's status became degraded or failed"
+    NODE_UNHEALTHY = "node.unhealthy", "Fleet health calls a node unhealthy"
+    DISCOVERY_DRIFT = "discovery.drift", "A discovery found differences from the inventory"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RETRYING = "retrying", "Retrying"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+    REFUSED = "refused", "Refused (address not allowed)"
+
+
+DELIVERY_OPEN = (DeliveryStatus.PENDING, DeliveryStatus.RETRYING)
+DELIVERY_STATUS_COLOURS = {
+    DeliveryStatus.PENDING: "blue",
+    DeliveryStatus.RETRYING: "orange",
+    DeliveryStatus.DELIVERED: "green",
+    DeliveryStatus.FAILED: "red",
+    DeliveryStatus.REFUSED: "red",
+}
