@@ -22,7 +22,6 @@ from apps.core import audit
 from apps.core.choices import AuditAction
 from apps.jobs import services as jobs
 from apps.jobs.events import emit
-from apps.jobs.kinds import KINDS, get_kind
 from apps.jobs.models import Job
 
 logger = logging.getLogger(__name__)
@@ -57,27 +56,7 @@ def target_spec(targets: dict) -> jobs.TargetSpec:
 def validate_template(*, kind: str, parameters: dict | None, targets: dict, transport: str = "") -> dict:
     """The template's stored parameters (validated by the kind, JSON-safe) and targets; ValidationError naming the
     field (`kind`, `parameters.<name>`, `transport`, `targets`) otherwise, the same checks a job's start makes."""
-    if kind not in KINDS:
-        raise serializers.ValidationError({"kind": [f"Unknown job kind {kind!r}; known: {', '.join(sorted(KINDS))}."]})
-    job_kind = get_kind(kind)
-    try:
-        params = job_kind.validate(parameters)
-    except serializers.ValidationError as error:
-        raise serializers.ValidationError({"parameters": error.detail}) from None
-    if transport:
-        if transport not in job_kind.transports:
-            raise serializers.ValidationError(
-                {"transport": [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]}
-            )
-        if transport not in settings.RACKPILOT_JOB_TRANSPORTS:
-            raise serializers.ValidationError(
-                {"transport": [f"This install does not allow the {transport} transport."]}
-            )
-    for spec in job_kind.steps(params):
-        try:
-            spec.argv()
-        except ValueError as error:
-            raise serializers.ValidationError({"parameters": [str(error)]}) from None
+    _, params, _ = jobs.check_request(kind=kind, parameters=parameters, transport=transport or None)
     cleaned = {key: targets[key] for key in TARGET_KEYS if targets.get(key)}
     cleaned = {key: list(value) if key != "role" else value for key, value in cleaned.items()}
     if not cleaned:

@@ -132,22 +132,11 @@ def with_left_out(spec: TargetSpec, selection: Selection) -> dict:
 # --- create ---------------------------------------------------------------------------------------------------------
 
 
-def create_job(
-    *,
-    kind: str,
-    targets: TargetSpec,
-    parameters: dict | None = None,
-    transport: str | None = None,
-    requested_by=None,
-    queue: bool = True,
-) -> Job:
-    """Validate, record the job with its shards and matrix cells, and enqueue its shards once committed (unless
-    `queue` is False: the caller runs the shards itself with executor.run_shard, e.g. `manage.py discover --local`,
-    which must probe its own host and not a worker's).
-
-    Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
-    nothing is created then.
-    """
+def check_request(*, kind: str, parameters: dict | None, transport: str | None) -> tuple:
+    """(the kind, its validated parameters, the transport) for a job of this kind; serializers.ValidationError
+    naming the field (`kind`, `parameters`, `transport`) otherwise: unknown kind, parameters the kind refuses or
+    whose values fail their command's pattern, a transport the kind or this install does not allow. No transport
+    means the kind's default, then the install's."""
     if kind not in KINDS:
         raise serializers.ValidationError({"kind": [f"Unknown job kind {kind!r}; known: {', '.join(sorted(KINDS))}."]})
     job_kind = get_kind(kind)
@@ -165,12 +154,32 @@ def create_job(
         raise serializers.ValidationError(
             {"transport": [f"This install does not allow the {transport} transport (allowed: {allowed})."]}
         )
-    steps = job_kind.steps(params)
-    for spec in steps:  # every placeholder value is checked against its pattern before anything is stored
+    for spec in job_kind.steps(params):  # each placeholder's value against its pattern, before anything is stored
         try:
             spec.argv()
         except ValueError as error:
             raise serializers.ValidationError({"parameters": [str(error)]}) from None
+    return job_kind, params, transport
+
+
+def create_job(
+    *,
+    kind: str,
+    targets: TargetSpec,
+    parameters: dict | None = None,
+    transport: str | None = None,
+    requested_by=None,
+    queue: bool = True,
+) -> Job:
+    """Validate, record the job with its shards and matrix cells, and enqueue its shards once committed (unless
+    `queue` is False: the caller runs the shards itself with executor.run_shard, e.g. `manage.py discover --local`,
+    which must probe its own host and not a worker's).
+
+    Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
+    nothing is created then.
+    """
+    job_kind, params, transport = check_request(kind=kind, parameters=parameters, transport=transport)
+    steps = job_kind.steps(params)
     selection = resolve_selection(targets)
     nodes = selection.nodes
     shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)
