@@ -1,6 +1,7 @@
 """The fuzz test's allowance for refusals no schema can state stays narrow: one other message fails the request."""
 
-from tests.schemathesis_hooks import is_data_dependent
+from apps.inventory.transfer import SECTION_NAMES
+from tests.schemathesis_hooks import IMPORT_SECTIONS, is_data_dependent
 
 
 def test_refusals_that_depend_on_stored_data_or_on_several_fields_are_allowed():
@@ -29,3 +30,26 @@ def test_a_rule_the_schema_should_have_stated_is_not_allowed():
     assert not is_data_dependent({"power_budget_kw": ["A valid number is required."]})
     assert not is_data_dependent({})
     assert not is_data_dependent(None)
+
+
+def _problem(section, message, line=2, field="hostname"):
+    return {"section": section, "line": line, "field": field, "message": message}
+
+
+def test_an_import_rows_problems_are_allowed_but_not_the_documents_shape():
+    assert set(SECTION_NAMES) == IMPORT_SECTIONS
+    row = _problem("nodes", "Missing 'hostname'.")
+    assert is_data_dependent({"problems": [row, _problem("racks", "No site 'x' in the inventory or the file.")]})
+    assert not is_data_dependent({"problems": [row, _problem("document", "Missing 'version' (this reads version 1).")]})
+    assert not is_data_dependent({"problems": [_problem("Nodes", "Unknown section 'Nodes'; the sections are …")]})
+
+
+def test_unique_per_parent_and_cross_field_refusals_are_allowed_by_their_own_words():
+    assert is_data_dependent({"non_field_errors": ["This node already records a version for this component."]})
+    assert is_data_dependent({"non_field_errors": ["This node already has a volume mounted here."]})
+    assert is_data_dependent({"node": ["gpu001 has BMC settings already: change those."]})
+    assert is_data_dependent({"target": ["gpu001 already has a ecc fault on 0."]})
+    assert is_data_dependent({"password": ["IPMI 2.0 passwords are at most 20 bytes; this one is longer."]})
+    assert not is_data_dependent({"password": ["A BMC password cannot hold control characters."]})
+    assert not is_data_dependent({"address": ["Enter a host name (letters, digits, dashes and dots) or an IP address"]})
+    assert not is_data_dependent({"non_field_errors": ["This field must be unique."]})

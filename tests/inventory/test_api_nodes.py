@@ -214,7 +214,7 @@ def rack_payload(**fields) -> dict:
         (dict, {"hostname": "x", "rack": "r99"}, "No rack matches"),
         (dict, {"hostname": "-bad-"}, "valid host name"),
         (dict, {"hostname": "gpu001"}, "already exists"),
-        (dict, {"hostname": "x", "management_ip": "10.10.0.999"}, "IPv4 or IPv6"),
+        (dict, {"hostname": "x", "management_ip": "10.10.0.999"}, "IPv4 address"),
         (dict, {"hostname": "x", "status": "melted"}, "not a valid choice"),
         (dict, {"hostname": "x", "gpu_sku": "B9000"}, "No GPU SKU matches"),
         (dict, {"hostname": "x", "tags": ["nope"]}, "No tag matches"),

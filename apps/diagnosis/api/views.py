@@ -8,6 +8,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
+from apps.core.text import echo
 from apps.diagnosis import services
 from apps.diagnosis.api.serializers import (
     DryRunSerializer,
@@ -127,11 +128,11 @@ class IncidentViewSet(
         if data.get("training_job"):
             training_job = TrainingJob.objects.filter(public_id=data["training_job"]).first()
             if training_job is None:
-                raise ValidationError({"training_job": ["No training job with this id."]})
+                raise ValidationError({"training_job": [f"No training job matches {echo(str(data['training_job']))}."]})
         if data.get("node"):
             node = Node.objects.filter(hostname=data["node"]).first()
             if node is None:
-                raise ValidationError({"node": [f"No node named {data['node'][:100]!r}."]})
+                raise ValidationError({"node": [f"No node matches {echo(data['node'])}."]})
         with transaction.atomic():
             try:
                 incident = services.open_incident(

@@ -7,6 +7,7 @@ from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.validators import HOST, host_validator
 from apps.inventory.api.serializers import COMMON, NODE_REF, TIMESTAMPS, BriefRelatedField, InventorySerializer
 from apps.inventory.api.views import InventoryViewSet, stable
 from apps.inventory.filters import RefFilter, StrictBooleanFilter, node_ref, site_ref
@@ -16,6 +17,7 @@ from apps.inventory.models.access import _USER, check_private_key, parse_public_
 LOGIN = _USER.pattern.removesuffix("\\Z")
 LOGIN_PATTERN = RegexValidator(f"^(?:{LOGIN})$")
 LOGIN_OR_EMPTY_PATTERN = RegexValidator(f"^(?:{LOGIN})?$")
+HOST_OR_EMPTY_PATTERN = RegexValidator(rf"^{HOST}?\Z", host_validator.message)  # "": no jump host
 
 
 class SshAccessSerializer(InventorySerializer):
@@ -64,6 +66,7 @@ class SshAccessSerializer(InventorySerializer):
         # The login names' rule as a pattern the schema shows (the model's validator is a function it cannot read).
         extra_kwargs["user"]["validators"] = [validate_login_user, LOGIN_PATTERN]
         extra_kwargs["jump_user"]["validators"] = [validate_login_user, LOGIN_OR_EMPTY_PATTERN]
+        extra_kwargs["jump_host"]["validators"] = [HOST_OR_EMPTY_PATTERN]  # validate_host's rule, as a pattern
 
     @extend_schema_field(serializers.ChoiceField(choices=["site", "rack", "node"]))
     def get_scope(self, obj) -> str:

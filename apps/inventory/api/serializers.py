@@ -9,7 +9,8 @@ what `display` and the nested lists need.
 
 import uuid
 
-from django.core.validators import RegexValidator
+from django.core.validators import MaxLengthValidator, RegexValidator
+from django.db.models import GenericIPAddressField
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -17,6 +18,7 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from apps.core.api import ReferenceField, ValidatedModelSerializer, reference_schema
+from apps.core.validators import ip_address_validator
 from apps.inventory.choices import allowed_next_statuses
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import (
@@ -83,8 +85,22 @@ class BriefRelatedFieldExtension(OpenApiSerializerFieldExtension):
         return reference_schema(self.target)
 
 
+class IpAddressField(serializers.IPAddressField):
+    """An IP address as the schema's pattern states it (dotted IPv4, or IPv6 as RFC 4291 writes it: no zone, no
+    embedded IPv4): one rule, which drf-spectacular shows, and one message instead of Django's looser check."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.validators = [*(v for v in self.validators if isinstance(v, MaxLengthValidator)), ip_address_validator]
+
+
 class InventorySerializer(ValidatedModelSerializer):
     """Every inventory object shows its public id, its API URL and how it reads in a list."""
+
+    serializer_field_mapping = {
+        **ValidatedModelSerializer.serializer_field_mapping,
+        GenericIPAddressField: IpAddressField,
+    }
 
     id = serializers.UUIDField(source="public_id", read_only=True)
     url = serializers.SerializerMethodField()
@@ -386,9 +402,11 @@ class FirmwareSerializer(InventorySerializer):
         fields = [*COMMON, "node", "component", "target", "version", *TIMESTAMPS]
 
 
-# A key type, then its blob in padded base64 (what fingerprint_of decodes), then an optional comment.
+# A key type the model takes, then its blob in padded base64 (what fingerprint_of decodes), then an optional comment
+# (which the model drops; no NUL, which no text field takes).
 OPENSSH_PUBLIC_KEY = RegexValidator(
-    r"^[a-z0-9@.-]+ (?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?: [^\n]*)?$",
+    r"^(?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)) "
+    r"(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?: [^\n\x00]*)?$",
     "Enter an OpenSSH public key such as 'ssh-ed25519 AAAA…'.",
 )
 

@@ -20,7 +20,9 @@ from rest_framework.viewsets import ViewSet
 from apps.accounts.choices import Role
 from apps.core.text import echo
 from apps.inventory.transfer import (
+    DOCUMENT_VERSION,
     IMPORT_FORMATS,
+    SECTION_NAMES,
     ImportProblem,
     ImportRejected,
     export_inventory,
@@ -180,7 +182,7 @@ class InventoryTransferViewSet(ViewSet):
         request={
             "multipart/form-data": InventoryImportUploadSerializer,
             "application/json": OpenApiTypes.OBJECT,
-            "application/yaml": OpenApiTypes.STR,
+            "application/yaml": OpenApiTypes.OBJECT,  # the same document as the JSON, as YAML
             "text/csv": OpenApiTypes.STR,
         },
         responses={
@@ -237,11 +239,34 @@ class InventoryTransferViewSet(ViewSet):
         return Response(result.as_dict())
 
 
+# The document's shape, which document_items() refuses at once when it is wrong: its version and its sections, each
+# a list of rows, and nothing else. A row's fields are judged against the stored inventory and the document's other
+# rows (an object is created or updated by its natural key, so what a row must hold depends on whether its object
+# exists): docs/inventory.md lists them, and the 400 names the row and the field.
+IMPORT_DOCUMENT = {
+    "type": "object",
+    "description": "A document as the export writes it.",
+    "properties": {
+        "version": {"type": "integer", "enum": [DOCUMENT_VERSION]},
+        **{
+            name: {"type": "array", "nullable": True, "items": {"type": "object", "description": f"One of the {name}."}}
+            for name in SECTION_NAMES
+        },
+    },
+    "required": ["version"],
+    "additionalProperties": False,
+}
+
+
 def require_import_body(result, generator, request, public):
     """drf-spectacular postprocessing hook: an import without a body is refused, so the schema says it needs one
-    (drf-spectacular marks a body required only for a serializer with required fields)."""
+    (drf-spectacular marks a body required only for a serializer with required fields); a JSON or YAML body is the
+    document, whose shape the schema states."""
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             if isinstance(operation, dict) and operation.get("operationId") == "inventory_import":
                 operation["requestBody"]["required"] = True
+                content = operation["requestBody"]["content"]
+                for media_type in ("application/json", "application/yaml"):
+                    content[media_type]["schema"] = IMPORT_DOCUMENT
     return result

@@ -1,7 +1,6 @@
 """How Rackpilot logs in to nodes over SSH: per site, rack or node, instead of one login for the whole fleet."""
 
 import hashlib
-import ipaddress
 import re
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -14,15 +13,13 @@ from django.db.models import Q
 from apps.core import secrets
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
+from apps.core.validators import host_validator
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models.nodes import Node
 from apps.inventory.models.sites import Rack, Site
 
 # A POSIX login name as useradd accepts it by default (no trailing $: machine accounts are no SSH logins).
 _USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\Z")
-_HOSTNAME = re.compile(
-    r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z"
-)
 _OPENSSH_PUBLIC_KEY = re.compile(r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+=*\Z")
 PORT_VALIDATORS = [MinValueValidator(1), MaxValueValidator(65535)]
 
@@ -36,13 +33,7 @@ def validate_login_user(value: str) -> None:
 
 def validate_host(value: str) -> None:
     """A DNS host name or an IP address, nothing else (no user@, no port, no spaces or shell characters)."""
-    try:
-        ipaddress.ip_address(value)
-        return
-    except ValueError:
-        pass
-    if not _HOSTNAME.match(value):
-        raise ValidationError("Enter a host name (letters, digits, dashes and dots) or an IP address.")
+    host_validator(value)
 
 
 def parse_public_keys(text: str) -> list[str]:

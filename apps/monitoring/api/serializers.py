@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from apps.core.validators import host_validator
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
 from apps.monitoring import bmcs
@@ -8,21 +9,11 @@ from apps.monitoring.choices import BmcProtocol, PollResult
 from apps.monitoring.models import Bmc, BmcReading, Slo
 from apps.monitoring.validation import (
     PASSWORD_MAX_CHARS,
-    validate_bmc_address,
-    validate_bmc_user,
+    bmc_user_validator,
+    password_characters_validator,
     validate_password,
 )
 from apps.workloads.models import InferenceService, TrainingJob
-
-
-def _checked(validator):
-    def check(value):
-        try:
-            validator(value)
-        except DjangoValidationError as error:
-            raise serializers.ValidationError(error.messages) from None
-
-    return check
 
 
 class BmcSerializer(serializers.Serializer):
@@ -35,16 +26,17 @@ class BmcSerializer(serializers.Serializer):
 
     id = serializers.UUIDField(source="public_id", read_only=True)
     node = BriefRelatedField(**NODE_REF)
-    address = serializers.CharField(max_length=253, trim_whitespace=False, validators=[_checked(validate_bmc_address)])
+    address = serializers.CharField(max_length=253, trim_whitespace=False, validators=[host_validator])
     protocol = serializers.ChoiceField(choices=BmcProtocol.choices, default=BmcProtocol.IPMI)
     port = serializers.IntegerField(min_value=1, max_value=65535, required=False, allow_null=True, default=None)
-    user = serializers.CharField(max_length=64, trim_whitespace=False, validators=[_checked(validate_bmc_user)])
+    user = serializers.CharField(max_length=64, trim_whitespace=False, validators=[bmc_user_validator])
     password = serializers.CharField(
         write_only=True,
         required=False,
         allow_blank=True,
         trim_whitespace=False,
         max_length=PASSWORD_MAX_CHARS,
+        validators=[password_characters_validator],
         style={"input_type": "password"},
         help_text="Write-only; stored encrypted.",
     )
