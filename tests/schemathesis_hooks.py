@@ -73,6 +73,18 @@ DATA_DEPENDENT = [
     # A BMC password's length in bytes depends on the protocol (given, or stored for a PATCH).
     re.compile(r"^IPMI 2\.0 passwords are at most \d+ bytes; this one is longer\.$"),
     re.compile(r"^Give a new password or clear it, not both\.$"),
+    # A job's (or job template's) parameters are the kind's: which names a kind takes depends on `kind`.
+    re.compile(r"^Unknown parameter\.$"),
+    # Cross-field rules of notification subscriptions: what a channel needs.
+    re.compile(r"^Give one or more e-mail addresses\.$"),
+    re.compile(r"^A webhook needs a shared secret"),
+    # Where a webhook's host resolves to (a private address, no such name) is the network's, not the request's.
+    re.compile(r" is a (?:loopback, private or reserved|link-local or metadata) address \(.+\): Rackpilot does not "),
+    re.compile(r" is a cloud metadata service: Rackpilot does not connect to it$"),
+    re.compile(r"^\[Errno -?\d+\] "),
+    re.compile(r"^encoding with 'idna' codec failed"),  # a host name DNS cannot carry (a label over 63 bytes)
+    # What an uploaded trace holds (not JSON, cut off, not gzip): the file's content, named by the file.
+    re.compile(r"^[^\s:]+\.\w+: ", re.DOTALL),
     # What a file holds, not how the request is shaped: an upload's format is told by its name or content.
     re.compile(r"^Cannot tell the format of .+; give json, yaml or csv\.$", re.DOTALL),
 ]

@@ -363,7 +363,7 @@ def save_subscription(*, subscription: Subscription | None = None, user, secret:
     if subscription.channel == Channel.WEBHOOK:
         try:
             webhooks.check_url(subscription.url or "", allow_private=settings.RACKPILOT_WEBHOOK_ALLOW_PRIVATE)
-        except (webhooks.WebhookAddressError, OutboundRefused, OSError) as error:
+        except (ValueError, OutboundRefused, OSError) as error:  # the address rules; a name IDNA cannot encode
             errors["url"] = [str(error)]
         if secret:
             if len(secret) < 16:

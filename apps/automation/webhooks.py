@@ -29,8 +29,12 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> tuple[str, str, int, str]:
     """(scheme, host, port, path with query) of an http(s) URL whose host may be sent to; WebhookAddressError
     otherwise. With `resolve`, the host's addresses are checked too (OutboundRefused)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError:  # a bracketed host that is no IPv6 address
+        raise WebhookAddressError("The URL's host in brackets is not an IPv6 address.") from None
+    if parts.scheme not in ("http", "https") or not hostname:
         raise WebhookAddressError("A webhook URL starts with http:// or https:// and names a host.")
     if parts.username or parts.password:
         raise WebhookAddressError("Put no user or password in the URL: the shared secret signs each request.")
@@ -57,7 +61,7 @@ def post(*, url: str, body: bytes, headers: dict, secret: str, timeout: float, a
     try:
         scheme, host, port, path = check_url(url, allow_private=False, resolve=False)
         addresses = public_addresses(host, allow_private=allow_private)
-    except (WebhookAddressError, OutboundRefused) as error:
+    except (ValueError, OutboundRefused) as error:  # WebhookAddressError; a name IDNA cannot encode
         return Outcome(ok=False, error=str(error), refused=True)
     except OSError as error:
         return Outcome(ok=False, error=f"{host}: {error}")

@@ -160,5 +160,10 @@ def get_kind(name: str) -> JobKind:
         raise LookupError(f"unknown job kind {name!r}") from None
 
 
+def kind_names() -> list[str]:
+    """The registered kinds, as the API schema lists them (apps register theirs as they load)."""
+    return sorted(KINDS)
+
+
 def kind_choices() -> list[tuple[str, str]]:
     return [(name, KINDS[name].label or name) for name in sorted(KINDS)]

@@ -1,3 +1,4 @@
+from django.core.validators import RegexValidator
 from django.urls import reverse
 from rest_framework import serializers
 
@@ -5,7 +6,7 @@ from apps.automation.choices import Channel, EventType, Timing
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
 from apps.automation.services import next_run
 from apps.core.api import ReferenceField, StrictCharField
-from apps.jobs.api.serializers import TargetsSerializer
+from apps.jobs.api.serializers import KindField, TargetsSerializer
 from apps.nodeexec.transports import TRANSPORT_NAMES
 
 
@@ -13,8 +14,7 @@ class JobTemplateSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     name = StrictCharField(max_length=100)
     description = StrictCharField(max_length=300, required=False, allow_blank=True)
-    # Checked by the service (400 naming `kind`); the registered kinds are the enum of POST /api/jobs/'s `kind`.
-    kind = StrictCharField(max_length=64, help_text="A registered job kind, e.g. discover or sleep.")
+    kind = KindField(max_length=64, help_text="A registered job kind, e.g. discover or sleep.")
     parameters = serializers.DictField(required=False, default=dict, help_text="Checked by the kind's schema.")
     targets = TargetsSerializer()
     transport = serializers.ChoiceField(
@@ -103,16 +103,32 @@ class ScheduleSerializer(serializers.ModelSerializer):
         return serializers.DateTimeField().to_representation(moment) if moment else None
 
 
+_PORT = r"(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})"
+# The same rules as webhooks.check_url, so the schema states them; blank keeps the current value.
+WEBHOOK_URL = RegexValidator(
+    rf"\A(?:|https?://(?:[A-Za-z0-9._~%-]+|\[[0-9A-Fa-f:.]+\])(?::{_PORT})?(?:[/?#][^\s]*)?)\Z",
+    message="A webhook URL starts with http:// or https:// and names a host (and a port from 1 to 65535).",
+)
+WEBHOOK_SECRET = RegexValidator(r"\A(?:|[\s\S]{16,})\Z", message="Use a shared secret of at least 16 characters.")
+
+
 class SubscriptionSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     name = StrictCharField(max_length=100)
     channel = serializers.ChoiceField(choices=Channel.choices)
-    url = StrictCharField(max_length=500, required=False, allow_blank=True, help_text="Webhook: http(s) URL.")
+    url = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        validators=[WEBHOOK_URL],
+        help_text="Webhook: http(s) URL (no user or password in it); where it points is checked when saved and sent.",
+    )
     secret = StrictCharField(
         max_length=200,
         required=False,
         allow_blank=True,
         write_only=True,
+        validators=[WEBHOOK_SECRET],
         help_text="Webhook: the shared secret (16+ characters) that signs each request; never returned.",
     )
     has_secret = serializers.BooleanField(read_only=True)

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from apps.inventory.choices import NodeRole
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS
-from apps.jobs.kinds import KINDS
+from apps.jobs.kinds import KINDS, kind_names
 from apps.jobs.models import Artifact, Job, JobEvent, JobStep
 from apps.nodeexec.transports import TRANSPORT_NAMES
 
@@ -63,7 +63,7 @@ class KindFieldExtension(OpenApiSerializerFieldExtension):
     target_class = KindField
 
     def map_serializer_field(self, auto_schema, direction):
-        return {"type": "string", "enum": sorted(KINDS)}
+        return {"type": "string", "enum": kind_names()}
 
 
 class JobCreateSerializer(serializers.Serializer):
