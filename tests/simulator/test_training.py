@@ -95,7 +95,8 @@ def test_xid79_kills_its_rank_with_a_cuda_error_and_the_others_time_out():
 def test_a_full_checkpoint_volume_fails_the_next_save():
     full = Disruption(host="n1", kind="disk_full", start=T0 + 100, target="/ckpt")
     log = render_log(RUN, "n1", [full], T0 + 400)
-    assert "OSError: [Errno 28] No space left on device: '/ckpt/llm/step_0000100.pt'" in log
+    # A DCP save: the first rank of the full host cannot write its shard (node rank 0's first rank is rank 0).
+    assert "OSError: [Errno 28] No space left on device: '/ckpt/llm/step_0000100/__0_0.distcp'" in log
     problems = {finding.problem for finding in triage(log).findings}
     assert {"disk_full", "worker_failed"} <= problems
 
@@ -128,7 +129,7 @@ def test_the_nodes_answer_tail_cat_and_ls_of_the_job(running):
     whole = sim.run_command(node=node, argv=["cat", running.log_path]).stdout
     assert whole.endswith(tail.stdout) and "Starting worker group (attempt 0)" in whole
     listing = sim.run_command(node=node, argv=["ls", running.checkpoint_dir]).stdout.split()
-    assert listing[:2] == ["step_0000100.pt", "step_0000200.pt"]
+    assert listing[:2] == ["step_0000100", "step_0000200"]  # one checkpoint directory per save
     missing = sim.run_command(node=node, argv=["tail", "-n", "3", "/var/log/train/other.log"])
     assert missing.exit_code == 1 and "No such file or directory" in missing.stderr
     assert "iteration" not in sim.run_command(node=node, argv=["tail", running.log_path]).stderr
