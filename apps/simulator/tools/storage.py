@@ -245,7 +245,7 @@ def _ls_run_checkpoint(path: str, files, every: bool) -> CommandOutput:
         entries += [(".", 4096, "drwxr-xr-x 2"), ("..", 4096, "drwxr-xr-x 3")]
     else:
         entries = [entry for entry in entries if not entry[0].startswith(".")]
-    entries.sort(key=lambda entry: entry[0].lstrip(".").lower() or entry[0])
+    entries.sort()  # byte order, as ls sorts under LC_ALL=C (what a non-interactive ssh session usually has)
     width = max(len(str(size)) for _, size, _ in entries)
     total = sum(-(-size // 1024) for _, size, _ in entries)
     lines = [f"total {total}"] + [
