@@ -104,12 +104,13 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
 
         dmesg = Read("dmesg", "dmesg")
         seen.append(recovery.judge_kernel(target.hostname, *await read(dmesg)))
-        if self.job is not None and target.hostname == self.first_host:
+        if self.job is not None:  # every node: a local (hot) tier fills per node, a shared one for all
             directory = self.job.checkpoint_dir
             df, ls = recovery.storage_reads(directory)
             space = recovery.judge_space(target.hostname, *await read(df))
             space.hostname = target.hostname
             seen.append(space)
+        if self.job is not None and target.hostname == self.first_host:
             ok, text, command = await read(ls)
             steps = recovery.checkpoint_steps(text) if ok else []
             seen.append(
@@ -286,9 +287,16 @@ def conclude_recovery(*, incident: Incident, job) -> Remediation | None:
     if scores.get(cause, 0) <= 0:
         cause = Cause.WORKER_CRASH
     # Full: nothing left, or less than the next save needs (the size of a whole checkpoint).
-    space = next((row for row in rows if row.topic == "space" and "available" in row.data), None)
     needed = max((row.data.get("bytes", 0) for row in rows if row.topic == "shards"), default=0)
-    disk_full = space is not None and (space.data["available"] == 0 or space.data["available"] < needed)
+    full_on = sorted(
+        {
+            row.hostname
+            for row in rows
+            if row.topic == "space" and "available" in row.data and row.data["available"] <= max(needed - 1, 0)
+        }
+    )
+    disk_full = bool(full_on)
+    incident.suspect_nodes.add(*Node.objects.filter(hostname__in=full_on))
     bad_hosts = sorted({row.hostname for row in rows if row.topic == "xid" and row.verdict == EvidenceVerdict.FAULT})
     incident.suspect_nodes.add(*Node.objects.filter(hostname__in=bad_hosts))
     facts = job_facts(training)

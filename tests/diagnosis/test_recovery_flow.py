@@ -51,7 +51,7 @@ def test_disk_full_frees_space_and_resumes_from_the_newest_valid_checkpoint(
     _interrupted(training_job, inject)
     incident = _diagnose(training_job, operator, run_shards)
     assert "No space left on device" in incident.symptom
-    space = incident.evidence.get(topic="space")
+    space = incident.evidence.get(topic="space", hostname="gpu001")
     assert space.verdict == "fault" and space.data["available"] == 0 and space.command == f"df -P -B1 {CKPT}"
     marker = incident.evidence.get(topic="marker", subject="step 2400")
     assert marker.verdict == "fault"  # the save that hit the full disk never wrote .metadata
