@@ -5,6 +5,8 @@ the triage of the job's log, read by runbook 3's first phase: only NCCL watchdog
 The workloads app may not import diagnosis (a layer below), so this module listens to its model's saves.
 """
 
+import logging
+
 from django.db import transaction
 from django.db.models.signals import post_save, pre_save
 
@@ -13,6 +15,7 @@ from apps.workloads.choices import TrainingState
 from apps.workloads.models import TrainingJob
 
 FAILING = (TrainingState.FAILED, TrainingState.INTERRUPTED)
+logger = logging.getLogger(__name__)
 
 
 def _remember_state(sender, instance: TrainingJob, raw=False, **kwargs) -> None:
@@ -30,7 +33,15 @@ def _open_on_failure(sender, instance: TrainingJob, created: bool, raw=False, **
         return
     if instance.incidents.filter(state__in=INCIDENT_ACTIVE).exists():
         return  # already being worked on (a recovery in flight, or an operator's incident)
-    transaction.on_commit(lambda: open_for_failure(job_id=instance.pk))
+    transaction.on_commit(lambda: _open_safely(instance.pk))
+
+
+def _open_safely(job_id: int) -> None:
+    """The state change is what the caller asked for: an incident that cannot open is logged, never their error."""
+    try:
+        open_for_failure(job_id=job_id)
+    except Exception:  # noqa: BLE001  (a kind refusing its targets, a transport not allowed here)
+        logger.exception("could not open the incident of failed training job %s", job_id)
 
 
 def open_for_failure(*, job_id: int):
