@@ -1,6 +1,7 @@
 """Runbook 1 (NCCL timeout / hang) against every fault kind that can hurt a training job, injected alone on a random
-node of a simulated training job: how often it names the right cause and node, false alarms on fault-free runs, and
-time and commands to a verdict.
+node of a simulated training job, then runbook 3 (training interrupted) against a full disk and a lost GPU: how
+often it names the right cause and node (runbook 3: and the newest valid checkpoint), false alarms on fault-free
+runs, and time and commands to a verdict.
 
     .venv/bin/python bench/diagnosis.py                  # 10 trials per fault kind, 10 fault-free
     .venv/bin/python bench/diagnosis.py --trials 25
@@ -32,6 +33,13 @@ FAULTS = {
     "nic_down": ("link_down", lambda rng, nics, gpus: rng.choice(nics)),
     "xid79": ("gpu_lost", lambda rng, nics, gpus: str(rng.choice(gpus))),
     "none": ("none", None),  # a healthy job: nothing to conclude, and no fault evidence
+}
+# Runbook 3 (training interrupted): fault kind -> (the cause it should conclude, the fault's target). A trial is
+# right when the cause is the fault's, a recovery is proposed whose resume step is the newest checkpoint the
+# simulated job saved completely before it stopped, and (a lost GPU) the faulty node is not among its nodes.
+RECOVERY_FAULTS = {
+    "disk_full": ("checkpoint_disk_full", lambda rng, nics, gpus: "/checkpoints"),
+    "xid79": ("bad_node", lambda rng, nics, gpus: str(rng.choice(gpus))),
 }
 
 
@@ -100,11 +108,74 @@ def measure(trials: int, seed: int) -> dict:
                 right[kind] += 1
             if kind == "none" and (concluded != expected or incident.evidence.filter(verdict="fault").exists()):
                 false_alarms += 1
+    recovery = _measure_recovery(trials, rng, job, operator, counter)
     return {
+        "recovery": recovery,
         "trials": trials,
         "confusion": {kind: dict(row) for kind, row in confusion.items()},
         "right": dict(right),
         "false_alarms": false_alarms,
+        "median_seconds": statistics.median(seconds),
+        "median_commands": statistics.median(commands),
+    }
+
+
+def _measure_recovery(trials, rng, job, operator, counter) -> dict:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.diagnosis import services
+    from apps.diagnosis.models import Incident
+    from apps.diagnosis.phases import Phase
+    from apps.diagnosis.simulation import training_run
+    from apps.inventory.models import Node
+    from apps.simulator import services as sim
+    from apps.simulator.models import SimChange, SimFault
+    from apps.simulator.training import simulate
+    from apps.simulator.training_faults import disruptions, with_resumes
+
+    confusion: dict[str, Counter] = defaultdict(Counter)
+    right: Counter = Counter()
+    seconds, commands = [], []
+    for kind, (expected, pick_target) in RECOVERY_FAULTS.items():
+        for _ in range(trials):
+            SimFault.objects.all().delete()
+            SimChange.objects.all().delete()
+            Incident.objects.all().delete()
+            host = rng.choice(HOSTS)
+            node = Node.objects.get(hostname=host)
+            nics = sorted(node.nics.filter(purpose="data").values_list("name", flat=True))
+            gpus = sorted(node.gpus.values_list("index", flat=True))
+            fault = sim.inject_fault(node=node, kind=kind, target=pick_target(rng, nics, gpus))
+            SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=rng.randint(20, 90)))
+            run = with_resumes(training_run(job))
+            saved = simulate(run, disruptions(run), time.time()).checkpoints
+            calls, started = counter.calls, time.perf_counter()
+            incident = services.open_incident(
+                user=operator, training_job=job, transport="sim", runbook="training-interrupted"
+            )
+            services.start_runbook(incident=incident, user=operator)
+            for phase in (Phase.LOG, Phase.CHECKS):
+                phase_job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
+                if phase_job is not None:
+                    run_shards_here(phase_job)
+                incident.refresh_from_db()
+            seconds.append(time.perf_counter() - started)
+            commands.append(counter.calls - calls)
+            concluded = incident.cause or "none"
+            confusion[kind][concluded] += 1
+            plan = incident.remediations.first().plan if incident.remediations.exists() else {}
+            newest = max(saved, default=None)
+            if (
+                concluded == expected
+                and plan.get("resume_step") == newest
+                and (kind != "xid79" or host not in plan.get("hosts", []))
+            ):
+                right[kind] += 1
+    return {
+        "confusion": {kind: dict(row) for kind, row in confusion.items()},
+        "right": dict(right),
         "median_seconds": statistics.median(seconds),
         "median_commands": statistics.median(commands),
     }
@@ -133,6 +204,18 @@ def main() -> None:
     print(f"right cause and node: {total}/{runs} ({100 * total / runs:.0f} %, goal 95 %)")
     print(f"false alarms on fault-free runs: {result['false_alarms']}/{result['trials']} (goal 0)")
     print(f"median per verdict: {result['median_seconds']:.2f} s, {result['median_commands']:.0f} commands")
+    recovery = result["recovery"]
+    causes = sorted({cause for row in recovery["confusion"].values() for cause in row})
+    print(f"\nrunbook 3 (training-interrupted), {result['trials']} trials per fault kind")
+    print(f"{'injected':<10}" + "".join(f"{cause[:20]:>22}" for cause in causes) + f"{'right':>8}")
+    for kind in RECOVERY_FAULTS:
+        row = recovery["confusion"].get(kind, {})
+        cells = "".join(f"{row.get(cause, 0):>22}" for cause in causes)
+        print(f"{kind:<10}{cells}{recovery['right'].get(kind, 0):>5}/{result['trials']}")
+    total = sum(recovery["right"].values())
+    runs = len(RECOVERY_FAULTS) * result["trials"]
+    print(f"right cause and resume step (and bad node left out): {total}/{runs} ({100 * total / runs:.0f} %)")
+    print(f"median to a recovery plan: {recovery['median_seconds']:.2f} s, {recovery['median_commands']:.0f} commands")
 
 
 if __name__ == "__main__":

@@ -197,13 +197,35 @@ INCIDENT_STATE_COLOURS = {
 
 
 class Cause(models.TextChoices):
-    """What runbook 1 (NCCL timeout / hang) weighs, most specific first."""
+    """What the runbooks weigh, most specific first: runbook 1 (NCCL timeout / hang), then runbook 3."""
 
     PFC_OFF = "pfc_off", "PFC off on the RDMA priority"
     MTU_MISMATCH = "mtu_mismatch", "MTU mismatch on a data NIC"
     LINK_DOWN = "link_down", "Data NIC link down"
     GPU_LOST = "gpu_lost", "GPU lost (Xid 79)"
     STORAGE_OR_LOADER = "storage_or_loader", "Storage or data loader stall"
+    # Runbook 3, training interrupted:
+    CHECKPOINT_DISK_FULL = "checkpoint_disk_full", "Checkpoint volume full"
+    CHECKPOINT_CORRUPT = "checkpoint_corrupt", "Newest checkpoint corrupt or incomplete"
+    BAD_NODE = "bad_node", "A node's GPU failed (Xid / ECC)"
+    WORKER_CRASH = "worker_crash", "Worker crashed (no infrastructure fault found)"
+
+
+RUNBOOK_CAUSES = {
+    "nccl-timeout": (
+        Cause.PFC_OFF,
+        Cause.MTU_MISMATCH,
+        Cause.LINK_DOWN,
+        Cause.GPU_LOST,
+        Cause.STORAGE_OR_LOADER,
+    ),
+    "training-interrupted": (
+        Cause.CHECKPOINT_DISK_FULL,
+        Cause.CHECKPOINT_CORRUPT,
+        Cause.BAD_NODE,
+        Cause.WORKER_CRASH,
+    ),
+}
 
 
 class EvidenceVerdict(models.TextChoices):

@@ -1,7 +1,7 @@
 """The catalogue commands the runbooks add (the others they run are the inventory's, discovery's and deployments')."""
 
 from apps.deployments import commands as deployment_commands  # noqa: F401  (read-file, dmesg, set-mtu, set-qos)
-from apps.nodeexec.catalogue import CATALOGUE, Command, register_command
+from apps.nodeexec.catalogue import CATALOGUE, CHECKPOINT_LOAD_SCRIPT, Command, register_command
 
 COMMANDS = (
     Command(
@@ -17,6 +17,80 @@ COMMANDS = (
         placeholders=("interface",),
     ),
 )
+RECOVERY_COMMANDS = (
+    Command(
+        "df-path",
+        ("df", "-P", "-B1", "{path}"),
+        "Size, use and free space of the file system holding a path, in bytes.",
+        placeholders=("path",),
+    ),
+    Command("ls-dir", ("ls", "{path}"), "The names in a directory.", placeholders=("path",)),
+    Command(
+        "ls-all",
+        ("ls", "-la", "{path}"),
+        "Every file of a directory with its size (a checkpoint's shards and its .metadata marker).",
+        placeholders=("path",),
+    ),
+    Command(
+        "sha256-check",
+        ("sha256sum", "-c", "{path}"),
+        "Checks the files a hash manifest lists against their SHA-256.",
+        placeholders=("path",),
+    ),
+    Command(
+        "checkpoint-load",
+        ("python3", "-c", CHECKPOINT_LOAD_SCRIPT, "{path}"),
+        "Loads a PyTorch Distributed Checkpoint on the CPU (metadata and every tensor): does it load?",
+        placeholders=("path",),
+        timeout=1800,
+    ),
+    Command(
+        "remove-checkpoint",
+        ("rm", "-rf", "--", "{checkpoint_step_dir}"),
+        "Removes one checkpoint directory (a step_N directory, nothing else) to free space.",
+        placeholders=("checkpoint_step_dir",),
+    ),
+    Command(
+        "resume-torchrun",
+        (
+            "systemd-run",
+            "--unit",
+            "{unit}",
+            "--collect",
+            "torchrun",
+            "--nnodes",
+            "{number}",
+            "--nproc-per-node",
+            "{gpus}",
+            "--node-rank",
+            "{node_rank}",
+            "--rdzv-id",
+            "{marker}",
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            "{rdzv_endpoint}",
+            "{path}",
+            "--load",
+            "{checkpoint_dir}",
+            "--ckpt-step",
+            "{step}",
+        ),
+        "Relaunches a training job's node from a chosen checkpoint (torchrun under a transient systemd unit).",
+        placeholders=(
+            "unit",
+            "number",
+            "gpus",
+            "node_rank",
+            "marker",
+            "rdzv_endpoint",
+            "path",
+            "checkpoint_dir",
+            "step",
+        ),
+    ),
+)
+COMMANDS = COMMANDS + RECOVERY_COMMANDS
 for _command in COMMANDS:
     if _command.name not in CATALOGUE:
         register_command(_command)

@@ -38,6 +38,14 @@ class IncidentForm(forms.Form):
     )
     symptom = forms.CharField(required=False, max_length=10000, widget=forms.Textarea(attrs={"rows": 3}))
     transport = forms.ChoiceField(choices=[("sim", "sim (simulated cluster)"), ("ssh", "ssh")], initial="sim")
+    runbook = forms.ChoiceField(
+        choices=[
+            ("nccl-timeout", "1. NCCL timeout / hang"),
+            ("training-interrupted", "3. Training interrupted (recovery)"),
+        ],
+        initial="nccl-timeout",
+        required=False,
+    )
 
     def clean(self):
         data = super().clean()

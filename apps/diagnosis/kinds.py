@@ -52,6 +52,9 @@ class RunbookParameters(serializers.Serializer):
     wait_seconds = serializers.IntegerField(
         min_value=0, max_value=1800, default=180, help_text="verify: how long to wait for training to move again."
     )
+    route = serializers.BooleanField(
+        default=False, help_text="training-interrupted log phase: hand over to runbook 1 on collective timeouts only."
+    )
 
 
 @register_kind

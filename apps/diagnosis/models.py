@@ -179,6 +179,15 @@ class Remediation(AuditedModel, PublicModel):
     fix_job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     verify_job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     outcome = models.TextField(blank=True)
+    artefact = models.TextField(
+        blank=True,
+        help_text="A recovery's resume as it runs: the torchrun commands, the Slurm requeue, the Job manifest.",
+    )
+    plan = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='A recovery\'s choices: {"resume_step", "hosts", "removed", "excluded", "replaced", "automatic"}.',
+    )
 
     class Meta:
         ordering = ["incident", "-created"]

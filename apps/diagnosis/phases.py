@@ -1,7 +1,8 @@
-"""Starting one phase of runbook 1 as a job: which nodes it runs on and with which parameters.
+"""Starting one phase of a runbook as a job: which nodes it runs on and with which parameters.
 
 The kind's job_finished calls this to start the next phase; services call it to start the first one. It names the
-kind by its name, so this module does not import the kind (docs/jobs.md: import direction).
+kind by its name (the incident's runbook: `nccl-timeout` or `training-interrupted`), so this module does not import
+the kinds (docs/jobs.md: import direction).
 """
 
 from django.conf import settings
@@ -13,11 +14,14 @@ from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 
 KIND = "nccl-timeout"
+RECOVERY_KIND = "training-interrupted"
+RUNBOOKS = (KIND, RECOVERY_KIND)
 
 
 class Phase(models.TextChoices):
     LOG = "log", "Read the training log"
     NETWORK = "network", "Check the suspect nodes"
+    CHECKS = "checks", "Check the checkpoint tier, the checkpoints and the nodes"
     FIX = "fix", "Apply the fix"
     VERIFY = "verify", "Re-check after the fix"
 
@@ -25,6 +29,7 @@ class Phase(models.TextChoices):
 STATE_OF_PHASE = {
     Phase.LOG: IncidentState.INVESTIGATING,
     Phase.NETWORK: IncidentState.INVESTIGATING,
+    Phase.CHECKS: IncidentState.INVESTIGATING,
     Phase.FIX: IncidentState.FIXING,
     Phase.VERIFY: IncidentState.VERIFYING,
 }
@@ -37,6 +42,12 @@ def _hosts(incident: Incident, phase: str, remediation: Remediation | None) -> l
         else []
     )
     suspects = list(incident.suspect_nodes.values_list("hostname", flat=True))
+    if incident.runbook == RECOVERY_KIND:
+        if phase == Phase.FIX:
+            return sorted({command["hostname"] for command in remediation.commands})
+        if phase == Phase.VERIFY and remediation is not None and remediation.plan.get("hosts"):
+            return remediation.plan["hosts"][:1]  # the new node rank 0: its log shows the resume and the steps
+        return job_hosts
     if phase == Phase.LOG:
         return job_hosts
     if phase == Phase.NETWORK:
@@ -54,9 +65,13 @@ def start_phase(
     user=None,
     transport: str | None = None,
     wait_seconds: int | None = None,
+    route: bool = False,
 ) -> Job:
-    """Create the phase's job (enqueued on commit) and move the incident to the phase's state."""
+    """Create the phase's job (enqueued on commit) and move the incident to the phase's state. `route`: the log
+    phase of runbook 3 hands the incident to runbook 1 when the log shows only collective timeouts."""
     parameters = {"incident": str(incident.public_id), "phase": phase}
+    if route:
+        parameters["route"] = True
     if incident.training_job and incident.training_job.log_path and phase in (Phase.LOG, Phase.VERIFY):
         parameters["log_path"] = incident.training_job.log_path
     if remediation is not None:
@@ -66,7 +81,7 @@ def start_phase(
             settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS if wait_seconds is None else wait_seconds
         )
     job = create_job(
-        kind=KIND,
+        kind=incident.runbook if incident.runbook in RUNBOOKS else KIND,
         targets=TargetSpec(nodes=tuple(_hosts(incident, phase, remediation))),
         parameters=parameters,
         transport=transport or incident.transport or None,

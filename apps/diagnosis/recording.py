@@ -9,7 +9,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.diagnosis.choices import Cause, EvidenceVerdict, IncidentState, RemediationState
+from apps.diagnosis import recovery
+from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, RankingChange, Remediation
 from apps.diagnosis.runbook import NicFacts, NodeFacts, Observation, conclude, fix_for, network_clean, weights
 from apps.inventory.choices import NicPurpose
@@ -25,6 +26,8 @@ LOG_TOPICS = (
     "cuda",
     "disk",
     "progress",
+    "checkpoint",
+    "worker",
 )  # what the training log shows; the rest are node checks
 SUGGESTIONS = {
     Cause.PFC_OFF: "Enable PFC on the RDMA priority (mlnx_qos --pfc) on the NICs that lost it, then re-check.",
@@ -32,7 +35,15 @@ SUGGESTIONS = {
     Cause.LINK_DOWN: "Reseat or replace the cable named by the inventory and check the switch port's state.",
     Cause.GPU_LOST: "Drain the node, reset the GPU or power-cycle, and restart the job from its newest checkpoint.",
     Cause.STORAGE_OR_LOADER: "Check the checkpoint volume's free space and the data loader on the lagging ranks.",
+    Cause.CHECKPOINT_DISK_FULL: "Free space on the checkpoint tier (the oldest checkpoints beyond the keep count), "
+    "then resume from the newest valid checkpoint.",
+    Cause.CHECKPOINT_CORRUPT: "Resume from the newest checkpoint that is whole and loads; check the storage that "
+    "wrote the bad one.",
+    Cause.BAD_NODE: "Leave the node with the failed GPU out (a spare of the same SKU in its place) and resume.",
+    Cause.WORKER_CRASH: "Resume from the newest valid checkpoint; if it crashes again, read the root-cause rank's "
+    "traceback.",
 }
+WEIGHERS = {"nccl-timeout": weights, "training-interrupted": recovery.weights}
 
 
 def node_facts(nodes) -> dict[str, NodeFacts]:
@@ -145,7 +156,8 @@ def evidence_json(row: Evidence) -> dict:
 
 def _rescore(incident: Incident, rows: list[Evidence]) -> RankingChange | None:
     hypotheses = {h.cause: h for h in incident.hypotheses.all()}
-    for cause in Cause.values:
+    weigh = WEIGHERS.get(incident.runbook, weights)
+    for cause in RUNBOOK_CAUSES.get(incident.runbook, RUNBOOK_CAUSES["nccl-timeout"]):
         if cause not in hypotheses:
             hypotheses[cause] = Hypothesis.objects.create(incident=incident, cause=cause, suggestion=SUGGESTIONS[cause])
     before = [h.cause for h in sorted(hypotheses.values(), key=_order) if h.score > 0]
@@ -158,8 +170,10 @@ def _rescore(incident: Incident, rows: list[Evidence]) -> RankingChange | None:
         faults = [row for row in group if row.verdict == EvidenceVerdict.FAULT]
         counted = faults or group
         seen = Observation(counted[0].topic, counted[0].subject, counted[0].verdict, "", "")
-        for cause, points in weights(seen).items():
-            hypothesis = hypotheses[cause]
+        for cause, points in weigh(seen).items():
+            hypothesis = hypotheses.get(cause)
+            if hypothesis is None:
+                continue
             hypothesis.score += points
             (hypothesis.supporting if points > 0 else hypothesis.contradicting).add(*counted)
     ordered = sorted(hypotheses.values(), key=_order)

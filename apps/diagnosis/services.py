@@ -12,9 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from apps.core.audit import record
 from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
 from apps.diagnosis.models import Incident
-from apps.diagnosis.phases import Phase, start_phase
+from apps.diagnosis.phases import RECOVERY_KIND, RUNBOOKS, Phase, start_phase
 from apps.nodeexec.catalogue import build, shell_join
 from apps.parsers import logs
 from apps.parsers import triage as rules
@@ -158,8 +159,14 @@ def open_incident(
     title: str = "",
     symptom: str = "",
     transport: str = "",
+    runbook: str = "nccl-timeout",
 ):
-    """Open an incident about a training job, a node or a failed check (at least one of them)."""
+    """Open an incident about a training job, a node or a failed check (at least one of them). `runbook`:
+    ``nccl-timeout`` (runbook 1) or ``training-interrupted`` (runbook 3, for a training job)."""
+    if runbook not in RUNBOOKS:
+        raise IncidentError(f"No runbook {runbook!r}; choose one of {', '.join(RUNBOOKS)}.", field="runbook")
+    if runbook == RECOVERY_KIND and training_job is None:
+        raise IncidentError("The training-interrupted runbook needs the training job.", field="training_job")
     if training_job is None and node is None and check_step is None:
         raise IncidentError("Name the training job, node or failed check the incident is about.", field="training_job")
     if training_job is not None and not training_job.log_path:
@@ -167,8 +174,10 @@ def open_incident(
             f"{training_job} has no log path: the runbook reads the training log.", field="training_job"
         )
     subject = training_job or node or check_step
+    label = "Training interrupted" if runbook == RECOVERY_KIND else "NCCL timeout / hang"
     incident = Incident.objects.create(
-        title=(title or f"NCCL timeout / hang: {subject}")[:200],
+        runbook=runbook,
+        title=(title or f"{label}: {subject}")[:200],
         symptom=symptom,
         training_job=training_job,
         node=node or (check_step.node if check_step is not None else None),
@@ -181,12 +190,15 @@ def open_incident(
     return incident
 
 
-def start_runbook(*, incident, user, wait_seconds: int | None = None):
-    """Start runbook 1 from its first phase: the training log, or the node's checks for an incident about a node."""
+def start_runbook(*, incident, user, wait_seconds: int | None = None, route: bool = False):
+    """Start the incident's runbook from its first phase: the training log, or the node's checks for an incident
+    about a node (runbook 1). `route` (runbook 3): hand over to runbook 1 if the log shows only NCCL timeouts."""
     if incident.state in (IncidentState.INVESTIGATING, IncidentState.FIXING, IncidentState.VERIFYING):
         raise IncidentError(f"The runbook is already running on this incident ({incident.get_state_display()}).")
     phase = Phase.LOG if incident.training_job_id else Phase.NETWORK
-    return start_phase(incident=incident, phase=phase, user=user, wait_seconds=wait_seconds)
+    return start_phase(
+        incident=incident, phase=phase, user=user, wait_seconds=wait_seconds, route=route and phase == Phase.LOG
+    )
 
 
 def dry_run(*, remediation) -> list[str]:
@@ -199,14 +211,21 @@ def dry_run(*, remediation) -> list[str]:
     ]
 
 
-def approve_remediation(*, remediation, user, wait_seconds: int | None = None):
-    """An operator approves the fix: it runs as a job (or, done by hand, is re-checked), then the runbook re-checks."""
+def approve_remediation(*, remediation, user, wait_seconds: int | None = None, automatic: bool = False):
+    """An operator approves the fix: it runs as a job (or, done by hand, is re-checked), then the runbook re-checks.
+    `automatic`: the training job's recovery policy approves it (no user; audited as such)."""
     if remediation.state != RemediationState.PROPOSED:
         raise IncidentError(f"This fix is {remediation.get_state_display().lower()}, not waiting for approval.")
     dry_run(remediation=remediation)  # a command the catalogue refuses fails here, before anything is approved
     remediation.state = RemediationState.APPROVED if remediation.commands else RemediationState.APPLIED
     remediation.approved_by, remediation.approved_at = user, timezone.now()
     remediation.save()  # audited: the request's actor (AuditContextMiddleware) is recorded with the change
+    if automatic:
+        record(
+            "approve-automatic",
+            obj=remediation,
+            changes={"policy": [None, "automatic"], "summary": [None, remediation.summary]},
+        )
     phase = Phase.FIX if remediation.commands else Phase.VERIFY
     return start_phase(
         incident=remediation.incident, phase=phase, remediation=remediation, user=user, wait_seconds=wait_seconds

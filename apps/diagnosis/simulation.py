@@ -26,9 +26,12 @@ def runs_on(hostname: str) -> list[TrainingRun]:
 
 def training_run(job: TrainingJob) -> TrainingRun:
     members = sorted(job.members.all(), key=lambda member: member.node_rank)
+    hosts = tuple(member.node.hostname for member in members)
+    if job.placements:  # moved by a recovery: the run began on its first node list (the resumes say the rest)
+        hosts = tuple(job.placements[0]["hosts"])
     return TrainingRun(
         name=job.name,
-        hosts=tuple(member.node.hostname for member in members),
+        hosts=hosts,
         ranks_per_node=job.ranks_per_node,
         checkpoint_dir=job.checkpoint_dir or f"/checkpoints/{job.name}",
         checkpoint_interval=job.checkpoint_interval_steps,

@@ -59,6 +59,7 @@ def incident_open(request):
                 node=data["node"],
                 symptom=data["symptom"],
                 transport=data["transport"],
+                runbook=data.get("runbook") or "nccl-timeout",
             )
             services.start_runbook(incident=incident, user=request.user)
         except services.IncidentError as error:

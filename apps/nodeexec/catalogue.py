@@ -41,6 +41,18 @@ PYTHON_VERSIONS_SCRIPT = (
     "    except m.PackageNotFoundError:\n"
     "        print(name, 'missing')\n"
 )
+# Whether a PyTorch Distributed Checkpoint directory ($1) loads: its .metadata, then every tensor of every shard,
+# on the CPU, without a process group (what a resume would read, before a resume is run from it).
+CHECKPOINT_LOAD_SCRIPT = (
+    "import sys\n"
+    "import torch.distributed.checkpoint as dcp\n"
+    "from torch.distributed.checkpoint.format_utils import _EmptyStateDictLoadPlanner\n"
+    "reader = dcp.FileSystemReader(sys.argv[1])\n"
+    "metadata = reader.read_metadata()\n"
+    "state = {}\n"
+    "dcp.load(state, storage_reader=reader, planner=_EmptyStateDictLoadPlanner(), no_dist=True)\n"
+    "print(f'loaded {sys.argv[1]}: {len(metadata.state_dict_metadata)} entries')\n"
+)
 # Link settings, driver/firmware and PFC of several interfaces in one command (one connection, one matrix cell).
 # $1 is a comma-separated list of checked interface names; globbing is off, so splitting it expands nothing. Each
 # tool's stdout is framed by SECTION_MARK lines, its exit status and stderr follow it; an interface the node does
@@ -151,6 +163,18 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
     # The scheduler's view of a node (kubectl cordon/drain, scontrol update). A drain reason may hold spaces, so it
     # relies on the transport's shlex quoting; it still admits no quote, $, `, ; | & < > or backslash.
+    # A training job's recovery: the checkpoint directories it may remove (never /, never .., always a step_N
+    # directory) and the relaunch's values.
+    "checkpoint_step_dir": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){1,12}step_[0-9]{7,9}", "a checkpoint directory /…/step_NNNNNNN"
+    ),
+    "step": Placeholder(r"[0-9]{1,9}", "a training step"),
+    "node_rank": Placeholder(r"[0-9]{1,4}", "a node rank"),
+    "checkpoint_dir": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}", "an absolute directory path"
+    ),
+    "unit": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,80}", "a systemd unit name"),
+    "rdzv_endpoint": Placeholder(rf"{HOSTNAME}:[0-9]{{1,5}}", "host:port"),
     "scheduler_node": Placeholder(HOSTNAME, "a node name"),
     "slurm_node": Placeholder(rf"NodeName={HOSTNAME}", "NodeName=a node name"),
     "slurm_reason": Placeholder(

@@ -24,6 +24,8 @@ WATCHDOG_WORK = re.compile(
 )
 ATTEMPT = re.compile(r"Starting worker group(?: \(attempt (?P<attempt>\d+)\))?|Rendezvous complete for workers")
 ITERATION = re.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*\d+")
+# Megatron's resume line: "successfully loaded checkpoint from /ckpt/step_0004000 [ t 1/1, p 1/1 ] at iteration 4000"
+LOADED = re.compile(r"successfully loaded checkpoint from (?P<path>\S+).*?\bat iteration\s+(?P<step>\d+)")
 
 
 @dataclass
@@ -49,6 +51,8 @@ class TrainingLog(Result):
     earlier_timeouts: int = 0
     last_step: int | None = None  # the newest iteration line of the last attempt
     steps_since_start: int = 0  # iteration lines in the last attempt
+    resumed_from: int | None = None  # the step whose checkpoint the last attempt loaded (None: none loaded)
+    resumed_path: str = ""  # and where that checkpoint was
 
     @property
     def lagging_ranks(self) -> list[int]:
@@ -71,6 +75,7 @@ def parse_training_log(text: str) -> TrainingLog:
             log.earlier_timeouts += len(log.timeouts)
             log.timeouts, pending = [], {}
             log.last_step, log.steps_since_start = None, 0
+            log.resumed_from, log.resumed_path = None, ""
         elif match := WATCHDOG.search(raw):
             timeout = WatchdogTimeout(
                 rank=int(match["rank"]),
@@ -87,6 +92,8 @@ def parse_training_log(text: str) -> TrainingLog:
             timeout = pending.get(int(match["rank"]))
             if timeout is not None and timeout.seq == int(match["seq"]):
                 timeout.last_enqueued, timeout.last_completed = int(match["enqueued"]), int(match["completed"])
+        elif match := LOADED.search(raw):
+            log.resumed_from, log.resumed_path = int(match["step"]), match["path"]
         elif match := ITERATION.search(raw):
             log.last_step = int(match["step"])
             log.steps_since_start += 1

@@ -8,6 +8,8 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``firmware:<component>`` str, for every device of that component (bios, bmc, gpu_vbios, nic_firmware)
 - ``software:<name>`` str (driver, cuda, nccl, openmpi, torch, tensorflow)
 - ``file:<absolute path>`` str content
+- ``removed:<absolute path>`` int: what ``rm -rf`` of a training run's checkpoint freed, in bytes (on its volume)
+- ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
 """
 
 from collections.abc import Iterable
@@ -72,6 +74,17 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
             return False
     elif family == "file" and rest.startswith("/"):
         state.files[rest] = str(value)
+    elif family == "removed" and rest.startswith("/"):
+        volume = max(
+            (v for v in state.volumes if rest.startswith(v.mount_point.rstrip("/") + "/")),
+            key=lambda v: len(v.mount_point),
+            default=None,
+        )
+        if volume is None:
+            return False
+        volume.freed_bytes += int(value or 0)
+    elif family == "training" and rest.startswith("resume:"):
+        pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
     else:
         return False
     return True

@@ -211,6 +211,7 @@ class SimVolume:
     capacity_gb: int
     kind: str  # hot / warm / cold, or "system" for the boot disk
     full: bool = False
+    freed_bytes: int = 0  # what removals freed on it since (a full volume then has that much free)
 
     @property
     def is_local(self) -> bool:

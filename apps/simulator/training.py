@@ -24,8 +24,9 @@ import hashlib
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 
 STARTUP_SECONDS = 45.0  # rendezvous, NCCL init and the first checkpoint load
 RESTART_SECONDS = 30.0  # the elastic agent's monitor interval and the new rendezvous
@@ -34,6 +35,12 @@ NETWORK_FAULTS = ("nic_down", "pfc_off", "mtu")
 FATAL_FAULTS = NETWORK_FAULTS + ("xid79",)
 ALLREDUCE_NUMEL = 26_214_400  # elements in one gradient bucket (100 MiB of fp32)
 SCRIPT = "pretrain_gpt.py"
+# A checkpoint is a PyTorch Distributed Checkpoint directory: one shard per rank, then `.metadata`, which the
+# coordinator writes only after every shard is written (the completeness marker), then the job's hash manifest.
+SHARD_BYTES = 2_147_483_648 + 4_194_304  # one rank's shard of model and optimizer state
+MARKER = ".metadata"
+MANIFEST_NAME = "SHA256SUMS"
+METADATA_BYTES = 1_843_200
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class TrainingRun:
     log_every: int = 10
     timeout_ms: int = 600_000
     train_iters: int = 500_000
+    resumes: tuple["Resume", ...] = ()  # relaunches from a chosen checkpoint (the recovery's torchrun), by time
 
     @property
     def world_size(self) -> int:
@@ -75,19 +83,34 @@ class Disruption:
     links: tuple[tuple[int, str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class Resume:
+    """The run relaunched at `at` on `hosts` (node-rank order), loading the checkpoint of `step`."""
+
+    at: float
+    step: int
+    hosts: tuple[str, ...]
+
+
 @dataclass
 class _Line:
     at: float
     host: str | None  # None: rank 0's node prints it (iteration lines); else that host's agent or ranks
-    text: str
+    content: str | Callable[[], str]  # a callable for lines only a rendered log needs (the iteration lines)
+
+    @property
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else self.content()
 
 
 @dataclass
 class _Timeline:
     lines: list[_Line] = field(default_factory=list)
-    checkpoints: list[int] = field(default_factory=list)  # steps saved
+    checkpoints: list[int] = field(default_factory=list)  # steps saved completely
+    partial: dict[int, tuple[int, int]] = field(default_factory=dict)  # step -> (world size, shards written)
+    world: dict[int, int] = field(default_factory=dict)  # step -> world size of the complete save
 
-    def add(self, at: float, host: str | None, text: str) -> None:
+    def add(self, at: float, host: str | None, text: "str | Callable[[], str]") -> None:
         self.lines.append(_Line(at, host, text))
 
 
@@ -110,7 +133,11 @@ def _pid(run: TrainingRun, host: str, local: int, attempt: int) -> int:
     return 40_000 + _noise(run, "pid", host, attempt).randrange(1000, 9000) + local
 
 
-def _launch(run: TrainingRun, at: float, attempt: int, timeline: _Timeline, resume_step: int) -> None:
+def _launch(
+    run: TrainingRun, at: float, attempt: int, timeline: _Timeline, resume_step: int, disruptions=()
+) -> float | None:
+    """The agents start the workers; rank 0 loads the checkpoint of `resume_step`. Returns when the workers died
+    if the checkpoint did not load (None: it loaded, or there was none to load)."""
     for host in run.hosts:
         agent = _pid(run, host, 99, attempt)
         timeline.add(
@@ -124,6 +151,12 @@ def _launch(run: TrainingRun, at: float, attempt: int, timeline: _Timeline, resu
     if resume_step:
         path = checkpoint_path(run, resume_step)
         timeline.add(at + 20, first, f" loading checkpoint from {run.checkpoint_dir} at iteration {resume_step}")
+        problem = checkpoint_problem(run, timeline, disruptions, resume_step, at + 20)
+        if problem:
+            for text in _traceback_lines(0, _LOAD_FRAMES + loader_error(path, problem)):
+                timeline.add(at + 21, first, text)
+            _agent_failure(run, first, 0, at + 23, 1, timeline, attempt)
+            return at + 23
         timeline.add(
             at + 40,
             first,
@@ -131,10 +164,71 @@ def _launch(run: TrainingRun, at: float, attempt: int, timeline: _Timeline, resu
         )
     else:
         timeline.add(at + 40, first, f" no checkpoint in {run.checkpoint_dir}: training starts at iteration 0")
+    return None
+
+
+_LOAD_FRAMES = [
+    "Traceback (most recent call last):",
+    f'  File "/workspace/{SCRIPT}", line 231, in <module>',
+    "    pretrain(train_valid_test_datasets_provider, model_provider, forward_step)",
+    '  File "/workspace/megatron/training/training.py", line 289, in pretrain',
+    "    iteration, num_floating_point_operations_so_far = load_checkpoint(",
+    '  File "/workspace/megatron/training/checkpointing.py", line 1102, in load_checkpoint',
+    "    state_dict = dcp.load(state_dict, checkpoint_id=checkpoint_name)",
+]
+
+
+def loader_error(path: str, problem: str) -> list[str]:
+    """The frames and the last line PyTorch's DCP reader gives for a checkpoint that does not load.
+
+    problem: "missing" (no such directory), "incomplete" (no .metadata: the save never finished), or "corrupt:<file>"
+    (a torn or flipped shard: torch.load cannot find the zip archive's central directory)."""
+    torch = "/usr/local/lib/python3.10/dist-packages/torch"
+    if problem.startswith("corrupt"):
+        return [
+            f'  File "{torch}/distributed/checkpoint/filesystem.py", line 657, in read_data',
+            "    tensor = torch.load(",
+            f'  File "{torch}/serialization.py", line 1326, in load',
+            "    with _open_zipfile_reader(opened_file) as opened_zipfile:",
+            f'  File "{torch}/serialization.py", line 671, in __init__',
+            "    super().__init__(torch._C.PyTorchFileReader(name_or_buffer))",
+            "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory",
+        ]
+    return [
+        f'  File "{torch}/distributed/checkpoint/filesystem.py", line 764, in read_metadata',
+        '    with self.fs.create_stream(path, "rb") as metadata_file:',
+        f'  File "{torch}/distributed/checkpoint/filesystem.py", line 447, in create_stream',
+        "    with path.open(mode) as stream:",
+        f"FileNotFoundError: [Errno 2] No such file or directory: '{path}/{MARKER}'",
+    ]
+
+
+def shard_name(rank: int) -> str:
+    return f"__{rank}_0.distcp"
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def checkpoint_problem(run: TrainingRun, timeline: _Timeline, disruptions, step: int, at: float) -> str:
+    """Why the checkpoint of `step` would not load at `at` ('' when it loads)."""
+    path = checkpoint_path(run, step)
+    happened = [d for d in disruptions if d.start <= at]
+    if any(d.kind == "removed" and _under(path, d.target) for d in happened):
+        return "missing"
+    if step not in timeline.checkpoints:
+        return "incomplete" if step in timeline.partial else "missing"
+    torn = sorted(d.target for d in happened if d.kind == "corrupt_checkpoint" and _under(d.target, path))
+    if torn:
+        name = torn[0][len(path) :].strip("/") or shard_name(0)
+        return f"corrupt:{name}"
+    return ""
 
 
 def checkpoint_path(run: TrainingRun, step: int) -> str:
-    return f"{run.checkpoint_dir.rstrip('/')}/step_{step:07d}.pt"
+    """The checkpoint directory of one step."""
+    return f"{run.checkpoint_dir.rstrip('/')}/step_{step:07d}"
 
 
 def _iteration_line(run: TrainingRun, step: int, at: float, slow_ms: float = 0.0) -> str:
@@ -153,6 +247,8 @@ def _disk_full_at(disruptions: list[Disruption], run: TrainingRun, at: float) ->
     for disruption in disruptions:
         if disruption.kind != "disk_full" or not run.checkpoint_dir.startswith(disruption.target.rstrip("/") + "/"):
             continue
+        if disruption.host not in run.hosts:
+            continue
         if disruption.start <= at and (disruption.end is None or at < disruption.end):
             return disruption
     return None
@@ -165,54 +261,78 @@ def _first_fatal(disruptions: list[Disruption], after: float) -> Disruption | No
 
 
 def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Timeline:
-    """Everything the run writes up to time t (and the lines of a failure under way), every host's together."""
+    """Everything the run writes up to time t (and the lines of a failure under way), every host's together.
+
+    A failure the elastic agent can restart from (a network fault or a lost GPU, once repaired) restarts the workers
+    by itself; a failed checkpoint save, a checkpoint that does not load, or a fault never repaired ends the run
+    until a Resume relaunches it (on the resume's hosts, from the resume's step)."""
     timeline = _Timeline()
     attempt, step, begin, launch = 0, 0, run.started, True
+    resumes = sorted(run.resumes, key=lambda resume: resume.at)
+    current = run
     while begin < t:
+        failed_at, cause, terminal = None, None, False
         if launch:
-            _launch(run, begin, attempt, timeline, step)
+            failed_at = _launch(current, begin, attempt, timeline, step, disruptions)
             first = begin + STARTUP_SECONDS
-        base = step
-        fatal = _first_fatal(disruptions, first)
-        stop_at = max(fatal.start, first) if fatal else math.inf
-        failed_at, cause = None, None
-        while step < run.train_iters:
-            ends = first + (step + 1 - base) * run.step_seconds
-            if ends > t or ends > stop_at:
-                break
-            step += 1
-            if step % run.log_every == 0:
-                timeline.add(ends, None, _iteration_line(run, step, ends))
-            if step % run.checkpoint_interval == 0:
-                full = _disk_full_at(disruptions, run, ends)
-                if full is not None:
-                    _save_failed(run, full, step, ends, timeline, attempt)
-                    failed_at, cause = ends + 5, full
+            terminal = failed_at is not None
+        if not terminal:
+            base = step
+            fatal = _first_fatal([d for d in disruptions if d.host in current.hosts], first)
+            stop_at = max(fatal.start, first) if fatal else math.inf
+            while step < current.train_iters:
+                ends = first + (step + 1 - base) * current.step_seconds
+                if ends > t or ends > stop_at:
                     break
-                _saved(run, step, ends, timeline)
+                step += 1
+                if step % current.log_every == 0:
+                    timeline.add(ends, current.hosts[0], partial(_iteration_line, current, step, ends))
+                if step % current.checkpoint_interval == 0:
+                    full = _disk_full_at(disruptions, current, ends)
+                    if full is not None:
+                        _save_failed(current, full, step, ends, timeline, attempt)
+                        failed_at, cause, terminal = ends + 5, full, True
+                        break
+                    _saved(current, step, ends, timeline)
         if failed_at is None:
             if fatal is None or stop_at > t:
                 return timeline
             cleared = (
-                fatal.kind in NETWORK_FAULTS and fatal.end is not None and fatal.end < stop_at + run.timeout_ms / 1000
+                fatal.kind in NETWORK_FAULTS
+                and fatal.end is not None
+                and fatal.end < stop_at + current.timeout_ms / 1000
             )
             if cleared:  # the collective completes late; no restart
                 step += 1
-                if step % run.log_every == 0:
-                    timeline.add(fatal.end, None, _iteration_line(run, step, fatal.end, (fatal.end - stop_at) * 1000))
+                if step % current.log_every == 0:
+                    timeline.add(
+                        fatal.end,
+                        current.hosts[0],
+                        _iteration_line(current, step, fatal.end, (fatal.end - stop_at) * 1000),
+                    )
                 first, begin, launch = fatal.end, fatal.end, False
                 continue
-            failed_at, cause = _fatal(run, fatal, stop_at, step, timeline, attempt), fatal
-        if cause.end is None or failed_at > t:
+            failed_at, cause = _fatal(current, fatal, stop_at, step, timeline, attempt), fatal
+            terminal = cause.end is None
+        if failed_at > t:
             return timeline
+        if terminal:
+            resume = next((resume for resume in resumes if resume.at >= failed_at), None)
+            if resume is None or resume.at > t:
+                return timeline
+            resumes.remove(resume)
+            attempt += 1
+            current = replace(run, hosts=resume.hosts)
+            step, begin, launch = resume.step, resume.at, True
+            continue
         attempt += 1
         step = max([saved for saved in timeline.checkpoints if saved <= step], default=0)
         begin, launch = max(cause.end, failed_at) + RESTART_SECONDS, True
-        for host in run.hosts:
+        for host in current.hosts:
             timeline.add(
                 begin - 1,
                 host,
-                f"{_glog(begin - 1, 'W')} {_pid(run, host, 99, attempt - 1)} "
+                f"{_glog(begin - 1, 'W')} {_pid(current, host, 99, attempt - 1)} "
                 "torch/distributed/elastic/agent/server/api.py:719] [default] Worker group FAILED. "
                 f"{max(3 - attempt, 0)}/3 attempts left; will restart worker group",
             )
@@ -225,6 +345,7 @@ def _saved(run: TrainingRun, step: int, at: float, timeline: _Timeline) -> None:
     timeline.add(at + 0.2, first, f" saving checkpoint at iteration {step:>7} to {run.checkpoint_dir}")
     timeline.add(at + 4.0, first, f"  successfully saved checkpoint from iteration {step:>7} to {path}")
     timeline.checkpoints.append(step)
+    timeline.world[step] = run.world_size
 
 
 def _traceback_lines(rank: int, lines: list[str]) -> list[str]:
@@ -232,9 +353,13 @@ def _traceback_lines(rank: int, lines: list[str]) -> list[str]:
 
 
 def _save_failed(run, full: Disruption, step: int, at: float, timeline: _Timeline, attempt: int) -> None:
-    path = checkpoint_path(run, step)
+    """The first rank of the full host cannot write its shard: the ranks before it wrote theirs, its own shard is
+    left empty, the rest never start, and no .metadata is written (the checkpoint is incomplete)."""
+    failing = run.ranks_of(full.host)[0]
+    path = f"{checkpoint_path(run, step)}/{shard_name(failing)}"
+    timeline.partial[step] = (run.world_size, failing)
     timeline.add(at + 0.2, run.hosts[0], f" saving checkpoint at iteration {step:>7} to {run.checkpoint_dir}")
-    for rank in run.ranks_of(full.host)[:1]:
+    for rank in (failing,):
         for text in _traceback_lines(
             rank,
             [
@@ -244,10 +369,10 @@ def _save_failed(run, full: Disruption, step: int, at: float, timeline: _Timelin
                 '  File "/workspace/megatron/training/training.py", line 412, in pretrain',
                 "    save_checkpoint(iteration, model, optimizer, opt_param_scheduler)",
                 '  File "/workspace/megatron/training/checkpointing.py", line 398, in save_checkpoint',
-                "    torch.save(state_dict, checkpoint_name)",
-                '  File "/usr/local/lib/python3.10/dist-packages/torch/serialization.py", line 652, in save',
-                "    with _open_zipfile_writer(f) as opened_zipfile:",
-                "RuntimeError: [enforce fail at inline_container.cc:603] . unexpected pos 2432696320 vs 2432696208",
+                "    dcp.save(state_dict, checkpoint_id=checkpoint_name)",
+                '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/checkpoint/filesystem.py", line '
+                "338, in _write_files_from_queue",
+                '    with create_stream(file_name, "wb") as stream:',
                 f"OSError: [Errno 28] No space left on device: '{path}'",
             ],
         ):
@@ -348,9 +473,17 @@ def _ib_warning(run, host: str, local: int, device: str, address: str, at: float
     timeline.add(at, host, f"{host}:{pid}:{pid + 77} [{local}] NCCL INFO transport/net.cc:1298 -> 6")
 
 
+def all_hosts(run: TrainingRun) -> tuple[str, ...]:
+    """Every host the run has used: its first placement's, then each resume's."""
+    hosts = list(run.hosts)
+    for resume in run.resumes:
+        hosts += [host for host in resume.hosts if host not in hosts]
+    return tuple(hosts)
+
+
 def render_log(run: TrainingRun, host: str, disruptions: list[Disruption], t: float) -> str:
     """The log on `host` at time t: its agent's and ranks' lines; node rank 0's also holds the iteration lines."""
-    if host not in run.hosts or t < run.started:
+    if host not in all_hosts(run) or t < run.started:
         return ""
     timeline = simulate(run, disruptions, t)
     first = run.hosts[0]
@@ -359,10 +492,64 @@ def render_log(run: TrainingRun, host: str, disruptions: list[Disruption], t: fl
     return "".join(line.text + "\n" for line in mine)
 
 
-def saved_checkpoints(run: TrainingRun, disruptions: list[Disruption], t: float) -> list[str]:
-    """The checkpoint files the run has written by time t."""
+@dataclass(frozen=True)
+class CheckpointFile:
+    path: str
+    size: int
+    digest: str  # what sha256sum reads from it now
+    expected: str = ""  # what the manifest says (blank: not in a manifest)
+
+
+def _digest(path: str, size: int, torn: bool = False) -> str:
+    return hashlib.sha256(f"{path}:{size}{':torn' if torn else ''}".encode()).hexdigest()
+
+
+def checkpoint_files(run: TrainingRun, disruptions: list[Disruption], t: float) -> dict[str, list[CheckpointFile]]:
+    """The checkpoint directories on the run's volume at time t (removed ones gone), each with its files: a shard
+    per rank, the .metadata marker and the manifest for a complete save; the shards written so far for one that
+    failed part-way (the failing rank's shard empty)."""
     timeline = simulate(run, disruptions, t)
-    return [checkpoint_path(run, step) for step in sorted(set(timeline.checkpoints))]
+    happened = [d for d in disruptions if d.start <= t]
+    torn = {d.target for d in happened if d.kind == "corrupt_checkpoint"}
+    directories: dict[str, list[CheckpointFile]] = {}
+    steps = sorted(set(timeline.checkpoints) | set(timeline.partial))
+    for step in steps:
+        path = checkpoint_path(run, step)
+        if any(d.kind == "removed" and _under(path, d.target) for d in happened):
+            continue
+        files = []
+        if step in timeline.checkpoints:
+            world = timeline.world.get(step, run.world_size)
+            shards = [(f"{path}/{shard_name(rank)}", SHARD_BYTES) for rank in range(world)]
+            broken = {
+                f"{path}/{shard_name(0)}" if target == path else target for target in torn if _under(target, path)
+            }
+            for name, size in shards:
+                files.append(CheckpointFile(name, size, _digest(name, size, name in broken), _digest(name, size)))
+            marker = f"{path}/{MARKER}"
+            files.append(
+                CheckpointFile(marker, METADATA_BYTES, _digest(marker, METADATA_BYTES), _digest(marker, METADATA_BYTES))
+            )
+            manifest = manifest_text(files) or ""
+            digest = hashlib.sha256(manifest.encode()).hexdigest()
+            files.append(CheckpointFile(f"{path}/{MANIFEST_NAME}", len(manifest), digest))
+        else:
+            world, written = timeline.partial[step]
+            for rank in range(written + 1):
+                name, size = f"{path}/{shard_name(rank)}", SHARD_BYTES if rank < written else 0
+                files.append(CheckpointFile(name, size, _digest(name, size)))
+        directories[path] = files
+    return directories
+
+
+def manifest_text(files: list[CheckpointFile]) -> str | None:
+    """The SHA256SUMS the job writes after a complete save: every shard and the marker."""
+    return "".join(f"{file.expected}  {file.path}\n" for file in files if file.expected)
+
+
+def saved_checkpoints(run: TrainingRun, disruptions: list[Disruption], t: float) -> list[str]:
+    """The checkpoint directories the run has on its volume at time t (complete or not)."""
+    return list(checkpoint_files(run, disruptions, t))
 
 
 # --- the runs the simulator knows about -------------------------------------------------------------------------

@@ -7,15 +7,49 @@ is gone from the record: the log reads as if it never happened.
 """
 
 import time
+from dataclasses import replace
 
 from apps.inventory.models import Node
 from apps.simulator.changes import apply_changes
 from apps.simulator.faults.node import apply_faults
 from apps.simulator.models import SimChange, SimFault
 from apps.simulator.state import SimulatedNode, build_state
-from apps.simulator.training import FATAL_FAULTS, Disruption, TrainingRun, render_log, runs_on, saved_checkpoints
+from apps.simulator.training import (
+    FATAL_FAULTS,
+    CheckpointFile,
+    Disruption,
+    Resume,
+    TrainingRun,
+    all_hosts,
+    checkpoint_files,
+    render_log,
+    runs_on,
+)
 
-TRAINING_FAULTS = FATAL_FAULTS + ("disk_full",)
+TRAINING_FAULTS = FATAL_FAULTS + ("disk_full", "corrupt_checkpoint")
+REMOVED = "removed:"  # SimChange key prefix: a path `rm -rf` removed (value: the bytes it freed)
+RESUME = "training:resume:"  # SimChange key prefix: <rendezvous id>:<node rank>, one per node of a relaunch
+
+
+def with_resumes(run: TrainingRun) -> TrainingRun:
+    """The run with the relaunches recorded on the simulated nodes (the recovery's torchrun on every node): a
+    relaunch counts once every node rank of it has started, at the time the last one did."""
+    groups: dict[str, dict[int, tuple[str, float, dict]]] = {}
+    for change in SimChange.objects.filter(key__startswith=RESUME).select_related("node"):
+        value = change.value if isinstance(change.value, dict) else {}
+        if value.get("load", "").rstrip("/") != run.checkpoint_dir.rstrip("/"):
+            continue
+        rendezvous, _, rank = change.key[len(RESUME) :].rpartition(":")
+        groups.setdefault(rendezvous, {})[int(rank)] = (change.node.hostname, change.updated.timestamp(), value)
+    resumes = []
+    for ranks in groups.values():
+        nnodes = next(iter(ranks.values()))[2].get("nnodes", 0)
+        if sorted(ranks) != list(range(nnodes)):
+            continue
+        hosts = tuple(ranks[rank][0] for rank in range(nnodes))
+        at = max(entry[1] for entry in ranks.values())
+        resumes.append(Resume(at=at, step=int(ranks[0][2].get("step", 0)), hosts=hosts))
+    return replace(run, resumes=tuple(sorted(resumes, key=lambda resume: resume.at)))
 
 
 def _state(node: Node) -> SimulatedNode:
@@ -27,25 +61,51 @@ def _state(node: Node) -> SimulatedNode:
 
 
 def disruptions(run: TrainingRun) -> list[Disruption]:
-    faults = SimFault.objects.filter(node__hostname__in=run.hosts, kind__in=TRAINING_FAULTS).select_related("node")
-    found = []
+    hosts = all_hosts(run)
+    faults = SimFault.objects.filter(node__hostname__in=hosts, kind__in=TRAINING_FAULTS).select_related("node")
+    removals = list(SimChange.objects.filter(node__hostname__in=hosts, key__startswith=REMOVED).select_related("node"))
+    found = [
+        Disruption(
+            host=change.node.hostname,
+            kind="removed",
+            start=change.updated.timestamp(),
+            target=change.key[len(REMOVED) :],
+        )
+        for change in removals
+    ]
     states: dict[str, SimulatedNode] = {}
     for fault in faults:
         host = fault.node.hostname
-        if host not in states:
-            states[host] = _state(fault.node)
-        state = states[host]
+        if host not in states and fault.kind in ("mtu", "pfc_off", "nic_down", "xid79"):
+            states[host] = _state(fault.node)  # only these need the node's state (a repair, the links)
+        state = states.get(host)
         found.append(
             Disruption(
                 host=host,
                 kind=fault.kind,
                 start=fault.created.timestamp(),
-                end=_repaired_at(fault, state),
+                end=_freed_at(fault, removals)
+                if fault.kind == "disk_full"
+                else (_repaired_at(fault, state) if state is not None else None),
                 target=fault.target,
-                links=_links(run, state, fault),
+                links=_links(run, state, fault) if state is not None else (),
             )
         )
     return found
+
+
+def _freed_at(fault: SimFault, removals: list[SimChange]) -> float | None:
+    """When space was first freed on the full volume after it filled (a removal under its mount point)."""
+    mount = fault.target.rstrip("/") + "/"
+    times = [
+        change.updated.timestamp()
+        for change in removals
+        if change.node_id == fault.node_id
+        and change.key[len(REMOVED) :].startswith(mount)
+        and change.updated >= fault.created
+        and int(change.value or 0) > 0
+    ]
+    return min(times, default=None)
 
 
 def _repaired_at(fault: SimFault, state: SimulatedNode) -> float | None:
@@ -89,8 +149,12 @@ def _links(run: TrainingRun, state: SimulatedNode, fault: SimFault) -> tuple[tup
     return tuple(links)
 
 
+def _runs(hostname: str) -> list[TrainingRun]:
+    return [with_resumes(run) for run in runs_on(hostname)]
+
+
 def _run_at(hostname: str, path: str) -> TrainingRun | None:
-    return next((run for run in runs_on(hostname) if run.log_path == path), None)
+    return next((run for run in _runs(hostname) if run.log_path == path), None)
 
 
 def training_file(hostname: str, path: str, now: float | None = None) -> str | None:
@@ -101,10 +165,28 @@ def training_file(hostname: str, path: str, now: float | None = None) -> str | N
     return render_log(run, hostname, disruptions(run), time.time() if now is None else now)
 
 
-def checkpoint_listing(hostname: str, directory: str, now: float | None = None) -> list[str] | None:
-    """The checkpoint files in a run's checkpoint directory (None: no run keeps checkpoints there)."""
-    directory = directory.rstrip("/")
-    run = next((run for run in runs_on(hostname) if run.checkpoint_dir.rstrip("/") == directory), None)
+def _run_keeping(hostname: str, path: str) -> TrainingRun | None:
+    """The run whose checkpoint directory is `path` or holds it."""
+    path = path.rstrip("/")
+    for run in _runs(hostname):
+        directory = run.checkpoint_dir.rstrip("/")
+        if path == directory or path.startswith(directory + "/"):
+            return run
+    return None
+
+
+def checkpoint_tree(hostname: str, path: str, now: float | None = None) -> dict[str, list[CheckpointFile]] | None:
+    """The checkpoint directories (and their files) of the run keeping checkpoints at or above `path` on this host
+    (None: no run does)."""
+    run = _run_keeping(hostname, path)
     if run is None:
         return None
-    return saved_checkpoints(run, disruptions(run), time.time() if now is None else now)
+    return checkpoint_files(run, disruptions(run), time.time() if now is None else now)
+
+
+def checkpoint_listing(hostname: str, directory: str, now: float | None = None) -> list[str] | None:
+    """The checkpoint directories in a run's checkpoint directory (None: no run keeps checkpoints there)."""
+    run = _run_keeping(hostname, directory)
+    if run is None or run.checkpoint_dir.rstrip("/") != directory.rstrip("/"):
+        return None
+    return list(checkpoint_files(run, disruptions(run), time.time() if now is None else now))

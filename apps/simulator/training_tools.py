@@ -1,7 +1,11 @@
-"""`tail` on a simulated node: the end of a file the node has (a training run's log, a config, sysfs)."""
+"""`tail` on a simulated node: the end of a file the node has (a training run's log, a config, sysfs); and
+`systemd-run … torchrun …`, the relaunch of a training run from a chosen checkpoint."""
+
+import hashlib
 
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.system import read_file
+from apps.simulator.training_faults import RESUME
 
 DEFAULT_LINES = 10
 
@@ -22,4 +26,62 @@ def tail(context: Context, argv: list[str]) -> CommandOutput:
     return ok("".join(lines[-count:]) if count else "")
 
 
-COMMANDS = {"tail": tail}
+TORCHRUN_OPTIONS = ("--nnodes", "--nproc-per-node", "--node-rank", "--rdzv-id", "--rdzv-backend", "--rdzv-endpoint")
+
+
+def _options(args: list[str], names: tuple[str, ...]) -> tuple[dict[str, str], list[str]] | None:
+    """`--name value` / `--name=value` pairs at the front of args, and the rest (None: an option lacks its value)."""
+    found: dict[str, str] = {}
+    while args and args[0].startswith("--"):
+        name, equals, value = args[0].partition("=")
+        if name not in names:
+            break
+        if equals:
+            found[name], args = value, args[1:]
+        elif len(args) >= 2:
+            found[name], args = args[1], args[2:]
+        else:
+            return None
+    return found, args
+
+
+def systemd_run(context: Context, argv: list[str]) -> CommandOutput:
+    """systemd-run --unit U [--collect] torchrun …: the node's share of a training run's relaunch. The simulated run
+    starts again once every node rank of the rendezvous has been launched (apps/simulator/training_faults)."""
+    args, unit = argv[1:], ""
+    while args and args[0].startswith("--"):
+        if args[0] == "--unit" and len(args) >= 2:
+            unit, args = args[1], args[2:]
+        elif args[0].startswith("--unit="):
+            unit, args = args[0].partition("=")[2], args[1:]
+        elif args[0] == "--collect":
+            args = args[1:]
+        else:
+            return fail(1, f"systemd-run: unrecognized option '{args[0]}'\n")
+    if not args:
+        return fail(1, "systemd-run: Command line to execute required.\n")
+    if args[0].rsplit("/", 1)[-1] != "torchrun":
+        return fail(1, f"Failed to start transient service unit: the simulator runs only torchrun, not {args[0]}\n")
+    parsed = _options(args[1:], TORCHRUN_OPTIONS)
+    if parsed is None:
+        return fail(1, "torchrun: error: an option needs a value\n")
+    options, rest = parsed
+    script_args = rest[1:] if rest else []
+    program = dict(zip(script_args[::2], script_args[1::2], strict=False))
+    try:
+        nnodes, node_rank, step = int(options["--nnodes"]), int(options["--node-rank"]), int(program["--ckpt-step"])
+        rendezvous, load = options["--rdzv-id"], program["--load"]
+    except (KeyError, ValueError):
+        return fail(
+            2,
+            "torchrun: error: the simulator relaunches with --nnodes, --node-rank, --rdzv-id, --load and --ckpt-step\n",
+        )
+    if not 0 <= node_rank < nnodes:
+        return fail(2, f"torchrun: error: --node-rank {node_rank} is not below --nnodes {nnodes}\n")
+    context.change(f"{RESUME}{rendezvous}:{node_rank}", {"nnodes": nnodes, "load": load, "step": step})
+    unit = unit or f"run-r{hashlib.blake2b(rendezvous.encode(), digest_size=8).hexdigest()}"
+    invocation = hashlib.blake2b(f"{unit}:{context.hostname}".encode(), digest_size=16).hexdigest()
+    return CommandOutput(0, "", f"Running as unit: {unit}.service; invocation ID: {invocation}\n")
+
+
+COMMANDS = {"tail": tail, "systemd-run": systemd_run}

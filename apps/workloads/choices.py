@@ -16,6 +16,13 @@ class Launcher(models.TextChoices):
     KUBERNETES = "kubernetes", "Kubernetes"
 
 
+class RecoveryPolicy(models.TextChoices):
+    """What Rackpilot may do when the job is interrupted: propose the recovery, or run it at once (bounded)."""
+
+    MANUAL = "manual", "Manual: an operator approves the recovery"
+    AUTOMATIC = "automatic", "Automatic: recover at once, with bounded retries"
+
+
 class TrainingState(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"

@@ -18,6 +18,7 @@ from apps.workloads.choices import (
     TRAINING_STATE_COLOURS,
     Framework,
     Launcher,
+    RecoveryPolicy,
     ServiceState,
     TrainingState,
     WorkloadClass,
@@ -70,6 +71,28 @@ class TrainingJob(Workload):
     )
     state = models.CharField(max_length=16, choices=TrainingState.choices, default=TrainingState.PENDING)
     started_at = models.DateTimeField(null=True, blank=True)
+    entrypoint = models.CharField(
+        max_length=255,
+        default="/workspace/pretrain_gpt.py",
+        validators=[path_validator],
+        help_text="The training script the launcher runs (a resume relaunches it with --load and --ckpt-step).",
+    )
+    recovery_policy = models.CharField(max_length=16, choices=RecoveryPolicy.choices, default=RecoveryPolicy.MANUAL)
+    recovery_max_retries = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MaxValueValidator(10)],
+        help_text="Automatic policy: recoveries run without approval in a row (since the last verified one).",
+    )
+    checkpoint_keep = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="Valid checkpoints a recovery keeps when it must free space (older ones may be removed).",
+    )
+    placements = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Earlier node lists, oldest first: [{"hosts": [...], "until": ISO time, "reason": ...}].',
+    )
 
     objects = TrainingJobQuerySet.as_manager()
 

@@ -1,6 +1,7 @@
 """Workload services: a training job's nodes in node-rank order, and the queries pages and the API share."""
 
 from django.db import transaction
+from django.utils import timezone
 
 from apps.inventory.models import Node
 from apps.workloads.models import InferenceService, TrainingJob, TrainingJobNode
@@ -15,6 +16,18 @@ def set_training_nodes(*, job: TrainingJob, nodes: list[Node]) -> None:
         TrainingJobNode.objects.bulk_create(
             [TrainingJobNode(job=job, node=node, node_rank=rank) for rank, node in enumerate(nodes)]
         )
+
+
+def move_training_job(*, job: TrainingJob, nodes: list[Node], reason: str) -> None:
+    """Run the job on these nodes from now on (a recovery that excluded a bad node), keeping the earlier node list
+    in its placements (the simulator replays the run's history on the nodes it ran on then)."""
+    before = [member.node.hostname for member in job.members.select_related("node").order_by("node_rank")]
+    if before == [node.hostname for node in nodes]:
+        return
+    with transaction.atomic():
+        job.placements = [*job.placements, {"hosts": before, "until": timezone.now().isoformat(), "reason": reason}]
+        job.save(update_fields=["placements", "updated"])
+        set_training_nodes(job=job, nodes=nodes)
 
 
 def training_jobs():

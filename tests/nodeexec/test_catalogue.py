@@ -80,6 +80,14 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "nccl_socket_ifname": "NCCL_SOCKET_IFNAME=^lo,docker",
                 "nccl_ib_hca": "NCCL_IB_HCA==mlx5_0:1",
                 "nccl_ib_gid_index": "NCCL_IB_GID_INDEX=3",
+                # A training job's recovery (apps/diagnosis/commands.py).
+                "checkpoint_step_dir": "/checkpoints/llm/step_0002000",
+                "step": "2000",
+                "unit": "rackpilot-resume-llm",
+                "rdzv_endpoint": "gpu001:29500",
+                "node_rank": "0",
+                "checkpoint_dir": "/checkpoints/llm",
+                "marker": "llm-r1a2b3c4d",
             }[name]
             for name in command.placeholders
         }

@@ -95,7 +95,8 @@ def test_xid79_kills_its_rank_with_a_cuda_error_and_the_others_time_out():
 def test_a_full_checkpoint_volume_fails_the_next_save():
     full = Disruption(host="n1", kind="disk_full", start=T0 + 100, target="/ckpt")
     log = render_log(RUN, "n1", [full], T0 + 400)
-    assert "OSError: [Errno 28] No space left on device: '/ckpt/llm/step_0000100.pt'" in log
+    # A DCP save: the first rank of the full host cannot write its shard (node rank 0's first rank is rank 0).
+    assert "OSError: [Errno 28] No space left on device: '/ckpt/llm/step_0000100/__0_0.distcp'" in log
     problems = {finding.problem for finding in triage(log).findings}
     assert {"disk_full", "worker_failed"} <= problems
 
@@ -128,7 +129,7 @@ def test_the_nodes_answer_tail_cat_and_ls_of_the_job(running):
     whole = sim.run_command(node=node, argv=["cat", running.log_path]).stdout
     assert whole.endswith(tail.stdout) and "Starting worker group (attempt 0)" in whole
     listing = sim.run_command(node=node, argv=["ls", running.checkpoint_dir]).stdout.split()
-    assert listing[:2] == ["step_0000100.pt", "step_0000200.pt"]
+    assert listing[:2] == ["step_0000100", "step_0000200"]  # one checkpoint directory per save
     missing = sim.run_command(node=node, argv=["tail", "-n", "3", "/var/log/train/other.log"])
     assert missing.exit_code == 1 and "No such file or directory" in missing.stderr
     assert "iteration" not in sim.run_command(node=node, argv=["tail", running.log_path]).stderr
@@ -161,3 +162,76 @@ def test_ethtool_statistics_have_the_real_layout_and_show_pfc_off(demo_cluster):
     sim.inject_fault(node=node, kind="pfc_off", target="3")
     faulty = sim.run_command(node=node, argv=["ethtool", "-S", "ens1np0"]).stdout
     assert "     rx_prio3_pause: 0" in faulty and "     rx_discards_phy: 0" not in faulty
+
+
+def _age(fault, minutes):
+    SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=minutes))
+
+
+@pytest.mark.django_db
+def test_a_checkpoint_is_a_dcp_directory_with_marker_and_manifest(running):
+    node = Node.objects.get(hostname="gpu005")
+    path = f"{running.checkpoint_dir}/step_0000200"
+    listing = sim.run_command(node=node, argv=["ls", "-la", path]).stdout.splitlines()
+    assert listing[0].startswith("total ") and listing[1].endswith(" .") and listing[2].endswith(" ..")
+    names = [line.split()[-1] for line in listing[3:]]
+    assert names[:3] == [".metadata", "SHA256SUMS", "__0_0.distcp"] and "__15_0.distcp" in names
+    check = sim.run_command(node=node, argv=["sha256sum", "-c", f"{path}/SHA256SUMS"])
+    assert check.exit_code == 0 and check.stdout.splitlines()[0] == f"{path}/__0_0.distcp: OK"
+    assert len(check.stdout.splitlines()) == 17  # 16 shards and the marker
+    fault = sim.inject_fault(node=node, kind="corrupt_checkpoint", target=f"{path}/__3_0.distcp")
+    _age(fault, 1)
+    check = sim.run_command(node=node, argv=["sha256sum", "-c", f"{path}/SHA256SUMS"])
+    assert check.exit_code == 1 and f"{path}/__3_0.distcp: FAILED" in check.stdout
+    assert check.stderr == "sha256sum: WARNING: 1 computed checksum did NOT match\n"
+    from apps.nodeexec.catalogue import CHECKPOINT_LOAD_SCRIPT
+
+    load = sim.run_command(node=node, argv=["python3", "-c", CHECKPOINT_LOAD_SCRIPT, path])
+    assert load.exit_code == 1 and load.stderr.splitlines()[-1] == (
+        "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"
+    )
+    good = sim.run_command(
+        node=node, argv=["python3", "-c", CHECKPOINT_LOAD_SCRIPT, f"{running.checkpoint_dir}/step_0000100"]
+    )
+    assert good.exit_code == 0 and good.stdout.startswith(f"loaded {running.checkpoint_dir}/step_0000100: ")
+
+
+@pytest.mark.django_db
+def test_df_of_a_path_and_rm_of_old_checkpoints_free_a_full_volume(running):
+    node = Node.objects.get(hostname="gpu005")
+    _age(sim.inject_fault(node=node, kind="disk_full", target="/checkpoints"), 30)
+    df = sim.run_command(node=node, argv=["df", "-P", "-B1", running.checkpoint_dir]).stdout.splitlines()
+    assert (
+        len(df) == 2 and df[0].startswith("Filesystem") and df[1].split()[3] == "0" and df[1].endswith("/checkpoints")
+    )
+    removed = sim.run_command(node=node, argv=["rm", "-rf", "--", f"{running.checkpoint_dir}/step_0000100"])
+    assert removed.exit_code == 0 and removed.stdout == removed.stderr == ""
+    assert "step_0000100" not in sim.run_command(node=node, argv=["ls", running.checkpoint_dir]).stdout
+    free = int(sim.run_command(node=node, argv=["df", "-P", "-B1", running.checkpoint_dir]).stdout.split()[-3])
+    assert free == 16 * (2_147_483_648 + 4_194_304) + 1_843_200 + len(
+        "".join(f"{'0' * 64}  {running.checkpoint_dir}/step_0000100/__{rank}_0.distcp\n" for rank in range(16))
+        + f"{'0' * 64}  {running.checkpoint_dir}/step_0000100/.metadata\n"
+    )
+    missing = sim.run_command(node=node, argv=["rm", "-r", f"{running.checkpoint_dir}/step_0009900"])
+    assert missing.exit_code == 1 and "No such file or directory" in missing.stderr
+
+
+@pytest.mark.django_db
+def test_torchrun_under_systemd_run_on_every_node_resumes_the_run(running):
+    hosts = ("gpu005", "gpu006")
+    first = Node.objects.get(hostname="gpu005")
+    _age(sim.inject_fault(node=first, kind="disk_full", target="/checkpoints"), 30)  # the save after 10 min fails
+    sim.run_command(node=first, argv=["rm", "-rf", "--", f"{running.checkpoint_dir}/step_0000100"])
+    for rank, host in enumerate(hosts):
+        argv = ["systemd-run", "--unit", "resume-tiny", "--collect", "torchrun", "--nnodes", "2",
+                "--nproc-per-node", "8", "--node-rank", str(rank), "--rdzv-id", "tiny-r1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "gpu005:29500", "/workspace/pretrain_gpt.py", "--load", running.checkpoint_dir,
+                "--ckpt-step", "200"]  # fmt: skip
+        out = sim.run_command(node=Node.objects.get(hostname=host), argv=argv)
+        assert out.exit_code == 0 and out.stderr.startswith("Running as unit: resume-tiny.service; invocation ID: ")
+    SimChange.objects.update(updated=timezone.now() - timedelta(minutes=5))
+    log = sim.run_command(node=Node.objects.get(hostname="gpu005"), argv=["cat", running.log_path]).stdout
+    run = parse_training_log(log)
+    assert run.attempts == 2 and run.resumed_from == 200 and run.last_step > 200
+    bad = sim.run_command(node=Node.objects.get(hostname="gpu005"), argv=["systemd-run", "bash", "-c", "id"])
+    assert bad.exit_code == 1 and "only torchrun" in bad.stderr

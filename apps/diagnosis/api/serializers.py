@@ -50,7 +50,13 @@ class IncidentCreateSerializer(serializers.Serializer):
     title = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
     symptom = serializers.CharField(required=False, allow_blank=True, max_length=10000, default="")
     transport = serializers.ChoiceField(choices=["ssh", "sim"], required=False, default="")
-    start = serializers.BooleanField(required=False, default=True, help_text="Start runbook 1 at once.")
+    runbook = serializers.ChoiceField(
+        choices=["nccl-timeout", "training-interrupted"],
+        required=False,
+        default="nccl-timeout",
+        help_text="Runbook 1 (NCCL timeout / hang) or runbook 3 (training interrupted: recovery; needs training_job).",
+    )
+    start = serializers.BooleanField(required=False, default=True, help_text="Start the runbook at once.")
 
 
 class EvidenceSerializer(serializers.Serializer):
@@ -96,6 +102,19 @@ class RankingChangeSerializer(serializers.Serializer):
     ranking = serializers.JSONField()
 
 
+class RecoveryPlanSerializer(serializers.Serializer):
+    resume_step = serializers.IntegerField(required=False, allow_null=True, help_text="The checkpoint resumed from.")
+    hosts = serializers.ListField(child=serializers.CharField(), required=False, help_text="Node-rank order.")
+    removed = serializers.ListField(
+        child=serializers.IntegerField(), required=False, help_text="Checkpoint steps removed to free space."
+    )
+    excluded = serializers.ListField(child=serializers.CharField(), required=False, help_text="Nodes left out.")
+    replaced = serializers.DictField(
+        child=serializers.CharField(), required=False, help_text="Bad node → the spare in its place."
+    )
+    automatic = serializers.BooleanField(required=False, help_text="Approved by the job's recovery policy.")
+
+
 class RemediationSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id")
     cause = serializers.CharField()
@@ -107,11 +126,14 @@ class RemediationSerializer(serializers.Serializer):
     fix_job = serializers.UUIDField(source="fix_job.public_id", default=None, allow_null=True)
     verify_job = serializers.UUIDField(source="verify_job.public_id", default=None, allow_null=True)
     outcome = serializers.CharField()
+    artefact = serializers.CharField(help_text="A recovery's resume: torchrun commands, Slurm requeue or Job manifest.")
+    plan = RecoveryPlanSerializer(help_text="A recovery's choices (empty for runbook 1's fixes).")
 
 
 class IncidentSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id")
     title = serializers.CharField()
+    runbook = serializers.CharField(help_text="nccl-timeout (runbook 1) or training-interrupted (runbook 3).")
     state = serializers.CharField()
     colour = serializers.CharField()
     symptom = serializers.CharField()

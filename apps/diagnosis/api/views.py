@@ -142,6 +142,7 @@ class IncidentViewSet(
                     title=data["title"],
                     symptom=data["symptom"],
                     transport=data["transport"],
+                    runbook=data["runbook"],
                 )
                 if data["start"]:
                     services.start_runbook(incident=incident, user=request.user)

@@ -1,5 +1,7 @@
 """What a fault can apply to on a simulated node, each with its default and its check."""
 
+import re
+
 from apps.simulator.digits import is_whole_number
 from apps.simulator.faults.spec import FaultError, Target
 from apps.simulator.state import SimulatedNode
@@ -72,8 +74,21 @@ class CheckpointFile(Target):
         return state.checkpoints[-1].path if state.checkpoints else ""
 
     def check(self, state: SimulatedNode, kind: str, target: str) -> None:
-        if not any(checkpoint.path == target for checkpoint in state.checkpoints):
-            raise FaultError("target", f"{state.hostname} has no checkpoint {target!r}.")
+        if any(checkpoint.path == target for checkpoint in state.checkpoints) or self._run_file(state, target):
+            return
+        raise FaultError("target", f"{state.hostname} has no checkpoint {target!r}.")
+
+    @staticmethod
+    def _run_file(state: SimulatedNode, target: str) -> bool:
+        """A checkpoint directory (or one of its shards) in the checkpoint directory of a simulated training run on
+        this node. By its shape only: what the run has written depends on the faults, which are being applied."""
+        from apps.simulator.training import runs_on  # the training model imports the faults: only when checking
+
+        for run in runs_on(state.hostname):
+            directory = re.escape(run.checkpoint_dir.rstrip("/"))
+            if re.fullmatch(rf"{directory}/step_[0-9]{{7,9}}(/__[0-9]{{1,5}}_0\.distcp)?", target):
+                return True
+        return False
 
 
 class WholeNode(Target):

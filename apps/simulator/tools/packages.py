@@ -6,10 +6,11 @@ names anything unknown changes nothing, as apt-get and pip refuse the whole tran
 
 import re
 
-from apps.nodeexec.catalogue import PYTHON_VERSIONS_SCRIPT
+from apps.nodeexec.catalogue import CHECKPOINT_LOAD_SCRIPT, PYTHON_VERSIONS_SCRIPT
 from apps.simulator.changes import FIRMWARE_COMPONENTS
 from apps.simulator.state import SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
+from apps.simulator.tools.storage import load_check
 
 FIRMWARE_DIR = "/var/lib/rackpilot/firmware"
 PYTHON_VERSION = "3.10.12"  # Ubuntu 22.04's python3
@@ -189,6 +190,8 @@ def python3(context: Context, argv: list[str]) -> CommandOutput:
         return ok(f"Python {PYTHON_VERSION}\n")
     if args[:3] == ["-m", "pip", "install"]:
         return _pip_install(context, [arg for arg in args[3:] if not arg.startswith("-")])
+    if len(args) == 3 and args[:2] == ["-c", CHECKPOINT_LOAD_SCRIPT]:
+        return load_check(context, args[2])
     if args == ["-c", PYTHON_VERSIONS_SCRIPT]:
         installed = context.state.python_packages
         return ok("".join(f"{name} {installed.get(name, 'missing')}\n" for name in ("torch", "tensorflow")))

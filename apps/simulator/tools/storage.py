@@ -6,7 +6,8 @@ from apps.simulator.model import noise
 from apps.simulator.state import CHECKPOINT_DIR, SimCheckpoint, SimulatedNode, SimVolume
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import util_linux_json
-from apps.simulator.training_faults import checkpoint_listing
+from apps.simulator.training import MANIFEST_NAME, loader_error, manifest_text
+from apps.simulator.training_faults import REMOVED, checkpoint_listing, checkpoint_tree
 
 MANIFEST = f"{CHECKPOINT_DIR}/SHA256SUMS"
 HOT_TIER_DRIVES = 4  # the hot tier is a RAID0 of local NVMe drives
@@ -79,7 +80,8 @@ def usage(context: Context, volume: SimVolume) -> tuple[int, int, int]:
     """(size, used, available) in bytes; a full volume has nothing left."""
     size = volume.capacity_gb * 10**9
     if volume.full:
-        return size, size, 0
+        free = min(volume.freed_bytes, size)
+        return size, size - free, free
     share = noise(context.seed, context.state.hostname, "df", volume.mount_point).uniform(0.08, 0.62)
     used = int(size * share)
     return size, used, size - used
@@ -108,6 +110,19 @@ def df(context: Context, argv: list[str]) -> CommandOutput:
     header = ["Filesystem", size_header, "Used", "Avail" if human else "Available", "Capacity" if posix else "Use%"]
     rows = []
     volumes = [SimVolume("/boot/efi", 1, "efi")] + context.state.volumes
+    paths = [arg for arg in argv[1:] if not arg.startswith("-")]
+    if paths:  # df PATH: the file system holding each path, as df prints it
+        chosen = []
+        for path in paths:
+            if not path.startswith("/"):
+                return fail(1, f"df: {path}: No such file or directory\n")
+            holder = max(
+                (v for v in volumes if path == v.mount_point or path.startswith(v.mount_point.rstrip("/") + "/")),
+                key=lambda v: len(v.mount_point),
+            )
+            if holder not in chosen:
+                chosen.append(holder)
+        volumes = chosen
     mount_order = ["system", "efi", "hot", "warm", "cold"]  # the order the node mounts them at boot
     for volume in sorted(volumes, key=lambda volume: (mount_order.index(volume.kind), volume.mount_point)):
         if volume.kind == "efi":
@@ -146,10 +161,30 @@ def manifest(state: SimulatedNode) -> str:
     return "".join(f"{good_digest(checkpoint)}  {checkpoint.path}\n" for checkpoint in state.checkpoints)
 
 
+def _tree(context: Context, directory: str) -> dict:
+    """The checkpoint directories of the run keeping `directory`, once per command ({}: none)."""
+    key = ("checkpoint-tree", directory)
+    if key not in context.memo:
+        context.memo[key] = checkpoint_tree(context.hostname, directory) or {}
+    return context.memo[key]
+
+
 def read_storage_file(context: Context, path: str) -> str | None:
     if path == MANIFEST and context.state.checkpoints:
         return manifest(context.state)
+    if path.endswith("/" + MANIFEST_NAME):
+        directory = path.rsplit("/", 1)[0]
+        files = _tree(context, directory.rsplit("/", 1)[0]).get(directory, [])
+        if any(file.path == path for file in files):
+            return manifest_text(files)
     return None
+
+
+def _run_file(context: Context, path: str):
+    """A file of a simulated training run's checkpoint (None: not one)."""
+    directory = path.rsplit("/", 1)[0]
+    files = _tree(context, directory.rsplit("/", 1)[0]).get(directory, [])
+    return next((file for file in files if file.path == path), None)
 
 
 def _checkpoint(state: SimulatedNode, path: str) -> SimCheckpoint | None:
@@ -180,6 +215,12 @@ def _check(context: Context, paths: list[str]) -> CommandOutput:
     out, failed, missing = [], 0, 0
     for line in read_storage_file(context, paths[0]).splitlines():
         expected, path = line.split("  ", 1)
+        run_file = _run_file(context, path)
+        if run_file is not None:
+            good = run_file.digest == expected and run_file.size > 0
+            out.append(f"{path}: {'OK' if good else 'FAILED'}\n")
+            failed += 0 if good else 1
+            continue
         checkpoint = _checkpoint(context.state, path)
         if checkpoint is None:
             out.append(f"{path}: FAILED open or read\n")
@@ -197,12 +238,35 @@ def _check(context: Context, paths: list[str]) -> CommandOutput:
     return CommandOutput(1 if failed or missing else 0, "".join(out), errors)
 
 
+def _ls_run_checkpoint(path: str, files, every: bool) -> CommandOutput:
+    """ls -l[a] --time-style=+%s of one checkpoint directory of a simulated run (GNU ls' columns)."""
+    entries = [(file.path.rsplit("/", 1)[1], file.size, "-rw-r--r-- 1") for file in files]
+    if every:
+        entries += [(".", 4096, "drwxr-xr-x 2"), ("..", 4096, "drwxr-xr-x 3")]
+    else:
+        entries = [entry for entry in entries if not entry[0].startswith(".")]
+    entries.sort()  # byte order, as ls sorts under LC_ALL=C (what a non-interactive ssh session usually has)
+    width = max(len(str(size)) for _, size, _ in entries)
+    total = sum(-(-size // 1024) for _, size, _ in entries)
+    lines = [f"total {total}"] + [
+        f"{mode} train train {size:>{width}} Dec  1 08:00 {name}" for name, size, mode in entries
+    ]
+    return ok("\n".join(lines) + "\n")
+
+
 def ls(context: Context, argv: list[str]) -> CommandOutput:
-    long = any(arg.startswith("-") and "l" in arg for arg in argv[1:])
+    flags = "".join(arg[1:] for arg in argv[1:] if arg.startswith("-") and not arg.startswith("--"))
+    long = "l" in flags
     paths = [arg for arg in argv[1:] if not arg.startswith("-")] or ["."]
     written = None if long else checkpoint_listing(context.hostname, paths[0])  # a simulated training run's
     if written is not None:
         return ok("".join(path.rsplit("/", 1)[1] + "\n" for path in written))
+    tree = checkpoint_tree(context.hostname, paths[0])
+    if tree is not None and long:
+        directory = paths[0].rstrip("/")
+        if directory in tree:
+            return _ls_run_checkpoint(directory, tree[directory], "a" in flags)
+        return fail(2, f"ls: cannot access '{paths[0]}': No such file or directory\n")
     state = context.state
     entries = [(checkpoint.path.rsplit("/", 1)[1], checkpoint.size_bytes) for checkpoint in state.checkpoints]
     if entries:
@@ -224,4 +288,44 @@ def ls(context: Context, argv: list[str]) -> CommandOutput:
     return ok("\n".join(lines) + "\n")
 
 
-COMMANDS = {"lsblk": lsblk, "df": df, "sha256sum": sha256sum, "ls": ls}
+def rm(context: Context, argv: list[str]) -> CommandOutput:
+    """rm -rf [--] PATH...: a simulated training run's checkpoint directories; what they held is freed on their
+    volume. -f: a path that is not there is no error (GNU rm)."""
+    args = [arg for arg in argv[1:] if arg != "--"]
+    flags = "".join(arg[1:] for arg in args if arg.startswith("-"))
+    paths = [arg for arg in args if not arg.startswith("-")]
+    if not paths:
+        return fail(1, "rm: missing operand\nTry 'rm --help' for more information.\n")
+    errors = []
+    for path in paths:
+        path = path.rstrip("/")
+        directory = path.rsplit("/", 1)[0]
+        tree = checkpoint_tree(context.hostname, directory) or {}
+        if path in tree:
+            if "r" not in flags:
+                errors.append(f"rm: cannot remove '{path}': Is a directory\n")
+                continue
+            context.change(f"{REMOVED}{path}", sum(file.size for file in tree[path]))
+        elif "f" not in flags:
+            errors.append(f"rm: cannot remove '{path}': No such file or directory\n")
+    return CommandOutput(1 if errors else 0, "", "".join(errors))
+
+
+def load_check(context: Context, path: str) -> CommandOutput:
+    """The catalogue's checkpoint load script on a simulated run's checkpoint: its entries, or the reader's error."""
+    path = path.rstrip("/")
+    tree = checkpoint_tree(context.hostname, path.rsplit("/", 1)[0])
+    files = (tree or {}).get(path)
+    head = 'Traceback (most recent call last):\n  File "<string>", line 5, in <module>\n'
+    if files is None or not any(file.path.endswith("/.metadata") for file in files):
+        problem = "missing" if files is None else "incomplete"
+        return fail(1, head + "\n".join(loader_error(path, problem)[-5:]) + "\n")
+    torn = [file for file in files if file.expected and file.digest != file.expected]
+    if torn:
+        head = 'Traceback (most recent call last):\n  File "<string>", line 7, in <module>\n'
+        return fail(1, head + "\n".join(loader_error(path, "corrupt")) + "\n")
+    shards = sum(1 for file in files if file.path.endswith(".distcp"))
+    return ok(f"loaded {path}: {shards * 48} entries\n")
+
+
+COMMANDS = {"lsblk": lsblk, "df": df, "sha256sum": sha256sum, "ls": ls, "rm": rm}

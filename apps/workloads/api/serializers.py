@@ -16,6 +16,12 @@ class RankSerializer(serializers.Serializer):
     gpu = serializers.IntegerField(help_text="Local GPU index (LOCAL_RANK).")
 
 
+class PlacementSerializer(serializers.Serializer):
+    hosts = serializers.ListField(child=serializers.CharField(), help_text="In node-rank order.")
+    until = serializers.DateTimeField()
+    reason = serializers.CharField()
+
+
 class TrainingJobSerializer(InventorySerializer):
     nodes = BriefRelatedField(
         queryset=Node.objects.all(), natural_key="hostname", many=True, help_text="In node-rank order: rank 0 first."
@@ -25,6 +31,9 @@ class TrainingJobSerializer(InventorySerializer):
     )
     world_size = serializers.SerializerMethodField()
     rank_map = serializers.SerializerMethodField()
+    placements = PlacementSerializer(
+        many=True, read_only=True, help_text="Earlier node lists, oldest first (a recovery moved the job)."
+    )
 
     class Meta:
         model = TrainingJob
@@ -44,6 +53,11 @@ class TrainingJobSerializer(InventorySerializer):
             "log_path",
             "state",
             "started_at",
+            "entrypoint",
+            "recovery_policy",
+            "recovery_max_retries",
+            "checkpoint_keep",
+            "placements",
             "comments",
             *TIMESTAMPS,
         ]

@@ -1,0 +1,460 @@
+"""Runbook 3, training interrupted, as pure functions: what the log says stopped the job, how much space the
+checkpoint tier has, which of the newest checkpoints are whole and load, which nodes lost a GPU, and the recovery:
+the newest valid checkpoint, the nodes to run on (a bad node replaced by a spare of the same SKU, else left out),
+what to remove to free space (the oldest checkpoints beyond the job's keep count), and the resume for its launcher.
+
+No database here: the kind (apps/diagnosis/recovery_kind.py) hands in plain facts and the commands' output.
+"""
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from apps.diagnosis.choices import Cause, EvidenceVerdict
+from apps.diagnosis.runbook import FixCommand, Observation, Read
+from apps.parsers.dmesg import parse_dmesg
+from apps.parsers.errors import ParseError
+from apps.parsers.provisioning import parse_df
+from apps.parsers.training_log import parse_training_log
+from apps.parsers.triage import triage
+
+LOG_LINES = 4000
+CHECKED_CHECKPOINTS = 4  # the newest this many are checked, newest first, until one is valid
+STEP_DIR = re.compile(r"^step_(?P<step>\d{7,9})$")
+# Xids after which a GPU leaves service until it is reset or replaced (NVIDIA's Xid catalogue): DBE, row-remap
+# failure, NVLink fatal, fallen off the bus, contained/uncontained ECC, GSP errors.
+BAD_XIDS = {48, 64, 74, 79, 94, 95, 119, 120}
+MANIFEST = "SHA256SUMS"
+MARKER = ".metadata"
+RDZV_PORT = 29500
+LOG_PROBLEMS = {
+    "nccl_watchdog_timeout": "watchdog",
+    "disk_full": "disk",
+    "checkpoint_save_failed": "disk",
+    "checkpoint_corrupt": "checkpoint",
+    "checkpoint_missing": "checkpoint",
+    "cuda_error": "cuda",
+    "gpu_fell_off_bus": "cuda",
+    "xid": "cuda",
+    "ecc_uncorrectable": "cuda",
+    "worker_failed": "worker",
+    "oom": "worker",
+}
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """The training job as the recovery needs it."""
+
+    name: str
+    launcher: str
+    hosts: tuple[str, ...]  # node-rank order
+    ranks_per_node: int
+    checkpoint_dir: str
+    entrypoint: str
+    keep: int
+    state: str = ""
+
+
+def checkpoint_path(directory: str, step: int) -> str:
+    return f"{directory.rstrip('/')}/step_{step:07d}"
+
+
+# --- which runbook ------------------------------------------------------------------------------------------------
+
+
+def route(topics: set[str]) -> str:
+    """Which runbook the triage of the log calls for: runbook 1 when ranks timed out in a collective with nothing
+    else wrong (the fabric is suspect); runbook 3 for every other interruption (a full disk, a bad checkpoint, a
+    lost GPU, a crashed worker)."""
+    if "watchdog" in topics and not topics & {"disk", "checkpoint", "cuda"}:
+        return "nccl-timeout"
+    return "training-interrupted"
+
+
+# --- the log ------------------------------------------------------------------------------------------------------
+
+
+def log_read(log_path: str) -> Read:
+    return Read("log", "tail-log", (("number", LOG_LINES), ("path", log_path)))
+
+
+def judge_log(hostname: str, text: str, command: str) -> list[Observation]:
+    """What stopped the last attempt, each citing its lines; progress when nothing did."""
+    run = parse_training_log(text)
+    start = (run.last_start_line or 1) - 1
+    recent = "\n".join(text.splitlines()[start:])
+    found = []
+    findings = triage(recent).findings
+    timeouts = [finding for finding in findings if finding.problem == "nccl_watchdog_timeout"]
+    for finding in findings:
+        topic = LOG_PROBLEMS.get(finding.problem)
+        if topic is None or (topic == "watchdog" and finding is not timeouts[0]):
+            continue  # one watchdog finding stands for every rank's
+        found.append(
+            Observation(
+                check=topic,
+                subject=f"rank {finding.rank}" if finding.rank is not None else (finding.gpu or ""),
+                verdict=EvidenceVerdict.FAULT,
+                summary=f"{finding.problem}: {finding.detail}"[:300],
+                command=command,
+                excerpt="\n".join(finding.excerpt[:4]),
+                hostname=finding.node or hostname,
+                data={
+                    "problem": finding.problem,
+                    "rank": finding.rank,
+                    "lines": [line + start for line in finding.lines],
+                    "xid": finding.xid,
+                },
+            )
+        )
+    if run.steps_since_start or run.resumed_from is not None:
+        found.append(
+            Observation(
+                check="progress",
+                subject="",
+                verdict=EvidenceVerdict.HEALTHY if run.steps_since_start and not found else EvidenceVerdict.INFO,
+                summary=(
+                    f"{run.steps_since_start} iteration line(s) since the last start, newest step {run.last_step}"
+                    + (f", resumed from step {run.resumed_from}" if run.resumed_from is not None else "")
+                ),
+                command=command,
+                hostname=hostname,
+                data={
+                    "steps": run.steps_since_start,
+                    "last_step": run.last_step,
+                    "resumed_from": run.resumed_from,
+                    "attempts": run.attempts,
+                },
+            )
+        )
+    return found
+
+
+# --- the checkpoint tier ------------------------------------------------------------------------------------------
+
+
+def storage_reads(directory: str) -> list[Read]:
+    return [Read("df", "df-path", (("path", directory),)), Read("ls", "ls-dir", (("path", directory),))]
+
+
+def checkpoint_reads(directory: str, step: int) -> list[Read]:
+    path = checkpoint_path(directory, step)
+    return [
+        Read(f"files:{step}", "ls-all", (("path", path),)),
+        Read(f"manifest:{step}", "sha256-check", (("path", f"{path}/{MANIFEST}"),)),
+        Read(f"load:{step}", "checkpoint-load", (("path", path),)),
+    ]
+
+
+def judge_space(hostname: str, ok: bool, text: str, command: str) -> Observation:
+    if not ok:
+        return Observation("space", "", EvidenceVerdict.COULD_NOT_RUN, f"could not run: {text[-200:]}", command)
+    try:
+        system = parse_df(text).file_systems[-1]
+    except (ParseError, IndexError):
+        return Observation("space", "", EvidenceVerdict.COULD_NOT_RUN, "df printed no file system", command, text)
+    full = system.available_bytes == 0  # (df rounds Use% up: 100% may still leave room on a large volume)
+    return Observation(
+        "space",
+        system.mount_point,
+        EvidenceVerdict.FAULT if full else EvidenceVerdict.HEALTHY,
+        f"{system.mount_point} ({system.source}): {_gb(system.available_bytes)} free of {_gb(system.size_bytes)} "
+        f"({system.use_pct}% used)",
+        command,
+        text.strip(),
+        hostname,
+        {"available": system.available_bytes, "size": system.size_bytes, "mount": system.mount_point},
+    )
+
+
+def _gb(value: int) -> str:
+    return f"{value / 1e9:.1f} GB"
+
+
+def checkpoint_steps(text: str) -> list[int]:
+    """The steps of the checkpoint directories `ls` names, oldest first."""
+    return sorted(int(match["step"]) for name in text.split() if (match := STEP_DIR.match(name)))
+
+
+@dataclass
+class CheckpointVerdict:
+    step: int
+    path: str
+    valid: bool
+    observations: list[Observation] = field(default_factory=list)
+    incomplete: bool = False  # no marker: a save that never finished (safe to remove)
+
+
+_LS_LINE = re.compile(r"^[-d][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+.*?\s(?P<name>\S+)$")
+
+
+def judge_checkpoint(
+    hostname: str, step: int, path: str, world_size: int, outputs: dict[str, tuple[bool, str, str]]
+) -> CheckpointVerdict:
+    """Every shard present and non-empty, the .metadata marker, the manifest's hashes, and that it loads."""
+    verdict = CheckpointVerdict(step, path, valid=True)
+    subject = f"step {step}"
+
+    def add(check, good, summary, command, excerpt="", data=None):
+        verdict.observations.append(
+            Observation(
+                check,
+                subject,
+                EvidenceVerdict.HEALTHY if good else EvidenceVerdict.FAULT,
+                summary,
+                command,
+                excerpt,
+                hostname,
+                {"step": step, "path": path, **(data or {})},
+            )
+        )
+        verdict.valid = verdict.valid and good
+
+    ok, text, command = outputs[f"files:{step}"]
+    sizes = {}
+    for line in text.splitlines() if ok else []:
+        if match := _LS_LINE.match(line.strip()):
+            sizes[match["name"]] = int(match["size"])
+    shards = {name: size for name, size in sizes.items() if name.endswith(".distcp")}
+    missing = [rank for rank in range(world_size) if f"__{rank}_0.distcp" not in shards]
+    empty = sorted(name for name, size in shards.items() if size == 0)
+    add(
+        "shards",
+        ok and not missing and not empty,
+        (f"could not list: {text.strip()[-200:]}" if not ok else "")
+        or (
+            f"{len(shards)} of {world_size} shards"
+            + (f"; missing ranks {_ranks(missing)}" if missing else "")
+            + (f"; empty: {', '.join(empty[:4])}" if empty else "; none empty")
+        ),
+        command,
+        "\n".join(line for line in text.splitlines() if ".distcp" in line and " 0 " in line)[:1000],
+        {"shards": len(shards), "missing": missing[:64], "empty": empty[:64], "bytes": sum(sizes.values())},
+    )
+    marker = MARKER in sizes
+    verdict.incomplete = ok and not marker
+    add(
+        "marker",
+        marker,
+        f"{MARKER} present (the save finished)" if marker else f"no {MARKER}: the save never finished",
+        command,
+    )
+    ok, text, command = outputs[f"manifest:{step}"]
+    failed = [line for line in text.splitlines() if line.endswith("FAILED") or "FAILED open or read" in line]
+    add(
+        "manifest",
+        ok and not failed,
+        (f"{sum(1 for line in text.splitlines() if line.endswith(': OK'))} file(s) match the manifest" if ok else "")
+        or (f"{len(failed)} file(s) do not match the manifest" if failed else f"no manifest: {text.strip()[-160:]}"),
+        command,
+        "\n".join(failed[:4]) or text.strip()[-300:],
+    )
+    ok, text, command = outputs[f"load:{step}"]
+    last = next((line for line in reversed(text.strip().splitlines()) if line.strip()), "")
+    add("load", ok, last[:300] if ok else f"does not load: {last.strip()}"[:300], command, last)
+    return verdict
+
+
+def _ranks(numbers: list[int]) -> str:
+    return ", ".join(str(n) for n in numbers[:8]) + (" …" if len(numbers) > 8 else "")
+
+
+# --- the nodes ----------------------------------------------------------------------------------------------------
+
+
+def judge_kernel(hostname: str, ok: bool, text: str, command: str) -> Observation:
+    if not ok:
+        return Observation("xid", "", EvidenceVerdict.COULD_NOT_RUN, f"could not run: {text[-200:]}", command)
+    try:
+        xids = parse_dmesg(text).xids
+    except ParseError:
+        xids = []
+    bad = [event for event in xids if event.xid in BAD_XIDS]
+    lines = text.splitlines()
+    return Observation(
+        "xid",
+        bad[0].pci_bus_id if bad else "",
+        EvidenceVerdict.FAULT if bad else EvidenceVerdict.HEALTHY,
+        (
+            "; ".join(sorted({f"Xid {event.xid} on {event.pci_bus_id}" for event in bad}))
+            + ": the GPU must leave service (ECC / fallen off the bus / NVLink)"
+            if bad
+            else f"no GPU-fatal Xid or uncorrectable ECC ({len(xids)} other Xid line(s))"
+        ),
+        command,
+        "\n".join(lines[event.line - 1] for event in bad[:4]),
+        hostname,
+        {"xids": sorted({event.xid for event in xids}), "bad": sorted({event.xid for event in bad})},
+    )
+
+
+# --- ranking ------------------------------------------------------------------------------------------------------
+
+# A clean node does not speak against a bad one (the GPU fails on one node), so no check's health counts against
+# the bad-node cause; every node's worker dying (the launcher tears them all down) only weakly says "crash".
+WEIGHTS: dict[tuple[str, str], dict[str, int]] = {
+    ("disk", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_DISK_FULL: 6},
+    ("space", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_DISK_FULL: 10},
+    ("space", EvidenceVerdict.HEALTHY): {Cause.CHECKPOINT_DISK_FULL: -3},
+    ("checkpoint", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_CORRUPT: 6},
+    ("load", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_CORRUPT: 4},
+    ("manifest", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_CORRUPT: 2},
+    ("cuda", EvidenceVerdict.FAULT): {Cause.BAD_NODE: 4},
+    ("xid", EvidenceVerdict.FAULT): {Cause.BAD_NODE: 10},
+    ("worker", EvidenceVerdict.FAULT): {Cause.WORKER_CRASH: 1},
+}
+
+
+def weights(seen: Observation) -> dict[str, int]:
+    return WEIGHTS.get((seen.check, seen.verdict), {})
+
+
+# --- the recovery -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RecoveryPlan:
+    cause: str
+    summary: str
+    commands: list[FixCommand]
+    artefact: str  # the resume as it runs (commands) or as a person applies it (Slurm, Kubernetes)
+    resume_step: int | None
+    hosts: tuple[str, ...]
+    removed: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    replaced: dict[str, str] = field(default_factory=dict)  # bad host -> spare
+
+
+def choose_checkpoint(verdicts: list[CheckpointVerdict]) -> CheckpointVerdict | None:
+    """The newest valid checkpoint."""
+    return max((verdict for verdict in verdicts if verdict.valid), key=lambda verdict: verdict.step, default=None)
+
+
+def to_remove(steps: list[int], verdicts: list[CheckpointVerdict], resume: int, keep: int) -> list[int]:
+    """What frees space without losing what matters: saves that never finished (no marker), and the oldest
+    checkpoints beyond the keep count (the chosen one counts; corrupt ones are kept for a person to look at)."""
+    incomplete = {verdict.step for verdict in verdicts if verdict.incomplete}
+    invalid = {verdict.step for verdict in verdicts if not verdict.valid}
+    older = [step for step in steps if step < resume and step not in invalid]
+    beyond = older[: max(len(older) - (keep - 1), 0)]
+    return sorted(incomplete | set(beyond))
+
+
+def plan_recovery(
+    *,
+    job: JobFacts,
+    cause: str,
+    steps: list[int],
+    verdicts: list[CheckpointVerdict],
+    disk_full: bool,
+    bad_hosts: list[str],
+    spares: dict[str, str],
+    rendezvous: str,
+) -> RecoveryPlan | None:
+    """The recovery, or None when no checkpoint is valid (nothing to resume from: a person decides)."""
+    chosen = choose_checkpoint(verdicts)
+    if chosen is None:
+        return None
+    hosts, excluded, replaced = [], [], {}
+    for host in job.hosts:
+        if host not in bad_hosts:
+            hosts.append(host)
+        elif host in spares:
+            hosts.append(spares[host])
+            replaced[host] = spares[host]
+        else:
+            excluded.append(host)
+    removed = to_remove(steps, verdicts, chosen.step, job.keep) if disk_full else []
+    commands = [
+        FixCommand(hosts[0], "remove-checkpoint", (("checkpoint_step_dir", checkpoint_path(job.checkpoint_dir, step)),))
+        for step in removed
+    ]
+    artefact, resume = resume_artefact(job, tuple(hosts), chosen.step, rendezvous)
+    commands += resume
+    parts = []
+    if disk_full:
+        parts.append(
+            f"free space: remove {len(removed)} checkpoint(s) ({', '.join(f'step {step}' for step in removed)})"
+            if removed
+            else "free space by hand (nothing Rackpilot may remove within the keep count)"
+        )
+    for bad, spare in replaced.items():
+        parts.append(f"replace {bad} by the spare {spare}")
+    for bad in excluded:
+        parts.append(f"leave out {bad} (no healthy spare of its SKU): {len(hosts)} node(s)")
+    parts.append(f"resume from step {chosen.step} ({chosen.path}) on {', '.join(hosts)}")
+    summary = "; ".join(parts)
+    summary = summary[0].upper() + summary[1:]
+    if disk_full and not removed:
+        commands = []  # resuming onto a full volume fails at the next save
+    return RecoveryPlan(cause, summary, commands, artefact, chosen.step, tuple(hosts), removed, excluded, replaced)
+
+
+def resume_artefact(job: JobFacts, hosts: tuple[str, ...], step: int, rendezvous: str) -> tuple[str, list[FixCommand]]:
+    """The resume for the job's launcher: torchrun on every node (run through the catalogue); for Slurm and
+    Kubernetes the requeue / Job manifest a person (or the scheduler integration) applies."""
+    if job.launcher in ("torchrun", "mpirun"):
+        commands = [
+            FixCommand(
+                host,
+                "resume-torchrun",
+                (
+                    ("unit", f"rackpilot-resume-{job.name}"),
+                    ("number", len(hosts)),
+                    ("gpus", job.ranks_per_node),
+                    ("node_rank", rank),
+                    ("marker", rendezvous),
+                    ("rdzv_endpoint", f"{hosts[0]}:{RDZV_PORT}"),
+                    ("path", job.entrypoint),
+                    ("checkpoint_dir", job.checkpoint_dir),
+                    ("step", step),
+                ),
+            )
+            for rank, host in enumerate(hosts)
+        ]
+        return "\n".join(f"{command.hostname}$ {command.text()}" for command in commands), commands
+    program = [job.entrypoint, "--load", job.checkpoint_dir, "--ckpt-step", str(step)]
+    if job.launcher == "slurm":
+        return (
+            f"scontrol update JobName={job.name} NodeList={','.join(hosts)} NumNodes={len(hosts)}\n"
+            f"scontrol requeue $(squeue -h -n {job.name} -o %i)\n"
+            f"# the batch script resumes with: srun torchrun --nnodes {len(hosts)} --nproc-per-node "
+            f"{job.ranks_per_node} {shlex.join(program)}",
+            [],
+        )
+    nodes = "\n".join(f"                - {host}" for host in hosts)
+    return (
+        f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {job.name}-resume-{step}
+spec:
+  completions: {len(hosts)}
+  parallelism: {len(hosts)}
+  completionMode: Indexed
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - key: kubernetes.io/hostname
+                operator: In
+                values:
+{nodes}
+      containers:
+      - name: trainer
+        image: trainer
+        command: ["torchrun", "--nnodes", "{len(hosts)}", "--nproc-per-node", "{job.ranks_per_node}",
+                  "--node-rank", "$(JOB_COMPLETION_INDEX)", "--rdzv-endpoint", "{job.name}-0.{job.name}:{RDZV_PORT}",
+                  {", ".join(f'"{word}"' for word in program)}]
+        resources:
+          limits:
+            nvidia.com/gpu: {job.ranks_per_node}
+""",
+        [],
+    )
