@@ -62,6 +62,7 @@ def _reaper_loop(interval: float) -> None:
     from apps.deployments import recording
     from apps.jobs import services
     from apps.monitoring import bmcs as monitoring
+    from apps.monitoring.policies import services as policies
     from portal.celery import reap_forever
 
     reap_forever(
@@ -71,6 +72,7 @@ def _reaper_loop(interval: float) -> None:
             (monitoring.schedule_polls, settings.RACKPILOT_BMC_SCHEDULER_SECONDS),
             (services.prune_old_output, 3600),
             (monitoring.prune_readings, 3600),
+            (policies.evaluate_all, settings.RACKPILOT_POLICY_EVALUATION_SECONDS),
         ],
     )
 
