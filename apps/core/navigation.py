@@ -19,6 +19,7 @@ ITEMS = (
     ("Telemetry", "telemetry"),
     ("Import / export", "inventory-transfer"),
     ("Audit log", "audit-log"),
+    ("Policies", "policy-list"),
 )
 
 

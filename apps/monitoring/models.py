@@ -387,3 +387,8 @@ class PolicyAction(AuditedModel, PublicModel):
     @property
     def hostnames(self) -> list[str]:
         return sorted(self.commands)
+
+    @property
+    def command_rows(self) -> list[tuple[str, list[str], list[str]]]:
+        """(hostname, what applying runs there, what reverting runs there), for the page."""
+        return [(host, self.commands[host], self.revert_commands.get(host, [])) for host in self.hostnames]

@@ -10,3 +10,10 @@ urlpatterns = [
     path("slos/rules.yml", views.slo_rules, name="slo-rules"),
     path("grafana.zip", views.grafana_bundle, name="grafana-bundle"),
 ]
+
+# Cost and energy policies: portal/urls.py mounts these at /policies/.
+policy_urlpatterns = [
+    path("", views.policy_list, name="policy-list"),
+    path("<uuid:public_id>/", views.policy_detail, name="policy-detail"),
+    path("<uuid:public_id>/<slug:step>/", views.policy_step, name="policy-step"),
+]

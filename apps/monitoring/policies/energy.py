@@ -56,7 +56,7 @@ class LowLoadPowerParameters(serializers.Serializer):
         attrs.setdefault("restore_above", min(100.0, below + 25.0))
         if attrs["restore_above"] <= below:
             raise serializers.ValidationError(
-                {"restore_above": f"Must be above utilisation_below ({below:g} %), or the limit would flap."}
+                {"restore_above": [f"Must be above utilisation_below ({below:g} %), or the limit would flap."]}
             )
         return attrs
 
@@ -93,7 +93,7 @@ class LowLoadPower(PolicyKindSpec):
         for sku, (low, high) in sorted(ranges.items()):
             if not low <= watts <= high:
                 raise serializers.ValidationError(
-                    {"power_limit_w": f"{watts} W is outside the {sku}'s power limit range, {low}–{high} W."}
+                    {"power_limit_w": [f"{watts} W is outside the {sku}'s power limit range, {low}–{high} W."]}
                 )
         return parameters
 
