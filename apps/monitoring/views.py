@@ -2,6 +2,7 @@
 Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmcs do the work."""
 
 import secrets
+import uuid
 
 import yaml
 from django.conf import settings
@@ -153,7 +154,7 @@ def policy_list(request: HttpRequest) -> HttpResponse:
             policy.save()
             messages.success(request, f"Policy {policy.name} saved. Run a dry run to see what it would do.")
             return redirect("policy-detail", public_id=policy.public_id)
-    rows = CostPolicy.objects.select_related("rack", "service").prefetch_related("actions")
+    rows = CostPolicy.objects.select_related("rack", "service")
     price = f"{settings.RACKPILOT_ENERGY_PRICE_PER_KWH:g} {settings.RACKPILOT_ENERGY_CURRENCY}/kWh"
     return render(request, "monitoring/policies.html", {"policies": rows, "form": form, "price_note": price})
 
@@ -187,7 +188,11 @@ def policy_step(request: HttpRequest, public_id, step: str) -> HttpResponse:
         raise Http404("No such step.")
     action = None
     if step not in ("dry-run", "standing-approval"):
-        action = get_object_or_404(PolicyAction, policy=policy, public_id=request.POST.get("action") or None)
+        try:
+            wanted = uuid.UUID(request.POST.get("action", ""))
+        except ValueError:
+            raise Http404("No such action.") from None
+        action = get_object_or_404(PolicyAction, policy=policy, public_id=wanted)
     try:
         if step == "dry-run":
             created = policies.dry_run(policy=policy, user=request.user)

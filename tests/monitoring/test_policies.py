@@ -122,8 +122,10 @@ def test_apply_lowers_the_simulated_power_and_tokens_then_revert_restores(policy
     capped = model()
     old, new = before.gpu_reading("gpu001", 0, peak), capped.gpu_reading("gpu001", 0, peak)
     assert new["power_w"] < old["power_w"] and new["sm_mhz"] < old["sm_mhz"]
-    assert capped.service_rates(run, peak)["tokens"] <= before.service_rates(run, peak)["tokens"]
+    # At 450 W the service keeps ~80 % of its capacity: the day's peak (70 % of design) still fits, but nearer the
+    # ceiling, so requests take longer (tokens/s fall only below the demand: tests/simulator/test_power_limit.py).
     assert capped.service_capacity(run, peak) < 0.85 * before.service_capacity(run, peak)
+    assert capped.service_rates(run, peak)["e2e_median"] > 1.2 * before.service_rates(run, peak)["e2e_median"]
 
     action = policies.revert(action=action, user=operator)
     run_shards(action.revert_job)

@@ -139,3 +139,37 @@ def test_the_page_creates_a_policy_and_names_a_bad_field(fleet, browser_as, oper
     assert not CostPolicy.objects.exists()
     assert client.post(reverse("policy-list"), {**data, "window_minutes": 30}).status_code == 302
     assert CostPolicy.objects.get().parameters["window_minutes"] == 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_path_on_the_page_dry_run_approve_apply_revert(fleet, browser_as, operator, run_shards):
+    from apps.simulator import services as simulator
+
+    policy = CostPolicy.objects.create(
+        name="night",
+        kind="low_load_power",
+        scope="service",
+        service=fleet,
+        parameters={**GOOD["parameters"], "restore_above": 100.0},
+    )
+    client = browser_as(operator)
+
+    def press(step, action=None):
+        data = {"action": str(action.public_id)} if action else {}
+        response = client.post(reverse("policy-step", args=[policy.public_id, step]), data)
+        assert response.status_code == 302
+        return PolicyAction.objects.get(policy=policy, state__in=("proposed", "approved", "applying", "reverting"))
+
+    action = press("dry-run")
+    action = press("approve", action)
+    action = press("apply", action)
+    run_shards(action.apply_job)
+    state = simulator.node_state(node=Node.objects.get(hostname="gpu001"))
+    assert {gpu.power_cap_w for gpu in state.gpus} == {450}
+    action = press("revert", PolicyAction.objects.get(state="applied"))
+    run_shards(action.revert_job)
+    action.refresh_from_db()
+    page = client.get(reverse("policy-detail", args=[policy.public_id])).content.decode()
+    assert action.state == ActionState.REVERTED and 'data-state="reverted"' in page
+    state = simulator.node_state(node=Node.objects.get(hostname="gpu001"))
+    assert {gpu.power_cap_w for gpu in state.gpus} == {700}

@@ -193,7 +193,10 @@ def apply(*, action: PolicyAction, user=None, now: float | None = None) -> Polic
             raise PolicyError(
                 {"state": f"Only an approved action can be applied; this one is {action.get_state_display()}."}
             )
-        trouble = latency_trouble(source=_source(), hostnames=action.hostnames, now=now)
+        try:
+            trouble = latency_trouble(source=_source(), hostnames=action.hostnames, now=now)
+        except TelemetryError as error:
+            raise PolicyError({"telemetry": f"Cannot judge the SLOs' headroom: {error}"}) from None
         if trouble:
             raise PolicyError({"slo": f"Not while the SLO has no headroom: {trouble}."})
         return _start(action, mode="apply", user=user)
