@@ -206,3 +206,19 @@ def test_parameters_are_checked_against_the_scope(fleet):
         with pytest.raises(Exception) as error:
             policies.check_parameters(kind="low_load_power", parameters={**PARAMETERS, **bad}, nodes=nodes)
         assert field in error.value.detail
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_load_rises_above_restore_above_the_evaluation_restores_the_default(policy, operator, run_shards):
+    action = applied(policies.dry_run(policy=policy, user=operator), run_shards, operator)
+    assert "checking 2 node(s)" in policies.evaluate(policy=policy)  # the service's load is under 100 %: kept
+    CostPolicy.objects.filter(pk=policy.pk).update(
+        parameters={**PARAMETERS, "utilisation_below": 15, "restore_above": 20}
+    )
+    policy.refresh_from_db()
+
+    outcome = policies.evaluate(policy=policy)
+    action.refresh_from_db()
+    assert "load rose" in outcome and action.state == ActionState.REVERTING and "above 20 %" in action.revert_reason
+    run_shards(action.revert_job)
+    assert limits("gpu001") == limits("gpu002") == {700}
