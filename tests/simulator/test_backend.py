@@ -109,6 +109,7 @@ def test_every_catalogue_command_is_answered(gpu_node):
         "flash-firmware": {"path": "/var/lib/rackpilot/firmware/bios/2.0.0.cab"},
         "set-mtu": {"number": "9000"},
         "apt-install": {"package": "libnccl2=2.28.3-1+cuda13.0"},
+        "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/monitoring/policies)
     }
     silent = {
         "true",
