@@ -64,6 +64,7 @@ def _reaper_loop(interval: float) -> None:
     from apps.deployments import recording
     from apps.jobs import services
     from apps.monitoring import bmcs as monitoring
+    from apps.monitoring.policies import services as policies
     from portal.celery import reap_forever
 
     reap_forever(
@@ -75,6 +76,7 @@ def _reaper_loop(interval: float) -> None:
             (monitoring.prune_readings, 3600),
             (automation.run_due_schedules, 0),  # beat's DatabaseScheduler in the services wiring
             (notifications.scan_events, settings.RACKPILOT_NOTIFY_SCAN_SECONDS),
+            (policies.evaluate_all, settings.RACKPILOT_POLICY_EVALUATION_SECONDS),
         ],
     )
 

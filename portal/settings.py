@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import SQLITE_OPTIONS, database_from_url, env_bool, env_int, env_list, env_str
+from portal.env import SQLITE_OPTIONS, database_from_url, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RACKPILOT_VAR_DIR", str(BASE_DIR / "var")))
@@ -290,6 +290,7 @@ SYSTEM_TASKS = (
     "rackpilot.automation.run_schedule",
     "rackpilot.automation.scan_events",
     "rackpilot.automation.deliver",
+    "rackpilot.monitoring.evaluate_cost_policies",
 )
 CELERY_TASK_ROUTES = {
     "rackpilot.jobs.run_shard": {"queue": "jobs"},
@@ -373,6 +374,15 @@ RACKPILOT_SIM_BMC_USER = env_str("RACKPILOT_SIM_BMC_USER", "admin")
 RACKPILOT_SIM_BMC_PASSWORD = env_str("RACKPILOT_SIM_BMC_PASSWORD", "rackpilot-sim")
 # Outbound calls (BMCs) refuse link-local and cloud metadata addresses unless this is on (apps/core/outbound.py).
 RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL", False)
+# Cost and energy policies (docs/monitoring.md, "Cost and energy policies"): the price a saving is shown at, in
+# RACKPILOT_ENERGY_CURRENCY per kWh, and how often beat evaluates every enabled policy.
+RACKPILOT_ENERGY_PRICE_PER_KWH = env_float("RACKPILOT_ENERGY_PRICE_PER_KWH", 0.15)
+RACKPILOT_ENERGY_CURRENCY = env_str("RACKPILOT_ENERGY_CURRENCY", "EUR")
+RACKPILOT_POLICY_EVALUATION_SECONDS = env_int("RACKPILOT_POLICY_EVALUATION_SECONDS", 300)
+if RACKPILOT_ENERGY_PRICE_PER_KWH < 0:
+    raise ImproperlyConfigured("RACKPILOT_ENERGY_PRICE_PER_KWH must not be negative")
+if RACKPILOT_POLICY_EVALUATION_SECONDS < 30:
+    raise ImproperlyConfigured("RACKPILOT_POLICY_EVALUATION_SECONDS must be at least 30")
 # /metrics: empty answers anyone (like most exporters; it shows no credentials or host secrets); set, it wants
 # `Authorization: Bearer <token>` (Prometheus' `authorization` scrape setting).
 RACKPILOT_METRICS_TOKEN = env_str("RACKPILOT_METRICS_TOKEN", "")
@@ -400,6 +410,10 @@ CELERY_BEAT_SCHEDULE = {
     "rackpilot-automation-scan-events": {
         "task": "rackpilot.automation.scan_events",
         "schedule": float(env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)),
+    },
+    "rackpilot-monitoring-evaluate-cost-policies": {
+        "task": "rackpilot.monitoring.evaluate_cost_policies",
+        "schedule": float(RACKPILOT_POLICY_EVALUATION_SECONDS),
     },
 }
 

@@ -21,6 +21,7 @@ ITEMS = (
     ("Import / export", "inventory-transfer"),
     ("Audit log", "audit-log"),
     ("Automation", "automation"),
+    ("Policies", "policy-list"),
 )
 
 

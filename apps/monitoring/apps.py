@@ -12,6 +12,7 @@ class MonitoringConfig(AppConfig):
         from apps.inventory.node_sections import register_node_section
         from apps.monitoring import health, kinds, services, signals  # noqa: F401
         from apps.monitoring.panels import node_bmc_context
+        from apps.monitoring.policies import services as policies  # noqa: F401 (the power-limit kind)
 
         signals.connect()
         register_panel(

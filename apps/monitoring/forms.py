@@ -1,9 +1,14 @@
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
+from rest_framework import serializers
 
-from apps.monitoring.choices import BmcProtocol
-from apps.monitoring.models import Slo
+from apps.core.validators import name_validator
+from apps.inventory.models import Rack
+from apps.monitoring.choices import BmcProtocol, PolicyKind, PolicyScope
+from apps.monitoring.models import CostPolicy, Slo
+from apps.monitoring.policies.services import check_parameters
 from apps.monitoring.validation import validate_bmc_address, validate_bmc_user, validate_password
+from apps.workloads.models import InferenceService
 
 
 class BmcForm(forms.Form):
@@ -49,3 +54,47 @@ class SloForm(forms.ModelForm):
     class Meta:
         model = Slo
         fields = ["name", "objective", "scope", "service", "training_job", "rack", "target", "compliance"]
+
+
+class CostPolicyForm(forms.Form):
+    """A new low-load power policy: the scope, the thresholds and the lowered limit (checked against the scope's
+    SKUs), as the API takes them."""
+
+    name = forms.CharField(max_length=100, validators=[name_validator])
+    scope = forms.ChoiceField(choices=PolicyScope.choices, initial=PolicyScope.CLUSTER)
+    rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), required=False)
+    service = forms.ModelChoiceField(queryset=InferenceService.objects.order_by("name"), required=False)
+    utilisation_below = forms.FloatField(initial=30, help_text="Lower the limit below this mean GPU utilisation (%).")
+    restore_above = forms.FloatField(required=False, help_text="Restore above this (%); empty: 25 points above.")
+    window_minutes = forms.IntegerField(initial=30, help_text="Over this many minutes.")
+    power_limit_w = forms.IntegerField(help_text="The lowered power limit (W), within the SKUs' range.")
+
+    PARAMETERS = ("utilisation_below", "restore_above", "window_minutes", "power_limit_w")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if CostPolicy.objects.filter(name=name).exists():
+            raise forms.ValidationError("A cost policy with this name exists already.")
+        return name
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        policy = CostPolicy(
+            kind=PolicyKind.LOW_LOAD_POWER, scope=data["scope"], rack=data.get("rack"), service=data.get("service")
+        )
+        try:
+            policy.clean()
+        except forms.ValidationError as error:
+            for field, messages in error.message_dict.items():
+                self.add_error(field, messages)
+            return data
+        parameters = {name: data[name] for name in self.PARAMETERS if data.get(name) is not None}
+        try:
+            data["parameters"] = check_parameters(kind=policy.kind, parameters=parameters, nodes=policy.nodes())
+        except serializers.ValidationError as error:
+            for field, messages in error.detail.items():
+                self.add_error(field if field in self.fields else None, [str(message) for message in messages])
+        data["policy"] = policy
+        return data

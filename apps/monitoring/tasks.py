@@ -14,3 +14,11 @@ def poll_bmcs() -> int:
 @shared_task(name="rackpilot.monitoring.prune_bmc_readings", ignore_result=True, time_limit=1800)
 def prune_bmc_readings() -> int:
     return bmcs.prune_readings()
+
+
+@shared_task(name="rackpilot.monitoring.evaluate_cost_policies", ignore_result=True, time_limit=600)
+def evaluate_cost_policies() -> int:
+    """Beat: evaluate every cost policy (propose, apply with standing approval, revert on a breach, re-apply)."""
+    from apps.monitoring.policies import services as policies
+
+    return policies.evaluate_all()

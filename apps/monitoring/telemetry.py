@@ -44,6 +44,7 @@ GPU_FIELDS = {
     "clock_reasons": ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "reasons"),
     "xid": ("DCGM_FI_DEV_XID_ERRORS", "xid"),
     "ecc_dbe": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe"),
+    "power_limit": ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "power_limit_w"),
 }
 ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ
 TOKENS_METRIC = "vllm:generation_tokens_total"

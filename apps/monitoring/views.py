@@ -2,13 +2,14 @@
 Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmcs do the work."""
 
 import secrets
+import uuid
 
 import yaml
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from prometheus_client import generate_latest
@@ -19,9 +20,10 @@ from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import bmcs, grafana, services, slo, validations
 from apps.monitoring.choices import BmcProtocol
-from apps.monitoring.forms import BmcForm, SloForm
+from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm
 from apps.monitoring.metrics import registry
-from apps.monitoring.models import Bmc, Slo
+from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
+from apps.monitoring.policies import services as policies
 from apps.monitoring.telemetry import WINDOWS, Window
 from apps.workloads.models import InferenceService
 
@@ -148,3 +150,84 @@ def service_validate(request: HttpRequest, public_id) -> HttpResponse:
         messages.error(request, f"Business validation not started: {error.detail}")
         return redirect("service-detail", public_id=service.public_id)
     return redirect("job-page", public_id=job.public_id)
+
+
+# --- cost and energy policies ----------------------------------------------------------------------------------------
+
+
+@login_required
+def policy_list(request: HttpRequest) -> HttpResponse:
+    """Every cost policy with its newest action; operators add a low-load power policy with the form."""
+    form = CostPolicyForm(request.POST or None) if request.user.has_role(Role.OPERATOR) else None
+    if request.method == "POST":
+        if form is None:
+            return HttpResponse("Only operators define cost policies.", status=403)
+        if form.is_valid():
+            data = form.cleaned_data
+            policy = data["policy"]
+            policy.name, policy.parameters, policy.created_by = data["name"], data["parameters"], request.user
+            policy.save()
+            messages.success(request, f"Policy {policy.name} saved. Run a dry run to see what it would do.")
+            return redirect("policy-detail", public_id=policy.public_id)
+    rows = CostPolicy.objects.select_related("rack", "service")
+    price = f"{settings.RACKPILOT_ENERGY_PRICE_PER_KWH:g} {settings.RACKPILOT_ENERGY_CURRENCY}/kWh"
+    return render(request, "monitoring/policies.html", {"policies": rows, "form": form, "price_note": price})
+
+
+@login_required
+def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
+    """One policy: its parameters, the dry-run button, and every action with its commands, saving and buttons."""
+    policy = get_object_or_404(CostPolicy.objects.select_related("rack", "service"), public_id=public_id)
+    actions = policy.actions.select_related("apply_job", "revert_job")[:20]
+    return render(
+        request,
+        "monitoring/policy.html",
+        {
+            "policy": policy,
+            "actions": actions,
+            "can_operate": request.user.has_role(Role.OPERATOR),
+            "can_trust": request.user.has_role(Role.ADMIN),
+        },
+    )
+
+
+POLICY_STEPS = ("dry-run", "approve", "apply", "revert", "discard", "standing-approval")
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def policy_step(request: HttpRequest, public_id, step: str) -> HttpResponse:
+    """The page's buttons: dry run, approve, apply, revert, discard; standing approval (admins)."""
+    policy = get_object_or_404(CostPolicy, public_id=public_id)
+    if step not in POLICY_STEPS:
+        raise Http404("No such step.")
+    action = None
+    if step not in ("dry-run", "standing-approval"):
+        try:
+            wanted = uuid.UUID(request.POST.get("action", ""))
+        except ValueError:
+            raise Http404("No such action.") from None
+        action = get_object_or_404(PolicyAction, policy=policy, public_id=wanted)
+    try:
+        if step == "dry-run":
+            created = policies.dry_run(policy=policy, user=request.user)
+            messages.success(request, f"Dry run: {created.reason}.")
+        elif step == "approve":
+            policies.approve(action=action, user=request.user)
+            messages.success(request, "Approved; apply it when ready.")
+        elif step == "apply":
+            policies.apply(action=action, user=request.user)
+            messages.success(request, "Applying: follow the job.")
+        elif step == "revert":
+            policies.revert(action=action, user=request.user, reason=request.POST.get("reason", "")[:200])
+            messages.success(request, "Reverting: the defaults go back on.")
+        elif step == "discard":
+            policies.discard(action=action, user=request.user)
+            messages.success(request, "Proposal discarded.")
+        else:
+            standing = request.POST.get("standing") == "on"
+            policies.set_standing_approval(policy=policy, user=request.user, standing=standing)
+            messages.success(request, f"Standing approval {'given' if standing else 'taken back'}.")
+    except policies.PolicyError as error:
+        messages.error(request, str(error))
+    return redirect("policy-detail", public_id=policy.public_id)

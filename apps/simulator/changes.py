@@ -10,6 +10,8 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``file:<absolute path>`` str content
 - ``removed:<absolute path>`` int: what ``rm -rf`` of a training run's checkpoint freed, in bytes (on its volume)
 - ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
+- ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
+  driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
 """
 
 from collections.abc import Iterable
@@ -27,6 +29,13 @@ FIRMWARE_COMPONENTS = (
 SOFTWARE = ("driver", "cuda", "nccl", "openmpi", "torch", "tensorflow")
 PYTHON_PACKAGES = ("torch", "tensorflow")
 KEY_MAX_LENGTH = 255
+# Changes that live in the driver, not on disk: a reboot clears them.
+VOLATILE_PREFIXES = ("gpu:",)
+GPU_ATTRIBUTES = ("power_limit",)
+
+
+def gpu_key(index: int, attribute: str) -> str:
+    return f"gpu:{index}:{attribute}"
 
 
 def nic_key(nic: str, attribute: str) -> str:
@@ -72,6 +81,12 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
             setattr(state, attribute, str(value))
         else:
             return False
+    elif family == "gpu":
+        index, _, attribute = rest.partition(":")
+        gpu = next((gpu for gpu in state.gpus if str(gpu.index) == index), None)
+        if gpu is None or attribute not in GPU_ATTRIBUTES:
+            return False
+        gpu.power_limit_w = int(value)
     elif family == "file" and rest.startswith("/"):
         state.files[rest] = str(value)
     elif family == "removed" and rest.startswith("/"):

@@ -8,14 +8,14 @@ from django.db.models import Count, Max, Prefetch
 
 from apps.inventory.models import Nic, Node
 from apps.simulator import shell
-from apps.simulator.changes import apply_changes
+from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.faults.kinds import fault_kind
 from apps.simulator.faults.node import apply_faults, check_fault
 from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
 from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
-from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedFault
+from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault
 from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
 
@@ -28,6 +28,7 @@ __all__ = [
     "inject_fault",
     "NodeSession",
     "node_state",
+    "reboot",
     "run_command",
     "run_nccl_tests",
     "serving_ledger",
@@ -200,6 +201,16 @@ def clear_changes(*, node: Node) -> int:
     return removed
 
 
+def reboot(*, node: Node) -> int:
+    """A simulated reboot: what lived only in the driver (power limits set with nvidia-smi -pl) is gone; files,
+    packages and NIC settings written to disk stay. Returns how many settings were lost."""
+    removed = 0
+    for prefix in VOLATILE_PREFIXES:
+        count, _ = SimChange.objects.on(node).filter(key__startswith=prefix).delete()
+        removed += count
+    return removed
+
+
 # --- telemetry --------------------------------------------------------------------------------------------------
 
 
@@ -208,7 +219,7 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
     names; a node's energy counter starts when its row was created (its boot), its faults when they were injected."""
     nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
     nodes = Node.objects.prefetch_related(
-        "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults"
+        "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults", "sim_changes"
     )
     if hostnames is not None:
         nodes = nodes.filter(hostname__in=hostnames)
@@ -221,6 +232,11 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
             faults=[
                 TimedFault(fault.kind, fault.target, fault.parameters, fault.created.timestamp())
                 for fault in node.sim_faults.all()
+            ],
+            changes=[
+                TimedChange(change.key, change.value, change.updated.timestamp())
+                for change in node.sim_changes.all()
+                if change.key.startswith(VOLATILE_PREFIXES)  # the changes that move the GPUs' figures
             ],
         )
         for node in nodes

@@ -135,6 +135,7 @@ class SimGpu:
     reference_tbps: float
     tdp_w: int
     pcie_gen_max: int
+    min_power_limit_w: int = 200  # the lowest limit the driver accepts (the SKU's); the highest is the TDP
     # What faults change:
     present: bool = True
     nvlinks_down: list[int] = field(default_factory=list)
@@ -363,6 +364,7 @@ def _sim_gpu(gpu, firmware: dict) -> SimGpu:
         reference_tbps=float(sku.mem_bandwidth_reference_tbps),
         tdp_w=sku.tdp_w,
         pcie_gen_max=sku.pcie_gen,
+        min_power_limit_w=min(sku.min_power_limit_w, sku.tdp_w),
     )
 
 

@@ -22,6 +22,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 
+from apps.simulator.changes import apply_changes
 from apps.simulator.faults.node import apply_faults
 from apps.simulator.model import (
     IDLE_POWER_W,
@@ -93,13 +94,25 @@ class TimedFault:
     since: float
 
 
+@dataclass(frozen=True)
+class TimedChange:
+    """A command-made change that moves the GPUs (a power limit set with nvidia-smi -pl) and since when (SimChange
+    rows carry the same fields; their `updated` time is the moment)."""
+
+    key: str
+    value: object
+    since: float
+
+
 @dataclass
 class NodeHistory:
-    """A node's healthy state, when it booted (its energy counters start there), and its faults with their times."""
+    """A node's healthy state, when it booted (its energy counters start there), its faults and the command-made
+    changes to its GPUs, with their times."""
 
     healthy: SimulatedNode
     booted: float
     faults: list[TimedFault] = field(default_factory=list)
+    changes: list[TimedChange] = field(default_factory=list)
 
     @property
     def hostname(self) -> str:
@@ -231,6 +244,7 @@ class ClusterTelemetry:
         self._regimes: dict = {}
         self.breakpoints = sorted(
             {fault.since for history in histories for fault in history.faults}
+            | {change.since for history in histories for change in history.changes}
             | {run.started for run in (*workloads.training, *workloads.serving)}
         )
         self._role = {}  # hostname -> the workload that loads its GPUs (training wins over serving)
@@ -245,13 +259,14 @@ class ClusterTelemetry:
 
     def node_regime(self, hostname: str, t: float) -> NodeRegime:
         history = self.histories[hostname]
-        if not history.faults:
-            active, key = (), hostname  # the common case, asked for thousands of times by a page
+        if not history.faults and not history.changes:
+            active, changed, key = (), (), hostname  # the common case, asked for thousands of times by a page
         else:
             active = tuple(fault for fault in history.faults if fault.since <= t)
-            key = (hostname, tuple(id(fault) for fault in active))
+            changed = tuple(change for change in history.changes if change.since <= t)
+            key = (hostname, tuple(id(fault) for fault in active), tuple(id(change) for change in changed))
         if key not in self._regimes:
-            state = apply_faults(copy.deepcopy(history.healthy), active)
+            state = apply_changes(apply_faults(copy.deepcopy(history.healthy), active), changed)
             gpus = tuple((gpu, gpu_regime(gpu, state.faults)) for gpu in state.gpus)
             speeds = [regime.load_mhz / nominal_mhz(gpu) if regime.present else 0.0 for gpu, regime in gpus]
             self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)))
@@ -490,6 +505,10 @@ class ClusterTelemetry:
             (fault.kind, fault.target, str(fault.parameters), fault.since)
             for hostname in run.hostnames
             for fault in getattr(self.histories.get(hostname), "faults", ())
+        ) + tuple(
+            (hostname, change.key, str(change.value), change.since)
+            for hostname in run.hostnames
+            for change in getattr(self.histories.get(hostname), "changes", ())
         )
         key = (self.seed, run, start, faults)  # shared by the models rebuilt every few seconds
         if key not in _SERVICE_GRIDS and len(_SERVICE_GRIDS) > 64:

@@ -118,6 +118,7 @@ def test_every_catalogue_command_is_answered(gpu_node):
         "set-mtu": {"number": "9000"},
         "apt-install": {"package": "libnccl2=2.28.3-1+cuda13.0"},
         "sha256-check": {"path": "/checkpoints/llm-pretrain/SHA256SUMS"},
+        "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/monitoring/policies)
     }
     # No training run keeps checkpoints on this node: the loader says so, as PyTorch's does.
     refused = {"checkpoint-load": "FileNotFoundError: [Errno 2] No such file or directory"}

@@ -165,6 +165,7 @@ class GpuSkuSerializer(InventorySerializer):
             "mem_bandwidth_reference_tbps",
             "nvlink_gbps",
             "tdp_w",
+            "min_power_limit_w",
             "bf16_dense_tflops",
             "fp8_dense_tflops",
             "pcie_gen",

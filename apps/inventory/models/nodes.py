@@ -67,6 +67,13 @@ class GpuSku(PublicModel):
         "NVLink bandwidth (GB/s)", default=0, help_text="0 when the SKU has none."
     )
     tdp_w = models.PositiveIntegerField("TDP (W)", validators=[MinValueValidator(1)])
+    min_power_limit_w = models.PositiveIntegerField(
+        "minimum power limit (W)",
+        default=200,
+        validators=[MinValueValidator(1)],
+        help_text="The lowest power limit the driver accepts (nvidia-smi -q -d POWER, Min Power Limit); the "
+        "highest is the TDP. Power policies keep within them.",
+    )
     bf16_dense_tflops = models.DecimalField(max_digits=7, decimal_places=1, validators=[MinValueValidator(Decimal(0))])
     fp8_dense_tflops = models.DecimalField(
         max_digits=7, decimal_places=1, null=True, blank=True, help_text="Empty when the SKU has no FP8."

@@ -1,12 +1,16 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from apps.core.validators import host_validator
+from apps.accounts.choices import Role
+from apps.core.api import ReferenceField
+from apps.core.validators import host_validator, name_validator
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
 from apps.monitoring import bmcs
-from apps.monitoring.choices import BmcProtocol, PollResult
-from apps.monitoring.models import Bmc, BmcReading, Slo
+from apps.monitoring.choices import BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
+from apps.monitoring.models import Bmc, BmcReading, CostPolicy, PolicyAction, Slo
+from apps.monitoring.policies import services as policies
+from apps.monitoring.policies.energy import LowLoadPowerParameters
 from apps.monitoring.validation import (
     PASSWORD_MAX_CHARS,
     bmc_user_validator,
@@ -173,3 +177,148 @@ class FleetHealthSerializer(serializers.Serializer):
     score = serializers.IntegerField(help_text="0 to 100: the weighted parts below.")
     breakdown = HealthPartSerializer(many=True)
     nodes = NodeHealthSerializer(many=True)
+
+
+# --- cost and energy policies ----------------------------------------------------------------------------------------
+
+
+class LowLoadPowerParametersSerializer(LowLoadPowerParameters):
+    """Energy at low load: below `utilisation_below` % over `window_minutes`, GPUs go to `power_limit_w`."""
+
+
+class CostPolicySerializer(serializers.Serializer):
+    """A cost or energy policy. `rack` and `service` by name or public id; `parameters` checked against the scope's
+    GPU SKUs (the power limit within each one's min–max). Standing approval is an admin's to give."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    name = serializers.CharField(max_length=100, validators=[name_validator])
+    kind = serializers.ChoiceField(choices=PolicyKind.choices, default=PolicyKind.LOW_LOAD_POWER)
+    scope = serializers.ChoiceField(choices=PolicyScope.choices, default=PolicyScope.CLUSTER)
+    rack = ReferenceField(queryset=Rack.objects.all(), natural_key="name", required=False, allow_null=True)
+    service = ReferenceField(
+        queryset=InferenceService.objects.all(), natural_key="name", required=False, allow_null=True
+    )
+    parameters = LowLoadPowerParametersSerializer()
+    standing_approval = serializers.BooleanField(
+        default=False, help_text="Apply proposals without asking; only an admin may turn it on or off."
+    )
+    state = serializers.ChoiceField(choices=PolicyState.choices, default=PolicyState.ENABLED)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
+    last_evaluated = serializers.DateTimeField(read_only=True, allow_null=True)
+    last_outcome = serializers.CharField(read_only=True)
+    created = serializers.DateTimeField(read_only=True)
+    updated = serializers.DateTimeField(read_only=True)
+
+    def validate_name(self, value):
+        others = CostPolicy.objects.filter(name=value)
+        if self.instance is not None:
+            others = others.exclude(pk=self.instance.pk)
+        if others.exists():
+            raise serializers.ValidationError("A cost policy with this name exists already.")
+        return value
+
+    def validate(self, attrs):
+        current = {}
+        if self.instance is not None:
+            current = {field: getattr(self.instance, field) for field in ("kind", "scope", "rack", "service")}
+            current["parameters"] = self.instance.parameters
+            current["standing_approval"] = self.instance.standing_approval
+        merged = {**current, **attrs}
+        user = self.context["request"].user
+        if merged.get("standing_approval", False) != current.get("standing_approval", False) and not user.has_role(
+            Role.ADMIN
+        ):
+            raise serializers.ValidationError(
+                {"standing_approval": ["Only an admin may give or take standing approval."]}
+            )
+        probe = CostPolicy(
+            kind=merged.get("kind"), scope=merged.get("scope"), rack=merged.get("rack"), service=merged.get("service")
+        )
+        try:
+            probe.clean()
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.message_dict) from None
+        try:
+            attrs["parameters"] = policies.check_parameters(
+                kind=merged["kind"], parameters=dict(merged["parameters"]), nodes=probe.nodes()
+            )
+        except serializers.ValidationError as error:
+            raise serializers.ValidationError({"parameters": error.detail}) from None
+        return attrs
+
+    def create(self, validated_data):
+        return CostPolicy.objects.create(**validated_data, created_by=self.context["request"].user)
+
+    def update(self, instance, validated_data):
+        for field, value in validated_data.items():
+            setattr(instance, field, value)
+        instance.save()
+        return instance
+
+
+class PlanRowSerializer(serializers.Serializer):
+    hostname = serializers.CharField()
+    gpu = serializers.IntegerField()
+    sku = serializers.CharField()
+    from_w = serializers.IntegerField(help_text="The limit in force when proposed (telemetry).")
+    to_w = serializers.IntegerField(help_text="The limit applying sets.")
+    default_w = serializers.IntegerField(help_text="The default limit reverting puts back (the TDP).")
+    mean_util = serializers.FloatField(help_text="Mean utilisation over the window (%).")
+    mean_power_w = serializers.FloatField()
+    saving_w = serializers.FloatField(help_text="Expected mean draw saved at the window's load.")
+    full_load_clock = serializers.FloatField(help_text="Share of the busy clock kept under full load.")
+
+
+class PolicyActionSerializer(serializers.ModelSerializer):
+    """What a policy proposed: the exact commands per node, the expected saving, approval and run history."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    policy = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    plan = PlanRowSerializer(many=True, read_only=True)
+    commands = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), read_only=True)
+    revert_commands = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), read_only=True)
+    notes = serializers.ListField(child=serializers.CharField(), read_only=True)
+    expected_money_per_day = serializers.FloatField(read_only=True)
+    approved_by = serializers.CharField(source="approved_by_name", read_only=True)
+    apply_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
+    revert_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
+
+    class Meta:
+        model = PolicyAction
+        fields = [
+            "id",
+            "policy",
+            "state",
+            "trigger",
+            "reason",
+            "plan",
+            "commands",
+            "revert_commands",
+            "notes",
+            "window_seconds",
+            "expected_kwh_per_day",
+            "expected_money_per_day",
+            "price_per_kwh",
+            "currency",
+            "throughput_factor",
+            "approval",
+            "approved_by",
+            "approved_at",
+            "apply_job",
+            "revert_job",
+            "applied_at",
+            "reapplied_at",
+            "reapplied_count",
+            "reverted_at",
+            "revert_reason",
+            "message",
+            "created",
+        ]
+        read_only_fields = fields
+
+
+class PolicyActionRefSerializer(serializers.Serializer):
+    action = serializers.UUIDField(
+        required=False, help_text="Which action of the policy; default: the newest one this step applies to."
+    )
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Revert only.")

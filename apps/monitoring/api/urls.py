@@ -6,4 +6,6 @@ ROUTES: list = [
     ("bmcs", views.BmcViewSet),
     ("slos", views.SloViewSet),
     ("health", views.HealthViewSet, "health"),
+    ("cost-policies", views.CostPolicyViewSet),
+    ("policy-actions", views.PolicyActionViewSet),
 ]

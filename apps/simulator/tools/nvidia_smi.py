@@ -4,6 +4,7 @@ Formats follow the real captures under tests/fixtures/real (driver 580 on an H20
 HGX captures for topo and nvlink).
 """
 
+from apps.simulator.changes import gpu_key
 from apps.simulator.digits import is_whole_number
 from apps.simulator.model import GpuReading
 from apps.simulator.state import DRIVER_VERSION, SimGpu
@@ -34,6 +35,8 @@ def nvidia_smi(context: Context, argv: list[str]) -> CommandOutput:
     gpus = _selected(context, option_value(args, "-i", "--id"))
     if gpus is None:
         return fail(6, "", "No devices were found\n")
+    if (watts := option_value(args, "-pl", "--power-limit")) is not None:
+        return _with_warnings(context, power_limit(context, gpus, watts))
     if "-L" in args or "--list-gpus" in args:
         result = ok("".join(f"GPU {index}: {gpu.facts.product_name} (UUID: {gpu.uuid})\n" for index, gpu in gpus))
     elif query := option_value(args, "--query-gpu"):
@@ -63,6 +66,32 @@ def _selected(context: Context, selection: str | None) -> list[tuple[int, SimGpu
     wanted = {item.strip() for item in selection.split(",")}
     chosen = [(i, gpu) for i, gpu in gpus if str(i) in wanted or gpu.uuid in wanted or gpu.pci_bus_id in wanted]
     return chosen or None
+
+
+# --- nvidia-smi -pl: set the power limit (root; the driver forgets it at a reboot) --------------------------------
+
+
+def power_limit(context: Context, gpus: list[tuple[int, SimGpu]], watts: str) -> CommandOutput:
+    """`nvidia-smi [-i N] -pl W` as the real tool answers: one line per GPU, then "All done."; a value outside the
+    board's range stops it before any GPU changes ("Terminating early due to previous errors.", exit 2)."""
+    try:
+        value = float(watts)
+    except ValueError:
+        return CommandOutput(2, INVALID_ARGS, "")
+    for _, gpu in gpus:
+        low, high = float(gpu.min_power_limit_w), float(gpu.tdp_w)
+        if not low <= value <= high:
+            return fail(
+                2,
+                f"Provided power limit {value:.2f} W is not a valid power limit which should be between "
+                f"{low:.2f} W and {high:.2f} W for GPU {gpu.pci_bus_id}\nTerminating early due to previous errors.\n",
+            )
+    lines = []
+    for _, gpu in gpus:
+        before = float(gpu.power_cap_w)
+        context.change(gpu_key(gpu.index, "power_limit"), int(round(value)))
+        lines.append(f"Power limit for GPU {gpu.pci_bus_id} was set to {value:.2f} W from {before:.2f} W.\n")
+    return ok("".join(lines) + "All done.\n")
 
 
 # --- the summary table ------------------------------------------------------------------------------------------
@@ -209,8 +238,8 @@ def _field_value(
         "power.draw.instant": ("W", f"{now.power_w:.2f}"),
         "power.limit": ("W", f"{now.power_cap_w:.2f}"),
         "enforced.power.limit": ("W", f"{now.power_cap_w:.2f}"),
-        "power.default_limit": ("W", f"{now.power_cap_w:.2f}"),
-        "power.min_limit": ("W", "200.00"),
+        "power.default_limit": ("W", f"{gpu.tdp_w:.2f}"),
+        "power.min_limit": ("W", f"{gpu.min_power_limit_w:.2f}"),
         "power.max_limit": ("W", f"{gpu.tdp_w:.2f}"),
         "clocks.current.sm": ("MHz", now.sm_mhz),
         "clocks.current.graphics": ("MHz", now.sm_mhz),

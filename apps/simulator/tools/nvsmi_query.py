@@ -135,7 +135,7 @@ def _power_limits(module: bool) -> tuple:
         F("Current Power Limit", "current_power_limit", limit(lambda v: v.now.power_cap_w)),
         F("Requested Power Limit", "requested_power_limit", limit(lambda v: v.now.power_cap_w)),
         F("Default Power Limit", "default_power_limit", limit(lambda v: float(v.gpu.tdp_w))),
-        F("Min Power Limit", "min_power_limit", limit(lambda v: 200.0)),
+        F("Min Power Limit", "min_power_limit", limit(lambda v: float(v.gpu.min_power_limit_w))),
         F("Max Power Limit", "max_power_limit", limit(lambda v: float(v.gpu.tdp_w))),
     )
 
