@@ -59,7 +59,9 @@ def matrix_window(job, params=None) -> dict:
     if failures:
         chosen = chosen.filter(status__in=FAILED_STEPS)
     hostnames = chosen.order_by("hostname").values_list("hostname", flat=True).distinct()
-    page = Paginator(hostnames, MATRIX_PAGE_SIZE).get_page(params.get("page"))
+    paginator = Paginator(hostnames, MATRIX_PAGE_SIZE)
+    number = params.get("page")
+    page = paginator.get_page(paginator.num_pages if number == "last" else number)
     shown = list(page.object_list)
     return {
         "page": page,

@@ -62,7 +62,7 @@ def test_a_300_node_job_page_lists_one_page_of_nodes_with_the_whole_jobs_counts(
     last = page(job, "?page=3")
     assert rows(last) == [f"gpu{n:03d}" for n in range(200, 300)]
     assert "Nodes 201–300 of 300" in last
-    assert rows(page(job, "?page=999")) == rows(last)
+    assert rows(page(job, "?page=999")) == rows(page(job, "?page=last")) == rows(last)
     assert rows(page(job, "?page=nonsense")) == shown
 
 
