@@ -300,7 +300,7 @@ def deployment_detail(request, public_id):
         return render(request, "deployments/partials/summary.html", context)
     run = context["run"]  # the run the summary judged "Finishing" by: the live panel shows the same job
     if run is not None:
-        context.update(_live_context(run.job))
+        context.update(_live_context(run.job, request.GET))
     return render(request, "deployments/deployment_detail.html", context)
 
 
@@ -357,15 +357,17 @@ def _summary_context(request, deployment) -> dict:
     }
 
 
-def _live_context(job) -> dict:
-    """The current run's job as jobs.js follows it (the same ids and initial data as the job page)."""
-    live = live_context(job)
+def _live_context(job, params) -> dict:
+    """The current run's job as jobs.js follows it (the same ids, matrix window and initial data as the job page)."""
+    live = live_context(job, params)
     return {
         "job": job,
         "job_colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
         "job_columns": live["columns"],
         "job_rows": live["rows"],
         "progress": live["progress"],
+        "matrix": live["matrix"],
+        "status_counts": live["status_counts"],
         "initial": live["initial"],
     }
 

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.jobs import services
-from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus
+from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
 from apps.jobs.events import event_dict, progress_of
 from apps.jobs.filters import JobFilterSet
 from apps.jobs.forms import JobForm, add_service_errors
@@ -20,6 +20,8 @@ from apps.jobs.kinds import KINDS
 from apps.jobs.models import Job, JobEvent, JobStep
 
 INITIAL_EVENTS = 500
+MATRIX_PAGE_SIZE = 100  # nodes (rows) of the matrix per page
+FAILED_STEPS = (StepStatus.FAILED, StepStatus.ERROR)
 
 
 @login_required
@@ -44,10 +46,41 @@ def job_list(request):
     )
 
 
-def live_context(job) -> dict:
-    """What a page following a job needs for jobs.js: the matrix (columns, rows of cells), progress, and the initial
-    state with the latest events. The job page and the deployment's running view both use it."""
-    cells = list(JobStep.objects.filter(job=job).order_by("hostname", "position"))
+def matrix_window(job, params=None) -> dict:
+    """The rows (nodes) of the job's matrix one page at a time: MATRIX_PAGE_SIZE nodes, narrowed by a hostname
+    filter (`node`, a part of the name) and to the nodes with a failed cell (`only=failures`). The same few queries
+    whatever the job's size: the page of hostnames (with its count), the failed nodes' count, every hostname (for
+    the log's filter); the page's cells are read by live_context."""
+    params = params if params is not None else {}
+    node = (params.get("node") or "").strip()[:253]
+    failures = params.get("only") == "failures"
+    steps = JobStep.objects.filter(job=job)
+    chosen = steps.filter(hostname__icontains=node) if node else steps
+    if failures:
+        chosen = chosen.filter(status__in=FAILED_STEPS)
+    hostnames = chosen.order_by("hostname").values_list("hostname", flat=True).distinct()
+    paginator = Paginator(hostnames, MATRIX_PAGE_SIZE)
+    number = params.get("page")
+    page = paginator.get_page(paginator.num_pages if number == "last" else number)
+    shown = list(page.object_list)
+    return {
+        "page": page,
+        "hostnames": shown,
+        "node": node,
+        "failures": failures,
+        "filtered": bool(node or failures),
+        "failed_nodes": steps.filter(status__in=FAILED_STEPS).values("hostname").distinct().count(),
+        # Every node of the job, for the log's node filter (the log follows the whole job, not this page).
+        "all_hostnames": list(steps.order_by("hostname").values_list("hostname", flat=True).distinct()),
+    }
+
+
+def live_context(job, params=None) -> dict:
+    """What a page following a job needs for jobs.js: one page of the matrix (columns, rows of cells; see
+    matrix_window), progress with the counts per status of the whole job, and the initial state with the latest
+    events. The job page and the deployment's running view both use it."""
+    window = matrix_window(job, params)
+    cells = list(JobStep.objects.filter(job=job, hostname__in=window["hostnames"]).order_by("hostname", "position"))
     columns, rows, current = [], [], None
     for cell in cells:
         if (cell.step, cell.label) not in columns and (not rows or rows[0][0] == cell.hostname):
@@ -55,12 +88,17 @@ def live_context(job) -> dict:
         if current is None or current[0] != cell.hostname:
             current = (cell.hostname, [])
             rows.append(current)
+        # In the failures-only view the other cells of a failed node are left blank: only failures show.
+        cell.shown = not window["failures"] or cell.status in FAILED_STEPS
         current[1].append(cell)
+    progress = progress_of(job.pk)
     recent = list(JobEvent.objects.filter(job=job).order_by("-seq")[:INITIAL_EVENTS])[::-1]
     return {
         "columns": columns,
         "rows": rows,
-        "progress": progress_of(job.pk),
+        "progress": progress,
+        "matrix": window,
+        "status_counts": status_counts(progress["counts"]),
         "initial": {
             "id": str(job.public_id),
             "status": job.status,
@@ -69,8 +107,18 @@ def live_context(job) -> dict:
             "events": [event_dict(e) for e in recent],
             "step_colours": STEP_STATUS_COLOURS,
             "job_colours": JOB_STATUS_COLOURS,
+            "step_labels": dict(StepStatus.choices),
         },
     }
+
+
+def status_counts(counts: dict) -> list[dict]:
+    """Cells per status for the whole job, in the statuses' order, as the page shows them above the matrix."""
+    return [
+        {"status": status, "label": label, "colour": STEP_STATUS_COLOURS.get(status, "grey"), "count": counts[status]}
+        for status, label in StepStatus.choices
+        if counts.get(status)
+    ]
 
 
 @login_required
@@ -82,7 +130,7 @@ def job_detail(request, public_id):
         {
             "job": job,
             "colour": JOB_STATUS_COLOURS.get(job.status, "grey"),
-            **live_context(job),
+            **live_context(job, request.GET),
             "parameters": json.dumps(job.parameters, indent=2, sort_keys=True),
             "may_cancel": request.user.has_role(Role.OPERATOR) and job.is_active,
         },

@@ -3,7 +3,8 @@
 Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines; plane A on the left, plane B on the
 right, the management switch between them), management nodes. Links are coloured by plane and drawn wider the more
 capacity they carry; hovering a link's midpoint shows its ends, ports and speeds. Elements named by a rule that did
-not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one marker per rack, links aggregated.
+not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one marker per rack, links aggregated,
+and a leaf's healthy uplinks share one hover target (thousands of leaf-spine links otherwise made the map ~1 MB).
 """
 
 from __future__ import annotations
@@ -320,6 +321,7 @@ def _link_traces(links: list[_Link], vertices: dict[str, _Vertex], grouped: bool
         buckets[(link.plane, _width(link.installed), link.flagged)].append(link)
     traces: list[go.Scatter] = []
     legend_seen: set[str] = set()
+    uplinks: dict[str, list[_Link]] = defaultdict(list)  # healthy switch-to-switch links, by plane (grouped maps)
     order = {Plane.A: 0, Plane.B: 1, Plane.MANAGEMENT: 2}
     for (plane, width, flagged), members in sorted(
         buckets.items(), key=lambda item: (order.get(item[0][0], 3), item[0])
@@ -348,6 +350,16 @@ def _link_traces(links: list[_Link], vertices: dict[str, _Vertex], grouped: bool
             )
         )
         legend_seen.add(group)
+        if grouped and not flagged:
+            # Hundreds of leaves times dozens of spines: a healthy uplink gets no hover target of its own; its leaf's
+            # uplinks are summed up in one (below). Links named by rules (or with less capacity up than installed)
+            # keep their own.
+            quiet = [link for link in members if _is_quiet_uplink(link, vertices)]
+            for link in quiet:
+                uplinks[plane].append(link)
+            members = [link for link in members if not _is_quiet_uplink(link, vertices)]
+            if not members:
+                continue
         # Hover targets at the links' midpoints (lines themselves only hover at their ends).
         traces.append(
             go.Scatter(
@@ -368,7 +380,50 @@ def _link_traces(links: list[_Link], vertices: dict[str, _Vertex], grouped: bool
                 hoverinfo="text",
             )
         )
+    for plane, links_of_plane in sorted(uplinks.items(), key=lambda item: (order.get(item[0], 3), item[0])):
+        traces.append(_uplink_summary_trace(plane, links_of_plane, vertices))
     return traces
+
+
+def _is_quiet_uplink(link: _Link, vertices: dict[str, _Vertex]) -> bool:
+    """A link between two switches with every cable up and not named by a rule: nothing to point at one by one."""
+    ends = (vertices[link.a], vertices[link.b])
+    return not link.flagged and link.capacity >= link.installed and all(end.kind == "switch" for end in ends)
+
+
+def _uplink_summary_trace(plane: str, links: list[_Link], vertices: dict[str, _Vertex]) -> go.Scatter:
+    """One hover target per lower switch (a leaf) over its healthy uplinks: how many, to what, cables, capacity."""
+    by_lower: dict[str, list[_Link]] = defaultdict(list)
+    for link in links:
+        a, b = vertices[link.a], vertices[link.b]
+        lower, upper = (a, b) if a.y <= b.y else (b, a)
+        by_lower[lower.key].append(link)
+    xs, ys, texts = [], [], []
+    for key, members in by_lower.items():
+        lower = vertices[key]
+        uppers = sorted(vertices[link.b if link.a == key else link.a].label for link in members)
+        cables = sum(link.cable_count for link in members)
+        capacity = sum(link.capacity for link in members)
+        shown = ", ".join(uppers[:4]) + (f" … {len(uppers) - 4} more" if len(uppers) > 4 else "")
+        xs.append(round(lower.x, 4))
+        ys.append(round(lower.y + 0.2, 4))
+        texts.append(
+            f"<b>{lower.label} uplinks</b><br>plane {plane} · {len(members)} link{'s' if len(members) != 1 else ''}"
+            f" · {cables} cable{'s' if cables != 1 else ''} · {_fmt_gbps(capacity)}, all up<br>to {shown}"
+        )
+    colour = PLANE_COLOURS.get(plane, OTHER_COLOUR)
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="markers",
+        legendgroup=f"plane-{plane}",
+        showlegend=False,
+        visible="legendonly" if plane == Plane.MANAGEMENT else True,
+        name=_plane_label(plane),
+        marker={"size": 9, "color": colour, "opacity": 0},
+        hovertext=texts,
+        hoverinfo="text",
+    )
 
 
 def _plane_label(plane: str) -> str:

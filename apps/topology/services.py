@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.core.cache import cache
 from django.db.models import Count, Max
 
-from apps.inventory.models import Cable, Gpu, Nic, Node, StorageTier, Switch
+from apps.inventory.models import Cable, Gpu, Nic, Node, Rack, StorageTier, Switch
 from apps.topology import rules
 from apps.topology.graph import DATA_PLANES, ClusterGraph, build_cluster_graph
 
@@ -150,7 +150,7 @@ def evaluate_topology(
 def inventory_fingerprint() -> str:
     """Changes whenever a row the rules read is created, deleted or saved (counts and latest update per table)."""
     parts = []
-    for model in (Node, Switch, Nic, Cable, Gpu, StorageTier):
+    for model in (Node, Switch, Nic, Cable, Gpu, StorageTier, Rack):
         figures = model.objects.aggregate(count=Count("pk"), updated=Max("updated"))
         parts.append(f"{model._meta.label_lower}:{figures['count']}:{figures['updated']}")
     parts.append(f"peers:{Nic.peer_gpus.through.objects.count()}")
@@ -164,12 +164,22 @@ def rule_summary(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> RuleSummary:
     by bulk updates (which leave ``updated`` alone) show within ``max_age_s``. ``max_age_s=0`` always recomputes.
     """
     fingerprint = inventory_fingerprint() if max_age_s else ""
-    key = f"topology:rule-summary:{fingerprint}"
     if max_age_s:
-        cached = cache.get(key)
+        cached = cache.get(_summary_key(fingerprint))
         if cached is not None:
             return cached
     summary = RuleSummary(rules=evaluate_topology().rules, fingerprint=fingerprint)
     if max_age_s:
-        cache.set(key, summary, max_age_s)
+        cache.set(_summary_key(fingerprint), summary, max_age_s)
     return summary
+
+
+def remember_rule_summary(
+    results: list[rules.RuleResult], *, fingerprint: str, max_age_s: int = SUMMARY_MAX_AGE_S
+) -> None:
+    """Keep rules just evaluated with the default thresholds (by the topology page) for the dashboard too."""
+    cache.set(_summary_key(fingerprint), RuleSummary(rules=results, fingerprint=fingerprint), max_age_s)
+
+
+def _summary_key(fingerprint: str) -> str:
+    return f"topology:rule-summary:{fingerprint}"

@@ -3,12 +3,19 @@
 from dataclasses import dataclass, field
 
 from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.cache import cache
+from django.utils import timezone
 from django.views.generic import TemplateView
 
 from apps.topology.charts import figure_json, topology_figure
 from apps.topology.choices import VERDICT_COLOURS, Verdict
 from apps.topology.rules import RuleResult
-from apps.topology.services import evaluate_topology
+from apps.topology.services import (
+    SUMMARY_MAX_AGE_S,
+    evaluate_topology,
+    inventory_fingerprint,
+    remember_rule_summary,
+)
 
 FACT_LABELS = {
     "threshold_gbps": "Threshold (Gbps)",
@@ -86,16 +93,36 @@ def present_rule(rule: RuleResult) -> RulePresentation:
     return presented
 
 
+def topology_page(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> dict:
+    """The page's summary, presented rules and map, computed once per state of the inventory.
+
+    Evaluating the rules (max-flows between every pair of nodes) and building the map took most of a second at 512
+    nodes: the result is cached by the inventory's fingerprint, as the dashboard's rule summary is (which it also
+    fills), so an edit saved through the UI, the API or an import shows at the next load and bulk updates within
+    ``max_age_s``. ``max_age_s=0`` always recomputes."""
+    fingerprint = inventory_fingerprint() if max_age_s else ""
+    key = f"topology:page:{fingerprint}"
+    if max_age_s:
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
+    report = evaluate_topology()
+    page = {
+        "report": {"elapsed_ms": report.elapsed_ms, "computed": timezone.now()},
+        "summary": report.summary,
+        "rules": [present_rule(rule) for rule in report.rules],
+        "figure": figure_json(topology_figure(report.cluster, report.rules)),
+    }
+    if max_age_s:
+        cache.set(key, page, max_age_s)
+        remember_rule_summary(report.rules, fingerprint=fingerprint, max_age_s=max_age_s)
+    return page
+
+
 class TopologyView(LoginRequiredMixin, TemplateView):
     template_name = "topology/topology.html"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        report = evaluate_topology()
-        context.update(
-            report=report,
-            summary=report.summary,
-            rules=[present_rule(rule) for rule in report.rules],
-            figure=figure_json(topology_figure(report.cluster, report.rules)),
-        )
+        context.update(topology_page())
         return context

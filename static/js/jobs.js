@@ -4,6 +4,7 @@
 (function () {
   "use strict";
   var TERMINAL = { succeeded: 1, failed: 1, canceled: 1, error: 1 };
+  var FAILED = { failed: 1, error: 1 };  // the cells the matrix's failures-only view shows
   var MAX_LOG_ROWS = 20000;
   // The websocket close codes of docs/jobs.md, in words: the page says why it is not live.
   var REFUSED = {
@@ -44,6 +45,8 @@
     var nodeFilter = document.getElementById("log-node");
     var follow = document.getElementById("log-follow");
     var connState = document.getElementById("conn-state");
+    var matrix = document.getElementById("matrix");
+    var more = document.getElementById("matrix-more");
     var queue = Promise.resolve();
 
     function setMode(mode, text) { state.mode = mode; if (connState) { connState.textContent = text; } }
@@ -66,9 +69,25 @@
     }
 
     function showProgress(progress) {
+      if (progress.counts) { showCounts(progress.counts); }
       document.getElementById("progress-bar").style.width = progress.percent + "%";
       document.getElementById("progress-percent").textContent = progress.percent + "%";
       document.getElementById("progress-count").textContent = progress.done + " of " + progress.total;
+    }
+
+    // Cells per status for the whole job (every page of the matrix), in the statuses' order.
+    function showCounts(counts) {
+      var el = document.getElementById("step-counts");
+      if (!el) { return; }
+      var chips = Object.keys(initial.step_labels || {}).filter(function (status) { return counts[status]; });
+      el.replaceChildren.apply(el, chips.map(function (status) {
+        var chip = document.createElement("span");
+        var key = document.createElement("span");
+        chip.className = "count-chip";
+        key.className = "cell-key " + ((initial.step_colours || {})[status] || "grey");
+        chip.append(key, " " + counts[status] + " " + initial.step_labels[status].toLowerCase());
+        return chip;
+      }));
     }
 
     function fetchMissing() {
@@ -99,7 +118,12 @@
     function applySteps(steps) {
       (steps || []).forEach(function (s) {
         var cell = document.querySelector('td.cell[data-host="' + CSS.escape(s.hostname) + '"][data-step="' + CSS.escape(s.step) + '"]');
-        if (!cell) { return; }
+        // The matrix shows one page of nodes: cells of other pages are not here (their counts above still move).
+        // In the failures-only view a new failure is announced rather than drawn, so the rows do not jump.
+        if (!cell) {
+          if (FAILED[s.status] && matrix && matrix.dataset.failuresOnly && more) { more.hidden = false; }
+          return;
+        }
         cell.className = "cell " + s.colour;
         cell.dataset.status = s.status;
         cell.title = s.hostname + " " + s.step + ": " + s.status + (s.summary ? " — " + s.summary : "");
@@ -176,10 +200,13 @@
         return Promise.all([fetchMissing(), getJSON("/api/jobs/" + id + "/"),
                             getJSON("/api/jobs/" + id + "/steps/?limit=100000")]).then(function (r) {
           applySteps(r[2].results);
+          var counts = {};
+          r[2].results.forEach(function (step) { counts[step.status] = (counts[step.status] || 0) + 1; });
           scroll();
           if (TERMINAL[r[1].status]) { stopPolling(); setMode("done", "finished"); }
           return applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, started: r[1].started,
-                            finished: r[1].finished, cancel_requested: r[1].cancel_requested, progress: r[1].progress });
+                            finished: r[1].finished, cancel_requested: r[1].cancel_requested,
+                            progress: Object.assign({}, r[1].progress, { counts: counts }) });
         });
       }).catch(function (e) { console.warn(e); });
     }
@@ -195,9 +222,13 @@
       var host = nodeFilter.value;
       Array.prototype.forEach.call(log.children, function (row) { row.hidden = !!(host && row.dataset.host && row.dataset.host !== host); });
     });
-    document.getElementById("matrix").addEventListener("click", function (e) {
+    matrix.addEventListener("click", function (e) {
       var cell = e.target.closest("td.cell");
       if (!cell) { return; }
+      // One listener for every cell (a 100-node page has thousands): the cell's output below the matrix.
+      var url = matrix.dataset.cellUrl.replace("__host__", encodeURIComponent(cell.dataset.host))
+        .replace("__step__", encodeURIComponent(cell.dataset.step));
+      if (window.htmx) { window.htmx.ajax("GET", url, { target: "#cell-output" }); }
       if (nodeFilter.value !== cell.dataset.host) { nodeFilter.value = cell.dataset.host; nodeFilter.dispatchEvent(new Event("change")); }
     });
 

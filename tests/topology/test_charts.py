@@ -5,6 +5,7 @@ import json
 import pytest
 
 from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import Cable
 from apps.topology.charts import PLANE_COLOURS, VIOLATION, figure_json, topology_figure
 from apps.topology.graph import build_cluster_graph
 from apps.topology.services import evaluate_topology, run_rules
@@ -121,4 +122,29 @@ def test_the_map_of_512_nodes_groups_them_by_rack(db, django_assert_num_queries)
     # Labels thinned out so they do not overlap: at most 16 racks named on the axis.
     labelled = [text for text in by_name["Racks of compute nodes"][0].text if text]
     assert 0 < len(labelled) <= 16
-    assert len(json.dumps(figure_json(figure))) < 1_000_000
+    # A leaf's 32 healthy uplinks share one hover target: 128 of them instead of 4,096 (the map was ~950 KB).
+    hovers = [text for trace in by_name["Plane A links (hover)"] for text in trace.hovertext]
+    summaries = [text for text in hovers if "uplinks</b>" in text]
+    assert len(summaries) == 64 and "32 links · 32 cables" in summaries[0]
+    assert len(json.dumps(figure_json(figure))) < 400_000
+
+
+def test_a_grouped_map_sums_up_each_leafs_healthy_uplinks_and_keeps_failing_ones_apart(demo_cluster):
+    # One uplink cable fewer: leaf-r01-a is oversubscribed (12.8 Tbps down, 12.4 up) and its links are named.
+    Cable.objects.filter(a_switch__name="leaf-r01-a", b_switch__name="spine-a1").first().delete()
+    cluster = build_cluster_graph()
+    by_name = traces(topology_figure(cluster, run_rules(cluster), group_above=16))
+    hovers = [text for trace in by_name["Plane A links (hover)"] for text in trace.hovertext]
+    assert not any(text.startswith("<b>leaf-r02-a ↔ spine-a1</b>") for text in hovers)  # healthy: summed up
+    r02 = next(text for text in hovers if text.startswith("<b>leaf-r02-a uplinks</b>"))
+    assert "plane A · 2 links · 32 cables · 12.8 Tbps, all up" in r02 and "to spine-a1, spine-a2" in r02
+    assert {text.split("</b>")[0] for text in hovers if "uplinks</b>" in text} == {
+        f"<b>leaf-r0{rack}-a uplinks" for rack in (2, 3, 4)
+    }
+    named = [text for trace in by_name["Links named by rules (hover)"] for text in trace.hovertext]
+    failing = next(text for text in named if text.startswith("<b>leaf-r01-a ↔ spine-a1</b>"))
+    assert "15 cables · 6 Tbps" in failing
+    # Not grouped (a few dozen nodes), every link keeps its own hover.
+    single = [text for trace in traces(topology_figure(cluster))["Plane A links (hover)"] for text in trace.hovertext]
+    assert any(text.startswith("<b>leaf-r02-a ↔ spine-a1</b>") for text in single)
+    assert not any("uplinks</b>" in text for text in single)

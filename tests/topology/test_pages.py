@@ -53,3 +53,29 @@ def test_failing_rules_show_what_breaks_them(browser_as, viewer, demo_cluster):
 def test_page_on_an_empty_inventory(browser_as, viewer):
     page = browser_as(viewer).get("/topology/")
     assert page.status_code == 200 and b"Could not run" in page.content
+
+
+def test_the_map_is_computed_once_per_state_of_the_inventory_and_an_edit_shows_at_once(
+    browser_as, viewer, demo_cluster, monkeypatch
+):
+    from apps.topology import services, views
+
+    evaluated = []
+    real = views.evaluate_topology
+    monkeypatch.setattr(views, "evaluate_topology", lambda: evaluated.append(1) or real())
+    client = browser_as(viewer)
+    first = client.get("/topology/").content.decode()
+    again = client.get("/topology/").content.decode()
+
+    def content(html):
+        return html.split('id="topology-summary"')[1].split("</main>")[0]
+
+    assert len(evaluated) == 1 and content(first) == content(again) and first.count('class="rule pass"') == 6
+    # The dashboard's rule summary takes the same evaluation instead of repeating it.
+    monkeypatch.setattr(services, "evaluate_topology", lambda: pytest.fail("evaluated again"))
+    assert len(services.rule_summary().rules) == 6
+    monkeypatch.setattr(services, "evaluate_topology", real)
+
+    delete_leaf_uplinks("leaf-r01-a")
+    changed = client.get("/topology/").content.decode()
+    assert len(evaluated) == 2 and changed.count('class="rule fail"') == 2
