@@ -251,7 +251,8 @@ def resume(*, deployment: Deployment, user) -> DeploymentRun:
         _refuse("state", "Start the deployment before resuming it.")
     pending = nodes_with_work(deployment)
     if not pending:
-        _refuse("state", "Every step is verified on every node: nothing to resume.")
+        again = " (to test the nodes together, run cluster acceptance again)" if cluster.enabled(deployment) else ""
+        _refuse("state", f"Every step is verified on every node: nothing to resume{again}.")
     # A remediation stays one: its resumes apply the same step's fixes only.
     apply_only = deployment.latest_run.job.parameters.get("apply_only") or []
     return _launch(deployment, user, node_ids=pending, resume=True, apply_only=apply_only)
