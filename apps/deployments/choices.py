@@ -8,6 +8,7 @@ class Phase(models.IntegerChoices):
     BASE = 2, "Base environment"
     CLUSTER = 3, "Cluster"
     SOFTWARE = 4, "Software stack"
+    CLUSTER_ACCEPTANCE = 5, "Cluster acceptance"
 
 
 class DeploymentState(models.TextChoices):
@@ -94,6 +95,10 @@ class Problem(models.TextChoices):
     NCCL_SLOW = "nccl_slow", "NCCL bus bandwidth low"
     CHECKPOINT_MOUNT = "checkpoint_mount", "Checkpoint storage not mounted"
     DISK_FULL = "disk_full", "Checkpoint storage nearly full"
+    SLOW_LINK = "slow_link", "Slow node or link across nodes (NCCL sweep)"
+    CLUSTER_NCCL_SLOW = "cluster_nccl_slow", "Multi-node NCCL bus bandwidth low"
+    HPL_LOW = "hpl_low", "HPL-MxP below the reference"
+    CLUSTER_COULD_NOT_RUN = "cluster_could_not_run", "Cluster benchmark could not run"
 
 
 class SuggestionState(models.TextChoices):
@@ -115,3 +120,20 @@ class ApprovalScope(models.TextChoices):
     PLAN = "plan", "The plan"
     STEP = "step", "A disruptive step"
     FIX = "fix", "A suggested fix"
+
+
+class ClusterCheck(models.TextChoices):
+    """The checks of phase 5, cluster acceptance, in the order they run (each a benchmark run of apps.benchmarks)."""
+
+    NCCL = "cluster-nccl", "Multi-node NCCL all_reduce"
+    SWEEP = "cluster-sweep", "Slow node or link (NCCL sweep)"
+    HPL = "cluster-hpl", "HPL-MxP"
+
+
+class ClusterCheckStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
+CLUSTER_PENDING = frozenset({ClusterCheckStatus.QUEUED, ClusterCheckStatus.RUNNING})

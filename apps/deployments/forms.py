@@ -165,6 +165,21 @@ SETTINGS = [
         ],
     ),
     ("scheduler", "Scheduler", [("placement", lambda: _select(PLACEMENTS, label="Placement"))]),
+    (
+        "acceptance",
+        "Cluster acceptance",
+        [
+            (
+                "cluster",
+                lambda: forms.BooleanField(
+                    required=False,
+                    label="Cluster acceptance",
+                    help_text="After the per-node phases: multi-node NCCL, the sweep for a slow node or link, "
+                    "HPL-MxP (two nodes or more).",
+                ),
+            )
+        ],
+    ),
 ]
 
 

@@ -10,6 +10,8 @@ from apps.deployments.choices import (
     OUTCOME_COLOURS,
     SUGGESTION_STATE_COLOURS,
     ApprovalScope,
+    ClusterCheck,
+    ClusterCheckStatus,
     Comparator,
     DeploymentState,
     Outcome,
@@ -214,3 +216,40 @@ class Approval(TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.deployment.name}: {self.scope} {self.step} by {self.approved_by_name}"
+
+
+class ClusterAcceptanceCheck(TimestampedModel):
+    """One check of phase 5, cluster acceptance, over the deployment's nodes together: multi-node NCCL, the sweep
+    for the slow node or link, or HPL-MxP. Each is a benchmark run started through apps.benchmarks' services; this
+    row keeps its verdict, the figure it rests on and what the run named (suspects with NIC, cable, switch port)."""
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="cluster_checks")
+    run = models.ForeignKey(DeploymentRun, on_delete=models.CASCADE, related_name="cluster_checks")
+    attempt = models.PositiveIntegerField(default=1, help_text="1, then one more each time it is run again.")
+    check_name = models.CharField(max_length=16, choices=ClusterCheck.choices)
+    status = models.CharField(max_length=8, choices=ClusterCheckStatus.choices, default=ClusterCheckStatus.QUEUED)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
+    value = models.CharField(max_length=120, blank=True)
+    criterion = models.CharField(max_length=300, blank=True)
+    summary = models.CharField(max_length=300, blank=True)
+    benchmark_run = models.ForeignKey(
+        "benchmarks.BenchmarkRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    details = models.JSONField(default=dict, blank=True, help_text="Figures, suspects and series for the report.")
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["deployment", "run", "attempt", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "attempt", "check_name"], name="clustercheck_unique_per_attempt")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.deployment.name} {self.check_name} (attempt {self.attempt}): {self.outcome or self.status}"
+
+    @property
+    def colour(self) -> str:
+        if not self.outcome:
+            return "blue" if self.status == ClusterCheckStatus.RUNNING else "grey"
+        return OUTCOME_COLOURS[Outcome(self.outcome)]

@@ -20,6 +20,9 @@ PLAN_DEFAULTS: dict[str, dict] = {
     "scheduler": {"scheduler_name": "rackpilot-gpu", "placement": "leaf", "idle_reclaim_minutes": 30},
     "checkpoints": {"every_steps": 1000, "mount": "/checkpoints", "tier": "hot", "keep_last": 3},
     "environment": {},
+    # Phase 5 after the per-node phases: multi-node NCCL, the sweep, HPL-MxP (apps.deployments.cluster); defaults()
+    # turns it on for two nodes or more, and it never runs on one.
+    "acceptance": {"cluster": True},
 }
 SECTIONS = tuple(PLAN_DEFAULTS)
 FIRMWARE_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
@@ -58,6 +61,7 @@ def defaults(nodes) -> dict:
                 "ib_hca": ",".join(f"mlx5_{index}" for index in range(rdma_count)),
             },
             "checkpoints": {"tier": tier} if tier else {},
+            "acceptance": {"cluster": len(nodes) >= 2},
         },
     )
 
@@ -109,6 +113,11 @@ def errors(edits, *, merged_options: dict | None = None) -> dict[str, str]:
     # These two end up in commands (df on the mount, cat of the slice's unit file): the catalogue's path pattern.
     if not PATH.fullmatch(str(_value(options, "checkpoints", "mount"))):
         problems["options.checkpoints.mount"] = "An absolute path of letters, digits, _ . / -."
+    for name, value in (edits.get("acceptance") or {}).items():
+        if name != "cluster":
+            problems[f"options.acceptance.{name}"] = "Unknown setting; known: cluster."
+        elif not isinstance(value, bool):
+            problems["options.acceptance.cluster"] = "true or false: run cluster acceptance after the per-node phases."
     if not SLICE.fullmatch(str(_value(options, "cgroup", "slice"))):
         problems["options.cgroup.slice"] = "A systemd slice name (letters, digits, _ -) ending in .slice."
     return problems

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.deployments import cluster
 from apps.deployments.choices import (
     OUTCOME_RANK,
     VERIFIED_OUTCOMES,
@@ -157,7 +158,9 @@ def _mark_ready_nodes(deployment: Deployment, hostnames: set[str], job: Job) -> 
 
 def settle_state(deployment: Deployment) -> Deployment:
     """Once a run's job is over: passed, needs attention or canceled, from the verdicts so far. The deploy kind's
-    job_finished calls it (the reaper's ending of a job included); settle_finished_runs() is the safety net."""
+    job_finished calls it (the reaper's ending of a job included); settle_finished_runs() is the safety net. When
+    every node is verified and the plan has cluster acceptance, the deployment stays running while that phase is
+    scheduled and runs (its task settles it again at the end)."""
     if deployment.state != DeploymentState.RUNNING:
         return deployment  # drafts, approved plans and finished runs do not change by themselves
     run = deployment.latest_run
@@ -165,8 +168,17 @@ def settle_state(deployment: Deployment) -> Deployment:
         return deployment
     if run.job.status == JobStatus.CANCELED:
         state = DeploymentState.CANCELED
+    elif nodes_with_work(deployment):
+        state = DeploymentState.FAILED
     else:
-        state = DeploymentState.FAILED if nodes_with_work(deployment) else DeploymentState.PASSED
+        # Every node verified: phase 5, cluster acceptance, decides (when the plan has it).
+        phase = cluster.phase_state(deployment, run)
+        if phase == cluster.TO_SCHEDULE:
+            cluster.schedule(deployment, run)
+            return deployment
+        if phase == cluster.PENDING:
+            return deployment
+        state = DeploymentState.PASSED if phase in (cluster.OFF, *VERIFIED_OUTCOMES) else DeploymentState.FAILED
     Deployment.objects.filter(pk=deployment.pk, state=DeploymentState.RUNNING).update(
         state=state, updated=timezone.now()
     )

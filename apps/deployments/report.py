@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from apps.core import signing
-from apps.deployments import services
+from apps.deployments import cluster, services
 from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, SuggestionState
 from apps.deployments.models import Verdict
 from apps.deployments.recording import cell_outcomes
@@ -86,6 +86,7 @@ def context(deployment) -> dict:
         nodes.append({"hostname": hostname, "outcome": outcome, "verdicts": rows})
     nodes.sort(key=_node_order)
     history = earlier_failures(deployment, latest_runs)
+    acceptance = cluster.panel(deployment)
     troubled = {row["hostname"] for row in history}
     # Clean passes are collapsed: at hundreds of nodes the report is about the few that are not.
     clean = [n for n in nodes if n["outcome"] == Outcome.PASS and n["hostname"] not in troubled]
@@ -105,10 +106,18 @@ def context(deployment) -> dict:
             for check, values in deployment.criteria.items()
         ],
         "business_validation": business,
+        "cluster": acceptance,
+        "cluster_history": [
+            check
+            for check in deployment.cluster_checks.select_related("run").order_by("run__number", "attempt", "id")
+            if check not in acceptance["checks"]
+        ],
         # A business validation that failed or could not run holds acceptance back; one not run yet does not.
         "accepted": bool(nodes)
         and all(node["outcome"] in VERIFIED_OUTCOMES for node in nodes)
-        and not any(block["outcome"] in BLOCKING_OUTCOMES for block in business),
+        and not any(block["outcome"] in BLOCKING_OUTCOMES for block in business)
+        # With cluster acceptance in the plan, it must have run and passed (a warning passes, with its note).
+        and (not acceptance["enabled"] or acceptance["outcome"] in VERIFIED_OUTCOMES),
         "signing_public_key": public_key,
         "signing_fingerprint": signing.fingerprint(public_key),
     }
@@ -137,6 +146,7 @@ def as_json(deployment) -> dict:
         ],
         "earlier_failures": data["earlier_failures"],
         "business_validation": data["business_validation"],
+        "cluster_acceptance": cluster.as_json(deployment),
         "nodes": [
             {
                 "hostname": node["hostname"],

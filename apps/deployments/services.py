@@ -13,7 +13,7 @@ from rest_framework import serializers
 from apps.accounts.choices import Role
 from apps.core import audit
 from apps.core.choices import AuditAction
-from apps.deployments import artefacts, criteria, options
+from apps.deployments import artefacts, cluster, criteria, options
 from apps.deployments.choices import (
     VERIFIED_OUTCOMES,
     ApprovalScope,
@@ -251,7 +251,8 @@ def resume(*, deployment: Deployment, user) -> DeploymentRun:
         _refuse("state", "Start the deployment before resuming it.")
     pending = nodes_with_work(deployment)
     if not pending:
-        _refuse("state", "Every step is verified on every node: nothing to resume.")
+        again = " (to test the nodes together, run cluster acceptance again)" if cluster.enabled(deployment) else ""
+        _refuse("state", f"Every step is verified on every node: nothing to resume{again}.")
     # A remediation stays one: its resumes apply the same step's fixes only.
     apply_only = deployment.latest_run.job.parameters.get("apply_only") or []
     return _launch(deployment, user, node_ids=pending, resume=True, apply_only=apply_only)
@@ -313,6 +314,34 @@ def _launch(
         deployment.state = DeploymentState.RUNNING
         deployment.save(update_fields=["state", "updated"])
     return run
+
+
+def rerun_cluster_acceptance(*, deployment: Deployment, user) -> list:
+    """Phase 5 once more over the deployment's nodes (after a cable was replaced, say): a new attempt of its checks,
+    queued for the worker; the deployment runs until they have spoken."""
+    _require_operator(user)
+    with transaction.atomic():
+        deployment = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        run = deployment.latest_run
+        if run is None:
+            _refuse("state", "Start the deployment first: cluster acceptance follows the per-node phases.")
+        if run.job.status in JOB_ACTIVE:
+            _refuse("state", "A run of this deployment is in progress.")
+        if not cluster.enabled(deployment):
+            _refuse("options.acceptance.cluster", "This plan has no cluster acceptance (it needs two nodes or more).")
+        if nodes_with_work(deployment):
+            _refuse("state", "Some nodes still have unverified steps: resume the deployment first.")
+        if cluster.phase_state(deployment, run) == cluster.PENDING:
+            _refuse("state", "Cluster acceptance is already running.")
+        checks = cluster.schedule(deployment, run)
+        Deployment.objects.filter(pk=deployment.pk).update(state=DeploymentState.RUNNING, updated=timezone.now())
+        audit.record(
+            AuditAction.START,
+            obj=deployment,
+            object_repr=f"{deployment.name}: cluster acceptance (attempt {checks[0].attempt})",
+            user=user,
+        )
+    return checks
 
 
 # --- suggestions ----------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.deployments import report, services
+from apps.deployments import cluster, report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
 from apps.deployments.context import StoredPlanInvalid
@@ -327,6 +327,17 @@ def _summary_context(request, deployment) -> dict:
     for phase, counts in sorted(grid["phases"].items()):
         percent = round(100 * counts["verified"] / counts["total"]) if counts["total"] else 0
         phases.append({"phase": Phase(phase), **counts, "percent": percent})
+    acceptance = cluster.panel(deployment)
+    if acceptance["enabled"]:
+        verified, total = acceptance["verified"], acceptance["total"]
+        phases.append(
+            {
+                "phase": Phase.CLUSTER_ACCEPTANCE,
+                "verified": verified,
+                "total": total,
+                "percent": round(100 * verified / total),
+            }
+        )
     suggestions = list(
         Suggestion.objects.filter(deployment=deployment).select_related("run", "decided_by").order_by("-created", "id")
     )
@@ -335,12 +346,16 @@ def _summary_context(request, deployment) -> dict:
     # say "Finishing" then, never "Running" beside a run that has ended.
     run = deployment.latest_run
     settling = deployment.state == DeploymentState.RUNNING and run is not None and run.job.status in JOB_TERMINAL
+    clustering = settling and acceptance["pending"]  # the per-node run is over; phase 5 runs its benchmarks
+    settling = settling and not clustering
     awaiting = [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)]
     return {
         "deployment": deployment,
         "run": run,
         "state": "settling" if settling else deployment.state,
-        "state_label": "Finishing" if settling else deployment.get_state_display(),
+        "state_label": "Finishing"
+        if settling
+        else ("Running: cluster acceptance" if clustering else deployment.get_state_display()),
         "state_colour": "grey" if settling else deployment.colour,
         "phases": phases,
         "columns": [(name, STEPS[name].label) for name in grid["steps"]],
@@ -354,6 +369,11 @@ def _summary_context(request, deployment) -> dict:
         "may_resume": failed and request.user.has_role(Role.OPERATOR),
         "counts": grid["counts"],
         "outcome_colours": OUTCOME_COLOURS,
+        "cluster": acceptance,
+        "may_rerun_cluster": acceptance["enabled"]
+        and bool(acceptance["checks"])
+        and not acceptance["pending"]
+        and request.user.has_role(Role.OPERATOR),
     }
 
 
@@ -400,6 +420,26 @@ def deployment_resume(request, public_id):
         messages.error(request, _flatten(error.detail))
     else:
         messages.success(request, f"Run {run.number} started on {run.job.node_count} node(s).")
+    return redirect("deployment-detail", deployment.public_id)
+
+
+@login_required
+def cluster_panel(request, public_id):
+    """Phase 5's panel alone: htmx polls it while its benchmarks run."""
+    deployment = _deployment(request, public_id)
+    return render(request, "deployments/partials/cluster.html", _summary_context(request, deployment))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def cluster_rerun(request, public_id):
+    deployment = _deployment(request, public_id)
+    try:
+        checks = services.rerun_cluster_acceptance(deployment=deployment, user=request.user)
+    except serializers.ValidationError as error:
+        messages.error(request, _flatten(error.detail))
+    else:
+        messages.success(request, f"Cluster acceptance queued (attempt {checks[0].attempt}).")
     return redirect("deployment-detail", deployment.public_id)
 
 

@@ -4,7 +4,7 @@ fixes approved, resume finishes green; the same over the REST API; bad input ref
 import pytest
 from django.urls import reverse
 
-from apps.deployments import report, services
+from apps.deployments import report, services, tasks
 from apps.deployments.choices import DeploymentState, Outcome, SuggestionState
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.inventory.choices import NodeStatus
@@ -80,6 +80,9 @@ def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, o
     assert not [key for key, cell in cells.items() if cell.status in (StepStatus.FAILED, StepStatus.ERROR)]
     assert cells["gpu025", "hbm"].summary == "verified in run 1"  # not redone
     assert cells["gpu017", "firmware"].summary.startswith("applied 1 change(s), verified")
+    # Every node verified: phase 5, cluster acceptance (on by default for 9 nodes), decides.
+    assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.RUNNING
+    assert tasks.cluster_acceptance(str(deployment.public_id)) == DeploymentState.PASSED
     assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.PASSED
     assert Suggestion.objects.filter(deployment=deployment, state=SuggestionState.OPEN).count() == 0
     assert set(Node.objects.filter(rack__name="r04").values_list("status", flat=True)) == {NodeStatus.READY}

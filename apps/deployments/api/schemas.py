@@ -80,6 +80,13 @@ OPTION_RULES: dict[str, dict[str, dict]] = {
         "tier": {"type": "string", "pattern": _pattern(artefact_rules.TOKEN_RE)},
         "keep_last": _whole(1),
     },
+    "acceptance": {
+        "cluster": {
+            "type": "boolean",
+            "description": "Phase 5 after the per-node phases: multi-node NCCL, the sweep for a slow node or link, "
+            "HPL-MxP (default: on for two nodes or more; never on one).",
+        },
+    },
 }
 ENVIRONMENT_RULE = {
     "type": "object",

@@ -6,7 +6,14 @@ from apps.core.api import ReferenceField
 from apps.deployments import criteria, services
 from apps.deployments.api import schemas
 from apps.deployments.choices import WizardStage
-from apps.deployments.models import AcceptanceCriterion, Approval, Deployment, Suggestion, Verdict
+from apps.deployments.models import (
+    AcceptanceCriterion,
+    Approval,
+    ClusterAcceptanceCheck,
+    Deployment,
+    Suggestion,
+    Verdict,
+)
 from apps.jobs.api.serializers import TargetsSerializer
 
 
@@ -215,3 +222,32 @@ class AcceptanceCriterionSerializer(serializers.ModelSerializer):
                 {key.split(".")[-1] if key.count(".") == 2 else "check": [msg] for key, msg in problems.items()}
             )
         return attrs
+
+
+class ClusterCheckSerializer(serializers.ModelSerializer):
+    """One check of phase 5, cluster acceptance (multi-node NCCL, the sweep, HPL-MxP) of the latest attempt."""
+
+    check = serializers.CharField(source="check_name", read_only=True)
+    run = serializers.IntegerField(source="run.number", read_only=True)
+    benchmark_run = serializers.UUIDField(source="benchmark_run.public_id", read_only=True, allow_null=True)
+    details = serializers.JSONField(
+        read_only=True, help_text="Figures: busbw and series (NCCL), suspects, rounds and pairs (sweep), measurements."
+    )
+
+    class Meta:
+        model = ClusterAcceptanceCheck
+        fields = [
+            "check",
+            "run",
+            "attempt",
+            "status",
+            "outcome",
+            "value",
+            "criterion",
+            "summary",
+            "benchmark_run",
+            "details",
+            "started",
+            "finished",
+        ]
+        read_only_fields = fields

@@ -8,11 +8,12 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
-from apps.deployments import report, services
+from apps.deployments import cluster, report, services
 from apps.deployments.api.serializers import (
     AcceptanceCriterionSerializer,
     ApprovalSerializer,
     ApproveSerializer,
+    ClusterCheckSerializer,
     DeploymentCreateSerializer,
     DeploymentSerializer,
     DeploymentUpdateSerializer,
@@ -177,6 +178,30 @@ class DeploymentViewSet(
         response = self._fresh(run.deployment)
         response.status_code = status.HTTP_202_ACCEPTED
         return response
+
+    @extend_schema(
+        methods=["GET"],
+        request=None,
+        responses={200: ClusterCheckSerializer(many=True)},
+        operation_id="deployments_cluster_acceptance_list",
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=None,
+        responses={
+            202: ClusterCheckSerializer(many=True),
+            400: OpenApiResponse(description="Not now: a run in progress, nodes unverified, no phase 5 in the plan."),
+        },
+        operation_id="deployments_cluster_acceptance_rerun",
+    )
+    @action(detail=True, methods=["get", "post"], url_path="cluster-acceptance")
+    def cluster_acceptance(self, request, id=None):
+        """Phase 5's checks of the latest attempt (GET); POST (operators) runs the phase again over the nodes."""
+        deployment = self.get_object()
+        if request.method == "POST":
+            checks = services.rerun_cluster_acceptance(deployment=deployment, user=request.user)
+            return Response(ClusterCheckSerializer(checks, many=True).data, status=status.HTTP_202_ACCEPTED)
+        return Response(ClusterCheckSerializer(cluster.latest_checks(deployment), many=True).data)
 
     @extend_schema(request=None, responses={200: VerdictSerializer(many=True)})
     @action(detail=True, methods=["get"])

@@ -1,0 +1,511 @@
+"""Phase 5, cluster acceptance: once every node of a deployment is verified, its nodes are tested together —
+multi-node NCCL all_reduce, the sweep that finds a slow node or link (pairwise for two or three nodes), HPL-MxP —
+each a benchmark run started through apps.benchmarks' services (deployments reads benchmarks, never writes its
+models). Each check's verdict, figure, suspects (NIC, cable, switch port) and suggestions are deployments' own rows.
+
+recording.settle_state asks `phase_state` when a run's job ends and `schedule`s the phase; the task
+`rackpilot.deployments.cluster_acceptance` runs `execute`, then settles the deployment. Nothing here imports the
+recording module or the services, so both can stand on it."""
+
+import logging
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from rest_framework import serializers
+
+from apps.benchmarks import services as benchmarks
+from apps.benchmarks.choices import Suite
+from apps.deployments.choices import (
+    CLUSTER_PENDING,
+    OUTCOME_COLOURS,
+    OUTCOME_RANK,
+    VERIFIED_OUTCOMES,
+    ClusterCheck,
+    ClusterCheckStatus,
+    Outcome,
+    Problem,
+    SuggestionState,
+)
+from apps.deployments.models import ClusterAcceptanceCheck, Deployment, DeploymentRun, Suggestion
+from apps.jobs.services import TargetSpec
+
+logger = logging.getLogger(__name__)
+
+TASK = "rackpilot.deployments.cluster_acceptance"
+CHECKS = (ClusterCheck.NCCL, ClusterCheck.SWEEP, ClusterCheck.HPL)
+NCCL_MAX_BYTES = 4 * 2**30  # the reference applies from 1 GiB; 8 B to 4 GiB draws the whole curve
+# What phase_state answers besides an outcome.
+OFF, TO_SCHEDULE, PENDING = "off", "to_schedule", "pending"
+
+
+def enabled(deployment: Deployment) -> bool:
+    """The plan asks for it (default: on for two nodes or more) and there are two nodes or more to test together."""
+    wanted = (deployment.options.get("acceptance") or {}).get("cluster")
+    count = deployment.nodes.count()
+    return count >= 2 and (wanted if isinstance(wanted, bool) else True)
+
+
+def latest_checks(deployment: Deployment) -> list[ClusterAcceptanceCheck]:
+    """The checks of the latest attempt of the latest run that scheduled the phase."""
+    newest = deployment.cluster_checks.order_by("-run__number", "-attempt").values_list("run_id", "attempt").first()
+    if newest is None:
+        return []
+    run_id, attempt = newest
+    rows = deployment.cluster_checks.filter(run_id=run_id, attempt=attempt).select_related("run", "benchmark_run")
+    return sorted(rows, key=lambda check: CHECKS.index(ClusterCheck(check.check_name)))
+
+
+def worst(outcomes) -> str:
+    return max(outcomes, key=lambda outcome: OUTCOME_RANK[Outcome(outcome)])
+
+
+def phase_state(deployment: Deployment, run: DeploymentRun) -> str:
+    """For a run whose nodes are all verified: OFF, TO_SCHEDULE (this run has not scheduled it), PENDING, or the
+    worst outcome of its latest attempt."""
+    if not enabled(deployment):
+        return OFF
+    checks = [check for check in latest_checks(deployment) if check.run_id == run.pk]
+    if not checks:
+        return TO_SCHEDULE
+    if any(check.status in CLUSTER_PENDING for check in checks):
+        return PENDING
+    return worst(check.outcome or Outcome.COULD_NOT_RUN for check in checks)
+
+
+def schedule(deployment: Deployment, run: DeploymentRun) -> list[ClusterAcceptanceCheck]:
+    """Queue a new attempt of the phase for this run; its task starts when the transaction commits."""
+    last = deployment.cluster_checks.filter(run=run).order_by("-attempt").values_list("attempt", flat=True).first()
+    attempt = (last or 0) + 1
+    with transaction.atomic():
+        checks = [
+            ClusterAcceptanceCheck.objects.create(deployment=deployment, run=run, attempt=attempt, check_name=name)
+            for name in CHECKS
+        ]
+        transaction.on_commit(lambda: enqueue(deployment))
+    return checks
+
+
+def enqueue(deployment: Deployment) -> None:
+    # By the task's name, not by importing tasks.py (which imports this module).
+    current_app.signature(TASK).apply_async(args=[str(deployment.public_id)])
+
+
+# --- running ----------------------------------------------------------------------------------------------------------
+
+
+def execute(deployment: Deployment) -> list[ClusterAcceptanceCheck]:
+    """Run each queued check of the latest attempt here (the task), one after the other; each claims its row first,
+    so a redelivered task runs nothing twice."""
+    hostnames = list(deployment.nodes.order_by("hostname").values_list("hostname", flat=True))
+    for check in latest_checks(deployment):
+        claimed = ClusterAcceptanceCheck.objects.filter(pk=check.pk, status=ClusterCheckStatus.QUEUED).update(
+            status=ClusterCheckStatus.RUNNING, started=timezone.now(), updated=timezone.now()
+        )
+        if not claimed:
+            continue
+        check.refresh_from_db()
+        try:
+            result = _run_check(deployment, check, hostnames)
+        except Exception as error:  # one check's failure must not leave the phase running for ever
+            logger.exception("cluster acceptance %s of %s failed", check.check_name, deployment.name)
+            result = _could_not_run(f"internal error: {error!r}")
+        _record(deployment, check, result)
+    return latest_checks(deployment)
+
+
+def _suite(check_name: str, hostnames: list[str]) -> str:
+    if check_name == ClusterCheck.NCCL:
+        return Suite.NCCL
+    if check_name == ClusterCheck.HPL:
+        return Suite.HPL_MXP
+    return Suite.SWEEP if len(hostnames) >= benchmarks.SWEEP_MIN_NODES else Suite.PAIRWISE
+
+
+def _run_check(deployment: Deployment, check: ClusterAcceptanceCheck, hostnames: list[str]) -> dict:
+    suite = _suite(check.check_name, hostnames)
+    nccl = deployment.options.get("nccl") or {}
+    environment = {"socket_ifname": nccl["socket_ifname"]} if nccl.get("socket_ifname") else {}
+    cooldown = float((deployment.criteria.get("nccl_busbw") or {}).get("cooldown_seconds", 5))
+    extra = {"max_bytes": NCCL_MAX_BYTES} if suite == Suite.NCCL else {}
+    if suite in (Suite.NCCL, Suite.SWEEP, Suite.PAIRWISE):
+        extra.update(environment=environment, cooldown_seconds=cooldown)
+    try:
+        run = benchmarks.start_run(
+            suite=suite,
+            targets=TargetSpec(nodes=tuple(hostnames)),
+            transport=deployment.transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT,
+            requested_by=check.run.started_by,
+            queue=False,
+            **extra,
+        )
+    except serializers.ValidationError as error:
+        return _could_not_run(f"the benchmark was refused: {_flatten(error.detail)}")
+    ClusterAcceptanceCheck.objects.filter(pk=check.pk).update(benchmark_run=run, updated=timezone.now())
+    run = benchmarks.execute_run(run=run)
+    judge = {ClusterCheck.NCCL: _judge_nccl, ClusterCheck.SWEEP: _judge_sweep, ClusterCheck.HPL: _judge_hpl}
+    result = judge[ClusterCheck(check.check_name)](run)
+    result["benchmark_run"] = run
+    result["details"] = {"suite": suite, "benchmark_status": run.status, **result.get("details", {})}
+    return result
+
+
+def _could_not_run(reason: str) -> dict:
+    return {
+        "outcome": Outcome.COULD_NOT_RUN,
+        "value": "could not run",
+        "criterion": "the benchmark runs",
+        "summary": reason[:300],
+        "details": {"reason": reason},
+        "suggestions": [],
+    }
+
+
+def _flatten(detail) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
+    if isinstance(detail, list):
+        return " ".join(_flatten(item) for item in detail)
+    return str(detail)
+
+
+def _judge_nccl(run) -> dict:
+    report = benchmarks.sweep_report(run)
+    tests = run.tests.order_by("id")
+    test = tests.first()
+    if test is None or test.busbw_gbps is None:
+        return _could_not_run(f"multi-node NCCL gave no figure ({run.summary or run.status})")
+    expected = test.expected_gbps
+    criterion = (
+        f"all_reduce bus bandwidth across {len(test.hosts)} nodes at ≥ {test.warn_gbps:g} GB/s for pass, "
+        f"≥ {test.fail_gbps:g} for warn (reference {expected:g} GB/s, {run.sku_name}, {run.fabric})"
+        if expected is not None
+        else f"no reference for {run.sku_name} over {run.fabric}: any figure passes"
+    )
+    value = f"{test.busbw_gbps:.1f} GB/s" + (
+        f" ({100 * test.busbw_gbps / expected:.0f} % of {expected:g})" if expected else ""
+    )
+    suggestions = []
+    if test.verdict not in VERIFIED_OUTCOMES:
+        suggestions.append(
+            {
+                "hostname": test.launcher,
+                "problem": Problem.CLUSTER_NCCL_SLOW,
+                "subject": "",
+                "title": f"Multi-node NCCL at {value} across {len(test.hosts)} nodes",
+                "cause": "The nodes pass alone but not together: a slow NIC, cable or switch port, MTU or PFC "
+                "somewhere on the path between them. The sweep of this phase names the node and link when one "
+                "stands out.",
+                "next_check": "Read the sweep's suspects below; else run the pairwise suite on the set.",
+                "evidence": report["summary"],
+            }
+        )
+    return {
+        "outcome": test.verdict,
+        "value": value[:120],
+        "criterion": criterion[:300],
+        "summary": f"{len(test.hosts)} nodes, {test.busbw_gbps:.1f} GB/s busbw at {test.size_bytes or 0} B",
+        "details": {
+            "busbw_gbps": test.busbw_gbps,
+            "expected_gbps": expected,
+            "warn_gbps": test.warn_gbps,
+            "fail_gbps": test.fail_gbps,
+            "series": [
+                {"size_bytes": row.get("size_bytes") or row.get("size"), "busbw_gbps": row.get("busbw_gbps")}
+                for row in _oop_rows(test.series)
+            ],
+        },
+        "suggestions": suggestions,
+    }
+
+
+def _oop_rows(series: list) -> list[dict]:
+    """Each row's size and out-of-place bus bandwidth, whatever the stored row calls them."""
+    rows = []
+    for row in series or []:
+        size = row.get("size_bytes", row.get("size"))
+        busbw = row.get("busbw_gbps", row.get("oop_busbw", row.get("busbw")))
+        if isinstance(busbw, dict):
+            busbw = busbw.get("out_of_place")
+        if size is not None and isinstance(busbw, int | float):
+            rows.append({"size_bytes": size, "busbw_gbps": busbw})
+    return rows
+
+
+def _judge_sweep(run) -> dict:
+    report = benchmarks.sweep_report(run)
+    if run.status == "error" or not report["results"]:
+        return _could_not_run(f"the sweep did not finish ({run.summary or run.status})")
+    suspects = report["suspects"]
+    suggestions = [
+        {
+            "hostname": suspect["node"],
+            "problem": Problem.SLOW_LINK,
+            "subject": suspect["nic"],
+            "title": f"Slow link on {suspect['node']}"
+            + (f" {suspect['nic']}" if suspect["nic"] else "")
+            + (f": cable {suspect['cable']}" if suspect["cable"] else "")
+            + (f" to {suspect['switch']}:{suspect['switch_port']}" if suspect["switch"] else ""),
+            "cause": f"The NCCL sweep named it, and confirmed it against a different known-good partner after the "
+            f"cool-down: {suspect['cause']}"
+            + (
+                f" ({suspect['busbw_gbps']:.1f} GB/s, expected {suspect['expected_gbps']:g})"
+                if suspect["busbw_gbps"] is not None and suspect["expected_gbps"]
+                else ""
+            ),
+            "next_check": f"Check the link on both ends: `ethtool {suspect['nic'] or 'IF'}` on {suspect['node']} "
+            f"(speed, errors), and the counters of {suspect['switch'] or 'the switch'} port "
+            f"{suspect['switch_port'] or '?'}.",
+            "fix": f"Reseat or replace cable {suspect['cable'] or '(see the inventory)'}, or move it to another port; "
+            "then run cluster acceptance again.",
+            "evidence": f"{report['summary']}; suspect {suspect}"[:8000],
+        }
+        for suspect in suspects
+    ]
+    if suspects:
+        outcome = Outcome.FAIL
+        value = f"{len(suspects)} suspect(s): " + ", ".join(
+            f"{s['node']} {s['nic']} ({s['cable'] or 'no cable'}, {s['switch']}:{s['switch_port']})" for s in suspects
+        )
+    elif report["unresolved"]:
+        outcome, value = Outcome.WARN, f"unresolved: {', '.join(report['unresolved'])}"
+    else:
+        outcome, value = Outcome.PASS, "no slow node or link"
+    heat = {}
+    for pair in report["pairs"]:
+        if pair["busbw_gbps"] is not None:
+            heat["+".join(sorted(pair["nodes"]))] = pair["busbw_gbps"]
+    return {
+        "outcome": outcome,
+        "value": value[:120],
+        "criterion": f"no node slow across nodes: each group of the {run.suite} judged against the reference and "
+        "the set's median (robust z-score), confirmed against a known-good partner after a cool-down",
+        "summary": report["summary"],
+        "details": {
+            "suspects": suspects,
+            "rounds": report["rounds"],
+            "round_bound": report["round_bound"],
+            "tests": report["tests"],
+            "cleared": report["cleared"],
+            "unresolved": report["unresolved"],
+            "pairs": [
+                {"nodes": pair["nodes"], "busbw_gbps": pair["busbw_gbps"], "verdict": pair["verdict"]}
+                for pair in report["pairs"]
+            ][:64],
+        },
+        "suggestions": suggestions,
+    }
+
+
+def _judge_hpl(run) -> dict:
+    report = benchmarks.node_suite_report(run)
+    figures = [row for row in report["measurements"] if row["value"] is not None and row["case"].startswith("lu")]
+    judged = [row for row in report["measurements"] if row["expected"] is not None]
+    if not figures or any(row["verdict"] == Outcome.COULD_NOT_RUN for row in report["measurements"]):
+        return _could_not_run(f"HPL-MxP gave no figure on every node ({run.summary or run.status})")
+    outcome = worst([row["verdict"] for row in judged] or [Outcome.PASS])
+    lowest = min(figures, key=lambda row: row["value"])
+    expected = lowest["expected"]
+    suggestions = [
+        {
+            "hostname": row["hosts"][0],
+            "problem": Problem.HPL_LOW,
+            "subject": "" if len(row["hosts"]) == 1 else f"{len(row['hosts'])} nodes",
+            "title": f"HPL-MxP at {row['value']:,.0f} {row['unit']} on {', '.join(row['hosts'][:3])}",
+            "cause": f"Below the reference's pass tier ({row['expected']:,.0f} expected): a power cap, capped clocks, "
+            "thermal slowdown or a slow GPU sets the pace of the solve. " + " ".join(row["notes"]),
+            "next_check": "Run the burn-in soak on the node (clocks, temperature and clocks-event reasons) and "
+            "nvidia-smi -q -d PERFORMANCE,POWER.",
+            "evidence": str(row)[:8000],
+        }
+        for row in judged
+        if row["verdict"] not in VERIFIED_OUTCOMES and len(row["hosts"]) == 1
+    ]
+    return {
+        "outcome": outcome,
+        "value": f"lowest {lowest['value']:,.0f} {lowest['unit']} ({', '.join(lowest['hosts'][:2])})"[:120],
+        "criterion": (
+            f"LU GFLOPS per GPU of every node and of the whole set against the {run.sku_name} reference "
+            f"({expected:,.0f} expected)"
+            if expected
+            else f"no HPL-MxP reference for {run.sku_name}: any figure passes"
+        )[:300],
+        "summary": report["summary"],
+        "details": {
+            "measurements": [
+                {key: row[key] for key in ("round", "hosts", "case", "value", "unit", "expected", "verdict")}
+                for row in figures
+            ][:300],
+        },
+        "suggestions": suggestions,
+    }
+
+
+def _record(deployment: Deployment, check: ClusterAcceptanceCheck, result: dict) -> None:
+    """Store the check's verdict and its suggestions; suggestions of earlier attempts of the check are settled."""
+    now = timezone.now()
+    with transaction.atomic():
+        Suggestion.objects.filter(
+            deployment=deployment,
+            step=check.check_name,
+            state__in=[SuggestionState.OPEN, SuggestionState.APPROVED],
+        ).update(state=SuggestionState.RESOLVED, updated=now)
+        ClusterAcceptanceCheck.objects.filter(pk=check.pk).update(
+            status=ClusterCheckStatus.DONE,
+            outcome=result["outcome"],
+            value=result["value"][:120],
+            criterion=result["criterion"][:300],
+            summary=result["summary"][:300],
+            details=result.get("details", {}),
+            finished=now,
+            updated=now,
+        )
+        Suggestion.objects.bulk_create(
+            Suggestion(
+                deployment=deployment,
+                run=check.run,
+                node=deployment.nodes.filter(hostname=item["hostname"]).first(),
+                step=check.check_name,
+                **item,
+            )
+            for item in result.get("suggestions", [])
+        )
+
+
+# --- reading ----------------------------------------------------------------------------------------------------------
+
+
+def panel(deployment: Deployment) -> dict:
+    """What the run panel and the report show of the phase."""
+    checks = latest_checks(deployment)
+    pending = any(check.status in CLUSTER_PENDING for check in checks)
+    done = [check.outcome for check in checks if check.status == ClusterCheckStatus.DONE and check.outcome]
+    outcome = worst(done) if done and not pending and len(done) == len(checks) else ""
+    return {
+        "enabled": enabled(deployment),
+        "checks": checks,
+        "pending": pending,
+        "outcome": outcome,
+        "colour": OUTCOME_COLOURS[Outcome(outcome)] if outcome else "grey",
+        "verified": sum(outcome in VERIFIED_OUTCOMES for outcome in done),
+        "total": len(CHECKS),
+        "charts": {check.check_name: chart(check) for check in checks if check.status == ClusterCheckStatus.DONE},
+    }
+
+
+def as_json(deployment: Deployment) -> dict:
+    data = panel(deployment)
+    return {
+        "enabled": data["enabled"],
+        "outcome": data["outcome"] or ("pending" if data["pending"] else "not run"),
+        "checks": [
+            {
+                "check": check.check_name,
+                "label": check.get_check_name_display(),
+                "attempt": check.attempt,
+                "run": check.run.number,
+                "status": check.status,
+                "outcome": check.outcome,
+                "value": check.value,
+                "criterion": check.criterion,
+                "summary": check.summary,
+                "benchmark_run": str(check.benchmark_run.public_id) if check.benchmark_run else None,
+                "details": check.details,
+            }
+            for check in data["checks"]
+        ],
+    }
+
+
+COLOURS = {"pass": "#2e7d32", "warn": "#f9a825", "fail": "#c62828", "could_not_run": "#757575"}
+
+
+def chart(check: ClusterAcceptanceCheck) -> str:
+    """A small inline SVG of the check's figures (it survives the standalone, signed report without scripts):
+    NCCL busbw per message size against the reference, the sweep's two-node tests, HPL-MxP per node."""
+    details = check.details or {}
+    if check.check_name == ClusterCheck.NCCL:
+        rows = [row for row in details.get("series", []) if row.get("busbw_gbps") is not None]
+        bars = [(_size(row["size_bytes"]), row["busbw_gbps"], "#1565c0") for row in rows[-12:]]
+        return _bars(bars, reference=details.get("expected_gbps"), unit="GB/s", title="busbw by message size")
+    if check.check_name == ClusterCheck.SWEEP:
+        bars = [
+            ("+".join(pair["nodes"]), pair["busbw_gbps"], COLOURS.get(pair["verdict"], "#757575"))
+            for pair in details.get("pairs", [])
+            if pair.get("busbw_gbps") is not None
+        ]
+        return _bars(bars[:24], reference=None, unit="GB/s", title="two-node tests")
+    rows = details.get("measurements", [])
+    bars = [
+        (
+            row["hosts"][0] if len(row["hosts"]) == 1 else f"all {len(row['hosts'])}",
+            row["value"] / 1000,
+            COLOURS.get(row["verdict"], "#757575"),
+        )
+        for row in rows[:32]
+    ]
+    expected = next((row["expected"] for row in rows if row.get("expected")), None)
+    return _bars(bars, reference=expected / 1000 if expected else None, unit="TFLOPS/GPU", title="LU per GPU")
+
+
+def _size(size) -> str:
+    size = int(size or 0)
+    for unit, factor in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if size >= factor:
+            return f"{size / factor:g}{unit}"
+    return f"{size}B"
+
+
+def _bars(bars: list[tuple[str, float, str]], *, reference: float | None, unit: str, title: str) -> str:
+    if not bars:
+        return ""
+    width, row_height, label_width = 520, 16, 170
+    top = max([value for _, value, _ in bars] + [reference or 0]) or 1
+    scale = (width - label_width - 70) / top
+    height = row_height * len(bars) + 24
+    items = format_html_join(
+        "",
+        '<text x="{}" y="{}" font-size="10" text-anchor="end">{}</text>'
+        '<rect x="{}" y="{}" width="{}" height="{}" fill="{}"/>'
+        '<text x="{}" y="{}" font-size="10">{}</text>',
+        (
+            (
+                label_width - 4,
+                20 + index * row_height + 10,
+                label[:32],
+                label_width,
+                20 + index * row_height,
+                f"{max(value, 0) * scale:.1f}",
+                row_height - 4,
+                colour,
+                label_width + max(value, 0) * scale + 3,
+                20 + index * row_height + 10,
+                f"{value:,.1f}",
+            )
+            for index, (label, value, colour) in enumerate(bars)
+        ),
+    )
+    line = (
+        format_html(
+            '<line x1="{0}" x2="{0}" y1="14" y2="{1}" stroke="#000" stroke-dasharray="4 3"/>'
+            '<text x="{0}" y="11" font-size="10" text-anchor="middle">reference {2}</text>',
+            f"{label_width + reference * scale:.1f}",
+            height,
+            f"{reference:,.1f}",
+        )
+        if reference
+        else ""
+    )
+    return format_html(
+        '<svg class="cluster-chart" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" role="img" '
+        'aria-label="{}"><text x="0" y="11" font-size="11" font-weight="bold">{} ({})</text>{}{}</svg>',
+        width,
+        height,
+        title,
+        title,
+        unit,
+        items,
+        line,
+    )
