@@ -48,7 +48,7 @@ GPU_FIELDS = {
 ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ
 TOKENS_METRIC = "vllm:generation_tokens_total"
 E2E_BUCKETS_METRIC = "vllm:e2e_request_latency_seconds_bucket"
-WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400}
+WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 POINTS_PER_WINDOW = 60
 MIN_RATE_RANGE_S = 60  # rate() over at least four scrapes at Prometheus's usual 15 s
 JOULES_PER_KWH = 3.6e6
@@ -142,6 +142,10 @@ class Telemetry(ABC):
     def generated_tokens(self, *, service: str, start: float, end: float) -> float:
         """Tokens a service generated over [start, end] (counter resets handled)."""
 
+    @abstractmethod
+    def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
+        """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
+
     def energy_per_million_tokens_kwh(self, *, service: InferenceService, start: float, end: float) -> float | None:
         """Energy of the service's nodes over generated tokens, in kWh per million tokens; None without tokens."""
         hostnames = [node.hostname for node in service.nodes.all()]
@@ -232,6 +236,23 @@ class SimulatorTelemetry(Telemetry):
                     - self.model.energy_counter_mj(hostname, index, start)
                 ) / 1000
         return total
+
+    def sm_active_seconds(self, *, hostnames, start, end):
+        seconds = {}
+        for hostname in hostnames:
+            if hostname not in self.model.histories:
+                continue
+            busy = self.model.sm_active_seconds(hostname, start, end)
+            # A card reports while it is on the bus at some point of the window (Prometheus has its series then).
+            present = {
+                gpu.index
+                for moment in (start, end)
+                for gpu, regime in self.model.node_regime(hostname, moment).gpus
+                if regime.present
+            }
+            for index in sorted(present):
+                seconds[(hostname, str(index))] = busy
+        return seconds
 
     def _run(self, service: str) -> ServingRun | None:
         return next((run for run in self.model.workloads.serving if run.name == service), None)
@@ -394,6 +415,16 @@ class PrometheusTelemetry(Telemetry):
         promql = f"sum(increase({ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}[{seconds}s]))"
         result = self.query(promql, at=end)
         return float(result[0]["value"][1]) / 1000 if result else 0.0
+
+    def sm_active_seconds(self, *, hostnames, start, end):
+        seconds = max(int(round(end - start)), 1)
+        metric = GPU_FIELDS["sm_active"][0]
+        # The mean over the window's samples times its length: Prometheus does the sum, over any window.
+        promql = f"avg_over_time({metric}{{Hostname=~{_any_of(hostnames)}}}[{seconds}s]) * {seconds}"
+        return {
+            (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
+            for item in self.query(promql, at=end)
+        }
 
     def tokens_per_second(self, *, service, window):
         promql = f"sum(rate({TOKENS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s]))"

@@ -333,6 +333,58 @@ class ClusterTelemetry:
                 total += STATIC_POWER_W * (end - start) + (regime.full_power_w - STATIC_POWER_W) * terms[1](start, end)
         return total
 
+    def sm_active_seconds(self, hostname: str, a: float, b: float) -> float:
+        """∫ DCGM_FI_PROF_SM_ACTIVE dt over [a, b], exactly, for any GPU of the node (its GPUs share the load): the
+        busy fraction's integral times the SM share of its kind of work. GPU-hours "busy, SM-active weighted"."""
+        total = 0.0
+        for start, end in self._segments(a, b):
+            if end <= start:
+                continue
+            terms = self._busy_terms(hostname, (start + end) / 2)
+            if terms is not None:
+                total += SM_ACTIVE_PER_BUSY[terms[0]] * terms[1](start, end)
+        return total
+
+    def samples(self, hostname: str, times: list[float]):
+        """(t, busy, sm_active, {gpu index: energy counter in mJ}) at each of the increasing `times`, the values
+        gpu_reading gives (without the power gauge's noise), the counters carried forward from one time to the next
+        (a month of 15 s samples costs one integral per step, not one from the node's boot)."""
+        if not times:
+            return
+        energy = {
+            gpu.index: self.energy_j(hostname, gpu.index, self.histories[hostname].booted, times[0])
+            for gpu, _ in self.node_regime(hostname, times[0]).gpus
+        }
+        previous = times[0]
+        for t in times:
+            if t > previous:
+                booted = self.histories[hostname].booted
+                for start, end in self._segments(max(previous, booted), max(t, booted)):
+                    middle = (start + end) / 2
+                    regime = self.node_regime(hostname, middle)
+                    terms = self._busy_terms(hostname, middle)
+                    busy_integral = terms[1](start, end) if terms else 0.0
+                    for gpu, state in regime.gpus:
+                        if not state.present:
+                            continue
+                        if terms is None:
+                            energy[gpu.index] = energy.get(gpu.index, 0.0) + IDLE_POWER_W * (end - start)
+                        else:
+                            energy[gpu.index] = (
+                                energy.get(gpu.index, 0.0)
+                                + STATIC_POWER_W * (end - start)
+                                + (state.full_power_w - STATIC_POWER_W) * busy_integral
+                            )
+                previous = t
+            terms = self._busy_terms(hostname, t)
+            kind, busy = (terms[0], terms[2]) if terms else ("idle", 0.0)
+            yield (
+                t,
+                busy,
+                round(busy * SM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
+                {index: int(joules * 1000) for index, joules in energy.items()},
+            )
+
     def energy_counter_mj(self, hostname: str, index: int, t: float) -> int:
         """DCGM's total energy since the driver loaded (the node's boot), in mJ."""
         booted = self.histories[hostname].booted

@@ -181,3 +181,65 @@ class FleetHealthSerializer(serializers.Serializer):
     score = serializers.IntegerField(help_text="0 to 100: the weighted parts below.")
     breakdown = HealthPartSerializer(many=True)
     nodes = NodeHealthSerializer(many=True)
+
+
+class GpuHoursSplitSerializer(serializers.Serializer):
+    gpus = serializers.IntegerField(help_text="GPUs counted.")
+    gpu_hours = serializers.FloatField(help_text="Every GPU-hour of the window: busy + allocated_idle + unallocated.")
+    busy = serializers.FloatField(help_text="GPU-hours weighted by SM active (DCGM_FI_PROF_SM_ACTIVE).")
+    allocated_idle = serializers.FloatField(help_text="GPU-hours a workload held but did not use.")
+    unallocated = serializers.FloatField(help_text="GPU-hours no workload held.")
+    busy_share = serializers.FloatField(allow_null=True, help_text="0..1 of gpu_hours; null without GPUs.")
+    idle_share = serializers.FloatField(allow_null=True, help_text="Allocated but idle, 0..1 of gpu_hours.")
+    unallocated_share = serializers.FloatField(allow_null=True)
+
+
+def _split(row: dict) -> dict:
+    return row["split"].as_dict()
+
+
+class GpuHoursWorkloadSerializer(GpuHoursSplitSerializer):
+    kind = serializers.ChoiceField(choices=[("training", "Training job"), ("service", "Inference service")])
+    name = serializers.CharField()
+
+
+class GpuHoursNodeSerializer(GpuHoursSplitSerializer):
+    node = serializers.CharField(help_text="The node's host name.")
+    rack = serializers.CharField(allow_null=True, help_text="The rack's name; null for a node in no rack.")
+    workload = serializers.CharField(help_text="The workload holding the node at the window's end; blank: none.")
+
+
+class GpuHoursRackSerializer(GpuHoursSplitSerializer):
+    rack = serializers.CharField()
+
+
+class GpuHoursSerializer(serializers.Serializer):
+    window = serializers.CharField()
+    start = serializers.FloatField(help_text="Unix time.")
+    end = serializers.FloatField(help_text="Unix time.")
+    source = serializers.ChoiceField(choices=[("prometheus", "Prometheus"), ("simulator", "Simulator")])
+    cluster = GpuHoursSplitSerializer()
+    workloads = GpuHoursWorkloadSerializer(many=True)
+    nodes = GpuHoursNodeSerializer(many=True)
+    racks = GpuHoursRackSerializer(many=True)
+
+    @staticmethod
+    def represent(name: str, result) -> dict:
+        return {
+            "window": name,
+            "start": result.window.start,
+            "end": result.window.end,
+            "source": result.source,
+            "cluster": result.cluster.as_dict(),
+            "workloads": [{"kind": r["kind"], "name": r["name"], **_split(r)} for r in result.workloads],
+            "nodes": [
+                {
+                    "node": r["node"].hostname,
+                    "rack": r["rack"].name if r["rack"] else None,
+                    "workload": r["workload"],
+                    **_split(r),
+                }
+                for r in result.nodes
+            ],
+            "racks": [{"rack": r["rack"].name, **_split(r)} for r in result.racks],
+        }

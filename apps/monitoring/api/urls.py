@@ -6,4 +6,5 @@ ROUTES: list = [
     ("bmcs", views.BmcViewSet),
     ("slos", views.SloViewSet),
     ("health", views.HealthViewSet, "health"),
+    ("gpu-hours", views.GpuHoursViewSet, "gpu-hours"),
 ]

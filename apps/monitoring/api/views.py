@@ -1,23 +1,25 @@
 from django.db import transaction
 from django_filters import rest_framework as filters
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, viewsets
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
-from apps.monitoring import health, services
+from apps.monitoring import gpuhours, health, services
 from apps.monitoring.api.serializers import (
     BmcReadingSerializer,
     BmcSerializer,
     FleetHealthSerializer,
+    GpuHoursSerializer,
     SloSerializer,
     SloStatusSerializer,
 )
 from apps.monitoring.models import Bmc, BmcReading, Slo
+from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 
 
 class BmcFilterSet(filters.FilterSet):
@@ -96,3 +98,44 @@ class HealthViewSet(viewsets.ViewSet):
     @extend_schema(responses=FleetHealthSerializer)
     def list(self, request):
         return Response(FleetHealthSerializer(health.fleet_health()).data)
+
+
+class GpuHoursQuerySerializer(serializers.Serializer):
+    window = serializers.ChoiceField(choices=list(WINDOWS), required=False, allow_blank=True)
+
+    def validate(self, attrs):
+        unknown = sorted(set(self.initial_data) - {"window", "format"})
+        if unknown:
+            message = ["Unknown query parameter; this takes `window`."]
+            raise serializers.ValidationError({name: message for name in unknown})
+        for name in self.initial_data:
+            if len(self.initial_data.getlist(name)) > 1:
+                raise serializers.ValidationError({name: ["Give this parameter once."]})
+        return attrs
+
+
+class GpuHoursViewSet(viewsets.ViewSet):
+    """Where the GPU-hours go: busy (SM-active weighted), allocated but idle, unallocated; per workload, node, rack."""
+
+    schema = _OneObjectSchema()
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "window", str, enum=list(WINDOWS), description="The window ending now (default 24h), in 60 steps."
+            )
+        ],
+        responses={
+            200: GpuHoursSerializer,
+            503: OpenApiResponse(description="The telemetry could not be read; `detail` says why (e.g. Prometheus)."),
+        },
+    )
+    def list(self, request):
+        query = GpuHoursQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        name = query.validated_data.get("window") or gpuhours.DASHBOARD_WINDOW
+        try:
+            result = gpuhours.gpu_hours(window=Window.named(name))
+        except TelemetryError as error:
+            return Response({"detail": str(error)}, status=503)
+        return Response(GpuHoursSerializer(GpuHoursSerializer.represent(name, result)).data)
