@@ -52,6 +52,7 @@ WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 POINTS_PER_WINDOW = 60
 MIN_RATE_RANGE_S = 60  # rate() over at least four scrapes at Prometheus's usual 15 s
 JOULES_PER_KWH = 3.6e6
+SLO_PACK = 10_000_000  # see PrometheusTelemetry.slo_counts
 
 
 class TelemetryError(Exception):
@@ -145,6 +146,11 @@ class Telemetry(ABC):
     @abstractmethod
     def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
+
+    def slo_counts(self, *, good_expression: str, span: float, resolution: int, end: float) -> tuple[int, int] | None:
+        """(steps judged, steps met) of an SLO's good-expression over [end - span, end] at `resolution` seconds, when
+        the source can count them itself (Prometheus's range functions over a subquery); None: judge step by step."""
+        return None
 
     def energy_per_million_tokens_kwh(self, *, service: InferenceService, start: float, end: float) -> float | None:
         """Energy of the service's nodes over generated tokens, in kWh per million tokens; None without tokens."""
@@ -425,6 +431,20 @@ class PrometheusTelemetry(Telemetry):
             (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
             for item in self.query(promql, at=end)
         }
+
+    def slo_counts(self, *, good_expression, span, resolution, end):
+        # One instant query per SLO and window: Prometheus evaluates the criterion at every step of the subquery
+        # (aligned to multiples of the resolution, as the rules' 1 m interval is) and counts; no samples travel.
+        # Both counts come from one pass: each judged step adds SLO_PACK plus its 0/1 verdict, so the sum is
+        # judged * SLO_PACK + good (exact in a double while the steps number fewer than SLO_PACK).
+        seconds = max(int(round(span)), resolution)
+        if seconds // resolution >= SLO_PACK:
+            raise TelemetryError(f"an SLO window of {seconds} s at {resolution} s steps has too many steps")
+        result = self.query(f"sum_over_time((({good_expression}) + {SLO_PACK})[{seconds}s:{resolution}s])", at=end)
+        if not result:
+            return 0, 0
+        packed = int(round(float(result[0]["value"][1])))
+        return packed // SLO_PACK, packed % SLO_PACK
 
     def tokens_per_second(self, *, service, window):
         promql = f"sum(rate({TOKENS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s]))"

@@ -151,17 +151,52 @@ class SloBudgetSerializer(serializers.Serializer):
     met = serializers.BooleanField(allow_null=True)
 
 
+class SloGpuSerializer(serializers.Serializer):
+    gpu = serializers.CharField(help_text="The GPU's index on its node.")
+    mean_util = serializers.FloatField(help_text="Mean DCGM_FI_DEV_GPU_UTIL over the window, %.")
+    mean_sm_clock_mhz = serializers.FloatField(allow_null=True)
+
+
+class SloIncidentSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    title = serializers.CharField()
+    state = serializers.CharField()
+
+
+class SloFailingTestSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=[("pair", "A multi-node test whose latest result failed"), ("suspect", "A sweep's suspect")]
+    )
+    hosts = serializers.ListField(child=serializers.CharField())
+    collective = serializers.CharField()
+    busbw_gbps = serializers.FloatField(allow_null=True)
+    expected_gbps = serializers.FloatField(allow_null=True)
+    run = serializers.CharField(help_text="The benchmark run's id; blank for a test outside a run.")
+    cable = serializers.CharField(help_text="A suspect's NIC, cable, switch and port; blank for a pair.")
+
+
+class SloDraggerSerializer(serializers.Serializer):
+    node = serializers.CharField(source="node.hostname")
+    mean_util = serializers.FloatField(help_text="Mean GPU utilisation of the node over the blame window, %.")
+    mean_sm_clock_mhz = serializers.FloatField(allow_null=True)
+    tokens_per_second = serializers.FloatField(
+        allow_null=True, help_text="Its share of the service's tokens/s (by utilisation x SM clock); null otherwise."
+    )
+    drag = serializers.FloatField(help_text="What it costs the SLO: tokens/s short of an even share, or points.")
+    drag_unit = serializers.ChoiceField(choices=[("tokens/s", "tokens/s"), ("points", "points of utilisation")])
+    reporting = serializers.BooleanField(help_text="False: none of its GPUs reported in the window.")
+    gpus = SloGpuSerializer(many=True, help_text="Its two GPUs with the lowest utilisation.")
+    open_incidents = serializers.IntegerField()
+    incidents = SloIncidentSerializer(many=True)
+    failing_tests = SloFailingTestSerializer(many=True)
+
+
 class SloStatusSerializer(serializers.Serializer):
     error = serializers.CharField()
     latest = serializers.FloatField(allow_null=True)
     budgets = SloBudgetSerializer(many=True)
-    draggers = serializers.SerializerMethodField()
-
-    def get_draggers(self, status) -> list[dict]:
-        return [
-            {"node": d["node"].hostname, "mean_util": d["mean_util"], "open_incidents": d["open_incidents"]}
-            for d in status["draggers"]
-        ]
+    blame_window = serializers.CharField(help_text="The shortest window that missed, else 1h: the draggers' window.")
+    draggers = SloDraggerSerializer(many=True)
 
 
 class NodeHealthSerializer(serializers.Serializer):

@@ -79,7 +79,8 @@ class SloViewSet(viewsets.ModelViewSet):
     @extend_schema(request=None, responses=SloStatusSerializer)
     @action(detail=True, methods=["get"])
     def status(self, request, public_id=None):
-        """The SLO over 1 h, 24 h and 7 d: compliance, error budget left, burn rate; the nodes that drag it."""
+        """The SLO over 1 h, 24 h, 7 d and 30 d: compliance, error budget left, burn rate; the nodes and GPUs that drag
+        it, with their open incidents and failing benchmark pairs."""
         return Response(SloStatusSerializer(services.slo_status(self.get_object())).data)
 
 
