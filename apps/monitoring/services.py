@@ -192,6 +192,20 @@ def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | 
     return slo.budget(spec, name, [slo.meets(spec, value) for value in slo_values(source, spec, window)])
 
 
+def slos_met(rows, *, window: str) -> list[bool | None]:
+    """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable)."""
+    source, _ = _source()
+    if source is None:
+        return [None for _ in rows]
+    met = []
+    for row in rows:
+        try:
+            met.append(slo_budget(source, row.spec(), window).met)
+        except TelemetryError:
+            met.append(None)
+    return met
+
+
 def slo_status(row, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS) -> dict:
     """One SLO over each window: its budget, the latest value, and what drags it (slo_blame)."""
     source, error = (source, "") if source is not None else _source()

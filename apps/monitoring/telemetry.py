@@ -418,15 +418,26 @@ class PrometheusTelemetry(Telemetry):
 
     def energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        promql = f"sum(increase({ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}[{seconds}s]))"
+        selector = f"{ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}"
+        promql = f"sum(increase({selector}[{seconds}s]))"
+        if seconds > 86_400 and seconds % 3600 == 0:  # hour by hour: no query holds a month of raw samples at once
+            promql = f"sum(sum_over_time(increase({selector}[1h])[{seconds - 1}s:1h]))"
         result = self.query(promql, at=end)
         return float(result[0]["value"][1]) / 1000 if result else 0.0
 
     def sm_active_seconds(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
         metric = GPU_FIELDS["sm_active"][0]
-        # The mean over the window's samples times its length: Prometheus does the sum, over any window.
-        promql = f"avg_over_time({metric}{{Hostname=~{_any_of(hostnames)}}}[{seconds}s]) * {seconds}"
+        # The mean over the window's samples times its length: Prometheus does the sum. Past a day, the mean of hourly
+        # means (a subquery), so that no query holds a month of raw samples at once (its max-samples limit).
+        selector = f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
+        if seconds > 86_400:
+            # Hours without samples add nothing (a GPU scraped for part of the window is not taken at its mean).
+            # The range stops a second short of the start, so that Prometheus 2.x (both ends) and 3.x (start left
+            # out) take the same steps.
+            promql = f"sum_over_time(avg_over_time({selector}[1h])[{seconds - 1}s:1h]) * 3600"
+        else:
+            promql = f"avg_over_time({selector}[{seconds}s]) * {seconds}"
         return {
             (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
             for item in self.query(promql, at=end)
@@ -440,7 +451,9 @@ class PrometheusTelemetry(Telemetry):
         seconds = max(int(round(span)), resolution)
         if seconds // resolution >= SLO_PACK:
             raise TelemetryError(f"an SLO window of {seconds} s at {resolution} s steps has too many steps")
-        result = self.query(f"sum_over_time((({good_expression}) + {SLO_PACK})[{seconds}s:{resolution}s])", at=end)
+        # A second short of the start: the same steps from Prometheus 2.x (both ends) and 3.x (start left out).
+        inner = f"(({good_expression}) + {SLO_PACK})[{seconds - 1}s:{resolution}s]"
+        result = self.query(f"sum_over_time({inner})", at=end)
         if not result:
             return 0, 0
         packed = int(round(float(result[0]["value"][1])))

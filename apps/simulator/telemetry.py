@@ -19,6 +19,7 @@ time), so its counters reset as a real one's do.
 
 import bisect
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -203,6 +204,7 @@ def _clipped_sine_integral(mean: float, wave: float, cap: float, omega: float, p
     return (antiderivative(omega * b + phase) - antiderivative(omega * a + phase)) / omega
 
 
+@functools.lru_cache(maxsize=4096)
 def _phase(seed: int, *keys) -> float:
     return noise(seed, "phase", *keys).uniform(0, 2 * math.pi)
 
@@ -281,7 +283,8 @@ class ClusterTelemetry:
     # GPU busy fraction and power
 
     def _busy_terms(self, hostname: str, t: float):
-        """(kind, integral function over [a, b] of the busy fraction, busy fraction at t) within t's segment."""
+        """(kind, integral function over [a, b] of the busy fraction, busy fraction at t, the busy fraction as a
+        function of time) within t's segment."""
         run = self.role(hostname, t)
         if run is None:
             return None
@@ -295,14 +298,20 @@ class ClusterTelemetry:
             def integral(a, b):
                 return share * _sine_integral(TRAINING_BUSY, TRAINING_WAVE, omega, phase, a, b)
 
-            return "training", integral, share * (TRAINING_BUSY + TRAINING_WAVE * math.sin(omega * t + phase))
+            def at(x):
+                return share * (TRAINING_BUSY + TRAINING_WAVE * math.sin(omega * x + phase))
+
+            return "training", integral, at(t), at
         capacity = self.service_capacity(run, t)
         phase, omega = _phase(self.seed, run.name), 2 * math.pi / DAY
 
         def integral(a, b):
             return _clipped_sine_integral(DEMAND_MEAN, DEMAND_WAVE, capacity, omega, phase, a, b) / capacity
 
-        return "serving", integral, min(capacity, self.demand(run, t)) / capacity
+        def at(x):
+            return min(capacity, DEMAND_MEAN + DEMAND_WAVE * math.sin(omega * x + phase)) / capacity
+
+        return "serving", integral, at(t), at
 
     def busy(self, hostname: str, t: float) -> float:
         terms = self._busy_terms(hostname, t)
@@ -345,44 +354,63 @@ class ClusterTelemetry:
                 total += SM_ACTIVE_PER_BUSY[terms[0]] * terms[1](start, end)
         return total
 
+    def _piece(self, hostname: str, t: float):
+        """What holds from the last breakpoint at or before t to the next: the busy terms and each GPU's
+        (index, on the bus, full power)."""
+        terms = self._busy_terms(hostname, t)
+        gpus = [(gpu.index, state.present, state.full_power_w) for gpu, state in self.node_regime(hostname, t).gpus]
+        return terms, gpus
+
     def samples(self, hostname: str, times: list[float]):
-        """(t, busy, sm_active, {gpu index: energy counter in mJ}) at each of the increasing `times`, the values
-        gpu_reading gives (without the power gauge's noise), the counters carried forward from one time to the next
-        (a month of 15 s samples costs one integral per step, not one from the node's boot)."""
+        """(t, busy, sm_active, {gpu: energy counter in mJ}) at each of the increasing `times`, for the GPUs on the
+        bus: the values gpu_reading gives, the counters carried forward from one time to the next (a month of 15 s
+        samples costs one closed-form integral per step, not one from the node's boot). For backfilling a
+        time-series store (bench/monitoring.py)."""
         if not times:
             return
+        booted = self.histories[hostname].booted
+        breakpoints = self.breakpoints
+        pieces: dict[int, tuple] = {}
+
+        def piece(x: float):
+            key = bisect.bisect_right(breakpoints, x)
+            if key not in pieces:
+                pieces[key] = self._piece(hostname, x)
+            return pieces[key]
+
         energy = {
-            gpu.index: self.energy_j(hostname, gpu.index, self.histories[hostname].booted, times[0])
-            for gpu, _ in self.node_regime(hostname, times[0]).gpus
+            index: self.energy_j(hostname, index, booted, max(times[0], booted)) for index, _, _ in piece(times[0])[1]
         }
+
+        def add(terms, gpus, a: float, b: float) -> None:
+            integral = terms[1](a, b) if terms else 0.0
+            for index, present, full_power in gpus:
+                if present:
+                    gained = (
+                        IDLE_POWER_W * (b - a)
+                        if terms is None
+                        else (STATIC_POWER_W * (b - a) + (full_power - STATIC_POWER_W) * integral)
+                    )
+                    energy[index] = energy.get(index, 0.0) + gained
+
         previous = times[0]
         for t in times:
-            if t > previous:
-                booted = self.histories[hostname].booted
-                for start, end in self._segments(max(previous, booted), max(t, booted)):
-                    middle = (start + end) / 2
-                    regime = self.node_regime(hostname, middle)
-                    terms = self._busy_terms(hostname, middle)
-                    busy_integral = terms[1](start, end) if terms else 0.0
-                    for gpu, state in regime.gpus:
-                        if not state.present:
-                            continue
-                        if terms is None:
-                            energy[gpu.index] = energy.get(gpu.index, 0.0) + IDLE_POWER_W * (end - start)
-                        else:
-                            energy[gpu.index] = (
-                                energy.get(gpu.index, 0.0)
-                                + STATIC_POWER_W * (end - start)
-                                + (state.full_power_w - STATIC_POWER_W) * busy_integral
-                            )
-                previous = t
-            terms = self._busy_terms(hostname, t)
-            kind, busy = (terms[0], terms[2]) if terms else ("idle", 0.0)
+            low, high = max(previous, booted), max(t, booted)
+            if high > low:
+                if bisect.bisect_right(breakpoints, low) == bisect.bisect_left(breakpoints, high):
+                    add(*piece((low + high) / 2), low, high)  # nothing changes in between: one piece
+                else:
+                    for start, end in self._segments(low, high):
+                        add(*piece((start + end) / 2), start, end)
+            previous = t
+            terms, gpus = piece(t)
+            busy = terms[3](t) if terms else 0.0
+            kind = terms[0] if terms else "idle"
             yield (
                 t,
                 busy,
                 round(busy * SM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
-                {index: int(joules * 1000) for index, joules in energy.items()},
+                {index: int(energy[index] * 1000) for index, present, _ in gpus if present},
             )
 
     def energy_counter_mj(self, hostname: str, index: int, t: float) -> int:

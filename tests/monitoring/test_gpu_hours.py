@@ -133,3 +133,24 @@ def test_prometheus_down_is_a_message_not_a_500(cluster, settings, browser_as, a
     assert page.status_code == 200 and "could not reach Prometheus at http://127.0.0.1:9" in page.content.decode()
     answer = api_as(viewer).get("/api/gpu-hours/")
     assert answer.status_code == 503 and "could not reach Prometheus" in answer.json()["detail"]
+
+
+def test_the_backfill_samples_are_the_models_readings(cluster):
+    """ClusterTelemetry.samples (bench/monitoring.py's series) gives what gpu_reading and the energy counter give,
+    before and after a fault begins, and its SM-active integral is the GPU-hours' busy figure."""
+    simulator.inject_fault(node=cluster["gpu003"], kind="power_cap", target="", parameters={"watts": 300})
+    SimFault.objects.update(created=timezone.now() - dt.timedelta(minutes=20))
+    from apps.monitoring.telemetry import current_workloads
+
+    model = simulator.telemetry_model(workloads=current_workloads())
+    end = float(int(timezone.now().timestamp()) // 15 * 15)
+    times = [end - 3600 + 15 * k for k in range(241)]
+    for hostname in ("gpu001", "gpu003", "gpu005"):
+        rows = list(model.samples(hostname, times))
+        for t, busy, sm_active, energy in rows[::20]:
+            reading = model.gpu_reading(hostname, 0, t)
+            assert int(round(100 * busy)) == reading["util"] and sm_active == reading["sm_active"]
+            assert set(energy) == set(range(8))
+            assert energy[0] == pytest.approx(model.energy_counter_mj(hostname, 0, t), rel=1e-9, abs=2)
+        stepped = sum(sm for _, _, sm, _ in rows[1:]) * 15
+        assert model.sm_active_seconds(hostname, times[0], times[-1]) == pytest.approx(stepped, rel=0.01, abs=1)
