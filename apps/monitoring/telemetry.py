@@ -53,6 +53,7 @@ POINTS_PER_WINDOW = 60
 MIN_RATE_RANGE_S = 60  # rate() over at least four scrapes at Prometheus's usual 15 s
 JOULES_PER_KWH = 3.6e6
 SLO_PACK = 10_000_000  # see PrometheusTelemetry.slo_counts
+LONG_SPAN_S = 3600  # SimulatorTelemetry.generated_tokens integrates the rate past an hour
 
 
 class TelemetryError(Exception):
@@ -292,6 +293,10 @@ class SimulatorTelemetry(Telemetry):
         run = self._run(service)
         if run is None:
             return 0.0
+        if end - start > LONG_SPAN_S:
+            # Over hours, what increase() comes to: the integral of the rate (a restart's reset counted from zero
+            # loses at most a scrape's worth of tokens), in 720 pieces rather than the counter minute by minute.
+            return self.model.service_tokens(run, start, end, step=max(INTEGRATION_STEP_S, (end - start) / 720))
         # The counter as the service exposes it, sampled each minute: its daily restarts show as resets.
         step = max(60.0, (end - start) / 2000)
         times = [start + k * step for k in range(int((end - start) // step) + 1)] + [end]

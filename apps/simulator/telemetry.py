@@ -524,6 +524,16 @@ class ClusterTelemetry:
                 totals[column] += value * (end - start)
         return totals
 
+    def service_tokens(self, run: ServingRun, a: float, b: float, step: float = INTEGRATION_STEP_S) -> float:
+        """service_totals' first column alone (generated tokens over [a, b]), without the latency histograms."""
+        if b <= a:
+            return 0.0
+        edges = [a, *[k * step for k in range(math.floor(a / step) + 1, math.ceil(b / step))], b]
+        return sum(
+            self.service_rates(run, (start + end) / 2)["tokens"] * (end - start)
+            for start, end in zip(edges, edges[1:], strict=False)
+        )
+
     def service_counters(self, run: ServingRun, t: float) -> list[float]:
         """The counters since the process started, as its /metrics shows them at t (cached on a grid)."""
         start = self.restarted(run, t)
