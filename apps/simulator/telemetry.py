@@ -404,7 +404,8 @@ class ClusterTelemetry:
                         add(*piece((start + end) / 2), start, end)
             previous = t
             terms, gpus = piece(t)
-            busy = terms[3](t) if terms else 0.0
+            # A piece's busy fraction as a function of time where it has one; else asked at t itself.
+            busy = (terms[3](t) if len(terms) > 3 else self.busy(hostname, t)) if terms else 0.0
             kind = terms[0] if terms else "idle"
             yield (
                 t,
