@@ -58,6 +58,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--step", type=int, default=15, help="seconds between samples; default 15")
     parser.add_argument("--requests", type=int, default=20, help="timed requests per page; default 20")
     parser.add_argument("--keep", action="store_true", help="keep var/bench/monitoring/ afterwards")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        help="measure again on a kept run's directory (its tsdb/ and rackpilot.sqlite3) instead of backfilling",
+    )
     return parser.parse_args()
 
 
@@ -223,6 +228,33 @@ def start_prometheus(tsdb: Path, work: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError(f"Prometheus did not become ready; see {work / 'prometheus.log'}")
 
 
+def backfill_rules(url: str, tsdb: Path, work: Path) -> dict:
+    """The SLOs' recording rule (rackpilot:slo_good, every minute) evaluated over the stored range by
+    `promtool tsdb create-blocks-from rules`, as a Prometheus running the generated rules would have recorded it.
+    (promtool cannot backfill rules that read other recorded rules, so the burn-rate rules are left out.)"""
+    import yaml
+
+    from apps.monitoring import slo
+    from apps.monitoring.models import Slo
+
+    document = slo.rules([row.spec() for row in Slo.objects.select_related("service", "training_job", "rack")])
+    group = document["groups"][0]
+    group["rules"] = [rule for rule in group["rules"] if rule.get("record") == "rackpilot:slo_good"]
+    rules = work / "slo-good.rules.yml"
+    rules.write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
+    metas = [json.loads(meta.read_text()) for meta in tsdb.glob("*/meta.json")]
+    first = min(meta["minTime"] for meta in metas) // 1000
+    last = max(meta["maxTime"] for meta in metas) // 1000 - 1
+    output = work / "rule-blocks"
+    started = time.perf_counter()
+    command = [PROMTOOL, "tsdb", "create-blocks-from", "rules", f"--url={url}", f"--start={first + 3600}"]
+    command += [f"--end={last}", f"--output-dir={output}", "--eval-interval=1m", str(rules)]
+    subprocess.run(command, check=True, capture_output=True)
+    for block in output.iterdir():
+        shutil.move(str(block), tsdb / block.name)
+    return {"rules_backfill_s": time.perf_counter() - started}
+
+
 def timed(function) -> tuple[float, object]:
     started = time.perf_counter()
     value = function()
@@ -251,7 +283,7 @@ def measure(url: str, requests: int) -> dict:
     from apps.accounts.choices import Role
     from apps.monitoring import gpuhours, services
     from apps.monitoring.models import Slo
-    from apps.monitoring.telemetry import PrometheusTelemetry, Window
+    from apps.monitoring.telemetry import PrometheusTelemetry, SimulatorTelemetry, Window
     from tests import factories
 
     settings.RACKPILOT_PROMETHEUS_URL = url
@@ -272,6 +304,14 @@ def measure(url: str, requests: int) -> dict:
     figures["slo_statuses_s"] = seconds
     figures["blame"] = {status["slo"].name: [d["node"].hostname for d in status["draggers"]] for status in statuses}
     figures["slo_errors"] = [status["error"] for status in statuses if status["error"]]
+    window = Window.named("30d")
+    hosts = sorted({spec_host for spec in specs for spec_host in spec.hosts})
+    seconds, joules = timed(lambda: source.energy_joules(hostnames=hosts, start=window.start, end=window.end))
+    figures["energy_30d_s"] = seconds
+    figures["energy_30d_kwh"] = joules / 3.6e6
+    figures["energy_30d_kwh_simulator"] = (
+        SimulatorTelemetry().energy_joules(hostnames=hosts, start=window.start, end=window.end) / 3.6e6
+    )
     seconds, split = timed(lambda: gpuhours.gpu_hours(window=Window.named("30d"), source=source))
     figures["gpu_hours_30d_s"] = seconds
     figures["gpu_hours_30d"] = split.cluster.as_dict()
@@ -299,9 +339,47 @@ def measure(url: str, requests: int) -> dict:
     return figures
 
 
+def reuse(args, var_dir: Path) -> None:
+    """Measure on a kept run: its blocks and database copied into var_dir (its figures' window ends now)."""
+    shutil.rmtree(var_dir, ignore_errors=True)
+    shutil.copytree(args.reuse, var_dir, ignore=shutil.ignore_patterns("wal", "chunks_head", "queries.active", "lock"))
+    os.environ.update(RACKPILOT_VAR_DIR=str(var_dir), RACKPILOT_LOG_LEVEL="WARNING", RACKPILOT_PROMETHEUS_URL="")
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.filter(username="bench").delete()
+    work = var_dir / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"reusing {args.reuse}; load average before: {os.getloadavg()}", file=sys.stderr, flush=True)
+    process, url = start_prometheus(var_dir / "tsdb", work)
+    figures = {"samples": 0, "text_gb": 0.0, "backfill_s": 0.0}
+    try:
+        figures |= backfill_rules(url, var_dir / "tsdb", work)
+        process.terminate()
+        process.wait(timeout=60)
+        process, url = start_prometheus(var_dir / "tsdb", work)
+        figures |= measure(url, args.requests)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    figures["load_average"] = os.getloadavg()
+    figures["nodes"], figures["days"], figures["step"] = args.nodes, args.days, args.step
+    report(figures)
+    if not args.keep:
+        shutil.rmtree(var_dir, ignore_errors=True)
+
+
 def main() -> None:
     args = parse_args()
     var_dir = ROOT / "var" / "bench" / "monitoring"
+    if args.reuse:
+        reuse(args, var_dir)
+        return
     setup(var_dir)
     from apps.monitoring.telemetry import current_workloads
     from apps.simulator import services as simulator
@@ -322,6 +400,10 @@ def main() -> None:
     figures = backfill(model, start, end, args.step, tsdb, work)
     process, url = start_prometheus(tsdb, work)
     try:
+        figures |= backfill_rules(url, tsdb, work)
+        process.terminate()
+        process.wait(timeout=60)
+        process, url = start_prometheus(tsdb, work)
         figures |= measure(url, args.requests)
     finally:
         process.terminate()
@@ -343,6 +425,8 @@ def report(figures: dict) -> None:
         f"{figures['samples'] / 1e6:.1f} M samples ({figures['text_gb']:.1f} GB of OpenMetrics) backfilled in "
         f"{figures['backfill_s']:.0f} s"
     )
+    if "rules_backfill_s" in figures:
+        print(f"rackpilot:slo_good recorded over the range by promtool in {figures['rules_backfill_s']:.0f} s")
     slos = figures["slos_30d_s"]
     print(
         f"four SLOs over 30 d: {slos:.2f} s (<= {TARGETS['slos_30d_s']:g} s: {verdict[slos <= TARGETS['slos_30d_s']]})"
@@ -355,6 +439,10 @@ def report(figures: dict) -> None:
         print(f"  {name:<22} dragged by {', '.join(hosts) or '-'}")
     if figures["slo_errors"]:
         print(f"  errors: {figures['slo_errors']}")
+    print(
+        f"GPU energy over 30 d: {figures['energy_30d_kwh']:.0f} kWh from Prometheus in {figures['energy_30d_s']:.2f} s "
+        f"(the simulator's integral: {figures['energy_30d_kwh_simulator']:.0f} kWh)"
+    )
     split = figures["gpu_hours_30d"]
     print(
         f"GPU-hours over 30 d: {figures['gpu_hours_30d_s']:.2f} s; {split['gpu_hours']:.0f} h: busy "

@@ -178,11 +178,15 @@ def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[flo
 
 
 def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | None = None) -> slo.Budget:
-    """The SLO over one window. Prometheus counts the judged and met steps itself (the criterion at every minute,
-    energy every hour, through a subquery: one instant query, fast over 30 days); the simulator is judged at the
-    window's 60 steps in Python."""
+    """The SLO over one window. Prometheus counts the judged and met steps itself: from the recording rule's series
+    where it covers the window (rackpilot:slo_good, every minute), else the criterion through a subquery (every
+    minute, energy every hour); the simulator is judged at the window's 60 steps in Python."""
     window = Window.named(name, end=end)
     resolution = slo.resolution_seconds(spec)
+    recorded = source.recorded_slo_counts(slo=spec.name, span=window.span, end=window.end)
+    if recorded is not None:  # the recording rule's every-minute verdicts: two sums over one series
+        judged, good = recorded
+        return slo.budget_from_counts(spec, name, judged=judged, good=good, steps=int(window.span // 60))
     counts = source.slo_counts(
         good_expression=slo.good_expression(spec), span=window.span, resolution=resolution, end=window.end
     )
@@ -254,12 +258,13 @@ def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: in
     for (host, gpu), value in util.items():
         node = per_node.setdefault(host, {"gpus": []})
         node["gpus"].append({"gpu": gpu, "mean_util": value, "mean_sm_clock_mhz": clock.get((host, gpu))})
+    clocks_known = bool(clock)  # without SM clocks (not scraped), contributions follow utilisation alone
     for row in per_node.values():
         gpus = row["gpus"]
         row["mean_util"] = sum(g["mean_util"] for g in gpus) / len(gpus)
         clocks = [g["mean_sm_clock_mhz"] for g in gpus if g["mean_sm_clock_mhz"] is not None]
         row["mean_sm_clock_mhz"] = sum(clocks) / len(clocks) if clocks else None
-        row["weight"] = sum(g["mean_util"] * (g["mean_sm_clock_mhz"] or 0) for g in gpus)
+        row["weight"] = sum(g["mean_util"] * ((g["mean_sm_clock_mhz"] or 0) if clocks_known else 1.0) for g in gpus)
         row["missing_gpus"] = 0
     for host in hosts:  # a node whose GPUs report nothing (off the bus, exporter down) serves nothing
         per_node.setdefault(

@@ -148,6 +148,11 @@ class Telemetry(ABC):
     def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
 
+    def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
+        """(judged, met) from recorded rules (Prometheus's rackpilot:slo_good) when they cover the window; None:
+        not recorded."""
+        return None
+
     def slo_counts(self, *, good_expression: str, span: float, resolution: int, end: float) -> tuple[int, int] | None:
         """(steps judged, steps met) of an SLO's good-expression over [end - span, end] at `resolution` seconds, when
         the source can count them itself (Prometheus's range functions over a subquery); None: judge step by step."""
@@ -425,8 +430,11 @@ class PrometheusTelemetry(Telemetry):
         seconds = max(int(round(end - start)), 1)
         selector = f"{ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}"
         promql = f"sum(increase({selector}[{seconds}s]))"
-        if seconds > 86_400 and seconds % 3600 == 0:  # hour by hour: no query holds a month of raw samples at once
-            promql = f"sum(sum_over_time(increase({selector}[1h])[{seconds - 1}s:1h]))"
+        if seconds > 86_400:
+            # Past a day, the counters' difference between the window's ends: two samples a GPU instead of every one
+            # in the window. A counter that went down (the driver reloaded) or has no value at the start counts
+            # what it holds at the end (its energy since it restarted), as increase() would.
+            promql = f"sum(({selector} - {selector} offset {seconds}s) >= 0 or {selector})"
         result = self.query(promql, at=end)
         return float(result[0]["value"][1]) / 1000 if result else 0.0
 
@@ -447,6 +455,22 @@ class PrometheusTelemetry(Telemetry):
             (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
             for item in self.query(promql, at=end)
         }
+
+    def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
+        """(judged, met) from the `rackpilot:slo_good` series the generated recording rules write every minute, when
+        they cover the window (a sample in its first hour); None when they do not (rules not loaded, or recently)."""
+        seconds = max(int(round(span)), 3600)
+        recorded = f"rackpilot:slo_good{{slo={_string(slo)}}}"
+        offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
+        promql = (
+            f'label_replace(count_over_time({recorded}[{seconds - 1}s]), "part", "judged", "", "") '
+            f'or label_replace(sum_over_time({recorded}[{seconds - 1}s]), "part", "good", "", "") '
+            f'or label_replace(count_over_time({recorded}[1h]{offset}), "part", "first", "", "")'
+        )
+        counts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
+        if not counts.get("first"):
+            return None
+        return int(counts.get("judged", 0)), int(round(counts.get("good", 0)))
 
     def slo_counts(self, *, good_expression, span, resolution, end):
         # One instant query per SLO and window: Prometheus evaluates the criterion at every step of the subquery
