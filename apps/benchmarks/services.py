@@ -624,3 +624,46 @@ def sweep_report(run: BenchmarkRun) -> dict:
         "cleared": run.parameters.get("cleared", []),
         "unresolved": run.parameters.get("unresolved", []),
     }
+
+
+def failing_pairs_by_node(hostnames: list[str], *, limit: int = 2000) -> dict[str, list[dict]]:
+    """hostname -> the multi-node tests it took part in whose latest result for the same hosts failed, and the
+    suspects the sweeps named on it (NIC, cable, switch port), newest first. Reads only (for monitoring's SLO blame)."""
+    wanted = set(hostnames)
+    found: dict[str, list[dict]] = {hostname: [] for hostname in hostnames}
+    if not wanted:
+        return found
+    latest: dict[str, BenchmarkTest] = {}
+    recent = BenchmarkTest.objects.exclude(verdict=Verdict.COULD_NOT_RUN).select_related("run")
+    recent = recent.order_by("-created", "-id")[:limit]
+    for test in recent:
+        if len(test.hosts) >= 2 and wanted & set(test.hosts):
+            latest.setdefault(test.hosts_key, test)
+    for test in latest.values():
+        if test.verdict != Verdict.FAIL:
+            continue
+        entry = {
+            "kind": "pair",
+            "hosts": list(test.hosts),
+            "collective": test.collective,
+            "busbw_gbps": test.busbw_gbps,
+            "expected_gbps": test.expected_gbps,
+            "run": str(test.run.public_id) if test.run_id else "",
+            "cable": "",
+        }
+        for hostname in wanted & set(test.hosts):
+            found[hostname].append(entry)
+    suspects = Suspect.objects.filter(node__hostname__in=wanted, verdict=Verdict.FAIL).select_related("node", "run")
+    for suspect in suspects.order_by("-created")[:limit]:
+        found[suspect.node.hostname].append(
+            {
+                "kind": "suspect",
+                "hosts": [suspect.node.hostname],
+                "collective": suspect.run.collective,
+                "busbw_gbps": suspect.busbw_gbps,
+                "expected_gbps": suspect.expected_gbps,
+                "run": str(suspect.run.public_id),
+                "cable": " ".join(filter(None, (suspect.nic, suspect.cable, suspect.switch, suspect.switch_port))),
+            }
+        )
+    return found

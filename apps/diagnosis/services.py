@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.audit import record
@@ -238,3 +239,20 @@ def node_history(node, request=None) -> dict:
         Incident.objects.touching(node).select_related("training_job", "recurrence_of").order_by("-created")[:50]
     )
     return {"node": node, "incidents": list(incidents)}
+
+
+def open_incidents_by_node(nodes) -> dict[int, list]:
+    """node id -> the active incidents about each node, that suspect it or found evidence on it (newest first).
+    Reads only: for the pages of other apps (monitoring's SLO blame), which never write incidents."""
+    nodes = list(nodes)
+    found: dict[int, list] = {node.pk: [] for node in nodes}
+    if not nodes:
+        return found
+    query = Q(node__in=nodes) | Q(suspect_nodes__in=nodes) | Q(evidence__node__in=nodes)
+    incidents = Incident.objects.active().filter(query).distinct().prefetch_related("suspect_nodes")
+    for incident in incidents.order_by("-created"):
+        touched = {incident.node_id} | {node.pk for node in incident.suspect_nodes.all()}
+        touched |= set(incident.evidence.filter(node__in=nodes).values_list("node_id", flat=True))
+        for node_id in touched & set(found):
+            found[node_id].append(incident)
+    return found

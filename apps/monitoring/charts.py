@@ -122,3 +122,24 @@ def service_figure(tokens: Series, p99: Series, *, design: float, target_ms: flo
     _layout(figure, title=f"{name}: tokens/s and p99 latency", y_title="tokens/s")
     figure.update_layout(yaxis2={"title": "p99 ms", "overlaying": "y", "side": "right", "rangemode": "tozero"})
     return figure
+
+
+GPU_HOURS_PARTS = (
+    ("busy", "busy (SM active)", "#2e7d32"),
+    ("allocated_idle", "allocated, idle", "#f9a825"),
+    ("unallocated", "unallocated", "#9e9e9e"),
+)
+
+
+def gpu_hours_figure(rows: list[dict], *, label: str, title: str) -> go.Figure:
+    """Stacked bars: each row's GPU-hours as busy, allocated but idle, and unallocated."""
+    figure = go.Figure()
+    names = [row[label] for row in rows]
+    for part, name, colour in GPU_HOURS_PARTS:
+        figure.add_trace(
+            go.Bar(x=names, y=[getattr(row["split"], part) for row in rows], name=name, marker_color=colour)
+        )
+    figure.update_layout(barmode="stack")
+    _layout(figure, title=title, y_title="GPU-hours")
+    figure.update_layout(hovermode="x")
+    return figure

@@ -72,7 +72,7 @@ def fleet_health(*, with_slos: bool = True) -> dict:
     open_incidents = Incident.objects.active().count()
     drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
     slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
-    met = [status["budgets"][0].met for status in map(services.slo_status, slo_rows) if status["budgets"]]
+    met = services.slos_met(slo_rows, window="1h")
     judged = [value for value in met if value is not None]
     parts = {
         "gpus_healthy": (gpu_ok / gpu_total if gpu_total else 1.0, f"{gpu_ok} of {gpu_total} GPUs"),

@@ -5,7 +5,8 @@ import time
 
 from django.db.models import Prefetch
 
-from apps.diagnosis.models import Incident
+from apps.benchmarks import services as benchmarks
+from apps.diagnosis import services as diagnosis
 from apps.inventory.choices import GpuHealth
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import charts, slo
@@ -152,7 +153,8 @@ def telemetry_health(*, now: float | None = None) -> dict:
 
 # --- SLOs -------------------------------------------------------------------------------------------------------------
 
-SLO_WINDOWS = ("1h", "24h", "7d")
+SLO_WINDOWS = ("1h", "24h", "7d", "30d")
+BLAME_COUNT = 3
 
 
 def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[float | None]:
@@ -175,41 +177,139 @@ def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[flo
     return values
 
 
-def slo_status(row, *, source: Telemetry | None = None) -> dict:
-    """One SLO over each window: its budget, the latest value, and the nodes that drag it (lowest utilisation)."""
+def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | None = None) -> slo.Budget:
+    """The SLO over one window. Prometheus counts the judged and met steps itself: from the recording rule's series
+    where it covers the window (rackpilot:slo_good, every minute), else the criterion through a subquery (every
+    minute, energy every hour); the simulator is judged at the window's 60 steps in Python."""
+    window = Window.named(name, end=end)
+    resolution = slo.resolution_seconds(spec)
+    recorded = source.recorded_slo_counts(slo=spec.name, span=window.span, end=window.end)
+    if recorded is not None:  # the recording rule's every-minute verdicts: two sums over one series
+        judged, good = recorded
+        return slo.budget_from_counts(spec, name, judged=judged, good=good, steps=int(window.span // 60))
+    counts = source.slo_counts(
+        good_expression=slo.good_expression(spec), span=window.span, resolution=resolution, end=window.end
+    )
+    if counts is not None:
+        judged, good = counts
+        return slo.budget_from_counts(spec, name, judged=judged, good=good, steps=int(window.span // resolution))
+    return slo.budget(spec, name, [slo.meets(spec, value) for value in slo_values(source, spec, window)])
+
+
+def slos_met(rows, *, window: str) -> list[bool | None]:
+    """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable)."""
+    source, _ = _source()
+    if source is None:
+        return [None for _ in rows]
+    met = []
+    for row in rows:
+        try:
+            met.append(slo_budget(source, row.spec(), window).met)
+        except TelemetryError:
+            met.append(None)
+    return met
+
+
+def slo_status(row, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS) -> dict:
+    """One SLO over each window: its budget, the latest value, and what drags it (slo_blame)."""
     source, error = (source, "") if source is not None else _source()
-    status = {"slo": row, "error": error, "budgets": [], "latest": None, "draggers": []}
+    status = {"slo": row, "error": error, "budgets": [], "latest": None, "draggers": [], "blame_window": ""}
     if source is None:
         return status
     spec = row.spec()
     try:
-        for name in SLO_WINDOWS:
-            values = slo_values(source, spec, Window.named(name))
-            status["budgets"].append(slo.budget(spec, name, [slo.meets(spec, value) for value in values]))
-            if name == "1h":
-                status["latest"] = next((v for v in reversed(values) if v is not None and not math.isnan(v)), None)
-        status["draggers"] = draggers(source, list(spec.hosts), Window.named("1h"))
+        for name in windows:
+            status["budgets"].append(slo_budget(source, spec, name))
+        values = slo_values(source, spec, Window.named("1h"))
+        status["latest"] = next((v for v in reversed(values) if v is not None and not math.isnan(v)), None)
+        # Blame over the shortest window that missed (the miss to explain), else the last hour.
+        missed = next((b.window for b in status["budgets"] if b.met is False), "1h")
+        status["blame_window"] = missed
+        status["draggers"] = slo_blame(source, spec, Window.named(missed))
     except TelemetryError as problem:
         status["error"] = str(problem)
     return status
 
 
-def draggers(source: Telemetry, hostnames: list[str], window: Window, *, count: int = 3) -> list[dict]:
-    """The scope's nodes with the lowest mean GPU utilisation over the window, and their open incidents: which
-    node hurts the SLO."""
-    by_node: dict[str, list[float]] = {}
-    for series in source.gpu_series("util", hostnames=hostnames, window=window):
-        host = series.labels.get("Hostname", "")
-        by_node.setdefault(host, []).extend(value for value in series.values() if not math.isnan(value))
-    means = sorted((sum(values) / len(values), host) for host, values in by_node.items() if values and host)[:count]
-    nodes = Node.objects.in_bulk([host for _, host in means], field_name="hostname")
-    return [
-        {
-            "node": nodes[host],
-            "mean_util": mean,
-            # diagnosis's records, read only: the node's open incidents say why it may drag
-            "open_incidents": Incident.objects.active().touching(nodes[host]).count(),
-        }
-        for mean, host in means
-        if host in nodes
-    ]
+def _means(series_list, *, key=("Hostname", "gpu")) -> dict[tuple[str, str], float]:
+    means = {}
+    for series in series_list:
+        values = [value for value in series.values() if not math.isnan(value)]
+        if values:
+            means[tuple(series.labels.get(k, "") for k in key)] = sum(values) / len(values)
+    return means
+
+
+def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: int = BLAME_COUNT) -> list[dict]:
+    """The scope's nodes that drag the SLO most, each with its GPUs, its open incidents and failing benchmark pairs.
+
+    Per node, from the telemetry over the window: mean GPU utilisation and SM clock, per GPU too. Its contribution:
+    for a service, its share of the service's tokens/s in proportion to utilisation x SM clock of its GPUs (a card
+    at a lower clock decodes slower; the service's counters are per service, not per node), and the drag is what it
+    falls short of an even share, in tokens/s; for utilisation, the points of the scope's mean it costs against the
+    target (target - its mean) / nodes. Nodes that drag nothing come last, by lowest utilisation.
+    """
+    hosts = list(spec.hosts)
+    if not hosts:
+        return []
+    util = _means(source.gpu_series("util", hostnames=hosts, window=window))
+    clock = _means(source.gpu_series("sm_clock", hostnames=hosts, window=window))
+    per_node: dict[str, dict] = {}
+    for (host, gpu), value in util.items():
+        node = per_node.setdefault(host, {"gpus": []})
+        node["gpus"].append({"gpu": gpu, "mean_util": value, "mean_sm_clock_mhz": clock.get((host, gpu))})
+    clocks_known = bool(clock)  # without SM clocks (not scraped), contributions follow utilisation alone
+    for row in per_node.values():
+        gpus = row["gpus"]
+        row["mean_util"] = sum(g["mean_util"] for g in gpus) / len(gpus)
+        clocks = [g["mean_sm_clock_mhz"] for g in gpus if g["mean_sm_clock_mhz"] is not None]
+        row["mean_sm_clock_mhz"] = sum(clocks) / len(clocks) if clocks else None
+        row["weight"] = sum(g["mean_util"] * ((g["mean_sm_clock_mhz"] or 0) if clocks_known else 1.0) for g in gpus)
+        row["missing_gpus"] = 0
+    for host in hosts:  # a node whose GPUs report nothing (off the bus, exporter down) serves nothing
+        per_node.setdefault(
+            host, {"gpus": [], "mean_util": 0.0, "mean_sm_clock_mhz": None, "weight": 0.0, "missing_gpus": 1}
+        )
+    objective = slo.Objective(spec.objective)
+    unit = "points"
+    if objective in (slo.Objective.THROUGHPUT, slo.Objective.LATENCY_P99, slo.Objective.ENERGY_PER_MTOK):
+        tokens = source.tokens_per_second(service=spec.service, window=window).values()
+        served = sum(tokens) / len(tokens) if tokens else 0.0
+        total_weight = sum(row["weight"] for row in per_node.values())
+        for row in per_node.values():
+            share = row["weight"] / total_weight if total_weight else 0.0
+            row["tokens_per_second"] = served * share
+            row["drag"] = max(0.0, served / len(per_node) - row["tokens_per_second"])
+        unit = "tokens/s"
+    else:
+        target = spec.target
+        for row in per_node.values():
+            row["tokens_per_second"] = None
+            row["drag"] = max(0.0, target - row["mean_util"]) / len(per_node)
+    ranked = sorted(per_node.items(), key=lambda item: (-round(item[1]["drag"], 6), item[1]["mean_util"], item[0]))
+    chosen = ranked[:count]
+    nodes = Node.objects.in_bulk([host for host, _ in chosen], field_name="hostname")
+    incidents = diagnosis.open_incidents_by_node(nodes.values())
+    pairs = benchmarks.failing_pairs_by_node([host for host, _ in chosen])
+    blamed = []
+    for host, row in chosen:
+        node = nodes.get(host)
+        if node is None:
+            continue
+        open_incidents = incidents.get(node.pk, [])
+        blamed.append(
+            {
+                "node": node,
+                "mean_util": row["mean_util"],
+                "mean_sm_clock_mhz": row["mean_sm_clock_mhz"],
+                "tokens_per_second": row["tokens_per_second"],
+                "drag": row["drag"],
+                "drag_unit": unit,
+                "reporting": not row["missing_gpus"],
+                "gpus": sorted(row["gpus"], key=lambda g: (g["mean_util"], g["mean_sm_clock_mhz"] or 0))[:2],
+                "incidents": open_incidents,
+                "open_incidents": len(open_incidents),
+                "failing_tests": pairs.get(host, []),
+            }
+        )
+    return blamed

@@ -263,22 +263,23 @@ class Budget:
 def budget(spec: SloSpec, window: str, verdicts: Sequence[bool | None]) -> Budget:
     """The window's budget from per-step verdicts (`meets`). Steps without data are counted apart, not as good."""
     judged = [v for v in verdicts if v is not None]
+    return budget_from_counts(spec, window, judged=len(judged), good=sum(judged), steps=len(verdicts))
+
+
+def budget_from_counts(spec: SloSpec, window: str, *, judged: int, good: int, steps: int) -> Budget:
+    """The same from counts: `steps` evaluation steps, `judged` of them with something to judge, `good` met."""
+    no_data = max(steps - judged, 0)
     if not judged:
-        return Budget(window, 0, 0, len(verdicts), None, None, None)
-    good = sum(judged)
-    compliance = good / len(judged)
+        return Budget(window, 0, 0, no_data, None, None, None)
+    compliance = good / judged
     allowed = 1 - spec.compliance
     burn = (1 - compliance) / allowed if allowed > 0 else (math.inf if compliance < 1 else 0.0)
-    return Budget(
-        window,
-        len(judged),
-        good,
-        len(verdicts) - len(judged),
-        compliance,
-        1 - burn,
-        burn,
-        compliance >= spec.compliance,
-    )
+    return Budget(window, judged, good, no_data, compliance, 1 - burn, burn, compliance >= spec.compliance)
+
+
+def resolution_seconds(spec: SloSpec) -> int:
+    """How often the criterion is judged: every minute (the rules' interval), energy per token every hour."""
+    return _seconds(ENERGY_WINDOW) if Objective(spec.objective) == Objective.ENERGY_PER_MTOK else 60
 
 
 def burn_alerts(spec: SloSpec, verdicts_at: dict[str, Sequence[bool | None]]) -> list[dict]:

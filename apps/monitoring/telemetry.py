@@ -49,10 +49,12 @@ GPU_FIELDS = {
 ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ
 TOKENS_METRIC = "vllm:generation_tokens_total"
 E2E_BUCKETS_METRIC = "vllm:e2e_request_latency_seconds_bucket"
-WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400}
+WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 POINTS_PER_WINDOW = 60
 MIN_RATE_RANGE_S = 60  # rate() over at least four scrapes at Prometheus's usual 15 s
 JOULES_PER_KWH = 3.6e6
+SLO_PACK = 10_000_000  # see PrometheusTelemetry.slo_counts
+LONG_SPAN_S = 3600  # SimulatorTelemetry.generated_tokens integrates the rate past an hour
 
 
 class TelemetryError(Exception):
@@ -142,6 +144,20 @@ class Telemetry(ABC):
     @abstractmethod
     def generated_tokens(self, *, service: str, start: float, end: float) -> float:
         """Tokens a service generated over [start, end] (counter resets handled)."""
+
+    @abstractmethod
+    def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
+        """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
+
+    def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
+        """(judged, met) from recorded rules (Prometheus's rackpilot:slo_good) when they cover the window; None:
+        not recorded."""
+        return None
+
+    def slo_counts(self, *, good_expression: str, span: float, resolution: int, end: float) -> tuple[int, int] | None:
+        """(steps judged, steps met) of an SLO's good-expression over [end - span, end] at `resolution` seconds, when
+        the source can count them itself (Prometheus's range functions over a subquery); None: judge step by step."""
+        return None
 
     def energy_per_million_tokens_kwh(self, *, service: InferenceService, start: float, end: float) -> float | None:
         """Energy of the service's nodes over generated tokens, in kWh per million tokens; None without tokens."""
@@ -234,6 +250,23 @@ class SimulatorTelemetry(Telemetry):
                 ) / 1000
         return total
 
+    def sm_active_seconds(self, *, hostnames, start, end):
+        seconds = {}
+        for hostname in hostnames:
+            if hostname not in self.model.histories:
+                continue
+            busy = self.model.sm_active_seconds(hostname, start, end)
+            # A card reports while it is on the bus at some point of the window (Prometheus has its series then).
+            present = {
+                gpu.index
+                for moment in (start, end)
+                for gpu, regime in self.model.node_regime(hostname, moment).gpus
+                if regime.present
+            }
+            for index in sorted(present):
+                seconds[(hostname, str(index))] = busy
+        return seconds
+
     def _run(self, service: str) -> ServingRun | None:
         return next((run for run in self.model.workloads.serving if run.name == service), None)
 
@@ -266,6 +299,10 @@ class SimulatorTelemetry(Telemetry):
         run = self._run(service)
         if run is None:
             return 0.0
+        if end - start > LONG_SPAN_S:
+            # Over hours, what increase() comes to: the integral of the rate (a restart's reset counted from zero
+            # loses at most a scrape's worth of tokens), in 720 pieces rather than the counter minute by minute.
+            return self.model.service_tokens(run, start, end, step=max(INTEGRATION_STEP_S, (end - start) / 720))
         # The counter as the service exposes it, sampled each minute: its daily restarts show as resets.
         step = max(60.0, (end - start) / 2000)
         times = [start + k * step for k in range(int((end - start) // step) + 1)] + [end]
@@ -392,9 +429,65 @@ class PrometheusTelemetry(Telemetry):
 
     def energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        promql = f"sum(increase({ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}[{seconds}s]))"
+        selector = f"{ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}"
+        promql = f"sum(increase({selector}[{seconds}s]))"
+        if seconds > 86_400:
+            # Past a day, the counters' difference between the window's ends: two samples a GPU instead of every one
+            # in the window. A counter that went down (the driver reloaded) or has no value at the start counts
+            # what it holds at the end (its energy since it restarted), as increase() would.
+            promql = f"sum(({selector} - {selector} offset {seconds}s) >= 0 or {selector})"
         result = self.query(promql, at=end)
         return float(result[0]["value"][1]) / 1000 if result else 0.0
+
+    def sm_active_seconds(self, *, hostnames, start, end):
+        seconds = max(int(round(end - start)), 1)
+        metric = GPU_FIELDS["sm_active"][0]
+        # The mean over the window's samples times its length: Prometheus does the sum. Past a day, the mean of hourly
+        # means (a subquery), so that no query holds a month of raw samples at once (its max-samples limit).
+        selector = f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
+        if seconds > 86_400:
+            # Hours without samples add nothing (a GPU scraped for part of the window is not taken at its mean).
+            # The range stops a second short of the start, so that Prometheus 2.x (both ends) and 3.x (start left
+            # out) take the same steps.
+            promql = f"sum_over_time(avg_over_time({selector}[1h])[{seconds - 1}s:1h]) * 3600"
+        else:
+            promql = f"avg_over_time({selector}[{seconds}s]) * {seconds}"
+        return {
+            (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
+            for item in self.query(promql, at=end)
+        }
+
+    def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
+        """(judged, met) from the `rackpilot:slo_good` series the generated recording rules write every minute, when
+        they cover the window (a sample in its first hour); None when they do not (rules not loaded, or recently)."""
+        seconds = max(int(round(span)), 3600)
+        recorded = f"rackpilot:slo_good{{slo={_string(slo)}}}"
+        offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
+        promql = (
+            f'label_replace(count_over_time({recorded}[{seconds - 1}s]), "part", "judged", "", "") '
+            f'or label_replace(sum_over_time({recorded}[{seconds - 1}s]), "part", "good", "", "") '
+            f'or label_replace(count_over_time({recorded}[1h]{offset}), "part", "first", "", "")'
+        )
+        counts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
+        if not counts.get("first"):
+            return None
+        return int(counts.get("judged", 0)), int(round(counts.get("good", 0)))
+
+    def slo_counts(self, *, good_expression, span, resolution, end):
+        # One instant query per SLO and window: Prometheus evaluates the criterion at every step of the subquery
+        # (aligned to multiples of the resolution, as the rules' 1 m interval is) and counts; no samples travel.
+        # Both counts come from one pass: each judged step adds SLO_PACK plus its 0/1 verdict, so the sum is
+        # judged * SLO_PACK + good (exact in a double while the steps number fewer than SLO_PACK).
+        seconds = max(int(round(span)), resolution)
+        if seconds // resolution >= SLO_PACK:
+            raise TelemetryError(f"an SLO window of {seconds} s at {resolution} s steps has too many steps")
+        # A second short of the start: the same steps from Prometheus 2.x (both ends) and 3.x (start left out).
+        inner = f"(({good_expression}) + {SLO_PACK})[{seconds - 1}s:{resolution}s]"
+        result = self.query(f"sum_over_time({inner})", at=end)
+        if not result:
+            return 0, 0
+        packed = int(round(float(result[0]["value"][1])))
+        return packed // SLO_PACK, packed % SLO_PACK
 
     def tokens_per_second(self, *, service, window):
         promql = f"sum(rate({TOKENS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s]))"

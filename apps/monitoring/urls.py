@@ -8,6 +8,7 @@ urlpatterns = [
     path("nodes/<uuid:public_id>/bmc/", views.node_bmc_edit, name="node-bmc-edit"),
     path("slos/", views.slo_list, name="slo-list"),
     path("slos/rules.yml", views.slo_rules, name="slo-rules"),
+    path("gpu-hours/", views.gpu_hours, name="gpu-hours"),
     path("grafana.zip", views.grafana_bundle, name="grafana-bundle"),
     path("services/<uuid:public_id>/validate/", views.service_validate, name="service-validate"),
 ]

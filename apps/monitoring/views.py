@@ -18,13 +18,13 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
-from apps.monitoring import bmcs, grafana, services, slo, validations
+from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
-from apps.monitoring.telemetry import WINDOWS, Window
+from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 from apps.workloads.models import InferenceService
 
 
@@ -55,6 +55,36 @@ def node_telemetry(request, public_id):
         "monitoring/node.html",
         {**context, "node": node, "window": name, "windows": list(WINDOWS), "problem": problem},
     )
+
+
+@login_required
+def gpu_hours(request):
+    """Where the GPU-hours went over the chosen window: per workload, rack and node."""
+    name, problem = _window(request)
+    context = {"window": name, "windows": list(WINDOWS), "problem": problem, "error": "", "result": None}
+    try:
+        result = gpuhours.gpu_hours(window=Window.named(name))
+    except TelemetryError as error:
+        context["error"] = str(error)
+    else:
+        for row in result.nodes:
+            row["hostname"] = row["node"].hostname
+        for row in result.racks:
+            row["name"] = row["rack"].name
+        context |= {
+            "result": result,
+            "source": result.source,
+            "holders": gpuhours.idle_holders(result, count=10),
+            "figures": {
+                "gpu-hours-racks": charts.figure_json(
+                    charts.gpu_hours_figure(result.racks, label="name", title="GPU-hours per rack")
+                ),
+                "gpu-hours-nodes": charts.figure_json(
+                    charts.gpu_hours_figure(result.nodes, label="hostname", title="GPU-hours per node")
+                ),
+            },
+        }
+    return render(request, "monitoring/gpu_hours.html", context)
 
 
 # The classic text format, which every Prometheus reads (2.x ignores a newer version; 3.x reads both).

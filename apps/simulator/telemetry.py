@@ -19,6 +19,7 @@ time), so its counters reset as a real one's do.
 
 import bisect
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -216,6 +217,7 @@ def _clipped_sine_integral(mean: float, wave: float, cap: float, omega: float, p
     return (antiderivative(omega * b + phase) - antiderivative(omega * a + phase)) / omega
 
 
+@functools.lru_cache(maxsize=4096)
 def _phase(seed: int, *keys) -> float:
     return noise(seed, "phase", *keys).uniform(0, 2 * math.pi)
 
@@ -299,7 +301,8 @@ class ClusterTelemetry:
     # GPU busy fraction and power
 
     def _busy_terms(self, hostname: str, t: float):
-        """(kind, integral function over [a, b] of the busy fraction, busy fraction at t) within t's segment."""
+        """(kind, integral function over [a, b] of the busy fraction, busy fraction at t, the busy fraction as a
+        function of time) within t's segment."""
         run = self.role(hostname, t)
         if run is None:
             return None
@@ -313,19 +316,25 @@ class ClusterTelemetry:
             def integral(a, b):
                 return share * _sine_integral(TRAINING_BUSY, TRAINING_WAVE, omega, phase, a, b)
 
-            return "training", integral, share * (TRAINING_BUSY + TRAINING_WAVE * math.sin(omega * t + phase))
+            def at(x):
+                return share * (TRAINING_BUSY + TRAINING_WAVE * math.sin(omega * x + phase))
+
+            return "training", integral, at(t), at
         capacity = self.service_capacity(run, t)
         served = self.ledger.tokens_in_second(run.name, math.floor(t)) if self.ledger is not None else None
         if served is not None:  # the endpoint served requests in this second: on top of the background demand
             background = min(capacity, self.demand(run, t)) * run.design_tokens_per_second
             share = min(1.0, (background + served) / (capacity * run.design_tokens_per_second))
-            return "serving", lambda a, b: share * (b - a), share
+            return "serving", lambda a, b: share * (b - a), share, lambda x: share
         phase, omega = _phase(self.seed, run.name), 2 * math.pi / DAY
 
         def integral(a, b):
             return _clipped_sine_integral(DEMAND_MEAN, DEMAND_WAVE, capacity, omega, phase, a, b) / capacity
 
-        return "serving", integral, min(capacity, self.demand(run, t)) / capacity
+        def at(x):
+            return min(capacity, DEMAND_MEAN + DEMAND_WAVE * math.sin(omega * x + phase)) / capacity
+
+        return "serving", integral, at(t), at
 
     def busy(self, hostname: str, t: float) -> float:
         terms = self._busy_terms(hostname, t)
@@ -369,6 +378,78 @@ class ClusterTelemetry:
                 cuts += [x for x in (float(second), float(second + 1)) if start < x < end and x > cuts[-1]]
             pieces += list(zip(cuts, [*cuts[1:], end], strict=True))
         return pieces
+
+    def sm_active_seconds(self, hostname: str, a: float, b: float) -> float:
+        """∫ DCGM_FI_PROF_SM_ACTIVE dt over [a, b], exactly, for any GPU of the node (its GPUs share the load): the
+        busy fraction's integral times the SM share of its kind of work. GPU-hours "busy, SM-active weighted"."""
+        total = 0.0
+        for start, end in self._served_pieces(hostname, self._segments(a, b)):
+            if end <= start:
+                continue
+            terms = self._busy_terms(hostname, (start + end) / 2)
+            if terms is not None:
+                total += SM_ACTIVE_PER_BUSY[terms[0]] * terms[1](start, end)
+        return total
+
+    def _piece(self, hostname: str, t: float):
+        """What holds from the last breakpoint at or before t to the next: the busy terms and each GPU's
+        (index, on the bus, full power)."""
+        terms = self._busy_terms(hostname, t)
+        gpus = [(gpu.index, state.present, state.full_power_w) for gpu, state in self.node_regime(hostname, t).gpus]
+        return terms, gpus
+
+    def samples(self, hostname: str, times: list[float]):
+        """(t, busy, sm_active, {gpu: energy counter in mJ}) at each of the increasing `times`, for the GPUs on the
+        bus: the values gpu_reading gives, the counters carried forward from one time to the next (a month of 15 s
+        samples costs one closed-form integral per step, not one from the node's boot). For backfilling a
+        time-series store (bench/monitoring.py)."""
+        if not times:
+            return
+        booted = self.histories[hostname].booted
+        breakpoints = self.breakpoints
+        pieces: dict[int, tuple] = {}
+
+        def piece(x: float):
+            key = bisect.bisect_right(breakpoints, x)
+            if key not in pieces:
+                pieces[key] = self._piece(hostname, x)
+            return pieces[key]
+
+        energy = {
+            index: self.energy_j(hostname, index, booted, max(times[0], booted)) for index, _, _ in piece(times[0])[1]
+        }
+
+        def add(terms, gpus, a: float, b: float) -> None:
+            integral = terms[1](a, b) if terms else 0.0
+            for index, present, full_power in gpus:
+                if present:
+                    gained = (
+                        IDLE_POWER_W * (b - a)
+                        if terms is None
+                        else (STATIC_POWER_W * (b - a) + (full_power - STATIC_POWER_W) * integral)
+                    )
+                    energy[index] = energy.get(index, 0.0) + gained
+
+        previous = times[0]
+        for t in times:
+            low, high = max(previous, booted), max(t, booted)
+            if high > low:
+                if bisect.bisect_right(breakpoints, low) == bisect.bisect_left(breakpoints, high):
+                    add(*piece((low + high) / 2), low, high)  # nothing changes in between: one piece
+                else:
+                    for start, end in self._segments(low, high):
+                        add(*piece((start + end) / 2), start, end)
+            previous = t
+            terms, gpus = piece(t)
+            # A piece's busy fraction as a function of time where it has one; else asked at t itself.
+            busy = (terms[3](t) if len(terms) > 3 else self.busy(hostname, t)) if terms else 0.0
+            kind = terms[0] if terms else "idle"
+            yield (
+                t,
+                busy,
+                round(busy * SM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
+                {index: int(energy[index] * 1000) for index, present, _ in gpus if present},
+            )
 
     def energy_counter_mj(self, hostname: str, index: int, t: float) -> int:
         """DCGM's total energy since the driver loaded (the node's boot), in mJ."""
@@ -497,6 +578,16 @@ class ClusterTelemetry:
             for column, value in enumerate(row):
                 totals[column] += value * (end - start)
         return totals
+
+    def service_tokens(self, run: ServingRun, a: float, b: float, step: float = INTEGRATION_STEP_S) -> float:
+        """service_totals' first column alone (generated tokens over [a, b]), without the latency histograms."""
+        if b <= a:
+            return 0.0
+        edges = [a, *[k * step for k in range(math.floor(a / step) + 1, math.ceil(b / step))], b]
+        return sum(
+            self.service_rates(run, (start + end) / 2)["tokens"] * (end - start)
+            for start, end in zip(edges, edges[1:], strict=False)
+        )
 
     def service_counters(self, run: ServingRun, t: float) -> list[float]:
         """The counters since the process started, as its /metrics shows them at t (cached on a grid)."""

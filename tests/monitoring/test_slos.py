@@ -55,7 +55,7 @@ def test_the_budget_is_judged_over_each_window_and_a_power_cap_moves_throughput(
     SimFault.objects.update(created=timezone.now() - dt.timedelta(minutes=30))  # capped for the last half hour
     capped = services.slo_status(slo)
 
-    assert not healthy["error"] and [b.window for b in healthy["budgets"]] == ["1h", "24h", "7d"]
+    assert not healthy["error"] and [b.window for b in healthy["budgets"]] == ["1h", "24h", "7d", "30d"]
     hour = healthy["budgets"][0]
     assert hour.judged > 0 and hour.compliance is not None
     assert capped["latest"] < healthy["latest"]  # fewer tokens/s under the cap
@@ -72,7 +72,7 @@ def test_the_api_defines_slos_for_operators_and_shows_their_status(api_as, opera
     assert created.status_code == 201, created.json()
 
     status = api_as(viewer).get(f"/api/slos/{created.json()['id']}/status/").json()
-    assert [b["window"] for b in status["budgets"]] == ["1h", "24h", "7d"]
+    assert [b["window"] for b in status["budgets"]] == ["1h", "24h", "7d", "30d"]
     assert status["draggers"] and status["draggers"][0]["node"].startswith("gpu")
 
 

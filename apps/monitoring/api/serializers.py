@@ -147,17 +147,52 @@ class SloBudgetSerializer(serializers.Serializer):
     met = serializers.BooleanField(allow_null=True)
 
 
+class SloGpuSerializer(serializers.Serializer):
+    gpu = serializers.CharField(help_text="The GPU's index on its node.")
+    mean_util = serializers.FloatField(help_text="Mean DCGM_FI_DEV_GPU_UTIL over the window, %.")
+    mean_sm_clock_mhz = serializers.FloatField(allow_null=True)
+
+
+class SloIncidentSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    title = serializers.CharField()
+    state = serializers.CharField()
+
+
+class SloFailingTestSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=[("pair", "A multi-node test whose latest result failed"), ("suspect", "A sweep's suspect")]
+    )
+    hosts = serializers.ListField(child=serializers.CharField())
+    collective = serializers.CharField()
+    busbw_gbps = serializers.FloatField(allow_null=True)
+    expected_gbps = serializers.FloatField(allow_null=True)
+    run = serializers.CharField(help_text="The benchmark run's id; blank for a test outside a run.")
+    cable = serializers.CharField(help_text="A suspect's NIC, cable, switch and port; blank for a pair.")
+
+
+class SloDraggerSerializer(serializers.Serializer):
+    node = serializers.CharField(source="node.hostname")
+    mean_util = serializers.FloatField(help_text="Mean GPU utilisation of the node over the blame window, %.")
+    mean_sm_clock_mhz = serializers.FloatField(allow_null=True)
+    tokens_per_second = serializers.FloatField(
+        allow_null=True, help_text="Its share of the service's tokens/s (by utilisation x SM clock); null otherwise."
+    )
+    drag = serializers.FloatField(help_text="What it costs the SLO: tokens/s short of an even share, or points.")
+    drag_unit = serializers.ChoiceField(choices=[("tokens/s", "tokens/s"), ("points", "points of utilisation")])
+    reporting = serializers.BooleanField(help_text="False: none of its GPUs reported in the window.")
+    gpus = SloGpuSerializer(many=True, help_text="Its two GPUs with the lowest utilisation.")
+    open_incidents = serializers.IntegerField()
+    incidents = SloIncidentSerializer(many=True)
+    failing_tests = SloFailingTestSerializer(many=True)
+
+
 class SloStatusSerializer(serializers.Serializer):
     error = serializers.CharField()
     latest = serializers.FloatField(allow_null=True)
     budgets = SloBudgetSerializer(many=True)
-    draggers = serializers.SerializerMethodField()
-
-    def get_draggers(self, status) -> list[dict]:
-        return [
-            {"node": d["node"].hostname, "mean_util": d["mean_util"], "open_incidents": d["open_incidents"]}
-            for d in status["draggers"]
-        ]
+    blame_window = serializers.CharField(help_text="The shortest window that missed, else 1h: the draggers' window.")
+    draggers = SloDraggerSerializer(many=True)
 
 
 class NodeHealthSerializer(serializers.Serializer):
@@ -322,3 +357,65 @@ class PolicyActionRefSerializer(serializers.Serializer):
         required=False, help_text="Which action of the policy; default: the newest one this step applies to."
     )
     reason = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="Revert only.")
+
+
+class GpuHoursSplitSerializer(serializers.Serializer):
+    gpus = serializers.IntegerField(help_text="GPUs counted.")
+    gpu_hours = serializers.FloatField(help_text="Every GPU-hour of the window: busy + allocated_idle + unallocated.")
+    busy = serializers.FloatField(help_text="GPU-hours weighted by SM active (DCGM_FI_PROF_SM_ACTIVE).")
+    allocated_idle = serializers.FloatField(help_text="GPU-hours a workload held but did not use.")
+    unallocated = serializers.FloatField(help_text="GPU-hours no workload held.")
+    busy_share = serializers.FloatField(allow_null=True, help_text="0..1 of gpu_hours; null without GPUs.")
+    idle_share = serializers.FloatField(allow_null=True, help_text="Allocated but idle, 0..1 of gpu_hours.")
+    unallocated_share = serializers.FloatField(allow_null=True)
+
+
+def _split(row: dict) -> dict:
+    return row["split"].as_dict()
+
+
+class GpuHoursWorkloadSerializer(GpuHoursSplitSerializer):
+    kind = serializers.ChoiceField(choices=[("training", "Training job"), ("service", "Inference service")])
+    name = serializers.CharField()
+
+
+class GpuHoursNodeSerializer(GpuHoursSplitSerializer):
+    node = serializers.CharField(help_text="The node's host name.")
+    rack = serializers.CharField(allow_null=True, help_text="The rack's name; null for a node in no rack.")
+    workload = serializers.CharField(help_text="The workload holding the node at the window's end; blank: none.")
+
+
+class GpuHoursRackSerializer(GpuHoursSplitSerializer):
+    rack = serializers.CharField()
+
+
+class GpuHoursSerializer(serializers.Serializer):
+    window = serializers.CharField()
+    start = serializers.FloatField(help_text="Unix time.")
+    end = serializers.FloatField(help_text="Unix time.")
+    source = serializers.ChoiceField(choices=[("prometheus", "Prometheus"), ("simulator", "Simulator")])
+    cluster = GpuHoursSplitSerializer()
+    workloads = GpuHoursWorkloadSerializer(many=True)
+    nodes = GpuHoursNodeSerializer(many=True)
+    racks = GpuHoursRackSerializer(many=True)
+
+    @staticmethod
+    def represent(name: str, result) -> dict:
+        return {
+            "window": name,
+            "start": result.window.start,
+            "end": result.window.end,
+            "source": result.source,
+            "cluster": result.cluster.as_dict(),
+            "workloads": [{"kind": r["kind"], "name": r["name"], **_split(r)} for r in result.workloads],
+            "nodes": [
+                {
+                    "node": r["node"].hostname,
+                    "rack": r["rack"].name if r["rack"] else None,
+                    "workload": r["workload"],
+                    **_split(r),
+                }
+                for r in result.nodes
+            ],
+            "racks": [{"rack": r["rack"].name, **_split(r)} for r in result.racks],
+        }

@@ -8,4 +8,5 @@ ROUTES: list = [
     ("health", views.HealthViewSet, "health"),
     ("cost-policies", views.CostPolicyViewSet),
     ("policy-actions", views.PolicyActionViewSet),
+    ("gpu-hours", views.GpuHoursViewSet, "gpu-hours"),
 ]

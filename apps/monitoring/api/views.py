@@ -3,20 +3,21 @@ import uuid
 from django.db import transaction
 from django_filters import rest_framework as filters
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, viewsets
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
-from apps.monitoring import health, services
+from apps.monitoring import gpuhours, health, services
 from apps.monitoring.api.serializers import (
     BmcReadingSerializer,
     BmcSerializer,
     CostPolicySerializer,
     FleetHealthSerializer,
+    GpuHoursSerializer,
     PolicyActionRefSerializer,
     PolicyActionSerializer,
     SloSerializer,
@@ -25,6 +26,7 @@ from apps.monitoring.api.serializers import (
 from apps.monitoring.choices import ActionState
 from apps.monitoring.models import Bmc, BmcReading, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
+from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 
 
 class BmcFilterSet(filters.FilterSet):
@@ -84,7 +86,8 @@ class SloViewSet(viewsets.ModelViewSet):
     @extend_schema(request=None, responses=SloStatusSerializer)
     @action(detail=True, methods=["get"])
     def status(self, request, public_id=None):
-        """The SLO over 1 h, 24 h and 7 d: compliance, error budget left, burn rate; the nodes that drag it."""
+        """The SLO over 1 h, 24 h, 7 d and 30 d: compliance, error budget left, burn rate; the nodes and GPUs that drag
+        it, with their open incidents and failing benchmark pairs."""
         return Response(SloStatusSerializer(services.slo_status(self.get_object())).data)
 
 
@@ -216,3 +219,44 @@ class PolicyActionViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = PolicyActionFilterSet
     lookup_field = "public_id"
     lookup_value_regex = UUID_PATTERN
+
+
+class GpuHoursQuerySerializer(serializers.Serializer):
+    window = serializers.ChoiceField(choices=list(WINDOWS), required=False, allow_blank=True)
+
+    def validate(self, attrs):
+        unknown = sorted(set(self.initial_data) - {"window", "format"})
+        if unknown:
+            message = ["Unknown query parameter; this takes `window`."]
+            raise serializers.ValidationError({name: message for name in unknown})
+        for name in self.initial_data:
+            if len(self.initial_data.getlist(name)) > 1:
+                raise serializers.ValidationError({name: ["Give this parameter once."]})
+        return attrs
+
+
+class GpuHoursViewSet(viewsets.ViewSet):
+    """Where the GPU-hours go: busy (SM-active weighted), allocated but idle, unallocated; per workload, node, rack."""
+
+    schema = _OneObjectSchema()
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "window", str, enum=list(WINDOWS), description="The window ending now (default 24h), in 60 steps."
+            )
+        ],
+        responses={
+            200: GpuHoursSerializer,
+            503: OpenApiResponse(description="The telemetry could not be read; `detail` says why (e.g. Prometheus)."),
+        },
+    )
+    def list(self, request):
+        query = GpuHoursQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        name = query.validated_data.get("window") or gpuhours.DASHBOARD_WINDOW
+        try:
+            result = gpuhours.gpu_hours(window=Window.named(name))
+        except TelemetryError as error:
+            return Response({"detail": str(error)}, status=503)
+        return Response(GpuHoursSerializer(GpuHoursSerializer.represent(name, result)).data)

@@ -1,0 +1,164 @@
+"""Where the GPU-hours go: every GPU-hour of a window split into busy (SM-active weighted), allocated but idle, and
+unallocated, per workload, node and rack, from the telemetry interface. Reads only.
+
+- Every compute GPU in the inventory offers the window's length in GPU-hours.
+- Busy is its SM-active integral (`DCGM_FI_PROF_SM_ACTIVE`, 0..1, over the window): a card busy on half its SMs for an
+  hour is half a busy GPU-hour, whatever DCGM_FI_DEV_GPU_UTIL says (utilisation counts a kernel running at all).
+- Allocated is the time a training job or an inference service in an active state held the GPU's node in the window,
+  from when it started (its `started_at`, else its creation): a workload holds all GPUs of its nodes, as the
+  simulator loads them and as exclusive node allocation does. A node both serve and train: training counts (the
+  simulator's rule too).
+- Allocated but idle is allocated minus busy; unallocated is the rest. The three add up to the GPU's hours.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from apps.inventory.choices import NodeRole
+from apps.inventory.models import Gpu
+from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
+from apps.workloads.models import InferenceService, TrainingJob
+
+HOUR = 3600.0
+
+
+@dataclass
+class Split:
+    """GPU-hours of one group (a workload, a node, a rack, the cluster)."""
+
+    gpus: int = 0
+    busy: float = 0.0
+    allocated_idle: float = 0.0
+    unallocated: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.busy + self.allocated_idle + self.unallocated
+
+    def share(self, part: str) -> float | None:
+        return getattr(self, part) / self.total if self.total > 0 else None
+
+    @property
+    def idle_share(self) -> float | None:
+        """Allocated-but-idle hours over all hours: what fragmentation and idle holders cost."""
+        return self.share("allocated_idle")
+
+    def add(self, other: "Split") -> None:
+        self.gpus += other.gpus
+        self.busy += other.busy
+        self.allocated_idle += other.allocated_idle
+        self.unallocated += other.unallocated
+
+    def as_dict(self) -> dict:
+        return {
+            "gpus": self.gpus,
+            "gpu_hours": self.total,
+            "busy": self.busy,
+            "allocated_idle": self.allocated_idle,
+            "unallocated": self.unallocated,
+            "busy_share": self.share("busy"),
+            "idle_share": self.idle_share,
+            "unallocated_share": self.share("unallocated"),
+        }
+
+
+@dataclass
+class GpuHours:
+    window: Window
+    source: str
+    cluster: Split = field(default_factory=Split)
+    workloads: list[dict] = field(default_factory=list)  # {"name", "kind", **split}
+    nodes: list[dict] = field(default_factory=list)  # {"node", "rack", "workload", **split}
+    racks: list[dict] = field(default_factory=list)  # {"rack", **split}
+
+
+def holders(*, now: float) -> dict[str, tuple[str, str, float]]:
+    """hostname -> (workload kind, name, since) for nodes an active workload holds (training over serving)."""
+
+    def since(workload) -> float:
+        moment = workload.started_at if getattr(workload, "started_at", None) else workload.created
+        return min(moment.timestamp(), now)
+
+    held: dict[str, tuple[str, str, float]] = {}
+    for service in InferenceService.objects.active().prefetch_related("nodes"):
+        for node in service.nodes.all():
+            held[node.hostname] = ("service", service.name, since(service))
+    for job in TrainingJob.objects.active().prefetch_related("members__node"):
+        for member in job.members.all():
+            held[member.node.hostname] = ("training", job.name, since(job))
+    return held
+
+
+def split_gpu(*, hours: float, busy_hours: float, allocated_hours: float) -> Split:
+    """One GPU's hours: busy as measured (never more than the window), allocated-idle the rest of its allocation."""
+    busy = min(max(busy_hours, 0.0), hours)
+    allocated_idle = max(0.0, min(allocated_hours, hours) - busy)
+    return Split(gpus=1, busy=busy, allocated_idle=allocated_idle, unallocated=max(0.0, hours - busy - allocated_idle))
+
+
+def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
+    """The window's GPU-hours split per workload, node and rack. TelemetryError when the telemetry cannot be read."""
+    source = source or telemetry()
+    gpus = list(
+        Gpu.objects.filter(node__role=NodeRole.COMPUTE)
+        .select_related("node__rack")
+        .order_by("node__hostname", "index")
+        .only("index", "node__hostname", "node__public_id", "node__rack__name", "node__rack__public_id")
+    )
+    hostnames = sorted({gpu.node.hostname for gpu in gpus})
+    busy_seconds = source.sm_active_seconds(hostnames=hostnames, start=window.start, end=window.end) if gpus else {}
+    held = holders(now=window.end)
+    hours = window.span / HOUR
+    result = GpuHours(window=window, source=source.source)
+    by_node: dict[str, dict] = {}
+    by_rack: dict[str, dict] = {}
+    by_workload: dict[tuple[str, str], Split] = defaultdict(Split)
+    for gpu in gpus:
+        node = gpu.node
+        holder = held.get(node.hostname)
+        allocated = max(0.0, window.end - max(window.start, holder[2])) / HOUR if holder else 0.0
+        one = split_gpu(
+            hours=hours,
+            busy_hours=busy_seconds.get((node.hostname, str(gpu.index)), 0.0) / HOUR,
+            allocated_hours=allocated,
+        )
+        result.cluster.add(one)
+        row = by_node.setdefault(
+            node.hostname,
+            {"node": node, "rack": node.rack, "workload": holder[1] if holder else "", "split": Split()},
+        )
+        row["split"].add(one)
+        if node.rack is not None:
+            by_rack.setdefault(node.rack.name, {"rack": node.rack, "split": Split()})["split"].add(one)
+        if holder:
+            by_workload[(holder[0], holder[1])].add(one)
+    result.nodes = list(by_node.values())
+    result.racks = [by_rack[name] for name in sorted(by_rack)]
+    result.workloads = [
+        {"kind": kind, "name": name, "split": split} for (kind, name), split in sorted(by_workload.items())
+    ]
+    return result
+
+
+def idle_holders(result: GpuHours, *, count: int = 5) -> list[dict]:
+    """The nodes holding the most allocated-but-idle GPU-hours, most first."""
+    rows = [row for row in result.nodes if row["split"].allocated_idle > 0]
+    return sorted(rows, key=lambda row: (-row["split"].allocated_idle, row["node"].hostname))[:count]
+
+
+DASHBOARD_WINDOW = "24h"
+
+
+def dashboard_panel() -> dict:
+    """The dashboard's figure: the share of the last 24 h's GPU-hours allocated but idle, and who holds it."""
+    try:
+        result = gpu_hours(window=Window.named(DASHBOARD_WINDOW))
+    except TelemetryError as error:
+        return {"error": str(error), "window": DASHBOARD_WINDOW}
+    return {
+        "error": "",
+        "window": DASHBOARD_WINDOW,
+        "cluster": result.cluster,
+        "holders": idle_holders(result),
+        "source": result.source,
+    }
