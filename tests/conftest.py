@@ -113,3 +113,13 @@ def run_shards():
         return job
 
     return run
+
+
+@pytest.fixture
+def shipped_references(db):
+    """The shipped benchmark references (a transactional test's flush empties the table the migration filled)."""
+    from apps.benchmarks.models import MeasurementReference, Reference
+    from apps.benchmarks.references import sync_shipped, sync_shipped_measurements
+
+    sync_shipped(Reference)
+    sync_shipped_measurements(MeasurementReference)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from apps.accounts.models import User
+from apps.inventory.catalogue import sync_gpu_skus
 from apps.inventory.choices import NicPurpose, NicTransport, NodeRole, Plane, SwitchTier
 from apps.inventory.models import Gpu, GpuSku, Nic, Node, Rack, Site, Switch
 from apps.tokens import services as tokens
@@ -41,6 +42,8 @@ def make_rack(**fields) -> Rack:
 
 
 def h200() -> GpuSku:
+    # The shipped SKUs come with the migrations, but a transactional test elsewhere on this worker flushes them.
+    sync_gpu_skus(GpuSku)
     return GpuSku.objects.get(name="H200 SXM")
 
 

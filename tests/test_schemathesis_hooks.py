@@ -53,3 +53,13 @@ def test_unique_per_parent_and_cross_field_refusals_are_allowed_by_their_own_wor
     assert not is_data_dependent({"password": ["A BMC password cannot hold control characters."]})
     assert not is_data_dependent({"address": ["Enter a host name (letters, digits, dashes and dots) or an IP address"]})
     assert not is_data_dependent({"non_field_errors": ["This field must be unique."]})
+
+
+def test_a_refusal_of_only_the_parameters_is_the_kinds_where_a_request_names_a_kind():
+    from tests.schemathesis_hooks import refuses_only_kind_parameters
+
+    refused = {"parameters": {"run": ["This field is required."]}}
+    assert refuses_only_kind_parameters("/api/job-templates/", refused)
+    assert refuses_only_kind_parameters("/api/jobs/", refused)
+    assert not refuses_only_kind_parameters("/api/job-templates/", {**refused, "name": ["Too long."]})
+    assert not refuses_only_kind_parameters("/api/slos/", refused)

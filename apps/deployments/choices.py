@@ -98,7 +98,6 @@ class Problem(models.TextChoices):
     SLOW_LINK = "slow_link", "Slow node or link across nodes (NCCL sweep)"
     CLUSTER_NCCL_SLOW = "cluster_nccl_slow", "Multi-node NCCL bus bandwidth low"
     HPL_LOW = "hpl_low", "HPL-MxP below the reference"
-    CLUSTER_COULD_NOT_RUN = "cluster_could_not_run", "Cluster benchmark could not run"
 
 
 class SuggestionState(models.TextChoices):

@@ -16,6 +16,28 @@ class Advice:
 
 
 ADVICE: dict[Problem, Advice] = {
+    # Cluster acceptance (apps/deployments/cluster.py) words its own suggestions from the benchmark's figures; these
+    # are the general advice for each of its problems.
+    Problem.SLOW_LINK: Advice(
+        "Slow node or link across nodes on {where}",
+        "The NCCL sweep named this node's link as slower than the fabric and the set's median, and confirmed it "
+        "against a different known-good partner: a degraded cable, a NIC or switch port at a lower rate, CRC errors, "
+        "or MTU/PFC off on that link.",
+        "ethtool IF and ethtool -S IF on the node (speed, errors, pause frames); the switch port's counters",
+        "Reseat or replace the cable, or move it to another port; then run cluster acceptance again.",
+    ),
+    Problem.CLUSTER_NCCL_SLOW: Advice(
+        "Multi-node NCCL bus bandwidth low on {where}",
+        "The nodes pass alone but not together: a slow NIC, cable or switch port, MTU or PFC somewhere on the path.",
+        "Read the sweep's suspects; else run the pairwise NCCL suite on the set.",
+        "Fix the link the sweep names; check NCCL_SOCKET_IFNAME, NCCL_IB_HCA and the GID index of the plan.",
+    ),
+    Problem.HPL_LOW: Advice(
+        "HPL-MxP below the reference on {where}",
+        "Compute throughput under the SKU's reference: clocks held down by a power cap or heat, or a GPU behind.",
+        "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE during the run (clocks-event reasons)",
+        "Clear the cap or the cooling problem, then run cluster acceptance again.",
+    ),
     Problem.XID79: Advice(
         "GPU fallen off the bus (XID 79) on {where}",
         "The GPU stopped answering on PCIe: XID 79 in the kernel log. Usually power or thermal trouble on the board, "

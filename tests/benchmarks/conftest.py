@@ -25,13 +25,8 @@ def inject(demo_cluster):
 
 
 @pytest.fixture(autouse=True)
-def references(db):
-    """The shipped references (a transactional test's flush empties the table the migration filled)."""
-    from apps.benchmarks.models import MeasurementReference, Reference
-    from apps.benchmarks.references import sync_shipped, sync_shipped_measurements
-
-    sync_shipped(Reference)
-    sync_shipped_measurements(MeasurementReference)
+def references(shipped_references):
+    return shipped_references
 
 
 @pytest.fixture

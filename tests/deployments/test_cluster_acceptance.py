@@ -19,6 +19,11 @@ NO_WAIT = {
 FOUR = ("gpu029", "gpu030", "gpu031", "gpu032")
 
 
+@pytest.fixture(autouse=True)
+def references(shipped_references):
+    return shipped_references
+
+
 def _deploy(operator, run_shards, *, name="r04-half", nodes=FOUR, options=None):
     deployment = services.create_deployment(
         name=name,

@@ -88,7 +88,10 @@ def _problems_in(expression: ast.expr, where: str) -> set[str]:
 
 def test_every_problem_a_step_can_emit_is_a_problem_member():
     emitted: set[str] = set()
-    for path in sorted(Path(steps_package.__file__).parent.glob("*.py")):
+    # The steps, and the cluster-acceptance phase that follows them.
+    sources = sorted(Path(steps_package.__file__).parent.glob("*.py"))
+    sources.append(Path(steps_package.__file__).parent.parent / "cluster.py")
+    for path in sources:
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             where = f"{path.name}:{getattr(node, 'lineno', '?')}"
@@ -98,6 +101,10 @@ def test_every_problem_a_step_can_emit_is_a_problem_member():
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(ast.unparse(target).split(".")[-1] == "problem" for target in targets):
                     emitted |= _problems_in(node.value, where)
+            elif isinstance(node, ast.Dict):  # the cluster phase's suggestions: {"problem": Problem.X, ...}
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "problem":
+                        emitted |= _problems_in(value, where)
 
     assert emitted - set(Problem.names) == set(), "steps name problems that are not Problem members"
     assert set(Problem.names) - emitted == set(), "Problem members no step emits (advice nobody reads)"

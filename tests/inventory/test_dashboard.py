@@ -10,7 +10,12 @@ pytestmark = pytest.mark.django_db
 
 
 def test_topology_and_monitoring_fill_their_panels_from_their_app_configs():
-    assert [panel.name for panel in dashboard.panels()] == ["topology-rules", "telemetry-health", "fleet-health"]
+    assert [panel.name for panel in dashboard.panels()] == [
+        "topology-rules",
+        "telemetry-health",
+        "fleet-health",
+        "gpu-hours",
+    ]
 
 
 def test_the_dashboard_shows_each_registered_panel(browser_as, viewer, demo_cluster):
