@@ -416,7 +416,9 @@ class SshHostKeySerializer(InventorySerializer):
     """A node's SSH host key; connections verify against trusted keys only."""
 
     node = BriefRelatedField(**NODE_REF)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    approved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text="Null until an admin trusts or refuses it."
+    )
 
     class Meta:
         model = SshHostKey
