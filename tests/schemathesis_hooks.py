@@ -130,8 +130,6 @@ def schema_valid_input_is_accepted(ctx, response, case):
         return positive_data_acceptance(ctx, response, case)
     except RejectedPositiveData:
         body = _body(response)
-        if response.status_code == 400 and (
-            is_data_dependent(body) or refuses_only_kind_parameters(case.path, body)
-        ):
+        if response.status_code == 400 and (is_data_dependent(body) or refuses_only_kind_parameters(case.path, body)):
             return None
         raise
