@@ -123,3 +123,11 @@ def shipped_references(db):
 
     sync_shipped(Reference)
     sync_shipped_measurements(MeasurementReference)
+
+
+@pytest.fixture
+def on_the_simulator(settings):
+    """Jobs a feature starts without naming a transport go to the simulator, in either wiring (the services wiring's
+    default is ssh: real nodes)."""
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "sim"
+    return settings

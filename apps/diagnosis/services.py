@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.audit import record
+from apps.core.choices import AuditAction
 from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
 from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import RECOVERY_KIND, RUNBOOKS, Phase, start_phase
@@ -223,7 +224,7 @@ def approve_remediation(*, remediation, user, wait_seconds: int | None = None, a
     remediation.save()  # audited: the request's actor (AuditContextMiddleware) is recorded with the change
     if automatic:
         record(
-            "approve-automatic",
+            AuditAction.APPROVE,  # approved by the recovery policy, not a person: the changes say so
             obj=remediation,
             changes={"policy": [None, "automatic"], "summary": [None, remediation.summary]},
         )

@@ -18,6 +18,8 @@ from apps.parsers.timeline_steps import breakdown, read_trace
 from apps.workloads.models import TrainingJob, TrainingJobNode
 from tests.parsers.helpers import REAL
 
+pytestmark = pytest.mark.usefixtures("on_the_simulator")
+
 H200 = REAL / "h200-1gpu/torch-profiler-ddp-trace.json.gz"
 
 

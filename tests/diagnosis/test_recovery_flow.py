@@ -15,6 +15,8 @@ from apps.parsers.training_log import parse_training_log
 from apps.simulator import services as sim
 from apps.workloads.choices import RecoveryPolicy, TrainingState
 
+pytestmark = pytest.mark.usefixtures("on_the_simulator")
+
 CKPT = "/checkpoints/llm-pretrain"
 
 

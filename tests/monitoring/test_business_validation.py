@@ -17,6 +17,8 @@ from apps.monitoring.models import BusinessValidation
 from apps.simulator import services as simulator
 from apps.workloads.models import InferenceService
 
+pytestmark = pytest.mark.usefixtures("on_the_simulator")
+
 # Short completions at a concurrency that saturates a 2-GPU node's spare capacity, so the run takes a few seconds.
 PROFILE = {"concurrency": 8, "requests": 96, "prompt_tokens": 64, "output_tokens": 24, "settle_seconds": 1.5}
 

@@ -19,7 +19,7 @@ from apps.simulator import services as simulator
 from apps.simulator.models import SimChange
 from apps.workloads.models import InferenceService
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
 SERVING = ("gpu001", "gpu002")
 PARAMETERS = {"utilisation_below": 80, "window_minutes": 30, "power_limit_w": 450}
 

@@ -14,7 +14,7 @@ from apps.monitoring.models import CostPolicy, PolicyAction
 from apps.simulator.models import SimChange
 from apps.workloads.models import InferenceService
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
 URL = "/api/cost-policies/"
 GOOD = {
     "name": "night",
