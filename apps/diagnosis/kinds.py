@@ -34,7 +34,6 @@ from apps.diagnosis.runbook import (
 from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
-from apps.jobs.models import Artifact, JobStep
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import PLACEHOLDERS, build
 
@@ -165,19 +164,9 @@ class NcclTimeoutRunbook(JobKind):
     def shard_finished(self, job, shard) -> None:
         if self.phase == Phase.FIX or self.incident is None:
             return
-        cells = JobStep.objects.filter(shard=shard)
-        artifacts = {
-            (artifact.step.hostname, artifact.step.step): artifact
-            for artifact in Artifact.objects.filter(step__in=cells, stream="stdout").select_related("step")
-        }
-        for step in ("log", "network"):
-            observations = [o for (host, name), seen in sorted(self.seen.items()) if name == step for o in seen]
-            recording.record_observations(
-                incident=self.incident,
-                job=job,
-                observations=observations,
-                artifacts={host: artifact for (host, name), artifact in artifacts.items() if name == step},
-            )
+        recording.record_shard_observations(
+            incident=self.incident, job=job, shard=shard, seen=self.seen, steps=("log", "network")
+        )
 
     def job_finished(self, job) -> None:
         incident = Incident.objects.select_related("training_job").get(public_id=job.parameters["incident"])

@@ -17,7 +17,7 @@ from apps.inventory.choices import NicPurpose
 from apps.inventory.models import Nic, Node
 from apps.jobs.choices import EventLevel
 from apps.jobs.events import emit
-from apps.jobs.models import Artifact, Job
+from apps.jobs.models import Artifact, Job, JobStep
 
 LOG_TOPICS = (
     "watchdog",
@@ -279,3 +279,20 @@ def settle_verification(*, incident: Incident, remediation: Remediation, job: Jo
         level=EventLevel.INFO if gone else EventLevel.WARNING,
         data={"incident": str(incident.public_id), "resolved": gone},
     )
+
+
+def record_shard_observations(*, incident, job, shard, seen: dict, steps: tuple[str, ...]) -> None:
+    """A finished shard's observations of the runbook's evidence steps, each with its raw output (the step's stdout)."""
+    cells = JobStep.objects.filter(shard=shard)
+    artifacts = {
+        (artifact.step.hostname, artifact.step.step): artifact
+        for artifact in Artifact.objects.filter(step__in=cells, stream="stdout").select_related("step")
+    }
+    for step in steps:
+        observations = [o for (host, name), found in sorted(seen.items()) if name == step for o in found]
+        record_observations(
+            incident=incident,
+            job=job,
+            observations=observations,
+            artifacts={host: artifact for (host, name), artifact in artifacts.items() if name == step},
+        )

@@ -27,7 +27,6 @@ from apps.inventory.models import Node
 from apps.jobs.choices import EventLevel, JobStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import StepSpec, register_kind
-from apps.jobs.models import Artifact, JobStep
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.workloads.choices import RecoveryPolicy, TrainingState
 from apps.workloads.models import TrainingJob
@@ -144,19 +143,9 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
     def shard_finished(self, job, shard) -> None:
         if self.phase == Phase.FIX or self.incident is None:
             return
-        cells = JobStep.objects.filter(shard=shard)
-        artifacts = {
-            (artifact.step.hostname, artifact.step.step): artifact
-            for artifact in Artifact.objects.filter(step__in=cells, stream="stdout").select_related("step")
-        }
-        for step in ("log", "checks"):
-            observations = [o for (host, name), seen in sorted(self.seen.items()) if name == step for o in seen]
-            recording.record_observations(
-                incident=self.incident,
-                job=job,
-                observations=observations,
-                artifacts={host: artifact for (host, name), artifact in artifacts.items() if name == step},
-            )
+        recording.record_shard_observations(
+            incident=self.incident, job=job, shard=shard, seen=self.seen, steps=("log", "checks")
+        )
 
     def job_finished(self, job) -> None:
         incident = Incident.objects.select_related("training_job").get(public_id=job.parameters["incident"])
