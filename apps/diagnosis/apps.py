@@ -14,8 +14,8 @@ class DiagnosisConfig(AppConfig):
             simulation,
         )
         from apps.diagnosis.services import node_history
-        from apps.inventory.node_sections import register_node_section
+        from apps.inventory.sections import NODE_PAGE
 
         simulation.install()
         signals.connect()
-        register_node_section(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)
+        NODE_PAGE.register(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)
