@@ -55,6 +55,8 @@ VALIDATION_OUTCOME_COLOURS = {
 
 class PolicyKind(models.TextChoices):
     LOW_LOAD_POWER = "low_load_power", "Energy at low load (GPU power limit)"
+    ELASTIC_SCALING = "elastic-scaling", "Elastic scaling (an inference service's replicas)"
+    SPOT_CAPACITY = "spot-capacity", "Spot capacity (preemptible workloads)"
 
 
 class PolicyScope(models.TextChoices):
