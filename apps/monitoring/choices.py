@@ -59,6 +59,10 @@ class PolicyKind(models.TextChoices):
     SPOT_CAPACITY = "spot-capacity", "Spot capacity (preemptible workloads)"
 
 
+# Which kind of workload a row is about (GPU-hours, the spot policy's plan).
+WORKLOAD_KINDS = [("training", "Training job"), ("service", "Inference service")]
+
+
 class PolicyScope(models.TextChoices):
     CLUSTER = "cluster", "Cluster"
     RACK = "rack", "Rack"

@@ -8,7 +8,7 @@ from apps.core.validators import host_validator, name_validator
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
 from apps.monitoring import bmcs
-from apps.monitoring.choices import BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
+from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
 from apps.monitoring.models import Bmc, BmcReading, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
 from apps.monitoring.policies.base import POLICY_KINDS, policy_kind
@@ -345,7 +345,7 @@ class ScalingPlanRowSerializer(serializers.Serializer):
 
 class SpotPlanRowSerializer(serializers.Serializer):
     workload = serializers.CharField()
-    workload_kind = serializers.ChoiceField(choices=[("training", "Training job"), ("service", "Inference service")])
+    workload_kind = serializers.ChoiceField(choices=WORKLOAD_KINDS)
     deployment = serializers.CharField(help_text="The workload's Kubernetes name.")
     hostnames = serializers.ListField(child=serializers.CharField(), help_text="The nodes to taint as spot.")
     energy_kwh_per_day = serializers.FloatField(help_text="Their GPUs' energy over the window, per day.")
@@ -450,7 +450,7 @@ def _split(row: dict) -> dict:
 
 
 class GpuHoursWorkloadSerializer(GpuHoursSplitSerializer):
-    kind = serializers.ChoiceField(choices=[("training", "Training job"), ("service", "Inference service")])
+    kind = serializers.ChoiceField(choices=WORKLOAD_KINDS)
     name = serializers.CharField()
 
 
