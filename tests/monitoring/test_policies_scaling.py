@@ -14,6 +14,7 @@ from apps.core.models import AuditEntry
 from apps.deployments.artefacts.base import ArtefactError
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
+from apps.jobs.models import Job
 from apps.monitoring.choices import ActionState
 from apps.monitoring.models import CostPolicy
 from apps.monitoring.policies import artefacts, scaling
@@ -211,3 +212,20 @@ def test_the_artefacts_are_a_valid_keda_scaled_object_and_hpa(policy, operator):
 def test_a_service_name_becomes_a_kubernetes_name():
     assert artefacts.k8s_name("Chat Bot_v2 (EU)") == "chat-bot-v2-eu"
     assert artefacts.k8s_name("§§") == "workload"
+
+
+def test_with_standing_approval_the_evaluation_scales_and_then_respects_the_cool_down(policy, service):
+    trough, _ = demand_extremes()
+    policy.standing_approval = True
+    policy.save()
+    outcome = policies.evaluate(policy=policy, now=trough)
+    assert outcome.startswith("applying with standing approval: chat")
+    service.refresh_from_db()
+    action = policy.actions.get()
+    assert action.state == ActionState.APPLIED and action.approval == "standing"
+    assert service.replicas == action.plan[0]["replicas_after"]
+    # At the same load the next evaluation starts no job (nothing on the nodes to enforce) and does not scale again:
+    # the replicas left are below threshold_up, and scaling in further waits for the cool-down.
+    outcome = policies.evaluate(policy=policy, now=trough)
+    assert not Job.objects.exists() and policy.actions.count() == 1
+    assert "cool-down" in outcome or "between 75 % and 80 %" in outcome
