@@ -239,6 +239,8 @@ SPECTACULAR_SETTINGS = {
         "BenchmarkPurposeEnum": "apps.benchmarks.choices.Purpose",
         "NicPurposeEnum": "apps.inventory.choices.NicPurpose",
         "BenchmarkTransportEnum": "apps.benchmarks.choices.BENCHMARK_TRANSPORTS",
+        "CostPolicyKindEnum": "apps.monitoring.choices.PolicyKind",
+        "WorkloadKindEnum": "apps.monitoring.choices.WORKLOAD_KINDS",  # GPU-hours rows and spot plan rows
     },
 }
 
