@@ -2,14 +2,15 @@
 proposed fix. Called from the kind's hooks (apps/diagnosis/kinds.py), never from a read.
 
 Each new piece of evidence and each change of the ranking is also sent as an event of the runbook's job, so the
-job's websocket (and every page following it) sees it arrive; the incident page polls the same rows.
+job's websocket (and every page following it) sees it arrive, and to the incident's own group (apps/diagnosis/live.py),
+which the incident page follows.
 """
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.diagnosis import recovery
+from apps.diagnosis import live, recovery
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, RankingChange, Remediation
 from apps.diagnosis.runbook import NicFacts, NodeFacts, Observation, conclude, fix_for, network_clean, weights
@@ -136,6 +137,9 @@ def record_observations(
         )
     if changed is not None:
         emit(job, f"ranking: {changed.reason}", data={"incident": str(incident.public_id), "ranking": changed.ranking})
+    live.push(incident, {"type": "evidence", "evidence": [evidence_json(row) for row in rows]})
+    if changed is not None:
+        live.push(incident, {"type": "ranking", "ranking": changed.ranking, "reason": changed.reason})
     return rows
 
 

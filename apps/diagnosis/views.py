@@ -6,6 +6,7 @@ from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import Role
@@ -99,12 +100,18 @@ def _context(request, incident: Incident) -> dict:
 @login_required
 def incident_detail(request, public_id):
     incident = _incident(public_id)
-    return render(request, "diagnosis/incident_detail.html", _context(request, incident))
+    live = {
+        "id": str(incident.public_id),
+        "liveUrl": reverse("incident-live", args=[incident.public_id]),
+        "active": incident.active,
+    }
+    return render(request, "diagnosis/incident_detail.html", {**_context(request, incident), "live": live})
 
 
 @login_required
 def incident_live(request, public_id):
-    """The part of the incident page that changes while the runbook runs (polled every 2 s while it is active)."""
+    """The part of the incident page that changes while the runbook runs: fetched again on each push of its socket,
+    or every 2 s while it is active and the page has no socket (static/js/incidents.js)."""
     incident = _incident(public_id)
     return render(request, "diagnosis/partials/incident_live.html", _context(request, incident))
 
