@@ -259,14 +259,15 @@ def settle_verification(*, incident: Incident, remediation: Remediation, job: Jo
         (row for row in rows if row.verdict == EvidenceVerdict.FAULT),
         key=lambda row: (row.topic in LOG_TOPICS, row.seq),
     )
-    progressing = any(row.topic == "progress" and row.verdict == EvidenceVerdict.HEALTHY for row in rows)
+    progress = [row for row in rows if row.topic == "progress" and row.verdict == EvidenceVerdict.HEALTHY]
+    progressing = bool(progress)
     needs_progress = incident.training_job_id is not None
     gone = not faults and (progressing or not needs_progress)
     now = timezone.now()
     if gone:
         remediation.state = RemediationState.VERIFIED
         remediation.outcome = "Re-checked: no fault left" + (
-            ", and training progresses again." if needs_progress else "."
+            ", and training progresses again" + _resumed(progress) + "." if needs_progress else "."
         )
         incident.state, incident.resolved_at = IncidentState.RESOLVED, now
         incident.resolution = f"{remediation.summary}. {remediation.outcome}"
@@ -283,6 +284,12 @@ def settle_verification(*, incident: Incident, remediation: Remediation, job: Jo
         level=EventLevel.INFO if gone else EventLevel.WARNING,
         data={"incident": str(incident.public_id), "resolved": gone},
     )
+
+
+def _resumed(progress: list[Evidence]) -> str:
+    """Where the restarted job took up again, as its log says (the checkpoint the last attempt loaded)."""
+    steps = {row.data.get("resumed_from") for row in progress} - {None}
+    return f", resumed from the checkpoint of step {min(steps)}" if steps else ""
 
 
 def record_shard_observations(*, incident, job, shard, seen: dict, steps: tuple[str, ...]) -> None:
