@@ -11,9 +11,9 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.diagnosis import services
+from apps.diagnosis import rehearsal, services
 from apps.diagnosis.choices import Problem, RemediationState
-from apps.diagnosis.forms import IncidentForm, TriageForm
+from apps.diagnosis.forms import IncidentForm, RehearsalForm, TriageForm
 from apps.diagnosis.models import Evidence, Hypothesis, Incident
 
 
@@ -140,4 +140,20 @@ def remediation_approve(request, public_id, remediation_id):
         messages.error(request, error.message)
     else:
         messages.success(request, f"Approved: {remediation.summary}")
+    return redirect("incident-detail", public_id=incident.public_id)
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def incident_rehearse(request):
+    """The simulator page's "Rehearse runbook": the fault's runbook on a training job it hurts, as a rehearsal."""
+    form = RehearsalForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(error for errors in form.errors.values() for error in errors))
+        return redirect("simulator")
+    try:
+        incident = rehearsal.rehearse(fault=form.cleaned_data["fault"], user=request.user)
+    except services.IncidentError as error:
+        messages.error(request, error.message)
+        return redirect("simulator")
     return redirect("incident-detail", public_id=incident.public_id)
