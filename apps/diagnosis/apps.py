@@ -9,6 +9,7 @@ class DiagnosisConfig(AppConfig):
     def ready(self):
         from apps.diagnosis import (
             kinds,  # noqa: F401  (registers the nccl-timeout runbook)
+            live,
             recovery_kind,  # noqa: F401  (registers the training-interrupted runbook)
             signals,
             simulation,
@@ -18,4 +19,5 @@ class DiagnosisConfig(AppConfig):
 
         simulation.install()
         signals.connect()
+        live.connect()
         NODE_PAGE.register(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)
