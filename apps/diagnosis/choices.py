@@ -197,7 +197,7 @@ INCIDENT_STATE_COLOURS = {
 
 
 class Cause(models.TextChoices):
-    """What the runbooks weigh, most specific first: runbook 1 (NCCL timeout / hang), then runbook 3."""
+    """What the runbooks weigh, most specific first: runbook 1 (NCCL timeout / hang), runbook 3, then runbook 2."""
 
     PFC_OFF = "pfc_off", "PFC off on the RDMA priority"
     MTU_MISMATCH = "mtu_mismatch", "MTU mismatch on a data NIC"
@@ -209,6 +209,12 @@ class Cause(models.TextChoices):
     CHECKPOINT_CORRUPT = "checkpoint_corrupt", "Newest checkpoint corrupt or incomplete"
     BAD_NODE = "bad_node", "A node's GPU failed (Xid / ECC)"
     WORKER_CRASH = "worker_crash", "Worker crashed (no infrastructure fault found)"
+    # Runbook 2, GPU utilisation fluctuating:
+    GPU_POWER_CAPPED = "gpu_power_capped", "GPU power-capped below its default limit"
+    GPU_THERMAL = "gpu_thermal", "GPU thermal or HW slowdown"
+    GPU_CLOCKS_CAPPED = "gpu_clocks_capped", "GPU held by application clocks"
+    CO_LOCATED_TRAINER = "co_located_trainer", "Second trainer on a node (no anti-affinity)"
+    DATALOADER_STALL = "dataloader_stall", "Data loader starves the GPUs"
 
 
 RUNBOOK_CAUSES = {
@@ -224,6 +230,13 @@ RUNBOOK_CAUSES = {
         Cause.CHECKPOINT_CORRUPT,
         Cause.BAD_NODE,
         Cause.WORKER_CRASH,
+    ),
+    "gpu-utilisation": (
+        Cause.GPU_POWER_CAPPED,
+        Cause.GPU_THERMAL,
+        Cause.GPU_CLOCKS_CAPPED,
+        Cause.CO_LOCATED_TRAINER,
+        Cause.DATALOADER_STALL,
     ),
 }
 
