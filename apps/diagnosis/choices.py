@@ -32,6 +32,7 @@ class Problem(models.TextChoices):
     WORKER_FAILED = "worker_failed", "Worker process failed"
     GPU_COUNT_MISMATCH = "gpu_count_mismatch", "Fewer GPUs than configured"
     NODE_DRAINED = "node_drained", "Node drained by the scheduler"
+    GPU_CLOCKS_THROTTLED = "gpu_clocks_throttled", "GPU clocks held down (thermal / HW slowdown)"
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,13 @@ ADVICE: dict[str, Advice] = {
         "The scheduler drained the node: no new jobs start on it.",
         "scheduler-node",
         "Read the drain reason, fix it, then resume the node (scontrol update nodename=… state=resume).",
+    ),
+    Problem.GPU_CLOCKS_THROTTLED: Advice(
+        "The GPU's clocks are held down by heat, a HW slowdown signal or the PSU's power brake: it falls behind and "
+        "every rank of a job waits for it.",
+        "gpu-utilisation",
+        "Sample the job's GPUs (utilisation, SM clocks, clocks-event reasons) to find the GPUs the others wait for, "
+        "then fix their cooling or power.",
     ),
 }
 

@@ -31,7 +31,7 @@ MIN_SAMPLES = 10  # per GPU, for a period or a median to mean something
 LOADED_PCT = 30  # a sample below this utilisation is a wait, not the GPU's working clock
 LAG_POINTS = 10  # a GPU this much busier than the fleet's median is the one the others wait for
 CLOCK_LAG = 0.9  # or one whose loaded SM clock is below this share of the fleet's median
-DIP_DEPTH = 20  # points between a GPU's median and its low decile: a dip, not noise (±2 points)
+DIP_DEPTH = 20  # points between a GPU's 95th and 5th percentiles: a dip, not noise (±2 points)
 DIP_CORRELATION = 0.5  # the autocorrelation at the period: the dips repeat
 ACTIVE_SHARE = 0.5  # a clocks-event reason held in this share of the loaded samples holds the clock
 SYSTEM_NAMESPACES = ("kube-system", "gpu-operator", "nvidia-gpu-operator", "network-operator", "monitoring")
@@ -83,7 +83,7 @@ def read_series(text: str) -> dict[int, GpuSeries]:
         at = _seconds(row.timestamp)
         first = at if first is None else first
         gpu = found.setdefault(row.index, GpuSeries(row.index))
-        gpu.times.append((at - first) if at is not None else len(gpu.times) * INTERVAL_MS / 1000)
+        gpu.times.append(round(at - first, 3) if at is not None else len(gpu.times) * INTERVAL_MS / 1000)
         gpu.util.append(row.utilization_gpu_pct)
         gpu.sm_mhz.append(row.clocks_sm_mhz or 0.0)
         gpu.reasons.append(tuple(row.clocks_event_reasons or ()))
@@ -114,9 +114,9 @@ def autocorrelation(values: list[float], lag: int) -> float:
 
 @dataclass(frozen=True)
 class Dips:
-    depth: float  # points between the median and the low decile
+    depth: float  # points between the 95th and the 5th percentile (a stall may hold most samples, or few)
     period_s: float | None  # the repeat, where the dips repeat
-    share: float  # of the samples below median - depth/2: how long the GPU waits
+    share: float  # of the samples more than depth/2 below the 95th percentile: how long the GPU waits
     correlation: float
 
     @property
@@ -130,9 +130,9 @@ def dips(util: list[float], interval_s: float) -> Dips:
     if len(util) < MIN_SAMPLES:
         return Dips(0.0, None, 0.0, 0.0)
     ordered = sorted(util)
-    median = statistics.median(ordered)
-    depth = median - ordered[len(ordered) // 10]
-    share = sum(1 for value in util if value < median - depth / 2) / len(util)
+    working = ordered[len(ordered) * 19 // 20]  # how busy the GPU is when it is fed
+    depth = working - ordered[len(ordered) // 20]
+    share = sum(1 for value in util if value < working - depth / 2) / len(util)
     if depth < DIP_DEPTH:
         return Dips(depth, None, share, 0.0)
     correlations = [autocorrelation(util, lag) for lag in range(len(util) // 2 + 2)]
