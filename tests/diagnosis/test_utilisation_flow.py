@@ -2,6 +2,7 @@
 gives none."""
 
 import pytest
+from django.urls import reverse
 
 from apps.diagnosis import services
 from apps.diagnosis.choices import Cause, EvidenceVerdict, IncidentState, RemediationState
@@ -101,10 +102,11 @@ def test_dataloader_stall_shows_periodic_dips_on_every_gpu(training_job, inject,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_second_trainer_on_a_node_gives_the_scheduler_fix(training_job, inject, operator, run_shards):
+def test_a_second_trainer_on_a_node_gives_the_scheduler_fix(training_job, inject, operator, run_shards, client):
     training_job.launcher = Launcher.KUBERNETES
     training_job.save()
     inject("gpu003", "co_located", speed_pct=55)
+    client.force_login(operator)
     incident = _diagnose(training_job, operator, run_shards)
     assert not _faults(incident, "power_cap") and _faults(incident, "lag")
     assert incident.state == IncidentState.INVESTIGATING  # no reason holds the clocks: the scheduler is read next
@@ -117,6 +119,8 @@ def test_a_second_trainer_on_a_node_gives_the_scheduler_fix(training_job, inject
     remediation = incident.remediations.get()
     assert "podAntiAffinity" in remediation.artefact and "KubeSchedulerConfiguration" in remediation.artefact
     assert "kubernetes.io/hostname" in remediation.artefact
+    page = client.get(reverse("incident-detail", args=[incident.public_id]))
+    assert f'id="artefact-{remediation.public_id}"' in page.content.decode()
     # Done by hand: once the second trainer is gone, the re-sample finds every GPU keeping up.
     SimFault.objects.filter(kind="co_located").delete()
     services.approve_remediation(remediation=remediation, user=operator)
@@ -145,3 +149,18 @@ def test_the_runbook_needs_the_training_job(demo_cluster, operator):
     with pytest.raises(services.IncidentError) as error:
         services.open_incident(user=operator, node=Node.objects.get(hostname="gpu001"), runbook="gpu-utilisation")
     assert error.value.field == "training_job"
+
+
+@pytest.mark.django_db
+def test_the_api_opens_runbook_2_on_a_training_job_and_refuses_it_on_a_node(training_job, api_as, operator, viewer):
+    from apps.diagnosis.models import Incident
+
+    client = api_as(operator)
+    refused = client.post("/api/incidents/", {"node": "gpu001", "runbook": "gpu-utilisation"}, format="json")
+    assert refused.status_code == 400 and "training_job" in refused.json()
+    assert not Incident.objects.exists()
+    body = {"training_job": str(training_job.public_id), "runbook": "gpu-utilisation", "start": False}
+    assert api_as(viewer).post("/api/incidents/", body, format="json").status_code == 403
+    opened = client.post("/api/incidents/", body, format="json")
+    assert opened.status_code == 201 and opened.json()["runbook"] == "gpu-utilisation"
+    assert opened.json()["title"] == "GPU utilisation fluctuating: llm-pretrain"
