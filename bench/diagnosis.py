@@ -84,6 +84,30 @@ UTILISATION_FAULTS = {
 }
 
 
+def _clear() -> None:
+    """Before a trial: no fault, no change a command made, no incident."""
+    from apps.diagnosis.models import Incident
+    from apps.simulator.models import SimChange, SimFault
+
+    SimFault.objects.all().delete()
+    SimChange.objects.all().delete()
+    Incident.objects.all().delete()
+
+
+def _run_runbook(job, operator, runbook: str, phases: tuple):
+    """Open an incident on the training job with this runbook and run its phases here, as a worker would."""
+    from apps.diagnosis import services
+
+    incident = services.open_incident(user=operator, training_job=job, transport="sim", runbook=runbook)
+    services.start_runbook(incident=incident, user=operator)
+    for phase in phases:
+        phase_job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
+        if phase_job is not None:
+            run_shards_here(phase_job)
+        incident.refresh_from_db()
+    return incident
+
+
 def measure(trials: int, seed: int, runbooks: str = "123", healthy: int = 100) -> dict:
     setup_django()
     from datetime import timedelta
@@ -92,12 +116,10 @@ def measure(trials: int, seed: int, runbooks: str = "123", healthy: int = 100) -
 
     from apps.accounts.choices import Role
     from apps.accounts.models import User
-    from apps.diagnosis import services
-    from apps.diagnosis.models import Incident
     from apps.diagnosis.phases import Phase
     from apps.inventory.models import Node
     from apps.simulator import services as sim
-    from apps.simulator.models import SimChange, SimFault
+    from apps.simulator.models import SimFault
     from apps.workloads.choices import TrainingState
     from apps.workloads.models import TrainingJob, TrainingJobNode
 
@@ -121,9 +143,7 @@ def measure(trials: int, seed: int, runbooks: str = "123", healthy: int = 100) -
     seconds, commands, false_alarms = [], [], 0
     for kind, (expected, pick_target) in FAULTS.items() if "1" in runbooks else ():
         for _ in range(trials):
-            SimFault.objects.all().delete()
-            SimChange.objects.all().delete()
-            Incident.objects.all().delete()
+            _clear()
             host = rng.choice(HOSTS)
             node = Node.objects.get(hostname=host)
             if pick_target is not None:
@@ -132,13 +152,7 @@ def measure(trials: int, seed: int, runbooks: str = "123", healthy: int = 100) -
                 fault = sim.inject_fault(node=node, kind=kind, target=pick_target(rng, nics, gpus))
                 SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=30))
             calls, started = counter.calls, time.perf_counter()
-            incident = services.open_incident(user=operator, training_job=job, transport="sim")
-            services.start_runbook(incident=incident, user=operator)
-            for phase in (Phase.LOG, Phase.NETWORK):
-                phase_job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
-                if phase_job is not None:
-                    run_shards_here(phase_job)
-                incident.refresh_from_db()
+            incident = _run_runbook(job, operator, "nccl-timeout", (Phase.LOG, Phase.NETWORK))
             seconds.append(time.perf_counter() - started)
             commands.append(counter.calls - calls)
             concluded = incident.cause or "none"
@@ -168,13 +182,11 @@ def _measure_recovery(trials, rng, job, operator, counter) -> dict:
 
     from django.utils import timezone
 
-    from apps.diagnosis import services
-    from apps.diagnosis.models import Incident
     from apps.diagnosis.phases import Phase
     from apps.diagnosis.simulation import training_run
     from apps.inventory.models import Node
     from apps.simulator import services as sim
-    from apps.simulator.models import SimChange, SimFault
+    from apps.simulator.models import SimFault
     from apps.simulator.training import simulate
     from apps.simulator.training_faults import disruptions, with_resumes
 
@@ -183,9 +195,7 @@ def _measure_recovery(trials, rng, job, operator, counter) -> dict:
     seconds, commands = [], []
     for kind, (expected, pick_target) in RECOVERY_FAULTS.items():
         for _ in range(trials):
-            SimFault.objects.all().delete()
-            SimChange.objects.all().delete()
-            Incident.objects.all().delete()
+            _clear()
             host = rng.choice(HOSTS)
             node = Node.objects.get(hostname=host)
             nics = sorted(node.nics.filter(purpose="data").values_list("name", flat=True))
@@ -195,15 +205,7 @@ def _measure_recovery(trials, rng, job, operator, counter) -> dict:
             run = with_resumes(training_run(job))
             saved = simulate(run, disruptions(run), time.time()).checkpoints
             calls, started = counter.calls, time.perf_counter()
-            incident = services.open_incident(
-                user=operator, training_job=job, transport="sim", runbook="training-interrupted"
-            )
-            services.start_runbook(incident=incident, user=operator)
-            for phase in (Phase.LOG, Phase.CHECKS):
-                phase_job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
-                if phase_job is not None:
-                    run_shards_here(phase_job)
-                incident.refresh_from_db()
+            incident = _run_runbook(job, operator, "training-interrupted", (Phase.LOG, Phase.CHECKS))
             seconds.append(time.perf_counter() - started)
             commands.append(counter.calls - calls)
             concluded = incident.cause or "none"
@@ -229,12 +231,10 @@ def _measure_utilisation(trials, healthy, rng, job, operator, counter) -> dict:
 
     from django.utils import timezone
 
-    from apps.diagnosis import services
-    from apps.diagnosis.models import Incident
     from apps.diagnosis.phases import Phase
     from apps.inventory.models import Node
     from apps.simulator import services as sim
-    from apps.simulator.models import SimChange, SimFault
+    from apps.simulator.models import SimFault
     from apps.workloads.choices import Launcher
 
     job.launcher = Launcher.KUBERNETES
@@ -245,9 +245,7 @@ def _measure_utilisation(trials, healthy, rng, job, operator, counter) -> dict:
     plan = [(kind, trials) for kind in UTILISATION_FAULTS] + [("none", healthy)]
     for kind, count in plan:
         for _ in range(count):
-            SimFault.objects.all().delete()
-            SimChange.objects.all().delete()
-            Incident.objects.all().delete()
+            _clear()
             host, target = rng.choice(HOSTS), ""
             if kind != "none":
                 expected, pick_target, pick_parameters, names_fix = UTILISATION_FAULTS[kind]
@@ -256,15 +254,7 @@ def _measure_utilisation(trials, healthy, rng, job, operator, counter) -> dict:
                 fault = sim.inject_fault(node=node, kind=kind, target=target, parameters=pick_parameters(rng))
                 SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=30))
             calls, started = counter.calls, time.perf_counter()
-            incident = services.open_incident(
-                user=operator, training_job=job, transport="sim", runbook="gpu-utilisation"
-            )
-            services.start_runbook(incident=incident, user=operator)
-            for phase in (Phase.SAMPLE, Phase.SCHEDULER):
-                phase_job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
-                if phase_job is not None:
-                    run_shards_here(phase_job)
-                incident.refresh_from_db()
+            incident = _run_runbook(job, operator, "gpu-utilisation", (Phase.SAMPLE, Phase.SCHEDULER))
             seconds.append(time.perf_counter() - started)
             commands.append(counter.calls - calls)
             concluded = incident.cause or "none"

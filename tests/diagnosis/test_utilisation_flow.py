@@ -11,20 +11,12 @@ from apps.simulator.models import SimFault
 from apps.workloads.choices import Launcher
 
 
-def _run_phase(incident, run_shards, phase):
-    job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
-    assert job is not None, f"no {phase} job was started"
-    run_shards(job)
-    incident.refresh_from_db()
-    return job
-
-
-def _diagnose(training_job, operator, run_shards):
+def _diagnose(training_job, operator, run_phase):
     incident = services.open_incident(
         user=operator, training_job=training_job, transport="sim", runbook="gpu-utilisation"
     )
     services.start_runbook(incident=incident, user=operator)
-    _run_phase(incident, run_shards, Phase.SAMPLE)
+    run_phase(incident, Phase.SAMPLE)
     return incident
 
 
@@ -33,8 +25,8 @@ def _faults(incident, topic):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_healthy_job_raises_no_alarm(training_job, operator, run_shards):
-    incident = _diagnose(training_job, operator, run_shards)
+def test_a_healthy_job_raises_no_alarm(training_job, operator, run_phase):
+    incident = _diagnose(training_job, operator, run_phase)
     assert incident.state == IncidentState.UNRESOLVED and not incident.cause
     assert "steady" in incident.conclusion
     assert not incident.evidence.filter(verdict=EvidenceVerdict.FAULT).exists()
@@ -45,9 +37,9 @@ def test_a_healthy_job_raises_no_alarm(training_job, operator, run_shards):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_power_cap_on_one_gpu_is_found_fixed_and_resolved(training_job, inject, operator, run_shards, settings):
+def test_power_cap_on_one_gpu_is_found_fixed_and_resolved(training_job, inject, operator, run_phase, settings):
     inject("gpu002", "power_cap", "3", watts=450)
-    incident = _diagnose(training_job, operator, run_shards)
+    incident = _diagnose(training_job, operator, run_phase)
     assert incident.cause == Cause.GPU_POWER_CAPPED
     (capped,) = _faults(incident, "power_cap")
     assert (capped.hostname, capped.subject) == ("gpu002", "GPU 3")
@@ -60,17 +52,17 @@ def test_power_cap_on_one_gpu_is_found_fixed_and_resolved(training_job, inject, 
     top = incident.hypotheses.order_by("rank").first()
     assert top.cause == Cause.GPU_POWER_CAPPED and capped in top.supporting.all()
     services.approve_remediation(remediation=remediation, user=operator)
-    _run_phase(incident, run_shards, Phase.FIX)
-    _run_phase(incident, run_shards, Phase.VERIFY)
+    run_phase(incident, Phase.FIX)
+    run_phase(incident, Phase.VERIFY)
     remediation.refresh_from_db()
     assert remediation.state == RemediationState.VERIFIED, remediation.outcome
     assert incident.state == IncidentState.RESOLVED
 
 
 @pytest.mark.django_db(transaction=True)
-def test_thermal_slowdown_suggests_cooling_with_the_node_and_gpu(training_job, inject, operator, run_shards):
+def test_thermal_slowdown_suggests_cooling_with_the_node_and_gpu(training_job, inject, operator, run_phase):
     inject("gpu004", "thermal", "6", temperature=94)
-    incident = _diagnose(training_job, operator, run_shards)
+    incident = _diagnose(training_job, operator, run_phase)
     assert incident.cause == Cause.GPU_THERMAL
     (hot,) = _faults(incident, "thermal")
     assert (hot.hostname, hot.subject) == ("gpu004", "GPU 6")
@@ -80,9 +72,9 @@ def test_thermal_slowdown_suggests_cooling_with_the_node_and_gpu(training_job, i
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_straggler_held_by_application_clocks(training_job, inject, operator, run_shards):
+def test_a_straggler_held_by_application_clocks(training_job, inject, operator, run_phase):
     inject("gpu001", "straggler")
-    incident = _diagnose(training_job, operator, run_shards)
+    incident = _diagnose(training_job, operator, run_phase)
     assert incident.cause == Cause.GPU_CLOCKS_CAPPED
     assert {row.hostname for row in _faults(incident, "clocks_capped")} == {"gpu001"}
     assert len(_faults(incident, "clocks_capped")) == 8
@@ -90,9 +82,9 @@ def test_a_straggler_held_by_application_clocks(training_job, inject, operator, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_dataloader_stall_shows_periodic_dips_on_every_gpu(training_job, inject, operator, run_shards):
+def test_dataloader_stall_shows_periodic_dips_on_every_gpu(training_job, inject, operator, run_phase):
     inject("gpu003", "dataloader_stall", period_s=5, stall_pct=40)
-    incident = _diagnose(training_job, operator, run_shards)
+    incident = _diagnose(training_job, operator, run_phase)
     assert incident.cause == Cause.DATALOADER_STALL
     (dips,) = _faults(incident, "dips")
     assert dips.data["gpus"] == 32 and dips.data["period_s"] == pytest.approx(5.0, abs=0.4)
@@ -102,15 +94,15 @@ def test_dataloader_stall_shows_periodic_dips_on_every_gpu(training_job, inject,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_second_trainer_on_a_node_gives_the_scheduler_fix(training_job, inject, operator, run_shards, client):
+def test_a_second_trainer_on_a_node_gives_the_scheduler_fix(training_job, inject, operator, run_phase, client):
     training_job.launcher = Launcher.KUBERNETES
     training_job.save()
     inject("gpu003", "co_located", speed_pct=55)
     client.force_login(operator)
-    incident = _diagnose(training_job, operator, run_shards)
+    incident = _diagnose(training_job, operator, run_phase)
     assert not _faults(incident, "power_cap") and _faults(incident, "lag")
     assert incident.state == IncidentState.INVESTIGATING  # no reason holds the clocks: the scheduler is read next
-    job = _run_phase(incident, run_shards, Phase.SCHEDULER)
+    job = run_phase(incident, Phase.SCHEDULER)
     assert [node.hostname for node in job.nodes.all()] == ["gpu003"]
     (placed,) = _faults(incident, "placement")
     assert placed.hostname == "gpu003" and "finetune-7b-worker-0" in placed.summary
@@ -124,19 +116,19 @@ def test_a_second_trainer_on_a_node_gives_the_scheduler_fix(training_job, inject
     # Done by hand: once the second trainer is gone, the re-sample finds every GPU keeping up.
     SimFault.objects.filter(kind="co_located").delete()
     services.approve_remediation(remediation=remediation, user=operator)
-    _run_phase(incident, run_shards, Phase.VERIFY)
+    run_phase(incident, Phase.VERIFY)
     remediation.refresh_from_db()
     assert remediation.state == RemediationState.VERIFIED, remediation.outcome
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_node_behind_with_nothing_found_stays_unresolved_without_a_guess(training_job, inject, operator, run_shards):
+def test_a_node_behind_with_nothing_found_stays_unresolved_without_a_guess(training_job, inject, operator, run_phase):
     training_job.launcher = Launcher.KUBERNETES
     training_job.save()
     inject("gpu003", "co_located", speed_pct=55)
-    incident = _diagnose(training_job, operator, run_shards)
+    incident = _diagnose(training_job, operator, run_phase)
     SimFault.objects.filter(kind="co_located").delete()  # gone before the scheduler is read
-    _run_phase(incident, run_shards, Phase.SCHEDULER)
+    run_phase(incident, Phase.SCHEDULER)
     assert incident.evidence.get(topic="placement").verdict == EvidenceVerdict.HEALTHY
     assert incident.state == IncidentState.UNRESOLVED and not incident.cause
     assert "gpu003 behind the fleet" in incident.conclusion
