@@ -156,3 +156,18 @@ def test_the_api_opens_runbook_2_on_a_training_job_and_refuses_it_on_a_node(trai
     opened = client.post("/api/incidents/", body, format="json")
     assert opened.status_code == 201 and opened.json()["runbook"] == "gpu-utilisation"
     assert opened.json()["title"] == "GPU utilisation fluctuating: llm-pretrain"
+
+
+@pytest.mark.django_db
+def test_the_page_opens_runbook_2_and_a_node_alone_is_a_form_error(training_job, browser_as, operator):
+    from apps.diagnosis.models import Incident
+
+    page = browser_as(operator)
+    refused = page.post(reverse("incident-open"), {"node": "gpu001", "transport": "sim", "runbook": "gpu-utilisation"})
+    assert refused.status_code == 400 and "needs the training job" in refused.content.decode()
+    assert not Incident.objects.exists()
+    body = {"training_job": str(training_job.public_id), "transport": "sim", "runbook": "gpu-utilisation"}
+    response = page.post(reverse("incident-open"), body)
+    incident = Incident.objects.get()
+    assert response.status_code == 302 and incident.runbook == "gpu-utilisation"
+    assert list(incident.jobs.values_list("kind", "parameters__phase")) == [("gpu-utilisation", "sample")]

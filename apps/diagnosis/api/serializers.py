@@ -65,7 +65,10 @@ class EvidenceSerializer(serializers.Serializer):
     hostname = serializers.CharField()
     command = serializers.CharField()
     observed_at = serializers.DateTimeField()
-    topic = serializers.CharField(help_text="watchdog, ib, cuda, disk, progress, mtu, pfc, ecn, link, xid")
+    topic = serializers.CharField(
+        help_text="watchdog, ib, cuda, disk, progress, mtu, pfc, ecn, link, xid; runbook 2: series, power_cap, "
+        "thermal, hw_slowdown, clocks_capped, throttle, lag, dips, placement"
+    )
     subject = serializers.CharField()
     verdict = serializers.CharField()
     summary = serializers.CharField()
