@@ -201,11 +201,19 @@ def judge_series(hostname: str, ok: bool, text: str, command: str) -> list[Obser
     """The node's GPUs over the sampling window: one 'series' row with every GPU's summary, one row per GPU whose
     clock a reason holds (or one 'throttle' row saying none does)."""
     if not ok:
-        return [Observation("series", "", EvidenceVerdict.COULD_NOT_RUN, f"could not run: {text[-200:]}", command)]
+        return [
+            Observation(
+                "series", "", EvidenceVerdict.COULD_NOT_RUN, f"could not run: {text[-200:]}", command, "", hostname
+            )
+        ]
     try:
         gpus = read_series(text)
     except ValueError as error:  # ParseError is a ValueError
-        return [Observation("series", "", EvidenceVerdict.COULD_NOT_RUN, f"unreadable samples: {error}", command)]
+        return [
+            Observation(
+                "series", "", EvidenceVerdict.COULD_NOT_RUN, f"unreadable samples: {error}", command, "", hostname
+            )
+        ]
     summaries = [summary(gpu) for gpu in sorted(gpus.values(), key=lambda gpu: gpu.index)]
     if not summaries or min(item["samples"] for item in summaries) < MIN_SAMPLES:
         count = min((item["samples"] for item in summaries), default=0)

@@ -115,6 +115,14 @@ def _compare_fleet(incident: Incident, job) -> list:
 
 
 def _after_sample(incident: Incident, job, observations: list) -> None:
+    unread = [seen for seen in observations if seen.verdict == EvidenceVerdict.COULD_NOT_RUN]
+    if not any(seen.check == "series" and seen.verdict == EvidenceVerdict.INFO for seen in observations):
+        reasons = "; ".join(f"{seen.hostname}: {seen.summary}" for seen in unread[:3]) or "no node answered"
+        incident.state = IncidentState.UNRESOLVED
+        incident.conclusion = f"The utilisation could not be sampled ({reasons}): nothing is concluded."[:2000]
+        incident.save(update_fields=["state", "conclusion", "updated"])
+        emit(job, incident.conclusion, level=EventLevel.WARNING, data={"incident": str(incident.public_id)})
+        return
     faults = [seen for seen in observations if seen.verdict == EvidenceVerdict.FAULT]
     suspects = sorted({seen.hostname for seen in faults if seen.check in utilisation.THROTTLE_TOPICS})
     suspects = suspects or utilisation.behind_hosts(observations)

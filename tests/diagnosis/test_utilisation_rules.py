@@ -53,6 +53,14 @@ def test_the_real_single_sample_query_reads_but_is_too_short_to_judge():
     assert seen.verdict == EvidenceVerdict.COULD_NOT_RUN and "only 1 sample" in seen.summary
 
 
+def test_a_failed_or_empty_sampler_could_not_run_on_its_node():
+    (failed,) = utilisation.judge_series("n4", False, "sh: 1: nvidia-smi: not found", "sh -c ...")
+    assert (failed.hostname, failed.verdict) == ("n4", EvidenceVerdict.COULD_NOT_RUN) and "not found" in failed.summary
+    (empty,) = utilisation.judge_series("n4", True, "@@rackpilot nvidia-smi samples\n" + HEADER + "\n", "sh -c ...")
+    assert (empty.hostname, empty.verdict) == ("n4", EvidenceVerdict.COULD_NOT_RUN)
+    assert empty.summary.startswith("unreadable samples")
+
+
 def test_a_square_wave_gives_its_period_depth_and_idle_share():
     util = [5 if math.fmod(i * 0.2, 4.0) < 1.2 else 96 for i in range(150)]
     dips = utilisation.dips(util, 0.2)
