@@ -69,6 +69,7 @@ DATA_DEPENDENT = [
     re.compile(r"^.+: a target between .+ and .+\.$"),
     re.compile(r"^(?:Name the .+ this SLO is about|Only an SLO on an? .+ names one)\.$"),
     re.compile(r"^Name the training job, node or failed check the incident is about\.$"),
+    re.compile(r"^The [a-z-]+ runbook needs the training job\.$"),
     re.compile(r"^A service runs on at least one node\.$"),
     # A BMC password's length in bytes depends on the protocol (given, or stored for a PATCH).
     re.compile(r"^IPMI 2\.0 passwords are at most \d+ bytes; this one is longer\.$"),

@@ -13,6 +13,7 @@ class DiagnosisConfig(AppConfig):
             recovery_kind,  # noqa: F401  (registers the training-interrupted runbook)
             signals,
             simulation,
+            utilisation_kind,  # noqa: F401  (registers the gpu-utilisation runbook)
         )
         from apps.diagnosis.services import node_history
         from apps.inventory.sections import NODE_PAGE

@@ -42,6 +42,7 @@ class IncidentForm(forms.Form):
     runbook = forms.ChoiceField(
         choices=[
             ("nccl-timeout", "1. NCCL timeout / hang"),
+            ("gpu-utilisation", "2. GPU utilisation fluctuating"),
             ("training-interrupted", "3. Training interrupted (recovery)"),
         ],
         initial="nccl-timeout",

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.diagnosis import live, recovery
+from apps.diagnosis import live, recovery, utilisation
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, RankingChange, Remediation
 from apps.diagnosis.runbook import NicFacts, NodeFacts, Observation, conclude, fix_for, network_clean, weights
@@ -43,8 +43,14 @@ SUGGESTIONS = {
     Cause.BAD_NODE: "Leave the node with the failed GPU out (a spare of the same SKU in its place) and resume.",
     Cause.WORKER_CRASH: "Resume from the newest valid checkpoint; if it crashes again, read the root-cause rank's "
     "traceback.",
+    Cause.GPU_POWER_CAPPED: "Put the GPU's power limit back to its default (nvidia-smi -i N -pl W), then re-sample.",
+    Cause.GPU_THERMAL: "Fix the cooling (fans, airflow, inlet temperature) or the PSU's power brake of the node.",
+    Cause.GPU_CLOCKS_CAPPED: "Reset the application clocks (nvidia-smi -rac) on the slow GPUs.",
+    Cause.CO_LOCATED_TRAINER: "One trainer per node: pod anti-affinity on the hostname and the scheduler profile, "
+    "regenerated for the job's nodes; reschedule the second trainer.",
+    Cause.DATALOADER_STALL: "Feed the GPUs: more data-loader workers, pinned memory, a deeper prefetch.",
 }
-WEIGHERS = {"nccl-timeout": weights, "training-interrupted": recovery.weights}
+WEIGHERS = {"nccl-timeout": weights, "training-interrupted": recovery.weights, "gpu-utilisation": utilisation.weights}
 
 
 def node_facts(nodes) -> dict[str, NodeFacts]:
