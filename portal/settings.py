@@ -354,6 +354,8 @@ RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
 RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
 # The simulated cluster's noise seed: the same seed gives the same figures (apps/simulator).
 RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
+# Simulated nccl-tests take the model's time and print each row as it would (demos; the run page's live plot test).
+RACKPILOT_SIM_REAL_TIME = env_bool("RACKPILOT_SIM_REAL_TIME", False)
 
 # Telemetry (docs/monitoring.md, "Telemetry" and "Prometheus"): with no Prometheus URL, pages read the simulator
 # directly (the embedded wiring).

@@ -4,7 +4,8 @@ A change is a key and a JSON value, stored as a SimChange row and applied to the
 command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 
 - ``nic:<name>:mtu`` int, ``nic:<name>:pfc`` list of enabled priorities, ``nic:<name>:trust`` "dscp" or "pcp",
-  ``nic:<name>:ecn`` bool, ``nic:<name>:channels`` int (combined RSS channels)
+  ``nic:<name>:ecn`` bool, ``nic:<name>:channels`` int (combined RSS channels), ``nic:<name>:traffic`` int (the
+  RDMA bytes the NIC has received from the runs across nodes: its ethtool -S counters grow with it)
 - ``firmware:<component>`` str, for every device of that component (bios, bmc, gpu_vbios, nic_firmware)
 - ``software:<name>`` str (driver, cuda, nccl, openmpi, torch, tensorflow)
 - ``file:<absolute path>`` str content
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from apps.inventory.choices import FirmwareComponent
 from apps.simulator.state import SimulatedNode
 
-NIC_ATTRIBUTES = ("mtu", "pfc", "trust", "ecn", "channels")
+NIC_ATTRIBUTES = ("mtu", "pfc", "trust", "ecn", "channels", "traffic")
 FIRMWARE_COMPONENTS = (
     FirmwareComponent.BIOS,
     FirmwareComponent.BMC,
@@ -58,6 +59,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
             nic.trust = str(value)
         elif attribute == "ecn":
             nic.ecn = bool(value)
+        elif attribute == "traffic":
+            nic.traffic_bytes = int(value)
         else:
             nic.channels = int(value)
     elif family == "firmware":

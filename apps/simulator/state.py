@@ -196,6 +196,7 @@ class SimNic:
     channels: int = MAX_CHANNELS  # combined RSS channels now (ethtool -l)
     max_channels: int = MAX_CHANNELS
     crc_errors_per_million: int = 0  # frames the link corrupts (a degraded cable); RoCE resends what follows them
+    traffic_bytes: int = 0  # RDMA bytes received since boot by the commands run (nccl-tests across nodes)
 
     @property
     def is_data(self) -> bool:
