@@ -55,6 +55,7 @@ VALIDATION_OUTCOME_COLOURS = {
 
 class PolicyKind(models.TextChoices):
     LOW_LOAD_POWER = "low_load_power", "Energy at low load (GPU power limit)"
+    STORAGE_TIERING = "storage_tiering", "Storage tiering (idle files to a colder tier)"
 
 
 class PolicyScope(models.TextChoices):

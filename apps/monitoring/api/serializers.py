@@ -1,4 +1,5 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.choices import Role
@@ -10,7 +11,9 @@ from apps.monitoring import bmcs
 from apps.monitoring.choices import BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
 from apps.monitoring.models import Bmc, BmcReading, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
+from apps.monitoring.policies import tiering
 from apps.monitoring.policies.energy import LowLoadPowerParameters
+from apps.monitoring.policies.tiering import StorageTieringParameters
 from apps.monitoring.validation import (
     PASSWORD_MAX_CHARS,
     bmc_user_validator,
@@ -221,6 +224,21 @@ class LowLoadPowerParametersSerializer(LowLoadPowerParameters):
     """Energy at low load: below `utilisation_below` % over `window_minutes`, GPUs go to `power_limit_w`."""
 
 
+class StorageTieringParametersSerializer(StorageTieringParameters):
+    """Storage tiering: files under `source_path` on `node` unread for `age_days` move one tier colder."""
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="CostPolicyParameters",
+        serializers=[LowLoadPowerParametersSerializer, StorageTieringParametersSerializer],
+        resource_type_field_name=None,
+    )
+)
+class PolicyParametersField(serializers.DictField):
+    """The policy kind's parameters, checked by the kind (CostPolicySerializer.validate) against its scope."""
+
+
 class CostPolicySerializer(serializers.Serializer):
     """A cost or energy policy. `rack` and `service` by name or public id; `parameters` checked against the scope's
     GPU SKUs (the power limit within each one's min–max). Standing approval is an admin's to give."""
@@ -233,7 +251,7 @@ class CostPolicySerializer(serializers.Serializer):
     service = ReferenceField(
         queryset=InferenceService.objects.all(), natural_key="name", required=False, allow_null=True
     )
-    parameters = LowLoadPowerParametersSerializer()
+    parameters = PolicyParametersField(help_text="The kind's parameters (docs/monitoring.md).")
     standing_approval = serializers.BooleanField(
         default=False, help_text="Apply proposals without asking; only an admin may turn it on or off."
     )
@@ -292,16 +310,40 @@ class CostPolicySerializer(serializers.Serializer):
 
 
 class PlanRowSerializer(serializers.Serializer):
+    """One row of a plan: a GPU's power limit (energy at low load) or a file to move (storage tiering)."""
+
     hostname = serializers.CharField()
-    gpu = serializers.IntegerField()
-    sku = serializers.CharField()
-    from_w = serializers.IntegerField(help_text="The limit in force when proposed (telemetry).")
-    to_w = serializers.IntegerField(help_text="The limit applying sets.")
-    default_w = serializers.IntegerField(help_text="The default limit reverting puts back (the TDP).")
-    mean_util = serializers.FloatField(help_text="Mean utilisation over the window (%).")
-    mean_power_w = serializers.FloatField()
-    saving_w = serializers.FloatField(help_text="Expected mean draw saved at the window's load.")
-    full_load_clock = serializers.FloatField(help_text="Share of the busy clock kept under full load.")
+    gpu = serializers.IntegerField(required=False)
+    sku = serializers.CharField(required=False)
+    from_w = serializers.IntegerField(required=False, help_text="The limit in force when proposed (telemetry).")
+    to_w = serializers.IntegerField(required=False, help_text="The limit applying sets.")
+    default_w = serializers.IntegerField(required=False, help_text="The default limit reverting puts back (the TDP).")
+    mean_util = serializers.FloatField(required=False, help_text="Mean utilisation over the window (%).")
+    mean_power_w = serializers.FloatField(required=False)
+    saving_w = serializers.FloatField(required=False, help_text="Expected mean draw saved at the window's load.")
+    full_load_clock = serializers.FloatField(required=False, help_text="Share of the busy clock kept under full load.")
+    source = serializers.CharField(required=False, help_text="Storage tiering: the file where it is.")
+    destination = serializers.CharField(required=False, help_text="Storage tiering: where applying moves it.")
+    size_bytes = serializers.IntegerField(required=False, help_text="Storage tiering: its size (find %s).")
+    atime = serializers.FloatField(required=False, help_text="Storage tiering: its last read (epoch s, find %A@).")
+
+
+class MovedFileSerializer(serializers.Serializer):
+    source = serializers.CharField(help_text="Where the file was (and where reverting puts it back).")
+    destination = serializers.CharField(help_text="Where applying moved it.")
+    size_bytes = serializers.IntegerField()
+
+
+class DirectoryShareSerializer(serializers.Serializer):
+    directory = serializers.CharField()
+    files = serializers.IntegerField()
+    bytes = serializers.IntegerField()
+
+
+class FilesSummarySerializer(serializers.Serializer):
+    files = serializers.IntegerField(help_text="How many files the plan moves.")
+    bytes = serializers.IntegerField(help_text="How many bytes.")
+    top_directories = DirectoryShareSerializer(many=True, help_text="The directories holding most of those bytes.")
 
 
 class PolicyActionSerializer(serializers.ModelSerializer):
@@ -317,6 +359,8 @@ class PolicyActionSerializer(serializers.ModelSerializer):
     approved_by = serializers.CharField(source="approved_by_name", read_only=True)
     apply_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
     revert_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
+    manifest = MovedFileSerializer(many=True, read_only=True, help_text="Storage tiering: what applying moved.")
+    files = serializers.SerializerMethodField(help_text="Storage tiering: the plan's count, bytes and top directories.")
 
     class Meta:
         model = PolicyAction
@@ -347,9 +391,15 @@ class PolicyActionSerializer(serializers.ModelSerializer):
             "reverted_at",
             "revert_reason",
             "message",
+            "manifest",
+            "files",
             "created",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(FilesSummarySerializer(allow_null=True))
+    def get_files(self, action) -> dict | None:
+        return tiering.summary(action.plan) if action.policy.kind == PolicyKind.STORAGE_TIERING else None
 
 
 class PolicyActionRefSerializer(serializers.Serializer):

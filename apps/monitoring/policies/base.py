@@ -1,6 +1,7 @@
 """What a policy kind is: its parameters (validated against the scope), how it proposes from the telemetry, and
 when what it did should be undone. Kinds register themselves; CostPolicy.kind names one."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -32,6 +33,7 @@ class PolicyKindSpec:
     label: ClassVar[str] = ""
     parameters: ClassVar[type[serializers.Serializer]]
     job_kind: ClassVar[str]  # the job kind that applies and reverts its actions
+    enforces: ClassVar[bool] = True  # the evaluation re-applies an applied action a node may have forgotten
 
     def check(self, parameters: dict, *, nodes) -> dict:
         """The validated parameters, or serializers.ValidationError keyed by parameter name; `nodes` is the scope."""
@@ -56,6 +58,11 @@ class PolicyKindSpec:
     def job_parameters(self, action, *, mode: str) -> dict:
         raise NotImplementedError
 
+    def survey(self, policy) -> tuple[str, dict] | None:
+        """(node, job parameters) of the job whose findings propose() reads, for a kind that looks on a node before
+        it proposes (storage tiering); None: propose() reads the telemetry."""
+        return None
+
 
 POLICY_KINDS: dict[str, PolicyKindSpec] = {}
 
@@ -70,3 +77,20 @@ def policy_kind(name: str) -> PolicyKindSpec:
         return POLICY_KINDS[name]
     except KeyError:
         raise LookupError(f"unknown policy kind {name!r}") from None
+
+
+# The services record proposals; a job whose findings a proposal reads (a survey) asks for one when it has them,
+# through this hook: the jobs may not import the services that start them.
+_proposal_recorder: Callable | None = None
+
+
+def set_proposal_recorder(recorder: Callable) -> None:
+    global _proposal_recorder
+    _proposal_recorder = recorder
+
+
+def record_proposal(policy) -> tuple:
+    """(the PolicyAction proposed from what `policy` can read now, "") or (None, why not): services.dry_run."""
+    if _proposal_recorder is None:
+        raise LookupError("no proposal recorder: import apps.monitoring.policies.services")
+    return _proposal_recorder(policy)

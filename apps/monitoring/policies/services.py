@@ -16,8 +16,8 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring import slo
 from apps.monitoring.choices import ACTION_IN_FORCE, ActionState, ActionTrigger, ApprovalKind, PolicyState
 from apps.monitoring.models import CostPolicy, PolicyAction, Slo
-from apps.monitoring.policies import energy, jobs  # noqa: F401 (registers the kinds)
-from apps.monitoring.policies.base import policy_kind
+from apps.monitoring.policies import energy, jobs, tiering, tiering_jobs  # noqa: F401 (registers the kinds)
+from apps.monitoring.policies.base import policy_kind, set_proposal_recorder
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 
 
@@ -125,6 +125,41 @@ def dry_run(*, policy: CostPolicy, user=None, now: float | None = None, trigger:
             throughput_factor=proposal.throughput_factor,
         )
     return action
+
+
+def survey(*, policy: CostPolicy, user):
+    """Start the job that looks on the node before a dry run can propose (storage tiering: which files are idle,
+    which are open). Read-only on the node; its proposal is recorded when it succeeds. Returns the Job."""
+    _require(user, Role.OPERATOR, "requested_by")
+    found = policy_kind(policy.kind).survey(policy)
+    if found is None:
+        raise PolicyError({"policy": "This kind proposes from the telemetry: dry-run it, there is nothing to survey."})
+    hostname, parameters = found
+    job = create_job(
+        kind=policy_kind(policy.kind).job_kind,
+        targets=TargetSpec(nodes=(hostname,)),
+        parameters=parameters,
+        requested_by=user if getattr(user, "pk", None) else None,
+    )
+    audit.record(
+        AuditAction.START,
+        obj=policy,
+        object_repr=f"survey {policy.name}: {hostname}"[:200],
+        changes={"job": [None, str(job.public_id)]},
+        user=user,
+        job=job,
+    )
+    return job
+
+
+def _record_proposal(policy: CostPolicy) -> tuple[PolicyAction | None, str]:
+    try:
+        return dry_run(policy=policy), ""
+    except PolicyError as error:
+        return None, str(error.errors.get("policy", error))
+
+
+set_proposal_recorder(_record_proposal)
 
 
 def approve(*, action: PolicyAction, user) -> PolicyAction:
@@ -255,7 +290,7 @@ def evaluate(*, policy: CostPolicy, now: float | None = None) -> str:
                 reason = f"SLO breach: {trouble}" if trouble else risen
                 revert(action=action, reason=reason)
                 outcome.append(f"reverting ({reason})")
-            else:
+            elif kind.enforces:
                 _start(action, mode="enforce", user=None)
                 outcome.append(f"checking {len(action.hostnames)} node(s) still hold the limit")
         if not outcome and not busy and policy.state == PolicyState.ENABLED:
