@@ -19,11 +19,12 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
-from apps.monitoring.choices import BmcProtocol
+from apps.monitoring.choices import BmcProtocol, PolicyKind
 from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
+from apps.monitoring.policies import tiering
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 from apps.workloads.models import InferenceService
 
@@ -208,7 +209,9 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
     """One policy: its parameters, the dry-run button, and every action with its commands, saving and buttons."""
     policy = get_object_or_404(CostPolicy.objects.select_related("rack", "service"), public_id=public_id)
-    actions = policy.actions.select_related("apply_job", "revert_job")[:20]
+    actions = list(policy.actions.select_related("apply_job", "revert_job")[:20])
+    for action in actions:  # a tiering plan is files: the page shows their count, bytes and top directories
+        action.files = tiering.summary(action.plan) if policy.kind == PolicyKind.STORAGE_TIERING else None
     return render(
         request,
         "monitoring/policy.html",
@@ -221,7 +224,7 @@ def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
     )
 
 
-POLICY_STEPS = ("dry-run", "approve", "apply", "revert", "discard", "standing-approval")
+POLICY_STEPS = ("dry-run", "survey", "approve", "apply", "revert", "discard", "standing-approval")
 
 
 @role_required(Role.OPERATOR)
@@ -232,7 +235,7 @@ def policy_step(request: HttpRequest, public_id, step: str) -> HttpResponse:
     if step not in POLICY_STEPS:
         raise Http404("No such step.")
     action = None
-    if step not in ("dry-run", "standing-approval"):
+    if step not in ("dry-run", "survey", "standing-approval"):
         try:
             wanted = uuid.UUID(request.POST.get("action", ""))
         except ValueError:
@@ -242,6 +245,9 @@ def policy_step(request: HttpRequest, public_id, step: str) -> HttpResponse:
         if step == "dry-run":
             created = policies.dry_run(policy=policy, user=request.user)
             messages.success(request, f"Dry run: {created.reason}.")
+        elif step == "survey":
+            job = policies.survey(policy=policy, user=request.user)
+            messages.success(request, f"Surveying: the proposal follows when job {job.public_id} ends.")
         elif step == "approve":
             policies.approve(action=action, user=request.user)
             messages.success(request, "Approved; apply it when ready.")

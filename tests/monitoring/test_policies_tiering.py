@@ -6,6 +6,7 @@ import datetime as dt
 import shlex
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.models import AuditEntry
@@ -16,6 +17,7 @@ from apps.monitoring.choices import ActionState
 from apps.monitoring.models import CostPolicy, PolicyAction
 from apps.monitoring.policies import services as policies
 from apps.monitoring.policies.tiering import in_use_checkpoints
+from apps.monitoring.policies.tiering import summary as tiering_summary
 from apps.monitoring.policies.tiering_commands import move_argv
 from apps.nodeexec.catalogue import shell_join
 from apps.parsers.files import parse_find_printf
@@ -198,3 +200,26 @@ def test_over_the_api_a_viewer_reads_but_cannot_survey_or_approve(fleet, api_as,
     assert actions[0]["files"]["top_directories"][0]["directory"].startswith("/scratch/ckpt/")
     assert api_as(viewer).post(f"{detail}approve/", {}, format="json").status_code == 403
     assert api_as(operator).post(f"{detail}approve/", {}, format="json").json()["state"] == "approved"
+
+
+def test_the_page_surveys_and_shows_the_files_summary_and_saving(policy, browser_as, operator, viewer, run_shards):
+    survey = reverse("policy-step", args=[policy.public_id, "survey"])
+    assert browser_as(viewer).post(survey).status_code == 403
+    assert (
+        'id="survey"' not in browser_as(viewer).get(reverse("policy-detail", args=[policy.public_id])).content.decode()
+    )
+    client = browser_as(operator)
+    assert client.post(survey).status_code == 302
+    run_shards(Job.objects.get(kind="storage-tiering"))
+    action = policy.actions.get()
+
+    shown = client.get(reverse("policy-detail", args=[policy.public_id])).content.decode()
+    top = tiering_summary(action.plan)["top_directories"][0]["directory"]
+    assert f"{len(action.plan)} file(s)" in shown and top in shown and "kWh/day" in shown
+    assert "mv -n -T -- " in shown
+    answer = browser_as(viewer).post(
+        reverse("policy-step", args=[policy.public_id, "approve"]), {"action": action.public_id}
+    )
+    assert answer.status_code == 403
+    action.refresh_from_db()
+    assert action.state == ActionState.PROPOSED
