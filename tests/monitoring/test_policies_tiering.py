@@ -139,6 +139,10 @@ def test_apply_moves_the_files_with_a_manifest_and_revert_puts_them_back(policy,
         assert entry["source"] not in hot
         assert warm[entry["destination"]] == before[entry["source"]]  # same size, access time kept
     assert set(hot) == set(before) - {entry["source"] for entry in action.manifest}
+    jobs = Job.objects.count()
+    outcome = policies.evaluate(policy=policy)  # a move stays moved: nothing to re-apply, no second proposal
+    action.refresh_from_db()
+    assert action.state == ActionState.APPLIED and Job.objects.count() == jobs, outcome
 
     action = policies.revert(action=action, user=operator)
     run_shards(action.revert_job)

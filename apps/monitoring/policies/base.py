@@ -34,6 +34,7 @@ class PolicyKindSpec:
     parameters: ClassVar[type[serializers.Serializer]]
     job_kind: ClassVar[str]  # the job kind that applies and reverts its actions
     enforces: ClassVar[bool] = True  # the evaluation re-applies an applied action a node may have forgotten
+    guards_latency: ClassVar[bool] = True  # its actions slow nodes: held, and undone, while a latency SLO burns
 
     def check(self, parameters: dict, *, nodes) -> dict:
         """The validated parameters, or serializers.ValidationError keyed by parameter name; `nodes` is the scope."""

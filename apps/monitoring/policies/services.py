@@ -78,6 +78,13 @@ def latency_trouble(*, source: Telemetry, hostnames: list[str], now: float | Non
     return ""
 
 
+def _slo_trouble(action: PolicyAction, *, source: Telemetry, now: float | None) -> str:
+    """latency_trouble() for a kind whose actions slow the nodes down (power limits); "" for one that does not."""
+    if not policy_kind(action.policy.kind).guards_latency:
+        return ""
+    return latency_trouble(source=source, hostnames=action.hostnames, now=now)
+
+
 # --- dry run, approval, apply, revert -------------------------------------------------------------------------------
 
 
@@ -229,7 +236,7 @@ def apply(*, action: PolicyAction, user=None, now: float | None = None) -> Polic
                 {"state": f"Only an approved action can be applied; this one is {action.get_state_display()}."}
             )
         try:
-            trouble = latency_trouble(source=_source(), hostnames=action.hostnames, now=now)
+            trouble = _slo_trouble(action, source=_source(), now=now)
         except TelemetryError as error:
             raise PolicyError({"telemetry": f"Cannot judge the SLOs' headroom: {error}"}) from None
         if trouble:
@@ -284,7 +291,7 @@ def evaluate(*, policy: CostPolicy, now: float | None = None) -> str:
         source = telemetry()
         busy = policy.actions.filter(state__in=(ActionState.APPLYING, ActionState.REVERTING)).exists()
         for action in policy.actions.filter(state=ActionState.APPLIED):
-            trouble = latency_trouble(source=source, hostnames=action.hostnames, now=end)
+            trouble = _slo_trouble(action, source=source, now=end)
             risen = "" if trouble else kind.undo_reason(policy, action, source=source, now=end)
             if trouble or risen:
                 reason = f"SLO breach: {trouble}" if trouble else risen
@@ -310,7 +317,7 @@ def _propose(policy: CostPolicy, *, now: float, source: Telemetry) -> str:
         action = open_action or dry_run(policy=policy, now=now, trigger=ActionTrigger.EVALUATION)
     except PolicyError as error:
         return str(error.errors.get("policy", error))
-    trouble = latency_trouble(source=source, hostnames=action.hostnames, now=now)
+    trouble = _slo_trouble(action, source=source, now=now)
     if trouble:
         return f"held: {trouble}"
     if not policy.standing_approval:

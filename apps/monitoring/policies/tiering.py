@@ -166,6 +166,7 @@ class StorageTiering(PolicyKindSpec):
     parameters = StorageTieringParameters
     job_kind = JOB_KIND
     enforces = False  # a move stays moved: nothing to re-apply after a reboot
+    guards_latency = False  # moving idle files off a tier does not slow what runs: a burning SLO is no reason to undo
 
     def check_scope(self, parameters, *, nodes):
         tiers_of(parameters)
