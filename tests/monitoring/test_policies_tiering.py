@@ -227,3 +227,20 @@ def test_the_page_surveys_and_shows_the_files_summary_and_saving(policy, browser
     assert answer.status_code == 403
     action.refresh_from_db()
     assert action.state == ActionState.PROPOSED
+
+
+def test_the_evaluation_surveys_when_due_and_with_standing_approval_applies(policy, operator, run_shards):
+    policy.standing_approval = True
+    policy.save()
+    outcome = policies.evaluate(policy=policy)
+    assert "surveying" in outcome
+    assert "surveying" not in policies.evaluate(policy=policy)  # one survey at a time
+    survey = run_shards(Job.objects.get(kind="storage-tiering", parameters__mode="survey"))
+    assert survey.status == "succeeded" and policy.actions.get().state == ActionState.PROPOSED
+
+    outcome = policies.evaluate(policy=policy)
+
+    action = policy.actions.get()
+    assert "applying with standing approval" in outcome and action.state == ActionState.APPLYING
+    assert action.approval == "standing" and action.apply_job.requested_by is None
+    assert survey.requested_by is None  # the policy's own survey

@@ -64,6 +64,10 @@ class PolicyKindSpec:
         it proposes (storage tiering); None: propose() reads the telemetry."""
         return None
 
+    def survey_due(self, policy) -> bool:
+        """Whether the evaluation should start a survey now (none running, the newest too old to propose from)."""
+        return False
+
 
 POLICY_KINDS: dict[str, PolicyKindSpec] = {}
 

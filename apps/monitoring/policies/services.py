@@ -136,8 +136,10 @@ def dry_run(*, policy: CostPolicy, user=None, now: float | None = None, trigger:
 
 def survey(*, policy: CostPolicy, user):
     """Start the job that looks on the node before a dry run can propose (storage tiering: which files are idle,
-    which are open). Read-only on the node; its proposal is recorded when it succeeds. Returns the Job."""
-    _require(user, Role.OPERATOR, "requested_by")
+    which are open). Read-only on the node; its proposal is recorded when it succeeds. Returns the Job. `user` None
+    is the policy's own evaluation."""
+    if user is not None:
+        _require(user, Role.OPERATOR, "requested_by")
     found = policy_kind(policy.kind).survey(policy)
     if found is None:
         raise PolicyError({"policy": "This kind proposes from the telemetry: dry-run it, there is nothing to survey."})
@@ -316,7 +318,11 @@ def _propose(policy: CostPolicy, *, now: float, source: Telemetry) -> str:
     try:
         action = open_action or dry_run(policy=policy, now=now, trigger=ActionTrigger.EVALUATION)
     except PolicyError as error:
-        return str(error.errors.get("policy", error))
+        why_not = str(error.errors.get("policy", error))
+        if policy_kind(policy.kind).survey_due(policy):
+            job = survey(policy=policy, user=None)
+            return f"{why_not}; surveying (job {job.public_id})"
+        return why_not
     trouble = _slo_trouble(action, source=source, now=now)
     if trouble:
         return f"held: {trouble}"

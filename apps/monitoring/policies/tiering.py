@@ -120,6 +120,10 @@ def _stdout(job: Job, step: str) -> tuple[str, int | None] | None:
     return text, cell.exit_code
 
 
+def _fresh(survey: Job, policy) -> bool:
+    return survey.finished >= policy.updated and timezone.now() - survey.finished <= SURVEY_MAX_AGE
+
+
 def in_use_checkpoints(node: Node, source_path: str, candidates: list[str]) -> set[str]:
     """The newest checkpoint directory of each running (or interrupted) training job on the node whose checkpoints
     are under the source: what a restart or a recovery would load. Read from the workloads, so it holds even where
@@ -181,7 +185,7 @@ class StorageTiering(PolicyKindSpec):
         if survey is None or survey.status != JobStatus.SUCCEEDED:
             why = "no survey yet" if survey is None else f"the last survey {survey.status}"
             return None, f"{why}: survey {parameters['source_path']} on {node.hostname} first"
-        if survey.finished < policy.updated or timezone.now() - survey.finished > SURVEY_MAX_AGE:
+        if not _fresh(survey, policy):
             return None, "the last survey is older than the policy or than 6 hours: survey again"
         listing, open_files = _stdout(survey, FIND_IDLE), _stdout(survey, LIST_OPEN)
         if listing is None or open_files is None:
@@ -260,6 +264,13 @@ class StorageTiering(PolicyKindSpec):
             "min_bytes": parameters["min_size_mb"] * 10**6,
         }
         return parameters["node"], values
+
+    def survey_due(self, policy):
+        surveys = Job.objects.filter(kind=JOB_KIND, parameters__policy=str(policy.public_id), parameters__mode="survey")
+        if surveys.filter(finished=None).exists():
+            return False
+        newest = survey_of(policy)
+        return newest is None or not _fresh(newest, policy)
 
     def job_parameters(self, action, *, mode):
         return {"policy": str(action.policy.public_id), "action": str(action.public_id), "mode": mode}
