@@ -20,7 +20,7 @@ from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
 from apps.monitoring.choices import BmcProtocol, PolicyKind
-from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm
+from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm, StorageTieringForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
@@ -188,8 +188,13 @@ def service_validate(request: HttpRequest, public_id) -> HttpResponse:
 
 @login_required
 def policy_list(request: HttpRequest) -> HttpResponse:
-    """Every cost policy with its newest action; operators add a low-load power policy with the form."""
-    form = CostPolicyForm(request.POST or None) if request.user.has_role(Role.OPERATOR) else None
+    """Every cost policy with its newest action; operators add a low-load power or a storage-tiering policy."""
+    operator = request.user.has_role(Role.OPERATOR)
+    tiering_post = request.method == "POST" and request.POST.get("kind") == PolicyKind.STORAGE_TIERING
+    form = CostPolicyForm(None if tiering_post else (request.POST or None)) if operator else None
+    tiering_form = StorageTieringForm(request.POST if tiering_post else None) if operator else None
+    if tiering_post:
+        form = tiering_form  # the form that was posted is the one saved (or shown with its errors)
     if request.method == "POST":
         if form is None:
             return HttpResponse("Only operators define cost policies.", status=403)
@@ -202,7 +207,10 @@ def policy_list(request: HttpRequest) -> HttpResponse:
             return redirect("policy-detail", public_id=policy.public_id)
     rows = CostPolicy.objects.select_related("rack", "service")
     price = f"{settings.RACKPILOT_ENERGY_PRICE_PER_KWH:g} {settings.RACKPILOT_ENERGY_CURRENCY}/kWh"
-    return render(request, "monitoring/policies.html", {"policies": rows, "form": form, "price_note": price})
+    if tiering_post:
+        form = CostPolicyForm() if operator else None
+    context = {"policies": rows, "form": form, "tiering_form": tiering_form, "price_note": price}
+    return render(request, "monitoring/policies.html", context)
 
 
 @login_required

@@ -244,3 +244,22 @@ def test_the_evaluation_surveys_when_due_and_with_standing_approval_applies(poli
     assert "applying with standing approval" in outcome and action.state == ActionState.APPLYING
     assert action.approval == "standing" and action.apply_job.requested_by is None
     assert survey.requested_by is None  # the policy's own survey
+
+
+def test_the_page_creates_a_tiering_policy_and_names_a_bad_field(fleet, browser_as, operator, viewer):
+    url = reverse("policy-list")
+    fields = {"kind": "storage_tiering", "tiering-name": "hot-to-warm", "tiering-node": "gpu001"}
+    fields |= {"tiering-source_path": "/checkpoints", "tiering-age_days": 7, "tiering-min_size_mb": 0}
+    fields |= {"tiering-max_files": 1000}
+    assert browser_as(viewer).post(url, fields).status_code == 403
+    client = browser_as(operator)
+    refused = client.post(url, fields)
+    assert refused.status_code == 200 and "is not on a hot or warm tier volume" in refused.content.decode()
+    assert not CostPolicy.objects.exists()
+
+    saved = client.post(url, {**fields, "tiering-source_path": "/scratch/ckpt"})
+
+    assert saved.status_code == 302
+    policy = CostPolicy.objects.get()
+    assert policy.kind == "storage_tiering" and policy.parameters["source_path"] == "/scratch/ckpt"
+    assert policy.created_by == operator
