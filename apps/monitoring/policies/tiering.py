@@ -199,19 +199,18 @@ class StorageTiering(PolicyKindSpec):
         found = [file for file in found if file.path.startswith(root + "/")]
         kept_dirs = in_use_checkpoints(node, root, [file.path for file in found])
         notes, plan = [], []
-        open_here = [file for file in found if file.path in held]
+        open_here = {file.path for file in found if file.path in held}
         if open_here:
             notes.append(f"{len(open_here)} file(s) left: a running process holds them open (lsof)")
-        in_use = [
-            file
+        in_use = {
+            file.path
             for file in found
-            if file not in open_here and any(file.path.startswith(kept + "/") for kept in kept_dirs)
-        ]
+            if file.path not in open_here and any(file.path.startswith(kept + "/") for kept in kept_dirs)
+        }
         if in_use:
             notes.append(f"{len(in_use)} file(s) left: the newest checkpoint of a running job ({', '.join(kept_dirs)})")
-        movable = sorted(
-            (file for file in found if file not in open_here and file not in in_use), key=lambda file: file.atime
-        )
+        left = open_here | in_use
+        movable = sorted((file for file in found if file.path not in left), key=lambda file: file.atime)
         limit = parameters["max_files"]
         if len(movable) > limit:
             notes.append(f"{len(movable) - limit} more file(s) left for the next action (max_files {limit})")

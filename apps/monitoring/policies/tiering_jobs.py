@@ -15,7 +15,7 @@ from rest_framework import serializers
 from apps.jobs.choices import EventLevel, JobStatus, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.choices import ActionState
+from apps.monitoring.choices import ActionState, PolicyKind
 from apps.monitoring.models import CostPolicy, PolicyAction
 from apps.monitoring.policies.base import record_proposal
 from apps.monitoring.policies.tiering import JOB_KIND
@@ -50,7 +50,7 @@ class StorageTieringJobParameters(serializers.Serializer):
     min_bytes = serializers.IntegerField(min_value=0, required=False, help_text="survey: at least this large.")
 
     def validate(self, attrs):
-        if not CostPolicy.objects.filter(public_id=attrs["policy"], kind="storage_tiering").exists():
+        if not CostPolicy.objects.filter(public_id=attrs["policy"], kind=PolicyKind.STORAGE_TIERING).exists():
             raise serializers.ValidationError({"policy": ["No such storage-tiering policy."]})
         needs = ("directory", "age_days", "min_bytes") if attrs["mode"] == "survey" else ("action",)
         missing = [name for name in needs if name not in attrs]
