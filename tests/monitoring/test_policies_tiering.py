@@ -2,6 +2,7 @@
 files held open and a running job's newest checkpoint left alone, apply (moves and a manifest), revert (moves them
 back), one argv element per path whatever its characters, bad parameters and viewers refused."""
 
+import asyncio
 import datetime as dt
 import shlex
 
@@ -12,6 +13,7 @@ from django.utils import timezone
 from apps.core.models import AuditEntry
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
+from apps.jobs.kinds import StepSpec
 from apps.jobs.models import Job
 from apps.monitoring.choices import ActionState
 from apps.monitoring.models import CostPolicy, PolicyAction
@@ -19,6 +21,8 @@ from apps.monitoring.policies import services as policies
 from apps.monitoring.policies.tiering import in_use_checkpoints
 from apps.monitoring.policies.tiering import summary as tiering_summary
 from apps.monitoring.policies.tiering_commands import move_argv
+from apps.monitoring.policies.tiering_jobs import MOVE, StorageTieringJob
+from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import shell_join
 from apps.parsers.files import parse_find_printf
 from apps.simulator import services as simulator
@@ -263,3 +267,30 @@ def test_the_page_creates_a_tiering_policy_and_names_a_bad_field(fleet, browser_
     policy = CostPolicy.objects.get()
     assert policy.kind == "storage_tiering" and policy.parameters["source_path"] == "/scratch/ckpt"
     assert policy.created_by == operator
+
+
+def test_a_file_opened_since_the_proposal_is_left_at_apply_time():
+    """The apply job's own lsof (check) wins over the proposal: an open file is neither stat'ed nor moved, and is
+    named; leaving it is no failure."""
+    kind = StorageTieringJob()
+    kind.mode = "apply"
+    kind.moves = [("/scratch/a b.pt", "/shared/a b.pt", 3), ("/scratch/open.pt", "/shared/open.pt", 5)]
+    kind.open_now = {"/scratch/open.pt"}
+    sizes = {"/scratch/a b.pt": 3, "/scratch/open.pt": 5}
+    ran = []
+
+    async def run(argv, timeout):
+        ran.append(argv)
+        if argv[0] == "mv":
+            sizes[argv[-1]] = sizes.pop(argv[-2])
+        if argv[0] == "find":
+            size = sizes.get(argv[1])
+            return CommandResult(exit_code=0 if size else 1, stdout=f"{size} 1.0 {argv[1]}\n".encode() if size else b"")
+        return CommandResult(exit_code=0)
+
+    result = asyncio.run(kind.step_runner(StepSpec(MOVE, ""))(NodeTarget("gpu001", "gpu001"), run))
+
+    assert not any("/scratch/open.pt" in argv for argv in ran)
+    assert ["mv", "-n", "-T", "--", "/scratch/a b.pt", "/shared/a b.pt"] in ran
+    assert kind.done == [{"source": "/scratch/a b.pt", "destination": "/shared/a b.pt", "size_bytes": 3}]
+    assert result.ok and kind.left == ["/scratch/open.pt: open now, left"]

@@ -103,7 +103,8 @@ class StorageTieringJob(JobKind):
         self.watched: list[str] = []  # directories whose open files block a move
         self.open_now: set[str] | None = set()
         self.done: list[dict] = []
-        self.problems: list[str] = []
+        self.left: list[str] = []  # files left on purpose (open now, gone): named, not a failure
+        self.problems: list[str] = []  # moves that failed
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         if parameters["mode"] == "survey":
@@ -152,13 +153,13 @@ class StorageTieringJob(JobKind):
             results, made = [], set()
             for source, destination, size in self.moves:
                 if source in (self.open_now or set()):
-                    self.problems.append(f"{source}: open now, left")
+                    self.left.append(f"{source}: open now, left")
                     continue
                 if _size(await run(stat_argv(source), 60.0)) is None:
                     if _size(await run(stat_argv(destination), 60.0)) == size:  # moved by an earlier try of this run
                         self.done.append({"source": source, "destination": destination, "size_bytes": size})
                     else:
-                        self.problems.append(f"{source}: not there any more, left")
+                        self.left.append(f"{source}: not there any more, left")
                     continue
                 parent = destination.rsplit("/", 1)[0]
                 if parent not in made:
@@ -195,9 +196,13 @@ class StorageTieringJob(JobKind):
             moved = len(self.done)
             summary = f"{moved} of {len(self.moves)} moved, read back"
             if self.problems:
-                summary += f"; {len(self.problems)} left: {self.problems[0]}"
+                summary += f"; {len(self.problems)} failed: {self.problems[0]}"
+            if self.left:
+                summary += f"; {len(self.left)} left: {self.left[0]}"
             status = StepStatus.SUCCEEDED if result.ok else StepStatus.FAILED
-            return CellRecord(status, summary[:300], {"moved": moved, "left": len(self.problems)})
+            return CellRecord(
+                status, summary[:300], {"moved": moved, "failed": len(self.problems), "left": len(self.left)}
+            )
         return super().cell_record(target, step, result)
 
     def shard_finished(self, job, shard) -> None:
@@ -212,7 +217,7 @@ class StorageTieringJob(JobKind):
                 back = {entry["destination"] for entry in self.done}  # moved back: `destination` is where it was
                 action.manifest = [entry for entry in action.manifest if entry["source"] not in back]
             action.save()
-        for problem in self.problems:
+        for problem in self.left + self.problems:
             emit(job, problem, level=EventLevel.WARNING, step=MOVE)
 
     def job_finished(self, job) -> None:
