@@ -169,6 +169,7 @@ MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room 
 HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
 HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"  # an RDMA device, optionally :port
 MAX_MPI_HOSTS = 1024  # in one mpirun -H value
+FILE_PATH = r"/(?!\.\.(?:/|\Z))(?:[^\x00\n/]|/(?!/|\.\.(?:/|\Z))){0,4095}"
 
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
 PLACEHOLDERS: dict[str, Placeholder] = {
@@ -229,6 +230,17 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "slurm_reason": Placeholder(
         r"Reason=[A-Za-z0-9 _.,:/#@+=()-]{1,200}", "Reason= letters, digits, spaces, . , : / # @ + = ( ) -"
     ),
+    # Storage tiering: how old (days) and how large (bytes) a file must be to move, and the files themselves. A
+    # file's name is whatever its owner chose (spaces, quotes, $ and ; included), so `file`/`file_to` admit any
+    # character but NUL and newline, never a `..` segment: such a value is only ever one argv element after `--`,
+    # and the ssh transport's quoting keeps it one word.
+    "directory": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}", "an absolute directory path"
+    ),
+    "older_than_days": Placeholder(r"\+[0-9]{1,5}", "+N (more than N whole days, find -atime)"),
+    "larger_than_bytes": Placeholder(r"\+[0-9]{1,15}c", "+Nc (more than N bytes, find -size)"),
+    "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
+    "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
 }
 
 

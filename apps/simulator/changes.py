@@ -10,6 +10,8 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``software:<name>`` str (driver, cuda, nccl, openmpi, torch, tensorflow)
 - ``file:<absolute path>`` str content
 - ``removed:<absolute path>`` int: what ``rm -rf`` of a training run's checkpoint freed, in bytes (on its volume)
+- ``tiered:<digest of a file's first path>`` {"from": first path, "to": where it is now}: a modelled file `mv` moved
+  (apps/simulator/tools/files.py)
 - ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
@@ -101,6 +103,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         if volume is None:
             return False
         volume.freed_bytes += int(value or 0)
+    elif family == "tiered" and isinstance(value, dict):
+        state.relocated[str(value["from"])] = str(value["to"])
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
     else:

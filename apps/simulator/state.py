@@ -257,6 +257,7 @@ class SimulatedNode:
     openmpi_version: str = OPENMPI_VERSION
     python_packages: dict[str, str] = field(default_factory=dict)  # torch, tensorflow: version
     files: dict[str, str] = field(default_factory=dict)  # absolute path: content
+    relocated: dict[str, str] = field(default_factory=dict)  # where `mv` put a modelled file: first path -> now
     ptp_synchronised: bool = True
 
     @property
