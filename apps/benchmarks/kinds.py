@@ -98,16 +98,6 @@ COMMANDS = (
             "nccl_step_factor",
         ),
     ),
-    Command("ethtool-link", ("ethtool", "{interface}"), "Link settings of one interface.", placeholders=("interface",)),
-    Command(
-        "mlnx-qos", ("mlnx_qos", "-i", "{interface}"), "PFC and trust of one interface.", placeholders=("interface",)
-    ),
-    Command(
-        "ethtool-stats",
-        ("ethtool", "-S", "{interface}"),
-        "A NIC's counters (drops, pause frames per priority, CRC errors, link-down events).",
-        placeholders=("interface",),
-    ),
 )
 for _command in COMMANDS:
     if _command.name not in CATALOGUE:
@@ -235,7 +225,7 @@ class NcclTests(JobKind):
         ip_link = await run(CATALOGUE["ip-link"].build(), 30.0)
         readings["ip_link"] = ip_link.stdout.decode("utf-8", errors="replace") if ip_link.ok else ""
         for link in links:
-            for key, command in (("ethtool", "ethtool-link"), ("mlnx_qos", "mlnx-qos")):
+            for key, command in (("ethtool", "ethtool"), ("mlnx_qos", "mlnx-qos")):
                 result = await run(CATALOGUE[command].build(interface=link["nic"]), 30.0)
                 readings[key][link["nic"]] = result.stdout.decode("utf-8", errors="replace") if result.ok else ""
         return readings

@@ -16,12 +16,6 @@ COMMANDS = (
         "The last lines of a log file (a training job's launcher log).",
         placeholders=("number", "path"),
     ),
-    Command(
-        "ethtool-stats",
-        ("ethtool", "-S", "{interface}"),
-        "A NIC's counters (drops, pause frames per priority, CRC errors, link-down events).",
-        placeholders=("interface",),
-    ),
 )
 RECOVERY_COMMANDS = (
     Command(

@@ -364,6 +364,12 @@ for _command in (
         placeholders=("interface",),
     ),
     Command(
+        "ethtool-stats",
+        ("ethtool", "-S", "{interface}"),
+        "A NIC's counters (drops, pause frames per priority, CRC errors, link-down events).",
+        placeholders=("interface",),
+    ),
+    Command(
         "mlnx-qos",
         ("mlnx_qos", "-i", "{interface}"),
         "Trust mode and PFC priorities of a Mellanox interface.",
