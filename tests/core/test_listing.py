@@ -216,3 +216,21 @@ def test_the_audit_log_sorts_and_its_exports_follow(browser_as, viewer, operator
     assert [row[1] for row in exported[1:]][:2] == ["operator", "admin"]
     assert page.get(reverse("audit-log"), {"sort": "nope"}).status_code == 400
     assert page.get(reverse("audit-export-csv"), {"sort": "nope"}).status_code == 400
+
+
+def test_a_filter_that_joins_still_sorts_by_a_related_column(browser_as, viewer):
+    # The incident list's node filter is a DISTINCT query; sorting it by a joined column must still work (PostgreSQL
+    # wants ORDER BY expressions in a DISTINCT's select list).
+    node = make_node(hostname="gpu777")
+    for title in ("one", "two"):
+        Incident.objects.create(title=title, node=node)
+    Incident.objects.create(title="elsewhere", node=make_node())
+    page = browser_as(viewer)
+    for sort in ("about", "-about", "-opened"):
+        response = page.get(reverse("incident-list"), {"node": "gpu777", "sort": sort})
+        assert response.status_code == 200
+        assert sorted(incident.title for incident in response.context["object_list"]) == ["one", "two"]
+    run = BenchmarkRun.objects.create(suite="nccl", transport="sim", summary="on gpu777")
+    run.nodes.add(node)
+    rows = _csv(page.get(reverse("benchmarks"), {"node": "gpu777", "sort": "-by", "export": "csv"}))
+    assert [row[7] for row in rows[1:]] == ["on gpu777"]
