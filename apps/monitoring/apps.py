@@ -10,8 +10,8 @@ class MonitoringConfig(AppConfig):
         # Registers the `bmc-poll` job kind, the dashboard's telemetry health, the node page's BMC section and the
         # racks' measured draw.
         from apps.inventory.dashboard import register_panel
-        from apps.inventory.node_sections import register_node_section
         from apps.inventory.power import register_measured_source
+        from apps.inventory.sections import NODE_PAGE
         from apps.monitoring import gpuhours, health, kinds, services, signals  # noqa: F401
         from apps.monitoring.panels import node_bmc_context, racks_power
         from apps.monitoring.policies import services as policies  # noqa: F401 (the power-limit kind)
@@ -29,4 +29,4 @@ class MonitoringConfig(AppConfig):
             name="gpu-hours", template="monitoring/partials/gpu_hours_panel.html", context=gpuhours.dashboard_panel
         )
         register_measured_source(racks_power)
-        register_node_section(name="bmc", template="monitoring/partials/node_bmc.html", context=node_bmc_context)
+        NODE_PAGE.register(name="bmc", template="monitoring/partials/node_bmc.html", context=node_bmc_context)
