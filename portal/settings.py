@@ -204,7 +204,7 @@ REST_FRAMEWORK = {
         "apps.core.filters.KnownQueryParameters",
         "django_filters.rest_framework.DjangoFilterBackend",
         "apps.core.filters.DocumentedSearchFilter",
-        "rest_framework.filters.OrderingFilter",
+        "apps.core.filters.ListOrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",

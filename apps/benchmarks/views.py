@@ -23,7 +23,7 @@ from apps.benchmarks.choices import (
     BurnLoad,
     Suite,
 )
-from apps.benchmarks.filters import BenchmarkRunFilterSet
+from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS, BenchmarkRunFilterSet
 from apps.benchmarks.forms import BenchmarkForm, TimelineCompareForm
 from apps.benchmarks.models import (
     Baseline,
@@ -36,23 +36,34 @@ from apps.benchmarks.models import (
     Suspect,
     TimelineAnalysis,
 )
+from apps.core.listing import Listing
 from apps.jobs.forms import flat_messages
 from apps.workloads.models import TrainingJob
 
 
 def _list_page(request, form: BenchmarkForm, status: int = 200):
-    runs = BenchmarkRunFilterSet(request.GET, queryset=BenchmarkRun.objects.visible_to(request.user)).qs
-    page = Paginator(runs.select_related("requested_by").order_by("-created", "-id"), 25).get_page(
-        request.GET.get("page")
+    runs = BenchmarkRun.objects.visible_to(request.user).select_related("requested_by")
+    filters = BenchmarkRunFilterSet(request.GET, queryset=runs)  # the same filters as GET /api/benchmarks/
+    filters.form.auto_id = "filter_%s"  # the start form above has fields of the same names
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else runs.none(),
+        BENCHMARK_RUN_COLUMNS,
+        default_sort="-started",
+        per_page=25,
+        filename="benchmark-runs",
     )
+    if shown.wants_export:
+        return shown.export()
     context = {
-        "page": page,
+        **shown.context(),
+        "filter": filters,
         "form": form,
         "suites": Suite.choices,
         "references": Reference.objects.all(),
         "measurement_references": MeasurementReference.objects.all(),
     }
-    return render(request, "benchmarks/benchmark_list.html", context, status=status)
+    return render(request, "benchmarks/benchmark_list.html", context, status=max(status, shown.status))
 
 
 @login_required

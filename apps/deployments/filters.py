@@ -2,6 +2,7 @@
 
 import django_filters
 
+from apps.core.listing import Column
 from apps.deployments.choices import DeploymentState
 from apps.deployments.models import AcceptanceCriterion, Deployment, Suggestion
 
@@ -12,6 +13,33 @@ class DeploymentFilterSet(django_filters.FilterSet):
     class Meta:
         model = Deployment
         fields = ["name", "state"]
+
+
+def latest_run(deployment):
+    """The deployment's newest run, from its prefetched runs."""
+    return max(deployment.runs.all(), key=lambda run: run.number, default=None)
+
+
+def _latest_run_cell(deployment) -> str:
+    run = latest_run(deployment)
+    return f"run {run.number} {run.job.get_status_display().lower()}" if run else ""
+
+
+# The deployment list's columns (deployments annotated with `node_count`, runs and their jobs prefetched), and
+# GET /api/deployments/'s `ordering` fields.
+DEPLOYMENT_COLUMNS = (
+    Column("name", "Name", lambda deployment: deployment.name),
+    Column("state", "State", lambda deployment: deployment.get_state_display()),
+    Column("nodes", "Nodes", lambda deployment: deployment.node_count, order="node_count"),
+    Column("latest_run", "Latest run", _latest_run_cell, order=None),
+    Column("created", "Created", lambda deployment: deployment.created.isoformat()),
+    Column(
+        "created_by",
+        "Created by",
+        lambda deployment: deployment.created_by.username if deployment.created_by else "",
+        order="created_by__username",
+    ),
+)
 
 
 class SuggestionFilterSet(django_filters.FilterSet):

@@ -15,11 +15,12 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.listing import Listing
 from apps.deployments import cluster, node_operations, report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
 from apps.deployments.context import StoredPlanInvalid
-from apps.deployments.filters import DeploymentFilterSet
+from apps.deployments.filters import DEPLOYMENT_COLUMNS, DeploymentFilterSet, latest_run
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.deployments.steps import STEPS
@@ -81,16 +82,20 @@ def deployment_list(request):
         .select_related("created_by")
         .prefetch_related("runs__job")
         .annotate(node_count=Count("nodes", distinct=True))
-        .order_by("-created", "-id")
     )
     filters = DeploymentFilterSet(request.GET, queryset=deployments)  # the same filters as GET /api/deployments/
-    deployments = filters.qs
-    rows = []
-    for deployment in deployments:
-        runs = sorted(deployment.runs.all(), key=lambda run: run.number)
-        rows.append({"deployment": deployment, "nodes": deployment.node_count, "run": runs[-1] if runs else None})
-    context = {"rows": rows, "state": request.GET.get("state", ""), "states": DeploymentState.choices}
-    return render(request, "deployments/deployment_list.html", context)
+    shown = Listing(
+        request, filters.qs, DEPLOYMENT_COLUMNS, default_sort="-created", per_page=50, filename="deployments"
+    )
+    if shown.wants_export:
+        return shown.export()
+    context = shown.context()
+    context |= {
+        "rows": [{"deployment": d, "run": latest_run(d)} for d in context["object_list"]],
+        "state": request.GET.get("state", ""),
+        "states": DeploymentState.choices,
+    }
+    return render(request, "deployments/deployment_list.html", context, status=shown.status)
 
 
 # --- the wizard -------------------------------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.listing import Listing
 from apps.diagnosis import rehearsal, services
 from apps.diagnosis.choices import Problem, RemediationState
+from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.forms import IncidentForm, RehearsalForm, TriageForm
 from apps.diagnosis.models import Evidence, Hypothesis, Incident
 
@@ -40,11 +42,26 @@ def triage(request):
     return render(request, "diagnosis/triage.html", context, status=status)
 
 
+def _incident_list(request, form, *, status: int = 200):
+    incidents = Incident.objects.select_related("training_job", "node", "recurrence_of")
+    filters = IncidentFilterSet(request.GET, queryset=incidents)  # the same filters as GET /api/incidents/
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else incidents.none(),
+        INCIDENT_COLUMNS,
+        default_sort="-opened",
+        per_page=50,
+        filename="incidents",
+    )
+    if shown.wants_export:
+        return shown.export()
+    context = {**shown.context(), "filter": filters, "form": form}
+    return render(request, "diagnosis/incident_list.html", context, status=max(status, shown.status))
+
+
 @login_required
 def incident_list(request):
-    incidents = Incident.objects.select_related("training_job", "node", "recurrence_of").order_by("-created")[:200]
-    form = IncidentForm() if request.user.has_role(Role.OPERATOR) else None
-    return render(request, "diagnosis/incident_list.html", {"incidents": incidents, "form": form})
+    return _incident_list(request, IncidentForm() if request.user.has_role(Role.OPERATOR) else None)
 
 
 @role_required(Role.OPERATOR)
@@ -67,8 +84,7 @@ def incident_open(request):
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:
             return redirect("incident-detail", public_id=incident.public_id)
-    incidents = Incident.objects.select_related("training_job", "node").order_by("-created")[:200]
-    return render(request, "diagnosis/incident_list.html", {"incidents": incidents, "form": form}, status=400)
+    return _incident_list(request, form, status=400)
 
 
 def _incident(public_id) -> Incident:

@@ -5,8 +5,11 @@ import uuid
 from django.db.models import Q
 from django_filters import rest_framework as filters
 
+from apps.core.listing import Column
 from apps.discovery.choices import DifferenceState, ObjectType
 from apps.discovery.models import Difference, NodeFacts
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
 
 
 def _node_query(prefix: str, value: str) -> Q:
@@ -41,3 +44,28 @@ class NodeFactsFilterSet(filters.FilterSet):
 
     def filter_node(self, queryset, name, value):
         return queryset.filter(_node_query("node__", value))
+
+
+class DiscoveryRunFilterSet(filters.FilterSet):
+    """The discovery page's runs (jobs of the discover kind), by status; GET /api/jobs/?kind=discover lists them too."""
+
+    status = filters.MultipleChoiceFilter(choices=JobStatus.choices)
+
+    class Meta:
+        model = Job
+        fields = ["status"]
+
+
+# The discovery page's runs (services.discovery_jobs: with their open and filled difference counts).
+DISCOVERY_RUN_COLUMNS = (
+    Column("started", "Started", lambda job: job.created.isoformat(), order="created"),
+    Column("status", "Status", lambda job: job.get_status_display()),
+    Column("nodes", "Nodes", lambda job: job.node_count, order="node_count"),
+    Column("transport", "Transport", lambda job: job.transport),
+    Column("open", "Open differences", lambda job: job.open_count, order="open_count"),
+    Column("filled", "Filled in", lambda job: job.filled_count, order="filled_count"),
+    Column(
+        "by", "By", lambda job: job.requested_by.username if job.requested_by else "", order="requested_by__username"
+    ),
+    Column("job", "Job", lambda job: str(job.public_id), order=None),
+)

@@ -11,8 +11,10 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.listing import Listing
 from apps.discovery import services
 from apps.discovery.choices import DifferenceState
+from apps.discovery.filters import DISCOVERY_RUN_COLUMNS, DiscoveryRunFilterSet
 from apps.discovery.forms import DiscoverForm
 from apps.discovery.models import Difference, NodeFacts
 from apps.inventory.models import Node
@@ -20,8 +22,21 @@ from apps.jobs.models import Job
 
 
 def _list_page(request, form: DiscoverForm, status: int = 200):
-    page = Paginator(services.discovery_jobs(), 25).get_page(request.GET.get("page"))
-    return render(request, "discovery/job_list.html", {"page": page, "form": form}, status=status)
+    runs = services.discovery_jobs()
+    filters = DiscoveryRunFilterSet(request.GET, queryset=runs)
+    filters.form.auto_id = "filter_%s"  # beside the start form
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else runs.none(),
+        DISCOVERY_RUN_COLUMNS,
+        default_sort="-started",
+        per_page=25,
+        filename="discovery-runs",
+    )
+    if shown.wants_export:
+        return shown.export()
+    context = {**shown.context(), "filter": filters, "form": form}
+    return render(request, "discovery/job_list.html", context, status=max(status, shown.status))
 
 
 @login_required

@@ -10,6 +10,7 @@ import django_filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q
 
+from apps.core.listing import Column
 from apps.core.text import echo
 from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import (
@@ -137,6 +138,51 @@ class NodeFilterSet(django_filters.FilterSet):
         # A subquery, not a join: joining GPUs would multiply rows and the list's GPU counts.
         unhealthy = Exists(Gpu.objects.filter(node=OuterRef("pk"), health__in=UNHEALTHY_GPU))
         return queryset.filter(unhealthy if value else ~unhealthy)
+
+
+# The node list's columns: what its page sorts by and its CSV export writes (GET /api/nodes/ orders by the same fields).
+NODE_COLUMNS = (
+    Column("hostname", "Host name", lambda node: node.hostname),
+    Column("role", "Role", lambda node: node.get_role_display()),
+    Column("status", "Status", lambda node: node.get_status_display() + (" (drained)" if node.is_drained else "")),
+    Column("rack", "Rack", lambda node: node.rack.name if node.rack else "", order="rack__name"),
+    Column("position", "Position", lambda node: node.rack_units, order="u_position"),
+    Column("gpus", "GPUs", lambda node: node.gpu_count, order="gpu_count"),
+    Column("gpu_sku", "GPU SKU", lambda node: node.gpu_sku.name if node.gpu_sku else "", order="gpu_sku__name"),
+    Column("nics", "NICs", lambda node: node.nic_count, order="nic_count"),
+    Column("management_ip", "Management IP", lambda node: node.management_ip or ""),
+    Column("tags", "Tags", lambda node: " ".join(tag.slug for tag in node.tags.all()), order=None),
+)
+
+
+# The racks list's columns (racks annotated by power.with_power, then power.attach_power); the measured draw comes
+# from readings outside the inventory's tables, so it is shown and exported but not sorted on.
+RACK_COLUMNS = (
+    Column("name", "Rack", lambda rack: rack.name),
+    Column("site", "Site", lambda rack: rack.site.name, order="site__name"),
+    Column("row", "Row", lambda rack: rack.row),
+    Column("position", "Position", lambda rack: rack.position),
+    Column("u_height", "Height (U)", lambda rack: rack.u_height),
+    Column("nodes", "Nodes", lambda rack: rack.node_count, order="node_count"),
+    Column("budget_kw", "Budget (kW)", lambda rack: rack.power_budget_kw, order="power_budget_kw"),
+    Column("full_load_kw", "Full load (kW)", lambda rack: rack.power.full_load_kw, order="full_load_w"),
+    Column(
+        "measured_kw",
+        "Measured (kW)",
+        lambda rack: "" if rack.power.measured is None else rack.power.measured_kw,
+        order=None,
+    ),
+)
+
+SWITCH_COLUMNS = (
+    Column("name", "Name", lambda switch: switch.name),
+    Column("tier", "Tier", lambda switch: switch.get_tier_display()),
+    Column("plane", "Plane", lambda switch: switch.plane),
+    Column("rack", "Rack", lambda switch: switch.rack.name if switch.rack else "", order="rack__name"),
+    Column("model", "Model", lambda switch: switch.model),
+    Column("cabled", "Ports cabled", lambda switch: f"{switch.cabled} of {switch.port_count}"),
+    Column("port_speed_gbps", "Port speed (Gb/s)", lambda switch: switch.port_speed_gbps),
+)
 
 
 class SiteFilterSet(django_filters.FilterSet):

@@ -4,9 +4,10 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from apps.inventory import power
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
     NODE_STATUS_COLOURS,
@@ -16,9 +17,6 @@ from apps.inventory.choices import (
     NodeStatus,
 )
 from apps.inventory.models import Gpu, Node, Rack, SshHostKey
-
-# What a node of each kind draws at full load, for the rack power estimate (8 x 700 W GPUs plus the host).
-HOST_OVERHEAD_W = 2000
 
 
 @dataclass(frozen=True)
@@ -74,15 +72,10 @@ def rack_elevation(rack: Rack) -> list[RackSlot]:
 
 
 def racks_with_power():
-    """Racks with their node count and an estimate of full-load power against their budget."""
-    racks = Rack.objects.select_related("site").annotate(
-        node_count=Count("nodes", distinct=True),
-        gpu_tdp_w=Sum("nodes__gpus__sku__tdp_w"),
-    )
-    for rack in racks:
-        load_kw = ((rack.gpu_tdp_w or 0) + rack.node_count * HOST_OVERHEAD_W) / 1000
-        rack.estimated_load_kw = round(load_kw, 1)
-        rack.power_share = load_kw / float(rack.power_budget_kw) if rack.power_budget_kw else 0
+    """Racks with their node count and the full-load estimate against their budget (power.with_power)."""
+    for rack in power.with_power(Rack.objects.select_related("site")):
+        rack.estimated_load_kw = round(rack.full_load_w / 1000, 1)
+        rack.power_share = rack.full_load_w / (float(rack.power_budget_kw) * 1000)
         yield rack
 
 

@@ -4,7 +4,7 @@ from apps.inventory import views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
-    path("nodes/", views.NodeListView.as_view(), name="node-list"),
+    path("nodes/", views.node_list, name="node-list"),
     path("nodes/bulk/", views.node_bulk, name="node-bulk"),
     path("nodes/<uuid:public_id>/drain/", views.node_drain, name="node-drain"),
     path("nodes/<uuid:public_id>/undrain/", views.node_undrain, name="node-undrain"),
@@ -17,7 +17,7 @@ urlpatterns = [
     path("switches/<uuid:public_id>/", views.switch_detail, name="switch-detail"),
     path("racks/<uuid:public_id>/", views.rack_detail, name="rack-detail"),
     path("inventory/transfer/", views.transfer_page, name="inventory-transfer"),
-    path("audit/", views.AuditLogView.as_view(), name="audit-log"),
+    path("audit/", views.audit_log, name="audit-log"),
     path("audit/export.csv", views.audit_export, {"fmt": "csv"}, name="audit-export-csv"),
     path("audit/export.json", views.audit_export, {"fmt": "json"}, name="audit-export-json"),
 ]

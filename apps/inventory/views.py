@@ -4,25 +4,30 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from django.views.generic import ListView
-from django_filters.views import FilterView
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.accounts.permissions import may_decide_host_keys
-from apps.core import audit, csvsafe
+from apps.core import audit
 from apps.core.filters import AuditEntryFilter
+from apps.core.listing import SORT_PARAM, Column, Listing, SortRefused, csv_lines, sorted_rows
 from apps.core.models import AuditEntry
 from apps.inventory import dashboard as panels
-from apps.inventory import fabric, services, transfer
-from apps.inventory.filters import NodeFilterSet
+from apps.inventory import fabric, power, services, transfer
+from apps.inventory.filters import (
+    NODE_COLUMNS,
+    RACK_COLUMNS,
+    SWITCH_COLUMNS,
+    NodeFilterSet,
+    RackFilterSet,
+    SwitchFilterSet,
+)
 from apps.inventory.forms import TRANSFER_FORMATS, BulkNodeForm, DrainForm, ImportForm, NodeForm
 from apps.inventory.models import Nic, Node, Rack, SshHostKey, Switch
 from apps.inventory.sections import NODE_PAGE, SWITCH_PAGE
@@ -45,24 +50,29 @@ def dashboard(request):
     )
 
 
-class NodeListView(LoginRequiredMixin, FilterView):
-    filterset_class = NodeFilterSet
-    template_name = "inventory/node_list.html"
-    paginate_by = 50
-    # strict (django-filter's default): a filter that is not valid (a rack that does not exist) shows its error
-    # and no rows, never every node as if nothing had been asked.
-
-    def get_queryset(self):
-        return Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        query = self.request.GET.copy()
-        query.pop("page", None)
-        context["query_without_page"] = query.urlencode()
-        context["bulk_form"] = BulkNodeForm()
-        context["may_drain"] = self.request.user.has_role(Role.OPERATOR)
-        return context
+@login_required
+def node_list(request):
+    # A filter that is not valid (a rack that does not exist) shows its error and no rows, never every node as if
+    # nothing had been asked.
+    nodes = Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")
+    filters = NodeFilterSet(request.GET, queryset=nodes)
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else nodes.none(),
+        NODE_COLUMNS,
+        default_sort="hostname",
+        per_page=50,
+        filename="nodes",
+    )
+    if shown.wants_export:
+        return shown.export()
+    context = {
+        **shown.context(),
+        "filter": filters,
+        "bulk_form": BulkNodeForm(),
+        "may_drain": request.user.has_role(Role.OPERATOR),
+    }
+    return render(request, "inventory/node_list.html", context, status=shown.status)
 
 
 @login_required
@@ -169,19 +179,43 @@ def trust_host_key(request, public_id, key_id):
 
 @login_required
 def rack_list(request):
-    racks = Rack.objects.select_related("site").prefetch_related("nodes", "switches")
-    elevations = [(rack, services.rack_elevation(rack)) for rack in racks]
-    return render(request, "inventory/rack_list.html", {"elevations": elevations})
+    racks = power.with_power(Rack.objects.select_related("site"))
+    filters = RackFilterSet(request.GET, queryset=racks)
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else racks.none(),
+        RACK_COLUMNS,
+        default_sort="name",
+        per_page=50,
+        filename="racks",
+    )
+    if shown.wants_export:
+        return shown.export(prepare=power.attach_power)  # the measured draw, read a chunk of racks at a time
+    context = shown.context()
+    racks = power.attach_power(context["object_list"])
+    context |= {
+        "object_list": racks,
+        "filter": filters,
+        "platform_w": power.PLATFORM_W,
+        "elevations": [(rack, services.rack_elevation(rack)) for rack in racks],
+    }
+    return render(request, "inventory/rack_list.html", context, status=shown.status)
 
 
 @login_required
 def rack_detail(request, public_id):
-    rack = get_object_or_404(Rack.objects.select_related("site"), public_id=public_id)
+    rack = get_object_or_404(power.with_power(Rack.objects.select_related("site")), public_id=public_id)
+    power.attach_power([rack])
     nodes = rack.nodes.with_counts().order_by("-u_position")
     return render(
         request,
         "inventory/rack_detail.html",
-        {"rack": rack, "elevation": services.rack_elevation(rack), "nodes": nodes},
+        {
+            "rack": rack,
+            "elevation": services.rack_elevation(rack),
+            "nodes": nodes,
+            "platform_w": power.PLATFORM_W,
+        },
     )
 
 
@@ -190,7 +224,19 @@ def switch_list(request):
     switches = Switch.objects.select_related("site", "rack").annotate(
         cabled=Count("cables_as_a", distinct=True) + Count("cables_as_b", distinct=True)
     )
-    return render(request, "inventory/switch_list.html", {"switches": switches})
+    filters = SwitchFilterSet(request.GET, queryset=switches)
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else switches.none(),
+        SWITCH_COLUMNS,
+        default_sort="name",
+        per_page=100,
+        filename="switches",
+    )
+    if shown.wants_export:
+        return shown.export()
+    context = {**shown.context(), "filter": filters}
+    return render(request, "inventory/switch_list.html", context, status=shown.status)
 
 
 @login_required
@@ -245,25 +291,37 @@ def transfer_page(request):
     return render(request, "inventory/transfer.html", {"form": form, "problems": problems, "formats": TRANSFER_FORMATS})
 
 
-class AuditLogView(LoginRequiredMixin, ListView):
+# The audit log page's columns; its exports (below) write every field, in the order the page is sorted by.
+AUDIT_LIST_COLUMNS = (
+    Column("when", "When", lambda entry: entry.created.isoformat(), order="created"),
+    Column("who", "Who", lambda entry: entry.actor_name or "system", order="actor_name"),
+    Column("through", "Through", lambda entry: entry.get_source_display(), order="source"),
+    Column("action", "Action", lambda entry: entry.get_action_display(), order="action"),
+    Column("object", "Object", lambda entry: entry.object_repr, order="object_repr"),
+    Column("changes", "Changes", lambda entry: json.dumps(entry.changes), order=None),
+)
+
+
+@login_required
+def audit_log(request):
     """Every change and action, filtered; a bad filter shows its error and no rows (never the unfiltered log)."""
-
-    template_name = "inventory/audit_log.html"
-    paginate_by = 50
-
-    def get_queryset(self):
-        self.filter = AuditEntryFilter(self.request.GET, queryset=AuditEntry.objects.select_related("actor"))
-        return self.filter.qs if self.filter.is_valid() else AuditEntry.objects.none()
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        audit.attach_change_rows(context["object_list"])
-        query = self.request.GET.copy()
-        query.pop("page", None)
-        context["query_without_page"] = query.urlencode()
-        context["filter"] = self.filter
-        context["object_types"] = AuditEntry.objects.order_by().values_list("object_type", flat=True).distinct()
-        return context
+    entries = AuditEntry.objects.select_related("actor")
+    filters = AuditEntryFilter(request.GET, queryset=entries)
+    shown = Listing(
+        request,
+        filters.qs if filters.is_valid() else entries.none(),
+        AUDIT_LIST_COLUMNS,
+        default_sort="-when",
+        per_page=50,
+        filename="audit-log",
+    )
+    context = shown.context()
+    audit.attach_change_rows(context["object_list"])
+    context |= {
+        "filter": filters,
+        "object_types": AuditEntry.objects.order_by().values_list("object_type", flat=True).distinct(),
+    }
+    return render(request, "inventory/audit_log.html", context, status=shown.status)
 
 
 AUDIT_EXPORT_LIMIT = 100_000
@@ -272,12 +330,21 @@ AUDIT_COLUMNS = ["when", "who", "through", "action", "object_type", "object_id",
 
 @login_required
 def audit_export(request, fmt):
-    """The filtered log as CSV or JSON (newest first, at most AUDIT_EXPORT_LIMIT entries), streamed."""
+    """The filtered log as CSV or JSON (sorted as the page is, newest first unless asked otherwise; at most
+    AUDIT_EXPORT_LIMIT entries), streamed."""
     entries = AuditEntryFilter(request.GET, queryset=AuditEntry.objects.all())
     if not entries.is_valid():
         return JsonResponse({"errors": entries.errors.get_json_data()}, status=400)
-    rows = (_export_row(entry) for entry in entries.qs[:AUDIT_EXPORT_LIMIT].iterator(chunk_size=2000))
-    body = _json_lines(rows) if fmt == "json" else _csv_lines(rows)
+    try:
+        ordered = sorted_rows(entries.qs, AUDIT_LIST_COLUMNS, request.GET.get(SORT_PARAM) or "-when")
+    except SortRefused as refused:
+        return JsonResponse({"errors": {SORT_PARAM: [{"message": str(refused)}]}}, status=400)
+    rows = (_export_row(entry) for entry in ordered[:AUDIT_EXPORT_LIMIT].iterator(chunk_size=2000))
+    if fmt == "json":
+        body = _json_lines(rows)
+    else:
+        cells = ([json.dumps(row[c]) if c == "changes" else row[c] for c in AUDIT_COLUMNS] for row in rows)
+        body = csv_lines(AUDIT_COLUMNS, cells)
     response = StreamingHttpResponse(body, content_type="application/json" if fmt == "json" else "text/csv")
     response["Content-Disposition"] = f'attachment; filename="audit-log.{fmt}"'
     return response
@@ -302,17 +369,3 @@ def _json_lines(rows):
     for number, row in enumerate(rows):
         yield ("," if number else "") + "\n" + json.dumps(row)
     yield "\n]\n"
-
-
-class _Echo:
-    """A file whose write() hands the line back, for csv.writer to feed a streaming response."""
-
-    def write(self, value):
-        return value
-
-
-def _csv_lines(rows):
-    out = csvsafe.writer(_Echo())
-    yield out.writerow(AUDIT_COLUMNS)
-    for row in rows:
-        yield out.writerow([json.dumps(row[c]) if c == "changes" else row[c] for c in AUDIT_COLUMNS])

@@ -11,10 +11,11 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.listing import Listing
 from apps.jobs import services
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
 from apps.jobs.events import event_dict, progress_of
-from apps.jobs.filters import JobFilterSet
+from apps.jobs.filters import JOB_COLUMNS, JobFilterSet
 from apps.jobs.forms import JobForm, add_service_errors
 from apps.jobs.kinds import KINDS
 from apps.jobs.models import Job, JobEvent, JobStep
@@ -26,24 +27,23 @@ FAILED_STEPS = (StepStatus.FAILED, StepStatus.ERROR)
 
 @login_required
 def job_list(request):
-    jobs = Job.objects.visible_to(request.user).with_progress().select_related("requested_by").order_by("-created")
+    jobs = Job.objects.visible_to(request.user).with_progress().select_related("requested_by")
     jobs = JobFilterSet(request.GET, queryset=jobs).qs  # the same filters as GET /api/jobs/
-    status, kind = request.GET.get("status", ""), request.GET.get("kind", "")
-    page = Paginator(jobs, 50).get_page(request.GET.get("page"))
+    shown = Listing(request, jobs, JOB_COLUMNS, default_sort="-created", per_page=50, filename="jobs")
+    if shown.wants_export:
+        return shown.export()
     template = "jobs/partials/job_rows.html" if request.headers.get("HX-Request") else "jobs/job_list.html"
-    return render(
-        request,
-        template,
-        {
-            "page": page,
-            "jobs": page.object_list,
-            "status": status,
-            "kind": kind,
-            "statuses": JobStatus.choices,
-            "kinds": sorted(KINDS),
-            "colours": JOB_STATUS_COLOURS,
-        },
-    )
+    context = shown.context()
+    context |= {
+        "page": context["page_obj"],
+        "jobs": context["object_list"],
+        "status": request.GET.get("status", ""),
+        "kind": request.GET.get("kind", ""),
+        "statuses": JobStatus.choices,
+        "kinds": sorted(KINDS),
+        "colours": JOB_STATUS_COLOURS,
+    }
+    return render(request, template, context, status=shown.status)
 
 
 def matrix_window(job, params=None) -> dict:

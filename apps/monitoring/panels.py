@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.db.models import Max
 from django.utils import timezone
 
+from apps.inventory.power import Measured
 from apps.monitoring.bmc import Reading, chassis_power
 from apps.monitoring.choices import SensorKind
 from apps.monitoring.models import Bmc, BmcReading
@@ -16,17 +17,34 @@ def _power(readings) -> float | None:
     return chassis_power([Reading(r.kind, r.sensor, r.unit, r.value) for r in readings])
 
 
+def racks_power(rack_ids: list[int]) -> dict[int, Measured]:
+    """Each rack's draw from its nodes' latest readings within RACK_WINDOW, for the racks that have any: the rack
+    pages' measured source (apps/inventory/power.py)."""
+    since = timezone.now() - RACK_WINDOW
+    recent = BmcReading.objects.filter(node__rack_id__in=rack_ids, kind=SensorKind.POWER, time__gte=since)
+    latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
+    by_node: dict[int, list[Reading]] = {}
+    rack_of: dict[int, int] = {}
+    rows = recent.filter(time__in=set(latest.values())).order_by()
+    for node_id, rack_id, time, kind, sensor, unit, value in rows.values_list(
+        "node_id", "node__rack_id", "time", "kind", "sensor", "unit", "value"
+    ):
+        if time == latest.get(node_id):
+            by_node.setdefault(node_id, []).append(Reading(kind, sensor, unit, value))
+            rack_of[node_id] = rack_id
+    totals: dict[int, Measured] = {}
+    for node_id, readings in by_node.items():
+        watts = chassis_power(readings)
+        if watts is not None:
+            before = totals.get(rack_of[node_id], Measured(0.0, 0))
+            totals[rack_of[node_id]] = Measured(before.watts + watts, before.nodes + 1)
+    return totals
+
+
 def rack_power_w(rack) -> tuple[float, int]:
     """The rack's draw from its nodes' latest readings within RACK_WINDOW: (watts, how many nodes were counted)."""
-    since = timezone.now() - RACK_WINDOW
-    recent = BmcReading.objects.filter(node__rack=rack, kind=SensorKind.POWER, time__gte=since)
-    latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
-    by_node: dict[int, list[BmcReading]] = {}
-    for reading in recent.filter(time__in=set(latest.values())):
-        if reading.time == latest.get(reading.node_id):
-            by_node.setdefault(reading.node_id, []).append(reading)
-    powers = [value for value in (_power(readings) for readings in by_node.values()) if value is not None]
-    return sum(powers), len(powers)
+    measured = racks_power([rack.pk]).get(rack.pk, Measured(0.0, 0))
+    return measured.watts, measured.nodes
 
 
 def node_bmc_context(node, request) -> dict:

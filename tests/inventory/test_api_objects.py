@@ -227,7 +227,7 @@ def test_other_lists_filter_by_their_references(api_as, viewer, demo_cluster):
     ("prefix", "queries"),
     [
         ("sites", 3),
-        ("racks", 3),
+        ("racks", 4),  # and the page's BMC power readings (their measured draw)
         ("tags", 3),
         ("gpu-skus", 3),
         ("gpus", 3),

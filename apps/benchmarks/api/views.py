@@ -19,7 +19,7 @@ from apps.benchmarks.api.serializers import (
     TimelineSeriesSerializer,
     TimelineUploadSerializer,
 )
-from apps.benchmarks.filters import BenchmarkRunFilterSet
+from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS, BenchmarkRunFilterSet
 from apps.benchmarks.models import (
     BenchmarkRun,
     BenchmarkTest,
@@ -30,6 +30,7 @@ from apps.benchmarks.models import (
     Suspect,
     TimelineAnalysis,
 )
+from apps.core.listing import sort_fields
 from apps.jobs.services import TargetSpec
 
 UUID_PATTERN = "[0-9a-f-]{36}"
@@ -50,7 +51,7 @@ class BenchmarkRunViewSet(
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     lookup_value_regex = UUID_PATTERN
-    ordering_fields = ["created"]
+    ordering_fields = sort_fields(BENCHMARK_RUN_COLUMNS)  # the benchmarks page's columns
     write_role = Role.OPERATOR
 
     def get_queryset(self):

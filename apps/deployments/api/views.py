@@ -1,6 +1,7 @@
 """The deployments API: create and edit a plan, read its dry run and artefacts, approve, start, resume, follow its
 matrix and verdicts, decide suggestions, download the acceptance report."""
 
+from django.db.models import Count
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -8,6 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
+from apps.core.listing import sort_fields
 from apps.deployments import cluster, report, services
 from apps.deployments.api.serializers import (
     AcceptanceCriterionSerializer,
@@ -22,7 +24,12 @@ from apps.deployments.api.serializers import (
     VerdictSerializer,
 )
 from apps.deployments.context import StoredPlanInvalid
-from apps.deployments.filters import AcceptanceCriterionFilterSet, DeploymentFilterSet, SuggestionFilterSet
+from apps.deployments.filters import (
+    DEPLOYMENT_COLUMNS,
+    AcceptanceCriterionFilterSet,
+    DeploymentFilterSet,
+    SuggestionFilterSet,
+)
 from apps.deployments.models import AcceptanceCriterion, Deployment, Suggestion
 from apps.jobs import services as job_services
 
@@ -48,7 +55,7 @@ class DeploymentViewSet(
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     lookup_value_regex = UUID_PATTERN
-    ordering_fields = ["created", "name", "state"]
+    ordering_fields = sort_fields(DEPLOYMENT_COLUMNS)  # the deployment list page's columns
     search_fields = ["name", "description"]
     filterset_class = DeploymentFilterSet
     write_role = Role.OPERATOR
@@ -58,6 +65,7 @@ class DeploymentViewSet(
             Deployment.objects.visible_to(self.request.user)
             .select_related("created_by", "approved_by")
             .prefetch_related("nodes", "runs__job", "runs__started_by")
+            .annotate(node_count=Count("nodes", distinct=True))  # `ordering=node_count`: the list page sorts by it
             .order_by("-created", "-id")
         )
 

@@ -8,6 +8,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
+from apps.core.listing import sort_fields
 from apps.core.text import echo
 from apps.diagnosis import services
 from apps.diagnosis.api.serializers import (
@@ -19,7 +20,7 @@ from apps.diagnosis.api.serializers import (
     TriageTextSerializer,
     TriageUploadSerializer,
 )
-from apps.diagnosis.filters import IncidentFilterSet
+from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, Remediation
 from apps.inventory.models import Node
 from apps.jobs.api.serializers import JobSerializer
@@ -88,6 +89,7 @@ class IncidentViewSet(
     lookup_url_kwarg = "id"
     lookup_value_regex = UUID_PATTERN
     filterset_class = IncidentFilterSet
+    ordering_fields = sort_fields(INCIDENT_COLUMNS)  # the incident list page's columns
     write_role = Role.OPERATOR
 
     def get_queryset(self):

@@ -131,14 +131,31 @@ class SiteSerializer(InventorySerializer):
         fields = [*COMMON, "name", "slug", "description", *TIMESTAMPS]
 
 
+class RackPowerSerializer(serializers.Serializer):
+    """The rack's power in watts: its budget, the full-load estimate, and the draw its nodes' BMCs last read."""
+
+    budget_w = serializers.FloatField(read_only=True)
+    full_load_w = serializers.IntegerField(
+        read_only=True, help_text="Every GPU at its SKU's TDP plus the platform figure per node."
+    )
+    measured_w = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="Null when none of its nodes was read in the last 10 minutes."
+    )
+    measured_nodes = serializers.IntegerField(read_only=True, help_text="The nodes whose readings make measured_w.")
+    over_budget = serializers.BooleanField(
+        read_only=True, help_text="Full load or the measured draw exceeds the budget."
+    )
+
+
 class RackSerializer(InventorySerializer):
     """A rack in a row of a site, with its height in U and its power budget."""
 
     site = BriefRelatedField(queryset=Site.objects.all(), natural_key="slug")
+    power = RackPowerSerializer(read_only=True)
 
     class Meta:
         model = Rack
-        fields = [*COMMON, "site", "name", "row", "position", "u_height", "power_budget_kw", *TIMESTAMPS]
+        fields = [*COMMON, "site", "name", "row", "position", "u_height", "power_budget_kw", "power", *TIMESTAMPS]
 
 
 class TagSerializer(InventorySerializer):

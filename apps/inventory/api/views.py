@@ -9,13 +9,12 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, ValidationError
-from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.accounts.permissions import HostKeyPermission
-from apps.core.filters import KnownQueryParameters
-from apps.inventory import fabric, filters, services
+from apps.core.filters import KnownQueryParameters, ListOrderingFilter
+from apps.inventory import fabric, filters, power, services
 from apps.inventory.api import serializers
 from apps.inventory.choices import HostKeyState
 from apps.inventory.models import (
@@ -43,14 +42,6 @@ class Conflict(APIException):
     default_code = "conflict"
 
 
-class StableOrderingFilter(OrderingFilter):
-    """Whatever order is asked for, the primary key breaks ties, so pages never repeat or skip a row."""
-
-    def get_ordering(self, request, queryset, view):
-        ordering = super().get_ordering(request, queryset, view)
-        return [*ordering, "pk"] if ordering else ordering
-
-
 def stable(queryset):
     return queryset.order_by(*queryset.model._meta.ordering, "pk")
 
@@ -60,7 +51,7 @@ class InventoryViewSet(viewsets.ModelViewSet):
 
     lookup_field = "public_id"
     lookup_value_regex = UUID_PATTERN
-    filter_backends = [KnownQueryParameters, DjangoFilterBackend, StableOrderingFilter]
+    filter_backends = [KnownQueryParameters, DjangoFilterBackend, ListOrderingFilter]
     ordering_fields = "__all__"
 
     @transaction.atomic
@@ -87,9 +78,25 @@ class SiteViewSet(InventoryViewSet):
 
 
 class RackViewSet(InventoryViewSet):
-    queryset = stable(Rack.objects.select_related("site"))
+    # Annotated with the full-load estimate (orderable: `ordering=full_load_w`); the measured draw is read for the
+    # page's racks at once (power.attach_power), and for a rack as it is read or saved.
+    queryset = stable(power.with_power(Rack.objects.select_related("site")))
     serializer_class = serializers.RackSerializer
     filterset_class = filters.RackFilterSet
+
+    def paginate_queryset(self, queryset):
+        return power.attach_power(super().paginate_queryset(queryset))
+
+    def get_object(self):
+        return power.attach_power([super().get_object()])[0]
+
+    def perform_create(self, serializer):
+        super().perform_create(serializer)
+        power.attach_power([serializer.instance])
+
+    def perform_update(self, serializer):
+        super().perform_update(serializer)
+        power.attach_power([serializer.instance])
 
 
 class TagViewSet(InventoryViewSet):

@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
+from apps.core.listing import sort_fields
 from apps.jobs import services
 from apps.jobs.api.serializers import (
     EventPageSerializer,
@@ -17,7 +18,7 @@ from apps.jobs.api.serializers import (
     JobSerializer,
     JobStepSerializer,
 )
-from apps.jobs.filters import JobFilterSet
+from apps.jobs.filters import JOB_COLUMNS, JobFilterSet
 from apps.jobs.models import Artifact, Job, JobEvent, JobStep
 
 EVENT_PAGE_MAX = 5000
@@ -31,7 +32,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     filterset_class = JobFilterSet
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
-    ordering_fields = ["created", "status", "kind"]
+    ordering_fields = sort_fields(JOB_COLUMNS)  # the job list page's columns
     search_fields = ["kind", "summary"]
     write_role = Role.OPERATOR
 

@@ -1,0 +1,112 @@
+"""A rack's power: its budget, the full-load estimate from what is in it, and the draw measured where readings exist.
+
+The estimate is the database's sum over the rack's GPUs of their SKU's TDP plus PLATFORM_W for every node (CPUs,
+memory, NICs, fans at full load), so the racks list sorts by it in SQL. The measured draw comes from the apps above the
+inventory (monitoring reads the nodes' BMCs): they register a source from their AppConfig.ready(), as the node page's
+sections do, and a rack without recent readings has no measured figure rather than a zero.
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+
+from apps.inventory.models import Gpu, Node, Rack
+
+# What a node draws at full load besides its GPUs (two CPUs, memory, NICs, drives, fans): an 8-GPU HGX host's share.
+PLATFORM_W = 2000
+
+
+@dataclass(frozen=True)
+class Measured:
+    watts: float
+    nodes: int  # how many of the rack's nodes were read recently enough to count
+
+
+# rack ids -> {rack id: Measured}, for the racks that have recent readings
+MeasuredSource = Callable[[list[int]], dict[int, Measured]]
+_SOURCES: list[MeasuredSource] = []
+
+
+def register_measured_source(source: MeasuredSource) -> None:
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+
+
+def with_power(racks: QuerySet) -> QuerySet:
+    """Racks annotated with `node_count`, `gpu_tdp_w` and `full_load_w` (what they would draw at full load), as
+    subqueries so no join multiplies rows or counts."""
+    gpu_tdp = (
+        Gpu.objects.filter(node__rack=OuterRef("pk"), sku__isnull=False)
+        .order_by()
+        .values("node__rack")
+        .annotate(total=Sum("sku__tdp_w"))
+        .values("total")
+    )
+    nodes = Node.objects.filter(rack=OuterRef("pk")).order_by().values("rack").annotate(n=Count("pk")).values("n")
+    return racks.annotate(
+        gpu_tdp_w=Coalesce(Subquery(gpu_tdp, output_field=IntegerField()), Value(0)),
+        node_count=Coalesce(Subquery(nodes, output_field=IntegerField()), Value(0)),
+    ).annotate(full_load_w=F("node_count") * PLATFORM_W + F("gpu_tdp_w"))
+
+
+@dataclass(frozen=True)
+class RackPower:
+    """What a rack page shows of its power, in watts."""
+
+    budget_w: float
+    full_load_w: int
+    measured: Measured | None
+
+    @property
+    def budget_kw(self) -> float:
+        return round(self.budget_w / 1000, 2)
+
+    @property
+    def full_load_kw(self) -> float:
+        return round(self.full_load_w / 1000, 2)
+
+    @property
+    def measured_w(self) -> float | None:
+        return self.measured.watts if self.measured else None
+
+    @property
+    def measured_nodes(self) -> int:
+        return self.measured.nodes if self.measured else 0
+
+    @property
+    def measured_kw(self) -> float | None:
+        return round(self.measured.watts / 1000, 2) if self.measured else None
+
+    @property
+    def full_load_over(self) -> bool:
+        return self.full_load_w > self.budget_w
+
+    @property
+    def measured_over(self) -> bool:
+        return self.measured is not None and self.measured.watts > self.budget_w
+
+    @property
+    def over_budget(self) -> bool:
+        """At full load the rack would draw more than its budget, or it already does."""
+        return self.full_load_over or self.measured_over
+
+
+def attach_power(racks: Iterable[Rack]) -> list[Rack]:
+    """Sets each rack's `power` (a RackPower), measured in one pass per source. Racks not annotated by with_power
+    (one just saved) are read again for their estimate."""
+    racks = list(racks)
+    missing = [rack for rack in racks if not hasattr(rack, "full_load_w")]
+    if missing:
+        estimates = dict(
+            with_power(Rack.objects.filter(pk__in=[r.pk for r in missing])).values_list("pk", "full_load_w")
+        )
+        for rack in missing:
+            rack.full_load_w = estimates[rack.pk]
+    found: dict[int, Measured] = {}
+    for source in _SOURCES:
+        found.update(source([rack.pk for rack in racks]))
+    for rack in racks:
+        rack.power = RackPower(float(rack.power_budget_kw) * 1000, rack.full_load_w, found.get(rack.pk))
+    return racks

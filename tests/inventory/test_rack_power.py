@@ -1,0 +1,124 @@
+"""A rack's power (apps/inventory/power.py): the budget, the full-load estimate from its GPUs' SKUs and its nodes, the
+draw its nodes' BMCs last read; over budget in red on the pages, and the same figures, typed, in GET /api/racks/."""
+
+import csv
+import io
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.inventory import power
+from apps.inventory.models import GpuSku, Rack
+from apps.monitoring.models import BmcReading
+from tests.factories import make_gpu, make_node, make_rack, make_switch
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rack():
+    """Two nodes of four H200s (TDP from the shipped SKU), one empty node, a 20 kW budget."""
+    rack = make_rack(name="p01", power_budget_kw=Decimal("20"))
+    for number in range(2):
+        node = make_node(hostname=f"pw{number}", rack=rack)
+        for index in range(4):
+            make_gpu(node=node, index=index)  # an H200 SXM
+    make_node(hostname="pw-empty", rack=rack)
+    return rack
+
+
+def _read(node, watts: float, *, age: timedelta = timedelta(minutes=1), sensor: str = "DCMI Power"):
+    BmcReading.objects.create(node=node, time=timezone.now() - age, kind="power", sensor=sensor, unit="W", value=watts)
+
+
+def _rack(rack) -> Rack:
+    return power.attach_power(power.with_power(Rack.objects.filter(pk=rack.pk)))[0]
+
+
+def test_the_full_load_estimate_is_the_gpus_tdp_and_a_platform_figure_per_node(rack):
+    tdp = GpuSku.objects.get(name="H200 SXM").tdp_w
+    figures = _rack(rack)
+    assert figures.node_count == 3 and figures.gpu_tdp_w == 8 * tdp
+    assert figures.power.full_load_w == 8 * tdp + 3 * power.PLATFORM_W
+    assert figures.power.budget_w == 20000.0
+    assert figures.power.measured is None and figures.power.measured_w is None
+
+
+def test_the_measured_draw_is_each_nodes_latest_recent_reading(rack):
+    first, second = rack.nodes.order_by("hostname")[:2]
+    _read(first, 900.0, age=timedelta(minutes=5))
+    _read(first, 4100.0)  # the latest reading counts, not the earlier one
+    _read(second, 3900.0)
+    _read(rack.nodes.get(hostname="pw-empty"), 5000.0, age=timedelta(hours=2))  # too old to count
+    figures = _rack(rack)
+    assert figures.power.measured_w == 8000.0 and figures.power.measured_nodes == 2
+    assert not figures.power.measured_over
+
+
+def test_over_budget_shows_red_on_the_list_and_the_rack_page(browser_as, viewer, rack):
+    tdp = GpuSku.objects.get(name="H200 SXM").tdp_w
+    rack.power_budget_kw = Decimal(8 * tdp + 3 * power.PLATFORM_W - 100) / 1000  # just under the full load
+    rack.save()
+    page = browser_as(viewer)
+    detail = page.get(reverse("rack-detail", args=[rack.public_id])).content.decode()
+    assert 'id="rack-power"' in detail and "badge red" in detail and "over budget" in detail
+    listed = page.get(reverse("rack-list")).content.decode()
+    assert 'class="over-budget"' in listed
+    rack.power_budget_kw = Decimal("100")
+    rack.save()
+    assert "over budget" not in page.get(reverse("rack-detail", args=[rack.public_id])).content.decode()
+    node = rack.nodes.get(hostname="pw0")
+    _read(node, 101_000.0)  # the measured draw alone can be over
+    detail = page.get(reverse("rack-detail", args=[rack.public_id])).content.decode()
+    assert "101.0 kW · over budget" in detail
+
+
+def test_the_racks_list_sorts_by_full_load_and_exports_the_figures(browser_as, viewer, rack):
+    small = make_rack(name="p02", power_budget_kw=Decimal("5"))
+    make_node(hostname="lonely", rack=small)
+    _read(rack.nodes.get(hostname="pw1"), 2500.0)
+    page = browser_as(viewer)
+    down = page.get(reverse("rack-list"), {"sort": "-full_load_kw"})
+    assert [r.name for r in down.context["object_list"]][:2] == ["p01", "p02"]
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                b"".join(
+                    page.get(reverse("rack-list"), {"sort": "full_load_kw", "export": "csv"}).streaming_content
+                ).decode()
+            )
+        )
+    )
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["p02"]["full_load_kw"] == str(power.PLATFORM_W / 1000)
+    assert by_name["p01"]["measured_kw"] == "2.5" and by_name["p02"]["measured_kw"] == ""
+    assert [row["name"] for row in rows].index("p02") < [row["name"] for row in rows].index("p01")
+
+
+def test_the_rack_api_gives_the_same_figures_typed_and_orders_by_them(api_as, viewer, admin, rack):
+    _read(rack.nodes.get(hostname="pw0"), 3000.0)
+    expected = _rack(rack).power
+    client = api_as(viewer)
+    body = client.get(f"/api/racks/{rack.public_id}/").json()
+    assert body["power"] == {
+        "budget_w": 20000.0,
+        "full_load_w": expected.full_load_w,
+        "measured_w": 3000.0,
+        "measured_nodes": 1,
+        "over_budget": expected.over_budget,
+    }
+    make_rack(name="p03", power_budget_kw=Decimal("1"))
+    listed = client.get("/api/racks/", {"ordering": "-full_load_w"}).json()["results"]
+    assert [row["name"] for row in listed] == ["p01", "p03"]
+    assert listed[1]["power"]["measured_w"] is None and listed[1]["power"]["full_load_w"] == 0
+    changed = api_as(admin).patch(f"/api/racks/{rack.public_id}/", {"power_budget_kw": "1.0"}, format="json")
+    assert changed.status_code == 200 and changed.json()["power"]["over_budget"] is True
+
+
+def test_the_rack_page_links_its_switches(browser_as, viewer, rack):
+    switch = make_switch(name="leaf-p01", rack=rack, site=rack.site)
+    detail = browser_as(viewer).get(reverse("rack-detail", args=[rack.public_id])).content.decode()
+    assert f'href="{reverse("switch-detail", args=[switch.public_id])}">leaf-p01</a>' in detail
