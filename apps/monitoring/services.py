@@ -115,8 +115,8 @@ def telemetry_health(*, now: float | None = None) -> dict:
     the dashboard's Healthy count with what the cards themselves say."""
     source, error = _source()
     healthy = {
-        (gpu.node.hostname, str(gpu.index))
-        for gpu in Gpu.objects.filter(health=GpuHealth.HEALTHY).select_related("node")
+        (hostname, str(index))
+        for hostname, index in Gpu.objects.filter(health=GpuHealth.HEALTHY).values_list("node__hostname", "index")
     }
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:

@@ -19,6 +19,7 @@ import urllib.parse
 import urllib.request
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 
@@ -202,13 +203,24 @@ def current_workloads() -> Workloads:
     )
 
 
+ANSWERS_KEPT = 512
+_ANSWERS: dict = {}  # see SimulatorTelemetry._cached; oldest first
+
+
+def _listed(function, *args) -> list:
+    return [function(*args)]
+
+
+def _copies(series: list[Series]) -> list[Series]:
+    return [Series(dict(one.labels), list(one.points)) for one in series]
+
+
 class SimulatorTelemetry(Telemetry):
     source = "simulator"
 
     def __init__(self, *, seed: int | None = None):
         self.seed = settings.RACKPILOT_SIM_SEED if seed is None else seed
         self._model = None
-        self._readings: dict = {}  # (hostname, gpu, t): one reading serves every field a page asks for
 
     @property
     def model(self):
@@ -216,28 +228,52 @@ class SimulatorTelemetry(Telemetry):
             self._model = simulator.telemetry_model(workloads=current_workloads(), seed=self.seed)
         return self._model
 
+    def _cached(self, question: tuple, start: float, end: float, compute, clone=lambda value: value):
+        """An answer about [start, end], kept across requests while nothing it comes from changes: the inventory and
+        faults (the model's fingerprint), the workloads and the seed; the question names the window or its ends
+        (aligned to the window's step, so pages ask the same one for a whole step). Answers about a span in which
+        the simulated endpoints served requests are worked out each time (the ledger grows while they serve).
+        `clone` copies what is kept, so that a caller may change its answer."""
+        model = self.model
+        if model.fingerprint is None or model.served_within(start, end + 1):
+            return compute()
+        key = (model.fingerprint, model.workloads, self.seed, question)
+        if key not in _ANSWERS:
+            if len(_ANSWERS) >= ANSWERS_KEPT:
+                _ANSWERS.pop(next(iter(_ANSWERS)))
+            _ANSWERS[key] = compute()
+        return clone(_ANSWERS[key])
+
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
+        question = ("gpu", field, tuple(hostnames), aggregate, window)
+        compute = partial(self._gpu_series, field, hostnames, window, aggregate)
+        return self._cached(question, window.start, window.end, compute, _copies)
+
+    def _gpu_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
         _, key = GPU_FIELDS[field]
-        per_gpu: dict[tuple[str, str], Series] = {}
+        keys = frozenset({key})
+        per_gpu: dict[tuple[str, int], Series] = {}
+        times = window.times()
         for hostname in hostnames:
             if hostname not in self.model.histories:
                 continue
-            for t in window.times():
-                for gpu, _ in self.model.node_regime(hostname, t).gpus:
-                    key_at = (hostname, gpu.index, t)
-                    if key_at not in self._readings:
-                        self._readings[key_at] = self.model.gpu_reading(hostname, gpu.index, t, counters=False)
-                    reading = self._readings[key_at]
+            for t in times:
+                for index, reading in self.model.node_readings(hostname, t, keys=keys):
                     value = (79 if key == "xid" else None) if reading is None else reading[key]
                     if value is None:
                         continue
-                    series = per_gpu.setdefault(
-                        (hostname, str(gpu.index)), Series({"Hostname": hostname, "gpu": str(gpu.index)})
-                    )
+                    series = per_gpu.get((hostname, index))
+                    if series is None:
+                        series = per_gpu[(hostname, index)] = Series({"Hostname": hostname, "gpu": str(index)})
                     series.points.append((t, float(value)))
         return _aggregate(list(per_gpu.values()), aggregate)
 
     def energy_joules(self, *, hostnames, start, end):
+        # The counters count from the nodes' boot: served requests before the window count too.
+        compute = partial(self._energy_joules, hostnames, start, end)
+        return self._cached(("energy", tuple(hostnames), start, end), 0.0, end, compute)
+
+    def _energy_joules(self, hostnames: list[str], start: float, end: float) -> float:
         total = 0.0
         for hostname in hostnames:
             if hostname not in self.model.histories:
@@ -251,6 +287,10 @@ class SimulatorTelemetry(Telemetry):
         return total
 
     def sm_active_seconds(self, *, hostnames, start, end):
+        compute = partial(self._sm_active_seconds, hostnames, start, end)
+        return self._cached(("sm_active_seconds", tuple(hostnames), start, end), start, end, compute, dict)
+
+    def _sm_active_seconds(self, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         seconds = {}
         for hostname in hostnames:
             if hostname not in self.model.histories:
@@ -271,6 +311,12 @@ class SimulatorTelemetry(Telemetry):
         return next((run for run in self.model.workloads.serving if run.name == service), None)
 
     def tokens_per_second(self, *, service, window):
+        compute = partial(_listed, self._tokens_per_second, service, window)
+        return self._cached(
+            ("tokens", service, window), window.start - window.rate_range, window.end, compute, _copies
+        )[0]
+
+    def _tokens_per_second(self, service: str, window: Window) -> Series:
         run = self._run(service)
         series = Series({"service": service})
         if run is None:
@@ -281,6 +327,10 @@ class SimulatorTelemetry(Telemetry):
         return series
 
     def p99_latency_seconds(self, *, service, window):
+        compute = partial(_listed, self._p99_latency_seconds, service, window)
+        return self._cached(("p99", service, window), window.start - window.rate_range, window.end, compute, _copies)[0]
+
+    def _p99_latency_seconds(self, service: str, window: Window) -> Series:
         run = self._run(service)
         series = Series({"service": service})
         if run is None:
