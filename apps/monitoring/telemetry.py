@@ -281,7 +281,7 @@ class SimulatorTelemetry(Telemetry):
         key = (model.fingerprint, model.workloads, self.seed, question)
         if key not in _ANSWERS:
             if len(_ANSWERS) >= ANSWERS_KEPT:
-                _ANSWERS.pop(next(iter(_ANSWERS)))
+                _ANSWERS.pop(next(iter(_ANSWERS), None), None)  # the oldest (another thread may have taken it)
             _ANSWERS[key] = compute()
         return clone(_ANSWERS[key])
 

@@ -228,7 +228,7 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
         cached = _HISTORIES.get(fingerprint)
         if cached is None:
             if len(_HISTORIES) >= HISTORIES_KEPT:
-                _HISTORIES.pop(next(iter(_HISTORIES)))
+                _HISTORIES.pop(next(iter(_HISTORIES), None), None)  # the oldest (another thread may have taken it)
             cached = _HISTORIES[fingerprint] = (_histories(None), {})
         histories, regimes = cached
     model = ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger(), regimes=regimes)
