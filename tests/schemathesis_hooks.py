@@ -75,6 +75,7 @@ DATA_DEPENDENT = [
     re.compile(r"^Give a new password or clear it, not both\.$"),
     # A cost policy's power limit is judged against the GPU SKUs of the nodes in its scope.
     re.compile(r" is outside the .+'s power limit range, \d+–\d+ W\.$"),
+    re.compile(r"^Elastic scaling acts on one inference service\.$"),  # a kind's scope
     # Cross-field rules of notification subscriptions: what a channel needs.
     re.compile(r"^Give one or more e-mail addresses\.$"),
     re.compile(r"^A webhook needs a shared secret"),
@@ -117,7 +118,14 @@ def is_data_dependent(body) -> bool:
 
 # Where `parameters` is checked by the job kind the request names: which names and values it takes depends on `kind`
 # (the kinds' own schemas are in the job kinds' documentation), so a refusal of only the parameters is cross-field.
-KIND_PARAMETERS = {"/api/jobs/", "/api/job-templates/", "/api/job-templates/{id}/"}
+# A cost policy's parameters are its kind's in the same way (and judged against its scope's nodes).
+KIND_PARAMETERS = {
+    "/api/jobs/",
+    "/api/job-templates/",
+    "/api/job-templates/{id}/",
+    "/api/cost-policies/",
+    "/api/cost-policies/{id}/",
+}
 
 
 def refuses_only_kind_parameters(path: str, body) -> bool:

@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.deployments import cluster, report, services
+from apps.deployments import cluster, node_operations, report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
 from apps.deployments.context import StoredPlanInvalid
@@ -23,6 +23,7 @@ from apps.deployments.filters import DeploymentFilterSet
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.deployments.steps import STEPS
+from apps.inventory.models import Node
 from apps.jobs.choices import JOB_STATUS_COLOURS, JOB_TERMINAL
 from apps.jobs.views import live_context
 
@@ -482,3 +483,16 @@ def deployment_report(request, public_id):
 @login_required
 def report_download(request, public_id):
     return report.html_download(_deployment(request, public_id), signed_by=request.user.get_username())
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_scheduler_action(request, public_id):
+    """Tell the scheduler what the node page shows: drain it (with its reason) or return it to service."""
+    node = get_object_or_404(Node, public_id=public_id)
+    try:
+        job = node_operations.start_scheduler_action(node=node, requested_by=request.user)
+    except serializers.ValidationError as error:
+        messages.error(request, f"The scheduler was not told about {node.hostname}: {_flatten(error.detail)}")
+        return redirect("node-detail", public_id=node.public_id)
+    return redirect("job-page", public_id=job.public_id)

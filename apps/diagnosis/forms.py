@@ -2,6 +2,7 @@ from django import forms
 
 from apps.diagnosis import services
 from apps.inventory.models import Node
+from apps.simulator.models import SimFault
 from apps.workloads.models import TrainingJob
 
 
@@ -52,3 +53,13 @@ class IncidentForm(forms.Form):
         if not data.get("training_job") and not data.get("node"):
             self.add_error("training_job", "Choose the training job or the node the incident is about.")
         return data
+
+
+class RehearsalForm(forms.Form):
+    """Rehearse the runbook of a fault injected on the simulator page."""
+
+    fault = forms.ModelChoiceField(
+        queryset=SimFault.objects.select_related("node"),
+        to_field_name="public_id",
+        error_messages={"invalid_choice": "No such injected fault: it may have been cleared."},
+    )

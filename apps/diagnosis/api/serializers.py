@@ -143,6 +143,7 @@ class IncidentSerializer(serializers.Serializer):
     cause = serializers.CharField()
     conclusion = serializers.CharField()
     escalated = serializers.BooleanField()
+    rehearsal = serializers.BooleanField(help_text="Started from the simulator page against an injected fault.")
     recurrence_of = serializers.UUIDField(source="recurrence_of.public_id", default=None, allow_null=True)
     opened_by = serializers.CharField(source="opened_by.username", default=None, allow_null=True)
     created = serializers.DateTimeField()
