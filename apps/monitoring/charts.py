@@ -143,3 +143,29 @@ def gpu_hours_figure(rows: list[dict], *, label: str, title: str) -> go.Figure:
     _layout(figure, title=title, y_title="GPU-hours")
     figure.update_layout(hovermode="x")
     return figure
+
+
+def sensor_lines(series: list[Series], *, title: str, y_title: str) -> go.Figure:
+    """A node's BMC sensors over time, one line a sensor."""
+    figure = go.Figure()
+    for one in series:
+        figure.add_trace(go.Scatter(x=_times(one), y=one.values(), mode="lines", name=one.labels.get("sensor", "")))
+    return _layout(figure, title=title, y_title=y_title)
+
+
+def power_against_budget(power: Series, *, share_w: float | None, rack: str) -> go.Figure:
+    """The node's chassis power over time against its even share of its rack's power budget."""
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=_times(power), y=power.values(), mode="lines", name="chassis power"))
+    if share_w and power.points:
+        times = _times(power)
+        figure.add_trace(
+            go.Scatter(
+                x=[times[0], times[-1]],
+                y=[share_w, share_w],
+                mode="lines",
+                line={"dash": "dash", "color": "#d23b3b"},
+                name=f"its share of rack {rack}'s budget",
+            )
+        )
+    return _layout(figure, title="Power (24 h)", y_title="W")

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from apps.inventory.choices import NodeRole
-from apps.inventory.models import Gpu
+from apps.inventory.models import Gpu, Node
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 from apps.workloads.models import InferenceService, TrainingJob
 
@@ -99,13 +99,15 @@ def split_gpu(*, hours: float, busy_hours: float, allocated_hours: float) -> Spl
 def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
     """The window's GPU-hours split per workload, node and rack. TelemetryError when the telemetry cannot be read."""
     source = source or telemetry()
-    gpus = list(
-        Gpu.objects.filter(node__role=NodeRole.COMPUTE)
-        .select_related("node__rack")
+    nodes = Node.objects.filter(role=NodeRole.COMPUTE).select_related("rack")
+    nodes = nodes.only("hostname", "public_id", "rack__name", "rack__public_id").in_bulk()
+    gpus = [  # (node, index) pairs: thousands of them, so no Gpu instances
+        (nodes[node_id], index)
+        for node_id, index in Gpu.objects.filter(node__role=NodeRole.COMPUTE)
         .order_by("node__hostname", "index")
-        .only("index", "node__hostname", "node__public_id", "node__rack__name", "node__rack__public_id")
-    )
-    hostnames = sorted({gpu.node.hostname for gpu in gpus})
+        .values_list("node_id", "index")
+    ]
+    hostnames = sorted({node.hostname for node, _ in gpus})
     busy_seconds = source.sm_active_seconds(hostnames=hostnames, start=window.start, end=window.end) if gpus else {}
     held = holders(now=window.end)
     hours = window.span / HOUR
@@ -113,13 +115,12 @@ def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
     by_node: dict[str, dict] = {}
     by_rack: dict[str, dict] = {}
     by_workload: dict[tuple[str, str], Split] = defaultdict(Split)
-    for gpu in gpus:
-        node = gpu.node
+    for node, index in gpus:
         holder = held.get(node.hostname)
         allocated = max(0.0, window.end - max(window.start, holder[2])) / HOUR if holder else 0.0
         one = split_gpu(
             hours=hours,
-            busy_hours=busy_seconds.get((node.hostname, str(gpu.index)), 0.0) / HOUR,
+            busy_hours=busy_seconds.get((node.hostname, str(index)), 0.0) / HOUR,
             allocated_hours=allocated,
         )
         result.cluster.add(one)

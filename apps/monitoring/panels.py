@@ -6,11 +6,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from apps.inventory.power import Measured
+from apps.monitoring import charts
 from apps.monitoring.bmc import Reading, chassis_power
 from apps.monitoring.choices import SensorKind
 from apps.monitoring.models import Bmc, BmcReading
+from apps.monitoring.telemetry import Series
 
 RACK_WINDOW = timedelta(minutes=10)  # a node's power counts toward its rack when read this recently
+SERIES_WINDOW = timedelta(hours=24)  # the node page's BMC charts
 
 
 def _power(readings) -> float | None:
@@ -47,6 +50,26 @@ def rack_power_w(rack) -> tuple[float, int]:
     return measured.watts, measured.nodes
 
 
+def bmc_series(node, *, since) -> tuple[dict[str, list[Series]], Series]:
+    """The node's stored readings since `since`: one series a sensor by kind, and its chassis power at each poll."""
+    rows = (
+        BmcReading.objects.filter(node=node, time__gte=since)
+        .order_by("time")
+        .values_list("time", "kind", "sensor", "unit", "value")
+    )
+    by_sensor: dict[tuple[str, str], Series] = {}
+    polls: dict[float, list[Reading]] = {}
+    for time, kind, sensor, unit, value in rows:
+        t = time.timestamp()
+        by_sensor.setdefault((kind, sensor), Series({"sensor": sensor, "unit": unit})).points.append((t, value))
+        polls.setdefault(t, []).append(Reading(kind, sensor, unit, value))
+    by_kind: dict[str, list[Series]] = {}
+    for (kind, _), series in sorted(by_sensor.items()):
+        by_kind.setdefault(kind, []).append(series)
+    power = Series({"sensor": "chassis"}, [(t, w) for t, w in ((t, chassis_power(r)) for t, r in polls.items()) if w])
+    return by_kind, power
+
+
 def node_bmc_context(node, request) -> dict:
     bmc = Bmc.objects.filter(node=node).first()
     readings = BmcReading.objects.latest_per_sensor(node)
@@ -68,5 +91,20 @@ def node_bmc_context(node, request) -> dict:
             "rack_nodes_counted": counted,
             "rack_budget_w": budget,
             "rack_share": round(watts / budget * 100, 1) if budget else None,
+        }
+    by_kind, power = bmc_series(node, since=timezone.now() - SERIES_WINDOW)
+    if power.points or by_kind:
+        nodes_in_rack = node.rack.nodes.count() if node.rack_id else 0
+        share = context.get("rack_budget_w", 0) / nodes_in_rack if nodes_in_rack else None
+        context["bmc_figures"] = {
+            "bmc-temperature": charts.figure_json(
+                charts.sensor_lines(by_kind.get(SensorKind.TEMPERATURE, []), title="Temperatures (24 h)", y_title="°C")
+            ),
+            "bmc-fans": charts.figure_json(
+                charts.sensor_lines(by_kind.get(SensorKind.FAN, []), title="Fans (24 h)", y_title="RPM / %")
+            ),
+            "bmc-power": charts.figure_json(
+                charts.power_against_budget(power, share_w=share, rack=str(node.rack or ""))
+            ),
         }
     return context

@@ -2,6 +2,7 @@
 
 import math
 import time
+from functools import partial
 
 from django.db.models import Prefetch
 
@@ -27,12 +28,23 @@ def gpu_hostnames() -> list[str]:
     )
 
 
-def service_rows(source: Telemetry, window: Window, services) -> list[dict]:
+def service_questions(source: Telemetry, window: Window, services) -> dict:
+    """What a page asks about each service (its nodes prefetched: the questions go to the source only)."""
+    questions = {}
+    for service in services:
+        questions[("tokens", service.pk)] = partial(source.tokens_per_second, service=service.name, window=window)
+        questions[("p99", service.pk)] = partial(source.p99_latency_seconds, service=service.name, window=window)
+        questions[("energy", service.pk)] = partial(
+            source.energy_per_million_tokens_kwh, service=service, start=window.start, end=window.end
+        )
+    return questions
+
+
+def service_rows(answers: dict, services) -> list[dict]:
+    """Each service's row and figure from the answers to service_questions."""
     rows = []
     for service in services:
-        tokens = source.tokens_per_second(service=service.name, window=window)
-        p99 = source.p99_latency_seconds(service=service.name, window=window)
-        energy = source.energy_per_million_tokens_kwh(service=service, start=window.start, end=window.end)
+        tokens, p99 = answers[("tokens", service.pk)], answers[("p99", service.pk)]
         values = tokens.values()
         rows.append(
             {
@@ -40,7 +52,7 @@ def service_rows(source: Telemetry, window: Window, services) -> list[dict]:
                 "chart_id": f"service-{service.public_id}",
                 "mean_tokens_per_second": sum(values) / len(values) if values else None,
                 "worst_p99_ms": 1000 * max(p99.values()) if p99.points else None,
-                "kwh_per_million_tokens": energy,
+                "kwh_per_million_tokens": answers[("energy", service.pk)],
                 "figure": charts.figure_json(
                     charts.service_figure(
                         tokens,
@@ -55,27 +67,39 @@ def service_rows(source: Telemetry, window: Window, services) -> list[dict]:
     return rows
 
 
+# The cluster page's GPU panels: (field, aggregate) by name.
+CLUSTER_PANELS = {
+    "util": ("util", "avg"),
+    "sm_active": ("sm_active", "avg"),
+    "power": ("power", "sum"),
+    "xid": ("xid", "max"),
+}
+
+
 def cluster_page(*, window: Window) -> dict:
     source, error = _source()
     context = {"source": getattr(source, "source", ""), "error": error, "figures": {}, "services": []}
     if source is None:
         return context
     hosts = gpu_hostnames()
+    services = list(InferenceService.objects.active().prefetch_related("nodes"))
+    questions = {
+        name: partial(source.fleet_series, field, aggregate, hostnames=hosts, window=window)
+        for name, (field, aggregate) in CLUSTER_PANELS.items()
+    }
+    questions["energy"] = partial(source.energy_joules, hostnames=hosts, start=window.start, end=window.end)
+    questions |= service_questions(source, window, services)
     try:
-        util = source.gpu_series("util", hostnames=hosts, window=window, aggregate="avg")
-        sm_active = source.gpu_series("sm_active", hostnames=hosts, window=window, aggregate="avg")
-        power = source.gpu_series("power", hostnames=hosts, window=window, aggregate="sum")
-        xid = source.gpu_series("xid", hostnames=hosts, window=window, aggregate="max")
-        services = InferenceService.objects.active().prefetch_related("nodes")
-        context["services"] = service_rows(source, window, services)
-        context["energy_kwh"] = source.energy_joules(hostnames=hosts, start=window.start, end=window.end) / 3.6e6
+        answers = source.gather(questions)  # independent: Prometheus answers them at once
     except TelemetryError as error:
         context["error"] = str(error)
         return context
+    context["services"] = service_rows(answers, services)
+    context["energy_kwh"] = answers["energy"] / JOULES_PER_KWH
     context["figures"] = {
-        "utilisation": charts.figure_json(charts.utilisation_figure(util, sm_active)),
-        "power": charts.figure_json(charts.gpu_lines(power, title="Cluster GPU power", y_title="W")),
-        "xid": charts.figure_json(charts.xid_figure(xid)),
+        "utilisation": charts.figure_json(charts.utilisation_figure(answers["util"], answers["sm_active"])),
+        "power": charts.figure_json(charts.gpu_lines(answers["power"], title="Cluster GPU power", y_title="W")),
+        "xid": charts.figure_json(charts.xid_figure(answers["xid"])),
     }
     return context
 
@@ -95,7 +119,8 @@ def node_page(*, node: Node, window: Window) -> dict:
         services = InferenceService.objects.filter(nodes=node).prefetch_related(
             Prefetch("nodes", queryset=Node.objects.order_by("hostname"))
         )
-        context["services"] = service_rows(source, window, services)
+        services = list(services)
+        context["services"] = service_rows(source.gather(service_questions(source, window, services)), services)
     except TelemetryError as error:
         context["error"] = str(error)
         return context
@@ -115,8 +140,8 @@ def telemetry_health(*, now: float | None = None) -> dict:
     the dashboard's Healthy count with what the cards themselves say."""
     source, error = _source()
     healthy = {
-        (gpu.node.hostname, str(gpu.index))
-        for gpu in Gpu.objects.filter(health=GpuHealth.HEALTHY).select_related("node")
+        (hostname, str(index))
+        for hostname, index in Gpu.objects.filter(health=GpuHealth.HEALTHY).values_list("node__hostname", "index")
     }
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:

@@ -18,7 +18,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 
@@ -55,6 +57,36 @@ MIN_RATE_RANGE_S = 60  # rate() over at least four scrapes at Prometheus's usual
 JOULES_PER_KWH = 3.6e6
 SLO_PACK = 10_000_000  # see PrometheusTelemetry.slo_counts
 LONG_SPAN_S = 3600  # SimulatorTelemetry.generated_tokens integrates the rate past an hour
+RECORDED_FROM_S = 86_400  # windows this long or longer read the recorded series (telemetry_rules) where they cover
+RECORDING_INTERVAL_S = 60
+RECORDED_RATE_RANGE = "5m"
+# The fleet's GPU panels, recorded every minute: (field, aggregate) -> the recorded series.
+RECORDED_FLEET = {
+    ("util", "avg"): "rackpilot:gpu_util:avg",
+    ("sm_active", "avg"): "rackpilot:gpu_sm_active:avg",
+    ("power", "sum"): "rackpilot:gpu_power_watts:sum",
+    ("xid", "max"): "rackpilot:gpu_xid:max",
+}
+RECORDED_TOKENS = f"rackpilot:vllm_generation_tokens:rate{RECORDED_RATE_RANGE}"
+RECORDED_E2E_BUCKETS = f"rackpilot:vllm_e2e_request_latency_seconds_bucket:rate{RECORDED_RATE_RANGE}"
+
+
+def telemetry_rules() -> dict:
+    """The recording rules the long windows read: the fleet's GPU means, sums and maxima, and each service's token
+    rate and latency-bucket rates (5 min), every minute. A month of the fleet's panels then reads one series a
+    panel, a minute apart, instead of every GPU's samples at 15 s."""
+    rules = [
+        {"record": recorded, "expr": f"{how}({GPU_FIELDS[field][0]})"}
+        for (field, how), recorded in RECORDED_FLEET.items()
+    ]
+    rules += [
+        {"record": RECORDED_TOKENS, "expr": f"sum by (service) (rate({TOKENS_METRIC}[{RECORDED_RATE_RANGE}]))"},
+        {
+            "record": RECORDED_E2E_BUCKETS,
+            "expr": f"sum by (service, le) (rate({E2E_BUCKETS_METRIC}[{RECORDED_RATE_RANGE}]))",
+        },
+    ]
+    return {"name": "rackpilot-telemetry-recording", "interval": f"{RECORDING_INTERVAL_S}s", "rules": rules}
 
 
 class TelemetryError(Exception):
@@ -149,6 +181,16 @@ class Telemetry(ABC):
     def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
 
+    def fleet_series(self, field: str, aggregate: str, *, hostnames: list[str], window: Window) -> list[Series]:
+        """gpu_series aggregated over the whole fleet (`hostnames` are every GPU node): a source that records the
+        fleet's panels may read them from there."""
+        return self.gpu_series(field, hostnames=hostnames, window=window, aggregate=aggregate)
+
+    def gather(self, questions: dict) -> dict:
+        """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
+        source whose questions wait on a server asks them at once."""
+        return {key: question() for key, question in questions.items()}
+
     def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
         """(judged, met) from recorded rules (Prometheus's rackpilot:slo_good) when they cover the window; None:
         not recorded."""
@@ -203,13 +245,24 @@ def current_workloads() -> Workloads:
     )
 
 
+ANSWERS_KEPT = 512
+_ANSWERS: dict = {}  # see SimulatorTelemetry._cached; oldest first
+
+
+def _listed(function, *args) -> list:
+    return [function(*args)]
+
+
+def _copies(series: list[Series]) -> list[Series]:
+    return [Series(dict(one.labels), list(one.points)) for one in series]
+
+
 class SimulatorTelemetry(Telemetry):
     source = "simulator"
 
     def __init__(self, *, seed: int | None = None):
         self.seed = settings.RACKPILOT_SIM_SEED if seed is None else seed
         self._model = None
-        self._readings: dict = {}  # (hostname, gpu, t): one reading serves every field a page asks for
 
     @property
     def model(self):
@@ -217,28 +270,52 @@ class SimulatorTelemetry(Telemetry):
             self._model = simulator.telemetry_model(workloads=current_workloads(), seed=self.seed)
         return self._model
 
+    def _cached(self, question: tuple, start: float, end: float, compute, clone=lambda value: value):
+        """An answer about [start, end], kept across requests while nothing it comes from changes: the inventory and
+        faults (the model's fingerprint), the workloads and the seed; the question names the window or its ends
+        (aligned to the window's step, so pages ask the same one for a whole step). Answers about a span in which
+        the simulated endpoints served requests are worked out each time (the ledger grows while they serve).
+        `clone` copies what is kept, so that a caller may change its answer."""
+        model = self.model
+        if model.fingerprint is None or model.served_within(start, end + 1):
+            return compute()
+        key = (model.fingerprint, model.workloads, self.seed, question)
+        if key not in _ANSWERS:
+            if len(_ANSWERS) >= ANSWERS_KEPT:
+                _ANSWERS.pop(next(iter(_ANSWERS), None), None)  # the oldest (another thread may have taken it)
+            _ANSWERS[key] = compute()
+        return clone(_ANSWERS[key])
+
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
+        question = ("gpu", field, tuple(hostnames), aggregate, window)
+        compute = partial(self._gpu_series, field, hostnames, window, aggregate)
+        return self._cached(question, window.start, window.end, compute, _copies)
+
+    def _gpu_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
         _, key = GPU_FIELDS[field]
-        per_gpu: dict[tuple[str, str], Series] = {}
+        keys = frozenset({key})
+        per_gpu: dict[tuple[str, int], Series] = {}
+        times = window.times()
         for hostname in hostnames:
             if hostname not in self.model.histories:
                 continue
-            for t in window.times():
-                for gpu, _ in self.model.node_regime(hostname, t).gpus:
-                    key_at = (hostname, gpu.index, t)
-                    if key_at not in self._readings:
-                        self._readings[key_at] = self.model.gpu_reading(hostname, gpu.index, t, counters=False)
-                    reading = self._readings[key_at]
+            for t in times:
+                for index, reading in self.model.node_readings(hostname, t, keys=keys):
                     value = (79 if key == "xid" else None) if reading is None else reading[key]
                     if value is None:
                         continue
-                    series = per_gpu.setdefault(
-                        (hostname, str(gpu.index)), Series({"Hostname": hostname, "gpu": str(gpu.index)})
-                    )
+                    series = per_gpu.get((hostname, index))
+                    if series is None:
+                        series = per_gpu[(hostname, index)] = Series({"Hostname": hostname, "gpu": str(index)})
                     series.points.append((t, float(value)))
         return _aggregate(list(per_gpu.values()), aggregate)
 
     def energy_joules(self, *, hostnames, start, end):
+        # The counters count from the nodes' boot: served requests before the window count too.
+        compute = partial(self._energy_joules, hostnames, start, end)
+        return self._cached(("energy", tuple(hostnames), start, end), 0.0, end, compute)
+
+    def _energy_joules(self, hostnames: list[str], start: float, end: float) -> float:
         total = 0.0
         for hostname in hostnames:
             if hostname not in self.model.histories:
@@ -252,6 +329,10 @@ class SimulatorTelemetry(Telemetry):
         return total
 
     def sm_active_seconds(self, *, hostnames, start, end):
+        compute = partial(self._sm_active_seconds, hostnames, start, end)
+        return self._cached(("sm_active_seconds", tuple(hostnames), start, end), start, end, compute, dict)
+
+    def _sm_active_seconds(self, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         seconds = {}
         for hostname in hostnames:
             if hostname not in self.model.histories:
@@ -272,6 +353,12 @@ class SimulatorTelemetry(Telemetry):
         return next((run for run in self.model.workloads.serving if run.name == service), None)
 
     def tokens_per_second(self, *, service, window):
+        compute = partial(_listed, self._tokens_per_second, service, window)
+        return self._cached(
+            ("tokens", service, window), window.start - window.rate_range, window.end, compute, _copies
+        )[0]
+
+    def _tokens_per_second(self, service: str, window: Window) -> Series:
         run = self._run(service)
         series = Series({"service": service})
         if run is None:
@@ -282,6 +369,10 @@ class SimulatorTelemetry(Telemetry):
         return series
 
     def p99_latency_seconds(self, *, service, window):
+        compute = partial(_listed, self._p99_latency_seconds, service, window)
+        return self._cached(("p99", service, window), window.start - window.rate_range, window.end, compute, _copies)[0]
+
+    def _p99_latency_seconds(self, service: str, window: Window) -> Series:
         run = self._run(service)
         series = Series({"service": service})
         if run is None:
@@ -377,6 +468,9 @@ def _any_of(values: list[str]) -> str:
     return _string("|".join(re.escape(value) for value in values) or "^$")
 
 
+CONCURRENT_QUERIES = 8
+
+
 class PrometheusTelemetry(Telemetry):
     source = "prometheus"
 
@@ -417,6 +511,30 @@ class PrometheusTelemetry(Telemetry):
             )
             for item in result
         ]
+
+    def gather(self, questions):
+        if len(questions) < 2:
+            return super().gather(questions)
+        with ThreadPoolExecutor(max_workers=min(len(questions), CONCURRENT_QUERIES)) as pool:
+            futures = {key: pool.submit(question) for key, question in questions.items()}
+            return {key: future.result() for key, future in futures.items()}
+
+    def _recorded_range(self, promql: str, window: Window) -> list[Series] | None:
+        """A range query over recorded series, when the window is long enough to want them and they cover its start
+        (else None: the rules are not loaded, or started within the window)."""
+        if window.span < RECORDED_FROM_S:
+            return None
+        series = self.query_range(promql, window)
+        if not series or not any(one.points and one.points[0][0] <= window.start for one in series):
+            return None
+        return series
+
+    def fleet_series(self, field, aggregate, *, hostnames, window):
+        recorded = RECORDED_FLEET.get((field, aggregate))
+        series = self._recorded_range(recorded, window) if recorded else None
+        if series is not None:
+            return [Series({}, series[0].points)]
+        return self.gpu_series(field, hostnames=hostnames, window=window, aggregate=aggregate)
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
         metric, _ = GPU_FIELDS[field]
@@ -491,18 +609,37 @@ class PrometheusTelemetry(Telemetry):
         return packed // SLO_PACK, packed % SLO_PACK
 
     def tokens_per_second(self, *, service, window):
-        promql = f"sum(rate({TOKENS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s]))"
-        series = self.query_range(promql, window)
+        # Over long windows, the mean of the recorded 5-minute rates over each step: what rate() over the step gives.
+        recorded = f"{RECORDED_TOKENS}{{service={_string(service)}}}"
+        series = self._recorded_range(f"sum(avg_over_time({recorded}[{int(window.rate_range)}s]))", window)
+        if series is None:
+            promql = f"sum(rate({TOKENS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s]))"
+            series = self.query_range(promql, window)
         return Series({"service": service}, series[0].points if series else [])
 
     def p99_latency_seconds(self, *, service, window):
-        rate = f"rate({E2E_BUCKETS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s])"
-        series = self.query_range(f"histogram_quantile(0.99, sum by (le) ({rate}))", window)
+        recorded = f"avg_over_time({RECORDED_E2E_BUCKETS}{{service={_string(service)}}}[{int(window.rate_range)}s])"
+        series = self._recorded_range(f"histogram_quantile(0.99, sum by (le) ({recorded}))", window)
+        if series is None:
+            rate = f"rate({E2E_BUCKETS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s])"
+            series = self.query_range(f"histogram_quantile(0.99, sum by (le) ({rate}))", window)
         points = [(t, value) for t, value in (series[0].points if series else []) if not math.isnan(value)]
         return Series({"service": service}, points)
 
     def generated_tokens(self, *, service, start, end):
         seconds = max(int(round(end - start)), 1)
+        if seconds >= RECORDED_FROM_S:
+            # The recorded rate's samples (one a minute) times the minute; used when they cover the window's first
+            # hour (the rules ran all through it), as recorded_slo_counts does.
+            recorded = f"{RECORDED_TOKENS}{{service={_string(service)}}}"
+            promql = (
+                f'label_replace(sum(sum_over_time({recorded}[{seconds - 1}s])) * {RECORDING_INTERVAL_S}, "part", '
+                f'"tokens", "", "") or label_replace(sum(count_over_time({recorded}[1h] offset {seconds - 3600}s)), '
+                '"part", "first", "", "")'
+            )
+            parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
+            if parts.get("first"):
+                return parts.get("tokens", 0.0)
         result = self.query(f"sum(increase({TOKENS_METRIC}{{service={_string(service)}}}[{seconds}s]))", at=end)
         return float(result[0]["value"][1]) if result else 0.0
 

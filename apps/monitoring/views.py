@@ -26,7 +26,7 @@ from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
 from apps.monitoring.policies import tiering
 from apps.monitoring.policies.base import policy_kind
-from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
+from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window, telemetry_rules
 from apps.workloads.models import InferenceService
 
 
@@ -155,8 +155,10 @@ def slo_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def slo_rules(request: HttpRequest) -> HttpResponse:
-    """Prometheus recording and alerting rules for every SLO (load them with `rule_files:`)."""
+    """Prometheus recording and alerting rules for every SLO, and the telemetry pages' recorded series (load them
+    with `rule_files:`)."""
     document = slo.rules([row.spec() for row in Slo.objects.select_related("service", "training_job", "rack")])
+    document["groups"].append(telemetry_rules())
     response = HttpResponse(yaml.safe_dump(document, sort_keys=False), content_type="application/yaml")
     response["Content-Disposition"] = 'attachment; filename="rackpilot-slo-rules.yml"'
     return response

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Prefetch
 
-from apps.inventory.models import Nic, Node
+from apps.inventory.models import Cable, Firmware, Gpu, GpuSku, Nic, Node, StorageTier, Switch, Volume
 from apps.simulator import shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.faults.kinds import fault_kind
@@ -232,7 +232,46 @@ def reboot(*, node: Node) -> int:
 
 def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = None):
     """The telemetry model (apps.simulator.telemetry) of the simulated nodes with the workloads the feature layer
-    names; a node's energy counter starts when its row was created (its boot), its faults when they were injected."""
+    names; a node's energy counter starts when its row was created (its boot), its faults when they were injected.
+
+    The nodes' histories (their healthy states, faults and changes) and their regimes are built once per inventory
+    fingerprint and shared by the models asked for while it holds (every page, the exporters' rebuild every few
+    seconds); the served-requests ledger and the workloads are read afresh each time."""
+    if hostnames is not None:
+        histories, regimes = _histories(hostnames), None
+    else:
+        fingerprint = inventory_fingerprint()
+        cached = _HISTORIES.get(fingerprint)
+        if cached is None:
+            if len(_HISTORIES) >= HISTORIES_KEPT:
+                _HISTORIES.pop(next(iter(_HISTORIES), None), None)  # the oldest (another thread may have taken it)
+            cached = _HISTORIES[fingerprint] = (_histories(None), {})
+        histories, regimes = cached
+    model = ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger(), regimes=regimes)
+    model.fingerprint = None if hostnames is not None else fingerprint
+    return model
+
+
+HISTORIES_KEPT = 4
+_HISTORIES: dict = {}  # inventory fingerprint -> (histories, regimes), oldest first
+# What a node's simulated state is built from. Their rows are written with save() (the `updated` stamp moves) or
+# added and removed (the count and the highest key move); the tables whose times are the model's history (a node's
+# boot, a fault's start, a change's moment) are read row by row, as tests and benches backdate them with update().
+_TIMED = (Node, SimFault, SimChange)
+
+
+def inventory_fingerprint() -> tuple:
+    """Changes whenever something the telemetry model is built from changes (one aggregate query per table, and the
+    times of nodes, faults and changes)."""
+    parts = []
+    for model in (Gpu, GpuSku, Nic, Firmware, Volume, StorageTier, Cable, Switch):
+        parts.append(tuple(model.objects.aggregate(n=Count("pk"), top=Max("pk"), last=Max("updated")).values()))
+    for model in _TIMED:
+        parts.append(hash(tuple(model.objects.order_by("pk").values_list("pk", "created", "updated"))))
+    return tuple(parts)
+
+
+def _histories(hostnames: list[str] | None) -> list[NodeHistory]:
     nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
     nodes = Node.objects.prefetch_related(
         "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults", "sim_changes"
@@ -241,7 +280,7 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
         nodes = nodes.filter(hostname__in=hostnames)
     nodes = list(nodes.filter(gpus__isnull=False).distinct())
     ratios = leaf_uplink_ratios(set().union(*(data_leaves(node) for node in nodes)))
-    histories = [
+    return [
         NodeHistory(
             healthy=build_state(node, ratios),
             booted=node.created.timestamp(),
@@ -257,7 +296,6 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
         )
         for node in nodes
     ]
-    return ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger())
 
 
 LEDGER_DAYS = 8  # what the telemetry windows (7 d at most) can ask for, and a day's margin

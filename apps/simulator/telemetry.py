@@ -58,6 +58,28 @@ INTEGRATION_STEP_S = 10.0
 NVLINK_CRC_ERRORS_PER_S = 0.7  # a failing link's flit CRC errors, from the fault on
 XID_OF_FAULT = {"xid79": 79, "ecc": 48}  # 48: double-bit ECC error; 79: fallen off the bus
 _SERVICE_GRIDS: dict = {}  # a service's counters on the integration grid since its last restart
+# gpu_reading's keys in its order, and those that come from the seeded noise (the costly part of a reading).
+READING_ORDER = (
+    "util",
+    "sm_active",
+    "dram_active",
+    "power_w",
+    "energy_mj",
+    "temperature_c",
+    "memory_temperature_c",
+    "sm_mhz",
+    "mem_mhz",
+    "reasons",
+    "power_limit_w",
+    "xid",
+    "ecc_dbe",
+    "remap_pending",
+    "nvlink_crc_errors",
+    "fb_used_mib",
+    "fb_free_mib",
+)
+ALL_READING_KEYS = frozenset(READING_ORDER)
+NOISY_READING_KEYS = frozenset({"power_w", "temperature_c", "memory_temperature_c"})
 
 
 # --- what the feature layer tells the simulator about workloads -------------------------------------------------
@@ -227,6 +249,13 @@ def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
     return 0.5 * (1 + math.erf(math.log(x / median) / (sigma * math.sqrt(2))))
 
 
+def _modelled_power_w(regime: GpuRegime, terms) -> float:
+    """Board power of a card on the bus: idle, or the static part plus the busy fraction of the dynamic part."""
+    if terms is None:
+        return IDLE_POWER_W
+    return STATIC_POWER_W + terms[2] * (regime.full_power_w - STATIC_POWER_W)
+
+
 def latency_factor(load: float) -> float:
     """How much slower requests get at a load (demand over capacity): flat, then steep, then a queue."""
     if load <= 1:
@@ -237,14 +266,16 @@ def latency_factor(load: float) -> float:
 class ClusterTelemetry:
     """The telemetry of a simulated cluster with its workloads; every method takes the time it is asked about."""
 
-    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0, ledger=None):
+    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0, ledger=None, regimes=None):
         self.seed = seed
         # What the simulated endpoints served (apps.simulator.serving.ServingLedger): added to the services' counters
         # and their GPUs' busy fraction. None: only the background demand.
         self.ledger = ledger
         self.histories = {history.hostname: history for history in histories}
+        self.fingerprint = None  # what the histories were built from, when the builder knows (pages cache on it)
         self.workloads = workloads
-        self._regimes: dict = {}
+        # Regimes (and cards' offsets) depend on the histories alone: models of the same histories may share them.
+        self._regimes: dict = {} if regimes is None else regimes
         self.breakpoints = sorted(
             {fault.since for history in histories for fault in history.faults}
             | {change.since for history in histories for change in history.changes}
@@ -282,6 +313,12 @@ class ClusterTelemetry:
             *self.breakpoints[bisect.bisect_right(self.breakpoints, a) : bisect.bisect_left(self.breakpoints, b)],
         ]
         return list(zip(cuts, [*cuts[1:], b], strict=True))
+
+    def served_within(self, a: float, b: float) -> bool:
+        """Whether the simulated endpoints served requests of the workloads' services in [a, b]."""
+        if self.ledger is None:
+            return False
+        return any(self.ledger.seconds_within(run.name, a, b) for run in self.workloads.serving)
 
     def role(self, hostname: str, t: float):
         run = self._role.get(hostname)
@@ -345,12 +382,7 @@ class ClusterTelemetry:
     def power_w(self, hostname: str, index: int, t: float) -> float:
         """The modelled board power (without the gauge's noise); 0 for a GPU off the bus."""
         gpu, regime = self.node_regime(hostname, t).gpu(index)
-        if not regime.present:
-            return 0.0
-        terms = self._busy_terms(hostname, t)
-        if terms is None:
-            return IDLE_POWER_W
-        return STATIC_POWER_W + terms[2] * (regime.full_power_w - STATIC_POWER_W)
+        return _modelled_power_w(regime, self._busy_terms(hostname, t)) if regime.present else 0.0
 
     def energy_j(self, hostname: str, index: int, a: float, b: float) -> float:
         """∫ power dt over [a, b], exactly."""
@@ -478,40 +510,61 @@ class ClusterTelemetry:
         """The gauges dcgm-exporter shows for one GPU at t (seeded noise on top of the model); None: off the bus.
         Without `counters` the energy and NVLink error counters are left out (they cost the most to work out)."""
         gpu, regime = self.node_regime(hostname, t).gpu(index)
+        return self._reading(hostname, gpu, regime, self._busy_terms(hostname, t), t, counters=counters)
+
+    def node_readings(self, hostname: str, t: float, *, keys: frozenset[str]) -> list[tuple[int, dict | None]]:
+        """(index, reading) of each GPU of the node at t with only these keys (a page's batch: the node's load is
+        worked out once for all its GPUs, and the seeded noise only for the keys that carry it). The values are
+        gpu_reading's."""
+        terms = self._busy_terms(hostname, t)
+        return [
+            (gpu.index, self._reading(hostname, gpu, regime, terms, t, keys=keys))
+            for gpu, regime in self.node_regime(hostname, t).gpus
+        ]
+
+    def _reading(self, hostname, gpu, regime, terms, t, *, counters=False, keys=None) -> dict | None:
+        """One GPU's gauges at t from its regime and its node's busy terms; `keys` limits what is worked out."""
         if not regime.present:
             return None
-        terms = self._busy_terms(hostname, t)
         kind, busy = (terms[0], terms[2]) if terms else ("idle", 0.0)
-        rng = noise(self.seed, "dcgm", hostname, index, int(t))
-        offset = self._card_offset(hostname, index)
-        power = self.power_w(hostname, index, t) * (1 + rng.uniform(-0.004, 0.004))
-        thermal = regime.thermal_c
-        temperature = thermal + rng.uniform(-1, 1) if thermal else 33 + 0.034 * power + offset
+        index = gpu.index
+        wanted = ALL_READING_KEYS if keys is None else keys
         working = busy > 0.01
-        reasons = regime.reasons_busy if working else ("gpu_idle",)
-        if regime.thermal_c and not working:
-            reasons = ("gpu_idle", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown")
-        fb_total = gpu.facts.memory_mib
-        fb_used = int(fb_total * FB_USED_SHARE.get(kind, 0.0)) if kind != "idle" else 1
-        return {
+        values = {}
+        if wanted & NOISY_READING_KEYS:
+            rng = noise(self.seed, "dcgm", hostname, index, int(t))
+            offset = self._card_offset(hostname, index)
+            power = _modelled_power_w(regime, terms) * (1 + rng.uniform(-0.004, 0.004))
+            thermal = regime.thermal_c
+            temperature = thermal + rng.uniform(-1, 1) if thermal else 33 + 0.034 * power + offset
+            values["power_w"] = round(power, 3)
+            values["temperature_c"] = int(round(temperature))
+            values["memory_temperature_c"] = int(round(33 + 0.02 * power + offset / 2))
+        if "reasons" in wanted:
+            reasons = regime.reasons_busy if working else ("gpu_idle",)
+            if regime.thermal_c and not working:
+                reasons = ("gpu_idle", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown")
+            values["reasons"] = sum(REASON_BITS[name] for name in reasons)
+        if wanted & {"fb_used_mib", "fb_free_mib"}:
+            fb_total = gpu.facts.memory_mib
+            fb_used = int(fb_total * FB_USED_SHARE.get(kind, 0.0)) if kind != "idle" else 1
+            values["fb_used_mib"], values["fb_free_mib"] = fb_used, fb_total - fb_used
+        values |= {
             "util": int(round(100 * busy)),
             "sm_active": round(busy * SM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
             "dram_active": round(busy * DRAM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
-            "power_w": round(power, 3),
-            "energy_mj": self.energy_counter_mj(hostname, index, t) if counters else None,
-            "temperature_c": int(round(temperature)),
-            "memory_temperature_c": int(round(33 + 0.02 * power + offset / 2)),
             "sm_mhz": regime.load_mhz if working else gpu.facts.idle_sm_mhz,
             "mem_mhz": gpu.facts.memory_mhz,
-            "reasons": sum(REASON_BITS[name] for name in reasons),
             "power_limit_w": regime.power_limit_w,
             "xid": regime.xid,
             "ecc_dbe": regime.ecc_dbe,
             "remap_pending": int(regime.remap_pending),
-            "nvlink_crc_errors": self.nvlink_crc_errors(hostname, index, t) if counters else None,
-            "fb_used_mib": fb_used,
-            "fb_free_mib": fb_total - fb_used,
         }
+        if keys is not None:
+            return {key: values[key] for key in keys}
+        values["energy_mj"] = self.energy_counter_mj(hostname, index, t) if counters else None
+        values["nvlink_crc_errors"] = self.nvlink_crc_errors(hostname, index, t) if counters else None
+        return {key: values[key] for key in READING_ORDER}
 
     # inference services
 

@@ -115,3 +115,14 @@ def poll(run_shards):
         return run_shards(job)
 
     return run
+
+
+@pytest.fixture
+def promtool(tmp_path):
+    """promtool(*args) run in tmp_path (rules files written there)."""
+    need(shutil.which("promtool"), "needs promtool (Debian package prometheus)")
+
+    def run(*args):
+        return subprocess.run(["promtool", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    return run

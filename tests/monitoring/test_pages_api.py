@@ -1,10 +1,15 @@
 """The node page's BMC section, the BMC settings form and the /api/bmcs/ endpoint: roles, write-only password."""
 
+import json
+import re
+from datetime import timedelta
+
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from apps.core.models import AuditEntry
-from apps.monitoring.models import Bmc
+from apps.monitoring.models import Bmc, BmcReading
 
 PASSWORD = "Pa55-word-xyz"
 
@@ -27,6 +32,29 @@ def test_node_page_shows_latest_readings_and_the_rack_budget(browser_as, viewer,
     assert budget in html and "from 1 node read in the last 10 minutes" in html
     assert "BMC settings</a>" not in html  # a viewer may not edit them
     assert settings.RACKPILOT_SIM_BMC_PASSWORD not in html
+
+
+def _figure(html: str, key: str) -> dict:
+    found = re.search(rf'<script id="{key}" type="application/json">(.*?)</script>', html, re.S)
+    return json.loads(found.group(1))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_node_page_charts_the_stored_series_against_the_rack_budget(browser_as, viewer, gpu_node, sim_bmc, poll):
+    sim_bmc()
+    poll(gpu_node)
+    BmcReading.objects.update(time=timezone.now() - timedelta(minutes=5))  # the first poll, five minutes ago
+    poll(gpu_node)
+
+    html = _page(browser_as(viewer), gpu_node)
+
+    temperatures = {trace["name"]: trace for trace in _figure(html, "bmc-temperature")["data"]}
+    assert len(temperatures["Inlet Temp"]["y"]) == 2
+    assert len(_figure(html, "bmc-fans")["data"][0]["y"]) == 2
+    power, share = _figure(html, "bmc-power")["data"]
+    assert len(power["y"]) == 2 and 1000 < power["y"][-1] < 3000
+    budget_w = float(gpu_node.rack.power_budget_kw) * 1000
+    assert share["y"][0] == pytest.approx(budget_w / gpu_node.rack.nodes.count())
 
 
 def test_node_without_bmc_says_so(browser_as, viewer, gpu_node):

@@ -1,15 +1,12 @@
 """The SLO criteria, budgets and burn rates; the generated Prometheus rules checked and run by a real promtool."""
 
 import math
-import shutil
-import subprocess
 
 import pytest
 import yaml
 
 from apps.monitoring import slo
 from apps.monitoring.telemetry import counter_increase, histogram_quantile
-from tests.live_server import need
 
 CHAT = slo.SloSpec(
     name="chat-throughput",
@@ -93,16 +90,6 @@ def test_criteria_compare_in_the_right_direction():
 
 def test_host_names_are_escaped_for_the_regex_matcher():
     assert 'Hostname=~"gpu001\\\\.dc1|gpu002\\\\.dc1"' in slo.value_expression(ENERGY)
-
-
-@pytest.fixture
-def promtool(tmp_path):
-    need(shutil.which("promtool"), "needs promtool (Debian package prometheus)")
-
-    def run(*args):
-        return subprocess.run(["promtool", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-
-    return run
 
 
 def _write_rules(tmp_path, specs):
