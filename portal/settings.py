@@ -350,6 +350,8 @@ RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
 RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
 # The simulated cluster's noise seed: the same seed gives the same figures (apps/simulator).
 RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
+# How long a simulated `systemctl reboot` keeps a node off the network (±20 % per node and boot, seeded).
+RACKPILOT_SIM_REBOOT_SECONDS = env_float("RACKPILOT_SIM_REBOOT_SECONDS", 8.0)
 
 # Telemetry (docs/monitoring.md, "Telemetry" and "Prometheus"): with no Prometheus URL, pages read the simulator
 # directly (the embedded wiring).

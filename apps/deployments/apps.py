@@ -8,4 +8,4 @@ class DeploymentsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the `deploy` job kind and the commands its steps run.
-        from apps.deployments import kinds, node_operations  # noqa: F401
+        from apps.deployments import kinds, node_operations, reboot  # noqa: F401

@@ -6,6 +6,7 @@ Cancel is an asyncio.Event: once set, no new command starts and running ones are
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -17,6 +18,26 @@ from apps.nodeexec.catalogue import shell_join
 RunCommand = Callable[[list[str], float], Awaitable[CommandResult]]
 # A step that is more than one command (check, apply, verify): given the node and `run`, returns the cell's result.
 StepRunner = Callable[[NodeTarget, RunCommand], Awaitable[CommandResult]]
+
+
+# The running fan-out's cancel event, for a step runner that waits (a reboot waiting for its node to come back).
+_cancel: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("fan_out_cancel", default=None)
+
+
+async def wait_unless_canceled(seconds: float) -> bool:
+    """Sleep `seconds` inside a step runner, ending early when the fan-out is canceled; True: it was canceled."""
+    cancel = _cancel.get()
+    if cancel is None:
+        await asyncio.sleep(seconds)
+        return False
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(cancel.wait(), timeout=max(seconds, 0.0))
+    return cancel.is_set()
+
+
+def cancel_event() -> asyncio.Event:
+    """The running fan-out's cancel event (a fresh, never-set one outside a fan-out), for a runner's own sessions."""
+    return _cancel.get() or asyncio.Event()
 
 
 @dataclass(frozen=True)
@@ -49,6 +70,7 @@ async def fan_out(
     grace: float = 3.0,
     output_cap: int = 1 << 20,
 ) -> None:
+    _cancel.set(cancel)  # the node workers below are tasks: each copies this context
     queue: asyncio.Queue[NodeTarget] = asyncio.Queue()
     for target in targets:
         queue.put_nowait(target)

@@ -10,6 +10,7 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``file:<absolute path>`` str content
 - ``removed:<absolute path>`` int: what ``rm -rf`` of a training run's checkpoint freed, in bytes (on its volume)
 - ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
+- ``boot:last`` dict ``{"count", "at", "down_seconds"}``: the node's last simulated reboot (apps/simulator/boot.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
 """
@@ -98,6 +99,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         if volume is None:
             return False
         volume.freed_bytes += int(value or 0)
+    elif family == "boot" and rest == "last":
+        state.boot = dict(value)
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
     else:

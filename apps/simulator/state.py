@@ -254,6 +254,7 @@ class SimulatedNode:
     python_packages: dict[str, str] = field(default_factory=dict)  # torch, tensorflow: version
     files: dict[str, str] = field(default_factory=dict)  # absolute path: content
     ptp_synchronised: bool = True
+    boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
 
     @property
     def driver_cuda(self) -> str:

@@ -52,6 +52,7 @@ class Context:
         self.seed, self.load = seed, load
         self.env: dict[str, str] = dict(env or {})  # NAME=VALUE given through `env` (what NCCL reads first)
         self.changes: dict[str, object] = {}  # what the command changed, for the caller to store
+        self.reboot_requested = False  # `systemctl reboot`: the caller reboots the node (services.reboot)
         self.memo: dict = {}  # what a tool computed once for this command (a training run's checkpoints)
         self.shell: Callable[[Context, list[str]], CommandOutput] | None = None  # set by the shell that runs us
         # Another simulated node's state by host name (None: no such host), for launchers such as mpirun that

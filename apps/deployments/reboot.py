@@ -1,0 +1,313 @@
+"""The `reboot` job kind: reboot a node, wait for it to go away and come back over SSH, then check it.
+
+A node operation, as `scheduler-action` (node_operations.py) is; deployments run it after a step that only takes
+effect at the next boot (a driver change, a firmware flash). Per node, one matrix column each:
+
+1. `before`: the boot id (`cat /proc/sys/kernel/random/boot_id`) and `uptime`;
+2. `reboot`: `systemctl reboot` (root: `sudo -n --` for a sudo login); the connection closing under it counts as done;
+3. `down`: new connections until the node stops answering (or already answers with another boot id), at most
+   `down_timeout_seconds`;
+4. `up`: new connections, waiting `poll_seconds` and half as long again after each try (30 s at most), until it
+   answers over SSH, at most `up_timeout_seconds`. Each connection verifies the host key against the node's trusted
+   keys, as every connection does: a node that comes back with another key fails the cell with the transport's
+   `HOST KEY CHANGED` message at once, and the key is never trusted automatically;
+5. `check`: the boot id must have changed, and `nvidia-smi -L` must list the GPUs the inventory expects.
+
+A node that is not drained is refused when the job is created unless `force` is set: a reboot ends whatever runs on
+it, and drained is how an operator says nothing should. `reboot_plan()` is what the node page shows before it runs.
+"""
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+from rest_framework import serializers
+
+from apps.jobs.choices import StepStatus
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
+from apps.nodeexec.base import CommandResult, NodeTarget, OutputCollector, TransportError
+from apps.nodeexec.catalogue import CATALOGUE, Command, build, register_command, shell_join
+from apps.nodeexec.fanout import cancel_event, wait_unless_canceled
+from apps.nodeexec.transports import get_transport
+
+KIND = "reboot"
+BOOT_ID = "boot-id"
+REBOOT = "systemctl-reboot"
+GPU_LIST = "nvidia-smi-list"
+MAX_POLL_SECONDS = 30.0
+UNREACHABLE_EXIT = 255  # what ssh exits with when it cannot reach the node (and the simulator while it reboots)
+
+for _command in (
+    Command(BOOT_ID, ("cat", "/proc/sys/kernel/random/boot_id"), "The kernel's id of this boot (new at every boot)."),
+    Command(REBOOT, ("systemctl", "reboot"), "Reboot the node.", root=True),
+):
+    if _command.name not in CATALOGUE:
+        register_command(_command)
+
+
+class RebootParameters(serializers.Serializer):
+    force = serializers.BooleanField(
+        default=False, help_text="Reboot nodes that are not drained too (a reboot ends whatever runs on them)."
+    )
+    down_timeout_seconds = serializers.IntegerField(
+        min_value=5, max_value=3600, default=300, help_text="How long a node may keep answering after the command."
+    )
+    up_timeout_seconds = serializers.IntegerField(
+        min_value=5, max_value=7200, default=900, help_text="How long a node may take to answer over SSH again."
+    )
+    poll_seconds = serializers.FloatField(
+        min_value=0.1,
+        max_value=MAX_POLL_SECONDS,
+        default=5.0,
+        help_text="The first wait between connection tries; each later one is half as long again, 30 s at most.",
+    )
+
+
+def reboot_plan(parameters: dict) -> list[tuple[str, str]]:
+    """(step label, what it runs) in order, the commands as the ssh transport sends them, for the operator to read."""
+    boot_id, gpus = shell_join(build(BOOT_ID)), shell_join(build(GPU_LIST))
+    return [
+        ("Boot id and uptime", f"{boot_id}; {shell_join(build('uptime'))}"),
+        ("Reboot", f"{shell_join(build(REBOOT))} (as sudo -n -- {shell_join(build(REBOOT))} for a sudo login)"),
+        (
+            "Down",
+            f"new connections running {boot_id} until none answers, {parameters['down_timeout_seconds']} s at most",
+        ),
+        (
+            "Up",
+            f"new connections every {parameters['poll_seconds']:g} s and longer until one answers with a trusted host "
+            f"key, {parameters['up_timeout_seconds']} s at most (a changed key fails the node)",
+        ),
+        ("Check", f"{boot_id} (must differ from before); {gpus} (the GPUs the inventory expects)"),
+    ]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One connection try: `answered` with `boot_id`, or not, with the transport's `error` (a refused host key is
+    `fatal`: it carries the key for the node page, and is never retried)."""
+
+    answered: bool
+    boot_id: str = ""
+    error: str = ""
+    fatal: TransportError | None = None
+
+
+@register_kind
+class RebootKind(JobKind):
+    name = KIND
+    label = "Reboot"
+    description = (
+        "Reboots each node (systemctl reboot), waits for it to go away and to answer over SSH again with a trusted "
+        "host key, then checks that the boot id changed and the GPUs are all there. Nodes must be drained unless "
+        "force is set."
+    )
+    parameters = RebootParameters
+    transports = ("ssh", "sim")
+
+    def __init__(self):
+        self.transport_name = ""
+        self.parameters_used: dict = {}
+        self.expected_gpus: dict[str, int] = {}
+        self.boot_ids: dict[str, str] = {}  # hostname -> boot id before the reboot, filled by the `before` runner
+        self.records: dict[tuple[str, str], CellRecord] = {}  # (hostname, step) -> what the runner found
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        waits = parameters["down_timeout_seconds"] + parameters["up_timeout_seconds"]
+        return [
+            StepSpec(name="before", command="", label="Boot id and uptime", timeout=120),
+            StepSpec(name="reboot", command="", label="Reboot", timeout=120),
+            StepSpec(name="down", command="", label="Down", timeout=waits),
+            StepSpec(name="up", command="", label="Up over SSH", timeout=waits),
+            StepSpec(name="check", command="", label="Boot id and GPUs", timeout=180),
+        ]
+
+    def check_nodes(self, nodes: list, parameters: dict) -> None:
+        in_service = sorted(node.hostname for node in nodes if not node.is_drained)
+        if in_service and not parameters["force"]:
+            raise serializers.ValidationError(
+                {
+                    "targets": [
+                        f"Not drained: {', '.join(in_service)}. Drain them first (a reboot ends whatever runs on "
+                        "them), or set force."
+                    ]
+                }
+            )
+
+    def prepare(self, job, shard) -> None:
+        self.transport_name = job.transport
+        self.parameters_used = job.parameters
+        self.expected_gpus = dict(shard.steps.values_list("node__hostname", "node__expected_gpu_count").distinct())
+
+    def step_runner(self, step: StepSpec):
+        return {
+            "before": self._before,
+            "reboot": self._reboot,
+            "down": self._down,
+            "up": self._up,
+            "check": self._check,
+        }[step.name]
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        record = self.records.get((target.hostname, step.name))
+        if record is None or result.canceled:
+            return CellRecord(default_status(result), default_summary(step, result))
+        return record
+
+    # --- the runners (the fan-out's event loop) -------------------------------------------------------------------
+
+    async def _before(self, target: NodeTarget, run) -> CommandResult:
+        result = await run(build(BOOT_ID), 30)
+        if not result.ok:
+            return result
+        self.boot_ids[target.hostname] = _text(result).strip()
+        uptime = await run(build("uptime"), 30)
+        if uptime.ok:
+            line = f"boot id {self.boot_ids[target.hostname]}; {_text(uptime).strip()}"
+            self._note(target, "before", line, boot_id=self.boot_ids[target.hostname])
+        return uptime
+
+    async def _reboot(self, target: NodeTarget, run) -> CommandResult:
+        result = await run(build(REBOOT), 60)
+        if result.ok or (result.exit_code is None and not (result.timed_out or result.canceled or result.error)):
+            # systemd queues the reboot and may close the connection before the command's exit status comes back.
+            closed = "" if result.ok else " (the connection closed as the node went down)"
+            self._note(target, "reboot", f"reboot requested{closed}")
+            return _done([f"reboot requested{closed}"])
+        return result
+
+    async def _down(self, target: NodeTarget, run) -> CommandResult:
+        timeout = self.parameters_used["down_timeout_seconds"]
+        before, started, lines = self.boot_ids.get(target.hostname, ""), time.monotonic(), []
+        while True:
+            probe = await self._probe(target)
+            waited = time.monotonic() - started
+            if not probe.answered:
+                message = f"stopped answering after {waited:.1f} s: {probe.error}"
+                return self._finish(target, "down", lines, message)
+            if probe.boot_id != before:
+                message = f"already back after {waited:.1f} s with boot id {probe.boot_id}"
+                return self._finish(target, "down", lines, message)
+            lines.append(f"{waited:.1f} s: still answering with boot id {probe.boot_id}")
+            if waited >= timeout:
+                return self._finish(target, "down", lines, f"still answering after {timeout} s: did it reboot?", 1)
+            if await wait_unless_canceled(min(self.parameters_used["poll_seconds"], timeout - waited)):
+                return _done(lines, canceled=True)
+
+    async def _up(self, target: NodeTarget, run) -> CommandResult:
+        timeout = self.parameters_used["up_timeout_seconds"]
+        delay, started, lines = self.parameters_used["poll_seconds"], time.monotonic(), []
+        while True:
+            probe = await self._probe(target)
+            waited = time.monotonic() - started
+            if probe.fatal is not None:
+                error = probe.fatal
+                lines.append(f"{waited:.1f} s: {error}")
+                self.records[target.hostname, "up"] = CellRecord(default_status(_failed(error)), str(error))
+                return _failed(error, lines)
+            if probe.answered:
+                message = f"answering over SSH after {waited:.1f} s, boot id {probe.boot_id}"
+                return self._finish(target, "up", lines, message)
+            lines.append(f"{waited:.1f} s: not answering ({probe.error})")
+            if waited >= timeout:
+                message = f"not answering after {timeout} s: {probe.error}"
+                return self._finish(target, "up", lines, message, 1)
+            if await wait_unless_canceled(min(delay, timeout - waited)):
+                return _done(lines, canceled=True)
+            delay = min(delay * 1.5, MAX_POLL_SECONDS)
+
+    async def _check(self, target: NodeTarget, run) -> CommandResult:
+        expected, before = self.expected_gpus.get(target.hostname, 0), self.boot_ids.get(target.hostname, "")
+        commands = [build(BOOT_ID)] + ([build(GPU_LIST)] if expected else [])
+        try:
+            results = await self._session_run(target, commands)
+        except TransportError as error:
+            self.records[target.hostname, "check"] = CellRecord(default_status(_failed(error)), str(error))
+            return _failed(error)
+        transcript = [
+            f"$ {shell_join(argv)}\n{_text(result)}".rstrip() for argv, result in zip(commands, results, strict=True)
+        ]
+        boot_id = _text(results[0]).strip() if results[0].ok else ""
+        problems = []
+        if not boot_id:
+            problems.append(f"could not read the boot id: {_problem(results[0])}")
+        elif boot_id == before:
+            problems.append(f"boot id unchanged ({boot_id}): the node did not reboot")
+        found = None
+        if expected:
+            gpus = results[1]
+            found = sum(1 for line in _text(gpus).splitlines() if line.startswith("GPU ")) if gpus.ok else None
+            if found is None:
+                problems.append(f"nvidia-smi -L failed: {_problem(gpus)}")
+            elif found < expected:
+                problems.append(f"{found} of {expected} GPUs after the reboot")
+        gpus_text = f", {found} of {expected} GPUs" if found is not None else ""
+        summary = "; ".join(problems) or f"rebooted: boot id {before} → {boot_id}{gpus_text}"
+        data = {"boot_id_before": before, "boot_id_after": boot_id, "gpus": found, "expected_gpus": expected}
+        status = StepStatus.FAILED if problems else StepStatus.SUCCEEDED
+        self.records[target.hostname, "check"] = CellRecord(status, summary, data)
+        return _done(transcript + [summary], exit_code=1 if problems else 0)
+
+    # --- connections of the runners' own -----------------------------------------------------------------------------
+
+    async def _probe(self, target: NodeTarget) -> Probe:
+        """A new connection to the node and its boot id: whether it answers, now."""
+        try:
+            (result,) = await self._session_run(target, [build(BOOT_ID)])
+        except TransportError as error:
+            return Probe(False, error=str(error), fatal=error if error.fingerprint else None)
+        if result.exit_code == UNREACHABLE_EXIT or result.exit_code is None:
+            return Probe(False, error=_problem(result))
+        return Probe(True, boot_id=_text(result).strip())
+
+    async def _session_run(self, target: NodeTarget, commands: list[list[str]]) -> list[CommandResult]:
+        """Run `commands` over a connection of their own (the job's connection died with the reboot); TransportError
+        when none opens (the host key refused, the node unreachable)."""
+        transport = get_transport(self.transport_name)
+        try:
+            session = await transport.open(target)
+            try:
+                results = []
+                for argv in commands:
+                    collector = OutputCollector(cap=1 << 16)
+                    results.append(
+                        await session.run(argv, timeout=30, collector=collector, cancel=cancel_event(), grace=1)
+                    )
+                return results
+            finally:
+                with contextlib.suppress(Exception):
+                    await session.close()
+        finally:
+            with contextlib.suppress(Exception):
+                await transport.aclose()
+
+    def _note(self, target: NodeTarget, step: str, summary: str, **data) -> None:
+        self.records[target.hostname, step] = CellRecord(StepStatus.SUCCEEDED, summary, data)
+
+    def _finish(self, target, step, lines, message, exit_code=0) -> CommandResult:
+        status = StepStatus.SUCCEEDED if exit_code == 0 else StepStatus.FAILED
+        self.records[target.hostname, step] = CellRecord(status, message)
+        return _done([*lines, message], exit_code=exit_code)
+
+
+def _text(result: CommandResult) -> str:
+    return (result.stdout or b"").decode("utf-8", errors="replace")
+
+
+def _problem(result: CommandResult) -> str:
+    text = (result.stderr or result.stdout or b"").decode("utf-8", errors="replace").strip()
+    return result.error or (text.splitlines()[0] if text else f"exit {result.exit_code}")
+
+
+def _done(lines: list[str], *, exit_code: int = 0, canceled: bool = False) -> CommandResult:
+    stdout = "".join(f"{line}\n" for line in lines).encode()
+    return CommandResult(
+        exit_code=None if canceled else exit_code, stdout=stdout, stdout_size=len(stdout), canceled=canceled
+    )
+
+
+def _failed(error: TransportError, lines: list[str] = ()) -> CommandResult:
+    stdout = "".join(f"{line}\n" for line in lines).encode()
+    return CommandResult(
+        error=str(error), host_key=error.host_key, fingerprint=error.fingerprint, stdout=stdout, stdout_size=len(stdout)
+    )
