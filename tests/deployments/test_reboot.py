@@ -18,6 +18,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 FAST = {"poll_seconds": 0.1, "down_timeout_seconds": 5, "up_timeout_seconds": 10}
 
 
+@pytest.fixture(autouse=True)
+def no_enqueue(monkeypatch):  # the tests run the shards themselves
+    monkeypatch.setattr(jobs, "enqueue", lambda job: None)
+
+
 @pytest.fixture
 def quick_reboots(settings):
     settings.RACKPILOT_SIM_REBOOT_SECONDS = 0.6
@@ -148,3 +153,31 @@ def test_viewers_cannot_start_a_reboot_and_an_operators_start_is_audited(api_as,
     }
     entry = AuditEntry.objects.for_object(job).get(action="start")
     assert entry.actor == operator and entry.source == "api"
+
+
+def test_the_node_page_shows_the_commands_and_only_operators_get_the_button(browser_as, viewer, demo_cluster):
+    node = Node.objects.get(hostname="gpu001")
+    page = browser_as(viewer).get(f"/nodes/{node.public_id}/").content.decode()
+    assert "cat /proc/sys/kernel/random/boot_id; uptime" in page and "systemctl reboot" in page
+    assert "Reboot gpu001</button>" not in page
+    assert browser_as(viewer).post(f"/deployments/nodes/{node.public_id}/reboot/").status_code == 403
+    assert not jobs.Job.objects.exists()
+
+
+def test_an_operator_reboots_from_the_node_page_and_lands_on_the_job(browser_as, operator, demo_cluster, on_the_simulator):
+    node = Node.objects.get(hostname="gpu002")
+    client = browser_as(operator)
+    page = client.get(f"/nodes/{node.public_id}/").content.decode()
+    assert "Reboot gpu002</button>" in page and "gpu002 is not drained" in page
+
+    refused = client.post(f"/deployments/nodes/{node.public_id}/reboot/", follow=True)
+    assert "gpu002 was not rebooted: targets: Not drained: gpu002" in refused.content.decode()
+    assert not jobs.Job.objects.exists()
+
+    response = client.post(f"/deployments/nodes/{node.public_id}/reboot/", {"force": "on"})
+    job = jobs.Job.objects.get(kind="reboot")
+    assert response.status_code == 302 and response.url == f"/jobs/{job.public_id}/"
+    assert job.parameters["force"] is True and job.requested_by == operator and job.transport == "sim"
+    assert AuditEntry.objects.for_object(job).get(action="start").source == "ui"
+    page = client.get(f"/nodes/{node.public_id}/").content.decode()
+    assert f"/jobs/{job.public_id}/" in page  # its last reboot, linked
