@@ -239,6 +239,8 @@ SPECTACULAR_SETTINGS = {
         "BenchmarkPurposeEnum": "apps.benchmarks.choices.Purpose",
         "NicPurposeEnum": "apps.inventory.choices.NicPurpose",
         "BenchmarkTransportEnum": "apps.benchmarks.choices.BENCHMARK_TRANSPORTS",
+        "SuiteEnum": "apps.benchmarks.choices.Suite",
+        "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],  # the node-benchmark kind's (benchmarks' NODE_SUITES)
     },
 }
 

@@ -164,7 +164,9 @@ def test_the_node_page_shows_the_commands_and_only_operators_get_the_button(brow
     assert not jobs.Job.objects.exists()
 
 
-def test_an_operator_reboots_from_the_node_page_and_lands_on_the_job(browser_as, operator, demo_cluster, on_the_simulator):
+def test_an_operator_reboots_from_the_node_page_and_lands_on_the_job(
+    browser_as, operator, demo_cluster, on_the_simulator
+):
     node = Node.objects.get(hostname="gpu002")
     client = browser_as(operator)
     page = client.get(f"/nodes/{node.public_id}/").content.decode()
