@@ -93,6 +93,119 @@ class Probe:
     fatal: TransportError | None = None
 
 
+@dataclass
+class Wait:
+    """How a wait for the node ended: `ok`, or not with `message`; `fatal` a refused host key; `lines` its tries."""
+
+    ok: bool
+    message: str
+    lines: list[str]
+    fatal: TransportError | None = None
+    canceled: bool = False
+
+
+def reboot_requested(result: CommandResult) -> bool:
+    """Whether `systemctl reboot` took: exit 0, or the connection closing under it (systemd may stop sshd before the
+    command's exit status comes back), not a timeout, a cancel or a refusal (sudo asking for a password)."""
+    return result.ok or (result.exit_code is None and not (result.timed_out or result.canceled or result.error))
+
+
+class NodeWaits:
+    """Waiting for a rebooting node over connections of their own (the job's died with the node), on the fan-out's
+    event loop: until it stops answering, then until it answers again, each bounded and ended by a cancel."""
+
+    def __init__(self, transport_name: str, parameters: dict):
+        self.transport_name, self.parameters = transport_name, parameters
+
+    async def until_down(self, target: NodeTarget, before: str) -> Wait:
+        timeout, started, lines = self.parameters["down_timeout_seconds"], time.monotonic(), []
+        while True:
+            probe = await self.probe(target)
+            waited = time.monotonic() - started
+            if not probe.answered:
+                return Wait(True, f"stopped answering after {waited:.1f} s: {probe.error}", lines)
+            if probe.boot_id != before:
+                return Wait(True, f"already back after {waited:.1f} s with boot id {probe.boot_id}", lines)
+            lines.append(f"{waited:.1f} s: still answering with boot id {probe.boot_id}")
+            if waited >= timeout:
+                return Wait(False, f"still answering after {timeout} s: did it reboot?", lines)
+            if await wait_unless_canceled(min(self.parameters["poll_seconds"], timeout - waited)):
+                return Wait(False, "canceled", lines, canceled=True)
+
+    async def until_up(self, target: NodeTarget) -> Wait:
+        timeout, started, lines = self.parameters["up_timeout_seconds"], time.monotonic(), []
+        delay = self.parameters["poll_seconds"]
+        while True:
+            probe = await self.probe(target)
+            waited = time.monotonic() - started
+            if probe.fatal is not None:
+                return Wait(False, str(probe.fatal), lines, fatal=probe.fatal)
+            if probe.answered:
+                return Wait(True, f"answering over SSH after {waited:.1f} s, boot id {probe.boot_id}", lines)
+            lines.append(f"{waited:.1f} s: not answering ({probe.error})")
+            if waited >= timeout:
+                return Wait(False, f"not answering after {timeout} s: {probe.error}", lines)
+            if await wait_unless_canceled(min(delay, timeout - waited)):
+                return Wait(False, "canceled", lines, canceled=True)
+            delay = min(delay * 1.5, MAX_POLL_SECONDS)
+
+    async def probe(self, target: NodeTarget) -> Probe:
+        """A new connection to the node and its boot id: whether it answers, now."""
+        try:
+            (result,) = await self.run_apart(target, [build(BOOT_ID)])
+        except TransportError as error:
+            return Probe(False, error=str(error), fatal=error if error.fingerprint else None)
+        if result.exit_code == UNREACHABLE_EXIT or result.exit_code is None:
+            return Probe(False, error=_problem(result))
+        return Probe(True, boot_id=_text(result).strip())
+
+    async def run_apart(self, target: NodeTarget, commands: list[list[str]]) -> list[CommandResult]:
+        """Run `commands` over a connection of their own; TransportError when none opens (the host key refused, the
+        node unreachable)."""
+        transport = get_transport(self.transport_name)
+        try:
+            session = await transport.open(target)
+            try:
+                results = []
+                for argv in commands:
+                    collector = OutputCollector(cap=1 << 16)
+                    results.append(
+                        await session.run(argv, timeout=30, collector=collector, cancel=cancel_event(), grace=1)
+                    )
+                return results
+            finally:
+                with contextlib.suppress(Exception):
+                    await session.close()
+        finally:
+            with contextlib.suppress(Exception):
+                await transport.aclose()
+
+
+async def reboot_and_reconnect(target: NodeTarget, run, waits: NodeWaits, transcript: list[str]) -> str:
+    """A deployment step's reboot between its fix and its verify, in the step's cell: the boot id, the reboot, the
+    waits, then `run.reopen()` so the verify (and the node's later steps) run over a new connection. "" when the node
+    is back as a new boot, else what went wrong (also in `transcript`)."""
+    boot = await run(build(BOOT_ID), 30)
+    transcript.append(f"$ {shell_join(build(BOOT_ID))}\n{_text(boot).rstrip()}")
+    if not boot.ok:
+        return f"could not read the boot id before the reboot: {_problem(boot)}"
+    before = _text(boot).strip()
+    result = await run(build(REBOOT), 60)
+    transcript.append(f"$ {shell_join(build(REBOOT))}\n{_text(result).rstrip()}")
+    if not reboot_requested(result):
+        return f"reboot refused: {_problem(result)}"
+    for label, wait in (("down", lambda: waits.until_down(target, before)), ("up", lambda: waits.until_up(target))):
+        outcome = await wait()
+        transcript.extend(f"# reboot, {label}: {line}" for line in [*outcome.lines, outcome.message])
+        if not outcome.ok:
+            return f"after the reboot, {label}: {outcome.message}"
+    try:
+        await run.reopen()
+    except TransportError as error:
+        return f"after the reboot: {error}"
+    return ""
+
+
 @register_kind
 class RebootKind(JobKind):
     name = KIND
@@ -106,8 +219,7 @@ class RebootKind(JobKind):
     transports = ("ssh", "sim")
 
     def __init__(self):
-        self.transport_name = ""
-        self.parameters_used: dict = {}
+        self.waits: NodeWaits | None = None
         self.expected_gpus: dict[str, int] = {}
         self.boot_ids: dict[str, str] = {}  # hostname -> boot id before the reboot, filled by the `before` runner
         self.records: dict[tuple[str, str], CellRecord] = {}  # (hostname, step) -> what the runner found
@@ -135,8 +247,7 @@ class RebootKind(JobKind):
             )
 
     def prepare(self, job, shard) -> None:
-        self.transport_name = job.transport
-        self.parameters_used = job.parameters
+        self.waits = NodeWaits(job.transport, job.parameters)
         self.expected_gpus = dict(shard.steps.values_list("node__hostname", "node__expected_gpu_count").distinct())
 
     def step_runner(self, step: StepSpec):
@@ -169,58 +280,23 @@ class RebootKind(JobKind):
 
     async def _reboot(self, target: NodeTarget, run) -> CommandResult:
         result = await run(build(REBOOT), 60)
-        if result.ok or (result.exit_code is None and not (result.timed_out or result.canceled or result.error)):
-            # systemd queues the reboot and may close the connection before the command's exit status comes back.
-            closed = "" if result.ok else " (the connection closed as the node went down)"
-            self._note(target, "reboot", f"reboot requested{closed}")
-            return _done([f"reboot requested{closed}"])
-        return result
+        if not reboot_requested(result):
+            return result
+        closed = "" if result.ok else " (the connection closed as the node went down)"
+        self._note(target, "reboot", f"reboot requested{closed}")
+        return _done([f"reboot requested{closed}"])
 
     async def _down(self, target: NodeTarget, run) -> CommandResult:
-        timeout = self.parameters_used["down_timeout_seconds"]
-        before, started, lines = self.boot_ids.get(target.hostname, ""), time.monotonic(), []
-        while True:
-            probe = await self._probe(target)
-            waited = time.monotonic() - started
-            if not probe.answered:
-                message = f"stopped answering after {waited:.1f} s: {probe.error}"
-                return self._finish(target, "down", lines, message)
-            if probe.boot_id != before:
-                message = f"already back after {waited:.1f} s with boot id {probe.boot_id}"
-                return self._finish(target, "down", lines, message)
-            lines.append(f"{waited:.1f} s: still answering with boot id {probe.boot_id}")
-            if waited >= timeout:
-                return self._finish(target, "down", lines, f"still answering after {timeout} s: did it reboot?", 1)
-            if await wait_unless_canceled(min(self.parameters_used["poll_seconds"], timeout - waited)):
-                return _done(lines, canceled=True)
+        return self._waited(target, "down", await self.waits.until_down(target, self.boot_ids.get(target.hostname, "")))
 
     async def _up(self, target: NodeTarget, run) -> CommandResult:
-        timeout = self.parameters_used["up_timeout_seconds"]
-        delay, started, lines = self.parameters_used["poll_seconds"], time.monotonic(), []
-        while True:
-            probe = await self._probe(target)
-            waited = time.monotonic() - started
-            if probe.fatal is not None:
-                error = probe.fatal
-                lines.append(f"{waited:.1f} s: {error}")
-                self.records[target.hostname, "up"] = CellRecord(default_status(_failed(error)), str(error))
-                return _failed(error, lines)
-            if probe.answered:
-                message = f"answering over SSH after {waited:.1f} s, boot id {probe.boot_id}"
-                return self._finish(target, "up", lines, message)
-            lines.append(f"{waited:.1f} s: not answering ({probe.error})")
-            if waited >= timeout:
-                message = f"not answering after {timeout} s: {probe.error}"
-                return self._finish(target, "up", lines, message, 1)
-            if await wait_unless_canceled(min(delay, timeout - waited)):
-                return _done(lines, canceled=True)
-            delay = min(delay * 1.5, MAX_POLL_SECONDS)
+        return self._waited(target, "up", await self.waits.until_up(target))
 
     async def _check(self, target: NodeTarget, run) -> CommandResult:
         expected, before = self.expected_gpus.get(target.hostname, 0), self.boot_ids.get(target.hostname, "")
         commands = [build(BOOT_ID)] + ([build(GPU_LIST)] if expected else [])
         try:
-            results = await self._session_run(target, commands)
+            results = await self.waits.run_apart(target, commands)
         except TransportError as error:
             self.records[target.hostname, "check"] = CellRecord(default_status(_failed(error)), str(error))
             return _failed(error)
@@ -248,46 +324,18 @@ class RebootKind(JobKind):
         self.records[target.hostname, "check"] = CellRecord(status, summary, data)
         return _done(transcript + [summary], exit_code=1 if problems else 0)
 
-    # --- connections of the runners' own -----------------------------------------------------------------------------
-
-    async def _probe(self, target: NodeTarget) -> Probe:
-        """A new connection to the node and its boot id: whether it answers, now."""
-        try:
-            (result,) = await self._session_run(target, [build(BOOT_ID)])
-        except TransportError as error:
-            return Probe(False, error=str(error), fatal=error if error.fingerprint else None)
-        if result.exit_code == UNREACHABLE_EXIT or result.exit_code is None:
-            return Probe(False, error=_problem(result))
-        return Probe(True, boot_id=_text(result).strip())
-
-    async def _session_run(self, target: NodeTarget, commands: list[list[str]]) -> list[CommandResult]:
-        """Run `commands` over a connection of their own (the job's connection died with the reboot); TransportError
-        when none opens (the host key refused, the node unreachable)."""
-        transport = get_transport(self.transport_name)
-        try:
-            session = await transport.open(target)
-            try:
-                results = []
-                for argv in commands:
-                    collector = OutputCollector(cap=1 << 16)
-                    results.append(
-                        await session.run(argv, timeout=30, collector=collector, cancel=cancel_event(), grace=1)
-                    )
-                return results
-            finally:
-                with contextlib.suppress(Exception):
-                    await session.close()
-        finally:
-            with contextlib.suppress(Exception):
-                await transport.aclose()
+    def _waited(self, target: NodeTarget, step: str, wait: Wait) -> CommandResult:
+        if wait.canceled:
+            return _done(wait.lines, canceled=True)
+        if wait.fatal is not None:
+            self.records[target.hostname, step] = CellRecord(default_status(_failed(wait.fatal)), wait.message)
+            return _failed(wait.fatal, [*wait.lines, wait.message])
+        status = StepStatus.SUCCEEDED if wait.ok else StepStatus.FAILED
+        self.records[target.hostname, step] = CellRecord(status, wait.message)
+        return _done([*wait.lines, wait.message], exit_code=0 if wait.ok else 1)
 
     def _note(self, target: NodeTarget, step: str, summary: str, **data) -> None:
         self.records[target.hostname, step] = CellRecord(StepStatus.SUCCEEDED, summary, data)
-
-    def _finish(self, target, step, lines, message, exit_code=0) -> CommandResult:
-        status = StepStatus.SUCCEEDED if exit_code == 0 else StepStatus.FAILED
-        self.records[target.hostname, step] = CellRecord(status, message)
-        return _done([*lines, message], exit_code=exit_code)
 
 
 def _text(result: CommandResult) -> str:
