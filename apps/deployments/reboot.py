@@ -82,6 +82,17 @@ def reboot_plan(parameters: dict) -> list[tuple[str, str]]:
     ]
 
 
+def reboot_after_fix_commands() -> list[str]:
+    """What a deployment step's fix runs after its own commands when it needs a reboot (shown for approval)."""
+    defaults = RebootKind.validate({})
+    return [
+        shell_join(build(BOOT_ID)),
+        shell_join(build(REBOOT)),
+        f"wait for the node to stop answering ({defaults['down_timeout_seconds']} s at most) and to answer over SSH "
+        f"with a trusted host key ({defaults['up_timeout_seconds']} s at most), then verify",
+    ]
+
+
 @dataclass(frozen=True)
 class Probe:
     """One connection try: `answered` with `boot_id`, or not, with the transport's `error` (a refused host key is

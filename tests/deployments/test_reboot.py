@@ -183,3 +183,38 @@ def test_an_operator_reboots_from_the_node_page_and_lands_on_the_job(
     assert AuditEntry.objects.for_object(job).get(action="start").source == "ui"
     page = client.get(f"/nodes/{node.public_id}/").content.decode()
     assert f"/jobs/{job.public_id}/" in page  # its last reboot, linked
+
+
+def test_a_driver_change_reboots_the_node_between_its_fix_and_its_verify(
+    demo_cluster, operator, quick_reboots, run_shards
+):
+    from apps.deployments import services as deployments
+    from apps.jobs.models import Artifact
+
+    node = Node.objects.get(hostname="gpu030")
+    SimChange.objects.create(node=node, key="software:driver", value="570.172.08")  # the plan wants 580.159.04
+    read = ["cat", "/proc/sys/kernel/random/boot_id"]
+    before = simulator.run_command(node=node, argv=read).stdout.strip()
+    no_wait = {check: {"cooldown_seconds": 0} for check in ("hbm_bandwidth", "nvlink_bandwidth", "nccl_busbw")}
+    deployment = deployments.create_deployment(
+        name="driver-bump",
+        targets=jobs.TargetSpec(nodes=("gpu030",)),
+        user=operator,
+        criteria_edits=no_wait,
+        transport="sim",
+    )
+    shown = deployments.disruptive_commands(deployment)["driver"]["gpu030"]
+    assert shown[-3:-1] == ["cat /proc/sys/kernel/random/boot_id", "systemctl reboot"]  # approved with the fix
+    deployments.approve(deployment=deployment, user=operator, steps=["driver"])
+    run = deployments.start(deployment=deployment, user=operator)
+    run_shards(run.job)
+
+    cell = run.job.steps.get(hostname="gpu030", step="driver")
+    transcript = Artifact.objects.get(step=cell, stream="stdout").text()
+    assert cell.status == StepStatus.SUCCEEDED, (cell.summary, transcript)
+    order = [transcript.index(text) for text in ("apt-get", "$ systemctl reboot", "# reboot, down: stopped answering")]
+    assert order == sorted(order) and "# reboot, up: answering over SSH after" in transcript
+    assert transcript.rindex("nvidia-smi") > transcript.index("# reboot, up:")  # verified after the reboot
+    assert simulator.run_command(node=node, argv=read).stdout.strip() != before
+    later = run.job.steps.filter(hostname="gpu030", position__gt=cell.position)
+    assert later.exists() and not later.filter(status=StepStatus.ERROR).exists()  # over the new connection
