@@ -15,7 +15,7 @@ from apps.deployments import (
 )
 from apps.deployments.choices import VERIFIED_OUTCOMES, Outcome, Phase
 from apps.deployments.context import node_contexts
-from apps.deployments.reboot import NodeWaits, RebootKind, reboot_after_fix_commands, reboot_and_reconnect
+from apps.deployments.reboot import NodeWaits, RebootKind, reboot_and_reconnect
 from apps.deployments.recording import Cell
 from apps.deployments.steps import PLAN, STEPS
 from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst
@@ -110,11 +110,11 @@ class Deploy(JobKind):
         )
         if can_fix:
             applied_ok = await self._apply(fixes, run, transcript, cell)
-            rebooted = ""  # what went wrong with the reboot the fix needs, if any
+            reboot_problem = ""  # what went wrong with the reboot the fix needs, if anything
             if applied_ok and step.reboot_after_fix:
-                cell.applied.extend(reboot_after_fix_commands())
-                rebooted = await reboot_and_reconnect(target, run, self.waits, transcript)
-            if applied_ok and not rebooted:
+                reboot_problem = await reboot_and_reconnect(target, run, self.waits, transcript)
+                cell.rebooted = not reboot_problem
+            if applied_ok and not reboot_problem:
                 findings, canceled = await self._judge(step, node, run, transcript)
                 if canceled:
                     cell.status, cell.summary = StepStatus.CANCELED, "canceled"
@@ -125,7 +125,7 @@ class Deploy(JobKind):
                         check=step.name,
                         outcome=Outcome.COULD_NOT_RUN,
                         criterion="the node reboots and comes back" if applied_ok else "apply succeeds",
-                        value=rebooted[:120] if applied_ok else "apply failed",
+                        value=reboot_problem[:120] if applied_ok else "apply failed",
                         evidence="\n".join(transcript[-6:]),
                     )
                 )
@@ -224,7 +224,8 @@ class Deploy(JobKind):
         if done_before and not step.acceptance:
             return StepStatus.SKIPPED, f"already done: {_passed_summary(findings)}{note}"[:300]
         if cell.applied:
-            return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{note}"[:300]
+            after = " after a reboot" if cell.rebooted else ""
+            return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{after}{note}"[:300]
         return StepStatus.SUCCEEDED, f"{_passed_summary(findings)}{note}"[:300]
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
