@@ -239,6 +239,8 @@ SPECTACULAR_SETTINGS = {
         "BenchmarkPurposeEnum": "apps.benchmarks.choices.Purpose",
         "NicPurposeEnum": "apps.inventory.choices.NicPurpose",
         "BenchmarkTransportEnum": "apps.benchmarks.choices.BENCHMARK_TRANSPORTS",
+        "CostPolicyKindEnum": "apps.monitoring.choices.PolicyKind",
+        "WorkloadKindEnum": "apps.monitoring.choices.WORKLOAD_KINDS",  # GPU-hours rows and spot plan rows
         "SuiteEnum": "apps.benchmarks.choices.Suite",
         "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],  # the node-benchmark kind's (benchmarks' NODE_SUITES)
     },
@@ -323,6 +325,8 @@ RACKPILOT_IMPORT_BACKGROUND_BYTES = env_int("RACKPILOT_IMPORT_BACKGROUND_BYTES",
 RACKPILOT_JOB_DEFAULT_TRANSPORT = env_str("RACKPILOT_JOB_DEFAULT_TRANSPORT", "sim" if EMBEDDED else "ssh")
 # Which scheduler a scheduler-action job drains a node in when it names none: kubernetes or slurm.
 RACKPILOT_SCHEDULER_KIND = env_str("RACKPILOT_SCHEDULER_KIND", "kubernetes")
+# The node kubectl / scontrol run on (host name); empty: the first management node.
+RACKPILOT_SCHEDULER_CONTROLLER = env_str("RACKPILOT_SCHEDULER_CONTROLLER", "")
 # The transports this install allows: an install with no business running commands on its own host drops `local`.
 RACKPILOT_JOB_TRANSPORTS = env_list("RACKPILOT_JOB_TRANSPORTS", ["ssh", "local", "sim"])
 RACKPILOT_JOB_WINDOW = env_int("RACKPILOT_JOB_WINDOW", 64)

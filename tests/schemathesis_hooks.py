@@ -70,12 +70,14 @@ DATA_DEPENDENT = [
     re.compile(r"^.+: a target between .+ and .+\.$"),
     re.compile(r"^(?:Name the .+ this SLO is about|Only an SLO on an? .+ names one)\.$"),
     re.compile(r"^Name the training job, node or failed check the incident is about\.$"),
+    re.compile(r"^The [a-z-]+ runbook needs the training job\.$"),
     re.compile(r"^A service runs on at least one node\.$"),
     # A BMC password's length in bytes depends on the protocol (given, or stored for a PATCH).
     re.compile(r"^IPMI 2\.0 passwords are at most \d+ bytes; this one is longer\.$"),
     re.compile(r"^Give a new password or clear it, not both\.$"),
     # A cost policy's power limit is judged against the GPU SKUs of the nodes in its scope.
     re.compile(r" is outside the .+'s power limit range, \d+–\d+ W\.$"),
+    re.compile(r"^Elastic scaling acts on one inference service\.$"),  # a kind's scope
     # Cross-field rules of notification subscriptions: what a channel needs.
     re.compile(r"^Give one or more e-mail addresses\.$"),
     re.compile(r"^A webhook needs a shared secret"),
@@ -118,7 +120,14 @@ def is_data_dependent(body) -> bool:
 
 # Where `parameters` is checked by the job kind the request names: which names and values it takes depends on `kind`
 # (the kinds' own schemas are in the job kinds' documentation), so a refusal of only the parameters is cross-field.
-KIND_PARAMETERS = {"/api/jobs/", "/api/job-templates/", "/api/job-templates/{id}/"}
+# A cost policy's parameters are its kind's in the same way (and judged against its scope's nodes).
+KIND_PARAMETERS = {
+    "/api/jobs/",
+    "/api/job-templates/",
+    "/api/job-templates/{id}/",
+    "/api/cost-policies/",
+    "/api/cost-policies/{id}/",
+}
 
 
 def refuses_only_kind_parameters(path: str, body) -> bool:

@@ -7,12 +7,15 @@ class DeploymentsConfig(AppConfig):
     verbose_name = "Deployments"
 
     def ready(self) -> None:
-        # Registers the `deploy`, `scheduler-action` and `reboot` job kinds, the commands their steps run, and the
-        # node page's Reboot section.
+        # Registers the `deploy`, `scheduler-action` and `reboot` job kinds with the commands they run, and the node
+        # page's scheduler and reboot sections.
         from apps.deployments import kinds, node_operations, reboot  # noqa: F401
         from apps.deployments.views import node_reboot_context
-        from apps.inventory.node_sections import register_node_section
+        from apps.inventory.sections import NODE_PAGE
 
-        register_node_section(
-            name="reboot", template="deployments/partials/node_reboot.html", context=node_reboot_context
+        NODE_PAGE.register(
+            name="scheduler",
+            template="deployments/partials/node_scheduler.html",
+            context=node_operations.node_scheduler_section,
         )
+        NODE_PAGE.register(name="reboot", template="deployments/partials/node_reboot.html", context=node_reboot_context)

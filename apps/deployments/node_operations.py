@@ -9,8 +9,12 @@ import shlex
 from django.conf import settings
 from rest_framework import serializers
 
+from apps.inventory.choices import NodeRole
+from apps.inventory.models import Node
 from apps.jobs.kinds import JobKind, StepSpec, register_kind
-from apps.nodeexec.catalogue import CATALOGUE, PLACEHOLDERS, Command, register_command
+from apps.jobs.models import Job
+from apps.jobs.services import TargetSpec, create_job
+from apps.nodeexec.catalogue import CATALOGUE, PLACEHOLDERS, Command, CommandError, register_command
 
 KIND = "scheduler-action"
 SCHEDULERS = ("kubernetes", "slurm")
@@ -66,6 +70,50 @@ def scheduler_steps(*, scheduler: str, action: str, node: str, reason: str = "")
 def scheduler_commands(**spec) -> list[str]:
     """The command lines as the ssh transport sends them (each element shlex-quoted), for the operator to read."""
     return [shlex.join(step.argv()) for step in scheduler_steps(**spec)]
+
+
+def scheduler_controller():
+    """The node the scheduler's commands run on: RACKPILOT_SCHEDULER_CONTROLLER, else the first management node."""
+    if settings.RACKPILOT_SCHEDULER_CONTROLLER:
+        return Node.objects.filter(hostname=settings.RACKPILOT_SCHEDULER_CONTROLLER).first()
+    return Node.objects.filter(role=NodeRole.MANAGEMENT).order_by("hostname").first()
+
+
+def scheduler_request(node) -> dict:
+    """What telling the scheduler about the node's drain state takes: the job's parameters, the commands shown
+    before it runs, and the controller they run on (None when the inventory has none)."""
+    action = "drain" if node.is_drained else "undrain"
+    parameters = {"scheduler": settings.RACKPILOT_SCHEDULER_KIND, "action": action, "node": node.hostname}
+    if action == "drain" and parameters["scheduler"] == "slurm":  # kubectl cordon takes no reason
+        parameters["reason"] = node.drain_reason
+    commands, problem = [], ""
+    try:
+        commands = scheduler_commands(**parameters)
+    except CommandError as error:  # a drain reason the scheduler's command cannot carry
+        problem = str(error)
+    return {"parameters": parameters, "commands": commands, "problem": problem, "controller": scheduler_controller()}
+
+
+def start_scheduler_action(*, node, requested_by):
+    """Starts the scheduler-action job that matches the node's drain state on the controller; raises
+    serializers.ValidationError (nothing created) when there is no controller or a parameter does not pass."""
+    planned = scheduler_request(node)
+    if planned["controller"] is None:
+        raise serializers.ValidationError(
+            {"targets": "No scheduler controller: set RACKPILOT_SCHEDULER_CONTROLLER or add a management node."}
+        )
+    return create_job(
+        kind=KIND,
+        targets=TargetSpec(nodes=(planned["controller"].hostname,)),
+        parameters=planned["parameters"],
+        requested_by=requested_by,
+    )
+
+
+def node_scheduler_section(node, request) -> dict:
+    """The node page's "Scheduler" section: the commands that match its drain state and the last such job."""
+    last = Job.objects.filter(kind=KIND, parameters__node=node.hostname).order_by("-created").first()
+    return {"node": node, "planned": scheduler_request(node), "last": last}
 
 
 class SchedulerActionParameters(serializers.Serializer):

@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.deployments import cluster, report, services
+from apps.deployments import cluster, node_operations, report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
 from apps.deployments.context import StoredPlanInvalid
@@ -521,4 +521,17 @@ def node_reboot(request, public_id):
         messages.error(request, f"{node.hostname} was not rebooted: {_flatten(error.detail)}")
         return redirect("node-detail", public_id=node.public_id)
     messages.success(request, f"Reboot of {node.hostname} started: the job below shows each step as it runs.")
+    return redirect("job-page", public_id=job.public_id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_scheduler_action(request, public_id):
+    """Tell the scheduler what the node page shows: drain it (with its reason) or return it to service."""
+    node = get_object_or_404(Node, public_id=public_id)
+    try:
+        job = node_operations.start_scheduler_action(node=node, requested_by=request.user)
+    except serializers.ValidationError as error:
+        messages.error(request, f"The scheduler was not told about {node.hostname}: {_flatten(error.detail)}")
+        return redirect("node-detail", public_id=node.public_id)
     return redirect("job-page", public_id=job.public_id)

@@ -9,13 +9,16 @@ class DiagnosisConfig(AppConfig):
     def ready(self):
         from apps.diagnosis import (
             kinds,  # noqa: F401  (registers the nccl-timeout runbook)
+            live,
             recovery_kind,  # noqa: F401  (registers the training-interrupted runbook)
             signals,
             simulation,
+            utilisation_kind,  # noqa: F401  (registers the gpu-utilisation runbook)
         )
         from apps.diagnosis.services import node_history
-        from apps.inventory.node_sections import register_node_section
+        from apps.inventory.sections import NODE_PAGE
 
         simulation.install()
         signals.connect()
-        register_node_section(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)
+        live.connect()
+        NODE_PAGE.register(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)

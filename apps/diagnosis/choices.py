@@ -32,6 +32,7 @@ class Problem(models.TextChoices):
     WORKER_FAILED = "worker_failed", "Worker process failed"
     GPU_COUNT_MISMATCH = "gpu_count_mismatch", "Fewer GPUs than configured"
     NODE_DRAINED = "node_drained", "Node drained by the scheduler"
+    GPU_CLOCKS_THROTTLED = "gpu_clocks_throttled", "GPU clocks held down (thermal / HW slowdown)"
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,13 @@ ADVICE: dict[str, Advice] = {
         "scheduler-node",
         "Read the drain reason, fix it, then resume the node (scontrol update nodename=… state=resume).",
     ),
+    Problem.GPU_CLOCKS_THROTTLED: Advice(
+        "The GPU's clocks are held down by heat, a HW slowdown signal or the PSU's power brake: it falls behind and "
+        "every rank of a job waits for it.",
+        "gpu-utilisation",
+        "Sample the job's GPUs (utilisation, SM clocks, clocks-event reasons) to find the GPUs the others wait for, "
+        "then fix their cooling or power.",
+    ),
 }
 
 
@@ -197,7 +205,7 @@ INCIDENT_STATE_COLOURS = {
 
 
 class Cause(models.TextChoices):
-    """What the runbooks weigh, most specific first: runbook 1 (NCCL timeout / hang), then runbook 3."""
+    """What the runbooks weigh, most specific first: runbook 1 (NCCL timeout / hang), runbook 3, then runbook 2."""
 
     PFC_OFF = "pfc_off", "PFC off on the RDMA priority"
     MTU_MISMATCH = "mtu_mismatch", "MTU mismatch on a data NIC"
@@ -209,6 +217,12 @@ class Cause(models.TextChoices):
     CHECKPOINT_CORRUPT = "checkpoint_corrupt", "Newest checkpoint corrupt or incomplete"
     BAD_NODE = "bad_node", "A node's GPU failed (Xid / ECC)"
     WORKER_CRASH = "worker_crash", "Worker crashed (no infrastructure fault found)"
+    # Runbook 2, GPU utilisation fluctuating:
+    GPU_POWER_CAPPED = "gpu_power_capped", "GPU power-capped below its default limit"
+    GPU_THERMAL = "gpu_thermal", "GPU thermal or HW slowdown"
+    GPU_CLOCKS_CAPPED = "gpu_clocks_capped", "GPU held by application clocks"
+    CO_LOCATED_TRAINER = "co_located_trainer", "Second trainer on a node (no anti-affinity)"
+    DATALOADER_STALL = "dataloader_stall", "Data loader starves the GPUs"
 
 
 RUNBOOK_CAUSES = {
@@ -224,6 +238,13 @@ RUNBOOK_CAUSES = {
         Cause.CHECKPOINT_CORRUPT,
         Cause.BAD_NODE,
         Cause.WORKER_CRASH,
+    ),
+    "gpu-utilisation": (
+        Cause.GPU_POWER_CAPPED,
+        Cause.GPU_THERMAL,
+        Cause.GPU_CLOCKS_CAPPED,
+        Cause.CO_LOCATED_TRAINER,
+        Cause.DATALOADER_STALL,
     ),
 }
 

@@ -1,7 +1,13 @@
 """The catalogue commands the runbooks add (the others they run are the inventory's, discovery's and deployments')."""
 
 from apps.deployments import commands as deployment_commands  # noqa: F401  (read-file, dmesg, set-mtu, set-qos)
-from apps.nodeexec.catalogue import CATALOGUE, CHECKPOINT_LOAD_SCRIPT, Command, register_command
+from apps.nodeexec.catalogue import (
+    CATALOGUE,
+    CHECKPOINT_LOAD_SCRIPT,
+    UTILISATION_SCRIPT,
+    Command,
+    register_command,
+)
 
 COMMANDS = (
     Command(
@@ -90,7 +96,21 @@ RECOVERY_COMMANDS = (
         ),
     ),
 )
-COMMANDS = COMMANDS + RECOVERY_COMMANDS
+UTILISATION_COMMANDS = (
+    Command(
+        "utilisation-series",
+        ("sh", "-c", UTILISATION_SCRIPT, "rackpilot-utilisation", "{seconds}", "{interval_ms}"),
+        "Samples every GPU's utilisation, SM clock, clocks-event reasons, power and limits every N ms for S seconds "
+        "(nvidia-smi -lms), while the job runs.",
+        placeholders=("seconds", "interval_ms"),
+    ),
+    Command(
+        "kubectl-get-pods",
+        ("kubectl", "get", "pods", "--all-namespaces", "-o", "wide"),
+        "Every pod with the node it runs on (the scheduler's placement).",
+    ),
+)
+COMMANDS = COMMANDS + RECOVERY_COMMANDS + UTILISATION_COMMANDS
 for _command in COMMANDS:
     if _command.name not in CATALOGUE:
         register_command(_command)

@@ -2,6 +2,7 @@ from django import forms
 
 from apps.diagnosis import services
 from apps.inventory.models import Node
+from apps.simulator.models import SimFault
 from apps.workloads.models import TrainingJob
 
 
@@ -41,6 +42,7 @@ class IncidentForm(forms.Form):
     runbook = forms.ChoiceField(
         choices=[
             ("nccl-timeout", "1. NCCL timeout / hang"),
+            ("gpu-utilisation", "2. GPU utilisation fluctuating"),
             ("training-interrupted", "3. Training interrupted (recovery)"),
         ],
         initial="nccl-timeout",
@@ -52,3 +54,13 @@ class IncidentForm(forms.Form):
         if not data.get("training_job") and not data.get("node"):
             self.add_error("training_job", "Choose the training job or the node the incident is about.")
         return data
+
+
+class RehearsalForm(forms.Form):
+    """Rehearse the runbook of a fault injected on the simulator page."""
+
+    fault = forms.ModelChoiceField(
+        queryset=SimFault.objects.select_related("node"),
+        to_field_name="public_id",
+        error_messages={"invalid_choice": "No such injected fault: it may have been cleared."},
+    )

@@ -184,19 +184,27 @@ class NcclTimeoutRunbook(JobKind):
         elif phase == Phase.NETWORK:
             recording.conclude_incident(incident=incident, job=job)
         elif phase == Phase.FIX:
-            remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
-            if job.status != JobStatus.SUCCEEDED:
-                remediation.state, remediation.outcome = RemediationState.FAILED, "The fix job did not succeed."
-                remediation.save(update_fields=["state", "outcome", "updated"])
-                incident.state = IncidentState.UNRESOLVED
-                incident.save(update_fields=["state", "updated"])
-                return
-            remediation.state = RemediationState.APPLIED
-            remediation.save(update_fields=["state", "updated"])
-            start_phase(incident=incident, phase=Phase.VERIFY, remediation=remediation, user=job.requested_by)
+            after_fix(incident, job)
         elif phase == Phase.VERIFY:
             remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
             recording.settle_verification(incident=incident, remediation=remediation, job=job)
+
+
+def after_fix(incident: Incident, job, *, failed: str = "The fix job did not succeed.", applied=None) -> None:
+    """The fix job ended: re-check when it succeeded (after `applied(incident, remediation)`, what the fix changed
+    in Rackpilot's records), else the fix failed (`failed` says so) and the incident stays unresolved."""
+    remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
+    if job.status != JobStatus.SUCCEEDED:
+        remediation.state, remediation.outcome = RemediationState.FAILED, failed
+        remediation.save(update_fields=["state", "outcome", "updated"])
+        incident.state = IncidentState.UNRESOLVED
+        incident.save(update_fields=["state", "updated"])
+        return
+    if applied is not None:
+        applied(incident, remediation)
+    remediation.state = RemediationState.APPLIED
+    remediation.save(update_fields=["state", "updated"])
+    start_phase(incident=incident, phase=Phase.VERIFY, remediation=remediation, user=job.requested_by)
 
 
 def _after_log(incident: Incident, job, rows, hosts: list[str]) -> None:

@@ -67,6 +67,9 @@ class Incident(AuditedModel, PublicModel):
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolution = models.TextField(blank=True)
     last_seq = models.PositiveIntegerField(default=0, help_text="Timeline counter (evidence and ranking changes).")
+    rehearsal = models.BooleanField(
+        default=False, help_text="Started from the simulator page to practise the runbook against an injected fault."
+    )
 
     objects = IncidentQuerySet.as_manager()
 

@@ -15,13 +15,16 @@ from apps.jobs.services import TargetSpec, create_job
 
 KIND = "nccl-timeout"
 RECOVERY_KIND = "training-interrupted"
-RUNBOOKS = (KIND, RECOVERY_KIND)
+UTILISATION_KIND = "gpu-utilisation"
+RUNBOOKS = (KIND, RECOVERY_KIND, UTILISATION_KIND)
 
 
 class Phase(models.TextChoices):
     LOG = "log", "Read the training log"
     NETWORK = "network", "Check the suspect nodes"
     CHECKS = "checks", "Check the checkpoint tier, the checkpoints and the nodes"
+    SAMPLE = "sample", "Sample the GPUs' utilisation"
+    SCHEDULER = "scheduler", "Read the scheduler's placement"
     FIX = "fix", "Apply the fix"
     VERIFY = "verify", "Re-check after the fix"
 
@@ -30,6 +33,8 @@ STATE_OF_PHASE = {
     Phase.LOG: IncidentState.INVESTIGATING,
     Phase.NETWORK: IncidentState.INVESTIGATING,
     Phase.CHECKS: IncidentState.INVESTIGATING,
+    Phase.SAMPLE: IncidentState.INVESTIGATING,
+    Phase.SCHEDULER: IncidentState.INVESTIGATING,
     Phase.FIX: IncidentState.FIXING,
     Phase.VERIFY: IncidentState.VERIFYING,
 }
@@ -47,6 +52,12 @@ def _hosts(incident: Incident, phase: str, remediation: Remediation | None) -> l
             return sorted({command["hostname"] for command in remediation.commands})
         if phase == Phase.VERIFY and remediation is not None and remediation.plan.get("hosts"):
             return remediation.plan["hosts"][:1]  # the new node rank 0: its log shows the resume and the steps
+        return job_hosts
+    if incident.runbook == UTILISATION_KIND:
+        if phase == Phase.FIX:
+            return sorted({command["hostname"] for command in remediation.commands})
+        if phase == Phase.SCHEDULER:
+            return suspects[:1]  # one listing shows every node's pods
         return job_hosts
     if phase == Phase.LOG:
         return job_hosts

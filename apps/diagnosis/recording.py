@@ -2,14 +2,15 @@
 proposed fix. Called from the kind's hooks (apps/diagnosis/kinds.py), never from a read.
 
 Each new piece of evidence and each change of the ranking is also sent as an event of the runbook's job, so the
-job's websocket (and every page following it) sees it arrive; the incident page polls the same rows.
+job's websocket (and every page following it) sees it arrive, and to the incident's own group (apps/diagnosis/live.py),
+which the incident page follows.
 """
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.diagnosis import recovery
+from apps.diagnosis import live, recovery, utilisation
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, RankingChange, Remediation
 from apps.diagnosis.runbook import NicFacts, NodeFacts, Observation, conclude, fix_for, network_clean, weights
@@ -42,8 +43,14 @@ SUGGESTIONS = {
     Cause.BAD_NODE: "Leave the node with the failed GPU out (a spare of the same SKU in its place) and resume.",
     Cause.WORKER_CRASH: "Resume from the newest valid checkpoint; if it crashes again, read the root-cause rank's "
     "traceback.",
+    Cause.GPU_POWER_CAPPED: "Put the GPU's power limit back to its default (nvidia-smi -i N -pl W), then re-sample.",
+    Cause.GPU_THERMAL: "Fix the cooling (fans, airflow, inlet temperature) or the PSU's power brake of the node.",
+    Cause.GPU_CLOCKS_CAPPED: "Reset the application clocks (nvidia-smi -rac) on the slow GPUs.",
+    Cause.CO_LOCATED_TRAINER: "One trainer per node: pod anti-affinity on the hostname and the scheduler profile, "
+    "regenerated for the job's nodes; reschedule the second trainer.",
+    Cause.DATALOADER_STALL: "Feed the GPUs: more data-loader workers, pinned memory, a deeper prefetch.",
 }
-WEIGHERS = {"nccl-timeout": weights, "training-interrupted": recovery.weights}
+WEIGHERS = {"nccl-timeout": weights, "training-interrupted": recovery.weights, "gpu-utilisation": utilisation.weights}
 
 
 def node_facts(nodes) -> dict[str, NodeFacts]:
@@ -136,6 +143,9 @@ def record_observations(
         )
     if changed is not None:
         emit(job, f"ranking: {changed.reason}", data={"incident": str(incident.public_id), "ranking": changed.ranking})
+    live.push(incident, {"type": "evidence", "evidence": [evidence_json(row) for row in rows]})
+    if changed is not None:
+        live.push(incident, {"type": "ranking", "ranking": changed.ranking, "reason": changed.reason})
     return rows
 
 
@@ -255,14 +265,15 @@ def settle_verification(*, incident: Incident, remediation: Remediation, job: Jo
         (row for row in rows if row.verdict == EvidenceVerdict.FAULT),
         key=lambda row: (row.topic in LOG_TOPICS, row.seq),
     )
-    progressing = any(row.topic == "progress" and row.verdict == EvidenceVerdict.HEALTHY for row in rows)
+    progress = [row for row in rows if row.topic == "progress" and row.verdict == EvidenceVerdict.HEALTHY]
+    progressing = bool(progress)
     needs_progress = incident.training_job_id is not None
     gone = not faults and (progressing or not needs_progress)
     now = timezone.now()
     if gone:
         remediation.state = RemediationState.VERIFIED
         remediation.outcome = "Re-checked: no fault left" + (
-            ", and training progresses again." if needs_progress else "."
+            ", and training progresses again" + _resumed(progress) + "." if needs_progress else "."
         )
         incident.state, incident.resolved_at = IncidentState.RESOLVED, now
         incident.resolution = f"{remediation.summary}. {remediation.outcome}"
@@ -279,6 +290,12 @@ def settle_verification(*, incident: Incident, remediation: Remediation, job: Jo
         level=EventLevel.INFO if gone else EventLevel.WARNING,
         data={"incident": str(incident.public_id), "resolved": gone},
     )
+
+
+def _resumed(progress: list[Evidence]) -> str:
+    """Where the restarted job took up again, as its log says (the checkpoint the last attempt loaded)."""
+    steps = {row.data.get("resumed_from") for row in progress} - {None}
+    return f", resumed from the checkpoint of step {min(steps)}" if steps else ""
 
 
 def record_shard_observations(*, incident, job, shard, seen: dict, steps: tuple[str, ...]) -> None:

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from apps.diagnosis import recording, recovery, services
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
-from apps.diagnosis.kinds import NcclTimeoutRunbook, _text, _transcript_result
+from apps.diagnosis.kinds import NcclTimeoutRunbook, _text, _transcript_result, after_fix
 from apps.diagnosis.models import Hypothesis, Incident, Remediation
 from apps.diagnosis.phases import RECOVERY_KIND, Phase, start_phase
 from apps.diagnosis.runbook import Observation, Read
@@ -157,17 +157,7 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
         elif phase == Phase.CHECKS:
             conclude_recovery(incident=incident, job=job)
         elif phase == Phase.FIX:
-            remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
-            if job.status != JobStatus.SUCCEEDED:
-                remediation.state, remediation.outcome = RemediationState.FAILED, "The recovery job did not succeed."
-                remediation.save(update_fields=["state", "outcome", "updated"])
-                incident.state = IncidentState.UNRESOLVED
-                incident.save(update_fields=["state", "updated"])
-                return
-            _moved(incident, remediation)
-            remediation.state = RemediationState.APPLIED
-            remediation.save(update_fields=["state", "updated"])
-            start_phase(incident=incident, phase=Phase.VERIFY, remediation=remediation, user=job.requested_by)
+            after_fix(incident, job, failed="The recovery job did not succeed.", applied=_moved)
         elif phase == Phase.VERIFY:
             remediation = Remediation.objects.get(public_id=job.parameters["remediation"])
             settle_recovery(incident=incident, remediation=remediation, job=job)

@@ -143,14 +143,20 @@ def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[
                 subject="",
                 verdict=EvidenceVerdict.HEALTHY if progressing else EvidenceVerdict.INFO,
                 summary=(
-                    f"training progresses: {run.steps_since_start} iteration line(s) since the last start, "
-                    f"newest step {run.last_step}"
+                    f"training progresses: {run.steps_since_start} iteration line(s) since the last start"
+                    + (f" (resumed from the checkpoint of step {run.resumed_from})" if run.resumed_from else "")
+                    + f", newest step {run.last_step}"
                     if progressing
                     else "no timeout, error or progress in the last attempt"
                 ),
                 command=command,
                 hostname=hostname,
-                data={"steps": run.steps_since_start, "last_step": run.last_step, "attempts": run.attempts},
+                data={
+                    "steps": run.steps_since_start,
+                    "last_step": run.last_step,
+                    "attempts": run.attempts,
+                    "resumed_from": run.resumed_from,
+                },
             )
         )
     return found

@@ -17,7 +17,7 @@ from apps.core.audit import record
 from apps.core.choices import AuditAction
 from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
 from apps.diagnosis.models import Incident
-from apps.diagnosis.phases import RECOVERY_KIND, RUNBOOKS, Phase, start_phase
+from apps.diagnosis.phases import RECOVERY_KIND, RUNBOOKS, UTILISATION_KIND, Phase, start_phase
 from apps.nodeexec.catalogue import build, shell_join
 from apps.parsers import logs
 from apps.parsers import triage as rules
@@ -164,11 +164,12 @@ def open_incident(
     runbook: str = "nccl-timeout",
 ):
     """Open an incident about a training job, a node or a failed check (at least one of them). `runbook`:
-    ``nccl-timeout`` (runbook 1) or ``training-interrupted`` (runbook 3, for a training job)."""
+    ``nccl-timeout`` (runbook 1), ``gpu-utilisation`` (runbook 2) or ``training-interrupted`` (runbook 3); the
+    last two need the training job."""
     if runbook not in RUNBOOKS:
         raise IncidentError(f"No runbook {runbook!r}; choose one of {', '.join(RUNBOOKS)}.", field="runbook")
-    if runbook == RECOVERY_KIND and training_job is None:
-        raise IncidentError("The training-interrupted runbook needs the training job.", field="training_job")
+    if runbook in (RECOVERY_KIND, UTILISATION_KIND) and training_job is None:
+        raise IncidentError(f"The {runbook} runbook needs the training job.", field="training_job")
     if training_job is None and node is None and check_step is None:
         raise IncidentError("Name the training job, node or failed check the incident is about.", field="training_job")
     if training_job is not None and not training_job.log_path:
@@ -176,7 +177,9 @@ def open_incident(
             f"{training_job} has no log path: the runbook reads the training log.", field="training_job"
         )
     subject = training_job or node or check_step
-    label = "Training interrupted" if runbook == RECOVERY_KIND else "NCCL timeout / hang"
+    label = {RECOVERY_KIND: "Training interrupted", UTILISATION_KIND: "GPU utilisation fluctuating"}.get(
+        runbook, "NCCL timeout / hang"
+    )
     incident = Incident.objects.create(
         runbook=runbook,
         title=(title or f"{label}: {subject}")[:200],
@@ -194,10 +197,13 @@ def open_incident(
 
 def start_runbook(*, incident, user, wait_seconds: int | None = None, route: bool = False):
     """Start the incident's runbook from its first phase: the training log, or the node's checks for an incident
-    about a node (runbook 1). `route` (runbook 3): hand over to runbook 1 if the log shows only NCCL timeouts."""
+    about a node (runbook 1), or the utilisation series (runbook 2). `route` (runbook 3): hand over to runbook 1 if
+    the log shows only NCCL timeouts."""
     if incident.state in (IncidentState.INVESTIGATING, IncidentState.FIXING, IncidentState.VERIFYING):
         raise IncidentError(f"The runbook is already running on this incident ({incident.get_state_display()}).")
     phase = Phase.LOG if incident.training_job_id else Phase.NETWORK
+    if incident.runbook == UTILISATION_KIND:
+        phase = Phase.SAMPLE
     return start_phase(
         incident=incident, phase=phase, user=user, wait_seconds=wait_seconds, route=route and phase == Phase.LOG
     )

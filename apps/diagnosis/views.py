@@ -6,13 +6,14 @@ from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.diagnosis import services
+from apps.diagnosis import rehearsal, services
 from apps.diagnosis.choices import Problem, RemediationState
-from apps.diagnosis.forms import IncidentForm, TriageForm
+from apps.diagnosis.forms import IncidentForm, RehearsalForm, TriageForm
 from apps.diagnosis.models import Evidence, Hypothesis, Incident
 
 
@@ -99,12 +100,18 @@ def _context(request, incident: Incident) -> dict:
 @login_required
 def incident_detail(request, public_id):
     incident = _incident(public_id)
-    return render(request, "diagnosis/incident_detail.html", _context(request, incident))
+    live = {
+        "id": str(incident.public_id),
+        "liveUrl": reverse("incident-live", args=[incident.public_id]),
+        "active": incident.active,
+    }
+    return render(request, "diagnosis/incident_detail.html", {**_context(request, incident), "live": live})
 
 
 @login_required
 def incident_live(request, public_id):
-    """The part of the incident page that changes while the runbook runs (polled every 2 s while it is active)."""
+    """The part of the incident page that changes while the runbook runs: fetched again on each push of its socket,
+    or every 2 s while it is active and the page has no socket (static/js/incidents.js)."""
     incident = _incident(public_id)
     return render(request, "diagnosis/partials/incident_live.html", _context(request, incident))
 
@@ -133,4 +140,20 @@ def remediation_approve(request, public_id, remediation_id):
         messages.error(request, error.message)
     else:
         messages.success(request, f"Approved: {remediation.summary}")
+    return redirect("incident-detail", public_id=incident.public_id)
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def incident_rehearse(request):
+    """The simulator page's "Rehearse runbook": the fault's runbook on a training job it hurts, as a rehearsal."""
+    form = RehearsalForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(error for errors in form.errors.values() for error in errors))
+        return redirect("simulator")
+    try:
+        incident = rehearsal.rehearse(fault=form.cleaned_data["fault"], user=request.user)
+    except services.IncidentError as error:
+        messages.error(request, error.message)
+        return redirect("simulator")
     return redirect("incident-detail", public_id=incident.public_id)

@@ -25,7 +25,7 @@ from apps.inventory import fabric, services, transfer
 from apps.inventory.filters import NodeFilterSet
 from apps.inventory.forms import TRANSFER_FORMATS, BulkNodeForm, DrainForm, ImportForm, NodeForm
 from apps.inventory.models import Nic, Node, Rack, SshHostKey, Switch
-from apps.inventory.node_sections import render_node_sections
+from apps.inventory.sections import NODE_PAGE, SWITCH_PAGE
 from apps.inventory.transfer.background import goes_to_background, start_background_import
 
 
@@ -76,7 +76,7 @@ def node_detail(request, public_id):
             "may_trust_keys": may_decide_host_keys(request.user),
             "drain_form": DrainForm(),
             "audit": audit.attach_change_rows(list(AuditEntry.objects.for_object(node).select_related("actor")[:20])),
-            "sections": render_node_sections(request, node),
+            "sections": NODE_PAGE.render(request, node),
         },
     )
 
@@ -196,7 +196,11 @@ def switch_list(request):
 @login_required
 def switch_detail(request, public_id):
     switch = get_object_or_404(Switch.objects.select_related("site", "rack"), public_id=public_id)
-    return render(request, "inventory/switch_detail.html", {"switch": switch, "ports": fabric.switch_ports(switch)})
+    return render(
+        request,
+        "inventory/switch_detail.html",
+        {"switch": switch, "ports": fabric.switch_ports(switch), "sections": SWITCH_PAGE.render(request, switch)},
+    )
 
 
 @login_required

@@ -47,7 +47,10 @@ def _may_watch(user) -> bool:
     return bool(user and user.is_authenticated and user.is_active and user.has_role(Role.VIEWER))
 
 
-class _Consumer(AsyncJsonWebsocketConsumer):
+class GroupConsumer(AsyncJsonWebsocketConsumer):
+    """A stream of one Channels group (a job's, the job list's, an incident's): who may watch, joining and leaving
+    the group, and the close codes the pages read."""
+
     joined: str | None = None
 
     async def __call__(self, scope, receive, send):
@@ -69,6 +72,17 @@ class _Consumer(AsyncJsonWebsocketConsumer):
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']}")
         await handler(message)
+
+    async def admit(self) -> bool:
+        """A signed-in, active user with a role that may watch; otherwise the socket is closed with the reason."""
+        user = self.scope.get("user")
+        if not (user and user.is_authenticated):
+            await self.refuse(CLOSE_UNAUTHENTICATED)
+            return False
+        if not _may_watch(user):
+            await self.refuse(CLOSE_FORBIDDEN)
+            return False
+        return True
 
     async def refuse(self, code: int) -> None:
         await self.accept()
@@ -92,7 +106,7 @@ class _Consumer(AsyncJsonWebsocketConsumer):
                 await self.channel_layer.group_discard(self.joined, self.channel_name)
 
 
-class JobEventsConsumer(_Consumer):
+class JobEventsConsumer(GroupConsumer):
     """ws/jobs/<public_id>/?after=<seq>: every event after `seq` from the database, then live batches, in order.
 
     Frames: {"type": "state", "job": ..., "steps": [...]}, then {"type": "batch", "events": [...], "steps": [...],
@@ -100,13 +114,9 @@ class JobEventsConsumer(_Consumer):
     """
 
     async def connect(self):
-        user = self.scope.get("user")
-        if not (user and user.is_authenticated):
-            await self.refuse(CLOSE_UNAUTHENTICATED)
+        if not await self.admit():
             return
-        if not _may_watch(user):
-            await self.refuse(CLOSE_FORBIDDEN)
-            return
+        user = self.scope["user"]
         public_id = str(self.scope["url_route"]["kwargs"]["public_id"])
         self.job = await self._job(user, public_id)
         if self.job is None:
@@ -180,16 +190,11 @@ class JobEventsConsumer(_Consumer):
         return [event_dict(e) for e in events[:REPLAY_CHUNK]]
 
 
-class JobListConsumer(_Consumer):
+class JobListConsumer(GroupConsumer):
     """ws/jobs/: a status line whenever a job changes state or progress."""
 
     async def connect(self):
-        user = self.scope.get("user")
-        if not (user and user.is_authenticated):
-            await self.refuse(CLOSE_UNAUTHENTICATED)
-            return
-        if not _may_watch(user):
-            await self.refuse(CLOSE_FORBIDDEN)
+        if not await self.admit():
             return
         register_server_loop(asyncio.get_running_loop())
         if await self.join(LIST_GROUP):

@@ -9,7 +9,7 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         # Registers the `bmc-poll` job kind, the dashboard's telemetry health and the node page's BMC section.
         from apps.inventory.dashboard import register_panel
-        from apps.inventory.node_sections import register_node_section
+        from apps.inventory.sections import NODE_PAGE
         from apps.monitoring import gpuhours, health, kinds, services, signals  # noqa: F401
         from apps.monitoring.panels import node_bmc_context
         from apps.monitoring.policies import services as policies  # noqa: F401 (the power-limit kind)
@@ -26,4 +26,4 @@ class MonitoringConfig(AppConfig):
         register_panel(
             name="gpu-hours", template="monitoring/partials/gpu_hours_panel.html", context=gpuhours.dashboard_panel
         )
-        register_node_section(name="bmc", template="monitoring/partials/node_bmc.html", context=node_bmc_context)
+        NODE_PAGE.register(name="bmc", template="monitoring/partials/node_bmc.html", context=node_bmc_context)

@@ -55,6 +55,12 @@ VALIDATION_OUTCOME_COLOURS = {
 
 class PolicyKind(models.TextChoices):
     LOW_LOAD_POWER = "low_load_power", "Energy at low load (GPU power limit)"
+    ELASTIC_SCALING = "elastic-scaling", "Elastic scaling (an inference service's replicas)"
+    SPOT_CAPACITY = "spot-capacity", "Spot capacity (preemptible workloads)"
+
+
+# Which kind of workload a row is about (GPU-hours, the spot policy's plan).
+WORKLOAD_KINDS = [("training", "Training job"), ("service", "Inference service")]
 
 
 class PolicyScope(models.TextChoices):

@@ -193,9 +193,10 @@ def current_workloads() -> Workloads:
             ServingRun(
                 service.name,
                 service.model,
-                tuple(sorted(node.hostname for node in service.nodes.all())),
+                tuple(service.serving_hostnames()),
                 float(service.design_tokens_per_second),
                 started(service),
+                sized_for=len(service.nodes.all()),
             )
             for service in services
         ),

@@ -3,7 +3,6 @@ endpoint, then its GPUs' energy and utilisation over the run through the telemet
 apps/monitoring/business.py. Called by the `business-validation` kind in a worker thread."""
 
 import threading
-import time
 from dataclasses import dataclass
 
 from apps.monitoring import business, loadtest
@@ -45,11 +44,11 @@ def measure(plan: Plan, *, stop: threading.Event | None = None) -> dict:
         result = loadtest.run(plan.endpoint, model=plan.model, profile=plan.profile, stop=stop)
     except loadtest.EndpointRefused as error:
         return could_not_run(str(error), latency_target_ms=plan.latency_target_ms)
-    answer = judge(plan, result)
+    answer = judge(plan, result, stop=stop)
     return {**answer, "started": result.started, "ended": result.ended}
 
 
-def judge(plan: Plan, result: loadtest.LoadResult) -> dict:
+def judge(plan: Plan, result: loadtest.LoadResult, *, stop: threading.Event | None = None) -> dict:
     done, failed = result.succeeded, result.failed
     if not done:
         why = failed[0].error if failed else "no request was sent"
@@ -88,7 +87,9 @@ def judge(plan: Plan, result: loadtest.LoadResult) -> dict:
             **latency["e2e_ms"], i=latency["inter_token_ms"]
         )
     )
-    time.sleep(plan.settle_seconds)  # the simulator stores what it served each second; Prometheus scrapes
+    # The simulator stores what it served each second and Prometheus scrapes: let the last second land. A cancel
+    # cuts the wait short; the figures are then read as they are.
+    (stop or threading.Event()).wait(plan.settle_seconds)
     energy_kwh = util = None
     per_node: dict[str, dict] = {}
     try:

@@ -24,6 +24,7 @@ from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
+from apps.monitoring.policies.base import policy_kind
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 from apps.workloads.models import InferenceService
 
@@ -208,7 +209,10 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
     """One policy: its parameters, the dry-run button, and every action with its commands, saving and buttons."""
     policy = get_object_or_404(CostPolicy.objects.select_related("rack", "service"), public_id=public_id)
-    actions = policy.actions.select_related("apply_job", "revert_job")[:20]
+    actions = list(policy.actions.select_related("apply_job", "revert_job")[:20])
+    kind = policy_kind(policy.kind)
+    for action in actions:
+        action.files = kind.artefacts(action)  # the downloads beside the commands
     return render(
         request,
         "monitoring/policy.html",
@@ -219,6 +223,20 @@ def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
             "can_trust": request.user.has_role(Role.ADMIN),
         },
     )
+
+
+@login_required
+def policy_artefact(request: HttpRequest, public_id, action_id, name: str) -> HttpResponse:
+    """One of an action's files (a KEDA ScaledObject, an HPA, PriorityClasses...), validated, as a download."""
+    action = get_object_or_404(
+        PolicyAction.objects.select_related("policy"), policy__public_id=public_id, public_id=action_id
+    )
+    chosen = next((a for a in policy_kind(action.policy.kind).artefacts(action) if a.name == name), None)
+    if chosen is None:
+        raise Http404("No such artefact.")
+    response = HttpResponse(chosen.content, content_type=chosen.media_type)
+    response["Content-Disposition"] = f'attachment; filename="{chosen.filename}"'
+    return response
 
 
 POLICY_STEPS = ("dry-run", "approve", "apply", "revert", "discard", "standing-approval")

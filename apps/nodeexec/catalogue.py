@@ -67,10 +67,10 @@ SOAK_FIELDS = "timestamp,index,temperature.gpu,clocks.sm,power.draw,clocks_event
 SOAK_SAMPLES_MARK = f"{SECTION_MARK} nvidia-smi samples"
 
 
-def _soak_script(load: str) -> str:
+def _soak_script(load: str, fields: str = SOAK_FIELDS) -> str:
     return (
         "samples=$(mktemp) || exit 1\n"
-        f'nvidia-smi --query-gpu={SOAK_FIELDS} --format=csv,nounits -lms "$2" -f "$samples" &\n'
+        f'nvidia-smi --query-gpu={fields} --format=csv,nounits -lms "$2" -f "$samples" &\n'
         "sampler=$!\n"
         f"{load}\n"
         "status=$?\n"
@@ -83,6 +83,13 @@ def _soak_script(load: str) -> str:
 
 SOAK_SCRIPT = _soak_script('gpu_burn "$1"')
 DCGM_SOAK_SCRIPT = _soak_script('dcgmi diag -r "$1"')
+# A utilisation series of a running job's GPUs (runbook 2): the same sampler for $1 seconds with nothing of ours on
+# the GPUs; the power limits show a cap below the default, the reasons why the clocks are held.
+UTILISATION_FIELDS = (
+    "timestamp,index,utilization.gpu,clocks.sm,clocks_event_reasons.active,power.draw,power.limit,"
+    "power.default_limit,temperature.gpu"
+)
+UTILISATION_SCRIPT = _soak_script('sleep "$1"', UTILISATION_FIELDS)
 NIC_FACTS_SCRIPT = (
     f"set -f; IFS=,\n"
     "for nic in $1; do\n"

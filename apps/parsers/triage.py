@@ -305,7 +305,10 @@ RULES: tuple[Rule, ...] = (
     _rule("node_drained", r"\bState=\S*DRAIN\S*", "node state {0}"),
 )
 
-PROBLEMS: tuple[str, ...] = tuple(dict.fromkeys(rule.problem for rule in RULES)) + ("collective_not_joined",)
+PROBLEMS: tuple[str, ...] = tuple(dict.fromkeys(rule.problem for rule in RULES)) + (
+    "collective_not_joined",
+    "gpu_clocks_throttled",
+)
 
 WHERE_GROUPS = ("rank", "node", "gpu", "nic", "xid", "peer", "device")
 
@@ -537,12 +540,17 @@ def _flight_recorder(entries: list[LogLine]) -> list[Finding]:
 
 Q_GPU = re.compile(r"^GPU (?P<gpu>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])$")
 Q_FIELD = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+: (?P<value>.*)$")
+# The clocks-event reasons that slow a GPU down whatever the load asks for (nvidia-smi -q; older drivers say
+# "Clocks Throttle Reasons"). SW Power Cap is left out: a card at its default limit under full load sits at it.
+Q_REASON_SECTIONS = {"Clocks Event Reasons", "Clocks Throttle Reasons"}
+Q_SLOWDOWNS = {"HW Slowdown", "HW Thermal Slowdown", "SW Thermal Slowdown", "HW Power Brake Slowdown"}
 Q_UNCORRECTABLE = re.compile(r"^(?:(?:DRAM|SRAM) )?Uncorrectable(?: Error)?$|^Double Bit ECC$")
 
 
 def _nvidia_smi_q(entries: list[LogLine]) -> list[Finding]:
-    """nvidia-smi -q: 'Remapped Rows' with 'Pending : Yes' or 'Remapping Failure Occurred : Yes' (row_remap), and
-    non-zero uncorrectable counts under 'ECC Errors' (ecc_uncorrectable), per GPU, citing the section and the value."""
+    """nvidia-smi -q: 'Remapped Rows' with 'Pending : Yes' or 'Remapping Failure Occurred : Yes' (row_remap),
+    non-zero uncorrectable counts under 'ECC Errors' (ecc_uncorrectable), and a thermal / HW slowdown or power brake
+    'Active' under 'Clocks Event Reasons' (gpu_clocks_throttled), per GPU, citing the section and the value."""
     found: dict[tuple, Finding] = {}
     gpu: str | None = None
     sections: list[tuple[int, LogLine]] = []  # open section headers (indent, line)
@@ -573,6 +581,9 @@ def _nvidia_smi_q(entries: list[LogLine]) -> list[Finding]:
 
 
 def _q_problem(path: list[str], key: str, value: str) -> tuple[str | None, str]:
+    reasons = Q_REASON_SECTIONS & set(path)
+    if reasons and key in Q_SLOWDOWNS and value == "Active":
+        return "gpu_clocks_throttled", f"{key} active: the GPU's clocks are held down"
     if "Remapped Rows" in path and key == "Pending" and value == "Yes":
         return "row_remap", "row remapping pending: it takes effect when the GPU is reset"
     if "Remapped Rows" in path and key == "Remapping Failure Occurred" and value == "Yes":

@@ -187,6 +187,14 @@ def _changes_fixing(node: Node, kind: str, target: str):
     return changes.filter(key__startswith=start, key__endswith=end) if wildcard else changes.filter(key=start)
 
 
+def backdate_fault(*, fault: SimFault, struck_at) -> None:
+    """Let a fault have struck at `struck_at` when it is younger (a rehearsal plays it as if it struck a while ago:
+    the training runs show what it did since). Never moves a fault later."""
+    if fault.created > struck_at:
+        SimFault.objects.filter(pk=fault.pk).update(created=struck_at)
+        fault.created = struck_at
+
+
 def clear_fault(*, fault: SimFault) -> None:
     """Remove one fault; the node's tools answer as before it."""
     fault.delete()

@@ -245,6 +245,9 @@ class SimulatedNode:
     checkpoints: list[SimCheckpoint]
     leaf_uplink_ratio: float = 1.0  # uplink / downlink capacity of the node's leaves; below 1 is oversubscribed
     straggler: bool = False
+    dataloader_stall: tuple[int, int] | None = None  # (period s, stall %) of a starving input pipeline
+    co_located_pod: str = ""  # a second trainer the scheduler put on the node
+    co_located_speed: float = 1.0  # of the job's ranks on the node, sharing it with that trainer
     faults: list[tuple[str, str]] = field(default_factory=list)
     # Installed software and written files (what deployments change):
     driver_version: str = DRIVER_VERSION

@@ -77,6 +77,7 @@ class ServingRun:
     hostnames: tuple[str, ...]
     design_tokens_per_second: float
     started: float
+    sized_for: int = 0  # nodes the design throughput is sized for (scaled in: more than serve now); 0: hostnames
 
 
 @dataclass(frozen=True)
@@ -290,9 +291,10 @@ class ClusterTelemetry:
         return min(self.node_regime(hostname, t).speed for hostname in run.hostnames if hostname in self.histories)
 
     def service_capacity(self, run: ServingRun, t: float) -> float:
-        """Of the design throughput: the mean speed of the service's nodes."""
+        """Of the design throughput: the speeds of the service's serving nodes over the nodes it is sized for (a
+        service scaled in to half its nodes has half its capacity)."""
         speeds = [self.node_regime(hostname, t).speed for hostname in run.hostnames if hostname in self.histories]
-        return sum(speeds) / len(speeds) if speeds else 0.0
+        return sum(speeds) / max(len(speeds), run.sized_for) if speeds else 0.0
 
     def demand(self, run: ServingRun, t: float) -> float:
         """Of the design throughput: a daily wave, peaking at a seeded hour."""

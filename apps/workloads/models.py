@@ -155,6 +155,13 @@ class InferenceService(Workload):
         default=100, validators=[MinValueValidator(1), MaxValueValidator(600_000)], help_text="p99 end-to-end latency."
     )
     state = models.CharField(max_length=16, choices=ServiceState.choices, default=ServiceState.SERVING)
+    replicas = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="How many of its nodes serve now (one replica per node, by host name); blank: all of them. "
+        "The elastic-scaling policy sets it.",
+    )
 
     objects = InferenceServiceQuerySet.as_manager()
 
@@ -164,3 +171,8 @@ class InferenceService(Workload):
     @property
     def state_colour(self) -> str:
         return SERVICE_STATE_COLOURS[self.state]
+
+    def serving_hostnames(self) -> list[str]:
+        """The host names of the nodes that serve now: the first `replicas` of its nodes by host name."""
+        hostnames = sorted(node.hostname for node in self.nodes.all())
+        return hostnames if self.replicas is None else hostnames[: self.replicas]

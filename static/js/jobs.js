@@ -293,5 +293,6 @@
     if ("WebSocket" in window) { connect(); } else { note.textContent = "polling"; setInterval(refreshRows, 5000); }
   }
 
-  window.RackpilotJobs = { detail: detail, list: list };
+  // The socket helpers other live pages share (the incident page: static/js/incidents.js).
+  window.RackpilotJobs = { detail: detail, list: list, wsUrl: wsUrl, refused: REFUSED, closeUnavailable: CLOSE_UNAVAILABLE };
 })();

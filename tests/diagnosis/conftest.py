@@ -53,3 +53,17 @@ def age_changes():
         SimChange.objects.update(updated=timezone.now() - timedelta(minutes=minutes))
 
     return age
+
+
+@pytest.fixture
+def run_phase(run_shards):
+    """run_phase(incident, phase): run the newest job of that phase of the incident here, then reload it."""
+
+    def run(incident, phase):
+        job = incident.jobs.filter(parameters__phase=phase).order_by("-created").first()
+        assert job is not None, f"no {phase} job was started"
+        run_shards(job)
+        incident.refresh_from_db()
+        return job
+
+    return run

@@ -36,7 +36,8 @@ def test_the_page_shows_evidence_ranking_and_the_fix_to_approve(
     incident = Incident.objects.get()
     assert response.status_code == 302 and response.url == reverse("incident-detail", args=[incident.public_id])
     detail = page.get(response.url).content.decode()
-    assert 'hx-trigger="every 2s"' in detail  # the runbook runs: the live part polls
+    # The runbook runs: the page follows the incident's socket (polling its live part without one).
+    assert 'data-active="true"' in detail and "RackpilotIncidents.follow(" in detail
     for phase in ("log", "network"):
         run_shards(incident.jobs.get(parameters__phase=phase))
     live = page.get(reverse("incident-live", args=[incident.public_id])).content.decode()

@@ -6,6 +6,7 @@ from apps.diagnosis import services
 from apps.diagnosis.choices import Cause, IncidentState, RemediationState
 from apps.diagnosis.phases import Phase
 from apps.simulator import services as sim
+from apps.simulator.training import STARTUP_SECONDS, TrainingRun
 
 
 def _run_phase(incident, run_shards, phase):
@@ -42,6 +43,12 @@ def test_pfc_off_is_found_fixed_and_resolved(training_job, inject, age_changes, 
     remediation.refresh_from_db()
     assert remediation.state == RemediationState.VERIFIED, remediation.outcome
     assert incident.state == IncidentState.RESOLVED
+    # The elastic agent restarted the workers from the newest checkpoint saved before PFC went off (the model:
+    # started 2 h ago, the fault 30 min ago, a step every 1.6 s after 45 s of start-up, a checkpoint every 200).
+    last_good = int((90 * 60 - STARTUP_SECONDS) / TrainingRun.step_seconds) // 200 * 200
+    assert f"resumed from the checkpoint of step {last_good}." in remediation.outcome
+    progress = incident.evidence.get(topic="progress", verdict="healthy")
+    assert progress.data["resumed_from"] == last_good
 
 
 def _diagnose(training_job, operator, run_shards):

@@ -130,6 +130,8 @@ EXPECTED = {
     # Tool outputs that state a fault.
     "dcgm/dcgmi-diag-r3-h100-8gpu-dcgm3.3.8-fail-cuinit.txt": ["cuda_error"],
     "nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt": ["row_remap"],
+    # gpud's capture of an 8-GPU H100 whose PSU asserts the power brake: HW Slowdown on every GPU.
+    "nvidia-smi/q-h100-8gpu-driver535.161.08-gpud.txt": ["gpu_clocks_throttled"] * 8,
 }
 LOG_FOLDERS = ("pytorch-nccl", "nccl-warn", "dmesg-xid", "dmesg", "training-logs", "slurm", "k8s")
 
@@ -170,6 +172,17 @@ def test_nvidia_smi_q_pending_row_remap_cites_the_section_and_value():
     finding = _only("nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt")
     assert (finding.gpu, finding.lines) == ("00000000:10:1C.0", [24, 27])
     assert finding.excerpt == ["    Remapped Rows", "        Pending                           : Yes"]
+
+
+def test_nvidia_smi_q_slowdown_is_a_finding_per_gpu_and_a_power_cap_is_not():
+    text = (
+        "GPU 00000000:18:00.0\n    Clocks Event Reasons\n        SW Power Cap                      : Active\n"
+        "        HW Slowdown                       : Not Active\n"
+    )
+    assert rules.triage(text).findings == []
+    (finding,) = rules.triage(text.replace(": Not Active", ": Active")).findings
+    assert (finding.problem, finding.gpu, finding.lines) == ("gpu_clocks_throttled", "00000000:18:00.0", [2, 4])
+    assert finding.detail == "HW Slowdown active: the GPU's clocks are held down"
 
 
 def test_nvidia_smi_q_uncorrectable_ecc_count_is_a_finding_and_zero_is_not():

@@ -87,6 +87,8 @@ WORDS = [
     ("degraded_cable", "degraded cable on ens1np0: link up at 200 Gb/s"),
     ("late_thermal", "GPU 0 reaches 92 °C and slows down after 600 s under load"),
     ("power_cap", "every GPU power-capped at 450 W"),
+    ("dataloader_stall", "the data loader stalls the ranks 35% of every 6 s"),
+    ("co_located", "a second trainer shares the node: the job's ranks run at 60% there"),
 ]
 
 

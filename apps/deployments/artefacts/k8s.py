@@ -219,7 +219,7 @@ def unknown_kubernetes_keys(data: Any, type_name: str, path: str = "") -> list[s
     return unknown
 
 
-def _check_kubernetes_model(name: str, data: Any, type_name: str) -> Any:
+def check_kubernetes_model(name: str, data: Any, type_name: str) -> Any:
     """Deserialize ``data`` with the official client (types, required fields) and refuse unknown keys."""
     from kubernetes.client import ApiClient
 
@@ -239,7 +239,7 @@ def _check_kubernetes_model(name: str, data: Any, type_name: str) -> Any:
 
 def _validate_pod_affinity(content: str) -> None:
     document = load_yaml("pod-affinity", content)
-    template = _check_kubernetes_model("pod-affinity", document, "V1PodTemplateSpec")
+    template = check_kubernetes_model("pod-affinity", document, "V1PodTemplateSpec")
     spec = template.spec
     if spec is None or not spec.scheduler_name:
         raise ArtefactError("pod-affinity", "spec.schedulerName is required")

@@ -51,10 +51,11 @@ class IncidentCreateSerializer(serializers.Serializer):
     symptom = serializers.CharField(required=False, allow_blank=True, max_length=10000, default="")
     transport = serializers.ChoiceField(choices=["ssh", "sim"], required=False, default="")
     runbook = serializers.ChoiceField(
-        choices=["nccl-timeout", "training-interrupted"],
+        choices=["nccl-timeout", "gpu-utilisation", "training-interrupted"],
         required=False,
         default="nccl-timeout",
-        help_text="Runbook 1 (NCCL timeout / hang) or runbook 3 (training interrupted: recovery; needs training_job).",
+        help_text="Runbook 1 (NCCL timeout / hang), runbook 2 (GPU utilisation fluctuating; needs training_job) or "
+        "runbook 3 (training interrupted: recovery; needs training_job).",
     )
     start = serializers.BooleanField(required=False, default=True, help_text="Start the runbook at once.")
 
@@ -64,7 +65,10 @@ class EvidenceSerializer(serializers.Serializer):
     hostname = serializers.CharField()
     command = serializers.CharField()
     observed_at = serializers.DateTimeField()
-    topic = serializers.CharField(help_text="watchdog, ib, cuda, disk, progress, mtu, pfc, ecn, link, xid")
+    topic = serializers.CharField(
+        help_text="watchdog, ib, cuda, disk, progress, mtu, pfc, ecn, link, xid; runbook 2: series, power_cap, "
+        "thermal, hw_slowdown, clocks_capped, throttle, lag, dips, placement"
+    )
     subject = serializers.CharField()
     verdict = serializers.CharField()
     summary = serializers.CharField()
@@ -133,7 +137,9 @@ class RemediationSerializer(serializers.Serializer):
 class IncidentSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="public_id")
     title = serializers.CharField()
-    runbook = serializers.CharField(help_text="nccl-timeout (runbook 1) or training-interrupted (runbook 3).")
+    runbook = serializers.CharField(
+        help_text="nccl-timeout (runbook 1), gpu-utilisation (runbook 2) or training-interrupted (runbook 3)."
+    )
     state = serializers.CharField()
     colour = serializers.CharField()
     symptom = serializers.CharField()
@@ -143,6 +149,7 @@ class IncidentSerializer(serializers.Serializer):
     cause = serializers.CharField()
     conclusion = serializers.CharField()
     escalated = serializers.BooleanField()
+    rehearsal = serializers.BooleanField(help_text="Started from the simulator page against an injected fault.")
     recurrence_of = serializers.UUIDField(source="recurrence_of.public_id", default=None, allow_null=True)
     opened_by = serializers.CharField(source="opened_by.username", default=None, allow_null=True)
     created = serializers.DateTimeField()

@@ -1,4 +1,5 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.choices import Role
@@ -7,10 +8,10 @@ from apps.core.validators import host_validator, name_validator
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
 from apps.monitoring import bmcs
-from apps.monitoring.choices import BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
+from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
 from apps.monitoring.models import Bmc, BmcReading, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
-from apps.monitoring.policies.energy import LowLoadPowerParameters
+from apps.monitoring.policies.base import POLICY_KINDS, policy_kind
 from apps.monitoring.validation import (
     PASSWORD_MAX_CHARS,
     bmc_user_validator,
@@ -217,8 +218,21 @@ class FleetHealthSerializer(serializers.Serializer):
 # --- cost and energy policies ----------------------------------------------------------------------------------------
 
 
-class LowLoadPowerParametersSerializer(LowLoadPowerParameters):
-    """Energy at low load: below `utilisation_below` % over `window_minutes`, GPUs go to `power_limit_w`."""
+def _every_kind_parameters() -> type[serializers.Serializer]:
+    """Every kind's parameters, each optional and without its default: the schema of `parameters`. Which of them a
+    policy takes, and which it needs, is its kind's (docs/monitoring.md); the kind checks them."""
+    fields = {}
+    for spec in POLICY_KINDS.values():
+        for name, field in spec.parameters().fields.items():
+            kwargs = {key: value for key, value in field._kwargs.items() if key not in ("default", "required")}
+            fields.setdefault(name, type(field)(*field._args, required=False, **kwargs))
+    doc = "The kind's parameters: " + "; ".join(
+        f"{spec.name}: {', '.join(spec.parameters().fields)}" for spec in POLICY_KINDS.values()
+    )
+    return type("CostPolicyParametersSerializer", (serializers.Serializer,), {**fields, "__doc__": doc})
+
+
+CostPolicyParametersSerializer = _every_kind_parameters()
 
 
 class CostPolicySerializer(serializers.Serializer):
@@ -233,7 +247,7 @@ class CostPolicySerializer(serializers.Serializer):
     service = ReferenceField(
         queryset=InferenceService.objects.all(), natural_key="name", required=False, allow_null=True
     )
-    parameters = LowLoadPowerParametersSerializer()
+    parameters = CostPolicyParametersSerializer()
     standing_approval = serializers.BooleanField(
         default=False, help_text="Apply proposals without asking; only an admin may turn it on or off."
     )
@@ -275,10 +289,11 @@ class CostPolicySerializer(serializers.Serializer):
             raise serializers.ValidationError(error.message_dict) from None
         try:
             attrs["parameters"] = policies.check_parameters(
-                kind=merged["kind"], parameters=dict(merged["parameters"]), nodes=probe.nodes()
+                kind=merged["kind"], parameters=dict(merged["parameters"]), nodes=probe.nodes(), policy=probe
             )
         except serializers.ValidationError as error:
-            raise serializers.ValidationError({"parameters": error.detail}) from None
+            scope = {field: error.detail[field] for field in ("scope", "rack", "service") if field in error.detail}
+            raise serializers.ValidationError(scope or {"parameters": error.detail}) from None
         return attrs
 
     def create(self, validated_data):
@@ -304,12 +319,63 @@ class PlanRowSerializer(serializers.Serializer):
     full_load_clock = serializers.FloatField(help_text="Share of the busy clock kept under full load.")
 
 
+class ScalingPlanRowSerializer(serializers.Serializer):
+    service = serializers.CharField()
+    deployment = serializers.CharField(help_text="The service's Kubernetes name (the Deployment the scaler targets).")
+    direction = serializers.ChoiceField(choices=[("out", "Scale out"), ("in", "Scale in")])
+    replicas_before = serializers.IntegerField()
+    replicas_after = serializers.IntegerField()
+    replicas_field_before = serializers.IntegerField(allow_null=True, help_text="What reverting puts back.")
+    nodes_before = serializers.ListField(child=serializers.CharField())
+    nodes_after = serializers.ListField(child=serializers.CharField())
+    changed_nodes = serializers.ListField(child=serializers.CharField(), help_text="Freed (in) or added (out).")
+    mean_util = serializers.FloatField(help_text="Mean GPU utilisation of the serving nodes over the window (%).")
+    low_util = serializers.FloatField(help_text="The window's lowest step (%).")
+    high_util = serializers.FloatField(help_text="The window's highest step (%).")
+    expected_util_after = serializers.FloatField(help_text="The mean spread over the new replica count (%).")
+    idle_power_w = serializers.FloatField(help_text="Idle draw of the changed nodes' GPUs.")
+    saving_w = serializers.FloatField(help_text="Freed idle draw (negative: scaling out costs it).")
+    threshold_up = serializers.FloatField()
+    threshold_down = serializers.FloatField()
+    window_minutes = serializers.IntegerField()
+    cool_down_minutes = serializers.IntegerField()
+    min_replicas = serializers.IntegerField()
+    max_replicas = serializers.IntegerField()
+
+
+class SpotPlanRowSerializer(serializers.Serializer):
+    workload = serializers.CharField()
+    workload_kind = serializers.ChoiceField(choices=WORKLOAD_KINDS)
+    deployment = serializers.CharField(help_text="The workload's Kubernetes name.")
+    hostnames = serializers.ListField(child=serializers.CharField(), help_text="The nodes to taint as spot.")
+    energy_kwh_per_day = serializers.FloatField(help_text="Their GPUs' energy over the window, per day.")
+    saving_kwh_per_day = serializers.FloatField(help_text="energy_kwh_per_day × spot_discount.")
+    spot_discount = serializers.FloatField()
+
+
+PLAN_ROW = PolymorphicProxySerializer(
+    component_name="PolicyPlanRow",
+    serializers=[PlanRowSerializer, ScalingPlanRowSerializer, SpotPlanRowSerializer],
+    resource_type_field_name=None,
+    many=True,
+)
+
+
+class PolicyArtefactSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    filename = serializers.CharField()
+    media_type = serializers.CharField()
+    description = serializers.CharField()
+    content = serializers.CharField(help_text="The file, validated (Kubernetes objects, or Slurm lines).")
+
+
 class PolicyActionSerializer(serializers.ModelSerializer):
     """What a policy proposed: the exact commands per node, the expected saving, approval and run history."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
     policy = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    plan = PlanRowSerializer(many=True, read_only=True)
+    plan = serializers.SerializerMethodField(help_text="Per GPU (power limits), per service or per workload.")
+    artefacts = serializers.SerializerMethodField(help_text="Files to apply to a real cluster (scaling, spot).")
     commands = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), read_only=True)
     revert_commands = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), read_only=True)
     notes = serializers.ListField(child=serializers.CharField(), read_only=True)
@@ -347,9 +413,18 @@ class PolicyActionSerializer(serializers.ModelSerializer):
             "reverted_at",
             "revert_reason",
             "message",
+            "artefacts",
             "created",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(PLAN_ROW)
+    def get_plan(self, action) -> list:
+        return action.plan
+
+    @extend_schema_field(PolicyArtefactSerializer(many=True))
+    def get_artefacts(self, action) -> list:
+        return [vars(artefact) for artefact in policy_kind(action.policy.kind).artefacts(action)]
 
 
 class PolicyActionRefSerializer(serializers.Serializer):
@@ -375,7 +450,7 @@ def _split(row: dict) -> dict:
 
 
 class GpuHoursWorkloadSerializer(GpuHoursSplitSerializer):
-    kind = serializers.ChoiceField(choices=[("training", "Training job"), ("service", "Inference service")])
+    kind = serializers.ChoiceField(choices=WORKLOAD_KINDS)
     name = serializers.CharField()
 
 

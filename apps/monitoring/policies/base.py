@@ -1,5 +1,9 @@
 """What a policy kind is: its parameters (validated against the scope), how it proposes from the telemetry, and
-when what it did should be undone. Kinds register themselves; CostPolicy.kind names one."""
+when what it did should be undone. Kinds register themselves; CostPolicy.kind names one.
+
+A kind either runs commands on nodes (`job_kind`: apply and revert are jobs) or changes what Rackpilot records of the
+cluster (`job_kind` None: `enact` records the change at once, e.g. a service's replicas) and hands the operator the
+Kubernetes objects to apply (`artefacts`)."""
 
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -25,24 +29,34 @@ class Proposal:
         return sorted(self.commands)
 
 
+class StaleAction(Exception):
+    """`enact` refused: what the action was judged on has changed since (the message says how)."""
+
+
 class PolicyKindSpec:
     """Subclass, set the class attributes and implement the methods; register with @register_policy_kind."""
 
     name: ClassVar[str]
     label: ClassVar[str] = ""
     parameters: ClassVar[type[serializers.Serializer]]
-    job_kind: ClassVar[str]  # the job kind that applies and reverts its actions
+    job_kind: ClassVar[str | None]  # the job kind that applies and reverts its actions; None: `enact` does
 
-    def check(self, parameters: dict, *, nodes) -> dict:
-        """The validated parameters, or serializers.ValidationError keyed by parameter name; `nodes` is the scope."""
+    def check(self, parameters: dict, *, nodes, policy=None) -> dict:
+        """The validated parameters, or serializers.ValidationError keyed by parameter name; `nodes` is the scope,
+        `policy` the (unsaved) policy naming it."""
         serializer = self.parameters(data=parameters or {})
         serializer.is_valid(raise_exception=True)
         unknown = set(parameters or {}) - set(serializer.fields)
         if unknown:
             raise serializers.ValidationError({name: ["Unknown parameter."] for name in sorted(unknown)})
-        return self.check_scope(dict(serializer.validated_data), nodes=nodes)
+        checked = self.check_scope(dict(serializer.validated_data), nodes=nodes)
+        return checked if policy is None else self.check_target(checked, policy=policy)
 
     def check_scope(self, parameters: dict, *, nodes) -> dict:
+        return parameters
+
+    def check_target(self, parameters: dict, *, policy) -> dict:
+        """The parameters judged against what the policy names (its scope kind, its service); keyed by the field."""
         return parameters
 
     def propose(self, policy, *, source, now: float, exclude: set[str]) -> tuple[Proposal | None, str]:
@@ -55,6 +69,18 @@ class PolicyKindSpec:
 
     def job_parameters(self, action, *, mode: str) -> dict:
         raise NotImplementedError
+
+    def enact(self, action, *, mode: str) -> str:
+        """A kind without a job: record `mode` ("apply" or "revert") of the action now; returns what it did."""
+        raise NotImplementedError
+
+    def guarded_hostnames(self, action) -> list[str]:
+        """The nodes whose latency SLOs must have headroom before the action is applied."""
+        return action.hostnames
+
+    def artefacts(self, action) -> list:
+        """The files (apps.deployments.artefacts.base.Artefact) an operator applies to a real cluster, validated."""
+        return []
 
 
 POLICY_KINDS: dict[str, PolicyKindSpec] = {}

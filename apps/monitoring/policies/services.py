@@ -16,8 +16,8 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring import slo
 from apps.monitoring.choices import ACTION_IN_FORCE, ActionState, ActionTrigger, ApprovalKind, PolicyState
 from apps.monitoring.models import CostPolicy, PolicyAction, Slo
-from apps.monitoring.policies import energy, jobs  # noqa: F401 (registers the kinds)
-from apps.monitoring.policies.base import policy_kind
+from apps.monitoring.policies import energy, jobs, scaling, spot  # noqa: F401 (registers the kinds)
+from apps.monitoring.policies.base import StaleAction, policy_kind
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 
 
@@ -35,9 +35,10 @@ def _require(user, role: str, field: str = "approved_by") -> None:
         raise PolicyError({field: f"Only {who} may do this."})
 
 
-def check_parameters(*, kind: str, parameters: dict, nodes) -> dict:
-    """The kind's validated parameters for this scope; serializers.ValidationError keyed by parameter name."""
-    return policy_kind(kind).check(parameters, nodes=nodes)
+def check_parameters(*, kind: str, parameters: dict, nodes, policy=None) -> dict:
+    """The kind's validated parameters for this scope (and the policy's service, where the kind needs one);
+    serializers.ValidationError keyed by parameter name."""
+    return policy_kind(kind).check(parameters, nodes=nodes, policy=policy)
 
 
 def _now(now: float | None) -> float:
@@ -154,6 +155,8 @@ def _approve(action: PolicyAction, how: str, user) -> None:
 
 def _start(action: PolicyAction, *, mode: str, user, reason: str = "") -> PolicyAction:
     kind = policy_kind(action.policy.kind)
+    if kind.job_kind is None:
+        return _enact(action, kind, mode=mode, user=user, reason=reason)
     job = create_job(
         kind=kind.job_kind,
         targets=TargetSpec(nodes=tuple(action.hostnames)),
@@ -178,6 +181,31 @@ def _start(action: PolicyAction, *, mode: str, user, reason: str = "") -> Policy
     return action
 
 
+def _enact(action: PolicyAction, kind, *, mode: str, user, reason: str) -> PolicyAction:
+    """A kind without a job records the change at once (the caller holds the action's row lock)."""
+    if mode == "enforce":
+        return action  # nothing on the nodes to forget
+    try:
+        done = kind.enact(action, mode=mode)
+    except StaleAction as error:
+        raise PolicyError({"state": str(error)}) from None
+    now = timezone.now()
+    if mode == "apply":
+        action.state, action.applied_at = ActionState.APPLIED, now
+    else:
+        action.state, action.reverted_at, action.revert_reason = ActionState.REVERTED, now, reason[:300]
+    action.message = done[:300]
+    action.save()
+    audit.record(
+        AuditAction.START,
+        obj=action,
+        object_repr=f"{mode} {action.policy.name}: {done}"[:200],
+        changes={"state": [None, action.state], **({"reason": [None, reason]} if reason else {})},
+        user=user if getattr(user, "pk", None) else None,
+    )
+    return action
+
+
 def apply(*, action: PolicyAction, user=None, now: float | None = None) -> PolicyAction:
     """Run an approved action's commands (a job). `user` None is the policy's own evaluation, which needs the
     policy's standing approval. Refused while a latency SLO on its nodes burns."""
@@ -194,7 +222,8 @@ def apply(*, action: PolicyAction, user=None, now: float | None = None) -> Polic
                 {"state": f"Only an approved action can be applied; this one is {action.get_state_display()}."}
             )
         try:
-            trouble = latency_trouble(source=_source(), hostnames=action.hostnames, now=now)
+            hostnames = policy_kind(action.policy.kind).guarded_hostnames(action)
+            trouble = latency_trouble(source=_source(), hostnames=hostnames, now=now)
         except TelemetryError as error:
             raise PolicyError({"telemetry": f"Cannot judge the SLOs' headroom: {error}"}) from None
         if trouble:
@@ -249,13 +278,13 @@ def evaluate(*, policy: CostPolicy, now: float | None = None) -> str:
         source = telemetry()
         busy = policy.actions.filter(state__in=(ActionState.APPLYING, ActionState.REVERTING)).exists()
         for action in policy.actions.filter(state=ActionState.APPLIED):
-            trouble = latency_trouble(source=source, hostnames=action.hostnames, now=end)
+            trouble = latency_trouble(source=source, hostnames=kind.guarded_hostnames(action), now=end)
             risen = "" if trouble else kind.undo_reason(policy, action, source=source, now=end)
             if trouble or risen:
                 reason = f"SLO breach: {trouble}" if trouble else risen
                 revert(action=action, reason=reason)
                 outcome.append(f"reverting ({reason})")
-            else:
+            elif kind.job_kind is not None:
                 _start(action, mode="enforce", user=None)
                 outcome.append(f"checking {len(action.hostnames)} node(s) still hold the limit")
         if not outcome and not busy and policy.state == PolicyState.ENABLED:
@@ -275,7 +304,8 @@ def _propose(policy: CostPolicy, *, now: float, source: Telemetry) -> str:
         action = open_action or dry_run(policy=policy, now=now, trigger=ActionTrigger.EVALUATION)
     except PolicyError as error:
         return str(error.errors.get("policy", error))
-    trouble = latency_trouble(source=source, hostnames=action.hostnames, now=now)
+    hostnames = policy_kind(policy.kind).guarded_hostnames(action)
+    trouble = latency_trouble(source=source, hostnames=hostnames, now=now)
     if trouble:
         return f"held: {trouble}"
     if not policy.standing_approval:

@@ -272,6 +272,50 @@ DEGRADED_CABLE = FaultSpec(
 )
 
 
+def _dataloader_stall(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.dataloader_stall = (parameters["period_s"], parameters["stall_pct"])
+
+
+# The input pipeline of the node's ranks cannot keep up (too few loader workers, no pinned memory, slow storage):
+# every `period_s` the ranks wait `stall_pct` percent of it for a batch, and since every rank waits for the slowest
+# at each all-reduce, every GPU of the job idles together. Seen only in a training job's utilisation series.
+DATALOADER_STALL = FaultSpec(
+    value="dataloader_stall",
+    label="Data loader starves the GPUs",
+    colour="orange",
+    target=NODE,
+    parameters={"period_s": Parameter(6, 2, 60), "stall_pct": Parameter(35, 10, 90)},
+    apply=_dataloader_stall,
+    sentence=lambda _, parameters: (
+        f"the data loader stalls the ranks {parameters['stall_pct']}% of every {parameters['period_s']} s"
+    ),
+)
+
+
+CO_LOCATED_POD = "finetune-7b-worker-0"  # the other team's trainer, in the same namespace as the job's
+
+
+def _co_located(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.co_located_pod = CO_LOCATED_POD
+    state.co_located_speed = parameters["speed_pct"] / 100
+
+
+# A second trainer the scheduler placed on the node (no pod anti-affinity): it shares the node's CPUs, PCIe switches
+# and NICs, so the job's ranks there run at `speed_pct` percent and every other rank waits for them. `kubectl get
+# pods -o wide` shows both pods on the node.
+CO_LOCATED = FaultSpec(
+    value="co_located",
+    label="Second trainer placed on the node",
+    colour="orange",
+    target=NODE,
+    parameters={"speed_pct": Parameter(60, 10, 95)},
+    apply=_co_located,
+    sentence=lambda _, parameters: (
+        f"a second trainer shares the node: the job's ranks run at {parameters['speed_pct']}% there"
+    ),
+)
+
+
 # In the order the page lists them; their values and labels are SimFault.kind's choices.
 FAULT_KINDS: dict[str, FaultSpec] = {
     spec.value: spec
@@ -291,6 +335,8 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         DEGRADED_CABLE,
         LATE_THERMAL,
         POWER_CAP,
+        DATALOADER_STALL,
+        CO_LOCATED,
     )
 }
 CHOICES = [(spec.value, spec.label) for spec in FAULT_KINDS.values()]

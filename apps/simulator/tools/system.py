@@ -5,13 +5,19 @@ import base64
 import binascii
 import time
 
-from apps.nodeexec.catalogue import DCGM_SOAK_SCRIPT, NIC_FACTS_SCRIPT, SOAK_SCRIPT, WRITE_FILE_SCRIPT
+from apps.nodeexec.catalogue import (
+    DCGM_SOAK_SCRIPT,
+    NIC_FACTS_SCRIPT,
+    SOAK_SCRIPT,
+    UTILISATION_SCRIPT,
+    WRITE_FILE_SCRIPT,
+)
 from apps.simulator.boot import BOOT_ID_PATH, boot_id, up_since, uptime_text
 from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
-from apps.simulator.tools import bench
+from apps.simulator.tools import bench, utilisation
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
@@ -416,6 +422,8 @@ def sh(context: Context, argv: list[str]) -> CommandOutput:
         return bench.soak(context, argv[4], argv[5])
     if len(argv) == 6 and argv[1] == "-c" and argv[2] == DCGM_SOAK_SCRIPT:
         return bench.dcgm_soak(context, argv[4], argv[5])
+    if len(argv) == 6 and argv[1] == "-c" and argv[2] == UTILISATION_SCRIPT:
+        return utilisation.samples(context, argv[4], argv[5])
     return fail(2, "sh: simulated nodes run only catalogue scripts\n")
 
 

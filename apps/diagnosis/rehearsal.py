@@ -1,0 +1,119 @@
+"""Rehearsals: a runbook started from the simulator page against a fault injected there, on a simulated training
+job that the fault hurts (one already running on the node, or a demo job made for the rehearsal).
+
+A rehearsal is an incident like any other (the same phases, evidence, approval and re-check, over the `sim`
+transport), marked `rehearsal` wherever it is listed. The run it diagnoses must already show the fault: a fault
+injected a moment ago has not yet made any watchdog fire (NCCL's timeout is 10 minutes), so the rehearsal dates
+the fault back to REHEARSAL_LEAD before now when it is younger, as if it struck while nobody was watching.
+"""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from apps.core.audit import record
+from apps.core.choices import AuditAction
+from apps.diagnosis import services
+from apps.diagnosis.models import Incident
+from apps.diagnosis.phases import KIND, RECOVERY_KIND
+from apps.inventory.models import Node
+from apps.simulator import services as sim
+from apps.simulator.models import SimFault
+from apps.simulator.training import NETWORK_FAULTS
+from apps.simulator.training_faults import TRAINING_FAULTS
+from apps.workloads.choices import TrainingState
+from apps.workloads.models import TrainingJob
+from apps.workloads.services import set_training_nodes
+
+REHEARSAL_LEAD = timedelta(minutes=15)  # past the NCCL watchdog's 10 minutes, and a checkpoint save or two
+DEMO_HISTORY = timedelta(hours=2)  # how long the demo job has been training when the rehearsal starts
+DEMO_NODES = 4  # the faulty node and peers of its SKU: the lagging ranks show against the others
+DEMO_CHECKPOINT_INTERVAL = 200
+
+
+def runbook_for(kind: str) -> str:
+    """The runbook a fault of this kind calls for: a network fault hangs a collective (runbook 1); a lost GPU, a
+    full checkpoint volume or a corrupt checkpoint interrupts the job (runbook 3, which hands plain NCCL timeouts
+    on to runbook 1)."""
+    return KIND if kind in NETWORK_FAULTS else RECOVERY_KIND
+
+
+def rehearse(*, fault: SimFault, user) -> Incident:
+    """Open a rehearsal incident for `fault` on a training job it hurts and start the fault's runbook on it."""
+    if fault.kind not in TRAINING_FAULTS:
+        raise services.IncidentError(
+            f"A {fault.get_kind_display().lower()} fault does not hurt a training job: there is no runbook to "
+            "rehearse against it.",
+            field="fault",
+        )
+    with transaction.atomic():
+        sim.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
+        job = _job_hurt_by(fault) or _demo_job(fault)
+        runbook = runbook_for(fault.kind)
+        incident = services.open_incident(
+            user=user,
+            training_job=job,
+            title=f"Rehearsal: {fault.summary} ({job.name})",
+            symptom=f"Rehearsal against the injected fault {fault.summary}.",
+            transport="sim",
+            runbook=runbook,
+        )
+        incident.rehearsal = True
+        incident.save(update_fields=["rehearsal", "updated"])
+        record(AuditAction.START, obj=incident, changes={"rehearsal": [None, fault.summary]})
+        services.start_runbook(incident=incident, user=user, route=runbook == RECOVERY_KIND)
+    return incident
+
+
+def _job_hurt_by(fault: SimFault) -> TrainingJob | None:
+    """A running simulated training job on the fault's node that the fault reaches (its checkpoints, for a storage
+    fault)."""
+    jobs = TrainingJob.objects.active().on(fault.node).exclude(log_path="").exclude(started_at=None).order_by("name")
+    for job in jobs:
+        if fault.kind == "disk_full" and not _under(job.checkpoint_dir, fault.target):
+            continue
+        if fault.kind == "corrupt_checkpoint" and not _under(fault.target, job.checkpoint_dir):
+            continue
+        return job
+    return None
+
+
+def _under(path: str, directory: str) -> bool:
+    directory = directory.rstrip("/")
+    return bool(path and directory) and (path == directory or path.startswith(directory + "/"))
+
+
+def _demo_job(fault: SimFault) -> TrainingJob:
+    """A demo training job on the fault's node and peers of its SKU, two hours in, checkpointing where the fault
+    reaches."""
+    node = fault.node
+    name = f"rehearsal-{slugify(node.hostname)}"[:100]
+    job = TrainingJob.objects.filter(name=name).first()
+    checkpoint_dir = _checkpoint_dir(fault, name)
+    if job is None:
+        job = TrainingJob(name=name, comments="A demo job for runbook rehearsals on the simulator.")
+    job.ranks_per_node = node.expected_gpu_count or 8
+    job.checkpoint_dir = checkpoint_dir
+    job.checkpoint_interval_steps = DEMO_CHECKPOINT_INTERVAL
+    job.log_path = f"/var/log/train/{name}.log"
+    job.state = TrainingState.RUNNING
+    job.started_at = min(timezone.now() - DEMO_HISTORY, fault.created - DEMO_HISTORY / 2)
+    job.placements = []
+    job.save()
+    peers = (
+        Node.objects.filter(gpu_sku=node.gpu_sku, role=node.role, drained_at=None)
+        .exclude(pk=node.pk)
+        .order_by("hostname")[: DEMO_NODES - 1]
+    )
+    set_training_nodes(job=job, nodes=sorted([node, *peers], key=lambda member: member.hostname))
+    return job
+
+
+def _checkpoint_dir(fault: SimFault, name: str) -> str:
+    if fault.kind == "corrupt_checkpoint":
+        return fault.target.rstrip("/").rpartition("/")[0] or f"/checkpoints/{name}"
+    if fault.kind == "disk_full":
+        return f"{fault.target.rstrip('/')}/{name}"
+    return f"/checkpoints/{name}"

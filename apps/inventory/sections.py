@@ -1,0 +1,43 @@
+"""Sections of the inventory's pages that come from apps above the inventory: on the node page its incidents
+(diagnosis) and BMC readings (monitoring), on the switch page the benchmarks that crossed its ports (benchmarks).
+
+The same pattern as the dashboard's panels (apps/inventory/dashboard.py): the inventory may not import the apps above
+it, so they register a template and a context function for the page's object from their AppConfig.ready().
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    template: str
+    context: Callable[[object, HttpRequest], dict]  # (the page's object, request) -> the template's context
+
+
+class PageSections:
+    """The sections one page shows after its own content, in the order they were registered."""
+
+    def __init__(self, page: str):
+        self.page = page
+        self._sections: dict[str, Section] = {}
+
+    def register(self, *, name: str, template: str, context: Callable[[object, HttpRequest], dict]) -> None:
+        if name in self._sections:
+            raise ValueError(f"A {self.page} page section named {name!r} is registered already.")
+        self._sections[name] = Section(name, template, context)
+
+    def render(self, request: HttpRequest, obj) -> list[SafeString]:
+        return [
+            render_to_string(section.template, section.context(obj, request), request=request)
+            for section in self._sections.values()
+        ]
+
+
+NODE_PAGE = PageSections("node")
+SWITCH_PAGE = PageSections("switch")
