@@ -358,6 +358,8 @@ RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
 RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
 # How long a simulated `systemctl reboot` keeps a node off the network (±20 % per node and boot, seeded).
 RACKPILOT_SIM_REBOOT_SECONDS = env_float("RACKPILOT_SIM_REBOOT_SECONDS", 8.0)
+# Simulated nccl-tests take the model's time and print each row as it would (demos; the run page's live plot test).
+RACKPILOT_SIM_REAL_TIME = env_bool("RACKPILOT_SIM_REAL_TIME", False)
 
 # Telemetry (docs/monitoring.md, "Telemetry" and "Prometheus"): with no Prometheus URL, pages read the simulator
 # directly (the embedded wiring).
@@ -387,6 +389,15 @@ RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_OUTBOUND_ALLOW_LINK_LO
 RACKPILOT_ENERGY_PRICE_PER_KWH = env_float("RACKPILOT_ENERGY_PRICE_PER_KWH", 0.15)
 RACKPILOT_ENERGY_CURRENCY = env_str("RACKPILOT_ENERGY_CURRENCY", "EUR")
 RACKPILOT_POLICY_EVALUATION_SECONDS = env_int("RACKPILOT_POLICY_EVALUATION_SECONDS", 300)
+# Storage tiering: what a TB held on each storage tier draws (W), the drives at their active power with their share
+# of the servers that hold them (docs/monitoring.md, "Storage tiering", says where the defaults come from).
+RACKPILOT_STORAGE_WATTS_PER_TB = {
+    "hot": env_float("RACKPILOT_STORAGE_HOT_WATTS_PER_TB", 5.0),
+    "warm": env_float("RACKPILOT_STORAGE_WARM_WATTS_PER_TB", 2.0),
+    "cold": env_float("RACKPILOT_STORAGE_COLD_WATTS_PER_TB", 0.5),
+}
+if any(watts < 0 for watts in RACKPILOT_STORAGE_WATTS_PER_TB.values()):
+    raise ImproperlyConfigured("RACKPILOT_STORAGE_*_WATTS_PER_TB must not be negative")
 if RACKPILOT_ENERGY_PRICE_PER_KWH < 0:
     raise ImproperlyConfigured("RACKPILOT_ENERGY_PRICE_PER_KWH must not be negative")
 if RACKPILOT_POLICY_EVALUATION_SECONDS < 30:

@@ -120,13 +120,14 @@ def is_data_dependent(body) -> bool:
 
 # Where `parameters` is checked by the job kind the request names: which names and values it takes depends on `kind`
 # (the kinds' own schemas are in the job kinds' documentation), so a refusal of only the parameters is cross-field.
-# A cost policy's parameters are its kind's in the same way (and judged against its scope's nodes).
+# A cost policy's parameters are its kind's too (one of the kinds' schemas, and a node or volume that must exist).
 KIND_PARAMETERS = {
     "/api/jobs/",
     "/api/job-templates/",
     "/api/job-templates/{id}/",
     "/api/cost-policies/",
     "/api/cost-policies/{id}/",
+    "/api/cost-policies/{public_id}/",
 }
 
 

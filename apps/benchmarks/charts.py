@@ -28,6 +28,19 @@ def _size_label(size: int) -> str:
     return f"{size} B"
 
 
+def live_busbw_figure() -> go.Figure:
+    """The run page's live plot before any row: the axes of busbw_figure; static/js/benchmark_live.js adds a line
+    per test and a point per nccl-tests row as the round jobs' output arrives."""
+    figure = go.Figure()
+    figure.update_layout(
+        xaxis={"type": "log", "title": "message size (bytes)"},
+        yaxis={"title": "bus bandwidth (GB/s)", "rangemode": "tozero"},
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        showlegend=True,
+    )
+    return figure
+
+
 def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -> go.Figure:
     """Bus bandwidth against message size for each test (its series), with the reference band and the baseline."""
     figure = go.Figure()

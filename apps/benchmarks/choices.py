@@ -14,13 +14,15 @@ class Suite(models.TextChoices):
     SWEEP = "nccl-sweep", "NCCL sweep: find the slow node or link by halving"
     PAIRWISE = "nccl-pairwise", "NCCL pairwise: every pair of a small set"
     HPL_MXP = "hpl-mxp", "HPL-MxP: mixed-precision LU on each node, then across the set"
+    HPL = "hpl", "HPL: classic FP64 Linpack (xhpl) on each node, then across the set"
     NVBANDWIDTH = "nvbandwidth", "nvbandwidth: host and device copy bandwidth of each node"
     BURN_IN = "burn-in", "Burn-in soak: gpu_burn with clocks and temperatures sampled"
 
 
 NCCL_SUITES = frozenset({Suite.NCCL, Suite.SWEEP, Suite.PAIRWISE})
 # Suites that run on each node alone (HPL-MxP also once across the set), measuring named figures (Measurement rows).
-NODE_SUITES = frozenset({Suite.HPL_MXP, Suite.NVBANDWIDTH, Suite.BURN_IN})
+NODE_SUITES = frozenset({Suite.HPL_MXP, Suite.HPL, Suite.NVBANDWIDTH, Suite.BURN_IN})
+HPL_SUITES = frozenset({Suite.HPL_MXP, Suite.HPL})  # each node alone, then once across the set; one SKU
 MIXED_SKUS_ALLOWED = frozenset({Suite.NVBANDWIDTH, Suite.BURN_IN})  # each node is judged against its own SKU
 
 

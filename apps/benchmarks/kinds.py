@@ -29,6 +29,7 @@ from apps.benchmarks.choices import (
     Suite,
 )
 from apps.jobs.choices import StepStatus
+from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import (
@@ -36,6 +37,7 @@ from apps.nodeexec.catalogue import (
     DCGM_SOAK_SCRIPT,
     HCA_ENTRY,
     HOSTNAME,
+    HPL_SCRIPT,
     INTERFACE,
     MAX_MPI_HOSTS,
     SOAK_SCRIPT,
@@ -44,6 +46,7 @@ from apps.nodeexec.catalogue import (
 )
 from apps.parsers.errors import ParseError
 from apps.parsers.nccl_tests import parse_nccl_tests
+from apps.parsers.network import parse_ethtool_stats
 
 NCCL_TIMEOUT = 1800.0
 
@@ -98,6 +101,12 @@ COMMANDS = (
     Command("ethtool-link", ("ethtool", "{interface}"), "Link settings of one interface.", placeholders=("interface",)),
     Command(
         "mlnx-qos", ("mlnx_qos", "-i", "{interface}"), "PFC and trust of one interface.", placeholders=("interface",)
+    ),
+    Command(
+        "ethtool-stats",
+        ("ethtool", "-S", "{interface}"),
+        "A NIC's counters (drops, pause frames per priority, CRC errors, link-down events).",
+        placeholders=("interface",),
     ),
 )
 for _command in COMMANDS:
@@ -261,12 +270,100 @@ def _busbw(result: CommandResult) -> float | None:
         return None
 
 
+# --- the NIC error counters read around a bandwidth test -------------------------------------------------------
+
+COUNTERS_STEP = "counters"
+# The mlx5 PHY counters a bad cable or transceiver moves (ethtool -S): frames that failed their FCS check, symbol
+# errors the FEC could not correct; and the frames received, to make a rate of them.
+ERROR_COUNTERS = ("rx_crc_errors_phy", "rx_symbol_err_phy")
+FRAMES_COUNTER = "rx_packets"
+
+
+@register_kind
+class NicCounters(JobKind):
+    name = "nic-counters"
+    label = "NIC error counters"
+    description = (
+        "Reads ethtool -S of every RDMA data NIC of each node (CRC/FCS and symbol errors, frames received); run "
+        "before and after a bandwidth test, the counters that grew name the cable."
+    )
+    transports = ("ssh", "sim")
+    rerun_on_worker_loss = True  # read-only
+
+    def __init__(self):
+        self.links: dict[str, list[dict]] = {}
+        self.readings: dict[str, dict[str, dict | None]] = {}  # host -> NIC -> the counters kept (None: unread)
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        return [StepSpec(COUNTERS_STEP, "", "ethtool -S of each data NIC", timeout=300.0, stop_on_failure=False)]
+
+    def prepare(self, job, shard) -> None:
+        self.links = recording.data_links(list(shard.steps.values_list("hostname", flat=True)))
+
+    def step_runner(self, step: StepSpec):
+        async def read(target: NodeTarget, run) -> CommandResult:
+            transcript, readings, failed = [], {}, False
+            for link in self.links.get(target.hostname, []):
+                argv = CATALOGUE["ethtool-stats"].build(interface=link["nic"])
+                result = await run(argv, 30.0)
+                if result.canceled:
+                    return result
+                text = result.stdout.decode("utf-8", errors="replace")
+                transcript.append(f"$ {' '.join(argv)}\n{text}")
+                readings[link["nic"]] = _kept_counters(text) if result.ok else None
+                failed = failed or readings[link["nic"]] is None
+            self.readings[target.hostname] = readings
+            stdout = "\n".join(transcript).encode()
+            return CommandResult(exit_code=1 if failed else 0, stdout=stdout, stdout_size=len(stdout))
+
+        return read
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        readings = self.readings.get(target.hostname)
+        if readings is None:
+            return super().cell_record(target, step, result)
+        unread = sorted(nic for nic, counters in readings.items() if counters is None)
+        summary = f"{len(readings) - len(unread)} NIC(s) read" + (f"; not read: {', '.join(unread)}" if unread else "")
+        return CellRecord(StepStatus.SUCCEEDED if not unread else StepStatus.FAILED, summary)
+
+    def shard_finished(self, job, shard) -> None:
+        for hostname, readings in sorted(self.readings.items()):
+            emit(job, f"NIC counters of {hostname}", hostname=hostname, step=COUNTERS_STEP, data={"nics": readings})
+
+
+def _kept_counters(text: str) -> dict | None:
+    try:
+        counters = parse_ethtool_stats(text).counters
+    except ParseError:
+        return None
+    return {name: counters[name] for name in (*ERROR_COUNTERS, FRAMES_COUNTER) if name in counters}
+
+
 # --- the per-node suites: HPL-MxP, nvbandwidth, burn-in -----------------------------------------------------------
 
 HPL_TIMEOUT = 3600.0
 NVBANDWIDTH_TIMEOUT = 1800.0
 SOAK_GRACE = 600.0  # a soak's step may run this much past its duration (start-up, the samples' copy)
 NODE_COMMANDS = (
+    Command(
+        "hpl-classic",
+        (
+            "sh",
+            "-c",
+            HPL_SCRIPT,
+            "rackpilot-hpl",
+            "{hpl_n}",
+            "{hpl_nb}",
+            "{hpl_p}",
+            "{hpl_q}",
+            "{mpi_np}",
+            "{mpi_hosts}",
+        ),
+        "Classic HPL (FP64; NVIDIA HPC-Benchmarks' hpl.sh): HPL.dat written for one order, block and grid, then one "
+        "process per GPU over the hosts with mpirun.",
+        timeout=HPL_TIMEOUT,
+        placeholders=("hpl_n", "hpl_nb", "hpl_p", "hpl_q", "mpi_np", "mpi_hosts"),
+    ),
     Command(
         "mpirun-hpl-mxp",
         (
@@ -373,6 +470,7 @@ class NodeBenchmark(JobKind):
     def steps(self, parameters: dict) -> list[StepSpec]:
         timeout = {
             Suite.HPL_MXP: HPL_TIMEOUT,
+            Suite.HPL: HPL_TIMEOUT,
             Suite.NVBANDWIDTH: NVBANDWIDTH_TIMEOUT,
             Suite.BURN_IN: _soak_seconds(parameters) + SOAK_GRACE,
         }[parameters["suite"]]
@@ -388,6 +486,9 @@ class NodeBenchmark(JobKind):
         if suite == Suite.HPL_MXP:
             test = self.tests.get(hostname) or {"hosts": [hostname]}
             return suites.hpl_mxp_argv(parameters, test["hosts"], test.get("hpl_n") or parameters["hpl_n"])
+        if suite == Suite.HPL:
+            test = self.tests.get(hostname) or {"hosts": [hostname]}
+            return suites.hpl_argv(parameters, test["hosts"], test.get("hpl_n") or parameters["hpl_n"])
         if suite == Suite.NVBANDWIDTH:
             return suites.nvbandwidth_argv(parameters)
         return suites.soak_argv(parameters)

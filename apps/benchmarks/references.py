@@ -88,6 +88,16 @@ SOAK_HOPPER = (
     "(tests/fixtures/real/h200-1gpu/nvidia-smi-dmon-s-pucvmet-load.txt); H100 SXM has the same 700 W limit"
 )
 SOAK_AMPERE = "NVIDIA's HPL Rpeak clock for A100 at its 400 W limit, 1305 MHz (glennklockwood.com/garden/peak-FLOPS)"
+HOPPER_HPL = (
+    "derived, not measured by us: NVIDIA's H100 SXM datasheet gives 67 TFLOPS FP64 tensor core at 1980 MHz (132 SMs x "
+    "256 FLOP/clock); at the 1455 MHz a GEMM loop holds at 700 W (measured on the real H200, same die and limit) that "
+    "is 49.2 TFLOPS, and NVIDIA's HPL reaches ~85 % of it on one node: 42 TFLOPS per GPU; warn below 90 %, fail "
+    "below 80 %. Replace with an accepted baseline"
+)
+AMPERE_HPL = (
+    "derived, not measured: A100's 19.5 TFLOPS FP64 tensor core (108 SMs x 128 x 1410 MHz) at the 1305 MHz HPL "
+    "holds at 400 W is 18.0 TFLOPS; ~85 % of it: 15.3 TFLOPS per GPU"
+)
 HOPPER, AMPERE = ("H100 SXM", "H200 SXM"), ("A100 SXM 80GB",)
 D2D_CASES = (
     "device_to_device_memcpy_read_ce",
@@ -109,6 +119,8 @@ MEASUREMENTS_SHIPPED = [
         80_000.0,
         "derived, not measured: the H100 runs' share of dense FP16 peak (317 of 989 TFLOPS) times A100's 312",
     ),
+    (HOPPER, "hpl", "hpl_gflops_per_gpu", "GFLOPS", 42_000.0, 37_800.0, 33_600.0, HOPPER_HPL),
+    (AMPERE, "hpl", "hpl_gflops_per_gpu", "GFLOPS", 15_300.0, 13_800.0, 12_200.0, AMPERE_HPL),
     *[(HOPPER, "nvbandwidth", case, "GB/s", 55.0, 50.0, 40.0, PCIE5_COPY) for case in HOST_CASES],
     *[(AMPERE, "nvbandwidth", case, "GB/s", 26.0, 23.0, 18.0, PCIE4_COPY) for case in HOST_CASES],
     *[(HOPPER, "nvbandwidth", case, "GB/s", 385.0, 375.0, 300.0, NVLINK18_COPY) for case in D2D_CASES],

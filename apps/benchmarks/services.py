@@ -6,7 +6,7 @@ import time
 
 from celery import current_app
 from django.db import transaction
-from django.db.models import Count, Prefetch
+from django.db.models import Count, Max, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -20,6 +20,7 @@ from apps.benchmarks.choices import (
     HPL_MAX_N,
     HPL_MIN_N,
     HPL_NB,
+    HPL_SUITES,
     MAX_BYTES,
     MIN_BYTES,
     MIXED_SKUS_ALLOWED,
@@ -32,6 +33,7 @@ from apps.benchmarks.choices import (
     Verdict,
 )
 from apps.benchmarks.kinds import NcclTests, NodeBenchmark
+from apps.benchmarks.link_errors import cable_end
 from apps.benchmarks.models import (
     Baseline,
     BenchmarkRun,
@@ -46,6 +48,7 @@ from apps.inventory.choices import HostKeyState, NicPurpose
 from apps.inventory.models import Nic, Node
 from apps.jobs import executor
 from apps.jobs import services as job_services
+from apps.jobs.models import JobShard
 from apps.jobs.services import TargetSpec
 
 logger = logging.getLogger(__name__)
@@ -221,7 +224,7 @@ def _start_node_run(
     if hpl_n is not None and (
         isinstance(hpl_n, bool) or not isinstance(hpl_n, int) or not HPL_MIN_N <= hpl_n <= HPL_MAX_N
     ):
-        errors["hpl_n"] = [f"HPL-MxP's matrix order is {HPL_MIN_N} to {HPL_MAX_N}, not {hpl_n!r}."]
+        errors["hpl_n"] = [f"HPL's matrix order is {HPL_MIN_N} to {HPL_MAX_N}, not {hpl_n!r}."]
     transport = transport or "ssh"
     if transport not in NodeBenchmark.transports:
         errors["transport"] = [f"This suite runs over {', '.join(NodeBenchmark.transports)}, not {transport!r}."]
@@ -311,19 +314,33 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
     return run
 
 
+def abandon_run(*, run: BenchmarkRun, reason: str) -> bool:
+    """End a run whose worker was lost (its caller's reaper says so): error, with the reason; False if it had ended."""
+    return bool(
+        BenchmarkRun.objects.filter(pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
+            status=RunStatus.ERROR, summary=reason[:300], finished=timezone.now()
+        )
+    )
+
+
+def last_heartbeat(run: BenchmarkRun):
+    """The newest heartbeat of the shards of the run's rounds (None: none beat yet): how recently it was alive."""
+    return JobShard.objects.filter(job__benchmark_round__run=run).aggregate(last=Max("heartbeat"))["last"]
+
+
 def _hpl_order(run: BenchmarkRun, hosts: list[str]) -> int:
     """The run's matrix order, else the largest that fits the set's GPUs (the smallest memory of the SKU set)."""
     if run.parameters.get("hpl_n"):
         return run.parameters["hpl_n"]
     memory = min(Node.objects.filter(hostname__in=hosts).values_list("gpu_sku__hbm_gib", flat=True))
     gpus = run.parameters["gpus_per_node"] * len(hosts)
-    return suites.hpl_n(gpus=gpus, memory_gib=memory, nb=run.parameters["hpl_nb"])
+    return suites.hpl_n(gpus=gpus, memory_gib=memory, nb=run.parameters["hpl_nb"], suite=run.suite)
 
 
 def _node_round(run: BenchmarkRun, index: int, launchers: list[str], tests: list[dict]) -> None:
     parameters = {key: run.parameters[key] for key in ("gpus_per_node", "hpl_nb", "duration_seconds", "cases")}
     parameters["burn_load"] = run.parameters.get("burn_load", BurnLoad.GPU_BURN)
-    if run.suite == Suite.HPL_MXP:
+    if run.suite in HPL_SUITES:
         parameters["hpl_n"] = _hpl_order(run, launchers[:1])
     job = job_services.create_job(
         kind=NodeBenchmark.name,
@@ -344,9 +361,9 @@ def _node_suite(run: BenchmarkRun, hosts: list[str]) -> str:
         run,
         0,
         hosts,
-        [{"hosts": [host], "hpl_n": _hpl_order(run, [host])} for host in hosts] if run.suite == Suite.HPL_MXP else [],
+        [{"hosts": [host], "hpl_n": _hpl_order(run, [host])} for host in hosts] if run.suite in HPL_SUITES else [],
     )
-    if run.suite == Suite.HPL_MXP and len(hosts) > 1:
+    if run.suite in HPL_SUITES and len(hosts) > 1:
         _node_round(run, 1, hosts[:1], [{"hosts": hosts, "hpl_n": _hpl_order(run, hosts)}])
     verdicts = list(run.measurements.filter(reference__isnull=False).values_list("verdict", flat=True))
     counts = ", ".join(
@@ -485,15 +502,7 @@ def _name_suspect(run: BenchmarkRun, hostname: str, confirm: BenchmarkTest | Non
     else:
         cause = "slow across nodes (no rail test)"
     nic = node.nics.filter(name=chosen["nic"]).first() if chosen else None
-    cable = switch = port = ""
-    if nic is not None:
-        link = getattr(nic, "cable_as_a", None) or getattr(nic, "cable_as_b", None)
-        if link is not None:
-            far_switch, far_port = (
-                (link.b_switch, link.b_port) if link.a_nic_id == nic.pk else (link.a_switch, link.a_port)
-            )
-            cable = link.label or str(link.public_id)
-            switch, port = (far_switch.name if far_switch else ""), far_port
+    cable, switch, port = cable_end(nic) if nic is not None else ("", "", "")
     figure = confirm or run.tests.filter(subject=hostname).order_by("-id").first()
     suspect, _ = Suspect.objects.update_or_create(
         run=run,

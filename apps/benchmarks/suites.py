@@ -22,7 +22,7 @@ from apps.nodeexec.catalogue import CATALOGUE, SOAK_SAMPLES_MARK
 from apps.parsers.dcgm import parse_dcgm_diag
 from apps.parsers.errors import ParseError
 from apps.parsers.gpu_burn import parse_gpu_burn
-from apps.parsers.hpl import parse_hpl_mxp
+from apps.parsers.hpl import parse_hpl, parse_hpl_mxp
 from apps.parsers.nvbandwidth import parse_nvbandwidth
 from apps.parsers.nvidia_smi import parse_query_gpu
 
@@ -38,11 +38,13 @@ NVBANDWIDTH_CASES = (
 # The figures each suite records, with their units (a cell that printed nothing records each as could-not-run).
 CASES = {
     Suite.HPL_MXP: (("lu_gflops_per_gpu", "GFLOPS"), ("gflops_per_gpu", "GFLOPS")),
+    Suite.HPL: (("hpl_gflops_per_gpu", "GFLOPS"),),
     Suite.NVBANDWIDTH: tuple((case, "GB/s") for case in NVBANDWIDTH_CASES),
     Suite.BURN_IN: (("sustained_sm_clock_mhz", "MHz"), ("gpu_burn_gflops", "Gflop/s")),
 }
-HPL_MEMORY_SHARE = 0.8  # of the GPUs' memory the matrix may take (FP64 plus its FP16 copy: 10 bytes per element)
-HPL_BYTES_PER_ELEMENT = 10
+HPL_MEMORY_SHARE = 0.8  # of the GPUs' memory the matrix may take
+# HPL-MxP holds the FP64 matrix and its FP16 copy (10 bytes an element); classic HPL the FP64 matrix alone.
+HPL_BYTES_PER_ELEMENT = {Suite.HPL_MXP: 10, Suite.HPL: 8}
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
 SOAK_WARMUP_S = 10.0  # samples before gpu_burn has loaded the GPUs are not judged
 EPOCH = datetime(1970, 1, 1)
@@ -65,9 +67,9 @@ class Figure:
 # --- commands ----------------------------------------------------------------------------------------------------
 
 
-def hpl_n(*, gpus: int, memory_gib: float, nb: int) -> int:
+def hpl_n(*, gpus: int, memory_gib: float, nb: int, suite: str = Suite.HPL_MXP) -> int:
     """The largest order (a multiple of nb) whose matrix fits in HPL_MEMORY_SHARE of the GPUs' memory."""
-    elements = HPL_MEMORY_SHARE * gpus * memory_gib * 2**30 / HPL_BYTES_PER_ELEMENT
+    elements = HPL_MEMORY_SHARE * gpus * memory_gib * 2**30 / HPL_BYTES_PER_ELEMENT[suite]
     return max(nb, int(math.sqrt(elements)) // nb * nb)
 
 
@@ -88,6 +90,20 @@ def hpl_mxp_argv(parameters: dict, hosts: list[str], n: int) -> list[str]:
         hpl_p=p,
         hpl_q=q,
         gpu_affinity=":".join(str(gpu) for gpu in range(gpus)),
+    )
+
+
+def hpl_argv(parameters: dict, hosts: list[str], n: int) -> list[str]:
+    """Classic HPL: the catalogue script writes HPL.dat (this order, block and grid) and runs hpl.sh --dat on it."""
+    gpus = parameters["gpus_per_node"]
+    p, q = process_grid(gpus * len(hosts))
+    return CATALOGUE["hpl-classic"].build(
+        hpl_n=n,
+        hpl_nb=parameters["hpl_nb"],
+        hpl_p=p,
+        hpl_q=q,
+        mpi_np=gpus * len(hosts),
+        mpi_hosts=",".join(f"{host}:{gpus}" for host in hosts),
     )
 
 
@@ -118,6 +134,8 @@ def figures(
     """The figures of one cell's output; ParseError when the output is not the tool's."""
     if suite == Suite.HPL_MXP:
         return hpl_mxp_figures(stdout + ("\n" + stderr if stderr else ""))
+    if suite == Suite.HPL:
+        return hpl_figures(stdout + ("\n" + stderr if stderr else ""))
     if suite == Suite.NVBANDWIDTH:
         return nvbandwidth_figures(stdout)
     if suite == Suite.BURN_IN and burn_load in DCGM_LEVELS:
@@ -145,6 +163,33 @@ def hpl_mxp_figures(text: str) -> list[Figure]:
         Figure("lu_gflops_per_gpu", "GFLOPS", run.lu_gflops_per_gpu if passed else None, series, notes, floor),
         Figure("gflops_per_gpu", "GFLOPS", run.gflops_per_gpu if passed else None, series, notes, floor),
     ]
+
+
+def hpl_figures(text: str) -> list[Figure]:
+    """HPL.out's Gflops per GPU (the run's P x Q processes, one per GPU); none when the residual check failed (the
+    solution is wrong, whatever its speed) or the run did not finish."""
+    run = parse_hpl(text)
+    result = run.results[-1] if run.results else None
+    notes = [f"HPL {run.status}"] + run.errors[:5]
+    series = {}
+    value = None
+    if result is not None:
+        series = {
+            "variant": result.variant,
+            "n": result.n,
+            "nb": result.nb,
+            "p": result.p,
+            "q": result.q,
+            "time_s": result.time_s,
+            "gflops": result.gflops,
+            "residual": result.residual,
+            "residual_check": result.residual_check,
+        }
+        if result.residual_check == "FAILED":
+            notes.append(f"residual check FAILED ({result.residual:g} ≥ 16): the solution is wrong")
+        elif run.status == "passed" and result.gflops is not None:
+            value = result.gflops / (result.p * result.q)
+    return [Figure("hpl_gflops_per_gpu", "GFLOPS", value, series, notes, Verdict.PASS if value else Verdict.FAIL)]
 
 
 def nvbandwidth_figures(text: str) -> list[Figure]:

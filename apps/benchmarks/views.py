@@ -110,6 +110,7 @@ def _run_context(request, public_id) -> dict:
         "run": run,
         "tests": tests,
         "active": run.status in ACTIVE,
+        "round_jobs": [round_.job.public_id for round_ in run.rounds.all() if round_.job is not None],
         "busbw_figure": charts.figure_json(
             charts.busbw_figure(shown, reference=reference, baseline_gbps=baseline.busbw_gbps if baseline else None)
         )
@@ -131,6 +132,7 @@ def _run_context(request, public_id) -> dict:
 # The figure each per-node suite charts per node, and the one whose series is drawn for a chosen node.
 BAR_CASES = {
     Suite.HPL_MXP: "lu_gflops_per_gpu",
+    Suite.HPL: "hpl_gflops_per_gpu",
     Suite.NVBANDWIDTH: "device_to_device_memcpy_read_ce",
     Suite.BURN_IN: "sustained_sm_clock_mhz",
 }
@@ -171,7 +173,10 @@ def _node_suite_context(request, run: BenchmarkRun) -> dict:
 
 @login_required
 def run_detail(request, public_id):
-    return render(request, "benchmarks/run_detail.html", _run_context(request, public_id))
+    context = _run_context(request, public_id)
+    if context["active"] and not context.get("node_suite"):  # the rows plotted as they arrive (benchmark_live.js)
+        context["live_figure"] = charts.figure_json(charts.live_busbw_figure())
+    return render(request, "benchmarks/run_detail.html", context)
 
 
 @login_required

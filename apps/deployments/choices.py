@@ -98,6 +98,7 @@ class Problem(models.TextChoices):
     SLOW_LINK = "slow_link", "Slow node or link across nodes (NCCL sweep)"
     CLUSTER_NCCL_SLOW = "cluster_nccl_slow", "Multi-node NCCL bus bandwidth low"
     HPL_LOW = "hpl_low", "HPL-MxP below the reference"
+    LINK_ERRORS = "link_errors", "CRC/symbol errors on a data NIC's link"
 
 
 class SuggestionState(models.TextChoices):

@@ -8,6 +8,7 @@ recording.settle_state asks `phase_state` when a run's job ends and `schedule`s 
 recording module or the services, so both can stand on it."""
 
 import logging
+from datetime import timedelta
 
 from celery import current_app
 from django.conf import settings
@@ -16,8 +17,10 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from rest_framework import serializers
 
+from apps.benchmarks import link_errors
 from apps.benchmarks import services as benchmarks
 from apps.benchmarks.choices import Suite
+from apps.deployments import criteria
 from apps.deployments.choices import (
     CLUSTER_PENDING,
     OUTCOME_COLOURS,
@@ -128,7 +131,7 @@ def _run_check(deployment: Deployment, check: ClusterAcceptanceCheck, hostnames:
     suite = _suite(check.check_name, hostnames)
     nccl = deployment.options.get("nccl") or {}
     environment = {"socket_ifname": nccl["socket_ifname"]} if nccl.get("socket_ifname") else {}
-    cooldown = float((deployment.criteria.get("nccl_busbw") or {}).get("cooldown_seconds", 5))
+    cooldown = _cooldown(deployment)
     extra = {"max_bytes": NCCL_MAX_BYTES} if suite == Suite.NCCL else {}
     if suite in (Suite.NCCL, Suite.SWEEP, Suite.PAIRWISE):
         extra.update(environment=environment, cooldown_seconds=cooldown)
@@ -144,9 +147,19 @@ def _run_check(deployment: Deployment, check: ClusterAcceptanceCheck, hostnames:
     except serializers.ValidationError as error:
         return _could_not_run(f"the benchmark was refused: {_flatten(error.detail)}")
     ClusterAcceptanceCheck.objects.filter(pk=check.pk).update(benchmark_run=run, updated=timezone.now())
+    counted = check.check_name == ClusterCheck.NCCL  # the NIC error counters are read around the NCCL test
+
+    def counters():
+        read = link_errors.read_counters(hostnames=hostnames, transport=run.transport, requested_by=run.requested_by)
+        ClusterAcceptanceCheck.objects.filter(pk=check.pk).update(updated=timezone.now())  # a sign of life
+        return read
+
+    before = counters() if counted else None
     run = benchmarks.execute_run(run=run)
     judge = {ClusterCheck.NCCL: _judge_nccl, ClusterCheck.SWEEP: _judge_sweep, ClusterCheck.HPL: _judge_hpl}
     result = judge[ClusterCheck(check.check_name)](run)
+    if counted:
+        _judge_link_errors(result, before, counters(), _link_error_tiers(deployment), hostnames)
     result["benchmark_run"] = run
     result["details"] = {"suite": suite, "benchmark_status": run.status, **result.get("details", {})}
     return result
@@ -219,6 +232,63 @@ def _judge_nccl(run) -> dict:
         },
         "suggestions": suggestions,
     }
+
+
+def _link_error_tiers(deployment: Deployment) -> link_errors.Tiers:
+    criterion = deployment.criteria.get("nic_link_errors") or criteria.DEFAULTS["nic_link_errors"]
+    return link_errors.Tiers(criterion["threshold"], criterion.get("warn_threshold"))
+
+
+def _judge_link_errors(
+    result: dict, before: tuple, after: tuple, tiers: link_errors.Tiers, hostnames: list[str]
+) -> None:
+    """Add to the NCCL check's result the NICs whose CRC/symbol error counters grew over the test: each one at warn
+    or fail makes the check at least that bad, with a suggestion naming the NIC, its cable and switch port."""
+    (before_job, before_counters), (after_job, after_counters) = before, after
+    found = link_errors.grown(before_counters, after_counters, tiers)
+    unread = link_errors.unread(before_counters, after_counters, hostnames)
+    details = result.setdefault("details", {})
+    details["link_errors"] = found[:64]
+    details["counters_unread"] = unread[:64]
+    details["counter_jobs"] = [str(before_job.public_id), str(after_job.public_id)]
+    bad = [item for item in found if item["verdict"] != Outcome.PASS]  # a warn is told too: the link is failing
+    limits = f"≤ {tiers.pass_per_million:g} pass" + (
+        f", ≤ {tiers.warn_per_million:g} warn" if tiers.warn_per_million is not None else ""
+    )
+    result["criterion"] = (
+        f"{result['criterion']}; no NIC's CRC/symbol errors grow over the test ({limits} per million frames)"
+    )
+    if unread:
+        result["summary"] = f"{result['summary']}; NIC counters not read on {', '.join(unread[:4])}"
+    if not bad:
+        return
+    result["outcome"] = worst([result["outcome"], *(item["verdict"] for item in bad)])
+    names = ", ".join(f"{item['node']} {item['nic']}" for item in bad[:3])
+    result["value"] = f"{result['value']}; link errors: {names}"
+    result["summary"] = f"{result['summary']}; CRC/symbol errors grew on {len(bad)} NIC(s): {names}"
+    for item in bad:
+        where = f" to {item['switch']}:{item['switch_port']}" if item["switch"] else ""
+        grew = ", ".join(f"{counter} +{delta:,}" for counter, delta in item["grew"].items())
+        rate = f"{item['errors_per_million']:g} per million frames" if item["errors_per_million"] is not None else ""
+        result["suggestions"].append(
+            {
+                "hostname": item["node"],
+                "problem": Problem.LINK_ERRORS,
+                "subject": item["nic"],
+                "title": f"Link errors on {item['node']} {item['nic']}"
+                + (f": cable {item['cable']}" if item["cable"] else "")
+                + where,
+                "cause": f"Over the multi-node NCCL test its error counters grew ({grew}; {item['frames']:,} frames "
+                f"received{', ' + rate if rate else ''}): the cable, a transceiver or the switch port corrupts "
+                "frames. RoCE resends them, so the bandwidth barely shows it.",
+                "next_check": f"`ethtool -S {item['nic']}` on {item['node']} twice under traffic (rx_crc_errors_phy, "
+                f"rx_symbol_err_phy), and the error counters of {item['switch'] or 'the switch'} port "
+                f"{item['switch_port'] or '?'}.",
+                "fix": f"Clean or reseat the transceivers of cable {item['cable'] or '(see the inventory)'}, else "
+                "replace it or move it to another port; then run cluster acceptance again.",
+                "evidence": str(item)[:8000],
+            }
+        )
 
 
 def _oop_rows(series: list) -> list[dict]:
@@ -372,6 +442,94 @@ def _record(deployment: Deployment, check: ClusterAcceptanceCheck, result: dict)
             )
             for item in result.get("suggestions", [])
         )
+
+
+# --- worker loss --------------------------------------------------------------------------------------------------
+
+
+def reap_lost_checks(*, now=None) -> int:
+    """The phase's safety net for a lost worker (beat's `rackpilot.deployments.settle`), as the jobs engine's reaper
+    does for shards (docs/jobs.md, "Worker loss"). A RUNNING check shows no sign of life when neither its row nor
+    a shard of its benchmark's rounds has moved for RACKPILOT_JOB_STALE_SECONDS plus the run's cool-down: it is
+    re-queued (its benchmark run ended as lost) up to RACKPILOT_JOB_WORKER_LOSS_RERUNS times, then recorded as
+    could-not-run with the reason. An attempt with queued checks and none running that has not moved for
+    RACKPILOT_JOB_REQUEUE_WAIT_SECONDS lost its task's message: it is sent again. Either way the task runs what is
+    queued and settles the deployment. Every change is a conditional update. Returns how many checks it touched."""
+    now = now or timezone.now()
+    reaped = 0
+    running = ClusterAcceptanceCheck.objects.filter(status=ClusterCheckStatus.RUNNING).select_related(
+        "deployment", "run", "benchmark_run"
+    )
+    for check in running:
+        last = _last_sign_of_life(check)
+        allowance = settings.RACKPILOT_JOB_STALE_SECONDS + _cooldown(check.deployment)
+        if last > now - timedelta(seconds=allowance):
+            continue
+        lost = f"worker lost: the {check.get_check_name_display()} check stopped (last sign of life {last.isoformat()})"
+        if _requeue_lost(check, lost, now=now) or _fail_lost(check, lost, now=now):
+            reaped += 1
+            transaction.on_commit(lambda deployment=check.deployment: enqueue(deployment))
+    waited = now - timedelta(seconds=settings.RACKPILOT_JOB_REQUEUE_WAIT_SECONDS)
+    for deployment in Deployment.objects.filter(cluster_checks__status=ClusterCheckStatus.QUEUED).distinct():
+        checks = latest_checks(deployment)
+        queued = [check for check in checks if check.status == ClusterCheckStatus.QUEUED]
+        if not queued or any(check.status == ClusterCheckStatus.RUNNING for check in checks):
+            continue
+        if max(check.updated for check in checks) >= waited:
+            continue
+        # Touch the queued rows (conditionally), so that a second reaper, or this one next time, waits again.
+        if ClusterAcceptanceCheck.objects.filter(pk=queued[0].pk, updated=queued[0].updated).update(updated=now):
+            logger.warning("cluster acceptance of %s: no worker took its task; sending it again", deployment.name)
+            reaped += len(queued)
+            transaction.on_commit(lambda deployment=deployment: enqueue(deployment))
+    return reaped
+
+
+def _last_sign_of_life(check: ClusterAcceptanceCheck):
+    moments = [check.updated, check.started]
+    if check.benchmark_run is not None:
+        moments.append(benchmarks.last_heartbeat(check.benchmark_run))
+    return max(moment for moment in moments if moment is not None)
+
+
+def _cooldown(deployment: Deployment) -> float:
+    return float((deployment.criteria.get("nccl_busbw") or {}).get("cooldown_seconds", 5))
+
+
+def _requeue_lost(check: ClusterAcceptanceCheck, lost: str, *, now) -> bool:
+    requeued = (check.details or {}).get("requeued", 0)
+    if requeued >= settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS:
+        return False
+    with transaction.atomic():
+        if not ClusterAcceptanceCheck.objects.filter(
+            pk=check.pk, status=ClusterCheckStatus.RUNNING, updated=check.updated
+        ).update(
+            status=ClusterCheckStatus.QUEUED,
+            started=None,
+            benchmark_run=None,
+            details={"requeued": requeued + 1, "lost": lost},
+            updated=now,
+        ):
+            return False
+        if check.benchmark_run is not None:
+            benchmarks.abandon_run(run=check.benchmark_run, reason=lost)
+    logger.warning("cluster acceptance of %s: %s; re-queued (%d)", check.deployment.name, lost, requeued + 1)
+    return True
+
+
+def _fail_lost(check: ClusterAcceptanceCheck, lost: str, *, now) -> bool:
+    reruns = settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS
+    reason = f"{lost}; re-queued {reruns} time(s) already" if reruns else lost
+    with transaction.atomic():
+        if not ClusterAcceptanceCheck.objects.filter(
+            pk=check.pk, status=ClusterCheckStatus.RUNNING, updated=check.updated
+        ).update(updated=now):
+            return False
+        if check.benchmark_run is not None:
+            benchmarks.abandon_run(run=check.benchmark_run, reason=lost)
+        _record(check.deployment, check, _could_not_run(reason))
+    logger.warning("cluster acceptance of %s: %s; recorded as could not run", check.deployment.name, lost)
+    return True
 
 
 # --- reading ----------------------------------------------------------------------------------------------------------

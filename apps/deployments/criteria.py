@@ -49,6 +49,18 @@ DEFAULTS: dict[str, dict] = {
         "cooldown_seconds": 5.0,
         "description": "all_reduce_perf out-of-place bus bandwidth at 1 GiB across the node's GPUs.",
     },
+    "nic_link_errors": {
+        "comparator": Comparator.AT_MOST,
+        "threshold": 0.0,
+        "warn_threshold": 1.0,
+        "reference": "",
+        "unit": "errors/Mframe",
+        "retries": 0,
+        "cooldown_seconds": 0.0,
+        "description": "Cluster acceptance: growth of each data NIC's CRC/FCS and symbol error counters (ethtool -S "
+        "rx_crc_errors_phy, rx_symbol_err_phy) over the multi-node NCCL test, per million frames received. Any "
+        "error warns; above the warn tier fails.",
+    },
     "ptp_offset": {
         "comparator": Comparator.AT_MOST,
         "threshold": 1000.0,

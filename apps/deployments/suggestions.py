@@ -32,6 +32,14 @@ ADVICE: dict[Problem, Advice] = {
         "Read the sweep's suspects; else run the pairwise NCCL suite on the set.",
         "Fix the link the sweep names; check NCCL_SOCKET_IFNAME, NCCL_IB_HCA and the GID index of the plan.",
     ),
+    Problem.LINK_ERRORS: Advice(
+        "Link errors on {where}",
+        "The NIC's CRC/FCS or symbol error counters grew while multi-node NCCL ran: the cable, a transceiver or the "
+        "switch port corrupts frames. RoCE resends them, so bandwidth barely drops, but the link is failing.",
+        "ethtool -S IF | grep -E 'crc|symbol' on the node twice under traffic; the switch port's error counters",
+        "Clean or reseat the transceivers, else replace the cable or move it to another port; then run cluster "
+        "acceptance again.",
+    ),
     Problem.HPL_LOW: Advice(
         "HPL-MxP below the reference on {where}",
         "Compute throughput under the SKU's reference: clocks held down by a power cap or heat, or a GPU behind.",

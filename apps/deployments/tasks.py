@@ -9,8 +9,9 @@ from apps.deployments.models import Deployment
 
 @shared_task(name="rackpilot.deployments.settle", ignore_result=True, time_limit=120)
 def settle() -> int:
-    """Beat's safety net: a deployment whose run's job is over but whose state did not follow (job_finished failed)."""
-    return recording.settle_finished_runs()
+    """Beat's safety net: cluster-acceptance checks a lost worker left running (re-queued or failed), and a deployment
+    whose run's job is over but whose state did not follow (job_finished failed)."""
+    return cluster.reap_lost_checks() + recording.settle_finished_runs()
 
 
 @shared_task(

@@ -57,6 +57,7 @@ class PolicyKind(models.TextChoices):
     LOW_LOAD_POWER = "low_load_power", "Energy at low load (GPU power limit)"
     ELASTIC_SCALING = "elastic-scaling", "Elastic scaling (an inference service's replicas)"
     SPOT_CAPACITY = "spot-capacity", "Spot capacity (preemptible workloads)"
+    STORAGE_TIERING = "storage_tiering", "Storage tiering (idle files to a colder tier)"
 
 
 # Which kind of workload a row is about (GPU-hours, the spot policy's plan).

@@ -98,3 +98,38 @@ class CostPolicyForm(forms.Form):
                 self.add_error(field if field in self.fields else None, [str(message) for message in messages])
         data["policy"] = policy
         return data
+
+
+class StorageTieringForm(forms.Form):
+    """A new storage-tiering policy: where to look, how old, how large, as the API takes them (checked against the
+    node's volumes)."""
+
+    prefix = "tiering"
+    name = forms.CharField(max_length=100, validators=[name_validator])
+    node = forms.CharField(max_length=253, help_text="The node that mounts both tiers (runs find, lsof and mv).")
+    source_path = forms.CharField(max_length=500, help_text="A directory on its hot or warm tier volume.")
+    age_days = forms.IntegerField(initial=7, help_text="Move files not read for this many days.")
+    min_size_mb = forms.IntegerField(initial=0, help_text="Leave files smaller than this (MB).")
+    max_files = forms.IntegerField(initial=1000, help_text="At most this many files per action.")
+
+    PARAMETERS = ("node", "source_path", "age_days", "min_size_mb", "max_files")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if CostPolicy.objects.filter(name=name).exists():
+            raise forms.ValidationError("A cost policy with this name exists already.")
+        return name
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        policy = CostPolicy(kind=PolicyKind.STORAGE_TIERING, scope=PolicyScope.CLUSTER)
+        parameters = {name: data[name] for name in self.PARAMETERS}
+        try:
+            data["parameters"] = check_parameters(kind=policy.kind, parameters=parameters, nodes=policy.nodes())
+        except serializers.ValidationError as error:
+            for field, messages in error.detail.items():
+                self.add_error(field if field in self.fields else None, [str(message) for message in messages])
+        data["policy"] = policy
+        return data

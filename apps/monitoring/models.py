@@ -400,6 +400,9 @@ class PolicyAction(AuditedModel, PublicModel):
     reverted_at = models.DateTimeField(null=True, blank=True)
     revert_reason = models.CharField(max_length=300, blank=True)
     message = models.CharField(max_length=300, blank=True, help_text="How the last run ended.")
+    manifest = models.JSONField(
+        default=list, blank=True, help_text="Storage tiering: the files applying moved (source, destination, bytes)."
+    )
 
     objects = PolicyActionQuerySet.as_manager()
 

@@ -19,11 +19,12 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
-from apps.monitoring.choices import BmcProtocol
-from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm
+from apps.monitoring.choices import BmcProtocol, PolicyKind
+from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm, StorageTieringForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
+from apps.monitoring.policies import tiering
 from apps.monitoring.policies.base import policy_kind
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 from apps.workloads.models import InferenceService
@@ -188,8 +189,13 @@ def service_validate(request: HttpRequest, public_id) -> HttpResponse:
 
 @login_required
 def policy_list(request: HttpRequest) -> HttpResponse:
-    """Every cost policy with its newest action; operators add a low-load power policy with the form."""
-    form = CostPolicyForm(request.POST or None) if request.user.has_role(Role.OPERATOR) else None
+    """Every cost policy with its newest action; operators add a low-load power or a storage-tiering policy."""
+    operator = request.user.has_role(Role.OPERATOR)
+    tiering_post = request.method == "POST" and request.POST.get("kind") == PolicyKind.STORAGE_TIERING
+    form = CostPolicyForm(None if tiering_post else (request.POST or None)) if operator else None
+    tiering_form = StorageTieringForm(request.POST if tiering_post else None) if operator else None
+    if tiering_post:
+        form = tiering_form  # the form that was posted is the one saved (or shown with its errors)
     if request.method == "POST":
         if form is None:
             return HttpResponse("Only operators define cost policies.", status=403)
@@ -202,7 +208,10 @@ def policy_list(request: HttpRequest) -> HttpResponse:
             return redirect("policy-detail", public_id=policy.public_id)
     rows = CostPolicy.objects.select_related("rack", "service")
     price = f"{settings.RACKPILOT_ENERGY_PRICE_PER_KWH:g} {settings.RACKPILOT_ENERGY_CURRENCY}/kWh"
-    return render(request, "monitoring/policies.html", {"policies": rows, "form": form, "price_note": price})
+    if tiering_post:
+        form = CostPolicyForm() if operator else None
+    context = {"policies": rows, "form": form, "tiering_form": tiering_form, "price_note": price}
+    return render(request, "monitoring/policies.html", context)
 
 
 @login_required
@@ -212,7 +221,9 @@ def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
     actions = list(policy.actions.select_related("apply_job", "revert_job")[:20])
     kind = policy_kind(policy.kind)
     for action in actions:
-        action.files = kind.artefacts(action)  # the downloads beside the commands
+        action.downloads = kind.artefacts(action)  # the files to apply beside the commands
+        # a tiering plan is files: the page shows their count, bytes and top directories
+        action.files = tiering.summary(action.plan) if policy.kind == PolicyKind.STORAGE_TIERING else None
     return render(
         request,
         "monitoring/policy.html",
@@ -239,7 +250,7 @@ def policy_artefact(request: HttpRequest, public_id, action_id, name: str) -> Ht
     return response
 
 
-POLICY_STEPS = ("dry-run", "approve", "apply", "revert", "discard", "standing-approval")
+POLICY_STEPS = ("dry-run", "survey", "approve", "apply", "revert", "discard", "standing-approval")
 
 
 @role_required(Role.OPERATOR)
@@ -250,7 +261,7 @@ def policy_step(request: HttpRequest, public_id, step: str) -> HttpResponse:
     if step not in POLICY_STEPS:
         raise Http404("No such step.")
     action = None
-    if step not in ("dry-run", "standing-approval"):
+    if step not in ("dry-run", "survey", "standing-approval"):
         try:
             wanted = uuid.UUID(request.POST.get("action", ""))
         except ValueError:
@@ -260,6 +271,9 @@ def policy_step(request: HttpRequest, public_id, step: str) -> HttpResponse:
         if step == "dry-run":
             created = policies.dry_run(policy=policy, user=request.user)
             messages.success(request, f"Dry run: {created.reason}.")
+        elif step == "survey":
+            job = policies.survey(policy=policy, user=request.user)
+            messages.success(request, f"Surveying: the proposal follows when job {job.public_id} ends.")
         elif step == "approve":
             policies.approve(action=action, user=request.user)
             messages.success(request, "Approved; apply it when ready.")

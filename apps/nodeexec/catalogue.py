@@ -81,6 +81,48 @@ def _soak_script(load: str, fields: str = SOAK_FIELDS) -> str:
     )
 
 
+# Classic HPL (NVIDIA HPC-Benchmarks' hpl.sh, netlib HPL's input format): HPL.dat written to a temporary directory
+# from the order $1, block $2 and grid $3 x $4 (one problem, one grid; the rest NVIDIA's sample-dat defaults), then
+# $5 processes over the hosts $6 (host:slots,...), one per GPU. HPL.out goes to stdout (device 6).
+HPL_DAT_LINES = (
+    "HPLinpack benchmark input file",
+    "Innovative Computing Laboratory, University of Tennessee",
+    "HPL.out      output file name (if any)",
+    "6            device out (6=stdout,7=stderr,file)",
+    "1            # of problems sizes (N)",
+    "$1           Ns",
+    "1            # of NBs",
+    "$2           NBs",
+    "0            PMAP process mapping (0=Row-,1=Column-major)",
+    "1            # of process grids (P x Q)",
+    "$3           Ps",
+    "$4           Qs",
+    "16.0         threshold",
+    "1            # of panel fact",
+    "0            PFACTs (0=left, 1=Crout, 2=Right)",
+    "1            # of recursive stopping criterium",
+    "2            NBMINs (>= 1)",
+    "1            # of panels in recursion",
+    "2            NDIVs",
+    "1            # of recursive panel fact.",
+    "0            RFACTs (0=left, 1=Crout, 2=Right)",
+    "1            # of broadcast",
+    "3            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)",
+    "1            # of lookahead depth",
+    "1            DEPTHs (>=0)",
+    "1            SWAP (0=bin-exch,1=long,2=mix)",
+    "192          swapping threshold",
+    "1            L1 in (0=transposed,1=no-transposed) form",
+    "0            U  in (0=transposed,1=no-transposed) form",
+    "1            Equilibration (0=no,1=yes)",
+    "8            memory alignment in double (> 0)",
+)
+HPL_SCRIPT = (
+    'dir=$(mktemp -d) || exit 1\ncat > "$dir/HPL.dat" <<EOF\n'
+    + "\n".join(HPL_DAT_LINES)
+    + '\nEOF\nmpirun --allow-run-as-root -np "$5" -H "$6" --bind-to none --map-by slot hpl.sh --dat "$dir/HPL.dat"\n'
+    'status=$?\nrm -rf "$dir"\nexit "$status"\n'
+)
 SOAK_SCRIPT = _soak_script('gpu_burn "$1"')
 DCGM_SOAK_SCRIPT = _soak_script('dcgmi diag -r "$1"')
 # A utilisation series of a running job's GPUs (runbook 2): the same sampler for $1 seconds with nothing of ours on
@@ -127,6 +169,7 @@ MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room 
 HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
 HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"  # an RDMA device, optionally :port
 MAX_MPI_HOSTS = 1024  # in one mpirun -H value
+FILE_PATH = r"/(?!\.\.(?:/|\Z))(?:[^\x00\n/]|/(?!/|\.\.(?:/|\Z))){0,4095}"
 
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
 PLACEHOLDERS: dict[str, Placeholder] = {
@@ -187,6 +230,17 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "slurm_reason": Placeholder(
         r"Reason=[A-Za-z0-9 _.,:/#@+=()-]{1,200}", "Reason= letters, digits, spaces, . , : / # @ + = ( ) -"
     ),
+    # Storage tiering: how old (days) and how large (bytes) a file must be to move, and the files themselves. A
+    # file's name is whatever its owner chose (spaces, quotes, $ and ; included), so `file`/`file_to` admit any
+    # character but NUL and newline, never a `..` segment: such a value is only ever one argv element after `--`,
+    # and the ssh transport's quoting keeps it one word.
+    "directory": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}", "an absolute directory path"
+    ),
+    "older_than_days": Placeholder(r"\+[0-9]{1,5}", "+N (more than N whole days, find -atime)"),
+    "larger_than_bytes": Placeholder(r"\+[0-9]{1,15}c", "+Nc (more than N bytes, find -size)"),
+    "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
+    "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
 }
 
 

@@ -24,6 +24,7 @@ class SimulatorBackend(Protocol):
 
 
 _backend: SimulatorBackend | None = None
+PACED_CHUNKS = 64
 
 
 def register_simulator(backend: SimulatorBackend | None) -> None:
@@ -57,14 +58,21 @@ class SimSession:
             return collector.fill(result)
         exit_code, stdout, stderr, *taking = call.result()
         seconds = float(taking[0]) if taking else 0.0
-        if seconds > 0:  # the command takes the model's time; waiting for it holds no thread
-            remaining = max(timeout - (time.monotonic() - started), 0.0)
-            if not await _finished_in_time(asyncio.ensure_future(asyncio.sleep(seconds)), cancel, remaining):
-                result.canceled, result.timed_out = cancel.is_set(), not cancel.is_set()
-                return collector.fill(result)
-        for stream, data in ((STDOUT, _bytes(stdout)), (STDERR, _bytes(stderr))):
-            for line in data.splitlines(keepends=True):
-                collector.feed(stream, line)
+        lines = _bytes(stdout).splitlines(keepends=True)
+        # The command takes the model's time (waiting holds no thread), printing its output as it goes: the stdout
+        # lines come out spread over the wait, in at most PACED_CHUNKS pieces; stderr at the end.
+        pieces = max(1, min(len(lines), PACED_CHUNKS)) if seconds > 0 else 1
+        for index in range(pieces):
+            if seconds > 0:
+                remaining = max(timeout - (time.monotonic() - started), 0.0)
+                pause = asyncio.ensure_future(asyncio.sleep(seconds / pieces))
+                if not await _finished_in_time(pause, cancel, remaining):
+                    result.canceled, result.timed_out = cancel.is_set(), not cancel.is_set()
+                    return collector.fill(result)
+            for line in lines[len(lines) * index // pieces : len(lines) * (index + 1) // pieces]:
+                collector.feed(STDOUT, line)
+        for line in _bytes(stderr).splitlines(keepends=True):
+            collector.feed(STDERR, line)
         result.exit_code = int(exit_code)
         result.duration = time.monotonic() - started
         return collector.fill(result)

@@ -14,9 +14,10 @@ from apps.simulator import services
 class SimulatorBackend:
     """Answers a command for a simulated node. `node` is a Node, or anything with node_id or hostname (a NodeTarget)."""
 
-    def __init__(self, *, seed: int | None = None, load: float = 0.0):
+    def __init__(self, *, seed: int | None = None, load: float = 0.0, real_time: bool | None = None):
         self.seed = getattr(settings, "RACKPILOT_SIM_SEED", 0) if seed is None else seed
         self.load = load
+        self.real_time = getattr(settings, "RACKPILOT_SIM_REAL_TIME", False) if real_time is None else real_time
 
     def run(self, node, argv: list[str]) -> tuple[int, str, str, float]:
         """One command on its own: the node's state is read for it."""
@@ -39,7 +40,9 @@ class BackendSession:
                 if inventory_node is None:
                     name = getattr(self.node, "hostname", self.node)
                     return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n", 0.0
-                self._session = services.NodeSession(inventory_node, seed=self.backend.seed, load=self.backend.load)
+                self._session = services.NodeSession(
+                    inventory_node, seed=self.backend.seed, load=self.backend.load, real_time=self.backend.real_time
+                )
             return self._session.run(list(argv)).as_answer()
 
 

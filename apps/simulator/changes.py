@@ -4,11 +4,14 @@ A change is a key and a JSON value, stored as a SimChange row and applied to the
 command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 
 - ``nic:<name>:mtu`` int, ``nic:<name>:pfc`` list of enabled priorities, ``nic:<name>:trust`` "dscp" or "pcp",
-  ``nic:<name>:ecn`` bool, ``nic:<name>:channels`` int (combined RSS channels)
+  ``nic:<name>:ecn`` bool, ``nic:<name>:channels`` int (combined RSS channels), ``nic:<name>:traffic`` int (the
+  RDMA bytes the NIC has received from the runs across nodes: its ethtool -S counters grow with it)
 - ``firmware:<component>`` str, for every device of that component (bios, bmc, gpu_vbios, nic_firmware)
 - ``software:<name>`` str (driver, cuda, nccl, openmpi, torch, tensorflow)
 - ``file:<absolute path>`` str content
 - ``removed:<absolute path>`` int: what ``rm -rf`` of a training run's checkpoint freed, in bytes (on its volume)
+- ``tiered:<digest of a file's first path>`` {"from": first path, "to": where it is now}: a modelled file `mv` moved
+  (apps/simulator/tools/files.py)
 - ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
 - ``boot:last`` dict ``{"count", "at", "down_seconds"}``: the node's last simulated reboot (apps/simulator/boot.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
@@ -20,7 +23,7 @@ from collections.abc import Iterable
 from apps.inventory.choices import FirmwareComponent
 from apps.simulator.state import SimulatedNode
 
-NIC_ATTRIBUTES = ("mtu", "pfc", "trust", "ecn", "channels")
+NIC_ATTRIBUTES = ("mtu", "pfc", "trust", "ecn", "channels", "traffic")
 FIRMWARE_COMPONENTS = (
     FirmwareComponent.BIOS,
     FirmwareComponent.BMC,
@@ -59,6 +62,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
             nic.trust = str(value)
         elif attribute == "ecn":
             nic.ecn = bool(value)
+        elif attribute == "traffic":
+            nic.traffic_bytes = int(value)
         else:
             nic.channels = int(value)
     elif family == "firmware":
@@ -101,6 +106,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         volume.freed_bytes += int(value or 0)
     elif family == "boot" and rest == "last":
         state.boot = dict(value)
+    elif family == "tiered" and isinstance(value, dict):
+        state.relocated[str(value["from"])] = str(value["to"])
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
     else:

@@ -180,11 +180,13 @@ class ComputeFacts:
     fp32_flops_per_clock_sm: int  # vector FMA: 66.9 TFLOPS = 132 x 256 x 1980 MHz on Hopper
     max_sm_mhz: int
     loaded_sm_mhz: int  # at the TDP under a GEMM loop: 1455 MHz measured on the real H200 (700 W)
+    fp64_flops_per_clock_sm: int = 0  # tensor-core DGEMM: 67 TFLOPS = 132 x 256 x 1980 MHz on H100 SXM (datasheet)
 
 
-HOPPER = ComputeFacts(132, 4096, 256, 1980, 1455)
-# A100: 312 TFLOPS FP16 = 108 x 2048 x 1410 MHz; NVIDIA quotes 1305 MHz as the clock HPL sustains at 400 W.
-AMPERE = ComputeFacts(108, 2048, 128, 1410, 1305)
+HOPPER = ComputeFacts(132, 4096, 256, 1980, 1455, fp64_flops_per_clock_sm=256)
+# A100: 312 TFLOPS FP16 = 108 x 2048 x 1410 MHz, 19.5 TFLOPS FP64 tensor = 108 x 128 x 1410 MHz; NVIDIA quotes
+# 1305 MHz as the clock HPL sustains at 400 W.
+AMPERE = ComputeFacts(108, 2048, 128, 1410, 1305, fp64_flops_per_clock_sm=128)
 COMPUTE_BY_SKU = {"H100 SXM": HOPPER, "H200 SXM": HOPPER, "A100 SXM 80GB": AMPERE, "A100 SXM 40GB": AMPERE}
 GEMM_EFFICIENCY = 0.965  # the real H200: bf16 GEMM 755 TFLOP/s at ~1455 MHz = 96.5 % of 132 x 4096 x 1455 MHz
 SGEMM_EFFICIENCY = 0.75  # gpu_burn's FP32 SGEMM loop reaches about three quarters of the vector FMA peak
@@ -254,6 +256,25 @@ def hpl_mxp_times(n: int, nb: int, gpus: list[SimGpu], broadcast_gbps: float) ->
     hbm = min(hbm_copy_tbps(gpu) for gpu in gpus) * 1e12 * count
     solver = HPL_MXP_REFINE_ITERATIONS * (HPL_MXP_REFINE_S + HPL_MXP_MATVECS * 8 * n**2 / hbm)
     return HplMxpTimes(lu, solver, flops)
+
+
+# Classic HPL (FP64): the LU at the GPUs' tensor-core DGEMM rate at the loaded clock, each panel step a fixed cost
+# plus, across GPUs, the panel's broadcast (FP64: 8 bytes an element). Not calibrated on a real GPU run of ours:
+# 0.9 of the DGEMM rate is what NVIDIA's HPL typically reaches of Rpeak on one node.
+HPL_EFFICIENCY = 0.9
+HPL_PANEL_S = 0.004
+
+
+def dgemm_tflops(gpu: SimGpu, *, hot: bool = False) -> float:
+    compute = compute_facts(gpu)
+    return compute.sms * compute.fp64_flops_per_clock_sm * loaded_sm_mhz(gpu, hot=hot) * 1e6 / 1e12
+
+
+def hpl_seconds(n: int, nb: int, gpus: list[SimGpu], broadcast_gbps: float) -> float:
+    """One classic HPL solve of order n over `gpus`, the slowest GPU setting the pace of every step."""
+    rate = min(dgemm_tflops(gpu) for gpu in gpus) * 1e12 * len(gpus) * HPL_EFFICIENCY
+    broadcast = n * nb * 8 / (broadcast_gbps * 1e9) if len(gpus) > 1 and broadcast_gbps > 0 else 0.0
+    return 2 / 3 * n**3 / rate + math.ceil(n / nb) * (HPL_PANEL_S + broadcast)
 
 
 # A soak's temperature: from idle towards the loaded steady state with the chassis' thermal time constant.

@@ -67,8 +67,9 @@ class NodeSession:
 
     recheck_seconds = 1.0
 
-    def __init__(self, node: Node, *, seed: int = 0, load: float = 0.0):
+    def __init__(self, node: Node, *, seed: int = 0, load: float = 0.0, real_time: bool = False):
         self.node, self.seed, self.load = node, seed, max(0.0, min(load, 1.0))
+        self.real_time = real_time
         self._state: SimulatedNode | None = None
         self._state_seen: tuple = ()
         self._checked = 0.0
@@ -114,12 +115,19 @@ class NodeSession:
             seed=self.seed,
             load=self.load,
             peers=self._peer_state,
+            real_time=self.real_time,
         )
         result = shell.run(context, [str(word) for word in argv])
         if context.changes:  # applied to the state already; stored, they make the next command rebuild it
             with transaction.atomic():
                 for key, value in context.changes.items():
                     SimChange.objects.update_or_create(node=self.node, key=key, defaults={"value": value})
+        if context.peer_changes:  # what a launcher's command did on the other nodes it reached
+            peers = Node.objects.in_bulk(list(context.peer_changes), field_name="hostname")
+            with transaction.atomic():
+                for hostname, changes in context.peer_changes.items():
+                    for key, value in changes.items():
+                        SimChange.objects.update_or_create(node=peers[hostname], key=key, defaults={"value": value})
         if context.reboot_requested:
             reboot(node=self.node, seed=self.seed, down_seconds=settings.RACKPILOT_SIM_REBOOT_SECONDS)
             self._state, self._boot = None, _UNREAD  # the node comes back as a new boot: read it afresh

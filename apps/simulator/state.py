@@ -196,6 +196,7 @@ class SimNic:
     channels: int = MAX_CHANNELS  # combined RSS channels now (ethtool -l)
     max_channels: int = MAX_CHANNELS
     crc_errors_per_million: int = 0  # frames the link corrupts (a degraded cable); RoCE resends what follows them
+    traffic_bytes: int = 0  # RDMA bytes received since boot by the commands run (nccl-tests across nodes)
 
     @property
     def is_data(self) -> bool:
@@ -256,6 +257,7 @@ class SimulatedNode:
     openmpi_version: str = OPENMPI_VERSION
     python_packages: dict[str, str] = field(default_factory=dict)  # torch, tensorflow: version
     files: dict[str, str] = field(default_factory=dict)  # absolute path: content
+    relocated: dict[str, str] = field(default_factory=dict)  # where `mv` put a modelled file: first path -> now
     ptp_synchronised: bool = True
     boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
 

@@ -45,14 +45,17 @@ class Context:
         load: float = 0.0,
         env: dict[str, str] | None = None,
         peers: Callable[[str], SimulatedNode | None] | None = None,
+        real_time: bool = False,
     ):
         if state is None and loader is None:
             raise ValueError("a Context needs a state or a loader")
         self._state, self._loader, self._hostname = state, loader, hostname
         self.seed, self.load = seed, load
+        self.real_time = real_time  # long benchmarks take the model's time too (else only `sleep` does)
         self.env: dict[str, str] = dict(env or {})  # NAME=VALUE given through `env` (what NCCL reads first)
         self.changes: dict[str, object] = {}  # what the command changed, for the caller to store
         self.reboot_requested = False  # `systemctl reboot`: the caller reboots the node (services.reboot)
+        self.peer_changes: dict[str, dict[str, object]] = {}  # host name -> what it changed on another node
         self.memo: dict = {}  # what a tool computed once for this command (a training run's checkpoints)
         self.shell: Callable[[Context, list[str]], CommandOutput] | None = None  # set by the shell that runs us
         # Another simulated node's state by host name (None: no such host), for launchers such as mpirun that
@@ -63,6 +66,17 @@ class Context:
         """Record a change the command makes and apply it to the state, so the rest of the command sees it."""
         apply_change(self.state, key, value)
         self.changes[key] = value
+
+    def change_on(self, hostname: str, key: str, value) -> None:
+        """Record a change the command makes on another node it reached (mpirun's traffic through a peer's NICs)."""
+        if hostname == self.hostname:
+            self.change(key, value)
+            return
+        peer = self.peers(hostname) if self.peers is not None else None
+        if peer is None:
+            return
+        apply_change(peer, key, value)
+        self.peer_changes.setdefault(hostname, {})[key] = value
 
     def run(self, argv: list[str]) -> CommandOutput:
         """Run another command on the same node, as a script does, through the shell running this one."""

@@ -53,6 +53,29 @@ def test_hpl_mxp_with_a_gpu_off_the_bus_could_not_run_and_the_run_fails(run_suit
     assert any("invalid device ordinal" in note for note in lu.evidence["notes"])
 
 
+def test_classic_hpl_runs_each_node_then_across_the_set_judged_in_fp64(run_suite, inject):
+    inject("gpu002", "power_cap", watts=350)
+    inject("gpu003", "ecc", "4")
+    run = run_suite("hpl", "gpu001,gpu002,gpu003,gpu004")
+
+    assert run.rounds.count() == 2
+    hpl = figures(run, "hpl_gflops_per_gpu")
+    assert set(hpl) == {"gpu001", "gpu002", "gpu003", "gpu004", "gpu001+gpu002+gpu003+gpu004"}
+    healthy = hpl["gpu001"]
+    assert healthy.verdict == Verdict.PASS and healthy.expected == 42_000 and 37_800 < healthy.value < 49_200
+    assert healthy.series["p"] * healthy.series["q"] == 8 and healthy.series["residual_check"] == "PASSED"
+    assert healthy.series["n"] == 347_136  # the FP64 matrix alone: 8 bytes an element in 80 % of 8 x 141 GiB
+    assert healthy.value == pytest.approx(healthy.series["gflops"] / 8)
+    assert hpl["gpu002"].verdict == Verdict.FAIL and hpl["gpu002"].value < 33_600  # the cap slows FP64 too
+    wrong = hpl["gpu003"]  # uncorrectable ECC: fast, but the solution is wrong
+    assert wrong.verdict == Verdict.COULD_NOT_RUN and wrong.value is None and wrong.series["residual_check"] == "FAILED"
+    assert any("residual check FAILED" in note for note in wrong.evidence["notes"])
+    command = hpl["gpu001+gpu002+gpu003+gpu004"].evidence["command"]
+    assert command[:2] == ["sh", "-c"] and "hpl.sh --dat" in command[2] and command[-1].count(":8") == 4
+    assert "67 TFLOPS FP64 tensor core" in healthy.evidence["reference_source"]
+    assert run.status == RunStatus.FAILED  # a figure could not be judged
+
+
 def test_nvbandwidth_judges_every_case_and_a_degraded_nvlink_or_pcie_link_shows(run_suite, inject):
     inject("gpu001", "nvlink_down", "2", link=5)
     inject("gpu002", "pcie_downtrained", "5", gen=4, width=8)
@@ -190,7 +213,7 @@ def test_cli_runs_a_suite_and_prints_json_or_refuses_bad_input(demo_cluster):
     with pytest.raises(CommandError, match="duration_seconds: A soak of 60 to 14400 seconds"):
         call_command("benchmark", "run", "burn-in", "--nodes", "gpu001", "--transport", "sim", "--duration", "5")
     with pytest.raises(CommandError, match="suite: Unknown suite"):
-        call_command("benchmark", "run", "hpl", "--nodes", "gpu001", "--transport", "sim")
+        call_command("benchmark", "run", "linpack", "--nodes", "gpu001", "--transport", "sim")
     assert BenchmarkRun.objects.count() == 1
 
 

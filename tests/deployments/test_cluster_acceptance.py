@@ -2,9 +2,14 @@
 NCCL, the sweep, HPL-MxP); a degraded cable makes the sweep name it down to NIC, cable and switch port and the phase
 fail with the suggestion; the report holds the cluster results and its signed download still verifies."""
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
+from apps.benchmarks import services as benchmarks
+from apps.benchmarks.models import BenchmarkRun
 from apps.core import signing
 from apps.deployments import cluster, report, services, tasks
 from apps.deployments.choices import ClusterCheck, ClusterCheckStatus, DeploymentState, Outcome, Problem
@@ -148,6 +153,105 @@ def test_a_degraded_cable_is_named_and_fails_the_phase_with_the_suggestion(
     suggestion.refresh_from_db()
     assert suggestion.state == "resolved"
     assert {c.attempt for c in cluster.latest_checks(deployment)} == {2}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cable_with_only_crc_errors_is_caught_by_its_nic_counters(demo_cluster, operator, run_shards):
+    deployment = _deploy(operator, run_shards)
+    # After phases 1-4 the cable starts corrupting frames; it still links at full rate, so NCCL stays near the
+    # reference (RoCE resends the window) and only the NIC's error counters, read around the test, show it.
+    node = Node.objects.get(hostname="gpu031")
+    sim.inject_fault(
+        node=node, kind="degraded_cable", target="ens3np0", parameters={"rate_gbps": 0, "crc_per_million": 50}
+    )
+
+    assert tasks.cluster_acceptance(str(deployment.public_id)) == DeploymentState.FAILED
+
+    checks = {c.check_name: c for c in cluster.latest_checks(deployment)}
+    nccl = checks[ClusterCheck.NCCL]
+    assert nccl.details["busbw_gbps"] >= nccl.details["warn_gbps"]  # the bandwidth alone passes it
+    assert nccl.outcome == Outcome.FAIL and "link errors: gpu031 ens3np0" in nccl.value
+    [found] = nccl.details["link_errors"]  # the other 31 data NICs of the set did not count an error
+    nic = node.nics.get(name="ens3np0")
+    cable = nic.cable_as_a if hasattr(nic, "cable_as_a") else nic.cable_as_b
+    assert (found["node"], found["nic"], found["cable"]) == ("gpu031", "ens3np0", cable.label or str(cable.public_id))
+    assert found["switch"] and found["switch_port"]
+    assert set(found["grew"]) == {"rx_crc_errors_phy", "rx_symbol_err_phy"}
+    # errors ∝ frames the cable carried: 50 per million of the frames received over the test
+    assert found["frames"] > 1_000_000 and found["errors_per_million"] == pytest.approx(50, rel=0.01)
+    assert found["verdict"] == Outcome.FAIL and nccl.details["counters_unread"] == []
+    assert "CRC/symbol errors" in nccl.criterion
+
+    suggestion = Suggestion.objects.get(deployment=deployment, step=ClusterCheck.NCCL, problem=Problem.LINK_ERRORS)
+    assert suggestion.hostname == "gpu031" and suggestion.subject == "ens3np0"
+    assert found["cable"] in suggestion.title and found["switch_port"] in suggestion.title
+    assert "rx_crc_errors_phy" in suggestion.cause
+
+    # The thresholds are data: with the tiers raised above the rate the same cable only warns.
+    deployment.criteria["nic_link_errors"] |= {"threshold": 0.0, "warn_threshold": 100.0}
+    Deployment.objects.filter(pk=deployment.pk).update(criteria=deployment.criteria)
+    services.rerun_cluster_acceptance(deployment=deployment, user=operator)
+    tasks.cluster_acceptance(str(deployment.public_id))
+    nccl = next(c for c in cluster.latest_checks(deployment) if c.check_name == ClusterCheck.NCCL)
+    assert nccl.outcome == Outcome.WARN and nccl.details["link_errors"][0]["verdict"] == Outcome.WARN
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_phase_task_is_requeued_then_failed_by_the_reaper(
+    demo_cluster, operator, run_shards, settings, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(cluster, "enqueue", lambda deployment: sent.append(deployment.pk))
+    settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS = 1
+    deployment = _deploy(operator, run_shards)
+    assert sent == [deployment.pk]  # the phase's task, sent when it was scheduled
+    nccl = ClusterAcceptanceCheck.objects.get(deployment=deployment, check_name=ClusterCheck.NCCL)
+    started = timezone.now() - timedelta(minutes=10)
+
+    def worker_took_it_and_died():
+        # A worker claimed the NCCL check and started its benchmark, then was killed: nothing moves any more.
+        run = benchmarks.start_run(
+            suite="nccl", targets=TargetSpec(nodes=FOUR), transport="sim", requested_by=operator, queue=False
+        )
+        BenchmarkRun.objects.filter(pk=run.pk).update(status="running", started=started)
+        ClusterAcceptanceCheck.objects.filter(pk=nccl.pk).update(
+            status=ClusterCheckStatus.RUNNING, started=started, updated=started, benchmark_run=run
+        )
+        return run
+
+    run = worker_took_it_and_died()
+    assert cluster.reap_lost_checks(now=started + timedelta(seconds=10)) == 0  # within the stale allowance
+    assert tasks.settle() == 1
+    nccl.refresh_from_db()
+    assert nccl.status == ClusterCheckStatus.QUEUED and nccl.benchmark_run is None
+    assert nccl.details["requeued"] == 1 and "worker lost" in nccl.details["lost"]
+    run.refresh_from_db()
+    assert run.status == "error" and run.summary.startswith("worker lost")
+    assert sent == [deployment.pk] * 2  # the task again, to run what is queued
+    assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.RUNNING
+
+    # Lost again, with no re-run left: the check could not run, saying why, and the task runs the rest and settles.
+    worker_took_it_and_died()
+    assert tasks.settle() == 1
+    nccl.refresh_from_db()
+    assert (nccl.status, nccl.outcome) == (ClusterCheckStatus.DONE, Outcome.COULD_NOT_RUN)
+    assert nccl.summary.startswith("worker lost: the ") and "check stopped (last sign of life" in nccl.summary
+    assert "re-queued 1 time(s) already" in nccl.summary and len(sent) == 3
+    assert tasks.cluster_acceptance(str(deployment.public_id)) == DeploymentState.FAILED
+    assert {c.check_name: c.outcome for c in cluster.latest_checks(deployment)} == {
+        ClusterCheck.NCCL: Outcome.COULD_NOT_RUN,
+        ClusterCheck.SWEEP: Outcome.PASS,
+        ClusterCheck.HPL: Outcome.PASS,
+    }
+
+    # Run again, and the task's message is lost before any worker takes it: sent again after the re-queue wait.
+    services.rerun_cluster_acceptance(deployment=deployment, user=operator)
+    assert len(sent) == 4
+    waited = timezone.now() + timedelta(seconds=settings.RACKPILOT_JOB_REQUEUE_WAIT_SECONDS + 1)
+    assert cluster.reap_lost_checks(now=timezone.now()) == 0
+    assert cluster.reap_lost_checks(now=waited) == 3 and len(sent) == 5
+    assert {c.status for c in cluster.latest_checks(deployment)} == {ClusterCheckStatus.QUEUED}
+    assert cluster.reap_lost_checks(now=waited) == 0  # touched: it waits again before sending once more
 
 
 @pytest.mark.django_db(transaction=True)

@@ -42,6 +42,20 @@ def test_a_value_fills_exactly_one_argv_element():
         build("uname", interface="eth0")
 
 
+@pytest.mark.parametrize("value", ["relative/x", "/a/../etc/passwd", "/..", "/a//b", "/a\nb", "/a\x00b", ""])
+def test_a_file_path_is_absolute_one_line_and_never_climbs(value):
+    with pytest.raises(CommandError) as refused:
+        build("mv-file", file=value, file_to="/shared/x")
+    assert refused.value.field_name == "file"
+
+
+def test_a_file_path_with_spaces_and_metacharacters_is_one_element_after_double_dash():
+    name = "/scratch/a b; rm -rf ~ $(id) `id` 'q' \"d\" &|<>*?.bin"
+    argv = build("mv-file", file=name, file_to="/shared/x")
+    assert argv == ["mv", "-n", "-T", "--", name, "/shared/x"]
+    assert shlex.split(shell_join(argv)) == argv
+
+
 def test_every_catalogue_command_joins_back_to_its_argv():
     for command in CATALOGUE.values():
         values = {
@@ -52,6 +66,12 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "gpu_index": "0",
                 "path": "/tmp",
                 "number": "9000",
+                # storage tiering: a found file's name may hold spaces and shell metacharacters
+                "directory": "/scratch",
+                "older_than_days": "+6",
+                "larger_than_bytes": "+0c",
+                "file": '/scratch/eval "v2" & $HOME; notes.txt',
+                "file_to": '/shared/eval "v2" & $HOME; notes.txt',
                 "pfc_mask": "0,0,0,1,0,0,0,0",
                 "package": "libnccl2=2.26.2-1+cuda12.8",
                 "requirement": "torch==2.7.1",

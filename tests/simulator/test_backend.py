@@ -110,6 +110,12 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "node_rank": "0",
         "checkpoint_dir": "/checkpoints/llm-pretrain",
         "marker": "llm-r1a2b3c4d",
+        # Storage tiering (apps/monitoring/policies/tiering_commands.py): the hot tier's files, one moved to warm.
+        "directory": "/scratch",
+        "older_than_days": "+6",
+        "larger_than_bytes": "+0c",
+        "file": "/scratch/datasets/tokenized/part-00001.bin",
+        "file_to": "/shared/moved/part-00000.bin",
     }
     # Where one example does not fit every command (deployments' commands, when that app is installed).
     per_command = {
@@ -121,9 +127,12 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "apt-install": {"package": "libnccl2=2.28.3-1+cuda13.0"},
         "sha256-check": {"path": "/checkpoints/llm-pretrain/SHA256SUMS"},
         "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/monitoring/policies)
+        "mv-file": {"file": "/scratch/datasets/tokenized/part-00000.bin"},
+        "mkdir-parents": {"file": "/shared/moved"},
     }
     # No training run keeps checkpoints on this node: the loader says so, as PyTorch's does.
     refused = {"checkpoint-load": "FileNotFoundError: [Errno 2] No such file or directory"}
+    refused["lsof-under"] = ""  # nothing open there: lsof lists nothing and exits 1
     silent = {
         "true",
         "sleep",
@@ -136,6 +145,8 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "remove-checkpoint",
         "resume-torchrun",
         "systemctl-reboot",
+        "mkdir-parents",
+        "mv-file",
     }
     backend = SimulatorBackend()
     for name, command in CATALOGUE.items():

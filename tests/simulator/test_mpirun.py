@@ -5,6 +5,7 @@ import pytest
 
 from apps.inventory.models import Node
 from apps.parsers.nccl_tests import parse_nccl_tests
+from apps.parsers.network import parse_ethtool_stats
 from apps.simulator import services
 from tests.simulator.conftest import real
 
@@ -114,3 +115,42 @@ def test_nccl_ib_hca_limits_the_rings_to_one_rail_and_finds_the_slow_one(demo_cl
     rails = {device: rail(device) for device in ("mlx5_0", "mlx5_3", "mlx5_5")}
     assert 40 < rails["mlx5_0"] < 47 and 40 < rails["mlx5_5"] < 47  # one 400G rail: ~46 GB/s of RoCE goodput
     assert rails["mlx5_3"] == pytest.approx(rails["mlx5_0"] / 2, rel=0.05)  # ens4np0 is mlx5_3, at 200G
+
+
+def counters(hostname, nic):
+    output = services.run_command(node=Node.objects.get(hostname=hostname), argv=["ethtool", "-S", nic])
+    return parse_ethtool_stats(output.stdout).counters
+
+
+def test_a_crc_degraded_cable_counts_errors_in_proportion_to_the_traffic_it_carries(demo_cluster):
+    services.inject_fault(
+        node=Node.objects.get(hostname="gpu012"),
+        kind="degraded_cable",
+        target="ens3np0",
+        parameters={"rate_gbps": 0, "crc_per_million": 200},
+    )
+    names = ("rx_packets", "rx_bytes", "rx_crc_errors_phy", "rx_symbol_err_phy")
+    before = {(host, nic): counters(host, nic) for host in ("gpu011", "gpu012") for nic in ("ens1np0", "ens3np0")}
+    assert before == {key: counters(*key) for key in before}  # no traffic, no change
+
+    def grew(host, nic, *, after):
+        return {name: after[host, nic][name] - before[host, nic][name] for name in names}
+
+    # Launched from gpu011: the peer's NICs count the traffic too. 1-4 GiB all_reduce over 16 ranks: per node
+    # (1+2+4) GiB x 2·15/16 x 21 iterations x 2 placements, over 8 rails, in 4096-byte RoCE frames.
+    mpirun(["gpu011", "gpu012"], launcher="gpu011", sizes=("-b", "1G", "-e", "4G", "-f", "2"))
+    after = {key: counters(*key) for key in before}
+    per_rail = int(7 * 2**30 * 2 * 15 / 16 * 21 * 2 / 8)
+    for host, nic in before:
+        assert grew(host, nic, after=after)["rx_bytes"] == per_rail
+    bad = grew("gpu012", "ens3np0", after=after)
+    assert bad["rx_packets"] == per_rail // 4096
+    assert bad["rx_crc_errors_phy"] == bad["rx_symbol_err_phy"] == pytest.approx(bad["rx_packets"] * 200e-6, abs=1)
+    assert grew("gpu012", "ens1np0", after=after)["rx_crc_errors_phy"] == 0
+    assert grew("gpu011", "ens3np0", after=after)["rx_crc_errors_phy"] == 0  # the fault is on gpu012's cable
+
+    # One rail alone (NCCL_IB_HCA==mlx5_2, ens3np0): only that NIC carries the run.
+    mpirun(["gpu011", "gpu012"], "-x", "NCCL_IB_HCA==mlx5_2", launcher="gpu011", sizes=("-b", "1G", "-e", "1G"))
+    again = {key: counters(*key) for key in before}
+    assert again["gpu012", "ens1np0"] == after["gpu012", "ens1np0"]
+    assert again["gpu012", "ens3np0"]["rx_crc_errors_phy"] > after["gpu012", "ens3np0"]["rx_crc_errors_phy"]

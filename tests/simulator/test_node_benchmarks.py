@@ -1,11 +1,13 @@
 """HPL-MxP (through mpirun), the burn-in soak (gpu_burn sampled by nvidia-smi) and the faults that move them, read by
 the same parsers as the real captures in tests/fixtures/real."""
 
+import pytest
+
 from apps.inventory.models import Node
-from apps.nodeexec.catalogue import SOAK_SAMPLES_MARK, SOAK_SCRIPT
+from apps.nodeexec.catalogue import HPL_SCRIPT, SOAK_SAMPLES_MARK, SOAK_SCRIPT
 from apps.parsers.common import strip_ansi
 from apps.parsers.gpu_burn import parse_gpu_burn
-from apps.parsers.hpl import parse_hpl_mxp
+from apps.parsers.hpl import parse_hpl, parse_hpl_mxp
 from apps.parsers.nvidia_smi import parse_query_gpu
 from apps.simulator import services
 from tests.simulator.conftest import real
@@ -96,3 +98,46 @@ def test_late_thermal_fault_throttles_only_after_its_delay(gpu_node):
     assert burn.gpus[2].gflops < 0.8 * burn.gpus[1].gflops
     _, short_burn, short = soak(gpu_node, seconds=300)
     assert not any("hw_thermal_slowdown" in gpu.clocks_event_reasons for gpu in short.gpus)
+
+
+HPL_REAL = "hpl/hpl-2.3-cpu-128rank-8x16-passed-with-ucx-warnings.txt"
+
+
+def classic_hpl(hosts, *, n=200704, nb=1024, launcher="gpu001"):
+    ranks = 8 * len(hosts)
+    p = 2 if ranks == 8 else 4
+    argv = ["sh", "-c", HPL_SCRIPT, "rackpilot-hpl", str(n), str(nb), str(p), str(ranks // p), str(ranks)]
+    argv.append(",".join(f"{host}:8" for host in hosts))
+    return services.run_command(node=Node.objects.get(hostname=launcher), argv=argv)
+
+
+def _hpl_out_lines(text: str) -> list[str]:
+    """The lines of HPL.out that do not depend on the run (its figures, settings and dates aside)."""
+    fixed = ("T/V ", "- The", "      ||Ax-b||", "Finished", "End of Tests.", "An explanation", "HPLinpack 2.3")
+    return [line for line in text.splitlines() if line.startswith(fixed)]
+
+
+def test_classic_hpl_prints_hpl_out_like_the_real_run_and_reports_the_fp64_model(demo_cluster):
+    output = classic_hpl(["gpu001"])
+    run, real_run = parse_hpl(output.stdout), parse_hpl(real(HPL_REAL))
+
+    assert output.exit_code == 0
+    assert run.status == real_run.status == "passed" and run.program == real_run.program == "HPLinpack 2.3"
+    [result] = run.results
+    assert (result.n, result.nb, result.p, result.q, result.residual_check) == (200704, 1024, 2, 4, "PASSED")
+    assert run.tests_passed == 1 and run.tests_failed == 0
+    assert _hpl_out_lines(output.stdout) == _hpl_out_lines(real(HPL_REAL))
+    # 8 x H200: FP64 tensor cores at the loaded 1455 MHz (49.2 TFLOPS a GPU) at HPL's efficiency, less the panels
+    assert 38_000 < result.gflops / 8 < 49_200
+    assert result.time_s == pytest.approx(2 / 3 * 200704**3 / (result.gflops * 1e9), rel=0.01)
+
+
+def test_classic_hpl_across_nodes_is_paced_by_a_power_capped_gpu_and_ecc_fails_the_residual(demo_cluster):
+    alone = parse_hpl(classic_hpl(["gpu005"], launcher="gpu005").stdout).results[0].gflops / 8
+    services.inject_fault(node=Node.objects.get(hostname="gpu006"), kind="power_cap", parameters={"watts": 350})
+    across = parse_hpl(classic_hpl(["gpu005", "gpu006"], n=282624, launcher="gpu005").stdout).results[0]
+    assert across.gflops / 16 < alone * 0.8  # bulk-synchronous: the capped node sets the pace
+
+    services.inject_fault(node=Node.objects.get(hostname="gpu007"), kind="ecc", target="2")
+    wrong = parse_hpl(classic_hpl(["gpu007"], launcher="gpu007").stdout)
+    assert wrong.status == "failed" and wrong.results[0].residual_check == "FAILED" and wrong.tests_failed == 1

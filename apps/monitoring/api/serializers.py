@@ -11,6 +11,7 @@ from apps.monitoring import bmcs
 from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PolicyKind, PolicyScope, PolicyState, PollResult
 from apps.monitoring.models import Bmc, BmcReading, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
+from apps.monitoring.policies import tiering
 from apps.monitoring.policies.base import POLICY_KINDS, policy_kind
 from apps.monitoring.validation import (
     PASSWORD_MAX_CHARS,
@@ -307,16 +308,40 @@ class CostPolicySerializer(serializers.Serializer):
 
 
 class PlanRowSerializer(serializers.Serializer):
+    """One row of a plan: a GPU's power limit (energy at low load) or a file to move (storage tiering)."""
+
     hostname = serializers.CharField()
-    gpu = serializers.IntegerField()
-    sku = serializers.CharField()
-    from_w = serializers.IntegerField(help_text="The limit in force when proposed (telemetry).")
-    to_w = serializers.IntegerField(help_text="The limit applying sets.")
-    default_w = serializers.IntegerField(help_text="The default limit reverting puts back (the TDP).")
-    mean_util = serializers.FloatField(help_text="Mean utilisation over the window (%).")
-    mean_power_w = serializers.FloatField()
-    saving_w = serializers.FloatField(help_text="Expected mean draw saved at the window's load.")
-    full_load_clock = serializers.FloatField(help_text="Share of the busy clock kept under full load.")
+    gpu = serializers.IntegerField(required=False)
+    sku = serializers.CharField(required=False)
+    from_w = serializers.IntegerField(required=False, help_text="The limit in force when proposed (telemetry).")
+    to_w = serializers.IntegerField(required=False, help_text="The limit applying sets.")
+    default_w = serializers.IntegerField(required=False, help_text="The default limit reverting puts back (the TDP).")
+    mean_util = serializers.FloatField(required=False, help_text="Mean utilisation over the window (%).")
+    mean_power_w = serializers.FloatField(required=False)
+    saving_w = serializers.FloatField(required=False, help_text="Expected mean draw saved at the window's load.")
+    full_load_clock = serializers.FloatField(required=False, help_text="Share of the busy clock kept under full load.")
+    source = serializers.CharField(required=False, help_text="Storage tiering: the file where it is.")
+    destination = serializers.CharField(required=False, help_text="Storage tiering: where applying moves it.")
+    size_bytes = serializers.IntegerField(required=False, help_text="Storage tiering: its size (find %s).")
+    atime = serializers.FloatField(required=False, help_text="Storage tiering: its last read (epoch s, find %A@).")
+
+
+class MovedFileSerializer(serializers.Serializer):
+    source = serializers.CharField(help_text="Where the file was (and where reverting puts it back).")
+    destination = serializers.CharField(help_text="Where applying moved it.")
+    size_bytes = serializers.IntegerField()
+
+
+class DirectoryShareSerializer(serializers.Serializer):
+    directory = serializers.CharField()
+    files = serializers.IntegerField()
+    bytes = serializers.IntegerField()
+
+
+class FilesSummarySerializer(serializers.Serializer):
+    files = serializers.IntegerField(help_text="How many files the plan moves.")
+    bytes = serializers.IntegerField(help_text="How many bytes.")
+    top_directories = DirectoryShareSerializer(many=True, help_text="The directories holding most of those bytes.")
 
 
 class ScalingPlanRowSerializer(serializers.Serializer):
@@ -383,6 +408,8 @@ class PolicyActionSerializer(serializers.ModelSerializer):
     approved_by = serializers.CharField(source="approved_by_name", read_only=True)
     apply_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
     revert_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
+    manifest = MovedFileSerializer(many=True, read_only=True, help_text="Storage tiering: what applying moved.")
+    files = serializers.SerializerMethodField(help_text="Storage tiering: the plan's count, bytes and top directories.")
 
     class Meta:
         model = PolicyAction
@@ -414,6 +441,8 @@ class PolicyActionSerializer(serializers.ModelSerializer):
             "revert_reason",
             "message",
             "artefacts",
+            "manifest",
+            "files",
             "created",
         ]
         read_only_fields = fields
@@ -425,6 +454,10 @@ class PolicyActionSerializer(serializers.ModelSerializer):
     @extend_schema_field(PolicyArtefactSerializer(many=True))
     def get_artefacts(self, action) -> list:
         return [vars(artefact) for artefact in policy_kind(action.policy.kind).artefacts(action)]
+
+    @extend_schema_field(FilesSummarySerializer(allow_null=True))
+    def get_files(self, action) -> dict | None:
+        return tiering.summary(action.plan) if action.policy.kind == PolicyKind.STORAGE_TIERING else None
 
 
 class PolicyActionRefSerializer(serializers.Serializer):

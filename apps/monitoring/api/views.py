@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
+from apps.jobs.api.serializers import JobSerializer
 from apps.monitoring import gpuhours, health, services
 from apps.monitoring.api.serializers import (
     BmcReadingSerializer,
@@ -159,6 +160,17 @@ class CostPolicyViewSet(viewsets.ModelViewSet):
         except policies.PolicyError as error:
             return _refused(error)
         return Response(PolicyActionSerializer(created).data, status=201)
+
+    @extend_schema(request=None, responses={201: JobSerializer, **POLICY_ERRORS})
+    @action(detail=True, methods=["post"])
+    def survey(self, request, public_id=None):
+        """Storage tiering: list the idle and the open files on the node (a job, read-only); the proposal is
+        recorded when it succeeds."""
+        try:
+            job = policies.survey(policy=self.get_object(), user=request.user)
+        except policies.PolicyError as error:
+            return _refused(error)
+        return Response(JobSerializer(job).data, status=201)
 
     def _step(self, request, states, what, run):
         policy = self.get_object()

@@ -5,6 +5,7 @@ A kind either runs commands on nodes (`job_kind`: apply and revert are jobs) or 
 cluster (`job_kind` None: `enact` records the change at once, e.g. a service's replicas) and hands the operator the
 Kubernetes objects to apply (`artefacts`)."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -40,6 +41,8 @@ class PolicyKindSpec:
     label: ClassVar[str] = ""
     parameters: ClassVar[type[serializers.Serializer]]
     job_kind: ClassVar[str | None]  # the job kind that applies and reverts its actions; None: `enact` does
+    enforces: ClassVar[bool] = True  # the evaluation re-applies an applied action a node may have forgotten
+    guards_latency: ClassVar[bool] = True  # its actions slow nodes: held, and undone, while a latency SLO burns
 
     def check(self, parameters: dict, *, nodes, policy=None) -> dict:
         """The validated parameters, or serializers.ValidationError keyed by parameter name; `nodes` is the scope,
@@ -82,6 +85,15 @@ class PolicyKindSpec:
         """The files (apps.deployments.artefacts.base.Artefact) an operator applies to a real cluster, validated."""
         return []
 
+    def survey(self, policy) -> tuple[str, dict] | None:
+        """(node, job parameters) of the job whose findings propose() reads, for a kind that looks on a node before
+        it proposes (storage tiering); None: propose() reads the telemetry."""
+        return None
+
+    def survey_due(self, policy) -> bool:
+        """Whether the evaluation should start a survey now (none running, the newest too old to propose from)."""
+        return False
+
 
 POLICY_KINDS: dict[str, PolicyKindSpec] = {}
 
@@ -96,3 +108,20 @@ def policy_kind(name: str) -> PolicyKindSpec:
         return POLICY_KINDS[name]
     except KeyError:
         raise LookupError(f"unknown policy kind {name!r}") from None
+
+
+# The services record proposals; a job whose findings a proposal reads (a survey) asks for one when it has them,
+# through this hook: the jobs may not import the services that start them.
+_proposal_recorder: Callable | None = None
+
+
+def set_proposal_recorder(recorder: Callable) -> None:
+    global _proposal_recorder
+    _proposal_recorder = recorder
+
+
+def record_proposal(policy) -> tuple:
+    """(the PolicyAction proposed from what `policy` can read now, "") or (None, why not): services.dry_run."""
+    if _proposal_recorder is None:
+        raise LookupError("no proposal recorder: import apps.monitoring.policies.services")
+    return _proposal_recorder(policy)

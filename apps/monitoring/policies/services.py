@@ -16,8 +16,8 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring import slo
 from apps.monitoring.choices import ACTION_IN_FORCE, ActionState, ActionTrigger, ApprovalKind, PolicyState
 from apps.monitoring.models import CostPolicy, PolicyAction, Slo
-from apps.monitoring.policies import energy, jobs, scaling, spot  # noqa: F401 (registers the kinds)
-from apps.monitoring.policies.base import StaleAction, policy_kind
+from apps.monitoring.policies import energy, jobs, scaling, spot, tiering, tiering_jobs  # noqa: F401 (registers the kinds)
+from apps.monitoring.policies.base import StaleAction, policy_kind, set_proposal_recorder
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 
 
@@ -79,6 +79,15 @@ def latency_trouble(*, source: Telemetry, hostnames: list[str], now: float | Non
     return ""
 
 
+def _slo_trouble(action: PolicyAction, *, source: Telemetry, now: float | None) -> str:
+    """latency_trouble() on the nodes the action's kind guards (power limits: its nodes; scaling in: the service's
+    nodes), "" for a kind whose actions do not slow nodes down."""
+    kind = policy_kind(action.policy.kind)
+    if not kind.guards_latency:
+        return ""
+    return latency_trouble(source=source, hostnames=kind.guarded_hostnames(action), now=now)
+
+
 # --- dry run, approval, apply, revert -------------------------------------------------------------------------------
 
 
@@ -126,6 +135,43 @@ def dry_run(*, policy: CostPolicy, user=None, now: float | None = None, trigger:
             throughput_factor=proposal.throughput_factor,
         )
     return action
+
+
+def survey(*, policy: CostPolicy, user):
+    """Start the job that looks on the node before a dry run can propose (storage tiering: which files are idle,
+    which are open). Read-only on the node; its proposal is recorded when it succeeds. Returns the Job. `user` None
+    is the policy's own evaluation."""
+    if user is not None:
+        _require(user, Role.OPERATOR, "requested_by")
+    found = policy_kind(policy.kind).survey(policy)
+    if found is None:
+        raise PolicyError({"policy": "This kind proposes from the telemetry: dry-run it, there is nothing to survey."})
+    hostname, parameters = found
+    job = create_job(
+        kind=policy_kind(policy.kind).job_kind,
+        targets=TargetSpec(nodes=(hostname,)),
+        parameters=parameters,
+        requested_by=user if getattr(user, "pk", None) else None,
+    )
+    audit.record(
+        AuditAction.START,
+        obj=policy,
+        object_repr=f"survey {policy.name}: {hostname}"[:200],
+        changes={"job": [None, str(job.public_id)]},
+        user=user,
+        job=job,
+    )
+    return job
+
+
+def _record_proposal(policy: CostPolicy) -> tuple[PolicyAction | None, str]:
+    try:
+        return dry_run(policy=policy), ""
+    except PolicyError as error:
+        return None, str(error.errors.get("policy", error))
+
+
+set_proposal_recorder(_record_proposal)
 
 
 def approve(*, action: PolicyAction, user) -> PolicyAction:
@@ -222,8 +268,7 @@ def apply(*, action: PolicyAction, user=None, now: float | None = None) -> Polic
                 {"state": f"Only an approved action can be applied; this one is {action.get_state_display()}."}
             )
         try:
-            hostnames = policy_kind(action.policy.kind).guarded_hostnames(action)
-            trouble = latency_trouble(source=_source(), hostnames=hostnames, now=now)
+            trouble = _slo_trouble(action, source=_source(), now=now)
         except TelemetryError as error:
             raise PolicyError({"telemetry": f"Cannot judge the SLOs' headroom: {error}"}) from None
         if trouble:
@@ -278,13 +323,13 @@ def evaluate(*, policy: CostPolicy, now: float | None = None) -> str:
         source = telemetry()
         busy = policy.actions.filter(state__in=(ActionState.APPLYING, ActionState.REVERTING)).exists()
         for action in policy.actions.filter(state=ActionState.APPLIED):
-            trouble = latency_trouble(source=source, hostnames=kind.guarded_hostnames(action), now=end)
+            trouble = _slo_trouble(action, source=source, now=end)
             risen = "" if trouble else kind.undo_reason(policy, action, source=source, now=end)
             if trouble or risen:
                 reason = f"SLO breach: {trouble}" if trouble else risen
                 revert(action=action, reason=reason)
                 outcome.append(f"reverting ({reason})")
-            elif kind.job_kind is not None:
+            elif kind.enforces and kind.job_kind is not None:
                 _start(action, mode="enforce", user=None)
                 outcome.append(f"checking {len(action.hostnames)} node(s) still hold the limit")
         if not outcome and not busy and policy.state == PolicyState.ENABLED:
@@ -303,9 +348,12 @@ def _propose(policy: CostPolicy, *, now: float, source: Telemetry) -> str:
     try:
         action = open_action or dry_run(policy=policy, now=now, trigger=ActionTrigger.EVALUATION)
     except PolicyError as error:
-        return str(error.errors.get("policy", error))
-    hostnames = policy_kind(policy.kind).guarded_hostnames(action)
-    trouble = latency_trouble(source=source, hostnames=hostnames, now=now)
+        why_not = str(error.errors.get("policy", error))
+        if policy_kind(policy.kind).survey_due(policy):
+            job = survey(policy=policy, user=None)
+            return f"{why_not}; surveying (job {job.public_id})"
+        return why_not
+    trouble = _slo_trouble(action, source=source, now=now)
     if trouble:
         return f"held: {trouble}"
     if not policy.standing_approval:

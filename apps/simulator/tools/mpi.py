@@ -12,7 +12,7 @@ from dataclasses import replace
 from apps.simulator.digits import is_whole_number
 from apps.simulator.state import SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
-from apps.simulator.tools import hpl, nccl
+from apps.simulator.tools import hpl, nccl, xhpl
 
 # Options that take a value and change nothing the simulator models (process placement, MCA tuning).
 VALUE_OPTIONS = {
@@ -154,12 +154,12 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
     if not program:
         return fail(1, "mpirun: no executable was specified on the command line\n")
     binary = program[0].rsplit("/", 1)[-1]
-    if binary not in nccl.BINARIES and binary not in hpl.BINARIES:
+    if binary not in nccl.BINARIES and binary not in hpl.BINARIES and binary not in xhpl.BINARIES:
         return fail(
             1,
             "--------------------------------------------------------------------------\n"
             f"mpirun was unable to find the specified executable file, and therefore\ndid not launch the job. "
-            "(the simulator launches nccl-tests and HPL-MxP only)\n\n"
+            "(the simulator launches nccl-tests, HPL and HPL-MxP only)\n\n"
             f"Executable: {program[0]}\nNode: {context.hostname}\n"
             "--------------------------------------------------------------------------\n",
         )
@@ -175,6 +175,16 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
     per_node = _processes_per_node(options, hosts, binary)
     if isinstance(per_node, CommandOutput):
         return per_node
+    if binary in xhpl.BINARIES:
+        try:
+            path = xhpl.dat_path(program)
+            if path not in context.state.files:
+                raise xhpl.HplUsage(f"HPL.dat not found: {path}")
+            dat = xhpl.read_dat(context.state.files[path])
+        except xhpl.HplUsage as error:
+            return fail(1, f"HPL ERROR: {error}\n")
+        report = xhpl.run_hpl(states, per_node, dat, seed=context.seed, launcher=context.hostname)
+        return _tagged(report, options["tag_output"])
     if binary in hpl.BINARIES:
         report = hpl.run_hpl_mxp(states, per_node, program, seed=context.seed, launcher=context.hostname)
         return _tagged(report, options["tag_output"])
@@ -188,7 +198,18 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
     report = nccl.run_nccl_tests(
         states, binary, node_args, seed=context.seed, per_process_gpus=args_parsed.gpus, env=env
     )
-    return _tagged(CommandOutput(report.exit_code, report.stdout, report.stderr), options["tag_output"])
+    if report.exit_code == 0:
+        _count_traffic(context, nccl.rail_traffic(states, binary, node_args, env))
+    return nccl.paced(context, _tagged(report, options["tag_output"]))
+
+
+def _count_traffic(context: Context, traffic: dict[str, dict[str, int]]) -> None:
+    """The bytes the run moved through each node's NICs, added to what they carried before (their counters)."""
+    for hostname, rails in traffic.items():
+        state = context.state if hostname == context.hostname else context.peers(hostname)
+        for name, received in rails.items():
+            nic = state.nic(name)
+            context.change_on(hostname, f"nic:{name}:traffic", nic.traffic_bytes + received)
 
 
 def _tagged(report: CommandOutput, tag_output: bool) -> CommandOutput:
@@ -203,7 +224,7 @@ def _tagged(report: CommandOutput, tag_output: bool) -> CommandOutput:
             "a non-zero exit code. Per user-direction, the job has been aborted.\n"
             "--------------------------------------------------------------------------\n"
         )
-    return CommandOutput(report.exit_code, stdout, report.stderr)
+    return CommandOutput(report.exit_code, stdout, report.stderr, report.seconds)
 
 
 def _processes_per_node(options: dict, hosts: list[tuple[str, int | None]], binary: str) -> int | CommandOutput:

@@ -322,6 +322,26 @@ def _failure(nodes: list[SimulatedNode], per_node: int, seed: int) -> tuple[int,
     return None
 
 
+def rail_traffic(
+    nodes: list[SimulatedNode], binary: str, args: NcclArgs, env: dict[str, str] | None = None
+) -> dict[str, dict[str, int]]:
+    """Host -> data NIC -> the bytes it received during a run across nodes (as many as it sent). Per iteration a ring
+    moves size x the collective's bus-bandwidth factor through every node; the warm-up and timed iterations of both
+    placements run; the rings spread it evenly over the data NICs NCCL_IB_HCA selects whose link is up."""
+    if len(nodes) < 2:
+        return {}
+    collective = BINARIES[binary]
+    ranks = len(nodes) * args.gpus * args.threads
+    factor = BUSBW_FACTORS[collective](ranks)
+    per_node = sum(_sizes(args)) * factor * (args.warmup + args.iters) * 2
+    traffic = {}
+    for state in nodes:
+        selected = ib_devices(state, nccl_settings(state, env).get("NCCL_IB_HCA"))
+        rails = [nic.name for nic in selected.data_nics if nic.link_up]
+        traffic[state.hostname] = {name: int(per_node / len(rails)) for name in rails}
+    return traffic
+
+
 def run_nccl_tests(
     nodes: list[SimulatedNode],
     binary: str,
@@ -375,7 +395,7 @@ def run_nccl_tests(
     word = DTYPE_BYTES[args.dtype]
     n = len(ranks)
     hosts = ",".join(state.hostname for state in nodes)
-    bus_values = []
+    bus_values, elapsed_us = [], 0.0
     for requested in _sizes(args):
         count = requested // word
         if collective in SPLIT_ACROSS_RANKS:
@@ -389,6 +409,7 @@ def run_nccl_tests(
             algbw = size / time_us / 1e3
             busbw = algbw * model.busbw_factor()
             bus_values.append(busbw)
+            elapsed_us += time_us * (args.warmup + args.iters)
             placements.append((time_us, algbw, busbw, "0" if args.check else "N/A"))
         redop = args.op if collective in REDUCING else "none"
         root = args.root if collective in ("broadcast", "reduce") else -1
@@ -401,7 +422,7 @@ def run_nccl_tests(
         f"# Collective test concluded: {binary}",
         "#",
     ]
-    return CommandOutput(0, "\n".join(lines) + "\n\n", "")
+    return CommandOutput(0, "\n".join(lines) + "\n\n", "", seconds=elapsed_us / 1e6)
 
 
 def nccl_test_binary(context: Context, argv: list[str]) -> CommandOutput:
@@ -410,7 +431,13 @@ def nccl_test_binary(context: Context, argv: list[str]) -> CommandOutput:
         args = parse_args(argv[1:])
     except UsageError as error:
         return CommandOutput(1, "", f"{binary}: {error}\n")
-    return run_nccl_tests([context.state], binary, args, seed=context.seed, env=context.env)
+    return paced(context, run_nccl_tests([context.state], binary, args, seed=context.seed, env=context.env))
+
+
+def paced(context: Context, report: CommandOutput) -> CommandOutput:
+    """The run takes the model's time (the transport then prints its rows over it) only when the simulator runs in
+    real time (RACKPILOT_SIM_REAL_TIME: demos, the live plot's browser test); else it answers at once."""
+    return report if context.real_time else replace(report, seconds=0.0)
 
 
 COMMANDS = {binary: nccl_test_binary for binary in BINARIES}

@@ -238,18 +238,24 @@ def _ethtool_channels(nic: SimNic) -> str:
 
 
 def _ethtool_stats(context: Context, nic: SimNic) -> str:
-    """ethtool -S as mlx5 prints it (a subset of its counters). The model: traffic from the seed; PFC pause frames on
-    each enabled priority; a RoCE NIC with PFC off on every priority drops what it cannot buffer (rx_discards_phy);
-    a degraded cable corrupts frames; a link that went down counts one link-down event."""
+    """ethtool -S as mlx5 prints it (a subset of its counters). The model: traffic from the seed, plus the RDMA bytes
+    the runs across nodes moved through the NIC (in frames of the RoCE path MTU); PFC pause frames on each enabled
+    priority; a RoCE NIC with PFC off on every priority drops what it cannot buffer (rx_discards_phy); a degraded
+    cable corrupts frames in proportion to the frames it carries (rx_crc_errors_phy, each with an uncorrectable symbol
+    error, rx_symbol_err_phy); a link that went down counts one link-down event."""
     rng = noise(context.seed, context.hostname, nic.name, "ethtool-S")
-    packets = rng.randrange(800_000_000, 900_000_000)
+    base = rng.randrange(800_000_000, 900_000_000)
+    frames = nic.traffic_bytes // rdma_active_mtu(nic.mtu)
+    packets = base + frames
+    corrupted = packets * nic.crc_errors_per_million // 1_000_000
     counters = {
         "rx_packets": packets,
-        "rx_bytes": packets * 2_600 + rng.randrange(1000),
+        "rx_bytes": base * 2_600 + rng.randrange(1000) + nic.traffic_bytes,
         "tx_packets": packets + rng.randrange(10_000_000, 50_000_000),
-        "tx_bytes": packets * 2_900 + rng.randrange(1000),
+        "tx_bytes": base * 2_900 + rng.randrange(1000) + nic.traffic_bytes,
         "rx_out_of_buffer": 0,
-        "rx_crc_errors_phy": packets * nic.crc_errors_per_million // 1_000_000,
+        "rx_crc_errors_phy": corrupted,
+        "rx_symbol_err_phy": corrupted,
         "rx_discards_phy": packets // 4000 + rng.randrange(100) if nic.rdma_device and not nic.pfc_priorities else 0,
         "link_down_events_phy": 0 if nic.link_up else 1,
     }

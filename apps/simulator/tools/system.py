@@ -7,6 +7,8 @@ import time
 
 from apps.nodeexec.catalogue import (
     DCGM_SOAK_SCRIPT,
+    HPL_DAT_LINES,
+    HPL_SCRIPT,
     NIC_FACTS_SCRIPT,
     SOAK_SCRIPT,
     UTILISATION_SCRIPT,
@@ -17,7 +19,7 @@ from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
-from apps.simulator.tools import bench, utilisation
+from apps.simulator.tools import bench, mpi, utilisation
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
@@ -424,7 +426,24 @@ def sh(context: Context, argv: list[str]) -> CommandOutput:
         return bench.dcgm_soak(context, argv[4], argv[5])
     if len(argv) == 6 and argv[1] == "-c" and argv[2] == UTILISATION_SCRIPT:
         return utilisation.samples(context, argv[4], argv[5])
+    if len(argv) == 10 and argv[1] == "-c" and argv[2] == HPL_SCRIPT:
+        return classic_hpl(context, argv[4:])
     return fail(2, "sh: simulated nodes run only catalogue scripts\n")
+
+
+def classic_hpl(context: Context, args: list[str]) -> CommandOutput:
+    """sh -c HPL_SCRIPT: HPL.dat written from the arguments to a temporary directory, then mpirun ... hpl.sh --dat."""
+    n, nb, p, q, processes, hosts = args
+    path = "/tmp/tmp.rackpilot-hpl/HPL.dat"
+    values = {"$1": n, "$2": nb, "$3": p, "$4": q}
+    context.state.files[path] = "\n".join(
+        values.get(line.split()[0], line.split()[0]) + line[len(line.split()[0]) :] for line in HPL_DAT_LINES
+    )
+    try:
+        argv = ["mpirun", "--allow-run-as-root", "-np", processes, "-H", hosts, "--bind-to", "none"]
+        return mpi.mpirun(context, [*argv, "--map-by", "slot", "hpl.sh", "--dat", path])
+    finally:
+        del context.state.files[path]  # the script removes its directory
 
 
 def systemctl(context: Context, argv: list[str]) -> CommandOutput:

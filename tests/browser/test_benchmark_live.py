@@ -1,0 +1,61 @@
+"""An operator starts a two-node NCCL benchmark from the form in a real browser and watches the run page: the
+busbw-vs-size plot gets its points as nccl-tests prints its rows (job events over the websocket), without a reload,
+then the stored verdict shows. The simulator runs in real time here (RACKPILOT_SIM_REAL_TIME), so the rows come out
+over the model's time (~8 s for 8 B - 16 GiB across two nodes) as a real run prints them."""
+
+import pytest
+
+from apps.accounts.choices import Role
+from apps.benchmarks.models import BenchmarkRun
+from tests import factories
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+ROWS = 32  # 8 B to 16 GiB, factor 2
+
+
+@pytest.fixture
+def live_server_env():
+    return {"RACKPILOT_SIM_REAL_TIME": "1"}
+
+
+def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
+    demo_cluster, shipped_references, live_server_url, browser_page
+):
+    factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
+    page = browser_page
+    page.set_default_timeout(60000)
+    page.goto(f"{live_server_url}/login/")
+    page.fill("input[name=username]", "op")
+    page.fill("input[name=password]", "correct-horse-battery")
+    page.click("button[type=submit], input[type=submit]")
+    page.goto(f"{live_server_url}/benchmarks/")
+    page.select_option("#benchmark-form select[name=suite]", "nccl")
+    page.select_option("#benchmark-form select[name=scope]", "nodes")
+    page.fill("#benchmark-form input[name=nodes]", "gpu001,gpu002")
+    page.fill("#benchmark-form input[name=min_bytes]", "8")
+    page.fill("#benchmark-form input[name=max_bytes]", "16G")
+    page.select_option("#benchmark-form select[name=transport]", "sim")
+    page.click("#benchmark-form button[type=submit]")
+    page.wait_for_url("**/benchmarks/runs/*-*/")
+    page.evaluate("window.notReloaded = true")
+
+    # The first rows are plotted while the run is still printing the rest.
+    page.wait_for_function("window.rackpilotBenchLive && window.rackpilotBenchLive.points() > 0")
+    early = page.evaluate("window.rackpilotBenchLive.points()")
+    page.wait_for_function(f"window.rackpilotBenchLive.points() === {ROWS}")
+    assert 0 < early < ROWS, "every row arrived at once: the plot was not live"
+    [line] = page.evaluate("window.rackpilotBenchLive.lines()")
+    assert line["key"] == "round 1 gpu001" and line["x"] == [8 * 2**k for k in range(ROWS)]
+    assert 300 < line["y"][-1] < 400  # 8 x 400G RoCE across two nodes
+    traces = page.evaluate("document.getElementById('live-busbw').data.length")
+    assert traces == 1 and page.evaluate("document.getElementById('live-busbw').data[0].x.length") == ROWS
+
+    # The stored verdict follows in the results part (htmx), still without a reload.
+    page.wait_for_function("document.getElementById('run-status').textContent.trim() === 'Succeeded'")
+    run = BenchmarkRun.objects.get()
+    [test] = run.tests.all()
+    assert page.locator("#tests .badge").first.inner_text() == test.get_verdict_display() == "Pass"
+    assert page.evaluate("window.notReloaded") is True
+    assert [round(value, 1) for value in line["y"]] == [round(row["busbw_gbps"], 1) for row in test.series], (
+        "the live points are the rows the run stored"
+    )
