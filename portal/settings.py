@@ -241,6 +241,8 @@ SPECTACULAR_SETTINGS = {
         "BenchmarkTransportEnum": "apps.benchmarks.choices.BENCHMARK_TRANSPORTS",
         "CostPolicyKindEnum": "apps.monitoring.choices.PolicyKind",
         "WorkloadKindEnum": "apps.monitoring.choices.WORKLOAD_KINDS",  # GPU-hours rows and spot plan rows
+        "SuiteEnum": "apps.benchmarks.choices.Suite",
+        "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],  # the node-benchmark kind's (benchmarks' NODE_SUITES)
     },
 }
 
@@ -354,6 +356,8 @@ RACKPILOT_SSH_KEY = env_str("RACKPILOT_SSH_KEY", "")
 RACKPILOT_SSH_CONNECT_TIMEOUT = env_int("RACKPILOT_SSH_CONNECT_TIMEOUT", 20)
 # The simulated cluster's noise seed: the same seed gives the same figures (apps/simulator).
 RACKPILOT_SIM_SEED = env_int("RACKPILOT_SIM_SEED", 0)
+# How long a simulated `systemctl reboot` keeps a node off the network (±20 % per node and boot, seeded).
+RACKPILOT_SIM_REBOOT_SECONDS = env_float("RACKPILOT_SIM_REBOOT_SECONDS", 8.0)
 # Simulated nccl-tests take the model's time and print each row as it would (demos; the run page's live plot test).
 RACKPILOT_SIM_REAL_TIME = env_bool("RACKPILOT_SIM_REAL_TIME", False)
 

@@ -38,6 +38,7 @@ IMPORT_SECTIONS = frozenset(
 DATA_DEPENDENT = [
     re.compile(r"^No .+ matches .+\.$", re.DOTALL),  # a reference (body) or a filter (query) naming nothing
     re.compile(r"^No such (?:node|rack|tag): ", re.DOTALL),  # a job's or deployment's targets naming nothing
+    re.compile(r"^Not drained: .+\. Drain them first ", re.DOTALL),  # a reboot of nodes in service, without force
     re.compile(r"^\d+ .+ are named .+; give the public id\.$", re.DOTALL),
     re.compile(r"already exists\.$"),  # a unique name or number taken
     re.compile(r"^conflicts with existing data: "),  # a unique constraint the database enforced

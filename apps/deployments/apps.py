@@ -7,9 +7,10 @@ class DeploymentsConfig(AppConfig):
     verbose_name = "Deployments"
 
     def ready(self) -> None:
-        # Registers the `deploy` and `scheduler-action` job kinds with the commands they run, and the node page's
-        # scheduler section.
-        from apps.deployments import kinds, node_operations  # noqa: F401
+        # Registers the `deploy`, `scheduler-action` and `reboot` job kinds with the commands they run, and the node
+        # page's scheduler and reboot sections.
+        from apps.deployments import kinds, node_operations, reboot  # noqa: F401
+        from apps.deployments.views import node_reboot_context
         from apps.inventory.sections import NODE_PAGE
 
         NODE_PAGE.register(
@@ -17,3 +18,4 @@ class DeploymentsConfig(AppConfig):
             template="deployments/partials/node_scheduler.html",
             context=node_operations.node_scheduler_section,
         )
+        NODE_PAGE.register(name="reboot", template="deployments/partials/node_reboot.html", context=node_reboot_context)

@@ -314,3 +314,9 @@ class ApproveForm(forms.Form):
     def __init__(self, *args, steps: list[str], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["steps"].choices = [(name, name) for name in steps]
+
+
+class RebootForm(forms.Form):
+    """The node page's Reboot action: the `reboot` kind's timeouts keep their defaults."""
+
+    force = forms.BooleanField(required=False, label="Force: reboot it although it is not drained")

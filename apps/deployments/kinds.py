@@ -15,6 +15,7 @@ from apps.deployments import (
 )
 from apps.deployments.choices import VERIFIED_OUTCOMES, Outcome, Phase
 from apps.deployments.context import node_contexts
+from apps.deployments.reboot import NodeWaits, RebootKind, reboot_and_reconnect
 from apps.deployments.recording import Cell
 from apps.deployments.steps import PLAN, STEPS
 from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst
@@ -58,6 +59,7 @@ class Deploy(JobKind):
         self.check_only = False
         self.apply_only: set[str] = set()
         self.run = None
+        self.waits: NodeWaits | None = None
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         return [
@@ -74,16 +76,17 @@ class Deploy(JobKind):
         self.contexts = node_contexts(deployment, list(node_ids))
         self.verified = recording.verified_cells(deployment, before=run)
         self.approved = recording.approved_cells(deployment)
+        self.waits = NodeWaits(job.transport, RebootKind.validate({}))  # a fix's reboot: the reboot kind's defaults
 
     def step_runner(self, spec: StepSpec):
         step = STEPS[spec.name]
 
         async def runner(target, run) -> CommandResult:
-            return await self._run_cell(step, self.contexts[target.hostname], run)
+            return await self._run_cell(step, self.contexts[target.hostname], run, target)
 
         return runner
 
-    async def _run_cell(self, step: Step, node: NodeContext, run) -> CommandResult:
+    async def _run_cell(self, step: Step, node: NodeContext, run, target: NodeTarget) -> CommandResult:
         key = (node.hostname, step.name)
         cell = self.cells[key] = Cell()
         transcript: list[str] = []
@@ -107,7 +110,11 @@ class Deploy(JobKind):
         )
         if can_fix:
             applied_ok = await self._apply(fixes, run, transcript, cell)
-            if applied_ok:
+            reboot_problem = ""  # what went wrong with the reboot the fix needs, if anything
+            if applied_ok and step.reboot_after_fix:
+                reboot_problem = await reboot_and_reconnect(target, run, self.waits, transcript)
+                cell.rebooted = not reboot_problem
+            if applied_ok and not reboot_problem:
                 findings, canceled = await self._judge(step, node, run, transcript)
                 if canceled:
                     cell.status, cell.summary = StepStatus.CANCELED, "canceled"
@@ -117,8 +124,8 @@ class Deploy(JobKind):
                     Finding(
                         check=step.name,
                         outcome=Outcome.COULD_NOT_RUN,
-                        criterion="apply succeeds",
-                        value="apply failed",
+                        criterion="the node reboots and comes back" if applied_ok else "apply succeeds",
+                        value=reboot_problem[:120] if applied_ok else "apply failed",
                         evidence="\n".join(transcript[-6:]),
                     )
                 )
@@ -217,7 +224,8 @@ class Deploy(JobKind):
         if done_before and not step.acceptance:
             return StepStatus.SKIPPED, f"already done: {_passed_summary(findings)}{note}"[:300]
         if cell.applied:
-            return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{note}"[:300]
+            after = " after a reboot" if cell.rebooted else ""
+            return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{after}{note}"[:300]
         return StepStatus.SUCCEEDED, f"{_passed_summary(findings)}{note}"[:300]
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:

@@ -37,6 +37,7 @@ class Cell:
     findings: list[Finding] = field(default_factory=list)
     suggestions: list[dict] = field(default_factory=list)
     applied: list[str] = field(default_factory=list)
+    rebooted: bool = False  # the node was rebooted between the fix and the verify (Step.reboot_after_fix)
     record: bool = True  # False when nothing was judged (skipped by phase, resume or not applicable)
 
 

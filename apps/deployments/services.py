@@ -25,6 +25,7 @@ from apps.deployments.choices import (
 from apps.deployments.context import artefact_nodes, load_nodes, node_contexts, render_artefacts
 from apps.deployments.kinds import KIND, Deploy
 from apps.deployments.models import Approval, Deployment, DeploymentRun, Suggestion, Verdict
+from apps.deployments.reboot import reboot_after_fix_commands
 from apps.deployments.recording import cell_outcomes, nodes_with_work
 from apps.deployments.steps import PLAN, STEPS
 from apps.inventory.models import Gpu, GpuSku, Node
@@ -161,11 +162,17 @@ def dry_run(deployment: Deployment) -> list[dict]:
                     "phase": step.phase,
                     "disruptive": step.disruptive,
                     "reads": [call.text() for call in step.reads(node)],
-                    "applies": [call.display() for call in step.fixes(node, None)],
+                    "applies": _applies(step, node),
                 }
             )
         plan.append({"hostname": hostname, "steps": steps})
     return plan
+
+
+def _applies(step, node) -> list[str]:
+    """What the step's apply may run on the node, its reboot included (approving the step approves the reboot)."""
+    applies = [call.display() for call in step.fixes(node, None)]
+    return applies + reboot_after_fix_commands() if applies and step.reboot_after_fix else applies
 
 
 def disruptive_commands(deployment: Deployment, plan: list[dict] | None = None) -> dict[str, dict[str, list[str]]]:

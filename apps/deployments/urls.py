@@ -16,5 +16,6 @@ urlpatterns = [
     path("<uuid:public_id>/report/", views.deployment_report, name="deployment-report"),
     path("<uuid:public_id>/report/download/", views.report_download, name="deployment-report-download"),
     path("nodes/<uuid:public_id>/scheduler/", views.node_scheduler_action, name="node-scheduler-action"),
+    path("nodes/<uuid:public_id>/reboot/", views.node_reboot, name="node-reboot"),
     path("suggestions/<uuid:public_id>/<str:decision>/", views.suggestion_decide, name="deployment-suggestion-decide"),
 ]

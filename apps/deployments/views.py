@@ -21,11 +21,15 @@ from apps.deployments.catalogue import SOFTWARE_LABELS
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
 from apps.deployments.context import StoredPlanInvalid
 from apps.deployments.filters import DEPLOYMENT_COLUMNS, DeploymentFilterSet, latest_run
-from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, VersionsForm, add_service_errors
+from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, RebootForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
+from apps.deployments.reboot import KIND as REBOOT_KIND
+from apps.deployments.reboot import RebootKind, reboot_plan
 from apps.deployments.steps import STEPS
 from apps.inventory.models import Node
+from apps.jobs import services as job_services
 from apps.jobs.choices import JOB_STATUS_COLOURS, JOB_TERMINAL
+from apps.jobs.models import Job
 from apps.jobs.views import live_context
 
 STAGES = list(WizardStage)
@@ -488,6 +492,41 @@ def deployment_report(request, public_id):
 @login_required
 def report_download(request, public_id):
     return report.html_download(_deployment(request, public_id), signed_by=request.user.get_username())
+
+
+# --- the node page's Reboot section (registered from DeploymentsConfig.ready) ---------------------------------------
+
+
+def node_reboot_context(node, request) -> dict:
+    """What the Reboot section shows: the exact commands, the form for operators, and the node's last reboot job."""
+    return {
+        "node": node,
+        "plan": reboot_plan(RebootKind.validate({})),
+        "may_reboot": request.user.has_role(Role.OPERATOR),
+        "form": RebootForm(),
+        "last_reboot": Job.objects.filter(kind=REBOOT_KIND, nodes=node).order_by("-created").first(),
+    }
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def node_reboot(request, public_id):
+    node = get_object_or_404(Node, public_id=public_id)
+    form = RebootForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise serializers.ValidationError(form.errors)
+        job = job_services.create_job(
+            kind=REBOOT_KIND,
+            targets=job_services.TargetSpec(nodes=(node.hostname,)),
+            parameters={"force": form.cleaned_data["force"]},
+            requested_by=request.user,
+        )
+    except serializers.ValidationError as error:
+        messages.error(request, f"{node.hostname} was not rebooted: {_flatten(error.detail)}")
+        return redirect("node-detail", public_id=node.public_id)
+    messages.success(request, f"Reboot of {node.hostname} started: the job below shows each step as it runs.")
+    return redirect("job-page", public_id=job.public_id)
 
 
 @require_POST

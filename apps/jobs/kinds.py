@@ -97,6 +97,10 @@ class JobKind:
     def steps(self, parameters: dict) -> list[StepSpec]:
         raise NotImplementedError
 
+    def check_nodes(self, nodes: list, parameters: dict) -> None:
+        """Called by create_job with the resolved nodes (inventory Nodes) and validated parameters, before anything is
+        stored: raise serializers.ValidationError({"targets": [...]}) to refuse them (a reboot of a node in service)."""
+
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         """What a finished cell records. Called on the fan-out's event loop, once per cell that ran (not for skipped
         ones): no database access here, and return quickly. Default: default_status() and default_summary()."""

@@ -182,6 +182,7 @@ def create_job(
     steps = job_kind.steps(params)
     selection = resolve_selection(targets)
     nodes = selection.nodes
+    job_kind.check_nodes(nodes, params)
     shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)
     with transaction.atomic():
         job = Job.objects.create(

@@ -13,6 +13,7 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``tiered:<digest of a file's first path>`` {"from": first path, "to": where it is now}: a modelled file `mv` moved
   (apps/simulator/tools/files.py)
 - ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
+- ``boot:last`` dict ``{"count", "at", "down_seconds"}``: the node's last simulated reboot (apps/simulator/boot.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
 """
@@ -103,6 +104,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         if volume is None:
             return False
         volume.freed_bytes += int(value or 0)
+    elif family == "boot" and rest == "last":
+        state.boot = dict(value)
     elif family == "tiered" and isinstance(value, dict):
         state.relocated[str(value["from"])] = str(value["to"])
     elif family == "training" and rest.startswith("resume:"):

@@ -2,12 +2,13 @@
 
 import time
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Prefetch
 
 from apps.inventory.models import Cable, Firmware, Gpu, GpuSku, Nic, Node, StorageTier, Switch, Volume
-from apps.simulator import shell
+from apps.simulator import boot, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.faults.kinds import fault_kind
 from apps.simulator.faults.node import apply_faults, check_fault
@@ -50,6 +51,9 @@ def node_state(*, node: Node) -> SimulatedNode:
     return apply_changes(apply_faults(build_state(node), node.sim_faults.all()), node.sim_changes.all())
 
 
+_UNREAD = object()
+
+
 class NodeSession:
     """Commands on one simulated node over one connection (the sim transport opens one per node and shard).
 
@@ -70,6 +74,7 @@ class NodeSession:
         self._state_seen: tuple = ()
         self._checked = 0.0
         self._peers: dict[str, SimulatedNode | None] = {}
+        self._boot = _UNREAD
 
     def _seen(self) -> tuple:
         """What can change under an open session: the node's faults and stored changes (how many, last update)."""
@@ -95,7 +100,15 @@ class NodeSession:
             self._peers[hostname] = node_state(node=node) if node is not None else None
         return self._peers[hostname]
 
+    def _last_boot(self) -> dict | None:
+        """The node's last simulated reboot, read once per session (one small query, so `true` stays cheap)."""
+        if self._boot is _UNREAD:
+            self._boot = _last_boot(self.node)
+        return self._boot
+
     def run(self, argv: list[str]) -> CommandOutput:
+        if boot.is_down(self._last_boot()):  # rebooting: nothing answers on the node's port
+            return CommandOutput(255, "", boot.REFUSED.format(host=self.node.hostname))
         context = Context(
             loader=self._current_state,
             hostname=self.node.hostname,
@@ -115,6 +128,9 @@ class NodeSession:
                 for hostname, changes in context.peer_changes.items():
                     for key, value in changes.items():
                         SimChange.objects.update_or_create(node=peers[hostname], key=key, defaults={"value": value})
+        if context.reboot_requested:
+            reboot(node=self.node, seed=self.seed, down_seconds=settings.RACKPILOT_SIM_REBOOT_SECONDS)
+            self._state, self._boot = None, _UNREAD  # the node comes back as a new boot: read it afresh
         return result
 
 
@@ -217,13 +233,22 @@ def clear_changes(*, node: Node) -> int:
     return removed
 
 
-def reboot(*, node: Node) -> int:
+def _last_boot(node: Node) -> dict | None:
+    return SimChange.objects.on(node).filter(key=boot.BOOT_KEY).values_list("value", flat=True).first()
+
+
+def reboot(*, node: Node, seed: int = 0, down_seconds: float = 0.0) -> int:
     """A simulated reboot: what lived only in the driver (power limits set with nvidia-smi -pl) is gone; files,
-    packages and NIC settings written to disk stay. Returns how many settings were lost."""
+    packages and NIC settings written to disk stay; the node gets a new boot id and answers nothing for about
+    `down_seconds` (0: back at once; `systemctl reboot` takes RACKPILOT_SIM_REBOOT_SECONDS: apps/simulator/boot.py).
+    Returns how many settings were lost."""
     removed = 0
-    for prefix in VOLATILE_PREFIXES:
-        count, _ = SimChange.objects.on(node).filter(key__startswith=prefix).delete()
-        removed += count
+    with transaction.atomic():
+        for prefix in VOLATILE_PREFIXES:
+            count, _ = SimChange.objects.on(node).filter(key__startswith=prefix).delete()
+            removed += count
+        value = boot.next_boot(_last_boot(node), hostname=node.hostname, seed=seed, base_seconds=down_seconds)
+        SimChange.objects.update_or_create(node=node, key=boot.BOOT_KEY, defaults={"value": value})
     return removed
 
 

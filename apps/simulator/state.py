@@ -259,6 +259,7 @@ class SimulatedNode:
     files: dict[str, str] = field(default_factory=dict)  # absolute path: content
     relocated: dict[str, str] = field(default_factory=dict)  # where `mv` put a modelled file: first path -> now
     ptp_synchronised: bool = True
+    boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
 
     @property
     def driver_cuda(self) -> str:

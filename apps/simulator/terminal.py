@@ -54,6 +54,7 @@ class Context:
         self.real_time = real_time  # long benchmarks take the model's time too (else only `sleep` does)
         self.env: dict[str, str] = dict(env or {})  # NAME=VALUE given through `env` (what NCCL reads first)
         self.changes: dict[str, object] = {}  # what the command changed, for the caller to store
+        self.reboot_requested = False  # `systemctl reboot`: the caller reboots the node (services.reboot)
         self.peer_changes: dict[str, dict[str, object]] = {}  # host name -> what it changed on another node
         self.memo: dict = {}  # what a tool computed once for this command (a training run's checkpoints)
         self.shell: Callable[[Context, list[str]], CommandOutput] | None = None  # set by the shell that runs us

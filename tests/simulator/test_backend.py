@@ -62,8 +62,10 @@ def test_the_sim_transport_runs_catalogue_commands_through_the_simulator():
     assert result.stdout.decode().count("NVIDIA H200") == 8
 
 
-def test_every_catalogue_command_is_answered(gpu_node):
+def test_every_catalogue_command_is_answered(gpu_node, settings):
     from apps.nodeexec.catalogue import CATALOGUE
+
+    settings.RACKPILOT_SIM_REBOOT_SECONDS = 0  # `systemctl reboot` is among them: the node is back at once
 
     examples = {
         "interface": "ens1np0",
@@ -142,6 +144,7 @@ def test_every_catalogue_command_is_answered(gpu_node):
         "scontrol-resume",
         "remove-checkpoint",
         "resume-torchrun",
+        "systemctl-reboot",
         "mkdir-parents",
         "mv-file",
     }

@@ -197,13 +197,15 @@ class Step:
     """Subclass, set the class attributes, implement reads() and judge(); fixes() when the step can change things.
 
     `acceptance` steps only measure (no apply): a failing measurement is retried as its criterion says. `disruptive`
-    steps (firmware flash, driver change, link changes) apply only on nodes an operator approved.
+    steps (firmware flash, driver change, link changes) apply only on nodes an operator approved. `reboot_after_fix`
+    steps take effect only at the next boot: the node is rebooted between the fix and the verify (approved with it).
     """
 
     name: ClassVar[str]
     label: ClassVar[str]
     phase: ClassVar[int] = Phase.ENVIRONMENT
     disruptive: ClassVar[bool] = False
+    reboot_after_fix: ClassVar[bool] = False
     acceptance: ClassVar[bool] = False
     description: ClassVar[str] = ""
     retry_check: ClassVar[str] = ""  # the criterion whose retries/cool-down apply to this step

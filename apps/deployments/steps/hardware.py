@@ -214,6 +214,7 @@ class EccClean(Step):
 class Firmware(Step):
     name, label = "firmware", "Firmware at baseline"
     disruptive = True
+    reboot_after_fix = True  # a flashed BIOS, BMC or VBIOS image runs from the next boot
     description = (
         "BIOS, BMC, GPU VBIOS and NIC firmware at the baselines chosen in the wizard; flashing needs approval."
     )

@@ -48,7 +48,8 @@ class Package(Step):
 
 class Driver(Package):
     name, label, software = "driver", "GPU driver", "driver"
-    disruptive = True  # the new kernel module loads only with the GPUs idle, after a reboot
+    disruptive = True
+    reboot_after_fix = True  # the new kernel module loads only with the GPUs idle, after a reboot
     description = "The NVIDIA driver at the plan's version (nvidia-smi's driver_version)."
 
     def reads(self, node):

@@ -66,10 +66,31 @@ class KindFieldExtension(OpenApiSerializerFieldExtension):
         return {"type": "string", "enum": kind_names()}
 
 
+class KindParametersField(serializers.JSONField):
+    """A job's parameters: an object the kind named by `kind` validates (JobKind.parameters)."""
+
+
+class KindParametersFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = KindParametersField
+
+    def map_serializer_field(self, auto_schema, direction):
+        # One component per kind that takes parameters: the schema cannot say which goes with which `kind`, so it
+        # offers each (anyOf); the kind's own serializer judges them (400 naming the parameter).
+        shapes = {KINDS[name].parameters for name in kind_names() if KINDS[name].parameters().fields}
+        refs = [auto_schema.resolve_serializer(shape, direction).ref for shape in sorted(shapes, key=_qualname)]
+        return {"type": "object", "anyOf": refs}
+
+
+def _qualname(cls) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 class JobCreateSerializer(serializers.Serializer):
     kind = KindField(max_length=64, help_text="A registered job kind, e.g. shell-check or sleep.")
     targets = TargetsSerializer()
-    parameters = serializers.JSONField(required=False, default=dict, help_text="Checked by the kind's schema.")
+    parameters = KindParametersField(
+        required=False, default=dict, help_text="The parameters of the kind named by `kind` (one of these objects)."
+    )
     transport = serializers.ChoiceField(choices=TRANSPORT_NAMES, required=False)
 
 

@@ -3,6 +3,7 @@ clock (chronyc), the BMC (ipmitool mc info), and the write-file script deploymen
 
 import base64
 import binascii
+import time
 
 from apps.nodeexec.catalogue import (
     DCGM_SOAK_SCRIPT,
@@ -13,6 +14,7 @@ from apps.nodeexec.catalogue import (
     UTILISATION_SCRIPT,
     WRITE_FILE_SCRIPT,
 )
+from apps.simulator.boot import BOOT_ID_PATH, boot_id, up_since, uptime_text
 from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
@@ -198,6 +200,9 @@ def read_file(context: Context, path: str) -> str | None:
         return OS_RELEASE
     if path == "/etc/hostname":
         return state.hostname + "\n"
+    if path == BOOT_ID_PATH:
+        count = int((state.boot or {}).get("count", 0))
+        return boot_id(hostname=state.hostname, count=count, seed=context.seed) + "\n"
     if path == "/sys/class/dmi/id/bios_version":
         return state.bios + "\n"
     if path == "/proc/driver/nvidia/version":
@@ -267,7 +272,11 @@ def free(context: Context, argv: list[str]) -> CommandOutput:
 
 
 def uptime(context: Context, argv: list[str]) -> CommandOutput:
-    return ok(" 09:00:00 up 12 days,  3:14,  0 users,  load average: 0.08, 0.12, 0.10\n")
+    """Since the node's last simulated reboot, else the 12 days it has been up since before the simulator knew it."""
+    booted = up_since(context.state.boot)
+    up = uptime_text(time.time() - booted) if booted is not None else "12 days,  3:14"
+    now = time.strftime("%H:%M:%S", time.gmtime())
+    return ok(f" {now} up {up},  0 users,  load average: 0.08, 0.12, 0.10\n")
 
 
 def true(context: Context, argv: list[str]) -> CommandOutput:
@@ -441,11 +450,14 @@ def systemctl(context: Context, argv: list[str]) -> CommandOutput:
     args = [arg for arg in argv[1:] if arg not in ("--no-pager", "--quiet", "-q")]
     if args == ["daemon-reload"]:
         return ok("")
+    if args == ["reboot"]:  # quiet and at once, as systemd queues the reboot; the session stores it (NodeSession)
+        context.reboot_requested = True
+        return ok("")
     if len(args) == 4 and args[:3] == ["show", "-p", "ActiveState"]:
         return ok("ActiveState=active\n")
     if len(args) == 2 and args[0] == "show" and args[1].startswith("--property=ActiveState"):
         return ok("ActiveState=active\n")
-    return fail(1, "systemctl: only daemon-reload and show -p ActiveState are simulated\n")
+    return fail(1, "systemctl: only daemon-reload, reboot and show -p ActiveState are simulated\n")
 
 
 # --- dmesg ------------------------------------------------------------------------------------------------------
