@@ -9,13 +9,12 @@ class DeploymentsConfig(AppConfig):
     def ready(self) -> None:
         # Registers the `deploy`, `scheduler-action` and `reboot` job kinds with the commands they run, and the node
         # page's scheduler and reboot sections.
-        from apps.deployments import kinds, node_operations, reboot  # noqa: F401
-        from apps.deployments.views import node_reboot_context
+        from apps.deployments import kinds, node_operations, node_page, reboot  # noqa: F401
         from apps.inventory.sections import NODE_PAGE
 
         NODE_PAGE.register(
-            name="scheduler",
-            template="deployments/partials/node_scheduler.html",
-            context=node_operations.node_scheduler_section,
+            name="scheduler", template="deployments/partials/node_scheduler.html", context=node_page.scheduler_section
         )
-        NODE_PAGE.register(name="reboot", template="deployments/partials/node_reboot.html", context=node_reboot_context)
+        NODE_PAGE.register(
+            name="reboot", template="deployments/partials/node_reboot.html", context=node_page.reboot_section
+        )

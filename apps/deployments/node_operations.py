@@ -12,7 +12,6 @@ from rest_framework import serializers
 from apps.inventory.choices import NodeRole
 from apps.inventory.models import Node
 from apps.jobs.kinds import JobKind, StepSpec, register_kind
-from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.catalogue import CATALOGUE, PLACEHOLDERS, Command, CommandError, register_command
 
@@ -108,12 +107,6 @@ def start_scheduler_action(*, node, requested_by):
         parameters=planned["parameters"],
         requested_by=requested_by,
     )
-
-
-def node_scheduler_section(node, request) -> dict:
-    """The node page's "Scheduler" section: the commands that match its drain state and the last such job."""
-    last = Job.objects.filter(kind=KIND, parameters__node=node.hostname).order_by("-created").first()
-    return {"node": node, "planned": scheduler_request(node), "last": last}
 
 
 class SchedulerActionParameters(serializers.Serializer):

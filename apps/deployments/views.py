@@ -24,12 +24,10 @@ from apps.deployments.filters import DEPLOYMENT_COLUMNS, DeploymentFilterSet, la
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, RebootForm, VersionsForm, add_service_errors
 from apps.deployments.models import Deployment, Suggestion, Verdict
 from apps.deployments.reboot import KIND as REBOOT_KIND
-from apps.deployments.reboot import RebootKind, reboot_plan
 from apps.deployments.steps import STEPS
 from apps.inventory.models import Node
 from apps.jobs import services as job_services
 from apps.jobs.choices import JOB_STATUS_COLOURS, JOB_TERMINAL
-from apps.jobs.models import Job
 from apps.jobs.views import live_context
 
 STAGES = list(WizardStage)
@@ -494,18 +492,7 @@ def report_download(request, public_id):
     return report.html_download(_deployment(request, public_id), signed_by=request.user.get_username())
 
 
-# --- the node page's Reboot section (registered from DeploymentsConfig.ready) ---------------------------------------
-
-
-def node_reboot_context(node, request) -> dict:
-    """What the Reboot section shows: the exact commands, the form for operators, and the node's last reboot job."""
-    return {
-        "node": node,
-        "plan": reboot_plan(RebootKind.validate({})),
-        "may_reboot": request.user.has_role(Role.OPERATOR),
-        "form": RebootForm(),
-        "last_reboot": Job.objects.filter(kind=REBOOT_KIND, nodes=node).order_by("-created").first(),
-    }
+# --- node operations started from the node page (its sections: apps/deployments/node_page.py) -----------------
 
 
 @require_POST

@@ -1,0 +1,26 @@
+"""The node page's sections from this app (registered from DeploymentsConfig.ready): telling the scheduler about the
+node's drain state, and rebooting it. Each shows the exact commands before anything runs."""
+
+from apps.accounts.choices import Role
+from apps.deployments import node_operations
+from apps.deployments.forms import RebootForm
+from apps.deployments.reboot import KIND as REBOOT_KIND
+from apps.deployments.reboot import RebootKind, reboot_plan
+from apps.jobs.models import Job
+
+
+def scheduler_section(node, request) -> dict:
+    """The commands that match the node's drain state, where they run, and the last such job."""
+    last = Job.objects.filter(kind=node_operations.KIND, parameters__node=node.hostname).order_by("-created").first()
+    return {"node": node, "planned": node_operations.scheduler_request(node), "last": last}
+
+
+def reboot_section(node, request) -> dict:
+    """The reboot's exact commands, the form for operators, and the node's last reboot job."""
+    return {
+        "node": node,
+        "plan": reboot_plan(RebootKind.validate({})),
+        "may_reboot": request.user.has_role(Role.OPERATOR),
+        "form": RebootForm(),
+        "last_reboot": Job.objects.filter(kind=REBOOT_KIND, nodes=node).order_by("-created").first(),
+    }
