@@ -66,6 +66,7 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
             return super().paginate_queryset(queryset, request, view)
         self.request = request
         self.limit = self.get_limit(request)
+        self.get_offset(request)  # a cursor page ignores the offset, but a bad one is still refused
         self.ordering = total_ordering(queryset)
         after = decode_cursor(request.query_params[self.cursor_query_param], self.ordering)
         page = queryset.order_by(*self.ordering)

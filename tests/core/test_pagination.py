@@ -91,3 +91,9 @@ def test_a_bad_cursor_is_a_400_naming_it(api_as, viewer, cursor):
     factories.make_node(hostname="n001")
     response = api_as(viewer).get("/api/nodes/", {"cursor": cursor})
     assert response.status_code == 400 and "cursor" in response.json(), response.content
+
+
+def test_a_cursor_page_still_refuses_an_offset_past_the_bound(api_as, viewer):
+    # The cursor page ignores the offset, but a value the schema refuses is refused there too.
+    response = api_as(viewer).get("/api/nodes/", {"cursor": "", "offset": str(2**63)})
+    assert response.status_code == 400 and "offset" in response.json(), response.content

@@ -230,7 +230,19 @@ def _every_kind_parameters() -> type[serializers.Serializer]:
     doc = "The kind's parameters: " + "; ".join(
         f"{spec.name}: {', '.join(spec.parameters().fields)}" for spec in POLICY_KINDS.values()
     )
-    return type("CostPolicyParametersSerializer", (serializers.Serializer,), {**fields, "__doc__": doc})
+    return type(
+        "CostPolicyParametersSerializer",
+        (serializers.Serializer,),
+        {**fields, "__doc__": doc, "to_internal_value": _refusing_unknown},
+    )
+
+
+def _refusing_unknown(self, data):
+    """A name no kind takes is refused (a serializer would drop it); a name of another kind is the kind's to refuse."""
+    unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
+    if unknown:
+        raise serializers.ValidationError({name: ["Unknown parameter."] for name in unknown})
+    return serializers.Serializer.to_internal_value(self, data)
 
 
 CostPolicyParametersSerializer = _every_kind_parameters()
