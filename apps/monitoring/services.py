@@ -146,7 +146,9 @@ def telemetry_health(*, now: float | None = None) -> dict:
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:
         return context
-    end = time.time() if now is None else now
+    # "Now" rounded up to the second: the dashboard asks twice a request (this panel and the fleet-health number), and
+    # the same window is one kept answer. Up, not down, so a fault injected a moment ago is already in force.
+    end = math.ceil(time.time()) if now is None else now
     window = Window(end=end, span=0, step=60, rate_range=60)
     hosts = sorted({hostname for hostname, _ in healthy})
     try:
