@@ -46,6 +46,6 @@ def test_a_worker_process_imports_a_large_file_reporting_progress(api_as, admin,
         # Written by the recorder's own connection as the rows went by, not all at the commit: the first progress
         # event (250 rows) is older than the last batch of nodes the import wrote.
         # (One comparison of wall-clock stamps: comparing with job.finished too failed once in CI by 70 ms although
-        # the event is flushed before finished is stamped; the machine's clock had stepped back.)
+        # the event is flushed before finished is stamped, so the wall clock must have stepped back meanwhile.)
         newest_node = Node.objects.filter(hostname__startswith="bulk").latest("created").created
         assert progress[0].created < newest_node
