@@ -45,7 +45,7 @@ def _volumes(context: Context):
     return [volume for volume in context.state.volumes if volume.kind in ("hot", "warm")]
 
 
-def _earlier_runs(context: Context, mount: str, kind: str, today: float) -> list[SimFile]:
+def _earlier_runs(context: Context, mount: str, kind: str, today: float, hour: float) -> list[SimFile]:
     rng = noise(context.seed, context.hostname, "tier-files", mount)
     files = []
     for number, ended_days in enumerate(EARLIER_RUNS):
@@ -57,8 +57,9 @@ def _earlier_runs(context: Context, mount: str, kind: str, today: float) -> list
             files.append(SimFile(f"{mount}/ckpt/{run}/step_{(index + 1) * 1000:07d}.pt", size, saved))
         notes = f'{mount}/ckpt/{run}/eval "v{number + 1}" & $HOME; notes (copy).txt'
         files.append(SimFile(notes, int(rng.uniform(20, 80) * 1024), ended + 600))
+    # Read by every epoch: within the last 0.9 day before the hour now is in (an hour keeps listings stable).
     for part in range(DATASET_PARTS):
-        read = today + rng.uniform(-0.9, 0.0) * DAY
+        read = hour - rng.uniform(0.0, 0.9) * DAY
         files.append(SimFile(f"{mount}/datasets/tokenized/part-{part:05d}.bin", int(rng.uniform(3, 5) * 2**30), read))
     return files
 
@@ -93,10 +94,10 @@ def node_files(context: Context, now: float | None = None) -> dict[str, SimFile]
     if key in context.memo:
         return context.memo[key]
     now = time.time() if now is None else now
-    today = (now // DAY) * DAY
+    today, hour = (now // DAY) * DAY, (now // 3600) * 3600
     files: list[SimFile] = []
     for volume in _volumes(context):
-        files += _earlier_runs(context, volume.mount_point, volume.kind, today)
+        files += _earlier_runs(context, volume.mount_point, volume.kind, today, hour)
         for run in runs_on(context.hostname):
             if _under(run.checkpoint_dir, volume.mount_point):
                 files += run_checkpoints(run, context.hostname, now)
