@@ -43,6 +43,7 @@ up: install
 	$(BIN)/python manage.py load_demo
 	$(BIN)/python manage.py collectstatic --no-input --verbosity 0
 	$(BIN)/python manage.py load_demo_workloads
+	$(BIN)/python manage.py load_demo_slos
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/celery -A portal worker -Q jobs --hostname jobs@%h --loglevel INFO --concurrency 2 --without-gossip --without-mingle --without-heartbeat & \
 	$(BIN)/celery -A portal worker -Q system --hostname system@%h --loglevel INFO --concurrency 1 --without-gossip --without-mingle --without-heartbeat & \

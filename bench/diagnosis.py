@@ -1,9 +1,10 @@
 """Runbook 1 (NCCL timeout / hang) against every fault kind that can hurt a training job, injected alone on a random
-node of a simulated training job, then runbook 3 (training interrupted) against a full disk and a lost GPU, then
-runbook 2 (GPU utilisation fluctuating) against a power cap, a thermal slowdown, a straggler, a starving data loader
-and a second trainer on a node: how often it names the right cause and node (runbook 3: and the newest valid
-checkpoint; runbook 2: and the fix for that node or GPU), false alarms on fault-free runs, and time and commands to
-a verdict.
+node of a simulated training job (the network faults, a lost GPU, and for its storage / data-loader branch a mount
+whose server stops answering and a full checkpoint volume), then runbook 3 (training interrupted) against a full
+disk and a lost GPU, then runbook 2 (GPU utilisation fluctuating) against a power cap, a thermal slowdown, a
+straggler, a starving data loader and a second trainer on a node: how often it names the right cause and node
+(runbook 3: and the newest valid checkpoint; runbook 2: and the fix for that node or GPU), false alarms on
+fault-free runs, and time and commands to a verdict.
 
     .venv/bin/python bench/diagnosis.py                  # 10 trials per fault kind, 10 fault-free (runbook 2: 100)
     .venv/bin/python bench/diagnosis.py --trials 25
@@ -35,6 +36,9 @@ FAULTS = {
     "mtu": ("mtu_mismatch", lambda rng, nics, gpus: rng.choice(nics)),
     "nic_down": ("link_down", lambda rng, nics, gpus: rng.choice(nics)),
     "xid79": ("gpu_lost", lambda rng, nics, gpus: str(rng.choice(gpus))),
+    # The storage / data-loader branch: the NFS checkpoint mount or the Lustre data mount stops answering.
+    "storage_slow": ("storage_slow", lambda rng, nics, gpus: rng.choice(["/checkpoints", "/shared"])),
+    "disk_full": ("checkpoint_disk_full", lambda rng, nics, gpus: "/checkpoints"),
     "none": ("none", None),  # a healthy job: nothing to conclude, and no fault evidence
 }
 # Runbook 3 (training interrupted): fault kind -> (the cause it should conclude, the fault's target). A trial is
@@ -47,7 +51,8 @@ RECOVERY_FAULTS = {
 # Runbook 2 (GPU utilisation fluctuating): fault kind -> (the cause, the target, the fault's parameters drawn from
 # their ranges, and what its fix must name). A trial is right when the cause is the fault's, the node is among the
 # suspects (the data loader: every GPU dips, so the whole job) and the proposed fix is that fault's for that node
-# or GPU. The job runs under Kubernetes, so a node behind with nothing holding its clocks has its pods read.
+# or GPU. The job runs under Kubernetes (Slurm for the *_slurm rows), so a node behind with nothing holding its
+# clocks has its placement read on the scheduler controller.
 UTILISATION_FAULTS = {
     "power_cap": (
         "gpu_power_capped",
@@ -81,7 +86,15 @@ UTILISATION_FAULTS = {
         lambda rng: {"speed_pct": rng.randint(40, 80)},
         lambda host, target, fix: host in fix.summary and "podAntiAffinity" in fix.artefact,
     ),
+    # The same fault under a Slurm launcher: the controller's `scontrol show job -d`, the exclusive requeue.
+    "co_located_slurm": (
+        "co_located_trainer",
+        lambda rng, gpus: "",
+        lambda rng: {"speed_pct": rng.randint(40, 80)},
+        lambda host, target, fix: host in fix.summary and "OverSubscribe=NO" in fix.artefact,
+    ),
 }
+SLURM_KINDS = {"co_located_slurm": "co_located"}  # bench row -> the fault injected, on a Slurm-launched job
 
 
 def _clear() -> None:
@@ -152,7 +165,7 @@ def measure(trials: int, seed: int, runbooks: str = "123", healthy: int = 100) -
                 fault = sim.inject_fault(node=node, kind=kind, target=pick_target(rng, nics, gpus))
                 SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=30))
             calls, started = counter.calls, time.perf_counter()
-            incident = _run_runbook(job, operator, "nccl-timeout", (Phase.LOG, Phase.NETWORK))
+            incident = _run_runbook(job, operator, "nccl-timeout", (Phase.LOG, Phase.NETWORK, Phase.STORAGE))
             seconds.append(time.perf_counter() - started)
             commands.append(counter.calls - calls)
             concluded = incident.cause or "none"
@@ -247,11 +260,15 @@ def _measure_utilisation(trials, healthy, rng, job, operator, counter) -> dict:
         for _ in range(count):
             _clear()
             host, target = rng.choice(HOSTS), ""
+            job.launcher = Launcher.SLURM if kind in SLURM_KINDS else Launcher.KUBERNETES
+            job.save(update_fields=["launcher"])
             if kind != "none":
                 expected, pick_target, pick_parameters, names_fix = UTILISATION_FAULTS[kind]
                 node = Node.objects.get(hostname=host)
                 target = pick_target(rng, sorted(node.gpus.values_list("index", flat=True)))
-                fault = sim.inject_fault(node=node, kind=kind, target=target, parameters=pick_parameters(rng))
+                fault = sim.inject_fault(
+                    node=node, kind=SLURM_KINDS.get(kind, kind), target=target, parameters=pick_parameters(rng)
+                )
                 SimFault.objects.filter(pk=fault.pk).update(created=timezone.now() - timedelta(minutes=30))
             calls, started = counter.calls, time.perf_counter()
             incident = _run_runbook(job, operator, "gpu-utilisation", (Phase.SAMPLE, Phase.SCHEDULER))
@@ -321,11 +338,11 @@ def main() -> None:
 def _print_nccl_timeout(result: dict, seed: int) -> None:
     causes = sorted({cause for row in result["confusion"].values() for cause in row} | {e for e, _ in FAULTS.values()})
     print(f"runbook 1 (nccl-timeout), {result['trials']} trials per fault kind, seed {seed}")
-    print(f"{'injected':<10}" + "".join(f"{cause[:16]:>18}" for cause in causes) + f"{'right':>8}")
+    print(f"{'injected':<13}" + "".join(f"{cause[:20]:>22}" for cause in causes) + f"{'right':>8}")
     for kind in FAULTS:
         row = result["confusion"].get(kind, {})
-        cells = "".join(f"{row.get(cause, 0):>18}" for cause in causes)
-        print(f"{kind:<10}{cells}{result['right'].get(kind, 0):>5}/{result['trials']}")
+        cells = "".join(f"{row.get(cause, 0):>22}" for cause in causes)
+        print(f"{kind:<13}{cells}{result['right'].get(kind, 0):>5}/{result['trials']}")
     faulty = [kind for kind in FAULTS if kind != "none"]
     total = sum(result["right"].get(kind, 0) for kind in faulty)
     runs = len(faulty) * result["trials"]

@@ -56,7 +56,8 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 
 def _reaper_loop(interval: float) -> None:
     """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, start
-    the BMC reads that are due, prune hourly, run job-template schedules that are due, scan for notifications."""
+    the BMC reads and training-log reads that are due, prune hourly, run job-template schedules that are due, scan
+    for notifications."""
     from django.conf import settings
 
     from apps.automation import notifications
@@ -64,6 +65,7 @@ def _reaper_loop(interval: float) -> None:
     from apps.deployments import recording
     from apps.jobs import services
     from apps.monitoring import bmcs as monitoring
+    from apps.monitoring import progress
     from apps.monitoring.policies import services as policies
     from portal.celery import reap_forever
 
@@ -77,6 +79,7 @@ def _reaper_loop(interval: float) -> None:
             (automation.run_due_schedules, 0),  # beat's DatabaseScheduler in the services wiring
             (notifications.scan_events, settings.RACKPILOT_NOTIFY_SCAN_SECONDS),
             (policies.evaluate_all, settings.RACKPILOT_POLICY_EVALUATION_SECONDS),
+            (progress.schedule_reads, settings.RACKPILOT_TRAINING_PROGRESS_SECONDS),
         ],
     )
 

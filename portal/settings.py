@@ -108,6 +108,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "apps.core.middleware.AuditContextMiddleware",
+    "apps.core.middleware.ReadScopeMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -295,6 +296,7 @@ SYSTEM_TASKS = (
     "rackpilot.automation.scan_events",
     "rackpilot.automation.deliver",
     "rackpilot.monitoring.evaluate_cost_policies",
+    "rackpilot.monitoring.read_training_progress",
 )
 CELERY_TASK_ROUTES = {
     "rackpilot.jobs.run_shard": {"queue": "jobs"},
@@ -365,6 +367,7 @@ RACKPILOT_SIM_REAL_TIME = env_bool("RACKPILOT_SIM_REAL_TIME", False)
 # directly (the embedded wiring).
 RACKPILOT_PROMETHEUS_URL = env_str("RACKPILOT_PROMETHEUS_URL", "")
 RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = env_int("RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS", 5)
+RACKPILOT_PROMETHEUS_KEEP_SECONDS = env_int("RACKPILOT_PROMETHEUS_KEEP_SECONDS", 30)
 RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL", False)
 RACKPILOT_PROMETHEUS_TARGETS_DIR = env_str("RACKPILOT_PROMETHEUS_TARGETS_DIR", str(VAR_DIR / "prometheus" / "targets"))
 RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  # host:port Prometheus scrapes
@@ -373,6 +376,8 @@ RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  
 # its own schedule; beat looks for sites that are due every RACKPILOT_BMC_SCHEDULER_SECONDS.
 RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
 RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
+# Training progress (docs/monitoring.md): each active training job's log is read for step lines this often.
+RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
 RACKPILOT_BMC_RETENTION_DAYS = env_int("RACKPILOT_BMC_RETENTION_DAYS", 7)
 RACKPILOT_BMC_TIMEOUT_SECONDS = env_int("RACKPILOT_BMC_TIMEOUT_SECONDS", 10)
 # The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`.
@@ -429,6 +434,10 @@ CELERY_BEAT_SCHEDULE = {
     "rackpilot-automation-scan-events": {
         "task": "rackpilot.automation.scan_events",
         "schedule": float(env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)),
+    },
+    "rackpilot-monitoring-read-training-progress": {
+        "task": "rackpilot.monitoring.read_training_progress",
+        "schedule": float(RACKPILOT_TRAINING_PROGRESS_SECONDS),
     },
     "rackpilot-monitoring-evaluate-cost-policies": {
         "task": "rackpilot.monitoring.evaluate_cost_policies",

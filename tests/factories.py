@@ -9,7 +9,7 @@ from django.utils import timezone
 from apps.accounts.models import User
 from apps.inventory.catalogue import sync_gpu_skus
 from apps.inventory.choices import NicPurpose, NicTransport, NodeRole, Plane, SwitchTier
-from apps.inventory.models import Gpu, GpuSku, Nic, Node, Rack, Site, Switch
+from apps.inventory.models import Gpu, GpuSku, Nic, Node, Pdu, Rack, Site, Switch
 from apps.tokens import services as tokens
 
 _counter = itertools.count(1)
@@ -92,3 +92,14 @@ def make_switch(**fields) -> Switch:
             **fields,
         }
     )
+
+
+def make_pdu(**fields) -> Pdu:
+    """A vertical (0U) PDU on feed A at the rear left, unless told otherwise."""
+    n = _next()
+    if "rack" not in fields:
+        fields["rack"] = make_rack()
+    defaults = {"name": f"pdu{n}", "feed": "A", "max_power_w": 22000, "outlet_count": 24}
+    if fields.get("position") is None:
+        defaults["side"] = "left"
+    return Pdu.objects.create(**{**defaults, **fields})

@@ -27,6 +27,7 @@ IMPORT_SECTIONS = frozenset(
         "gpus",
         "nics",
         "switches",
+        "pdus",
         "cables",
         "storage_tiers",
         "volumes",
@@ -48,9 +49,13 @@ DATA_DEPENDENT = [
     re.compile(r"^.+ has BMC settings already: change those\.$"),  # one BMC per node
     re.compile(r"^A BMC stays with its node: "),  # an update naming another node than the stored one
     re.compile(r"^.+ already has an? \w+ fault(?: on .+)?\.$", re.DOTALL),  # a simulated fault already injected
+    # A simulated fault's target is one the node has (a GPU index, a data NIC, a checkpoint), as the kind says.
+    re.compile(r"^.+ has no (?:GPU|data NIC|checkpoint) .+\.$", re.DOTALL),
     # A node's place in its rack: the rack's height and the nodes already in it.
     re.compile(r"^U\d+–U\d+ (?:does not fit in .+ \(\d+U\)|overlaps .+)\.?$", re.DOTALL),
     re.compile(r"^.+ is already (?:used|taken|cabled|in use)", re.DOTALL),
+    # A node's status moves by the allowed transitions from the stored one (a racked node cannot become ready).
+    re.compile(r"^A \w+ node cannot become \w+; from \w+ it may become: .+\.$"),
     # Cross-field rules (JSON Schema has no "at least one of these lists is not empty", nor comparisons).
     re.compile(r"^Name nodes, racks(?:, tags)? or (?:tags|a role)\.$"),
     re.compile(r"^End [AB] is either a NIC or a switch port(?:, not both or neither)?\.$"),
@@ -72,12 +77,20 @@ DATA_DEPENDENT = [
     re.compile(r"^Name the training job, node or failed check the incident is about\.$"),
     re.compile(r"^The [a-z-]+ runbook needs the training job\.$"),
     re.compile(r"^A service runs on at least one node\.$"),
+    re.compile(r"^Name the fault, or the node and the fault's kind\.$"),  # a rehearsal: a fault id, or node and kind
+    re.compile(r"^Only runbook 2 \(gpu-utilisation\) samples the GPUs over a window\.$"),  # sample_seconds, runbook
+    # A PDU's mounting and rating: a position or a side, the maximum power or amps and volts.
+    re.compile(r"^A PDU is either vertical \(0U\) on a side or in U slots, not both\.$"),
+    re.compile(r"^A vertical \(0U\) PDU hangs on the left or right of the rear\.$"),
+    re.compile(r"^A PDU in U slots has no side; leave it empty or clear the position\.$"),
+    re.compile(r"^Give the maximum power, or the rated amps and volts\.$"),
     # A BMC password's length in bytes depends on the protocol (given, or stored for a PATCH).
     re.compile(r"^IPMI 2\.0 passwords are at most \d+ bytes; this one is longer\.$"),
     re.compile(r"^Give a new password or clear it, not both\.$"),
     # A cost policy's power limit is judged against the GPU SKUs of the nodes in its scope.
     re.compile(r" is outside the .+'s power limit range, \d+–\d+ W\.$"),
     re.compile(r"^Elastic scaling acts on one inference service\.$"),  # a kind's scope
+    re.compile(r"^.+ policies act on: [a-z, ]+\.$"),  # the scopes a kind declares
     # Cross-field rules of notification subscriptions: what a channel needs.
     re.compile(r"^Give one or more e-mail addresses\.$"),
     re.compile(r"^A webhook needs a shared secret"),

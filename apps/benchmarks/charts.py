@@ -108,8 +108,13 @@ def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -
     return figure
 
 
-def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> go.Figure:
-    """Node × node: the busbw of the smallest test that held both nodes; suspects marked and labelled."""
+def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> dict:
+    """Node × node, as figure JSON: the busbw of the smallest test that held both nodes; suspects marked and labelled.
+
+    At 256 nodes that is 65,536 cells. The hover is one template over the cell's value and its test's width
+    (`customdata`), not a string per cell (4 MiB of figure); and the two matrices join the figure after plotly has
+    built and serialised the rest, since its validation and deep copies of them cost a second of CPU at that size
+    (they are plain lists of numbers and None: nothing there for it to check)."""
     index = {host: position for position, host in enumerate(hosts)}
     size = len(hosts)
     values: list[list[float | None]] = [[None] * size for _ in range(size)]
@@ -118,29 +123,22 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> go.Fig
         if test.busbw_gbps is None:
             continue
         members = [index[host] for host in test.hosts if host in index]
+        value, width = round(test.busbw_gbps, 1), len(test.hosts)
         for a in members:
+            row, row_widths = values[a], widths[a]
             for b in members:
-                if a != b:
-                    values[a][b] = test.busbw_gbps
-                    widths[a][b] = len(test.hosts)
-    hover = [
-        [
-            f"{hosts[a]} × {hosts[b]}: {values[a][b]:.1f} GB/s (test of {widths[a][b]} nodes)"
-            if values[a][b] is not None
-            else f"{hosts[a]} × {hosts[b]}: not tested together"
-            for b in range(size)
-        ]
-        for a in range(size)
-    ]
+                row[b] = value
+                row_widths[b] = width
+    for a in range(size):  # a node with itself is no pair
+        values[a][a], widths[a][a] = None, 0
     figure = go.Figure(
         go.Heatmap(
-            z=values,
             x=hosts,
             y=hosts,
             colorscale="RdYlGn",
             colorbar={"title": "GB/s"},
-            hovertext=hover,
-            hoverinfo="text",
+            hovertemplate="%{y} × %{x}: %{z:.1f} GB/s (test of %{customdata} nodes)<extra></extra>",
+            hoverongaps=False,  # cells of nodes never tested together
         )
     )
     marked = [suspect for suspect in suspects if suspect.node.hostname in index]
@@ -170,7 +168,9 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> go.Fig
         height=max(420, 14 * size + 140),
         showlegend=False,
     )
-    return figure
+    built = figure_json(figure)
+    built["data"][0] |= {"z": values, "customdata": widths}
+    return built
 
 
 # --- the per-node suites ------------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from django.db import models
 GIB = 2**30
 MAX_BYTES = 16 * GIB  # the largest message the suites send (nccl-tests' -e 16G)
 MIN_BYTES = 8
+ITERATIONS = 20  # nccl-tests' -n: timed iterations per size (its default)
+MAX_ITERATIONS = 1000
 
 
 class Suite(models.TextChoices):
@@ -75,16 +77,18 @@ class RunStatus(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     ERROR = "error", "Error"
+    CANCELED = "canceled", "Canceled"
 
 
 ACTIVE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
-TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.ERROR})
+TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.ERROR, RunStatus.CANCELED})
 RUN_STATUS_COLOURS = {
     RunStatus.QUEUED: "grey",
     RunStatus.RUNNING: "blue",
     RunStatus.SUCCEEDED: "green",
     RunStatus.FAILED: "red",
     RunStatus.ERROR: "red",
+    RunStatus.CANCELED: "orange",
 }
 
 
@@ -120,6 +124,7 @@ class TimelineOrigin(models.TextChoices):
 
     UPLOAD = "upload", "Uploaded trace"
     TRAINING_JOB = "training-job", "Taken from a training job"
+    NODE = "node", "Read off nodes"
 
 
 # The design brief's case study: communication took 35 % of a training step before the fixes, 12 % after.

@@ -6,7 +6,9 @@ from apps.benchmarks.choices import (
     BURN_IN_MIN_SECONDS,
     HPL_MAX_N,
     HPL_MIN_N,
+    ITERATIONS,
     MAX_BYTES,
+    MAX_ITERATIONS,
     NODE_SUITE_TRANSPORTS,
     BurnLoad,
     Collective,
@@ -46,6 +48,14 @@ class BenchmarkForm(forms.Form):
     collective = forms.ChoiceField(choices=Collective.choices, initial=Collective.ALL_REDUCE)
     min_bytes = SizeField(initial="8", label="Smallest size")
     max_bytes = SizeField(initial="16G", label="Largest size")
+    iterations = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_ITERATIONS,
+        initial=ITERATIONS,
+        required=False,
+        label="Iterations",
+        help_text=f"nccl-tests -n per size (empty: {ITERATIONS}).",
+    )
     # local only for the per-node suites: the service refuses it for NCCL, naming the transport
     transport = forms.ChoiceField(choices=NODE_SUITE_TRANSPORTS)
     cooldown_seconds = forms.FloatField(min_value=0, max_value=3600, initial=5.0, label="Cool-down (s)")
@@ -67,6 +77,9 @@ class BenchmarkForm(forms.Form):
         label="HPL-MxP N",
         help_text="Empty: the largest order that fits the GPUs' memory.",
     )
+
+    def clean_iterations(self) -> int:
+        return self.cleaned_data["iterations"] or ITERATIONS  # left empty: nccl-tests' own default
 
     def clean(self):
         data = super().clean()

@@ -8,9 +8,13 @@ reads the launcher's links (ip -j link, ethtool, mlnx_qos), so a slow node is na
 Results (every row, the judged figure, verdict, evidence) are written in shard_finished; pages and the API only read.
 """
 
+import asyncio
+import binascii
+import io
+
 from rest_framework import serializers
 
-from apps.benchmarks import judging, recording, suites
+from apps.benchmarks import judging, recording, suites, timelines
 from apps.benchmarks.choices import (
     BURN_IN_DEFAULT_SECONDS,
     BURN_IN_MAX_SECONDS,
@@ -20,15 +24,19 @@ from apps.benchmarks.choices import (
     HPL_MAX_N,
     HPL_MIN_N,
     HPL_NB,
+    ITERATIONS,
     MAX_BYTES,
+    MAX_ITERATIONS,
     MIN_BYTES,
     NODE_SUITES,
+    TIMELINE_MAX_FILE_BYTES,
+    TIMELINE_MAX_FILES,
     BurnLoad,
     Collective,
     Purpose,
     Suite,
 )
-from apps.jobs.choices import StepStatus
+from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
@@ -40,55 +48,64 @@ from apps.nodeexec.catalogue import (
     HPL_SCRIPT,
     INTERFACE,
     MAX_MPI_HOSTS,
+    MPIRUN_HOSTFILE_SCRIPT,
+    PLACEHOLDERS,
     SOAK_SCRIPT,
+    TRACE_HEADER,
+    TRACE_READ_SCRIPT,
     Command,
     register_command,
 )
+from apps.nodeexec.fanout import wait_unless_canceled
 from apps.parsers.errors import ParseError
 from apps.parsers.nccl_tests import parse_nccl_tests
 from apps.parsers.network import parse_ethtool_stats
 
 NCCL_TIMEOUT = 1800.0
 
-NCCL_ARGS = ("-b", "{nccl_bytes}", "-e", "{nccl_max_bytes}", "-f", "{nccl_step_factor}")
+NCCL_ARGS = ("-b", "{nccl_bytes}", "-e", "{nccl_max_bytes}", "-f", "{nccl_step_factor}", "-n", "{nccl_iters}")
 COMMANDS = (
     Command(
         "nccl-tests-node",
         ("{nccl_binary}", *NCCL_ARGS, "-g", "{gpus}"),
         "nccl-tests on one node, one process driving its GPUs.",
         timeout=NCCL_TIMEOUT,
-        placeholders=("nccl_binary", "nccl_bytes", "nccl_max_bytes", "nccl_step_factor", "gpus"),
+        placeholders=("nccl_binary", "nccl_bytes", "nccl_max_bytes", "nccl_step_factor", "nccl_iters", "gpus"),
     ),
     Command(
         "mpirun-nccl-tests",
         (
-            "mpirun",
+            "sh",
+            "-c",
+            MPIRUN_HOSTFILE_SCRIPT,
+            "rackpilot-mpirun",
+            "{mpi_hosts}",
             "--allow-run-as-root",
             "--tag-output",
             "-np",
             "{mpi_np}",
-            "-H",
-            "{mpi_hosts}",
-            "--bind-to",
-            "none",
-            "--map-by",
-            "slot",
+            "-N",
+            "{gpus}",
             "-x",
             "{nccl_socket_ifname}",
             "-x",
             "{nccl_ib_hca}",
             "-x",
             "{nccl_ib_gid_index}",
+            "--bind-to",
+            "numa",
             "{nccl_binary}",
             *NCCL_ARGS,
             "-g",
             "1",
         ),
-        "nccl-tests across hosts: one process per GPU, started by Open MPI, with the NCCL environment passed by -x.",
+        "nccl-tests across hosts: a hostfile written on the launcher, one process per GPU (-N per node) started by "
+        "Open MPI, bound to its NUMA node, with the NCCL environment passed by -x.",
         timeout=NCCL_TIMEOUT,
         placeholders=(
-            "mpi_np",
             "mpi_hosts",
+            "mpi_np",
+            "gpus",
             "nccl_socket_ifname",
             "nccl_ib_hca",
             "nccl_ib_gid_index",
@@ -96,6 +113,7 @@ COMMANDS = (
             "nccl_bytes",
             "nccl_max_bytes",
             "nccl_step_factor",
+            "nccl_iters",
         ),
     ),
 )
@@ -124,6 +142,9 @@ class NcclTestsParameters(serializers.Serializer):
     min_bytes = serializers.IntegerField(min_value=MIN_BYTES, max_value=MAX_BYTES, default=MIN_BYTES)
     max_bytes = serializers.IntegerField(min_value=MIN_BYTES, max_value=MAX_BYTES, default=MAX_BYTES)
     step_factor = serializers.IntegerField(min_value=2, max_value=16, default=2)
+    iterations = serializers.IntegerField(
+        min_value=1, max_value=MAX_ITERATIONS, default=ITERATIONS, help_text="nccl-tests -n: timed iterations per size."
+    )
     gpus_per_node = serializers.IntegerField(min_value=1, max_value=16, default=8)
     socket_ifname = serializers.RegexField(
         rf"^\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}\Z", default="^lo,docker", help_text="NCCL_SOCKET_IFNAME."
@@ -133,6 +154,9 @@ class NcclTestsParameters(serializers.Serializer):
     )
     ib_gid_index = serializers.IntegerField(min_value=0, max_value=255, default=3, help_text="NCCL_IB_GID_INDEX.")
     tests = TestSpecSerializer(many=True, required=False, default=list, help_text="Empty: each target alone.")
+    cooldown_seconds = serializers.FloatField(
+        min_value=0, max_value=3600, default=0, help_text="Wait this long before the tests (a re-test's cool-down)."
+    )
 
     def validate(self, data):
         if data["min_bytes"] > data["max_bytes"]:
@@ -146,6 +170,7 @@ def node_argv(parameters: dict) -> list[str]:
         nccl_bytes=parameters["min_bytes"],
         nccl_max_bytes=parameters["max_bytes"],
         nccl_step_factor=parameters["step_factor"],
+        nccl_iters=parameters.get("iterations", ITERATIONS),  # a job queued before -n was a parameter
         gpus=parameters["gpus_per_node"],
     )
 
@@ -153,8 +178,9 @@ def node_argv(parameters: dict) -> list[str]:
 def mpirun_argv(parameters: dict, hosts: list[str], *, ib_hca: str | None = None) -> list[str]:
     gpus = parameters["gpus_per_node"]
     return CATALOGUE["mpirun-nccl-tests"].build(
-        mpi_np=gpus * len(hosts),
         mpi_hosts=",".join(f"{host}:{gpus}" for host in hosts),
+        mpi_np=gpus * len(hosts),
+        gpus=gpus,
         nccl_socket_ifname=f"NCCL_SOCKET_IFNAME={parameters['socket_ifname']}",
         nccl_ib_hca=f"NCCL_IB_HCA={ib_hca or parameters['ib_hca']}",
         nccl_ib_gid_index=f"NCCL_IB_GID_INDEX={parameters['ib_gid_index']}",
@@ -162,6 +188,7 @@ def mpirun_argv(parameters: dict, hosts: list[str], *, ib_hca: str | None = None
         nccl_bytes=parameters["min_bytes"],
         nccl_max_bytes=parameters["max_bytes"],
         nccl_step_factor=parameters["step_factor"],
+        nccl_iters=parameters.get("iterations", ITERATIONS),  # a job queued before -n was a parameter
     )
 
 
@@ -184,7 +211,8 @@ class NcclTests(JobKind):
         self.outputs: dict[tuple[str, str], dict] = {}  # (launcher, step) -> parsed readings, filled by the runner
 
     def steps(self, parameters: dict) -> list[StepSpec]:
-        return [StepSpec(STEP, "", "nccl-tests", timeout=NCCL_TIMEOUT * 2, stop_on_failure=False)]
+        timeout = NCCL_TIMEOUT * 2 + parameters.get("cooldown_seconds", 0)
+        return [StepSpec(STEP, "", "nccl-tests", timeout=timeout, stop_on_failure=False)]
 
     def prepare(self, job, shard) -> None:
         self.parameters = job.parameters
@@ -193,6 +221,10 @@ class NcclTests(JobKind):
 
     def step_runner(self, step: StepSpec):
         async def run_test(target: NodeTarget, run) -> CommandResult:
+            # The cool-down is waited here, inside the round's job, so that canceling the job (or its run) ends it.
+            cooldown = self.parameters.get("cooldown_seconds", 0)
+            if cooldown and await wait_unless_canceled(cooldown):
+                return CommandResult(canceled=True, error="canceled during the cool-down")
             test = self.tests.get(target.hostname)
             if test is None or len(test["hosts"]) == 1:
                 argv = node_argv(self.parameters)
@@ -533,3 +565,149 @@ def _soak_seconds(parameters: dict) -> float:
     if load in DCGM_LEVELS:
         return float(DCGM_NOMINAL_SECONDS[DCGM_LEVELS[load]])
     return float(parameters.get("duration_seconds", BURN_IN_DEFAULT_SECONDS))
+
+
+# --- a training timeline read off the nodes it was written on --------------------------------------------------
+
+TRACE_STEP = "trace"
+TRACE_READ_TIMEOUT = 600.0  # one file: 64 MiB as base64 over a slow management link
+# What the read may print: the header line, then base64 (4 characters per 3 bytes, a newline every 76).
+TRACE_OUTPUT_CAP = 128 + -(-TIMELINE_MAX_FILE_BYTES // 3) * 4 * 77 // 76
+
+register_command(
+    Command(
+        "trace-read",
+        ("sh", "-c", TRACE_READ_SCRIPT, "rackpilot-trace", "{trace_file}", "{max_bytes}"),
+        "A profiler trace or Horovod timeline (.json, .json.gz) as base64, refused when missing or too large.",
+        timeout=TRACE_READ_TIMEOUT,
+        placeholders=("trace_file", "max_bytes"),
+    )
+)
+
+
+class TraceFileSerializer(serializers.Serializer):
+    node = serializers.RegexField(rf"^{HOSTNAME}\Z", help_text="The node the file is on.")
+    path = serializers.RegexField(
+        rf"^{PLACEHOLDERS['trace_file'].pattern}\Z",
+        max_length=4096,
+        help_text="Absolute path of a .json or .json.gz trace.",
+        error_messages={"invalid": PLACEHOLDERS["trace_file"].description},
+    )
+
+
+class TimelineTraceParameters(serializers.Serializer):
+    files = TraceFileSerializer(many=True, min_length=1, max_length=TIMELINE_MAX_FILES, help_text="In rank order.")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    training_job = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+
+
+class TraceRefused(Exception):
+    pass
+
+
+def decode_trace(result: CommandResult, name: str):
+    """A trace-read's output as the parsed trace and its file facts; TraceRefused saying why not."""
+    stderr = result.stderr.decode("utf-8", errors="replace").strip()
+    if result.error:
+        raise TraceRefused(result.error)
+    if result.timed_out:
+        raise TraceRefused(f"{name}: the read timed out after {TRACE_READ_TIMEOUT:g} s")
+    if result.exit_code != 0:
+        raise TraceRefused(stderr.splitlines()[-1] if stderr else f"{name}: exit {result.exit_code}")
+    header, _, body = result.stdout.partition(b"\n")
+    words = header.decode("ascii", errors="replace").rsplit(" ", 1)
+    if words[0] != TRACE_HEADER or not words[-1].isdigit():
+        raise TraceRefused(f"{name}: the node's answer does not start with the size line")
+    if result.stdout_size > len(result.stdout):
+        raise TraceRefused(f"{name}: more output than {TRACE_OUTPUT_CAP} bytes; refused")
+    try:
+        data = binascii.a2b_base64(body)
+    except binascii.Error as error:
+        raise TraceRefused(f"{name}: the transfer is not base64 ({error})") from None
+    if len(data) != int(words[-1]):
+        raise TraceRefused(f"{name}: the transfer is cut off ({len(data)} of {words[-1]} bytes)")
+    try:
+        return timelines.read_one(io.BytesIO(data), name)
+    except serializers.ValidationError as error:
+        raise TraceRefused(str(error.detail["files"][0])) from None
+
+
+@register_kind
+class TimelineTrace(JobKind):
+    name = "timeline-trace"
+    label = "Timeline from nodes"
+    description = (
+        "Reads PyTorch profiler traces or a Horovod timeline (.json or .json.gz) off the nodes a training run wrote "
+        "them on and stores their compute / communication / idle breakdown as a timeline analysis."
+    )
+    parameters = TimelineTraceParameters
+    transports = ("ssh", "local")
+    rerun_on_worker_loss = True  # read-only; the analysis is stored once, by the shard that ends
+
+    def __init__(self):
+        self.files: list[dict] = []
+        self.read: dict[int, tuple] = {}  # file position -> (trace, facts)
+        self.refused: dict[str, str] = {}  # host -> why its files could not be read
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        return [StepSpec(TRACE_STEP, "", "read the trace files", timeout=TRACE_READ_TIMEOUT * 8)]
+
+    def check_nodes(self, nodes: list, parameters: dict) -> None:
+        missing = sorted({file["node"] for file in parameters["files"]} - {node.hostname for node in nodes})
+        if missing:
+            raise serializers.ValidationError(
+                {"targets": [f"The files name nodes not targeted: {', '.join(missing)}."]}
+            )
+
+    def prepare(self, job, shard) -> None:
+        self.files = job.parameters["files"]
+
+    def step_runner(self, step: StepSpec):
+        async def read_files(target: NodeTarget, run) -> CommandResult:
+            mine = [
+                (position, file["path"]) for position, file in enumerate(self.files) if file["node"] == target.hostname
+            ]
+            lines = []
+            for position, path in mine:
+                argv = CATALOGUE["trace-read"].build(trace_file=path, max_bytes=TIMELINE_MAX_FILE_BYTES)
+                result = await run(argv, TRACE_READ_TIMEOUT, live=False, cap=TRACE_OUTPUT_CAP)
+                if result.canceled:
+                    return result
+                try:
+                    self.read[position] = await asyncio.to_thread(decode_trace, result, f"{target.hostname}:{path}")
+                except TraceRefused as error:
+                    self.refused[target.hostname] = str(error)
+                    message = f"{error}\n".encode()
+                    return CommandResult(exit_code=result.exit_code or 1, stderr=message, stderr_size=len(message))
+                facts = self.read[position][1]
+                lines.append(f"{facts['name']}: {facts['bytes']} bytes, {facts['events']} events, rank {facts['rank']}")
+            stdout = "".join(f"{line}\n" for line in lines).encode()
+            return CommandResult(exit_code=0, stdout=stdout, stdout_size=len(stdout))
+
+        return read_files
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        if target.hostname in self.refused:
+            return CellRecord(StepStatus.FAILED, self.refused[target.hostname][:300])
+        if not result.ok:
+            return super().cell_record(target, step, result)
+        count = sum(1 for file in self.files if file["node"] == target.hostname)
+        return CellRecord(StepStatus.SUCCEEDED, f"read {count} trace file(s)")
+
+    def shard_finished(self, job, shard) -> None:
+        if len(self.read) != len(self.files):
+            reasons = "; ".join(f"{host}: {why}" for host, why in sorted(self.refused.items())) or "not every file read"
+            emit(job, f"no timeline analysis stored: {reasons}"[:2000], level=EventLevel.ERROR, step=TRACE_STEP)
+            return
+        read = [self.read[position] for position in range(len(self.files))]
+        try:
+            analysis = timelines.store_read(job=job, read=read)
+        except serializers.ValidationError as error:
+            emit(job, f"no timeline analysis stored: {error.detail['files'][0]}", level=EventLevel.ERROR)
+            return
+        emit(
+            job,
+            f"timeline analysis stored: {analysis.name}",
+            step=TRACE_STEP,
+            data={"analysis": str(analysis.public_id)},
+        )

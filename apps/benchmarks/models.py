@@ -111,6 +111,15 @@ class BenchmarkRun(PublicModel):
         related_name="accepted_benchmark_runs",
     )
     accepted_at = models.DateTimeField(null=True, blank=True)
+    # Set by services.cancel_run; the run's executor starts no further round once it is.
+    cancel_requested = models.BooleanField(default=False)
+    canceled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="canceled_benchmark_runs",
+    )
 
     objects = BenchmarkRunQuerySet.as_manager()
 
@@ -138,6 +147,9 @@ class Round(PublicModel):
         "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_round"
     )
     cooldown_seconds = models.FloatField(default=0)
+    link_errors = models.JSONField(
+        default=list, blank=True, help_text="NICs whose CRC/symbol error counters grew over the round (ethtool -S)."
+    )
 
     class Meta:
         ordering = ["run", "index"]
@@ -405,6 +417,14 @@ class TimelineAnalysis(PublicModel):
     origin = models.CharField(max_length=16, choices=TimelineOrigin.choices, default=TimelineOrigin.UPLOAD)
     training_job = models.ForeignKey(
         "workloads.TrainingJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="timeline_analyses"
+    )
+    job = models.ForeignKey(
+        "jobs.Job",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="timeline_analyses",
+        help_text="The timeline-trace job that read the files off their nodes (origin node).",
     )
     files = models.JSONField(default=list, blank=True, help_text="Each file read: name, bytes, decompressed, rank.")
     rank_count = models.PositiveIntegerField(default=0)

@@ -2,7 +2,6 @@
 of the `nccl-tests` kind, name a sweep's suspects from the inventory, and accept a run as the baseline."""
 
 import logging
-import time
 
 from celery import current_app
 from django.db import transaction
@@ -10,8 +9,9 @@ from django.db.models import Count, Max, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.benchmarks import recording, suites
+from apps.benchmarks import link_errors, recording, suites
 from apps.benchmarks.choices import (
+    ACTIVE,
     BURN_IN_DEFAULT_SECONDS,
     BURN_IN_MAX_SECONDS,
     BURN_IN_MIN_SECONDS,
@@ -21,7 +21,9 @@ from apps.benchmarks.choices import (
     HPL_MIN_N,
     HPL_NB,
     HPL_SUITES,
+    ITERATIONS,
     MAX_BYTES,
+    MAX_ITERATIONS,
     MIN_BYTES,
     MIXED_SKUS_ALLOWED,
     NODE_SUITES,
@@ -44,10 +46,13 @@ from apps.benchmarks.models import (
 )
 from apps.benchmarks.references import fabric_of
 from apps.benchmarks.sweep import HalvingSweep, Outcome, PlannedTest, pairwise_rounds, pairwise_suspects, round_bound
+from apps.core import audit
+from apps.core.choices import AuditAction
 from apps.inventory.choices import HostKeyState, NicPurpose
 from apps.inventory.models import Nic, Node
 from apps.jobs import executor
 from apps.jobs import services as job_services
+from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import JobShard
 from apps.jobs.services import TargetSpec
 
@@ -123,19 +128,21 @@ def start_run(
     collective: str = Collective.ALL_REDUCE,
     min_bytes: int = MIN_BYTES,
     max_bytes: int = MAX_BYTES,
+    iterations: int = ITERATIONS,
     transport: str | None = None,
     cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
     environment: dict | None = None,
     duration_seconds: int | None = None,
     hpl_n: int | None = None,
     burn_load: str = BurnLoad.GPU_BURN,
+    link_error_tiers: link_errors.Tiers | None = None,
     requested_by=None,
     queue: bool = True,
 ) -> BenchmarkRun:
     """Validate and record a run; enqueue it on commit (queue=False: the caller runs execute_run itself).
 
-    Raises serializers.ValidationError naming the field (suite, collective, min_bytes, max_bytes, nodes, transport,
-    duration_seconds, hpl_n, burn_load, targets); nothing is stored then.
+    Raises serializers.ValidationError naming the field (suite, collective, min_bytes, max_bytes, iterations, nodes,
+    transport, duration_seconds, hpl_n, burn_load, targets); nothing is stored then.
     """
     if suite in NODE_SUITES:
         return _start_node_run(
@@ -159,6 +166,8 @@ def start_run(
         errors["min_bytes"] = [f"The smallest size is {MIN_BYTES} B to 16 GiB ({MAX_BYTES} B)."]
     elif isinstance(max_bytes, int) and min_bytes > max_bytes:
         errors["min_bytes"] = ["The smallest size is above the largest."]
+    if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+        errors["iterations"] = [f"1 to {MAX_ITERATIONS} timed iterations per size."]
     if not 0 <= cooldown_seconds <= 3600:
         errors["cooldown_seconds"] = ["A cool-down of 0 to 3600 seconds."]
     transport = transport or "ssh"
@@ -172,13 +181,18 @@ def start_run(
     if problems:
         raise serializers.ValidationError({"nodes": problems})
     environment = {**nccl_environment(nodes), **(environment or {})}
+    tiers = link_error_tiers or link_errors.Tiers()
     parameters = {
         "min_bytes": min_bytes,
         "max_bytes": max_bytes,
+        "iterations": iterations,
         "cooldown_seconds": cooldown_seconds,
+        # A sweep reads the NIC error counters around each round and judges their growth by these tiers.
+        "link_error_tiers": {"pass_per_million": tiers.pass_per_million, "warn_per_million": tiers.warn_per_million},
         **environment,
     }
-    NcclTests.validate({"collective": collective, "min_bytes": min_bytes, "max_bytes": max_bytes, **environment})
+    options = {"min_bytes": min_bytes, "max_bytes": max_bytes, "iterations": iterations}
+    NcclTests.validate({"collective": collective, **options, **environment})
     with transaction.atomic():
         run = BenchmarkRun.objects.create(
             suite=suite,
@@ -292,7 +306,7 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
             summary = _pairwise(run, hosts)
         else:
             tests = [PlannedTest(tuple(hosts), Purpose.RUN)] if len(hosts) > 1 else []
-            results = _round(run, 0, tests, launchers=hosts if not tests else None)
+            _, results = _round(run, 0, tests, launchers=hosts if not tests else None)
             bad = [result for result in results.values() if result.verdict != Verdict.PASS]
             summary = f"{len(results)} test(s), {len(bad)} not passing"
         status = RunStatus.SUCCEEDED
@@ -300,6 +314,12 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
             status = RunStatus.FAILED
         if run.measurements.filter(verdict=Verdict.COULD_NOT_RUN).exists():
             status = RunStatus.FAILED
+    except RunCanceled as canceled:  # what was measured stays; no further round started
+        run.refresh_from_db(fields=["canceled_by"])
+        who = run.canceled_by.username if run.canceled_by else "system"
+        found = f"; {canceled.found}" if canceled.found else ""
+        status = RunStatus.CANCELED
+        summary = f"canceled by {who} after {run.rounds.count()} round(s){found}; {run.tests.count()} test(s) kept"
     except Exception as error:  # the run ends `error` with the reason; the traceback goes to the log
         logger.exception("benchmark run %s failed", run.public_id)
         status, summary = RunStatus.ERROR, f"error: {error}"[:300]
@@ -312,6 +332,72 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
     )
     run.refresh_from_db()
     return run
+
+
+class RunCanceled(Exception):
+    """The run's cancel was asked for: raised where the next round would start. `found`: what the run had named."""
+
+    def __init__(self, found: str = ""):
+        super().__init__(found)
+        self.found = found
+
+
+class RunFinished(Exception):
+    """A cancel asked of a run that had already ended."""
+
+
+def cancel_run(*, run: BenchmarkRun, user=None) -> BenchmarkRun:
+    """Cancel a whole run: no further round starts and the current round's job is canceled (apps/jobs ends its
+    commands, and its cool-down); the run ends canceled with what was measured kept. A queued run ends at once.
+    Asking again while it winds down changes nothing. Raises RunFinished when the run had already ended."""
+    asker = user if getattr(user, "is_authenticated", False) else None
+    now = timezone.now()
+    with transaction.atomic():
+        asked = BenchmarkRun.objects.filter(pk=run.pk, status__in=ACTIVE, cancel_requested=False).update(
+            cancel_requested=True, canceled_by=asker, updated=now
+        )
+        if not asked:
+            run.refresh_from_db()
+            if run.status in ACTIVE:
+                return run
+            raise RunFinished(f"The run already ended ({run.get_status_display().lower()}).")
+        audit.record(AuditAction.CANCEL, obj=run, object_repr=f"{run.suite} benchmark run", user=asker)
+        who = asker.username if asker else "system"
+        BenchmarkRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.CANCELED, finished=now, summary=f"canceled by {who} before it started"
+        )
+    # After the flag is stored: a round created from now on sees it (_start_round), one created before is here.
+    for round_ in Round.objects.filter(run=run, job__status__in=JOB_ACTIVE).select_related("job"):
+        job_services.cancel_job(job=round_.job, user=asker)
+    run.refresh_from_db()
+    return run
+
+
+def _cancel_asked(run: BenchmarkRun) -> bool:
+    return BenchmarkRun.objects.filter(pk=run.pk, cancel_requested=True).exists()
+
+
+def _start_round(run: BenchmarkRun, index: int, *, kind: str, launchers, parameters: dict, cooldown: float = 0.0):
+    """Create the round's job and run its shards here; a cancel asked before stops it from starting."""
+    if _cancel_asked(run):
+        raise RunCanceled()
+    job = job_services.create_job(
+        kind=kind,
+        targets=TargetSpec(nodes=tuple(launchers)),
+        parameters=parameters,
+        transport=run.transport,
+        requested_by=run.requested_by,
+        queue=False,
+    )
+    round_ = Round.objects.create(run=run, index=index, job=job, cooldown_seconds=cooldown)
+    if _cancel_asked(run):  # asked while the job was being made: cancel_run may not have seen this round
+        run.refresh_from_db(fields=["canceled_by"])
+        job_services.cancel_job(job=job, user=run.canceled_by)
+    for shard in job.shards.order_by("index"):
+        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark")
+    if _cancel_asked(run):
+        raise RunCanceled()
+    return round_
 
 
 def abandon_run(*, run: BenchmarkRun, reason: str) -> bool:
@@ -342,17 +428,13 @@ def _node_round(run: BenchmarkRun, index: int, launchers: list[str], tests: list
     parameters["burn_load"] = run.parameters.get("burn_load", BurnLoad.GPU_BURN)
     if run.suite in HPL_SUITES:
         parameters["hpl_n"] = _hpl_order(run, launchers[:1])
-    job = job_services.create_job(
+    _start_round(
+        run,
+        index,
         kind=NodeBenchmark.name,
-        targets=TargetSpec(nodes=tuple(launchers)),
+        launchers=launchers,
         parameters={**parameters, "suite": run.suite, "tests": tests},
-        transport=run.transport,
-        requested_by=run.requested_by,
-        queue=False,
     )
-    Round.objects.create(run=run, index=index, job=job)
-    for shard in job.shards.order_by("index"):
-        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark")
 
 
 def _node_suite(run: BenchmarkRun, hosts: list[str]) -> str:
@@ -382,6 +464,7 @@ def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> 
         "collective": run.collective,
         "min_bytes": min_bytes,
         "max_bytes": max_bytes,
+        "iterations": parameters.get("iterations", ITERATIONS),  # a run stored before -n was a parameter
         "socket_ifname": parameters["socket_ifname"],
         "ib_hca": parameters["ib_hca"],
         "ib_gid_index": parameters["ib_gid_index"],
@@ -400,23 +483,15 @@ def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> 
 
 def _round(
     run: BenchmarkRun, index: int, tests: list[PlannedTest], *, launchers=None, sweep=False, cooldown=0.0
-) -> dict[str, BenchmarkTest]:
-    """One round as one job: its shards run here; returns the round's tests by launcher."""
-    if cooldown:
-        time.sleep(cooldown)
+) -> tuple[Round, dict[str, BenchmarkTest]]:
+    """One round as one job (its cool-down waited inside it: a cancel cuts it short); its shards run here; returns
+    the round and its tests by launcher."""
     launchers = launchers or [test.launcher for test in tests]
-    job = job_services.create_job(
-        kind=NcclTests.name,
-        targets=TargetSpec(nodes=tuple(launchers)),
-        parameters=_parameters(run, tests, sweep=sweep),
-        transport=run.transport,
-        requested_by=run.requested_by,
-        queue=False,
+    parameters = {**_parameters(run, tests, sweep=sweep), "cooldown_seconds": cooldown}
+    round_ = _start_round(
+        run, index, kind=NcclTests.name, launchers=launchers, parameters=parameters, cooldown=cooldown
     )
-    Round.objects.create(run=run, index=index, job=job, cooldown_seconds=cooldown)
-    for shard in job.shards.order_by("index"):
-        executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark")
-    return {test.launcher: test for test in BenchmarkTest.objects.filter(job=job)}
+    return round_, {test.launcher: test for test in BenchmarkTest.objects.filter(job_id=round_.job_id)}
 
 
 def _outcome(result: BenchmarkTest | None) -> Outcome:
@@ -428,21 +503,110 @@ def _outcome(result: BenchmarkTest | None) -> Outcome:
 def _sweep(run: BenchmarkRun, hosts: list[str]) -> str:
     sweep = HalvingSweep(hosts)
     cooldown = float(run.parameters.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS))
-    while not sweep.done:
-        index = sweep.rounds
-        tests = sweep.next_round()
-        if not tests:
-            break
-        results = _round(run, index, tests, sweep=True, cooldown=cooldown if sweep.needs_cooldown(tests) else 0.0)
-        for test in tests:
-            sweep.record(test, _outcome(results.get(test.launcher)))
+    counters = RoundCounters(run)
+    canceled = False
+    try:
+        while not sweep.done:
+            index = sweep.rounds
+            tests = sweep.next_round()
+            if not tests:
+                break
+            round_hosts = sorted({host for test in tests for host in test.hosts})
+            counters.before(round_hosts)
+            round_, results = _round(
+                run, index, tests, sweep=True, cooldown=cooldown if sweep.needs_cooldown(tests) else 0.0
+            )
+            counters.after(round_, round_hosts)
+            for test in tests:
+                sweep.record(test, _outcome(results.get(test.launcher)))
+    except RunCanceled:
+        canceled = True  # the suspects already confirmed (and the link errors seen) are still named
     for hostname, evidence in sweep.suspects.items():
         confirm = run.tests.filter(purpose=Purpose.CONFIRM, subject=hostname).order_by("-id").first()
         _name_suspect(run, hostname, confirm, evidence)
+    _name_link_error_suspects(run, counters.bad)
     run.parameters = {**run.parameters, "cleared": sweep.cleared, "unresolved": sweep.unresolved}
     run.save(update_fields=["parameters", "updated"])
-    named = ", ".join(sorted(sweep.suspects)) or "none"
-    return f"{len(sweep.suspects)} suspect(s): {named}; {sweep.rounds} round(s), {run.tests.count()} test(s)"
+    named = list(run.suspects.order_by("node__hostname").values_list("node__hostname", flat=True))
+    found = f"{len(named)} suspect(s): {', '.join(named) or 'none'}"
+    if canceled:
+        raise RunCanceled(found)
+    return f"{found}; {sweep.rounds} round(s), {run.tests.count()} test(s)"
+
+
+class RoundCounters:
+    """The NIC error counters (ethtool -S of each RDMA data NIC) read around each sweep round: a cable that only
+    corrupts frames barely slows NCCL, so the bandwidth halving passes it, but its CRC counters grow. A node's
+    reading after one round is its reading before the next (one `nic-counters` job per round, plus the first)."""
+
+    def __init__(self, run: BenchmarkRun):
+        self.run = run
+        tiers = run.parameters.get("link_error_tiers") or {}
+        self.tiers = link_errors.Tiers(**tiers) if tiers else link_errors.Tiers()
+        self.latest: link_errors.Counters = {}
+        self.bad: dict[str, list[dict]] = {}  # node -> its findings at warn or fail, with their round
+
+    def _read(self, hostnames: list[str]):
+        return link_errors.read_counters(
+            hostnames=hostnames, transport=self.run.transport, requested_by=self.run.requested_by
+        )
+
+    def before(self, hostnames: list[str]) -> None:
+        unread = [host for host in hostnames if host not in self.latest]
+        if unread:
+            self.latest |= self._read(unread)[1]
+
+    def after(self, round_: Round, hostnames: list[str]) -> None:
+        before = {host: self.latest[host] for host in hostnames if host in self.latest}
+        job, after = self._read(hostnames)
+        found = [
+            {**item, "round": round_.index + 1, "counter_job": str(job.public_id)}
+            for item in link_errors.grown(before, after, self.tiers)
+        ]
+        self.latest |= after
+        if found:
+            Round.objects.filter(pk=round_.pk).update(link_errors=found)
+        for item in found:
+            if item["verdict"] != Verdict.PASS:
+                self.bad.setdefault(item["node"], []).append(item)
+
+
+def _link_error_cause(item: dict) -> str:
+    grew = ", ".join(f"{counter} +{delta:,}" for counter, delta in item["grew"].items())
+    rate = f" ({item['errors_per_million']:g} per million)" if item["errors_per_million"] is not None else ""
+    return f"{item['nic']} CRC/symbol errors in round {item['round']}: {grew} over {item['frames']:,} frames{rate}"
+
+
+def _name_link_error_suspects(run: BenchmarkRun, bad: dict[str, list[dict]]) -> None:
+    """Each node whose NIC error counters grew past the tiers over a round: a suspect named by that NIC, its cable
+    and switch port (a bandwidth suspect already named keeps its NIC and gains the cause)."""
+    if not bad:
+        return
+    tests = list(run.tests.exclude(busbw_gbps=None).order_by("id"))
+    for hostname, findings in sorted(bad.items()):
+        worst = max(findings, key=lambda item: (item["verdict"] == Verdict.FAIL, item["errors_per_million"] or 0))
+        cause = _link_error_cause(worst)
+        existing = Suspect.objects.filter(run=run, node__hostname=hostname).first()
+        if existing is not None:
+            existing.cause = f"{existing.cause}; {cause}"[:300]
+            existing.evidence = {**existing.evidence, "link_errors": findings}
+            existing.save(update_fields=["cause", "evidence", "updated"])
+            continue
+        mine = [test for test in tests if hostname in test.hosts]
+        figure = min(mine, key=lambda test: (len(test.hosts), -test.id)) if mine else None
+        Suspect.objects.create(
+            run=run,
+            node=Node.objects.get(hostname=hostname),
+            nic=worst["nic"],
+            cable=worst["cable"],
+            switch=worst["switch"],
+            switch_port=worst["switch_port"],
+            cause=cause[:300],
+            busbw_gbps=figure.busbw_gbps if figure else None,
+            expected_gbps=figure.expected_gbps if figure else None,
+            verdict=worst["verdict"],
+            evidence={"link_errors": findings},
+        )
 
 
 def _pairwise(run: BenchmarkRun, hosts: list[str]) -> str:
@@ -450,7 +614,7 @@ def _pairwise(run: BenchmarkRun, hosts: list[str]) -> str:
     index, bad_pairs = 0, set()
     for pairs in pairwise_rounds(hosts):
         tests = [PlannedTest(pair, Purpose.PAIR) for pair in pairs]
-        results = _round(run, index, tests, sweep=True)
+        _, results = _round(run, index, tests, sweep=True)
         index += 1
         bad_pairs |= {test.hosts for test in tests if _outcome(results.get(test.launcher)).bad}
     if bad_pairs:  # each bad pair once more after the cool-down, in rounds of disjoint pairs
@@ -466,7 +630,7 @@ def _pairwise(run: BenchmarkRun, hosts: list[str]) -> str:
                     batch.append(pair)
                     busy |= set(pair)
             tests = [PlannedTest(pair, Purpose.RETEST) for pair in batch]
-            results = _round(run, index, tests, sweep=True, cooldown=cooldown if first_round else 0.0)
+            _, results = _round(run, index, tests, sweep=True, cooldown=cooldown if first_round else 0.0)
             first_round = False
             index += 1
             still_bad |= {test.hosts for test in tests if _outcome(results.get(test.launcher)).bad}

@@ -31,9 +31,15 @@ from apps.benchmarks.choices import (
 from apps.benchmarks.models import TimelineAnalysis
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.inventory.choices import HostKeyState
+from apps.inventory.models import Node
+from apps.jobs import services as job_services
+from apps.jobs.kinds import get_kind
+from apps.jobs.services import TargetSpec
 from apps.parsers.timeline_steps import RankTrace, TraceError, breakdown, read_trace
 from apps.simulator import services as simulator
 from apps.simulator.profiler import ddp_traces
+from apps.workloads.models import TrainingJob
 
 CHUNK_BYTES = 2**20
 GZIP_MAGIC = b"\x1f\x8b"
@@ -100,7 +106,8 @@ def text_chunks(stream: IO[bytes], name: str, counter: dict) -> Iterator[str]:
     yield decoded(b"", final=True)
 
 
-def _read(stream: IO[bytes], name: str) -> tuple[RankTrace, dict]:
+def read_one(stream: IO[bytes], name: str) -> tuple[RankTrace, dict]:
+    """One file read as an upload is: its trace and facts, or a ValidationError on `files` naming it."""
     counter = {"bytes": 0, "decompressed": 0}
     try:
         trace = read_trace(text_chunks(stream, name, counter), source=name)
@@ -117,7 +124,7 @@ def _read(stream: IO[bytes], name: str) -> tuple[RankTrace, dict]:
     }
 
 
-def _store(*, name: str, traces: list[RankTrace], files: list[dict], origin: str, training_job, requested_by):
+def _store(*, name: str, traces: list[RankTrace], files: list[dict], origin: str, training_job, requested_by, job=None):
     try:
         result = breakdown(traces)
     except TraceError as error:
@@ -138,6 +145,7 @@ def _store(*, name: str, traces: list[RankTrace], files: list[dict], origin: str
             name=name[:200],
             origin=origin,
             training_job=training_job,
+            job=job,
             files=files,
             rank_count=len(result.ranks),
             world_size=result.world_size,
@@ -172,7 +180,7 @@ def analyse_upload(*, files: list[tuple[str, IO[bytes]]], name: str = "", reques
         raise serializers.ValidationError({"files": [f"At most {TIMELINE_MAX_FILES} files (one trace per rank)."]})
     traces, described = [], []
     for filename, stream in files:
-        trace, info = _read(stream, filename or "trace")
+        trace, info = read_one(stream, filename or "trace")
         traces.append(trace)
         described.append(info)
     return _store(
@@ -185,21 +193,91 @@ def analyse_upload(*, files: list[tuple[str, IO[bytes]]], name: str = "", reques
     )
 
 
+def take_from_nodes(
+    *, files: list[dict], name: str = "", training_job=None, transport: str = "ssh", requested_by=None, queue=True
+):
+    """Start a `timeline-trace` job that reads each file ({"node", "path"}, in rank order) off its node and, once
+    every file has been read and parsed, stores the analysis (origin node, linked to the job). Returns the Job.
+
+    Refused before anything is stored (ValidationError naming the field): no files or more than 64, a path that is
+    not an absolute .json / .json.gz path of plain segments, an unknown node, a transport other than ssh or local,
+    over ssh a node without a trusted host key (nothing is read from a node whose key is not verified)."""
+    errors: dict[str, list[str]] = {}
+    if transport not in ("ssh", "local"):
+        errors["transport"] = [f"Traces are read off nodes over ssh or local, not {transport!r}."]
+    if not isinstance(files, list) or not files:
+        errors["files"] = ["Name at least one trace file: node and absolute path."]
+    elif len(files) > TIMELINE_MAX_FILES:
+        errors["files"] = [f"At most {TIMELINE_MAX_FILES} files (one trace per rank)."]
+    if errors:
+        raise serializers.ValidationError(errors)
+    parameters = {"files": files, "name": name, "training_job": getattr(training_job, "pk", None)}
+    checked = get_kind("timeline-trace").validate(parameters)
+    hostnames = sorted({file["node"] for file in checked["files"]})
+    nodes = {node.hostname: node for node in Node.objects.filter(hostname__in=hostnames)}
+    unknown = [hostname for hostname in hostnames if hostname not in nodes]
+    if unknown:
+        raise serializers.ValidationError({"files": [f"No node matches {', '.join(map(repr, unknown[:20]))}."]})
+    if len(hostnames) > settings.RACKPILOT_JOB_SHARD_SIZE:
+        raise serializers.ValidationError({"files": [f"At most {settings.RACKPILOT_JOB_SHARD_SIZE} nodes at once."]})
+    if transport == "ssh":
+        trusted = set(
+            Node.objects.filter(hostname__in=hostnames, host_keys__state=HostKeyState.TRUSTED).values_list(
+                "hostname", flat=True
+            )
+        )
+        untrusted = [hostname for hostname in hostnames if hostname not in trusted]
+        if untrusted:
+            raise serializers.ValidationError(
+                {
+                    "files": [
+                        f"No trusted SSH host key for {', '.join(untrusted[:20])}: trust it on the node page first."
+                    ]
+                }
+            )
+    return job_services.create_job(
+        kind="timeline-trace",
+        targets=TargetSpec(nodes=tuple(hostnames)),
+        parameters=checked,
+        transport=transport,
+        requested_by=requested_by,
+        queue=queue,
+    )
+
+
+def store_read(*, job, read: list[tuple[RankTrace, dict]]) -> TimelineAnalysis:
+    """The analysis of what a timeline-trace job read (each file's trace and facts, in rank order)."""
+    parameters = job.parameters
+    sources = [facts["name"] for _trace, facts in read]
+    training_job = None
+    if parameters.get("training_job"):
+        training_job = TrainingJob.objects.filter(pk=parameters["training_job"]).first()
+    return _store(
+        name=parameters.get("name") or (sources[0] if len(sources) == 1 else f"{sources[0]} +{len(sources) - 1}"),
+        traces=[trace for trace, _facts in read],
+        files=[facts for _trace, facts in read],
+        origin=TimelineOrigin.NODE,
+        training_job=training_job,
+        requested_by=job.requested_by,
+        job=job,
+    )
+
+
 def analyse_training_job(
     *, training_job, steps: int = DEFAULT_PROFILED_STEPS, transport: str | None = None, requested_by=None
 ) -> TimelineAnalysis:
     """Profile `steps` steps of a training job on every rank and store the breakdown.
 
     Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
-    taking them from real nodes is not built: profile there and upload the files."""
+    on real nodes the profiler runs there and take_from_nodes reads its files."""
     transport = transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
     errors = {}
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_PROFILED_STEPS:
         errors["steps"] = [f"Profile 1 to {MAX_PROFILED_STEPS} steps, not {steps!r}."]
     if transport != "sim":
         errors["transport"] = [
-            "Traces are taken from simulated training jobs only (transport sim); on real nodes run the PyTorch "
-            "profiler there and upload its files."
+            "Traces are modelled for simulated training jobs only (transport sim); on real nodes run the PyTorch "
+            "profiler there and read its files off the nodes (from-nodes) or upload them."
         ]
     members = sorted(training_job.members.select_related("node"), key=lambda member: member.node_rank)
     if not members:
@@ -220,7 +298,7 @@ def analyse_training_job(
     )
     traces, described = [], []
     for rank, text in sorted(texts.items()):
-        trace, info = _read(io.BytesIO(text.encode()), f"rank{rank}.pt.trace.json")
+        trace, info = read_one(io.BytesIO(text.encode()), f"rank{rank}.pt.trace.json")
         traces.append(trace)
         described.append(info)
     return _store(

@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/<uuid:public_id>/", views.run_detail, name="benchmark-run"),
     path("runs/<uuid:public_id>/live/", views.run_live, name="benchmark-run-live"),
     path("runs/<uuid:public_id>/accept/", views.accept, name="benchmark-accept"),
+    path("runs/<uuid:public_id>/cancel/", views.cancel, name="benchmark-cancel"),
     path("timelines/", views.timeline_list, name="benchmark-timelines"),
     path("timelines/upload/", views.timeline_upload, name="benchmark-timeline-upload"),
     path("timelines/from-job/", views.timeline_from_job, name="benchmark-timeline-from-job"),

@@ -43,27 +43,23 @@ from apps.workloads.models import TrainingJob
 
 def _list_page(request, form: BenchmarkForm, status: int = 200):
     runs = BenchmarkRun.objects.visible_to(request.user).select_related("requested_by")
-    filters = BenchmarkRunFilterSet(request.GET, queryset=runs)  # the same filters as GET /api/benchmarks/
-    filters.form.auto_id = "filter_%s"  # the start form above has fields of the same names
-    shown = Listing(
+    shown = Listing.from_filters(  # the same filters as GET /api/benchmarks/
         request,
-        filters.qs if filters.is_valid() else runs.none(),
+        BenchmarkRunFilterSet,
+        runs,
         BENCHMARK_RUN_COLUMNS,
+        auto_id="filter_%s",  # the start form above has fields of the same names
         default_sort="-started",
         per_page=25,
         filename="benchmark-runs",
     )
-    if shown.wants_export:
-        return shown.export()
-    context = {
-        **shown.context(),
-        "filter": filters,
+    extra = {
         "form": form,
         "suites": Suite.choices,
         "references": Reference.objects.all(),
         "measurement_references": MeasurementReference.objects.all(),
     }
-    return render(request, "benchmarks/benchmark_list.html", context, status=max(status, shown.status))
+    return shown.respond("benchmarks/benchmark_list.html", extra, status=status)
 
 
 @login_required
@@ -86,6 +82,7 @@ def start(request):
             collective=data["collective"],
             min_bytes=data["min_bytes"],
             max_bytes=data["max_bytes"],
+            iterations=data["iterations"],
             transport=data["transport"],
             cooldown_seconds=data["cooldown_seconds"],
             duration_seconds=data["duration_seconds"],
@@ -103,7 +100,7 @@ def start(request):
 def _run_context(request, public_id) -> dict:
     run = get_object_or_404(
         BenchmarkRun.objects.visible_to(request.user)
-        .select_related("requested_by", "accepted_by")
+        .select_related("requested_by", "accepted_by", "canceled_by")
         .prefetch_related(
             Prefetch("rounds", queryset=Round.objects.select_related("job")),
             Prefetch("suspects", queryset=Suspect.objects.select_related("node")),
@@ -129,13 +126,11 @@ def _run_context(request, public_id) -> dict:
         else None,
     }
     if run.suite in (Suite.SWEEP, Suite.PAIRWISE) and tests:
-        context["heatmap"] = charts.figure_json(
-            charts.sweep_heatmap(
-                hosts,
-                tests,
-                list(run.suspects.all()),
-                node_url=lambda node: reverse("node-detail", args=[node.public_id]),
-            )
+        context["heatmap"] = charts.sweep_heatmap(
+            hosts,
+            tests,
+            list(run.suspects.all()),
+            node_url=lambda node: reverse("node-detail", args=[node.public_id]),
         )
     return context
 
@@ -206,6 +201,19 @@ def accept(request, public_id):
         messages.error(request, "; ".join(flat_messages(error.detail)))
     else:
         messages.success(request, f"{accepted} figure(s) are now the baselines of their scopes.")
+    return redirect("benchmark-run", run.public_id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def cancel(request, public_id):
+    run = get_object_or_404(BenchmarkRun.objects.visible_to(request.user), public_id=public_id)
+    try:
+        services.cancel_run(run=run, user=request.user)
+    except services.RunFinished as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, "Cancel requested: no further round starts; what was measured is kept.")
     return redirect("benchmark-run", run.public_id)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import F, QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
 
 from apps.core import csvsafe
 
@@ -75,8 +76,10 @@ def sorted_rows(rows: QuerySet, columns: Sequence[Column], sort: str) -> QuerySe
 class Listing:
     """One request's view of a list: its sort, its page, its headers and links, its CSV export.
 
-    `rows` are already filtered (a filter that is not valid should pass no rows, as the pages always have);
-    `default_sort` names a column, as `?sort=` would."""
+    `rows` are already filtered (a filter that is not valid should pass no rows, as the pages always have; see
+    `from_filters`); `default_sort` names a column, as `?sort=` would."""
+
+    filters = None  # the filter set the rows came through (from_filters), shown by the page as `filter`
 
     def __init__(
         self,
@@ -97,6 +100,27 @@ class Listing:
             self.sort_error = str(refused)
             self.sort = default_sort
             self.rows = sorted_rows(rows, columns, default_sort)
+
+    @classmethod
+    def from_filters(
+        cls,
+        request,
+        filterset_class,
+        rows: QuerySet,
+        columns: Sequence[Column],
+        *,
+        auto_id: str = "",
+        **options,
+    ) -> "Listing":
+        """The list of `rows` through the filter set the request's query fills: a filter that is not valid leaves
+        no rows (its errors are on the page), never every row as if nothing had been asked. `auto_id` sets the
+        filter form's field ids, for a page whose other form has fields of the same names."""
+        filters = filterset_class(request.GET, queryset=rows)
+        if auto_id:
+            filters.form.auto_id = auto_id
+        listing = cls(request, filters.qs if filters.is_valid() else rows.none(), columns, **options)
+        listing.filters = filters
+        return listing
 
     @property
     def status(self) -> int:
@@ -141,16 +165,34 @@ class Listing:
         return Paginator(self.rows, self.per_page).get_page(self.request.GET.get(PAGE_PARAM))
 
     def context(self) -> dict:
-        """What a list template reads: `listing` (headers, links, the sort error) and the page of rows, named as
-        Django's ListView names them."""
+        """What a list template reads: `listing` (headers, links, the sort error), the page of rows, named as
+        Django's ListView names them, and `filter` when the rows came through one."""
         page = self.page()
-        return {
+        context = {
             "listing": self,
             "page_obj": page,
             "paginator": page.paginator,
             "is_paginated": page.has_other_pages(),
             "object_list": page.object_list,
         }
+        return context if self.filters is None else context | {"filter": self.filters}
+
+    def respond(
+        self,
+        template: str,
+        extra: dict | Callable[[dict], dict] | None = None,
+        *,
+        status: int = 200,
+        prepare: Callable[[list], Iterable] | None = None,
+    ) -> HttpResponse:
+        """The CSV export when the request asks for it (`prepare` as export() takes it), else the page: `template`
+        with the list's context and `extra` (a dict, or a function of that context for what is worked out from the
+        page's rows), answered with the worse of `status` and the list's own."""
+        if self.wants_export:
+            return self.export(prepare=prepare)
+        context = self.context()
+        context |= extra(context) if callable(extra) else extra or {}
+        return render(self.request, template, context, status=max(status, self.status))
 
     def export(self, *, prepare: Callable[[list], Iterable] | None = None) -> HttpResponse:
         """Every row of the list, sorted and filtered as shown, as CSV; a refused sort is a 400 saying why.

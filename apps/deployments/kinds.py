@@ -23,6 +23,7 @@ from apps.deployments.suggestions import suggestions_for
 from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
+from apps.nodeexec.fanout import wait_unless_canceled
 
 KIND = "deploy"
 logger = logging.getLogger(__name__)
@@ -193,7 +194,8 @@ class Deploy(JobKind):
                 break
             cooldown = float(criterion.get("cooldown_seconds") or 0)
             transcript.append(f"# {step.label}: below the criterion on try {attempt}; retrying in {cooldown:g} s")
-            await asyncio.sleep(cooldown)
+            if await wait_unless_canceled(cooldown):
+                return [], True
         return findings, False
 
     async def _apply(self, fixes: list[Call], run, transcript: list[str], cell: Cell) -> bool:

@@ -85,19 +85,23 @@ def deployment_list(request):
         .prefetch_related("runs__job")
         .annotate(node_count=Count("nodes", distinct=True))
     )
-    filters = DeploymentFilterSet(request.GET, queryset=deployments)  # the same filters as GET /api/deployments/
-    shown = Listing(
-        request, filters.qs, DEPLOYMENT_COLUMNS, default_sort="-created", per_page=50, filename="deployments"
+    shown = Listing.from_filters(  # the same filters as GET /api/deployments/
+        request,
+        DeploymentFilterSet,
+        deployments,
+        DEPLOYMENT_COLUMNS,
+        default_sort="-created",
+        per_page=50,
+        filename="deployments",
     )
-    if shown.wants_export:
-        return shown.export()
-    context = shown.context()
-    context |= {
-        "rows": [{"deployment": d, "run": latest_run(d)} for d in context["object_list"]],
-        "state": request.GET.get("state", ""),
-        "states": DeploymentState.choices,
-    }
-    return render(request, "deployments/deployment_list.html", context, status=shown.status)
+    return shown.respond(
+        "deployments/deployment_list.html",
+        lambda context: {
+            "rows": [{"deployment": d, "run": latest_run(d)} for d in context["object_list"]],
+            "state": request.GET.get("state", ""),
+            "states": DeploymentState.choices,
+        },
+    )
 
 
 # --- the wizard -------------------------------------------------------------------------------------------------------

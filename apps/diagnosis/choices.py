@@ -25,6 +25,7 @@ class Problem(models.TextChoices):
     PCIE_AER = "pcie_aer", "PCIe AER error"
     OOM = "oom", "Out of memory"
     DISK_FULL = "disk_full", "Disk full or quota exceeded"
+    STORAGE_NOT_RESPONDING = "storage_not_responding", "Storage server not responding / task hung on I/O"
     CHECKPOINT_CORRUPT = "checkpoint_corrupt", "Corrupt checkpoint"
     CHECKPOINT_MISSING = "checkpoint_missing", "No checkpoint to resume from"
     CHECKPOINT_SAVE_FAILED = "checkpoint_save_failed", "Saving a checkpoint failed"
@@ -128,6 +129,12 @@ ADVICE: dict[str, Advice] = {
         "storage-capacity",
         "Free or grow the checkpoint file system, check quotas, then resume from the newest valid checkpoint.",
     ),
+    Problem.STORAGE_NOT_RESPONDING: Advice(
+        "A storage server (NFS, Lustre) stopped answering, or a task waited on I/O past the hung-task timeout.",
+        "nccl-timeout",
+        "Check the named server and the node's mount (findmnt, /proc/pressure/io): ranks reading from it hang and "
+        "their peers time out in NCCL (runbook 1's storage branch).",
+    ),
     Problem.CHECKPOINT_CORRUPT: Advice(
         "A checkpoint could not be read: the file is truncated or corrupt.",
         "checkpoint-recovery",
@@ -211,7 +218,8 @@ class Cause(models.TextChoices):
     MTU_MISMATCH = "mtu_mismatch", "MTU mismatch on a data NIC"
     LINK_DOWN = "link_down", "Data NIC link down"
     GPU_LOST = "gpu_lost", "GPU lost (Xid 79)"
-    STORAGE_OR_LOADER = "storage_or_loader", "Storage or data loader stall"
+    STORAGE_OR_LOADER = "storage_or_loader", "Storage or data loader stall"  # before the branch had checks
+    STORAGE_SLOW = "storage_slow", "Storage slow or not responding"
     # Runbook 3, training interrupted:
     CHECKPOINT_DISK_FULL = "checkpoint_disk_full", "Checkpoint volume full"
     CHECKPOINT_CORRUPT = "checkpoint_corrupt", "Newest checkpoint corrupt or incomplete"
@@ -231,7 +239,10 @@ RUNBOOK_CAUSES = {
         Cause.MTU_MISMATCH,
         Cause.LINK_DOWN,
         Cause.GPU_LOST,
-        Cause.STORAGE_OR_LOADER,
+        # the storage / data-loader branch, when the network checks ran clean:
+        Cause.STORAGE_SLOW,
+        Cause.CHECKPOINT_DISK_FULL,
+        Cause.DATALOADER_STALL,
     ),
     "training-interrupted": (
         Cause.CHECKPOINT_DISK_FULL,

@@ -90,6 +90,57 @@ RECOVERY_COMMANDS = (
         ),
     ),
 )
+_SBATCH = (
+    "sbatch",
+    "--job-name",
+    "{slurm_job}",
+    "--nodes",
+    "{number}",
+    "--nodelist",
+    "{node_list}",
+    "--ntasks-per-node",
+    "1",
+    "--gpus-per-node",
+    "{gpus}",
+)
+_SBATCH_PROGRAM = ("{path}", "--load", "{checkpoint_dir}", "--ckpt-step", "{step}")
+# The resumes a scheduler runs, on its controller (apps/deployments/node_operations.scheduler_controller): Slurm
+# gets a new batch job on the plan's nodes (the job's entrypoint is its batch script; sbatch hands it the
+# checkpoint arguments), Kubernetes the Job manifest written to a file and applied (the transports give a command
+# no standard input, so not `kubectl apply -f -`).
+RESUME_COMMANDS = (
+    Command(
+        "resume-sbatch",
+        (*_SBATCH, *_SBATCH_PROGRAM),
+        "Submits a Slurm training job again on the given nodes, resuming from a chosen checkpoint.",
+        placeholders=("slurm_job", "number", "node_list", "gpus", "path", "checkpoint_dir", "step"),
+    ),
+    Command(
+        "resume-sbatch-excluding",
+        (*_SBATCH, "--exclude", "{excluded_nodes}", *_SBATCH_PROGRAM),
+        "Submits a Slurm training job again on the given nodes, never on the excluded ones, from a checkpoint.",
+        placeholders=("slurm_job", "number", "node_list", "gpus", "excluded_nodes", "path", "checkpoint_dir", "step"),
+    ),
+    Command(
+        "kubectl-apply",
+        ("kubectl", "apply", "-f", "{path}"),
+        "Creates or updates the Kubernetes objects of a manifest file (a training job's resume Job).",
+        placeholders=("path",),
+    ),
+)
+# Runbook 1's storage / data-loader branch (apps/diagnosis/storage_checks.py).
+STORAGE_COMMANDS = (
+    Command(
+        "findmnt-list",
+        ("findmnt", "-J", "--list", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS"),
+        "Every mount with its source (the NFS / Lustre server), type and options, as JSON.",
+    ),
+    Command(
+        "ps-processes",
+        ("ps", "-eo", "pid,ppid,stat,comm,args"),
+        "Every process with its parent and state (the trainers and their DataLoader workers, D: waiting on I/O).",
+    ),
+)
 UTILISATION_COMMANDS = (
     Command(
         "utilisation-series",
@@ -103,8 +154,14 @@ UTILISATION_COMMANDS = (
         ("kubectl", "get", "pods", "--all-namespaces", "-o", "wide"),
         "Every pod with the node it runs on (the scheduler's placement).",
     ),
+    Command(
+        "scontrol-show-jobs",
+        ("scontrol", "show", "job", "-d"),
+        "Every Slurm job with its node list, OverSubscribe and the CPUs and GPUs it holds on each node (the "
+        "scheduler's placement).",
+    ),
 )
-COMMANDS = COMMANDS + RECOVERY_COMMANDS + UTILISATION_COMMANDS
+COMMANDS = COMMANDS + RECOVERY_COMMANDS + RESUME_COMMANDS + STORAGE_COMMANDS + UTILISATION_COMMANDS
 for _command in COMMANDS:
     if _command.name not in CATALOGUE:
         register_command(_command)

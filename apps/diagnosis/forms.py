@@ -1,6 +1,6 @@
 from django import forms
 
-from apps.diagnosis import services
+from apps.diagnosis import services, utilisation
 from apps.inventory.models import Node
 from apps.simulator.models import SimFault
 from apps.workloads.models import TrainingJob
@@ -48,11 +48,21 @@ class IncidentForm(forms.Form):
         initial="nccl-timeout",
         required=False,
     )
+    sample_seconds = forms.IntegerField(
+        label="Sampling window (s)",
+        required=False,
+        min_value=utilisation.MIN_WINDOW_S,
+        max_value=utilisation.MAX_WINDOW_S,
+        help_text=f"Runbook 2: how long to sample the GPUs (default {utilisation.WINDOW_S} s; a data-loader period "
+        f"shows when the window holds it {utilisation.MIN_PERIODS} times).",
+    )
 
     def clean(self):
         data = super().clean()
         if not data.get("training_job") and not data.get("node"):
             self.add_error("training_job", "Choose the training job or the node the incident is about.")
+        if data.get("sample_seconds") is not None and data.get("runbook") != "gpu-utilisation":
+            self.add_error("sample_seconds", "Only runbook 2 (gpu-utilisation) samples the GPUs over a window.")
         return data
 
 

@@ -1,15 +1,17 @@
 """The `nccl-timeout` job kind: runbook 1's checks, one job per phase, each phase started by the one before.
 
 - `log` on every node of the training job: reads the training log (tail), finds the lagging ranks, their nodes;
-- `network` on the suspect nodes: MTU, link, PFC/ECN on the RDMA priority, Xids; then concludes and proposes a fix;
+- `network` on the suspect nodes: MTU, link, PFC/ECN on the RDMA priority, Xids; then concludes and proposes a fix,
+  or, no network cause standing out, starts
+- `storage` on the same nodes: free space, mounts, I/O pressure, the data loader's workers, hung storage in dmesg;
 - `fix` on the nodes of the approved fix: its exact commands;
-- `verify` after a fix: the log (waiting up to `wait_seconds` for training to move again) and the network checks.
+- `verify` after a fix: the log (waiting up to `wait_seconds` for training to move again) and the checks of the
+  cause's branch (network, or storage).
 
 Shards record what they read (evidence, ranking) in shard_finished; job_finished decides the next phase from the
 database (docs/jobs.md: no state is carried into it).
 """
 
-import asyncio
 import time
 
 from rest_framework import serializers
@@ -17,6 +19,7 @@ from rest_framework import serializers
 from apps.diagnosis import (
     commands,  # noqa: F401  (registers tail-log)
     recording,
+    storage_checks,
 )
 from apps.diagnosis.choices import EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Incident, Remediation
@@ -36,6 +39,7 @@ from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import PLACEHOLDERS, build
+from apps.nodeexec.fanout import wait_unless_canceled
 
 KIND = "nccl-timeout"
 POLL_SECONDS = 5.0
@@ -51,6 +55,18 @@ class RunbookParameters(serializers.Serializer):
     wait_seconds = serializers.IntegerField(
         min_value=0, max_value=1800, default=180, help_text="verify: how long to wait for training to move again."
     )
+    checkpoint_dir = serializers.RegexField(
+        PLACEHOLDERS["path"].pattern,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="storage: the training job's checkpoint directory (its volume's free space).",
+    )
+    branch = serializers.ChoiceField(
+        choices=["network", "storage"],
+        default="network",
+        help_text="verify: re-check the network path, or storage and the data loader (the cause's branch).",
+    )
     route = serializers.BooleanField(
         default=False, help_text="training-interrupted log phase: hand over to runbook 1 on collective timeouts only."
     )
@@ -61,8 +77,9 @@ class NcclTimeoutRunbook(JobKind):
     name = KIND
     label = "Runbook: NCCL timeout / hang"
     description = (
-        "Reads the training log, finds the lagging ranks and their nodes, checks MTU, PFC/ECN, links and Xids there, "
-        "ranks the causes and proposes the fix (docs/diagnosis.md)."
+        "Reads the training log, finds the lagging ranks and their nodes, checks MTU, PFC/ECN, links and Xids there "
+        "(then free space, mounts, I/O pressure and the data loader when the network is clean), ranks the causes "
+        "and proposes the fix (docs/diagnosis.md)."
     )
     parameters = RunbookParameters
     transports = ("ssh", "sim")
@@ -83,13 +100,17 @@ class NcclTimeoutRunbook(JobKind):
         phase = parameters.get("phase", Phase.LOG)
         log = StepSpec(name="log", command="", label="Training log", timeout=parameters.get("wait_seconds", 0) + 120)
         network = StepSpec(name="network", command="", label="MTU, link, PFC/ECN, Xid", timeout=600)
+        storage = StepSpec(name="storage", command="", label="Space, mounts, I/O pressure, loader", timeout=600)
         if phase == Phase.LOG:
             return [log]
         if phase == Phase.NETWORK:
             return [network]
+        if phase == Phase.STORAGE:
+            return [storage]
         if phase == Phase.FIX:
             return [StepSpec(name="fix", command="", label="Apply the fix", timeout=600)]
-        return [log, network] if parameters.get("log_path") else [network]
+        checks = storage if parameters.get("branch") == "storage" else network
+        return [log, checks] if parameters.get("log_path") else [checks]
 
     def prepare(self, job, shard) -> None:
         params = job.parameters
@@ -102,13 +123,19 @@ class NcclTimeoutRunbook(JobKind):
         self.wait_seconds = params.get("wait_seconds", 0) if self.phase == Phase.VERIFY else 0
         self.suspects = set(self.incident.suspect_nodes.values_list("hostname", flat=True))
         self.log_path = params.get("log_path", "")
+        self.checkpoint_dir = params.get("checkpoint_dir", "")
         if params.get("remediation"):
             remediation = Remediation.objects.get(public_id=params["remediation"])
             for command in remediation.commands:
                 self.fixes.setdefault(command["hostname"], []).append(command)
 
     def step_runner(self, step: StepSpec):
-        runners = {"log": self._read_log, "network": self._check_network, "fix": self._fix}
+        runners = {
+            "log": self._read_log,
+            "network": self._check_network,
+            "storage": self._check_storage,
+            "fix": self._fix,
+        }
         return runners[step.name]
 
     async def _read_log(self, target: NodeTarget, run) -> CommandResult:
@@ -123,22 +150,29 @@ class NcclTimeoutRunbook(JobKind):
             if moving or time.monotonic() >= deadline:
                 self.seen[target.hostname, "log"] = seen
                 return result
-            await asyncio.sleep(POLL_SECONDS)
+            await wait_unless_canceled(POLL_SECONDS)  # a cancel cuts it short: the next read comes back canceled
 
     async def _check_network(self, target: NodeTarget, run) -> CommandResult:
         node = self.facts.get(target.hostname)
         if node is None or (self.phase == Phase.VERIFY and target.hostname not in self.suspects):
             self.seen[target.hostname, "network"] = []
             return CommandResult(exit_code=0, stdout=b"not a suspect node: nothing to check\n")
-        outputs, transcript = {}, []
-        for read in network_reads(node):
-            result = await run(read.argv(), 60)
-            if result.canceled:
-                return _transcript_result(transcript, canceled=True)
-            text = _text(result) if result.ok else (result.error or _text(result) or _stderr(result))
-            outputs[read.key] = (result.ok, text, read.text())
-            transcript.append(f"$ {read.text()}\n{_text(result)}{_stderr(result)}")
+        outputs, transcript = await _read_each(network_reads(node), run)
+        if outputs is None:
+            return _transcript_result(transcript, canceled=True)
         self.seen[target.hostname, "network"] = judge_network(node, outputs)
+        return _transcript_result(transcript, exit_code=0)
+
+    async def _check_storage(self, target: NodeTarget, run) -> CommandResult:
+        if self.phase == Phase.VERIFY and target.hostname not in self.suspects:
+            self.seen[target.hostname, "storage"] = []
+            return CommandResult(exit_code=0, stdout=b"not a suspect node: nothing to check\n")
+        outputs, transcript = await _read_each(storage_checks.storage_reads(self.checkpoint_dir), run)
+        if outputs is None:
+            return _transcript_result(transcript, canceled=True)
+        self.seen[target.hostname, "storage"] = storage_checks.judge_storage(
+            target.hostname, self.checkpoint_dir, outputs
+        )
         return _transcript_result(transcript, exit_code=0)
 
     async def _fix(self, target: NodeTarget, run) -> CommandResult:
@@ -165,7 +199,7 @@ class NcclTimeoutRunbook(JobKind):
         if self.phase == Phase.FIX or self.incident is None:
             return
         recording.record_shard_observations(
-            incident=self.incident, job=job, shard=shard, seen=self.seen, steps=("log", "network")
+            incident=self.incident, job=job, shard=shard, seen=self.seen, steps=("log", "network", "storage")
         )
 
     def job_finished(self, job) -> None:
@@ -182,7 +216,10 @@ class NcclTimeoutRunbook(JobKind):
                 observations.append(behind)
             _after_log(incident, job, list(incident.evidence.filter(job=job)), suspects(observations, ranks))
         elif phase == Phase.NETWORK:
-            recording.conclude_incident(incident=incident, job=job)
+            if recording.conclude_incident(incident=incident, job=job) is None:
+                start_phase(incident=incident, phase=Phase.STORAGE, user=job.requested_by)
+        elif phase == Phase.STORAGE:
+            recording.conclude_incident(incident=incident, job=job, storage=True)
         elif phase == Phase.FIX:
             after_fix(incident, job)
         elif phase == Phase.VERIFY:
@@ -229,6 +266,19 @@ def _text(result: CommandResult) -> str:
 
 def _stderr(result: CommandResult) -> str:
     return (result.stderr or b"").decode("utf-8", errors="replace")
+
+
+async def _read_each(reads, run) -> tuple[dict | None, list[str]]:
+    """Run each read in turn: {key: (ok, text, command)} and the transcript; None for the outputs once canceled."""
+    outputs, transcript = {}, []
+    for read in reads:
+        result = await run(read.argv(), 60)
+        if result.canceled:
+            return None, transcript
+        text = _text(result) if result.ok else (result.error or _text(result) or _stderr(result))
+        outputs[read.key] = (result.ok, text, read.text())
+        transcript.append(f"$ {read.text()}\n{_text(result)}{_stderr(result)}")
+    return outputs, transcript
 
 
 def _transcript_result(transcript: list[str], *, exit_code: int | None = None, canceled: bool = False):

@@ -10,10 +10,19 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.diagnosis import live, recovery, utilisation
+from apps.diagnosis import live, recovery, storage_checks, utilisation
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, RankingChange, Remediation
-from apps.diagnosis.runbook import NicFacts, NodeFacts, Observation, conclude, fix_for, network_clean, weights
+from apps.diagnosis.runbook import (
+    STRONG,
+    NicFacts,
+    NodeFacts,
+    Observation,
+    conclude,
+    fix_for,
+    network_clean,
+    weights,
+)
 from apps.inventory.choices import NicPurpose
 from apps.inventory.models import Nic, Node
 from apps.jobs.choices import EventLevel
@@ -36,6 +45,8 @@ SUGGESTIONS = {
     Cause.LINK_DOWN: "Reseat or replace the cable named by the inventory and check the switch port's state.",
     Cause.GPU_LOST: "Drain the node, reset the GPU or power-cycle, and restart the job from its newest checkpoint.",
     Cause.STORAGE_OR_LOADER: "Check the checkpoint volume's free space and the data loader on the lagging ranks.",
+    Cause.STORAGE_SLOW: "Bring the storage server (NFS / Lustre) the lagging ranks read back, or the network path "
+    "to it; the ranks go on once their reads complete.",
     Cause.CHECKPOINT_DISK_FULL: "Free space on the checkpoint tier (the oldest checkpoints beyond the keep count), "
     "then resume from the newest valid checkpoint.",
     Cause.CHECKPOINT_CORRUPT: "Resume from the newest checkpoint that is whole and loads; check the storage that "
@@ -209,18 +220,32 @@ def scores(incident: Incident) -> dict[str, int]:
     return {h.cause: h.score for h in incident.hypotheses.all()}
 
 
-def conclude_incident(*, incident: Incident, job: Job) -> Remediation | None:
-    """After the node checks: name the cause, propose its fix, and escalate when the same fault came back."""
+def conclude_incident(*, incident: Incident, job: Job, storage: bool = False) -> Remediation | None:
+    """After the node checks: name the cause, propose its fix, and escalate when the same fault came back. After
+    the network checks no network cause standing out gives None (the storage / data-loader branch is next); after
+    that branch's checks nothing standing out leaves the incident unresolved, saying what was checked."""
     observations = [observation(row) for row in incident.evidence.filter(job=job)]
-    cause = conclude(scores(incident), network_clean(observations))
-    if not cause:
-        incident.state = IncidentState.UNRESOLVED
-        incident.conclusion = "No cause stands out: the checks found no fault strong enough to act on."
-        incident.save(update_fields=["state", "conclusion", "updated"])
-        emit(job, incident.conclusion, level=EventLevel.WARNING, data={"incident": str(incident.public_id)})
-        return None
-    facts = node_facts(list(incident.suspect_nodes.all()))
-    summary, commands = fix_for(cause, facts, observations)
+    if not storage:
+        cause = conclude(scores(incident))
+        if not cause:
+            clean = network_clean(observations)
+            emit(
+                job,
+                ("The network checks ran clean" if clean else "No network cause stands out")
+                + ": the storage / data-loader branch is next",
+                data={"incident": str(incident.public_id)},
+            )
+            return None
+        summary, commands = fix_for(cause, node_facts(list(incident.suspect_nodes.all())), observations)
+    else:
+        cause = storage_checks.conclude(scores(incident), STRONG)
+        if not cause:
+            incident.state = IncidentState.UNRESOLVED
+            incident.conclusion = storage_checks.nothing_found(observations)
+            incident.save(update_fields=["state", "conclusion", "updated"])
+            emit(job, incident.conclusion, level=EventLevel.WARNING, data={"incident": str(incident.public_id)})
+            return None
+        summary, commands = storage_checks.fix_for(cause, observations)
     incident.cause, incident.state = cause, IncidentState.CONCLUDED
     incident.conclusion = summary
     incident.recurrence_of = _earlier_fix(incident, cause)

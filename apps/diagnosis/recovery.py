@@ -6,8 +6,8 @@ what to remove to free space (the oldest checkpoints beyond the job's keep count
 No database here: the kind (apps/diagnosis/recovery_kind.py) hands in plain facts and the commands' output.
 """
 
+import base64
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from apps.diagnosis.choices import Cause, EvidenceVerdict
@@ -351,6 +351,7 @@ def plan_recovery(
     bad_hosts: list[str],
     spares: dict[str, str],
     rendezvous: str,
+    controller: str = "",
 ) -> RecoveryPlan | None:
     """The recovery, or None when no checkpoint is valid (nothing to resume from: a person decides)."""
     chosen = choose_checkpoint(verdicts)
@@ -370,7 +371,7 @@ def plan_recovery(
         FixCommand(hosts[0], "remove-checkpoint", (("checkpoint_step_dir", checkpoint_path(job.checkpoint_dir, step)),))
         for step in removed
     ]
-    artefact, resume = resume_artefact(job, tuple(hosts), chosen.step, rendezvous)
+    artefact, resume = resume_artefact(job, tuple(hosts), chosen.step, rendezvous, controller)
     commands += resume
     parts = []
     if disk_full:
@@ -391,9 +392,15 @@ def plan_recovery(
     return RecoveryPlan(cause, summary, commands, artefact, chosen.step, tuple(hosts), removed, excluded, replaced)
 
 
-def resume_artefact(job: JobFacts, hosts: tuple[str, ...], step: int, rendezvous: str) -> tuple[str, list[FixCommand]]:
-    """The resume for the job's launcher: torchrun on every node (run through the catalogue); for Slurm and
-    Kubernetes the requeue / Job manifest a person (or the scheduler integration) applies."""
+MANIFEST_DIR = "/var/lib/rackpilot/resume"  # where the Kubernetes resume's manifest is written on the controller
+
+
+def resume_artefact(
+    job: JobFacts, hosts: tuple[str, ...], step: int, rendezvous: str, controller: str = ""
+) -> tuple[str, list[FixCommand]]:
+    """The resume for the job's launcher: torchrun on every node; for Slurm a new batch job on the plan's nodes
+    (the left-out ones excluded), for Kubernetes an Indexed Job pinned to them, both run on the scheduler's
+    controller. Without a controller the Slurm and Kubernetes resumes are only shown, for a person to apply."""
     if job.launcher in ("torchrun", "mpirun"):
         commands = [
             FixCommand(
@@ -413,22 +420,51 @@ def resume_artefact(job: JobFacts, hosts: tuple[str, ...], step: int, rendezvous
             )
             for rank, host in enumerate(hosts)
         ]
-        return "\n".join(f"{command.hostname}$ {command.text()}" for command in commands), commands
-    program = [job.entrypoint, "--load", job.checkpoint_dir, "--ckpt-step", str(step)]
-    if job.launcher == "slurm":
-        return (
-            f"scontrol update JobName={job.name} NodeList={','.join(hosts)} NumNodes={len(hosts)}\n"
-            f"scontrol requeue $(squeue -h -n {job.name} -o %i)\n"
-            f"# the batch script resumes with: srun torchrun --nnodes {len(hosts)} --nproc-per-node "
-            f"{job.ranks_per_node} {shlex.join(program)}",
-            [],
+    elif job.launcher == "slurm":
+        excluded = [host for host in job.hosts if host not in hosts]
+        values = (
+            ("slurm_job", job.name),
+            ("number", len(hosts)),
+            ("node_list", ",".join(hosts)),
+            ("gpus", job.ranks_per_node),
+            *((("excluded_nodes", ",".join(excluded)),) if excluded else ()),
+            ("path", job.entrypoint),
+            ("checkpoint_dir", job.checkpoint_dir),
+            ("step", step),
         )
+        commands = [FixCommand(controller, "resume-sbatch-excluding" if excluded else "resume-sbatch", values)]
+    else:
+        manifest = job_manifest(job, hosts, step, rendezvous)
+        path = f"{MANIFEST_DIR}/{_dns_name(rendezvous)}.yaml"
+        encoded = base64.b64encode(manifest.encode()).decode()
+        commands = [
+            FixCommand(controller, "write-file", (("base64", encoded), ("path", path))),
+            FixCommand(controller, "kubectl-apply", (("path", path),)),
+        ]
+        if not controller:
+            return manifest, []
+        return f"{manifest}\n# then, on {controller}:\n{commands[1].text()}\n", commands
+    if not controller and job.launcher == "slurm":
+        return commands[0].text(), []
+    return "\n".join(f"{command.hostname}$ {command.text()}" for command in commands), commands
+
+
+def _dns_name(text: str) -> str:
+    """A Kubernetes object name (RFC 1123 label: lower case, digits and '-', at most 63)."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-")
+
+
+def job_manifest(job: JobFacts, hosts: tuple[str, ...], step: int, rendezvous: str) -> str:
+    """An Indexed Job with one pod per node rank, pinned to the plan's nodes, each running torchrun from the step."""
+    name = _dns_name(rendezvous)
+    program = [job.entrypoint, "--load", job.checkpoint_dir, "--ckpt-step", str(step)]
     nodes = "\n".join(f"                - {host}" for host in hosts)
-    return (
-        f"""apiVersion: batch/v1
+    return f"""apiVersion: batch/v1
 kind: Job
 metadata:
-  name: {job.name}-resume-{step}
+  name: {name}
+  labels:
+    rackpilot.io/training-job: {_dns_name(job.name)}
 spec:
   completions: {len(hosts)}
   parallelism: {len(hosts)}
@@ -437,6 +473,7 @@ spec:
   template:
     spec:
       restartPolicy: Never
+      subdomain: {name}
       affinity:
         nodeAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
@@ -450,11 +487,9 @@ spec:
       - name: trainer
         image: trainer
         command: ["torchrun", "--nnodes", "{len(hosts)}", "--nproc-per-node", "{job.ranks_per_node}",
-                  "--node-rank", "$(JOB_COMPLETION_INDEX)", "--rdzv-endpoint", "{job.name}-0.{job.name}:{RDZV_PORT}",
+                  "--node-rank", "$(JOB_COMPLETION_INDEX)", "--rdzv-endpoint", "{name}-0.{name}:{RDZV_PORT}",
                   {", ".join(f'"{word}"' for word in program)}]
         resources:
           limits:
             nvidia.com/gpu: {job.ranks_per_node}
-""",
-        [],
-    )
+"""

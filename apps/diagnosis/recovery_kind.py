@@ -7,16 +7,17 @@
   space (`df`), the checkpoints there (`ls`), and the newest ones' shards, marker, manifest (`sha256sum -c`) and load,
   newest first until one is valid; then the recovery is planned (apps/diagnosis/recovery.py) and proposed, or run at
   once when the job's policy is automatic and retries are left;
-- `fix`: the recovery's exact commands (remove checkpoints, then the resume on every node);
+- `fix`: the recovery's exact commands (remove checkpoints, then the resume: torchrun on every node, or sbatch /
+  the Job manifest applied on the scheduler's controller);
 - `verify`: node rank 0's log (polled up to `wait_seconds`) until it shows the resume from the chosen step and steps.
 """
 
-import asyncio
 import time
 import uuid
 
 from django.utils import timezone
 
+from apps.deployments.node_operations import scheduler_controller
 from apps.diagnosis import recording, recovery, services
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.kinds import NcclTimeoutRunbook, _text, _transcript_result, after_fix
@@ -28,7 +29,8 @@ from apps.jobs.choices import EventLevel, JobStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import StepSpec, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
-from apps.workloads.choices import RecoveryPolicy, TrainingState
+from apps.nodeexec.fanout import wait_unless_canceled
+from apps.workloads.choices import Launcher, RecoveryPolicy, TrainingState
 from apps.workloads.models import TrainingJob
 from apps.workloads.services import move_training_job
 
@@ -90,7 +92,7 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
             if moving or time.monotonic() >= deadline:
                 self.seen[target.hostname, "log"] = seen
                 return result
-            await asyncio.sleep(5.0)
+            await wait_unless_canceled(5.0)  # a cancel cuts it short: the next read comes back canceled
 
     async def _checks(self, target: NodeTarget, run) -> CommandResult:
         transcript, seen = [], []
@@ -289,6 +291,7 @@ def conclude_recovery(*, incident: Incident, job) -> Remediation | None:
         bad_hosts=bad_hosts,
         spares=spares_for(training=training, bad_hosts=bad_hosts),
         rendezvous=rendezvous,
+        controller=_controller(training),
     )
     if plan is None:
         checked = ", ".join(f"step {v.step}" for v in sorted(verdicts, key=lambda v: -v.step)) or "none found"
@@ -340,6 +343,15 @@ def conclude_recovery(*, incident: Incident, job) -> Remediation | None:
             data={"incident": str(incident.public_id)},
         )
     return remediation
+
+
+def _controller(training: TrainingJob) -> str:
+    """Where a scheduler's resume runs: the deployments' scheduler controller (a management node with scontrol or
+    kubectl); '' for torchrun, or when the inventory has none (the resume is then shown for a person)."""
+    if training.launcher not in (Launcher.SLURM, Launcher.KUBERNETES):
+        return ""
+    controller = scheduler_controller()
+    return controller.hostname if controller is not None else ""
 
 
 def _moved(incident: Incident, remediation: Remediation) -> None:

@@ -1,5 +1,7 @@
 """Rehearsals: a runbook started from the simulator page against a fault injected there, on a simulated training
-job that the fault hurts (one already running on the node, or a demo job made for the rehearsal).
+job that the fault hurts (one already running on the node, or a demo job made for the rehearsal). The runbook is
+the one a real incident would start with: the job's symptom decides (a hang, an interrupted job, a job running
+slow).
 
 A rehearsal is an incident like any other (the same phases, evidence, approval and re-check, over the `sim`
 transport), marked `rehearsal` wherever it is listed. The run it diagnoses must already show the fault: a fault
@@ -17,13 +19,13 @@ from apps.core.audit import record
 from apps.core.choices import AuditAction
 from apps.diagnosis import services
 from apps.diagnosis.models import Incident
-from apps.diagnosis.phases import KIND, RECOVERY_KIND
+from apps.diagnosis.phases import KIND, RECOVERY_KIND, UTILISATION_KIND
 from apps.inventory.models import Node
 from apps.simulator import services as sim
 from apps.simulator.models import SimFault
-from apps.simulator.training import NETWORK_FAULTS
-from apps.simulator.training_faults import TRAINING_FAULTS
-from apps.workloads.choices import TrainingState
+from apps.simulator.training import HANG_FAULTS
+from apps.simulator.training_faults import JOB_FAULTS, SLOWING_FAULTS, loader_hangs
+from apps.workloads.choices import Launcher, TrainingState
 from apps.workloads.models import TrainingJob
 from apps.workloads.services import set_training_nodes
 
@@ -33,16 +35,20 @@ DEMO_NODES = 4  # the faulty node and peers of its SKU: the lagging ranks show a
 DEMO_CHECKPOINT_INTERVAL = 200
 
 
-def runbook_for(kind: str) -> str:
-    """The runbook a fault of this kind calls for: a network fault hangs a collective (runbook 1); a lost GPU, a
-    full checkpoint volume or a corrupt checkpoint interrupts the job (runbook 3, which hands plain NCCL timeouts
-    on to runbook 1)."""
-    return KIND if kind in NETWORK_FAULTS else RECOVERY_KIND
+def runbook_for(fault: SimFault) -> str:
+    """The runbook a fault calls for: a network fault, a mount that stops answering or a data loader stall past the
+    NCCL watchdog hangs the job with only NCCL timeouts in its log (runbook 1, whose storage branch takes the
+    clean-network case); a lost GPU, a full checkpoint volume or a corrupt checkpoint interrupts it (runbook 3, which
+    hands plain NCCL timeouts on to runbook 1); a power cap, heat, held clocks, a starving loader or a second
+    trainer only slows it (runbook 2)."""
+    if fault.kind in HANG_FAULTS or loader_hangs(fault):
+        return KIND
+    return UTILISATION_KIND if fault.kind in SLOWING_FAULTS else RECOVERY_KIND
 
 
 def rehearse(*, fault: SimFault, user) -> Incident:
     """Open a rehearsal incident for `fault` on a training job it hurts and start the fault's runbook on it."""
-    if fault.kind not in TRAINING_FAULTS:
+    if fault.kind not in JOB_FAULTS:
         raise services.IncidentError(
             f"A {fault.get_kind_display().lower()} fault does not hurt a training job: there is no runbook to "
             "rehearse against it.",
@@ -51,7 +57,7 @@ def rehearse(*, fault: SimFault, user) -> Incident:
     with transaction.atomic():
         sim.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
         job = _job_hurt_by(fault) or _demo_job(fault)
-        runbook = runbook_for(fault.kind)
+        runbook = runbook_for(fault)
         incident = services.open_incident(
             user=user,
             training_job=job,
@@ -100,6 +106,8 @@ def _demo_job(fault: SimFault) -> TrainingJob:
     job.log_path = f"/var/log/train/{name}.log"
     job.state = TrainingState.RUNNING
     job.started_at = min(timezone.now() - DEMO_HISTORY, fault.created - DEMO_HISTORY / 2)
+    # The second trainer of a co_located fault is a scheduler's placement: the demo job is scheduled the same way.
+    job.launcher = Launcher.KUBERNETES if fault.kind == "co_located" else Launcher.TORCHRUN
     job.placements = []
     job.save()
     peers = (

@@ -9,7 +9,8 @@ the commands' output, and stores what comes back. The branches:
 2. on the suspect nodes: data-NIC MTU against the plane (ip link), PFC and ECN on the RDMA priority (mlnx_qos,
    sysfs), link state (ethtool), drops / pause frames / CRC errors (ethtool -S), Xids in the kernel log (dmesg);
 3. conclude: MTU mismatch → set the MTU; PFC off → enable PFC; link down → the cable and switch port from the
-   inventory; a lost GPU → drain and reset; every check clean → the storage / data-loader branch.
+   inventory; a lost GPU → drain and reset; every check clean → the storage / data-loader branch
+   (apps/diagnosis/storage_checks.py: free space, mounts, I/O pressure, the loader's workers, hung storage).
 """
 
 from dataclasses import dataclass, field
@@ -381,10 +382,10 @@ def _excerpt(text: str, *starts: str) -> str:
 NETWORK = (Cause.PFC_OFF, Cause.MTU_MISMATCH, Cause.LINK_DOWN)
 # (check, verdict) -> {cause: points}; a negative score contradicts the cause.
 WEIGHTS: dict[tuple[str, str], dict[str, int]] = {
-    ("watchdog", EvidenceVerdict.FAULT): {**dict.fromkeys(NETWORK, 1), Cause.STORAGE_OR_LOADER: 1},
+    ("watchdog", EvidenceVerdict.FAULT): dict.fromkeys((*NETWORK, Cause.STORAGE_SLOW, Cause.DATALOADER_STALL), 1),
     ("ib", EvidenceVerdict.FAULT): dict.fromkeys(NETWORK, 2),
     ("cuda", EvidenceVerdict.FAULT): {Cause.GPU_LOST: 4},
-    ("disk", EvidenceVerdict.FAULT): {Cause.STORAGE_OR_LOADER: 8},
+    ("disk", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_DISK_FULL: 8},
     ("mtu", EvidenceVerdict.FAULT): {Cause.MTU_MISMATCH: 10},
     ("mtu", EvidenceVerdict.HEALTHY): {Cause.MTU_MISMATCH: -3},
     ("pfc", EvidenceVerdict.FAULT): {Cause.PFC_OFF: 10},
@@ -395,6 +396,15 @@ WEIGHTS: dict[tuple[str, str], dict[str, int]] = {
     ("link", EvidenceVerdict.HEALTHY): {Cause.LINK_DOWN: -3},
     ("xid", EvidenceVerdict.FAULT): {Cause.GPU_LOST: 10},
     ("xid", EvidenceVerdict.HEALTHY): {Cause.GPU_LOST: -3},
+    # The storage / data-loader branch (apps/diagnosis/storage_checks.py):
+    ("space", EvidenceVerdict.FAULT): {Cause.CHECKPOINT_DISK_FULL: 10},
+    ("space", EvidenceVerdict.HEALTHY): {Cause.CHECKPOINT_DISK_FULL: -3},
+    ("hung", EvidenceVerdict.FAULT): {Cause.STORAGE_SLOW: 10},
+    ("hung", EvidenceVerdict.HEALTHY): {Cause.STORAGE_SLOW: -3},
+    ("io_pressure", EvidenceVerdict.FAULT): {Cause.STORAGE_SLOW: 4},
+    ("blocked", EvidenceVerdict.FAULT): {Cause.STORAGE_SLOW: 2},
+    ("loader", EvidenceVerdict.FAULT): {Cause.DATALOADER_STALL: 10},
+    ("loader", EvidenceVerdict.HEALTHY): {Cause.DATALOADER_STALL: -3},
 }
 
 
@@ -408,11 +418,10 @@ def network_clean(observations: list[Observation]) -> bool:
     return bool(checks) and all(seen.verdict == EvidenceVerdict.HEALTHY for seen in checks)
 
 
-def conclude(scores: dict[str, int], clean: bool) -> str:
-    """The cause to act on ('' when nothing is strong enough)."""
-    if clean:
-        return Cause.STORAGE_OR_LOADER
-    best = max(scores.items(), key=lambda item: (item[1], -list(Cause.values).index(item[0])), default=("", 0))
+def conclude(scores: dict[str, int]) -> str:
+    """The network cause to act on ('' when nothing is strong enough; a clean network takes the storage branch)."""
+    network = {cause: score for cause, score in scores.items() if cause in (*NETWORK, Cause.GPU_LOST)}
+    best = max(network.items(), key=lambda item: (item[1], -list(Cause.values).index(item[0])), default=("", 0))
     return best[0] if best[1] >= STRONG else ""
 
 
@@ -463,10 +472,4 @@ def fix_for(cause: str, nodes: dict[str, NodeFacts], observations: list[Observat
         lost = [seen for seen in faulty if seen.check in ("xid", "cuda")]
         where = ", ".join(f"{seen.hostname} {seen.subject}".strip() for seen in lost)
         return f"Drain {where}, reset the GPU (or power-cycle the node), then restart the job", []
-    if cause == Cause.STORAGE_OR_LOADER:
-        return (
-            "The network path is clean: check the checkpoint volume's free space and the data loader's workers on "
-            "the lagging ranks' nodes (training interrupted runbook)",
-            [],
-        )
     return "", []

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.core.audit import record
 from apps.core.choices import AuditAction
+from apps.diagnosis import utilisation
 from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
 from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import RECOVERY_KIND, RUNBOOKS, UTILISATION_KIND, Phase, start_phase
@@ -195,17 +196,37 @@ def open_incident(
     return incident
 
 
-def start_runbook(*, incident, user, wait_seconds: int | None = None, route: bool = False):
+def check_sample_seconds(*, runbook: str, seconds: int) -> None:
+    """Runbook 2's sampling window: within its bounds, and only for the runbook that samples."""
+    if runbook != UTILISATION_KIND:
+        raise IncidentError("Only runbook 2 (gpu-utilisation) samples the GPUs over a window.", field="sample_seconds")
+    if not utilisation.MIN_WINDOW_S <= seconds <= utilisation.MAX_WINDOW_S:
+        raise IncidentError(
+            f"The sampling window is {utilisation.MIN_WINDOW_S}-{utilisation.MAX_WINDOW_S} s, not {seconds}.",
+            field="sample_seconds",
+        )
+
+
+def start_runbook(
+    *, incident, user, wait_seconds: int | None = None, route: bool = False, sample_seconds: int | None = None
+):
     """Start the incident's runbook from its first phase: the training log, or the node's checks for an incident
-    about a node (runbook 1), or the utilisation series (runbook 2). `route` (runbook 3): hand over to runbook 1 if
-    the log shows only NCCL timeouts."""
+    about a node (runbook 1), or the utilisation series (runbook 2, over `sample_seconds`: the job kind's bounds and
+    default). `route` (runbook 3): hand over to runbook 1 if the log shows only NCCL timeouts."""
     if incident.state in (IncidentState.INVESTIGATING, IncidentState.FIXING, IncidentState.VERIFYING):
         raise IncidentError(f"The runbook is already running on this incident ({incident.get_state_display()}).")
+    if sample_seconds is not None:
+        check_sample_seconds(runbook=incident.runbook, seconds=sample_seconds)
     phase = Phase.LOG if incident.training_job_id else Phase.NETWORK
     if incident.runbook == UTILISATION_KIND:
         phase = Phase.SAMPLE
     return start_phase(
-        incident=incident, phase=phase, user=user, wait_seconds=wait_seconds, route=route and phase == Phase.LOG
+        incident=incident,
+        phase=phase,
+        user=user,
+        wait_seconds=wait_seconds,
+        route=route and phase == Phase.LOG,
+        sample_seconds=sample_seconds if phase == Phase.SAMPLE else None,
     )
 
 

@@ -14,13 +14,12 @@ from apps.workloads.models import TrainingJob
 SIMULATED_STATES = (TrainingState.RUNNING, TrainingState.INTERRUPTED, TrainingState.FAILED)
 
 
-def runs_on(hostname: str) -> list[TrainingRun]:
-    jobs = (
-        TrainingJob.objects.filter(members__node__hostname=hostname, state__in=SIMULATED_STATES)
-        .exclude(started_at=None)
-        .exclude(log_path="")
-        .prefetch_related("members__node")
-    )
+def runs_on(hostname: str | None) -> list[TrainingRun]:
+    """The runs a host takes part in (None: every run of the cluster, for the scheduler's controller)."""
+    jobs = TrainingJob.objects.filter(state__in=SIMULATED_STATES)
+    if hostname is not None:
+        jobs = jobs.filter(members__node__hostname=hostname)
+    jobs = jobs.exclude(started_at=None).exclude(log_path="").prefetch_related("members__node")
     return [training_run(job) for job in jobs]
 
 
@@ -38,6 +37,7 @@ def training_run(job: TrainingJob) -> TrainingRun:
         seed=settings.RACKPILOT_SIM_SEED,
         started=job.started_at.timestamp(),
         log_path=job.log_path,
+        launcher=job.launcher,
     )
 
 

@@ -7,7 +7,8 @@ graph of checks:
 
 1. on every node of the job: `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,clocks.sm,
    clocks_event_reasons.active,power.draw,power.limit,power.default_limit,temperature.gpu --format=csv,nounits -lms`
-   for SAMPLE_SECONDS → per GPU: mean utilisation, loaded SM clock, dips (autocorrelation), clocks-event reasons;
+   for the runbook's window (`sample_seconds`, WINDOW_S by default) → per GPU: mean utilisation, loaded SM clock,
+   dips (autocorrelation), clocks-event reasons;
 2. across the fleet: the GPUs busier than the median by LAG_POINTS or slower-clocked than it by CLOCK_LAG (every
    other rank waits for them at each all-reduce), and whether every GPU dips with one period;
 3. a reason that holds a lagging GPU's clocks → power cap (a limit below the default) / thermal or HW slowdown /
@@ -24,8 +25,13 @@ from apps.diagnosis.choices import Cause, EvidenceVerdict
 from apps.diagnosis.runbook import FixCommand, Observation, Read
 from apps.parsers.kubernetes import parse_get_pods
 from apps.parsers.nvidia_smi import QUERY_TIMESTAMP, parse_query_gpu
+from apps.parsers.slurm import parse_show_job
 
-SAMPLE_SECONDS = 30  # long enough for a few loader periods, short enough to wait for
+# The sampling window: a loader period shows as periodic only when the window holds at least MIN_PERIODS of it, so
+# the default catches periods up to 20 s; the bounds keep a run short enough to wait for and long enough to judge.
+WINDOW_S = 60
+MIN_WINDOW_S, MAX_WINDOW_S = 10, 600
+MIN_PERIODS = 3
 INTERVAL_MS = 200
 MIN_SAMPLES = 10  # per GPU, for a period or a median to mean something
 LOADED_PCT = 30  # a sample below this utilisation is a wait, not the GPU's working clock
@@ -41,12 +47,16 @@ HW_SLOWDOWN = ("hw_slowdown", "hw_power_brake_slowdown")
 THROTTLE_TOPICS = ("power_cap", "thermal", "hw_slowdown", "clocks_capped")
 
 
-def series_read() -> Read:
-    return Read("series", "utilisation-series", (("seconds", SAMPLE_SECONDS), ("interval_ms", INTERVAL_MS)))
+def series_read(seconds: int = WINDOW_S) -> Read:
+    return Read("series", "utilisation-series", (("seconds", seconds), ("interval_ms", INTERVAL_MS)))
 
 
 def pods_read() -> Read:
     return Read("pods", "kubectl-get-pods")
+
+
+def slurm_jobs_read() -> Read:
+    return Read("slurm-jobs", "scontrol-show-jobs")
 
 
 # --- one GPU's series ---------------------------------------------------------------------------------------------
@@ -126,7 +136,8 @@ class Dips:
 
 def dips(util: list[float], interval_s: float) -> Dips:
     """Depth of the dips and their period: the first local maximum of the autocorrelation above DIP_CORRELATION
-    (at least two samples on, so the noise of neighbours does not count)."""
+    (at least two samples on, so the noise of neighbours does not count), for periods the window holds at least
+    MIN_PERIODS times."""
     if len(util) < MIN_SAMPLES:
         return Dips(0.0, None, 0.0, 0.0)
     ordered = sorted(util)
@@ -135,7 +146,7 @@ def dips(util: list[float], interval_s: float) -> Dips:
     share = sum(1 for value in util if value < working - depth / 2) / len(util)
     if depth < DIP_DEPTH:
         return Dips(depth, None, share, 0.0)
-    correlations = [autocorrelation(util, lag) for lag in range(len(util) // 2 + 2)]
+    correlations = [autocorrelation(util, lag) for lag in range(len(util) // MIN_PERIODS + 2)]
     for lag in range(2, len(correlations) - 1):
         here = correlations[lag]
         if here >= DIP_CORRELATION and here >= correlations[lag - 1] and here >= correlations[lag + 1]:
@@ -197,9 +208,9 @@ TOPIC_WORDS = {
 }
 
 
-def judge_series(hostname: str, ok: bool, text: str, command: str) -> list[Observation]:
-    """The node's GPUs over the sampling window: one 'series' row with every GPU's summary, one row per GPU whose
-    clock a reason holds (or one 'throttle' row saying none does)."""
+def judge_series(hostname: str, ok: bool, text: str, command: str, seconds: int = WINDOW_S) -> list[Observation]:
+    """The node's GPUs over the sampling window (`seconds`): one 'series' row with every GPU's summary, one row per
+    GPU whose clock a reason holds (or one 'throttle' row saying none does)."""
     if not ok:
         return [
             Observation(
@@ -224,12 +235,12 @@ def judge_series(hostname: str, ok: bool, text: str, command: str) -> list[Obser
             "series",
             f"{len(summaries)} GPUs",
             EvidenceVerdict.INFO,
-            f"{summaries[0]['samples']} samples per GPU over {SAMPLE_SECONDS} s: utilisation {min(means):.0f}-"
+            f"{summaries[0]['samples']} samples per GPU over {seconds} s: utilisation {min(means):.0f}-"
             f"{max(means):.0f}% (mean per GPU), loaded SM clocks {_span([item['clock'] for item in summaries])} MHz",
             command,
             _lines(text, 6),
             hostname,
-            {"gpus": summaries},
+            {"gpus": summaries, "window_s": seconds},
         )
     ]
     for item in summaries:
@@ -419,6 +430,108 @@ def judge_pods(hosts: list[str], job_pod_prefix: str, ok: bool, text: str, comma
     return found
 
 
+def judge_slurm_jobs(hosts: list[str], job_name: str, ok: bool, text: str, command: str) -> list[Observation]:
+    """On each node behind: the Slurm jobs holding part of it besides the training job (named `job_name`), with
+    the CPUs and GPUs each one is bound to there, and whether the job was submitted with --exclusive."""
+    if not ok:
+        return [Observation("placement", "", EvidenceVerdict.COULD_NOT_RUN, f"could not run: {text[-200:]}", command)]
+    try:
+        listing = parse_show_job(text)
+    except ValueError as error:
+        return [Observation("placement", "", EvidenceVerdict.COULD_NOT_RUN, f"unreadable: {error}", command)]
+    ours = [job for job in listing.named(job_name) if job.state in ("RUNNING", "SUSPENDED")]
+    if not ours:
+        return [
+            Observation(
+                "placement",
+                "",
+                EvidenceVerdict.COULD_NOT_RUN,
+                f"no running Slurm job named {job_name} in the controller's listing",
+                command,
+            )
+        ]
+    job = ours[0]
+    lines = text.splitlines()
+    found = []
+    for host in hosts:
+        others = [other for other in listing.on_node(host) if other is not job and other.state == "RUNNING"]
+        mine = job.on(host)
+        held = f"CPUs {mine.cpu_ids}, GPUs {_gpus(mine.gpus)}" if mine else "its share"
+        if others:
+            beside = "; ".join(
+                f"job {other.job_id} ({other.name}, user {other.user}) holds "
+                + (f"CPUs {alloc.cpu_ids}, GPUs {_gpus(alloc.gpus)}" if (alloc := other.on(host)) else "part of it")
+                for other in others
+            )
+            cited = [job.line, *(other.line for other in others)]
+            cited += [alloc.line for alloc in (mine, *(other.on(host) for other in others)) if alloc]
+            found.append(
+                Observation(
+                    "placement",
+                    f"job {others[0].job_id}"[:64],
+                    EvidenceVerdict.FAULT,
+                    f"{1 + len(others)} jobs on {host}: job {job.job_id} ({job.name}) holds {held}; {beside} — "
+                    f"job {job.job_id} has OverSubscribe={job.oversubscribe or '?'} (--exclusive not set), so Slurm "
+                    "shares its nodes",
+                    command,
+                    "\n".join(lines[number - 1] for number in sorted(set(cited))),
+                    host,
+                    {
+                        "slurm_job": job.job_id,
+                        "jobs": [job.name, *(other.name for other in others)],
+                        "others": [
+                            {"job_id": other.job_id, "name": other.name, "user": other.user} for other in others
+                        ],
+                        "exclusive": job.exclusive,
+                    },
+                )
+            )
+        else:
+            found.append(
+                Observation(
+                    "placement",
+                    "",
+                    EvidenceVerdict.HEALTHY,
+                    f"only job {job.job_id} ({job.name}) on {host}: {held}",
+                    command,
+                    hostname=host,
+                    data={"slurm_job": job.job_id, "exclusive": job.exclusive},
+                )
+            )
+    return found
+
+
+def slurm_artefact(observations: list[Observation], controller: str) -> str:
+    """The Slurm fix, shown before a person runs it on the controller: the job back to the queue held, made
+    exclusive, released (it restarts on whole nodes and resumes from its newest checkpoint), and the batch option
+    that keeps a resubmission exclusive."""
+    placed = [seen for seen in observations if seen.check == "placement" and seen.verdict == EvidenceVerdict.FAULT]
+    job = placed[0].data["slurm_job"]
+    beside = sorted(
+        {
+            f"job {other['job_id']} ({other['name']}) on {seen.hostname}"
+            for seen in placed
+            for other in seen.data["others"]
+        }
+    )
+    return "\n".join(
+        [
+            f"# Slurm job {job} shares its nodes ({'; '.join(beside)}): it was not submitted with --exclusive.",
+            f"# On the controller ({controller or 'the Slurm controller'}), once approved: requeue it held, make it",
+            "# exclusive, release it; it starts again on nodes no other job shares and resumes from its checkpoint.",
+            f"scontrol requeuehold {job}",
+            f"scontrol update JobId={job} OverSubscribe=NO",
+            f"scontrol release {job}",
+            "# In the job's batch script, so that a resubmission keeps whole nodes:",
+            "#SBATCH --exclusive",
+        ]
+    )
+
+
+def _gpus(indices: list[int]) -> str:
+    return ",".join(str(index) for index in indices) or "none"
+
+
 # --- ranking ------------------------------------------------------------------------------------------------------
 
 THROTTLE_CAUSES = (Cause.GPU_POWER_CAPPED, Cause.GPU_THERMAL, Cause.GPU_CLOCKS_CAPPED)
@@ -502,6 +615,17 @@ def fix_for(cause: str, observations: list[Observation], gpu_summaries: dict[tup
         return (
             f"The data loader starves every rank{period}: raise num_workers (one per CPU core of the rank's "
             "NUMA node), set pin_memory=True and prefetch_factor=4, and use persistent_workers=True",
+            [],
+        )
+    if cause == Cause.CO_LOCATED_TRAINER and any(
+        "slurm_job" in seen.data for seen in _faults(observations, "placement")
+    ):
+        placed = _faults(observations, "placement")
+        beside = [(seen.hostname, other) for seen in placed for other in seen.data["others"]]
+        where = "; ".join(f"{host}: job {other['job_id']} ({other['name']})" for host, other in beside)
+        return (
+            f"Keep one trainer per node: requeue Slurm job {placed[0].data['slurm_job']} with OverSubscribe=NO "
+            f"(--exclusive) and add #SBATCH --exclusive to its script ({where} shares its nodes)",
             [],
         )
     if cause == Cause.CO_LOCATED_TRAINER:

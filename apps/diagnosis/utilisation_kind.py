@@ -3,20 +3,24 @@
 - `sample` on every node of the training job: the utilisation series (apps/diagnosis/utilisation.py reads it);
   when all are in, the fleet comparison (who the others wait for, dips on every GPU), then the branch: a reason
   holding a lagging GPU's clock, or dips everywhere, concludes; a node behind with nothing holding its clocks goes to
-- `scheduler` (Kubernetes jobs) on one node behind: `kubectl get pods -A -o wide`, the pods on the nodes behind;
-  a second trainer there concludes with the scheduler fix, the deployment's artefacts regenerated for the job's nodes;
+- `scheduler` (Kubernetes and Slurm jobs) on the scheduler's controller: `kubectl get pods -A -o wide` or
+  `scontrol show job -d`, the workloads on the nodes behind; a second trainer there concludes with the scheduler
+  fix: the deployment's artefacts regenerated for the job's nodes (Kubernetes), or the job requeued exclusive and
+  its batch option (Slurm);
 - `fix`: the power limits put back (the only cause with commands; the others are done by hand);
 - `verify`: the series again on every node: resolved when it shows no fault.
 """
 
 from django.utils import timezone
+from rest_framework import serializers
 
 from apps.deployments import artefacts
 from apps.deployments.context import artefact_nodes, load_nodes
 from apps.deployments.models import Deployment
+from apps.deployments.node_operations import scheduler_controller
 from apps.diagnosis import recording, utilisation
 from apps.diagnosis.choices import Cause, EvidenceVerdict, IncidentState, RemediationState
-from apps.diagnosis.kinds import NcclTimeoutRunbook, _stderr, _text, after_fix
+from apps.diagnosis.kinds import NcclTimeoutRunbook, RunbookParameters, _stderr, _text, after_fix
 from apps.diagnosis.models import Incident, Remediation
 from apps.diagnosis.phases import UTILISATION_KIND, Phase, start_phase
 from apps.inventory.models import Node
@@ -27,6 +31,16 @@ from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.workloads.choices import Launcher
 
 SCHEDULER_ARTEFACTS = ("pod-affinity", "kube-scheduler")
+SCHEDULED = (Launcher.KUBERNETES, Launcher.SLURM)  # launchers whose placement the controller can be asked for
+
+
+class UtilisationParameters(RunbookParameters):
+    sample_seconds = serializers.IntegerField(
+        min_value=utilisation.MIN_WINDOW_S,
+        max_value=utilisation.MAX_WINDOW_S,
+        default=utilisation.WINDOW_S,
+        help_text="sample/verify: the sampling window (a loader period shows when it fits at least 3 times).",
+    )
 
 
 @register_kind
@@ -38,28 +52,31 @@ class GpuUtilisationRunbook(NcclTimeoutRunbook):
         "clocks-event reasons, reads the scheduler's placement of the nodes behind, and proposes the fix "
         "(docs/diagnosis.md)."
     )
+    parameters = UtilisationParameters
     rerun_on_worker_loss = True  # sampling only reads; the fix sets power limits (setting twice is harmless)
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         phase = parameters.get("phase", Phase.SAMPLE)
         if phase == Phase.SCHEDULER:
-            return [StepSpec(name="scheduler", command="", label="Pods on the nodes behind", timeout=120)]
+            return [StepSpec(name="scheduler", command="", label="Placement on the nodes behind", timeout=120)]
         if phase == Phase.FIX:
             return [StepSpec(name="fix", command="", label="Put the power limits back", timeout=600)]
-        return [
-            StepSpec(name="sample", command="", label="Utilisation series", timeout=utilisation.SAMPLE_SECONDS + 120)
-        ]
+        seconds = parameters.get("sample_seconds", utilisation.WINDOW_S)
+        return [StepSpec(name="sample", command="", label=f"Utilisation series ({seconds} s)", timeout=seconds + 120)]
 
     def prepare(self, job, shard) -> None:
         super().prepare(job, shard)
         training = self.incident.training_job
         self.pod_prefix = f"{training.name}-" if training else ""
+        self.training_name = training.name if training else ""
+        self.launcher = training.launcher if training else ""
+        self.seconds = job.parameters.get("sample_seconds", utilisation.WINDOW_S)
 
     def step_runner(self, step: StepSpec):
         return {"sample": self._sample, "scheduler": self._scheduler, "fix": self._fix}[step.name]
 
     async def _read(self, target: NodeTarget, run, read, step: str, judge) -> CommandResult:
-        result = await run(read.argv(), utilisation.SAMPLE_SECONDS + 60)
+        result = await run(read.argv(), self.seconds + 60)
         if result.canceled:
             return result
         text = _text(result) if result.ok else (result.error or _text(result) or _stderr(result))
@@ -68,13 +85,21 @@ class GpuUtilisationRunbook(NcclTimeoutRunbook):
 
     async def _sample(self, target: NodeTarget, run) -> CommandResult:
         def judge(ok, text, command):
-            return utilisation.judge_series(target.hostname, ok, text, command)
+            return utilisation.judge_series(target.hostname, ok, text, command, self.seconds)
 
-        return await self._read(target, run, utilisation.series_read(), "sample", judge)
+        return await self._read(target, run, utilisation.series_read(self.seconds), "sample", judge)
 
     async def _scheduler(self, target: NodeTarget, run) -> CommandResult:
+        hosts = sorted(self.suspects)
+        if self.launcher == Launcher.SLURM:
+
+            def judge(ok, text, command):
+                return utilisation.judge_slurm_jobs(hosts, self.training_name, ok, text, command)
+
+            return await self._read(target, run, utilisation.slurm_jobs_read(), "scheduler", judge)
+
         def judge(ok, text, command):
-            return utilisation.judge_pods(sorted(self.suspects), self.pod_prefix, ok, text, command)
+            return utilisation.judge_pods(hosts, self.pod_prefix, ok, text, command)
 
         return await self._read(target, run, utilisation.pods_read(), "scheduler", judge)
 
@@ -133,7 +158,7 @@ def _after_sample(incident: Incident, job, observations: list) -> None:
         incident.save(update_fields=["symptom", "updated"])
     training = incident.training_job
     step = utilisation.next_step(observations, recording.scores(incident))
-    if step == "scheduler" and training is not None and training.launcher == Launcher.KUBERNETES:
+    if step == "scheduler" and training is not None and training.launcher in SCHEDULED:
         start_phase(incident=incident, phase=Phase.SCHEDULER, user=job.requested_by)
         return
     conclude_utilisation(incident=incident, jobs=[job], job=job)
@@ -178,7 +203,12 @@ def conclude_utilisation(*, incident: Incident, jobs: list, job) -> Remediation 
         emit(job, incident.conclusion, data={"incident": str(incident.public_id)})
         return None
     summary, commands = utilisation.fix_for(cause, observations, _summaries(observations))
-    artefact = scheduler_artefacts(incident) if cause == Cause.CO_LOCATED_TRAINER else ""
+    artefact = ""
+    if cause == Cause.CO_LOCATED_TRAINER and incident.training_job.launcher == Launcher.SLURM:
+        controller = scheduler_controller()
+        artefact = utilisation.slurm_artefact(observations, controller.hostname if controller else "")
+    elif cause == Cause.CO_LOCATED_TRAINER:
+        artefact = scheduler_artefacts(incident)
     incident.cause, incident.state, incident.conclusion = cause, IncidentState.CONCLUDED, summary
     incident.recurrence_of = recording._earlier_fix(incident, cause)
     incident.save(update_fields=["cause", "state", "conclusion", "recurrence_of", "updated"])

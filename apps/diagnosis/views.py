@@ -17,6 +17,7 @@ from apps.diagnosis.choices import Problem, RemediationState
 from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.forms import IncidentForm, RehearsalForm, TriageForm
 from apps.diagnosis.models import Evidence, Hypothesis, Incident
+from apps.diagnosis.phases import Phase
 
 
 @login_required
@@ -44,19 +45,16 @@ def triage(request):
 
 def _incident_list(request, form, *, status: int = 200):
     incidents = Incident.objects.select_related("training_job", "node", "recurrence_of")
-    filters = IncidentFilterSet(request.GET, queryset=incidents)  # the same filters as GET /api/incidents/
-    shown = Listing(
+    shown = Listing.from_filters(  # the same filters as GET /api/incidents/
         request,
-        filters.qs if filters.is_valid() else incidents.none(),
+        IncidentFilterSet,
+        incidents,
         INCIDENT_COLUMNS,
         default_sort="-opened",
         per_page=50,
         filename="incidents",
     )
-    if shown.wants_export:
-        return shown.export()
-    context = {**shown.context(), "filter": filters, "form": form}
-    return render(request, "diagnosis/incident_list.html", context, status=max(status, shown.status))
+    return shown.respond("diagnosis/incident_list.html", {"form": form}, status=status)
 
 
 @login_required
@@ -79,7 +77,7 @@ def incident_open(request):
                 transport=data["transport"],
                 runbook=data.get("runbook") or "nccl-timeout",
             )
-            services.start_runbook(incident=incident, user=request.user)
+            services.start_runbook(incident=incident, user=request.user, sample_seconds=data.get("sample_seconds"))
         except services.IncidentError as error:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:
@@ -104,12 +102,16 @@ def _incident(public_id) -> Incident:
 
 def _context(request, incident: Incident) -> dict:
     remediations = list(incident.remediations.all())
+    jobs = sorted(incident.jobs.all(), key=lambda job: job.created)
     return {
         "incident": incident,
         "remediations": [(item, services.dry_run(remediation=item)) for item in remediations],
         "may_approve": request.user.has_role(Role.OPERATOR),
         "proposed": RemediationState.PROPOSED,
-        "jobs": sorted(incident.jobs.all(), key=lambda job: job.created),
+        "jobs": jobs,
+        "sample_seconds": next(
+            (job.parameters.get("sample_seconds") for job in jobs if job.parameters.get("phase") == Phase.SAMPLE), None
+        ),
     }
 
 

@@ -23,20 +23,17 @@ from apps.jobs.models import Job
 
 def _list_page(request, form: DiscoverForm, status: int = 200):
     runs = services.discovery_jobs()
-    filters = DiscoveryRunFilterSet(request.GET, queryset=runs)
-    filters.form.auto_id = "filter_%s"  # beside the start form
-    shown = Listing(
+    shown = Listing.from_filters(
         request,
-        filters.qs if filters.is_valid() else runs.none(),
+        DiscoveryRunFilterSet,
+        runs,
         DISCOVERY_RUN_COLUMNS,
+        auto_id="filter_%s",  # beside the start form
         default_sort="-started",
         per_page=25,
         filename="discovery-runs",
     )
-    if shown.wants_export:
-        return shown.export()
-    context = {**shown.context(), "filter": filters, "form": form}
-    return render(request, "discovery/job_list.html", context, status=max(status, shown.status))
+    return shown.respond("discovery/job_list.html", {"form": form}, status=status)
 
 
 @login_required

@@ -1,9 +1,9 @@
-"""Django admin for SSH access profiles: the private key can be set or removed, never read back."""
+"""Django admin for SSH access profiles (the private key can be set or removed, never read back) and PDUs."""
 
 from django import forms
 from django.contrib import admin
 
-from apps.inventory.models import SshAccess
+from apps.inventory.models import Pdu, SshAccess
 from apps.inventory.models.access import check_private_key
 
 
@@ -57,3 +57,11 @@ class SshAccessAdmin(admin.ModelAdmin):
     @admin.display(description="private key")
     def private_key_state(self, obj: SshAccess) -> str:
         return "set" if obj.has_private_key else "not set"
+
+
+@admin.register(Pdu)
+class PduAdmin(admin.ModelAdmin):
+    list_display = ["name", "rack", "feed", "model", "capacity_w", "outlet_count", "mounting"]
+    list_filter = ["feed", "rack__site"]
+    list_select_related = ["rack"]
+    search_fields = ["name", "model", "rack__name"]

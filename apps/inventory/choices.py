@@ -94,6 +94,25 @@ class SwitchTier(models.TextChoices):
     MANAGEMENT = "management", "Management"
 
 
+class RackFace(models.TextChoices):
+    """The face of a rack a device is mounted on. Nodes are full depth: they fill both faces of their units."""
+
+    FRONT = "front", "Front"
+    REAR = "rear", "Rear"
+
+
+class PduFeed(models.TextChoices):
+    A = "A", "Feed A"
+    B = "B", "Feed B"
+
+
+class RackSide(models.TextChoices):
+    """The side of a rack's rear a vertical (0U) PDU hangs on."""
+
+    LEFT = "left", "Left"
+    RIGHT = "right", "Right"
+
+
 class CableMedium(models.TextChoices):
     DAC = "dac", "Copper (DAC)"
     AOC = "aoc", "Active optical (AOC)"

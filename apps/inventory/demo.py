@@ -24,7 +24,10 @@ from apps.inventory.choices import (
     NicTransport,
     NodeRole,
     NodeStatus,
+    PduFeed,
     Plane,
+    RackFace,
+    RackSide,
     StorageTierKind,
     SwitchTier,
 )
@@ -35,6 +38,7 @@ from apps.inventory.models import (
     GpuSku,
     Nic,
     Node,
+    Pdu,
     Rack,
     Site,
     StorageTier,
@@ -54,6 +58,7 @@ DRIFTED_NODE = 17
 GPU_BUS_IDS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 NIC_BUS_IDS = ["1b", "2c", "3c", "5f", "9c", "ad", "bc", "dd"]
 NODE_U_HEIGHT = 4
+COMPUTE_RACK_U, NETWORK_RACK_U = 48, 42
 RDMA_PRIORITY = 3
 
 
@@ -135,6 +140,7 @@ class _Loader:
         self._gpus(nodes, sku)
         self._nics(nodes)
         self._switches(site, racks)
+        self._pdus(racks)
         self._cables(nodes)
         self._firmware(nodes)
         self._storage(site, nodes)
@@ -158,13 +164,20 @@ class _Loader:
                 "name": f"r{i:02d}",
                 "row": "A",
                 "position": i,
-                "u_height": 48,
+                "u_height": COMPUTE_RACK_U,
                 "power_budget_kw": Decimal("100"),
             }
             for i in range(1, self.shape.racks + 1)
         ]
         rows.append(
-            {"site": site, "name": "net01", "row": "B", "position": 1, "u_height": 42, "power_budget_kw": Decimal("20")}
+            {
+                "site": site,
+                "name": "net01",
+                "row": "B",
+                "position": 1,
+                "u_height": NETWORK_RACK_U,
+                "power_budget_kw": Decimal("20"),
+            }
         )
         self.ensure(Rack, rows, ("site", "name"))
 
@@ -318,13 +331,18 @@ class _Loader:
 
     def _switches(self, site: Site, racks: dict) -> None:
         rows = []
+        nodes_top = 2 + self.shape.nodes_per_rack * NODE_U_HEIGHT  # the compute nodes fill U3 up to here
         for r in range(1, self.shape.racks + 1):
-            for plane in (Plane.A, Plane.B):
+            for number, plane in enumerate((Plane.A, Plane.B)):
+                # The two leaves at the top of the front; where the nodes reach that high, not placed.
+                leaf_u = COMPUTE_RACK_U - number
                 rows.append(
                     {
                         "name": f"leaf-r{r:02d}-{plane.lower()}",
                         "site": site,
                         "rack": racks[f"r{r:02d}"],
+                        "position": leaf_u if leaf_u > nodes_top else None,
+                        "face": RackFace.FRONT,
                         "plane": plane,
                         "tier": SwitchTier.LEAF,
                         "model": "Spectrum-4 SN5600",
@@ -339,6 +357,8 @@ class _Loader:
                         "name": f"spine-{plane.lower()}{s}",
                         "site": site,
                         "rack": racks["net01"],
+                        "position": self._spine_u(plane, s),
+                        "face": RackFace.FRONT,
                         "plane": plane,
                         "tier": SwitchTier.SPINE,
                         "model": "Spectrum-4 SN5600",
@@ -351,6 +371,8 @@ class _Loader:
                 "name": "mgmt-sw01",
                 "site": site,
                 "rack": racks["net01"],
+                "position": NETWORK_RACK_U,  # at the rear, behind the first spine: a half-depth switch
+                "face": RackFace.REAR,
                 "plane": Plane.MANAGEMENT,
                 "tier": SwitchTier.MANAGEMENT,
                 "model": "SN2201",
@@ -363,6 +385,33 @@ class _Loader:
         Switch.objects.filter(name="mgmt-sw01", port_count__lt=self._management_ports()).update(
             port_count=self._management_ports()
         )
+
+    def _spine_u(self, plane: str, number: int) -> int | None:
+        """Spines fill net01's front from the top down, plane A's then plane B's, above the management nodes; a
+        fabric grown past what fits leaves the rest unplaced. A spine's U depends only on its name and the shape's
+        spine count, so growing the cluster keeps the U of spines that stay."""
+        index = (0 if plane == Plane.A else self.shape.spines) + number - 1
+        position = NETWORK_RACK_U - index
+        return position if position > 2 * self.shape.management_nodes else None
+
+    def _pdus(self, racks: dict) -> None:
+        """Each rack has two vertical PDUs at the rear, feed A on the left and B on the right, each sized to carry
+        the rack's whole budget alone (A/B redundancy)."""
+        rows = [
+            {
+                "name": f"pdu-{rack.name}-{feed.lower()}",
+                "rack": rack,
+                "model": "0U 3-phase",
+                "feed": feed,
+                "max_power_w": int(rack.power_budget_kw * 1000),
+                "outlet_count": 48,
+                "face": RackFace.REAR,
+                "side": side,
+            }
+            for rack in racks.values()
+            for feed, side in ((PduFeed.A, RackSide.LEFT), (PduFeed.B, RackSide.RIGHT))
+        ]
+        self.ensure(Pdu, rows, ("name",))
 
     def _management_ports(self) -> int:
         return max(48, self.shape.compute_nodes + self.shape.management_nodes + 13)

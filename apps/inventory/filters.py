@@ -20,6 +20,7 @@ from apps.inventory.models import (
     GpuSku,
     Nic,
     Node,
+    Pdu,
     Rack,
     Site,
     SshHostKey,
@@ -155,8 +156,8 @@ NODE_COLUMNS = (
 )
 
 
-# The racks list's columns (racks annotated by power.with_power, then power.attach_power); the measured draw comes
-# from readings outside the inventory's tables, so it is shown and exported but not sorted on.
+# The racks list's columns (racks annotated by power.with_power and power.with_measured, then power.attach_power):
+# the measured draw sorts on the annotation monitoring provides, the cells show attach_power's figures.
 RACK_COLUMNS = (
     Column("name", "Rack", lambda rack: rack.name),
     Column("site", "Site", lambda rack: rack.site.name, order="site__name"),
@@ -170,8 +171,18 @@ RACK_COLUMNS = (
         "measured_kw",
         "Measured (kW)",
         lambda rack: "" if rack.power.measured is None else rack.power.measured_kw,
-        order=None,
+        order="measured_w",
     ),
+)
+
+PDU_COLUMNS = (
+    Column("name", "Name", lambda pdu: pdu.name),
+    Column("rack", "Rack", lambda pdu: pdu.rack.name, order="rack__name"),
+    Column("feed", "Feed", lambda pdu: pdu.feed),
+    Column("model", "Model", lambda pdu: pdu.model),
+    Column("capacity_w", "Capacity (W)", lambda pdu: pdu.capacity_w, order=None),
+    Column("outlet_count", "Outlets", lambda pdu: pdu.outlet_count),
+    Column("mounting", "Mounting", lambda pdu: pdu.mounting, order="position"),
 )
 
 SWITCH_COLUMNS = (
@@ -236,6 +247,16 @@ class SwitchFilterSet(django_filters.FilterSet):
     class Meta:
         model = Switch
         fields = ["name", "site", "plane", "tier"]
+
+
+class PduFilterSet(django_filters.FilterSet):
+    site = site_ref("rack__site")
+    rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
+    zero_u = StrictBooleanFilter(field_name="position", lookup_expr="isnull", label="Vertical (0U)")
+
+    class Meta:
+        model = Pdu
+        fields = ["name", "site", "rack", "feed", "zero_u"]
 
 
 class CableFilterSet(django_filters.FilterSet):

@@ -3,13 +3,27 @@
 The estimate is the database's sum over the rack's GPUs of their SKU's TDP plus PLATFORM_W for every node (CPUs,
 memory, NICs, fans at full load), so the racks list sorts by it in SQL. The measured draw comes from the apps above the
 inventory (monitoring reads the nodes' BMCs): they register a source from their AppConfig.ready(), as the node page's
-sections do, and a rack without recent readings has no measured figure rather than a zero.
+sections do, and a rack without recent readings has no measured figure rather than a zero. To sort by the measured
+draw in the database, the same app registers an annotation (`measured_w`, a subquery of the rack's nodes' latest
+readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
 """
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models import (
+    Count,
+    Expression,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 
 from apps.inventory.models import Gpu, Node, Rack
@@ -32,6 +46,23 @@ _SOURCES: list[MeasuredSource] = []
 def register_measured_source(source: MeasuredSource) -> None:
     if source not in _SOURCES:
         _SOURCES.append(source)
+
+
+# () -> an expression of a rack's measured draw in watts (OuterRef("pk") is the rack), NULL without recent readings;
+# called per query, so its window ends at the time of the query.
+MeasuredAnnotation = Callable[[], Expression]
+_ANNOTATION: list[MeasuredAnnotation] = []
+
+
+def register_measured_annotation(annotation: MeasuredAnnotation) -> None:
+    _ANNOTATION[:] = [annotation]
+
+
+def with_measured(racks: QuerySet) -> QuerySet:
+    """Racks annotated with `measured_w`, what their nodes' BMCs last read, for ORDER BY (the figures shown come
+    from attach_power, which also counts the nodes read)."""
+    draw = _ANNOTATION[0]() if _ANNOTATION else Value(None)
+    return racks.annotate(measured_w=ExpressionWrapper(draw, output_field=FloatField()))
 
 
 def with_power(racks: QuerySet) -> QuerySet:

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Q
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.inventory import power
@@ -15,8 +16,10 @@ from apps.inventory.choices import (
     HostKeyState,
     NodeRole,
     NodeStatus,
+    RackFace,
+    RackSide,
 )
-from apps.inventory.models import Gpu, Node, Rack, SshHostKey
+from apps.inventory.models import Gpu, Node, Pdu, Rack, SshHostKey, Switch
 
 
 @dataclass(frozen=True)
@@ -46,29 +49,119 @@ def unhealthy_gpus(limit: int = 20):
 
 
 @dataclass(frozen=True)
+class RackDevice:
+    """A device drawn in a rack elevation: a node (full depth, on both faces), a switch or a U-mounted PDU."""
+
+    kind: str  # "node", "switch" or "pdu": the CSS class and which page the link opens
+    obj: Node | Switch | Pdu
+    position: int
+    height: int
+    face: str  # "" for full depth
+    url: str
+    colour: str
+    title: str
+
+    @property
+    def top(self) -> int:
+        return self.position + self.height - 1
+
+
+@dataclass(frozen=True)
 class RackSlot:
-    """One row of a rack elevation: either a node starting at this U, an occupied U, or an empty U."""
+    """One row of a face of a rack elevation: a device drawn from its top U down to `u` (its lowest), or an empty U."""
 
     u: int
-    node: Node | None = None
-    occupied: bool = False
+    device: RackDevice | None = None
+
+    @property
+    def height(self) -> int:
+        return self.device.height if self.device else 1
 
 
-def rack_elevation(rack: Rack) -> list[RackSlot]:
-    """The rack from its top U down, each node drawn at its lowest U with its height."""
-    nodes = {node.u_position: node for node in rack.nodes.filter(u_position__isnull=False)}
-    covered = {u for node in nodes.values() for u in range(node.u_position, node.u_position + node.u_height)}
-    slots = []
-    u = rack.u_height
+@dataclass(frozen=True)
+class Elevation:
+    """A rack's front and rear faces from the top U down, and the vertical (0U) PDUs on each side of the rear."""
+
+    rack: Rack
+    front: list[RackSlot]
+    rear: list[RackSlot]
+    rear_left: list[Pdu]
+    rear_right: list[Pdu]
+
+
+def _face_slots(u_height: int, devices: list[RackDevice]) -> list[RackSlot]:
+    by_top = {}
+    for device in sorted(devices, key=lambda d: d.position):
+        by_top.setdefault(device.top, device)  # overlapping data (saved before checks existed): the lowest is drawn
+    slots, u = [], u_height
     while u >= 1:
-        starting = next((n for n in nodes.values() if n.u_position + n.u_height - 1 == u), None)
-        if starting:
-            slots.append(RackSlot(u=starting.u_position, node=starting))
-            u = starting.u_position - 1
+        device = by_top.get(u)
+        if device is not None:
+            slots.append(RackSlot(u=device.position, device=device))
+            u = device.position - 1
             continue
-        slots.append(RackSlot(u=u, occupied=u in covered))
+        if not any(d.position <= u <= d.top for d in devices):
+            slots.append(RackSlot(u=u))
         u -= 1
     return slots
+
+
+def _node_device(node: Node) -> RackDevice:
+    drained = f" · drained: {node.drain_reason}" if node.is_drained else ""
+    return RackDevice(
+        "node", node, node.u_position, node.u_height, "", reverse("node-detail", args=[node.public_id]),
+        node.status_colour, f"{node.hostname} · {node.get_status_display()}{drained} · {node.rack_units}",
+    )  # fmt: skip
+
+
+def _switch_device(switch: Switch) -> RackDevice:
+    return RackDevice(
+        "switch", switch, switch.position, switch.u_height, switch.face,
+        reverse("switch-detail", args=[switch.public_id]), "switch",
+        f"{switch.name} · {switch.get_tier_display()} plane {switch.plane} · {switch.rack_units} {switch.face}",
+    )  # fmt: skip
+
+
+def _pdu_device(pdu: Pdu) -> RackDevice:
+    return RackDevice(
+        "pdu", pdu, pdu.position or 0, pdu.u_height, pdu.face, reverse("pdu-detail", args=[pdu.public_id]), "pdu",
+        f"{pdu.name} · feed {pdu.feed} · {pdu.capacity_w} W · {pdu.mounting}",
+    )  # fmt: skip
+
+
+def rack_elevations(racks: list[Rack]) -> dict[int, Elevation]:
+    """Each rack's elevation, by rack id: three queries whatever the number of racks."""
+    ids = [rack.pk for rack in racks]
+    placed: dict[int, list[RackDevice]] = {pk: [] for pk in ids}
+    zero_u: dict[int, list[Pdu]] = {pk: [] for pk in ids}
+    for node in Node.objects.filter(rack_id__in=ids, u_position__isnull=False).order_by():
+        placed[node.rack_id].append(_node_device(node))
+    for switch in Switch.objects.filter(rack_id__in=ids, position__isnull=False).order_by():
+        placed[switch.rack_id].append(_switch_device(switch))
+    for pdu in Pdu.objects.filter(rack_id__in=ids).order_by("feed", "name"):
+        if pdu.zero_u:
+            zero_u[pdu.rack_id].append(pdu)
+        else:
+            placed[pdu.rack_id].append(_pdu_device(pdu))
+    elevations = {}
+    for rack in racks:
+        devices = placed[rack.pk]
+        faces = {
+            face: _face_slots(rack.u_height, [d for d in devices if d.face in ("", face)]) for face in RackFace.values
+        }
+        pdus = zero_u[rack.pk]
+        elevations[rack.pk] = Elevation(
+            rack,
+            front=faces[RackFace.FRONT],
+            rear=faces[RackFace.REAR],
+            rear_left=[p for p in pdus if p.side == RackSide.LEFT],
+            rear_right=[p for p in pdus if p.side == RackSide.RIGHT],
+        )
+    return elevations
+
+
+def rack_elevation(rack: Rack) -> Elevation:
+    return rack_elevations([rack])[rack.pk]
 
 
 def racks_with_power():

@@ -1,4 +1,4 @@
-"""Inventory pages: dashboard, nodes, racks, switches and cable traces, import/export, audit log. Thin views."""
+"""Inventory pages: dashboard, nodes, racks, PDUs, switches and cable traces, import/export, audit log. Thin views."""
 
 import json
 
@@ -22,14 +22,16 @@ from apps.inventory import dashboard as panels
 from apps.inventory import fabric, power, services, transfer
 from apps.inventory.filters import (
     NODE_COLUMNS,
+    PDU_COLUMNS,
     RACK_COLUMNS,
     SWITCH_COLUMNS,
     NodeFilterSet,
+    PduFilterSet,
     RackFilterSet,
     SwitchFilterSet,
 )
 from apps.inventory.forms import TRANSFER_FORMATS, BulkNodeForm, DrainForm, ImportForm, NodeForm
-from apps.inventory.models import Nic, Node, Rack, SshHostKey, Switch
+from apps.inventory.models import Nic, Node, Pdu, Rack, SshHostKey, Switch
 from apps.inventory.sections import NODE_PAGE, SWITCH_PAGE
 from apps.inventory.transfer.background import goes_to_background, start_background_import
 
@@ -52,27 +54,18 @@ def dashboard(request):
 
 @login_required
 def node_list(request):
-    # A filter that is not valid (a rack that does not exist) shows its error and no rows, never every node as if
-    # nothing had been asked.
     nodes = Node.objects.with_counts().select_related("rack", "gpu_sku").prefetch_related("tags")
-    filters = NodeFilterSet(request.GET, queryset=nodes)
-    shown = Listing(
+    shown = Listing.from_filters(
         request,
-        filters.qs if filters.is_valid() else nodes.none(),
+        NodeFilterSet,
+        nodes,
         NODE_COLUMNS,
         default_sort="hostname",
         per_page=50,
         filename="nodes",
     )
-    if shown.wants_export:
-        return shown.export()
-    context = {
-        **shown.context(),
-        "filter": filters,
-        "bulk_form": BulkNodeForm(),
-        "may_drain": request.user.has_role(Role.OPERATOR),
-    }
-    return render(request, "inventory/node_list.html", context, status=shown.status)
+    extra = {"bulk_form": BulkNodeForm(), "may_drain": request.user.has_role(Role.OPERATOR)}
+    return shown.respond("inventory/node_list.html", extra)
 
 
 @login_required
@@ -177,29 +170,32 @@ def trust_host_key(request, public_id, key_id):
     return redirect("node-detail", public_id=public_id)
 
 
+def _racks(request) -> Listing:
+    """The racks as the list and the elevations page show them: the same filters, sort and pages."""
+    racks = power.with_measured(power.with_power(Rack.objects.select_related("site")))
+    return Listing.from_filters(
+        request, RackFilterSet, racks, RACK_COLUMNS, default_sort="name", per_page=50, filename="racks"
+    )
+
+
 @login_required
 def rack_list(request):
-    racks = power.with_power(Rack.objects.select_related("site"))
-    filters = RackFilterSet(request.GET, queryset=racks)
-    shown = Listing(
-        request,
-        filters.qs if filters.is_valid() else racks.none(),
-        RACK_COLUMNS,
-        default_sort="name",
-        per_page=50,
-        filename="racks",
+    def with_power(context: dict) -> dict:
+        return {"object_list": power.attach_power(context["object_list"]), "platform_w": power.PLATFORM_W}
+
+    # The export reads the measured draw a chunk of racks at a time.
+    return _racks(request).respond("inventory/rack_list.html", with_power, prepare=power.attach_power)
+
+
+@login_required
+def rack_elevations(request):
+    """The front and rear elevations of a page of racks. The racks list loads its own page's from here when they are
+    scrolled to (htmx asks for the drawings alone)."""
+    drawings = "inventory/partials/rack_elevations.html" if request.headers.get("HX-Request") else ""
+    return _racks(request).respond(
+        drawings or "inventory/rack_elevations.html",
+        lambda context: {"elevations": list(services.rack_elevations(list(context["object_list"])).values())},
     )
-    if shown.wants_export:
-        return shown.export(prepare=power.attach_power)  # the measured draw, read a chunk of racks at a time
-    context = shown.context()
-    racks = power.attach_power(context["object_list"])
-    context |= {
-        "object_list": racks,
-        "filter": filters,
-        "platform_w": power.PLATFORM_W,
-        "elevations": [(rack, services.rack_elevation(rack)) for rack in racks],
-    }
-    return render(request, "inventory/rack_list.html", context, status=shown.status)
 
 
 @login_required
@@ -214,9 +210,31 @@ def rack_detail(request, public_id):
             "rack": rack,
             "elevation": services.rack_elevation(rack),
             "nodes": nodes,
+            "switches": rack.switches.order_by("-position", "name"),
+            "pdus": rack.pdus.order_by("feed", "name"),
             "platform_w": power.PLATFORM_W,
         },
     )
+
+
+@login_required
+def pdu_list(request):
+    shown = Listing.from_filters(
+        request,
+        PduFilterSet,
+        Pdu.objects.select_related("rack__site"),
+        PDU_COLUMNS,
+        default_sort="name",
+        per_page=100,
+        filename="pdus",
+    )
+    return shown.respond("inventory/pdu_list.html")
+
+
+@login_required
+def pdu_detail(request, public_id):
+    pdu = get_object_or_404(Pdu.objects.select_related("rack__site"), public_id=public_id)
+    return render(request, "inventory/pdu_detail.html", {"pdu": pdu})
 
 
 @login_required
@@ -224,19 +242,16 @@ def switch_list(request):
     switches = Switch.objects.select_related("site", "rack").annotate(
         cabled=Count("cables_as_a", distinct=True) + Count("cables_as_b", distinct=True)
     )
-    filters = SwitchFilterSet(request.GET, queryset=switches)
-    shown = Listing(
+    shown = Listing.from_filters(
         request,
-        filters.qs if filters.is_valid() else switches.none(),
+        SwitchFilterSet,
+        switches,
         SWITCH_COLUMNS,
         default_sort="name",
         per_page=100,
         filename="switches",
     )
-    if shown.wants_export:
-        return shown.export()
-    context = {**shown.context(), "filter": filters}
-    return render(request, "inventory/switch_list.html", context, status=shown.status)
+    return shown.respond("inventory/switch_list.html")
 
 
 @login_required
@@ -306,10 +321,10 @@ AUDIT_LIST_COLUMNS = (
 def audit_log(request):
     """Every change and action, filtered; a bad filter shows its error and no rows (never the unfiltered log)."""
     entries = AuditEntry.objects.select_related("actor")
-    filters = AuditEntryFilter(request.GET, queryset=entries)
-    shown = Listing(
+    shown = Listing.from_filters(
         request,
-        filters.qs if filters.is_valid() else entries.none(),
+        AuditEntryFilter,
+        entries,
         AUDIT_LIST_COLUMNS,
         default_sort="-when",
         per_page=50,
@@ -318,7 +333,6 @@ def audit_log(request):
     context = shown.context()
     audit.attach_change_rows(context["object_list"])
     context |= {
-        "filter": filters,
         "object_types": AuditEntry.objects.order_by().values_list("object_type", flat=True).distinct(),
     }
     return render(request, "inventory/audit_log.html", context, status=shown.status)

@@ -269,8 +269,8 @@ def emit(
 class Recorder:
     """Collects events, step changes and artifacts from any thread; a thread of its own writes them in batches.
 
-    Flushes every `interval` seconds or as soon as `max_batch` items wait. `on_tick` runs in the recorder thread
-    after each flush (the executor uses it for heartbeats and cancel polling).
+    Flushes every `interval` seconds, as soon as `max_batch` items wait, or at once for an event recorded `at_once`.
+    `on_tick` runs in the recorder thread after each flush (the executor uses it for heartbeats and cancel polling).
     """
 
     def __init__(
@@ -301,6 +301,7 @@ class Recorder:
         hostname: str = "",
         step: str = "",
         data: dict | None = None,
+        at_once: bool = False,
     ) -> None:
         with self._lock:
             self._events.append(
@@ -314,7 +315,7 @@ class Recorder:
                 }
             )
             size = len(self._events)
-        if size >= self.max_batch:
+        if at_once or size >= self.max_batch:
             self._wake.set()
 
     def step(self, step_pk: int, **fields) -> None:

@@ -109,6 +109,7 @@ def run_inventory_import(*, job_public_id: str) -> str:
             f"{progress.validated:,} of {progress.total:,} rows checked, {progress.written:,} written "
             f"({progress.percent}%, {progress.section})",
             data={"progress": data},
+            at_once=True,  # a few a file (every 250 rows): the page follows the import as it goes, however fast
         )
 
     upload = ImportFile.objects.filter(public_id=job.parameters.get("file")).first()

@@ -28,22 +28,28 @@ FAILED_STEPS = (StepStatus.FAILED, StepStatus.ERROR)
 @login_required
 def job_list(request):
     jobs = Job.objects.visible_to(request.user).with_progress().select_related("requested_by")
-    jobs = JobFilterSet(request.GET, queryset=jobs).qs  # the same filters as GET /api/jobs/
-    shown = Listing(request, jobs, JOB_COLUMNS, default_sort="-created", per_page=50, filename="jobs")
-    if shown.wants_export:
-        return shown.export()
+    shown = Listing.from_filters(  # the same filters as GET /api/jobs/
+        request,
+        JobFilterSet,
+        jobs,
+        JOB_COLUMNS,
+        default_sort="-created",
+        per_page=50,
+        filename="jobs",
+    )
     template = "jobs/partials/job_rows.html" if request.headers.get("HX-Request") else "jobs/job_list.html"
-    context = shown.context()
-    context |= {
-        "page": context["page_obj"],
-        "jobs": context["object_list"],
-        "status": request.GET.get("status", ""),
-        "kind": request.GET.get("kind", ""),
-        "statuses": JobStatus.choices,
-        "kinds": sorted(KINDS),
-        "colours": JOB_STATUS_COLOURS,
-    }
-    return render(request, template, context, status=shown.status)
+    return shown.respond(
+        template,
+        lambda context: {
+            "page": context["page_obj"],
+            "jobs": context["object_list"],
+            "status": request.GET.get("status", ""),
+            "kind": request.GET.get("kind", ""),
+            "statuses": JobStatus.choices,
+            "kinds": sorted(KINDS),
+            "colours": JOB_STATUS_COLOURS,
+        },
+    )
 
 
 def matrix_window(job, params=None) -> dict:

@@ -10,10 +10,10 @@ class MonitoringConfig(AppConfig):
         # Registers the `bmc-poll` job kind, the dashboard's telemetry health, the node page's BMC section and the
         # racks' measured draw.
         from apps.inventory.dashboard import register_panel
-        from apps.inventory.power import register_measured_source
+        from apps.inventory.power import register_measured_annotation, register_measured_source
         from apps.inventory.sections import NODE_PAGE
-        from apps.monitoring import gpuhours, health, kinds, services, signals  # noqa: F401
-        from apps.monitoring.panels import node_bmc_context, racks_power
+        from apps.monitoring import gpuhours, health, kinds, progress, services, signals  # noqa: F401
+        from apps.monitoring.panels import node_bmc_context, rack_measured_w, racks_power
         from apps.monitoring.policies import services as policies  # noqa: F401 (the power-limit kind)
 
         signals.connect()
@@ -29,4 +29,5 @@ class MonitoringConfig(AppConfig):
             name="gpu-hours", template="monitoring/partials/gpu_hours_panel.html", context=gpuhours.dashboard_panel
         )
         register_measured_source(racks_power)
+        register_measured_annotation(rack_measured_w)
         NODE_PAGE.register(name="bmc", template="monitoring/partials/node_bmc.html", context=node_bmc_context)

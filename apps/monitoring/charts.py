@@ -1,9 +1,13 @@
-"""Telemetry figures, built with Plotly and embedded by the templates with json_script (static/js/charts.js)."""
+"""Telemetry figures as plain {data, layout} dicts in Plotly's schema, embedded by the templates with json_script
+(static/js/charts.js). Built as dicts, not plotly.graph_objects: validating every trace through Plotly's objects cost
+more than the page's queries (~25 ms of CPU a cluster page); tests/monitoring/test_charts.py checks that Plotly
+accepts each figure and builds the same one."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from functools import cache
 
 import plotly.graph_objects as go
 
@@ -13,56 +17,63 @@ from apps.simulator.model import REASON_BITS
 HEIGHT = 280
 
 
-def figure_json(figure: go.Figure) -> dict:
-    return json.loads(figure.to_json())
+@cache
+def _template() -> dict:
+    """Plotly's default template, as go.Figure would embed it (so the charts look as before)."""
+    return json.loads(go.Figure().to_json())["layout"]["template"]
+
+
+def figure_json(figure: dict | go.Figure) -> dict:
+    """The figure as json_script embeds it: a dict built here gets the default template; a go.Figure is serialised."""
+    if isinstance(figure, go.Figure):
+        return json.loads(figure.to_json())
+    return {"data": figure["data"], "layout": {**figure["layout"], "template": _template()}}
+
+
+def _figure(data: list[dict], *, title: str, y_title: str, y_range=None, **layout) -> dict:
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": title, "font": {"size": 14}},
+            "height": HEIGHT,
+            "margin": {"l": 50, "r": 10, "t": 36, "b": 30},
+            "yaxis": {"title": {"text": y_title}, **({"range": list(y_range)} if y_range else {})},
+            "legend": {"orientation": "h", "y": -0.2},
+            "hovermode": "x unified",
+            **layout,
+        },
+    }
+
+
+def _line(x: list, y: list, name: str, **extra) -> dict:
+    return {"type": "scatter", "x": x, "y": y, "mode": "lines", "name": name, **extra}
 
 
 def _times(series: Series) -> list[str]:
     return [dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat() for t, _ in series.points]
 
 
-def _layout(figure: go.Figure, *, title: str, y_title: str, y_range=None) -> go.Figure:
-    figure.update_layout(
-        title={"text": title, "font": {"size": 14}},
-        height=HEIGHT,
-        margin={"l": 50, "r": 10, "t": 36, "b": 30},
-        yaxis={"title": y_title, **({"range": y_range} if y_range else {})},
-        legend={"orientation": "h", "y": -0.2},
-        hovermode="x unified",
-    )
-    return figure
-
-
 def _gpu_name(series: Series) -> str:
     return f"GPU {series.labels.get('gpu', '')}" if series.labels.get("gpu") else "all GPUs"
 
 
-def gpu_lines(series: list[Series], *, title: str, y_title: str, scale: float = 1.0, y_range=None) -> go.Figure:
-    figure = go.Figure()
-    for one in sorted(series, key=lambda s: int(s.labels.get("gpu") or 0)):
-        figure.add_trace(
-            go.Scatter(x=_times(one), y=[v * scale for v in one.values()], mode="lines", name=_gpu_name(one))
-        )
-    return _layout(figure, title=title, y_title=y_title, y_range=y_range)
+def gpu_lines(series: list[Series], *, title: str, y_title: str, scale: float = 1.0, y_range=None) -> dict:
+    data = [
+        _line(_times(one), [v * scale for v in one.values()], _gpu_name(one))
+        for one in sorted(series, key=lambda s: int(s.labels.get("gpu") or 0))
+    ]
+    return _figure(data, title=title, y_title=y_title, y_range=y_range)
 
 
-def utilisation_figure(util: list[Series], sm_active: list[Series]) -> go.Figure:
+def utilisation_figure(util: list[Series], sm_active: list[Series]) -> dict:
     """GPU utilisation (the share of time a kernel ran) beside SM active (the share of SMs busy): a card can be
     100% 'utilised' with its SMs half idle, which only the second shows."""
-    figure = go.Figure()
-    for one in util:
-        figure.add_trace(go.Scatter(x=_times(one), y=one.values(), mode="lines", name=f"utilisation {_gpu_name(one)}"))
-    for one in sm_active:
-        figure.add_trace(
-            go.Scatter(
-                x=_times(one),
-                y=[100 * v for v in one.values()],
-                mode="lines",
-                line={"dash": "dot"},
-                name=f"SM active {_gpu_name(one)}",
-            )
-        )
-    return _layout(figure, title="Utilisation and SM active", y_title="%", y_range=[0, 105])
+    data = [_line(_times(one), one.values(), f"utilisation {_gpu_name(one)}") for one in util]
+    data += [
+        _line(_times(one), [100 * v for v in one.values()], f"SM active {_gpu_name(one)}", line={"dash": "dot"})
+        for one in sm_active
+    ]
+    return _figure(data, title="Utilisation and SM active", y_title="%", y_range=[0, 105])
 
 
 def reasons_in(series: list[Series]) -> list[str]:
@@ -74,54 +85,39 @@ def reasons_in(series: list[Series]) -> list[str]:
     return [name for name, bit in REASON_BITS.items() if seen & bit]
 
 
-def xid_figure(series: list[Series]) -> go.Figure:
-    figure = go.Figure()
+def xid_figure(series: list[Series]) -> dict:
+    data = []
     for one in series:
         points = [(t, v) for t, v in one.points if v]
         if points:
-            times = _times(Series(one.labels, points))
-            figure.add_trace(
-                go.Scatter(
-                    x=times,
-                    y=[v for _, v in points],
-                    mode="markers",
-                    name=f"{one.labels.get('Hostname', '')} {_gpu_name(one)}",
-                )
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": _times(Series(one.labels, points)),
+                    "y": [v for _, v in points],
+                    "mode": "markers",
+                    "name": f"{one.labels.get('Hostname', '')} {_gpu_name(one)}",
+                }
             )
-    return _layout(figure, title="XID errors", y_title="XID")
+    return _figure(data, title="XID errors", y_title="XID")
 
 
-def service_figure(tokens: Series, p99: Series, *, design: float, target_ms: float, name: str) -> go.Figure:
+def _level(times: list[str], value: float, name: str, colour: str, **extra) -> dict:
+    """A dashed horizontal line across the chart: a target or a design figure."""
+    return _line([times[0], times[-1]], [value, value], name, line={"dash": "dash", "color": colour}, **extra)
+
+
+def service_figure(tokens: Series, p99: Series, *, design: float, target_ms: float, name: str) -> dict:
     """Tokens/s against the design throughput, and p99 latency against its target on a second axis."""
-    figure = go.Figure()
-    figure.add_trace(go.Scatter(x=_times(tokens), y=tokens.values(), mode="lines", name="tokens/s"))
+    token_times, p99_times = _times(tokens), _times(p99)
+    data = [_line(token_times, tokens.values(), "tokens/s")]
     if tokens.points:
-        figure.add_trace(
-            go.Scatter(
-                x=[_times(tokens)[0], _times(tokens)[-1]],
-                y=[design, design],
-                mode="lines",
-                line={"dash": "dash", "color": "#8a93a6"},
-                name="design tokens/s",
-            )
-        )
-    figure.add_trace(
-        go.Scatter(x=_times(p99), y=[1000 * v for v in p99.values()], mode="lines", name="p99 ms", yaxis="y2")
-    )
+        data.append(_level(token_times, design, "design tokens/s", "#8a93a6"))
+    data.append(_line(p99_times, [1000 * v for v in p99.values()], "p99 ms", yaxis="y2"))
     if p99.points:
-        figure.add_trace(
-            go.Scatter(
-                x=[_times(p99)[0], _times(p99)[-1]],
-                y=[target_ms, target_ms],
-                mode="lines",
-                line={"dash": "dash", "color": "#d23b3b"},
-                name="p99 target",
-                yaxis="y2",
-            )
-        )
-    _layout(figure, title=f"{name}: tokens/s and p99 latency", y_title="tokens/s")
-    figure.update_layout(yaxis2={"title": "p99 ms", "overlaying": "y", "side": "right", "rangemode": "tozero"})
-    return figure
+        data.append(_level(p99_times, target_ms, "p99 target", "#d23b3b", yaxis="y2"))
+    second_axis = {"title": {"text": "p99 ms"}, "overlaying": "y", "side": "right", "rangemode": "tozero"}
+    return _figure(data, title=f"{name}: tokens/s and p99 latency", y_title="tokens/s", yaxis2=second_axis)
 
 
 GPU_HOURS_PARTS = (
@@ -131,41 +127,32 @@ GPU_HOURS_PARTS = (
 )
 
 
-def gpu_hours_figure(rows: list[dict], *, label: str, title: str) -> go.Figure:
+def gpu_hours_figure(rows: list[dict], *, label: str, title: str) -> dict:
     """Stacked bars: each row's GPU-hours as busy, allocated but idle, and unallocated."""
-    figure = go.Figure()
     names = [row[label] for row in rows]
-    for part, name, colour in GPU_HOURS_PARTS:
-        figure.add_trace(
-            go.Bar(x=names, y=[getattr(row["split"], part) for row in rows], name=name, marker_color=colour)
-        )
-    figure.update_layout(barmode="stack")
-    _layout(figure, title=title, y_title="GPU-hours")
-    figure.update_layout(hovermode="x")
-    return figure
+    data = [
+        {
+            "type": "bar",
+            "x": names,
+            "y": [getattr(row["split"], part) for row in rows],
+            "name": name,
+            "marker": {"color": colour},
+        }
+        for part, name, colour in GPU_HOURS_PARTS
+    ]
+    return _figure(data, title=title, y_title="GPU-hours", barmode="stack", hovermode="x")
 
 
-def sensor_lines(series: list[Series], *, title: str, y_title: str) -> go.Figure:
+def sensor_lines(series: list[Series], *, title: str, y_title: str) -> dict:
     """A node's BMC sensors over time, one line a sensor."""
-    figure = go.Figure()
-    for one in series:
-        figure.add_trace(go.Scatter(x=_times(one), y=one.values(), mode="lines", name=one.labels.get("sensor", "")))
-    return _layout(figure, title=title, y_title=y_title)
+    data = [_line(_times(one), one.values(), one.labels.get("sensor", "")) for one in series]
+    return _figure(data, title=title, y_title=y_title)
 
 
-def power_against_budget(power: Series, *, share_w: float | None, rack: str) -> go.Figure:
+def power_against_budget(power: Series, *, share_w: float | None, rack: str) -> dict:
     """The node's chassis power over time against its even share of its rack's power budget."""
-    figure = go.Figure()
-    figure.add_trace(go.Scatter(x=_times(power), y=power.values(), mode="lines", name="chassis power"))
+    times = _times(power)
+    data = [_line(times, power.values(), "chassis power")]
     if share_w and power.points:
-        times = _times(power)
-        figure.add_trace(
-            go.Scatter(
-                x=[times[0], times[-1]],
-                y=[share_w, share_w],
-                mode="lines",
-                line={"dash": "dash", "color": "#d23b3b"},
-                name=f"its share of rack {rack}'s budget",
-            )
-        )
-    return _layout(figure, title="Power (24 h)", y_title="W")
+        data.append(_level(times, share_w, f"its share of rack {rack}'s budget", "#d23b3b"))
+    return _figure(data, title="Power (24 h)", y_title="W")

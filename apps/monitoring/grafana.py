@@ -146,6 +146,48 @@ def service_panels() -> list[Panel]:
     ]
 
 
+TRAINING_LABEL = "training_job"  # apps/monitoring/metrics.py: not `job`, which Prometheus sets to the scrape job
+
+
+def _training_filter() -> str:
+    return f'{TRAINING_LABEL}=~"$training_job"'
+
+
+def training_panels() -> list[Panel]:
+    """The "Job progress / loss" row: Rackpilot's own gauges (its /metrics, scraped as the `rackpilot` job), fed by
+    the step lines the `training-progress` kind reads from each active training job's log."""
+    jobs = _training_filter()
+    return [
+        Panel(
+            "Loss",
+            f"max by ({TRAINING_LABEL}) (rackpilot_training_loss{{{jobs}}})",
+            "{{training_job}}",
+            "none",
+            "The loss of the newest step line Rackpilot read from the job's log.",
+        ),
+        Panel(
+            "Step",
+            f"max by ({TRAINING_LABEL}) (rackpilot_training_step{{{jobs}}})",
+            "{{training_job}}",
+            "none",
+            "A flat line is a run that stopped; a drop is a restart from an older checkpoint.",
+        ),
+        Panel(
+            "Samples/s",
+            f"max by ({TRAINING_LABEL}) (rackpilot_training_samples_per_second{{{jobs}}})",
+            "{{training_job}}",
+            "none",
+        ),
+        Panel(
+            "Seconds since the newest step line",
+            f"time() - max by ({TRAINING_LABEL}) (rackpilot_training_step_timestamp_seconds{{{jobs}}})",
+            "{{training_job}}",
+            "s",
+            "Grows while the job prints no step: hung in a collective, crashed, or waiting for a restart.",
+        ),
+    ]
+
+
 def _target(expr: str, legend: str) -> dict:
     return {
         "datasource": {"type": "prometheus", "uid": DATASOURCE_UID},
@@ -155,14 +197,16 @@ def _target(expr: str, legend: str) -> dict:
     }
 
 
-def _panel(number: int, panel: Panel) -> dict:
+def _panel(number: int, panel: Panel, top: int = 0, index: int | None = None) -> dict:
+    """A timeseries panel; two a row, `index` counting from `top` (the first row of its section)."""
+    index = number if index is None else index
     return {
         "id": number,
         "type": "timeseries",
         "title": panel.title,
         "description": panel.description,
         "datasource": {"type": "prometheus", "uid": DATASOURCE_UID},
-        "gridPos": {"h": 8, "w": 12, "x": 12 * (number % 2), "y": 8 * (number // 2)},
+        "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": top + 8 * (index // 2)},
         "fieldConfig": {
             "defaults": {"unit": panel.unit, "custom": {"stacking": {"mode": "normal" if panel.stack else "none"}}},
             "overrides": [],
@@ -186,7 +230,36 @@ def _variable(name: str, label: str, query: str) -> dict:
     }
 
 
-def dashboard(uid: str, title: str, panels: list[Panel], variables: list[dict]) -> dict:
+def _row(number: int, title: str, top: int) -> dict:
+    return {
+        "id": number,
+        "type": "row",
+        "title": title,
+        "collapsed": False,
+        "gridPos": {"h": 1, "w": 24, "x": 0, "y": top},
+        "panels": [],
+    }
+
+
+def _layout(panels: list[Panel], rows: tuple[tuple[str, list[Panel]], ...]) -> list[dict]:
+    """The panels, then each row: its header across the width, then its panels two a row below it."""
+    laid = [_panel(number, panel) for number, panel in enumerate(panels)]
+    top = 8 * ((len(panels) + 1) // 2)
+    for title, members in rows:
+        laid.append(_row(len(laid), title, top))
+        top += 1
+        laid += [_panel(len(laid) + index, panel, top, index) for index, panel in enumerate(members)]
+        top += 8 * ((len(members) + 1) // 2)
+    return laid
+
+
+def dashboard(
+    uid: str,
+    title: str,
+    panels: list[Panel],
+    variables: list[dict],
+    rows: tuple[tuple[str, list[Panel]], ...] = (),
+) -> dict:
     return {
         "uid": uid,
         "title": title,
@@ -196,7 +269,7 @@ def dashboard(uid: str, title: str, panels: list[Panel], variables: list[dict]) 
         "time": {"from": "now-24h", "to": "now"},
         "refresh": "30s",
         "templating": {"list": variables},
-        "panels": [_panel(number, panel) for number, panel in enumerate(panels)],
+        "panels": _layout(panels, rows),
     }
 
 
@@ -204,10 +277,15 @@ def dashboards() -> dict[str, dict]:
     """File name → dashboard JSON."""
     host = _variable("host", "Node", f"label_values(DCGM_FI_DEV_GPU_UTIL, {slo.HOST_LABEL})")
     service = _variable("service", "Service", f"label_values(vllm:generation_tokens_total, {slo.SERVICE_LABEL})")
+    training = _variable("training_job", "Training job", f"label_values(rackpilot_training_step, {TRAINING_LABEL})")
     return {
         "rackpilot-cluster.json": dashboard("rackpilot-cluster", "Rackpilot · GPUs", cluster_panels(), [host]),
         "rackpilot-services.json": dashboard(
-            "rackpilot-services", "Rackpilot · Inference services and SLOs", service_panels(), [service]
+            "rackpilot-services",
+            "Rackpilot · Workloads and SLOs",
+            service_panels(),
+            [service, training],
+            rows=(("Job progress / loss", training_panels()),),
         ),
     }
 

@@ -33,7 +33,7 @@ class NodeHealth:
 
 
 def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
-    nodes = list(Node.objects.filter(role=NodeRole.COMPUTE).order_by("hostname"))
+    nodes = list(Node.objects.filter(role=NodeRole.COMPUTE).order_by("hostname").only("hostname", "status"))
     by_id = {node.pk: NodeHealth(node.hostname) for node in nodes}
     for node in nodes:
         if node.status not in SERVING_STATUSES:

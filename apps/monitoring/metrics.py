@@ -1,4 +1,4 @@
-"""Rackpilot's own /metrics, for Prometheus: jobs, events, verdicts and BMC polls.
+"""Rackpilot's own /metrics, for Prometheus: jobs, events, verdicts, BMC polls and training jobs' progress.
 
 Every figure is counted from the database at scrape time, not kept in process memory. The counters are durable
 facts (a job that ended, an event written, a verdict given, a BMC read), so they stay monotonic across restarts of
@@ -24,6 +24,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from apps.jobs.choices import JOB_ACTIVE, JOB_TERMINAL
 from apps.jobs.models import Job
 from apps.monitoring.models import Bmc
+from apps.workloads import services as workloads
+from apps.workloads.models import TrainingJob
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,25 @@ FAMILIES = {
     ),
     "rackpilot_bmc_polls_total": Family("counter", "Reads of node BMCs, by result.", ("result",)),
     "rackpilot_bmcs": Family("gauge", "Node BMCs Rackpilot reads, by the result of their last read.", ("last_result",)),
+    # Per active training job, from the step lines its `training-progress` reads stored (apps/monitoring/progress.py).
+    # The label is `training_job`, not `job`: Prometheus gives every scraped series its own `job` label (the scrape
+    # job), which would rename ours to `exported_job`. Its values are bounded by the training jobs running.
+    "rackpilot_training_step": Family(
+        "gauge", "The newest step a training job's log shows, by training job.", ("training_job",)
+    ),
+    "rackpilot_training_loss": Family(
+        "gauge", "The loss a training job's newest step line printed, by training job.", ("training_job",)
+    ),
+    "rackpilot_training_samples_per_second": Family(
+        "gauge",
+        "Samples per second of a training job's newest step line, by training job.",
+        ("training_job",),
+    ),
+    "rackpilot_training_step_timestamp_seconds": Family(
+        "gauge",
+        "When a training job's newest step line was written (Unix time): a stalled run stops advancing it.",
+        ("training_job",),
+    ),
     # Later: rackpilot_incidents_open{severity} (diagnosis), rackpilot_nodes{health} (fleet health).
 }
 
@@ -91,6 +112,19 @@ def bmc_samples() -> Iterable[Sample]:
         yield Sample("rackpilot_bmc_polls_total", value or 0, {"result": result})
     for row in Bmc.objects.order_by().values("last_result").annotate(count=Count("pk")):
         yield Sample("rackpilot_bmcs", row["count"], {"last_result": row["last_result"] or "never"})
+
+
+@register_source
+def training_samples() -> Iterable[Sample]:
+    jobs = {job.pk: job.name for job in TrainingJob.objects.active().only("pk", "name")}
+    for job_id, point in workloads.latest_progress(jobs=list(jobs)).items():
+        labels = {"training_job": jobs[job_id]}
+        yield Sample("rackpilot_training_step", point.step, labels)
+        yield Sample("rackpilot_training_step_timestamp_seconds", point.time.timestamp(), labels)
+        if point.loss is not None:
+            yield Sample("rackpilot_training_loss", point.loss, labels)
+        if point.samples_per_second is not None:
+            yield Sample("rackpilot_training_samples_per_second", point.samples_per_second, labels)
 
 
 class RackpilotCollector(Collector):

@@ -2,9 +2,11 @@
 
 from datetime import timedelta
 
-from django.db.models import Max
+from django.db.models import FloatField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from apps.inventory.models import Node
 from apps.inventory.power import Measured
 from apps.monitoring import charts
 from apps.monitoring.bmc import Reading, chassis_power
@@ -42,6 +44,31 @@ def racks_power(rack_ids: list[int]) -> dict[int, Measured]:
             before = totals.get(rack_of[node_id], Measured(0.0, 0))
             totals[rack_of[node_id]] = Measured(before.watts + watts, before.nodes + 1)
     return totals
+
+
+def rack_measured_w() -> Subquery:
+    """The rack's draw as one SQL expression, for sorting the racks list (power.with_measured): the same figure as
+    racks_power: each node's latest power poll within RACK_WINDOW, its whole-chassis sensor (the largest) when it has
+    one, else the sum of its supplies; NULL when no node of the rack was read."""
+    since = timezone.now() - RACK_WINDOW
+    polls = BmcReading.objects.filter(node=OuterRef("pk"), kind=SensorKind.POWER, time__gte=since).order_by()
+    latest = polls.order_by("-time").values("time")[:1]
+    at_latest = polls.filter(time=OuterRef("latest")).values("node")
+    supplies = Q(sensor__istartswith="PSU")
+    whole = at_latest.exclude(supplies).annotate(w=Max("value")).values("w")
+    summed = at_latest.filter(supplies).annotate(w=Sum("value")).values("w")
+    nodes = (
+        Node.objects.filter(rack=OuterRef("pk"))
+        .order_by()
+        .annotate(latest=Subquery(latest))
+        .annotate(
+            watts=Coalesce(Subquery(whole, output_field=FloatField()), Subquery(summed, output_field=FloatField()))
+        )
+        .values("rack")
+        .annotate(total=Sum("watts"))
+        .values("total")
+    )
+    return Subquery(nodes, output_field=FloatField())
 
 
 def rack_power_w(rack) -> tuple[float, int]:

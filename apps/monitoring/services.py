@@ -7,6 +7,7 @@ from functools import partial
 from django.db.models import Prefetch
 
 from apps.benchmarks import services as benchmarks
+from apps.core.reads import kept_for_this_read
 from apps.diagnosis import services as diagnosis
 from apps.inventory.choices import GpuHealth
 from apps.inventory.models import Gpu, Node
@@ -87,7 +88,7 @@ def cluster_page(*, window: Window) -> dict:
         name: partial(source.fleet_series, field, aggregate, hostnames=hosts, window=window)
         for name, (field, aggregate) in CLUSTER_PANELS.items()
     }
-    questions["energy"] = partial(source.energy_joules, hostnames=hosts, start=window.start, end=window.end)
+    questions["energy"] = partial(source.fleet_energy_joules, hostnames=hosts, start=window.start, end=window.end)
     questions |= service_questions(source, window, services)
     try:
         answers = source.gather(questions)  # independent: Prometheus answers them at once
@@ -137,7 +138,14 @@ def node_page(*, node: Node, window: Window) -> dict:
 
 def telemetry_health(*, now: float | None = None) -> dict:
     """GPUs the inventory calls healthy, less those whose telemetry reports an XID or uncorrectable ECC errors now:
-    the dashboard's Healthy count with what the cards themselves say."""
+    the dashboard's Healthy count with what the cards themselves say. Worked out once a read request: the dashboard
+    asks twice (this panel and the fleet-health number)."""
+    if now is None:
+        return kept_for_this_read("telemetry_health", _telemetry_health)
+    return _telemetry_health(now=now)
+
+
+def _telemetry_health(*, now: float | None = None) -> dict:
     source, error = _source()
     healthy = {
         (hostname, str(index))
@@ -146,8 +154,8 @@ def telemetry_health(*, now: float | None = None) -> dict:
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:
         return context
-    # "Now" rounded up to the second: the dashboard asks twice a request (this panel and the fleet-health number), and
-    # the same window is one kept answer. Up, not down, so a fault injected a moment ago is already in force.
+    # "Now" rounded up to the second, so that requests in the same second ask for one kept answer. Up, not down, so a
+    # fault injected a moment ago is already in force.
     end = math.ceil(time.time()) if now is None else now
     window = Window(end=end, span=0, step=60, rate_range=60)
     hosts = sorted({hostname for hostname, _ in healthy})

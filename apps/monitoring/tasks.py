@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.monitoring import bmcs
+from apps.monitoring import bmcs, progress
 
 
 @shared_task(name="rackpilot.monitoring.poll_bmcs", ignore_result=True, time_limit=120)
@@ -22,3 +22,9 @@ def evaluate_cost_policies() -> int:
     from apps.monitoring.policies import services as policies
 
     return policies.evaluate_all()
+
+
+@shared_task(name="rackpilot.monitoring.read_training_progress", ignore_result=True, time_limit=120)
+def read_training_progress() -> int:
+    """Beat: start the log reads of every active training job that is due."""
+    return len(progress.schedule_reads())

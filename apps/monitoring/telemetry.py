@@ -13,17 +13,22 @@ import json
 import math
 import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from abc import ABC, abstractmethod
+from array import array
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from types import MappingProxyType
 
 from django.conf import settings
 
+from apps.core.reads import kept_for_this_read
 from apps.simulator import services as simulator
 from apps.simulator.telemetry import (
     INTEGRATION_STEP_S,
@@ -69,24 +74,45 @@ RECORDED_FLEET = {
 }
 RECORDED_TOKENS = f"rackpilot:vllm_generation_tokens:rate{RECORDED_RATE_RANGE}"
 RECORDED_E2E_BUCKETS = f"rackpilot:vllm_e2e_request_latency_seconds_bucket:rate{RECORDED_RATE_RANGE}"
+# The same bucket rates every 5 minutes (a rate over 5 min each: they tile the time), for steps of an hour or more:
+# the p99 of a 30-day chart then reads 144 samples of each of the ~17 buckets a 12 h step instead of 720.
+COARSE_INTERVAL_S = 300
+COARSE_FROM_S = 3600
+RECORDED_E2E_BUCKETS_COARSE = f"{RECORDED_E2E_BUCKETS}_every5m"
+# The fleet's GPU energy in joules over each 5 minutes (increase() over 5 min every 5 min: the tiles add up to the
+# window's energy, resets handled): a month of it is 8,640 samples of one series, where the counters' difference
+# between the window's ends matches 256 GPUs' series (~100 ms at 30 d).
+RECORDED_FLEET_ENERGY = "rackpilot:gpu_energy_joules:increase5m"
 
 
-def telemetry_rules() -> dict:
-    """The recording rules the long windows read: the fleet's GPU means, sums and maxima, and each service's token
-    rate and latency-bucket rates (5 min), every minute. A month of the fleet's panels then reads one series a
-    panel, a minute apart, instead of every GPU's samples at 15 s."""
+def _bucket_rates() -> str:
+    return f"sum by (service, le) (rate({E2E_BUCKETS_METRIC}[{RECORDED_RATE_RANGE}]))"
+
+
+def telemetry_rules() -> list[dict]:
+    """The recording rule groups the long windows read: the fleet's GPU means, sums and maxima, and each service's
+    token rate and latency-bucket rates (5 min), every minute; the bucket rates again every 5 minutes. A month of the
+    fleet's panels then reads one series a panel, a minute apart, instead of every GPU's samples at 15 s.
+    (promtool cannot backfill a rule that reads another's series, so each reads the exporters' own.)"""
     rules = [
         {"record": recorded, "expr": f"{how}({GPU_FIELDS[field][0]})"}
         for (field, how), recorded in RECORDED_FLEET.items()
     ]
     rules += [
         {"record": RECORDED_TOKENS, "expr": f"sum by (service) (rate({TOKENS_METRIC}[{RECORDED_RATE_RANGE}]))"},
+        {"record": RECORDED_E2E_BUCKETS, "expr": _bucket_rates()},
+    ]
+    return [
+        {"name": "rackpilot-telemetry-recording", "interval": f"{RECORDING_INTERVAL_S}s", "rules": rules},
         {
-            "record": RECORDED_E2E_BUCKETS,
-            "expr": f"sum by (service, le) (rate({E2E_BUCKETS_METRIC}[{RECORDED_RATE_RANGE}]))",
+            "name": "rackpilot-telemetry-recording-5m",
+            "interval": f"{COARSE_INTERVAL_S}s",
+            "rules": [
+                {"record": RECORDED_E2E_BUCKETS_COARSE, "expr": _bucket_rates()},
+                {"record": RECORDED_FLEET_ENERGY, "expr": f"sum(increase({ENERGY_METRIC}[5m])) / 1000"},
+            ],
         },
     ]
-    return {"name": "rackpilot-telemetry-recording", "interval": f"{RECORDING_INTERVAL_S}s", "rules": rules}
 
 
 class TelemetryError(Exception):
@@ -118,10 +144,10 @@ class Window:
         return [self.start + k * self.step for k in range(count + 1)]
 
 
-@dataclass
+@dataclass(frozen=True)  # a kept answer's series are shared by every reader (SimulatorTelemetry._cached)
 class Series:
-    labels: dict[str, str]
-    points: list[tuple[float, float]] = field(default_factory=list)
+    labels: Mapping[str, str]
+    points: list[tuple[float, float]] | tuple[tuple[float, float], ...] = field(default_factory=list)
 
     def values(self) -> list[float]:
         return [value for _, value in self.points]
@@ -186,6 +212,10 @@ class Telemetry(ABC):
         fleet's panels may read them from there."""
         return self.gpu_series(field, hostnames=hostnames, window=window, aggregate=aggregate)
 
+    def fleet_energy_joules(self, *, hostnames: list[str], start: float, end: float) -> float:
+        """energy_joules of the whole fleet (`hostnames` are every GPU node): a source that records it may read that."""
+        return self.energy_joules(hostnames=hostnames, start=start, end=end)
+
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
         source whose questions wait on a server asks them at once."""
@@ -246,15 +276,52 @@ def current_workloads() -> Workloads:
 
 
 ANSWERS_KEPT = 512
-_ANSWERS: dict = {}  # see SimulatorTelemetry._cached; oldest first
+
+
+class KeptAnswers:
+    """Answers kept across requests by key, oldest dropped past `size`; each until dropped, or for `seconds`."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._answers: dict = {}  # key -> (answer, kept until, monotonic); oldest first
+        self._lock = threading.Lock()
+
+    def get(self, key, compute, *, seconds: float | None = None, keep=lambda answer: True):
+        """The kept answer to `key`, else compute() (kept when `keep` says so)."""
+        with self._lock:
+            kept = self._answers.get(key)
+        if kept is not None and (kept[1] is None or time.monotonic() < kept[1]):
+            return kept[0]
+        answer = compute()
+        if keep(answer):
+            until = None if seconds is None else time.monotonic() + seconds
+            with self._lock:
+                self._answers.pop(key, None)
+                while len(self._answers) >= self.size:
+                    self._answers.pop(next(iter(self._answers)))
+                self._answers[key] = (answer, until)
+        return answer
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
+ANSWERS = KeptAnswers(ANSWERS_KEPT)  # both sources' (their keys begin with the source's name)
+# One node's part of a fleet answer, kept by what that node's readings depend on (the simulator's reading_version):
+# after a drain or a fault on one of 512 nodes, the fleet's series is put together again from 511 kept parts.
+NODE_PARTS_KEPT = 16384
+NODE_PARTS = KeptAnswers(NODE_PARTS_KEPT)
 
 
 def _listed(function, *args) -> list:
     return [function(*args)]
 
 
-def _copies(series: list[Series]) -> list[Series]:
-    return [Series(dict(one.labels), list(one.points)) for one in series]
+def _frozen(series: list[Series]) -> tuple[Series, ...]:
+    """Series no reader can change (read-only labels, points a tuple), made once from a fresh answer (its labels are
+    no one else's) and handed to every reader as they are: copying 512 nodes' series took tens of ms a read."""
+    return tuple(Series(MappingProxyType(one.labels), tuple(one.points)) for one in series)
 
 
 class SimulatorTelemetry(Telemetry):
@@ -270,67 +337,111 @@ class SimulatorTelemetry(Telemetry):
             self._model = simulator.telemetry_model(workloads=current_workloads(), seed=self.seed)
         return self._model
 
-    def _cached(self, question: tuple, start: float, end: float, compute, clone=lambda value: value):
+    def _cached(self, question: tuple, start: float, end: float, compute, freeze=lambda value: value):
         """An answer about [start, end], kept across requests while nothing it comes from changes: the inventory and
         faults (the model's fingerprint), the workloads and the seed; the question names the window or its ends
         (aligned to the window's step, so pages ask the same one for a whole step). Answers about a span in which
         the simulated endpoints served requests are worked out each time (the ledger grows while they serve).
-        `clone` copies what is kept, so that a caller may change its answer."""
+        `freeze` makes what is kept an answer no caller can change, so that every caller is handed it as it is."""
         model = self.model
         if model.fingerprint is None or model.served_within(start, end + 1):
-            return compute()
-        key = (model.fingerprint, model.workloads, self.seed, question)
-        if key not in _ANSWERS:
-            if len(_ANSWERS) >= ANSWERS_KEPT:
-                _ANSWERS.pop(next(iter(_ANSWERS), None), None)  # the oldest (another thread may have taken it)
-            _ANSWERS[key] = compute()
-        return clone(_ANSWERS[key])
+            return compute()  # nobody else holds it
+        key = (self.source, model.fingerprint, model.workloads, self.seed, question)
+        return ANSWERS.get(key, lambda: freeze(compute()))
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
         question = ("gpu", field, tuple(hostnames), aggregate, window)
         compute = partial(self._gpu_series, field, hostnames, window, aggregate)
-        return self._cached(question, window.start, window.end, compute, _copies)
+        return self._cached(question, window.start, window.end, compute, _frozen)
 
     def _gpu_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
+        hostnames = [hostname for hostname in hostnames if hostname in self.model.histories]
+        if aggregate and hostnames and not self.model.served_within(window.start, window.end + 1):
+            return self._fleet_series(field, hostnames, window, aggregate)
+        per_gpu: list[Series] = []
+        for hostname in hostnames:
+            for index, points in self._node_points(field, hostname, window):
+                per_gpu.append(Series({"Hostname": hostname, "gpu": str(index)}, points))
+        return _aggregate(per_gpu, aggregate)
+
+    def _node_points(self, field: str, hostname: str, window: Window) -> list[tuple[int, list]]:
+        """(GPU index, its (t, value) points) of the node's GPUs that have a value in the window, by index."""
         _, key = GPU_FIELDS[field]
         keys = frozenset({key})
-        per_gpu: dict[tuple[str, int], Series] = {}
-        times = window.times()
+        per_gpu: dict[int, list] = {}
+        for t in window.times():
+            for index, reading in self.model.node_readings(hostname, t, keys=keys):
+                value = (79 if key == "xid" else None) if reading is None else reading[key]
+                if value is not None:
+                    per_gpu.setdefault(index, []).append((t, float(value)))
+        return sorted(per_gpu.items())
+
+    def _fleet_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
+        """An aggregate over many nodes, put together from each node's kept part: at each step, the sum, count and
+        highest of its GPUs' values."""
+        totals: dict[float, list[float]] = {}  # t -> [sum, count, highest]
         for hostname in hostnames:
-            if hostname not in self.model.histories:
-                continue
-            for t in times:
-                for index, reading in self.model.node_readings(hostname, t, keys=keys):
-                    value = (79 if key == "xid" else None) if reading is None else reading[key]
-                    if value is None:
-                        continue
-                    series = per_gpu.get((hostname, index))
-                    if series is None:
-                        series = per_gpu[(hostname, index)] = Series({"Hostname": hostname, "gpu": str(index)})
-                    series.points.append((t, float(value)))
-        return _aggregate(list(per_gpu.values()), aggregate)
+            times, sums, counts, highs = self._node_part(field, hostname, window)
+            for t, total, count, high in zip(times, sums, counts, highs, strict=True):
+                kept = totals.get(t)
+                if kept is None:
+                    totals[t] = [total, count, high]
+                else:
+                    kept[0] += total
+                    kept[1] += count
+                    kept[2] = max(kept[2], high)
+        combine = {"avg": lambda v: v[0] / v[1], "sum": lambda v: v[0], "max": lambda v: v[2]}[aggregate]
+        return [Series({}, [(t, combine(values)) for t, values in sorted(totals.items())])]
+
+    def _node_part(self, field: str, hostname: str, window: Window) -> tuple[array, ...]:
+        def compute() -> tuple[array, ...]:
+            by_time: dict[float, list[float]] = {}
+            for _, points in self._node_points(field, hostname, window):
+                for t, value in points:
+                    by_time.setdefault(t, []).append(value)
+            steps = sorted(by_time.items())  # arrays of doubles: a 512-node fleet's parts in a few MB, not a hundred
+            return (
+                array("d", (t for t, _ in steps)),
+                array("d", (sum(values) for _, values in steps)),
+                array("d", (len(values) for _, values in steps)),
+                array("d", (max(values) for _, values in steps)),
+            )
+
+        return self._node_kept(("gpu", field, window), hostname, compute)  # the fleet path: nothing served then
+
+    def _node_kept(self, question: tuple, hostname: str, compute, *, keep: bool = True):
+        """One node's part of an answer, kept by what the node's readings depend on. The caller says whether it may
+        be kept: not over a span in which the simulated endpoints served requests, as whole answers are not."""
+        version = self.model.reading_version(hostname)
+        if version is None or not keep:
+            return compute()
+        key = (self.source, question, hostname, version, self.model.workloads, self.seed)
+        return NODE_PARTS.get(key, compute)
 
     def energy_joules(self, *, hostnames, start, end):
-        # The counters count from the nodes' boot: served requests before the window count too.
         compute = partial(self._energy_joules, hostnames, start, end)
-        return self._cached(("energy", tuple(hostnames), start, end), 0.0, end, compute)
+        return self._cached(("energy", tuple(hostnames), start, end), start, end, compute)
 
     def _energy_joules(self, hostnames: list[str], start: float, end: float) -> float:
-        total = 0.0
-        for hostname in hostnames:
-            if hostname not in self.model.histories:
-                continue
-            for index in range(len(self.model.node_regime(hostname, end).gpus)):
-                # The counter's increase, as Prometheus's increase() takes it (it starts at the node's boot).
-                total += (
-                    self.model.energy_counter_mj(hostname, index, end)
-                    - self.model.energy_counter_mj(hostname, index, start)
-                ) / 1000
-        return total
+        question, keep = ("energy", start, end), not self.model.served_within(start, end + 1)
+        return sum(
+            self._node_kept(question, hostname, partial(self._node_energy, hostname, start, end), keep=keep)
+            for hostname in hostnames
+            if hostname in self.model.histories
+        )
+
+    def _node_energy(self, hostname: str, start: float, end: float) -> float:
+        booted = self.model.histories[hostname].booted
+        # The counter's increase, as Prometheus's increase() takes it (the counter starts at the node's boot): the
+        # power's integral over the window's part after the boot, not two integrals from the boot.
+        return sum(
+            self.model.energy_j(hostname, index, max(start, booted), max(end, booted))
+            for index in range(len(self.model.node_regime(hostname, end).gpus))
+        )
 
     def sm_active_seconds(self, *, hostnames, start, end):
         compute = partial(self._sm_active_seconds, hostnames, start, end)
-        return self._cached(("sm_active_seconds", tuple(hostnames), start, end), start, end, compute, dict)
+        return self._cached(("sm_active_seconds", tuple(hostnames), start, end), start, end, compute, MappingProxyType)
 
     def _sm_active_seconds(self, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         seconds = {}
@@ -355,7 +466,7 @@ class SimulatorTelemetry(Telemetry):
     def tokens_per_second(self, *, service, window):
         compute = partial(_listed, self._tokens_per_second, service, window)
         return self._cached(
-            ("tokens", service, window), window.start - window.rate_range, window.end, compute, _copies
+            ("tokens", service, window), window.start - window.rate_range, window.end, compute, _frozen
         )[0]
 
     def _tokens_per_second(self, service: str, window: Window) -> Series:
@@ -363,14 +474,16 @@ class SimulatorTelemetry(Telemetry):
         series = Series({"service": service})
         if run is None:
             return series
+        step = _integration_step(window)
         for t in window.times():
-            tokens = self.model.service_totals(run, t - window.rate_range, t, step=_integration_step(window))[0]
+            start = t - window.rate_range
+            tokens = self.model.service_tokens(run, start, t, step=step) + self.model.served_tokens(run, start, t)
             series.points.append((t, tokens / window.rate_range))
         return series
 
     def p99_latency_seconds(self, *, service, window):
         compute = partial(_listed, self._p99_latency_seconds, service, window)
-        return self._cached(("p99", service, window), window.start - window.rate_range, window.end, compute, _copies)[0]
+        return self._cached(("p99", service, window), window.start - window.rate_range, window.end, compute, _frozen)[0]
 
     def _p99_latency_seconds(self, service: str, window: Window) -> Series:
         run = self._run(service)
@@ -388,6 +501,10 @@ class SimulatorTelemetry(Telemetry):
         return series
 
     def generated_tokens(self, *, service, start, end):
+        compute = partial(self._generated_tokens, service, start, end)
+        return self._cached(("generated_tokens", service, start, end), start, end, compute)
+
+    def _generated_tokens(self, service: str, start: float, end: float) -> float:
         run = self._run(service)
         if run is None:
             return 0.0
@@ -395,11 +512,16 @@ class SimulatorTelemetry(Telemetry):
             # Over hours, what increase() comes to: the integral of the rate (a restart's reset counted from zero
             # loses at most a scrape's worth of tokens), in 720 pieces rather than the counter minute by minute.
             return self.model.service_tokens(run, start, end, step=max(INTEGRATION_STEP_S, (end - start) / 720))
-        # The counter as the service exposes it, sampled each minute: its daily restarts show as resets.
+        # The counter as the service exposes it, sampled each minute, and its increase as Prometheus takes it: a
+        # daily restart between two samples resets it, so that piece counts from the restart only. Each piece is the
+        # rate's integral (what the counter's difference is), without the latency histograms the counter carries.
         step = max(60.0, (end - start) / 2000)
         times = [start + k * step for k in range(int((end - start) // step) + 1)] + [end]
-        samples = [(t, split_counters(self.model.service_counters(run, t))["generation_tokens"]) for t in times]
-        return counter_increase(samples)
+        total = 0.0
+        for a, b in zip(times, times[1:], strict=False):
+            since = max(a, self.model.restarted(run, b))
+            total += self.model.service_tokens(run, since, b) + self.model.served_tokens(run, since, b)
+        return total
 
 
 def _integration_step(window: Window) -> float:
@@ -474,12 +596,21 @@ CONCURRENT_QUERIES = 8
 class PrometheusTelemetry(Telemetry):
     source = "prometheus"
 
-    def __init__(self, url: str, *, timeout: float = 5.0, allow_link_local: bool = False):
+    def __init__(self, url: str, *, timeout: float = 5.0, allow_link_local: bool = False, keep_seconds: float = 0):
+        """`keep_seconds`: how long an answer that is not empty is kept for the same query (the pages' windows end on
+        their step, so their queries repeat for a whole step); 0 asks Prometheus every time."""
         self.url = check_prometheus_url(url, allow_link_local=allow_link_local)
         self.timeout = timeout
+        self.keep_seconds = keep_seconds
 
     def _get(self, path: str, params: dict) -> list:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        if self.keep_seconds <= 0:
+            return self._ask(address)
+        # Empty answers are not kept: the samples may not have been scraped yet.
+        return ANSWERS.get((self.source, address), partial(self._ask, address), seconds=self.keep_seconds, keep=bool)
+
+    def _ask(self, address: str) -> list:
         try:
             with urllib.request.urlopen(address, timeout=self.timeout) as response:  # noqa: S310 (checked above)
                 body = json.load(response)
@@ -541,10 +672,25 @@ class PrometheusTelemetry(Telemetry):
         selector = f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
         if aggregate:
             return self.query_range(f"{aggregate}({selector})", window)
-        series = self.query_range(selector, window)
-        for one in series:
-            one.labels = {"Hostname": one.labels.get("Hostname", ""), "gpu": one.labels.get("gpu", "")}
-        return series
+        return [
+            Series({"Hostname": one.labels.get("Hostname", ""), "gpu": one.labels.get("gpu", "")}, one.points)
+            for one in self.query_range(selector, window)
+        ]
+
+    def fleet_energy_joules(self, *, hostnames, start, end):
+        seconds = max(int(round(end - start)), 1)
+        if seconds >= RECORDED_FROM_S:
+            # The recorded 5-minute tiles in the window, used when the rules ran through its first hour (as
+            # generated_tokens does); a second short of the start, so that a tile ending on it is left out.
+            promql = (
+                f'label_replace(sum_over_time({RECORDED_FLEET_ENERGY}[{seconds - 1}s]), "part", "joules", "", "") '
+                f'or label_replace(count_over_time({RECORDED_FLEET_ENERGY}[1h] offset {seconds - 3600}s), "part", '
+                '"first", "", "")'
+            )
+            parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
+            if parts.get("first"):
+                return parts.get("joules", 0.0)
+        return self.energy_joules(hostnames=hostnames, start=start, end=end)
 
     def energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
@@ -618,8 +764,15 @@ class PrometheusTelemetry(Telemetry):
         return Series({"service": service}, series[0].points if series else [])
 
     def p99_latency_seconds(self, *, service, window):
-        recorded = f"avg_over_time({RECORDED_E2E_BUCKETS}{{service={_string(service)}}}[{int(window.rate_range)}s])"
-        series = self._recorded_range(f"histogram_quantile(0.99, sum by (le) ({recorded}))", window)
+        # Over long windows, the quantile of the recorded bucket rates' means over each step (what rate() over the
+        # step gives): the 5-minute ones for steps of an hour or more, else (or if those are not recorded) the 1-minute.
+        series = None
+        recorded = [RECORDED_E2E_BUCKETS_COARSE] if window.rate_range >= COARSE_FROM_S else []
+        for name in [*recorded, RECORDED_E2E_BUCKETS]:
+            means = f"avg_over_time({name}{{service={_string(service)}}}[{int(window.rate_range)}s])"
+            series = self._recorded_range(f"histogram_quantile(0.99, sum by (le) ({means}))", window)
+            if series is not None:
+                break
         if series is None:
             rate = f"rate({E2E_BUCKETS_METRIC}{{service={_string(service)}}}[{int(window.rate_range)}s])"
             series = self.query_range(f"histogram_quantile(0.99, sum by (le) ({rate}))", window)
@@ -646,12 +799,18 @@ class PrometheusTelemetry(Telemetry):
 
 def telemetry() -> Telemetry:
     """The source the settings choose: Prometheus when RACKPILOT_PROMETHEUS_URL is set, else the simulator.
-    TelemetryError for a Prometheus URL that may not be called."""
+    TelemetryError for a Prometheus URL that may not be called. One source a read request: its panels share the
+    simulator's model (built from one inventory fingerprint, one read of the workloads and the ledger)."""
     url = settings.RACKPILOT_PROMETHEUS_URL
+    return kept_for_this_read(("telemetry", url, settings.RACKPILOT_SIM_SEED), partial(_configured_source, url))
+
+
+def _configured_source(url: str) -> Telemetry:
     if url:
         return PrometheusTelemetry(
             url,
             timeout=settings.RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS,
             allow_link_local=settings.RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL,
+            keep_seconds=settings.RACKPILOT_PROMETHEUS_KEEP_SECONDS,
         )
     return SimulatorTelemetry()

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from prometheus_client import generate_latest
@@ -20,12 +20,12 @@ from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
 from apps.monitoring.choices import BmcProtocol, PolicyKind
-from apps.monitoring.forms import BmcForm, CostPolicyForm, SloForm, StorageTieringForm
+from apps.monitoring.forms import BmcForm, SloForm, cost_policy_forms
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, CostPolicy, PolicyAction, Slo
 from apps.monitoring.policies import services as policies
 from apps.monitoring.policies import tiering
-from apps.monitoring.policies.base import policy_kind
+from apps.monitoring.policies.base import POLICY_KINDS, policy_kind
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window, telemetry_rules
 from apps.workloads.models import InferenceService
 
@@ -158,7 +158,7 @@ def slo_rules(request: HttpRequest) -> HttpResponse:
     """Prometheus recording and alerting rules for every SLO, and the telemetry pages' recorded series (load them
     with `rule_files:`)."""
     document = slo.rules([row.spec() for row in Slo.objects.select_related("service", "training_job", "rack")])
-    document["groups"].append(telemetry_rules())
+    document["groups"] += telemetry_rules()
     response = HttpResponse(yaml.safe_dump(document, sort_keys=False), content_type="application/yaml")
     response["Content-Disposition"] = 'attachment; filename="rackpilot-slo-rules.yml"'
     return response
@@ -191,28 +191,27 @@ def service_validate(request: HttpRequest, public_id) -> HttpResponse:
 
 @login_required
 def policy_list(request: HttpRequest) -> HttpResponse:
-    """Every cost policy with its newest action; operators add a low-load power or a storage-tiering policy."""
+    """Every cost policy with its newest action; operators add one of any kind, each kind's form built from the
+    parameters it declares."""
     operator = request.user.has_role(Role.OPERATOR)
-    tiering_post = request.method == "POST" and request.POST.get("kind") == PolicyKind.STORAGE_TIERING
-    form = CostPolicyForm(None if tiering_post else (request.POST or None)) if operator else None
-    tiering_form = StorageTieringForm(request.POST if tiering_post else None) if operator else None
-    if tiering_post:
-        form = tiering_form  # the form that was posted is the one saved (or shown with its errors)
+    posted = request.POST.get("kind") if request.method == "POST" else None
     if request.method == "POST":
-        if form is None:
+        if not operator:
             return HttpResponse("Only operators define cost policies.", status=403)
-        if form.is_valid():
-            data = form.cleaned_data
-            policy = data["policy"]
-            policy.name, policy.parameters, policy.created_by = data["name"], data["parameters"], request.user
-            policy.save()
-            messages.success(request, f"Policy {policy.name} saved. Run a dry run to see what it would do.")
-            return redirect("policy-detail", public_id=policy.public_id)
+        if posted not in POLICY_KINDS:
+            return HttpResponseBadRequest("kind: choose one of " + ", ".join(sorted(POLICY_KINDS)) + ".")
+    forms = cost_policy_forms(request.POST, posted=posted) if operator else []
+    form = next((form for form in forms if form.kind.name == posted), None)
+    if form is not None and form.is_valid():
+        data = form.cleaned_data
+        policy = data["policy"]
+        policy.name, policy.parameters, policy.created_by = data["name"], data["parameters"], request.user
+        policy.save()
+        messages.success(request, f"Policy {policy.name} saved. Run a dry run to see what it would do.")
+        return redirect("policy-detail", public_id=policy.public_id)
     rows = CostPolicy.objects.select_related("rack", "service")
     price = f"{settings.RACKPILOT_ENERGY_PRICE_PER_KWH:g} {settings.RACKPILOT_ENERGY_CURRENCY}/kWh"
-    if tiering_post:
-        form = CostPolicyForm() if operator else None
-    context = {"policies": rows, "form": form, "tiering_form": tiering_form, "price_note": price}
+    context = {"policies": rows, "forms": forms, "form": form, "price_note": price}
     return render(request, "monitoring/policies.html", context)
 
 

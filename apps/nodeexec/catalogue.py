@@ -123,6 +123,20 @@ HPL_SCRIPT = (
     + '\nEOF\nmpirun --allow-run-as-root -np "$5" -H "$6" --bind-to none --map-by slot hpl.sh --dat "$dir/HPL.dat"\n'
     'status=$?\nrm -rf "$dir"\nexit "$status"\n'
 )
+# An Open MPI launch from a hostfile: the hosts $1 (host:slots,... checked by the mpi_hosts pattern) written on the
+# launcher as a hostfile ("host slots=N" a line) in a temporary file, then `mpirun --hostfile FILE` with the rest of
+# the arguments (mpirun's options and the program, each one quoted word). The file is removed however mpirun ends
+# (a cancel's TERM reaches mpirun and this shell alike); mpirun's exit status is the script's.
+MPIRUN_HOSTFILE_SCRIPT = (
+    "hostfile=$(mktemp) || exit 1\n"
+    "trap 'rm -f \"$hostfile\"' EXIT\n"
+    "trap 'exit 143' TERM INT\n"
+    "hosts=$1; shift\n"
+    "set -f; IFS=,\n"
+    'for entry in $hosts; do printf \'%s slots=%s\\n\' "${entry%%:*}" "${entry##*:}"; done > "$hostfile"\n'
+    "unset IFS; set +f\n"
+    'mpirun --hostfile "$hostfile" "$@"\n'
+)
 SOAK_SCRIPT = _soak_script('gpu_burn "$1"')
 DCGM_SOAK_SCRIPT = _soak_script('dcgmi diag -r "$1"')
 # A utilisation series of a running job's GPUs (runbook 2): the same sampler for $1 seconds with nothing of ours on
@@ -146,6 +160,21 @@ NIC_FACTS_SCRIPT = (
     f'    printf \'{SECTION_MARK} exit %s\\n%s\\n\' "$?" "$err"\n'
     "  done\n"
     "done\n"
+)
+
+# A training timeline read off a node (apps.benchmarks' timeline-trace kind): the file $1, at most $2 bytes, as
+# base64 after a header line with its size, so the bytes (gzip included) cross the text channel intact and a cut-off
+# transfer is seen. A missing, unreadable or too large file is refused before any of it is sent (exit 1, the reason
+# on stderr).
+TRACE_HEADER = "rackpilot-trace bytes"
+TRACE_READ_SCRIPT = (
+    "f=$1; max=$2\n"
+    '[ -f "$f" ] || { printf \'%s: no such file\\n\' "$f" >&2; exit 1; }\n'
+    '[ -r "$f" ] || { printf \'%s: not readable\\n\' "$f" >&2; exit 1; }\n'
+    'size=$(wc -c < "$f") || exit 1\n'
+    'if [ "$size" -gt "$max" ]; then printf \'%s: %s bytes, over %s\\n\' "$f" "$size" "$max" >&2; exit 1; fi\n'
+    f"printf '{TRACE_HEADER} %s\\n' \"$size\"\n"
+    'exec base64 < "$f"\n'
 )
 
 # Ends every process whose environment holds RACKPILOT_JOB=$1, with its process group: TERM, $2 seconds, KILL.
@@ -201,6 +230,7 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
     "nccl_max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
     "nccl_step_factor": Placeholder(r"[0-9]{1,2}", "a step factor"),
+    "nccl_iters": Placeholder(r"[0-9]{1,4}", "an iteration count"),
     "gpus": Placeholder(r"[0-9]{1,2}", "a number of GPUs"),
     "mpi_np": Placeholder(r"[0-9]{1,5}", "a number of processes"),
     "mpi_hosts": Placeholder(
@@ -225,6 +255,10 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     ),
     "unit": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,80}", "a systemd unit name"),
     "rdzv_endpoint": Placeholder(rf"{HOSTNAME}:[0-9]{{1,5}}", "host:port"),
+    # A Slurm resume (sbatch): the job's name and the nodes it runs on / must not run on.
+    "slurm_job": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a Slurm job name"),
+    "node_list": Placeholder(rf"{HOSTNAME}(?:,{HOSTNAME}){{0,1023}}", "node names separated by commas"),
+    "excluded_nodes": Placeholder(rf"{HOSTNAME}(?:,{HOSTNAME}){{0,1023}}", "node names separated by commas"),
     "scheduler_node": Placeholder(HOSTNAME, "a node name"),
     "slurm_node": Placeholder(rf"NodeName={HOSTNAME}", "NodeName=a node name"),
     "slurm_reason": Placeholder(
@@ -239,6 +273,13 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     ),
     "older_than_days": Placeholder(r"\+[0-9]{1,5}", "+N (more than N whole days, find -atime)"),
     "larger_than_bytes": Placeholder(r"\+[0-9]{1,15}c", "+Nc (more than N bytes, find -size)"),
+    # A profiler trace or Horovod timeline on a node: an absolute path of plain segments (none starting with a dot,
+    # so no `..`), ending .json or .json.gz; the size bound it is read with.
+    "trace_file": Placeholder(
+        r"(?:/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}){0,31}/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,122}\.json(?:\.gz)?",
+        "an absolute path to a .json or .json.gz file (letters, digits, _ . @ + -; no segment starting with a dot)",
+    ),
+    "max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
     "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
     "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
 }

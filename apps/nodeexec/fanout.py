@@ -117,12 +117,17 @@ class RunCommand:
         self.node, self.step = node, step
         self.observer, self.cancel, self.grace, self.cap = observer, cancel, grace, cap
 
-    async def __call__(self, argv: list[str], timeout: float) -> CommandResult:
+    async def __call__(
+        self, argv: list[str], timeout: float, *, live: bool = True, cap: int | None = None
+    ) -> CommandResult:
+        """`live=False`: the output is data (a file as base64), kept up to `cap` bytes but not sent to the cell
+        line by line; the command line itself still is."""
         target, step, observer = self.node.target, self.step, self.observer
         if step.runner is not None:  # several commands share the cell: say which one the lines below come from
             observer.output(target, step, STDOUT, f"$ {shell_join(list(argv))}")
         collector = OutputCollector(
-            cap=self.cap, on_line=lambda stream, line: observer.output(target, step, stream, line)
+            cap=self.cap if cap is None else cap,
+            on_line=(lambda stream, line: observer.output(target, step, stream, line)) if live else None,
         )
         return await self.node.session.run(
             list(argv), timeout=timeout, collector=collector, cancel=self.cancel, grace=self.grace

@@ -122,6 +122,12 @@ def _xid_detail(match: re.Match) -> str:
     return f"Xid {number} ({name})" + (f": {said}" if said else "")
 
 
+def _storage_stall(match: re.Match) -> str:
+    if match["server"] or match["nid"]:
+        return f"storage server {match['server'] or match['nid']} not responding"
+    return f"task {match['task']}:{match['task_pid']} blocked on I/O for more than {match['seconds']} s"
+
+
 def _watchdog(match: re.Match) -> str:
     return (
         f"{match['op']} (SeqNum {match['seq']}) ran {match['ran']} ms, past its {match['timeout']} ms timeout"
@@ -161,6 +167,13 @@ RULES: tuple[Rule, ...] = (
         r"|oom-kill:|Memory cgroup out of memory|Test CUDA failure \S+ 'out of memory'",
     ),
     _rule("disk_full", r"No space left on device|Disk quota exceeded|\bENOSPC\b|\bEDQUOT\b|\[Errno 28\]"),
+    # The kernel's words for storage that stopped answering: the NFS client, Lustre's client, the hung-task watchdog.
+    _rule(
+        "storage_not_responding",
+        r"nfs: server (?P<server>\S+) not responding|Lustre: \S+: Connection to \S+ \(at (?P<nid>[^)]+)\) was lost"
+        r"|INFO: task (?P<task>.+?):(?P<task_pid>\d+) blocked for more than (?P<seconds>\d+) seconds",
+        _storage_stall,
+    ),
     # NCCL and PyTorch ProcessGroupNCCL.
     _rule(
         "nccl_watchdog_timeout",

@@ -1,6 +1,8 @@
 """The simulated cluster's services: run a command on a simulated node, run nccl-tests across nodes, manage faults."""
 
 import time
+from dataclasses import dataclass
+from functools import cached_property
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -16,7 +18,7 @@ from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
 from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
-from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault
+from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault, regimes_without
 from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
 
@@ -261,49 +263,98 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
 
     The nodes' histories (their healthy states, faults and changes) and their regimes are built once per inventory
     fingerprint and shared by the models asked for while it holds (every page, the exporters' rebuild every few
-    seconds); the served-requests ledger and the workloads are read afresh each time."""
+    seconds); the served-requests ledger and the workloads are read afresh each time. When the fingerprint moves,
+    only the nodes whose own rows changed are built again (a drain at 512 nodes rebuilds one, not 512)."""
     if hostnames is not None:
-        histories, regimes = _histories(hostnames), None
+        histories, regimes = _histories(hostname__in=hostnames), None
     else:
         fingerprint = inventory_fingerprint()
-        cached = _HISTORIES.get(fingerprint)
-        if cached is None:
+        built = _HISTORIES.get(fingerprint)
+        if built is None:
+            newest = (list(_HISTORIES.values()) or [None])[-1]  # copied at once: other threads may add or drop
+            built = _rebuilt(fingerprint, newest)
             if len(_HISTORIES) >= HISTORIES_KEPT:
                 _HISTORIES.pop(next(iter(_HISTORIES), None), None)  # the oldest (another thread may have taken it)
-            cached = _HISTORIES[fingerprint] = (_histories(None), {})
-        histories, regimes = cached
+            _HISTORIES[fingerprint] = built
+        histories, regimes = built.histories, built.regimes
     model = ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger(), regimes=regimes)
-    model.fingerprint = None if hostnames is not None else fingerprint
+    if hostnames is None:
+        model.fingerprint, model.versions = fingerprint, built.versions
     return model
 
 
 HISTORIES_KEPT = 4
-_HISTORIES: dict = {}  # inventory fingerprint -> (histories, regimes), oldest first
+_HISTORIES: dict = {}  # inventory fingerprint -> _Built, oldest first
 # What a node's simulated state is built from. Their rows are written with save() (the `updated` stamp moves) or
 # added and removed (the count and the highest key move); the tables whose times are the model's history (a node's
 # boot, a fault's start, a change's moment) are read row by row, as tests and benches backdate them with update().
+# A change to a shared table (a SKU, a tier, the cabling, a switch) rebuilds every node; to a node's own rows, that
+# node.
+_SHARED = (GpuSku, StorageTier, Cable, Switch)
+_OWN = (Gpu, Nic, Firmware, Volume)
 _TIMED = (Node, SimFault, SimChange)
+
+
+@dataclass
+class _Built:
+    shared: tuple  # the shared tables' part of the fingerprint
+    keys: dict[int, tuple]  # node pk -> what its history was built from (_node_keys)
+    by_node: dict[int, NodeHistory]  # the nodes with GPUs
+    regimes: dict  # shared by the models of these histories (ClusterTelemetry)
+
+    @cached_property
+    def histories(self) -> list[NodeHistory]:
+        return [self.by_node[pk] for pk in self.keys if pk in self.by_node]  # the nodes' own order
+
+    @cached_property
+    def versions(self) -> dict[str, tuple]:
+        """hostname -> what its history was built from: answers about one node may be kept by it."""
+        return {history.hostname: self.keys[pk] for pk, history in self.by_node.items()}
 
 
 def inventory_fingerprint() -> tuple:
     """Changes whenever something the telemetry model is built from changes (one aggregate query per table, and the
-    times of nodes, faults and changes)."""
-    parts = []
-    for model in (Gpu, GpuSku, Nic, Firmware, Volume, StorageTier, Cable, Switch):
-        parts.append(tuple(model.objects.aggregate(n=Count("pk"), top=Max("pk"), last=Max("updated")).values()))
-    for model in _TIMED:
-        parts.append(hash(tuple(model.objects.order_by("pk").values_list("pk", "created", "updated"))))
-    return tuple(parts)
+    times of nodes, faults and changes): (the shared tables' part, the nodes' own part)."""
+
+    def aggregate(model) -> tuple:
+        return tuple(model.objects.aggregate(n=Count("pk"), top=Max("pk"), last=Max("updated")).values())
+
+    timed = tuple(hash(tuple(model.objects.order_by("pk").values_list("pk", "created", "updated"))) for model in _TIMED)
+    return tuple(aggregate(model) for model in _SHARED), tuple(aggregate(model) for model in _OWN) + timed
 
 
-def _histories(hostnames: list[str] | None) -> list[NodeHistory]:
+def _node_keys() -> dict[int, tuple]:
+    """Each node's own part of the fingerprint, in the nodes' order: read only when the fingerprint has moved."""
+    keys = {pk: [created, updated] for pk, created, updated in Node.objects.values_list("pk", "created", "updated")}
+    for model in _OWN:
+        grouped = model.objects.order_by().values("node").annotate(n=Count("pk"), top=Max("pk"), last=Max("updated"))
+        for node, n, top, last in grouped.values_list("node", "n", "top", "last"):
+            keys[node].append((model.__name__, n, top, last))
+    for model in (SimFault, SimChange):
+        for node, pk, created, updated in model.objects.order_by("pk").values_list("node", "pk", "created", "updated"):
+            keys[node].append((model.__name__, pk, created, updated))
+    return {pk: tuple(parts) for pk, parts in keys.items()}
+
+
+def _rebuilt(fingerprint: tuple, previous: _Built | None) -> _Built:
+    """The histories for a new fingerprint: the previous ones kept for every node whose own rows are as they were."""
+    shared, keys = fingerprint[0], _node_keys()
+    if previous is None or previous.shared != shared:
+        by_node = {history.healthy.node_id: history for history in _histories()}
+        return _Built(shared, keys, by_node, {})
+    kept = {pk: history for pk, history in previous.by_node.items() if previous.keys.get(pk) == keys.get(pk)}
+    stale = [pk for pk in keys if previous.keys.get(pk) != keys[pk]]
+    by_node = {**kept, **{history.healthy.node_id: history for history in _histories(pk__in=stale)}}
+    rebuilt = {history.hostname for pk, history in previous.by_node.items() if pk not in kept}
+    return _Built(shared, keys, by_node, regimes_without(previous.regimes, rebuilt))
+
+
+def _histories(**filters) -> list[NodeHistory]:
     nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
     nodes = Node.objects.prefetch_related(
         "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults", "sim_changes"
     )
-    if hostnames is not None:
-        nodes = nodes.filter(hostname__in=hostnames)
-    nodes = list(nodes.filter(gpus__isnull=False).distinct())
+    nodes = list(nodes.filter(gpus__isnull=False, **filters).distinct())
     ratios = leaf_uplink_ratios(set().union(*(data_leaves(node) for node in nodes)))
     return [
         NodeHistory(

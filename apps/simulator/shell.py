@@ -6,11 +6,36 @@ the one place that maps a command name to its tool.
 
 from apps.simulator import training_tools
 from apps.simulator.terminal import CommandOutput, Context, Tool, not_found, ok
-from apps.simulator.tools import bench, files, mpi, nccl, network, nvidia_smi, packages, scheduler, storage, system
+from apps.simulator.tools import (
+    bench,
+    files,
+    loader,
+    mpi,
+    nccl,
+    network,
+    nvidia_smi,
+    packages,
+    scheduler,
+    storage,
+    system,
+)
 
 TOOLS: dict[str, Tool] = {
     name: tool
-    for module in (nvidia_smi, network, system, storage, files, nccl, bench, packages, mpi, training_tools, scheduler)
+    for module in (
+        nvidia_smi,
+        network,
+        system,
+        storage,
+        loader,
+        files,
+        nccl,
+        bench,
+        packages,
+        mpi,
+        training_tools,
+        scheduler,
+    )
     for name, tool in module.COMMANDS.items()
 }
 

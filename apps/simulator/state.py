@@ -214,6 +214,7 @@ class SimVolume:
     kind: str  # hot / warm / cold, or "system" for the boot disk
     full: bool = False
     freed_bytes: int = 0  # what removals freed on it since (a full volume then has that much free)
+    stalled: bool = False  # its server (NFS, Lustre) or array stopped answering: every read on it blocks
 
     @property
     def is_local(self) -> bool:

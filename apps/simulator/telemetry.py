@@ -245,8 +245,13 @@ def _phase(seed: int, *keys) -> float:
     return noise(seed, "phase", *keys).uniform(0, 2 * math.pi)
 
 
-def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
-    return 0.5 * (1 + math.erf(math.log(x / median) / (sigma * math.sqrt(2))))
+_LOG_BUCKETS = tuple(math.log(le) for le in LATENCY_BUCKETS)
+
+
+def _lognormal_cdfs(median: float, sigma: float) -> list[float]:
+    """The log-normal's CDF at each latency bucket's bound (the logs worked out once: this runs per model step)."""
+    centre, scale = math.log(median), sigma * math.sqrt(2)
+    return [0.5 * (1 + math.erf((log_le - centre) / scale)) for log_le in _LOG_BUCKETS]
 
 
 def _modelled_power_w(regime: GpuRegime, terms) -> float:
@@ -263,6 +268,12 @@ def latency_factor(load: float) -> float:
     return 3 + 10 * (load - 1)
 
 
+def regimes_without(regimes: dict, hostnames: set[str]) -> dict:
+    """Kept regimes (and cards' offsets) but those of these nodes: what rebuilding their histories leaves valid. Every
+    key is a node's hostname, or a tuple that starts with it."""
+    return {key: value for key, value in regimes.items() if (key if isinstance(key, str) else key[0]) not in hostnames}
+
+
 class ClusterTelemetry:
     """The telemetry of a simulated cluster with its workloads; every method takes the time it is asked about."""
 
@@ -273,9 +284,11 @@ class ClusterTelemetry:
         self.ledger = ledger
         self.histories = {history.hostname: history for history in histories}
         self.fingerprint = None  # what the histories were built from, when the builder knows (pages cache on it)
+        self.versions: dict[str, tuple] | None = None  # hostname -> what its history was built from, likewise
         self.workloads = workloads
         # Regimes (and cards' offsets) depend on the histories alone: models of the same histories may share them.
         self._regimes: dict = {} if regimes is None else regimes
+        self._capacities: dict = {}  # (service, piece between breakpoints) -> capacity: this model's workloads only
         self.breakpoints = sorted(
             {fault.since for history in histories for fault in history.faults}
             | {change.since for history in histories for change in history.changes}
@@ -320,6 +333,15 @@ class ClusterTelemetry:
             return False
         return any(self.ledger.seconds_within(run.name, a, b) for run in self.workloads.serving)
 
+    def reading_version(self, hostname: str) -> tuple | None:
+        """What a node's GPU readings depend on besides t, the seed and the workloads: its own history's version and,
+        when a workload loads it, its fellow nodes' (a job runs at its slowest rank's pace, a service's capacity is
+        its nodes'). None when the builder gave no versions."""
+        if self.versions is None:
+            return None
+        run = self._role.get(hostname)
+        return (self.versions.get(hostname), *(self.versions.get(other) for other in (run.hostnames if run else ())))
+
     def role(self, hostname: str, t: float):
         run = self._role.get(hostname)
         return run if run is not None and run.started <= t else None
@@ -329,9 +351,15 @@ class ClusterTelemetry:
 
     def service_capacity(self, run: ServingRun, t: float) -> float:
         """Of the design throughput: the speeds of the service's serving nodes over the nodes it is sized for (a
-        service scaled in to half its nodes has half its capacity)."""
-        speeds = [self.node_regime(hostname, t).speed for hostname in run.hostnames if hostname in self.histories]
-        return sum(speeds) / max(len(speeds), run.sized_for) if speeds else 0.0
+        service scaled in to half its nodes has half its capacity). Constant between two breakpoints (the nodes'
+        regimes change only at a fault or a change), so worked out once a piece: a month's SLO windows ask it at
+        every 10 s of their rate ranges."""
+        key = (run.name, bisect.bisect_right(self.breakpoints, t))
+        capacity = self._capacities.get(key)
+        if capacity is None:
+            speeds = [self.node_regime(hostname, t).speed for hostname in run.hostnames if hostname in self.histories]
+            capacity = self._capacities[key] = sum(speeds) / max(len(speeds), run.sized_for) if speeds else 0.0
+        return capacity
 
     def demand(self, run: ServingRun, t: float) -> float:
         """Of the design throughput: a daily wave, peaking at a seeded hour."""
@@ -501,7 +529,7 @@ class ClusterTelemetry:
 
     def _card_offset(self, hostname: str, index: int) -> float:
         """Cards differ by a few degrees in the same chassis."""
-        key = ("card", hostname, index)
+        key = (hostname, "card", index)
         if key not in self._regimes:
             self._regimes[key] = noise(self.seed, "card", hostname, index).uniform(-3, 3)
         return self._regimes[key]
@@ -601,8 +629,8 @@ class ClusterTelemetry:
         e2e_mean = rates["e2e_median"] * math.exp(E2E_SIGMA**2 / 2)
         ttft_mean = rates["ttft_median"] * math.exp(TTFT_SIGMA**2 / 2)
         row = [rates["tokens"], requests, requests * e2e_mean, requests * ttft_mean]
-        row += [requests * _lognormal_cdf(le, rates["e2e_median"], E2E_SIGMA) for le in LATENCY_BUCKETS]
-        row += [requests * _lognormal_cdf(le, rates["ttft_median"], TTFT_SIGMA) for le in LATENCY_BUCKETS]
+        row += [requests * share for share in _lognormal_cdfs(rates["e2e_median"], E2E_SIGMA)]
+        row += [requests * share for share in _lognormal_cdfs(rates["ttft_median"], TTFT_SIGMA)]
         return row
 
     def service_totals(self, run: ServingRun, a: float, b: float, step: float = INTEGRATION_STEP_S) -> list[float]:
@@ -615,6 +643,10 @@ class ClusterTelemetry:
         if self.ledger is None or b <= a:
             return [0.0] * width
         return self.ledger.window_sum(run.name, a, b)[:width]
+
+    def served_tokens(self, run: ServingRun, a: float, b: float) -> float:
+        """Tokens the endpoint generated over [a, b]."""
+        return self._served(run, a, b)[0]
 
     def served_prompt_tokens(self, run: ServingRun, t: float) -> float:
         """Prompt tokens the endpoint processed since the process last started."""

@@ -14,6 +14,8 @@ The model, so that a test can predict every line:
   (the host's ranks show the lower "last enqueued NCCL work": they lag) and its GPUs behind the faulty NIC print
   NCCL's NET/IB retry-exceeded warning first; the agents then tear the workers down;
 - XID 79 on a GPU kills that rank at once with a CUDA error; the others time out;
+- a mount that stops answering (storage_slow) hangs the host's ranks like a network fault, without NET/IB lines,
+  and so does a data loader's one long stall (dataloader_stall with hang_s) for as long as it lasts;
 - a full checkpoint volume fails the next save with "No space left on device" on that host's ranks;
 - once a fault ends (a repair), the elastic agent restarts the workers `RESTART_SECONDS` later and they resume from
   the newest checkpoint saved before the failure.
@@ -32,7 +34,12 @@ STARTUP_SECONDS = 45.0  # rendezvous, NCCL init and the first checkpoint load
 RESTART_SECONDS = 30.0  # the elastic agent's monitor interval and the new rendezvous
 COLLECTIVES_PER_STEP = 4  # ProcessGroupNCCL work items per step (gradient all-reduce buckets)
 NETWORK_FAULTS = ("nic_down", "pfc_off", "mtu")
-FATAL_FAULTS = NETWORK_FAULTS + ("xid79",)
+# A mount that stops answering (storage_slow) hangs the node's ranks in their data loader or checkpoint I/O: like a
+# network fault their peers wait in the next collective until the watchdog fires, with no NET/IB warning.
+HANG_FAULTS = NETWORK_FAULTS + ("storage_slow",)
+# A data loader stall is fatal only when one stall outlasts the watchdog (training_faults.loader_hangs): then its
+# node's ranks hang like a mount's, and the agent restarts the workers once the stall is over.
+FATAL_FAULTS = HANG_FAULTS + ("dataloader_stall", "xid79")
 ALLREDUCE_NUMEL = 26_214_400  # elements in one gradient bucket (100 MiB of fp32)
 SCRIPT = "pretrain_gpt.py"
 # A checkpoint is a PyTorch Distributed Checkpoint directory: one shard per rank, then `.metadata`, which the
@@ -60,6 +67,7 @@ class TrainingRun:
     timeout_ms: int = 600_000
     train_iters: int = 500_000
     resumes: tuple["Resume", ...] = ()  # relaunches from a chosen checkpoint (the recovery's torchrun), by time
+    launcher: str = ""  # torchrun, mpirun, slurm, kubernetes: which scheduler's controller lists the run
 
     @property
     def world_size(self) -> int:
@@ -231,13 +239,34 @@ def checkpoint_path(run: TrainingRun, step: int) -> str:
     return f"{run.checkpoint_dir.rstrip('/')}/step_{step:07d}"
 
 
+PEAK_LR, MIN_LR, WARMUP_STEPS = 3.0e-4, 3.0e-5, 2000  # Megatron's --lr, --min-lr, --lr-warmup-iters
+
+
+def learning_rate(run: TrainingRun, step: int) -> float:
+    """Megatron's default schedule: linear warm-up to the peak, then cosine decay to the minimum at train_iters."""
+    if step <= WARMUP_STEPS:
+        return PEAK_LR * step / WARMUP_STEPS
+    progress = min(1.0, (step - WARMUP_STEPS) / max(1, run.train_iters - WARMUP_STEPS))
+    return MIN_LR + (PEAK_LR - MIN_LR) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def expected_loss(step: int) -> float:
+    """The loss curve without noise: a decay towards the floor the model reaches; a function of the step alone, so a
+    run resumed from a checkpoint carries on from the loss of the step it loaded."""
+    return 2.1 + 8.4 * math.exp(-step / 4000.0)
+
+
+LOSS_NOISE = 0.03  # seeded per run and step: the same step prints the same loss when it is run again
+
+
 def _iteration_line(run: TrainingRun, step: int, at: float, slow_ms: float = 0.0) -> str:
     noise = _noise(run, "step", step)
     elapsed = run.step_seconds * 1000 * (1 + noise.uniform(-0.02, 0.02)) + slow_ms
-    loss = 2.1 + 8.4 * math.exp(-step / 4000.0) + noise.uniform(-0.03, 0.03)
+    loss = expected_loss(step) + noise.uniform(-LOSS_NOISE, LOSS_NOISE)
     return (
         f" [{_clock(at)}] iteration {step:>8}/{run.train_iters:>8} | consumed samples: {step * 512:>12} | "
-        f"elapsed time per iteration (ms): {elapsed:.1f} | learning rate: 3.000000E-04 | global batch size:   512 | "
+        f"elapsed time per iteration (ms): {elapsed:.1f} | learning rate: {learning_rate(run, step):.6E} | "
+        f"global batch size:   512 | "
         f"lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: {0.6 + noise.uniform(0, 0.4):.3f} | "
         "number of skipped iterations:   0 | number of nan iterations:   0 |"
     )
@@ -554,7 +583,7 @@ def saved_checkpoints(run: TrainingRun, disruptions: list[Disruption], t: float)
 
 # --- the runs the simulator knows about -------------------------------------------------------------------------
 
-RunSource = Callable[[str], list[TrainingRun]]
+RunSource = Callable[[str | None], list[TrainingRun]]  # None: every run of the cluster
 _sources: list[RunSource] = []
 
 
@@ -566,3 +595,8 @@ def register_run_source(source: RunSource) -> None:
 
 def runs_on(hostname: str) -> list[TrainingRun]:
     return [run for source in _sources for run in source(hostname)]
+
+
+def cluster_runs() -> list[TrainingRun]:
+    """Every run of the cluster, as the scheduler's controller knows them."""
+    return [run for source in _sources for run in source(None)]

@@ -27,20 +27,26 @@ from apps.simulator.training import (
 )
 
 TRAINING_FAULTS = FATAL_FAULTS + ("disk_full", "corrupt_checkpoint")
+# The faults that slow a running job without failing it: they show only in its GPUs' utilisation series
+# (tools/utilisation.py), never in its log.
+SLOWING_FAULTS = ("power_cap", "thermal", "straggler", "dataloader_stall", "co_located")
+JOB_FAULTS = TRAINING_FAULTS + SLOWING_FAULTS  # every fault a runbook can be rehearsed against
 REMOVED = "removed:"  # SimChange key prefix: a path `rm -rf` removed (value: the bytes it freed)
 RESUME = "training:resume:"  # SimChange key prefix: <rendezvous id>:<node rank>, one per node of a relaunch
 
 
 def with_resumes(run: TrainingRun) -> TrainingRun:
-    """The run with the relaunches recorded on the simulated nodes (the recovery's torchrun on every node): a
-    relaunch counts once every node rank of it has started, at the time the last one did."""
+    """The run with the relaunches recorded on the simulated nodes (the recovery's torchrun on every node, or a
+    scheduler's controller placing every node rank at once: sbatch, kubectl apply): a relaunch counts once every
+    node rank of it has started, at the time the last one did."""
     groups: dict[str, dict[int, tuple[str, float, dict]]] = {}
     for change in SimChange.objects.filter(key__startswith=RESUME).select_related("node"):
         value = change.value if isinstance(change.value, dict) else {}
         if value.get("load", "").rstrip("/") != run.checkpoint_dir.rstrip("/"):
             continue
         rendezvous, _, rank = change.key[len(RESUME) :].rpartition(":")
-        groups.setdefault(rendezvous, {})[int(rank)] = (change.node.hostname, change.updated.timestamp(), value)
+        host = value.get("host") or change.node.hostname  # a scheduler's controller records the node it placed
+        groups.setdefault(rendezvous, {})[int(rank)] = (host, change.updated.timestamp(), value)
     resumes = []
     for ranks in groups.values():
         nnodes = next(iter(ranks.values()))[2].get("nnodes", 0)
@@ -76,6 +82,11 @@ def disruptions(run: TrainingRun) -> list[Disruption]:
     states: dict[str, SimulatedNode] = {}
     for fault in faults:
         host = fault.node.hostname
+        if fault.kind == "dataloader_stall":
+            if loader_hangs(fault, run.timeout_ms):
+                start = fault.created.timestamp()
+                found.append(Disruption(host=host, kind=fault.kind, start=start, end=start + _hang_s(fault)))
+            continue
         if host not in states and fault.kind in ("mtu", "pfc_off", "nic_down", "xid79"):
             states[host] = _state(fault.node)  # only these need the node's state (a repair, the links)
         state = states.get(host)
@@ -92,6 +103,16 @@ def disruptions(run: TrainingRun) -> list[Disruption]:
             )
         )
     return found
+
+
+def loader_hangs(fault: SimFault, timeout_ms: int = TrainingRun.timeout_ms) -> bool:
+    """Whether a data loader stall holds its node's ranks past the NCCL watchdog once (its `hang_s`): the peers
+    time out, as for a network fault; shorter stalls only show in the utilisation series."""
+    return fault.kind == "dataloader_stall" and _hang_s(fault) * 1000 > timeout_ms
+
+
+def _hang_s(fault: SimFault) -> float:
+    return float((fault.parameters or {}).get("hang_s", 0))
 
 
 def _freed_at(fault: SimFault, removals: list[SimChange]) -> float | None:

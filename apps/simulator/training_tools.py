@@ -84,4 +84,43 @@ def systemd_run(context: Context, argv: list[str]) -> CommandOutput:
     return CommandOutput(0, "", f"Running as unit: {unit}.service; invocation ID: {invocation}\n")
 
 
-COMMANDS = {"tail": tail, "systemd-run": systemd_run}
+LAST_JOB_ID = "/var/spool/slurmctld/last_job_id"
+FIRST_JOB_ID = 4211
+SBATCH_OPTIONS = ("--job-name", "--nodes", "--nodelist", "--exclude", "--ntasks-per-node", "--gpus-per-node")
+
+
+def sbatch(context: Context, argv: list[str]) -> CommandOutput:
+    """sbatch --job-name N --nodes K --nodelist H,... [--exclude H,...] SCRIPT --load DIR --ckpt-step S, on the
+    controller: Slurm places the job on the listed nodes (node rank = list order) and the batch script resumes
+    the training run from the step. A node the cluster does not know, or one both listed and excluded, is Slurm's
+    own refusal."""
+    parsed = _options(argv[1:], SBATCH_OPTIONS)
+    if parsed is None:
+        return fail(1, "sbatch: error: an option needs a value\n")
+    options, rest = parsed
+    if not rest:
+        return fail(1, "sbatch: error: Batch job submission failed: no batch script given\n")
+    program = dict(zip(rest[1::2], rest[2::2], strict=False))
+    hosts = [host for host in options.get("--nodelist", "").split(",") if host]
+    excluded = {host for host in options.get("--exclude", "").split(",") if host}
+    try:
+        step, load = int(program["--ckpt-step"]), program["--load"]
+        nodes = int(options.get("--nodes", len(hosts)))
+    except (KeyError, ValueError):
+        return fail(1, "sbatch: error: the simulator resumes batch scripts given --load DIR --ckpt-step N\n")
+    unknown = [
+        host for host in hosts if context.peers is not None and host != context.hostname and not context.peers(host)
+    ]
+    if not hosts or nodes != len(hosts) or unknown or excluded & set(hosts):
+        return fail(1, "sbatch: error: Batch job submission failed: Requested node configuration is not available\n")
+    last = (read_file(context, LAST_JOB_ID) or "").strip()
+    number = int(last) + 1 if last.isdigit() else FIRST_JOB_ID
+    context.change(f"file:{LAST_JOB_ID}", f"{number}\n")  # slurmctld numbers every submission anew
+    for rank, host in enumerate(hosts):
+        context.change(
+            f"{RESUME}slurm-{number}:{rank}", {"nnodes": len(hosts), "load": load, "step": step, "host": host}
+        )
+    return ok(f"Submitted batch job {number}\n")
+
+
+COMMANDS = {"tail": tail, "systemd-run": systemd_run, "sbatch": sbatch}

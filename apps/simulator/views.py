@@ -15,7 +15,7 @@ from apps.simulator.faults.kinds import FAULT_KINDS
 from apps.simulator.filters import SimFaultFilterSet
 from apps.simulator.forms import FaultForm
 from apps.simulator.models import SimChange, SimFault
-from apps.simulator.training_faults import TRAINING_FAULTS
+from apps.simulator.training_faults import JOB_FAULTS
 
 
 def _page(request, form: FaultForm, status: int = 200):
@@ -24,7 +24,7 @@ def _page(request, form: FaultForm, status: int = 200):
     kinds = [(spec.value, spec.label, spec.target.label) for spec in FAULT_KINDS.values()]
     changes = SimChange.objects.select_related("node").order_by("node__hostname", "key")
     context = {"faults": filterset.qs, "filter": filterset, "form": form, "kinds": kinds, "changes": changes}
-    context["rehearsable"] = TRAINING_FAULTS  # the faults that hurt a training job: a runbook can be rehearsed
+    context["rehearsable"] = JOB_FAULTS  # the faults that fail or slow a training job: a runbook can be rehearsed
     return render(request, "simulator/faults.html", context, status=status)
 
 

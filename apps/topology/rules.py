@@ -11,7 +11,8 @@ between any two switches as the lightest edge on the tree path between them. A n
 the plane (the usual case: one leaf per plane) then gets min(its capacity, the other's capacity, the switches' cut).
 Nodes cabled to several switches of one plane (rail-optimised designs) get direct max-flows instead. Nodes with the
 same attachments are interchangeable, so the work is per group of identical nodes (one per rack in the demo), not
-per pair of nodes.
+per pair of nodes. A plane's tree is kept for as long as its switches and the capacity between them stay as they
+are: editing, draining or re-cabling a node does not redo it.
 """
 
 from __future__ import annotations
@@ -119,11 +120,33 @@ def plane_switch_graph(cluster: ClusterGraph, plane: str) -> nx.Graph:
 
 
 def plane_cuts(cluster: ClusterGraph, plane: str) -> PlaneCuts:
+    """The plane's cuts; its Gomory-Hu tree is worked out again only when its switches or the capacity between them
+    changed (a node drained or re-cabled to its leaf leaves the tree as it was)."""
     graph = plane_switch_graph(cluster, plane)
     if len(graph) == 0:
         return PlaneCuts(plane=plane, switch_graph=graph, tree=None)
+    fabric = (
+        plane,
+        frozenset(graph),
+        frozenset((frozenset((u, v)), capacity) for u, v, capacity in graph.edges(data="capacity")),
+    )
+    tree = _TREES.get(fabric)
+    if tree is not None:
+        return PlaneCuts(plane=plane, switch_graph=graph, tree=tree)
     tree = nx.gomory_hu_tree(graph, capacity="capacity")
+    if len(_TREES) >= TREES_KEPT:
+        _TREES.pop(next(iter(_TREES), None), None)  # the oldest (another thread may have taken it)
+    _TREES[fabric] = tree
     return PlaneCuts(plane=plane, switch_graph=graph, tree=tree, max_flows=len(graph) - 1)
+
+
+TREES_KEPT = 8  # a few fabrics per plane: what an edit and its undo go back and forth between
+_TREES: dict = {}  # (plane, its switches, their capacities) -> the plane's Gomory-Hu tree, oldest first
+
+
+def forget_plane_cuts() -> None:
+    """Work every plane's tree out afresh next time (tests that count max-flows)."""
+    _TREES.clear()
 
 
 def attachments(cluster: ClusterGraph, plane: str) -> dict[str, dict[str, float]]:

@@ -176,3 +176,26 @@ class InferenceService(Workload):
         """The host names of the nodes that serve now: the first `replicas` of its nodes by host name."""
         hostnames = sorted(node.hostname for node in self.nodes.all())
         return hostnames if self.replicas is None else hostnames[: self.replicas]
+
+
+class TrainingProgress(models.Model):
+    """One step line of a training job's log: a point of its step / loss series, as the job's launcher wrote it.
+
+    Compact on purpose (a series point, like a BMC reading): written by the `training-progress` job kind that reads
+    the log, never by a page. A step run again after a restart replaces the point of its first run."""
+
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="progress")
+    step = models.PositiveBigIntegerField()
+    time = models.DateTimeField(help_text="When the log says the step ended (UTC).")
+    loss = models.FloatField(null=True, blank=True)
+    samples_per_second = models.FloatField(null=True, blank=True)
+    seconds_per_step = models.FloatField(null=True, blank=True)
+    learning_rate = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "step"]
+        constraints = [models.UniqueConstraint(fields=["job", "step"], name="trainingprogress_unique_step")]
+        indexes = [models.Index(fields=["job", "time"], name="trainingprogress_time_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.job} step {self.step}"

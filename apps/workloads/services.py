@@ -1,10 +1,17 @@
-"""Workload services: a training job's nodes in node-rank order, and the queries pages and the API share."""
+"""Workload services: a training job's nodes in node-rank order, its progress series, and the queries pages and the
+API share."""
+
+from collections.abc import Iterable
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from apps.inventory.models import Node
-from apps.workloads.models import InferenceService, TrainingJob, TrainingJobNode
+from apps.parsers.training_log import ProgressPoint
+from apps.workloads.models import InferenceService, TrainingJob, TrainingJobNode, TrainingProgress
+
+PROGRESS_FIGURES = ("loss", "samples_per_second", "seconds_per_step", "learning_rate")
 
 
 def set_training_nodes(*, job: TrainingJob, nodes: list[Node]) -> None:
@@ -44,3 +51,36 @@ def workloads_on(*, node: Node) -> dict:
         "training_jobs": list(TrainingJob.objects.filter(members__node=node).distinct()),
         "inference_services": list(InferenceService.objects.filter(nodes=node).distinct()),
     }
+
+
+def record_progress(*, job: TrainingJob, points: Iterable[ProgressPoint]) -> int:
+    """Store the step lines read from the job's log (a step seen again, after a restart, takes the newer line's
+    figures). Points without a time are left out: a series point needs one. Returns how many were written."""
+    rows = {
+        point.step: TrainingProgress(
+            job=job, step=point.step, time=point.at, **{name: getattr(point, name) for name in PROGRESS_FIGURES}
+        )
+        for point in points
+        if point.at is not None
+    }
+    if rows:
+        TrainingProgress.objects.bulk_create(
+            rows.values(),
+            update_conflicts=True,
+            unique_fields=["job", "step"],
+            update_fields=["time", *PROGRESS_FIGURES],
+        )
+    return len(rows)
+
+
+def progress_series(*, job: TrainingJob, limit: int = 5000) -> list[TrainingProgress]:
+    """The job's newest `limit` progress points, in the order they were written."""
+    newest = list(TrainingProgress.objects.filter(job=job).order_by("-time", "-step")[:limit])
+    return newest[::-1]
+
+
+def latest_progress(*, jobs) -> dict[int, TrainingProgress]:
+    """Each of these jobs' newest progress point by time, by job id (jobs with none are absent): after a restart
+    from an older checkpoint that is the step the run is at now, not the highest step it ever reached."""
+    newest = TrainingProgress.objects.filter(job=OuterRef("job")).order_by("-time", "-step").values("step")[:1]
+    return {point.job_id: point for point in TrainingProgress.objects.filter(job__in=jobs, step=Subquery(newest))}

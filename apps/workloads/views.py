@@ -1,10 +1,11 @@
 """Workload pages: lists and details of training jobs and inference services. Read only: changes go through the
-API or the admin."""
+API or the admin; a training job's progress is what the `training-progress` job kind stored."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
-from apps.workloads import services
+from apps.workloads import charts, services
 from apps.workloads.filters import InferenceServiceFilterSet, TrainingJobFilterSet
 
 
@@ -22,7 +23,15 @@ def workload_list(request):
 @login_required
 def training_detail(request, public_id):
     job = get_object_or_404(services.training_jobs(), public_id=public_id)
-    return render(request, "workloads/training_detail.html", {"job": job, "rank_map": job.rank_map()})
+    points = services.progress_series(job=job)
+    context = {
+        "job": job,
+        "rank_map": job.rank_map(),
+        "progress": points[-1] if points else None,
+        "progress_figures": charts.progress_figures(points),
+        "progress_interval": settings.RACKPILOT_TRAINING_PROGRESS_SECONDS,
+    }
+    return render(request, "workloads/training_detail.html", context)
 
 
 @login_required

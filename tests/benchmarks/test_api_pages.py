@@ -43,6 +43,7 @@ def test_anonymous_and_viewer_cannot_start_and_operator_can(
         ({"collective": "reduce_all"}, "collective"),
         ({"min_bytes": 2**31, "max_bytes": 2**30}, "min_bytes"),
         ({"max_bytes": 2**35}, "max_bytes"),
+        ({"iterations": 0}, "iterations"),
         ({"nodes": ["mgmt01", "gpu001"], "racks": []}, "nodes"),
     ],
 )
@@ -133,12 +134,17 @@ def test_start_form_errors_and_start(demo_cluster, browser_as, viewer, operator,
     assert response.status_code == 400 and "smallest size is above the largest" in response.content.decode()
     response = browser_as(operator).post("/benchmarks/start/", {**data, "nodes": "mgmt01"} | {"min_bytes": "8"})
     assert response.status_code == 400 and "no GPUs" in response.content.decode()
+    response = browser_as(operator).post("/benchmarks/start/", {**data, "min_bytes": "8", "iterations": "1001"})
+    assert response.status_code == 400 and "iterations: Ensure this value is less than or equal to 1000" in (
+        response.content.decode()
+    )
     assert not BenchmarkRun.objects.exists()
 
     response = browser_as(operator).post("/benchmarks/start/", {**data, "min_bytes": "8", "nodes": "rack:r01"})
     run = BenchmarkRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/benchmarks/runs/{run.public_id}/"
     assert run.nodes.count() == 8 and no_celery == [run.public_id]
+    assert run.parameters["iterations"] == 20  # the field left empty: nccl-tests' default
 
 
 def test_run_list_query_count_does_not_grow_with_runs(demo_cluster, api_as, viewer, no_celery):

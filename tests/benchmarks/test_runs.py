@@ -23,6 +23,7 @@ def test_one_node_runs_alone_every_row_kept_and_judged_against_the_nvlink_refere
     test = run.tests.get()
     assert run.status == RunStatus.SUCCEEDED
     assert test.hosts == ["gpu001"] and test.evidence["command"][0] == "all_reduce_perf"
+    assert test.evidence["command"][test.evidence["command"].index("-n") + 1] == "20"  # nccl-tests' own default
     assert [row["size_bytes"] for row in test.series] == [8 * 2**k for k in range(32)]  # 8 B .. 16 GiB
     assert test.size_bytes == 16 * GIB and test.busbw_gbps == test.series[-1]["busbw_gbps"]
     assert test.reference.fabric == "nvlink" and test.expected_gbps == 450
@@ -31,13 +32,18 @@ def test_one_node_runs_alone_every_row_kept_and_judged_against_the_nvlink_refere
 
 
 def test_several_nodes_run_together_with_mpirun_and_the_nccl_environment(run_suite):
-    run = run_suite("nccl", "gpu001,gpu002,gpu003,gpu004", collective="all_gather", min_bytes=GIB, max_bytes=4 * GIB)
+    run = run_suite(
+        "nccl", "gpu001,gpu002,gpu003,gpu004", collective="all_gather", min_bytes=GIB, max_bytes=4 * GIB, iterations=5
+    )
 
     test = run.tests.get()
     argv = test.evidence["command"]
-    assert argv[0] == "mpirun" and "gpu001:8,gpu002:8,gpu003:8,gpu004:8" in argv
+    # The hostfile script on the launcher: the hosts (one argument, written as "host slots=8" lines), then mpirun's.
+    assert argv[:2] == ["sh", "-c"] and argv[3:5] == ["rackpilot-mpirun", "gpu001:8,gpu002:8,gpu003:8,gpu004:8"]
+    assert argv[argv.index("-np") + 1] == "32" and argv[argv.index("-N") + 1] == "8"
+    assert argv[argv.index("-n") + 1] == "5"
     assert "NCCL_SOCKET_IFNAME=eno1" in argv and "NCCL_IB_HCA=mlx5" in argv and "NCCL_IB_GID_INDEX=3" in argv
-    assert argv[argv.index("NCCL_IB_GID_INDEX=3") + 1] == "all_gather_perf"
+    assert argv[argv.index("NCCL_IB_GID_INDEX=3") + 1 : argv.index("all_gather_perf")] == ["--bind-to", "numa"]
     assert test.collective == "all_gather" and len(test.series) == 3
 
 
@@ -102,6 +108,8 @@ def test_cli_sweep_prints_the_json_report(demo_cluster, inject):
         ({"collective": "reduce_all"}, "collective", "Unknown collective"),
         ({"min_bytes": 2 * GIB, "max_bytes": GIB}, "min_bytes", "above the largest"),
         ({"max_bytes": 32 * GIB}, "max_bytes", "16 GiB"),
+        ({"iterations": 0}, "iterations", "1 to 1000 timed iterations"),
+        ({"iterations": 1001}, "iterations", "1 to 1000 timed iterations"),
         ({"nodes": "mgmt01,gpu001"}, "nodes", "no GPUs"),
         ({"nodes": "gpu001,gpu002,gpu003", "suite": "nccl-sweep"}, "nodes", "at least 4 nodes"),
         ({"nodes": "gpu001,nosuch"}, "targets", "No such node"),

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from apps.benchmarks import services
+from apps.benchmarks import link_errors, services
 from apps.benchmarks.choices import Purpose, RunStatus, Verdict
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,3 +60,31 @@ def test_healthy_cluster_names_nothing_in_one_round(run_suite):
     assert report["suspects"] == [] and report["rounds"] == 1 and report["tests"] == 1
     assert run.tests.get().verdict == Verdict.PASS
     assert len(run.tests.get().hosts) == 32
+
+
+def test_a_crc_only_cable_is_named_by_the_nic_counters_read_around_each_round(run_suite, inject):
+    # 10 corrupted frames per million: RoCE resends the window, NCCL loses ~1 %, every bandwidth test passes
+    inject("gpu004", "degraded_cable", "ens5np0", rate_gbps=0, crc_per_million=10)
+
+    run = run_suite("nccl-sweep", "rack:r01")
+
+    assert run.status == RunStatus.SUCCEEDED, run.summary
+    assert all(test.verdict == Verdict.PASS for test in run.tests.all())  # the halving alone would name nothing
+    suspect = run.suspects.get()
+    nic = suspect.node.nics.select_related("cable_as_a__b_switch", "cable_as_b__a_switch").get(name="ens5np0")
+    assert (suspect.node.hostname, suspect.nic) == ("gpu004", "ens5np0")
+    assert (suspect.cable, suspect.switch, suspect.switch_port) == link_errors.cable_end(nic)
+    assert suspect.switch == "leaf-r01-a" and suspect.switch_port
+    assert "rx_crc_errors_phy +" in suspect.cause and "round 1" in suspect.cause
+    assert suspect.verdict == Verdict.FAIL and suspect.busbw_gbps  # 10 per million is past the 1 per million warn tier
+    every_round = list(run.rounds.order_by("index"))
+    assert every_round[0].link_errors[0]["node"] == "gpu004" and every_round[0].link_errors[0]["frames"] > 0
+    assert all(item["nic"] == "ens5np0" for round_ in every_round for item in round_.link_errors)
+    assert "1 suspect(s): gpu004" in run.summary
+    assert services.sweep_report(run)["suspects"][0]["cable"] == suspect.cable
+
+
+def test_a_healthy_cluster_s_counters_name_nothing(run_suite):
+    run = run_suite("nccl-sweep", "rack:r01")
+
+    assert not run.suspects.exists() and run.rounds.get().link_errors == []

@@ -1,13 +1,15 @@
 """An operator starts a two-node NCCL benchmark from the form in a real browser and watches the run page: the
 busbw-vs-size plot gets its points as nccl-tests prints its rows (job events over the websocket), without a reload,
 then the stored verdict shows. The simulator runs in real time here (RACKPILOT_SIM_REAL_TIME), so the rows come out
-over the model's time (~8 s for 8 B - 16 GiB across two nodes) as a real run prints them."""
+over the model's time as a real run prints them: ~23 s for 8 B - 16 GiB across two nodes at 60 iterations a size (20,
+the default, takes ~8 s: on a loaded CI machine the page was once not up before the last row)."""
 
 import pytest
 
 from apps.accounts.choices import Role
 from apps.benchmarks.models import BenchmarkRun
 from tests import factories
+from tests.browser.session import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 ROWS = 32  # 8 B to 16 GiB, factor 2
@@ -24,20 +26,21 @@ def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
     page = browser_page
     page.set_default_timeout(60000)
-    page.goto(f"{live_server_url}/login/")
-    page.fill("input[name=username]", "op")
-    page.fill("input[name=password]", "correct-horse-battery")
-    page.click("button[type=submit], input[type=submit]")
+    log_in(page, live_server_url, "op")
     page.goto(f"{live_server_url}/benchmarks/")
     page.select_option("#benchmark-form select[name=suite]", "nccl")
     page.select_option("#benchmark-form select[name=scope]", "nodes")
     page.fill("#benchmark-form input[name=nodes]", "gpu001,gpu002")
     page.fill("#benchmark-form input[name=min_bytes]", "8")
     page.fill("#benchmark-form input[name=max_bytes]", "16G")
+    page.fill("#benchmark-form input[name=iterations]", "60")
     page.select_option("#benchmark-form select[name=transport]", "sim")
     page.click("#benchmark-form button[type=submit]")
     page.wait_for_url("**/benchmarks/runs/*-*/")
     page.evaluate("window.notReloaded = true")
+    # An operator may cancel the run while it is active. Looked for on the page as it first renders: on a loaded
+    # machine the run can end before the first plotted row is seen, and the button rightly goes with it.
+    page.wait_for_selector("#cancel-run button", state="visible")
 
     # The first rows are plotted while the run is still printing the rest.
     page.wait_for_function("window.rackpilotBenchLive && window.rackpilotBenchLive.points() > 0")
@@ -53,8 +56,10 @@ def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     # The stored verdict follows in the results part (htmx), still without a reload.
     page.wait_for_function("document.getElementById('run-status').textContent.trim() === 'Succeeded'")
     run = BenchmarkRun.objects.get()
+    assert run.parameters["iterations"] == 60
     [test] = run.tests.all()
     assert page.locator("#tests .badge").first.inner_text() == test.get_verdict_display() == "Pass"
+    assert page.locator("#cancel-run").count() == 0  # gone with the run's end, without a reload
     assert page.evaluate("window.notReloaded") is True
     assert [round(value, 1) for value in line["y"]] == [round(row["busbw_gbps"], 1) for row in test.series], (
         "the live points are the rows the run stored"

@@ -21,6 +21,7 @@ from apps.workloads.choices import TrainingState
 from apps.workloads.models import TrainingJob
 from apps.workloads.services import set_training_nodes
 from tests import factories
+from tests.browser.session import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 HOSTS = ("gpu001", "gpu002", "gpu003", "gpu004")
@@ -59,10 +60,7 @@ def test_an_incident_is_diagnosed_live_fixed_on_approval_and_resolved(live_serve
 
     page = browser_page
     page.set_default_timeout(40000)
-    page.goto(f"{live_server_url}/login/")
-    page.fill("input[name=username]", "oncall")
-    page.fill("input[name=password]", "correct-horse-battery")
-    page.click("button[type=submit], input[type=submit]")
+    log_in(page, live_server_url, "oncall")
     page.goto(f"{live_server_url}/diagnosis/incidents/")
     page.select_option("select[name=training_job]", str(job.public_id))
     page.select_option("select[name=transport]", "sim")

@@ -6,6 +6,7 @@ import pytest
 from apps.accounts.choices import Role
 from apps.jobs.models import Job, JobEvent
 from tests import factories
+from tests.browser.session import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -16,10 +17,7 @@ def test_operator_watches_a_job_live_and_a_dropped_socket_loses_nothing(live_ser
         factories.make_node(hostname=f"b{i}")
     page = browser_page
     page.set_default_timeout(30000)
-    page.goto(f"{live_server_url}/login/")
-    page.fill("input[name=username]", "op")
-    page.fill("input[name=password]", "correct-horse-battery")
-    page.click("button[type=submit], input[type=submit]")
+    log_in(page, live_server_url, "op")
     page.goto(f"{live_server_url}/jobs/new/")
     page.select_option("select[name=kind]", "sleep")
     page.select_option("select[name=transport]", "local")
@@ -61,10 +59,7 @@ def test_the_job_page_says_why_when_the_socket_is_refused(live_server_url, brows
     node = factories.make_node(hostname="w0")
     page = browser_page
     page.set_default_timeout(30000)
-    page.goto(f"{live_server_url}/login/")
-    page.fill("input[name=username]", "op")
-    page.fill("input[name=password]", "correct-horse-battery")
-    page.click("button[type=submit], input[type=submit]")
+    log_in(page, live_server_url, "op")
     job = services.create_job(
         kind="sleep", targets=services.TargetSpec(nodes=(node.hostname,)), parameters={"seconds": 30}, transport="local"
     )
@@ -92,10 +87,7 @@ def test_a_job_that_ends_while_its_page_is_open_shows_when_it_ran_and_drops_its_
     node = factories.make_node(hostname="e0")
     page = browser_page
     page.set_default_timeout(30000)
-    page.goto(f"{live_server_url}/login/")
-    page.fill("input[name=username]", "op")
-    page.fill("input[name=password]", "correct-horse-battery")
-    page.click("button[type=submit], input[type=submit]")
+    log_in(page, live_server_url, "op")
     job = services.create_job(
         kind="sleep",
         targets=services.TargetSpec(nodes=(node.hostname,)),

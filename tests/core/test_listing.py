@@ -234,3 +234,31 @@ def test_a_filter_that_joins_still_sorts_by_a_related_column(browser_as, viewer)
     run.nodes.add(node)
     rows = _csv(page.get(reverse("benchmarks"), {"node": "gpu777", "sort": "-by", "export": "csv"}))
     assert [row[7] for row in rows[1:]] == ["on gpu777"]
+
+
+# A value each list's filter set refuses (a choice it does not have, a site that does not exist).
+BAD_FILTERS = {
+    "nodes": {"rack": "no-such-rack"},
+    "racks": {"site": "no-such-site"},
+    "switches": {"site": "no-such-site"},
+    "incidents": {"state": "no-such-state"},
+    "benchmarks": {"suite": "no-such-suite"},
+    "discovery": {"status": "no-such-status"},
+    "jobs": {"status": "no-such-status"},
+    "deployments": {"state": "no-such-state"},
+}
+
+
+@pytest.mark.parametrize("name", BAD_FILTERS)
+def test_a_filter_that_is_not_valid_shows_its_error_and_no_rows(browser_as, viewer, demo_cluster, name):
+    case = CASES[name]
+    case.seed()
+    ((field, value),) = BAD_FILTERS[name].items()
+    page = browser_as(viewer)
+    shown = page.get(reverse(case.url), {field: value})
+    assert shown.status_code == 200
+    assert field in shown.context["filter"].errors
+    assert shown.context["paginator"].count == 0
+    assert 'class="errorlist"' in shown.content.decode()
+    assert len(_csv(page.get(reverse(case.url), {field: value, "export": "csv"}))) == 1  # the header only
+    assert page.get(reverse(case.url)).context["paginator"].count > 0  # the same list unfiltered has rows

@@ -9,6 +9,7 @@ from apps.inventory.models import Node
 from apps.simulator import services as simulator
 from tests import factories
 from tests.browser.conftest import browser_page  # noqa: F401  (Chromium; the live server is a shared fixture)
+from tests.browser.session import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -54,10 +55,7 @@ def test_operator_deploys_rack_r04_fixes_what_failed_and_resumes_to_passed(live_
 
     page = browser_page
     page.set_default_timeout(30000)
-    page.goto(f"{live_server_url}/login/")
-    page.fill("input[name=username]", "op")
-    page.fill("input[name=password]", "correct-horse-battery")
-    page.click("button[type=submit], input[type=submit]")
+    log_in(page, live_server_url, "op")
 
     # 1. Nodes: rack r04 plus gpu017 (one BIOS version behind in the demo data).
     page.goto(f"{live_server_url}/deployments/")

@@ -1,6 +1,9 @@
 """The reboot kind over the simulator: the node goes away and comes back as a new boot, the check compares the boot
 ids and the GPUs; a node in service is refused unless forced; viewers cannot start it; the start is audited."""
 
+import threading
+import time
+
 import pytest
 from rest_framework import serializers
 
@@ -10,6 +13,7 @@ from apps.inventory import services as inventory
 from apps.inventory.models import Node
 from apps.jobs import services as jobs
 from apps.jobs.choices import JobStatus, StepStatus
+from apps.jobs.models import JobStep
 from apps.simulator import services as simulator
 from apps.simulator.models import SimChange
 
@@ -219,3 +223,32 @@ def test_a_driver_change_reboots_the_node_between_its_fix_and_its_verify(
     assert simulator.run_command(node=node, argv=read).stdout.strip() != before
     later = run.job.steps.filter(hostname="gpu030", position__gt=cell.position)
     assert later.exists() and not later.filter(status=StepStatus.ERROR).exists()  # over the new connection
+
+
+def test_a_canceled_reboot_ends_at_once_while_it_waits_for_the_node(demo_cluster, settings, run_shards, operator):
+    """The wait for the node to come back (30 s between tries, up to two hours) is cut short by the cancel."""
+    settings.RACKPILOT_SIM_REBOOT_SECONDS = 3600  # away for an hour
+    settings.RACKPILOT_JOB_CANCEL_POLL_SECONDS = 0.1
+    drained("gpu001")
+    job = start("gpu001", poll_seconds=30, up_timeout_seconds=7200)
+    runner = threading.Thread(target=run_shards, args=(job,))
+    runner.start()
+    try:
+        waiting = JobStep.objects.filter(job=job, step="up", status=StepStatus.RUNNING)
+        deadline = time.monotonic() + 60
+        while not waiting.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting.exists(), [(c.step, c.status, c.summary) for c in job.steps.all()]
+        time.sleep(0.5)  # into the 30 s wait between tries
+        jobs.cancel_job(job=job, user=operator)
+        canceled_at = time.monotonic()
+        runner.join(20)
+        assert not runner.is_alive()
+        assert time.monotonic() - canceled_at < 5
+    finally:
+        runner.join(30)
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELED
+    matrix = cells(job)
+    assert matrix["gpu001", "up"].status == StepStatus.CANCELED
+    assert matrix["gpu001", "check"].status == StepStatus.CANCELED

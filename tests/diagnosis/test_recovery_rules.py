@@ -67,12 +67,23 @@ def test_a_bad_node_is_replaced_by_its_spare_in_its_place_or_left_out():
     assert all("--nnodes 2" in c.text() and "--rdzv-endpoint gpu002:29500" in c.text() for c in fewer.commands)
 
 
-def test_slurm_and_kubernetes_get_their_resume_for_a_person_to_apply():
-    slurm = _plan(job=JobFacts(**{**JOB.__dict__, "launcher": "slurm"}), disk_full=False)
-    assert slurm.commands == [] and "scontrol requeue" in slurm.artefact and "--ckpt-step 400" in slurm.artefact
-    k8s = _plan(job=JobFacts(**{**JOB.__dict__, "launcher": "kubernetes"}), disk_full=False)
+def test_slurm_and_kubernetes_resumes_run_on_the_controller_or_are_shown_without_one():
+    slurm_job = JobFacts(**{**JOB.__dict__, "launcher": "slurm"})
+    alone = _plan(job=slurm_job, disk_full=False)
+    assert alone.commands == [] and alone.artefact.startswith("sbatch --job-name llm --nodes 3")
+    slurm = _plan(job=slurm_job, disk_full=False, controller="mgmt01", bad_hosts=["gpu002"])
+    assert [c.text() for c in slurm.commands] == [
+        "sbatch --job-name llm --nodes 2 --nodelist gpu001,gpu003 --ntasks-per-node 1 --gpus-per-node 8 "
+        "--exclude gpu002 /workspace/pretrain_gpt.py --load /ckpt/llm --ckpt-step 400"
+    ]
+    assert {c.hostname for c in slurm.commands} == {"mgmt01"}
+    k8s_job = JobFacts(**{**JOB.__dict__, "launcher": "kubernetes"})
+    k8s = _plan(job=k8s_job, disk_full=False, controller="mgmt01")
     assert "kind: Job" in k8s.artefact and "completionMode: Indexed" in k8s.artefact
     assert '"--ckpt-step", "400"' in k8s.artefact and "- gpu002" in k8s.artefact
+    assert [c.command for c in k8s.commands] == ["write-file", "kubectl-apply"]
+    assert k8s.commands[1].text() == "kubectl apply -f /var/lib/rackpilot/resume/llm-r1.yaml"
+    assert _plan(job=k8s_job, disk_full=False).commands == []  # no controller: shown for a person
 
 
 def test_only_collective_timeouts_go_to_runbook_1_everything_else_to_runbook_3():

@@ -101,16 +101,21 @@ def test_xid79_concludes_gpu_lost(training_job, inject, operator, run_shards):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_clean_network_takes_the_storage_and_data_loader_branch(demo_cluster, operator, run_shards):
+def test_clean_network_takes_the_storage_and_data_loader_branch_which_says_when_it_finds_nothing(
+    demo_cluster, operator, run_shards
+):
     from apps.inventory.models import Node
 
     incident = services.open_incident(user=operator, node=Node.objects.get(hostname="gpu010"), transport="sim")
     services.start_runbook(incident=incident, user=operator)
     _run_phase(incident, run_shards, Phase.NETWORK)
-    assert incident.cause == Cause.STORAGE_OR_LOADER
-    assert not incident.evidence.filter(verdict="fault").exists()
     assert incident.evidence.filter(topic="pfc", verdict="healthy").count() == 8
-    assert incident.remediations.get().commands == []
+    assert incident.state == IncidentState.INVESTIGATING and not incident.cause
+    _run_phase(incident, run_shards, Phase.STORAGE)
+    assert not incident.evidence.filter(verdict="fault").exists()
+    assert {"mounts", "io_pressure", "loader", "hung"} <= set(incident.evidence.values_list("topic", flat=True))
+    assert incident.state == IncidentState.UNRESOLVED and not incident.cause
+    assert incident.conclusion.startswith("Nothing found") and not incident.remediations.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -136,7 +141,13 @@ def test_a_full_checkpoint_volume_leads_to_the_storage_branch(training_job, inje
     incident = _diagnose(training_job, operator, run_shards)
     disk = incident.evidence.get(topic="disk")
     assert disk.hostname == "gpu001" and "No space left on device" in disk.excerpt
-    assert incident.cause == Cause.STORAGE_OR_LOADER  # the network checks on gpu001 ran clean
+    assert not incident.cause  # the network checks on gpu001 ran clean: the storage branch is next
+    _run_phase(incident, run_shards, Phase.STORAGE)
+    space = incident.evidence.get(topic="space")
+    assert space.verdict == "fault" and space.data["available"] == 0 and space.subject == "/checkpoints"
+    assert incident.cause == Cause.CHECKPOINT_DISK_FULL
+    remediation = incident.remediations.get()
+    assert remediation.commands == [] and "/checkpoints" in remediation.summary and "runbook 3" in remediation.summary
 
 
 @pytest.mark.django_db(transaction=True)

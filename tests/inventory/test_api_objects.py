@@ -232,6 +232,7 @@ def test_other_lists_filter_by_their_references(api_as, viewer, demo_cluster):
         ("gpu-skus", 3),
         ("gpus", 3),
         ("switches", 3),
+        ("pdus", 3),
         ("cables", 3),
         ("storage-tiers", 3),
         ("volumes", 3),

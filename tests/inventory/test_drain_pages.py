@@ -22,7 +22,7 @@ def test_an_operator_drains_from_the_node_page_and_it_shows_on_the_list_and_the_
     assert node.is_drained and AuditEntry.objects.for_object(node).filter(actor=operator).exists()
     listing = client.get("/nodes/", {"q": "gpu004"}).content.decode()
     assert 'title="PSU swap">Drained</span>' in listing
-    assert "drained: PSU swap" in client.get("/racks/").content.decode()
+    assert "drained: PSU swap" in client.get("/racks/elevations/").content.decode()
 
     client.post(f"/nodes/{node.public_id}/undrain/")
     node.refresh_from_db()

@@ -50,10 +50,24 @@ def test_node_detail_shows_gpus_nics_firmware_and_links(
 
 
 def test_rack_elevation_draws_every_node(browser_as, viewer, demo_cluster):
-    page = browser_as(viewer).get("/racks/")
+    page = browser_as(viewer).get("/racks/elevations/")
     body = page.content.decode()
     assert all(f"gpu{n:03d}" in body for n in range(1, 33))
     assert "mgmt01" in body
+
+
+def test_the_racks_list_draws_its_own_pages_elevations_when_scrolled_to(browser_as, viewer, demo_cluster):
+    client = browser_as(viewer)
+    listed = client.get("/racks/", {"name": "r02", "sort": "-name"}).content.decode()
+    assert "gpu009" not in listed  # the table alone: the drawings come on demand
+    assert 'hx-get="/racks/elevations/?name=r02&amp;sort=-name&amp;page=1" hx-trigger="revealed"' in listed
+
+    drawn = client.get("/racks/elevations/", {"name": "r02", "sort": "-name", "page": 1}, HTTP_HX_REQUEST="true")
+    body = drawn.content.decode()
+    assert drawn.status_code == 200 and body.lstrip().startswith('<div class="racks" id="rack-elevations">')
+    assert "gpu009" in body and "gpu001" not in body  # r02's nodes only, as the list filtered them
+    whole = client.get("/racks/elevations/", {"name": "nosuchrack"})
+    assert whole.status_code == 200 and "<h1>Rack elevations</h1>" in whole.content.decode()
 
 
 def test_viewer_cannot_edit_a_node(browser_as, viewer, demo_cluster):

@@ -21,6 +21,7 @@ from apps.inventory.models import (
     GpuSku,
     Nic,
     Node,
+    Pdu,
     Rack,
     Site,
     SshHostKey,
@@ -56,7 +57,19 @@ def inventory(demo_cluster, admin):
 def delete_inventory() -> None:
     """Empties the inventory's tables. Straight SQL: the ORM would load and audit every row, slowly and beside the
     point here."""
-    tables = [Node.tags.through, Nic.peer_gpus.through, Cable, Volume, Firmware, SshHostKey, Nic, Gpu, Node, Switch]
+    tables = [
+        Node.tags.through,
+        Nic.peer_gpus.through,
+        Cable,
+        Volume,
+        Firmware,
+        SshHostKey,
+        Nic,
+        Gpu,
+        Node,
+        Switch,
+        Pdu,
+    ]
     tables += [StorageTier, Rack, Site, Tag, GpuSku]
     with connection.cursor() as cursor:
         for model in tables:

@@ -3,6 +3,7 @@ that points Grafana at the Prometheus and the dashboards."""
 
 import io
 import json
+import re
 import shutil
 import subprocess
 import zipfile
@@ -13,13 +14,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from apps.monitoring import grafana
+from apps.monitoring.metrics import FAMILIES
 from tests.live_server import need
 
 
 def _queries():
     for name, board in grafana.dashboards().items():
         for panel in board["panels"]:
-            for target in panel["targets"]:
+            for target in panel.get("targets", []):
                 yield name, panel["title"], target["expr"]
 
 
@@ -30,7 +32,7 @@ def test_dashboards_are_json_with_one_data_source_and_no_overlapping_panels():
         json.loads(json.dumps(board))
         cells = set()
         for panel in board["panels"]:
-            assert panel["datasource"]["uid"] == grafana.DATASOURCE_UID
+            assert panel["type"] == "row" or panel["datasource"]["uid"] == grafana.DATASOURCE_UID
             position = panel["gridPos"]
             for row in range(position["y"], position["y"] + position["h"]):
                 for column in range(position["x"], position["x"] + position["w"]):
@@ -38,12 +40,15 @@ def test_dashboards_are_json_with_one_data_source_and_no_overlapping_panels():
                     cells.add((row, column))
 
 
+def _any(expr: str) -> str:
+    for variable in ("$host", "$service", "$training_job"):
+        expr = expr.replace(variable, ".*")
+    return expr
+
+
 def test_every_panel_query_is_valid_promql(tmp_path):
     need(shutil.which("promtool"), "needs promtool (Debian package prometheus)")
-    rules = [
-        {"record": f"check:panel{number}", "expr": expr.replace("$host", ".*").replace("$service", ".*")}
-        for number, (_, _, expr) in enumerate(_queries())
-    ]
+    rules = [{"record": f"check:panel{number}", "expr": _any(expr)} for number, (_, _, expr) in enumerate(_queries())]
     (tmp_path / "panels.yml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
 
     checked = subprocess.run(["promtool", "check", "rules", "panels.yml"], cwd=tmp_path, capture_output=True, text=True)
@@ -77,3 +82,23 @@ def test_export_command_writes_the_files_and_refuses_a_non_http_url(tmp_path):
     with pytest.raises(CommandError, match="http:// or https://"):
         call_command("grafana_export", str(tmp_path / "other"), "--prometheus-url", "file:///etc/passwd")
     assert not (tmp_path / "other").exists()
+
+
+def test_the_workloads_dashboard_has_a_job_progress_row_on_rackpilots_training_gauges():
+    board = grafana.dashboards()["rackpilot-services.json"]
+    panels = board["panels"]
+    (row,) = [panel for panel in panels if panel["type"] == "row"]
+    assert row["title"] == "Job progress / loss" and row["gridPos"]["w"] == 24
+    below = [panel for panel in panels if panel["gridPos"]["y"] > row["gridPos"]["y"]]
+    above = [panel for panel in panels if panel["gridPos"]["y"] < row["gridPos"]["y"]]
+    assert {panel["title"] for panel in below} == {"Loss", "Step", "Samples/s", "Seconds since the newest step line"}
+    assert all("rackpilot_training_" not in panel["targets"][0]["expr"] for panel in above)
+    for panel in below:
+        expr = panel["targets"][0]["expr"]
+        assert 'training_job=~"$training_job"' in expr and "by (training_job)" in expr
+    names = set(FAMILIES)
+    used = {word for panel in below for word in re.findall(r"rackpilot_\w+", panel["targets"][0]["expr"])}
+    assert used <= names  # every panel reads a family /metrics declares
+    variables = {variable["name"]: variable for variable in board["templating"]["list"]}
+    assert variables["training_job"]["query"]["query"] == "label_values(rackpilot_training_step, training_job)"
+    assert len({panel["id"] for panel in panels}) == len(panels)

@@ -13,6 +13,10 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.monitoring.metrics import FAMILIES, registry
 from apps.monitoring.models import Bmc
+from apps.parsers.training_log import parse_progress
+from apps.workloads import services as workloads
+from apps.workloads.choices import TrainingState
+from apps.workloads.models import TrainingJob
 from tests.live_server import need
 
 pytestmark = pytest.mark.django_db
@@ -106,7 +110,33 @@ def test_no_credentials_in_the_output(client, sim_bmc, settings):
     assert settings.RACKPILOT_SIM_BMC_PASSWORD not in text and settings.SECRET_KEY not in text
 
 
-def test_promtool_accepts_the_names(client, jobs, sim_bmc):
+@pytest.fixture
+def training_progress(db):
+    """Two training jobs with step lines read from their logs: one running, one finished."""
+    line = (
+        " [2026-12-01 06:24:44] iteration {step:>8}/  500000 | consumed samples:       614400 | elapsed time per "
+        "iteration (ms): 1600.0 | learning rate: 3.000000E-04 | global batch size:   512 | lm loss: {loss} | "
+        "loss scale: 1.0 | grad norm: 0.812 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
+    running = TrainingJob.objects.create(name="llm-pretrain", state=TrainingState.RUNNING)
+    done = TrainingJob.objects.create(name="old-run", state=TrainingState.COMPLETED)
+    workloads.record_progress(job=running, points=parse_progress(line.format(step=1200, loss="2.345678E+00")))
+    workloads.record_progress(job=done, points=parse_progress(line.format(step=90, loss="9.0E+00")))
+    return running
+
+
+def test_the_newest_step_of_each_active_training_job(client, training_progress):
+    samples = _samples(client.get("/metrics").content.decode())
+
+    labels = (("training_job", "llm-pretrain"),)
+    assert samples["rackpilot_training_step", labels] == 1200
+    assert samples["rackpilot_training_loss", labels] == pytest.approx(2.345678)
+    assert samples["rackpilot_training_samples_per_second", labels] == pytest.approx(320.0)
+    assert samples["rackpilot_training_step_timestamp_seconds", labels] == 1796106284  # 2026-12-01 06:24:44 UTC
+    assert not any(key[1] == (("training_job", "old-run"),) for key in samples)  # a finished job is not exposed
+
+
+def test_promtool_accepts_the_names(client, jobs, sim_bmc, training_progress):
     need(shutil.which("promtool"), "needs promtool (apt-get install prometheus)")
     sim_bmc()
     text = client.get("/metrics").content

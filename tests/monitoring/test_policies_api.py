@@ -133,11 +133,12 @@ def test_the_page_dry_runs_approves_and_shows_the_commands(fleet, browser_as, op
 
 def test_the_page_creates_a_policy_and_names_a_bad_field(fleet, browser_as, operator):
     client = browser_as(operator)
-    data = {"name": "night", "scope": "cluster", "utilisation_below": 30, "window_minutes": 0, "power_limit_w": 450}
+    fields = {"name": "night", "scope": "cluster", "utilisation_below": 30, "window_minutes": 0, "power_limit_w": 450}
+    data = {"kind": "low_load_power", **{f"low_load_power-{name}": value for name, value in fields.items()}}
     refused = client.post(reverse("policy-list"), data)
     assert refused.status_code == 200 and "window_minutes" in refused.context["form"].errors
     assert not CostPolicy.objects.exists()
-    assert client.post(reverse("policy-list"), {**data, "window_minutes": 30}).status_code == 302
+    assert client.post(reverse("policy-list"), {**data, "low_load_power-window_minutes": 30}).status_code == 302
     assert CostPolicy.objects.get().parameters["window_minutes"] == 30
 
 

@@ -252,16 +252,16 @@ def test_the_evaluation_surveys_when_due_and_with_standing_approval_applies(poli
 
 def test_the_page_creates_a_tiering_policy_and_names_a_bad_field(fleet, browser_as, operator, viewer):
     url = reverse("policy-list")
-    fields = {"kind": "storage_tiering", "tiering-name": "hot-to-warm", "tiering-node": "gpu001"}
-    fields |= {"tiering-source_path": "/checkpoints", "tiering-age_days": 7, "tiering-min_size_mb": 0}
-    fields |= {"tiering-max_files": 1000}
+    fields = {"kind": "storage_tiering", "storage_tiering-name": "hot-to-warm", "storage_tiering-node": "gpu001"}
+    fields |= {"storage_tiering-source_path": "/checkpoints", "storage_tiering-age_days": 7}
+    fields |= {"storage_tiering-min_size_mb": 0, "storage_tiering-max_files": 1000}
     assert browser_as(viewer).post(url, fields).status_code == 403
     client = browser_as(operator)
     refused = client.post(url, fields)
     assert refused.status_code == 200 and "is not on a hot or warm tier volume" in refused.content.decode()
     assert not CostPolicy.objects.exists()
 
-    saved = client.post(url, {**fields, "tiering-source_path": "/scratch/ckpt"})
+    saved = client.post(url, {**fields, "storage_tiering-source_path": "/scratch/ckpt"})
 
     assert saved.status_code == 302
     policy = CostPolicy.objects.get()

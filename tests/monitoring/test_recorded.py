@@ -15,8 +15,9 @@ from apps.monitoring.telemetry import RECORDED_FLEET, PrometheusTelemetry, Windo
 
 def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
     """Two GPUs at 80 % and 100 %; a service at 1,000 tokens/s whose p99 is 235 ms: the recorded fleet mean is 90,
-    and an hour's mean of the recorded 5-minute rates gives the raw rate and p99 over that hour."""
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": [telemetry_rules()]}, sort_keys=False))
+    and an hour's mean of the recorded 5-minute rates (recorded every minute, and every 5 minutes) gives the raw rate
+    and p99 over that hour."""
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": telemetry_rules()}, sort_keys=False))
     assert "SUCCESS" in promtool("check", "rules", "rules.yml").stdout
     per_minute = {0.05: 50, 0.1: 90, 0.25: 100, "+Inf": 100}
     series = [
@@ -36,6 +37,7 @@ def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
         "histogram_quantile(0.99, sum by (le) "
         '(avg_over_time(rackpilot:vllm_e2e_request_latency_seconds_bucket:rate5m{service="chat"}[1h])))'
     )
+    coarse_p99 = recorded_p99.replace("rate5m{", "rate5m_every5m{")
     raw_p99 = (
         'histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket{service="chat"}[1h])))'
     )
@@ -45,6 +47,7 @@ def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
         ('round(sum(rate(vllm:generation_tokens_total{service="chat"}[1h])))', 1000),
         (f"round(1000 * {recorded_p99})", 235),
         (f"round(1000 * {raw_p99})", 235),
+        (f"round(1000 * {coarse_p99})", 235),
     ]
     tests = {
         "rule_files": ["rules.yml"],
@@ -66,11 +69,50 @@ def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
+def test_the_fleets_5_minute_energy_tiles_add_up_to_the_energy(promtool, tmp_path):
+    """Two GPUs at 10 W and 20 W (600 and 1,200 J a minute, counted in mJ) and a driver reload of the second at
+    100 min (its counter back at 0): the 5-minute group's tiles of the hour to 150 min (12 of them: the range a second
+    short of the hour, as the client asks) are 60 × 1,800 J, less the reload's minute of the second GPU (1,200 J), as
+    increase() counts a reset. (promtool evaluates every group at the test's interval: 5 minutes here.)"""
+    group = next(group for group in telemetry_rules() if group["interval"] == "300s")
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
+    assert "SUCCESS" in promtool("check", "rules", "rules.yml").stdout
+    reloaded = "0+1200000x100 0+1200000x80"
+    tests = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "5m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {
+                        "series": 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname="gpu001",gpu="0"}',
+                        "values": "0+600000x180",
+                    },
+                    {"series": 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname="gpu001",gpu="1"}', "values": reloaded},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": "round(sum_over_time(rackpilot:gpu_energy_joules:increase5m[59m59s]))",
+                        "eval_time": "150m",
+                        "exp_samples": [{"value": 108000 - 1200}],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+
+    ran = promtool("test", "rules", "tests.yml")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
 @pytest.fixture
 def prometheus_recording():
     """A Prometheus stand-in answering range queries: the recorded series from `recorded_from` (unix time; None:
     not recorded), any other series from the window's start. Keeps the queries it was asked."""
-    state = {"asked": [], "recorded_from": None}
+    state = {"asked": [], "recorded_from": None, "not_recorded": ()}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -79,6 +121,8 @@ def prometheus_recording():
             step = float(params["step"][0])
             state["asked"].append(query)
             first = state["recorded_from"] if "rackpilot:" in query else start
+            if any(f"{name}{{" in query for name in state["not_recorded"]):
+                first = None
             values = [] if first is None else [[start + k * step, "1"] for k in range(61) if start + k * step >= first]
             result = [{"metric": {}, "values": values}] if values else []
             body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
@@ -142,3 +186,87 @@ def test_independent_questions_are_asked_at_once(prometheus_recording):
 
     assert set(answers) == {"util", "sm_active", "power"}
     assert all(len(answer[0].points) == 61 for answer in answers.values())
+
+
+@pytest.mark.parametrize(
+    ("window", "recorded"),
+    [
+        ("30d", "rackpilot:vllm_e2e_request_latency_seconds_bucket:rate5m_every5m"),
+        ("7d", "rackpilot:vllm_e2e_request_latency_seconds_bucket:rate5m_every5m"),
+        ("24h", "rackpilot:vllm_e2e_request_latency_seconds_bucket:rate5m"),
+    ],
+)
+def test_the_p99_of_steps_of_an_hour_or_more_reads_the_bucket_rates_recorded_every_5_minutes(
+    prometheus_recording, window, recorded
+):
+    prometheus_recording["recorded_from"] = 0
+    source = PrometheusTelemetry(prometheus_recording["url"])
+
+    series = source.p99_latency_seconds(service="chat", window=Window.named(window, end=1_800_000_000))
+
+    assert len(series.points) == 61
+    assert (
+        len(prometheus_recording["asked"]) == 1 and f'{recorded}{{service="chat"}}' in prometheus_recording["asked"][0]
+    )
+
+
+def test_without_the_5_minute_bucket_rates_the_p99_reads_the_1_minute_ones(prometheus_recording):
+    prometheus_recording["recorded_from"] = 0
+    prometheus_recording["not_recorded"] = ("rackpilot:vllm_e2e_request_latency_seconds_bucket:rate5m_every5m",)
+    source = PrometheusTelemetry(prometheus_recording["url"])
+
+    series = source.p99_latency_seconds(service="chat", window=Window.named("30d", end=1_800_000_000))
+
+    assert len(series.points) == 61
+    assert "bucket:rate5m_every5m{" in prometheus_recording["asked"][0]
+    assert "bucket:rate5m{" in prometheus_recording["asked"][1] and len(prometheus_recording["asked"]) == 2
+
+
+@pytest.fixture
+def prometheus_instant():
+    """A Prometheus stand-in answering instant queries: the recorded energy's parts ("joules"; "first" only when
+    `covered`), and 7,000,000 mJ for any query of the raw counters. Keeps the queries it was asked."""
+    state = {"asked": [], "covered": True}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["query"][0]
+            state["asked"].append(query)
+            if "rackpilot:" in query:
+                parts = {"joules": "5000", **({"first": "12"} if state["covered"] else {})}
+                result = [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()]
+            else:
+                result = [{"metric": {}, "value": [0, "7000000"]}]
+            body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state
+    server.shutdown()
+
+
+@pytest.mark.parametrize(("covered", "joules"), [(True, 5000.0), (False, 7000.0)])
+def test_the_fleets_energy_over_a_long_window_reads_the_recorded_tiles_when_they_cover_it(
+    prometheus_instant, covered, joules
+):
+    prometheus_instant["covered"] = covered
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    assert source.fleet_energy_joules(hostnames=["gpu001"], start=WEEK.start, end=WEEK.end) == joules
+    assert "rackpilot:gpu_energy_joules:increase5m[604799s]" in prometheus_instant["asked"][0]
+    assert len(prometheus_instant["asked"]) == (1 if covered else 2)
+
+
+def test_the_fleets_energy_over_an_hour_reads_the_counters(prometheus_instant):
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    assert source.fleet_energy_joules(hostnames=["gpu001"], start=0, end=3600) == 7000.0
+    assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [False]

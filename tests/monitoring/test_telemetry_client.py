@@ -132,3 +132,53 @@ def test_real_nodes_are_scraped_at_their_management_ip(tmp_path):
     assert node["targets"][0].endswith(":9400") and "__metrics_path__" not in node["labels"]
     service = json.loads((tmp_path / "vllm.json").read_text())[0]
     assert service["targets"] == ["llm.example:8443"] and service["labels"]["__scheme__"] == "https"
+
+
+@pytest.fixture
+def prometheus_counting():
+    """A server answering /api/v1/query with the docs' vector for `up`, and an empty vector for anything else;
+    `asked` counts the requests it had."""
+    body = (FIXTURES / "api-v1-query-instant-vector-up-two-series-prometheus-docs.json").read_bytes()
+    empty = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
+    state = {"asked": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            state["asked"] += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body if "query=up&" in self.path else empty)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state
+    server.shutdown()
+
+
+def test_answers_are_kept_for_the_same_query_for_a_while(prometheus_counting, monkeypatch):
+    from apps.monitoring import telemetry
+
+    source = PrometheusTelemetry(prometheus_counting["url"], keep_seconds=30)
+    first = source.query("up", at=1435781451.781)
+    assert source.query("up", at=1435781451.781) == first and prometheus_counting["asked"] == 1
+    source.query("up", at=1435781460)  # another moment is another query
+    assert prometheus_counting["asked"] == 2
+    for _ in range(2):
+        assert source.query("absent_metric", at=1435781460) == []  # nothing scraped yet: asked again next time
+    assert prometheus_counting["asked"] == 4
+
+    later = telemetry.time.monotonic() + 31
+    monkeypatch.setattr(telemetry.time, "monotonic", lambda: later)
+    assert source.query("up", at=1435781451.781) == first and prometheus_counting["asked"] == 5  # kept 30 s only
+
+
+def test_without_keeping_every_query_is_asked(prometheus_counting):
+    source = PrometheusTelemetry(prometheus_counting["url"])
+    for _ in range(3):
+        source.query("up", at=1435781451.781)
+    assert prometheus_counting["asked"] == 3

@@ -43,9 +43,11 @@ class Sshd:
         listen: tuple[str, ...] = ("127.0.0.1", "127.0.0.2", "127.0.0.3"),
         port: int | None = None,
         log_level: str = "VERBOSE",
+        extra_config: tuple[str, ...] = (),
     ):
         """`listen`: up to 16 loopback addresses, or ("0.0.0.0",) to answer every 127.x.y.z (logins are still
-        only accepted from 127.0.0.0/8). `log_level` DEBUG1 also logs each forwarded (direct-tcpip) connection."""
+        only accepted from 127.0.0.0/8). `log_level` DEBUG1 also logs each forwarded (direct-tcpip) connection.
+        `extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` for the test user's sessions)."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.listen = tuple(listen)
@@ -57,6 +59,7 @@ class Sshd:
         self.process: subprocess.Popen | None = None
         self.host_key = ""
         self.log_level = log_level
+        self.extra_config = tuple(extra_config)
 
     @staticmethod
     def available() -> bool:
@@ -93,6 +96,7 @@ class Sshd:
                     "MaxStartups 2000:30:4000",
                     "MaxSessions 64",
                     f"LogLevel {self.log_level}",
+                    *self.extra_config,
                     "",
                 ]
             )

@@ -94,12 +94,15 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "nccl_bytes": "8",
                 "nccl_max_bytes": "17179869184",
                 "nccl_step_factor": "2",
+                "nccl_iters": "20",
                 "gpus": "8",
                 "mpi_np": "16",
                 "mpi_hosts": "gpu001:8,gpu002:8",
                 "nccl_socket_ifname": "NCCL_SOCKET_IFNAME=^lo,docker",
                 "nccl_ib_hca": "NCCL_IB_HCA==mlx5_0:1",
                 "nccl_ib_gid_index": "NCCL_IB_GID_INDEX=3",
+                "trace_file": "/var/log/traces/w0_r1@host+x-y.1700000000.pt.trace.json.gz",
+                "max_bytes": "67108864",
                 # A training job's recovery (apps/diagnosis/commands.py).
                 "checkpoint_step_dir": "/checkpoints/llm/step_0002000",
                 "step": "2000",
@@ -108,6 +111,10 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "node_rank": "0",
                 "checkpoint_dir": "/checkpoints/llm",
                 "marker": "llm-r1a2b3c4d",
+                # A Slurm resume on the scheduler's controller.
+                "slurm_job": "llm",
+                "node_list": "gpu001,gpu004",
+                "excluded_nodes": "gpu002",
             }[name]
             for name in command.placeholders
         }
@@ -121,3 +128,14 @@ def test_shell_join_keeps_metacharacters_literal(tmp_path):
     out = subprocess.run(["sh", "-c", shell_join(["printf", "%s\\n", *hostile])], capture_output=True, text=True)
     assert out.stdout.splitlines() == hostile
     assert not target.exists()
+
+
+def test_a_slurm_resume_refuses_a_node_list_that_is_not_node_names():
+    from apps.diagnosis import commands  # noqa: F401  (registers the resume commands)
+    from apps.nodeexec.catalogue import CommandError, build
+
+    values = {"slurm_job": "llm", "number": "2", "gpus": "8", "path": "/w/train.sbatch", "step": "2"}
+    values |= {"checkpoint_dir": "/checkpoints/llm"}
+    for bad in ("gpu001;reboot", "gpu001, gpu002", "$(id)", ""):
+        with pytest.raises(CommandError, match="node_list"):
+            build("resume-sbatch", node_list=bad, **values)

@@ -96,12 +96,16 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "nccl_bytes": "8",
         "nccl_max_bytes": "1048576",
         "nccl_step_factor": "2",
+        "nccl_iters": "20",
         "gpus": "8",
         "mpi_np": "16",
         "mpi_hosts": "gpu001:8,gpu002:8",
         "nccl_socket_ifname": "NCCL_SOCKET_IFNAME=eno1",
         "nccl_ib_hca": "NCCL_IB_HCA=mlx5",
         "nccl_ib_gid_index": "NCCL_IB_GID_INDEX=3",
+        # A timeline read off a node (apps/benchmarks/kinds.py).
+        "trace_file": "/var/log/traces/gpu001_4242.1700000000000.pt.trace.json.gz",
+        "max_bytes": "67108864",
         # A training job's recovery (apps/diagnosis/commands.py).
         "checkpoint_step_dir": "/checkpoints/llm-pretrain/step_0002000",
         "step": "2000",
@@ -110,6 +114,10 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "node_rank": "0",
         "checkpoint_dir": "/checkpoints/llm-pretrain",
         "marker": "llm-r1a2b3c4d",
+        # A Slurm resume on the scheduler's controller (apps/diagnosis/commands.py).
+        "slurm_job": "llm-pretrain",
+        "node_list": "gpu001,gpu002",
+        "excluded_nodes": "gpu003",
         # Storage tiering (apps/monitoring/policies/tiering_commands.py): the hot tier's files, one moved to warm.
         "directory": "/scratch",
         "older_than_days": "+6",
@@ -129,10 +137,14 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/monitoring/policies)
         "mv-file": {"file": "/scratch/datasets/tokenized/part-00000.bin"},
         "mkdir-parents": {"file": "/shared/moved"},
+        "resume-sbatch": {"number": "2"},  # --nodes matches the node list (Slurm refuses otherwise)
+        "resume-sbatch-excluding": {"number": "2"},
     }
     # No training run keeps checkpoints on this node: the loader says so, as PyTorch's does.
     refused = {"checkpoint-load": "FileNotFoundError: [Errno 2] No such file or directory"}
+    refused["trace-read"] = "no such file"  # no profiler wrote a trace on this node
     refused["lsof-under"] = ""  # nothing open there: lsof lists nothing and exits 1
+    refused["kubectl-apply"] = 'error: the path "/checkpoints" does not exist'  # no manifest written there
     silent = {
         "true",
         "sleep",

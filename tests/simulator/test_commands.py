@@ -89,6 +89,7 @@ WORDS = [
     ("power_cap", "every GPU power-capped at 450 W"),
     ("dataloader_stall", "the data loader stalls the ranks 35% of every 6 s"),
     ("co_located", "a second trainer shares the node: the job's ranks run at 60% there"),
+    ("storage_slow", "the storage behind /checkpoints stopped answering"),
 ]
 
 

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import Node
+from apps.inventory.models import Cable, Gpu, Node
 from apps.parsers.dcgm_exporter import parse_dcgm_exporter
 from apps.simulator import services
 from apps.simulator.exporters import dcgm_exposition, vllm_exposition
@@ -105,6 +105,28 @@ def test_a_power_cap_lowers_clocks_and_the_services_capacity(cluster):
     assert reading["power_limit_w"] == 400 and reading["power_w"] <= 400
     assert reading["reasons"] & REASON_BITS["sw_power_cap"]
     assert capped.service_capacity(run, t) < healthy * 0.95
+
+
+def test_a_change_to_a_nodes_own_rows_rebuilds_its_history_alone_and_a_cabling_change_rebuilds_all(cluster):
+    first = model()
+    others = ("gpu003", "gpu004", "gpu005")
+    assert model().histories["gpu002"] is first.histories["gpu002"]  # one fingerprint: the histories are shared
+    assert len(first.node_regime("gpu002", T0).gpus) == 8
+
+    Gpu.objects.get(node__hostname="gpu002", index=7).delete()  # off the inventory: the node has 7 GPUs now
+    fault = inject("gpu001", "power_cap", "0", watts=400)
+    after = model()
+    assert all(after.histories[hostname] is first.histories[hostname] for hostname in others)
+    assert after.histories["gpu001"].faults and not first.histories["gpu001"].faults
+    assert after.gpu_reading("gpu001", 0, fault.created.timestamp() + 1)["power_limit_w"] == 400
+    assert len(after.node_regime("gpu002", T0).gpus) == 7  # its kept regime went with its old history
+    assert len(after.node_regime("gpu003", T0).gpus) == 8
+
+    cable = Cable.objects.filter(a_nic__node__hostname="gpu004").first()
+    cable.save()  # the cabling is shared (leaf uplink ratios): every node is built again
+    recabled = model()
+    assert all(recabled.histories[hostname] is not after.histories[hostname] for hostname in others)
+    assert len(recabled.histories) == 5
 
 
 def test_xid_and_ecc_faults_show_in_their_fields(cluster):

@@ -33,6 +33,7 @@ def test_the_demo_cluster_passes_every_rule(demo_cluster):
 
 
 def test_demo_bandwidth_figures(demo_cluster):
+    rules.forget_plane_cuts()
     bandwidth = rule(evaluate_topology(), "pair-bandwidth")
     # Each node has 4 x 400G per plane into a non-blocking fabric: 1.6 Tbps per plane, 3.2 Tbps over both.
     assert bandwidth.figures["min_pair_gbps"] == 3200
@@ -40,6 +41,19 @@ def test_demo_bandwidth_figures(demo_cluster):
     assert bandwidth.figures["pairs_below"] == 0
     # Gomory-Hu over each plane's 6 switches: 5 max-flows per plane, not one per pair of the 32 nodes.
     assert bandwidth.figures["max_flows"] == 10 and bandwidth.figures["groups"] == 4
+
+
+def test_a_plane_tree_is_worked_out_again_only_when_its_fabric_changes(demo_cluster):
+    rules.forget_plane_cuts()
+    assert rule(evaluate_topology(), "pair-bandwidth").figures["max_flows"] == 10
+    unplug_plane("gpu005", Plane.A)  # a node's own cables: the switches' fabric is as it was
+    again = rule(evaluate_topology(), "pair-bandwidth")
+    assert again.figures["max_flows"] == 0 and again.figures["planes"]["A"]["min_pair_gbps"] == 0
+
+    delete_leaf_uplinks("leaf-r03-a")  # plane A's fabric changed, B's did not
+    changed = rule(evaluate_topology(), "pair-bandwidth")
+    assert changed.figures["max_flows"] == 5
+    assert changed.figures["planes"]["A"]["pairs_below"] > again.figures["planes"]["A"]["pairs_below"]
 
 
 def test_the_switch_level_tree_agrees_with_a_gomory_hu_tree_of_the_whole_plane(demo_cluster):

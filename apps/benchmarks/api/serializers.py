@@ -7,7 +7,9 @@ from apps.benchmarks.choices import (
     CASE_STUDY_COMMUNICATION_PCT,
     HPL_MAX_N,
     HPL_MIN_N,
+    ITERATIONS,
     MAX_BYTES,
+    MAX_ITERATIONS,
     MIN_BYTES,
     NODE_SUITE_TRANSPORTS,
     RUN_STATUS_COLOURS,
@@ -19,6 +21,7 @@ from apps.benchmarks.choices import (
     Collective,
     Suite,
 )
+from apps.benchmarks.kinds import TraceFileSerializer
 from apps.benchmarks.models import (
     BenchmarkRun,
     BenchmarkTest,
@@ -44,6 +47,9 @@ class BenchmarkRunCreateSerializer(serializers.Serializer):
     min_bytes = serializers.IntegerField(min_value=MIN_BYTES, max_value=MAX_BYTES, default=MIN_BYTES)
     max_bytes = serializers.IntegerField(
         min_value=MIN_BYTES, max_value=MAX_BYTES, default=MAX_BYTES, help_text="At most 16 GiB."
+    )
+    iterations = serializers.IntegerField(
+        min_value=1, max_value=MAX_ITERATIONS, default=ITERATIONS, help_text="NCCL suites: nccl-tests -n per size."
     )
     transport = serializers.ChoiceField(
         choices=NODE_SUITE_TRANSPORTS, required=False, help_text="local: the per-node suites only, one node."
@@ -94,6 +100,7 @@ class BenchmarkRunSerializer(serializers.ModelSerializer):
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    canceled_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     suspects = SuspectSerializer(many=True, read_only=True)
     jobs = serializers.SerializerMethodField()
 
@@ -120,6 +127,8 @@ class BenchmarkRunSerializer(serializers.ModelSerializer):
             "requested_by",
             "accepted_by",
             "accepted_at",
+            "cancel_requested",
+            "canceled_by",
             "started",
             "finished",
             "created",
@@ -356,6 +365,9 @@ class CaseStudySerializer(serializers.Serializer):
 class TimelineAnalysisSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     training_job = serializers.CharField(source="training_job.name", read_only=True, allow_null=True, default=None)
+    job = serializers.UUIDField(
+        source="job.public_id", read_only=True, allow_null=True, default=None, help_text="The job that read the files."
+    )
     requested_by = serializers.CharField(source="requested_by.username", read_only=True, allow_null=True, default=None)
     case_study_communication_pct = serializers.SerializerMethodField()
     files = TimelineFileSerializer(many=True, read_only=True)
@@ -368,6 +380,7 @@ class TimelineAnalysisSerializer(serializers.ModelSerializer):
             "name",
             "origin",
             "training_job",
+            "job",
             "files",
             "rank_count",
             "world_size",
@@ -409,6 +422,26 @@ class TimelineUploadSerializer(serializers.Serializer):
         "decompressed.",
     )
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class TimelineFromNodesSerializer(serializers.Serializer):
+    # A ListField, not many=True: the schema states its bounds (minItems, maxItems) only for a ListField.
+    files = serializers.ListField(
+        child=TraceFileSerializer(),  # the kind's own: the schema shows the path pattern the job checks
+        min_length=1,
+        max_length=TIMELINE_MAX_FILES,
+        help_text="In rank order (a trace's own rank wins).",
+    )
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    training_job = ReferenceField(
+        queryset=TrainingJob.objects.all(),
+        natural_key="name",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The training job the traces belong to (its name or public id), if any.",
+    )
+    transport = serializers.ChoiceField(choices=[("ssh", "ssh"), ("local", "local")], default="ssh")
 
 
 class TimelineFromJobSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
@@ -16,6 +17,7 @@ from apps.benchmarks.api.serializers import (
     ReferenceSerializer,
     TimelineAnalysisSerializer,
     TimelineFromJobSerializer,
+    TimelineFromNodesSerializer,
     TimelineSeriesSerializer,
     TimelineUploadSerializer,
 )
@@ -31,9 +33,17 @@ from apps.benchmarks.models import (
     TimelineAnalysis,
 )
 from apps.core.listing import sort_fields
+from apps.jobs.api.serializers import JobSerializer
+from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec
 
 UUID_PATTERN = "[0-9a-f-]{36}"
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The run had already ended."
+    default_code = "conflict"
 
 
 class BenchmarkRunViewSet(
@@ -41,7 +51,7 @@ class BenchmarkRunViewSet(
 ):
     """Benchmark runs: viewers read them and their tests; operators start runs and accept baselines."""
 
-    queryset = BenchmarkRun.objects.select_related("requested_by", "accepted_by").prefetch_related(
+    queryset = BenchmarkRun.objects.select_related("requested_by", "accepted_by", "canceled_by").prefetch_related(
         "nodes",
         Prefetch("suspects", queryset=Suspect.objects.select_related("node")),
         Prefetch("rounds", queryset=Round.objects.select_related("job")),
@@ -85,6 +95,24 @@ class BenchmarkRunViewSet(
         page = self.paginate_queryset(items.order_by("round__index", "launcher", "case", "id"))
         return self.get_paginated_response(MeasurementSerializer(page, many=True).data)
 
+    @extend_schema(
+        request=None,
+        responses={
+            200: BenchmarkRunSerializer,
+            409: OpenApiResponse(description="The run had already ended; nothing changed."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, id=None):
+        """Cancel the whole run: the current round's job is canceled and no further round starts; the run ends
+        canceled with what it measured kept (it is `queued` or `running`, with `cancel_requested`, until then)."""
+        run = self.get_object()
+        try:
+            services.cancel_run(run=run, user=request.user)
+        except services.RunFinished as error:
+            raise Conflict(str(error)) from None
+        return Response(BenchmarkRunSerializer(self.get_queryset().get(pk=run.pk)).data)
+
     @extend_schema(request=None, responses={200: BenchmarkRunSerializer})
     @action(detail=True, methods=["post"])
     def accept(self, request, id=None):
@@ -122,7 +150,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
     """Timeline analyses: compute, communication, overlap and idle time per step and per rank. Viewers read them;
     operators upload traces (multipart) or take them from a training job."""
 
-    queryset = TimelineAnalysis.objects.select_related("training_job", "requested_by")
+    queryset = TimelineAnalysis.objects.select_related("training_job", "job", "requested_by")
     serializer_class = TimelineAnalysisSerializer
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
@@ -166,6 +194,26 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
             requested_by=request.user,
         )
         return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
+
+    @extend_schema(
+        request=TimelineFromNodesSerializer,
+        responses={201: JobSerializer, 400: OpenApiResponse(description="The field at fault; nothing is started.")},
+    )
+    @action(detail=False, methods=["post"], url_path="from-nodes", parser_classes=[JSONParser])
+    def from_nodes(self, request):
+        """Read trace files off the nodes a run wrote them on (a timeline-trace job); the analysis is stored, with
+        its `job`, once every file has been read."""
+        data = TimelineFromNodesSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        job = timelines.take_from_nodes(
+            files=[dict(file) for file in data.validated_data["files"]],
+            name=data.validated_data["name"],
+            training_job=data.validated_data["training_job"],
+            transport=data.validated_data["transport"],
+            requested_by=request.user,
+        )
+        job = Job.objects.with_progress().select_related("requested_by").get(pk=job.pk)
+        return Response(JobSerializer(job).data, status=201)
 
     @extend_schema(responses={200: TimelineSeriesSerializer})
     @action(detail=True, methods=["get"])

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.diagnosis import utilisation
 from apps.diagnosis.choices import Problem
 
 
@@ -58,6 +59,42 @@ class IncidentCreateSerializer(serializers.Serializer):
         "runbook 3 (training interrupted: recovery; needs training_job).",
     )
     start = serializers.BooleanField(required=False, default=True, help_text="Start the runbook at once.")
+    sample_seconds = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=utilisation.MIN_WINDOW_S,
+        max_value=utilisation.MAX_WINDOW_S,
+        help_text=f"Runbook 2 only: the sampling window in seconds (default {utilisation.WINDOW_S}: a data-loader "
+        f"period shows when the window holds it {utilisation.MIN_PERIODS} times).",
+    )
+
+    def validate(self, attrs):
+        if attrs.get("sample_seconds") is not None and attrs["runbook"] != "gpu-utilisation":
+            raise serializers.ValidationError(
+                {"sample_seconds": ["Only runbook 2 (gpu-utilisation) samples the GPUs over a window."]}
+            )
+        return attrs
+
+
+class RehearsalCreateSerializer(serializers.Serializer):
+    """A fault injected on the simulator: by its id, or by the node and fault kind (the newest such fault there)."""
+
+    fault = serializers.UUIDField(required=False, allow_null=True, help_text="The injected fault's id.")
+    node = serializers.CharField(
+        required=False, allow_blank=True, max_length=255, help_text="With `kind`: the faulty node's host name."
+    )
+    kind = serializers.CharField(
+        required=False, allow_blank=True, max_length=24, help_text="With `node`: the fault's kind (e.g. pfc_off)."
+    )
+
+    def validate(self, attrs):
+        if attrs.get("fault"):
+            return attrs
+        if not attrs.get("node"):
+            raise serializers.ValidationError({"fault": ["Name the fault, or the node and the fault's kind."]})
+        if not attrs.get("kind"):
+            raise serializers.ValidationError({"kind": ["Name the fault's kind on that node."]})
+        return attrs
 
 
 class EvidenceSerializer(serializers.Serializer):
@@ -130,7 +167,11 @@ class RemediationSerializer(serializers.Serializer):
     fix_job = serializers.UUIDField(source="fix_job.public_id", default=None, allow_null=True)
     verify_job = serializers.UUIDField(source="verify_job.public_id", default=None, allow_null=True)
     outcome = serializers.CharField()
-    artefact = serializers.CharField(help_text="A recovery's resume: torchrun commands, Slurm requeue or Job manifest.")
+    artefact = serializers.CharField(
+        help_text="A recovery's resume (torchrun commands, Slurm requeue or Job manifest), or runbook 2's scheduler "
+        "fix (pod anti-affinity and scheduler profile, or the Slurm job's exclusive requeue), shown before a person "
+        "applies it."
+    )
     plan = RecoveryPlanSerializer(help_text="A recovery's choices (empty for runbook 1's fixes).")
 
 

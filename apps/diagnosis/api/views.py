@@ -10,12 +10,13 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.core.listing import sort_fields
 from apps.core.text import echo
-from apps.diagnosis import services
+from apps.diagnosis import rehearsal, services
 from apps.diagnosis.api.serializers import (
     DryRunSerializer,
     IncidentCreateSerializer,
     IncidentDetailSerializer,
     IncidentSerializer,
+    RehearsalCreateSerializer,
     TriageResultSerializer,
     TriageTextSerializer,
     TriageUploadSerializer,
@@ -24,6 +25,7 @@ from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, Remediation
 from apps.inventory.models import Node
 from apps.jobs.api.serializers import JobSerializer
+from apps.simulator.models import SimFault
 from apps.workloads.models import TrainingJob
 
 UUID_PATTERN = r"[0-9a-fA-F-]{36}"
@@ -147,7 +149,9 @@ class IncidentViewSet(
                     runbook=data["runbook"],
                 )
                 if data["start"]:
-                    services.start_runbook(incident=incident, user=request.user)
+                    services.start_runbook(
+                        incident=incident, user=request.user, sample_seconds=data.get("sample_seconds")
+                    )
             except services.IncidentError as error:
                 raise ValidationError({error.field: [error.message]}) from None
         return self._fresh(incident, status.HTTP_201_CREATED)
@@ -191,3 +195,40 @@ class IncidentViewSet(
         except services.IncidentError as error:
             raise ValidationError({error.field: [error.message]}) from None
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=RehearsalCreateSerializer,
+        responses={
+            201: IncidentDetailSerializer,
+            400: OpenApiResponse(description="No such fault, or one that hurts no training job; names the field."),
+        },
+    )
+    @action(detail=False, methods=["post"])
+    def rehearsals(self, request):
+        """Rehearse the runbook of a fault injected on the simulator (operators), as the simulator page does: the
+        fault's runbook on a training job it hurts, marked as a rehearsal."""
+        incoming = RehearsalCreateSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        fault = _rehearsed_fault(incoming.validated_data)
+        try:
+            incident = rehearsal.rehearse(fault=fault, user=request.user)
+        except services.IncidentError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        return self._fresh(incident, status.HTTP_201_CREATED)
+
+
+def _rehearsed_fault(data: dict) -> SimFault:
+    faults = SimFault.objects.select_related("node")
+    if data.get("fault"):
+        fault = faults.filter(public_id=data["fault"]).first()
+        if fault is None:
+            raise ValidationError(
+                {"fault": [f"No injected fault {echo(str(data['fault']))}: it may have been cleared."]}
+            )
+        return fault
+    if not Node.objects.filter(hostname=data["node"]).exists():
+        raise ValidationError({"node": [f"No node matches {echo(data['node'])}."]})
+    fault = faults.filter(node__hostname=data["node"], kind=data["kind"]).order_by("-created", "-id").first()
+    if fault is None:
+        raise ValidationError({"kind": [f"No {echo(data['kind'])} fault is injected on {echo(data['node'])}."]})
+    return fault

@@ -28,6 +28,7 @@ from apps.inventory.models import (
     GpuSku,
     Nic,
     Node,
+    Pdu,
     Rack,
     Site,
     SshHostKey,
@@ -338,6 +339,38 @@ class SwitchSerializer(InventorySerializer):
             "port_count",
             "port_speed_gbps",
             "management_ip",
+            "position",
+            "u_height",
+            "face",
+            *TIMESTAMPS,
+        ]
+
+
+class PduSerializer(InventorySerializer):
+    """A rack's PDU on feed A or B: vertical (0U) on a side of the rear, or in U slots of a face."""
+
+    rack = BriefRelatedField(queryset=Rack.objects.all(), natural_key="name")
+    capacity_w = serializers.IntegerField(
+        read_only=True, help_text="The maximum power, or the rated amps times volts where no maximum is given."
+    )
+
+    class Meta:
+        model = Pdu
+        fields = [
+            *COMMON,
+            "name",
+            "rack",
+            "model",
+            "feed",
+            "max_power_w",
+            "rated_amps",
+            "rated_volts",
+            "capacity_w",
+            "outlet_count",
+            "position",
+            "u_height",
+            "face",
+            "side",
             *TIMESTAMPS,
         ]
 

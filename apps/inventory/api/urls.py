@@ -11,6 +11,7 @@ ROUTES: list = [
     ("gpus", views.GpuViewSet),
     ("nics", views.NicViewSet),
     ("switches", views.SwitchViewSet),
+    ("pdus", views.PduViewSet),
     ("cables", views.CableViewSet),
     ("storage-tiers", views.StorageTierViewSet),
     ("volumes", views.VolumeViewSet),

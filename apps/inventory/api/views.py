@@ -24,6 +24,7 @@ from apps.inventory.models import (
     GpuSku,
     Nic,
     Node,
+    Pdu,
     Rack,
     Site,
     SshHostKey,
@@ -220,6 +221,12 @@ class SwitchViewSet(InventoryViewSet):
     @action(detail=True, methods=["get"])
     def ports(self, request, public_id=None):
         return Response(serializers.SwitchPortsSerializer(fabric.switch_ports(self.get_object())).data)
+
+
+class PduViewSet(InventoryViewSet):
+    queryset = stable(Pdu.objects.select_related("rack"))
+    serializer_class = serializers.PduSerializer
+    filterset_class = filters.PduFilterSet
 
 
 class CableViewSet(InventoryViewSet):

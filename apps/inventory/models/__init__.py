@@ -2,6 +2,7 @@ from apps.inventory.models.access import SshAccess
 from apps.inventory.models.fabric import Cable, Switch
 from apps.inventory.models.imports import ImportFile
 from apps.inventory.models.nodes import Firmware, Gpu, GpuSku, Nic, Node, SshHostKey
+from apps.inventory.models.pdus import Pdu
 from apps.inventory.models.sites import Rack, Site, Tag
 from apps.inventory.models.storage import StorageTier, Volume
 
@@ -13,6 +14,7 @@ __all__ = [
     "ImportFile",
     "Nic",
     "Node",
+    "Pdu",
     "Rack",
     "Site",
     "SshAccess",

@@ -1,12 +1,14 @@
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 from apps.core.validators import name_validator
-from apps.inventory.choices import CableMedium, Plane, SwitchTier
+from apps.inventory.choices import CableMedium, Plane, RackFace, SwitchTier
+from apps.inventory.models.mounting import Mounted, check_mounting, mounted_besides_nodes, mounted_nodes
+from apps.inventory.models.mounting import rack_units as units_label
 from apps.inventory.models.nodes import Nic
 from apps.inventory.models.sites import Rack, Site
 
@@ -27,6 +29,11 @@ class Switch(AuditedModel, PublicModel):
     port_count = models.PositiveSmallIntegerField(validators=[MinValueValidator(1)])
     port_speed_gbps = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     management_ip = models.GenericIPAddressField(null=True, blank=True, unique=True)
+    position = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Lowest U the switch occupies."
+    )
+    u_height = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(16)])
+    face = models.CharField(max_length=8, choices=RackFace.choices, default=RackFace.FRONT)
 
     class Meta:
         ordering = ["plane", "tier", "name"]
@@ -37,6 +44,20 @@ class Switch(AuditedModel, PublicModel):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        if self.position is not None:
+            if self.rack_id is None:
+                raise ValidationError({"position": "A rack position needs a rack."})
+            others = mounted_nodes(self.rack_id) + mounted_besides_nodes(self.rack_id, exclude=self)
+            check_mounting(
+                self.rack, Mounted(self.name, self.position, self.u_height, self.face), others, field="position"
+            )
+
+    @property
+    def rack_units(self) -> str:
+        return units_label(self.position, self.u_height)
 
 
 class Cable(AuditedModel, PublicModel):

@@ -26,6 +26,8 @@ from apps.inventory.choices import (
     allowed_next_statuses,
 )
 from apps.inventory.hostkeys import fingerprint_of
+from apps.inventory.models.mounting import Mounted, check_mounting, mounted_besides_nodes, mounted_nodes
+from apps.inventory.models.mounting import rack_units as units_label
 from apps.inventory.models.sites import Rack, Tag
 
 hostname_validator = RegexValidator(
@@ -191,26 +193,16 @@ class Node(AuditedModel, PublicModel):
         return self.drained_at is not None
 
     def _check_fits_in_rack(self) -> None:
-        top = self.u_position + self.u_height - 1
-        if top > self.rack.u_height:
-            raise ValidationError(
-                {"u_position": f"U{self.u_position}–U{top} does not fit in {self.rack} ({self.rack.u_height}U)."}
-            )
-        for hostname, u_position, u_height in self.rack_neighbours():
-            other_top = u_position + u_height - 1
-            if self.u_position <= other_top and u_position <= top:
-                raise ValidationError(
-                    {"u_position": f"U{self.u_position}–U{top} overlaps {hostname} at U{u_position}."}
-                )
+        device = Mounted(self.hostname, self.u_position, self.u_height)
+        check_mounting(self.rack, device, self.rack_neighbours(), field="u_position")
 
-    def rack_neighbours(self) -> list[tuple[str, int, int]]:
-        """(hostname, u_position, u_height) of the other nodes placed in this node's rack. An import sets
+    def rack_neighbours(self) -> list[Mounted]:
+        """The other devices placed in this node's rack (nodes, switches, U-mounted PDUs). An import sets
         `_known_neighbours` (a callable) from what it holds, so that checking a row costs no query."""
         known = getattr(self, "_known_neighbours", None)
         if known is not None:
             return known(self)
-        neighbours = Node.objects.filter(rack_id=self.rack_id, u_position__isnull=False).exclude(pk=self.pk)
-        return list(neighbours.values_list("hostname", "u_position", "u_height"))
+        return mounted_nodes(self.rack_id, exclude=self) + mounted_besides_nodes(self.rack_id)
 
     @property
     def status_colour(self) -> str:
@@ -218,10 +210,7 @@ class Node(AuditedModel, PublicModel):
 
     @property
     def rack_units(self) -> str:
-        if self.u_position is None:
-            return ""
-        top = self.u_position + self.u_height - 1
-        return f"U{self.u_position}" if top == self.u_position else f"U{self.u_position}–U{top}"
+        return units_label(self.u_position, self.u_height)
 
 
 class Gpu(AuditedModel, PublicModel):

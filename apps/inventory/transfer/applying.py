@@ -13,7 +13,8 @@ from apps.core.audit import audit_context, record_created
 from apps.core.choices import ChangeSource
 from apps.core.text import cut, echo
 from apps.inventory.hostkeys import fingerprint_of
-from apps.inventory.models import Cable, Nic, Node
+from apps.inventory.models import Cable, Nic, Node, Pdu, Switch
+from apps.inventory.models.mounting import Mounted
 from apps.inventory.transfer.problems import (
     ImportProblem,
     ImportProgress,
@@ -63,12 +64,14 @@ class _Row:
 
 
 class _RackOccupancy:
-    """Who sits where in each rack: loaded in one query, kept up to date as rows are saved, and asked by
-    Node.clean() instead of a query of the rack's nodes for every row."""
+    """Who sits where in each rack: loaded in one query per kind of device, kept up to date as node rows are saved,
+    and asked by Node.clean() instead of queries of the rack's devices for every row. The switches and PDUs are
+    those stored before the import (their sections come after the nodes'; each of their rows queries its rack)."""
 
     def __init__(self) -> None:
         self._racks: dict[int, dict[str, tuple[int, int]]] | None = None  # rack id -> {hostname: (U, height)}
         self._rack_of: dict[str, int] = {}
+        self._others: dict[int, list[Mounted]] = defaultdict(list)  # rack id -> its switches and U-mounted PDUs
 
     def _load(self) -> dict[int, dict[str, tuple[int, int]]]:
         if self._racks is None:
@@ -79,14 +82,19 @@ class _RackOccupancy:
             ):
                 self._racks[rack_id][hostname] = (u_position, u_height)
                 self._rack_of[hostname] = rack_id
+            for model in (Switch, Pdu):
+                mounted = model.objects.filter(rack__isnull=False, position__isnull=False)
+                for rack_id, *device in mounted.values_list("rack_id", "name", "position", "u_height", "face"):
+                    self._others[rack_id].append(Mounted(*device))
         return self._racks
 
-    def neighbours(self, node: Node) -> list[tuple[str, int, int]]:
-        return [
-            (hostname, u_position, u_height)
+    def neighbours(self, node: Node) -> list[Mounted]:
+        nodes = [
+            Mounted(hostname, u_position, u_height)
             for hostname, (u_position, u_height) in self._load().get(node.rack_id, {}).items()
             if hostname != node.hostname
         ]
+        return nodes + self._others.get(node.rack_id, [])
 
     def saved(self, node: Node) -> None:
         racks = self._load()

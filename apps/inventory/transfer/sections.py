@@ -15,6 +15,7 @@ from apps.inventory.models import (
     GpuSku,
     Nic,
     Node,
+    Pdu,
     Rack,
     Site,
     SshHostKey,
@@ -133,8 +134,14 @@ SECTIONS: tuple[Section, ...] = (
                  "pfc_priorities", "ecn_enabled", "numa_node", "pci_address", "pcie_switch", "link_up", "peer_gpus"),
     ),
     Section(
-        "switches", Switch, key=("name",), refs={"site": SITE, "rack": RACK},
-        columns=("name", "site", "rack", "plane", "tier", "model", "port_count", "port_speed_gbps", "management_ip"),
+        "switches", Switch, key=("name",), refs={"site": SITE, "rack": RACK}, related=("rack",),
+        columns=("name", "site", "rack", "plane", "tier", "model", "port_count", "port_speed_gbps", "management_ip",
+                 "position", "u_height", "face"),
+    ),
+    Section(
+        "pdus", Pdu, key=("name",), refs={"rack": RACK}, related=("rack",),
+        columns=("name", "rack", "model", "feed", "max_power_w", "rated_amps", "rated_volts", "outlet_count",
+                 "position", "u_height", "face", "side"),
     ),
     Section(
         "cables", Cable, key=("a",), related=("a_nic__node", "a_switch", "b_nic__node", "b_switch"),
@@ -166,7 +173,7 @@ FOREIGN_KEY_TARGETS = {ref.target for section in SECTIONS for ref in section.ref
 
 # Targets whose natural key is one text value, and what a person calls them.
 SCALAR_TARGETS = {"sites": "site", "tags": "tag", "gpu_skus": "GPU SKU", "nodes": "node", "switches": "switch",
-                   "users": "user"}  # fmt: skip
+                  "pdus": "PDU", "users": "user"}  # fmt: skip
 PAIR_TARGETS = {"racks": "rack", "storage_tiers": "storage tier"}
 
 

@@ -33,6 +33,23 @@ def k8s_name(name: str) -> str:
     return text or "workload"
 
 
+def _object(api_version: str, kind: str, name: str, *, labels: dict | None = None, **fields) -> dict:
+    """A Kubernetes object: its apiVersion, kind and metadata (the name, labels when given), then its own fields."""
+    metadata = {"name": name, "labels": labels} if labels else {"name": name}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **fields}
+
+
+def _yaml_artefact(name: str, filename: str, header: list[str], documents: list[dict], description: str) -> Artefact:
+    """A YAML file of `documents` (one or more, `---` between) under a comment of `header`'s lines."""
+    return Artefact(
+        name=name,
+        filename=filename,
+        media_type=YAML_MEDIA_TYPE,
+        content=comment(header) + "---\n".join(dump_yaml(document) for document in documents),
+        description=description,
+    )
+
+
 def _documents(name: str, content: str) -> list:
     try:
         documents = [document for document in yaml.safe_load_all(content) if document is not None]
@@ -60,18 +77,22 @@ def _behaviour(row: dict) -> dict:
     }
 
 
+def _deployment_ref(name: str) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+
+
 def _util_query(row: dict) -> str:
     return f'avg(avg_over_time({UTIL_METRIC}{{pod=~"{row["deployment"]}-.*"}}[{row["window_minutes"]}m]))'
 
 
 def render_scaled_object(row: dict) -> Artefact:
     name = row["deployment"]
-    document = {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"name": name},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+    document = _object(
+        "keda.sh/v1alpha1",
+        "ScaledObject",
+        name,
+        spec={
+            "scaleTargetRef": _deployment_ref(name),
             "pollingInterval": 30,
             "minReplicaCount": row["min_replicas"],
             "maxReplicaCount": row["max_replicas"],
@@ -88,22 +109,20 @@ def render_scaled_object(row: dict) -> Artefact:
                 }
             ],
         },
-    }
-    header = comment(
-        [
-            f"Rackpilot: KEDA ScaledObject for inference service {row['service']}. Generated.",
-            f"Keeps the replicas' mean GPU utilisation near {row['threshold_up']:g} % ({UTIL_METRIC}, dcgm-exporter",
-            "with pod labels), between min and max replicas; scales in only after the cool-down.",
-            "Apply with: kubectl apply -f <this file> (set serverAddress to your Prometheus).",
-        ]
     )
-    return Artefact(
-        name="keda-scaledobject",
-        filename=f"{name}-scaledobject.yaml",
-        media_type=YAML_MEDIA_TYPE,
-        content=dump_yaml(document, header),
-        description=f"KEDA ScaledObject: prometheus trigger on GPU utilisation, {row['min_replicas']}–"
-        f"{row['max_replicas']} replicas.",
+    header = [
+        f"Rackpilot: KEDA ScaledObject for inference service {row['service']}. Generated.",
+        f"Keeps the replicas' mean GPU utilisation near {row['threshold_up']:g} % ({UTIL_METRIC}, dcgm-exporter",
+        "with pod labels), between min and max replicas; scales in only after the cool-down.",
+        "Apply with: kubectl apply -f <this file> (set serverAddress to your Prometheus).",
+    ]
+    return _yaml_artefact(
+        "keda-scaledobject",
+        f"{name}-scaledobject.yaml",
+        header,
+        [document],
+        f"KEDA ScaledObject: prometheus trigger on GPU utilisation, {row['min_replicas']}–{row['max_replicas']} "
+        "replicas.",
     )
 
 
@@ -126,12 +145,12 @@ def validate_scaled_object(content: str) -> None:
 
 def render_hpa(row: dict) -> Artefact:
     name = row["deployment"]
-    document = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+    document = _object(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        name,
+        spec={
+            "scaleTargetRef": _deployment_ref(name),
             "minReplicas": row["min_replicas"],
             "maxReplicas": row["max_replicas"],
             "metrics": [
@@ -145,21 +164,18 @@ def render_hpa(row: dict) -> Artefact:
             ],
             "behavior": _behaviour(row),
         },
-    }
-    header = comment(
-        [
-            f"Rackpilot: HorizontalPodAutoscaler for inference service {row['service']} (the alternative to KEDA).",
-            f"Needs {UTIL_METRIC} per pod from the custom metrics API (prometheus-adapter). Generated.",
-            "Apply with: kubectl apply -f <this file>",
-        ]
     )
-    return Artefact(
-        name="hpa",
-        filename=f"{name}-hpa.yaml",
-        media_type=YAML_MEDIA_TYPE,
-        content=dump_yaml(document, header),
-        description=f"HorizontalPodAutoscaler v2 on per-pod GPU utilisation, {row['min_replicas']}–"
-        f"{row['max_replicas']} replicas.",
+    header = [
+        f"Rackpilot: HorizontalPodAutoscaler for inference service {row['service']} (the alternative to KEDA).",
+        f"Needs {UTIL_METRIC} per pod from the custom metrics API (prometheus-adapter). Generated.",
+        "Apply with: kubectl apply -f <this file>",
+    ]
+    return _yaml_artefact(
+        "hpa",
+        f"{name}-hpa.yaml",
+        header,
+        [document],
+        f"HorizontalPodAutoscaler v2 on per-pod GPU utilisation, {row['min_replicas']}–{row['max_replicas']} replicas.",
     )
 
 
@@ -182,37 +198,36 @@ def _taint() -> dict:
     return {"key": SPOT_TAINT, "value": "true", "effect": "NoSchedule"}
 
 
+def _priority_class(name: str, value: int, preemption: str, description: str) -> dict:
+    return _object(
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        name,
+        value=value,
+        globalDefault=False,
+        preemptionPolicy=preemption,
+        description=description,
+    )
+
+
 def render_priority_classes(plan: list[dict]) -> Artefact:
     classes = [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": PREEMPTIBLE_CLASS},
-            "value": 1000,
-            "globalDefault": False,
-            "preemptionPolicy": "Never",
-            "description": "Preemptible (spot) workloads: first to go, never evict others.",
-        },
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": CRITICAL_CLASS},
-            "value": 1000000,
-            "globalDefault": False,
-            "preemptionPolicy": "PreemptLowerPriority",
-            "description": "Critical workloads: may evict preemptible pods to get a node.",
-        },
+        _priority_class(
+            PREEMPTIBLE_CLASS, 1000, "Never", "Preemptible (spot) workloads: first to go, never evict others."
+        ),
+        _priority_class(
+            CRITICAL_CLASS,
+            1000000,
+            "PreemptLowerPriority",
+            "Critical workloads: may evict preemptible pods to get a node.",
+        ),
     ]
-    header = comment(
-        ["Rackpilot: priority classes for spot capacity. Generated.", "Apply with: kubectl apply -f <this file>"]
-    )
-    body = "---\n".join(dump_yaml(document) for document in classes)
-    return Artefact(
-        name="priority-classes",
-        filename="priority-classes.yaml",
-        media_type=YAML_MEDIA_TYPE,
-        content=header + body,
-        description=f"PriorityClasses {PREEMPTIBLE_CLASS} (never preempts) and {CRITICAL_CLASS}.",
+    return _yaml_artefact(
+        "priority-classes",
+        "priority-classes.yaml",
+        ["Rackpilot: priority classes for spot capacity. Generated.", "Apply with: kubectl apply -f <this file>"],
+        classes,
+        f"PriorityClasses {PREEMPTIBLE_CLASS} (never preempts) and {CRITICAL_CLASS}.",
     )
 
 
@@ -226,27 +241,15 @@ def validate_priority_classes(content: str) -> None:
 def render_spot_nodes(plan: list[dict]) -> Artefact:
     hostnames = sorted({host for row in plan for host in row["hostnames"]})
     nodes = [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": host, "labels": {CAPACITY_LABEL: "spot"}},
-            "spec": {"taints": [_taint()]},
-        }
-        for host in hostnames
+        _object("v1", "Node", host, labels={CAPACITY_LABEL: "spot"}, spec={"taints": [_taint()]}) for host in hostnames
     ]
-    header = comment(
-        [
-            "Rackpilot: the spot nodes' label and taint (only preemptible pods tolerate it). Generated.",
-            f"Apply with: kubectl taint nodes <node> {SPOT_TAINT}=true:NoSchedule && "
-            f"kubectl label nodes <node> {CAPACITY_LABEL}=spot",
-        ]
-    )
-    return Artefact(
-        name="spot-nodes",
-        filename="spot-nodes.yaml",
-        media_type=YAML_MEDIA_TYPE,
-        content=header + "---\n".join(dump_yaml(node) for node in nodes),
-        description=f"Label and NoSchedule taint for {len(hostnames)} spot node(s).",
+    header = [
+        "Rackpilot: the spot nodes' label and taint (only preemptible pods tolerate it). Generated.",
+        f"Apply with: kubectl taint nodes <node> {SPOT_TAINT}=true:NoSchedule && "
+        f"kubectl label nodes <node> {CAPACITY_LABEL}=spot",
+    ]
+    return _yaml_artefact(
+        "spot-nodes", "spot-nodes.yaml", header, nodes, f"Label and NoSchedule taint for {len(hostnames)} spot node(s)."
     )
 
 
@@ -291,18 +294,16 @@ def render_pod_placement(plan: list[dict]) -> Artefact:
     """Per preemptible workload: the patch that gives its pods the priority class, the toleration and the node
     affinity that keeps them on spot nodes."""
     patches = [placement_patch(row) for row in plan]
-    header = comment(
-        [
-            "Rackpilot: pod placement of the preemptible workloads (one patch each). Generated.",
-            "Apply with: kubectl patch deployment <name> --patch-file <its document> (or a job's pod template).",
-        ]
-    )
-    return Artefact(
-        name="pod-placement",
-        filename="preemptible-pod-placement.yaml",
-        media_type=YAML_MEDIA_TYPE,
-        content=header + "---\n".join(dump_yaml(patch) for patch in patches),
-        description=f"priorityClassName, toleration and spot node affinity for {len(patches)} workload(s).",
+    header = [
+        "Rackpilot: pod placement of the preemptible workloads (one patch each). Generated.",
+        "Apply with: kubectl patch deployment <name> --patch-file <its document> (or a job's pod template).",
+    ]
+    return _yaml_artefact(
+        "pod-placement",
+        "preemptible-pod-placement.yaml",
+        header,
+        patches,
+        f"priorityClassName, toleration and spot node affinity for {len(patches)} workload(s).",
     )
 
 

@@ -40,6 +40,7 @@ class PolicyKindSpec:
     name: ClassVar[str]
     label: ClassVar[str] = ""
     parameters: ClassVar[type[serializers.Serializer]]
+    scopes: ClassVar[tuple[str, ...]] = ("cluster", "rack", "service")  # PolicyScope values it may act on
     job_kind: ClassVar[str | None]  # the job kind that applies and reverts its actions; None: `enact` does
     enforces: ClassVar[bool] = True  # the evaluation re-applies an applied action a node may have forgotten
     guards_latency: ClassVar[bool] = True  # its actions slow nodes: held, and undone, while a latency SLO burns
@@ -52,6 +53,9 @@ class PolicyKindSpec:
         unknown = set(parameters or {}) - set(serializer.fields)
         if unknown:
             raise serializers.ValidationError({name: ["Unknown parameter."] for name in sorted(unknown)})
+        if policy is not None and policy.scope not in self.scopes:
+            allowed = ", ".join(self.scopes)
+            raise serializers.ValidationError({"scope": [f"{self.label or self.name} policies act on: {allowed}."]})
         checked = self.check_scope(dict(serializer.validated_data), nodes=nodes)
         return checked if policy is None else self.check_target(checked, policy=policy)
 

@@ -8,11 +8,11 @@ from rest_framework import serializers
 
 from apps.core import audit
 from apps.core.choices import AuditAction
-from apps.jobs.choices import EventLevel, JobStatus, StepStatus
+from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.choices import ActionState
 from apps.monitoring.models import PolicyAction
+from apps.monitoring.policies.action_jobs import end_action, joined_results
 from apps.monitoring.policies.commands import LIMIT_FIELDS, READ_LIMITS, set_limit_argv
 from apps.monitoring.policies.energy import JOB_KIND
 from apps.nodeexec.base import CommandResult, NodeTarget
@@ -39,18 +39,6 @@ class PowerLimitParameters(serializers.Serializer):
 def _limits(text: str) -> dict[int, float]:
     report = parse_query_gpu(text, LIMIT_FIELDS)
     return {gpu.index: gpu.power_limit_w for gpu in report.gpus if gpu.index is not None}
-
-
-def _joined(results: list[CommandResult]) -> CommandResult:
-    failed = next((result for result in results if not result.ok), None)
-    return CommandResult(
-        exit_code=(failed or results[-1]).exit_code if results else 0,
-        stdout=b"".join(result.stdout for result in results),
-        stderr=b"".join(result.stderr for result in results),
-        error=failed.error if failed else "",
-        timed_out=any(result.timed_out for result in results),
-        canceled=any(result.canceled for result in results),
-    )
 
 
 @register_kind
@@ -120,7 +108,7 @@ class PowerLimit(JobKind):
                 if not result.ok:
                     break
             self.changed[target.hostname] = [gpu for (gpu, _), result in zip(todo, results, strict=False) if result.ok]
-            return _joined(results) if results else CommandResult(exit_code=0, stdout=b"nothing to change\n")
+            return joined_results(results) if results else CommandResult(exit_code=0, stdout=b"nothing to change\n")
 
         return set_limits if step.name == SET else read
 
@@ -171,23 +159,5 @@ class PowerLimit(JobKind):
             )
 
     def job_finished(self, job) -> None:
-        mode = job.parameters["mode"]
-        if mode == "enforce":
-            return
-        with transaction.atomic():
-            action = PolicyAction.objects.select_for_update().filter(public_id=job.parameters["action"]).first()
-            if action is None:
-                return
-            succeeded = job.status == JobStatus.SUCCEEDED
-            now = timezone.now()
-            if mode == "apply" and action.state == ActionState.APPLYING:
-                action.state = ActionState.APPLIED if succeeded else ActionState.FAILED
-                action.applied_at = now if succeeded else action.applied_at
-                action.message = "applied on every node" if succeeded else f"apply {job.status}: revert it"
-            elif mode == "revert" and action.state == ActionState.REVERTING:
-                action.state = ActionState.REVERTED if succeeded else ActionState.FAILED
-                action.reverted_at = now if succeeded else action.reverted_at
-                action.message = "defaults back on every node" if succeeded else f"revert {job.status}: retry it"
-            else:
-                return
-            action.save()
+        if job.parameters["mode"] != "enforce":
+            end_action(job, applied="applied on every node", reverted="defaults back on every node")

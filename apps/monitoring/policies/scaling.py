@@ -85,6 +85,7 @@ class ElasticScaling(PolicyKindSpec):
     name = PolicyKind.ELASTIC_SCALING
     label = "Elastic scaling"
     parameters = ElasticScalingParameters
+    scopes = (PolicyScope.SERVICE,)
     job_kind = None
 
     def check_target(self, parameters, *, policy):

@@ -168,6 +168,7 @@ class StorageTiering(PolicyKindSpec):
     name = "storage_tiering"
     label = "Storage tiering"
     parameters = StorageTieringParameters
+    scopes = ("cluster",)  # it names its node in its parameters
     job_kind = JOB_KIND
     enforces = False  # a move stays moved: nothing to re-apply after a reboot
     guards_latency = False  # moving idle files off a tier does not slow what runs: a burning SLO is no reason to undo

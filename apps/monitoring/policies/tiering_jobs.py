@@ -9,14 +9,14 @@
 A file opened since the proposal, or not where the plan says any more, is left and named."""
 
 from django.db import transaction
-from django.utils import timezone
 from rest_framework import serializers
 
 from apps.jobs.choices import EventLevel, JobStatus, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.choices import ActionState, PolicyKind
+from apps.monitoring.choices import PolicyKind
 from apps.monitoring.models import CostPolicy, PolicyAction
+from apps.monitoring.policies.action_jobs import end_action, joined_results
 from apps.monitoring.policies.base import record_proposal
 from apps.monitoring.policies.tiering import JOB_KIND
 from apps.monitoring.policies.tiering_commands import (
@@ -59,18 +59,6 @@ class StorageTieringJobParameters(serializers.Serializer):
         if "action" in attrs and not PolicyAction.objects.filter(public_id=attrs["action"]).exists():
             raise serializers.ValidationError({"action": ["No such policy action."]})
         return attrs
-
-
-def _joined(results: list[CommandResult], stdout: bytes) -> CommandResult:
-    failed = next((result for result in results if not result.ok), None)
-    return CommandResult(
-        exit_code=0 if failed is None else failed.exit_code,
-        stdout=stdout,
-        stderr=b"".join(result.stderr for result in results),
-        error=failed.error if failed else "",
-        timed_out=any(result.timed_out for result in results),
-        canceled=any(result.canceled for result in results),
-    )
 
 
 def _open_listing(result: CommandResult) -> set[str] | None:
@@ -174,7 +162,7 @@ class StorageTieringJob(JobKind):
                     results.append(moved if not moved.ok else back)
                     self.problems.append(f"{source}: not moved ({_why(moved, found, size)})")
             lines = [f"{entry['source']} -> {entry['destination']}\n" for entry in self.done]
-            joined = _joined(results, "".join(lines).encode())
+            joined = joined_results(results, "".join(lines).encode())
             if self.problems and joined.ok:
                 return CommandResult(exit_code=1, stdout=joined.stdout, stderr=("\n".join(self.problems)).encode())
             return joined
@@ -221,30 +209,16 @@ class StorageTieringJob(JobKind):
             emit(job, problem, level=EventLevel.WARNING, step=MOVE)
 
     def job_finished(self, job) -> None:
-        mode = job.parameters["mode"]
-        if mode == "survey":
-            if job.status == JobStatus.SUCCEEDED:
-                _propose_from(job)
-            return
-        with transaction.atomic():
-            action = PolicyAction.objects.select_for_update().filter(public_id=job.parameters["action"]).first()
-            if action is None:
-                return
-            succeeded = job.status == JobStatus.SUCCEEDED
-            now = timezone.now()
-            count = len(action.manifest)
-            if mode == "apply" and action.state == ActionState.APPLYING:
-                action.state = ActionState.APPLIED if succeeded else ActionState.FAILED
-                action.applied_at = now if succeeded else action.applied_at
-                action.message = f"{count} file(s) moved" if succeeded else f"apply {job.status}: revert it"
-            elif mode == "revert" and action.state == ActionState.REVERTING:
-                back = succeeded and not action.manifest
-                action.state = ActionState.REVERTED if back else ActionState.FAILED
-                action.reverted_at = now if back else action.reverted_at
-                action.message = "every file back" if back else f"revert {job.status}: {count} file(s) still moved"
-            else:
-                return
-            action.save()
+        if job.parameters["mode"] != "survey":
+            end_action(
+                job,
+                applied="{count} file(s) moved",
+                reverted="every file back",
+                revert_failed="revert {status}: {count} file(s) still moved",
+                all_back=lambda action: not action.manifest,
+            )
+        elif job.status == JobStatus.SUCCEEDED:
+            _propose_from(job)
 
 
 def _roots(directories: list[str]) -> list[str]:

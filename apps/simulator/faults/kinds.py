@@ -192,6 +192,24 @@ CORRUPT_CHECKPOINT = FaultSpec(
 )
 
 
+def _storage_slow(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.volume(target).stalled = True
+
+
+# The server behind a mount stops answering (an NFS server gone, a Lustre OST lost) or the local array hangs: the
+# node's DataLoader workers block in D state on their reads, I/O pressure climbs to ~100 %, the kernel logs "nfs:
+# server … not responding" / Lustre's lost connection and hung tasks, and the node's ranks stop reaching the next
+# collective, so their peers' NCCL watchdog fires (apps/simulator/training.py).
+STORAGE_SLOW = FaultSpec(
+    value="storage_slow",
+    label="Storage not responding (NFS / Lustre server)",
+    colour="red",
+    target=MOUNT,
+    apply=_storage_slow,
+    sentence=lambda mount, parameters: f"the storage behind {mount} stopped answering",
+)
+
+
 def _straggler(state: SimulatedNode, target: str, parameters: dict) -> None:
     state.straggler = True
     for gpu in state.gpus:
@@ -276,19 +294,28 @@ def _dataloader_stall(state: SimulatedNode, target: str, parameters: dict) -> No
     state.dataloader_stall = (parameters["period_s"], parameters["stall_pct"])
 
 
+def _dataloader_stall_sentence(_, parameters: dict) -> str:
+    sentence = f"the data loader stalls the ranks {parameters['stall_pct']}% of every {parameters['period_s']} s"
+    return sentence + (f", and once for {parameters['hang_s']} s" if parameters["hang_s"] else "")
+
+
 # The input pipeline of the node's ranks cannot keep up (too few loader workers, no pinned memory, slow storage):
 # every `period_s` the ranks wait `stall_pct` percent of it for a batch, and since every rank waits for the slowest
-# at each all-reduce, every GPU of the job idles together. Seen only in a training job's utilisation series.
+# at each all-reduce, every GPU of the job idles together: seen only in a training job's utilisation series. With
+# `hang_s`, one stall (a worker stuck on a read, a deadlocked worker) holds the node's ranks that long from when the
+# fault struck: past the NCCL watchdog, their peers time out (apps/simulator/training_faults.py).
 DATALOADER_STALL = FaultSpec(
     value="dataloader_stall",
     label="Data loader starves the GPUs",
     colour="orange",
     target=NODE,
-    parameters={"period_s": Parameter(6, 2, 60), "stall_pct": Parameter(35, 10, 90)},
+    parameters={
+        "period_s": Parameter(6, 2, 60),
+        "stall_pct": Parameter(35, 10, 90),
+        "hang_s": Parameter(0, 0, 86400),
+    },
     apply=_dataloader_stall,
-    sentence=lambda _, parameters: (
-        f"the data loader stalls the ranks {parameters['stall_pct']}% of every {parameters['period_s']} s"
-    ),
+    sentence=_dataloader_stall_sentence,
 )
 
 
@@ -337,6 +364,7 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         POWER_CAP,
         DATALOADER_STALL,
         CO_LOCATED,
+        STORAGE_SLOW,
     )
 }
 CHOICES = [(spec.value, spec.label) for spec in FAULT_KINDS.values()]

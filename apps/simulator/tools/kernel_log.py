@@ -2,6 +2,7 @@
 
 from apps.simulator.state import KERNEL_RELEASE, SimGpu
 from apps.simulator.terminal import Context
+from apps.simulator.tools.loader import stall_lines
 
 
 def _stamp(seconds: float) -> str:
@@ -72,6 +73,7 @@ def _fault_lines(context: Context) -> list[str]:
             lines.append(f"NVRM: GPU Board Serial Number: {gpu.serial}")
             lines.append(f"NVRM: Xid ({tag}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
             lines.append(f"NVRM: GPU {gpu.short_bus_id}.0: GPU has fallen off the bus.")
+    lines += stall_lines(context)
     for volume in state.volumes:
         if volume.full and volume.is_local:
             device = "md0" if volume.kind == "hot" else "nvme0n1p2"

@@ -1,13 +1,21 @@
 """kubectl and scontrol as a controller answers a node drain: the lines kubectl prints, scontrol's silence on
 success; a node the cluster does not know is the real tools' error (when the caller offers the cluster's nodes).
-And `kubectl get pods --all-namespaces -o wide` on a node of a training job: the pods of the job's nodes."""
+And the scheduler's placement of the cluster's training jobs, as the controller (any host with the client) lists
+it: `kubectl get pods --all-namespaces -o wide` for the Kubernetes jobs, `scontrol show job -d` for the Slurm ones,
+each with the second trainer the co_located fault placed beside the job on a node. And `kubectl apply -f FILE` of a
+training job's resume Job."""
 
+import zlib
 from datetime import UTC, datetime
+
+import yaml
 
 from apps.simulator.model import noise
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
+from apps.simulator.tools.system import read_file
 from apps.simulator.tools.utilisation import NAMESPACE, job_states
-from apps.simulator.training import runs_on
+from apps.simulator.training import TrainingRun, cluster_runs
+from apps.simulator.training_faults import RESUME
 
 # What the GPU Operator runs on every GPU node: `kubectl drain --ignore-daemonsets` leaves these and says so.
 DAEMONSETS = (
@@ -24,6 +32,8 @@ def _known(context: Context, node: str) -> bool:
 def kubectl(context: Context, argv: list[str]) -> CommandOutput:
     if argv[1:] == ["get", "pods", "--all-namespaces", "-o", "wide"]:
         return node_pods(context)
+    if argv[1:3] == ["apply", "-f"] and len(argv) == 4:
+        return apply_manifest(context, argv[3])
     verb, node = (argv[1], argv[2]) if len(argv) > 2 else ("", "")
     if verb not in {"cordon", "uncordon", "drain"}:
         return fail(1, f'error: unknown command "{verb}" for "kubectl"\n')
@@ -40,6 +50,8 @@ def kubectl(context: Context, argv: list[str]) -> CommandOutput:
 
 
 def scontrol(context: Context, argv: list[str]) -> CommandOutput:
+    if argv[1:] == ["show", "job", "-d"]:
+        return slurm_jobs(context)
     fields = dict(element.partition("=")[::2] for element in argv[2:] if "=" in element)
     if argv[1:2] != ["update"] or "NodeName" not in fields or fields.get("State") not in {"DRAIN", "RESUME"}:
         return fail(1, "scontrol: error: Invalid input\n")
@@ -66,11 +78,13 @@ def _age(seconds: float) -> str:
 
 
 def node_pods(context: Context, now: float | None = None) -> CommandOutput:
-    """Every pod on the nodes of the jobs this node runs: their trainer pods (one per node rank), the GPU Operator's
-    DaemonSets, and a second trainer where one was placed beside the job's."""
+    """Every pod on the nodes of the cluster's Kubernetes training jobs: their trainer pods (one per node rank), the
+    GPU Operator's DaemonSets, and a second trainer where one was placed beside the job's."""
     now = datetime.now(UTC).timestamp() if now is None else now
     rows = []
-    for run in runs_on(context.hostname):
+    for run in cluster_runs():
+        if run.launcher != "kubernetes":
+            continue
         for rank, state in enumerate(job_states(context, run)):
             node = state.hostname
             address = f"10.244.{rank % 250}"
@@ -90,5 +104,217 @@ def node_pods(context: Context, now: float | None = None) -> CommandOutput:
         return CommandOutput(0, "", "No resources found\n")
     return ok("\n".join(lines) + "\n")
 
+
+# --- scontrol show job -d -------------------------------------------------------------------------------------------
+
+CO_LOCATED_JOB = ("finetune-7b", "ft", 1002)  # the other team's trainer: name, user, uid
+TRAINER = ("train", 1001)
+
+
+def slurm_job_id(run: TrainingRun) -> int:
+    """A stable job id per run (the co-located trainer's is the next one)."""
+    return 40000 + zlib.crc32(run.name.encode()) % 50000
+
+
+def hostlist(hosts: list[str]) -> str:
+    """Slurm's compressed host list: gpu001,gpu002,gpu004,mgmt01 -> gpu[001-002,004],mgmt01."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    for host in hosts:
+        stem = host.rstrip("0123456789")
+        digits = host[len(stem) :]
+        groups.setdefault((stem, len(digits)), set()).add(int(digits) if digits else 0)
+    parts = []
+    for (stem, width), numbers in groups.items():
+        if not width:
+            parts.append(stem)
+        elif len(numbers) == 1:
+            parts.append(f"{stem}{min(numbers):0{width}d}")
+        else:
+            parts.append(f"{stem}[{_ranges(sorted(numbers), width)}]")
+    return ",".join(parts)
+
+
+def _ranges(numbers: list[int], width: int = 0) -> str:
+    """[0, 1, 2, 5] -> 0-2,5 (each number zero-padded to `width`)."""
+    found, start = [], None
+    for i, number in enumerate(numbers):
+        start = number if start is None else start
+        if i + 1 == len(numbers) or numbers[i + 1] != number + 1:
+            found.append(f"{start:0{width}d}" if start == number else f"{start:0{width}d}-{number:0{width}d}")
+            start = None
+    return ",".join(found)
+
+
+def _stamp(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _elapsed(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    days, rest = divmod(seconds, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def _job_record(
+    *,
+    job_id: int,
+    name: str,
+    user: tuple[str, int],
+    hosts: list[str],
+    bindings: list[tuple[str, list[int], list[int]]],
+    started: float,
+    now: float,
+    command: str,
+    log: str,
+) -> str:
+    """One job as `scontrol show job -d` prints it (Slurm 23.11): `bindings` are (host, CPU ids, GPU indices)."""
+    cpus = sum(len(cpu) for _, cpu, _ in bindings)
+    gpus = sum(len(gpu) for _, _, gpu in bindings)
+    per_node = len(bindings[0][2]) if bindings else 0
+    gres = f",gres/gpu={gpus}" if gpus else ""
+    lines = [
+        f"JobId={job_id} JobName={name}",
+        f"   UserId={user[0]}({user[1]}) GroupId={user[0]}({user[1]}) MCS_label=N/A",
+        "   Priority=4294901759 Nice=0 Account=research QOS=normal",
+        "   JobState=RUNNING Reason=None Dependency=(null)",
+        "   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0",
+        f"   RunTime={_elapsed(now - started)} TimeLimit=7-00:00:00 TimeMin=N/A",
+        f"   SubmitTime={_stamp(started - 40)} EligibleTime={_stamp(started - 40)}",
+        f"   AccrueTime={_stamp(started - 40)}",
+        f"   StartTime={_stamp(started)} EndTime={_stamp(started + 7 * 86400)} Deadline=N/A",
+        f"   SuspendTime=None SecsPreSuspend=0 LastSchedEval={_stamp(started)} Scheduler=Main",
+        f"   Partition=gpu AllocNode:Sid={hosts[0]}:{job_id % 30000 + 1000}",
+        "   ReqNodeList=(null) ExcNodeList=(null)",
+        f"   NodeList={hostlist(hosts)}",
+        f"   BatchHost={hosts[0]}",
+        f"   NumNodes={len(hosts)} NumCPUs={cpus} NumTasks={gpus or len(hosts)} CPUs/Task=1 ReqB:S:C:T=0:0:*:*",
+        f"   ReqTRES=cpu={cpus},node={len(hosts)},billing={cpus}{gres}",
+        f"   AllocTRES=cpu={cpus},node={len(hosts)},billing={cpus}{gres}",
+        f"   Socks/Node=* NtasksPerN:B:S:C={per_node}:0:*:* CoreSpec=*",
+    ]
+    if gpus:
+        lines.append(f"   JOB_GRES=gpu:{gpus}")
+    for host, cpu, gpu in bindings:  # one line per node here: the bindings differ per node only with the fault
+        gres_text = f"gpu:{len(gpu)}(IDX:{_ranges(gpu)})" if gpu else ""
+        lines.append(f"     Nodes={host} CPU_IDs={_ranges(cpu)} Mem=0 GRES={gres_text}")
+    lines += [
+        f"   MinCPUsNode={len(bindings[0][1]) if bindings else 1} MinMemoryNode=0 MinTmpDiskNode=0",
+        "   Features=(null) DelayBoot=00:00:00",
+        "   OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)",  # not --exclusive: nodes may be shared
+        f"   Command={command}",
+        f"   WorkDir=/home/{user[0]}",
+        f"   StdErr={log}",
+        "   StdIn=/dev/null",
+        f"   StdOut={log}",
+    ]
+    if per_node:
+        lines.append(f"   TresPerNode=gres/gpu:{per_node}")
+    return "\n".join(lines) + "\n"
+
+
+def slurm_jobs(context: Context, now: float | None = None) -> CommandOutput:
+    """Every Slurm training job of the cluster with its CPU and GPU binding per node, and on a node where the
+    co_located fault placed one, the second trainer: the CPUs the job left and any GPU beyond the job's ranks."""
+    now = datetime.now(UTC).timestamp() if now is None else now
+    records = []
+    for run in cluster_runs():
+        if run.launcher != "slurm":
+            continue
+        states = job_states(context, run)
+        job_id = slurm_job_id(run)
+        bindings, shared = [], []
+        for state in states:
+            gpus = sorted(gpu.index for gpu in state.visible_gpus)
+            held = max(state.cpu_count * 3 // 4, 1) if state.co_located_pod else state.cpu_count
+            bindings.append((state.hostname, list(range(held)), gpus[: run.ranks_per_node]))
+            if state.co_located_pod:
+                shared.append((state, list(range(held, state.cpu_count)), gpus[run.ranks_per_node :]))
+        if not bindings:
+            continue
+        records.append(
+            _job_record(
+                job_id=job_id,
+                name=run.name,
+                user=TRAINER,
+                hosts=[host for host, _, _ in bindings],
+                bindings=bindings,
+                started=run.started,
+                now=now,
+                command=f"/home/{TRAINER[0]}/{run.name}.sbatch",
+                log=run.log_path,
+            )
+        )
+        for number, (state, cpus, gpus) in enumerate(shared, start=1):
+            name, user, uid = CO_LOCATED_JOB
+            records.append(
+                _job_record(
+                    job_id=job_id + number,
+                    name=name,
+                    user=(user, uid),
+                    hosts=[state.hostname],
+                    bindings=[(state.hostname, cpus, gpus)],
+                    started=now - 40 * 60,
+                    now=now,
+                    command=f"/home/{user}/{name}.sbatch",
+                    log=f"/home/{user}/{name}-%j.out",
+                )
+            )
+    if not records:
+        return ok("No jobs in the system\n")
+    return ok("\n".join(records))
+
+
+# --- kubectl apply -f FILE: a training job's resume ---------------------------------------------------------------
+
+
+def _resume_of(job: dict) -> tuple[list[str], str, int]:
+    """The nodes an Indexed Job is pinned to (completion index = node rank) and the checkpoint its trainer loads."""
+    spec = job["spec"]["template"]["spec"]
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    hosts = next(
+        expression["values"]
+        for term in terms
+        for expression in term["matchExpressions"]
+        if expression["key"] == "kubernetes.io/hostname"
+    )
+    command = spec["containers"][0]["command"]
+    return list(hosts), command[command.index("--load") + 1], int(command[command.index("--ckpt-step") + 1])
+
+
+def apply_manifest(context: Context, path: str) -> CommandOutput:
+    """A Job manifest written on the controller: `job.batch/NAME created` (or `unchanged` the second time), and
+    its pods start on the nodes it names, one per completion index; anything else is kubectl's own error."""
+    content = read_file(context, path)
+    if content is None:
+        return fail(1, f'error: the path "{path}" does not exist\n')
+    try:
+        job = yaml.safe_load(content)
+        name = job["metadata"]["name"]
+        kind = job["kind"]
+    except (yaml.YAMLError, KeyError, TypeError):
+        return fail(1, f"error: error parsing {path}: error converting YAML to JSON\n")
+    if kind != "Job" or job.get("apiVersion") != "batch/v1":
+        return fail(1, f'error: resource mapping not found for name: "{name}": the simulator applies batch/v1 Jobs\n')
+    try:
+        hosts, load, step = _resume_of(job)
+    except (KeyError, IndexError, ValueError, StopIteration, TypeError):
+        return fail(
+            1, f'The Job "{name}" is invalid: the simulator runs Jobs pinned to nodes with --load/--ckpt-step\n'
+        )
+    if not all(_known(context, host) for host in hosts):
+        return fail(
+            1, f'Error from server (NotFound): nodes "{next(h for h in hosts if not _known(context, h))}" not found\n'
+        )
+    key = f"{RESUME}k8s-{name}"
+    if f"{APPLIED}{name}" in context.state.files:
+        return ok(f"job.batch/{name} unchanged\n")
+    context.change(f"file:{APPLIED}{name}", content)
+    for rank, host in enumerate(hosts):
+        context.change(f"{key}:{rank}", {"nnodes": len(hosts), "load": load, "step": step, "host": host})
+    return ok(f"job.batch/{name} created\n")
+
+
+APPLIED = "/var/lib/kubelet/rackpilot-applied/"  # the simulated API server's record of the Jobs it has
 
 COMMANDS = {"kubectl": kubectl, "scontrol": scontrol}

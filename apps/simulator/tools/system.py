@@ -9,8 +9,11 @@ from apps.nodeexec.catalogue import (
     DCGM_SOAK_SCRIPT,
     HPL_DAT_LINES,
     HPL_SCRIPT,
+    MPIRUN_HOSTFILE_SCRIPT,
     NIC_FACTS_SCRIPT,
     SOAK_SCRIPT,
+    TRACE_HEADER,
+    TRACE_READ_SCRIPT,
     UTILISATION_SCRIPT,
     WRITE_FILE_SCRIPT,
 )
@@ -19,7 +22,7 @@ from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
 from apps.simulator.state import KERNEL_RELEASE, SimulatedNode
 from apps.simulator.terminal import CommandOutput, Context, fail, not_found, ok
-from apps.simulator.tools import bench, mpi, utilisation
+from apps.simulator.tools import bench, loader, mpi, utilisation
 from apps.simulator.tools.common import cpu_ranges, util_linux_json
 from apps.simulator.tools.network import nic_facts
 from apps.simulator.tools.storage import read_storage_file
@@ -194,6 +197,8 @@ def read_file(context: Context, path: str) -> str | None:
     state = context.state
     if path in state.files:
         return state.files[path]
+    if path == loader.PSI_PATH:
+        return loader.pressure(context)
     if path == "/proc/meminfo":
         return meminfo(state, context.seed)
     if path == "/etc/os-release":
@@ -428,6 +433,10 @@ def sh(context: Context, argv: list[str]) -> CommandOutput:
         return utilisation.samples(context, argv[4], argv[5])
     if len(argv) == 10 and argv[1] == "-c" and argv[2] == HPL_SCRIPT:
         return classic_hpl(context, argv[4:])
+    if len(argv) == 6 and argv[1] == "-c" and argv[2] == TRACE_READ_SCRIPT:
+        return trace_read(context, argv[4], argv[5])
+    if len(argv) >= 5 and argv[1] == "-c" and argv[2] == MPIRUN_HOSTFILE_SCRIPT:
+        return mpirun_from_hostfile(context, argv[4], argv[5:])
     return fail(2, "sh: simulated nodes run only catalogue scripts\n")
 
 
@@ -444,6 +453,28 @@ def classic_hpl(context: Context, args: list[str]) -> CommandOutput:
         return mpi.mpirun(context, [*argv, "--map-by", "slot", "hpl.sh", "--dat", path])
     finally:
         del context.state.files[path]  # the script removes its directory
+
+
+def trace_read(context: Context, path: str, max_bytes: str) -> CommandOutput:
+    """sh -c TRACE_READ_SCRIPT: a file of the node's as the size line and base64 (76 a line, as coreutils wraps)."""
+    content = context.state.files.get(path)
+    if content is None:
+        return fail(1, f"{path}: no such file\n")
+    data = content.encode() if isinstance(content, str) else bytes(content)
+    if len(data) > int(max_bytes):
+        return fail(1, f"{path}: {len(data)} bytes, over {max_bytes}\n")
+    return ok(f"{TRACE_HEADER} {len(data)}\n" + base64.encodebytes(data).decode())
+
+
+def mpirun_from_hostfile(context: Context, hosts: str, args: list[str]) -> CommandOutput:
+    """sh -c MPIRUN_HOSTFILE_SCRIPT: the hosts written as a hostfile in a temporary file, then mpirun --hostfile."""
+    path = "/tmp/tmp.rackpilot-mpirun"
+    entries = [entry.rpartition(":") for entry in hosts.split(",")]
+    context.state.files[path] = "".join(f"{name} slots={slots}\n" for name, _, slots in entries)
+    try:
+        return mpi.mpirun(context, ["mpirun", "--hostfile", path, *args])
+    finally:
+        del context.state.files[path]  # the script's trap removes it
 
 
 def systemctl(context: Context, argv: list[str]) -> CommandOutput:

@@ -31,6 +31,7 @@ class Command(BaseCommand):
         if not no_demo and not Node.objects.exists():
             call_command("load_demo", stdout=self.stdout)
             call_command("load_demo_workloads", stdout=self.stdout)  # the inventory's demo cannot import workloads
+            call_command("load_demo_slos", stdout=self.stdout)  # nor the workloads' demo monitoring
         self._ensure_admin()
         # Hashed, compressed copies of the static files (Plotly's 4.8 MB script goes out as 1.5 MB, cached for good).
         self.stdout.write(f"Collecting static files into {settings.STATIC_ROOT} …")

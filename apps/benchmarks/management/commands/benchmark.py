@@ -4,14 +4,22 @@ The rounds run here, as a worker would run them (their jobs are never queued), s
 Exit status 0 when the run succeeded (a sweep that named suspects succeeded: it did its job), 1 otherwise.
 """
 
+import contextlib
 import json
+import signal
+import threading
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework import serializers
 
 from apps.benchmarks import services, timelines
-from apps.benchmarks.choices import MAX_BYTES, MIN_BYTES, NODE_SUITES, Collective, RunStatus, Suite
+from apps.benchmarks.choices import ITERATIONS, MAX_BYTES, MIN_BYTES, NODE_SUITES, Collective, RunStatus, Suite
+from apps.benchmarks.models import TimelineAnalysis
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
+from apps.core.threads import thread_connection_returned
+from apps.jobs import executor
 from apps.jobs.forms import flat_messages
 
 UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
@@ -44,6 +52,7 @@ class Command(BaseCommand):
         run.add_argument("--collective", default=Collective.ALL_REDUCE, help=f"One of {', '.join(Collective.values)}.")
         run.add_argument("--min-bytes", type=size, default=MIN_BYTES, help="Smallest message (8 B).")
         run.add_argument("--max-bytes", type=size, default=MAX_BYTES, help="Largest message (16G).")
+        run.add_argument("--iterations", type=int, default=ITERATIONS, help="nccl-tests -n per size (20).")
         run.add_argument("--cooldown", type=float, default=services.DEFAULT_COOLDOWN_SECONDS, help="Seconds.")
         run.add_argument("--duration", type=int, default=None, help="burn-in: seconds of soak (60 to 14400).")
         run.add_argument("--load", default="gpu-burn", help="burn-in: gpu-burn (default), dcgmi-r3 or dcgmi-r4.")
@@ -54,7 +63,16 @@ class Command(BaseCommand):
             help="Analyse Chrome traces (PyTorch profiler, one file per rank; or a Horovod timeline): compute, "
             "communication, overlap and idle time per step and per rank. The analysis is stored.",
         )
-        timeline.add_argument("files", nargs="+", help="Trace files, .json or .json.gz.")
+        timeline.add_argument(
+            "files", nargs="+", help="Trace files, .json or .json.gz; with --from-nodes NODE:/absolute/path on a node."
+        )
+        timeline.add_argument(
+            "--from-nodes",
+            action="store_true",
+            help="Read each NODE:/PATH off its node (over --transport, ssh by default) with a timeline-trace job run "
+            "in this process; exit 1 when a file could not be read.",
+        )
+        timeline.add_argument("--transport", default="ssh", help="--from-nodes: ssh (default) or local.")
         timeline.add_argument("--name", default="", help="A name for the analysis (default: the first file's).")
         timeline.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
@@ -69,6 +87,7 @@ class Command(BaseCommand):
                 collective=options["collective"],
                 min_bytes=options["min_bytes"],
                 max_bytes=options["max_bytes"],
+                iterations=options["iterations"],
                 transport=options["transport"],
                 cooldown_seconds=options["cooldown"],
                 duration_seconds=options["duration"],
@@ -78,7 +97,7 @@ class Command(BaseCommand):
             )
         except serializers.ValidationError as error:
             raise CommandError("; ".join(flat_messages(error.detail))) from None
-        run = services.execute_run(run=run)
+        run = self._execute(run)
         if run.suite in NODE_SUITES:
             self._node_report(run, as_json=options["json"])
         else:
@@ -86,7 +105,55 @@ class Command(BaseCommand):
         if run.status != RunStatus.SUCCEEDED:
             raise CommandError(f"the benchmark run ended {run.status}", returncode=1)
 
+    def _execute(self, run):
+        """The run's rounds here. The first Ctrl-C cancels the run as the API's cancel does (the round's job ends its
+        commands or its cool-down, no further round starts, what was measured is kept); a second one stops at once."""
+        if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+            return services.execute_run(run=run)
+        previous = signal.getsignal(signal.SIGINT)
+
+        def cancel() -> None:  # in a thread of its own: the handler may interrupt a query of the main thread
+            ended = contextlib.suppress(services.RunFinished)  # it ended meanwhile: nothing to cancel
+            with thread_connection_returned(), audit_context(source=ChangeSource.COMMAND), ended:
+                services.cancel_run(run=run)
+
+        def on_interrupt(signum, frame) -> None:
+            signal.signal(signal.SIGINT, previous)
+            self.stderr.write("canceling the run: the current round stops (Ctrl-C again to stop at once)")
+            threading.Thread(target=cancel, name="benchmark-cancel").start()
+
+        signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            return services.execute_run(run=run)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
     def _timeline(self, options) -> None:
+        read = self._timeline_from_nodes if options["from_nodes"] else self._timeline_upload
+        self._timeline_report(read(options), as_json=options["json"])
+
+    def _timeline_from_nodes(self, options):
+        files = []
+        for item in options["files"]:
+            node, colon, path = item.partition(":")
+            if not colon or not node or not path:
+                raise CommandError(f"{item}: name each file as NODE:/absolute/path")
+            files.append({"node": node, "path": path})
+        try:
+            job = timelines.take_from_nodes(
+                files=files, name=options["name"], transport=options["transport"], queue=False
+            )
+        except serializers.ValidationError as error:
+            raise CommandError("; ".join(flat_messages(error.detail))) from None
+        for shard in job.shards.order_by("index"):
+            executor.run_shard(job_public_id=str(job.public_id), index=shard.index, worker="benchmark-cli")
+        analysis = TimelineAnalysis.objects.filter(job=job).first()
+        if analysis is None:
+            reasons = [f"{cell.hostname}: {cell.summary}" for cell in job.steps.order_by("hostname") if cell.summary]
+            raise CommandError("no analysis stored: " + ("; ".join(reasons) or "the job did not finish"), returncode=1)
+        return analysis
+
+    def _timeline_upload(self, options):
         opened = []
         try:
             for path in options["files"]:
@@ -100,8 +167,11 @@ class Command(BaseCommand):
         finally:
             for _, stream in opened:
                 stream.close()
+        return analysis
+
+    def _timeline_report(self, analysis, *, as_json: bool) -> None:
         report = timelines.report(analysis)
-        if options["json"]:
+        if as_json:
             self.stdout.write(json.dumps(report, indent=2))
             return
         for row in report["per_rank"]:

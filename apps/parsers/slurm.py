@@ -1,0 +1,190 @@
+"""Slurm's `scontrol show` records (`show node`, `show job [-d]`) and its host lists.
+
+scontrol prints one record per object: the first line starts at column 0 (`NodeName=…`, `JobId=…`), the rest are
+indented; jobs are separated by a blank line, while a node's record may hold a whitespace-only line of its own.
+Fields are `Key=Value` separated by spaces, but a value may hold spaces itself (`Reason=…`, `OS=…`), so a value
+runs to the next ` Key=` on its line. Keys may hold `:` and `/` (`AllocNode:Sid`, `CPUs/Task`). With `-d` a job
+has one indented line per group of nodes with the same allocation: `Nodes=<hostlist> CPU_IDs=<ranges> Mem=<MB>
+GRES=<name>:<count>(IDX:<ranges>)` — the CPU and GPU binding per node. `OverSubscribe=NO` is a job submitted with
+`--exclusive` (whole nodes); `OK`, `YES` or `USER`/`MCS`/`TOPO` let other jobs share its nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .common import Result
+from .errors import ParseError
+
+KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_:/]*)=")
+RECORD_START = re.compile(r"^(JobId|NodeName|PartitionName|ReservationName)=")
+NO_JOBS = re.compile(r"^No jobs in the system")
+GPU_INDEX = re.compile(r"\(IDX:([0-9,\-]+)\)")
+
+
+def fields_of(line: str) -> list[tuple[str, str]]:
+    """The `Key=Value` pairs of one line, values kept as printed (spaces inside them too, the padding stripped)."""
+    found = list(KEY.finditer(line))
+    return [
+        (match.group(1), line[match.end() : found[i + 1].start() if i + 1 < len(found) else len(line)].strip())
+        for i, match in enumerate(found)
+    ]
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's host list: `gpu[001-003,007],mgmt01` -> gpu001 gpu002 gpu003 gpu007 mgmt01 (zero padding kept)."""
+    if text in ("", "(null)"):
+        return []
+    hosts = []
+    for part in re.findall(r"[^,\[]*(?:\[[^\]]*\][^,\[]*)*", text):
+        if not part:
+            continue
+        match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
+        if match is None:
+            hosts.append(part)
+            continue
+        prefix, ranges, rest = match.groups()
+        for number in _numbers(ranges, keep_width=True):
+            hosts.extend(prefix + number + tail for tail in (expand_hostlist(rest) or [""]))
+    return hosts
+
+
+def expand_ranges(text: str) -> list[int]:
+    """`0-3,8,10-11` -> [0, 1, 2, 3, 8, 10, 11]."""
+    return [int(number) for number in _numbers(text, keep_width=False)]
+
+
+def _numbers(ranges: str, *, keep_width: bool) -> list[str]:
+    found = []
+    for piece in ranges.split(","):
+        low, _, high = piece.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise ParseError(f"not a Slurm range: {ranges!r}")
+        width = len(low) if keep_width else 0
+        found.extend(str(value).zfill(width) for value in range(int(low), int(high or low) + 1))
+    return found
+
+
+@dataclass
+class Record(Result):
+    """One object of `scontrol show`: its fields (the first of a repeated key), the `-d` detail lines, where."""
+
+    kind: str  # JobId, NodeName, …
+    fields: dict[str, str]
+    details: list[dict[str, str]]  # the `Nodes=…` lines of `show job -d`
+    detail_lines: list[int]
+    line: int  # 1-based, the record's first line
+    end: int
+
+
+def parse_records(text: str) -> list[Record]:
+    """Every record `scontrol show …` printed (empty for "No jobs in the system"); ParseError naming the line for
+    text that is not scontrol's."""
+    records: list[Record] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if NO_JOBS.match(line) and not records:
+            return []
+        if RECORD_START.match(line):
+            records.append(Record(RECORD_START.match(line).group(1), {}, [], [], number, number))
+        elif not line[0].isspace() or not records:
+            raise ParseError(f"not an scontrol record line: {line[:80]!r}", line=number)
+        pairs = fields_of(line)
+        if not pairs:
+            raise ParseError(f"no Key=Value on the line: {line[:80]!r}", line=number)
+        record = records[-1]
+        record.end = number
+        if pairs[0][0] == "Nodes" and record.kind == "JobId":
+            record.details.append(dict(pairs))
+            record.detail_lines.append(number)
+            continue
+        for key, value in pairs:
+            record.fields.setdefault(key, value)
+    return records
+
+
+@dataclass
+class Allocation(Result):
+    """A job's share of some of its nodes (one `-d` line): the CPUs and GPUs bound there."""
+
+    nodes: list[str]
+    cpu_ids: str  # as printed: 0-55,112-167
+    gres: str
+    gpus: list[int]
+    mem_mb: int | None
+    line: int
+
+
+@dataclass
+class SlurmJob(Result):
+    job_id: str
+    name: str
+    user: str
+    state: str
+    partition: str
+    nodes: list[str]
+    oversubscribe: str
+    allocations: list[Allocation] = field(default_factory=list)
+    line: int = 0
+    end: int = 0
+
+    @property
+    def exclusive(self) -> bool:
+        """Submitted with --exclusive: no other job may share its nodes."""
+        return self.oversubscribe.upper() == "NO"
+
+    def on(self, host: str) -> Allocation | None:
+        return next((allocation for allocation in self.allocations if host in allocation.nodes), None)
+
+
+@dataclass
+class JobList(Result):
+    jobs: list[SlurmJob]
+
+    def on_node(self, host: str) -> list[SlurmJob]:
+        return [job for job in self.jobs if host in job.nodes]
+
+    def named(self, name: str) -> list[SlurmJob]:
+        return [job for job in self.jobs if job.name == name]
+
+
+def parse_show_job(text: str) -> JobList:
+    """`scontrol show job [-d] [id]`: every job with its node list, user, state, OverSubscribe and (with -d) the CPU
+    and GPU binding on each node."""
+    jobs = []
+    for record in parse_records(text):
+        if record.kind != "JobId":
+            raise ParseError(f"a {record.kind} record in a job listing", line=record.line)
+        values = record.fields
+        allocations = []
+        for detail, number in zip(record.details, record.detail_lines, strict=True):
+            gres = detail.get("GRES", "")
+            gpus = [index for found in GPU_INDEX.findall(gres) for index in expand_ranges(found)]
+            mem = detail.get("Mem", "")
+            allocations.append(
+                Allocation(
+                    expand_hostlist(detail["Nodes"]),
+                    detail.get("CPU_IDs", ""),
+                    gres,
+                    gpus,
+                    int(mem) if mem.isdigit() else None,
+                    number,
+                )
+            )
+        jobs.append(
+            SlurmJob(
+                job_id=values["JobId"],
+                name=values.get("JobName", ""),
+                user=values.get("UserId", "").split("(")[0],
+                state=values.get("JobState", ""),
+                partition=values.get("Partition", ""),
+                nodes=expand_hostlist(values.get("NodeList", "")),
+                oversubscribe=values.get("OverSubscribe", values.get("Shared", "")),
+                allocations=allocations,
+                line=record.line,
+                end=record.end,
+            )
+        )
+    return JobList(jobs)

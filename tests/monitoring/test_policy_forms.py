@@ -1,0 +1,150 @@
+"""/policies/: one form per cost-policy kind, built from the parameters the kind declares; each saves a valid policy,
+names the parameter at fault, and is refused to viewers."""
+
+import pytest
+from django.urls import reverse
+
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import Node
+from apps.monitoring.forms import CostPolicyForm
+from apps.monitoring.models import CostPolicy
+from apps.workloads.models import InferenceService
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def fleet(db):
+    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
+    service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=5000)
+    service.nodes.set(Node.objects.filter(hostname__in=("gpu001", "gpu002")))
+    return {"rack": Node.objects.get(hostname="gpu001").rack_id, "service": service.pk}
+
+
+def good(kind: str, fleet) -> dict:
+    return {
+        "low_load_power": {
+            "scope": "rack",
+            "rack": fleet["rack"],
+            "utilisation_below": 30,
+            "window_minutes": 30,
+            "power_limit_w": 450,
+        },
+        "elastic-scaling": {"service": fleet["service"], "threshold_up": 80, "threshold_down": 40, "max_replicas": 2},
+        "spot-capacity": {"scope": "cluster", "spot_discount": 0.6, "window_minutes": 60},
+        "storage_tiering": {"node": "gpu001", "source_path": "/scratch/ckpt", "age_days": 7},
+    }[kind]
+
+
+def _post(client, kind: str, name: str, fields: dict):
+    data = {"kind": kind, f"{kind}-name": name, **{f"{kind}-{key}": value for key, value in fields.items()}}
+    return client.post(reverse("policy-list"), data)
+
+
+BAD = [
+    # (kind, a bad value, the field named, what the kind's check says)
+    ("low_load_power", {"power_limit_w": 5}, "power_limit_w", "power limit range"),
+    ("low_load_power", {"restore_above": 20}, "restore_above", "Must be above utilisation_below"),
+    ("elastic-scaling", {"max_replicas": 3}, "max_replicas", "chat has 2 node(s)"),
+    ("elastic-scaling", {"threshold_down": 90}, "threshold_down", "Must be below threshold_up"),
+    ("spot-capacity", {"spot_discount": 1.5}, "spot_discount", ""),
+    ("storage_tiering", {"source_path": "/checkpoints"}, "source_path", "not on a hot or warm tier volume"),
+    ("storage_tiering", {"source_path": "relative/path"}, "source_path", "An absolute directory path"),
+]
+
+
+@pytest.mark.parametrize("kind", ["low_load_power", "elastic-scaling", "spot-capacity", "storage_tiering"])
+def test_each_kind_saves_a_valid_policy_with_its_parameters(fleet, browser_as, operator, kind):
+    saved = _post(browser_as(operator), kind, "p1", good(kind, fleet))
+
+    assert saved.status_code == 302, saved.context["form"].errors
+    policy = CostPolicy.objects.get()
+    assert policy.kind == kind and policy.created_by == operator
+    given = {key: value for key, value in good(kind, fleet).items() if key not in ("scope", "rack", "service")}
+    assert {key: policy.parameters[key] for key in given} == given
+    assert saved["Location"] == reverse("policy-detail", args=[policy.public_id])
+
+
+def test_defaults_come_from_the_kind(fleet, browser_as, operator):
+    assert _post(browser_as(operator), "elastic-scaling", "scale", {"service": fleet["service"]}).status_code == 302
+
+    policy = CostPolicy.objects.get()
+    assert (policy.scope, policy.service.name) == ("service", "chat")  # the kind's only scope, not asked for
+    assert policy.parameters == {
+        "threshold_up": 80.0,
+        "threshold_down": 40.0,
+        "window_minutes": 15,
+        "cool_down_minutes": 30,
+        "min_replicas": 1,
+        "max_replicas": 2,  # the service's nodes
+    }
+
+
+@pytest.mark.parametrize(("kind", "change", "field", "message"), BAD)
+def test_a_bad_value_is_named_by_its_parameter_and_saves_nothing(
+    fleet, browser_as, operator, kind, change, field, message
+):
+    refused = _post(browser_as(operator), kind, "p1", {**good(kind, fleet), **change})
+
+    assert refused.status_code == 200
+    errors = refused.context["form"].errors
+    assert list(errors) == [field] and message in " ".join(errors[field])
+    assert f'id="id_{kind}-{field}"' in refused.content.decode()  # shown beside its own field
+    assert not CostPolicy.objects.exists()
+
+
+def test_a_kind_with_one_scope_asks_for_what_it_acts_on(fleet, browser_as, operator):
+    refused = _post(browser_as(operator), "elastic-scaling", "scale", {"threshold_up": 80})
+
+    assert list(refused.context["form"].errors) == ["service"] and not CostPolicy.objects.exists()
+    form = CostPolicyForm(kind="elastic-scaling")
+    assert "scope" not in form.fields and "rack" not in form.fields and form.fields["service"].required
+    assert set(CostPolicyForm(kind="storage_tiering").fields) == {
+        "name",
+        "node",
+        "source_path",
+        "age_days",
+        "min_size_mb",
+        "max_files",
+    }
+
+
+def test_a_rack_scope_without_its_rack_is_named(fleet, browser_as, operator):
+    fields = {**good("low_load_power", fleet), "rack": ""}
+
+    refused = _post(browser_as(operator), "low_load_power", "night", fields)
+
+    assert list(refused.context["form"].errors) == ["rack"]
+
+
+def test_a_taken_name_is_refused(fleet, browser_as, operator):
+    client = browser_as(operator)
+    assert _post(client, "spot-capacity", "spot", good("spot-capacity", fleet)).status_code == 302
+
+    refused = _post(client, "low_load_power", "spot", good("low_load_power", fleet))
+
+    assert list(refused.context["form"].errors) == ["name"] and CostPolicy.objects.count() == 1
+
+
+@pytest.mark.parametrize("kind", ["low_load_power", "elastic-scaling", "spot-capacity", "storage_tiering"])
+def test_a_viewer_may_not_create_one(fleet, browser_as, viewer, kind):
+    client = browser_as(viewer)
+
+    assert _post(client, kind, "p1", good(kind, fleet)).status_code == 403
+    assert not CostPolicy.objects.exists()
+    assert 'name="kind"' not in client.get(reverse("policy-list")).content.decode()  # no forms shown
+
+
+def test_an_unknown_kind_answers_400_naming_the_field(fleet, browser_as, operator):
+    refused = browser_as(operator).post(reverse("policy-list"), {"kind": "cheaper", "cheaper-name": "x"})
+
+    assert refused.status_code == 400 and refused.content.decode().startswith("kind:")
+    assert not CostPolicy.objects.exists()
+
+
+def test_the_page_offers_every_kind(fleet, browser_as, operator):
+    page = browser_as(operator).get(reverse("policy-list")).content.decode()
+
+    for kind in ("low_load_power", "elastic-scaling", "spot-capacity", "storage_tiering"):
+        assert f'<input type="hidden" name="kind" value="{kind}">' in page
+    assert 'name="elastic-scaling-threshold_up"' in page and 'name="spot-capacity-spot_discount"' in page

@@ -1,0 +1,101 @@
+"""The simulator's kept telemetry answers (SimulatorTelemetry._cached): a second read is handed the very series the
+first was, with nothing copied, and no reader can change them for the next."""
+
+import dataclasses
+
+import pytest
+
+from apps.inventory.models import Node
+from apps.monitoring import telemetry
+from apps.monitoring.telemetry import SimulatorTelemetry, Window
+from apps.simulator import services as simulator
+from apps.simulator.models import SimFault
+
+pytestmark = pytest.mark.django_db
+
+HOSTS = ["gpu001", "gpu002"]
+
+
+def _window() -> Window:
+    return Window.named("1h")
+
+
+def test_a_kept_answer_is_handed_out_again_without_a_copy(demo_cluster):
+    first = SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window())
+    again = SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window())
+    assert len(first) == 16 and all(one.points for one in first)  # two nodes of eight GPUs, a point a step
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+
+def test_no_reader_can_change_a_kept_answer(demo_cluster):
+    source = SimulatorTelemetry()
+    series = source.gpu_series("util", hostnames=HOSTS, window=_window())
+    one = series[0]
+    labels, points = dict(one.labels), list(one.points)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.points = []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.labels = {}
+    with pytest.raises(TypeError):
+        one.labels["gpu"] = "99"
+    with pytest.raises(AttributeError):
+        one.points.append((0.0, 0.0))
+    with pytest.raises(TypeError):
+        one.points[0] = (0.0, 0.0)
+    if isinstance(series, list):
+        series.clear()  # the caller's own list, not the kept one
+    with pytest.raises((TypeError, AttributeError)):
+        SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window()).clear()
+    kept = SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window())
+    assert len(kept) == 16 and dict(kept[0].labels) == labels and list(kept[0].points) == points
+
+
+def test_the_kept_serving_series_and_busy_seconds_cannot_be_changed_either(demo_cluster):
+    source, window = SimulatorTelemetry(), _window()
+    busy = source.sm_active_seconds(hostnames=HOSTS, start=window.start, end=window.end)
+    assert len(busy) == 16
+    with pytest.raises(TypeError):
+        busy[("gpu001", "0")] = 0.0
+    tokens = source.tokens_per_second(service="no-such-service", window=window)
+    with pytest.raises(AttributeError):
+        tokens.points.append((0.0, 0.0))
+
+
+def test_after_a_fault_on_one_node_only_its_part_is_worked_out_again_and_the_answers_are_a_fresh_reckonings(
+    demo_cluster, monkeypatch
+):
+    window = _window()
+    fleet = list(Node.objects.filter(gpus__isnull=False).distinct().values_list("hostname", flat=True))
+    booted = Node.objects.first().created
+    Node.objects.update(created=booted.fromtimestamp(window.start - 3600, booted.tzinfo))  # on, and counting, all hour
+
+    def answers():
+        source = SimulatorTelemetry()
+        return (
+            source.gpu_series("util", hostnames=fleet, window=window, aggregate="avg")[0].points,
+            source.gpu_series("power", hostnames=fleet, window=window, aggregate="sum")[0].points,
+            source.energy_joules(hostnames=fleet, start=window.start, end=window.end),
+        )
+
+    before = answers()
+    fault = simulator.inject_fault(node=Node.objects.get(hostname="gpu005"), kind="xid79", target="3")
+    SimFault.objects.filter(pk=fault.pk).update(created=fault.created.fromtimestamp(window.start, fault.created.tzinfo))
+    worked_out = []
+    real_points, real_energy = SimulatorTelemetry._node_points, SimulatorTelemetry._node_energy
+    monkeypatch.setattr(
+        SimulatorTelemetry,
+        "_node_points",
+        lambda self, field, host, w: worked_out.append(host) or real_points(self, field, host, w),
+    )
+    monkeypatch.setattr(
+        SimulatorTelemetry,
+        "_node_energy",
+        lambda self, host, a, b: worked_out.append(host) or real_energy(self, host, a, b),
+    )
+
+    after = answers()
+    assert set(worked_out) == {"gpu005"} and len(worked_out) == 3  # 31 of the 32 nodes' parts were kept
+    assert after[1][-1][1] < before[1][-1][1] and after[2] < before[2]  # a GPU off the bus: less power and energy
+    telemetry.ANSWERS.clear()
+    telemetry.NODE_PARTS.clear()
+    assert answers() == after  # what every node worked out afresh gives

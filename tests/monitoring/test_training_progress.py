@@ -1,0 +1,95 @@
+"""The `training-progress` kind: the simulated job's log read on its node rank 0, its step lines stored as a series
+that the simulator's loss model predicts, the schedule, and /metrics."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.exceptions import ValidationError
+
+from apps.inventory.models import Node
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
+from apps.jobs.services import TargetSpec, create_job
+from apps.monitoring import progress
+from apps.simulator.training import LOSS_NOISE, expected_loss
+from apps.workloads import services as workloads
+from apps.workloads.choices import TrainingState
+from apps.workloads.models import TrainingJob, TrainingJobNode, TrainingProgress
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("on_the_simulator")]
+
+HOSTS = ("gpu001", "gpu002")
+
+
+@pytest.fixture
+def training_job(demo_cluster):
+    job = TrainingJob.objects.create(
+        name="llm-pretrain",
+        ranks_per_node=8,
+        checkpoint_dir="/checkpoints/llm-pretrain",
+        checkpoint_interval_steps=200,
+        log_path="/var/log/train/llm-pretrain.log",
+        state=TrainingState.RUNNING,
+        started_at=timezone.now() - timedelta(minutes=30),
+    )
+    for rank, hostname in enumerate(HOSTS):
+        TrainingJobNode.objects.create(job=job, node=Node.objects.get(hostname=hostname), node_rank=rank)
+    return job
+
+
+def _read(training_job, run_shards) -> Job:
+    (job,) = progress.schedule_reads()
+    assert job.parameters == {"training_job": str(training_job.public_id), "log_path": training_job.log_path}
+    return run_shards(job)
+
+
+def test_a_read_stores_the_step_lines_of_the_simulated_log(training_job, run_shards):
+    job = _read(training_job, run_shards)
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.steps.get().node.hostname == "gpu001"  # node rank 0 prints the iteration lines
+    points = workloads.progress_series(job=training_job)
+    # 30 minutes at 1.6 s a step after 45 s of start-up: ~1080 steps, one line every 10
+    assert 100 <= len(points) <= 112
+    assert [p.step for p in points] == list(range(10, 10 * len(points) + 1, 10))
+    first, last = points[0], points[-1]
+    assert first.loss > last.loss > 2.0  # a decaying curve towards its floor
+    # the simulator's model: a decaying curve with seeded noise, Megatron's warm-up of the learning rate
+    for point in points:
+        assert abs(point.loss - expected_loss(point.step)) <= LOSS_NOISE + 1e-6
+        assert 512 / 1.6 / 1.03 < point.samples_per_second < 512 / 1.6 / 0.97
+        assert point.learning_rate == pytest.approx(3e-4 * point.step / 2000, rel=1e-5)
+    assert timezone.now() - timedelta(minutes=1) < last.time <= timezone.now()
+
+
+def test_a_second_read_adds_nothing_twice_and_reads_wait_for_their_interval(training_job, run_shards, settings):
+    _read(training_job, run_shards)
+    count = TrainingProgress.objects.count()
+    assert progress.schedule_reads() == []  # the last read is under a minute old
+    Job.objects.filter(kind="training-progress").update(created=timezone.now() - timedelta(minutes=2))
+    _read(training_job, run_shards)
+    assert count <= TrainingProgress.objects.count() <= count + 1
+
+
+def test_a_job_without_a_log_is_refused_by_name(training_job):
+    training_job.log_path = ""
+    training_job.save()
+    with pytest.raises(ValidationError) as refused:
+        create_job(
+            kind="training-progress",
+            targets=TargetSpec(nodes=("gpu001",)),
+            parameters={"training_job": str(training_job.public_id)},
+        )
+    assert "training_job" in str(refused.value.detail)
+    assert progress.schedule_reads() == []
+
+
+def test_a_read_runs_on_node_rank_0_only(training_job):
+    with pytest.raises(ValidationError) as refused:
+        create_job(
+            kind="training-progress",
+            targets=TargetSpec(nodes=("gpu002",)),
+            parameters={"training_job": str(training_job.public_id)},
+        )
+    assert "gpu001" in str(refused.value.detail["targets"])
+    assert not Job.objects.exists()
