@@ -337,22 +337,24 @@ class SimulatorTelemetry(Telemetry):
             self._model = simulator.telemetry_model(workloads=current_workloads(), seed=self.seed)
         return self._model
 
-    def _cached(self, question: tuple, start: float, end: float, compute, freeze=lambda value: value):
-        """An answer about [start, end], kept across requests while nothing it comes from changes: the inventory and
-        faults (the model's fingerprint), the workloads and the seed; the question names the window or its ends
-        (aligned to the window's step, so pages ask the same one for a whole step). Answers about a span in which
-        the simulated endpoints served requests are worked out each time (the ledger grows while they serve).
-        `freeze` makes what is kept an answer no caller can change, so that every caller is handed it as it is."""
+    def _cached(self, question: tuple, hostnames, start: float, end: float, compute, freeze=lambda value: value):
+        """An answer about these nodes over [start, end], kept across requests while nothing it comes from changes:
+        the nodes' histories and their workload fellows' (readings_version: a drain or a fault elsewhere leaves it
+        kept), the workloads and the seed; the question names the window or its ends (aligned to the window's step,
+        so pages ask the same one for a whole step). Answers about a span in which the simulated endpoints served
+        requests are worked out each time (the ledger grows while they serve). `freeze` makes what is kept an
+        answer no caller can change, so that every caller is handed it as it is."""
         model = self.model
-        if model.fingerprint is None or model.served_within(start, end + 1):
+        version = model.readings_version(hostnames)
+        if version is None or model.served_within(start, end + 1):
             return compute()  # nobody else holds it
-        key = (self.source, model.fingerprint, model.workloads, self.seed, question)
+        key = (self.source, version, model.workloads, self.seed, question)
         return ANSWERS.get(key, lambda: freeze(compute()))
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
         question = ("gpu", field, tuple(hostnames), aggregate, window)
         compute = partial(self._gpu_series, field, hostnames, window, aggregate)
-        return self._cached(question, window.start, window.end, compute, _frozen)
+        return self._cached(question, hostnames, window.start, window.end, compute, _frozen)
 
     def _gpu_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
         hostnames = [hostname for hostname in hostnames if hostname in self.model.histories]
@@ -420,7 +422,7 @@ class SimulatorTelemetry(Telemetry):
 
     def energy_joules(self, *, hostnames, start, end):
         compute = partial(self._energy_joules, hostnames, start, end)
-        return self._cached(("energy", tuple(hostnames), start, end), start, end, compute)
+        return self._cached(("energy", tuple(hostnames), start, end), hostnames, start, end, compute)
 
     def _energy_joules(self, hostnames: list[str], start: float, end: float) -> float:
         question, keep = ("energy", start, end), not self.model.served_within(start, end + 1)
@@ -441,7 +443,9 @@ class SimulatorTelemetry(Telemetry):
 
     def sm_active_seconds(self, *, hostnames, start, end):
         compute = partial(self._sm_active_seconds, hostnames, start, end)
-        return self._cached(("sm_active_seconds", tuple(hostnames), start, end), start, end, compute, MappingProxyType)
+        return self._cached(
+            ("sm_active_seconds", tuple(hostnames), start, end), hostnames, start, end, compute, MappingProxyType
+        )
 
     def _sm_active_seconds(self, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         seconds = {}
@@ -463,10 +467,20 @@ class SimulatorTelemetry(Telemetry):
     def _run(self, service: str) -> ServingRun | None:
         return next((run for run in self.model.workloads.serving if run.name == service), None)
 
+    def _run_hostnames(self, service: str) -> tuple[str, ...]:
+        """The nodes a service's figures come from (its serving nodes' speeds make its capacity)."""
+        run = self._run(service)
+        return run.hostnames if run else ()
+
     def tokens_per_second(self, *, service, window):
         compute = partial(_listed, self._tokens_per_second, service, window)
         return self._cached(
-            ("tokens", service, window), window.start - window.rate_range, window.end, compute, _frozen
+            ("tokens", service, window),
+            self._run_hostnames(service),
+            window.start - window.rate_range,
+            window.end,
+            compute,
+            _frozen,
         )[0]
 
     def _tokens_per_second(self, service: str, window: Window) -> Series:
@@ -483,7 +497,14 @@ class SimulatorTelemetry(Telemetry):
 
     def p99_latency_seconds(self, *, service, window):
         compute = partial(_listed, self._p99_latency_seconds, service, window)
-        return self._cached(("p99", service, window), window.start - window.rate_range, window.end, compute, _frozen)[0]
+        return self._cached(
+            ("p99", service, window),
+            self._run_hostnames(service),
+            window.start - window.rate_range,
+            window.end,
+            compute,
+            _frozen,
+        )[0]
 
     def _p99_latency_seconds(self, service: str, window: Window) -> Series:
         run = self._run(service)
@@ -502,7 +523,9 @@ class SimulatorTelemetry(Telemetry):
 
     def generated_tokens(self, *, service, start, end):
         compute = partial(self._generated_tokens, service, start, end)
-        return self._cached(("generated_tokens", service, start, end), start, end, compute)
+        return self._cached(
+            ("generated_tokens", service, start, end), self._run_hostnames(service), start, end, compute
+        )
 
     def _generated_tokens(self, service: str, start: float, end: float) -> float:
         run = self._run(service)

@@ -1,5 +1,7 @@
 """The simulated cluster's services: run a command on a simulated node, run nccl-tests across nodes, manage faults."""
 
+import itertools
+import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -264,18 +266,16 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
     The nodes' histories (their healthy states, faults and changes) and their regimes are built once per inventory
     fingerprint and shared by the models asked for while it holds (every page, the exporters' rebuild every few
     seconds); the served-requests ledger and the workloads are read afresh each time. When the fingerprint moves,
-    only the nodes whose own rows changed are built again (a drain at 512 nodes rebuilds one, not 512)."""
+    only the nodes whose own rows changed are built again (a drain at 512 nodes rebuilds one, not 512), and a node
+    built again into the history it had keeps its generation (model.versions), by which answers about it are kept."""
     if hostnames is not None:
         histories, regimes = _histories(hostname__in=hostnames), None
     else:
         fingerprint = inventory_fingerprint()
         built = _HISTORIES.get(fingerprint)
         if built is None:
-            newest = (list(_HISTORIES.values()) or [None])[-1]  # copied at once: other threads may add or drop
-            built = _rebuilt(fingerprint, newest)
-            if len(_HISTORIES) >= HISTORIES_KEPT:
-                _HISTORIES.pop(next(iter(_HISTORIES), None), None)  # the oldest (another thread may have taken it)
-            _HISTORIES[fingerprint] = built
+            with _BUILDING:  # a second reader waits for these histories rather than building them alongside
+                built = _HISTORIES.get(fingerprint) or _keep(fingerprint)
         histories, regimes = built.histories, built.regimes
     model = ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger(), regimes=regimes)
     if hostnames is None:
@@ -283,8 +283,19 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
     return model
 
 
+def _keep(fingerprint: tuple) -> "_Built":
+    """The histories of a new fingerprint, built from the newest kept ones and kept (under _BUILDING)."""
+    newest = (list(_HISTORIES.values()) or [None])[-1]  # copied at once: other threads may add or drop
+    built = _rebuilt(fingerprint, newest)
+    if len(_HISTORIES) >= HISTORIES_KEPT:
+        _HISTORIES.pop(next(iter(_HISTORIES), None), None)  # the oldest
+    _HISTORIES[fingerprint] = built
+    return built
+
+
 HISTORIES_KEPT = 4
 _HISTORIES: dict = {}  # inventory fingerprint -> _Built, oldest first
+_BUILDING = threading.Lock()
 # What a node's simulated state is built from. Their rows are written with save() (the `updated` stamp moves) or
 # added and removed (the count and the highest key move); the tables whose times are the model's history (a node's
 # boot, a fault's start, a change's moment) are read row by row, as tests and benches backdate them with update().
@@ -293,6 +304,10 @@ _HISTORIES: dict = {}  # inventory fingerprint -> _Built, oldest first
 _SHARED = (GpuSku, StorageTier, Cable, Switch)
 _OWN = (Gpu, Nic, Firmware, Volume)
 _TIMED = (Node, SimFault, SimChange)
+# A node's generation moves only when its rebuilt history differs from the one it replaces: a drain or an edited
+# comment saves the node's row (so it is built again) but leaves what its GPUs read as it was, and the answers kept
+# by its generation stay good.
+_GENERATIONS = itertools.count(1)
 
 
 @dataclass
@@ -301,15 +316,16 @@ class _Built:
     keys: dict[int, tuple]  # node pk -> what its history was built from (_node_keys)
     by_node: dict[int, NodeHistory]  # the nodes with GPUs
     regimes: dict  # shared by the models of these histories (ClusterTelemetry)
+    generations: dict[int, int]  # node pk (with GPUs) -> its history's generation
 
     @cached_property
     def histories(self) -> list[NodeHistory]:
         return [self.by_node[pk] for pk in self.keys if pk in self.by_node]  # the nodes' own order
 
     @cached_property
-    def versions(self) -> dict[str, tuple]:
-        """hostname -> what its history was built from: answers about one node may be kept by it."""
-        return {history.hostname: self.keys[pk] for pk, history in self.by_node.items()}
+    def versions(self) -> dict[str, int]:
+        """hostname -> its history's generation: answers about one node may be kept by it."""
+        return {history.hostname: self.generations[pk] for pk, history in self.by_node.items()}
 
 
 def inventory_fingerprint() -> tuple:
@@ -337,16 +353,29 @@ def _node_keys() -> dict[int, tuple]:
 
 
 def _rebuilt(fingerprint: tuple, previous: _Built | None) -> _Built:
-    """The histories for a new fingerprint: the previous ones kept for every node whose own rows are as they were."""
+    """The histories for a new fingerprint: the previous ones kept for every node whose own rows are as they were,
+    and for every node built again into the very history it had (with its generation)."""
     shared, keys = fingerprint[0], _node_keys()
-    if previous is None or previous.shared != shared:
+    if previous is None:
         by_node = {history.healthy.node_id: history for history in _histories()}
-        return _Built(shared, keys, by_node, {})
-    kept = {pk: history for pk, history in previous.by_node.items() if previous.keys.get(pk) == keys.get(pk)}
-    stale = [pk for pk in keys if previous.keys.get(pk) != keys[pk]]
-    by_node = {**kept, **{history.healthy.node_id: history for history in _histories(pk__in=stale)}}
-    rebuilt = {history.hostname for pk, history in previous.by_node.items() if pk not in kept}
-    return _Built(shared, keys, by_node, regimes_without(previous.regimes, rebuilt))
+        return _Built(shared, keys, by_node, {}, {pk: next(_GENERATIONS) for pk in by_node})
+    if previous.shared != shared:
+        fresh = _histories()
+    else:
+        fresh = _histories(pk__in=[pk for pk in keys if previous.keys.get(pk) != keys[pk]])
+    by_node = {pk: history for pk, history in previous.by_node.items() if pk in keys}
+    generations = {pk: previous.generations[pk] for pk in by_node}
+    moved = {history.hostname for pk, history in previous.by_node.items() if pk not in keys}
+    for history in fresh:
+        pk, before = history.healthy.node_id, previous.by_node.get(history.healthy.node_id)
+        if history != before:
+            by_node[pk], generations[pk] = history, next(_GENERATIONS)
+            moved |= {history.hostname} | ({before.hostname} if before else set())
+    for pk in set(by_node) - {history.healthy.node_id for history in fresh}:
+        if previous.keys.get(pk) != keys[pk]:  # rebuilt, and it has no GPUs now
+            moved.add(by_node.pop(pk).hostname)
+            generations.pop(pk)
+    return _Built(shared, keys, by_node, regimes_without(previous.regimes, moved), generations)
 
 
 def _histories(**filters) -> list[NodeHistory]:

@@ -21,6 +21,7 @@ import bisect
 import copy
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from apps.simulator.changes import apply_changes
@@ -284,7 +285,8 @@ class ClusterTelemetry:
         self.ledger = ledger
         self.histories = {history.hostname: history for history in histories}
         self.fingerprint = None  # what the histories were built from, when the builder knows (pages cache on it)
-        self.versions: dict[str, tuple] | None = None  # hostname -> what its history was built from, likewise
+        self.versions: dict[str, int] | None = None  # hostname -> its history's generation, likewise
+        self._readings_versions: dict[tuple[str, ...], tuple] = {}
         self.workloads = workloads
         # Regimes (and cards' offsets) depend on the histories alone: models of the same histories may share them.
         self._regimes: dict = {} if regimes is None else regimes
@@ -341,6 +343,21 @@ class ClusterTelemetry:
             return None
         run = self._role.get(hostname)
         return (self.versions.get(hostname), *(self.versions.get(other) for other in (run.hostnames if run else ())))
+
+    def readings_version(self, hostnames: Sequence[str]) -> tuple | None:
+        """What the readings of these nodes depend on (reading_version of each, the fellows of a workload once): an
+        answer about them is good while it holds. None when the builder gave no versions."""
+        if self.versions is None:
+            return None
+        hostnames = tuple(hostnames)
+        version = self._readings_versions.get(hostnames)
+        if version is None:
+            runs = {(type(run).__name__, run.name): run for run in map(self._role.get, hostnames) if run is not None}
+            version = self._readings_versions[hostnames] = (
+                tuple(map(self.versions.get, hostnames)),
+                tuple((key, tuple(map(self.versions.get, run.hostnames))) for key, run in sorted(runs.items())),
+            )
+        return version
 
     def role(self, hostname: str, t: float):
         run = self._role.get(hostname)

@@ -1,6 +1,8 @@
 """The BMC clients against real emulators: ipmi_sim over lanplus, sushy-emulator over HTTPS, through the bmc-poll
 job on the `local` transport (ipmitool and HTTP from this host, as a worker would)."""
 
+import shutil
+
 import pytest
 
 from apps.inventory.models import Node
@@ -8,6 +10,7 @@ from apps.jobs.choices import StepStatus
 from apps.monitoring import bmcs
 from apps.monitoring.choices import PollResult
 from apps.monitoring.models import Bmc, BmcReading
+from tests.live_server import need
 
 from .emulators import PASSWORD, USER, start_ipmi_sim, start_sushy
 
@@ -82,6 +85,7 @@ def test_ipmi_sim_refuses_a_wrong_password(ipmi_sim, emulated_node, poll):
 def test_a_bmc_that_never_answers_is_unreachable(emulated_node, poll, settings):
     from .emulators import free_port
 
+    need(shutil.which("ipmitool"), "needs ipmitool (apt-get install ipmitool)")  # the poll runs it, unanswered
     settings.RACKPILOT_BMC_TIMEOUT_SECONDS = 3
     node = emulated_node("ipmi", free_port())
 

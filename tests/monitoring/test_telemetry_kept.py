@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from apps.inventory.models import Node
+from apps.inventory.services import drain_nodes
 from apps.monitoring import telemetry
 from apps.monitoring.telemetry import SimulatorTelemetry, Window
 from apps.simulator import services as simulator
@@ -99,3 +100,22 @@ def test_after_a_fault_on_one_node_only_its_part_is_worked_out_again_and_the_ans
     telemetry.ANSWERS.clear()
     telemetry.NODE_PARTS.clear()
     assert answers() == after  # what every node worked out afresh gives
+
+
+def test_an_answer_stays_kept_through_a_drain_or_an_edit_and_a_fault_on_one_of_its_nodes_works_it_out_again(
+    demo_cluster,
+):
+    def series():
+        return SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window())
+
+    first = series()
+    drain_nodes(nodes=Node.objects.filter(hostname="gpu001"), reason="fan noise")
+    node = Node.objects.get(hostname="gpu002")
+    node.comments = "checked the fans"
+    node.save()
+    assert all(a is b for a, b in zip(first, series(), strict=True))  # what the GPUs read did not move
+
+    simulator.inject_fault(node=Node.objects.get(hostname="gpu009"), kind="xid79", target="3")
+    assert all(a is b for a, b in zip(first, series(), strict=True))  # a fault elsewhere
+    simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="3")
+    assert all(a is not b for a, b in zip(first, series(), strict=True))
