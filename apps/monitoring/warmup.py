@@ -1,0 +1,54 @@
+"""What the operator's first pages ask, worked out once when the server starts, so that the first view of the
+dashboard, the cluster telemetry and the SLOs does not pay for it (at 512 simulated nodes: their histories, the
+fleet's telemetry parts and the topology rules, ~5 s). Reads only: each piece is a page's own read, run here
+before anyone asks."""
+
+import logging
+import threading
+import time
+
+from django.db import close_old_connections, connections
+
+from apps.core.reads import ReadScope
+from apps.inventory.dashboard import panels
+from apps.monitoring import services
+from apps.monitoring.models import Slo
+from apps.monitoring.telemetry import Window
+
+logger = logging.getLogger(__name__)
+
+
+def warm_up() -> float:
+    """Work out the dashboard's panels, the cluster telemetry over the default window and each SLO's status;
+    returns the seconds it took. A piece that fails is logged and skipped: the page will say why when asked."""
+    started = time.perf_counter()
+    pieces = [(f"dashboard panel {panel.name}", panel.context) for panel in panels()]
+    pieces.append(("cluster telemetry", lambda: services.cluster_page(window=Window.named("1h"))))
+    for row in Slo.objects.select_related("service", "training_job", "rack"):
+        pieces.append((f"SLO {row.name}", lambda row=row: services.slo_status(row)))
+    with ReadScope("GET"):  # one read: its pieces share what they ask for, as a page's panels do
+        for name, compute in pieces:
+            try:
+                compute()
+            except Exception:  # a warm-up never stops the server
+                logger.exception("Warming up %s failed", name)
+    return time.perf_counter() - started
+
+
+def start_warm_up(then=None) -> threading.Thread:
+    """warm_up() on a thread of its own (the server answers meanwhile), then `then()` (the server's GC tuning: what
+    was worked out lives as long as the process)."""
+
+    def run() -> None:
+        close_old_connections()
+        try:
+            seconds = warm_up()
+            logger.info("Warmed up the first pages in %.1f s", seconds)
+            if then is not None:
+                then()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, name="rackpilot-warm-up", daemon=True)
+    thread.start()
+    return thread
