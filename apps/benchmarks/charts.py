@@ -9,16 +9,12 @@
 
 from __future__ import annotations
 
-import json
-
 import plotly.graph_objects as go
+
+from apps.core.charts import figure_json as figure_json  # re-exported: the views embed with it
 
 COLOURS = {"pass": "#1f9d55", "warn": "#d98a00", "fail": "#d23b3b", "could_not_run": "#8a93a6"}
 MAX_LINES = 24
-
-
-def figure_json(figure: go.Figure) -> dict:
-    return json.loads(figure.to_json())
 
 
 def _size_label(size: int) -> str:

@@ -6,28 +6,12 @@ accepts each figure and builds the same one."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-from functools import cache
 
-import plotly.graph_objects as go
-
+from apps.core.charts import figure_json as figure_json  # re-exported: the views embed with it
 from apps.monitoring.telemetry import Series
 from apps.simulator.model import REASON_BITS
 
 HEIGHT = 280
-
-
-@cache
-def _template() -> dict:
-    """Plotly's default template, as go.Figure would embed it (so the charts look as before)."""
-    return json.loads(go.Figure().to_json())["layout"]["template"]
-
-
-def figure_json(figure: dict | go.Figure) -> dict:
-    """The figure as json_script embeds it: a dict built here gets the default template; a go.Figure is serialised."""
-    if isinstance(figure, go.Figure):
-        return json.loads(figure.to_json())
-    return {"data": figure["data"], "layout": {**figure["layout"], "template": _template()}}
 
 
 def _figure(data: list[dict], *, title: str, y_title: str, y_range=None, **layout) -> dict:

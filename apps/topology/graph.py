@@ -7,17 +7,24 @@ need it (plane reachability, MTU, GPU-NIC affinity).
 
 Capacity of a cable is the slowest of the cable and the NICs at its ends. ``capacity_gbps`` of an edge counts only
 cables that are up (no NIC end reported link down); ``installed_gbps`` counts every cable.
+
+The fabric (graph, switches, NICs, GPUs, storage tiers) is kept in-process by a fingerprint of its tables and rebuilt
+only when they change; the nodes' own attributes (role, status, rack) are read on every build, so a node's new status
+shows at once without re-reading thousands of cables.
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import networkx as nx
+from django.db.models import Count, Max
 
+from apps.core.reads import kept_for_this_read
 from apps.inventory.choices import NODE_STATUS_IN_SERVICE, NicPurpose, NodeRole, Plane, StorageTierKind, SwitchTier
-from apps.inventory.models import Cable, Gpu, Nic, Node, StorageTier, Switch
+from apps.inventory.models import Cable, Gpu, Nic, Node, Rack, Site, StorageTier, Switch
 
 DATA_PLANES = (Plane.A.value, Plane.B.value)
 NODE_PREFIX = "node:"
@@ -133,7 +140,9 @@ class StorageTierInfo:
 
 @dataclass
 class ClusterGraph:
-    """The graph plus the per-element detail the rules read."""
+    """The graph plus the per-element detail the rules read.
+
+    ``nodes`` is this build's own; the rest is the kept fabric, shared with other builds: read it, never change it."""
 
     graph: nx.Graph
     nodes: dict[str, NodeInfo]
@@ -142,6 +151,11 @@ class ClusterGraph:
     gpus: dict[str, list[GpuInfo]]
     storage_tiers: list[StorageTierInfo]
     cable_count: int = 0
+    fabric_built: float = field(default_factory=time.monotonic)  # when the fabric was read (time.monotonic())
+
+    @property
+    def fabric_age_s(self) -> float:
+        return time.monotonic() - self.fabric_built
 
     def compute_nodes(self, *, in_service_only: bool = True) -> list[NodeInfo]:
         return [
@@ -164,24 +178,108 @@ def _rack_name(value: str | None) -> str:
     return value or ""
 
 
+@dataclass(frozen=True)
+class Fabric:
+    """What the fabric tables say (switches, NICs, GPUs and their peers, cables, storage tiers), for one list of nodes.
+
+    Kept between requests and shared by every ClusterGraph built while those tables stay as they are: nothing but
+    _build_fabric sets anything in it (NicInfo's fields included)."""
+
+    graph: nx.Graph  # vertices and cables only: what a node is (role, status, rack) lives in ClusterGraph.nodes
+    switches: dict[str, SwitchInfo]
+    nics: dict[str, list[NicInfo]]
+    gpus: dict[str, list[GpuInfo]]
+    storage_tiers: list[StorageTierInfo]
+    cable_count: int
+    built: float = field(default_factory=time.monotonic)
+
+
+# Bulk .update() calls leave `updated` alone, so the fingerprint misses them: a kept fabric is rebuilt once it is this
+# old, as the rule summary's cache expires after services.SUMMARY_MAX_AGE_S (the same figure) for the same reason.
+FABRIC_MAX_AGE_S = 60
+FABRICS_KEPT = 2  # the latest, and the one before for a request still reading through an older transaction
+_FABRICS: dict[tuple, Fabric] = {}  # fabric fingerprint -> the fabric built from it, oldest first
+FABRIC_TABLES = (Switch, Nic, Cable, Gpu, StorageTier, Rack, Site)  # Rack, Site: switches' racks, tiers' sites
+
+
 def build_cluster_graph() -> ClusterGraph:
-    """Read the inventory (seven queries, whatever its size) and build the graph."""
-    nodes_by_id: dict[int, NodeInfo] = {}
-    gpu_counts: dict[int, int] = defaultdict(int)
-    gpu_rows = list(Gpu.objects.values_list("id", "node_id", "index", "numa_node", "pcie_switch"))
-    for _, node_id, *_ in gpu_rows:
-        gpu_counts[node_id] += 1
-    for node_id, hostname, role, status, rack in Node.objects.values_list(
-        "id", "hostname", "role", "status", "rack__name"
-    ):
-        nodes_by_id[node_id] = NodeInfo(
+    """The inventory as a graph: the nodes read afresh, the fabric kept while its tables stay as they are.
+
+    Nine queries when the fabric is kept (the nodes, then an aggregate per fabric table and one for the NIC-GPU
+    peers; only the nodes once the read request asked for those), fifteen when it is built, whatever the cluster's
+    size. A node's status change or edit then costs reading the nodes, not the 8,000 cables of 512 nodes."""
+    rows = list(Node.objects.values_list("id", "hostname", "role", "status", "rack__name"))
+    fabric = kept_fabric({node_id: hostname for node_id, hostname, *_ in rows})
+    nodes = [
+        NodeInfo(
             hostname=hostname,
             role=role,
             status=status,
             rack=_rack_name(rack),
             in_service=status in NODE_STATUS_IN_SERVICE,
-            gpu_count=gpu_counts.get(node_id, 0),
+            gpu_count=len(fabric.gpus.get(hostname, ())),
         )
+        for _, hostname, role, status, rack in rows
+    ]
+    return ClusterGraph(
+        graph=fabric.graph,
+        nodes={node.hostname: node for node in sorted(nodes, key=lambda node: node.hostname)},
+        switches=fabric.switches,
+        nics=fabric.nics,
+        gpus=fabric.gpus,
+        storage_tiers=fabric.storage_tiers,
+        cable_count=fabric.cable_count,
+        fabric_built=fabric.built,
+    )
+
+
+def kept_fabric(hostnames: dict[int, str]) -> Fabric:
+    """The fabric for these nodes (id -> hostname) as the tables hold it now: the kept one, or built and kept."""
+    # Read before the tables: a change in between makes the kept fabric newer than its key, never older.
+    fingerprint = fabric_fingerprint(hostnames)
+    fabric = _FABRICS.get(fingerprint)
+    if fabric is not None and time.monotonic() - fabric.built < FABRIC_MAX_AGE_S:
+        return fabric
+    fabric = _build_fabric(hostnames)
+    _FABRICS.pop(fingerprint, None)  # an expired one: the new one goes in last, as the newest
+    if len(_FABRICS) >= FABRICS_KEPT:
+        _FABRICS.pop(next(iter(_FABRICS), None), None)  # the oldest (another thread may have taken it)
+    _FABRICS[fingerprint] = fabric
+    return fabric
+
+
+def fabric_fingerprint(hostnames: dict[int, str]) -> tuple:
+    """Changes whenever a fabric row is created, deleted or saved, or a node is added, removed or renamed (NIC and GPU
+    labels carry hostnames)."""
+    return (tuple(sorted(hostnames.items())), *fabric_figures())
+
+
+def fabric_figures() -> list[tuple]:
+    """table_figures of each fabric table, and the NIC-GPU peers' count and highest key (they have no `updated`: their
+    rows only come and go). Worked out once per read request: the page's cache key asks for them too."""
+    return kept_for_this_read("topology:fabric-figures", _fabric_figures)
+
+
+def _fabric_figures() -> list[tuple]:
+    peers = Nic.peer_gpus.through.objects.aggregate(count=Count("pk"), last=Max("pk"))
+    return [*(table_figures(model) for model in FABRIC_TABLES), ("peers", peers["count"], peers["last"])]
+
+
+def table_figures(model) -> tuple:
+    """The table's row count, highest key and latest `updated`, in one query: changes whenever a row is created,
+    deleted or saved (not by a bulk .update(), which leaves `updated` alone)."""
+    row = model.objects.aggregate(count=Count("pk"), last=Max("pk"), updated=Max("updated"))
+    return (model._meta.label_lower, row["count"], row["last"], row["updated"])
+
+
+def forget_fabric() -> None:
+    """Build the fabric afresh next time (tests that need a cold start)."""
+    _FABRICS.clear()
+
+
+def _build_fabric(hostnames: dict[int, str]) -> Fabric:
+    """Read the fabric tables (six queries, whatever their size) and build the graph of cables between the nodes
+    (by id -> hostname) and the switches."""
     switches_by_id: dict[int, SwitchInfo] = {
         switch_id: SwitchInfo(name=name, plane=plane, tier=tier, rack=_rack_name(rack), port_speed_gbps=speed)
         for switch_id, name, plane, tier, rack, speed in Switch.objects.values_list(
@@ -194,7 +292,7 @@ def build_cluster_graph() -> ClusterGraph:
         "id", "node_id", "name", "purpose", "speed_gbps", "mtu", "plane", "numa_node", "pcie_switch", "link_up"
     ):
         nics_by_id[nic_id] = NicInfo(
-            hostname=nodes_by_id[node_id].hostname,
+            hostname=hostnames[node_id],
             name=name,
             purpose=purpose,
             speed_gbps=speed,
@@ -207,16 +305,18 @@ def build_cluster_graph() -> ClusterGraph:
 
     gpus_by_id: dict[int, GpuInfo] = {}
     gpus: dict[str, list[GpuInfo]] = defaultdict(list)
-    for gpu_id, node_id, index, numa, pcie in gpu_rows:
-        gpu = GpuInfo(hostname=nodes_by_id[node_id].hostname, index=index, numa_node=numa, pcie_switch=pcie)
+    for gpu_id, node_id, index, numa, pcie in Gpu.objects.values_list(
+        "id", "node_id", "index", "numa_node", "pcie_switch"
+    ):
+        gpu = GpuInfo(hostname=hostnames[node_id], index=index, numa_node=numa, pcie_switch=pcie)
         gpus_by_id[gpu_id] = gpu
         gpus[gpu.hostname].append(gpu)
     for nic_id, gpu_id in Nic.peer_gpus.through.objects.values_list("nic_id", "gpu_id"):
         nics_by_id[nic_id].peer_gpu_indexes.add(gpus_by_id[gpu_id].index)
 
     graph = nx.Graph()
-    for node in nodes_by_id.values():
-        graph.add_node(node.key, kind="node", name=node.hostname, role=node.role, rack=node.rack, status=node.status)
+    for hostname in hostnames.values():
+        graph.add_node(node_key(hostname), kind="node", name=hostname)
     for switch in switches_by_id.values():
         graph.add_node(
             switch.key, kind="switch", name=switch.name, plane=switch.plane, tier=switch.tier, rack=switch.rack
@@ -297,9 +397,8 @@ def build_cluster_graph() -> ClusterGraph:
     kinds = {kind: i for i, kind in enumerate(StorageTierKind.values)}  # hot, warm, cold
     tiers.sort(key=lambda tier: (tier.site, kinds.get(tier.kind, len(kinds)), tier.name))
 
-    return ClusterGraph(
+    return Fabric(
         graph=graph,
-        nodes={node.hostname: node for node in sorted(nodes_by_id.values(), key=lambda node: node.hostname)},
         switches={switch.name: switch for switch in sorted(switches_by_id.values(), key=lambda switch: switch.name)},
         nics=dict(nics),
         gpus=dict(gpus),

@@ -8,16 +8,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
-from django.db.models import Count, Max
 
-from apps.inventory.models import Cable, Gpu, Nic, Node, Rack, StorageTier, Switch
+from apps.inventory.models import Node
 from apps.topology import rules
-from apps.topology.graph import DATA_PLANES, ClusterGraph, build_cluster_graph
+from apps.topology.graph import (
+    DATA_PLANES,
+    FABRIC_MAX_AGE_S,
+    ClusterGraph,
+    build_cluster_graph,
+    fabric_figures,
+    table_figures,
+)
 
 DEFAULT_BANDWIDTH_THRESHOLD_GBPS = 200
 DEFAULT_MAX_OVERSUBSCRIPTION = 1.0
 DEFAULT_MTU = 9000
-SUMMARY_MAX_AGE_S = 60
+SUMMARY_MAX_AGE_S = FABRIC_MAX_AGE_S  # bulk updates (which leave `updated` alone) show within this, everywhere
 
 
 @dataclass(frozen=True)
@@ -148,13 +154,9 @@ def evaluate_topology(
 
 
 def inventory_fingerprint() -> str:
-    """Changes whenever a row the rules read is created, deleted or saved (counts and latest update per table)."""
-    parts = []
-    for model in (Node, Switch, Nic, Cable, Gpu, StorageTier, Rack):
-        figures = model.objects.aggregate(count=Count("pk"), updated=Max("updated"))
-        parts.append(f"{model._meta.label_lower}:{figures['count']}:{figures['updated']}")
-    parts.append(f"peers:{Nic.peer_gpus.through.objects.count()}")
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+    """Changes whenever a row the rules read is created, deleted or saved: the nodes' and the fabric's tables."""
+    figures = [table_figures(Node), *fabric_figures()]
+    return hashlib.sha256(repr(figures).encode()).hexdigest()[:32]
 
 
 def rule_summary(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> RuleSummary:
@@ -168,10 +170,17 @@ def rule_summary(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> RuleSummary:
         cached = cache.get(_summary_key(fingerprint))
         if cached is not None:
             return cached
-    summary = RuleSummary(rules=evaluate_topology().rules, fingerprint=fingerprint)
+    report = evaluate_topology()
+    summary = RuleSummary(rules=report.rules, fingerprint=fingerprint)
     if max_age_s:
-        cache.set(_summary_key(fingerprint), summary, max_age_s)
+        cache.set(_summary_key(fingerprint), summary, kept_for_s(report.cluster, max_age_s))
     return summary
+
+
+def kept_for_s(cluster: ClusterGraph, max_age_s: int) -> int:
+    """How long to cache what was worked out from the cluster: max_age_s less the age of the fabric it was built on,
+    which is kept up to as long itself, so a bulk update shows within max_age_s and not twice that."""
+    return max(1, int(max_age_s - cluster.fabric_age_s))
 
 
 def remember_rule_summary(

@@ -14,6 +14,7 @@ from apps.topology.services import (
     SUMMARY_MAX_AGE_S,
     evaluate_topology,
     inventory_fingerprint,
+    kept_for_s,
     remember_rule_summary,
 )
 
@@ -114,8 +115,9 @@ def topology_page(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> dict:
         "figure": figure_json(topology_figure(report.cluster, report.rules)),
     }
     if max_age_s:
-        cache.set(key, page, max_age_s)
-        remember_rule_summary(report.rules, fingerprint=fingerprint, max_age_s=max_age_s)
+        kept_for = kept_for_s(report.cluster, max_age_s)
+        cache.set(key, page, kept_for)
+        remember_rule_summary(report.rules, fingerprint=fingerprint, max_age_s=kept_for)
     return page
 
 

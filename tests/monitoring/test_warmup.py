@@ -37,4 +37,3 @@ def test_after_the_warm_up_the_first_pages_build_no_histories_and_evaluate_no_ru
     for path in FIRST_PAGES:
         assert client.get(path).status_code == 200
     assert built == []
-
