@@ -8,6 +8,7 @@ Both compute the same things the same way: a gauge's value at each step; increas
 range; histogram_quantile over the rate of the buckets. So the same window gives the same figures from either.
 """
 
+import dataclasses
 import ipaddress
 import json
 import math
@@ -275,7 +276,7 @@ def current_workloads() -> Workloads:
     )
 
 
-ANSWERS_KEPT = 512
+ANSWERS_KEPT = 4096  # a page of SLOs asks ~500 (energy per step of four windows): several pages must fit
 
 
 class KeptAnswers:
@@ -302,6 +303,12 @@ class KeptAnswers:
                 self._answers[key] = (answer, until)
         return answer
 
+    def peek(self, key):
+        """The kept answer to `key`, or None (nothing is computed)."""
+        with self._lock:
+            kept = self._answers.get(key)
+        return kept[0] if kept is not None and (kept[1] is None or time.monotonic() < kept[1]) else None
+
     def clear(self) -> None:
         with self._lock:
             self._answers.clear()
@@ -322,6 +329,23 @@ def _frozen(series: list[Series]) -> tuple[Series, ...]:
     """Series no reader can change (read-only labels, points a tuple), made once from a fresh answer (its labels are
     no one else's) and handed to every reader as they are: copying 512 nodes' series took tens of ms a read."""
     return tuple(Series(MappingProxyType(one.labels), tuple(one.points)) for one in series)
+
+
+def _carried(earlier: tuple[Series, ...], later: list[Series], *, since: float, after: float) -> list[Series]:
+    """An earlier window's series carried forward: their points from `since` (the window's start) on, then the later
+    steps' points past `after` (the earlier window's end), series by series. A series with no point left is dropped
+    unless the later steps have it, as a fresh reckoning of the window would have it."""
+    merged: dict[tuple, Series] = {}
+    for one in earlier:
+        merged[tuple(one.labels.items())] = Series(
+            dict(one.labels), [point for point in one.points if point[0] >= since]
+        )
+    for one in later:
+        points = [point for point in one.points if point[0] > after]
+        kept = merged.setdefault(tuple(one.labels.items()), Series(dict(one.labels), []))
+        kept.points.extend(points)
+    present = {tuple(one.labels.items()) for one in later}
+    return [one for labels, one in merged.items() if one.points or labels in present]
 
 
 class SimulatorTelemetry(Telemetry):
@@ -351,10 +375,33 @@ class SimulatorTelemetry(Telemetry):
         key = (self.source, version, model.workloads, self.seed, question)
         return ANSWERS.get(key, lambda: freeze(compute()))
 
+    def _cached_over(self, question: tuple, hostnames, window: Window, compute_over, *, rated: bool = False):
+        """Series over a window, a point a step, each point independent of the window's end (a gauge at t, or a rate
+        over [t - rate_range, t]): kept as _cached keeps them, and when the window has moved on by a few steps (a
+        minute at 1 h), the kept series of the earlier window are carried forward and only the new steps are worked
+        out. `compute_over(window)` works the series out over a window; the question's last part is the window."""
+        start = window.start - (window.rate_range if rated else 0)
+
+        def compute():
+            return self._carried_forward(question, hostnames, window, compute_over)
+
+        return self._cached((*question, window), hostnames, start, window.end, compute, _frozen)
+
+    def _carried_forward(self, question: tuple, hostnames, window: Window, compute_over) -> list[Series]:
+        version = self.model.readings_version(hostnames)
+        for back in range(1, POINTS_PER_WINDOW):
+            earlier = dataclasses.replace(window, end=window.end - back * window.step)
+            kept = ANSWERS.peek((self.source, version, self.model.workloads, self.seed, (*question, earlier)))
+            if kept is not None:
+                later = dataclasses.replace(window, span=window.end - earlier.end)  # earlier.end to window.end
+                return _carried(kept, compute_over(later), since=window.start, after=earlier.end)
+        return compute_over(window)
+
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
-        question = ("gpu", field, tuple(hostnames), aggregate, window)
-        compute = partial(self._gpu_series, field, hostnames, window, aggregate)
-        return self._cached(question, hostnames, window.start, window.end, compute, _frozen)
+        question = ("gpu", field, tuple(hostnames), aggregate)
+        return self._cached_over(
+            question, hostnames, window, lambda over: self._gpu_series(field, hostnames, over, aggregate)
+        )
 
     def _gpu_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
         hostnames = [hostname for hostname in hostnames if hostname in self.model.histories]
@@ -427,18 +474,36 @@ class SimulatorTelemetry(Telemetry):
     def _energy_joules(self, hostnames: list[str], start: float, end: float) -> float:
         question, keep = ("energy", start, end), not self.model.served_within(start, end + 1)
         return sum(
-            self._node_kept(question, hostname, partial(self._node_energy, hostname, start, end), keep=keep)
+            self._node_kept(question, hostname, partial(self._node_energy_carried, hostname, start, end), keep=keep)
             for hostname in hostnames
             if hostname in self.model.histories
         )
 
-    def _node_energy(self, hostname: str, start: float, end: float) -> float:
+    def _node_energy_carried(self, hostname: str, start: float, end: float) -> float:
+        """A node's energy over [start, end]; when a window's worth of the same span a few steps earlier is kept (a
+        page's window moved on by a step), that one carried forward: less its first steps, plus the new ones (an
+        integral is additive), if the node had as many GPUs at both ends."""
+        step = (end - start) / POINTS_PER_WINDOW  # the step of an aligned window of this span (Window.named)
+        version = self.model.reading_version(hostname)
+        for back in range(1, POINTS_PER_WINDOW if version is not None else 1):
+            a, b = start - back * step, end - back * step
+            key = (self.source, ("energy", a, b), hostname, version, self.model.workloads, self.seed)
+            kept = NODE_PARTS.peek(key)
+            if kept is not None and self._gpu_count(hostname, b) == self._gpu_count(hostname, end):
+                return kept - self._node_energy(hostname, a, start, counted_at=b) + self._node_energy(hostname, b, end)
+        return self._node_energy(hostname, start, end)
+
+    def _gpu_count(self, hostname: str, t: float) -> int:
+        return len(self.model.node_regime(hostname, t).gpus)
+
+    def _node_energy(self, hostname: str, start: float, end: float, *, counted_at: float | None = None) -> float:
+        """The energy of the node's GPUs present at `counted_at` (the end by default) over [start, end]."""
         booted = self.model.histories[hostname].booted
         # The counter's increase, as Prometheus's increase() takes it (the counter starts at the node's boot): the
         # power's integral over the window's part after the boot, not two integrals from the boot.
         return sum(
             self.model.energy_j(hostname, index, max(start, booted), max(end, booted))
-            for index in range(len(self.model.node_regime(hostname, end).gpus))
+            for index in range(self._gpu_count(hostname, end if counted_at is None else counted_at))
         )
 
     def sm_active_seconds(self, *, hostnames, start, end):
@@ -473,15 +538,8 @@ class SimulatorTelemetry(Telemetry):
         return run.hostnames if run else ()
 
     def tokens_per_second(self, *, service, window):
-        compute = partial(_listed, self._tokens_per_second, service, window)
-        return self._cached(
-            ("tokens", service, window),
-            self._run_hostnames(service),
-            window.start - window.rate_range,
-            window.end,
-            compute,
-            _frozen,
-        )[0]
+        compute_over = partial(_listed, self._tokens_per_second, service)
+        return self._cached_over(("tokens", service), self._run_hostnames(service), window, compute_over, rated=True)[0]
 
     def _tokens_per_second(self, service: str, window: Window) -> Series:
         run = self._run(service)
@@ -496,15 +554,8 @@ class SimulatorTelemetry(Telemetry):
         return series
 
     def p99_latency_seconds(self, *, service, window):
-        compute = partial(_listed, self._p99_latency_seconds, service, window)
-        return self._cached(
-            ("p99", service, window),
-            self._run_hostnames(service),
-            window.start - window.rate_range,
-            window.end,
-            compute,
-            _frozen,
-        )[0]
+        compute_over = partial(_listed, self._p99_latency_seconds, service)
+        return self._cached_over(("p99", service), self._run_hostnames(service), window, compute_over, rated=True)[0]
 
     def _p99_latency_seconds(self, service: str, window: Window) -> Series:
         run = self._run(service)

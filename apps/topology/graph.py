@@ -196,7 +196,9 @@ class Fabric:
 
 # Bulk .update() calls leave `updated` alone, so the fingerprint misses them: a kept fabric is rebuilt once it is this
 # old, as the rule summary's cache expires after services.SUMMARY_MAX_AGE_S (the same figure) for the same reason.
-FABRIC_MAX_AGE_S = 60
+# Rackpilot itself saves every fabric and node row it changes (only a hand-made SQL or shell update is missed), and
+# a rebuild costs the first view after it ~0.2 s at 512 nodes: ten minutes, not one.
+FABRIC_MAX_AGE_S = 600
 FABRICS_KEPT = 2  # the latest, and the one before for a request still reading through an older transaction
 _FABRICS: dict[tuple, Fabric] = {}  # fabric fingerprint -> the fabric built from it, oldest first
 FABRIC_TABLES = (Switch, Nic, Cable, Gpu, StorageTier, Rack, Site)  # Rack, Site: switches' racks, tiers' sites

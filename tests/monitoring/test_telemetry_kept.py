@@ -5,12 +5,16 @@ import dataclasses
 
 import pytest
 
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
 from apps.inventory.models import Node
 from apps.inventory.services import drain_nodes
 from apps.monitoring import telemetry
 from apps.monitoring.telemetry import SimulatorTelemetry, Window
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
+from apps.workloads.demo import load_workloads
+from apps.workloads.models import InferenceService
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +123,46 @@ def test_an_answer_stays_kept_through_a_drain_or_an_edit_and_a_fault_on_one_of_i
     assert all(a is b for a, b in zip(first, series(), strict=True))  # a fault elsewhere
     simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="3")
     assert all(a is not b for a, b in zip(first, series(), strict=True))
+
+
+def test_a_window_moved_on_by_steps_carries_its_kept_series_forward_and_equals_a_fresh_reckoning(
+    demo_cluster, monkeypatch
+):
+    with audit_context(source=ChangeSource.COMMAND):
+        load_workloads()
+    fleet = list(Node.objects.filter(gpus__isnull=False).distinct().values_list("hostname", flat=True))
+    first = _window()
+    booted = Node.objects.first().created
+    Node.objects.update(created=booted.fromtimestamp(first.start - 3600, booted.tzinfo))
+    moved = dataclasses.replace(first, end=first.end + 2 * first.step)  # what the page asks two minutes later
+    service = InferenceService.objects.get().name
+
+    def answers(window):
+        source = SimulatorTelemetry()
+        return (
+            source.gpu_series("util", hostnames=fleet, window=window, aggregate="avg")[0].points,
+            [one.points for one in source.gpu_series("power", hostnames=HOSTS, window=window)],
+            source.tokens_per_second(service=service, window=window).points,
+            source.energy_joules(hostnames=fleet, start=window.start, end=window.end),
+        )
+
+    answers(first)
+    spans = []
+    real_points, real_tokens = SimulatorTelemetry._node_points, SimulatorTelemetry._tokens_per_second
+    monkeypatch.setattr(
+        SimulatorTelemetry,
+        "_node_points",
+        lambda self, f, host, w: spans.append(w.span) or real_points(self, f, host, w),
+    )
+    monkeypatch.setattr(
+        SimulatorTelemetry, "_tokens_per_second", lambda self, s, w: spans.append(w.span) or real_tokens(self, s, w)
+    )
+    carried = answers(moved)
+    assert spans and set(spans) == {2 * first.step}  # only the two new steps were worked out
+    assert [t for t, _ in carried[0]] == moved.times()
+
+    telemetry.ANSWERS.clear()
+    telemetry.NODE_PARTS.clear()
+    fresh = answers(moved)
+    assert carried[:3] == fresh[:3]
+    assert carried[3] == pytest.approx(fresh[3], rel=1e-9)  # the energy less its first steps plus the new ones
