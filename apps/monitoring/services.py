@@ -145,6 +145,9 @@ def telemetry_health(*, now: float | None = None) -> dict:
     return _telemetry_health(now=now)
 
 
+HEALTH_READ_EVERY_S = 15  # docker/prometheus.yml's scrape_interval
+
+
 def _telemetry_health(*, now: float | None = None) -> dict:
     source, error = _source()
     healthy = {
@@ -154,9 +157,10 @@ def _telemetry_health(*, now: float | None = None) -> dict:
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:
         return context
-    # "Now" rounded up to the second, so that requests in the same second ask for one kept answer. Up, not down, so a
-    # fault injected a moment ago is already in force.
-    end = math.ceil(time.time()) if now is None else now
+    # "Now" rounded up to the scrape interval, so that the requests of those seconds ask for one kept answer (reading
+    # 4,096 GPUs afresh cost a dashboard view ~0.1 s at 512 nodes each second): what Prometheus scraping every 15 s
+    # would show. Up, not down, so a fault injected a moment ago is already in force.
+    end = math.ceil(time.time() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
     window = Window(end=end, span=0, step=60, rate_range=60)
     hosts = sorted({hostname for hostname, _ in healthy})
     try:

@@ -389,7 +389,7 @@ class SimulatorTelemetry(Telemetry):
 
     def _carried_forward(self, question: tuple, hostnames, window: Window, compute_over) -> list[Series]:
         version = self.model.readings_version(hostnames)
-        for back in range(1, POINTS_PER_WINDOW):
+        for back in range(1, round(window.span / window.step)):  # an earlier window that overlaps this one
             earlier = dataclasses.replace(window, end=window.end - back * window.step)
             kept = ANSWERS.peek((self.source, version, self.model.workloads, self.seed, (*question, earlier)))
             if kept is not None:
