@@ -331,14 +331,20 @@ def _frozen(series: list[Series]) -> tuple[Series, ...]:
     return tuple(Series(MappingProxyType(one.labels), tuple(one.points)) for one in series)
 
 
+def _step_before(window: Window, moment: float) -> float:
+    """The last of the window's times before `moment`."""
+    return window.start + (math.ceil((moment - window.start) / window.step) - 1) * window.step
+
+
 def _carried(earlier: tuple[Series, ...], later: list[Series], *, since: float, after: float) -> list[Series]:
-    """An earlier window's series carried forward: their points from `since` (the window's start) on, then the later
-    steps' points past `after` (the earlier window's end), series by series. A series with no point left is dropped
-    unless the later steps have it, as a fresh reckoning of the window would have it."""
+    """An earlier answer's series carried forward: their points from `since` (the window's start) to `after` (the
+    earlier window's end, or the last step before a fault struck), then the later steps' points past `after`, series
+    by series. A series with no point left is dropped unless the later steps have it, as a fresh reckoning of the
+    window would have it."""
     merged: dict[tuple, Series] = {}
     for one in earlier:
         merged[tuple(one.labels.items())] = Series(
-            dict(one.labels), [point for point in one.points if point[0] >= since]
+            dict(one.labels), [point for point in one.points if since <= point[0] <= after]
         )
     for one in later:
         points = [point for point in one.points if point[0] > after]
@@ -372,8 +378,17 @@ class SimulatorTelemetry(Telemetry):
         version = model.readings_version(hostnames)
         if version is None or model.served_within(start, end + 1):
             return compute()  # nobody else holds it
-        key = (self.source, version, model.workloads, self.seed, question)
-        return ANSWERS.get(key, lambda: freeze(compute()))
+
+        def compute_or_carry():
+            # Faults or changes added since, from a moment after `end`, leave this answer as it was.
+            earlier = model.earlier_version(version)
+            kept = ANSWERS.peek(self._key(earlier[0], question)) if earlier and end < earlier[1] else None
+            return kept if kept is not None else freeze(compute())
+
+        return ANSWERS.get(self._key(version, question), compute_or_carry)
+
+    def _key(self, version: tuple, question: tuple) -> tuple:
+        return (self.source, version, self.model.workloads, self.seed, question)
 
     def _cached_over(self, question: tuple, hostnames, window: Window, compute_over, *, rated: bool = False):
         """Series over a window, a point a step, each point independent of the window's end (a gauge at t, or a rate
@@ -388,13 +403,24 @@ class SimulatorTelemetry(Telemetry):
         return self._cached((*question, window), hostnames, start, window.end, compute, _frozen)
 
     def _carried_forward(self, question: tuple, hostnames, window: Window, compute_over) -> list[Series]:
+        """The kept series of an overlapping earlier window carried forward: under these nodes' version, or under
+        the one before faults or changes were added (its points before they struck); else worked out whole."""
         version = self.model.readings_version(hostnames)
-        for back in range(1, round(window.span / window.step)):  # an earlier window that overlaps this one
-            earlier = dataclasses.replace(window, end=window.end - back * window.step)
-            kept = ANSWERS.peek((self.source, version, self.model.workloads, self.seed, (*question, earlier)))
-            if kept is not None:
-                later = dataclasses.replace(window, span=window.end - earlier.end)  # earlier.end to window.end
-                return _carried(kept, compute_over(later), since=window.start, after=earlier.end)
+        candidates = [(version, math.inf, 1)]  # (version, the moment its points hold until, the first step back)
+        older = self.model.earlier_version(version)
+        if older is not None:
+            candidates.append((*older, 0))
+        for kept_version, until, first in candidates:
+            for back in range(first, round(window.span / window.step)):  # an earlier window that overlaps this one
+                earlier = dataclasses.replace(window, end=window.end - back * window.step)
+                kept = ANSWERS.peek(self._key(kept_version, (*question, earlier)))
+                if kept is None:
+                    continue
+                after = earlier.end if until > earlier.end else _step_before(window, until)
+                if after < window.start:
+                    break  # nothing of it holds
+                later = compute_over(dataclasses.replace(window, span=window.end - after)) if after < window.end else []
+                return _carried(kept, later, since=window.start, after=after)
         return compute_over(window)
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):

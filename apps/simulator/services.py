@@ -3,7 +3,7 @@
 import itertools
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from django.conf import settings
@@ -279,7 +279,7 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
         histories, regimes = built.histories, built.regimes
     model = ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger(), regimes=regimes)
     if hostnames is None:
-        model.fingerprint, model.versions = fingerprint, built.versions
+        model.fingerprint, model.versions, model.earlier = fingerprint, built.versions, built.earlier
     return model
 
 
@@ -317,6 +317,9 @@ class _Built:
     by_node: dict[int, NodeHistory]  # the nodes with GPUs
     regimes: dict  # shared by the models of these histories (ClusterTelemetry)
     generations: dict[int, int]  # node pk (with GPUs) -> its history's generation
+    # generation -> (the one before it, the moment from which they differ): for a history that only gained faults or
+    # changes, whose readings before the first of them are the same (answers about that past may be carried over)
+    earlier: dict[int, tuple[int, float]] = field(default_factory=dict)
 
     @cached_property
     def histories(self) -> list[NodeHistory]:
@@ -366,16 +369,34 @@ def _rebuilt(fingerprint: tuple, previous: _Built | None) -> _Built:
     by_node = {pk: history for pk, history in previous.by_node.items() if pk in keys}
     generations = {pk: previous.generations[pk] for pk in by_node}
     moved = {history.hostname for pk, history in previous.by_node.items() if pk not in keys}
+    earlier = {}
     for history in fresh:
         pk, before = history.healthy.node_id, previous.by_node.get(history.healthy.node_id)
         if history != before:
             by_node[pk], generations[pk] = history, next(_GENERATIONS)
             moved |= {history.hostname} | ({before.hostname} if before else set())
+            since = _differs_from(before, history)
+            if since is not None:
+                earlier[generations[pk]] = (previous.generations[pk], since)
     for pk in set(by_node) - {history.healthy.node_id for history in fresh}:
         if previous.keys.get(pk) != keys[pk]:  # rebuilt, and it has no GPUs now
             moved.add(by_node.pop(pk).hostname)
             generations.pop(pk)
-    return _Built(shared, keys, by_node, regimes_without(previous.regimes, moved), generations)
+    earlier |= {generation: was for generation, was in previous.earlier.items() if generation in generations.values()}
+    return _Built(shared, keys, by_node, regimes_without(previous.regimes, moved), generations, earlier)
+
+
+def _differs_from(before: NodeHistory | None, after: NodeHistory) -> float | None:
+    """The moment from which `after` reads otherwise than `before`, when all it does is add faults or changes (each
+    strikes from its own moment on); None when it changes the past too (a fault cleared leaves no history, a change
+    made again replaces the earlier one, a part or the boot differs)."""
+    if before is None or before.healthy != after.healthy or before.booted != after.booted:
+        return None
+    added = [fault for fault in after.faults if fault not in before.faults]
+    added += [change for change in after.changes if change not in before.changes]
+    gone = any(fault not in after.faults for fault in before.faults)
+    gone = gone or any(change not in after.changes for change in before.changes)
+    return min(item.since for item in added) if added and not gone else None
 
 
 def _histories(**filters) -> list[NodeHistory]:

@@ -287,6 +287,8 @@ class ClusterTelemetry:
         self.fingerprint = None  # what the histories were built from, when the builder knows (pages cache on it)
         self.versions: dict[str, int] | None = None  # hostname -> its history's generation, likewise
         self._readings_versions: dict[tuple[str, ...], tuple] = {}
+        # generation -> (the one before it, the moment from which they differ), likewise: see earlier_version
+        self.earlier: dict[int, tuple[int, float]] = {}
         self.workloads = workloads
         # Regimes (and cards' offsets) depend on the histories alone: models of the same histories may share them.
         self._regimes: dict = {} if regimes is None else regimes
@@ -358,6 +360,24 @@ class ClusterTelemetry:
                 tuple((key, tuple(map(self.versions.get, run.hostnames))) for key, run in sorted(runs.items())),
             )
         return version
+
+    def earlier_version(self, version: tuple) -> tuple[tuple, float] | None:
+        """The readings_version these nodes had before faults or changes were last added to some of them, and the
+        moment from which their readings differ (before it, an answer under the earlier version holds); None when
+        none of them only gained faults or changes."""
+        until = math.inf
+
+        def before(generation):
+            nonlocal until
+            if generation not in self.earlier:
+                return generation
+            previous, since = self.earlier[generation]
+            until = min(until, since)
+            return previous
+
+        own, runs = version
+        older = (tuple(map(before, own)), tuple((key, tuple(map(before, fellows))) for key, fellows in runs))
+        return (older, until) if until < math.inf else None
 
     def role(self, hostname: str, t: float):
         run = self._role.get(hostname)

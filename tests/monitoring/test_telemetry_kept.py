@@ -121,7 +121,10 @@ def test_an_answer_stays_kept_through_a_drain_or_an_edit_and_a_fault_on_one_of_i
 
     simulator.inject_fault(node=Node.objects.get(hostname="gpu009"), kind="xid79", target="3")
     assert all(a is b for a, b in zip(first, series(), strict=True))  # a fault elsewhere
-    simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="3")
+    fault = simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="3")
+    assert all(a is b for a, b in zip(first, series(), strict=True))  # it struck after the window's end
+    struck = _window().end - 60  # within the window
+    SimFault.objects.filter(pk=fault.pk).update(created=fault.created.fromtimestamp(struck, fault.created.tzinfo))
     assert all(a is not b for a, b in zip(first, series(), strict=True))
 
 
@@ -166,3 +169,45 @@ def test_a_window_moved_on_by_steps_carries_its_kept_series_forward_and_equals_a
     fresh = answers(moved)
     assert carried[:3] == fresh[:3]
     assert carried[3] == pytest.approx(fresh[3], rel=1e-9)  # the energy less its first steps plus the new ones
+
+
+def test_after_a_fault_the_points_before_it_are_carried_over_and_only_the_steps_from_it_worked_out(
+    demo_cluster, monkeypatch
+):
+    with audit_context(source=ChangeSource.COMMAND):
+        load_workloads()
+    window = _window()
+    booted = Node.objects.first().created
+    Node.objects.update(created=booted.fromtimestamp(window.start - 3600, booted.tzinfo))
+    service = InferenceService.objects.get()
+    faulty = service.nodes.order_by("hostname").first()
+
+    def answers():
+        source = SimulatorTelemetry()
+        return (
+            [one.points for one in source.gpu_series("power", hostnames=[faulty.hostname], window=window)],
+            source.tokens_per_second(service=service.name, window=window).points,
+        )
+
+    before = answers()
+    fault = simulator.inject_fault(node=faulty, kind="xid79", target="0")  # GPU 0 falls off the bus
+    struck = window.end - 10 * window.step + 1  # ten steps before the window's end, and a second
+    SimFault.objects.filter(pk=fault.pk).update(created=fault.created.fromtimestamp(struck, fault.created.tzinfo))
+    spans = []
+    real_points, real_tokens = SimulatorTelemetry._node_points, SimulatorTelemetry._tokens_per_second
+    monkeypatch.setattr(
+        SimulatorTelemetry,
+        "_node_points",
+        lambda self, f, host, w: spans.append(w.span) or real_points(self, f, host, w),
+    )
+    monkeypatch.setattr(
+        SimulatorTelemetry, "_tokens_per_second", lambda self, s, w: spans.append(w.span) or real_tokens(self, s, w)
+    )
+    carried = answers()
+    assert spans and set(spans) == {10 * window.step}  # from the last step before the fault to the end
+    assert carried != before and carried[0][0][-1][0] < window.end  # GPU 0 has no power reading since
+    assert carried[0][0][:50] == before[0][0][:50] and carried[1][:50] == before[1][:50]
+
+    telemetry.ANSWERS.clear()
+    telemetry.NODE_PARTS.clear()
+    assert answers() == carried  # what a fresh reckoning gives
