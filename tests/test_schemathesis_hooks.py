@@ -1,6 +1,7 @@
 """The fuzz test's allowance for refusals no schema can state stays narrow: one other message fails the request."""
 
 from apps.inventory.transfer import SECTION_NAMES
+from tests import schemathesis_hooks as hooks
 from tests.schemathesis_hooks import IMPORT_SECTIONS, is_data_dependent
 
 
@@ -63,3 +64,12 @@ def test_a_refusal_of_only_the_parameters_is_the_kinds_where_a_request_names_a_k
     assert refuses_only_kind_parameters("/api/jobs/", refused)
     assert not refuses_only_kind_parameters("/api/job-templates/", {**refused, "name": ["Too long."]})
     assert not refuses_only_kind_parameters("/api/slos/", refused)
+
+
+def test_a_blank_refused_for_characters_only_python_strips_is_allowed_and_nothing_else_is():
+    refused = {"site": ["No site matches 'x'."], "name": ["This field may not be blank."]}
+    assert hooks.without_python_blanks(refused, {"site": "x", "name": "\u0085"}) == {"site": ["No site matches 'x'."]}
+    assert hooks.without_python_blanks({"name": ["This field may not be blank."]}, {"name": "\x1f"}) is None
+    assert hooks.without_python_blanks({"name": ["This field may not be blank."]}, {"name": ""}) == {
+        "name": ["This field may not be blank."]
+    }  # the schema should have said minLength 1
