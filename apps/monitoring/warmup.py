@@ -18,6 +18,7 @@ from apps.monitoring.models import Slo
 from apps.monitoring.telemetry import Window
 
 logger = logging.getLogger(__name__)
+KEEP_WARM_S = 60.0  # the 1 h window's step
 
 
 def warm_up() -> float:
@@ -47,19 +48,28 @@ def _load_urls_and_templates() -> None:
         get_template(name)
 
 
-def start_warm_up(then=None) -> threading.Thread:
+def start_warm_up(*, then=None, every: float | None = KEEP_WARM_S, stop: threading.Event | None = None):
     """warm_up() on a thread of its own (the server answers meanwhile), then `then()` (the server's GC tuning: what
-    was worked out lives as long as the process)."""
+    was worked out lives as long as the process), then again `every` seconds until `stop` is set: each round carries
+    the windows forward by the steps they moved (a fraction of a second at 512 nodes), so the first view after an
+    hour nobody looked does not work a whole window out again. Returns the thread."""
+    stop = stop or threading.Event()
 
     def run() -> None:
-        close_old_connections()
-        try:
-            seconds = warm_up()
-            logger.info("Warmed up the first pages in %.1f s", seconds)
-            if then is not None:
-                then()
-        finally:
-            connections.close_all()
+        rounds = 0
+        while not stop.is_set():
+            close_old_connections()
+            try:
+                seconds = warm_up()
+            finally:
+                connections.close_all()
+            if rounds == 0:
+                logger.info("Warmed up the first pages in %.1f s", seconds)
+                if then is not None:
+                    then()
+            rounds += 1
+            if every is None or stop.wait(every):
+                return
 
     thread = threading.Thread(target=run, name="rackpilot-warm-up", daemon=True)
     thread.start()

@@ -1,11 +1,14 @@
 """The warm-up at server start: the first views of the dashboard, the cluster telemetry and the SLOs find what they
 ask for worked out already."""
 
+import threading
+import time
+
 import pytest
 
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
-from apps.monitoring import telemetry
+from apps.monitoring import telemetry, warmup
 from apps.monitoring.demo import load_slos
 from apps.monitoring.warmup import warm_up
 from apps.simulator import services as simulator
@@ -37,3 +40,16 @@ def test_after_the_warm_up_the_first_pages_build_no_histories_and_evaluate_no_ru
     for path in FIRST_PAGES:
         assert client.get(path).status_code == 200
     assert built == []
+
+
+def test_the_warm_up_runs_again_every_interval_until_stopped_and_tunes_the_gc_once(monkeypatch):
+    rounds, tuned, stop = [], [], threading.Event()
+    monkeypatch.setattr(warmup, "warm_up", lambda: rounds.append(time.monotonic()) or 0.0)
+    thread = warmup.start_warm_up(then=lambda: tuned.append(1), every=0.05, stop=stop)
+    deadline = time.monotonic() + 10
+    while len(rounds) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive() and len(rounds) >= 3 and tuned == [1]
+    assert all(b - a >= 0.04 for a, b in zip(rounds, rounds[1:], strict=False))

@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-warm-up",
             action="store_true",
-            help="Do not work out the dashboard's, telemetry's and SLOs' answers at start (the first view does).",
+            help="Do not keep the dashboard's, telemetry's and SLOs' answers warm (at start, then every minute).",
         )
 
     def handle(self, *args, host, port, no_demo, no_warm_up, **options):
