@@ -50,9 +50,10 @@ def _load_urls_and_templates() -> None:
 
 def start_warm_up(*, then=None, every: float | None = KEEP_WARM_S, stop: threading.Event | None = None):
     """warm_up() on a thread of its own (the server answers meanwhile), then `then()` (the server's GC tuning: what
-    was worked out lives as long as the process), then again `every` seconds until `stop` is set: each round carries
-    the windows forward by the steps they moved (a fraction of a second at 512 nodes), so the first view after an
-    hour nobody looked does not work a whole window out again. Returns the thread."""
+    was worked out lives as long as the process), then again just after each turn of `every` seconds (the minute, when
+    the 1 h window moves) until `stop` is set: each round carries the windows forward by the steps they moved (a
+    fraction of a second at 512 nodes), so neither the first view of a new minute nor the first after an hour nobody
+    looked works them out. Returns the thread."""
     stop = stop or threading.Event()
 
     def run() -> None:
@@ -68,7 +69,8 @@ def start_warm_up(*, then=None, every: float | None = KEEP_WARM_S, stop: threadi
                 if then is not None:
                     then()
             rounds += 1
-            if every is None or stop.wait(every):
+            # Just after the next turn of `every` (a minute): the windows move then, and this round carries them.
+            if every is None or stop.wait(every - time.time() % every + every / 60):
                 return
 
     thread = threading.Thread(target=run, name="rackpilot-warm-up", daemon=True)

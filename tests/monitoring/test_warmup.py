@@ -42,14 +42,17 @@ def test_after_the_warm_up_the_first_pages_build_no_histories_and_evaluate_no_ru
     assert built == []
 
 
-def test_the_warm_up_runs_again_every_interval_until_stopped_and_tunes_the_gc_once(monkeypatch):
+def test_the_warm_up_runs_again_just_after_each_turn_of_its_interval_until_stopped_and_tunes_the_gc_once(
+    monkeypatch,
+):
     rounds, tuned, stop = [], [], threading.Event()
-    monkeypatch.setattr(warmup, "warm_up", lambda: rounds.append(time.monotonic()) or 0.0)
-    thread = warmup.start_warm_up(then=lambda: tuned.append(1), every=0.05, stop=stop)
+    monkeypatch.setattr(warmup, "warm_up", lambda: rounds.append(time.time()) or 0.0)
+    thread = warmup.start_warm_up(then=lambda: tuned.append(1), every=0.5, stop=stop)
     deadline = time.monotonic() + 10
     while len(rounds) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
     stop.set()
     thread.join(5)
     assert not thread.is_alive() and len(rounds) >= 3 and tuned == [1]
-    assert all(b - a >= 0.04 for a, b in zip(rounds, rounds[1:], strict=False))
+    assert all(moment % 0.5 < 0.3 for moment in rounds[1:])  # just after a turn, as the minute's windows move
+    assert all(b - a > 0.25 for a, b in zip(rounds[1:], rounds[2:], strict=False))  # one round a turn
