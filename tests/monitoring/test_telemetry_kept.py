@@ -25,6 +25,21 @@ def _window() -> Window:
     return Window.named("1h")
 
 
+def worked_out_spans(monkeypatch) -> list[float]:
+    """The spans of the windows whose GPU readings or service tokens are worked out from here on (not carried)."""
+    spans = []
+    real_points, real_tokens = SimulatorTelemetry._node_points, SimulatorTelemetry._tokens_per_second
+    monkeypatch.setattr(
+        SimulatorTelemetry,
+        "_node_points",
+        lambda self, f, host, w: spans.append(w.span) or real_points(self, f, host, w),
+    )
+    monkeypatch.setattr(
+        SimulatorTelemetry, "_tokens_per_second", lambda self, s, w: spans.append(w.span) or real_tokens(self, s, w)
+    )
+    return spans
+
+
 def test_a_kept_answer_is_handed_out_again_without_a_copy(demo_cluster):
     first = SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window())
     again = SimulatorTelemetry().gpu_series("util", hostnames=HOSTS, window=_window())
@@ -150,16 +165,7 @@ def test_a_window_moved_on_by_steps_carries_its_kept_series_forward_and_equals_a
         )
 
     answers(first)
-    spans = []
-    real_points, real_tokens = SimulatorTelemetry._node_points, SimulatorTelemetry._tokens_per_second
-    monkeypatch.setattr(
-        SimulatorTelemetry,
-        "_node_points",
-        lambda self, f, host, w: spans.append(w.span) or real_points(self, f, host, w),
-    )
-    monkeypatch.setattr(
-        SimulatorTelemetry, "_tokens_per_second", lambda self, s, w: spans.append(w.span) or real_tokens(self, s, w)
-    )
+    spans = worked_out_spans(monkeypatch)
     carried = answers(moved)
     assert spans and set(spans) == {2 * first.step}  # only the two new steps were worked out
     assert [t for t, _ in carried[0]] == moved.times()
@@ -193,16 +199,7 @@ def test_after_a_fault_the_points_before_it_are_carried_over_and_only_the_steps_
     fault = simulator.inject_fault(node=faulty, kind="xid79", target="0")  # GPU 0 falls off the bus
     struck = window.end - 10 * window.step + 1  # ten steps before the window's end, and a second
     SimFault.objects.filter(pk=fault.pk).update(created=fault.created.fromtimestamp(struck, fault.created.tzinfo))
-    spans = []
-    real_points, real_tokens = SimulatorTelemetry._node_points, SimulatorTelemetry._tokens_per_second
-    monkeypatch.setattr(
-        SimulatorTelemetry,
-        "_node_points",
-        lambda self, f, host, w: spans.append(w.span) or real_points(self, f, host, w),
-    )
-    monkeypatch.setattr(
-        SimulatorTelemetry, "_tokens_per_second", lambda self, s, w: spans.append(w.span) or real_tokens(self, s, w)
-    )
+    spans = worked_out_spans(monkeypatch)
     carried = answers()
     assert spans and set(spans) == {10 * window.step}  # from the last step before the fault to the end
     assert carried != before and carried[0][0][-1][0] < window.end  # GPU 0 has no power reading since
