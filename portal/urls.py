@@ -1,11 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from apps.automation.api.urls import ROUTES as AUTOMATION_ROUTES
 from apps.benchmarks.api.urls import ROUTES as BENCHMARK_ROUTES
+from apps.core.schema import SchemaView
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
 from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
@@ -54,7 +55,7 @@ urlpatterns = [
     path("automation/", include("apps.automation.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Namespaced, so API route names (node-list, job-detail) never shadow the pages of the same name.
     path("api/", include((router.urls, "api"))),

@@ -25,3 +25,21 @@ def test_the_schema_is_served(api_as, viewer):
 def test_the_schema_and_its_docs_page_are_for_signed_in_users_only(client):
     assert client.get("/api/schema/").status_code == 401
     assert client.get("/api/docs/").status_code == 401
+
+
+def test_the_schema_is_generated_once_per_process(api_as, viewer, monkeypatch):
+    from drf_spectacular.generators import SchemaGenerator
+
+    from apps.core.schema import SchemaView
+
+    monkeypatch.setattr(SchemaView, "_generated", {})
+    calls = []
+    generate = SchemaGenerator.get_schema
+    monkeypatch.setattr(SchemaGenerator, "get_schema", lambda self, **kw: calls.append(1) or generate(self, **kw))
+    client = api_as(viewer)
+    first = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    second = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    yaml_answer = client.get("/api/schema/")
+    assert first.status_code == second.status_code == yaml_answer.status_code == 200
+    assert first.content == second.content and b"/api/nodes/{public_id}/" in yaml_answer.content
+    assert len(calls) == 1

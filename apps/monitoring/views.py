@@ -78,10 +78,10 @@ def gpu_hours(request):
             "source": result.source,
             "holders": gpuhours.idle_holders(result, count=10),
             "figures": {
-                "gpu-hours-racks": charts.figure_json(
+                "gpu-hours-racks-figure": charts.figure_json(
                     charts.gpu_hours_figure(result.racks, label="name", title="GPU-hours per rack")
                 ),
-                "gpu-hours-nodes": charts.figure_json(
+                "gpu-hours-nodes-figure": charts.figure_json(
                     charts.gpu_hours_figure(result.nodes, label="hostname", title="GPU-hours per node")
                 ),
             },
