@@ -243,3 +243,10 @@ def test_nodeexec_registers_only_generic_placeholders_features_register_their_ow
     from apps.nodeexec.catalogue import PLACEHOLDERS
 
     assert {"hpl_n", "pfc_mask", "slurm_reason", "checkpoint_step_dir"} <= set(PLACEHOLDERS)  # the apps added theirs
+
+
+def test_the_reapers_unregistered_command_passes_the_same_template_checks():
+    from apps.nodeexec.catalogue import END_MARKED, check_template
+
+    check_template(END_MARKED)  # built by apps.jobs.orphans, never registered: held to the same rules
+    assert END_MARKED.build(marker="abc:0", seconds="3")[-2:] == ["abc:0", "3"]
