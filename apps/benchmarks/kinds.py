@@ -43,18 +43,18 @@ from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import (
     CATALOGUE,
     DCGM_SOAK_SCRIPT,
-    HCA_ENTRY,
     HOSTNAME,
     HPL_SCRIPT,
     INTERFACE,
-    MAX_MPI_HOSTS,
     MPIRUN_HOSTFILE_SCRIPT,
     PLACEHOLDERS,
     SOAK_SCRIPT,
     TRACE_HEADER,
     TRACE_READ_SCRIPT,
     Command,
+    Placeholder,
     register_command,
+    register_placeholder,
 )
 from apps.nodeexec.fanout import wait_unless_canceled
 from apps.parsers.errors import ParseError
@@ -62,6 +62,43 @@ from apps.parsers.nccl_tests import parse_nccl_tests
 from apps.parsers.network import parse_ethtool_stats
 
 NCCL_TIMEOUT = 1800.0
+HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"  # an RDMA device, optionally :port
+MAX_MPI_HOSTS = 1024  # in one mpirun -H value
+
+# The benchmarks' placeholders (HPL-MxP's GPU affinity list, HPL's problem, nvbandwidth, the soaks, nccl-tests and
+# mpirun, the timeline read), registered before the commands that use them.
+for _name, _placeholder in {
+    "gpu_affinity": Placeholder(r"[0-9]{1,2}(:[0-9]{1,2}){0,15}", "GPU indexes separated by colons"),
+    "hpl_n": Placeholder(r"[0-9]{1,8}", "a matrix order"),
+    "hpl_nb": Placeholder(r"[0-9]{1,5}", "a block size"),
+    "hpl_p": Placeholder(r"[0-9]{1,5}", "process rows"),
+    "hpl_q": Placeholder(r"[0-9]{1,5}", "process columns"),
+    "nvbandwidth_cases": Placeholder(r"[a-z_]{1,64}(,[a-z_]{1,64}){0,63}", "nvbandwidth test cases by commas"),
+    "dcgm_level": Placeholder(r"[34]", "a long dcgmi diag level (3 or 4)"),
+    "nccl_binary": Placeholder(r"[a-z][a-z_]{0,31}_perf", "an nccl-tests binary (all_reduce_perf, ...)"),
+    "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+    "nccl_max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+    "nccl_step_factor": Placeholder(r"[0-9]{1,2}", "a step factor"),
+    "nccl_iters": Placeholder(r"[0-9]{1,4}", "an iteration count"),
+    "mpi_np": Placeholder(r"[0-9]{1,5}", "a number of processes"),
+    "mpi_hosts": Placeholder(
+        rf"{HOSTNAME}:[0-9]{{1,2}}(?:,{HOSTNAME}:[0-9]{{1,2}}){{0,{MAX_MPI_HOSTS - 1}}}", "host:slots entries by commas"
+    ),
+    "nccl_socket_ifname": Placeholder(
+        rf"NCCL_SOCKET_IFNAME=\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}", "NCCL_SOCKET_IFNAME=interface prefixes"
+    ),
+    "nccl_ib_hca": Placeholder(rf"NCCL_IB_HCA=\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}", "NCCL_IB_HCA=devices"),
+    "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
+    # A profiler trace or Horovod timeline on a node: an absolute path of plain segments (none starting with a dot,
+    # so no `..`), ending .json or .json.gz; the size bound it is read with.
+    "trace_file": Placeholder(
+        r"(?:/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}){0,31}/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,122}\.json(?:\.gz)?",
+        "an absolute path to a .json or .json.gz file (letters, digits, _ . @ + -; no segment starting with a dot)",
+        slashes=True,
+    ),
+    "max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
+}.items():
+    register_placeholder(_name, _placeholder)
 
 NCCL_ARGS = ("-b", "{nccl_bytes}", "-e", "{nccl_max_bytes}", "-f", "{nccl_step_factor}", "-n", "{nccl_iters}")
 COMMANDS = (

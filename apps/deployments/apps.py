@@ -9,7 +9,7 @@ class DeploymentsConfig(AppConfig):
     def ready(self) -> None:
         # Registers the `deploy`, `scheduler-action` and `reboot` job kinds with the commands they run, and the node
         # page's scheduler and reboot sections.
-        from apps.deployments import kinds, node_operations, node_page, reboot  # noqa: F401
+        from apps.deployments import kinds, node_page  # noqa: F401
         from apps.inventory.sections import NODE_PAGE
 
         NODE_PAGE.register(

@@ -1,11 +1,28 @@
 """The commands deployment steps run, as catalogue entries (argv templates with checked placeholders).
 
-Nothing typed into the wizard reaches a shell: each value fills one whole argv element after its placeholder's
-pattern accepts it, and the ssh transport quotes every element. Files are written by one fixed script that takes
+Nothing typed into the wizard reaches a shell: each value fills its argv element after its placeholder's pattern
+accepts it, and the ssh transport quotes every element. Files are written by one fixed script that takes
 the content (base64) and the path as positional arguments, so no content is ever parsed by the shell.
 """
 
-from apps.nodeexec.catalogue import CATALOGUE, PYTHON_VERSIONS_SCRIPT, WRITE_FILE_SCRIPT, Command, register_command
+from apps.nodeexec.catalogue import (
+    CATALOGUE,
+    PYTHON_VERSIONS_SCRIPT,
+    WRITE_FILE_SCRIPT,
+    Command,
+    Placeholder,
+    register_command,
+    register_placeholder,
+)
+
+# The deployment steps' own placeholders (the generic ones, paths and interfaces, are nodeexec's).
+register_placeholder("pfc_mask", Placeholder(r"[01](,[01]){7}", "eight 0/1 flags separated by commas"))
+register_placeholder(
+    "package", Placeholder(r"[a-z0-9][a-z0-9.+-]{0,63}(=[A-Za-z0-9.+:~-]{1,64})?", "an apt package[=version]")
+)
+register_placeholder(
+    "requirement", Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version")
+)
 
 COMMANDS = (
     Command("read-file", ("cat", "{path}"), "Prints one file (configuration, sysfs).", placeholders=("path",)),

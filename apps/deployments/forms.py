@@ -12,7 +12,7 @@ from apps.deployments import catalogue
 from apps.deployments.artefacts import NCCL_DEBUG_LEVELS, PLACEMENTS
 from apps.deployments.artefacts.base import ALLOWED_ENV_PREFIXES
 from apps.deployments.choices import Comparator
-from apps.deployments.kinds import Deploy
+from apps.deployments.kinds.deploy import Deploy
 from apps.deployments.options import PLAN_DEFAULTS, merged
 from apps.inventory.choices import FirmwareComponent, StorageTierKind
 from apps.inventory.models import Rack, Tag

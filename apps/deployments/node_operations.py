@@ -1,4 +1,5 @@
-"""The `scheduler-action` job kind: tell the cluster's scheduler that a node is drained or back in service.
+"""Telling the cluster's scheduler that a node is drained or back in service: the commands, the controller they
+run on, and starting the `scheduler-action` job (the kind: apps/deployments/kinds/scheduler_action.py).
 
 Runs on the scheduler's controller (a management node with kubectl or scontrol), never on the node itself. The exact
 commands are `scheduler_commands()`, shown before the job starts (the job's parameters and its matrix columns).
@@ -11,12 +12,28 @@ from rest_framework import serializers
 
 from apps.inventory.choices import NodeRole
 from apps.inventory.models import Node
-from apps.jobs.kinds import JobKind, StepSpec, register_kind
+from apps.jobs.kinds import StepSpec
 from apps.jobs.services import TargetSpec, create_job
-from apps.nodeexec.catalogue import CATALOGUE, PLACEHOLDERS, Command, CommandError, register_command
+from apps.nodeexec.catalogue import (
+    CATALOGUE,
+    HOSTNAME,
+    Command,
+    CommandError,
+    Placeholder,
+    register_command,
+    register_placeholder,
+)
 
 KIND = "scheduler-action"
 SCHEDULERS = ("kubernetes", "slurm")
+# Slurm's node and drain reason, as scontrol takes them (Kubernetes' node name is nodeexec's `scheduler_node`). A
+# drain reason may hold spaces, so it relies on the transport's shlex quoting; it still admits no quote, $, `, ; | &
+# < > or backslash.
+SLURM_REASON = r"[A-Za-z0-9 _.,:/#@+=()-]{1,200}"
+register_placeholder("slurm_node", Placeholder(rf"NodeName={HOSTNAME}", "NodeName=a node name"))
+register_placeholder(
+    "slurm_reason", Placeholder(rf"Reason={SLURM_REASON}", "Reason= letters, digits, spaces, . , : / # @ + = ( ) -")
+)
 
 COMMANDS = (
     Command(
@@ -107,37 +124,3 @@ def start_scheduler_action(*, node, requested_by):
         parameters=planned["parameters"],
         requested_by=requested_by,
     )
-
-
-class SchedulerActionParameters(serializers.Serializer):
-    scheduler = serializers.ChoiceField(choices=SCHEDULERS, required=False)
-    action = serializers.ChoiceField(choices=["drain", "undrain"])
-    node = serializers.RegexField(rf"^(?:{PLACEHOLDERS['scheduler_node'].pattern})\Z", max_length=253)
-    reason = serializers.RegexField(
-        rf"^(?:{PLACEHOLDERS['slurm_reason'].pattern[len('Reason=') :]})\Z", required=False, allow_blank=True
-    )
-
-    def validate(self, attrs):
-        attrs.setdefault("scheduler", settings.RACKPILOT_SCHEDULER_KIND)
-        if attrs["scheduler"] not in SCHEDULERS:
-            raise serializers.ValidationError({"scheduler": f"RACKPILOT_SCHEDULER_KIND is not one of {SCHEDULERS}."})
-        if attrs["action"] == "drain" and attrs["scheduler"] == "slurm" and not attrs.get("reason"):
-            raise serializers.ValidationError({"reason": "Slurm needs a reason to drain a node."})
-        return attrs
-
-
-@register_kind
-class SchedulerAction(JobKind):
-    name = KIND
-    label = "Scheduler drain/undrain"
-    description = "Cordons and drains (or uncordons) a node in Kubernetes, or drains (or resumes) it in Slurm."
-    parameters = SchedulerActionParameters
-    transports = ("ssh", "sim")
-
-    def steps(self, parameters: dict) -> list[StepSpec]:
-        return scheduler_steps(
-            scheduler=parameters["scheduler"],
-            action=parameters["action"],
-            node=parameters["node"],
-            reason=parameters.get("reason", ""),
-        )

@@ -4,8 +4,8 @@ node's drain state, and rebooting it. Each shows the exact commands before anyth
 from apps.accounts.choices import Role
 from apps.deployments import node_operations
 from apps.deployments.forms import RebootForm
-from apps.deployments.reboot import KIND as REBOOT_KIND
-from apps.deployments.reboot import RebootKind, reboot_plan
+from apps.deployments.kinds.reboot import KIND as REBOOT_KIND
+from apps.deployments.kinds.reboot import RebootKind, reboot_plan
 from apps.jobs.models import Job
 
 

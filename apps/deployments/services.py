@@ -23,9 +23,9 @@ from apps.deployments.choices import (
     WizardStage,
 )
 from apps.deployments.context import artefact_nodes, load_nodes, node_contexts, render_artefacts
-from apps.deployments.kinds import KIND, Deploy
+from apps.deployments.kinds.deploy import KIND, Deploy
+from apps.deployments.kinds.reboot import reboot_after_fix_commands
 from apps.deployments.models import Approval, Deployment, DeploymentRun, Suggestion, Verdict
-from apps.deployments.reboot import reboot_after_fix_commands
 from apps.deployments.recording import cell_outcomes, nodes_with_work
 from apps.deployments.steps import PLAN, STEPS
 from apps.inventory.models import Gpu, GpuSku, Node

@@ -22,8 +22,8 @@ from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, 
 from apps.deployments.context import StoredPlanInvalid
 from apps.deployments.filters import DEPLOYMENT_COLUMNS, DeploymentFilterSet, latest_run
 from apps.deployments.forms import ApproveForm, CriteriaForm, NodesForm, RebootForm, VersionsForm, add_service_errors
+from apps.deployments.kinds.reboot import KIND as REBOOT_KIND
 from apps.deployments.models import Deployment, Suggestion, Verdict
-from apps.deployments.reboot import KIND as REBOOT_KIND
 from apps.deployments.steps import STEPS
 from apps.inventory.models import Node
 from apps.jobs import services as job_services

@@ -8,12 +8,10 @@ class DiagnosisConfig(AppConfig):
 
     def ready(self):
         from apps.diagnosis import (
-            kinds,  # noqa: F401  (registers the nccl-timeout runbook)
+            kinds,  # noqa: F401  (registers the runbooks: nccl-timeout, gpu-utilisation, training-interrupted)
             live,
-            recovery_kind,  # noqa: F401  (registers the training-interrupted runbook)
             signals,
             simulation,
-            utilisation_kind,  # noqa: F401  (registers the gpu-utilisation runbook)
         )
         from apps.diagnosis.services import node_history
         from apps.inventory.sections import NODE_PAGE

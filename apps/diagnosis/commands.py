@@ -4,10 +4,37 @@ from apps.deployments import commands as deployment_commands  # noqa: F401  (rea
 from apps.nodeexec.catalogue import (
     CATALOGUE,
     CHECKPOINT_LOAD_SCRIPT,
+    HOSTNAME,
     UTILISATION_SCRIPT,
     Command,
+    Placeholder,
     register_command,
+    register_placeholder,
 )
+
+# A training job's recovery: the checkpoint directories it may remove (never /, never .., always a step_N
+# directory) and the relaunch's values; a Slurm resume (sbatch): the job's name and the nodes it runs on / must not
+# run on. Registered before the commands that use them.
+for _name, _placeholder in {
+    "checkpoint_step_dir": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){1,12}step_[0-9]{7,9}",
+        "a checkpoint directory /…/step_NNNNNNN",
+        slashes=True,
+    ),
+    "step": Placeholder(r"[0-9]{1,9}", "a training step"),
+    "node_rank": Placeholder(r"[0-9]{1,4}", "a node rank"),
+    "checkpoint_dir": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}",
+        "an absolute directory path",
+        slashes=True,
+    ),
+    "unit": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,80}", "a systemd unit name"),
+    "rdzv_endpoint": Placeholder(rf"{HOSTNAME}:[0-9]{{1,5}}", "host:port"),
+    "slurm_job": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a Slurm job name"),
+    "node_list": Placeholder(rf"{HOSTNAME}(?:,{HOSTNAME}){{0,1023}}", "node names separated by commas"),
+    "excluded_nodes": Placeholder(rf"{HOSTNAME}(?:,{HOSTNAME}){{0,1023}}", "node names separated by commas"),
+}.items():
+    register_placeholder(_name, _placeholder)
 
 COMMANDS = (
     Command(

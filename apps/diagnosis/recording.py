@@ -1,5 +1,5 @@
 """What the runbook's jobs write: evidence, the causes' scores and ranking (each change kept), the conclusion and the
-proposed fix. Called from the kind's hooks (apps/diagnosis/kinds.py), never from a read.
+proposed fix. Called from the kind's hooks (apps/diagnosis/kinds/nccl_timeout.py), never from a read.
 
 Each new piece of evidence and each change of the ranking is also sent as an event of the runbook's job, so the
 job's websocket (and every page following it) sees it arrive, and to the incident's own group (apps/diagnosis/live.py),

@@ -3,7 +3,7 @@ checkpoint tier has, which of the newest checkpoints are whole and load, which n
 the newest valid checkpoint, the nodes to run on (a bad node replaced by a spare of the same SKU, else left out),
 what to remove to free space (the oldest checkpoints beyond the job's keep count), and the resume for its launcher.
 
-No database here: the kind (apps/diagnosis/recovery_kind.py) hands in plain facts and the commands' output.
+No database here: the kind (apps/diagnosis/kinds/training_interrupted.py) hands in plain facts and the commands' output.
 """
 
 import base64

@@ -1,8 +1,8 @@
 """Runbook 1, NCCL timeout / hang, as pure functions: which commands to read, what their output shows, how that
 moves the ranking of causes, what the conclusion is and which commands fix it.
 
-No database here: the kind (apps/diagnosis/kinds.py) hands in plain facts read from the inventory (NodeFacts) and
-the commands' output, and stores what comes back. The branches:
+No database here: the kind (apps/diagnosis/kinds/nccl_timeout.py) hands in plain facts read from the inventory
+(NodeFacts) and the commands' output, and stores what comes back. The branches:
 
 1. the training log on every node of the job: watchdog timeouts (SeqNum, OpType, timeout, rank), the ranks that lag
    (least work enqueued), CUDA errors and NET/IB errors → the suspect nodes (rank map: node, GPU, NIC);

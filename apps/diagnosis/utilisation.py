@@ -2,7 +2,7 @@
 (periodic dips: their period and depth; which GPUs the fleet waits for; why their clocks are held), what the
 scheduler's records show on the nodes behind, how that ranks the causes, and the fix.
 
-No database here: the kind (apps/diagnosis/utilisation_kind.py) hands in the commands' output and plain facts. The
+No database here: the kind (apps/diagnosis/kinds/gpu_utilisation.py) hands in the commands' output and plain facts. The
 graph of checks:
 
 1. on every node of the job: `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,clocks.sm,

@@ -6,9 +6,10 @@ class JobsConfig(AppConfig):
     label = "jobs"
 
     def ready(self) -> None:
-        # The kinds shipped with the engine register themselves; feature apps register theirs in their own ready().
+        # The kinds shipped with the engine (shell-check, sleep) register themselves; feature apps register theirs
+        # in their own ready().
         from apps.inventory.transfer.background import register_background_import
-        from apps.jobs import builtin_kinds  # noqa: F401
+        from apps.jobs import kinds  # noqa: F401
         from apps.jobs.events import install_log_bridge
         from apps.jobs.imports import start_inventory_import
 

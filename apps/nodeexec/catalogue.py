@@ -1,10 +1,13 @@
 """The command catalogue: every command Rackpilot runs on a node, as an argv template.
 
 Nothing typed by a user is pasted into a shell string. A value that must go into a command (an interface name, a
-number of seconds) is checked against the strict pattern of its placeholder and then fills one whole argv element;
-the ssh transport quotes every element with shlex.quote when it joins them for the remote shell.
+number of seconds) is checked against the strict pattern of its placeholder and then fills its argv element: the
+whole element (`{interface}`), or its place in one plain word (`/sys/class/net/{interface}/mtu`, `--iters={n}`),
+never script text; the ssh transport quotes every element with shlex.quote when it joins them for the remote shell.
+register_command() refuses a template it could not fill as written (check_template).
 """
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -20,13 +23,36 @@ class CommandError(ValueError):
 
 @dataclass(frozen=True)
 class Placeholder:
+    """A value's strict pattern (matched whole) and what it is, for the error that names the field.
+
+    A placeholder is a whole argv element (`{interface}`) or part of one (`/sys/class/net/{interface}/mtu`,
+    `--iters={nccl_iters}`). Inside a longer element a value is also one plain word, whatever its pattern admits: no
+    whitespace or control character, no `/` unless `slashes` (a path placeholder), and no empty, `.` or `..` segment.
+    """
+
     pattern: str
     description: str
+    slashes: bool = False
 
     def check(self, name: str, value) -> str:
         text = str(value)
         if not re.fullmatch(self.pattern, text):
             raise CommandError(f"{name}: {text!r} is not {self.description}", field_name=name)
+        return text
+
+    def check_inside(self, name: str, value, element: str) -> str:
+        text = self.check(name, value)
+        problem = ""
+        if not text:
+            problem = "it is empty"
+        elif any(character.isspace() or not character.isprintable() for character in text):
+            problem = "it holds whitespace or a control character"
+        elif "/" in text and not self.slashes:
+            problem = "it holds a /"
+        elif any(segment in ("", ".", "..") for segment in text.split("/")):
+            problem = "it holds an empty, . or .. path segment"
+        if problem:
+            raise CommandError(f"{name}: {text!r} cannot go inside {element!r}: {problem}", field_name=name)
         return text
 
 
@@ -196,98 +222,82 @@ END_MARKED_SCRIPT = (
 INTERFACE = r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}"
 MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room to spare)
 HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
-HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"  # an RDMA device, optionally :port
-MAX_MPI_HOSTS = 1024  # in one mpirun -H value
 FILE_PATH = r"/(?!\.\.(?:/|\Z))(?:[^\x00\n/]|/(?!/|\.\.(?:/|\Z))){0,4095}"
 
-# The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
-PLACEHOLDERS: dict[str, Placeholder] = {
+PLACEHOLDER_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# `{name}` in an argv element is a placeholder; `${name}` is a shell's parameter expansion (script text), never one.
+_REFERENCE = re.compile(r"(?<!\$)\{([a-z][a-z0-9_]*)\}")
+_SHELL_EXPANSION = re.compile(r"\$\{([a-z][a-z0-9_]*)\}")
+# The literal text around a placeholder inside an element: one plain word (a path, an --option=, NAME=), so a value
+# never lands in script text, quotes or a glob.
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:=,+@%-]*")
+
+# The registry of placeholders. nodeexec registers the generic ones below (what its own commands and several
+# features use); a feature registers its own from the module that registers its commands, before them
+# (register_placeholder). The patterns admit no shell metacharacters at all; quoting is a second, independent
+# safeguard.
+PLACEHOLDERS: dict[str, Placeholder] = {}
+
+
+def register_placeholder(name: str, placeholder: Placeholder) -> Placeholder:
+    """Add `{name}` to the registry. The same definition again is a no-op; another one under a taken name is refused."""
+    if not PLACEHOLDER_NAME.fullmatch(name):
+        raise CommandError(f"placeholder name {name!r}: lower-case letters, digits and _ only, starting with a letter")
+    try:
+        re.compile(placeholder.pattern)
+    except re.error as error:
+        raise CommandError(f"placeholder {{{name}}}: its pattern does not compile ({error})") from None
+    existing = PLACEHOLDERS.get(name)
+    if existing is not None and existing != placeholder:
+        raise CommandError(f"placeholder {{{name}}} is already registered as {existing.description!r}")
+    PLACEHOLDERS[name] = placeholder
+    return placeholder
+
+
+def get_placeholder(name: str) -> Placeholder:
+    try:
+        return PLACEHOLDERS[name]
+    except KeyError:
+        raise CommandError(f"no placeholder {{{name}}} is registered") from None
+
+
+for _name, _placeholder in {
     "interface": Placeholder(INTERFACE, "a Linux interface name"),
     "interfaces": Placeholder(
         rf"{INTERFACE}(,{INTERFACE}){{0,{MAX_INTERFACES - 1}}}",
         f"up to {MAX_INTERFACES} interface names separated by commas",
     ),
     "seconds": Placeholder(r"[0-9]{1,6}(\.[0-9]{1,3})?", "a number of seconds"),
-    "gpu_index": Placeholder(r"[0-9]{1,2}", "a GPU index"),
-    "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -"),
     "number": Placeholder(r"[0-9]{1,6}", "a whole number"),
-    "pfc_mask": Placeholder(r"[01](,[01]){7}", "eight 0/1 flags separated by commas"),
-    "package": Placeholder(r"[a-z0-9][a-z0-9.+-]{0,63}(=[A-Za-z0-9.+:~-]{1,64})?", "an apt package[=version]"),
-    "requirement": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}==[A-Za-z0-9.+-]{1,32}", "a pip name==version"),
+    "gpu_index": Placeholder(r"[0-9]{1,2}", "a GPU index"),
+    "gpus": Placeholder(r"[0-9]{1,2}", "a number of GPUs"),
+    "interval_ms": Placeholder(r"[0-9]{1,7}", "a sampling interval in milliseconds"),
+    "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -", slashes=True),
     "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
     "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
-    # The benchmarks: HPL-MxP's GPU affinity list, and nccl-tests and mpirun.
-    "gpu_affinity": Placeholder(r"[0-9]{1,2}(:[0-9]{1,2}){0,15}", "GPU indexes separated by colons"),
-    "hpl_n": Placeholder(r"[0-9]{1,8}", "a matrix order"),
-    "hpl_nb": Placeholder(r"[0-9]{1,5}", "a block size"),
-    "hpl_p": Placeholder(r"[0-9]{1,5}", "process rows"),
-    "hpl_q": Placeholder(r"[0-9]{1,5}", "process columns"),
-    "nvbandwidth_cases": Placeholder(r"[a-z_]{1,64}(,[a-z_]{1,64}){0,63}", "nvbandwidth test cases by commas"),
-    "interval_ms": Placeholder(r"[0-9]{1,7}", "a sampling interval in milliseconds"),
-    "dcgm_level": Placeholder(r"[34]", "a long dcgmi diag level (3 or 4)"),
-    # nccl-tests and mpirun, for the benchmarks.
-    "nccl_binary": Placeholder(r"[a-z][a-z_]{0,31}_perf", "an nccl-tests binary (all_reduce_perf, ...)"),
-    "nccl_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
-    "nccl_max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
-    "nccl_step_factor": Placeholder(r"[0-9]{1,2}", "a step factor"),
-    "nccl_iters": Placeholder(r"[0-9]{1,4}", "an iteration count"),
-    "gpus": Placeholder(r"[0-9]{1,2}", "a number of GPUs"),
-    "mpi_np": Placeholder(r"[0-9]{1,5}", "a number of processes"),
-    "mpi_hosts": Placeholder(
-        rf"{HOSTNAME}:[0-9]{{1,2}}(?:,{HOSTNAME}:[0-9]{{1,2}}){{0,{MAX_MPI_HOSTS - 1}}}", "host:slots entries by commas"
-    ),
-    "nccl_socket_ifname": Placeholder(
-        rf"NCCL_SOCKET_IFNAME=\^?=?{INTERFACE}(?:,{INTERFACE}){{0,15}}", "NCCL_SOCKET_IFNAME=interface prefixes"
-    ),
-    "nccl_ib_hca": Placeholder(rf"NCCL_IB_HCA=\^?=?{HCA_ENTRY}(?:,{HCA_ENTRY}){{0,31}}", "NCCL_IB_HCA=devices"),
-    "nccl_ib_gid_index": Placeholder(r"NCCL_IB_GID_INDEX=[0-9]{1,3}", "NCCL_IB_GID_INDEX=a number"),
-    # The scheduler's view of a node (kubectl cordon/drain, scontrol update). A drain reason may hold spaces, so it
-    # relies on the transport's shlex quoting; it still admits no quote, $, `, ; | & < > or backslash.
-    # A training job's recovery: the checkpoint directories it may remove (never /, never .., always a step_N
-    # directory) and the relaunch's values.
-    "checkpoint_step_dir": Placeholder(
-        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){1,12}step_[0-9]{7,9}", "a checkpoint directory /…/step_NNNNNNN"
-    ),
-    "step": Placeholder(r"[0-9]{1,9}", "a training step"),
-    "node_rank": Placeholder(r"[0-9]{1,4}", "a node rank"),
-    "checkpoint_dir": Placeholder(
-        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}", "an absolute directory path"
-    ),
-    "unit": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,80}", "a systemd unit name"),
-    "rdzv_endpoint": Placeholder(rf"{HOSTNAME}:[0-9]{{1,5}}", "host:port"),
-    # A Slurm resume (sbatch): the job's name and the nodes it runs on / must not run on.
-    "slurm_job": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a Slurm job name"),
-    "node_list": Placeholder(rf"{HOSTNAME}(?:,{HOSTNAME}){{0,1023}}", "node names separated by commas"),
-    "excluded_nodes": Placeholder(rf"{HOSTNAME}(?:,{HOSTNAME}){{0,1023}}", "node names separated by commas"),
     "scheduler_node": Placeholder(HOSTNAME, "a node name"),
-    "slurm_node": Placeholder(rf"NodeName={HOSTNAME}", "NodeName=a node name"),
-    "slurm_reason": Placeholder(
-        r"Reason=[A-Za-z0-9 _.,:/#@+=()-]{1,200}", "Reason= letters, digits, spaces, . , : / # @ + = ( ) -"
-    ),
-    # Storage tiering: how old (days) and how large (bytes) a file must be to move, and the files themselves. A
-    # file's name is whatever its owner chose (spaces, quotes, $ and ; included), so `file`/`file_to` admit any
-    # character but NUL and newline, never a `..` segment: such a value is only ever one argv element after `--`,
-    # and the ssh transport's quoting keeps it one word.
+    # Storage tiering's (the cost policies' commands, apps/monitoring/policies): registered here until those
+    # policies register their own. How old (days) and how large (bytes) a file must be to move, and the files
+    # themselves. A file's name is whatever its owner chose (spaces, quotes, $ and ; included), so `file`/`file_to`
+    # admit any character but NUL and newline, never a `..` segment: such a value is only ever one argv element
+    # after `--`, and the ssh transport's quoting keeps it one word.
     "directory": Placeholder(
-        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}", "an absolute directory path"
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}",
+        "an absolute directory path",
+        slashes=True,
     ),
     "older_than_days": Placeholder(r"\+[0-9]{1,5}", "+N (more than N whole days, find -atime)"),
     "larger_than_bytes": Placeholder(r"\+[0-9]{1,15}c", "+Nc (more than N bytes, find -size)"),
-    # A profiler trace or Horovod timeline on a node: an absolute path of plain segments (none starting with a dot,
-    # so no `..`), ending .json or .json.gz; the size bound it is read with.
-    "trace_file": Placeholder(
-        r"(?:/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}){0,31}/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,122}\.json(?:\.gz)?",
-        "an absolute path to a .json or .json.gz file (letters, digits, _ . @ + -; no segment starting with a dot)",
-    ),
-    "max_bytes": Placeholder(r"[0-9]{1,11}", "a size in bytes"),
-    "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
-    "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments"),
-}
+    "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments", slashes=True),
+    "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments", slashes=True),
+}.items():
+    register_placeholder(_name, _placeholder)
 
 
 @dataclass(frozen=True)
 class Command:
-    """A catalogue entry: argv with `{placeholder}` elements, what it is for, and its timeout."""
+    """A catalogue entry: argv with `{placeholder}`s (whole elements, or inside a plain word), what it is for, and
+    its timeout."""
 
     name: str
     argv: tuple[str, ...]
@@ -298,16 +308,12 @@ class Command:
     root: bool = False
 
     def matches(self, argv: list[str]) -> bool:
-        """Whether `argv` is this command filled in (each placeholder element matching its strict pattern)."""
+        """Whether `argv` is this command filled in (each placeholder matching its strict pattern)."""
         if len(argv) != len(self.argv):
             return False
-        for template, element in zip(self.argv, argv, strict=True):
-            if template.startswith("{") and template.endswith("}"):
-                if not re.fullmatch(PLACEHOLDERS[template[1:-1]].pattern, element):
-                    return False
-            elif template != element:
-                return False
-        return True
+        return all(
+            re.fullmatch(_element_pattern(template), element) for template, element in zip(self.argv, argv, strict=True)
+        )
 
     def build(self, **values) -> list[str]:
         missing = set(self.placeholders) - set(values)
@@ -316,25 +322,80 @@ class Command:
         unknown = set(values) - set(self.placeholders)
         if unknown:
             raise CommandError(f"{self.name} takes no {', '.join(sorted(unknown))}")
-        checked = {name: PLACEHOLDERS[name].check(name, value) for name, value in values.items()}
+        checked = {name: get_placeholder(name).check(name, value) for name, value in values.items()}
         argv = []
         for element in self.argv:
-            if element.startswith("{") and element.endswith("}"):
-                argv.append(checked[element[1:-1]])
+            parts = _parts(element)
+            if len(parts) == 1 and parts[0][1]:  # the whole element is the value
+                argv.append(checked[parts[0][0]])
             else:
-                argv.append(element)
+                argv.append(
+                    "".join(
+                        get_placeholder(text).check_inside(text, checked[text], element) if is_name else text
+                        for text, is_name in parts
+                    )
+                )
         return argv
+
+
+@functools.cache
+def _parts(element: str) -> tuple[tuple[str, bool], ...]:
+    """An argv element split into (literal text, False) and (placeholder name, True), in order."""
+    parts, position = [], 0
+    for reference in _REFERENCE.finditer(element):
+        if reference.start() > position:
+            parts.append((element[position : reference.start()], False))
+        parts.append((reference.group(1), True))
+        position = reference.end()
+    if position < len(element) or not parts:
+        parts.append((element[position:], False))
+    return tuple(parts)
+
+
+def _element_pattern(element: str) -> str:
+    return "".join(
+        f"(?:{PLACEHOLDERS[text].pattern})" if is_name else re.escape(text) for text, is_name in _parts(element)
+    )
 
 
 CATALOGUE: dict[str, Command] = {}
 
 
-def register_command(command: Command) -> Command:
+def check_template(command: Command) -> None:
+    """Refuse, with a clear error, a command whose argv the executor could not fill as written: a `{placeholder}`
+    it does not declare or nobody registered, one inside script text (only a plain word such as a path or an
+    --option= may hold one), a shell's `${name}` for a declared placeholder, a declared one its argv never uses."""
+    used = set()
     for element in command.argv:
-        if element.startswith("{"):
-            name = element[1:-1]
-            if name not in PLACEHOLDERS or name not in command.placeholders:
-                raise CommandError(f"{command.name}: unknown placeholder {element}")
+        parts = _parts(element)
+        names = [text for text, is_name in parts if is_name]
+        for name in names:
+            if name not in command.placeholders:
+                raise CommandError(f"{command.name}: {{{name}}} in {element!r} is not one of its placeholders")
+            if name not in PLACEHOLDERS:
+                raise CommandError(
+                    f"{command.name}: unknown placeholder {{{name}}}: register it (register_placeholder) first"
+                )
+        literal = "".join(text for text, is_name in parts if not is_name)
+        if names and len(parts) > 1 and not _PLAIN_WORD.fullmatch(literal):
+            raise CommandError(
+                f"{command.name}: {{{names[0]}}} sits in {element[:60]!r}, which is not a plain word (a path, an "
+                "--option=): give the value an argv element of its own (a script reads it as $1)"
+            )
+        for expansion in _SHELL_EXPANSION.finditer(element):
+            if expansion.group(1) in command.placeholders:
+                raise CommandError(
+                    f"{command.name}: ${{{expansion.group(1)}}} is a shell expansion, not the placeholder: give the "
+                    "value an argv element of its own (a script reads it as $1)"
+                )
+        used.update(names)
+    unused = set(command.placeholders) - used
+    if unused:
+        raise CommandError(f"{command.name}: declares {', '.join(sorted(unused))} but its argv never uses them")
+
+
+def register_command(command: Command) -> Command:
+    check_template(command)
     CATALOGUE[command.name] = command
     return command
 

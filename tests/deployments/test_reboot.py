@@ -8,7 +8,7 @@ import pytest
 from rest_framework import serializers
 
 from apps.core.models import AuditEntry
-from apps.deployments.reboot import reboot_plan
+from apps.deployments.kinds.reboot import reboot_plan
 from apps.inventory import services as inventory
 from apps.inventory.models import Node
 from apps.jobs import services as jobs

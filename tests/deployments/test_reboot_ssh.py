@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.deployments.reboot import BOOT_ID, REBOOT
+from apps.deployments.kinds.reboot import BOOT_ID, REBOOT
 from apps.inventory import services as inventory
 from apps.inventory.choices import HostKeyState
 from apps.inventory.models import SshHostKey

@@ -11,9 +11,8 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from apps.jobs import services
-from apps.jobs.builtin_kinds import Sleep
 from apps.jobs.choices import JobStatus, ShardStatus, StepStatus
-from apps.jobs.kinds import KINDS
+from apps.jobs.kinds import KINDS, Sleep
 from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep, compress
 from tests import factories
 

@@ -2,10 +2,14 @@
 
 import shlex
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from apps.nodeexec.catalogue import CATALOGUE, CommandError, build, shell_join
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NASTY = [
     "eth0; reboot",
@@ -76,7 +80,6 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "package": "libnccl2=2.26.2-1+cuda12.8",
                 "requirement": "torch==2.7.1",
                 "base64": "aGVsbG8=",
-                # the scheduler drain commands (apps/deployments/node_operations.py)
                 # The per-node suites (apps/benchmarks/kinds.py).
                 "gpu_affinity": "0:1",
                 "hpl_n": "20000",
@@ -86,6 +89,7 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "nvbandwidth_cases": "device_local_copy",
                 "interval_ms": "1000",
                 "dcgm_level": "3",
+                # the scheduler drain commands (apps/deployments/node_operations.py)
                 "scheduler_node": "gpu002",
                 "slurm_node": "NodeName=gpu002",
                 "slurm_reason": "Reason=fan swap (ticket 42)",
@@ -139,3 +143,110 @@ def test_a_slurm_resume_refuses_a_node_list_that_is_not_node_names():
     for bad in ("gpu001;reboot", "gpu001, gpu002", "$(id)", ""):
         with pytest.raises(CommandError, match="node_list"):
             build("resume-sbatch", node_list=bad, **values)
+
+
+# --- placeholders inside an element, and what registration refuses --------------------------------------------------
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """Commands and placeholders a test registers are gone after it."""
+    from apps.nodeexec import catalogue
+
+    monkeypatch.setattr(catalogue, "CATALOGUE", dict(catalogue.CATALOGUE))
+    monkeypatch.setattr(catalogue, "PLACEHOLDERS", dict(catalogue.PLACEHOLDERS))
+    return catalogue
+
+
+def test_a_placeholder_inside_an_element_is_filled_and_checked(scratch_registry):
+    c = scratch_registry
+    c.register_command(
+        c.Command("t-mtu", ("cat", "/sys/class/net/{interface}/mtu"), "An MTU.", placeholders=("interface",))
+    )
+    assert c.build("t-mtu", interface="ens1f0np0") == ["cat", "/sys/class/net/ens1f0np0/mtu"]
+    for value in NASTY:
+        with pytest.raises(CommandError) as refused:
+            c.build("t-mtu", interface=value)
+        assert refused.value.field_name == "interface"
+    # needs_root and the sudo wrapper recognise the filled-in template, and only it
+    assert c.get_command("t-mtu").matches(["cat", "/sys/class/net/ens1f0np0/mtu"])
+    assert not c.get_command("t-mtu").matches(["cat", "/sys/class/net/a/b/mtu"])
+    assert not c.get_command("t-mtu").matches(["cat", "/sys/class/net/{interface}/mtu"])
+
+
+@pytest.mark.parametrize("value", ["a/b", "..", ".", "a b", "a\tb", "", "x\x7fy"])
+def test_inside_an_element_a_value_is_one_plain_word_whatever_its_pattern(scratch_registry, value):
+    c = scratch_registry
+    c.register_placeholder("t_loose", c.Placeholder(r"[^\n\x00]{0,40}", "anything on one line"))
+    c.register_command(c.Command("t-loose", ("ls", "/srv/{t_loose}/x", "{t_loose}"), "", placeholders=("t_loose",)))
+    with pytest.raises(CommandError, match="cannot go inside") as refused:
+        c.build("t-loose", t_loose=value)
+    assert refused.value.field_name == "t_loose"
+
+
+def test_a_path_placeholder_may_span_segments_inside_an_element_but_never_climb(scratch_registry):
+    c = scratch_registry
+    c.register_placeholder("t_rel", c.Placeholder(r"[a-z./]{1,40}", "a relative path", slashes=True))
+    c.register_command(c.Command("t-rel", ("cat", "--file=/srv/{t_rel}"), "", placeholders=("t_rel",)))
+    assert c.build("t-rel", t_rel="logs/today") == ["cat", "--file=/srv/logs/today"]
+    for value in ("a/../b", "../etc", "a/./b", "a//b"):
+        with pytest.raises(CommandError, match="cannot go inside"):
+            c.build("t-rel", t_rel=value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "placeholders", "error"),
+    [
+        (("cat", "/sys/class/net/{interface}/mtu"), (), "not one of its placeholders"),
+        (("cat", "{nowhere}"), ("nowhere",), "unknown placeholder {nowhere}"),
+        (("sh", "-c", "ip link show {interface}"), ("interface",), "not a plain word"),
+        (("sh", "-c", 'cat "/sys/class/net/{interface}/mtu"'), ("interface",), "not a plain word"),
+        (("sh", "-c", 'ip link show "${interface}"', "sh", "{interface}"), ("interface",), "shell expansion"),
+        (("ip", "link"), ("interface",), "never uses"),
+    ],
+)
+def test_registration_refuses_a_template_the_executor_could_not_fill_as_written(
+    scratch_registry, argv, placeholders, error
+):
+    c = scratch_registry
+    with pytest.raises(CommandError, match=error):
+        c.register_command(c.Command("t-bad", argv, "", placeholders=placeholders))
+    assert "t-bad" not in c.CATALOGUE
+
+
+def test_shell_text_with_braces_that_are_not_placeholders_registers_as_it_is(scratch_registry):
+    c = scratch_registry
+    script = 'for f in "$@"; do echo "${f%%.*}" | awk \'{print $1}\'; done'
+    c.register_command(c.Command("t-script", ("sh", "-c", script, "sh", "{path}"), "", placeholders=("path",)))
+    assert c.build("t-script", path="/tmp/a.b") == ["sh", "-c", script, "sh", "/tmp/a.b"]
+
+
+def test_a_placeholder_name_is_registered_once_with_one_meaning(scratch_registry):
+    c = scratch_registry
+    c.register_placeholder("t_once", c.Placeholder(r"[0-9]{1,3}", "a small number"))
+    c.register_placeholder("t_once", c.Placeholder(r"[0-9]{1,3}", "a small number"))  # the same again: no-op
+    with pytest.raises(CommandError, match="already registered"):
+        c.register_placeholder("t_once", c.Placeholder(r"[0-9]{1,9}", "a number"))
+    with pytest.raises(CommandError, match="placeholder name"):
+        c.register_placeholder("Bad-Name", c.Placeholder(r"x", "x"))
+    with pytest.raises(CommandError, match="does not compile"):
+        c.register_placeholder("t_broken", c.Placeholder(r"[0-9", "x"))
+
+
+def test_nodeexec_registers_only_generic_placeholders_features_register_their_own():
+    # A fresh interpreter with nodeexec alone: no benchmark, deployment or runbook vocabulary in it.
+    code = "from apps.nodeexec.catalogue import PLACEHOLDERS; print(' '.join(sorted(PLACEHOLDERS)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    alone = set(out.stdout.split())
+    assert {"interface", "seconds", "path", "marker"} <= alone
+    assert not alone & {"hpl_n", "nccl_binary", "mpi_hosts", "pfc_mask", "package", "slurm_reason", "step", "unit"}
+    from apps.nodeexec.catalogue import PLACEHOLDERS
+
+    assert {"hpl_n", "pfc_mask", "slurm_reason", "checkpoint_step_dir"} <= set(PLACEHOLDERS)  # the apps added theirs
+
+
+def test_the_reapers_unregistered_command_passes_the_same_template_checks():
+    from apps.nodeexec.catalogue import END_MARKED, check_template
+
+    check_template(END_MARKED)  # built by apps.jobs.orphans, never registered: held to the same rules
+    assert END_MARKED.build(marker="abc:0", seconds="3")[-2:] == ["abc:0", "3"]

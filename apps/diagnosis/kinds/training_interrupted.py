@@ -20,7 +20,7 @@ from django.utils import timezone
 from apps.deployments.node_operations import scheduler_controller
 from apps.diagnosis import recording, recovery, services
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
-from apps.diagnosis.kinds import NcclTimeoutRunbook, _text, _transcript_result, after_fix
+from apps.diagnosis.kinds.nccl_timeout import NcclTimeoutRunbook, _text, _transcript_result, after_fix
 from apps.diagnosis.models import Hypothesis, Incident, Remediation
 from apps.diagnosis.phases import RECOVERY_KIND, Phase, start_phase
 from apps.diagnosis.runbook import Observation, Read

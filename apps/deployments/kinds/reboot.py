@@ -1,6 +1,6 @@
 """The `reboot` job kind: reboot a node, wait for it to go away and come back over SSH, then check it.
 
-A node operation, as `scheduler-action` (node_operations.py) is; deployments run it after a step that only takes
+A node operation, as `scheduler-action` (scheduler_action.py) is; deployments run it after a step that only takes
 effect at the next boot (a driver change, a firmware flash). Per node, one matrix column each:
 
 1. `before`: the boot id (`cat /proc/sys/kernel/random/boot_id`) and `uptime`;

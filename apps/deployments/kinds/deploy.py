@@ -15,7 +15,7 @@ from apps.deployments import (
 )
 from apps.deployments.choices import VERIFIED_OUTCOMES, Outcome, Phase
 from apps.deployments.context import node_contexts
-from apps.deployments.reboot import NodeWaits, RebootKind, reboot_and_reconnect
+from apps.deployments.kinds.reboot import NodeWaits, RebootKind, reboot_and_reconnect
 from apps.deployments.recording import Cell
 from apps.deployments.steps import PLAN, STEPS
 from apps.deployments.steps.base import Call, CouldNotRun, Finding, NodeContext, Output, Step, worst

@@ -20,7 +20,7 @@ from apps.deployments.models import Deployment
 from apps.deployments.node_operations import scheduler_controller
 from apps.diagnosis import recording, utilisation
 from apps.diagnosis.choices import Cause, EvidenceVerdict, IncidentState, RemediationState
-from apps.diagnosis.kinds import NcclTimeoutRunbook, RunbookParameters, _stderr, _text, after_fix
+from apps.diagnosis.kinds.nccl_timeout import NcclTimeoutRunbook, RunbookParameters, _stderr, _text, after_fix
 from apps.diagnosis.models import Incident, Remediation
 from apps.diagnosis.phases import UTILISATION_KIND, Phase, start_phase
 from apps.inventory.models import Node
