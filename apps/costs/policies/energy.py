@@ -16,9 +16,9 @@ import math
 from django.conf import settings
 from rest_framework import serializers
 
+from apps.costs.commands import command_line, set_limit_argv
+from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
 from apps.inventory.models import Gpu
-from apps.monitoring.policies.base import PolicyKindSpec, Proposal, register_policy_kind
-from apps.monitoring.policies.commands import command_line, set_limit_argv
 from apps.monitoring.telemetry import Window
 from apps.simulator.model import POWER_EXPONENT, STATIC_POWER_W
 

@@ -18,10 +18,10 @@ import shlex
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.costs import artefacts
+from apps.costs.choices import ActionState, PolicyKind, PolicyScope
+from apps.costs.policies.base import PolicyKindSpec, Proposal, StaleAction, register_policy_kind
 from apps.inventory.models import Gpu
-from apps.monitoring.choices import ActionState, PolicyKind, PolicyScope
-from apps.monitoring.policies import artefacts
-from apps.monitoring.policies.base import PolicyKindSpec, Proposal, StaleAction, register_policy_kind
 from apps.monitoring.telemetry import Window
 from apps.simulator.model import IDLE_POWER_W
 from apps.workloads.choices import SERVICE_ACTIVE

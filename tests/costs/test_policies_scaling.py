@@ -11,15 +11,16 @@ import yaml
 from django.utils import timezone
 
 from apps.core.models import AuditEntry
+from apps.costs import artefacts
+from apps.costs import services as policies
+from apps.costs.choices import ActionState
+from apps.costs.models import CostPolicy
+from apps.costs.policies import scaling
+from apps.costs.policies.base import policy_kind
 from apps.deployments.artefacts.base import ArtefactError
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.jobs.models import Job
-from apps.monitoring.choices import ActionState
-from apps.monitoring.models import CostPolicy
-from apps.monitoring.policies import artefacts, scaling
-from apps.monitoring.policies import services as policies
-from apps.monitoring.policies.base import policy_kind
 from apps.monitoring.telemetry import SimulatorTelemetry, Window, current_workloads
 from apps.simulator import services as simulator
 from apps.simulator.model import IDLE_POWER_W
@@ -133,7 +134,7 @@ def test_apply_scales_the_simulated_service_in_and_revert_restores_it(policy, se
     service.refresh_from_db()
     assert action.state == ActionState.REVERTED and service.replicas is None
     assert service.serving_hostnames() == list(POOL)
-    entries = AuditEntry.objects.filter(object_type="monitoring.policyaction", object_id=str(action.pk))
+    entries = AuditEntry.objects.filter(object_type="costs.policyaction", object_id=str(action.pk))
     assert [entry.action for entry in entries.order_by("pk") if entry.action in ("approve", "start")] == [
         "approve",
         "start",
