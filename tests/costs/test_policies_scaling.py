@@ -19,11 +19,11 @@ from apps.costs.policies import scaling
 from apps.costs.policies.base import policy_kind
 from apps.deployments.artefacts.base import ArtefactError
 from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.gpu_power import gpu_power_model
 from apps.inventory.models import Node
 from apps.jobs.models import Job
 from apps.monitoring.telemetry import SimulatorTelemetry, Window, current_workloads
 from apps.simulator import services as simulator
-from apps.simulator.model import IDLE_POWER_W
 from apps.workloads.models import InferenceService
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
@@ -82,7 +82,7 @@ def test_a_low_load_proposes_scaling_in_with_the_freed_nodes_idle_draw_as_the_sa
     assert row["replicas_after"] == math.ceil(4 * max(means) / 80) < 4
     freed = list(POOL[row["replicas_after"] :])
     assert row["changed_nodes"] == freed and row["nodes_after"] == list(POOL[: row["replicas_after"]])
-    assert row["saving_w"] == pytest.approx(len(freed) * 8 * IDLE_POWER_W)
+    assert row["saving_w"] == pytest.approx(len(freed) * 8 * gpu_power_model("H200 SXM").idle_w)
     assert action.expected_kwh_per_day == pytest.approx(row["saving_w"] * 24 / 1000)
     assert action.expected_money_per_day == pytest.approx(action.expected_kwh_per_day * 0.15)
     assert action.commands == {"kubernetes": [f"kubectl scale deployment/chat --replicas={row['replicas_after']}"]}
