@@ -34,9 +34,10 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from apps.costs import services as policies
+    from apps.costs.models import CostPolicy
     from apps.inventory.demo import DEMO, load_cluster
-    from apps.monitoring.models import CostPolicy, Slo
-    from apps.monitoring.policies import services as policies
+    from apps.monitoring.models import Slo
     from apps.monitoring.telemetry import SimulatorTelemetry
     from apps.workloads.demo import load_workloads
     from apps.workloads.models import InferenceService, TrainingJob

@@ -62,11 +62,11 @@ def _reaper_loop(interval: float) -> None:
 
     from apps.automation import notifications
     from apps.automation import services as automation
+    from apps.costs import services as policies
     from apps.deployments import recording
     from apps.jobs import services
     from apps.monitoring import bmcs as monitoring
     from apps.monitoring import progress
-    from apps.monitoring.policies import services as policies
     from portal.celery import reap_forever
 
     reap_forever(

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "apps.diagnosis",
     "apps.benchmarks",
     "apps.monitoring",
+    "apps.costs",
     "apps.tokens",
     "django_celery_beat",
     "apps.automation",
@@ -240,7 +241,7 @@ SPECTACULAR_SETTINGS = {
         "BenchmarkPurposeEnum": "apps.benchmarks.choices.Purpose",
         "NicPurposeEnum": "apps.inventory.choices.NicPurpose",
         "BenchmarkTransportEnum": "apps.benchmarks.choices.BENCHMARK_TRANSPORTS",
-        "CostPolicyKindEnum": "apps.monitoring.choices.PolicyKind",
+        "CostPolicyKindEnum": "apps.costs.choices.PolicyKind",
         "WorkloadKindEnum": "apps.monitoring.choices.WORKLOAD_KINDS",  # GPU-hours rows and spot plan rows
         "SuiteEnum": "apps.benchmarks.choices.Suite",
         "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],  # the node-benchmark kind's (benchmarks' NODE_SUITES)
@@ -295,7 +296,7 @@ SYSTEM_TASKS = (
     "rackpilot.automation.run_schedule",
     "rackpilot.automation.scan_events",
     "rackpilot.automation.deliver",
-    "rackpilot.monitoring.evaluate_cost_policies",
+    "rackpilot.costs.evaluate_cost_policies",
     "rackpilot.monitoring.read_training_progress",
 )
 CELERY_TASK_ROUTES = {
@@ -389,13 +390,13 @@ RACKPILOT_SIM_BMC_USER = env_str("RACKPILOT_SIM_BMC_USER", "admin")
 RACKPILOT_SIM_BMC_PASSWORD = env_str("RACKPILOT_SIM_BMC_PASSWORD", "rackpilot-sim")
 # Outbound calls (BMCs) refuse link-local and cloud metadata addresses unless this is on (apps/core/outbound.py).
 RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL", False)
-# Cost and energy policies (docs/monitoring.md, "Cost and energy policies"): the price a saving is shown at, in
+# Cost and energy policies (docs/costs.md): the price a saving is shown at, in
 # RACKPILOT_ENERGY_CURRENCY per kWh, and how often beat evaluates every enabled policy.
 RACKPILOT_ENERGY_PRICE_PER_KWH = env_float("RACKPILOT_ENERGY_PRICE_PER_KWH", 0.15)
 RACKPILOT_ENERGY_CURRENCY = env_str("RACKPILOT_ENERGY_CURRENCY", "EUR")
 RACKPILOT_POLICY_EVALUATION_SECONDS = env_int("RACKPILOT_POLICY_EVALUATION_SECONDS", 300)
 # Storage tiering: what a TB held on each storage tier draws (W), the drives at their active power with their share
-# of the servers that hold them (docs/monitoring.md, "Storage tiering", says where the defaults come from).
+# of the servers that hold them (docs/costs.md, "Storage tiering", says where the defaults come from).
 RACKPILOT_STORAGE_WATTS_PER_TB = {
     "hot": env_float("RACKPILOT_STORAGE_HOT_WATTS_PER_TB", 5.0),
     "warm": env_float("RACKPILOT_STORAGE_WARM_WATTS_PER_TB", 2.0),
@@ -439,8 +440,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "rackpilot.monitoring.read_training_progress",
         "schedule": float(RACKPILOT_TRAINING_PROGRESS_SECONDS),
     },
-    "rackpilot-monitoring-evaluate-cost-policies": {
-        "task": "rackpilot.monitoring.evaluate_cost_policies",
+    "rackpilot-costs-evaluate-cost-policies": {
+        "task": "rackpilot.costs.evaluate_cost_policies",
         "schedule": float(RACKPILOT_POLICY_EVALUATION_SECONDS),
     },
 }

@@ -7,12 +7,12 @@ from rest_framework.routers import DefaultRouter
 from apps.automation.api.urls import ROUTES as AUTOMATION_ROUTES
 from apps.benchmarks.api.urls import ROUTES as BENCHMARK_ROUTES
 from apps.core.schema import SchemaView
+from apps.costs.api.urls import ROUTES as COST_ROUTES
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
 from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
-from apps.monitoring import urls as monitoring_urls
 from apps.monitoring import views as monitoring_views
 from apps.monitoring.api.urls import ROUTES as MONITORING_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
@@ -33,6 +33,7 @@ ROUTES = (
     + BENCHMARK_ROUTES
     + WORKLOAD_ROUTES
     + MONITORING_ROUTES
+    + COST_ROUTES
     + AUTOMATION_ROUTES
 )
 for route in ROUTES:
@@ -49,7 +50,7 @@ urlpatterns = [
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),
-    path("policies/", include(monitoring_urls.policy_urlpatterns)),
+    path("policies/", include("apps.costs.urls")),
     path("metrics", monitoring_views.metrics, name="metrics"),
     path("tokens/", include("apps.tokens.urls")),
     path("automation/", include("apps.automation.urls")),

@@ -37,8 +37,7 @@ from apps.jobs import services as job_services
 from apps.jobs.kinds import get_kind
 from apps.jobs.services import TargetSpec
 from apps.parsers.timeline_steps import RankTrace, TraceError, breakdown, read_trace
-from apps.simulator import services as simulator
-from apps.simulator.profiler import ddp_traces
+from apps.simulator.traces import simulated_ddp_traces
 from apps.workloads.models import TrainingJob
 
 CHUNK_BYTES = 2**20
@@ -286,11 +285,8 @@ def analyse_training_job(
         errors["training_job"] = [f"{training_job.name} runs on nodes without GPUs."]
     if errors:
         raise serializers.ValidationError(errors)
-    hosts = [member.node.hostname for member in members]
-    states = {member.node.hostname: simulator.node_state(node=member.node) for member in members}
-    texts = ddp_traces(
-        hosts=hosts,
-        states=states,
+    texts = simulated_ddp_traces(
+        nodes=[member.node for member in members],
         ranks_per_node=training_job.ranks_per_node,
         steps=steps,
         seed=settings.RACKPILOT_SIM_SEED,

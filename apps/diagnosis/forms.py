@@ -2,7 +2,7 @@ from django import forms
 
 from apps.diagnosis import services, utilisation
 from apps.inventory.models import Node
-from apps.simulator.models import SimFault
+from apps.simulator.injection import injected_faults
 from apps.workloads.models import TrainingJob
 
 
@@ -70,7 +70,7 @@ class RehearsalForm(forms.Form):
     """Rehearse the runbook of a fault injected on the simulator page."""
 
     fault = forms.ModelChoiceField(
-        queryset=SimFault.objects.select_related("node"),
+        queryset=injected_faults(),
         to_field_name="public_id",
         error_messages={"invalid_choice": "No such injected fault: it may have been cleared."},
     )

@@ -21,10 +21,8 @@ from apps.diagnosis import services
 from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import KIND, RECOVERY_KIND, UTILISATION_KIND
 from apps.inventory.models import Node
-from apps.simulator import services as sim
-from apps.simulator.models import SimFault
-from apps.simulator.training import HANG_FAULTS
-from apps.simulator.training_faults import JOB_FAULTS, SLOWING_FAULTS, loader_hangs
+from apps.simulator import injection
+from apps.simulator.injection import SimFault
 from apps.workloads.choices import Launcher, TrainingState
 from apps.workloads.models import TrainingJob
 from apps.workloads.services import set_training_nodes
@@ -41,21 +39,21 @@ def runbook_for(fault: SimFault) -> str:
     clean-network case); a lost GPU, a full checkpoint volume or a corrupt checkpoint interrupts it (runbook 3, which
     hands plain NCCL timeouts on to runbook 1); a power cap, heat, held clocks, a starving loader or a second
     trainer only slows it (runbook 2)."""
-    if fault.kind in HANG_FAULTS or loader_hangs(fault):
+    if injection.hangs_a_training_job(fault):
         return KIND
-    return UTILISATION_KIND if fault.kind in SLOWING_FAULTS else RECOVERY_KIND
+    return UTILISATION_KIND if injection.slows_a_training_job(fault) else RECOVERY_KIND
 
 
 def rehearse(*, fault: SimFault, user) -> Incident:
     """Open a rehearsal incident for `fault` on a training job it hurts and start the fault's runbook on it."""
-    if fault.kind not in JOB_FAULTS:
+    if not injection.hurts_a_training_job(fault):
         raise services.IncidentError(
             f"A {fault.get_kind_display().lower()} fault does not hurt a training job: there is no runbook to "
             "rehearse against it.",
             field="fault",
         )
     with transaction.atomic():
-        sim.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
+        injection.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
         job = _job_hurt_by(fault) or _demo_job(fault)
         runbook = runbook_for(fault)
         incident = services.open_incident(

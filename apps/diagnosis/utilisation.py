@@ -572,7 +572,7 @@ def conclude(scores: dict[str, int]) -> str:
 
 # --- the fix ------------------------------------------------------------------------------------------------------
 
-POWER_LIMIT_COMMAND = "nvidia-smi-power-limit"  # apps/monitoring/policies/commands.py: nvidia-smi -i N -pl W
+POWER_LIMIT_COMMAND = "nvidia-smi-power-limit"  # apps/costs/commands.py: nvidia-smi -i N -pl W
 
 
 def _faults(observations: list[Observation], *topics: str) -> list[Observation]:

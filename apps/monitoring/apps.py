@@ -14,7 +14,6 @@ class MonitoringConfig(AppConfig):
         from apps.inventory.sections import NODE_PAGE
         from apps.monitoring import gpuhours, health, kinds, progress, services, signals  # noqa: F401
         from apps.monitoring.panels import node_bmc_context, rack_measured_w, racks_power
-        from apps.monitoring.policies import services as policies  # noqa: F401 (the power-limit kind)
 
         signals.connect()
         register_panel(

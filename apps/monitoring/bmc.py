@@ -28,10 +28,10 @@ from apps.core.outbound import OutboundRefused, check_target
 from apps.core.threads import thread_connection_returned
 from apps.inventory.models import Node
 from apps.monitoring.choices import BmcProtocol, PollResult, SensorKind
+from apps.nodeexec.sim import simulated_bmc
 from apps.parsers.errors import ParseError
 from apps.parsers.ipmi import parse_dcmi_power, parse_ipmitool
 from apps.parsers.redfish import RedfishReport, parse_redfish
-from apps.simulator import bmc as sim_bmc
 
 TRANSCRIPT_BODY_LIMIT = 64 * 1024  # of each Redfish document kept in the cell's output
 MAX_CHASSIS = 8  # an HGX system lists a few chassis (the system, the GPU baseboard); more is not a server
@@ -380,33 +380,35 @@ def _path(location: str) -> str:
 
 
 class SimulatedBmcLink:
-    """The two primitives answered by apps.simulator.bmc for one node: its figures are read once per poll, in a
-    thread (they need the database), the first time a sensor document or command asks for them."""
+    """The two primitives answered by the simulated BMCs for one node (the simulator registers them with
+    apps.nodeexec.sim): its figures are read once per poll, in a thread (they need the database), the first time a
+    sensor document or command asks for them."""
 
     def __init__(self, login: BmcLogin, node_id: int, *, seed: int, load: float, at: datetime):
         self.login, self.node_id, self.seed, self.load, self.at = login, node_id, seed, load, at
-        self._figures: sim_bmc.BmcFigures | None = None
+        self.bmcs = simulated_bmc()
+        self._figures = None
         self._tokens: set[str] = set()
 
-    def _read_figures(self) -> sim_bmc.BmcFigures:
+    def _read_figures(self):
         with thread_connection_returned():
             node = Node.objects.get(pk=self.node_id)
-            return sim_bmc.node_figures(node, seed=self.seed, load=self.load, at=self.at)
+            return self.bmcs.node_figures(node, seed=self.seed, load=self.load, at=self.at)
 
-    async def figures(self) -> sim_bmc.BmcFigures:
+    async def figures(self):
         if self._figures is None:
             self._figures = await asyncio.to_thread(self._read_figures)
         return self._figures
 
     async def ipmitool(self, command: list[str]) -> tuple[int, str, str]:
         argv = ipmitool_argv(self.login, command, 10)
-        if not sim_bmc.logged_in(self.login.user, self.login.password):
-            return sim_bmc.ipmitool(None, argv, password=self.login.password, at=self.at)
-        return sim_bmc.ipmitool(await self.figures(), argv, password=self.login.password, at=self.at)
+        if not self.bmcs.logged_in(self.login.user, self.login.password):
+            return self.bmcs.ipmitool(None, argv, password=self.login.password, at=self.at)
+        return self.bmcs.ipmitool(await self.figures(), argv, password=self.login.password, at=self.at)
 
     async def redfish(self, method: str, path: str, headers: dict, body: bytes | None) -> tuple[int, dict, bytes]:
-        figures = await self.figures() if path.startswith(sim_bmc.CHASSIS + "/") and self._tokens else None
-        return sim_bmc.redfish(lambda: figures, method, path, headers=headers, body=body, tokens=self._tokens)
+        figures = await self.figures() if path.startswith(self.bmcs.CHASSIS + "/") and self._tokens else None
+        return self.bmcs.redfish(lambda: figures, method, path, headers=headers, body=body, tokens=self._tokens)
 
 
 # --- one poll -------------------------------------------------------------------------------------------------------

@@ -16,14 +16,6 @@ def prune_bmc_readings() -> int:
     return bmcs.prune_readings()
 
 
-@shared_task(name="rackpilot.monitoring.evaluate_cost_policies", ignore_result=True, time_limit=600)
-def evaluate_cost_policies() -> int:
-    """Beat: evaluate every cost policy (propose, apply with standing approval, revert on a breach, re-apply)."""
-    from apps.monitoring.policies import services as policies
-
-    return policies.evaluate_all()
-
-
 @shared_task(name="rackpilot.monitoring.read_training_progress", ignore_result=True, time_limit=120)
 def read_training_progress() -> int:
     """Beat: start the log reads of every active training job that is due."""

@@ -12,11 +12,3 @@ urlpatterns = [
     path("grafana.zip", views.grafana_bundle, name="grafana-bundle"),
     path("services/<uuid:public_id>/validate/", views.service_validate, name="service-validate"),
 ]
-
-# Cost and energy policies: portal/urls.py mounts these at /policies/.
-policy_urlpatterns = [
-    path("", views.policy_list, name="policy-list"),
-    path("<uuid:public_id>/", views.policy_detail, name="policy-detail"),
-    path("<uuid:public_id>/<slug:step>/", views.policy_step, name="policy-step"),
-    path("<uuid:public_id>/actions/<uuid:action_id>/<slug:name>/", views.policy_artefact, name="policy-artefact"),
-]

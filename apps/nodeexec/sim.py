@@ -1,9 +1,10 @@
-"""The sim transport: the catalogue answered by the simulator (apps/simulator registers a backend)."""
+"""The sim transport: the catalogue answered by the simulator (apps/simulator registers a backend), and the simulated
+BMCs the BMC reads talk to (apps/simulator registers those too), so no production code imports the simulator."""
 
 import asyncio
 import functools
 import time
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from apps.nodeexec.base import STDERR, STDOUT, CommandResult, NodeTarget, OutputCollector, TransportError
 
@@ -37,6 +38,41 @@ def register_simulator(backend: SimulatorBackend | None) -> None:
 
 def get_simulator() -> SimulatorBackend | None:
     return _backend
+
+
+@runtime_checkable
+class SimulatedBmcBackend(Protocol):
+    """Answers a simulated node's BMC in the real formats: ipmitool's output and Redfish documents, from the node's
+    figures at one moment (read once per poll: `node_figures` reads the database, so call it in a thread)."""
+
+    CHASSIS: str  # the Redfish path of the chassis whose documents need the figures
+
+    def node_figures(self, node, *, seed: int, load: float, at) -> Any: ...
+
+    def logged_in(self, user: str, password: str) -> bool: ...
+
+    def ipmitool(self, values, argv: list[str], *, password: str, at) -> tuple[int, str, str]: ...
+
+    def redfish(
+        self, figures, method: str, path: str, *, headers: dict, body, tokens: set
+    ) -> tuple[int, dict, bytes]: ...
+
+
+_bmc_backend: SimulatedBmcBackend | None = None
+
+
+def register_simulated_bmc(backend: SimulatedBmcBackend | None) -> None:
+    """Install the simulated BMCs (None removes them). apps.simulator calls this from its AppConfig.ready()."""
+    global _bmc_backend
+    if backend is not None and not isinstance(backend, SimulatedBmcBackend):
+        raise TypeError("simulated BMCs need CHASSIS, node_figures, logged_in, ipmitool and redfish")
+    _bmc_backend = backend
+
+
+def simulated_bmc() -> SimulatedBmcBackend:
+    if _bmc_backend is None:
+        raise TransportError("no simulator is installed (simulated BMCs need apps.simulator)")
+    return _bmc_backend
 
 
 def _bytes(value) -> bytes:

@@ -60,8 +60,11 @@ def register(backend: SimulatorBackend | None = None) -> SimulatorBackend:
     """Install the simulator behind the `sim` transport (the jobs engine's nodeexec registry)."""
     backend = backend or SimulatorBackend()
     try:
-        from apps.nodeexec.sim import register_simulator
+        from apps.nodeexec.sim import register_simulated_bmc, register_simulator
     except ImportError:  # the transports are not installed: the simulator still works through its services
         return backend
+    from apps.simulator import bmc
+
     register_simulator(backend)
+    register_simulated_bmc(bmc)  # the module answers the BMC reads' sim transport (monitoring's bmc-poll kind)
     return backend

@@ -11,6 +11,7 @@ import random
 import zlib
 from dataclasses import dataclass, replace
 
+from apps.inventory.gpu_power import DEFAULT_GPU_POWER_MODEL, GpuPowerModel, gpu_power_model
 from apps.simulator.state import SimGpu, SimNic, SimulatedNode
 
 # --- noise ------------------------------------------------------------------------------------------------------
@@ -30,11 +31,11 @@ def jitter(rng: random.Random, value: float, share: float) -> float:
 # --- power, clocks, temperature ---------------------------------------------------------------------------------
 
 CLOCK_STEP_MHZ = 15  # Hopper's supported graphics clocks come in 15 MHz steps
-STATIC_POWER_W = 110.0  # board power at full utilisation that does not scale with the SM clock (HBM, fabric, fans)
-DYNAMIC_POWER_AT_REF_W = 580.0  # SM power of a GEMM loop at REF_CLOCK_MHZ: 690 W at ~1455 MHz on the real card
-REF_CLOCK_MHZ = 1455.0
-POWER_EXPONENT = 2.5  # dynamic power ~ f·V², and voltage rises with f
-IDLE_POWER_W = 78.0
+# The board power model is the SKU catalogue's (apps/inventory/gpu_power.py): each GPU draws by its SKU's figures.
+# These names are the measured card's, for the telemetry model, which works per regime rather than per SKU (every
+# shipped SKU has the same figures until measured).
+STATIC_POWER_W = DEFAULT_GPU_POWER_MODEL.static_w
+IDLE_POWER_W = DEFAULT_GPU_POWER_MODEL.idle_w
 THERMAL_SLOWDOWN_MHZ = 990  # HW thermal slowdown roughly halves the boost clock
 
 REASON_BITS = {
@@ -71,14 +72,13 @@ class GpuReading:
         return sum(REASON_BITS[name] for name in self.reasons)
 
 
-def power_demand_w(load: float, sm_mhz: float) -> float:
-    return STATIC_POWER_W + load * DYNAMIC_POWER_AT_REF_W * (sm_mhz / REF_CLOCK_MHZ) ** POWER_EXPONENT
+def power_demand_w(load: float, sm_mhz: float, power: GpuPowerModel = DEFAULT_GPU_POWER_MODEL) -> float:
+    return power.demand_w(load, sm_mhz)
 
 
-def clock_at_power_cap(load: float, cap_w: float) -> float:
+def clock_at_power_cap(load: float, cap_w: float, power: GpuPowerModel = DEFAULT_GPU_POWER_MODEL) -> float:
     """The SM clock at which a load draws exactly the cap (the power-capping governor's target)."""
-    dynamic = max(cap_w - STATIC_POWER_W, 1.0)
-    return REF_CLOCK_MHZ * (dynamic / (load * DYNAMIC_POWER_AT_REF_W)) ** (1 / POWER_EXPONENT)
+    return power.clock_at_limit_mhz(load, cap_w)
 
 
 def quantise_clock(mhz: float) -> int:
@@ -89,22 +89,23 @@ def quantise_clock(mhz: float) -> int:
 def gpu_reading(gpu: SimGpu, *, load: float, rng: random.Random) -> GpuReading:
     """Power, clocks and temperature of a GPU under a load between 0 (idle) and 1 (a GEMM loop)."""
     facts = gpu.facts
+    board = gpu_power_model(gpu.sku_name)
     cap = float(gpu.power_cap_w)
     reasons: list[str] = []
     offset = rng.uniform(-3, 3)  # cards differ by a few degrees in the same chassis
     if load <= 0:
         sm = float(facts.idle_sm_mhz)
-        power = jitter(rng, IDLE_POWER_W, 0.02)
+        power = jitter(rng, board.idle_w, 0.02)
         average = power + jitter(rng, 28.0, 0.1)  # the average includes the sampler's own wake-ups
         reasons.append("gpu_idle")
         capped = False
     else:
         max_clock = float(min(facts.max_sm_mhz, gpu.clock_cap_mhz or facts.max_sm_mhz))
-        demand = power_demand_w(load, max_clock)
+        demand = board.demand_w(load, max_clock)
         capped = demand > cap
-        sm = min(max_clock, clock_at_power_cap(load, cap)) if capped else max_clock
+        sm = min(max_clock, board.clock_at_limit_mhz(load, cap)) if capped else max_clock
         sm = min(jitter(rng, sm, 0.008), max_clock)
-        power = min(power_demand_w(load, sm), cap - rng.uniform(8, 12)) if capped else jitter(rng, demand, 0.01)
+        power = min(board.demand_w(load, sm), cap - rng.uniform(8, 12)) if capped else jitter(rng, demand, 0.01)
         average = power + rng.uniform(-1.5, 1.5)
         if gpu.clock_cap_mhz and gpu.clock_cap_mhz < facts.max_sm_mhz:
             reasons.append("applications_clocks_setting")
@@ -115,7 +116,7 @@ def gpu_reading(gpu: SimGpu, *, load: float, rng: random.Random) -> GpuReading:
         reasons += ["hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown"]
         temperature = gpu.thermal_c + rng.uniform(-1, 1)
         if load > 0:
-            power = min(power, power_demand_w(load, sm))
+            power = min(power, board.demand_w(load, sm))
             reasons = [name for name in reasons if name != "sw_power_cap"]
             capped = False
     else:
@@ -203,8 +204,7 @@ def loaded_sm_mhz(gpu: SimGpu, *, hot: bool = False) -> float:
     clock = float(compute.loaded_sm_mhz)
     limit = gpu.power_limit_w or gpu.tdp_w
     if limit < gpu.tdp_w:
-        share = max(limit - STATIC_POWER_W, 1.0) / max(gpu.tdp_w - STATIC_POWER_W, 1.0)
-        clock *= share ** (1 / POWER_EXPONENT)
+        clock *= gpu_power_model(gpu.sku_name).clock_share(limit_w=limit, busy_w=gpu.tdp_w)
     if gpu.clock_cap_mhz:
         clock = min(clock, gpu.clock_cap_mhz)
     if gpu.thermal_c or hot:

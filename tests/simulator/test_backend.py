@@ -118,7 +118,7 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "slurm_job": "llm-pretrain",
         "node_list": "gpu001,gpu002",
         "excluded_nodes": "gpu003",
-        # Storage tiering (apps/monitoring/policies/tiering_commands.py): the hot tier's files, one moved to warm.
+        # Storage tiering (apps/costs/tiering_commands.py): the hot tier's files, one moved to warm.
         "directory": "/scratch",
         "older_than_days": "+6",
         "larger_than_bytes": "+0c",
@@ -134,7 +134,7 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "set-mtu": {"number": "9000"},
         "apt-install": {"package": "libnccl2=2.28.3-1+cuda13.0"},
         "sha256-check": {"path": "/checkpoints/llm-pretrain/SHA256SUMS"},
-        "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/monitoring/policies)
+        "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/costs/commands.py)
         "mv-file": {"file": "/scratch/datasets/tokenized/part-00000.bin"},
         "mkdir-parents": {"file": "/shared/moved"},
         "resume-sbatch": {"number": "2"},  # --nodes matches the node list (Slurm refuses otherwise)

@@ -1,7 +1,10 @@
 """The figures come from the model: calibrated on the real H200, set by the slowest link, deterministic per seed."""
 
+import dataclasses
+
 import pytest
 
+from apps.inventory import gpu_power
 from apps.inventory.models import Firmware, Node
 from apps.parsers.dmesg import parse_dmesg
 from apps.parsers.nccl_tests import parse_nccl_tests
@@ -128,3 +131,15 @@ def test_same_seed_same_bytes_other_seed_other_noise(run):
 
 def test_healthy_kernel_log_has_no_xid(run):
     assert parse_dmesg(run("dmesg").stdout).xids == []
+
+
+def test_the_simulator_draws_by_the_catalogues_figures(run, monkeypatch):
+    def idle_draws():
+        return [gpu.power_draw_w for gpu in _gpus(run)]
+
+    before = idle_draws()
+    quieter = dataclasses.replace(gpu_power.H200_MEASURED, idle_w=40.0)
+    monkeypatch.setitem(gpu_power.GPU_POWER_MODELS, "H200 SXM", quieter)
+    after = idle_draws()
+    # the same seed, so the same jitter (±2 %) around 38 W less idle draw, and the sampler's own wake-ups unchanged
+    assert all(36 <= old - new <= 40 for old, new in zip(before, after, strict=True))

@@ -25,7 +25,7 @@ from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, Remediation
 from apps.inventory.models import Node
 from apps.jobs.api.serializers import JobSerializer
-from apps.simulator.models import SimFault
+from apps.simulator.injection import SimFault, injected_faults
 from apps.workloads.models import TrainingJob
 
 UUID_PATTERN = r"[0-9a-fA-F-]{36}"
@@ -218,7 +218,7 @@ class IncidentViewSet(
 
 
 def _rehearsed_fault(data: dict) -> SimFault:
-    faults = SimFault.objects.select_related("node")
+    faults = injected_faults()
     if data.get("fault"):
         fault = faults.filter(public_id=data["fault"]).first()
         if fault is None:

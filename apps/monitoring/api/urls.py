@@ -6,7 +6,5 @@ ROUTES: list = [
     ("bmcs", views.BmcViewSet),
     ("slos", views.SloViewSet),
     ("health", views.HealthViewSet, "health"),
-    ("cost-policies", views.CostPolicyViewSet),
-    ("policy-actions", views.PolicyActionViewSet),
     ("gpu-hours", views.GpuHoursViewSet, "gpu-hours"),
 ]

@@ -127,5 +127,5 @@ def set_proposal_recorder(recorder: Callable) -> None:
 def record_proposal(policy) -> tuple:
     """(the PolicyAction proposed from what `policy` can read now, "") or (None, why not): services.dry_run."""
     if _proposal_recorder is None:
-        raise LookupError("no proposal recorder: import apps.monitoring.policies.services")
+        raise LookupError("no proposal recorder: import apps.costs.services")
     return _proposal_recorder(policy)

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from apps.costs.choices import ActionState
+from apps.costs.models import PolicyAction
 from apps.jobs.choices import JobStatus
-from apps.monitoring.choices import ActionState
-from apps.monitoring.models import PolicyAction
 from apps.nodeexec.base import CommandResult
 
 # The state an action is in while its job runs: a job that ends finds it there, or another job has since moved it.

@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.costs.choices import ActionState
+from apps.costs.models import CostPolicy, PolicyAction
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring.choices import ActionState
-from apps.monitoring.models import CostPolicy, PolicyAction
 from apps.simulator.models import SimChange
 from apps.workloads.models import InferenceService
 

@@ -2,13 +2,14 @@
 their power limit to `power_limit_w` (nvidia-smi -i N -pl W, within the SKU's range); put the default (the TDP)
 back when utilisation rises above `restore_above` %.
 
-The expected saving comes from the telemetry of the window through the board power model the simulator is
-calibrated with (apps.simulator.model, the real H200 capture): a GPU busy a share u of the time draws
-P = S + u·(F − S), S the static share, F its draw while busy at its clock. Under a limit L < F the busy clock falls to
-r = ((L − S)/(F − S))^(1/2.5) of today's (dynamic power grows as f^2.5), the same work keeps the GPU busy u/r of the
-time, and the draw becomes S + (u/r)(L − S) = S + (P − S)·((L − S)/(F − S))^0.6. So a GPU that is idle saves nothing
-(its draw is below S), and one that would need more than all of its time at the lower clock keeps only r of its
-throughput: the proposal shows that share (`throughput_factor`) for a GPU under full load.
+The expected saving comes from the telemetry of the window through each GPU's SKU power model in the catalogue
+(apps/inventory/gpu_power.py, calibrated on the real H200 capture; the simulator draws by the same figures): a GPU
+busy a share u of the time draws P = S + u·(F − S), S the static share, F its draw while busy at its clock. Under a
+limit L < F the busy clock falls to r = ((L − S)/(F − S))^(1/e) of today's (dynamic power grows as f^e, e = 2.5 on the
+H200), the same work keeps the GPU busy u/r of the time, and the draw becomes S + (u/r)(L − S) =
+S + (P − S)·((L − S)/(F − S))^(1 − 1/e). So a GPU that is idle saves nothing (its draw is below S), and one that would
+need more than all of its time at the lower clock keeps only r of its throughput: the proposal shows that share
+(`throughput_factor`) for a GPU under full load.
 """
 
 import math
@@ -16,11 +17,11 @@ import math
 from django.conf import settings
 from rest_framework import serializers
 
+from apps.costs.commands import command_line, set_limit_argv
+from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
+from apps.inventory.gpu_power import gpu_power_model
 from apps.inventory.models import Gpu
-from apps.monitoring.policies.base import PolicyKindSpec, Proposal, register_policy_kind
-from apps.monitoring.policies.commands import command_line, set_limit_argv
 from apps.monitoring.telemetry import Window
-from apps.simulator.model import POWER_EXPONENT, STATIC_POWER_W
 
 JOB_KIND = "power-limit"
 MIN_STEP_S = 60.0
@@ -65,19 +66,6 @@ def sku_ranges(nodes) -> dict[str, tuple[int, int]]:
     """SKU name -> (min, max) power limit of the scope's GPUs; the max is the default limit (the TDP)."""
     rows = Gpu.objects.filter(node__in=nodes).values_list("sku__name", "sku__min_power_limit_w", "sku__tdp_w")
     return {name: (min(low, high), high) for name, low, high in rows.distinct()}
-
-
-def limited_draw(power_w: float, busy_w: float, limit_w: float) -> tuple[float, float, bool]:
-    """(mean draw under the limit, busy-clock ratio r, whether the work no longer fits) for one GPU at one step: mean
-    draw `power_w`, draw while busy `busy_w` (F)."""
-    if power_w <= STATIC_POWER_W or busy_w <= limit_w or busy_w <= STATIC_POWER_W:
-        return power_w, 1.0, False
-    ratio = max(limit_w - STATIC_POWER_W, 1.0) / (busy_w - STATIC_POWER_W)
-    clock = ratio ** (1 / POWER_EXPONENT)
-    busy = (power_w - STATIC_POWER_W) / (busy_w - STATIC_POWER_W)
-    if busy / clock > 1:  # more work than the slower GPU can do: it runs flat out at the limit
-        return float(limit_w), clock, True
-    return STATIC_POWER_W + (power_w - STATIC_POWER_W) * ratio ** (1 - 1 / POWER_EXPONENT), clock, False
 
 
 @register_policy_kind
@@ -181,16 +169,18 @@ class LowLoadPower(PolicyKindSpec):
             return None
         util, power = series.get("util", []), series.get("power", [])
         steps = list(zip(util, power, strict=False))
+        board = gpu_power_model(gpu.sku.name)
         busy_full = min(float(current), float(default))  # a GEMM loop holds the limit in force
         saved, mean_power = 0.0, (sum(power) / len(power) if power else 0.0)
         for share, draw in steps:
             if share <= 0.5:
                 continue
-            busy_w = min(busy_full, STATIC_POWER_W + (draw - STATIC_POWER_W) / (share / 100))
-            after, _, _ = limited_draw(draw, busy_w, watts)
+            busy_w = min(busy_full, board.busy_draw_w(mean_w=draw, busy_share=share / 100))
+            after, _, _ = board.limited_draw(mean_w=draw, busy_w=busy_w, limit_w=watts)
             saved += draw - after
         saving = saved / len(steps) if steps else 0.0
-        clock = (max(watts - STATIC_POWER_W, 1.0) / max(busy_full - STATIC_POWER_W, 1.0)) ** (1 / POWER_EXPONENT)
+        share = max(watts - board.static_w, 1.0) / max(busy_full - board.static_w, 1.0)
+        clock = share ** (1 / board.dynamic_exponent)
         return {
             "hostname": hostname,
             "gpu": gpu.index,

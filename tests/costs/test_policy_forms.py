@@ -4,10 +4,10 @@ names the parameter at fault, and is refused to viewers."""
 import pytest
 from django.urls import reverse
 
+from apps.costs.forms import CostPolicyForm
+from apps.costs.models import CostPolicy
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring.forms import CostPolicyForm
-from apps.monitoring.models import CostPolicy
 from apps.workloads.models import InferenceService
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ import yaml
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.costs.models import CostPolicy
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring.models import CostPolicy
 from apps.workloads.models import InferenceService
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]

@@ -15,18 +15,18 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.inventory.choices import StorageTierKind
-from apps.inventory.models import Node, Volume
-from apps.jobs.choices import JobStatus
-from apps.jobs.models import Job
-from apps.monitoring.policies.base import PolicyKindSpec, Proposal, register_policy_kind
-from apps.monitoring.policies.commands import command_line
-from apps.monitoring.policies.tiering_commands import (
+from apps.costs.commands import command_line
+from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
+from apps.costs.tiering_commands import (
     FIND_IDLE,
     LIST_OPEN,
     make_dirs_argv,
     move_argv,
 )
+from apps.inventory.choices import StorageTierKind
+from apps.inventory.models import Node, Volume
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
 from apps.nodeexec.catalogue import PLACEHOLDERS
 from apps.parsers.errors import ParseError
 from apps.parsers.files import parse_find_printf, parse_lsof_fields

@@ -1,7 +1,7 @@
 """The `storage-tiering` job kind, on the one node that mounts both tiers:
 
 - survey: find the files unread for N days, and lsof what is open under the directory (read-only); when it succeeds
-  the policy's proposal is recorded from its output (apps/monitoring/policies/tiering.py);
+  the policy's proposal is recorded from its output (apps/costs/policies/tiering.py);
 - apply: check what is open now (lsof), then per file of the approved plan: mkdir -p its directory, mv -n -T, read
   the moved file back (its size must match); what moved is the action's manifest. A file already at its destination
   with its size (an earlier try of the same run) counts as moved, so running it again moves nothing twice;
@@ -11,15 +11,12 @@ A file opened since the proposal, or not where the plan says any more, is left a
 from django.db import transaction
 from rest_framework import serializers
 
-from apps.jobs.choices import EventLevel, JobStatus, StepStatus
-from apps.jobs.events import emit
-from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.choices import PolicyKind
-from apps.monitoring.models import CostPolicy, PolicyAction
-from apps.monitoring.policies.action_jobs import end_action, joined_results
-from apps.monitoring.policies.base import record_proposal
-from apps.monitoring.policies.tiering import JOB_KIND
-from apps.monitoring.policies.tiering_commands import (
+from apps.costs.choices import PolicyKind
+from apps.costs.kinds.actions import end_action, joined_results
+from apps.costs.models import CostPolicy, PolicyAction
+from apps.costs.policies.base import record_proposal
+from apps.costs.policies.tiering import JOB_KIND
+from apps.costs.tiering_commands import (
     FIND_IDLE,
     LIST_OPEN,
     find_idle_values,
@@ -28,6 +25,9 @@ from apps.monitoring.policies.tiering_commands import (
     move_argv,
     stat_argv,
 )
+from apps.jobs.choices import EventLevel, JobStatus, StepStatus
+from apps.jobs.events import emit
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import PLACEHOLDERS
 from apps.parsers.errors import ParseError

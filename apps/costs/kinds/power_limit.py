@@ -8,13 +8,13 @@ from rest_framework import serializers
 
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.costs.commands import LIMIT_FIELDS, READ_LIMITS, set_limit_argv
+from apps.costs.kinds.actions import end_action, joined_results
+from apps.costs.models import PolicyAction
+from apps.costs.policies.energy import JOB_KIND
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.models import PolicyAction
-from apps.monitoring.policies.action_jobs import end_action, joined_results
-from apps.monitoring.policies.commands import LIMIT_FIELDS, READ_LIMITS, set_limit_argv
-from apps.monitoring.policies.energy import JOB_KIND
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import build
 from apps.parsers.errors import ParseError

@@ -9,11 +9,12 @@ import pytest
 from django.utils import timezone
 
 from apps.core.models import AuditEntry
+from apps.costs import services as policies
+from apps.costs.choices import ActionState, ApprovalKind
+from apps.costs.models import CostPolicy, PolicyAction
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring.choices import ActionState, ApprovalKind
-from apps.monitoring.models import CostPolicy, PolicyAction, Slo
-from apps.monitoring.policies import services as policies
+from apps.monitoring.models import Slo
 from apps.monitoring.telemetry import current_workloads
 from apps.simulator import services as simulator
 from apps.simulator.models import SimChange
@@ -135,7 +136,7 @@ def test_apply_lowers_the_simulated_power_and_tokens_then_revert_restores(policy
     assert model().gpu_reading("gpu001", 0, peak)["power_w"] == pytest.approx(old["power_w"], rel=0.01)
 
     audited = list(
-        AuditEntry.objects.filter(object_type="monitoring.policyaction", object_id=str(action.pk))
+        AuditEntry.objects.filter(object_type="costs.policyaction", object_id=str(action.pk))
         .order_by("pk")
         .values_list("action", "object_repr")
     )

@@ -11,17 +11,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.models import AuditEntry
+from apps.costs import services as policies
+from apps.costs.choices import ActionState
+from apps.costs.kinds.tiering import MOVE, StorageTieringJob
+from apps.costs.models import CostPolicy, PolicyAction
+from apps.costs.policies.tiering import in_use_checkpoints
+from apps.costs.policies.tiering import summary as tiering_summary
+from apps.costs.tiering_commands import move_argv
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.jobs.kinds import StepSpec
 from apps.jobs.models import Job
-from apps.monitoring.choices import ActionState
-from apps.monitoring.models import CostPolicy, PolicyAction
-from apps.monitoring.policies import services as policies
-from apps.monitoring.policies.tiering import in_use_checkpoints
-from apps.monitoring.policies.tiering import summary as tiering_summary
-from apps.monitoring.policies.tiering_commands import move_argv
-from apps.monitoring.policies.tiering_jobs import MOVE, StorageTieringJob
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import shell_join
 from apps.parsers.files import parse_find_printf

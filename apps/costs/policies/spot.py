@@ -15,9 +15,9 @@ import shlex
 
 from rest_framework import serializers
 
-from apps.monitoring.choices import ACTION_IN_FORCE, PolicyKind
-from apps.monitoring.policies import artefacts
-from apps.monitoring.policies.base import PolicyKindSpec, Proposal, register_policy_kind
+from apps.costs import artefacts
+from apps.costs.choices import ACTION_IN_FORCE, PolicyKind
+from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
 from apps.monitoring.telemetry import JOULES_PER_KWH
 from apps.workloads.choices import WorkloadClass
 from apps.workloads.models import InferenceService, TrainingJob

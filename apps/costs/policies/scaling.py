@@ -7,9 +7,10 @@ rule, ceil(replicas × utilisation / threshold_up), within min and max replicas:
 scaling in for the window's peak, so the replicas left stay below `threshold_up`.
 
 The saving: a node the service no longer needs can be powered down or lent out, so scaling in saves its GPUs' idle
-draw (apps.simulator.model.IDLE_POWER_W each; the dynamic energy follows the work, which stays the same); scaling
-out costs the same (a negative saving). Applying records the new replica count on the service (the simulator then
-serves from that many nodes, each busier); a real cluster applies the downloadable KEDA ScaledObject or HPA.
+draw (each GPU's SKU's, from the catalogue's power model, apps/inventory/gpu_power.py; the dynamic energy follows the
+work, which stays the same); scaling out costs the same (a negative saving). Applying records the new replica count
+on the service (the simulator then serves from that many nodes, each busier); a real cluster applies the downloadable
+KEDA ScaledObject or HPA.
 """
 
 import math
@@ -18,12 +19,12 @@ import shlex
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.costs import artefacts
+from apps.costs.choices import ActionState, PolicyKind, PolicyScope
+from apps.costs.policies.base import PolicyKindSpec, Proposal, StaleAction, register_policy_kind
+from apps.inventory.gpu_power import gpu_power_model
 from apps.inventory.models import Gpu
-from apps.monitoring.choices import ActionState, PolicyKind, PolicyScope
-from apps.monitoring.policies import artefacts
-from apps.monitoring.policies.base import PolicyKindSpec, Proposal, StaleAction, register_policy_kind
 from apps.monitoring.telemetry import Window
-from apps.simulator.model import IDLE_POWER_W
 from apps.workloads.choices import SERVICE_ACTIVE
 from apps.workloads.models import InferenceService
 
@@ -72,8 +73,10 @@ class ElasticScalingParameters(serializers.Serializer):
         return attrs
 
 
-def _gpus(hostnames: list[str]) -> int:
-    return Gpu.objects.filter(node__hostname__in=hostnames).count()
+def _idle_w(hostnames: list[str]) -> float:
+    """What the nodes' GPUs draw idle, each by its SKU's power model."""
+    skus = Gpu.objects.filter(node__hostname__in=hostnames).values_list("sku__name", flat=True)
+    return sum(gpu_power_model(sku).idle_w for sku in skus)
 
 
 def _kubectl_scale(deployment: str, replicas: int) -> str:
@@ -160,7 +163,7 @@ class ElasticScaling(PolicyKindSpec):
             return None, f"{service.name}: {seen}, between {down:g} % and {up:g} %: {replicas} replica(s) fit"
         after = pool[:wanted]
         changed = sorted(set(serving) ^ set(after))
-        idle_w = _gpus(changed) * IDLE_POWER_W
+        idle_w = _idle_w(changed)
         saving_w = idle_w if direction == "in" else -idle_w
         row = {
             "service": service.name,

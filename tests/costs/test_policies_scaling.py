@@ -11,18 +11,19 @@ import yaml
 from django.utils import timezone
 
 from apps.core.models import AuditEntry
+from apps.costs import artefacts
+from apps.costs import services as policies
+from apps.costs.choices import ActionState
+from apps.costs.models import CostPolicy
+from apps.costs.policies import scaling
+from apps.costs.policies.base import policy_kind
 from apps.deployments.artefacts.base import ArtefactError
 from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.gpu_power import gpu_power_model
 from apps.inventory.models import Node
 from apps.jobs.models import Job
-from apps.monitoring.choices import ActionState
-from apps.monitoring.models import CostPolicy
-from apps.monitoring.policies import artefacts, scaling
-from apps.monitoring.policies import services as policies
-from apps.monitoring.policies.base import policy_kind
 from apps.monitoring.telemetry import SimulatorTelemetry, Window, current_workloads
 from apps.simulator import services as simulator
-from apps.simulator.model import IDLE_POWER_W
 from apps.workloads.models import InferenceService
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
@@ -81,7 +82,7 @@ def test_a_low_load_proposes_scaling_in_with_the_freed_nodes_idle_draw_as_the_sa
     assert row["replicas_after"] == math.ceil(4 * max(means) / 80) < 4
     freed = list(POOL[row["replicas_after"] :])
     assert row["changed_nodes"] == freed and row["nodes_after"] == list(POOL[: row["replicas_after"]])
-    assert row["saving_w"] == pytest.approx(len(freed) * 8 * IDLE_POWER_W)
+    assert row["saving_w"] == pytest.approx(len(freed) * 8 * gpu_power_model("H200 SXM").idle_w)
     assert action.expected_kwh_per_day == pytest.approx(row["saving_w"] * 24 / 1000)
     assert action.expected_money_per_day == pytest.approx(action.expected_kwh_per_day * 0.15)
     assert action.commands == {"kubernetes": [f"kubectl scale deployment/chat --replicas={row['replicas_after']}"]}
@@ -133,7 +134,7 @@ def test_apply_scales_the_simulated_service_in_and_revert_restores_it(policy, se
     service.refresh_from_db()
     assert action.state == ActionState.REVERTED and service.replicas is None
     assert service.serving_hostnames() == list(POOL)
-    entries = AuditEntry.objects.filter(object_type="monitoring.policyaction", object_id=str(action.pk))
+    entries = AuditEntry.objects.filter(object_type="costs.policyaction", object_id=str(action.pk))
     assert [entry.action for entry in entries.order_by("pk") if entry.action in ("approve", "start")] == [
         "approve",
         "start",

@@ -12,12 +12,15 @@ from django.utils import timezone
 from apps.accounts.choices import Role
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.costs.choices import ACTION_IN_FORCE, ActionState, ActionTrigger, ApprovalKind, PolicyState
+from apps.costs.kinds import power_limit, tiering  # noqa: F401 (register the job kinds)
+from apps.costs.models import CostPolicy, PolicyAction
+from apps.costs.policies import energy, scaling, spot  # noqa: F401 (register the policy kinds)
+from apps.costs.policies import tiering as storage_tiering  # noqa: F401 (registers the storage-tiering kind)
+from apps.costs.policies.base import StaleAction, policy_kind, set_proposal_recorder
 from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring import slo
-from apps.monitoring.choices import ACTION_IN_FORCE, ActionState, ActionTrigger, ApprovalKind, PolicyState
-from apps.monitoring.models import CostPolicy, PolicyAction, Slo
-from apps.monitoring.policies import energy, jobs, scaling, spot, tiering, tiering_jobs  # noqa: F401 (registers the kinds)
-from apps.monitoring.policies.base import StaleAction, policy_kind, set_proposal_recorder
+from apps.monitoring.models import Slo
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 
 
@@ -215,7 +218,7 @@ def _start(action: PolicyAction, *, mode: str, user, reason: str = "") -> Policy
         action.state, action.revert_job, action.revert_reason = ActionState.REVERTING, job, reason[:300]
     action.save()
     if mode == "enforce":
-        return action  # a check; what it re-applies is audited when it does (apps/monitoring/policies/jobs.py)
+        return action  # a check; what it re-applies is audited when it does (apps/costs/kinds/power_limit.py)
     audit.record(
         AuditAction.START,
         obj=action,

@@ -9,13 +9,13 @@ import pytest
 import yaml
 from django.utils import timezone
 
+from apps.costs import artefacts
+from apps.costs import services as policies
+from apps.costs.choices import ActionState
+from apps.costs.models import CostPolicy
+from apps.costs.policies.base import policy_kind
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring.choices import ActionState
-from apps.monitoring.models import CostPolicy
-from apps.monitoring.policies import artefacts
-from apps.monitoring.policies import services as policies
-from apps.monitoring.policies.base import policy_kind
 from apps.monitoring.telemetry import SimulatorTelemetry
 from apps.workloads.models import InferenceService, TrainingJob, TrainingJobNode
 

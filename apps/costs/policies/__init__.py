@@ -1,0 +1,1 @@
+"""The policy kinds: `base` holds what a kind is and the registry; each other module registers one kind."""
