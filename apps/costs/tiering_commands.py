@@ -2,7 +2,15 @@
 days (find), the files running processes hold open (lsof), create a destination directory, move one file, and read
 one file back. File paths are whole argv elements after `--`; nothing is handed to a shell."""
 
-from apps.nodeexec.catalogue import CATALOGUE, Command, build, register_command
+from apps.nodeexec.catalogue import (
+    CATALOGUE,
+    FILE_PATH,
+    Command,
+    Placeholder,
+    build,
+    register_command,
+    register_placeholder,
+)
 
 FIND_IDLE = "find-idle-files"
 LIST_OPEN = "lsof-under"
@@ -13,6 +21,23 @@ STAT_FILE = "find-one-file"
 # left out, since a line could not carry them).
 PRINTF = "%s %A@ %p\\n"
 NO_NEWLINE_NAMES = ("!", "-name", "*\n*")
+# How old (days) and how large (bytes) a file must be to move, and the files themselves. A file's name is whatever
+# its owner chose (spaces, quotes, $ and ; included), so `file`/`file_to` admit any character but NUL and newline,
+# never a `..` segment: such a value is only ever one argv element after `--`, and the ssh transport's quoting keeps
+# it one word.
+PLACEHOLDERS = {
+    "directory": Placeholder(
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}",
+        "an absolute directory path",
+        slashes=True,
+    ),
+    "older_than_days": Placeholder(r"\+[0-9]{1,5}", "+N (more than N whole days, find -atime)"),
+    "larger_than_bytes": Placeholder(r"\+[0-9]{1,15}c", "+Nc (more than N bytes, find -size)"),
+    "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments", slashes=True),
+    "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments", slashes=True),
+}
+for _name, _placeholder in PLACEHOLDERS.items():
+    register_placeholder(_name, _placeholder)
 
 COMMANDS = (
     Command(

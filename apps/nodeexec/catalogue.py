@@ -276,20 +276,6 @@ for _name, _placeholder in {
     "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
     "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
     "scheduler_node": Placeholder(HOSTNAME, "a node name"),
-    # Storage tiering's (the cost policies' commands, apps/monitoring/policies): registered here until those
-    # policies register their own. How old (days) and how large (bytes) a file must be to move, and the files
-    # themselves. A file's name is whatever its owner chose (spaces, quotes, $ and ; included), so `file`/`file_to`
-    # admit any character but NUL and newline, never a `..` segment: such a value is only ever one argv element
-    # after `--`, and the ssh transport's quoting keeps it one word.
-    "directory": Placeholder(
-        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}",
-        "an absolute directory path",
-        slashes=True,
-    ),
-    "older_than_days": Placeholder(r"\+[0-9]{1,5}", "+N (more than N whole days, find -atime)"),
-    "larger_than_bytes": Placeholder(r"\+[0-9]{1,15}c", "+Nc (more than N bytes, find -size)"),
-    "file": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments", slashes=True),
-    "file_to": Placeholder(FILE_PATH, "an absolute file path without newlines or .. segments", slashes=True),
 }.items():
     register_placeholder(_name, _placeholder)
 
