@@ -37,6 +37,9 @@ POWER_EXPONENT = 2.5  # dynamic power ~ f·V², and voltage rises with f
 IDLE_POWER_W = 78.0
 THERMAL_SLOWDOWN_MHZ = 990  # HW thermal slowdown roughly halves the boost clock
 
+# The card's side of nvmlClocksEventReasons (nvml.h): the bit the simulated card sets for each reason it names. The
+# table the project reads masks with is the parsers' (apps.parsers.nvidia_smi.CLOCKS_EVENT_REASON_BITS); the simulator
+# may not import it (its output is judged by the parsers), so tests/simulator/test_parsers.py holds the two equal.
 REASON_BITS = {
     "gpu_idle": 0x1,
     "applications_clocks_setting": 0x2,
@@ -48,6 +51,7 @@ REASON_BITS = {
     "hw_power_brake_slowdown": 0x80,
     "display_clock_setting": 0x100,
 }
+REASONS_SUPPORTED_MASK = sum(REASON_BITS.values())  # what 'clocks_event_reasons.supported' prints: every reason
 
 
 @dataclass(frozen=True)
