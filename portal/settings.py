@@ -380,10 +380,9 @@ RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
 RACKPILOT_BMC_RETENTION_DAYS = env_int("RACKPILOT_BMC_RETENTION_DAYS", 7)
 RACKPILOT_BMC_TIMEOUT_SECONDS = env_int("RACKPILOT_BMC_TIMEOUT_SECONDS", 10)
-# The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`.
-RACKPILOT_BMC_TRANSPORT = env_str(
-    "RACKPILOT_BMC_TRANSPORT", "sim" if RACKPILOT_JOB_DEFAULT_TRANSPORT == "sim" else "local"
-)
+# The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`; empty:
+# the job default when bmc-poll runs over it, else `local` (apps.nodeexec.transports.default_transport).
+RACKPILOT_BMC_TRANSPORT = env_str("RACKPILOT_BMC_TRANSPORT", "")
 # The simulated BMCs' one account (apps/simulator/bmc.py): any other login is refused, as a real BMC would.
 RACKPILOT_SIM_BMC_USER = env_str("RACKPILOT_SIM_BMC_USER", "admin")
 RACKPILOT_SIM_BMC_PASSWORD = env_str("RACKPILOT_SIM_BMC_PASSWORD", "rackpilot-sim")
