@@ -55,33 +55,27 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 
 
 def _reaper_loop(interval: float) -> None:
-    """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, start
-    the BMC reads and training-log reads that are due, prune hourly, run job-template schedules that are due, scan
-    for notifications."""
-    from django.conf import settings
-
-    from apps.automation import notifications
-    from apps.automation import services as automation
-    from apps.costs import services as policies
-    from apps.deployments import recording
-    from apps.jobs import services
-    from apps.monitoring import bmcs as monitoring
-    from apps.monitoring import progress
+    """What Celery beat does in the services wiring: reap stale jobs every `interval` s and run the periodic table's
+    tasks (settings.RACKPILOT_PERIODIC_TASKS) as often as beat sends them, here in this process."""
     from portal.celery import reap_forever
 
-    reap_forever(
-        interval,
-        also=[
-            (recording.settle_finished_runs, 0),
-            (monitoring.schedule_polls, settings.RACKPILOT_BMC_SCHEDULER_SECONDS),
-            (services.prune_old_output, 3600),
-            (monitoring.prune_readings, 3600),
-            (automation.run_due_schedules, 0),  # beat's DatabaseScheduler in the services wiring
-            (notifications.scan_events, settings.RACKPILOT_NOTIFY_SCAN_SECONDS),
-            (policies.evaluate_all, settings.RACKPILOT_POLICY_EVALUATION_SECONDS),
-            (progress.schedule_reads, settings.RACKPILOT_TRAINING_PROGRESS_SECONDS),
-        ],
-    )
+    reap_forever(interval, also=periodic_calls())
+
+
+def periodic_calls() -> list[tuple]:
+    """(callable, period s) for the embedded loop: each task of the periodic table but the reap (the loop reaps at
+    every pass), then the job-template schedules that are due (beat's DatabaseScheduler in the services wiring)."""
+    from django.conf import settings
+
+    from apps.automation import services as automation
+    from portal.celery import app
+
+    app.loader.import_default_modules()  # the apps' tasks modules, as a worker imports them when it starts
+    calls = [(app.tasks[name], period) for name, period in settings.RACKPILOT_PERIODIC_TASKS.items() if name != REAP]
+    return [*calls, (automation.run_due_schedules, 0)]
+
+
+REAP = "rackpilot.jobs.reap"
 
 
 def stop_embedded_worker() -> None:

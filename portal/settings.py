@@ -287,22 +287,6 @@ CELERY_TASK_QUEUES = {
     "jobs": {"exchange": "jobs", "routing_key": "jobs"},
     "system": {"exchange": "system", "routing_key": "system"},
 }
-SYSTEM_TASKS = (
-    "rackpilot.jobs.reap",
-    "rackpilot.jobs.prune",
-    "rackpilot.deployments.settle",
-    "rackpilot.monitoring.poll_bmcs",
-    "rackpilot.monitoring.prune_bmc_readings",
-    "rackpilot.automation.run_schedule",
-    "rackpilot.automation.scan_events",
-    "rackpilot.automation.deliver",
-    "rackpilot.costs.evaluate_cost_policies",
-    "rackpilot.monitoring.read_training_progress",
-)
-CELERY_TASK_ROUTES = {
-    "rackpilot.jobs.run_shard": {"queue": "jobs"},
-    **{name: {"queue": "system"} for name in SYSTEM_TASKS},
-}
 
 CACHES = {
     "default": (
@@ -381,10 +365,9 @@ RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
 RACKPILOT_BMC_RETENTION_DAYS = env_int("RACKPILOT_BMC_RETENTION_DAYS", 7)
 RACKPILOT_BMC_TIMEOUT_SECONDS = env_int("RACKPILOT_BMC_TIMEOUT_SECONDS", 10)
-# The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`.
-RACKPILOT_BMC_TRANSPORT = env_str(
-    "RACKPILOT_BMC_TRANSPORT", "sim" if RACKPILOT_JOB_DEFAULT_TRANSPORT == "sim" else "local"
-)
+# The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`; empty:
+# the job default when bmc-poll runs over it, else `local` (apps.nodeexec.transports.default_transport).
+RACKPILOT_BMC_TRANSPORT = env_str("RACKPILOT_BMC_TRANSPORT", "")
 # The simulated BMCs' one account (apps/simulator/bmc.py): any other login is refused, as a real BMC would.
 RACKPILOT_SIM_BMC_USER = env_str("RACKPILOT_SIM_BMC_USER", "admin")
 RACKPILOT_SIM_BMC_PASSWORD = env_str("RACKPILOT_SIM_BMC_PASSWORD", "rackpilot-sim")
@@ -423,27 +406,30 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "health_check_interval": 25,
     "retry_on_timeout": True,
 }
+# How often new job events are scanned for notifications.
+RACKPILOT_NOTIFY_SCAN_SECONDS = env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)
+
+# The periodic work, one table: task name -> period in seconds. Beat sends each task this often (CELERY_BEAT_SCHEDULE,
+# built from it) and the embedded server's loop runs the same task in its own process as often (portal/embedded.py);
+# each goes to the system queue. Periodic work is added by a line here, for both wirings.
+RACKPILOT_PERIODIC_TASKS = {
+    "rackpilot.jobs.reap": RACKPILOT_JOB_REAPER_SECONDS,
+    "rackpilot.jobs.prune": 3600,
+    "rackpilot.deployments.settle": 60,
+    "rackpilot.monitoring.poll_bmcs": RACKPILOT_BMC_SCHEDULER_SECONDS,
+    "rackpilot.monitoring.prune_bmc_readings": 3600,
+    "rackpilot.automation.scan_events": RACKPILOT_NOTIFY_SCAN_SECONDS,
+    "rackpilot.monitoring.read_training_progress": RACKPILOT_TRAINING_PROGRESS_SECONDS,
+    "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,
+}
 CELERY_BEAT_SCHEDULE = {
-    "rackpilot-jobs-reap": {"task": "rackpilot.jobs.reap", "schedule": float(RACKPILOT_JOB_REAPER_SECONDS)},
-    "rackpilot-jobs-prune": {"task": "rackpilot.jobs.prune", "schedule": 3600.0},
-    "rackpilot-deployments-settle": {"task": "rackpilot.deployments.settle", "schedule": 60.0},
-    "rackpilot-monitoring-poll-bmcs": {
-        "task": "rackpilot.monitoring.poll_bmcs",
-        "schedule": float(RACKPILOT_BMC_SCHEDULER_SECONDS),
-    },
-    "rackpilot-monitoring-prune-bmc-readings": {"task": "rackpilot.monitoring.prune_bmc_readings", "schedule": 3600.0},
-    "rackpilot-automation-scan-events": {
-        "task": "rackpilot.automation.scan_events",
-        "schedule": float(env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)),
-    },
-    "rackpilot-monitoring-read-training-progress": {
-        "task": "rackpilot.monitoring.read_training_progress",
-        "schedule": float(RACKPILOT_TRAINING_PROGRESS_SECONDS),
-    },
-    "rackpilot-costs-evaluate-cost-policies": {
-        "task": "rackpilot.costs.evaluate_cost_policies",
-        "schedule": float(RACKPILOT_POLICY_EVALUATION_SECONDS),
-    },
+    name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}
+    for name, period in RACKPILOT_PERIODIC_TASKS.items()
+}
+SYSTEM_TASKS = (*RACKPILOT_PERIODIC_TASKS, "rackpilot.automation.run_schedule", "rackpilot.automation.deliver")
+CELERY_TASK_ROUTES = {
+    "rackpilot.jobs.run_shard": {"queue": "jobs"},
+    **{name: {"queue": "system"} for name in SYSTEM_TASKS},
 }
 
 # Log triage (apps/diagnosis): the largest log a page or API upload may send; a pasted log must fit Django's limit too.
@@ -456,7 +442,6 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, RACKPILOT_TRIAGE_MAX_BYTES + (64 << 1
 # schedules are PeriodicTask rows; the fixed entries above are copied there when beat starts.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 DJANGO_CELERY_BEAT_TZ_AWARE = True
-RACKPILOT_NOTIFY_SCAN_SECONDS = env_int("RACKPILOT_NOTIFY_SCAN_SECONDS", 15)
 # Fleet health is judged for notifications at most this often (it reads the telemetry of every compute node).
 RACKPILOT_NOTIFY_HEALTH_SECONDS = env_int("RACKPILOT_NOTIFY_HEALTH_SECONDS", 60)
 # Webhooks: never to loopback, link-local, private or metadata addresses (checked when saved and at each send,

@@ -55,6 +55,7 @@ from apps.jobs import services as job_services
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import JobShard
 from apps.jobs.services import TargetSpec
+from apps.nodeexec.transports import default_transport
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ def start_run(
         errors["iterations"] = [f"1 to {MAX_ITERATIONS} timed iterations per size."]
     if not 0 <= cooldown_seconds <= 3600:
         errors["cooldown_seconds"] = ["A cool-down of 0 to 3600 seconds."]
-    transport = transport or "ssh"
+    transport = transport or default_transport(offered=NcclTests.transports)
     if transport not in NcclTests.transports:
         errors["transport"] = [f"Benchmarks run over {', '.join(NcclTests.transports)}, not {transport!r}."]
     if errors:
@@ -239,7 +240,7 @@ def _start_node_run(
         isinstance(hpl_n, bool) or not isinstance(hpl_n, int) or not HPL_MIN_N <= hpl_n <= HPL_MAX_N
     ):
         errors["hpl_n"] = [f"HPL's matrix order is {HPL_MIN_N} to {HPL_MAX_N}, not {hpl_n!r}."]
-    transport = transport or "ssh"
+    transport = transport or default_transport(offered=NodeBenchmark.transports)
     if transport not in NodeBenchmark.transports:
         errors["transport"] = [f"This suite runs over {', '.join(NodeBenchmark.transports)}, not {transport!r}."]
     if errors:

@@ -36,6 +36,7 @@ from apps.inventory.models import Node
 from apps.jobs import services as job_services
 from apps.jobs.kinds import get_kind
 from apps.jobs.services import TargetSpec
+from apps.nodeexec.transports import default_transport
 from apps.parsers.timeline_steps import RankTrace, TraceError, breakdown, read_trace
 from apps.simulator.traces import simulated_ddp_traces
 from apps.workloads.models import TrainingJob
@@ -193,7 +194,7 @@ def analyse_upload(*, files: list[tuple[str, IO[bytes]]], name: str = "", reques
 
 
 def take_from_nodes(
-    *, files: list[dict], name: str = "", training_job=None, transport: str = "ssh", requested_by=None, queue=True
+    *, files: list[dict], name: str = "", training_job=None, transport: str = "", requested_by=None, queue=True
 ):
     """Start a `timeline-trace` job that reads each file ({"node", "path"}, in rank order) off its node and, once
     every file has been read and parsed, stores the analysis (origin node, linked to the job). Returns the Job.
@@ -202,8 +203,10 @@ def take_from_nodes(
     not an absolute .json / .json.gz path of plain segments, an unknown node, a transport other than ssh or local,
     over ssh a node without a trusted host key (nothing is read from a node whose key is not verified)."""
     errors: dict[str, list[str]] = {}
-    if transport not in ("ssh", "local"):
-        errors["transport"] = [f"Traces are read off nodes over ssh or local, not {transport!r}."]
+    kind = get_kind("timeline-trace")
+    transport = transport or default_transport(offered=kind.transports)
+    if transport not in kind.transports:
+        errors["transport"] = [f"Traces are read off nodes over {' or '.join(kind.transports)}, not {transport!r}."]
     if not isinstance(files, list) or not files:
         errors["files"] = ["Name at least one trace file: node and absolute path."]
     elif len(files) > TIMELINE_MAX_FILES:
@@ -211,7 +214,7 @@ def take_from_nodes(
     if errors:
         raise serializers.ValidationError(errors)
     parameters = {"files": files, "name": name, "training_job": getattr(training_job, "pk", None)}
-    checked = get_kind("timeline-trace").validate(parameters)
+    checked = kind.validate(parameters)
     hostnames = sorted({file["node"] for file in checked["files"]})
     nodes = {node.hostname: node for node in Node.objects.filter(hostname__in=hostnames)}
     unknown = [hostname for hostname in hostnames if hostname not in nodes]
@@ -269,7 +272,7 @@ def analyse_training_job(
 
     Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
     on real nodes the profiler runs there and take_from_nodes reads its files."""
-    transport = transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    transport = transport or default_transport()
     errors = {}
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_PROFILED_STEPS:
         errors["steps"] = [f"Profile 1 to {MAX_PROFILED_STEPS} steps, not {steps!r}."]

@@ -1,7 +1,6 @@
 """Benchmark pages: suites, recent runs and the start form; a run's page (live while it runs: the results fragment
 reloads every 2 s over htmx, each round's job page streams its output) with its figures, suspects and tests."""
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -25,6 +24,7 @@ from apps.benchmarks.choices import (
 )
 from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS, BenchmarkRunFilterSet
 from apps.benchmarks.forms import BenchmarkForm, TimelineCompareForm
+from apps.benchmarks.kinds import NcclTests
 from apps.benchmarks.models import (
     Baseline,
     BenchmarkRun,
@@ -38,6 +38,7 @@ from apps.benchmarks.models import (
 )
 from apps.core.listing import Listing
 from apps.jobs.forms import flat_messages
+from apps.nodeexec.transports import default_transport
 from apps.workloads.models import TrainingJob
 
 
@@ -64,7 +65,7 @@ def _list_page(request, form: BenchmarkForm, status: int = 200):
 
 @login_required
 def benchmark_list(request):
-    transport = "sim" if settings.RACKPILOT_JOB_DEFAULT_TRANSPORT == "sim" else "ssh"
+    transport = default_transport(offered=NcclTests.transports)
     return _list_page(request, BenchmarkForm(initial={"transport": transport}))
 
 

@@ -139,7 +139,7 @@ def _run_check(deployment: Deployment, check: ClusterAcceptanceCheck, hostnames:
         run = benchmarks.start_run(
             suite=suite,
             targets=TargetSpec(nodes=tuple(hostnames)),
-            transport=deployment.transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT,
+            transport=deployment.transport or None,  # None: the suite's default (nodeexec.transports)
             requested_by=check.run.started_by,
             queue=False,
             **extra,

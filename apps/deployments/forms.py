@@ -18,6 +18,7 @@ from apps.inventory.choices import FirmwareComponent, StorageTierKind
 from apps.inventory.models import Rack, Tag
 from apps.jobs import services as job_services
 from apps.jobs.forms import flat_messages
+from apps.nodeexec.transports import default_transport
 
 SEP = "__"  # a form field for option `network.mtu` is named `network__mtu`
 HOSTNAMES = re.compile(r"[\s,]+")
@@ -52,12 +53,16 @@ def _field_for(form: forms.Form, path: str, aliases: dict[str, str]) -> str | No
 # --- stage 1: nodes -------------------------------------------------------------------------------------------------
 
 
+def _default_transport() -> str:
+    return default_transport(offered=Deploy.transports)
+
+
 class NodesForm(forms.Form):
     """Which nodes (racks, tags and/or host names), and the deployment's name, description and transport."""
 
     name = forms.CharField(max_length=64, help_text="Letters, digits, . _ - (e.g. h200-r04).")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    transport = forms.ChoiceField(choices=[(name, name) for name in Deploy.transports], initial="sim")
+    transport = forms.ChoiceField(choices=[(name, name) for name in Deploy.transports], initial=_default_transport)
     racks = forms.ModelMultipleChoiceField(
         Rack.objects.order_by("name"), to_field_name="name", required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -103,7 +108,7 @@ class NodesForm(forms.Form):
         return {
             "name": deployment.name,
             "description": deployment.description,
-            "transport": deployment.transport or "sim",
+            "transport": deployment.transport or _default_transport(),
             "racks": spec.get("racks", []),
             "tags": spec.get("tags", []),
             "hostnames": ", ".join(spec.get("nodes", [])),

@@ -2,6 +2,8 @@ from django import forms
 
 from apps.diagnosis import services, utilisation
 from apps.inventory.models import Node
+from apps.jobs.kinds import get_kind
+from apps.nodeexec.transports import default_transport
 from apps.simulator.injection import injected_faults
 from apps.workloads.models import TrainingJob
 
@@ -38,7 +40,10 @@ class IncidentForm(forms.Form):
         queryset=Node.objects.order_by("hostname"), required=False, to_field_name="hostname", help_text="Or a node."
     )
     symptom = forms.CharField(required=False, max_length=10000, widget=forms.Textarea(attrs={"rows": 3}))
-    transport = forms.ChoiceField(choices=[("sim", "sim (simulated cluster)"), ("ssh", "ssh")], initial="sim")
+    transport = forms.ChoiceField(
+        choices=[("sim", "sim (simulated cluster)"), ("ssh", "ssh")],
+        initial=lambda: default_transport(offered=get_kind("nccl-timeout").transports),
+    )
     runbook = forms.ChoiceField(
         choices=[
             ("nccl-timeout", "1. NCCL timeout / hang"),

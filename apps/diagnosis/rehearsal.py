@@ -22,7 +22,7 @@ from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import KIND, RECOVERY_KIND, UTILISATION_KIND
 from apps.inventory.models import Node
 from apps.simulator import injection
-from apps.simulator.injection import SimFault
+from apps.simulator.injection import FaultKind, SimFault
 from apps.workloads.choices import Launcher, TrainingState
 from apps.workloads.models import TrainingJob
 from apps.workloads.services import set_training_nodes
@@ -76,9 +76,9 @@ def _job_hurt_by(fault: SimFault) -> TrainingJob | None:
     fault)."""
     jobs = TrainingJob.objects.active().on(fault.node).exclude(log_path="").exclude(started_at=None).order_by("name")
     for job in jobs:
-        if fault.kind == "disk_full" and not _under(job.checkpoint_dir, fault.target):
+        if fault.kind == FaultKind.DISK_FULL and not _under(job.checkpoint_dir, fault.target):
             continue
-        if fault.kind == "corrupt_checkpoint" and not _under(fault.target, job.checkpoint_dir):
+        if fault.kind == FaultKind.CORRUPT_CHECKPOINT and not _under(fault.target, job.checkpoint_dir):
             continue
         return job
     return None
@@ -105,7 +105,7 @@ def _demo_job(fault: SimFault) -> TrainingJob:
     job.state = TrainingState.RUNNING
     job.started_at = min(timezone.now() - DEMO_HISTORY, fault.created - DEMO_HISTORY / 2)
     # The second trainer of a co_located fault is a scheduler's placement: the demo job is scheduled the same way.
-    job.launcher = Launcher.KUBERNETES if fault.kind == "co_located" else Launcher.TORCHRUN
+    job.launcher = Launcher.KUBERNETES if fault.kind == FaultKind.CO_LOCATED else Launcher.TORCHRUN
     job.placements = []
     job.save()
     peers = (
@@ -118,8 +118,8 @@ def _demo_job(fault: SimFault) -> TrainingJob:
 
 
 def _checkpoint_dir(fault: SimFault, name: str) -> str:
-    if fault.kind == "corrupt_checkpoint":
+    if fault.kind == FaultKind.CORRUPT_CHECKPOINT:
         return fault.target.rstrip("/").rpartition("/")[0] or f"/checkpoints/{name}"
-    if fault.kind == "disk_full":
+    if fault.kind == FaultKind.DISK_FULL:
         return f"{fault.target.rstrip('/')}/{name}"
     return f"/checkpoints/{name}"

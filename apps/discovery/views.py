@@ -1,6 +1,5 @@
 """Discovery pages: recent discovery jobs (and a button to start one), and one job's results per node."""
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -16,9 +15,11 @@ from apps.discovery import services
 from apps.discovery.choices import DifferenceState
 from apps.discovery.filters import DISCOVERY_RUN_COLUMNS, DiscoveryRunFilterSet
 from apps.discovery.forms import DiscoverForm
+from apps.discovery.kinds import Discover
 from apps.discovery.models import Difference, NodeFacts
 from apps.inventory.models import Node
 from apps.jobs.models import Job
+from apps.nodeexec.transports import default_transport
 
 
 def _list_page(request, form: DiscoverForm, status: int = 200):
@@ -38,7 +39,7 @@ def _list_page(request, form: DiscoverForm, status: int = 200):
 
 @login_required
 def job_list(request):
-    form = DiscoverForm(initial={"scope": "all", "transport": settings.RACKPILOT_JOB_DEFAULT_TRANSPORT})
+    form = DiscoverForm(initial={"scope": "all", "transport": default_transport(offered=Discover.transports)})
     return _list_page(request, form)
 
 

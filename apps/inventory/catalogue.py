@@ -3,8 +3,12 @@
 Datasheet figures are NVIDIA's. The achievable memory bandwidth is what a healthy card measures in a
 device-to-device copy: 4.21 TB/s was measured on a real H200 (88% of its 4.8 TB/s datasheet); the other SKUs use
 the same 88% share until measured. Acceptance thresholds are a percentage of this reference, never of the datasheet.
+
+Every GPU SKU fact lives here: the datasheet rows (GPU_SKUS, copied into GpuSku by sync_gpu_skus), what a card
+reports about itself (GPU_DEVICES) and what sets its arithmetic rate (GPU_COMPUTE); the simulator answers with them.
 """
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 ACHIEVABLE_SHARE = Decimal("0.88")
@@ -62,3 +66,94 @@ def sync_gpu_skus(gpu_sku_model) -> int:
         _, was_created = gpu_sku_model.objects.update_or_create(name=values["name"], defaults=values)
         created += was_created
     return created
+
+
+# --- what a card of a SKU reports about itself, and what sets its arithmetic rate -------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """What NVML reports for a card of the SKU beyond the datasheet figures above (GPU_SKUS): its name, usable
+    memory, PCI ids, clocks, NVLink links and part numbers, as captured on real cards. The simulator answers with
+    them; a SKU without an entry is answered in the H200's shape (apps.simulator.state.facts_for)."""
+
+    product_name: str
+    memory_mib: int
+    reserved_mib: int
+    device_id: str
+    subsystem_id: str
+    max_sm_mhz: int
+    idle_sm_mhz: int
+    memory_mhz: int
+    video_max_mhz: int
+    nvlinks: int
+    nvlink_link_gbps: float  # per link, one direction, as `nvidia-smi nvlink -s` prints it
+    board_part: str
+    gpu_part: str
+    inforom: str
+
+
+GPU_DEVICES = {
+    "H200 SXM": GpuDevice(
+        "NVIDIA H200",
+        143771,
+        616,
+        "233510DE",
+        "18BF10DE",
+        1980,
+        345,
+        3201,
+        1545,
+        18,
+        26.562,
+        "692-2G520-0282-000",
+        "2335-895-A1",
+        "G520.0282.02.02",
+    ),
+    "H100 SXM": GpuDevice(
+        "NVIDIA H100 80GB HBM3",
+        81559,
+        527,
+        "233010DE",
+        "16C110DE",
+        1980,
+        345,
+        2619,
+        1545,
+        18,
+        26.562,
+        "692-2G520-0200-000",
+        "2330-885-A1",
+        "G520.0200.00.05",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class GpuCompute:
+    """What sets a SKU's arithmetic rate: SMs, dense FLOP per clock per SM, and the SM clock a GEMM loop sustains
+    at the board's TDP."""
+
+    sms: int
+    fp16_flops_per_clock_sm: int  # dense tensor-core FP16: 989 TFLOPS = 132 SMs x 4096 x 1830 MHz on Hopper
+    fp32_flops_per_clock_sm: int  # vector FMA: 66.9 TFLOPS = 132 x 256 x 1980 MHz on Hopper
+    max_sm_mhz: int
+    loaded_sm_mhz: int  # at the TDP under a GEMM loop: 1455 MHz measured on the real H200 (700 W)
+    fp64_flops_per_clock_sm: int = 0  # tensor-core DGEMM: 67 TFLOPS = 132 x 256 x 1980 MHz on H100 SXM (datasheet)
+
+
+HOPPER_COMPUTE = GpuCompute(132, 4096, 256, 1980, 1455, fp64_flops_per_clock_sm=256)
+# A100: 312 TFLOPS FP16 = 108 x 2048 x 1410 MHz, 19.5 TFLOPS FP64 tensor = 108 x 128 x 1410 MHz; NVIDIA quotes
+# 1305 MHz as the clock HPL sustains at 400 W.
+AMPERE_COMPUTE = GpuCompute(108, 2048, 128, 1410, 1305, fp64_flops_per_clock_sm=128)
+GPU_COMPUTE = {
+    "H100 SXM": HOPPER_COMPUTE,
+    "H200 SXM": HOPPER_COMPUTE,
+    "A100 SXM 80GB": AMPERE_COMPUTE,
+    "A100 SXM 40GB": AMPERE_COMPUTE,
+}
+
+
+def compute_of(*, sku_name: str, architecture: str) -> GpuCompute:
+    """The SKU's compute facts; a SKU without an entry computes like its architecture (Hopper when unknown)."""
+    return GPU_COMPUTE.get(sku_name, AMPERE_COMPUTE if architecture == "Ampere" else HOPPER_COMPUTE)

@@ -1,11 +1,10 @@
 import json
 
 from django import forms
-from django.conf import settings
 
 from apps.inventory.models import Node, Rack, Tag
 from apps.jobs.kinds import kind_choices
-from apps.nodeexec.transports import TRANSPORT_NAMES
+from apps.nodeexec.transports import TRANSPORT_NAMES, default_transport
 
 
 class JobForm(forms.Form):
@@ -32,7 +31,7 @@ class JobForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = kind_choices()
-        self.fields["transport"].initial = settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+        self.fields["transport"].initial = default_transport()
 
     def clean_parameters(self):
         raw = (self.cleaned_data.get("parameters") or "").strip() or "{}"

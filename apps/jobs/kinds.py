@@ -91,7 +91,7 @@ class JobKind:
     description: ClassVar[str] = ""
     parameters: ClassVar[type[serializers.Serializer]] = NoParameters
     transports: ClassVar[tuple[str, ...]] = TRANSPORT_NAMES
-    default_transport: ClassVar[str | None] = None  # None: settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    default_transport: ClassVar[str | None] = None  # None: nodeexec.transports.default_transport(offered=transports)
     # True only when running a shard's steps again on the same nodes does no harm (read-only commands, results
     # written idempotently): a shard whose worker was lost is then re-queued to a live worker, its cells reset to
     # pending (RACKPILOT_JOB_WORKER_LOSS_RERUNS times at most). False: it ends "worker lost" (docs/jobs.md).

@@ -22,6 +22,7 @@ from apps.jobs.choices import JOB_ACTIVE, SHARD_TERMINAL, EventLevel, JobStatus,
 from apps.jobs.events import broadcast, emit
 from apps.jobs.kinds import KINDS, get_kind
 from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep
+from apps.nodeexec.transports import default_transport
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ def check_request(*, kind: str, parameters: dict | None, transport: str | None) 
         params = job_kind.validate(parameters)
     except serializers.ValidationError as error:
         raise serializers.ValidationError({"parameters": error.detail}) from None
-    transport = transport or job_kind.default_transport or settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    transport = transport or job_kind.default_transport or default_transport(offered=job_kind.transports)
     if transport not in job_kind.transports:
         raise serializers.ValidationError(
             {"transport": [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]}

@@ -76,7 +76,6 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
                 kind=BmcPoll.name,
                 targets=spec,
                 parameters={"site": site.slug},
-                transport=settings.RACKPILOT_BMC_TRANSPORT,
             )
         )
     return started

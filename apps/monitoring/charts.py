@@ -9,7 +9,7 @@ import datetime as dt
 
 from apps.core.charts import figure_json as figure_json  # re-exported: the views embed with it
 from apps.monitoring.telemetry import Series
-from apps.simulator.model import REASON_BITS
+from apps.parsers.nvidia_smi import decode_clocks_event_reasons
 
 HEIGHT = 280
 
@@ -66,7 +66,7 @@ def reasons_in(series: list[Series]) -> list[str]:
     for one in series:
         for value in one.values():
             seen |= int(value)
-    return [name for name, bit in REASON_BITS.items() if seen & bit]
+    return decode_clocks_event_reasons(seen)
 
 
 def xid_figure(series: list[Series]) -> dict:

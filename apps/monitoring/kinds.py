@@ -58,8 +58,8 @@ class BmcPoll(JobKind):
         self.seed, self.load = 0, 0.0
 
     @property
-    def default_transport(self) -> str:
-        return settings.RACKPILOT_BMC_TRANSPORT
+    def default_transport(self) -> str | None:
+        return settings.RACKPILOT_BMC_TRANSPORT or None  # None: the install's, as JobKind.default_transport says
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)

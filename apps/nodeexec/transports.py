@@ -1,5 +1,7 @@
 """Transport registry: the job engine asks for a transport by name (ssh, local, sim)."""
 
+from collections.abc import Sequence
+
 from django.conf import settings
 
 from apps.nodeexec.local import LocalTransport
@@ -7,6 +9,14 @@ from apps.nodeexec.sim import SimTransport
 
 TRANSPORT_NAMES = ("ssh", "local", "sim")
 TRANSPORT_CHOICES = [(name, name) for name in TRANSPORT_NAMES]
+
+
+def default_transport(*, offered: Sequence[str] = TRANSPORT_NAMES) -> str:
+    """The transport work runs over when its request names none, for a kind, suite or form that runs over `offered`:
+    the install's RACKPILOT_JOB_DEFAULT_TRANSPORT when offered, else the first offered (a kind lists its transports
+    in the order it prefers them). The one place every caller asks; none of them falls back on its own."""
+    chosen = settings.RACKPILOT_JOB_DEFAULT_TRANSPORT
+    return chosen if chosen in offered else offered[0]
 
 
 def get_transport(name: str, *, marker: str | None = None):

@@ -3,12 +3,14 @@ diagnosis rehearsals, apps/diagnosis/rehearsal.py). Production code never import
 one seam a rehearsal goes through (the contract in pyproject.toml lists it), so what rehearsals rely on is named here.
 """
 
+from apps.simulator.choices import FaultKind
 from apps.simulator.models import SimFault
 from apps.simulator.services import backdate_fault
 from apps.simulator.training import HANG_FAULTS
 from apps.simulator.training_faults import JOB_FAULTS, SLOWING_FAULTS, loader_hangs
 
 __all__ = [
+    "FaultKind",
     "SimFault",
     "backdate_fault",
     "hangs_a_training_job",

@@ -11,6 +11,7 @@ import random
 import zlib
 from dataclasses import dataclass, replace
 
+from apps.inventory.catalogue import GpuCompute, compute_of
 from apps.inventory.gpu_power import DEFAULT_GPU_POWER_MODEL, GpuPowerModel, gpu_power_model
 from apps.simulator.state import SimGpu, SimNic, SimulatedNode
 
@@ -38,6 +39,9 @@ STATIC_POWER_W = DEFAULT_GPU_POWER_MODEL.static_w
 IDLE_POWER_W = DEFAULT_GPU_POWER_MODEL.idle_w
 THERMAL_SLOWDOWN_MHZ = 990  # HW thermal slowdown roughly halves the boost clock
 
+# The card's side of nvmlClocksEventReasons (nvml.h): the bit the simulated card sets for each reason it names. The
+# table the project reads masks with is the parsers' (apps.parsers.nvidia_smi.CLOCKS_EVENT_REASON_BITS); the simulator
+# may not import it (its output is judged by the parsers), so tests/simulator/test_parsers.py holds the two equal.
 REASON_BITS = {
     "gpu_idle": 0x1,
     "applications_clocks_setting": 0x2,
@@ -49,6 +53,7 @@ REASON_BITS = {
     "hw_power_brake_slowdown": 0x80,
     "display_clock_setting": 0x100,
 }
+REASONS_SUPPORTED_MASK = sum(REASON_BITS.values())  # what 'clocks_event_reasons.supported' prints: every reason
 
 
 @dataclass(frozen=True)
@@ -171,30 +176,12 @@ def pcie_gbps(gpu: SimGpu) -> float:
 # --- compute: GEMM rate, HPL-MxP, gpu-burn --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ComputeFacts:
-    """What sets a SKU's arithmetic rate: SMs, dense FLOP per clock per SM, and the SM clock a GEMM loop sustains
-    at the board's TDP."""
-
-    sms: int
-    fp16_flops_per_clock_sm: int  # dense tensor-core FP16: 989 TFLOPS = 132 SMs x 4096 x 1830 MHz on Hopper
-    fp32_flops_per_clock_sm: int  # vector FMA: 66.9 TFLOPS = 132 x 256 x 1980 MHz on Hopper
-    max_sm_mhz: int
-    loaded_sm_mhz: int  # at the TDP under a GEMM loop: 1455 MHz measured on the real H200 (700 W)
-    fp64_flops_per_clock_sm: int = 0  # tensor-core DGEMM: 67 TFLOPS = 132 x 256 x 1980 MHz on H100 SXM (datasheet)
-
-
-HOPPER = ComputeFacts(132, 4096, 256, 1980, 1455, fp64_flops_per_clock_sm=256)
-# A100: 312 TFLOPS FP16 = 108 x 2048 x 1410 MHz, 19.5 TFLOPS FP64 tensor = 108 x 128 x 1410 MHz; NVIDIA quotes
-# 1305 MHz as the clock HPL sustains at 400 W.
-AMPERE = ComputeFacts(108, 2048, 128, 1410, 1305, fp64_flops_per_clock_sm=128)
-COMPUTE_BY_SKU = {"H100 SXM": HOPPER, "H200 SXM": HOPPER, "A100 SXM 80GB": AMPERE, "A100 SXM 40GB": AMPERE}
 GEMM_EFFICIENCY = 0.965  # the real H200: bf16 GEMM 755 TFLOP/s at ~1455 MHz = 96.5 % of 132 x 4096 x 1455 MHz
 SGEMM_EFFICIENCY = 0.75  # gpu_burn's FP32 SGEMM loop reaches about three quarters of the vector FMA peak
 
 
-def compute_facts(gpu: SimGpu) -> ComputeFacts:
-    return COMPUTE_BY_SKU.get(gpu.sku_name, AMPERE if gpu.facts.architecture == "Ampere" else HOPPER)
+def compute_facts(gpu: SimGpu) -> GpuCompute:
+    return compute_of(sku_name=gpu.sku_name, architecture=gpu.architecture)
 
 
 def loaded_sm_mhz(gpu: SimGpu, *, hot: bool = False) -> float:

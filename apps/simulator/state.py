@@ -6,6 +6,7 @@ fault gives back the healthy output byte for byte.
 
 from dataclasses import dataclass, field, replace
 
+from apps.inventory.catalogue import GPU_DEVICES, GpuDevice
 from apps.inventory.choices import FirmwareComponent, NicPurpose, NicTransport, StorageTierKind
 from apps.simulator.digits import is_whole_number
 
@@ -46,73 +47,14 @@ def nccl_version_code(version: str) -> int:
     return major * 10000 + minor * 100 + patch if (major, minor) >= (2, 9) else major * 1000 + minor * 100 + patch
 
 
-@dataclass(frozen=True)
-class GpuFacts:
-    """What NVML reports for a SKU that the inventory does not hold."""
-
-    product_name: str
-    architecture: str
-    memory_mib: int
-    reserved_mib: int
-    device_id: str
-    subsystem_id: str
-    max_sm_mhz: int
-    idle_sm_mhz: int
-    memory_mhz: int
-    video_max_mhz: int
-    nvlinks: int
-    nvlink_link_gbps: float  # per link, one direction, as `nvidia-smi nvlink -s` prints it
-    board_part: str
-    gpu_part: str
-    inforom: str
-
-
-SKU_FACTS = {
-    "H200 SXM": GpuFacts(
-        "NVIDIA H200",
-        "Hopper",
-        143771,
-        616,
-        "233510DE",
-        "18BF10DE",
-        1980,
-        345,
-        3201,
-        1545,
-        18,
-        26.562,
-        "692-2G520-0282-000",
-        "2335-895-A1",
-        "G520.0282.02.02",
-    ),
-    "H100 SXM": GpuFacts(
-        "NVIDIA H100 80GB HBM3",
-        "Hopper",
-        81559,
-        527,
-        "233010DE",
-        "16C110DE",
-        1980,
-        345,
-        2619,
-        1545,
-        18,
-        26.562,
-        "692-2G520-0200-000",
-        "2330-885-A1",
-        "G520.0200.00.05",
-    ),
-}
-
-
-def facts_for(sku_name: str, hbm_gib: int, nvlink_gbps: int) -> GpuFacts:
-    if sku_name in SKU_FACTS:
-        return SKU_FACTS[sku_name]
+def facts_for(sku_name: str, hbm_gib: int, nvlink_gbps: int) -> GpuDevice:
+    if sku_name in GPU_DEVICES:
+        return GPU_DEVICES[sku_name]
     # A SKU added by an operator: derive what we can, keep the H200's shape for the rest.
     links = 18 if nvlink_gbps >= 900 else (12 if nvlink_gbps else 0)
     per_link = round(nvlink_gbps / 2 / links, 3) if links else 0.0
     return replace(
-        SKU_FACTS["H200 SXM"],
+        GPU_DEVICES["H200 SXM"],
         product_name=f"NVIDIA {sku_name}",
         memory_mib=hbm_gib * 1024 - 1000,
         nvlinks=links,
@@ -130,7 +72,8 @@ class SimGpu:
     pcie_switch: str
     vbios: str
     sku_name: str
-    facts: GpuFacts
+    architecture: str  # the catalogue's, e.g. Hopper
+    facts: GpuDevice  # what the card reports about itself (apps.inventory.catalogue.GPU_DEVICES)
     datasheet_tbps: float
     reference_tbps: float
     tdp_w: int
@@ -366,6 +309,7 @@ def _sim_gpu(gpu, firmware: dict) -> SimGpu:
         pcie_switch=gpu.pcie_switch,
         vbios=firmware.get((FirmwareComponent.GPU_VBIOS, f"GPU{index}"), "96.00.A5.00.1A"),
         sku_name=sku.name,
+        architecture=sku.architecture,
         facts=facts_for(sku.name, sku.hbm_gib, sku.nvlink_gbps),
         datasheet_tbps=float(sku.mem_bandwidth_tbps),
         reference_tbps=float(sku.mem_bandwidth_reference_tbps),

@@ -30,16 +30,18 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 
+from apps.simulator.choices import FaultEffect, FaultKind, kinds_with
+
 STARTUP_SECONDS = 45.0  # rendezvous, NCCL init and the first checkpoint load
 RESTART_SECONDS = 30.0  # the elastic agent's monitor interval and the new rendezvous
 COLLECTIVES_PER_STEP = 4  # ProcessGroupNCCL work items per step (gradient all-reduce buckets)
-NETWORK_FAULTS = ("nic_down", "pfc_off", "mtu")
+NETWORK_FAULTS = kinds_with(FaultEffect.NETWORK_HANG)
 # A mount that stops answering (storage_slow) hangs the node's ranks in their data loader or checkpoint I/O: like a
 # network fault their peers wait in the next collective until the watchdog fires, with no NET/IB warning.
-HANG_FAULTS = NETWORK_FAULTS + ("storage_slow",)
+HANG_FAULTS = kinds_with(FaultEffect.NETWORK_HANG, FaultEffect.IO_HANG)
 # A data loader stall is fatal only when one stall outlasts the watchdog (training_faults.loader_hangs): then its
 # node's ranks hang like a mount's, and the agent restarts the workers once the stall is over.
-FATAL_FAULTS = HANG_FAULTS + ("dataloader_stall", "xid79")
+FATAL_FAULTS = kinds_with(FaultEffect.NETWORK_HANG, FaultEffect.IO_HANG, FaultEffect.LOADER_HANG, FaultEffect.CRASH)
 ALLREDUCE_NUMEL = 26_214_400  # elements in one gradient bucket (100 MiB of fp32)
 SCRIPT = "pretrain_gpt.py"
 # A checkpoint is a PyTorch Distributed Checkpoint directory: one shard per rank, then `.metadata`, which the
@@ -227,7 +229,7 @@ def checkpoint_problem(run: TrainingRun, timeline: _Timeline, disruptions, step:
         return "missing"
     if step not in timeline.checkpoints:
         return "incomplete" if step in timeline.partial else "missing"
-    torn = sorted(d.target for d in happened if d.kind == "corrupt_checkpoint" and _under(d.target, path))
+    torn = sorted(d.target for d in happened if d.kind == FaultKind.CORRUPT_CHECKPOINT and _under(d.target, path))
     if torn:
         name = torn[0][len(path) :].strip("/") or shard_name(0)
         return f"corrupt:{name}"
@@ -274,7 +276,9 @@ def _iteration_line(run: TrainingRun, step: int, at: float, slow_ms: float = 0.0
 
 def _disk_full_at(disruptions: list[Disruption], run: TrainingRun, at: float) -> Disruption | None:
     for disruption in disruptions:
-        if disruption.kind != "disk_full" or not run.checkpoint_dir.startswith(disruption.target.rstrip("/") + "/"):
+        if disruption.kind != FaultKind.DISK_FULL or not run.checkpoint_dir.startswith(
+            disruption.target.rstrip("/") + "/"
+        ):
             continue
         if disruption.host not in run.hosts:
             continue
@@ -442,7 +446,7 @@ def _fatal(run, fault: Disruption, at: float, step: int, timeline: _Timeline, at
     """The lines of a fatal fault striking at `at` during step+1; returns when the workers are gone."""
     seq = (step + 1) * COLLECTIVES_PER_STEP + 1  # the step's first gradient bucket
     fires = at + run.timeout_ms / 1000
-    if fault.kind == "xid79":
+    if fault.kind == FaultKind.XID79:
         local = fault.links[0][0] if fault.links else 0
         rank = run.ranks_of(fault.host)[local]
         timeline.add(
@@ -483,7 +487,7 @@ def _fatal(run, fault: Disruption, at: float, step: int, timeline: _Timeline, at
                 f"enqueued NCCL work: {enqueued}, last completed NCCL work: {seq - 1}.",
             )
     for host in run.hosts:
-        if host != fault.host or fault.kind != "xid79":
+        if host != fault.host or fault.kind != FaultKind.XID79:
             _agent_failure(run, host, 0, fires + 1, -6, timeline, attempt)
     return fires + 1
 
@@ -539,7 +543,7 @@ def checkpoint_files(run: TrainingRun, disruptions: list[Disruption], t: float) 
     failed part-way (the failing rank's shard empty)."""
     timeline = simulate(run, disruptions, t)
     happened = [d for d in disruptions if d.start <= t]
-    torn = {d.target for d in happened if d.kind == "corrupt_checkpoint"}
+    torn = {d.target for d in happened if d.kind == FaultKind.CORRUPT_CHECKPOINT}
     directories: dict[str, list[CheckpointFile]] = {}
     steps = sorted(set(timeline.checkpoints) | set(timeline.partial))
     for step in steps:

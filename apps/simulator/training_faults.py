@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from apps.inventory.models import Node
 from apps.simulator.changes import apply_changes
+from apps.simulator.choices import FaultEffect, FaultKind, kinds_with
 from apps.simulator.faults.node import apply_faults
 from apps.simulator.models import SimChange, SimFault
 from apps.simulator.state import SimulatedNode, build_state
@@ -26,11 +27,11 @@ from apps.simulator.training import (
     runs_on,
 )
 
-TRAINING_FAULTS = FATAL_FAULTS + ("disk_full", "corrupt_checkpoint")
+TRAINING_FAULTS = (*FATAL_FAULTS, *kinds_with(FaultEffect.CHECKPOINTS))
 # The faults that slow a running job without failing it: they show only in its GPUs' utilisation series
 # (tools/utilisation.py), never in its log.
-SLOWING_FAULTS = ("power_cap", "thermal", "straggler", "dataloader_stall", "co_located")
-JOB_FAULTS = TRAINING_FAULTS + SLOWING_FAULTS  # every fault a runbook can be rehearsed against
+SLOWING_FAULTS = kinds_with(FaultEffect.SLOWS)
+JOB_FAULTS = kinds_with(*FaultEffect)  # every fault a runbook can be rehearsed against: it fails or slows a job
 REMOVED = "removed:"  # SimChange key prefix: a path `rm -rf` removed (value: the bytes it freed)
 RESUME = "training:resume:"  # SimChange key prefix: <rendezvous id>:<node rank>, one per node of a relaunch
 
@@ -82,12 +83,12 @@ def disruptions(run: TrainingRun) -> list[Disruption]:
     states: dict[str, SimulatedNode] = {}
     for fault in faults:
         host = fault.node.hostname
-        if fault.kind == "dataloader_stall":
+        if fault.kind == FaultKind.DATALOADER_STALL:
             if loader_hangs(fault, run.timeout_ms):
                 start = fault.created.timestamp()
                 found.append(Disruption(host=host, kind=fault.kind, start=start, end=start + _hang_s(fault)))
             continue
-        if host not in states and fault.kind in ("mtu", "pfc_off", "nic_down", "xid79"):
+        if host not in states and fault.kind in (FaultKind.MTU, FaultKind.PFC_OFF, FaultKind.NIC_DOWN, FaultKind.XID79):
             states[host] = _state(fault.node)  # only these need the node's state (a repair, the links)
         state = states.get(host)
         found.append(
@@ -96,7 +97,7 @@ def disruptions(run: TrainingRun) -> list[Disruption]:
                 kind=fault.kind,
                 start=fault.created.timestamp(),
                 end=_freed_at(fault, removals)
-                if fault.kind == "disk_full"
+                if fault.kind == FaultKind.DISK_FULL
                 else (_repaired_at(fault, state) if state is not None else None),
                 target=fault.target,
                 links=_links(run, state, fault) if state is not None else (),
@@ -108,7 +109,7 @@ def disruptions(run: TrainingRun) -> list[Disruption]:
 def loader_hangs(fault: SimFault, timeout_ms: int = TrainingRun.timeout_ms) -> bool:
     """Whether a data loader stall holds its node's ranks past the NCCL watchdog once (its `hang_s`): the peers
     time out, as for a network fault; shorter stalls only show in the utilisation series."""
-    return fault.kind == "dataloader_stall" and _hang_s(fault) * 1000 > timeout_ms
+    return fault.kind == FaultKind.DATALOADER_STALL and _hang_s(fault) * 1000 > timeout_ms
 
 
 def _hang_s(fault: SimFault) -> float:
@@ -131,12 +132,12 @@ def _freed_at(fault: SimFault, removals: list[SimChange]) -> float | None:
 
 def _repaired_at(fault: SimFault, state: SimulatedNode) -> float | None:
     """When a command repaired the fault, if one did (the state no longer shows it)."""
-    if fault.kind == "mtu":
+    if fault.kind == FaultKind.MTU:
         nic, expected = state.nic(fault.target), fault.node.nics.filter(name=fault.target).first()
         if nic is None or expected is None or nic.mtu != expected.mtu:
             return None
         key = f"nic:{fault.target}:mtu"
-    elif fault.kind == "pfc_off":
+    elif fault.kind == FaultKind.PFC_OFF:
         if not all(int(fault.target) in nic.pfc_priorities for nic in state.rdma_nics):
             return None
         key = "nic:%:pfc"
@@ -156,11 +157,15 @@ def _address(run: TrainingRun, state: SimulatedNode, nic_name: str) -> str:
 def _links(run: TrainingRun, state: SimulatedNode, fault: SimFault) -> tuple[tuple[int, str, str], ...]:
     """The local ranks a fault touches, with the NIC each reaches the fabric through (same PCIe switch)."""
     gpus = sorted(state.gpus, key=lambda gpu: gpu.index)[: run.ranks_per_node]
-    if fault.kind == "xid79":
+    if fault.kind == FaultKind.XID79:
         return tuple((local, "", "") for local, gpu in enumerate(gpus) if str(gpu.index) == fault.target)
-    if fault.kind == "disk_full":
+    if fault.kind == FaultKind.DISK_FULL:
         return ()
-    nics = state.data_nics if fault.kind == "pfc_off" else [nic for nic in state.data_nics if nic.name == fault.target]
+    nics = (
+        state.data_nics
+        if fault.kind == FaultKind.PFC_OFF
+        else [nic for nic in state.data_nics if nic.name == fault.target]
+    )
     links = []
     for local, gpu in enumerate(gpus):
         for nic in nics:

@@ -153,8 +153,10 @@ def evaluate_topology(
     )
 
 
-def inventory_fingerprint() -> str:
-    """Changes whenever a row the rules read is created, deleted or saved: the nodes' and the fabric's tables."""
+def topology_fingerprint() -> str:
+    """The state of what the topology rules and map are worked out from (the nodes' and the fabric's tables): changes
+    whenever one of their rows is created, deleted or saved. Not the simulator's telemetry key (its own, over the
+    tables the simulated nodes are built from)."""
     figures = [table_figures(Node), *fabric_figures()]
     return hashlib.sha256(repr(figures).encode()).hexdigest()[:32]
 
@@ -165,7 +167,7 @@ def rule_summary(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> RuleSummary:
     Cached by an inventory fingerprint, so edits saved through the UI, the API or imports show at once; changes made
     by bulk updates (which leave ``updated`` alone) show within ``max_age_s``. ``max_age_s=0`` always recomputes.
     """
-    fingerprint = inventory_fingerprint() if max_age_s else ""
+    fingerprint = topology_fingerprint() if max_age_s else ""
     if max_age_s:
         cached = cache.get(_summary_key(fingerprint))
         if cached is not None:

@@ -13,9 +13,9 @@ from apps.topology.rules import RuleResult
 from apps.topology.services import (
     SUMMARY_MAX_AGE_S,
     evaluate_topology,
-    inventory_fingerprint,
     kept_for_s,
     remember_rule_summary,
+    topology_fingerprint,
 )
 
 FACT_LABELS = {
@@ -101,7 +101,7 @@ def topology_page(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> dict:
     nodes: the result is cached by the inventory's fingerprint, as the dashboard's rule summary is (which it also
     fills), so an edit saved through the UI, the API or an import shows at the next load and bulk updates within
     ``max_age_s``. ``max_age_s=0`` always recomputes."""
-    fingerprint = inventory_fingerprint() if max_age_s else ""
+    fingerprint = topology_fingerprint() if max_age_s else ""
     key = f"topology:page:{fingerprint}"
     if max_age_s:
         cached = cache.get(key)

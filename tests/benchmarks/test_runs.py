@@ -173,3 +173,14 @@ def test_the_task_runs_a_queued_run_once(demo_cluster, monkeypatch):
     assert tasks.run_benchmark(str(run.public_id)) == RunStatus.SUCCEEDED
     assert tasks.run_benchmark(str(run.public_id)) == RunStatus.SUCCEEDED  # redelivered: claimed already, no rerun
     assert Job.objects.count() == 1 and run.tests.count() == 1
+
+
+def test_a_run_that_names_no_transport_gets_the_installs_default_not_ssh(demo_cluster, settings):
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "sim"
+    run = services.start_run(suite="nccl", targets=services.parse_nodes("gpu001,gpu002"), queue=False)
+    assert run.transport == "sim"
+
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "ssh"
+    with pytest.raises(serializers.ValidationError) as raised:
+        services.start_run(suite="nccl", targets=services.parse_nodes("gpu001,gpu002"), queue=False)
+    assert "No trusted SSH host key" in str(raised.value.detail["nodes"])

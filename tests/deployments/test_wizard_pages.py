@@ -8,6 +8,7 @@ import pytest
 from apps.core import signing
 from apps.deployments import services
 from apps.deployments.choices import DeploymentState, WizardStage
+from apps.deployments.forms import NodesForm
 from apps.deployments.models import Approval, Deployment
 from apps.jobs import services as job_services
 
@@ -329,3 +330,9 @@ def test_a_run_that_ended_before_its_deployment_settled_reads_finishing_not_runn
     assert re.search(r'id="job-status">Failed<', text)
     assert 'id="deployment-state">Running<' not in text
     assert re.search(r'class="dcell [a-z]+" data-host="gpu017" data-step="gpus" data-phase="1"', text)
+
+
+@pytest.mark.parametrize(("install", "shown"), [("sim", "sim"), ("ssh", "ssh"), ("local", "ssh")])
+def test_the_new_plan_form_offers_the_installs_default_transport(settings, install, shown):
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = install  # a deployment runs over ssh or sim: local falls to ssh
+    assert NodesForm()["transport"].initial == shown

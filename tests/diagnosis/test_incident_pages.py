@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 
 from apps.diagnosis import services
+from apps.diagnosis.forms import IncidentForm
 from apps.diagnosis.models import Incident
 from apps.jobs.models import Job
 
@@ -67,3 +68,9 @@ def test_incidents_show_in_the_node_history(demo_cluster, browser_as, operator, 
     assert "gpu012 hangs in all-reduce" in history and str(incident.public_id) in history
     other = browser_as(viewer).get(reverse("node-detail", args=[Node.objects.get(hostname="gpu013").public_id]))
     assert "No incident has involved this node." in other.content.decode()
+
+
+@pytest.mark.parametrize(("install", "shown"), [("sim", "sim"), ("ssh", "ssh")])
+def test_the_incident_form_offers_the_installs_default_transport(settings, install, shown):
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = install
+    assert IncidentForm()["transport"].initial == shown

@@ -58,3 +58,15 @@ def test_a_plotly_figure_is_still_serialised():
     figure = go.Figure(go.Bar(x=["a"], y=[1]))
 
     assert charts.figure_json(figure)["data"][0]["type"] == "bar"
+
+
+def test_clock_reasons_name_every_bit_seen_in_the_window_unknown_ones_included():
+    series = [_series({"gpu": "0"}, [0x1, 0x4, 0x4]), _series({"gpu": "1"}, [0x0, 0x40 | 0x8, 0x1000])]
+
+    assert charts.reasons_in(series) == [
+        "gpu_idle",
+        "sw_power_cap",
+        "hw_slowdown",
+        "hw_thermal_slowdown",
+        "unknown_0x1000",
+    ]

@@ -33,6 +33,19 @@ def test_a_site_with_bmcs_is_polled_once_per_interval(gpu_node, sim_bmc, setting
     assert (while_running, too_soon, len(due)) == ([], [], 1)
 
 
+@pytest.mark.parametrize(
+    ("install", "bmc_setting", "chosen"),
+    [("sim", "", "sim"), ("ssh", "", "local"), ("local", "", "local"), ("sim", "local", "local")],
+)
+def test_the_polls_run_over_the_install_default_bmc_poll_offers_unless_told(
+    gpu_node, sim_bmc, settings, install, bmc_setting, chosen
+):
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT, settings.RACKPILOT_BMC_TRANSPORT = install, bmc_setting
+    sim_bmc()
+
+    assert [job.transport for job in bmcs.schedule_polls(now=timezone.now())] == [chosen]
+
+
 def test_a_site_schedule_sets_its_own_interval_or_turns_reads_off(gpu_node, sim_bmc):
     sim_bmc()
     schedule = BmcSchedule.objects.create(site=gpu_node.rack.site, interval_seconds=600)

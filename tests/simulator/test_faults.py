@@ -21,7 +21,11 @@ from apps.parsers.nvidia_smi import (
     parse_topology,
 )
 from apps.simulator import services
+from apps.simulator.choices import FaultKind
+from apps.simulator.faults.kinds import FAULT_KINDS
 from apps.simulator.models import SimFault
+from apps.simulator.training import FATAL_FAULTS, HANG_FAULTS, NETWORK_FAULTS
+from apps.simulator.training_faults import JOB_FAULTS, SLOWING_FAULTS, TRAINING_FAULTS
 
 QUERY = ("nvidia-smi", f"--query-gpu={','.join(QUERY_GPU_FIELDS)}", "--format=csv")
 ALL_REDUCE = ("all_reduce_perf", "-b", "1G", "-e", "4G", "-f", "2", "-g", "8")
@@ -239,3 +243,18 @@ def test_faults_stay_on_their_node(demo_cluster, gpu_node, run):
     before = run("nvidia-smi", "-L", node=other).stdout
     services.inject_fault(node=gpu_node, kind="xid79", target="0")
     assert run("nvidia-smi", "-L", node=other).stdout == before
+
+
+def test_every_fault_kind_has_one_entry_in_the_enums_order_with_its_label():
+    assert list(FAULT_KINDS) == FaultKind.values
+    assert [(spec.value, spec.label) for spec in FAULT_KINDS.values()] == FaultKind.choices
+
+
+def test_what_a_fault_does_to_a_training_job_is_its_effects():
+    assert set(NETWORK_FAULTS) == {FaultKind.MTU, FaultKind.PFC_OFF, FaultKind.NIC_DOWN}
+    assert set(HANG_FAULTS) == {*NETWORK_FAULTS, FaultKind.STORAGE_SLOW}
+    assert FaultKind.DATALOADER_STALL in FATAL_FAULTS and FaultKind.DATALOADER_STALL in SLOWING_FAULTS
+    assert set(TRAINING_FAULTS) - set(FATAL_FAULTS) == {FaultKind.DISK_FULL, FaultKind.CORRUPT_CHECKPOINT}
+    # a fault with no effect on a job (a dead NVLink, a PCIe link downtrained) has no runbook to rehearse
+    assert FaultKind.NVLINK_DOWN not in JOB_FAULTS and FaultKind.PCIE_DOWNTRAINED not in JOB_FAULTS
+    assert len(JOB_FAULTS) == len(set(JOB_FAULTS)) == 12

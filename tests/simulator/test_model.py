@@ -1,17 +1,21 @@
 """The figures come from the model: calibrated on the real H200, set by the slowest link, deterministic per seed."""
 
 import dataclasses
+from decimal import Decimal
 
 import pytest
 
 from apps.inventory import gpu_power
-from apps.inventory.models import Firmware, Node
+from apps.inventory.catalogue import AMPERE_COMPUTE
+from apps.inventory.models import Firmware, GpuSku, Node
 from apps.parsers.dmesg import parse_dmesg
 from apps.parsers.nccl_tests import parse_nccl_tests
 from apps.parsers.nvbandwidth import parse_nvbandwidth
-from apps.parsers.nvidia_smi import QUERY_GPU_FIELDS, parse_dmon, parse_query_gpu, parse_topology
+from apps.parsers.nvidia_smi import QUERY_GPU_FIELDS, parse_dmon, parse_query_gpu, parse_query_xml, parse_topology
 from apps.parsers.system import parse_lscpu, parse_numactl
 from apps.simulator import services
+from apps.simulator.model import compute_facts
+from tests import factories
 
 QUERY = ",".join(QUERY_GPU_FIELDS)
 
@@ -143,3 +147,25 @@ def test_the_simulator_draws_by_the_catalogues_figures(run, monkeypatch):
     after = idle_draws()
     # the same seed, so the same jitter (±2 %) around 38 W less idle draw, and the sampler's own wake-ups unchanged
     assert all(36 <= old - new <= 40 for old, new in zip(before, after, strict=True))
+
+
+@pytest.mark.django_db
+def test_an_sku_an_operator_added_reports_its_own_architecture_and_computes_like_it():
+    sku = GpuSku.objects.create(
+        name="A100 PCIe 80GB",
+        architecture="Ampere",
+        hbm_gib=80,
+        mem_bandwidth_tbps=Decimal("1.94"),
+        mem_bandwidth_reference_tbps=Decimal("1.71"),
+        nvlink_gbps=600,
+        tdp_w=300,
+        bf16_dense_tflops=Decimal("312"),
+    )
+    node = factories.make_node(gpu_sku=sku)
+    factories.make_gpu(node=node, sku=sku)
+
+    xml = services.run_command(node=node, argv=["nvidia-smi", "-q", "-x"], seed=0, load=0.0).stdout
+    gpu = services.node_state(node=node).gpus[0]
+
+    assert parse_query_xml(xml).gpus[0].architecture == "Ampere"
+    assert compute_facts(gpu) is AMPERE_COMPUTE  # not the H200 shape its other facts fall back to

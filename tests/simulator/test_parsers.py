@@ -3,8 +3,9 @@
 import pytest
 
 from apps.parsers import registry
-from apps.parsers.nvidia_smi import QUERY_GPU_FIELDS, parse_query_gpu
+from apps.parsers.nvidia_smi import CLOCKS_EVENT_REASON_BITS, QUERY_GPU_FIELDS, parse_query_gpu, parse_query_text
 from apps.simulator import services
+from apps.simulator.model import REASON_BITS
 
 QUERY = ",".join(QUERY_GPU_FIELDS)
 
@@ -109,3 +110,22 @@ def test_catalogue_query_parses(run):
     report = parse_query_gpu(result.stdout, fields.split(","))
     assert report.gpus[7].pci_bus_id == "00000000:DB:00.0"
     assert report.driver_version == "580.159.04"
+
+
+def test_the_simulated_card_sets_the_clocks_event_bits_the_parsers_read():
+    """The simulator may not import the parsers' bit table, so it keeps the card's side of nvml.h: the two must be
+    one table, or a simulated mask would decode to reasons the card never named."""
+    assert {name: bit for bit, name in CLOCKS_EVENT_REASON_BITS.items()} == REASON_BITS
+
+
+def test_the_mask_and_the_q_report_name_the_same_reasons_on_a_hot_card(gpu_node, run):
+    services.inject_fault(node=gpu_node, kind="thermal", target="4")
+    fields = "index,clocks_event_reasons.active,clocks_event_reasons.supported"
+    masks = parse_query_gpu(run("nvidia-smi", f"--query-gpu={fields}", "--format=csv", load=1.0).stdout)
+    named = parse_query_text(run("nvidia-smi", "-q", load=1.0).stdout)
+
+    # -q prints its sections in its own order, the mask decodes lowest bit first
+    assert set(masks.gpus[4].clocks_event_reasons) == set(named.gpus[4].clocks_event_reasons)
+    assert "hw_thermal_slowdown" in masks.gpus[4].clocks_event_reasons
+    assert masks.gpus[0].clocks_event_reasons == named.gpus[0].clocks_event_reasons == ["sw_power_cap"]
+    assert masks.gpus[0].extra["clocks_event_reasons.supported"] == "0x00000000000001ff"

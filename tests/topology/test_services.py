@@ -3,7 +3,7 @@
 import pytest
 
 from apps.inventory.choices import Plane
-from apps.topology.services import evaluate_topology, inventory_fingerprint, rule_summary
+from apps.topology.services import evaluate_topology, rule_summary, topology_fingerprint
 from tests.topology.helpers import nic, unplug_plane
 
 pytestmark = pytest.mark.django_db
@@ -17,12 +17,12 @@ def test_rule_summary_lists_every_rule(demo_cluster):
 
 
 def test_rule_summary_sees_saved_changes_at_once(demo_cluster):
-    before = inventory_fingerprint()
+    before = topology_fingerprint()
     assert rule_summary().all_passed
     port = nic("gpu003", "ens2np0")
     port.mtu = 1500
     port.save()
-    assert inventory_fingerprint() != before
+    assert topology_fingerprint() != before
     summary = rule_summary()
     assert [rule.name for rule in summary.failing] == ["data-mtu"] and summary.passed == 5
 

@@ -441,7 +441,13 @@ class TimelineFromNodesSerializer(serializers.Serializer):
         default=None,
         help_text="The training job the traces belong to (its name or public id), if any.",
     )
-    transport = serializers.ChoiceField(choices=[("ssh", "ssh"), ("local", "local")], default="ssh")
+    transport = serializers.ChoiceField(
+        choices=[("ssh", "ssh"), ("local", "local")],
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Blank: the install's default transport when it is ssh or local, else ssh.",
+    )
 
 
 class TimelineFromJobSerializer(serializers.Serializer):

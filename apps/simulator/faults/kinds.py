@@ -1,8 +1,10 @@
-"""The fault kinds, one entry each: adding a kind is adding an entry here (its value becomes a SimFault.kind choice,
-so a new kind also needs a migration that only alters those choices)."""
+"""The fault kinds, one entry each: adding a kind is a FaultKind member (apps/simulator/choices.py, a SimFault.kind
+choice, so also a migration that only alters those choices; its effects on a training job there too) and its entry
+here."""
 
 from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.simulator.changes import nic_key
+from apps.simulator.choices import FaultKind
 from apps.simulator.faults.spec import FaultError, FaultSpec, Parameter
 from apps.simulator.faults.targets import FILE, GPU, GPU_OR_NODE, MOUNT, NIC, NODE, PRIORITY
 from apps.simulator.state import SimulatedNode
@@ -13,8 +15,7 @@ def _mtu(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 MTU = FaultSpec(
-    value="mtu",
-    label="Wrong MTU on a data NIC",
+    value=FaultKind.MTU,
     colour="orange",
     target=NIC,
     parameters={"mtu": Parameter(1500, MTU_MIN, MTU_MAX)},
@@ -30,8 +31,7 @@ def _pfc_off(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 PFC_OFF = FaultSpec(
-    value="pfc_off",
-    label="PFC off on a priority",
+    value=FaultKind.PFC_OFF,
     colour="orange",
     target=PRIORITY,
     apply=_pfc_off,
@@ -48,8 +48,7 @@ def _nvlink_down(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 NVLINK_DOWN = FaultSpec(
-    value="nvlink_down",
-    label="NVLink down",
+    value=FaultKind.NVLINK_DOWN,
     colour="orange",
     target=GPU,
     parameters={"link": Parameter(17, 0, 17)},
@@ -63,8 +62,7 @@ def _xid79(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 XID79 = FaultSpec(
-    value="xid79",
-    label="GPU fallen off the bus (XID 79)",
+    value=FaultKind.XID79,
     colour="red",
     target=GPU,
     apply=_xid79,
@@ -84,8 +82,7 @@ def _ecc_sentence(gpu: str, parameters: dict) -> str:
 
 
 ECC = FaultSpec(
-    value="ecc",
-    label="Uncorrectable ECC / row remap pending",
+    value=FaultKind.ECC,
     colour="red",
     target=GPU,
     parameters={"count": Parameter(1, 1, 65535)},
@@ -99,8 +96,7 @@ def _thermal(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 THERMAL = FaultSpec(
-    value="thermal",
-    label="Thermal slowdown",
+    value=FaultKind.THERMAL,
     colour="orange",
     target=GPU,
     parameters={"temperature": Parameter(92, 80, 110)},
@@ -117,8 +113,7 @@ def _late_thermal(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 # Idle or in a short test the GPU looks healthy; only a soak longer than `after_s` shows the slowdown.
 LATE_THERMAL = FaultSpec(
-    value="late_thermal",
-    label="Thermal slowdown after sustained load",
+    value=FaultKind.LATE_THERMAL,
     colour="orange",
     target=GPU,
     parameters={"after_s": Parameter(600, 1, 86400), "temperature": Parameter(92, 80, 110)},
@@ -136,8 +131,7 @@ def _pcie_downtrained(state: SimulatedNode, target: str, parameters: dict) -> No
 
 
 PCIE_DOWNTRAINED = FaultSpec(
-    value="pcie_downtrained",
-    label="PCIe link downtrained",
+    value=FaultKind.PCIE_DOWNTRAINED,
     colour="orange",
     target=GPU,
     parameters={"gen": Parameter(3, 1, 5), "width": Parameter(8, 1, 16)},
@@ -153,8 +147,7 @@ def _nic_down(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 NIC_DOWN = FaultSpec(
-    value="nic_down",
-    label="NIC link down",
+    value=FaultKind.NIC_DOWN,
     colour="red",
     target=NIC,
     apply=_nic_down,
@@ -167,8 +160,7 @@ def _disk_full(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 DISK_FULL = FaultSpec(
-    value="disk_full",
-    label="Disk full",
+    value=FaultKind.DISK_FULL,
     colour="red",
     target=MOUNT,
     apply=_disk_full,
@@ -183,8 +175,7 @@ def _corrupt_checkpoint(state: SimulatedNode, target: str, parameters: dict) -> 
 
 
 CORRUPT_CHECKPOINT = FaultSpec(
-    value="corrupt_checkpoint",
-    label="Corrupt checkpoint",
+    value=FaultKind.CORRUPT_CHECKPOINT,
     colour="red",
     target=FILE,
     apply=_corrupt_checkpoint,
@@ -201,8 +192,7 @@ def _storage_slow(state: SimulatedNode, target: str, parameters: dict) -> None:
 # server … not responding" / Lustre's lost connection and hung tasks, and the node's ranks stop reaching the next
 # collective, so their peers' NCCL watchdog fires (apps/simulator/training.py).
 STORAGE_SLOW = FaultSpec(
-    value="storage_slow",
-    label="Storage not responding (NFS / Lustre server)",
+    value=FaultKind.STORAGE_SLOW,
     colour="red",
     target=MOUNT,
     apply=_storage_slow,
@@ -217,8 +207,7 @@ def _straggler(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 STRAGGLER = FaultSpec(
-    value="straggler",
-    label="Straggler node",
+    value=FaultKind.STRAGGLER,
     colour="orange",
     target=NODE,
     parameters={"sm_clock_mhz": Parameter(1095, 210, 1980)},
@@ -235,8 +224,7 @@ def _power_cap(state: SimulatedNode, target: str, parameters: dict) -> None:
 # A power limit set below the default (a facility cap, a BMC power policy, a forgotten nvidia-smi -pl) on one GPU or
 # all of them: under load the card holds the cap by lowering its SM clock, with the SW power cap reason set.
 POWER_CAP = FaultSpec(
-    value="power_cap",
-    label="Power capped below the default limit",
+    value=FaultKind.POWER_CAP,
     colour="orange",
     target=GPU_OR_NODE,
     parameters={"watts": Parameter(450, 100, 1000)},
@@ -254,8 +242,7 @@ def _ptp_unsynced(state: SimulatedNode, target: str, parameters: dict) -> None:
 
 
 PTP_UNSYNCED = FaultSpec(
-    value="ptp_unsynced",
-    label="PTP clock not synchronised",
+    value=FaultKind.PTP_UNSYNCED,
     colour="orange",
     target=NODE,
     apply=_ptp_unsynced,
@@ -280,8 +267,7 @@ def _degraded_cable_sentence(nic: str, parameters: dict) -> str:
 # A cable that still links but at a lower rate (a lane down, a dirty connector), or that corrupts frames. The node
 # alone looks healthy: NVLink carries a single-node test; only traffic across nodes crosses the cable.
 DEGRADED_CABLE = FaultSpec(
-    value="degraded_cable",
-    label="Degraded cable (lower rate or CRC errors)",
+    value=FaultKind.DEGRADED_CABLE,
     colour="orange",
     target=NIC,
     parameters={"rate_gbps": Parameter(200, 0, 800), "crc_per_million": Parameter(0, 0, 100000)},
@@ -305,8 +291,7 @@ def _dataloader_stall_sentence(_, parameters: dict) -> str:
 # `hang_s`, one stall (a worker stuck on a read, a deadlocked worker) holds the node's ranks that long from when the
 # fault struck: past the NCCL watchdog, their peers time out (apps/simulator/training_faults.py).
 DATALOADER_STALL = FaultSpec(
-    value="dataloader_stall",
-    label="Data loader starves the GPUs",
+    value=FaultKind.DATALOADER_STALL,
     colour="orange",
     target=NODE,
     parameters={
@@ -331,8 +316,7 @@ def _co_located(state: SimulatedNode, target: str, parameters: dict) -> None:
 # and NICs, so the job's ranks there run at `speed_pct` percent and every other rank waits for them. `kubectl get
 # pods -o wide` shows both pods on the node.
 CO_LOCATED = FaultSpec(
-    value="co_located",
-    label="Second trainer placed on the node",
+    value=FaultKind.CO_LOCATED,
     colour="orange",
     target=NODE,
     parameters={"speed_pct": Parameter(60, 10, 95)},
@@ -343,7 +327,7 @@ CO_LOCATED = FaultSpec(
 )
 
 
-# In the order the page lists them; their values and labels are SimFault.kind's choices.
+# One entry per FaultKind, in its order (the page lists them so).
 FAULT_KINDS: dict[str, FaultSpec] = {
     spec.value: spec
     for spec in (
@@ -367,7 +351,7 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         STORAGE_SLOW,
     )
 }
-CHOICES = [(spec.value, spec.label) for spec in FAULT_KINDS.values()]
+CHOICES = FaultKind.choices
 
 
 def fault_kind(value: str) -> FaultSpec:

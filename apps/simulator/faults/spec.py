@@ -4,6 +4,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from apps.simulator.choices import FaultKind
 from apps.simulator.state import SimulatedNode
 
 
@@ -46,19 +47,23 @@ class Parameter:
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """One fault kind. `value` is what SimFault.kind stores; `apply` changes a node's state the way the real fault
+    """One fault kind. `value` is what SimFault.kind stores (its label, and its effects on
+    a training job, are the enum's: apps/simulator/choices.py); `apply` changes a node's state the way the real fault
     changes what the tools print; `fixed_by` gives the change key (a '*' matches any NIC) of a command that repairs
     the fault, such as `ip link set mtu 9000`, or None when only clearing the fault does; `sentence` names one
     fault of the kind, as in "MTU 1500 on ens1np0"."""
 
-    value: str
-    label: str
+    value: FaultKind
     colour: str  # of the badge: red takes the node out of work, orange degrades it
     target: Target
     apply: Callable[[SimulatedNode, str, dict], None]
     sentence: Callable[[str, dict], str]
     parameters: dict[str, Parameter] = field(default_factory=dict)
     fixed_by: Callable[[str], str] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.value.label
 
     def check_parameters(self, parameters) -> dict:
         """The parameters with defaults filled in; FaultError for unknown names and values out of bounds."""

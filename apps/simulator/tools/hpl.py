@@ -107,7 +107,7 @@ def _settings(options: dict, preset: int) -> list[str]:
 
 def _device_info(gpu: SimGpu, memory_gb: float) -> list[str]:
     compute = compute_facts(gpu)
-    sm = "90" if gpu.facts.architecture == "Hopper" else "80"
+    sm = "90" if gpu.architecture == "Hopper" else "80"
     return [
         "Device info:",
         f"\tPeak clock frequency {compute.max_sm_mhz} MHz",
@@ -134,7 +134,7 @@ def run_hpl_mxp(
     first = states[0]
     gpus = [gpu for state in states for gpu in state.visible_gpus[:per_node]]
     memory_gb = first.visible_gpus[0].facts.memory_mib * 1.048576 / 1024 if first.visible_gpus else 0.0
-    preset = 90 if first.visible_gpus and first.visible_gpus[0].facts.architecture == "Hopper" else 80
+    preset = 90 if first.visible_gpus and first.visible_gpus[0].architecture == "Hopper" else 80
     lines = _settings(options, preset)
     short = next((state for state in states if len(state.visible_gpus) < per_node), None)
     if short is not None:

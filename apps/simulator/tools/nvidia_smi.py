@@ -6,7 +6,7 @@ HGX captures for topo and nvlink).
 
 from apps.simulator.changes import gpu_key
 from apps.simulator.digits import is_whole_number
-from apps.simulator.model import GpuReading
+from apps.simulator.model import REASONS_SUPPORTED_MASK, GpuReading
 from apps.simulator.state import DRIVER_VERSION, SimGpu
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools import nvsmi_query
@@ -165,16 +165,19 @@ def _printed(name: str) -> str:
     return name
 
 
-REASON_FIELDS = {
-    "gpu_idle": "gpu_idle",
-    "applications_clocks_setting": "applications_clocks_setting",
-    "sw_power_cap": "sw_power_cap",
-    "hw_slowdown": "hw_slowdown",
-    "hw_thermal_slowdown": "hw_thermal_slowdown",
-    "hw_power_brake_slowdown": "hw_power_brake_slowdown",
-    "sw_thermal_slowdown": "sw_thermal_slowdown",
-    "sync_boost": "sync_boost",
-}
+# The reasons --query-gpu offers one field each for (clocks_event_reasons.<name>); display_clock_setting has none.
+QUERY_REASONS = frozenset(
+    {
+        "gpu_idle",
+        "applications_clocks_setting",
+        "sw_power_cap",
+        "hw_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+        "sw_thermal_slowdown",
+        "sync_boost",
+    }
+)
 
 
 def _field_value(
@@ -221,7 +224,7 @@ def _field_value(
         "mig.mode.pending": "Disabled",
         "pstate": "P0",
         "clocks_event_reasons.active": f"0x{now.reasons_mask:016x}",
-        "clocks_event_reasons.supported": "0x00000000000001ff",
+        "clocks_event_reasons.supported": f"0x{REASONS_SUPPORTED_MASK:016x}",
         "timestamp": SIM_TIMESTAMP,
     }
     if name in plain:
@@ -253,8 +256,8 @@ def _field_value(
         unit, value = units[name]
         return unit, value if value == "[N/A]" else f"{value} {unit}"
     prefix, _, reason = name.partition(".")
-    if prefix == "clocks_event_reasons" and reason in REASON_FIELDS:
-        return "", "Active" if REASON_FIELDS[reason] in now.reasons else "Not Active"
+    if prefix == "clocks_event_reasons" and reason in QUERY_REASONS:
+        return "", "Active" if reason in now.reasons else "Not Active"
     return None
 
 

@@ -197,7 +197,7 @@ def _gpu_temp_limit(view: View) -> str:
 LAYOUT: tuple = (
     F("Product Name", "product_name", lambda v: v.gpu.facts.product_name),
     F("Product Brand", "product_brand", "NVIDIA"),
-    F("Product Architecture", "product_architecture", lambda v: v.gpu.facts.architecture),
+    F("Product Architecture", "product_architecture", lambda v: v.gpu.architecture),
     F("Display Mode", "display_mode", "Requested functionality has been deprecated"),
     F("Display Attached", "display_attached", "No"),
     F("Display Active", "display_active", "Disabled"),

@@ -48,7 +48,9 @@ class Command(BaseCommand):
         run = sub.add_parser("run", help="Run a suite now, in this process.")
         run.add_argument("suite", help=f"One of {', '.join(Suite.values)}.")
         run.add_argument("--nodes", required=True, help="Host names, rack:NAME or tag:NAME, comma-separated.")
-        run.add_argument("--transport", default=None, help="ssh (default), sim, or local (per-node suites).")
+        run.add_argument(
+            "--transport", default=None, help="ssh, sim, or local (per-node suites); default: the install's."
+        )
         run.add_argument("--collective", default=Collective.ALL_REDUCE, help=f"One of {', '.join(Collective.values)}.")
         run.add_argument("--min-bytes", type=size, default=MIN_BYTES, help="Smallest message (8 B).")
         run.add_argument("--max-bytes", type=size, default=MAX_BYTES, help="Largest message (16G).")
@@ -69,10 +71,12 @@ class Command(BaseCommand):
         timeline.add_argument(
             "--from-nodes",
             action="store_true",
-            help="Read each NODE:/PATH off its node (over --transport, ssh by default) with a timeline-trace job run "
+            help="Read each NODE:/PATH off its node (over --transport) with a timeline-trace job run "
             "in this process; exit 1 when a file could not be read.",
         )
-        timeline.add_argument("--transport", default="ssh", help="--from-nodes: ssh (default) or local.")
+        timeline.add_argument(
+            "--transport", default="", help="--from-nodes: ssh or local (default: the install's, else ssh)."
+        )
         timeline.add_argument("--name", default="", help="A name for the analysis (default: the first file's).")
         timeline.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
