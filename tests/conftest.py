@@ -10,6 +10,7 @@ from apps.tokens.models import ApiToken
 from apps.tokens.services import digest_of
 from tests import factories
 from tests.live_server import live_server_env, live_server_url  # noqa: F401  (fixtures for tests that need a server)
+from tests.pages import PageClient
 from tests.workers import worker_name
 
 
@@ -83,8 +84,14 @@ def api_as():
 
 
 @pytest.fixture
+def client():
+    """Django's test client, checking every HTML page it receives for repeated ids (tests/pages.py)."""
+    return PageClient()
+
+
+@pytest.fixture
 def browser_as(client):
-    """browser_as(user) -> Django's test client logged in as the user (session, CSRF checks on)."""
+    """browser_as(user) -> the test client logged in as the user (session, CSRF checks on)."""
 
     def make(user):
         client.force_login(user)

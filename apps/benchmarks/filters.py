@@ -6,10 +6,11 @@ import django_filters
 
 from apps.benchmarks.choices import Collective, RunStatus, Suite
 from apps.benchmarks.models import BenchmarkRun
+from apps.core.filters import FilterSet
 from apps.core.listing import Column
 
 
-class BenchmarkRunFilterSet(django_filters.FilterSet):
+class BenchmarkRunFilterSet(FilterSet):
     suite = django_filters.ChoiceFilter(choices=Suite.choices)
     status = django_filters.ChoiceFilter(choices=RunStatus.choices)
     collective = django_filters.ChoiceFilter(choices=Collective.choices)

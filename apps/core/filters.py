@@ -131,7 +131,21 @@ class ListOrderingFilter(OrderingFilter):
         ]
 
 
-class AuditEntryFilter(django_filters.FilterSet):
+class FilterSet(django_filters.FilterSet):
+    """A list's filters, shared by its page and its API. Their form's ids are `filter-<field>`: a list page often has
+    its own form with a field of the same name (open an incident for a node, inject a fault on one), and two elements
+    with one id send a label, and the page's script, to the wrong one."""
+
+    @property
+    def form(self):
+        if not hasattr(self, "_form"):
+            form_class = self.get_form_class()
+            data = (self.data,) if self.is_bound else ()
+            self._form = form_class(*data, prefix=self.form_prefix, auto_id="filter-%s")
+        return self._form
+
+
+class AuditEntryFilter(FilterSet):
     """The audit log page's and exports' filters."""
 
     object_type = django_filters.CharFilter(label="Object type")

@@ -2,12 +2,13 @@
 
 import django_filters
 
+from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.deployments.choices import DeploymentState
 from apps.deployments.models import AcceptanceCriterion, Deployment, Suggestion
 
 
-class DeploymentFilterSet(django_filters.FilterSet):
+class DeploymentFilterSet(FilterSet):
     state = django_filters.ChoiceFilter(choices=DeploymentState.choices)
 
     class Meta:
@@ -42,13 +43,13 @@ DEPLOYMENT_COLUMNS = (
 )
 
 
-class SuggestionFilterSet(django_filters.FilterSet):
+class SuggestionFilterSet(FilterSet):
     class Meta:
         model = Suggestion
         fields = ["state", "hostname", "step", "problem", "deployment__public_id"]
 
 
-class AcceptanceCriterionFilterSet(django_filters.FilterSet):
+class AcceptanceCriterionFilterSet(FilterSet):
     class Meta:
         model = AcceptanceCriterion
         fields = ["check_name", "sku__name"]

@@ -1,12 +1,13 @@
 import django_filters
 from django.db.models import Q
 
+from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.diagnosis.choices import Cause, IncidentState
 from apps.diagnosis.models import Incident
 
 
-class IncidentFilterSet(django_filters.FilterSet):
+class IncidentFilterSet(FilterSet):
     state = django_filters.ChoiceFilter(choices=IncidentState.choices)
     cause = django_filters.ChoiceFilter(choices=Cause.choices)
     node = django_filters.CharFilter(method="filter_node", help_text="Incidents touching this host name.")

@@ -5,6 +5,7 @@ import uuid
 from django.db.models import Q
 from django_filters import rest_framework as filters
 
+from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.discovery.choices import DifferenceState, ObjectType
 from apps.discovery.models import Difference, NodeFacts
@@ -20,7 +21,7 @@ def _node_query(prefix: str, value: str) -> Q:
         return Q(**{f"{prefix}hostname": value})
 
 
-class DifferenceFilterSet(filters.FilterSet):
+class DifferenceFilterSet(FilterSet):
     job = filters.UUIDFilter(field_name="job__public_id", help_text="Public id of the discovery job.")
     node = filters.CharFilter(method="filter_node", help_text="Host name or public id of the node.")
     state = filters.MultipleChoiceFilter(choices=DifferenceState.choices)
@@ -34,7 +35,7 @@ class DifferenceFilterSet(filters.FilterSet):
         return queryset.filter(_node_query("node__", value))
 
 
-class NodeFactsFilterSet(filters.FilterSet):
+class NodeFactsFilterSet(FilterSet):
     job = filters.UUIDFilter(field_name="job__public_id", help_text="Public id of the discovery job.")
     node = filters.CharFilter(method="filter_node", help_text="Host name or public id of the node.")
 
@@ -46,7 +47,7 @@ class NodeFactsFilterSet(filters.FilterSet):
         return queryset.filter(_node_query("node__", value))
 
 
-class DiscoveryRunFilterSet(filters.FilterSet):
+class DiscoveryRunFilterSet(FilterSet):
     """The discovery page's runs (jobs of the discover kind), by status; GET /api/jobs/?kind=discover lists them too."""
 
     status = filters.MultipleChoiceFilter(choices=JobStatus.choices)

@@ -10,6 +10,7 @@ import django_filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q
 
+from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.core.text import echo
 from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
@@ -111,7 +112,7 @@ def sku_ref(field_name: str) -> RefFilter:
     )
 
 
-class NodeFilterSet(django_filters.FilterSet):
+class NodeFilterSet(FilterSet):
     q = django_filters.CharFilter(method="search", label="Search")
     hostname = django_filters.CharFilter(label="Host name (exact)")
     # distinct=False: one column of the node itself cannot duplicate rows, and DISTINCT over the page costs.
@@ -196,25 +197,25 @@ SWITCH_COLUMNS = (
 )
 
 
-class SiteFilterSet(django_filters.FilterSet):
+class SiteFilterSet(FilterSet):
     class Meta:
         model = Site
         fields = ["name", "slug"]
 
 
-class TagFilterSet(django_filters.FilterSet):
+class TagFilterSet(FilterSet):
     class Meta:
         model = Tag
         fields = ["name", "slug"]
 
 
-class GpuSkuFilterSet(django_filters.FilterSet):
+class GpuSkuFilterSet(FilterSet):
     class Meta:
         model = GpuSku
         fields = ["name", "vendor", "architecture"]
 
 
-class RackFilterSet(django_filters.FilterSet):
+class RackFilterSet(FilterSet):
     site = site_ref()
 
     class Meta:
@@ -222,7 +223,7 @@ class RackFilterSet(django_filters.FilterSet):
         fields = ["name", "site", "row"]
 
 
-class GpuFilterSet(django_filters.FilterSet):
+class GpuFilterSet(FilterSet):
     node = node_ref()
     sku = sku_ref("sku")
     health = django_filters.MultipleChoiceFilter(choices=GpuHealth.choices, distinct=False)
@@ -232,7 +233,7 @@ class GpuFilterSet(django_filters.FilterSet):
         fields = ["node", "sku", "health"]
 
 
-class NicFilterSet(django_filters.FilterSet):
+class NicFilterSet(FilterSet):
     node = node_ref()
     link_up = StrictBooleanFilter()
 
@@ -241,7 +242,7 @@ class NicFilterSet(django_filters.FilterSet):
         fields = ["node", "name", "purpose", "plane", "mtu", "transport", "link_up"]
 
 
-class SwitchFilterSet(django_filters.FilterSet):
+class SwitchFilterSet(FilterSet):
     site = site_ref()
 
     class Meta:
@@ -249,7 +250,7 @@ class SwitchFilterSet(django_filters.FilterSet):
         fields = ["name", "site", "plane", "tier"]
 
 
-class PduFilterSet(django_filters.FilterSet):
+class PduFilterSet(FilterSet):
     site = site_ref("rack__site")
     rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
     zero_u = StrictBooleanFilter(field_name="position", lookup_expr="isnull", label="Vertical (0U)")
@@ -259,7 +260,7 @@ class PduFilterSet(django_filters.FilterSet):
         fields = ["name", "site", "rack", "feed", "zero_u"]
 
 
-class CableFilterSet(django_filters.FilterSet):
+class CableFilterSet(FilterSet):
     switch = RefFilter(
         queryset=Switch.objects.all(),
         natural_key="name",
@@ -284,7 +285,7 @@ class CableFilterSet(django_filters.FilterSet):
         return queryset.filter(Q(a_nic__node__in=ids) | Q(b_nic__node__in=ids))
 
 
-class StorageTierFilterSet(django_filters.FilterSet):
+class StorageTierFilterSet(FilterSet):
     site = site_ref()
 
     class Meta:
@@ -292,7 +293,7 @@ class StorageTierFilterSet(django_filters.FilterSet):
         fields = ["name", "site", "kind"]
 
 
-class VolumeFilterSet(django_filters.FilterSet):
+class VolumeFilterSet(FilterSet):
     node = node_ref()
     tier = RefFilter(queryset=StorageTier.objects.all(), natural_key="name", label="Storage tier name or public id")
 
@@ -301,7 +302,7 @@ class VolumeFilterSet(django_filters.FilterSet):
         fields = ["node", "tier"]
 
 
-class FirmwareFilterSet(django_filters.FilterSet):
+class FirmwareFilterSet(FilterSet):
     node = node_ref()
 
     class Meta:
@@ -309,7 +310,7 @@ class FirmwareFilterSet(django_filters.FilterSet):
         fields = ["node", "component", "version", "target"]
 
 
-class SshHostKeyFilterSet(django_filters.FilterSet):
+class SshHostKeyFilterSet(FilterSet):
     node = node_ref()
 
     class Meta:

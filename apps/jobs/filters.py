@@ -2,12 +2,13 @@
 
 import django_filters
 
+from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices)
     kind = django_filters.CharFilter()
 

@@ -2,11 +2,12 @@
 
 import django_filters
 
+from apps.core.filters import FilterSet
 from apps.workloads.choices import ServiceState, TrainingState
 from apps.workloads.models import InferenceService, TrainingJob
 
 
-class TrainingJobFilterSet(django_filters.FilterSet):
+class TrainingJobFilterSet(FilterSet):
     state = django_filters.MultipleChoiceFilter(choices=TrainingState.choices)
     node = django_filters.CharFilter(field_name="members__node__hostname", label="Node host name", distinct=True)
 
@@ -15,7 +16,7 @@ class TrainingJobFilterSet(django_filters.FilterSet):
         fields = ["state", "framework", "launcher", "workload_class", "node"]
 
 
-class InferenceServiceFilterSet(django_filters.FilterSet):
+class InferenceServiceFilterSet(FilterSet):
     state = django_filters.MultipleChoiceFilter(choices=ServiceState.choices)
     node = django_filters.CharFilter(field_name="nodes__hostname", label="Node host name", distinct=True)
 

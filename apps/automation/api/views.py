@@ -16,6 +16,7 @@ from apps.automation.api.serializers import (
 )
 from apps.automation.choices import DeliveryStatus
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
+from apps.core.filters import FilterSet
 from apps.jobs.api.serializers import JobSerializer
 from apps.jobs.models import Job
 
@@ -70,7 +71,7 @@ class JobTemplateViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(TemplateRunSerializer(page, many=True).data)
 
 
-class ScheduleFilterSet(django_filters.FilterSet):
+class ScheduleFilterSet(FilterSet):
     enabled = django_filters.BooleanFilter()
     template = django_filters.CharFilter(field_name="template__name")
 
@@ -147,7 +148,7 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_201_CREATED)
 
 
-class DeliveryFilterSet(django_filters.FilterSet):
+class DeliveryFilterSet(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=DeliveryStatus.choices)
     subscription = django_filters.CharFilter(field_name="subscription__name")
     event = django_filters.CharFilter(field_name="notification__event")

@@ -8,6 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
+from apps.core.filters import FilterSet
 from apps.costs import services as policies
 from apps.costs.api.serializers import CostPolicySerializer, PolicyActionRefSerializer, PolicyActionSerializer
 from apps.costs.choices import ActionState
@@ -113,7 +114,7 @@ class CostPolicyViewSet(viewsets.ModelViewSet):
         )
 
 
-class PolicyActionFilterSet(filters.FilterSet):
+class PolicyActionFilterSet(FilterSet):
     policy = filters.CharFilter(method="by_policy", label="Policy name or public id")
 
     class Meta:

@@ -1,12 +1,12 @@
 """SSH access profiles over the API: admins write them, viewers read them; the private key is write-only."""
 
-import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.filters import FilterSet
 from apps.core.validators import HOST, host_validator
 from apps.inventory.api.serializers import COMMON, NODE_REF, TIMESTAMPS, BriefRelatedField, InventorySerializer
 from apps.inventory.api.views import InventoryViewSet, stable
@@ -114,7 +114,7 @@ class SshAccessSerializer(InventorySerializer):
         return instance
 
 
-class SshAccessFilterSet(django_filters.FilterSet):
+class SshAccessFilterSet(FilterSet):
     site = site_ref()
     rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
     node = node_ref()

@@ -1,5 +1,4 @@
 from django.db import transaction
-from django_filters import rest_framework as filters
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
@@ -7,6 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
+from apps.core.filters import FilterSet
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
 from apps.monitoring import gpuhours, health, services
@@ -22,7 +22,7 @@ from apps.monitoring.models import Bmc, BmcReading, Slo
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 
 
-class BmcFilterSet(filters.FilterSet):
+class BmcFilterSet(FilterSet):
     node = node_ref()
 
     class Meta:
