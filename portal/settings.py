@@ -231,7 +231,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "apps.jobs.choices.JobStatus",
-        "JobKindEnum": "apps.jobs.kinds.kind_names",  # a job's kind and a job template's: one enum
+        "JobKindEnum": "apps.jobs.kinds.startable_kind_names",  # a job's kind and a job template's: one enum
         "JobStepStatusEnum": "apps.jobs.choices.StepStatus",
         "JobTransportEnum": "apps.nodeexec.transports.TRANSPORT_CHOICES",
         "NodeStatusEnum": "apps.inventory.choices.NodeStatus",

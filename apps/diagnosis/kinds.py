@@ -76,6 +76,7 @@ class RunbookParameters(serializers.Serializer):
 class NcclTimeoutRunbook(JobKind):
     name = KIND
     label = "Runbook: NCCL timeout / hang"
+    started_through = "an incident (POST /api/incidents/{id}/runbook/; a fix phase after its remediation is approved)"
     description = (
         "Reads the training log, finds the lagging ranks and their nodes, checks MTU, PFC/ECN, links and Xids there "
         "(then free space, mounts, I/O pressure and the data loader when the network is clean), ranks the causes "

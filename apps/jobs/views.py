@@ -161,6 +161,7 @@ def job_new(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            services.check_startable(kind=data["kind"])
             job = services.create_job(
                 kind=data["kind"],
                 targets=services.TargetSpec(

@@ -50,6 +50,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         targets = data["targets"]
+        services.check_startable(kind=data["kind"])
         job = services.create_job(
             kind=data["kind"],
             targets=services.TargetSpec(
