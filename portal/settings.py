@@ -378,6 +378,12 @@ RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
 RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
 # Training progress (docs/monitoring.md): each active training job's log is read for step lines this often.
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
+# What a training job's paths may name on a node (apps/nodeexec/catalogue.confine): the log that training progress
+# and the runbooks tail, the checkpoints that recovery lists, hashes, loads and prunes. Nothing outside is read.
+RACKPILOT_TRAINING_LOG_DIRS = env_list("RACKPILOT_TRAINING_LOG_DIRS", ["/var/log/train", "/var/log/training", "/logs"])
+RACKPILOT_CHECKPOINT_DIRS = env_list(
+    "RACKPILOT_CHECKPOINT_DIRS", ["/checkpoints", "/ckpt", "/shared/ckpt", "/scratch/ckpt", "/data"]
+)
 RACKPILOT_BMC_RETENTION_DAYS = env_int("RACKPILOT_BMC_RETENTION_DAYS", 7)
 RACKPILOT_BMC_TIMEOUT_SECONDS = env_int("RACKPILOT_BMC_TIMEOUT_SECONDS", 10)
 # The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`.

@@ -12,9 +12,9 @@ from apps.nodeexec.catalogue import (
 COMMANDS = (
     Command(
         "tail-log",
-        ("tail", "-n", "{number}", "{path}"),
-        "The last lines of a log file (a training job's launcher log).",
-        placeholders=("number", "path"),
+        ("tail", "-n", "{number}", "{log_file}"),
+        "The last lines of a training job's launcher log (under RACKPILOT_TRAINING_LOG_DIRS).",
+        placeholders=("number", "log_file"),
     ),
 )
 RECOVERY_COMMANDS = (
@@ -24,24 +24,26 @@ RECOVERY_COMMANDS = (
         "Size, use and free space of the file system holding a path, in bytes.",
         placeholders=("path",),
     ),
-    Command("ls-dir", ("ls", "{path}"), "The names in a directory.", placeholders=("path",)),
+    Command(
+        "ls-dir", ("ls", "{checkpoint_path}"), "The names in a checkpoint directory.", placeholders=("checkpoint_path",)
+    ),
     Command(
         "ls-all",
-        ("ls", "-la", "{path}"),
+        ("ls", "-la", "{checkpoint_path}"),
         "Every file of a directory with its size (a checkpoint's shards and its .metadata marker).",
-        placeholders=("path",),
+        placeholders=("checkpoint_path",),
     ),
     Command(
         "sha256-check",
-        ("sha256sum", "-c", "{path}"),
-        "Checks the files a hash manifest lists against their SHA-256.",
-        placeholders=("path",),
+        ("sha256sum", "-c", "{checkpoint_path}"),
+        "Checks the files a checkpoint's hash manifest lists against their SHA-256.",
+        placeholders=("checkpoint_path",),
     ),
     Command(
         "checkpoint-load",
-        ("python3", "-c", CHECKPOINT_LOAD_SCRIPT, "{path}"),
+        ("python3", "-c", CHECKPOINT_LOAD_SCRIPT, "{checkpoint_path}"),
         "Loads a PyTorch Distributed Checkpoint on the CPU (metadata and every tensor): does it load?",
-        placeholders=("path",),
+        placeholders=("checkpoint_path",),
         timeout=1800,
     ),
     Command(

@@ -98,6 +98,10 @@ class JobKind:
     # service, and POST /api/jobs/, the new-job page and job templates refuse it (400 naming `kind`), so nothing the
     # object would have asked approval for runs without it. Empty: anyone who may start jobs may start it.
     started_through: ClassVar[str] = ""
+    # The output is the content of files a user named (a training job's log, its checkpoint listings): it is kept
+    # only as the step's artifacts, which only operators and admins read, never streamed as log events every role
+    # reads. Such a kind never runs over `local` (the worker's own files): register_kind refuses the pair.
+    private_output: ClassVar[bool] = False
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         raise NotImplementedError
@@ -156,10 +160,17 @@ KINDS: dict[str, type[JobKind]] = {}
 def register_kind(cls: type[JobKind]) -> type[JobKind]:
     if not getattr(cls, "name", None):
         raise TypeError(f"{cls.__name__} needs a name")
+    if cls.private_output and "local" in cls.transports:
+        raise TypeError(f"{cls.name} reads files users name: it may not run over local (the worker's own host)")
     if cls.name in KINDS and KINDS[cls.name] is not cls:
         raise ValueError(f"job kind {cls.name!r} is already registered by {KINDS[cls.name].__module__}")
     KINDS[cls.name] = cls
     return cls
+
+
+def output_is_private(name: str) -> bool:
+    """Whether jobs of this kind keep file content a user pointed at (JobKind.private_output): operators+ only."""
+    return name in KINDS and KINDS[name].private_output
 
 
 def get_kind(name: str) -> JobKind:

@@ -5,9 +5,12 @@ number of seconds) is checked against the strict pattern of its placeholder and 
 the ssh transport quotes every element with shlex.quote when it joins them for the remote shell.
 """
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
+
+from django.conf import settings
 
 
 class CommandError(ValueError):
@@ -22,12 +25,37 @@ class CommandError(ValueError):
 class Placeholder:
     pattern: str
     description: str
+    # A path a user gives is confined to what the feature reads: the setting naming the directories it must lie
+    # under (checked whenever a command is built, so on every transport, not only where the value was typed).
+    roots: str = ""
 
     def check(self, name: str, value) -> str:
         text = str(value)
         if not re.fullmatch(self.pattern, text):
             raise CommandError(f"{name}: {text!r} is not {self.description}", field_name=name)
+        if self.roots:
+            confine(text, setting=self.roots, name=name)
         return text
+
+
+def root_directories(setting: str) -> list[str]:
+    """The directories a confined path may lie under: the setting's absolute entries, normalised."""
+    return [posixpath.normpath(entry) for entry in getattr(settings, setting) if entry.startswith("/")]
+
+
+def confine(path: str, *, setting: str, name: str = "path") -> str:
+    """`path` if it is absolute, already normal (no `.` or `..` segment, no `//`, no trailing `/`) and strictly under
+    one of the directories the setting lists; CommandError naming the field and the directories otherwise. Checked
+    on the text, so what is run is exactly what was judged (a `..` that a shell or the kernel would resolve never
+    reaches either)."""
+    text = str(path)
+    if not text.startswith("/") or posixpath.normpath(text) != text or "/./" in f"{text}/" or "/../" in f"{text}/":
+        raise CommandError(f"{name}: {text!r} is not a normal absolute path (no . or .. segments)", field_name=name)
+    roots = root_directories(setting)
+    if not any(text.startswith(root.rstrip("/") + "/") for root in roots):
+        allowed = ", ".join(roots) or "none"
+        raise CommandError(f"{name}: {text} is not under the directories {setting} allows ({allowed})", field_name=name)
+    return text
 
 
 # The only scripts Rackpilot hands to a shell or to Python (deployments run them; simulated nodes answer exactly
@@ -198,6 +226,8 @@ MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room 
 HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
 HCA_ENTRY = r"[A-Za-z0-9_]{1,32}(?::[0-9]{1,2})?"  # an RDMA device, optionally :port
 MAX_MPI_HOSTS = 1024  # in one mpirun -H value
+# An absolute path of plain segments: none empty and none starting with a dot (so no `.`, `..` or hidden name).
+PLAIN_PATH = r"(?:/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}){1,32}"
 FILE_PATH = r"/(?!\.\.(?:/|\Z))(?:[^\x00\n/]|/(?!/|\.\.(?:/|\Z))){0,4095}"
 
 # The patterns admit no shell metacharacters at all; quoting is a second, independent safeguard.
@@ -246,12 +276,26 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     # A training job's recovery: the checkpoint directories it may remove (never /, never .., always a step_N
     # directory) and the relaunch's values.
     "checkpoint_step_dir": Placeholder(
-        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){1,12}step_[0-9]{7,9}", "a checkpoint directory /…/step_NNNNNNN"
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){1,12}step_[0-9]{7,9}",
+        "a checkpoint directory /…/step_NNNNNNN",
+        roots="RACKPILOT_CHECKPOINT_DIRS",
     ),
     "step": Placeholder(r"[0-9]{1,9}", "a training step"),
     "node_rank": Placeholder(r"[0-9]{1,4}", "a node rank"),
     "checkpoint_dir": Placeholder(
-        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}", "an absolute directory path"
+        r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}",
+        "an absolute directory path",
+        roots="RACKPILOT_CHECKPOINT_DIRS",
+    ),
+    # What the runbooks and training progress read on a node: a training job's log, its checkpoints (files, hash
+    # manifests, a load test). Typed by users on the training job, so confined to the directories those are for.
+    "log_file": Placeholder(
+        PLAIN_PATH,
+        "an absolute path of plain segments (letters, digits, _ . @ + -)",
+        roots="RACKPILOT_TRAINING_LOG_DIRS",
+    ),
+    "checkpoint_path": Placeholder(
+        PLAIN_PATH, "an absolute path of plain segments (letters, digits, _ . @ + -)", roots="RACKPILOT_CHECKPOINT_DIRS"
     ),
     "unit": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,80}", "a systemd unit name"),
     "rdzv_endpoint": Placeholder(rf"{HOSTNAME}:[0-9]{{1,5}}", "host:port"),
