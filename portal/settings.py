@@ -149,6 +149,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
+# Every password check refuses a locked-out account name or address (apps/accounts/lockout.py).
+AUTHENTICATION_BACKENDS = ["apps.accounts.backends.LockingModelBackend"]
+# Sign-in lockout: this many failures for one account name, or from one address, within the window lock it for
+# RACKPILOT_SIGNIN_LOCKOUT_SECONDS (0 turns that limit off). An admin lifts a lock early (admin, signin_unlock).
+RACKPILOT_SIGNIN_MAX_FAILURES = env_int("RACKPILOT_SIGNIN_MAX_FAILURES", 5)
+RACKPILOT_SIGNIN_MAX_FAILURES_PER_ADDRESS = env_int("RACKPILOT_SIGNIN_MAX_FAILURES_PER_ADDRESS", 20)
+RACKPILOT_SIGNIN_WINDOW_SECONDS = env_int("RACKPILOT_SIGNIN_WINDOW_SECONDS", 900)
+RACKPILOT_SIGNIN_LOCKOUT_SECONDS = env_int("RACKPILOT_SIGNIN_LOCKOUT_SECONDS", 900)
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 AUTH_PASSWORD_VALIDATORS = [
