@@ -200,11 +200,11 @@ def take_from_nodes(
     every file has been read and parsed, stores the analysis (origin node, linked to the job). Returns the Job.
 
     Refused before anything is stored (ValidationError naming the field): no files or more than 64, a path that is
-    not an absolute .json / .json.gz path of plain segments, an unknown node, a transport other than ssh or local,
+    not an absolute .json / .json.gz path of plain segments, an unknown node, a transport other than ssh,
     over ssh a node without a trusted host key (nothing is read from a node whose key is not verified)."""
     errors: dict[str, list[str]] = {}
-    if transport not in ("ssh", "local"):
-        errors["transport"] = [f"Traces are read off nodes over ssh or local, not {transport!r}."]
+    if transport != "ssh":  # never local: the paths are typed by users, and local reads the worker's own files
+        errors["transport"] = [f"Traces are read off nodes over ssh, not {transport!r}."]
     if not isinstance(files, list) or not files:
         errors["files"] = ["Name at least one trace file: node and absolute path."]
     elif len(files) > TIMELINE_MAX_FILES:

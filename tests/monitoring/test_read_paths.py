@@ -157,3 +157,24 @@ def test_the_log_read_is_for_operators_and_its_progress_for_everyone(
     cell = browser_as(operator).get(f"/jobs/{job.public_id}/cells/gpu001/log/")
     assert str(artifact.public_id) in cell.content.decode()
     assert training_job.progress.exists()  # the parsed progress is what everyone sees
+
+
+def test_timeline_traces_are_not_read_off_the_workers_own_host(nodes, api_as, operator):
+    trace = {"node": "gpu001", "path": "/var/log/traces/rank0.json"}
+    client = api_as(operator)
+    answer = client.post(
+        "/api/benchmark-timelines/from-nodes/", {"files": [trace], "transport": "local"}, format="json"
+    )
+    assert answer.status_code == 400 and "transport" in answer.json()
+    answer = client.post(
+        "/api/jobs/",
+        {
+            "kind": "timeline-trace",
+            "targets": {"nodes": ["gpu001"]},
+            "parameters": {"files": [trace]},
+            "transport": "local",
+        },
+        format="json",
+    )
+    assert answer.status_code == 400 and "transport" in answer.json()
+    assert not Job.objects.exists()

@@ -441,7 +441,9 @@ class TimelineFromNodesSerializer(serializers.Serializer):
         default=None,
         help_text="The training job the traces belong to (its name or public id), if any.",
     )
-    transport = serializers.ChoiceField(choices=[("ssh", "ssh"), ("local", "local")], default="ssh")
+    transport = serializers.ChoiceField(
+        choices=[("ssh", "ssh")], default="ssh", help_text="Over ssh only: never the worker's own host (local)."
+    )
 
 
 class TimelineFromJobSerializer(serializers.Serializer):

@@ -72,7 +72,7 @@ class Command(BaseCommand):
             help="Read each NODE:/PATH off its node (over --transport, ssh by default) with a timeline-trace job run "
             "in this process; exit 1 when a file could not be read.",
         )
-        timeline.add_argument("--transport", default="ssh", help="--from-nodes: ssh (default) or local.")
+        timeline.add_argument("--transport", default="ssh", help="--from-nodes: ssh (the only one).")
         timeline.add_argument("--name", default="", help="A name for the analysis (default: the first file's).")
         timeline.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
