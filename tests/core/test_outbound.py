@@ -77,3 +77,29 @@ def test_a_bmc_at_a_mapped_metadata_address_is_not_polled(settings, address):
 def test_a_service_endpoint_at_a_mapped_metadata_address_is_refused(settings, url):
     with pytest.raises(EndpointRefused, match="link-local or metadata"):
         check_endpoint(url)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url",
+    ["http://[::ffff:a9fe:a9fe]/hook", "http://[::ffff:169.254.169.254]/hook", "http://[64:ff9b::a9fe:a9fe]/hook"],
+)
+def test_a_webhook_to_a_mapped_metadata_address_is_refused_even_with_private_targets_allowed(
+    settings, api_as, admin, url
+):
+    from apps.automation.models import Subscription
+
+    settings.RACKPILOT_WEBHOOK_ALLOW_PRIVATE = True
+    answer = api_as(admin).post(
+        "/api/subscriptions/",
+        {
+            "name": "n",
+            "channel": "webhook",
+            "url": url,
+            "secret": "a-shared-secret-of-some-length",
+            "events": ["job.failed"],
+        },
+        format="json",
+    )
+    assert answer.status_code == 400 and "link-local or metadata" in str(answer.json()["url"])
+    assert not Subscription.objects.exists()
