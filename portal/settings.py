@@ -150,6 +150,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
+# Every password check refuses a locked-out account name or address (apps/accounts/lockout.py).
+AUTHENTICATION_BACKENDS = ["apps.accounts.backends.LockingModelBackend"]
+# Sign-in lockout: this many failures for one account name, or from one address, within the window lock it for
+# RACKPILOT_SIGNIN_LOCKOUT_SECONDS (0 turns that limit off). An admin lifts a lock early (admin, signin_unlock).
+RACKPILOT_SIGNIN_MAX_FAILURES = env_int("RACKPILOT_SIGNIN_MAX_FAILURES", 5)
+RACKPILOT_SIGNIN_MAX_FAILURES_PER_ADDRESS = env_int("RACKPILOT_SIGNIN_MAX_FAILURES_PER_ADDRESS", 20)
+RACKPILOT_SIGNIN_WINDOW_SECONDS = env_int("RACKPILOT_SIGNIN_WINDOW_SECONDS", 900)
+RACKPILOT_SIGNIN_LOCKOUT_SECONDS = env_int("RACKPILOT_SIGNIN_LOCKOUT_SECONDS", 900)
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 AUTH_PASSWORD_VALIDATORS = [
@@ -232,7 +240,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "apps.jobs.choices.JobStatus",
-        "JobKindEnum": "apps.jobs.kinds.kind_names",  # a job's kind and a job template's: one enum
+        "JobKindEnum": "apps.jobs.kinds.startable_kind_names",  # a job's kind and a job template's: one enum
         "JobStepStatusEnum": "apps.jobs.choices.StepStatus",
         "JobTransportEnum": "apps.nodeexec.transports.TRANSPORT_CHOICES",
         "NodeStatusEnum": "apps.inventory.choices.NodeStatus",
@@ -363,6 +371,12 @@ RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
 RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
 # Training progress (docs/monitoring.md): each active training job's log is read for step lines this often.
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
+# What a training job's paths may name on a node (apps/nodeexec/catalogue.confine): the log that training progress
+# and the runbooks tail, the checkpoints that recovery lists, hashes, loads and prunes. Nothing outside is read.
+RACKPILOT_TRAINING_LOG_DIRS = env_list("RACKPILOT_TRAINING_LOG_DIRS", ["/var/log/train", "/var/log/training", "/logs"])
+RACKPILOT_CHECKPOINT_DIRS = env_list(
+    "RACKPILOT_CHECKPOINT_DIRS", ["/checkpoints", "/ckpt", "/shared/ckpt", "/scratch/ckpt", "/data"]
+)
 RACKPILOT_BMC_RETENTION_DAYS = env_int("RACKPILOT_BMC_RETENTION_DAYS", 7)
 RACKPILOT_BMC_TIMEOUT_SECONDS = env_int("RACKPILOT_BMC_TIMEOUT_SECONDS", 10)
 # The transport the schedule's reads run over: `local` (ipmitool and HTTP from the worker's host) or `sim`; empty:

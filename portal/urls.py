@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from apps.accounts.forms import SignInForm
 from apps.automation.api.urls import ROUTES as AUTOMATION_ROUTES
 from apps.benchmarks.api.urls import ROUTES as BENCHMARK_ROUTES
 from apps.core.schema import SchemaView
@@ -54,7 +55,7 @@ urlpatterns = [
     path("metrics", monitoring_views.metrics, name="metrics"),
     path("tokens/", include("apps.tokens.urls")),
     path("automation/", include("apps.automation.urls")),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -56,6 +56,7 @@ def target_spec(targets: dict) -> jobs.TargetSpec:
 def validate_template(*, kind: str, parameters: dict | None, targets: dict, transport: str = "") -> dict:
     """The template's stored parameters (validated by the kind, JSON-safe) and targets; ValidationError naming the
     field (`kind`, `parameters.<name>`, `transport`, `targets`) otherwise, the same checks a job's start makes."""
+    jobs.check_startable(kind=kind)
     _, params, _ = jobs.check_request(kind=kind, parameters=parameters, transport=transport or None)
     cleaned = {key: targets[key] for key in TARGET_KEYS if targets.get(key)}
     cleaned = {key: list(value) if key != "role" else value for key, value in cleaned.items()}
@@ -121,6 +122,7 @@ def run_template(*, template: JobTemplate, requested_by=None, run: TemplateRun |
             if not idle:
                 return _ended(run, template, requested_by, RunStatus.SKIPPED, "every target node is busy with a job")
             spec = jobs.TargetSpec(nodes=tuple(idle))
+        jobs.check_startable(kind=template.kind)  # a template saved before its kind became approval-only
         job = jobs.create_job(
             kind=template.kind,
             targets=spec,

@@ -678,7 +678,7 @@ class TimelineTrace(JobKind):
         "them on and stores their compute / communication / idle breakdown as a timeline analysis."
     )
     parameters = TimelineTraceParameters
-    transports = ("ssh", "local")
+    transports = ("ssh",)  # the files are named by users: read on their nodes, never the worker's own host
     rerun_on_worker_loss = True  # read-only; the analysis is stored once, by the shard that ends
 
     def __init__(self):

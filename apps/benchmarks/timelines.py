@@ -200,7 +200,7 @@ def take_from_nodes(
     every file has been read and parsed, stores the analysis (origin node, linked to the job). Returns the Job.
 
     Refused before anything is stored (ValidationError naming the field): no files or more than 64, a path that is
-    not an absolute .json / .json.gz path of plain segments, an unknown node, a transport other than ssh or local,
+    not an absolute .json / .json.gz path of plain segments, an unknown node, a transport other than ssh,
     over ssh a node without a trusted host key (nothing is read from a node whose key is not verified)."""
     errors: dict[str, list[str]] = {}
     kind = get_kind("timeline-trace")

@@ -13,6 +13,8 @@ class AuditAction(models.TextChoices):
     LOGIN = "login", "Logged in"
     LOGOUT = "logout", "Logged out"
     LOGIN_FAILED = "login_failed", "Failed login"
+    LOCK = "lock", "Sign-in locked"
+    UNLOCK = "unlock", "Sign-in lock lifted"
 
 
 class ChangeSource(models.TextChoices):

@@ -20,6 +20,7 @@ for _name, _placeholder in {
         r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){1,12}step_[0-9]{7,9}",
         "a checkpoint directory /…/step_NNNNNNN",
         slashes=True,
+        roots="RACKPILOT_CHECKPOINT_DIRS",
     ),
     "step": Placeholder(r"[0-9]{1,9}", "a training step"),
     "node_rank": Placeholder(r"[0-9]{1,4}", "a node rank"),
@@ -27,6 +28,7 @@ for _name, _placeholder in {
         r"/(?:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,12}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}",
         "an absolute directory path",
         slashes=True,
+        roots="RACKPILOT_CHECKPOINT_DIRS",
     ),
     "unit": Placeholder(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,80}", "a systemd unit name"),
     "rdzv_endpoint": Placeholder(rf"{HOSTNAME}:[0-9]{{1,5}}", "host:port"),
@@ -39,9 +41,9 @@ for _name, _placeholder in {
 COMMANDS = (
     Command(
         "tail-log",
-        ("tail", "-n", "{number}", "{path}"),
-        "The last lines of a log file (a training job's launcher log).",
-        placeholders=("number", "path"),
+        ("tail", "-n", "{number}", "{log_file}"),
+        "The last lines of a training job's launcher log (under RACKPILOT_TRAINING_LOG_DIRS).",
+        placeholders=("number", "log_file"),
     ),
 )
 RECOVERY_COMMANDS = (
@@ -51,24 +53,26 @@ RECOVERY_COMMANDS = (
         "Size, use and free space of the file system holding a path, in bytes.",
         placeholders=("path",),
     ),
-    Command("ls-dir", ("ls", "{path}"), "The names in a directory.", placeholders=("path",)),
+    Command(
+        "ls-dir", ("ls", "{checkpoint_path}"), "The names in a checkpoint directory.", placeholders=("checkpoint_path",)
+    ),
     Command(
         "ls-all",
-        ("ls", "-la", "{path}"),
+        ("ls", "-la", "{checkpoint_path}"),
         "Every file of a directory with its size (a checkpoint's shards and its .metadata marker).",
-        placeholders=("path",),
+        placeholders=("checkpoint_path",),
     ),
     Command(
         "sha256-check",
-        ("sha256sum", "-c", "{path}"),
-        "Checks the files a hash manifest lists against their SHA-256.",
-        placeholders=("path",),
+        ("sha256sum", "-c", "{checkpoint_path}"),
+        "Checks the files a checkpoint's hash manifest lists against their SHA-256.",
+        placeholders=("checkpoint_path",),
     ),
     Command(
         "checkpoint-load",
-        ("python3", "-c", CHECKPOINT_LOAD_SCRIPT, "{path}"),
+        ("python3", "-c", CHECKPOINT_LOAD_SCRIPT, "{checkpoint_path}"),
         "Loads a PyTorch Distributed Checkpoint on the CPU (metadata and every tensor): does it load?",
-        placeholders=("path",),
+        placeholders=("checkpoint_path",),
         timeout=1800,
     ),
     Command(

@@ -76,7 +76,7 @@ def route(topics: set[str]) -> str:
 
 
 def log_read(log_path: str) -> Read:
-    return Read("log", "tail-log", (("number", LOG_LINES), ("path", log_path)))
+    return Read("log", "tail-log", (("number", LOG_LINES), ("log_file", log_path)))
 
 
 def judge_log(hostname: str, text: str, command: str) -> list[Observation]:
@@ -135,15 +135,15 @@ def judge_log(hostname: str, text: str, command: str) -> list[Observation]:
 
 
 def storage_reads(directory: str) -> list[Read]:
-    return [Read("df", "df-path", (("path", directory),)), Read("ls", "ls-dir", (("path", directory),))]
+    return [Read("df", "df-path", (("path", directory),)), Read("ls", "ls-dir", (("checkpoint_path", directory),))]
 
 
 def checkpoint_reads(directory: str, step: int) -> list[Read]:
     path = checkpoint_path(directory, step)
     return [
-        Read(f"files:{step}", "ls-all", (("path", path),)),
-        Read(f"manifest:{step}", "sha256-check", (("path", f"{path}/{MANIFEST}"),)),
-        Read(f"load:{step}", "checkpoint-load", (("path", path),)),
+        Read(f"files:{step}", "ls-all", (("checkpoint_path", path),)),
+        Read(f"manifest:{step}", "sha256-check", (("checkpoint_path", f"{path}/{MANIFEST}"),)),
+        Read(f"load:{step}", "checkpoint-load", (("checkpoint_path", path),)),
     ]
 
 

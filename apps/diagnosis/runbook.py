@@ -77,7 +77,7 @@ class Observation:
 
 
 def log_read(log_path: str) -> Read:
-    return Read("log", "tail-log", (("number", LOG_LINES), ("path", log_path)))
+    return Read("log", "tail-log", (("number", LOG_LINES), ("log_file", log_path)))
 
 
 def ecn_path(interface: str, priority: int) -> str:

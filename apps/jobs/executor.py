@@ -77,6 +77,14 @@ class _CellObserver:
     def output(self, target: NodeTarget, step: PlannedStep, stream: str, line: str) -> None:
         key = (target.hostname, step.name)
         count = self.lines[key] = self.lines.get(key, 0) + 1
+        if self.kind.private_output:  # a file a user named: kept in the artifact (operators+), not in the log
+            if count == 1:
+                self.recorder.event(
+                    "output kept in the step's artifact (operators and admins read it)",
+                    hostname=target.hostname,
+                    step=step.name,
+                )
+            return
         if count <= self.line_cap:
             self.recorder.event(
                 line,

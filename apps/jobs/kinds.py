@@ -96,6 +96,15 @@ class JobKind:
     # written idempotently): a shard whose worker was lost is then re-queued to a live worker, its cells reset to
     # pending (RACKPILOT_JOB_WORKER_LOSS_RERUNS times at most). False: it ends "worker lost" (docs/jobs.md).
     rerun_on_worker_loss: ClassVar[bool] = False
+    # Where a kind that carries an approval starts (a deployment's run, an approved power or tiering action, a
+    # runbook phase of an incident), said to whoever tries elsewhere. Set: the kind starts only through that object's
+    # service, and POST /api/jobs/, the new-job page and job templates refuse it (400 naming `kind`), so nothing the
+    # object would have asked approval for runs without it. Empty: anyone who may start jobs may start it.
+    started_through: ClassVar[str] = ""
+    # The output is the content of files a user named (a training job's log, its checkpoint listings): it is kept
+    # only as the step's artifacts, which only operators and admins read, never streamed as log events every role
+    # reads. Such a kind never runs over `local` (the worker's own files): register_kind refuses the pair.
+    private_output: ClassVar[bool] = False
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         raise NotImplementedError
@@ -154,10 +163,17 @@ KINDS: dict[str, type[JobKind]] = {}
 def register_kind(cls: type[JobKind]) -> type[JobKind]:
     if not getattr(cls, "name", None):
         raise TypeError(f"{cls.__name__} needs a name")
+    if cls.private_output and "local" in cls.transports:
+        raise TypeError(f"{cls.name} reads files users name: it may not run over local (the worker's own host)")
     if cls.name in KINDS and KINDS[cls.name] is not cls:
         raise ValueError(f"job kind {cls.name!r} is already registered by {KINDS[cls.name].__module__}")
     KINDS[cls.name] = cls
     return cls
+
+
+def output_is_private(name: str) -> bool:
+    """Whether jobs of this kind keep file content a user pointed at (JobKind.private_output): operators+ only."""
+    return name in KINDS and KINDS[name].private_output
 
 
 def get_kind(name: str) -> JobKind:
@@ -172,8 +188,20 @@ def kind_names() -> list[str]:
     return sorted(KINDS)
 
 
+def startable_kind_names() -> list[str]:
+    """The kinds a job may be started as directly (POST /api/jobs/, the new-job page, a job template): all but the
+    ones that start only through the object holding their approval (JobKind.started_through)."""
+    return [name for name in sorted(KINDS) if not KINDS[name].started_through]
+
+
+def not_startable_message(kind: str) -> str:
+    """Why a kind that starts only through its approved object is refused where jobs are started directly."""
+    return f"{kind} jobs start only through {KINDS[kind].started_through}, which holds their approval."
+
+
 def kind_choices() -> list[tuple[str, str]]:
-    return [(name, KINDS[name].label or name) for name in sorted(KINDS)]
+    """The kinds offered where a job is started directly."""
+    return [(name, KINDS[name].label or name) for name in startable_kind_names()]
 
 
 # --- the engine's own kinds -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from apps.core.choices import AuditAction
 from apps.inventory.models import Node
 from apps.jobs.choices import JOB_ACTIVE, SHARD_TERMINAL, EventLevel, JobStatus, ShardStatus, StepStatus
 from apps.jobs.events import broadcast, emit
-from apps.jobs.kinds import KINDS, get_kind
+from apps.jobs.kinds import KINDS, get_kind, not_startable_message
 from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep
 from apps.nodeexec.transports import default_transport
 
@@ -161,6 +161,14 @@ def check_request(*, kind: str, parameters: dict | None, transport: str | None) 
         except ValueError as error:
             raise serializers.ValidationError({"parameters": [str(error)]}) from None
     return job_kind, params, transport
+
+
+def check_startable(*, kind: str) -> None:
+    """serializers.ValidationError naming `kind` when the kind starts only through the object holding its approval
+    (JobKind.started_through): the direct ways to start a job (the API, the new-job page, job templates) call this
+    before create_job, which the approved objects' services call themselves."""
+    if kind in KINDS and KINDS[kind].started_through:
+        raise serializers.ValidationError({"kind": [not_startable_message(kind)]})
 
 
 def create_job(

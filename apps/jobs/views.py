@@ -17,7 +17,7 @@ from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus
 from apps.jobs.events import event_dict, progress_of
 from apps.jobs.filters import JOB_COLUMNS, JobFilterSet
 from apps.jobs.forms import JobForm, add_service_errors
-from apps.jobs.kinds import KINDS
+from apps.jobs.kinds import KINDS, output_is_private
 from apps.jobs.models import Job, JobEvent, JobStep
 
 INITIAL_EVENTS = 500
@@ -148,10 +148,12 @@ def job_cell(request, public_id, hostname, step):
     job = get_object_or_404(Job.objects.visible_to(request.user), public_id=public_id)
     cell = get_object_or_404(JobStep.objects.prefetch_related("artifacts"), job=job, hostname=hostname, step=step)
     events = JobEvent.objects.filter(job=job, hostname=hostname, step=step).order_by("seq")[:2000]
+    # File content a user pointed at (a training log) is for operators (JobKind.private_output).
+    hidden = output_is_private(job.kind) and not request.user.has_role(Role.OPERATOR)
     return render(
         request,
         "jobs/partials/cell.html",
-        {"job": job, "cell": cell, "events": events, "artifacts": cell.artifacts.all()},
+        {"job": job, "cell": cell, "events": events, "artifacts": [] if hidden else cell.artifacts.all()},
     )
 
 
@@ -161,6 +163,7 @@ def job_new(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            services.check_startable(kind=data["kind"])
             job = services.create_job(
                 kind=data["kind"],
                 targets=services.TargetSpec(

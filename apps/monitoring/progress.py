@@ -3,6 +3,7 @@ stores its step lines (step, loss, throughput, learning rate) as the job's progr
 "Training progress"). Beat starts one per active training job every RACKPILOT_TRAINING_PROGRESS_SECONDS; the job
 page's chart, /metrics and Grafana read what it stored."""
 
+import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -17,10 +18,12 @@ from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, defau
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.base import CommandResult, NodeTarget
+from apps.nodeexec.catalogue import CommandError, confine
 from apps.parsers.training_log import parse_progress
 from apps.workloads import services as workloads
 from apps.workloads.models import TrainingJob, TrainingJobNode
 
+logger = logging.getLogger(__name__)
 STEP = "log"
 LOG_LINES = 2000  # of the log's end: 20,000 steps of Megatron's every-10-steps lines, more than one read misses
 
@@ -34,6 +37,10 @@ class TrainingProgressParameters(serializers.Serializer):
             raise serializers.ValidationError("No training job has this id.")
         if not job.log_path:
             raise serializers.ValidationError("This training job has no log path to read.")
+        try:  # a path stored before it was confined is refused here, not read
+            confine(job.log_path, setting="RACKPILOT_TRAINING_LOG_DIRS", name="log_path")
+        except CommandError as error:
+            raise serializers.ValidationError(str(error)) from None
         return str(value)
 
     def validate(self, attrs):
@@ -51,12 +58,16 @@ class TrainingProgressRead(JobKind):
     )
     parameters = TrainingProgressParameters
     rerun_on_worker_loss = True  # a read; the points are upserted by step
+    # The log is a file named on the training job: read on its node (never the worker's own host), kept for
+    # operators; every role reads the progress parsed from it.
+    transports = ("ssh", "sim")
+    private_output = True
 
     def __init__(self):
         self.logs: dict[tuple[str, str], str] = {}  # (hostname, step name) -> the log's end, filled by cell_record
 
     def steps(self, parameters: dict) -> list[StepSpec]:
-        values = {"number": LOG_LINES, "path": parameters["log_path"]}
+        values = {"number": LOG_LINES, "log_file": parameters["log_path"]}
         return [StepSpec(STEP, "tail-log", "Training log", values=values)]
 
     def check_nodes(self, nodes: list, parameters: dict) -> None:
@@ -110,11 +121,14 @@ def schedule_reads(*, now: datetime | None = None) -> list[Job]:
         last = mine.aggregate(last=Max("created"))["last"]
         if last is not None and now - last < interval:
             continue
-        started.append(
-            create_job(
-                kind=TrainingProgressRead.name,
-                targets=TargetSpec(nodes=(str(first.node.public_id),)),
-                parameters={"training_job": str(training_job.public_id)},
+        try:
+            started.append(
+                create_job(
+                    kind=TrainingProgressRead.name,
+                    targets=TargetSpec(nodes=(str(first.node.public_id),)),
+                    parameters={"training_job": str(training_job.public_id)},
+                )
             )
-        )
+        except serializers.ValidationError as error:  # a log outside the allowed directories: not read
+            logger.warning("training progress of %s not read: %s", training_job.name, error.detail)
     return started

@@ -8,9 +8,12 @@ register_command() refuses a template it could not fill as written (check_templa
 """
 
 import functools
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
+
+from django.conf import settings
 
 
 class CommandError(ValueError):
@@ -33,11 +36,16 @@ class Placeholder:
     pattern: str
     description: str
     slashes: bool = False
+    # A path a user gives is confined to what the feature reads: the setting naming the directories it must lie
+    # under (checked whenever a command is built, so on every transport, not only where the value was typed).
+    roots: str = ""
 
     def check(self, name: str, value) -> str:
         text = str(value)
         if not re.fullmatch(self.pattern, text):
             raise CommandError(f"{name}: {text!r} is not {self.description}", field_name=name)
+        if self.roots:
+            confine(text, setting=self.roots, name=name)
         return text
 
     def check_inside(self, name: str, value, element: str) -> str:
@@ -54,6 +62,26 @@ class Placeholder:
         if problem:
             raise CommandError(f"{name}: {text!r} cannot go inside {element!r}: {problem}", field_name=name)
         return text
+
+
+def root_directories(setting: str) -> list[str]:
+    """The directories a confined path may lie under: the setting's absolute entries, normalised."""
+    return [posixpath.normpath(entry) for entry in getattr(settings, setting) if entry.startswith("/")]
+
+
+def confine(path: str, *, setting: str, name: str = "path") -> str:
+    """`path` if it is absolute, already normal (no `.` or `..` segment, no `//`, no trailing `/`) and strictly under
+    one of the directories the setting lists; CommandError naming the field and the directories otherwise. Checked
+    on the text, so what is run is exactly what was judged (a `..` that a shell or the kernel would resolve never
+    reaches either)."""
+    text = str(path)
+    if not text.startswith("/") or posixpath.normpath(text) != text or "/./" in f"{text}/" or "/../" in f"{text}/":
+        raise CommandError(f"{name}: {text!r} is not a normal absolute path (no . or .. segments)", field_name=name)
+    roots = root_directories(setting)
+    if not any(text.startswith(root.rstrip("/") + "/") for root in roots):
+        allowed = ", ".join(roots) or "none"
+        raise CommandError(f"{name}: {text} is not under the directories {setting} allows ({allowed})", field_name=name)
+    return text
 
 
 # The only scripts Rackpilot hands to a shell or to Python (deployments run them; simulated nodes answer exactly
@@ -222,6 +250,8 @@ END_MARKED_SCRIPT = (
 INTERFACE = r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}"
 MAX_INTERFACES = 16  # in one "interfaces" value (a node's data NICs, with room to spare)
 HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*"
+# An absolute path of plain segments: none empty and none starting with a dot (so no `.`, `..` or hidden name).
+PLAIN_PATH = r"(?:/[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]{0,127}){1,32}"
 FILE_PATH = r"/(?!\.\.(?:/|\Z))(?:[^\x00\n/]|/(?!/|\.\.(?:/|\Z))){0,4095}"
 
 PLACEHOLDER_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -275,6 +305,20 @@ for _name, _placeholder in {
     "path": Placeholder(r"/[A-Za-z0-9_./-]{0,200}", "an absolute path of letters, digits, _ . / -", slashes=True),
     "base64": Placeholder(r"[A-Za-z0-9+/=]{0,262144}", "base64 text (file content)"),
     "marker": Placeholder(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}", "a command marker (<job public id>:<shard>)"),
+    # What the runbooks and training progress read on a node: a training job's log, its checkpoints (files, hash
+    # manifests, a load test). Typed by users on the training job, so confined to the directories those are for.
+    "log_file": Placeholder(
+        PLAIN_PATH,
+        "an absolute path of plain segments (letters, digits, _ . @ + -)",
+        slashes=True,
+        roots="RACKPILOT_TRAINING_LOG_DIRS",
+    ),
+    "checkpoint_path": Placeholder(
+        PLAIN_PATH,
+        "an absolute path of plain segments (letters, digits, _ . @ + -)",
+        slashes=True,
+        roots="RACKPILOT_CHECKPOINT_DIRS",
+    ),
     "scheduler_node": Placeholder(HOSTNAME, "a node name"),
 }.items():
     register_placeholder(_name, _placeholder)

@@ -4,6 +4,7 @@ Shared by diagnosis (incidents belong to a workload) and monitoring (SLOs per se
 the simulator runs simulated workloads from these rows and real ones run wherever their launcher put them.
 """
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
@@ -11,6 +12,7 @@ from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 from apps.core.validators import name_validator
 from apps.inventory.models import Node, StorageTier
+from apps.nodeexec.catalogue import CommandError, confine
 from apps.workloads.choices import (
     SERVICE_ACTIVE,
     SERVICE_STATE_COLOURS,
@@ -102,6 +104,24 @@ class TrainingJob(Workload):
     @property
     def state_colour(self) -> str:
         return TRAINING_STATE_COLOURS[self.state]
+
+    def clean(self) -> None:
+        """The log and the checkpoint directory are read on the job's nodes (training progress, the runbooks,
+        recovery): each must lie under the directories its setting allows, in normal form (no `..`)."""
+        super().clean()
+        errors = {}
+        for name, setting in (
+            ("log_path", "RACKPILOT_TRAINING_LOG_DIRS"),
+            ("checkpoint_dir", "RACKPILOT_CHECKPOINT_DIRS"),
+        ):
+            value = getattr(self, name)
+            if value:
+                try:
+                    confine(value, setting=setting, name=name)
+                except CommandError as error:
+                    errors[name] = str(error).removeprefix(f"{name}: ")
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def world_size(self) -> int:

@@ -114,6 +114,9 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "rdzv_endpoint": "gpu001:29500",
                 "node_rank": "0",
                 "checkpoint_dir": "/checkpoints/llm",
+                # What training progress and the runbooks read (confined to their settings' directories).
+                "log_file": "/var/log/train/llm.log",
+                "checkpoint_path": "/checkpoints/llm/step_0002000/manifest.sha256",
                 "marker": "llm-r1a2b3c4d",
                 # A Slurm resume on the scheduler's controller.
                 "slurm_job": "llm",

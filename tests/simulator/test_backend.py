@@ -73,6 +73,8 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "seconds": "0",
         "gpu_index": "0",
         "path": "/checkpoints",
+        "checkpoint_path": "/checkpoints/llm-pretrain",  # what recovery reads (under RACKPILOT_CHECKPOINT_DIRS)
+        "log_file": "/var/log/train/llm-pretrain.log",
         "number": "8",
         "pfc_mask": "0,0,0,1,0,0,0,0",
         "package": "libnccl2",
@@ -128,12 +130,12 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
     # Where one example does not fit every command (deployments' commands, when that app is installed).
     per_command = {
         "read-file": {"path": "/etc/os-release"},
-        "tail-log": {"path": "/etc/os-release"},
+        "tail-log": {"log_file": "/var/log/train/llm-pretrain.log"},
         "write-file": {"path": "/etc/nccl.conf"},
         "flash-firmware": {"path": "/var/lib/rackpilot/firmware/bios/2.0.0.cab"},
         "set-mtu": {"number": "9000"},
         "apt-install": {"package": "libnccl2=2.28.3-1+cuda13.0"},
-        "sha256-check": {"path": "/checkpoints/llm-pretrain/SHA256SUMS"},
+        "sha256-check": {"checkpoint_path": "/checkpoints/llm-pretrain/SHA256SUMS"},
         "nvidia-smi-power-limit": {"number": "450"},  # within the H200's 200-700 W (apps/costs/commands.py)
         "mv-file": {"file": "/scratch/datasets/tokenized/part-00000.bin"},
         "mkdir-parents": {"file": "/shared/moved"},
@@ -143,6 +145,8 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
     # No training run keeps checkpoints on this node: the loader says so, as PyTorch's does.
     refused = {"checkpoint-load": "FileNotFoundError: [Errno 2] No such file or directory"}
     refused["trace-read"] = "no such file"  # no profiler wrote a trace on this node
+    refused["tail-log"] = "cannot open"  # no training job logs on this node (a log outside the log directories
+    # is refused before anything runs: tests/monitoring/test_read_paths.py)
     refused["lsof-under"] = ""  # nothing open there: lsof lists nothing and exits 1
     refused["kubectl-apply"] = 'error: the path "/checkpoints" does not exist'  # no manifest written there
     silent = {

@@ -442,11 +442,7 @@ class TimelineFromNodesSerializer(serializers.Serializer):
         help_text="The training job the traces belong to (its name or public id), if any.",
     )
     transport = serializers.ChoiceField(
-        choices=[("ssh", "ssh"), ("local", "local")],
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text="Blank: the install's default transport when it is ssh or local, else ssh.",
+        choices=[("ssh", "ssh")], default="ssh", help_text="Over ssh only: never the worker's own host (local)."
     )
 
 

@@ -45,6 +45,7 @@ def _limits(text: str) -> dict[int, float]:
 class PowerLimit(JobKind):
     name = JOB_KIND
     label = "GPU power limits"
+    started_through = "its cost policy (POST /api/cost-policies/{id}/dry-run/, then apply/ once approved)"
     description = (
         "Sets the GPU power limits a cost policy's action names (nvidia-smi -i N -pl W), or the defaults back, "
         "on each of its nodes: check, set what differs, verify."

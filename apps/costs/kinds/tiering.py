@@ -77,6 +77,7 @@ def _open_listing(result: CommandResult) -> set[str] | None:
 class StorageTieringJob(JobKind):
     name = JOB_KIND
     label = "Storage tiering"
+    started_through = "its cost policy (POST /api/cost-policies/{id}/survey/ or dry-run/, then apply/ once approved)"
     description = (
         "Lists the files a storage-tiering policy would move (find -atime, lsof), or moves them one tier colder "
         "(mkdir -p, mv -n -T, read back) with a manifest, or moves the manifest back."

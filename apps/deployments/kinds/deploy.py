@@ -42,11 +42,19 @@ class DeployParameters(serializers.Serializer):
         "empty: every step's.",
     )
 
+    def validate_deployment(self, value):
+        from apps.deployments.models import Deployment
+
+        if not Deployment.objects.filter(public_id=value).exists():
+            raise serializers.ValidationError("No deployment has this id.")
+        return value
+
 
 @register_kind
 class Deploy(JobKind):
     name = KIND
     label = "Deploy"
+    started_through = "a deployment (POST /api/deployments/{id}/start/ or resume/, with its approvals)"
     description = "Runs a deployment's plan (check, apply, verify per step) and records acceptance verdicts."
     parameters = DeployParameters
     transports = ("ssh", "sim")

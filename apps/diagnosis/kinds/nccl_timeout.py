@@ -38,7 +38,7 @@ from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus, StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
-from apps.nodeexec.catalogue import PLACEHOLDERS, build
+from apps.nodeexec.catalogue import PLACEHOLDERS, CommandError, build
 from apps.nodeexec.fanout import wait_unless_canceled
 
 KIND = "nccl-timeout"
@@ -71,11 +71,29 @@ class RunbookParameters(serializers.Serializer):
         default=False, help_text="training-interrupted log phase: hand over to runbook 1 on collective timeouts only."
     )
 
+    def validate_log_path(self, value):
+        return _confined(value, "log_file")
+
+    def validate_checkpoint_dir(self, value):
+        return _confined(value, "checkpoint_path")
+
+
+def _confined(value: str, placeholder: str) -> str:
+    """A training job's path as the runbook will read it: under the directories its setting allows, or refused."""
+    if not value:
+        return value
+    try:
+        return PLACEHOLDERS[placeholder].check(placeholder, value)
+    except CommandError as error:
+        raise serializers.ValidationError(str(error).removeprefix(f"{placeholder}: ")) from None
+
 
 @register_kind
 class NcclTimeoutRunbook(JobKind):
     name = KIND
     label = "Runbook: NCCL timeout / hang"
+    private_output = True  # the training job's log and checkpoint listings: findings cite them, operators read them
+    started_through = "an incident (POST /api/incidents/{id}/runbook/; a fix phase after its remediation is approved)"
     description = (
         "Reads the training log, finds the lagging ranks and their nodes, checks MTU, PFC/ECN, links and Xids there "
         "(then free space, mounts, I/O pressure and the data loader when the network is clean), ranks the causes "

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from apps.inventory.choices import NodeRole
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS
-from apps.jobs.kinds import KINDS, kind_names
+from apps.jobs.kinds import KINDS, not_startable_message, startable_kind_names
 from apps.jobs.models import Artifact, Job, JobEvent, JobStep
 from apps.nodeexec.transports import TRANSPORT_NAMES
 
@@ -50,12 +50,15 @@ class TargetsSerializerExtension(OpenApiSerializerExtension):
 
 
 class KindField(serializers.CharField):
-    """A registered job kind; the schema lists them (read when it is generated: kinds register as apps load)."""
+    """A registered job kind that may be started directly; the schema lists them (read when it is generated: kinds
+    register as apps load). A kind that starts only through its approved object is refused, saying where."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
         if value not in KINDS:
-            raise serializers.ValidationError(f"Unknown job kind; known: {', '.join(sorted(KINDS))}.")
+            raise serializers.ValidationError(f"Unknown job kind; known: {', '.join(startable_kind_names())}.")
+        if KINDS[value].started_through:
+            raise serializers.ValidationError(not_startable_message(value))
         return value
 
 
@@ -63,7 +66,7 @@ class KindFieldExtension(OpenApiSerializerFieldExtension):
     target_class = KindField
 
     def map_serializer_field(self, auto_schema, direction):
-        return {"type": "string", "enum": kind_names()}
+        return {"type": "string", "enum": startable_kind_names()}
 
 
 class KindParametersField(serializers.JSONField):
@@ -76,7 +79,7 @@ class KindParametersFieldExtension(OpenApiSerializerFieldExtension):
     def map_serializer_field(self, auto_schema, direction):
         # One component per kind that takes parameters: the schema cannot say which goes with which `kind`, so it
         # offers each (anyOf); the kind's own serializer judges them (400 naming the parameter).
-        shapes = {KINDS[name].parameters for name in kind_names() if KINDS[name].parameters().fields}
+        shapes = {KINDS[name].parameters for name in startable_kind_names() if KINDS[name].parameters().fields}
         refs = [auto_schema.resolve_serializer(shape, direction).ref for shape in sorted(shapes, key=_qualname)]
         return {"type": "object", "anyOf": refs}
 

@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
@@ -19,6 +20,7 @@ from apps.jobs.api.serializers import (
     JobStepSerializer,
 )
 from apps.jobs.filters import JOB_COLUMNS, JobFilterSet
+from apps.jobs.kinds import output_is_private
 from apps.jobs.models import Artifact, Job, JobEvent, JobStep
 
 EVENT_PAGE_MAX = 5000
@@ -50,6 +52,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         targets = data["targets"]
+        services.check_startable(kind=data["kind"])
         job = services.create_job(
             kind=data["kind"],
             targets=services.TargetSpec(
@@ -137,6 +140,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         except ValueError:
             raise Http404("No such artifact.") from None
         artifact = get_object_or_404(Artifact.objects.select_related("step"), public_id=artifact_id, step__job=job)
+        if output_is_private(job.kind) and not request.user.has_role(Role.OPERATOR):
+            raise PermissionDenied(f"The output of {job.kind} jobs is file content from a node: operators read it.")
         response = HttpResponse(artifact.text(), content_type="text/plain; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
         response["X-Rackpilot-Size"] = str(artifact.size_bytes)

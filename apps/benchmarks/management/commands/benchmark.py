@@ -75,7 +75,7 @@ class Command(BaseCommand):
             "in this process; exit 1 when a file could not be read.",
         )
         timeline.add_argument(
-            "--transport", default="", help="--from-nodes: ssh or local (default: the install's, else ssh)."
+            "--transport", default="", help="--from-nodes: ssh (the only transport that reads traces)."
         )
         timeline.add_argument("--name", default="", help="A name for the analysis (default: the first file's).")
         timeline.add_argument("--json", action="store_true", help="Print the report as JSON.")
