@@ -156,6 +156,7 @@ def test_only_idle_leaves_out_busy_nodes_and_skips_when_none_are_idle(operator, 
 
 
 @pytest.mark.django_db
+@pytest.mark.wirings  # the embedded wiring's own loop
 def test_the_embedded_loop_runs_due_ticks_once(operator, template):
     schedule = services.save_schedule(
         user=operator, name="every 5", template=template, timing="interval", every_minutes=5

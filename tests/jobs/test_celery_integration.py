@@ -112,6 +112,7 @@ def _job(kind, nodes, **parameters):
     )
 
 
+@pytest.mark.wirings  # a worker process on the test database: SQLite's file
 def test_a_worker_process_runs_a_job(nodes, tmp_path):
     worker = _celery(
         "worker", "--pool", "solo", "--loglevel", "INFO", "--hostname", "it1@%h", log=tmp_path / "worker.log"
