@@ -115,6 +115,7 @@ def test_an_interval_claims_each_tick_once_even_out_of_phase(operator, template)
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.wirings  # four threads claim at once: SQLite's one writer or PostgreSQL's row locks
 def test_two_concurrent_ticks_start_one_job(operator, template):
     schedule = _nightly(template, operator)
     now = dt.datetime(2030, 1, 2, 2, 0, 3, tzinfo=UTC)
