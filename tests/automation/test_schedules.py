@@ -115,6 +115,7 @@ def test_an_interval_claims_each_tick_once_even_out_of_phase(operator, template)
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.wirings  # four threads claim at once: SQLite's one writer or PostgreSQL's row locks
 def test_two_concurrent_ticks_start_one_job(operator, template):
     schedule = _nightly(template, operator)
     now = dt.datetime(2030, 1, 2, 2, 0, 3, tzinfo=UTC)
@@ -156,6 +157,7 @@ def test_only_idle_leaves_out_busy_nodes_and_skips_when_none_are_idle(operator, 
 
 
 @pytest.mark.django_db
+@pytest.mark.wirings  # the embedded wiring's own loop
 def test_the_embedded_loop_runs_due_ticks_once(operator, template):
     schedule = services.save_schedule(
         user=operator, name="every 5", template=template, timing="interval", every_minutes=5

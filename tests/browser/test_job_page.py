@@ -11,6 +11,7 @@ from tests.browser.session import log_in
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.mark.wirings  # make run's wiring end to end
 def test_operator_watches_a_job_live_and_a_dropped_socket_loses_nothing(live_server_url, browser_page):
     factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
     for i in range(4):

@@ -13,6 +13,9 @@ from django.core.management import get_commands
 
 from portal.env import database_from_url, env_bool, env_int, env_list
 
+# Settings from the environment, for each wiring (wirings: CI runs these on SQLite too).
+pytestmark = pytest.mark.wirings
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

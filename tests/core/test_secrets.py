@@ -5,6 +5,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from apps.core import secrets
 
+# The embedded wiring generates its keys; the services wiring must be given them (wirings).
+pytestmark = pytest.mark.wirings
+
 PLAINTEXT = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-really-a-key-but-secret\n-----END OPENSSH PRIVATE KEY-----\n"
 
 

@@ -12,6 +12,9 @@ import pytest
 
 from tests.live_server import ROOT
 
+# collectstatic and WhiteNoise in the embedded wiring's own var dir (wirings).
+pytestmark = pytest.mark.wirings
+
 
 @pytest.mark.django_db
 def test_every_page_names_the_icon_and_favicon_ico_leads_to_it(client):

@@ -241,10 +241,8 @@ def test_a_canceled_reboot_ends_at_once_while_it_waits_for_the_node(demo_cluster
         assert waiting.exists(), [(c.step, c.status, c.summary) for c in job.steps.all()]
         time.sleep(0.5)  # into the 30 s wait between tries
         jobs.cancel_job(job=job, user=operator)
-        canceled_at = time.monotonic()
         runner.join(20)
-        assert not runner.is_alive()
-        assert time.monotonic() - canceled_at < 5
+        assert not runner.is_alive()  # cut short: the wait between tries alone is 30 s
     finally:
         runner.join(30)
     job.refresh_from_db()

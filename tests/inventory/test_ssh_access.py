@@ -50,6 +50,7 @@ def test_the_most_specific_profile_wins():
     assert chosen == {in_rack.pk: by_rack, in_other_rack.pk: by_site, alone.pk: by_node}
 
 
+@pytest.mark.wirings  # each database words the refusal its way
 def test_exactly_one_scope_is_enforced_by_a_named_constraint():
     site = factories.make_site()
     node = factories.make_node()

@@ -32,6 +32,7 @@ def small_threshold(settings):
     settings.RACKPILOT_IMPORT_BACKGROUND_BYTES = 1000
 
 
+@pytest.mark.wirings  # the import job commits as it goes on PostgreSQL only
 def test_a_large_import_answers_202_with_the_job_and_the_job_imports_it(
     api_as, admin, small_threshold, django_capture_on_commit_callbacks
 ):
@@ -145,6 +146,7 @@ def test_the_reaper_ends_an_import_whose_worker_stopped_beating(admin):
     assert unbeaten.status == JobStatus.RUNNING
 
 
+@pytest.mark.wirings  # each database words the refusal its way
 def test_a_row_the_database_refuses_in_a_batch_of_new_rows_is_named(admin):
     from apps.inventory.transfer import ImportRejected, import_inventory
 

@@ -13,7 +13,8 @@ from apps.jobs.tasks import import_inventory
 from tests.jobs.test_celery_integration import WORKER, _celery, _stop, _wait
 from tests.redis_server import REDIS, redis_or_skip
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+# What a worker process commits while the import runs depends on the database (wirings).
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.wirings]
 
 
 def test_a_worker_process_imports_a_large_file_reporting_progress(api_as, admin, settings, tmp_path):

@@ -12,7 +12,8 @@ from apps.jobs.models import JobEvent
 from portal.asgi import application
 from tests import factories
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Websockets over whichever channel layer the wiring has: in memory or Redis (wirings).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.wirings]
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from apps.jobs.events import append_events
 from apps.jobs.models import Artifact, Job, JobEvent, JobShard, JobStep
 from tests import factories
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The engine's threads writing the database at once: SQLite's one writer or PostgreSQL's row locks (wirings).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.wirings]
 ENQUEUE = services.enqueue  # the real one: the no_celery fixture replaces it for every test here
 
 
@@ -104,9 +105,8 @@ def test_cancel_kills_running_commands_and_starts_no_new_ones(nodes, run_shards,
     try:
         assert _wait_for(lambda: len(_sleep_pids()) == 3), "the sleeps never started"
         services.cancel_job(job=job, user=operator)
-        started = time.monotonic()
-        assert _wait_for(lambda: not _sleep_pids(), timeout=5), "sleep processes still there 5 s after cancel"
-        assert time.monotonic() - started < 5
+        # Killed, not left to their 473 s (a bound far above the cancel poll and kill grace a loaded machine stretches).
+        assert _wait_for(lambda: not _sleep_pids(), timeout=60), "sleep processes still there 60 s after cancel"
     finally:
         runner.join(30)
     job.refresh_from_db()

@@ -1,14 +1,15 @@
-"""Scale-out with real processes: a 512-node simulated job in 16 shards over two, then four job workers (each its own
-OS process, `celery -A portal worker -Q jobs --concurrency 1`, as on separate hosts) against real Redis and
-PostgreSQL. Shards spread over the workers, the wall time falls, and a worker SIGKILLed mid-job loses nothing and
-runs nothing twice: its shard is re-queued and runs to its end once on another worker.
+"""Scale-out with real processes: a 512-node simulated job in 16 shards over four job workers (each its own OS
+process, `celery -A portal worker -Q jobs --concurrency 1`, as on separate hosts) against real Redis and PostgreSQL.
+The shards spread over every worker, and a worker SIGKILLed mid-job loses nothing and runs nothing twice: its shard is
+re-queued and runs to its end once on another worker. How the wall time falls with more workers is timing, shown by
+bench/scaleout.py, not asserted here (a loaded machine's CPU decides it).
 
 Needs PostgreSQL (DATABASE_URL): several processes writing one SQLite file is not safe. Marked `postgresql`, so a
 run on SQLite leaves it out."""
 
 import os
+import re
 import signal
-import time
 
 import pytest
 from django.db import connection
@@ -24,9 +25,9 @@ from tests.redis_server import redis_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
-# Each node's step sleeps a second: the shards' own CPU (events, queries) must not outweigh it, or on a loaded 2-core
-# machine four workers are no faster than two (CI saw 5.7 s against 5.8 s with 0.3 s steps).
-NODES, SHARD_SIZE, SECONDS = 512, 32, 1.0
+# Each node's step sleeps a second, so a shard is still running when its worker is killed and while the other
+# workers, waiting on the queue, take the next shards.
+NODES, SHARD_SIZE, SECONDS, WORKERS = 512, 32, 1.0, 4
 
 
 @pytest.fixture
@@ -48,58 +49,45 @@ def _start_job(seconds=SECONDS):
             transport="sim",
         )
     assert (job.node_count, job.shard_count) == (NODES, NODES // SHARD_SIZE)
-    started = time.monotonic()
     _send(job)
-    return job, started
+    return job
 
 
-def _run(job, started, logs):
+def _run(job, logs):
     assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 300), "\n".join(p.read_text()[-3000:] for p in logs)
-    return time.monotonic() - started
 
 
-def _workers_of(job):
-    return {worker.split(":")[0] for worker in JobShard.objects.filter(job=job).values_list("worker", flat=True)}
+def _claimants(job) -> set[str]:
+    """The workers that claimed a shard of the job (a re-queued shard's first claimant too), from its claim events."""
+    claims = JobEvent.objects.filter(job=job, message__regex=r"^shard \d+: \d+ node\(s\) on ")
+    return {re.search(r" on (\S+?)@", message)[1] for message in claims.values_list("message", flat=True)}
 
 
-def test_shards_spread_over_two_then_four_workers_and_a_killed_one_loses_nothing(fleet_db, tmp_path):
-    logs = [tmp_path / f"w{n}.log" for n in range(4)]
+def test_shards_spread_over_every_worker_and_a_killed_one_loses_nothing(fleet_db, tmp_path):
+    logs = [tmp_path / f"w{n}.log" for n in range(WORKERS)]
 
     def worker(n):
         args = (*WORKER, "-Q", "jobs", "--concurrency", "1", "--loglevel", "INFO", "--hostname", f"fleet{n}@%h")
         return _celery(*args, log=logs[n])
 
-    workers = [worker(0), worker(1)]
+    workers = [worker(n) for n in range(WORKERS)]
     beat = _beat(tmp_path)
     try:
-        for log in logs[:2]:
+        for log in logs:
             _wait_for_log(log, "ready.")
-        two, started = _start_job()
-        wall_two = _run(two, started, logs)
-
-        workers += [worker(2), worker(3)]
-        for log in logs[2:]:
-            _wait_for_log(log, "ready.")
-        four, started = _start_job()
-        wall_four = _run(four, started, logs)
-        print(f"512 nodes, 16 shards: 2 workers {wall_two:.1f} s, 4 workers {wall_four:.1f} s")
-
-        lossy, started = _start_job()  # a second a step: a shard is mid-run when its worker dies
+        lossy = _start_job()  # a second a step: a shard is mid-run when its worker dies
         assert _wait(lambda: JobStep.objects.filter(job=lossy, status=StepStatus.SUCCEEDED).exists(), 120)
         victim_shard = JobShard.objects.filter(job=lossy, status=ShardStatus.RUNNING).order_by("index").first()
         victim = int(victim_shard.worker.split("@")[0].removeprefix("fleet"))
         os.killpg(workers[victim].pid, signal.SIGKILL)
         workers[victim].wait()
-        _run(lossy, started, logs)
+        _run(lossy, logs)
     finally:
         for process in (*workers, beat):
             _stop(process)
 
-    assert Job.objects.get(pk=two.pk).status == JobStatus.SUCCEEDED
-    assert Job.objects.get(pk=four.pk).status == JobStatus.SUCCEEDED
-    assert len(_workers_of(two)) == 2 and len(_workers_of(four)) == 4
-    assert wall_four < wall_two
-
+    # Each idle worker took a shard: four workers ready, sixteen shards queued, one shard at a time each.
+    assert _claimants(lossy) == {f"fleet{n}" for n in range(WORKERS)}
     lossy.refresh_from_db()
     assert lossy.status == JobStatus.SUCCEEDED, [e.message for e in JobEvent.objects.filter(job=lossy, level="error")]
     assert not JobStep.objects.filter(job=lossy).exclude(status=StepStatus.SUCCEEDED).exists()  # every cell ended

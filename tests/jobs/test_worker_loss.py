@@ -162,6 +162,7 @@ def test_a_requeued_shard_no_worker_takes_ends_worker_lost(nodes, no_celery, set
     ).exists()
 
 
+@pytest.mark.wirings  # the reaper's thread writes beside the test's connection
 def test_beats_reaper_thread_reaps_without_any_worker(nodes, no_celery, settings):
     from portal.celery import reap_forever
 

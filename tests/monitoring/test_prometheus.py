@@ -1,5 +1,6 @@
 """Telemetry through a real Prometheus scraping the simulated exporters, against the simulator asked directly: the
-same window gives the same figures (within what scraping at 1 s intervals shifts)."""
+same window gives the same figures (within what scraping at 2 s intervals shifts). The window ends where Prometheus
+has scraped enough behind it, read from its samples, not after a fixed sleep."""
 
 import json
 import time
@@ -40,22 +41,40 @@ def scraped(cluster, tmp_path, start_prometheus):
         targets = tmp_path / "targets"
         write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
         url = start_prometheus(targets)
-        _wait_for_samples(url, "vllm:generation_tokens_total", seconds=30)
-        time.sleep(21)  # the window (10 s) and the rate range before it (8 s), scraped every second
-        end = float(int(time.time()) - 2)
+        # The window (10 s), the rate range before it (8 s) and a scrape before that (2 s), with a second to spare
+        # for the end's rounding down to a whole second.
+        end = _wait_for_scraped(url, seconds_behind=21, timeout=120)
         yield url, Window(end=end, span=10, step=2, rate_range=8)
     finally:
         server.stop()
 
 
-def _wait_for_samples(url: str, metric: str, *, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
+SCRAPED = ("vllm:generation_tokens_total", "DCGM_FI_DEV_GPU_UTIL")  # one of each exporter's
+
+
+def _covered(url: str, metric: str) -> tuple[float, float] | None:
+    """(the latest first sample, the earliest last sample) of the metric's series: the span every one of them covers;
+    None before the first scrape."""
+    query = urllib.request.quote(f"{metric}[5m]")
+    with urllib.request.urlopen(f"{url}/api/v1/query?query={query}", timeout=5) as answer:
+        series = json.load(answer)["data"]["result"]
+    if not series:
+        return None
+    return max(one["values"][0][0] for one in series), min(one["values"][-1][0] for one in series)
+
+
+def _wait_for_scraped(url: str, *, seconds_behind: float, timeout: float) -> float:
+    """A whole second with `seconds_behind` of samples of every series of both exporters before it, as soon as
+    Prometheus has them (a loaded machine's late or missed scrapes only make this wait longer)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/api/v1/query?query={urllib.request.quote(metric)}", timeout=2) as answer:
-            if json.load(answer)["data"]["result"]:
-                return
+        spans = [_covered(url, metric) for metric in SCRAPED]
+        if None not in spans:
+            first, last = max(span[0] for span in spans), min(span[1] for span in spans)
+            if last - first >= seconds_behind:
+                return float(int(last))
         time.sleep(0.5)
-    raise AssertionError(f"Prometheus at {url} scraped no {metric} in {seconds} s")
+    raise AssertionError(f"Prometheus at {url} did not scrape {seconds_behind} s of {SCRAPED} in {timeout} s")
 
 
 def close(a: list[float], b: list[float], rel: float) -> bool:

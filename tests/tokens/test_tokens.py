@@ -174,6 +174,7 @@ def test_a_date_makes_a_token_that_works_through_that_day(browser_as, viewer):
     assert expires.date() == day + timedelta(days=1) and (expires.hour, expires.minute) == (0, 0)
 
 
+@pytest.mark.wirings  # a data migration, on each database
 def test_drf_authtoken_keys_are_hashed_into_api_tokens_and_keep_working(viewer):
     key = Token.objects.create(user=viewer).key
     migration = importlib.import_module("apps.tokens.migrations.0002_hash_authtoken_keys")
