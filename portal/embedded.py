@@ -57,7 +57,7 @@ def start_embedded_worker(*, concurrency: int = 4, reaper_interval: float | None
 def _reaper_loop(interval: float) -> None:
     """What Celery beat does in the services wiring: reap stale jobs every `interval` s, settle deployments, start
     the BMC reads and training-log reads that are due, prune hourly, run job-template schedules that are due, scan
-    for notifications."""
+    for notifications, record telemetry every minute."""
     from django.conf import settings
 
     from apps.automation import notifications
@@ -65,7 +65,7 @@ def _reaper_loop(interval: float) -> None:
     from apps.deployments import recording
     from apps.jobs import services
     from apps.monitoring import bmcs as monitoring
-    from apps.monitoring import progress
+    from apps.monitoring import progress, recorder
     from apps.monitoring.policies import services as policies
     from portal.celery import reap_forever
 
@@ -80,6 +80,7 @@ def _reaper_loop(interval: float) -> None:
             (notifications.scan_events, settings.RACKPILOT_NOTIFY_SCAN_SECONDS),
             (policies.evaluate_all, settings.RACKPILOT_POLICY_EVALUATION_SECONDS),
             (progress.schedule_reads, settings.RACKPILOT_TRAINING_PROGRESS_SECONDS),
+            (recorder.record_in_background, 60),  # the telemetry record (and its backfill) on a thread of its own
         ],
     )
 

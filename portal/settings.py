@@ -367,7 +367,6 @@ RACKPILOT_SIM_REAL_TIME = env_bool("RACKPILOT_SIM_REAL_TIME", False)
 # directly (the embedded wiring).
 RACKPILOT_PROMETHEUS_URL = env_str("RACKPILOT_PROMETHEUS_URL", "")
 RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = env_int("RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS", 5)
-RACKPILOT_PROMETHEUS_KEEP_SECONDS = env_int("RACKPILOT_PROMETHEUS_KEEP_SECONDS", 30)
 RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL", False)
 RACKPILOT_PROMETHEUS_TARGETS_DIR = env_str("RACKPILOT_PROMETHEUS_TARGETS_DIR", str(VAR_DIR / "prometheus" / "targets"))
 RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  # host:port Prometheus scrapes
@@ -439,6 +438,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "rackpilot.monitoring.read_training_progress",
         "schedule": float(RACKPILOT_TRAINING_PROGRESS_SECONDS),
     },
+    "rackpilot-monitoring-record-telemetry": {"task": "rackpilot.monitoring.record_telemetry", "schedule": 60.0},
     "rackpilot-monitoring-evaluate-cost-policies": {
         "task": "rackpilot.monitoring.evaluate_cost_policies",
         "schedule": float(RACKPILOT_POLICY_EVALUATION_SECONDS),

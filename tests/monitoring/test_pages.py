@@ -37,7 +37,10 @@ def test_pages_need_a_login(client, cluster):
     assert client.get("/telemetry/").status_code == 302
 
 
-def test_the_cluster_page_shows_figures_services_and_energy_per_million_tokens(browser_as, viewer, cluster):
+def test_the_cluster_page_shows_figures_services_and_energy_per_million_tokens(
+    browser_as, viewer, cluster, record_telemetry
+):
+    record_telemetry()
     page = browser_as(viewer).get("/telemetry/", {"window": "1h"}).content.decode()
     assert 'data-plotly-figure="utilisation"' in page and 'data-plotly-figure="power"' in page
     assert "chat" in page and "kWh" in page and "source: simulator" in page
