@@ -401,7 +401,7 @@ class SimulatorTelemetry(Telemetry):
         seconds = max(int(round(span)), 3600)
         times = _on_grid(Window(end=end, span=seconds, step=seconds / POINTS_PER_WINDOW, rate_range=60))
         if times is not None:
-            self._require(times)
+            self._require(times[1:])  # the steps counted: the window's start is left out
         verdicts = _samples().of(SLO_GOOD, f"slo={slo}").filter(time__gt=end - seconds, time__lte=end)
         counts = verdicts.aggregate(judged=Count("pk"), good=Sum("value"))
         return counts["judged"], int(round(counts["good"] or 0))
