@@ -297,6 +297,7 @@ SYSTEM_TASKS = (
     "rackpilot.automation.deliver",
     "rackpilot.monitoring.evaluate_cost_policies",
     "rackpilot.monitoring.read_training_progress",
+    "rackpilot.monitoring.record_telemetry",
 )
 CELERY_TASK_ROUTES = {
     "rackpilot.jobs.run_shard": {"queue": "jobs"},
