@@ -53,6 +53,9 @@ CATCH_UP_S = 3600  # a run records the missing minutes of the last hour; older g
 BATCH = 200  # times worked out and written together (a write a batch, progress logged after each)
 JOULES_PER_MJ = 1e-3
 _FLEET_KEYS = {field: GPU_FIELDS[field][1] for field, _ in RECORDED_FLEET}
+# Per GPU, where not zero: what the dashboard's "GPUs reporting XID or ECC errors now" reads (Prometheus is asked for
+# the exporters' own series at an instant; zero is what every other GPU reports).
+FLAGS = {GPU_FIELDS[field][0]: GPU_FIELDS[field][1] for field in ("xid", "ecc_dbe")}
 
 
 def labels_key(**labels: str) -> str:
@@ -107,18 +110,23 @@ class _Sampler:
     # the minute part
 
     def minute_rows(self, t: int) -> list[RecordedSample]:
-        keys = frozenset(_FLEET_KEYS.values())
+        keys = frozenset(_FLEET_KEYS.values()) | frozenset(FLAGS.values())
         per_node: dict[str, dict[str, list[float]]] = {}  # hostname -> key -> its GPUs' values at t
+        rows = [RecordedSample(series=MARK, labels=MINUTE_PART, time=t, value=1.0)]
         for hostname in self.hostnames:
             values: dict[str, list[float]] = {key: [] for key in keys}
-            for _, reading in self.model.node_readings(hostname, t, keys=keys):
+            for index, reading in self.model.node_readings(hostname, t, keys=keys):
                 for key in keys:
                     # A GPU off the bus reports nothing but its XID (79), as dcgm-exporter shows it.
                     value = (79 if key == "xid" else None) if reading is None else reading[key]
                     if value is not None:
                         values[key].append(float(value))
+                for series, key in FLAGS.items():
+                    value = (79 if key == "xid" else 0) if reading is None else reading[key]
+                    if value:
+                        labels = labels_key(Hostname=hostname, gpu=str(index))
+                        rows.append(RecordedSample(series=series, labels=labels, time=t, value=float(value)))
             per_node[hostname] = values
-        rows = [RecordedSample(series=MARK, labels=MINUTE_PART, time=t, value=1.0)]
         for (field, how), series in RECORDED_FLEET.items():
             values = [value for node in per_node.values() for value in node[_FLEET_KEYS[field]]]
             if values:

@@ -207,6 +207,15 @@ class Telemetry(ABC):
         """energy_joules of the whole fleet (`hostnames` are every GPU node): a source that records it may read that."""
         return self.energy_joules(hostnames=hostnames, start=start, end=end)
 
+    def gpu_values_at(self, field: str, *, hostnames: list[str], at: float) -> dict[tuple[str, str], float]:
+        """(Hostname, gpu) -> the field's value at `at`, for the GPUs that report one: an instant's reading."""
+        window = Window(end=at, span=0, step=60, rate_range=60)
+        return {
+            (one.labels["Hostname"], one.labels["gpu"]): one.values()[-1]
+            for one in self.gpu_series(field, hostnames=hostnames, window=window)
+            if one.points
+        }
+
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
         source whose questions wait on a server asks them at once."""
@@ -453,6 +462,24 @@ class SimulatorTelemetry(Telemetry):
                 total = recorded.filter(time__gt=start, time__lte=end).aggregate(tokens=Sum("value"))["tokens"]
                 return (total or 0.0) * RECORDING_INTERVAL_S
         return self._generated_tokens(service, start, end)
+
+    def gpu_values_at(self, field, *, hostnames, at):
+        """XID and uncorrectable ECC errors from the record (every GPU that reported one, the minute at or before
+        `at`: the others report 0); any other field worked out."""
+        metric = GPU_FIELDS[field][0]
+        if field not in ("xid", "ecc_dbe"):
+            return super().gpu_values_at(field, hostnames=hostnames, at=at)
+        minute = int(at // RECORDING_INTERVAL_S * RECORDING_INTERVAL_S)
+        covered = self._latest(MARK, MINUTE_PART, [minute])
+        if not covered:
+            raise TelemetryPending(0.0)
+        recorded, wanted = covered[minute][0], set(hostnames)
+        values: dict[tuple[str, str], float] = {}
+        for labels, value in _samples().filter(series=metric, time=recorded).values_list("labels", "value"):
+            key = (_label(labels, "Hostname"), _label(labels, "gpu"))
+            if key[0] in wanted:
+                values[key] = value
+        return values
 
     # --- small scopes: worked out from the model of the nodes they need
 

@@ -122,3 +122,28 @@ def test_the_slo_counts_are_the_recorded_verdicts(chat):
     assert judged == verdicts.count() == 60 and good == sum(verdicts.values_list("value", flat=True))
     with pytest.raises(TelemetryPending):  # the day is not recorded: no count from an hour of it
         SimulatorTelemetry().recorded_slo_counts(slo="chat-util", span=86_400, end=T)
+
+
+def test_where_prometheus_records_nothing_is_recorded_here_and_one_run_at_a_time_in_the_embedded_loop(chat, settings):
+    assert recorder._RUNNING.acquire(blocking=False)
+    try:
+        assert recorder.record_in_background() is None  # the first backfill still running: this minute waits
+    finally:
+        recorder._RUNNING.release()
+    settings.RACKPILOT_PROMETHEUS_URL = "http://127.0.0.1:9090"
+    assert recorder.record_in_background() is None
+    assert recorder.record_telemetry(until=T) == 0 and recorder.backfill(until=T) == 0
+    assert not RecordedSample.objects.exists()
+
+
+def test_the_gpus_reporting_errors_are_read_from_the_recorded_minute(chat):
+    fault = simulator.inject_fault(node=Node.objects.get(hostname="gpu004"), kind="xid79", target="2")
+    SimFault.objects.filter(pk=fault.pk).update(created=_at(T - 90))
+    recorder.record_telemetry(until=T)
+    source = SimulatorTelemetry()
+    hosts = ["gpu001", "gpu002", "gpu003", "gpu004"]
+    assert source.gpu_values_at("xid", hostnames=hosts, at=T + 45) == {("gpu004", "2"): 79.0}  # the minute before
+    assert source.gpu_values_at("xid", hostnames=hosts, at=T - 120) == {}  # before the fault struck
+    assert source.gpu_values_at("xid", hostnames=["gpu001"], at=T) == {}
+    with pytest.raises(TelemetryPending):
+        source.gpu_values_at("xid", hostnames=hosts, at=T + 600)  # nothing recorded within the lookback
