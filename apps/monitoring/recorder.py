@@ -168,7 +168,7 @@ class _Sampler:
             value = 1000 * histogram_quantile(0.99, buckets)
         else:
             joules = sum(self._node_energy(host, t - window, t) for host in spec.hosts)
-            generated = self.model.service_totals(run, t - window, t)[0]
+            generated = self.model.service_tokens(run, t - window, t) + self.model.served_tokens(run, t - window, t)
             value = (joules / 3.6e6) / (generated / 1e6) if generated > 0 else (math.inf if joules else math.nan)
         return _verdict(spec, value)
 
