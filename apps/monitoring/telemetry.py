@@ -2,7 +2,8 @@
 
 - PrometheusTelemetry asks a real Prometheus over its HTTP API (/api/v1/query, /api/v1/query_range) for the series
   the exporters (dcgm-exporter, vLLM, or the simulator's) expose, with a timeout and a clear error naming the URL.
-- SimulatorTelemetry asks the simulator's model directly (the embedded wiring: no Prometheus).
+- SimulatorTelemetry (the embedded wiring: no Prometheus) reads the record apps.monitoring.recorder keeps of the same
+  recorded series for the fleet and the long windows, and asks the simulator's model for small scopes.
 
 Both compute the same things the same way: a gauge's value at each step; increase() and rate() of a counter over a
 range; histogram_quantile over the rate of the buckets. So the same window gives the same figures from either.
