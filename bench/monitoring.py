@@ -318,7 +318,7 @@ def p95_ms(function, requests: int, warmup: int = 2, *, prometheus_pid: int | No
 def question_times(window_name: str) -> dict:
     """The cluster page's questions asked one at a time, each timed (ms): where a request's wait goes."""
     from apps.monitoring import services
-    from apps.monitoring.telemetry import ANSWERS, PrometheusTelemetry, Window
+    from apps.monitoring.telemetry import PrometheusTelemetry, Window
 
     spent: dict = {}
 
@@ -329,7 +329,6 @@ def question_times(window_name: str) -> dict:
             spent[key if isinstance(key, str) else key[0]] = round(seconds * 1000, 1)
         return answers
 
-    ANSWERS.clear()
     PrometheusTelemetry.gather = one_by_one
     try:
         seconds, _ = timed(lambda: services.cluster_page(window=Window.named(window_name)))
@@ -346,7 +345,7 @@ def measure(url: str, requests: int, prometheus_pid: int) -> dict:
     from apps.accounts.choices import Role
     from apps.monitoring import gpuhours, services
     from apps.monitoring.models import Slo
-    from apps.monitoring.telemetry import ANSWERS, PrometheusTelemetry, SimulatorTelemetry, Window
+    from apps.monitoring.telemetry import PrometheusTelemetry, SimulatorTelemetry, Window
     from tests import factories
 
     global _PROMETHEUS_GATHER
@@ -354,12 +353,11 @@ def measure(url: str, requests: int, prometheus_pid: int) -> dict:
 
     settings.RACKPILOT_PROMETHEUS_URL = url
     settings.RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = 60
-    figures_keep = getattr(settings, "RACKPILOT_PROMETHEUS_KEEP_SECONDS", 0)
     settings.ALLOWED_HOSTS = ["*"]
     source = PrometheusTelemetry(url, timeout=60)
     rows = list(Slo.objects.select_related("service", "training_job", "rack").order_by("name"))
     specs = [row.spec() for row in rows]
-    figures: dict = {"keep_seconds": figures_keep}
+    figures: dict = {}
 
     seconds, budgets = timed(lambda: [services.slo_budget(source, spec, "30d") for spec in specs])
     figures["slos_30d_s"] = seconds
@@ -401,11 +399,8 @@ def measure(url: str, requests: int, prometheus_pid: int) -> dict:
         return call
 
     paths = ["/", *[f"/telemetry/?window={w}" for w in ("1h", "24h", "7d", "30d")]]
-    # Every request asking Prometheus (its kept answers dropped first), then as the pages run: answers kept 30 s.
-    figures["pages"] = {
-        path: p95_ms(get(path), requests, prometheus_pid=prometheus_pid, before=ANSWERS.clear) for path in paths
-    }
-    figures["pages_kept"] = {path: p95_ms(get(path), requests, prometheus_pid=prometheus_pid) for path in paths}
+    # Every request asks Prometheus (nothing is kept between requests).
+    figures["pages"] = {path: p95_ms(get(path), requests, prometheus_pid=prometheus_pid) for path in paths}
     figures["questions_ms"] = {name: question_times(name) for name in ("7d", "30d")}
     figures["metrics"] = p95_ms(get("/metrics"), 200, warmup=20, prometheus_pid=prometheus_pid)
     return figures
@@ -528,7 +523,6 @@ def report(figures: dict) -> None:
     load = " ".join(f"{x:.1f}" for x in figures["load_average"])
     for key, heading in [
         ("pages", "every request asking Prometheus"),
-        ("pages_kept", f"answers kept {figures.get('keep_seconds', 0)} s"),
     ]:
         print(f"server time, ms, {heading} (wall p50 / p95 / max; mean CPU ms Django + Prometheus), load {load}:")
         for path, t in figures.get(key, {}).items():

@@ -66,16 +66,24 @@ def periodic_calls() -> list[tuple]:
     """(callable, period s) for the embedded loop: each task of the periodic table but the reap (the loop reaps at
     every pass), then the job-template schedules that are due (beat's DatabaseScheduler in the services wiring)."""
     from django.conf import settings
+    from django.utils.module_loading import import_string
 
     from apps.automation import services as automation
     from portal.celery import app
 
     app.loader.import_default_modules()  # the apps' tasks modules, as a worker imports them when it starts
-    calls = [(app.tasks[name], period) for name, period in settings.RACKPILOT_PERIODIC_TASKS.items() if name != REAP]
+    calls = [
+        (import_string(IN_BACKGROUND[name]) if name in IN_BACKGROUND else app.tasks[name], period)
+        for name, period in settings.RACKPILOT_PERIODIC_TASKS.items()
+        if name != REAP
+    ]
     return [*calls, (automation.run_due_schedules, 0)]
 
 
 REAP = "rackpilot.jobs.reap"
+# Periodic work that can take a while (the telemetry record's backfill: a minute at 512 nodes) runs here on a thread
+# of its own, so the loop's reaping is never held up behind it.
+IN_BACKGROUND = {"rackpilot.monitoring.record_telemetry": "apps.monitoring.recorder.record_in_background"}
 
 
 def stop_embedded_worker() -> None:

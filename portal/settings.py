@@ -368,7 +368,6 @@ RACKPILOT_SIM_REAL_TIME = env_bool("RACKPILOT_SIM_REAL_TIME", False)
 # directly (the embedded wiring).
 RACKPILOT_PROMETHEUS_URL = env_str("RACKPILOT_PROMETHEUS_URL", "")
 RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = env_int("RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS", 5)
-RACKPILOT_PROMETHEUS_KEEP_SECONDS = env_int("RACKPILOT_PROMETHEUS_KEEP_SECONDS", 30)
 RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL", False)
 RACKPILOT_PROMETHEUS_TARGETS_DIR = env_str("RACKPILOT_PROMETHEUS_TARGETS_DIR", str(VAR_DIR / "prometheus" / "targets"))
 RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  # host:port Prometheus scrapes
@@ -443,6 +442,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.automation.scan_events": RACKPILOT_NOTIFY_SCAN_SECONDS,
     "rackpilot.monitoring.read_training_progress": RACKPILOT_TRAINING_PROGRESS_SECONDS,
     "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,
+    "rackpilot.monitoring.record_telemetry": 60,
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

@@ -146,3 +146,18 @@ def on_the_simulator(settings):
     default is ssh: real nodes)."""
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "sim"
     return settings
+
+
+@pytest.fixture
+def record_telemetry():
+    """record_telemetry(until=None): the embedded wiring's telemetry record up to `until` (the time the pages read
+    by default), as the periodic loop leaves it: the last hour's minutes and the backfill of the pages' windows."""
+    import time
+
+    from apps.monitoring import recorder
+
+    def record(until: float | None = None) -> int:
+        until = time.time() if until is None else until
+        return recorder.record_telemetry(until=until) + recorder.backfill(until=until)
+
+    return record

@@ -143,6 +143,38 @@ class BmcReading(models.Model):
         return f"{self.sensor} {self.value:g} {self.unit}"
 
 
+class RecordedSampleQuerySet(models.QuerySet):
+    def of(self, series: str, labels: str = "") -> "RecordedSampleQuerySet":
+        return self.filter(series=series, labels=labels)
+
+
+class RecordedSample(models.Model):
+    """One sample of a recorded telemetry series, as a Prometheus recording rule writes one: the embedded wiring's
+    record of what the pages and SLOs read (apps.monitoring.recorder). Append-only: a sample is written once, at the
+    time it stands for, with the cluster as it was when it was recorded (a fault cleared later changes the samples
+    recorded after, never these); pruned past RECORDED_RETENTION_DAYS. Compact on purpose, like BmcReading."""
+
+    series = models.CharField(max_length=120, help_text="The recording rule's name, e.g. rackpilot:gpu_util:avg.")
+    labels = models.CharField(
+        max_length=200, blank=True, default="", help_text="The sample's labels as 'name=value,...' (sorted); '' none."
+    )
+    time = models.BigIntegerField(help_text="Unix seconds, on the rule's interval (a multiple of 60 or 300).")
+    value = models.FloatField()
+    created = models.DateTimeField(auto_now_add=True, help_text="When it was recorded (a backfill records the past).")
+
+    objects = RecordedSampleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["series", "labels", "time"]
+        constraints = [
+            models.UniqueConstraint(fields=["series", "labels", "time"], name="monitoring_recordedsample_once"),
+        ]
+        indexes = [models.Index(fields=["time"], name="recordedsample_time_idx")]  # pruning
+
+    def __str__(self) -> str:
+        return f"{self.series}{{{self.labels}}} @{self.time} = {self.value:g}"
+
+
 class BmcSchedule(TimestampedModel):
     """How often the BMCs of one site are read; a site without one uses RACKPILOT_BMC_POLL_SECONDS."""
 

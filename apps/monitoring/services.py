@@ -157,21 +157,12 @@ def _telemetry_health(*, now: float | None = None) -> dict:
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:
         return context
-    # "Now" rounded up to the scrape interval, so that the requests of those seconds ask for one kept answer (reading
-    # 4,096 GPUs afresh cost a dashboard view ~0.1 s at 512 nodes each second): what Prometheus scraping every 15 s
-    # would show. Up, not down, so a fault injected a moment ago is already in force.
+    # "Now" rounded up to the scrape interval: what Prometheus scraping every 15 s would show, up, not down, so that
+    # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
     end = math.ceil(time.time() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
-    window = Window(end=end, span=0, step=60, rate_range=60)
     hosts = sorted({hostname for hostname, _ in healthy})
     try:
-        readings = {
-            field: {
-                (one.labels["Hostname"], one.labels["gpu"]): one.values()[-1]
-                for one in source.gpu_series(field, hostnames=hosts, window=window)
-                if one.points
-            }
-            for field in ("xid", "ecc_dbe")
-        }
+        readings = {field: source.gpu_values_at(field, hostnames=hosts, at=end) for field in ("xid", "ecc_dbe")}
     except TelemetryError as problem:
         context["error"] = str(problem)
         return context

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 from django.db import models
 
-from apps.monitoring.telemetry import counter_increase
-
 
 class Objective(models.TextChoices):
     THROUGHPUT = "throughput", "Throughput (% of design tokens/s)"
@@ -114,6 +112,14 @@ class SloSpec:
     @property
     def criterion(self) -> Criterion:
         return CRITERIA[Objective(self.objective)]
+
+
+def counter_increase(points: list[tuple[float, float]]) -> float:
+    """How much a counter grew over its samples; a drop is a reset (the process restarted) and counts from zero."""
+    total = 0.0
+    for (_, before), (_, after) in zip(points, points[1:], strict=False):
+        total += after - before if after >= before else after
+    return total
 
 
 # --- PromQL --------------------------------------------------------------------------------------------------------

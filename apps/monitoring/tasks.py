@@ -1,8 +1,10 @@
 """Thin Celery tasks of monitoring (the system queue): the work is in apps.monitoring.bmcs."""
 
+import time
+
 from celery import shared_task
 
-from apps.monitoring import bmcs, progress
+from apps.monitoring import bmcs, progress, recorder
 
 
 @shared_task(name="rackpilot.monitoring.poll_bmcs", ignore_result=True, time_limit=120)
@@ -20,3 +22,11 @@ def prune_bmc_readings() -> int:
 def read_training_progress() -> int:
     """Beat: start the log reads of every active training job that is due."""
     return len(progress.schedule_reads())
+
+
+@shared_task(name="rackpilot.monitoring.record_telemetry", ignore_result=True, time_limit=1800)
+def record_telemetry() -> int:
+    """Beat, every minute: append the telemetry record's missing steps (apps.monitoring.recorder), then what the
+    backfill still lacks (nothing once it is done); nothing where a Prometheus records."""
+    now = time.time()
+    return recorder.record_telemetry(until=now) + recorder.backfill(until=now)

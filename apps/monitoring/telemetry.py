@@ -2,34 +2,33 @@
 
 - PrometheusTelemetry asks a real Prometheus over its HTTP API (/api/v1/query, /api/v1/query_range) for the series
   the exporters (dcgm-exporter, vLLM, or the simulator's) expose, with a timeout and a clear error naming the URL.
-- SimulatorTelemetry asks the simulator's model directly (the embedded wiring: no Prometheus).
+- SimulatorTelemetry (the embedded wiring: no Prometheus) reads the record apps.monitoring.recorder keeps of the same
+  recorded series for the fleet and the long windows, and asks the simulator's model for small scopes.
 
 Both compute the same things the same way: a gauge's value at each step; increase() and rate() of a counter over a
 range; histogram_quantile over the rate of the buckets. So the same window gives the same figures from either.
 """
 
-import dataclasses
 import ipaddress
 import json
 import math
 import re
 import socket
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from abc import ABC, abstractmethod
-from array import array
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from types import MappingProxyType
 
 from django.conf import settings
+from django.db.models import Avg, Count, ExpressionWrapper, F, IntegerField, Q, Sum
 
 from apps.core.reads import kept_for_this_read
+from apps.monitoring.models import RecordedSample
 from apps.simulator import services as simulator
 from apps.simulator.telemetry import (
     INTEGRATION_STEP_S,
@@ -145,7 +144,7 @@ class Window:
         return [self.start + k * self.step for k in range(count + 1)]
 
 
-@dataclass(frozen=True)  # a kept answer's series are shared by every reader (SimulatorTelemetry._cached)
+@dataclass(frozen=True)
 class Series:
     labels: Mapping[str, str]
     points: list[tuple[float, float]] | tuple[tuple[float, float], ...] = field(default_factory=list)
@@ -169,14 +168,6 @@ def histogram_quantile(quantile: float, buckets: list[tuple[float, float]]) -> f
             return lower_bound + (upper - lower_bound) * (rank - lower_count) / max(count - lower_count, 1e-12)
         lower_bound, lower_count = upper, count
     return lower_bound
-
-
-def counter_increase(points: list[tuple[float, float]]) -> float:
-    """How much a counter grew over its samples; a drop is a reset (the process restarted) and counts from zero."""
-    total = 0.0
-    for (_, before), (_, after) in zip(points, points[1:], strict=False):
-        total += after - before if after >= before else after
-    return total
 
 
 class Telemetry(ABC):
@@ -216,6 +207,15 @@ class Telemetry(ABC):
     def fleet_energy_joules(self, *, hostnames: list[str], start: float, end: float) -> float:
         """energy_joules of the whole fleet (`hostnames` are every GPU node): a source that records it may read that."""
         return self.energy_joules(hostnames=hostnames, start=start, end=end)
+
+    def gpu_values_at(self, field: str, *, hostnames: list[str], at: float) -> dict[tuple[str, str], float]:
+        """(Hostname, gpu) -> the field's value at `at`, for the GPUs that report one: an instant's reading."""
+        window = Window(end=at, span=0, step=60, rate_range=60)
+        return {
+            (one.labels["Hostname"], one.labels["gpu"]): one.values()[-1]
+            for one in self.gpu_series(field, hostnames=hostnames, window=window)
+            if one.points
+        }
 
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
@@ -276,279 +276,261 @@ def current_workloads() -> Workloads:
     )
 
 
-ANSWERS_KEPT = 4096  # a page of SLOs asks ~500 (energy per step of four windows): several pages must fit
+class TelemetryPending(TelemetryError):
+    """The record does not cover the window yet (the backfill is still at it): the page says how far it is."""
+
+    def __init__(self, share: float):
+        self.share = share
+        super().__init__(f"telemetry being recorded: {int(share * 100)} %")
 
 
-class KeptAnswers:
-    """Answers kept across requests by key, oldest dropped past `size`; each until dropped, or for `seconds`."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._answers: dict = {}  # key -> (answer, kept until, monotonic); oldest first
-        self._lock = threading.Lock()
-
-    def get(self, key, compute, *, seconds: float | None = None, keep=lambda answer: True):
-        """The kept answer to `key`, else compute() (kept when `keep` says so)."""
-        with self._lock:
-            kept = self._answers.get(key)
-        if kept is not None and (kept[1] is None or time.monotonic() < kept[1]):
-            return kept[0]
-        answer = compute()
-        if keep(answer):
-            until = None if seconds is None else time.monotonic() + seconds
-            with self._lock:
-                self._answers.pop(key, None)
-                while len(self._answers) >= self.size:
-                    self._answers.pop(next(iter(self._answers)))
-                self._answers[key] = (answer, until)
-        return answer
-
-    def peek(self, key):
-        """The kept answer to `key`, or None (nothing is computed)."""
-        with self._lock:
-            kept = self._answers.get(key)
-        return kept[0] if kept is not None and (kept[1] is None or time.monotonic() < kept[1]) else None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._answers.clear()
+MARK = "rackpilot:recorded"  # apps.monitoring.recorder's marks: one row per recorded time and part
+MINUTE_PART, BUCKETS_PART, ENERGY_PART = "part=1m", "part=5m", "part=energy"
+SLO_GOOD = "rackpilot:slo_good"
+LOOKBACK_S = 300  # Prometheus' lookback delta: a range query's step finds the newest sample this far back
 
 
-ANSWERS = KeptAnswers(ANSWERS_KEPT)  # both sources' (their keys begin with the source's name)
-# One node's part of a fleet answer, kept by what that node's readings depend on (the simulator's reading_version):
-# after a drain or a fault on one of 512 nodes, the fleet's series is put together again from 511 kept parts.
-NODE_PARTS_KEPT = 16384
-NODE_PARTS = KeptAnswers(NODE_PARTS_KEPT)
+def _on_grid(window: Window) -> list[int] | None:
+    """The window's times as whole seconds when they fall on the minute recording's grid (a named window's do)."""
+    times = window.times()
+    if any(t % RECORDING_INTERVAL_S for t in times):
+        return None
+    return [int(t) for t in times]
 
 
-def _listed(function, *args) -> list:
-    return [function(*args)]
-
-
-def _frozen(series: list[Series]) -> tuple[Series, ...]:
-    """Series no reader can change (read-only labels, points a tuple), made once from a fresh answer (its labels are
-    no one else's) and handed to every reader as they are: copying 512 nodes' series took tens of ms a read."""
-    return tuple(Series(MappingProxyType(one.labels), tuple(one.points)) for one in series)
-
-
-def _step_before(window: Window, moment: float) -> float:
-    """The last of the window's times before `moment`."""
-    return window.start + (math.ceil((moment - window.start) / window.step) - 1) * window.step
-
-
-def _carried(earlier: tuple[Series, ...], later: list[Series], *, since: float, after: float) -> list[Series]:
-    """An earlier answer's series carried forward: their points from `since` (the window's start) to `after` (the
-    earlier window's end, or the last step before a fault struck), then the later steps' points past `after`, series
-    by series. A series with no point left is dropped unless the later steps have it, as a fresh reckoning of the
-    window would have it."""
-    merged: dict[tuple, Series] = {}
-    for one in earlier:
-        merged[tuple(one.labels.items())] = Series(
-            dict(one.labels), [point for point in one.points if since <= point[0] <= after]
-        )
-    for one in later:
-        points = [point for point in one.points if point[0] > after]
-        kept = merged.setdefault(tuple(one.labels.items()), Series(dict(one.labels), []))
-        kept.points.extend(points)
-    present = {tuple(one.labels.items()) for one in later}
-    return [one for labels, one in merged.items() if one.points or labels in present]
+def _samples():
+    return RecordedSample.objects
 
 
 class SimulatorTelemetry(Telemetry):
+    """The simulator's telemetry. The fleet's questions and the long windows read the record the embedded wiring
+    keeps (apps.monitoring.recorder: RecordedSample rows, what Prometheus' recording rules keep), with the arithmetic
+    PrometheusTelemetry applies to its recorded series; a window the record does not cover yet raises
+    TelemetryPending. Small scopes (one node's GPUs, one service over a short window) are worked out from a model of
+    just the nodes they need, each time."""
+
     source = "simulator"
 
     def __init__(self, *, seed: int | None = None):
         self.seed = settings.RACKPILOT_SIM_SEED if seed is None else seed
-        self._model = None
+        self._workloads: Workloads | None = None
+        self._models: dict[frozenset, object] = {}  # this object's (one read): nodes -> their model
 
     @property
-    def model(self):
-        if self._model is None:
-            self._model = simulator.telemetry_model(workloads=current_workloads(), seed=self.seed)
-        return self._model
+    def workloads(self) -> Workloads:
+        if self._workloads is None:
+            self._workloads = current_workloads()
+        return self._workloads
 
-    def _cached(self, question: tuple, hostnames, start: float, end: float, compute, freeze=lambda value: value):
-        """An answer about these nodes over [start, end], kept across requests while nothing it comes from changes:
-        the nodes' histories and their workload fellows' (readings_version: a drain or a fault elsewhere leaves it
-        kept), the workloads and the seed; the question names the window or its ends (aligned to the window's step,
-        so pages ask the same one for a whole step). Answers about a span in which the simulated endpoints served
-        requests are worked out each time (the ledger grows while they serve). `freeze` makes what is kept an
-        answer no caller can change, so that every caller is handed it as it is."""
-        model = self.model
-        version = model.readings_version(hostnames)
-        if version is None or model.served_within(start, end + 1):
-            return compute()  # nobody else holds it
+    def _model(self, hostnames) -> object:
+        """A model of these nodes and their workloads' other nodes (a job runs at its slowest rank's pace, a
+        service's capacity is its nodes')."""
+        needed = set(hostnames)
+        for run in (*self.workloads.training, *self.workloads.serving):
+            if needed & set(run.hostnames):
+                needed |= set(run.hostnames)
+        key = frozenset(needed)
+        if key not in self._models:
+            model = simulator.telemetry_model(workloads=self.workloads, seed=self.seed, hostnames=sorted(key))
+            self._models[key] = model
+        return self._models[key]
 
-        def compute_or_carry():
-            # Faults or changes added since, from a moment after `end`, leave this answer as it was.
-            earlier = model.earlier_version(version)
-            kept = ANSWERS.peek(self._key(earlier[0], question)) if earlier and end < earlier[1] else None
-            return kept if kept is not None else freeze(compute())
+    # --- the record
 
-        return ANSWERS.get(self._key(version, question), compute_or_carry)
+    def _latest(self, series: str, labels: str, times: list[int]) -> dict[int, tuple[int, float]]:
+        """At each time, the newest sample of the series at or before it within Prometheus' lookback (5 minutes): what
+        a range query of a recorded series finds at its steps (the minute being recorded reads the one before)."""
+        candidates = sorted({t - back for t in times for back in range(0, LOOKBACK_S, RECORDING_INTERVAL_S)})
+        rows = dict(_samples().of(series, labels).filter(time__in=candidates).values_list("time", "value"))
+        found = {}
+        for t in times:
+            for back in range(0, LOOKBACK_S, RECORDING_INTERVAL_S):
+                if t - back in rows:
+                    found[t] = (t - back, rows[t - back])
+                    break
+        return found
 
-    def _key(self, version: tuple, question: tuple) -> tuple:
-        return (self.source, version, self.model.workloads, self.seed, question)
+    def _require(self, times: list[int]) -> None:
+        """TelemetryPending unless the minute recording (or the backfill) covers each of the times."""
+        if not times:
+            return
+        covered = self._latest(MARK, MINUTE_PART, times)
+        if len(covered) < len(times):
+            raise TelemetryPending(len(covered) / len(times))
 
-    def _cached_over(self, question: tuple, hostnames, window: Window, compute_over, *, rated: bool = False):
-        """Series over a window, a point a step, each point independent of the window's end (a gauge at t, or a rate
-        over [t - rate_range, t]): kept as _cached keeps them, and when the window has moved on by a few steps (a
-        minute at 1 h), the kept series of the earlier window are carried forward and only the new steps are worked
-        out. `compute_over(window)` works the series out over a window; the question's last part is the window."""
-        start = window.start - (window.rate_range if rated else 0)
+    def _at(self, series: str, labels: str, times: list[int]) -> list[tuple[float, float]]:
+        """The recorded series at these times (a query_range of a recorded series at its own step)."""
+        return [(float(t), value) for t, (_, value) in sorted(self._latest(series, labels, times).items())]
 
-        def compute():
-            return self._carried_forward(question, hostnames, window, compute_over)
+    def _step_means(self, series: str, service: str, window: Window) -> dict[str, dict[int, float]]:
+        """avg_over_time(series[rate_range]) at each of the window's steps, per labels: the mean of the samples in
+        (t - rate_range, t] (Prometheus 3's ranges, which leave the start out), per labels of the service's samples,
+        worked out by the database."""
+        start, step = int(window.start), int(window.step)
+        low = start - int(window.rate_range)
+        rows = (
+            _samples()
+            .filter(series=series, time__gt=low, time__lte=int(window.end))
+            .filter(Q(labels=f"service={service}") | Q(labels__endswith=f",service={service}"))
+            .annotate(k=ExpressionWrapper((F("time") - start + step - 1) / step, output_field=IntegerField()))
+            .values("labels", "k")
+            .annotate(mean=Avg("value"))
+            .order_by()
+        )
+        means: dict[str, dict[int, float]] = {}
+        for row in rows:
+            means.setdefault(row["labels"], {})[start + row["k"] * step] = row["mean"]
+        return means
 
-        return self._cached((*question, window), hostnames, start, window.end, compute, _frozen)
+    # --- the fleet: read from the record
 
-    def _carried_forward(self, question: tuple, hostnames, window: Window, compute_over) -> list[Series]:
-        """The kept series of an overlapping earlier window carried forward: under these nodes' version, or under
-        the one before faults or changes were added (its points before they struck); else worked out whole."""
-        version = self.model.readings_version(hostnames)
-        candidates = [(version, math.inf, 1)]  # (version, the moment its points hold until, the first step back)
-        older = self.model.earlier_version(version)
-        if older is not None:
-            candidates.append((*older, 0))
-        for kept_version, until, first in candidates:
-            for back in range(first, round(window.span / window.step)):  # an earlier window that overlaps this one
-                earlier = dataclasses.replace(window, end=window.end - back * window.step)
-                kept = ANSWERS.peek(self._key(kept_version, (*question, earlier)))
-                if kept is None:
-                    continue
-                after = earlier.end if until > earlier.end else _step_before(window, until)
-                if after < window.start:
-                    break  # nothing of it holds
-                later = compute_over(dataclasses.replace(window, span=window.end - after)) if after < window.end else []
-                return _carried(kept, later, since=window.start, after=after)
-        return compute_over(window)
+    def fleet_series(self, field, aggregate, *, hostnames, window):
+        recorded = RECORDED_FLEET.get((field, aggregate))
+        times = _on_grid(window)
+        if recorded is None or times is None:
+            return self.gpu_series(field, hostnames=hostnames, window=window, aggregate=aggregate)
+        self._require(times)
+        return [Series({}, self._at(recorded, "", times))]
+
+    def fleet_energy_joules(self, *, hostnames, start, end):
+        # The recorded 5-minute tiles that end in (start, end]: the window's energy, its edges on the 5 minutes (the
+        # newest tile may be still to come, as in Prometheus' sum_over_time).
+        every = COARSE_INTERVAL_S
+        tiles = [k * every for k in range(int(start // every) + 1, int(end // every) + 1)][:-1]
+        if tiles:
+            marks = _samples().of(MARK, ENERGY_PART).filter(time__gte=tiles[0], time__lte=tiles[-1])
+            if marks.count() < len(tiles):
+                raise TelemetryPending(marks.count() / len(tiles))
+        recorded = _samples().of(RECORDED_FLEET_ENERGY).filter(time__gt=start, time__lte=end)
+        return recorded.aggregate(joules=Sum("value"))["joules"] or 0.0
+
+    def recorded_slo_counts(self, *, slo, span, end):
+        """(judged, met) over (end - span, end] from the recorded verdicts (rackpilot:slo_good every minute), as
+        PrometheusTelemetry counts them; TelemetryPending while the record does not cover the window's steps. An SLO
+        is judged from when it was first recorded: the steps before count as without data."""
+        seconds = max(int(round(span)), 3600)
+        times = _on_grid(Window(end=end, span=seconds, step=seconds / POINTS_PER_WINDOW, rate_range=60))
+        if times is not None:
+            self._require(times[1:])  # the steps counted: the window's start is left out
+        verdicts = _samples().of(SLO_GOOD, f"slo={slo}").filter(time__gt=end - seconds, time__lte=end)
+        counts = verdicts.aggregate(judged=Count("pk"), good=Sum("value"))
+        return counts["judged"], int(round(counts["good"] or 0))
+
+    def _long_rates(self, series: str, service: str, window: Window) -> dict[str, dict[int, float]] | None:
+        """The step means of a service's recorded rates over a long window (RECORDED_FROM_S and longer), by labels;
+        None for a shorter window, or one off the minute grid (worked out instead)."""
+        times = _on_grid(window)
+        if window.span < RECORDED_FROM_S or times is None:
+            return None
+        self._require(times)
+        return self._step_means(series, service, window)
+
+    def tokens_per_second(self, *, service, window):
+        means = self._long_rates(RECORDED_TOKENS, service, window)
+        if means is None:
+            return self._tokens_per_second(service, window)
+        by_step = means.get(f"service={service}", {})
+        return Series({"service": service}, [(float(t), by_step[t]) for t in sorted(by_step)])
+
+    def p99_latency_seconds(self, *, service, window):
+        means = None
+        if window.rate_range >= COARSE_FROM_S:
+            means = self._long_rates(RECORDED_E2E_BUCKETS_COARSE, service, window)
+        if not means:
+            means = self._long_rates(RECORDED_E2E_BUCKETS, service, window)
+        if means is None:
+            return self._p99_latency_seconds(service, window)
+        by_step: dict[int, list[tuple[float, float]]] = {}
+        for labels, values in means.items():
+            bound = float(_label(labels, "le"))
+            for t, rate in values.items():
+                by_step.setdefault(t, []).append((bound, rate))
+        points = []
+        for t in sorted(by_step):
+            value = histogram_quantile(0.99, by_step[t])
+            if not math.isnan(value):
+                points.append((float(t), value))
+        return Series({"service": service}, points)
+
+    def generated_tokens(self, *, service, start, end):
+        if end - start >= RECORDED_FROM_S:
+            # The recorded rate's samples (one a minute) times the minute, where every minute is recorded.
+            every = RECORDING_INTERVAL_S
+            minutes = [k * every for k in range(int(start // every) + 1, int(end // every) + 1)]
+            marks = _samples().of(MARK, MINUTE_PART).filter(time__gt=start, time__lte=end)
+            if marks.count() == len(minutes):
+                recorded = _samples().of(RECORDED_TOKENS, f"service={service}")
+                total = recorded.filter(time__gt=start, time__lte=end).aggregate(tokens=Sum("value"))["tokens"]
+                return (total or 0.0) * RECORDING_INTERVAL_S
+        return self._generated_tokens(service, start, end)
+
+    def gpu_values_at(self, field, *, hostnames, at):
+        """XID and uncorrectable ECC errors from the record (every GPU that reported one, the minute at or before
+        `at`: the others report 0); any other field worked out."""
+        metric = GPU_FIELDS[field][0]
+        if field not in ("xid", "ecc_dbe"):
+            return super().gpu_values_at(field, hostnames=hostnames, at=at)
+        minute = int(at // RECORDING_INTERVAL_S * RECORDING_INTERVAL_S)
+        covered = self._latest(MARK, MINUTE_PART, [minute])
+        if not covered:
+            raise TelemetryPending(0.0)
+        recorded, wanted = covered[minute][0], set(hostnames)
+        values: dict[tuple[str, str], float] = {}
+        for labels, value in _samples().filter(series=metric, time=recorded).values_list("labels", "value"):
+            key = (_label(labels, "Hostname"), _label(labels, "gpu"))
+            if key[0] in wanted:
+                values[key] = value
+        return values
+
+    # --- small scopes: worked out from the model of the nodes they need
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
-        question = ("gpu", field, tuple(hostnames), aggregate)
-        return self._cached_over(
-            question, hostnames, window, lambda over: self._gpu_series(field, hostnames, over, aggregate)
-        )
-
-    def _gpu_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
-        hostnames = [hostname for hostname in hostnames if hostname in self.model.histories]
-        if aggregate and hostnames and not self.model.served_within(window.start, window.end + 1):
-            return self._fleet_series(field, hostnames, window, aggregate)
+        model = self._model(hostnames)
         per_gpu: list[Series] = []
         for hostname in hostnames:
-            for index, points in self._node_points(field, hostname, window):
+            if hostname not in model.histories:
+                continue
+            for index, points in self._node_points(model, field, hostname, window):
                 per_gpu.append(Series({"Hostname": hostname, "gpu": str(index)}, points))
         return _aggregate(per_gpu, aggregate)
 
-    def _node_points(self, field: str, hostname: str, window: Window) -> list[tuple[int, list]]:
+    def _node_points(self, model, field: str, hostname: str, window: Window) -> list[tuple[int, list]]:
         """(GPU index, its (t, value) points) of the node's GPUs that have a value in the window, by index."""
         _, key = GPU_FIELDS[field]
         keys = frozenset({key})
         per_gpu: dict[int, list] = {}
         for t in window.times():
-            for index, reading in self.model.node_readings(hostname, t, keys=keys):
+            for index, reading in model.node_readings(hostname, t, keys=keys):
                 value = (79 if key == "xid" else None) if reading is None else reading[key]
                 if value is not None:
                     per_gpu.setdefault(index, []).append((t, float(value)))
         return sorted(per_gpu.items())
 
-    def _fleet_series(self, field: str, hostnames: list[str], window: Window, aggregate: str) -> list[Series]:
-        """An aggregate over many nodes, put together from each node's kept part: at each step, the sum, count and
-        highest of its GPUs' values."""
-        totals: dict[float, list[float]] = {}  # t -> [sum, count, highest]
-        for hostname in hostnames:
-            times, sums, counts, highs = self._node_part(field, hostname, window)
-            for t, total, count, high in zip(times, sums, counts, highs, strict=True):
-                kept = totals.get(t)
-                if kept is None:
-                    totals[t] = [total, count, high]
-                else:
-                    kept[0] += total
-                    kept[1] += count
-                    kept[2] = max(kept[2], high)
-        combine = {"avg": lambda v: v[0] / v[1], "sum": lambda v: v[0], "max": lambda v: v[2]}[aggregate]
-        return [Series({}, [(t, combine(values)) for t, values in sorted(totals.items())])]
-
-    def _node_part(self, field: str, hostname: str, window: Window) -> tuple[array, ...]:
-        def compute() -> tuple[array, ...]:
-            by_time: dict[float, list[float]] = {}
-            for _, points in self._node_points(field, hostname, window):
-                for t, value in points:
-                    by_time.setdefault(t, []).append(value)
-            steps = sorted(by_time.items())  # arrays of doubles: a 512-node fleet's parts in a few MB, not a hundred
-            return (
-                array("d", (t for t, _ in steps)),
-                array("d", (sum(values) for _, values in steps)),
-                array("d", (len(values) for _, values in steps)),
-                array("d", (max(values) for _, values in steps)),
-            )
-
-        return self._node_kept(("gpu", field, window), hostname, compute)  # the fleet path: nothing served then
-
-    def _node_kept(self, question: tuple, hostname: str, compute, *, keep: bool = True):
-        """One node's part of an answer, kept by what the node's readings depend on. The caller says whether it may
-        be kept: not over a span in which the simulated endpoints served requests, as whole answers are not."""
-        version = self.model.reading_version(hostname)
-        if version is None or not keep:
-            return compute()
-        key = (self.source, question, hostname, version, self.model.workloads, self.seed)
-        return NODE_PARTS.get(key, compute)
-
     def energy_joules(self, *, hostnames, start, end):
-        compute = partial(self._energy_joules, hostnames, start, end)
-        return self._cached(("energy", tuple(hostnames), start, end), hostnames, start, end, compute)
-
-    def _energy_joules(self, hostnames: list[str], start: float, end: float) -> float:
-        question, keep = ("energy", start, end), not self.model.served_within(start, end + 1)
-        return sum(
-            self._node_kept(question, hostname, partial(self._node_energy_carried, hostname, start, end), keep=keep)
-            for hostname in hostnames
-            if hostname in self.model.histories
-        )
-
-    def _node_energy_carried(self, hostname: str, start: float, end: float) -> float:
-        """A node's energy over [start, end]; when a window's worth of the same span a few steps earlier is kept (a
-        page's window moved on by a step), that one carried forward: less its first steps, plus the new ones (an
-        integral is additive), if the node had as many GPUs at both ends."""
-        step = (end - start) / POINTS_PER_WINDOW  # the step of an aligned window of this span (Window.named)
-        version = self.model.reading_version(hostname)
-        for back in range(1, POINTS_PER_WINDOW if version is not None else 1):
-            a, b = start - back * step, end - back * step
-            key = (self.source, ("energy", a, b), hostname, version, self.model.workloads, self.seed)
-            kept = NODE_PARTS.peek(key)
-            if kept is not None and self._gpu_count(hostname, b) == self._gpu_count(hostname, end):
-                return kept - self._node_energy(hostname, a, start, counted_at=b) + self._node_energy(hostname, b, end)
-        return self._node_energy(hostname, start, end)
-
-    def _gpu_count(self, hostname: str, t: float) -> int:
-        return len(self.model.node_regime(hostname, t).gpus)
-
-    def _node_energy(self, hostname: str, start: float, end: float, *, counted_at: float | None = None) -> float:
-        """The energy of the node's GPUs present at `counted_at` (the end by default) over [start, end]."""
-        booted = self.model.histories[hostname].booted
-        # The counter's increase, as Prometheus's increase() takes it (the counter starts at the node's boot): the
-        # power's integral over the window's part after the boot, not two integrals from the boot.
-        return sum(
-            self.model.energy_j(hostname, index, max(start, booted), max(end, booted))
-            for index in range(self._gpu_count(hostname, end if counted_at is None else counted_at))
-        )
+        model = self._model(hostnames)
+        total = 0.0
+        for hostname in hostnames:
+            if hostname not in model.histories:
+                continue
+            # The counter's increase, as Prometheus's increase() takes it (the counter starts at the node's boot).
+            booted = model.histories[hostname].booted
+            for gpu, regime in model.node_regime(hostname, end).gpus:
+                if regime.present:
+                    total += model.energy_j(hostname, gpu.index, max(start, booted), max(end, booted))
+        return total
 
     def sm_active_seconds(self, *, hostnames, start, end):
-        compute = partial(self._sm_active_seconds, hostnames, start, end)
-        return self._cached(
-            ("sm_active_seconds", tuple(hostnames), start, end), hostnames, start, end, compute, MappingProxyType
-        )
-
-    def _sm_active_seconds(self, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
+        model = self._model(hostnames)
         seconds = {}
         for hostname in hostnames:
-            if hostname not in self.model.histories:
+            if hostname not in model.histories:
                 continue
-            busy = self.model.sm_active_seconds(hostname, start, end)
+            busy = model.sm_active_seconds(hostname, start, end)
             # A card reports while it is on the bus at some point of the window (Prometheus has its series then).
             present = {
                 gpu.index
                 for moment in (start, end)
-                for gpu, regime in self.model.node_regime(hostname, moment).gpus
+                for gpu, regime in model.node_regime(hostname, moment).gpus
                 if regime.present
             }
             for index in sorted(present):
@@ -556,62 +538,43 @@ class SimulatorTelemetry(Telemetry):
         return seconds
 
     def _run(self, service: str) -> ServingRun | None:
-        return next((run for run in self.model.workloads.serving if run.name == service), None)
-
-    def _run_hostnames(self, service: str) -> tuple[str, ...]:
-        """The nodes a service's figures come from (its serving nodes' speeds make its capacity)."""
-        run = self._run(service)
-        return run.hostnames if run else ()
-
-    def tokens_per_second(self, *, service, window):
-        compute_over = partial(_listed, self._tokens_per_second, service)
-        return self._cached_over(("tokens", service), self._run_hostnames(service), window, compute_over, rated=True)[0]
+        return next((run for run in self.workloads.serving if run.name == service), None)
 
     def _tokens_per_second(self, service: str, window: Window) -> Series:
         run = self._run(service)
         series = Series({"service": service})
         if run is None:
             return series
-        step = _integration_step(window)
+        model, step = self._model(run.hostnames), _integration_step(window)
         for t in window.times():
             start = t - window.rate_range
-            tokens = self.model.service_tokens(run, start, t, step=step) + self.model.served_tokens(run, start, t)
+            tokens = model.service_tokens(run, start, t, step=step) + model.served_tokens(run, start, t)
             series.points.append((t, tokens / window.rate_range))
         return series
-
-    def p99_latency_seconds(self, *, service, window):
-        compute_over = partial(_listed, self._p99_latency_seconds, service)
-        return self._cached_over(("p99", service), self._run_hostnames(service), window, compute_over, rated=True)[0]
 
     def _p99_latency_seconds(self, service: str, window: Window) -> Series:
         run = self._run(service)
         series = Series({"service": service})
         if run is None:
             return series
+        model = self._model(run.hostnames)
         for t in window.times():
-            parts = split_counters(
-                self.model.service_totals(run, t - window.rate_range, t, step=_integration_step(window))
-            )
+            parts = split_counters(model.service_totals(run, t - window.rate_range, t, step=_integration_step(window)))
             buckets = list(zip(LATENCY_BUCKETS, parts["e2e_buckets"], strict=True)) + [(math.inf, parts["requests"])]
             value = histogram_quantile(0.99, buckets)
             if not math.isnan(value):
                 series.points.append((t, value))
         return series
 
-    def generated_tokens(self, *, service, start, end):
-        compute = partial(self._generated_tokens, service, start, end)
-        return self._cached(
-            ("generated_tokens", service, start, end), self._run_hostnames(service), start, end, compute
-        )
-
     def _generated_tokens(self, service: str, start: float, end: float) -> float:
         run = self._run(service)
         if run is None:
             return 0.0
+        model = self._model(run.hostnames)
         if end - start > LONG_SPAN_S:
             # Over hours, what increase() comes to: the integral of the rate (a restart's reset counted from zero
             # loses at most a scrape's worth of tokens), in 720 pieces rather than the counter minute by minute.
-            return self.model.service_tokens(run, start, end, step=max(INTEGRATION_STEP_S, (end - start) / 720))
+            return model.service_tokens(run, start, end, step=max(INTEGRATION_STEP_S, (end - start) / 720))
         # The counter as the service exposes it, sampled each minute, and its increase as Prometheus takes it: a
         # daily restart between two samples resets it, so that piece counts from the restart only. Each piece is the
         # rate's integral (what the counter's difference is), without the latency histograms the counter carries.
@@ -619,9 +582,18 @@ class SimulatorTelemetry(Telemetry):
         times = [start + k * step for k in range(int((end - start) // step) + 1)] + [end]
         total = 0.0
         for a, b in zip(times, times[1:], strict=False):
-            since = max(a, self.model.restarted(run, b))
-            total += self.model.service_tokens(run, since, b) + self.model.served_tokens(run, since, b)
+            since = max(a, model.restarted(run, b))
+            total += model.service_tokens(run, since, b) + model.served_tokens(run, since, b)
         return total
+
+
+def _label(labels: str, name: str) -> str:
+    """One label's value from a recorded sample's labels ('name=value,...')."""
+    for pair in labels.split(","):
+        key, _, value = pair.partition("=")
+        if key == name:
+            return value
+    return ""
 
 
 def _integration_step(window: Window) -> float:
@@ -696,21 +668,12 @@ CONCURRENT_QUERIES = 8
 class PrometheusTelemetry(Telemetry):
     source = "prometheus"
 
-    def __init__(self, url: str, *, timeout: float = 5.0, allow_link_local: bool = False, keep_seconds: float = 0):
-        """`keep_seconds`: how long an answer that is not empty is kept for the same query (the pages' windows end on
-        their step, so their queries repeat for a whole step); 0 asks Prometheus every time."""
+    def __init__(self, url: str, *, timeout: float = 5.0, allow_link_local: bool = False):
         self.url = check_prometheus_url(url, allow_link_local=allow_link_local)
         self.timeout = timeout
-        self.keep_seconds = keep_seconds
 
     def _get(self, path: str, params: dict) -> list:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
-        if self.keep_seconds <= 0:
-            return self._ask(address)
-        # Empty answers are not kept: the samples may not have been scraped yet.
-        return ANSWERS.get((self.source, address), partial(self._ask, address), seconds=self.keep_seconds, keep=bool)
-
-    def _ask(self, address: str) -> list:
         try:
             with urllib.request.urlopen(address, timeout=self.timeout) as response:  # noqa: S310 (checked above)
                 body = json.load(response)
@@ -911,6 +874,5 @@ def _configured_source(url: str) -> Telemetry:
             url,
             timeout=settings.RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS,
             allow_link_local=settings.RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL,
-            keep_seconds=settings.RACKPILOT_PROMETHEUS_KEEP_SECONDS,
         )
     return SimulatorTelemetry()

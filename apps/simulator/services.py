@@ -1,17 +1,13 @@
 """The simulated cluster's services: run a command on a simulated node, run nccl-tests across nodes, manage faults."""
 
-import itertools
-import threading
 import time
-from dataclasses import dataclass, field
-from functools import cached_property
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Prefetch
 
-from apps.inventory.models import Cable, Firmware, Gpu, GpuSku, Nic, Node, StorageTier, Switch, Volume
+from apps.inventory.models import Nic, Node
 from apps.simulator import boot, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.faults.kinds import fault_kind
@@ -20,7 +16,7 @@ from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
 from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
-from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault, regimes_without
+from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault
 from apps.simulator.terminal import CommandOutput, Context
 from apps.simulator.tools import nccl
 
@@ -260,143 +256,12 @@ def reboot(*, node: Node, seed: int = 0, down_seconds: float = 0.0) -> int:
 
 
 def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = None):
-    """The telemetry model (apps.simulator.telemetry) of the simulated nodes with the workloads the feature layer
-    names; a node's energy counter starts when its row was created (its boot), its faults when they were injected.
-
-    The nodes' histories (their healthy states, faults and changes) and their regimes are built once per inventory
-    fingerprint and shared by the models asked for while it holds (every page, the exporters' rebuild every few
-    seconds); the served-requests ledger and the workloads are read afresh each time. When the fingerprint moves,
-    only the nodes whose own rows changed are built again (a drain at 512 nodes rebuilds one, not 512), and a node
-    built again into the history it had keeps its generation (model.versions), by which answers about it are kept."""
-    if hostnames is not None:
-        histories, regimes = _histories(hostname__in=hostnames), None
-    else:
-        fingerprint = inventory_fingerprint()
-        built = _HISTORIES.get(fingerprint)
-        if built is None:
-            with _BUILDING:  # a second reader waits for these histories rather than building them alongside
-                built = _HISTORIES.get(fingerprint) or _keep(fingerprint)
-        histories, regimes = built.histories, built.regimes
-    model = ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger(), regimes=regimes)
-    if hostnames is None:
-        model.fingerprint, model.versions, model.earlier = fingerprint, built.versions, built.earlier
-    return model
-
-
-def _keep(fingerprint: tuple) -> "_Built":
-    """The histories of a new fingerprint, built from the newest kept ones and kept (under _BUILDING)."""
-    newest = (list(_HISTORIES.values()) or [None])[-1]  # copied at once: other threads may add or drop
-    built = _rebuilt(fingerprint, newest)
-    if len(_HISTORIES) >= HISTORIES_KEPT:
-        _HISTORIES.pop(next(iter(_HISTORIES), None), None)  # the oldest
-    _HISTORIES[fingerprint] = built
-    return built
-
-
-HISTORIES_KEPT = 4
-_HISTORIES: dict = {}  # inventory fingerprint -> _Built, oldest first
-_BUILDING = threading.Lock()
-# What a node's simulated state is built from. Their rows are written with save() (the `updated` stamp moves) or
-# added and removed (the count and the highest key move); the tables whose times are the model's history (a node's
-# boot, a fault's start, a change's moment) are read row by row, as tests and benches backdate them with update().
-# A change to a shared table (a SKU, a tier, the cabling, a switch) rebuilds every node; to a node's own rows, that
-# node.
-_SHARED = (GpuSku, StorageTier, Cable, Switch)
-_OWN = (Gpu, Nic, Firmware, Volume)
-_TIMED = (Node, SimFault, SimChange)
-# A node's generation moves only when its rebuilt history differs from the one it replaces: a drain or an edited
-# comment saves the node's row (so it is built again) but leaves what its GPUs read as it was, and the answers kept
-# by its generation stay good.
-_GENERATIONS = itertools.count(1)
-
-
-@dataclass
-class _Built:
-    shared: tuple  # the shared tables' part of the fingerprint
-    keys: dict[int, tuple]  # node pk -> what its history was built from (_node_keys)
-    by_node: dict[int, NodeHistory]  # the nodes with GPUs
-    regimes: dict  # shared by the models of these histories (ClusterTelemetry)
-    generations: dict[int, int]  # node pk (with GPUs) -> its history's generation
-    # generation -> (the one before it, the moment from which they differ): for a history that only gained faults or
-    # changes, whose readings before the first of them are the same (answers about that past may be carried over)
-    earlier: dict[int, tuple[int, float]] = field(default_factory=dict)
-
-    @cached_property
-    def histories(self) -> list[NodeHistory]:
-        return [self.by_node[pk] for pk in self.keys if pk in self.by_node]  # the nodes' own order
-
-    @cached_property
-    def versions(self) -> dict[str, int]:
-        """hostname -> its history's generation: answers about one node may be kept by it."""
-        return {history.hostname: self.generations[pk] for pk, history in self.by_node.items()}
-
-
-def inventory_fingerprint() -> tuple:
-    """Changes whenever something the telemetry model is built from changes (one aggregate query per table, and the
-    times of nodes, faults and changes): (the shared tables' part, the nodes' own part)."""
-
-    def aggregate(model) -> tuple:
-        return tuple(model.objects.aggregate(n=Count("pk"), top=Max("pk"), last=Max("updated")).values())
-
-    timed = tuple(hash(tuple(model.objects.order_by("pk").values_list("pk", "created", "updated"))) for model in _TIMED)
-    return tuple(aggregate(model) for model in _SHARED), tuple(aggregate(model) for model in _OWN) + timed
-
-
-def _node_keys() -> dict[int, tuple]:
-    """Each node's own part of the fingerprint, in the nodes' order: read only when the fingerprint has moved."""
-    keys = {pk: [created, updated] for pk, created, updated in Node.objects.values_list("pk", "created", "updated")}
-    for model in _OWN:
-        grouped = model.objects.order_by().values("node").annotate(n=Count("pk"), top=Max("pk"), last=Max("updated"))
-        for node, n, top, last in grouped.values_list("node", "n", "top", "last"):
-            keys[node].append((model.__name__, n, top, last))
-    for model in (SimFault, SimChange):
-        for node, pk, created, updated in model.objects.order_by("pk").values_list("node", "pk", "created", "updated"):
-            keys[node].append((model.__name__, pk, created, updated))
-    return {pk: tuple(parts) for pk, parts in keys.items()}
-
-
-def _rebuilt(fingerprint: tuple, previous: _Built | None) -> _Built:
-    """The histories for a new fingerprint: the previous ones kept for every node whose own rows are as they were,
-    and for every node built again into the very history it had (with its generation)."""
-    shared, keys = fingerprint[0], _node_keys()
-    if previous is None:
-        by_node = {history.healthy.node_id: history for history in _histories()}
-        return _Built(shared, keys, by_node, {}, {pk: next(_GENERATIONS) for pk in by_node})
-    if previous.shared != shared:
-        fresh = _histories()
-    else:
-        fresh = _histories(pk__in=[pk for pk in keys if previous.keys.get(pk) != keys[pk]])
-    by_node = {pk: history for pk, history in previous.by_node.items() if pk in keys}
-    generations = {pk: previous.generations[pk] for pk in by_node}
-    moved = {history.hostname for pk, history in previous.by_node.items() if pk not in keys}
-    earlier = {}
-    for history in fresh:
-        pk, before = history.healthy.node_id, previous.by_node.get(history.healthy.node_id)
-        if history != before:
-            by_node[pk], generations[pk] = history, next(_GENERATIONS)
-            moved |= {history.hostname} | ({before.hostname} if before else set())
-            since = _differs_from(before, history)
-            if since is not None:
-                earlier[generations[pk]] = (previous.generations[pk], since)
-    for pk in set(by_node) - {history.healthy.node_id for history in fresh}:
-        if previous.keys.get(pk) != keys[pk]:  # rebuilt, and it has no GPUs now
-            moved.add(by_node.pop(pk).hostname)
-            generations.pop(pk)
-    earlier |= {generation: was for generation, was in previous.earlier.items() if generation in generations.values()}
-    return _Built(shared, keys, by_node, regimes_without(previous.regimes, moved), generations, earlier)
-
-
-def _differs_from(before: NodeHistory | None, after: NodeHistory) -> float | None:
-    """The moment from which `after` reads otherwise than `before`, when all it does is add faults or changes (each
-    strikes from its own moment on); None when it changes the past too (a fault cleared leaves no history, a change
-    made again replaces the earlier one, a part or the boot differs)."""
-    if before is None or before.healthy != after.healthy or before.booted != after.booted:
-        return None
-    added = [fault for fault in after.faults if fault not in before.faults]
-    added += [change for change in after.changes if change not in before.changes]
-    gone = any(fault not in after.faults for fault in before.faults)
-    gone = gone or any(change not in after.changes for change in before.changes)
-    return min(item.since for item in added) if added and not gone else None
+    """The telemetry model (apps.simulator.telemetry) of the simulated nodes (these hostnames, or all) with the
+    workloads the feature layer names; a node's energy counter starts when its row was created (its boot), its faults
+    when they were injected. Built afresh from the inventory each time: the recorder builds it once a run, a page only
+    for the few nodes it asks about (apps.monitoring.recorder, apps.monitoring.telemetry)."""
+    histories = _histories() if hostnames is None else _histories(hostname__in=hostnames)
+    return ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger())
 
 
 def _histories(**filters) -> list[NodeHistory]:

@@ -21,7 +21,6 @@ import bisect
 import copy
 import functools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from apps.simulator.changes import apply_changes
@@ -269,29 +268,17 @@ def latency_factor(load: float) -> float:
     return 3 + 10 * (load - 1)
 
 
-def regimes_without(regimes: dict, hostnames: set[str]) -> dict:
-    """Kept regimes (and cards' offsets) but those of these nodes: what rebuilding their histories leaves valid. Every
-    key is a node's hostname, or a tuple that starts with it."""
-    return {key: value for key, value in regimes.items() if (key if isinstance(key, str) else key[0]) not in hostnames}
-
-
 class ClusterTelemetry:
     """The telemetry of a simulated cluster with its workloads; every method takes the time it is asked about."""
 
-    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0, ledger=None, regimes=None):
+    def __init__(self, histories: list[NodeHistory], workloads: Workloads, *, seed: int = 0, ledger=None):
         self.seed = seed
         # What the simulated endpoints served (apps.simulator.serving.ServingLedger): added to the services' counters
         # and their GPUs' busy fraction. None: only the background demand.
         self.ledger = ledger
         self.histories = {history.hostname: history for history in histories}
-        self.fingerprint = None  # what the histories were built from, when the builder knows (pages cache on it)
-        self.versions: dict[str, int] | None = None  # hostname -> its history's generation, likewise
-        self._readings_versions: dict[tuple[str, ...], tuple] = {}
-        # generation -> (the one before it, the moment from which they differ), likewise: see earlier_version
-        self.earlier: dict[int, tuple[int, float]] = {}
         self.workloads = workloads
-        # Regimes (and cards' offsets) depend on the histories alone: models of the same histories may share them.
-        self._regimes: dict = {} if regimes is None else regimes
+        self._regimes: dict = {}  # this model's: (hostname, which faults and changes are active) -> NodeRegime
         self._capacities: dict = {}  # (service, piece between breakpoints) -> capacity: this model's workloads only
         self.breakpoints = sorted(
             {fault.since for history in histories for fault in history.faults}
@@ -315,7 +302,12 @@ class ClusterTelemetry:
         else:
             active = tuple(fault for fault in history.faults if fault.since <= t)
             changed = tuple(change for change in history.changes if change.since <= t)
-            key = (hostname, tuple(id(fault) for fault in active), tuple(id(change) for change in changed))
+            # Which of the history's faults and changes are active, by position (the history is this model's own)
+            key = (
+                hostname,
+                tuple(i for i, fault in enumerate(history.faults) if fault.since <= t),
+                tuple(i for i, change in enumerate(history.changes) if change.since <= t),
+            )
         if key not in self._regimes:
             state = apply_changes(apply_faults(copy.deepcopy(history.healthy), active), changed)
             gpus = tuple((gpu, gpu_regime(gpu, state.faults)) for gpu in state.gpus)
@@ -336,48 +328,6 @@ class ClusterTelemetry:
         if self.ledger is None:
             return False
         return any(self.ledger.seconds_within(run.name, a, b) for run in self.workloads.serving)
-
-    def reading_version(self, hostname: str) -> tuple | None:
-        """What a node's GPU readings depend on besides t, the seed and the workloads: its own history's version and,
-        when a workload loads it, its fellow nodes' (a job runs at its slowest rank's pace, a service's capacity is
-        its nodes'). None when the builder gave no versions."""
-        if self.versions is None:
-            return None
-        run = self._role.get(hostname)
-        return (self.versions.get(hostname), *(self.versions.get(other) for other in (run.hostnames if run else ())))
-
-    def readings_version(self, hostnames: Sequence[str]) -> tuple | None:
-        """What the readings of these nodes depend on (reading_version of each, the fellows of a workload once): an
-        answer about them is good while it holds. None when the builder gave no versions."""
-        if self.versions is None:
-            return None
-        hostnames = tuple(hostnames)
-        version = self._readings_versions.get(hostnames)
-        if version is None:
-            runs = {(type(run).__name__, run.name): run for run in map(self._role.get, hostnames) if run is not None}
-            version = self._readings_versions[hostnames] = (
-                tuple(map(self.versions.get, hostnames)),
-                tuple((key, tuple(map(self.versions.get, run.hostnames))) for key, run in sorted(runs.items())),
-            )
-        return version
-
-    def earlier_version(self, version: tuple) -> tuple[tuple, float] | None:
-        """The readings_version these nodes had before faults or changes were last added to some of them, and the
-        moment from which their readings differ (before it, an answer under the earlier version holds); None when
-        none of them only gained faults or changes."""
-        until = math.inf
-
-        def before(generation):
-            nonlocal until
-            if generation not in self.earlier:
-                return generation
-            previous, since = self.earlier[generation]
-            until = min(until, since)
-            return previous
-
-        own, runs = version
-        older = (tuple(map(before, own)), tuple((key, tuple(map(before, fellows))) for key, fellows in runs))
-        return (older, until) if until < math.inf else None
 
     def role(self, hostname: str, t: float):
         run = self._role.get(hostname)

@@ -4,8 +4,6 @@ simulator's model reads the inventory's fingerprint once a page; writes and code
 import pytest
 
 from apps.core.reads import ReadScope, kept_for_this_read
-from apps.inventory.demo import ClusterShape, load_cluster
-from apps.simulator import services as simulator
 
 
 def counting(calls: list):
@@ -33,18 +31,3 @@ def test_a_write_and_code_outside_a_request_keep_nothing(method):
         kept_for_this_read("answer", counting(calls))
     kept_for_this_read("answer", counting(calls))
     assert len(calls) == 3
-
-
-@pytest.mark.django_db
-def test_the_dashboard_reads_the_inventory_fingerprint_once(browser_as, viewer, monkeypatch, settings):
-    settings.RACKPILOT_PROMETHEUS_URL = ""  # the simulator's model, which the panels share
-    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
-    calls = []
-    real = simulator.inventory_fingerprint
-    monkeypatch.setattr(simulator, "inventory_fingerprint", lambda: calls.append(1) or real())
-    page = browser_as(viewer)
-
-    assert page.get("/").status_code == 200
-    assert len(calls) == 1  # four panels ask for the telemetry
-    assert page.get("/").status_code == 200
-    assert len(calls) == 2  # the next page reads it afresh

@@ -2,12 +2,15 @@
 
 import datetime as dt
 import socket
+import time
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
+from apps.monitoring import services
 from apps.simulator import services as simulator
 from apps.workloads.models import InferenceService, TrainingJob
 from apps.workloads.services import set_training_nodes
@@ -37,7 +40,10 @@ def test_pages_need_a_login(client, cluster):
     assert client.get("/telemetry/").status_code == 302
 
 
-def test_the_cluster_page_shows_figures_services_and_energy_per_million_tokens(browser_as, viewer, cluster):
+def test_the_cluster_page_shows_figures_services_and_energy_per_million_tokens(
+    browser_as, viewer, cluster, record_telemetry
+):
+    record_telemetry()
     page = browser_as(viewer).get("/telemetry/", {"window": "1h"}).content.decode()
     assert 'data-plotly-figure="utilisation"' in page and 'data-plotly-figure="power"' in page
     assert "chat" in page and "kWh" in page and "source: simulator" in page
@@ -93,11 +99,19 @@ def test_reading_the_pages_writes_nothing(browser_as, viewer, cluster, django_as
     assert [sql for sql in writes if "django_session" not in sql] == []
 
 
-def test_the_dashboard_counts_gpus_reporting_xid_or_ecc_as_not_healthy(browser_as, viewer, cluster):
+def test_the_dashboard_counts_gpus_reporting_xid_or_ecc_as_not_healthy(
+    browser_as, viewer, cluster, record_telemetry, monkeypatch
+):
+    now = time.time()
+    record_telemetry(until=now)
     before = browser_as(viewer).get("/").content.decode()
     assert "<strong>24</strong> of the 24 GPUs" in before
     simulator.inject_fault(node=cluster["gpu003"], kind="ecc", target="1", parameters={"count": 2})
     simulator.inject_fault(node=cluster["gpu002"], kind="xid79", target="4", parameters={})
+    assert "<strong>24</strong> of the 24 GPUs" in browser_as(viewer).get("/").content.decode()  # not recorded yet
+    later = now + 120  # the next minutes, recorded with the faults
+    record_telemetry(until=later)
+    monkeypatch.setattr(services, "time", SimpleNamespace(time=lambda: later))
     after = browser_as(viewer).get("/").content.decode()
     assert "<strong>22</strong> of the 24 GPUs" in after
     assert "GPU4 —\n      XID 79" in after and "2 uncorrectable ECC errors" in after

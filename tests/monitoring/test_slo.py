@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from apps.monitoring import slo
-from apps.monitoring.telemetry import counter_increase, histogram_quantile
+from apps.monitoring.slo import counter_increase
+from apps.monitoring.telemetry import histogram_quantile
 
 CHAT = slo.SloSpec(
     name="chat-throughput",

@@ -50,13 +50,14 @@ def _failing_pair(a: str, b: str, verdict: str = "fail") -> BenchmarkTest:
     )
 
 
-def test_a_throughput_miss_blames_the_straggler_with_its_incident_and_failing_pair(chat):
+def test_a_throughput_miss_blames_the_straggler_with_its_incident_and_failing_pair(chat, record_telemetry):
     slo = Slo.objects.create(name="chat-tps", objective="throughput", scope="service", service=chat, target=99)
     slow = Node.objects.get(hostname="gpu003")
     incident = Incident.objects.create(title="NCCL timeout on gpu003", node=slow)
     Incident.objects.create(title="resolved long ago", node=slow, state="resolved")
     _failing_pair("gpu003", "gpu004")
     _failing_pair("gpu001", "gpu002", verdict="pass")
+    record_telemetry()
 
     status = services.slo_status(slo)
 
@@ -74,8 +75,9 @@ def test_a_throughput_miss_blames_the_straggler_with_its_incident_and_failing_pa
     assert len(first["gpus"]) == 2 and {"gpu", "mean_util", "mean_sm_clock_mhz"} <= set(first["gpus"][0])
 
 
-def test_a_utilisation_miss_blames_the_nodes_below_target_in_points(chat):
+def test_a_utilisation_miss_blames_the_nodes_below_target_in_points(chat, record_telemetry):
     slo = Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=95)
+    record_telemetry()
     status = services.slo_status(slo, windows=("1h",))
 
     assert status["budgets"][0].met is False and status["blame_window"] == "1h"
@@ -87,10 +89,11 @@ def test_a_utilisation_miss_blames_the_nodes_below_target_in_points(chat):
     assert dragged == sorted(dragged, key=lambda d: -d["drag"])
 
 
-def test_page_and_api_show_the_blame_and_the_30_day_window(chat, browser_as, api_as, viewer):
+def test_page_and_api_show_the_blame_and_the_30_day_window(chat, browser_as, api_as, viewer, record_telemetry):
     slo = Slo.objects.create(name="chat-tps", objective="throughput", scope="service", service=chat, target=99)
     Incident.objects.create(title="NCCL timeout on gpu003", node=Node.objects.get(hostname="gpu003"))
     _failing_pair("gpu003", "gpu004")
+    record_telemetry()
 
     page = browser_as(viewer).get("/telemetry/slos/").content.decode()
     assert "<th>30d: compliance" in page and 'data-dragger="gpu003"' in page

@@ -8,8 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import Cable, Gpu, Node
-from apps.inventory.services import drain_nodes
+from apps.inventory.models import Node
 from apps.parsers.dcgm_exporter import parse_dcgm_exporter
 from apps.simulator import services
 from apps.simulator.exporters import dcgm_exposition, vllm_exposition
@@ -106,53 +105,6 @@ def test_a_power_cap_lowers_clocks_and_the_services_capacity(cluster):
     assert reading["power_limit_w"] == 400 and reading["power_w"] <= 400
     assert reading["reasons"] & REASON_BITS["sw_power_cap"]
     assert capped.service_capacity(run, t) < healthy * 0.95
-
-
-def test_a_change_to_a_nodes_own_rows_rebuilds_its_history_alone_and_a_cabling_change_the_nodes_it_moves(cluster):
-    first = model()
-    others = ("gpu003", "gpu004", "gpu005")
-    assert model().histories["gpu002"] is first.histories["gpu002"]  # one fingerprint: the histories are shared
-    assert len(first.node_regime("gpu002", T0).gpus) == 8
-
-    Gpu.objects.get(node__hostname="gpu002", index=7).delete()  # off the inventory: the node has 7 GPUs now
-    fault = inject("gpu001", "power_cap", "0", watts=400)
-    after = model()
-    assert all(after.histories[hostname] is first.histories[hostname] for hostname in others)
-    assert after.histories["gpu001"].faults and not first.histories["gpu001"].faults
-    assert after.gpu_reading("gpu001", 0, fault.created.timestamp() + 1)["power_limit_w"] == 400
-    assert len(after.node_regime("gpu002", T0).gpus) == 7  # its kept regime went with its old history
-    assert len(after.node_regime("gpu003", T0).gpus) == 8
-
-    cable = Cable.objects.filter(a_nic__node__hostname="gpu004").first()
-    cable.save()  # the cabling is shared (leaf uplink ratios): every node is built again, into the history it had
-    resaved = model()
-    assert all(resaved.histories[hostname] is after.histories[hostname] for hostname in others)
-    assert resaved.versions == after.versions
-
-    uplinks = Cable.objects.filter(a_switch__name="leaf-r01-a", b_switch__isnull=False)
-    Cable.objects.filter(pk__in=list(uplinks.values_list("pk", flat=True))[1:]).delete()  # one uplink left
-    recabled = model()
-    assert all(recabled.histories[hostname] is not after.histories[hostname] for hostname in others)
-    assert all(recabled.versions[hostname] != after.versions[hostname] for hostname in others)
-    assert recabled.histories["gpu003"].healthy.leaf_uplink_ratio < after.histories["gpu003"].healthy.leaf_uplink_ratio
-    assert len(recabled.histories) == 5
-
-
-def test_a_drain_or_an_edited_comment_leaves_the_nodes_history_and_its_generation(cluster):
-    first = model()
-    drain_nodes(nodes=Node.objects.filter(hostname="gpu002"), reason="fan noise")
-    node = Node.objects.get(hostname="gpu002")
-    node.comments = "fan noise: drained for a look"
-    node.save()
-    after = model()
-    assert after.fingerprint != first.fingerprint  # the node's row moved, so it was built again ...
-    assert after.histories["gpu002"] is first.histories["gpu002"]  # ... into the history it had
-    assert after.versions == first.versions
-    inject("gpu002", "power_cap", "0", watts=400)
-    assert model().versions["gpu002"] != first.versions["gpu002"]
-    assert {h: v for h, v in model().versions.items() if h != "gpu002"} == {
-        h: v for h, v in first.versions.items() if h != "gpu002"
-    }
 
 
 def test_xid_and_ecc_faults_show_in_their_fields(cluster):

@@ -25,13 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-demo", action="store_true", help="Do not load the demo cluster.")
-        parser.add_argument(
-            "--no-warm-up",
-            action="store_true",
-            help="Do not keep the dashboard's, telemetry's and SLOs' answers warm (at start, then every minute).",
-        )
 
-    def handle(self, *args, host, port, no_demo, no_warm_up, **options):
+    def handle(self, *args, host, port, no_demo, **options):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo and not Node.objects.exists():
             call_command("load_demo", stdout=self.stdout)
@@ -46,11 +41,6 @@ class Command(BaseCommand):
 
             start_embedded_worker()
             self.stdout.write("Embedded wiring: SQLite, an in-process Celery worker and channel layer.")
-        if not no_warm_up:
-            from apps.monitoring.warmup import start_warm_up
-            from portal.gctune import tune_for_serving
-
-            start_warm_up(then=tune_for_serving)
         self.stdout.write(f"Rackpilot is at http://{host}:{port}/ — Ctrl-C stops it.")
         # No per-message deflate: see docs/jobs.md, "Live events at scale".
         uvicorn.run(

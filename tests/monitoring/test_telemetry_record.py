@@ -1,0 +1,149 @@
+"""The embedded wiring's telemetry record (apps.monitoring.recorder): appended every minute with the cluster as it is
+then, never rewritten; backfilled for the pages' windows with progress; read by the pages instead of working the fleet
+out. The clock is the `until` the recorder is given and the `end` of the windows read."""
+
+import datetime as dt
+import logging
+
+import pytest
+
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import Node
+from apps.monitoring import recorder, services
+from apps.monitoring.models import RecordedSample, Slo
+from apps.monitoring.telemetry import RECORDED_FLEET, RECORDED_TOKENS, SimulatorTelemetry, TelemetryPending, Window
+from apps.simulator import services as simulator
+from apps.simulator.models import SimFault
+from apps.workloads.models import InferenceService
+
+pytestmark = pytest.mark.django_db
+
+T = 1_790_000_000 // 86_400 * 86_400  # a fixed midnight: every window's steps fall on it
+XID = RECORDED_FLEET[("xid", "max")]
+
+
+def _at(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+
+
+@pytest.fixture
+def chat(db):
+    """Four nodes, booted three days before T; a service on two of them since two days before T."""
+    load_cluster(ClusterShape(compute_nodes=4, nodes_per_rack=4, management_nodes=0))
+    service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=4000)
+    service.nodes.set(Node.objects.filter(hostname__in=["gpu001", "gpu002"]))
+    InferenceService.objects.update(created=_at(T - 2 * 86_400))
+    Node.objects.update(created=_at(T - 3 * 86_400))
+    return InferenceService.objects.get()
+
+
+def _series(name: str, until: float, labels: str = "") -> dict[int, float]:
+    return dict(RecordedSample.objects.of(name, labels).filter(time__lte=until).values_list("time", "value"))
+
+
+def test_a_cleared_fault_leaves_what_was_recorded_and_changes_only_what_is_recorded_after(chat):
+    fault = simulator.inject_fault(node=Node.objects.get(hostname="gpu003"), kind="xid79", target="3")
+    SimFault.objects.filter(pk=fault.pk).update(created=_at(T - 1800))  # off the bus for the last half hour
+    recorder.record_telemetry(until=T)
+    before = _series(XID, T)
+    assert before[T] == 79 and before[T - 1800] == 79 and before[T - 1860] == 0
+
+    simulator.clear_fault(fault=SimFault.objects.get(pk=fault.pk))
+    recorder.record_telemetry(until=T + 600)
+
+    after = _series(XID, T + 600)
+    assert {t: after[t] for t in before} == before  # the past stays as it was recorded
+    assert [after[T + k * 60] for k in range(1, 11)] == [0.0] * 10  # the future is the cleared cluster's
+
+
+def test_recording_twice_records_once(chat):
+    first = recorder.record_telemetry(until=T)
+    rows = RecordedSample.objects.count()
+    assert first == 60 + 12 + 12  # the last hour's minutes, and its 5-minute steps twice (buckets, energy)
+    assert recorder.record_telemetry(until=T) == 0 and RecordedSample.objects.count() == rows
+    assert recorder.record_telemetry(until=T + 90) == 1  # one new minute
+    assert RecordedSample.objects.of(recorder.MARK, recorder.MINUTE_PART).filter(time=T + 60).exists()
+
+
+def test_rows_past_the_retention_are_pruned(chat):
+    recorder.record_telemetry(until=T)
+    recorder.record_telemetry(until=T + recorder.RETENTION_S + 120)
+    assert not RecordedSample.objects.filter(time__lte=T).exists()
+
+
+def test_a_page_before_the_backfill_says_how_far_the_record_is_and_the_backfill_logs_its_progress(chat, caplog):
+    window = Window.named("24h", end=T)
+    assert services.cluster_page(window=window)["error"] == "telemetry being recorded: 0 %"
+    recorder.record_telemetry(until=T)  # the last hour: two of the day's 61 steps (24 minutes apart) are in it
+    assert services.cluster_page(window=window)["error"] == f"telemetry being recorded: {int(100 * 3 / 61)} %"
+
+    with caplog.at_level(logging.INFO, logger="apps.monitoring.recorder"):
+        recorded = recorder.backfill(until=T)
+
+    steps = sum(len(times) for times in recorder.backfill_times(until=T).values())
+    assert 0 < recorded < steps  # the last hour's steps were recorded already
+    progress = [record.getMessage() for record in caplog.records if "recorded" in record.getMessage()]
+    assert progress[-1] == f"Telemetry backfill: recorded {recorded:,} of {recorded:,} steps"
+    assert len(progress) > 2  # a line a batch
+    assert services.cluster_page(window=window)["error"] == ""
+    assert recorder.backfill(until=T) == 0  # done: nothing to do again
+
+
+def test_the_cluster_page_reads_the_record_and_works_out_the_service_alone(chat, monkeypatch):
+    recorder.record_telemetry(until=T)
+    recorder.backfill(until=T)
+    built = []
+    real = simulator.telemetry_model
+    monkeypatch.setattr(simulator, "telemetry_model", lambda **kw: built.append(kw.get("hostnames")) or real(**kw))
+    window = Window.named("24h", end=T)
+
+    context = services.cluster_page(window=window)
+
+    assert not context["error"] and context["services"][0]["mean_tokens_per_second"] > 0
+    assert built and all(hostnames == ["gpu001", "gpu002"] for hostnames in built)  # the service's energy, alone
+    recorded = _series(RECORDED_FLEET[("util", "avg")], T)
+    panel = SimulatorTelemetry().fleet_series("util", "avg", hostnames=[], window=window)[0]
+    assert panel.points == [(float(t), recorded[int(t)]) for t in window.times()]
+    tokens = SimulatorTelemetry().tokens_per_second(service="chat", window=window)
+    rates = _series(RECORDED_TOKENS, T, "service=chat")
+    # avg_over_time of the recorded 5-minute rates over each step: the last step's 24 minutes are all recorded, an
+    # earlier step (backfilled) has its own sample alone.
+    last = [rate for t, rate in rates.items() if T - window.step < t <= T]
+    assert len(last) == 24 and tokens.points[-1] == (float(T), pytest.approx(sum(last) / 24))
+    earlier = T - 10 * window.step
+    assert dict(tokens.points)[earlier] == pytest.approx(rates[int(earlier)])
+
+
+def test_the_slo_counts_are_the_recorded_verdicts(chat):
+    Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=40)
+    recorder.record_telemetry(until=T)
+    verdicts = RecordedSample.objects.of(recorder.SLO_GOOD, "slo=chat-util").filter(time__gt=T - 3600)
+    judged, good = SimulatorTelemetry().recorded_slo_counts(slo="chat-util", span=3600, end=T)
+    assert judged == verdicts.count() == 60 and good == sum(verdicts.values_list("value", flat=True))
+    with pytest.raises(TelemetryPending):  # the day is not recorded: no count from an hour of it
+        SimulatorTelemetry().recorded_slo_counts(slo="chat-util", span=86_400, end=T)
+
+
+def test_where_prometheus_records_nothing_is_recorded_here_and_one_run_at_a_time_in_the_embedded_loop(chat, settings):
+    assert recorder._RUNNING.acquire(blocking=False)
+    try:
+        assert recorder.record_in_background() is None  # the first backfill still running: this minute waits
+    finally:
+        recorder._RUNNING.release()
+    settings.RACKPILOT_PROMETHEUS_URL = "http://127.0.0.1:9090"
+    assert recorder.record_in_background() is None
+    assert recorder.record_telemetry(until=T) == 0 and recorder.backfill(until=T) == 0
+    assert not RecordedSample.objects.exists()
+
+
+def test_the_gpus_reporting_errors_are_read_from_the_recorded_minute(chat):
+    fault = simulator.inject_fault(node=Node.objects.get(hostname="gpu004"), kind="xid79", target="2")
+    SimFault.objects.filter(pk=fault.pk).update(created=_at(T - 90))
+    recorder.record_telemetry(until=T)
+    source = SimulatorTelemetry()
+    hosts = ["gpu001", "gpu002", "gpu003", "gpu004"]
+    assert source.gpu_values_at("xid", hostnames=hosts, at=T + 45) == {("gpu004", "2"): 79.0}  # the minute before
+    assert source.gpu_values_at("xid", hostnames=hosts, at=T - 120) == {}  # before the fault struck
+    assert source.gpu_values_at("xid", hostnames=["gpu001"], at=T) == {}
+    with pytest.raises(TelemetryPending):
+        source.gpu_values_at("xid", hostnames=hosts, at=T + 600)  # nothing recorded within the lookback
