@@ -23,7 +23,7 @@ import uuid
 from functools import reduce
 from operator import and_, or_
 
-from django.core.exceptions import FieldError
+from django.core.exceptions import FieldDoesNotExist, FieldError
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connections
 from django.db.models import Q
@@ -136,9 +136,36 @@ def total_ordering(queryset) -> list[str]:
     if any(not isinstance(name, str) or name.lstrip("-") in ("?", "") for name in ordering):
         raise ValidationError({CURSOR_PARAM: ["This list's order cannot be paged by cursor; page by offset."]})
     ordering = ["pk" if name == "id" else "-pk" if name == "-id" else name for name in ordering]
+    ordering = [column for name in ordering for column in _columns(query.model, name)]
     if "pk" not in ordering and "-pk" not in ordering:
         ordering.append("pk")
     return ordering[: ordering.index("pk") + 1] if "pk" in ordering else ordering[: ordering.index("-pk") + 1]
+
+
+def _columns(model, name: str, *, depth: int = 0) -> list[str]:
+    """The columns `name` orders by, as Django reads it: a relation (`?ordering=site`) orders by the related model's
+    own ordering (its name, say), else by its key, with the direction carried through. A cursor holds column values,
+    never a related object."""
+    descending, path = name.startswith("-"), name.lstrip("-")
+    if path == "pk":
+        return [name]
+    target = model
+    try:
+        for part in path.split("__"):
+            field = target._meta.get_field(part)
+            target = field.related_model if field.is_relation else None
+            if target is None:
+                break
+    except FieldDoesNotExist:  # an annotation or a transform: left for the database to judge
+        return [name]
+    if target is None or not field.is_relation or depth > 3:
+        return [name]
+    columns = []
+    for inner in target._meta.ordering or ["pk"]:
+        inner_descending = inner.startswith("-")
+        joined = ("-" if descending != inner_descending else "") + f"{path}__{inner.lstrip('-')}"
+        columns += _columns(model, joined, depth=depth + 1)
+    return columns
 
 
 def after_row(ordering: list[str], values: list, *, nulls_largest: bool) -> Q:

@@ -98,3 +98,20 @@ def test_a_cursor_page_still_refuses_an_offset_past_the_bound(api_as, viewer):
     # The cursor page ignores the offset, but a value the schema refuses is refused there too.
     response = api_as(viewer).get("/api/nodes/", {"cursor": "", "offset": str(2**63)})
     assert response.status_code == 400 and "offset" in response.json(), response.content
+
+
+@pytest.mark.parametrize("ordering", ["site", "-site"])
+def test_a_cursor_walk_ordered_by_a_relation_follows_its_ordering(api_as, viewer, ordering):
+    """`?ordering=site` orders by the site's own ordering (its name): the cursor holds that name, not the Site (once a
+    500, "Object of type Site is not JSON serializable")."""
+    for name in ("b-site", "a-site", "c-site"):
+        site = factories.make_site(name=name)
+        for rack in range(3):
+            factories.make_rack(site=site, name=f"{name}-r{rack}")
+
+    rows = walk(api_as(viewer), "/api/racks/", {"limit": 2, "ordering": ordering})
+    offset_rows = api_as(viewer).get("/api/racks/", {"limit": 100, "ordering": ordering}).data["results"]
+
+    assert [row["name"] for row in rows] == [row["name"] for row in offset_rows]
+    sites = [row["name"].rsplit("-r", 1)[0] for row in rows]
+    assert sites == sorted(sites, reverse=ordering.startswith("-")) and len(rows) == 9
