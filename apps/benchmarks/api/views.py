@@ -3,7 +3,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
@@ -33,6 +33,7 @@ from apps.benchmarks.models import (
     TimelineAnalysis,
 )
 from apps.core.listing import sort_fields
+from apps.core.parsers import BoundedJSONParser
 from apps.jobs.api.serializers import JobSerializer
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec
@@ -155,7 +156,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     lookup_value_regex = UUID_PATTERN
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, BoundedJSONParser]
     write_role = Role.OPERATOR
 
     def get_queryset(self):
@@ -183,7 +184,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         request=TimelineFromJobSerializer,
         responses={201: TimelineAnalysisSerializer, 400: OpenApiResponse(description="The field at fault.")},
     )
-    @action(detail=False, methods=["post"], url_path="from-training-job", parser_classes=[JSONParser])
+    @action(detail=False, methods=["post"], url_path="from-training-job", parser_classes=[BoundedJSONParser])
     def from_training_job(self, request):
         """Profile a (simulated) training job's ranks for some steps and store the breakdown."""
         data = TimelineFromJobSerializer(data=request.data)
@@ -199,7 +200,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         request=TimelineFromNodesSerializer,
         responses={201: JobSerializer, 400: OpenApiResponse(description="The field at fault; nothing is started.")},
     )
-    @action(detail=False, methods=["post"], url_path="from-nodes", parser_classes=[JSONParser])
+    @action(detail=False, methods=["post"], url_path="from-nodes", parser_classes=[BoundedJSONParser])
     def from_nodes(self, request):
         """Read trace files off the nodes a run wrote them on (a timeline-trace job); the analysis is stored, with
         its `job`, once every file has been read."""

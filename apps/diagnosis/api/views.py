@@ -4,11 +4,12 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.core.listing import sort_fields
+from apps.core.parsers import BoundedJSONParser
 from apps.core.text import echo
 from apps.diagnosis import rehearsal, services
 from apps.diagnosis.api.serializers import (
@@ -34,7 +35,7 @@ UUID_PATTERN = r"[0-9a-fA-F-]{36}"
 class TriageViewSet(viewsets.ViewSet):
     """Log triage: POST a log, get the problems it shows with the lines they come from. Reads only (viewers too)."""
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
     write_role = Role.VIEWER  # the POST stores nothing
 
     @extend_schema(
