@@ -16,7 +16,9 @@ from apps.core.threads import thread_connection_returned
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring import bmc, loadtest, recording, validating
+from apps.monitoring import loadtest, recording, validating
+from apps.monitoring.bmc import clients
+from apps.monitoring.bmc.polling import KIND as BMC_POLL
 from apps.monitoring.choices import PollResult
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.sim import get_simulator
@@ -40,7 +42,7 @@ class BmcPollParameters(serializers.Serializer):
 
 @register_kind
 class BmcPoll(JobKind):
-    name = "bmc-poll"
+    name = BMC_POLL
     label = "BMC readings"
     description = (
         "Reads each node's BMC over IPMI (ipmitool sdr, dcmi power reading) or Redfish (Thermal, Power, "
@@ -51,8 +53,8 @@ class BmcPoll(JobKind):
     rerun_on_worker_loss = True  # read-only on the BMCs; readings are written once, when the shard ends
 
     def __init__(self):
-        self.logins: dict[str, tuple[int, bmc.BmcLogin]] = {}
-        self.outcomes: dict[tuple[str, str], bmc.PollOutcome] = {}
+        self.logins: dict[str, tuple[int, clients.BmcLogin]] = {}
+        self.outcomes: dict[tuple[str, str], clients.PollOutcome] = {}
         self.transport = "local"
         self.at = timezone.now()
         self.seed, self.load = 0, 0.0
@@ -68,7 +70,7 @@ class BmcPoll(JobKind):
     def prepare(self, job, shard) -> None:
         self.logins = recording.shard_logins(shard)
         self.transport = job.transport
-        self.at = bmc.polled_at(timezone.now())
+        self.at = clients.polled_at(timezone.now())
         simulator = get_simulator()
         self.seed = getattr(simulator, "seed", settings.RACKPILOT_SIM_SEED)
         self.load = getattr(simulator, "load", 0.0)
@@ -79,15 +81,15 @@ class BmcPoll(JobKind):
         async def read(target: NodeTarget, run) -> CommandResult:
             found = self.logins.get(target.hostname)
             if found is None:
-                outcome = bmc.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
+                outcome = clients.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
             else:
                 node_id, login = found
                 if self.transport == "sim":
-                    link = bmc.SimulatedBmcLink(login, node_id, seed=self.seed, load=self.load, at=self.at)
-                    outcome = await bmc.poll(login, ipmi=link.ipmitool, redfish=link.redfish)
+                    link = clients.SimulatedBmcLink(login, node_id, seed=self.seed, load=self.load, at=self.at)
+                    outcome = await clients.poll(login, ipmi=link.ipmitool, redfish=link.redfish)
                 else:
-                    ipmi, redfish = bmc.local_ipmitool(login, timeout), bmc.local_redfish(login, timeout)
-                    outcome = await bmc.poll(login, ipmi=ipmi, redfish=redfish)
+                    ipmi, redfish = clients.local_ipmitool(login, timeout), clients.local_redfish(login, timeout)
+                    outcome = await clients.poll(login, ipmi=ipmi, redfish=redfish)
             self.outcomes[target.hostname, step.name] = outcome
             ok = outcome.result in (PollResult.OK, PollResult.PARTIAL)
             return CommandResult(

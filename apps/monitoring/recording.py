@@ -1,17 +1,16 @@
 """What the `bmc-poll` kind reads before its fan-out and writes after it (kept apart from the kind, so that the
 app's services may import the kind and the kind this module)."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
 from apps.jobs.models import JobShard, JobStep
 from apps.monitoring import loadtest, validating
-from apps.monitoring.bmc import BmcLogin, PollOutcome
+from apps.monitoring.bmc.clients import BmcLogin, PollOutcome
 from apps.monitoring.choices import PollResult
 from apps.monitoring.models import Bmc, BmcReading, BusinessValidation
 from apps.workloads.models import InferenceService
@@ -62,13 +61,6 @@ def record_polls(outcomes: dict[int, PollOutcome], *, at: datetime) -> int:
                 **{counter: F(counter) + 1},
             )
     return len(rows)
-
-
-def prune_readings(*, days: int, now: datetime | None = None) -> int:
-    """Delete readings older than `days`; returns how many went."""
-    cutoff = (now or timezone.now()) - timedelta(days=days)
-    deleted, _ = BmcReading.objects.filter(time__lt=cutoff).delete()
-    return deleted
 
 
 # --- business-validation ---------------------------------------------------------------------------------------

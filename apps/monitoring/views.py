@@ -1,5 +1,5 @@
 """Monitoring pages: the cluster and one node's telemetry over a chosen window, a node's BMC settings, and
-Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmcs do the work."""
+Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmc do the work."""
 
 import secrets
 
@@ -17,7 +17,8 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
-from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
+from apps.monitoring import charts, gpuhours, grafana, services, slo, validations
+from apps.monitoring.bmc import polling
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
@@ -115,7 +116,7 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            bmcs.save_bmc(
+            polling.save_bmc(
                 node=node,
                 address=data["address"],
                 protocol=data["protocol"],

@@ -11,9 +11,9 @@ from apps.inventory.models import Node, Site
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
-from apps.monitoring import recording
-from apps.monitoring.kinds import BmcPoll
-from apps.monitoring.models import Bmc, BmcSchedule
+from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
+
+KIND = "bmc-poll"  # the kind: apps/monitoring/kinds.py
 
 
 @transaction.atomic
@@ -63,7 +63,7 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
         interval = site_interval(site)
         if interval is None:
             continue
-        polls = Job.objects.filter(kind=BmcPoll.name, parameters__site=site.slug)
+        polls = Job.objects.filter(kind=KIND, parameters__site=site.slug)
         if polls.filter(status__in=JOB_ACTIVE).exists():
             continue
         last = polls.aggregate(last=Max("created"))["last"]
@@ -73,7 +73,7 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
         spec = TargetSpec(nodes=tuple(str(public_id) for public_id in nodes.values_list("public_id", flat=True)))
         started.append(
             create_job(
-                kind=BmcPoll.name,
+                kind=KIND,
                 targets=spec,
                 parameters={"site": site.slug},
             )
@@ -81,5 +81,8 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
     return started
 
 
-def prune_readings() -> int:
-    return recording.prune_readings(days=settings.RACKPILOT_BMC_RETENTION_DAYS)
+def prune_readings(*, now: datetime | None = None) -> int:
+    """Delete readings older than RACKPILOT_BMC_RETENTION_DAYS; returns how many went."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.RACKPILOT_BMC_RETENTION_DAYS)
+    deleted, _ = BmcReading.objects.filter(time__lt=cutoff).delete()
+    return deleted
