@@ -17,7 +17,7 @@ from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
 from apps.monitoring import loadtest, recording, validating
-from apps.monitoring.bmc import clients
+from apps.monitoring.bmc import clients, logins, readings
 from apps.monitoring.bmc.polling import KIND as BMC_POLL
 from apps.monitoring.choices import PollResult
 from apps.nodeexec.base import CommandResult, NodeTarget
@@ -53,8 +53,8 @@ class BmcPoll(JobKind):
     rerun_on_worker_loss = True  # read-only on the BMCs; readings are written once, when the shard ends
 
     def __init__(self):
-        self.logins: dict[str, tuple[int, clients.BmcLogin]] = {}
-        self.outcomes: dict[tuple[str, str], clients.PollOutcome] = {}
+        self.logins: dict[str, tuple[int, logins.BmcLogin]] = {}
+        self.outcomes: dict[tuple[str, str], readings.PollOutcome] = {}
         self.transport = "local"
         self.at = timezone.now()
         self.seed, self.load = 0, 0.0
@@ -68,9 +68,9 @@ class BmcPoll(JobKind):
         return [StepSpec(STEP, "", "BMC", timeout=timeout * 4 + 5, stop_on_failure=False)]
 
     def prepare(self, job, shard) -> None:
-        self.logins = recording.shard_logins(shard)
+        self.logins = logins.shard_logins(shard)
         self.transport = job.transport
-        self.at = clients.polled_at(timezone.now())
+        self.at = readings.polled_at(timezone.now())
         simulator = get_simulator()
         self.seed = getattr(simulator, "seed", settings.RACKPILOT_SIM_SEED)
         self.load = getattr(simulator, "load", 0.0)
@@ -81,7 +81,7 @@ class BmcPoll(JobKind):
         async def read(target: NodeTarget, run) -> CommandResult:
             found = self.logins.get(target.hostname)
             if found is None:
-                outcome = clients.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
+                outcome = readings.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
             else:
                 node_id, login = found
                 if self.transport == "sim":
@@ -112,7 +112,7 @@ class BmcPoll(JobKind):
 
     def shard_finished(self, job, shard) -> None:
         polled = [(hostname, outcome) for (hostname, _), outcome in self.outcomes.items() if hostname in self.logins]
-        written = recording.record_polls({self.logins[host][0]: outcome for host, outcome in polled}, at=self.at)
+        written = readings.record_polls({self.logins[host][0]: outcome for host, outcome in polled}, at=self.at)
         for hostname, outcome in polled:
             if outcome.result == PollResult.AUTH_FAILED:  # the finding an operator must act on: fix the login
                 emit(job, outcome.message, level=EventLevel.ERROR, hostname=hostname, step=STEP)

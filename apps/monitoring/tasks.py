@@ -5,7 +5,7 @@ import time
 from celery import shared_task
 
 from apps.monitoring import progress, recorder
-from apps.monitoring.bmc import polling
+from apps.monitoring.bmc import polling, readings
 
 
 @shared_task(name="rackpilot.monitoring.poll_bmcs", ignore_result=True, time_limit=120)
@@ -16,7 +16,7 @@ def poll_bmcs() -> int:
 
 @shared_task(name="rackpilot.monitoring.prune_bmc_readings", ignore_result=True, time_limit=1800)
 def prune_bmc_readings() -> int:
-    return polling.prune_readings()
+    return readings.prune_readings()
 
 
 @shared_task(name="rackpilot.monitoring.read_training_progress", ignore_result=True, time_limit=120)

@@ -18,7 +18,7 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import charts, gpuhours, grafana, services, slo, validations
-from apps.monitoring.bmc import polling
+from apps.monitoring.bmc import logins
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
@@ -116,7 +116,7 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            polling.save_bmc(
+            logins.save_bmc(
                 node=node,
                 address=data["address"],
                 protocol=data["protocol"],

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from apps.core.outbound import OutboundRefused, check_target, public_addresses
-from apps.monitoring.bmc.clients import BmcLogin, poll
+from apps.monitoring.bmc.clients import poll
+from apps.monitoring.bmc.logins import BmcLogin
 from apps.monitoring.choices import PollResult
 from apps.monitoring.loadtest import EndpointRefused, check_endpoint
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
-from apps.monitoring.bmc import polling
+from apps.monitoring.bmc import polling, readings
 from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +73,7 @@ def test_old_readings_are_pruned(gpu_node, settings):
             node=gpu_node, time=now - timedelta(days=age), kind="power", sensor="DCMI Power", unit="W", value=1.0
         )
 
-    assert polling.prune_readings() == 1
+    assert readings.prune_readings() == 1
     assert BmcReading.objects.get().time > now - timedelta(days=2)
 
 

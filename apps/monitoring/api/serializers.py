@@ -4,11 +4,11 @@ from rest_framework import serializers
 from apps.core.validators import host_validator
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
-from apps.monitoring.bmc import polling
 from apps.monitoring.bmc.logins import (
     PASSWORD_MAX_CHARS,
     bmc_user_validator,
     password_characters_validator,
+    save_bmc,
     validate_password,
 )
 from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PollResult
@@ -72,7 +72,7 @@ class BmcSerializer(serializers.Serializer):
     def save_settings(self, node, values: dict) -> Bmc:
         current = self.instance
         try:
-            return polling.save_bmc(
+            return save_bmc(
                 node=node,
                 address=values.get("address", node.bmc_address),
                 protocol=values.get("protocol", getattr(current, "protocol", BmcProtocol.IPMI)),

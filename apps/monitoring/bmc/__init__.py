@@ -1,7 +1,8 @@
-"""Reading the nodes' BMCs: clients.py reads one BMC (IPMI or Redfish, the simulated ones too), logins.py holds what
-a BMC's settings may be, polling.py the per-site schedule and the readings' pruning. The `bmc-poll` kind is in
-apps/monitoring/kinds.py."""
+"""Reading the nodes' BMCs. logins.py: a BMC's settings (what they may hold, saving them, the login a poll uses);
+clients.py: reading one BMC over IPMI or Redfish (the simulated ones too); readings.py: what a poll gives and
+storing it as series; polling.py: the per-site schedule that starts `bmc-poll` jobs (the kind:
+apps/monitoring/kinds.py)."""
 
-from apps.monitoring.bmc.clients import Reading, chassis_power
+from apps.monitoring.bmc.readings import Reading, chassis_power
 
 __all__ = ["Reading", "chassis_power"]  # what the node page's panels (apps/monitoring/panels.py) read of a poll

@@ -1,9 +1,9 @@
-"""BMC settings of a node, the per-site schedule of BMC reads, pruning old readings."""
+"""The per-site schedule of BMC reads: which sites are due, and starting their `bmc-poll` jobs (the kind:
+apps/monitoring/kinds.py)."""
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -11,37 +11,9 @@ from apps.inventory.models import Node, Site
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
-from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
+from apps.monitoring.models import BmcSchedule
 
-KIND = "bmc-poll"  # the kind: apps/monitoring/kinds.py
-
-
-@transaction.atomic
-def save_bmc(
-    *,
-    node: Node,
-    address: str,
-    protocol: str,
-    port: int | None,
-    user: str,
-    verify_tls: bool,
-    password: str = "",
-    clear_password: bool = False,
-) -> Bmc:
-    """Create or change a node's BMC settings. An empty `password` keeps the stored one (it is write-only);
-    `clear_password` forgets it. The address is the node's own bmc_address. Validated by the form or serializer."""
-    bmc = Bmc.objects.filter(node=node).first() or Bmc(node=node)
-    bmc.protocol, bmc.port, bmc.user, bmc.verify_tls = protocol, port, user, verify_tls
-    if password:
-        bmc.set_password(password)
-    elif clear_password:
-        bmc.set_password("")
-    bmc.full_clean(exclude=["node"])
-    bmc.save()
-    if node.bmc_address != address:
-        node.bmc_address = address
-        node.save(update_fields=["bmc_address", "updated"])
-    return bmc
+KIND = "bmc-poll"
 
 
 def site_interval(site: Site) -> int | None:
@@ -79,10 +51,3 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
             )
         )
     return started
-
-
-def prune_readings(*, now: datetime | None = None) -> int:
-    """Delete readings older than RACKPILOT_BMC_RETENTION_DAYS; returns how many went."""
-    cutoff = (now or timezone.now()) - timedelta(days=settings.RACKPILOT_BMC_RETENTION_DAYS)
-    deleted, _ = BmcReading.objects.filter(time__lt=cutoff).delete()
-    return deleted
