@@ -16,10 +16,11 @@ from apps.core.threads import thread_connection_returned
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring import loadtest, recording, validating
 from apps.monitoring.bmc import clients, logins, readings
 from apps.monitoring.bmc.polling import KIND as BMC_POLL
 from apps.monitoring.choices import PollResult
+from apps.monitoring.validation import loadtest, measure, recording
+from apps.monitoring.validation.runs import KIND as BUSINESS_VALIDATION
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.sim import get_simulator
 from apps.workloads.models import InferenceService
@@ -186,7 +187,7 @@ def _service(value: str) -> InferenceService | None:
 
 @register_kind
 class BusinessValidation(JobKind):
-    name = "business-validation"
+    name = BUSINESS_VALIDATION
     label = "Business validation"
     description = (
         "A serving load test against the inference service's OpenAI-compatible endpoint (streamed completions at a "
@@ -197,7 +198,7 @@ class BusinessValidation(JobKind):
     transports = ("local", "sim")  # the load comes from the worker's host: the simulator's endpoint, or the real one
 
     def __init__(self):
-        self.plan: validating.Plan | None = None
+        self.plan: measure.Plan | None = None
         self.why = ""
         self.service_id: int | None = None
         self.launcher = ""
@@ -215,7 +216,7 @@ class BusinessValidation(JobKind):
             if target.hostname != self.launcher:
                 return CommandResult(exit_code=0, stdout=f"the load test runs in {self.launcher}'s cell\n".encode())
             if self.plan is None:
-                answer = validating.could_not_run(self.why)
+                answer = measure.could_not_run(self.why)
             else:
                 stop = threading.Event()
                 try:
@@ -232,9 +233,9 @@ class BusinessValidation(JobKind):
         return load
 
     @staticmethod
-    def _measure(plan: validating.Plan, stop: threading.Event) -> dict:
+    def _measure(plan: measure.Plan, stop: threading.Event) -> dict:
         with thread_connection_returned():  # the telemetry interface reads the database (the simulator's model)
-            return validating.measure(plan, stop=stop)
+            return measure.measure(plan, stop=stop)
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         answer = self.answers.get((target.hostname, step.name))

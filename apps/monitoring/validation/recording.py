@@ -6,12 +6,12 @@ from urllib.parse import quote
 
 from django.conf import settings
 
-from apps.monitoring import loadtest, validating
 from apps.monitoring.models import BusinessValidation
+from apps.monitoring.validation import loadtest, measure
 from apps.workloads.models import InferenceService
 
 
-def validation_plan(job) -> tuple[validating.Plan | None, str, int | None]:
+def validation_plan(job) -> tuple[measure.Plan | None, str, int | None]:
     """(plan, why not, service id) for a business-validation job: the service's endpoint (the simulator's for it over
     the sim transport), nodes, design figures and the load profile from the job's parameters."""
     parameters = job.parameters
@@ -26,7 +26,7 @@ def validation_plan(job) -> tuple[validating.Plan | None, str, int | None]:
         endpoint = f"http://{exporters}/services/{quote(service.name, safe='')}/v1"
     if not endpoint:
         return None, f"{service.name} has no endpoint", service.pk
-    plan = validating.Plan(
+    plan = measure.Plan(
         service=service.name,
         model=service.model,
         endpoint=endpoint,
