@@ -1,5 +1,5 @@
 """The per-site schedule of BMC reads: which sites are due, and starting their `bmc-poll` jobs (the kind:
-apps/monitoring/kinds.py)."""
+apps/monitoring/kinds/bmc_poll.py)."""
 
 from datetime import datetime, timedelta
 

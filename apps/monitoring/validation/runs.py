@@ -6,7 +6,7 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.models import BusinessValidation
 from apps.workloads.models import InferenceService
 
-KIND = "business-validation"  # the kind: apps/monitoring/kinds.py
+KIND = "business-validation"  # the kind: apps/monitoring/kinds/business_validation.py
 
 
 def start(*, service: InferenceService, parameters: dict, transport: str | None = None, requested_by=None) -> Job:
