@@ -3,6 +3,6 @@ asks through a hook, so deployments does not import monitoring: monitoring alrea
 diagnosis)."""
 
 from apps.deployments.report import register_business_validation
-from apps.monitoring.validations import for_hostnames
+from apps.monitoring.validation.runs import for_hostnames
 
 register_business_validation(for_hostnames)

@@ -7,12 +7,12 @@ class MonitoringConfig(AppConfig):
     verbose_name = "Monitoring"
 
     def ready(self) -> None:
-        # Registers the `bmc-poll` job kind, the dashboard's telemetry health, the node page's BMC section and the
-        # racks' measured draw.
+        # Registers the job kinds (`bmc-poll`, `business-validation`, `training-progress`), the dashboard's panels,
+        # the node page's BMC section and the racks' measured draw.
         from apps.inventory.dashboard import register_panel
         from apps.inventory.power import register_measured_annotation, register_measured_source
         from apps.inventory.sections import NODE_PAGE
-        from apps.monitoring import gpuhours, health, kinds, progress, services, signals  # noqa: F401
+        from apps.monitoring import gpuhours, health, kinds, services, signals  # noqa: F401
         from apps.monitoring.panels import node_bmc_context, rack_measured_w, racks_power
 
         signals.connect()

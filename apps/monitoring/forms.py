@@ -1,9 +1,9 @@
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
+from apps.monitoring.bmc.logins import validate_bmc_address, validate_bmc_user, validate_password
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.models import Slo
-from apps.monitoring.validation import validate_bmc_address, validate_bmc_user, validate_password
 
 
 class BmcForm(forms.Form):

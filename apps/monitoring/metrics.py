@@ -49,7 +49,8 @@ FAMILIES = {
     ),
     "rackpilot_bmc_polls_total": Family("counter", "Reads of node BMCs, by result.", ("result",)),
     "rackpilot_bmcs": Family("gauge", "Node BMCs Rackpilot reads, by the result of their last read.", ("last_result",)),
-    # Per active training job, from the step lines its `training-progress` reads stored (apps/monitoring/progress.py).
+    # Per active training job, from the step lines its `training-progress` reads stored
+    # (apps/monitoring/kinds/training_progress.py).
     # The label is `training_job`, not `job`: Prometheus gives every scraped series its own `job` label (the scrape
     # job), which would rename ours to `exported_job`. Its values are bounded by the training jobs running.
     "rackpilot_training_step": Family(

@@ -9,7 +9,7 @@ from django.utils import timezone
 from apps.inventory.models import Node
 from apps.inventory.power import Measured
 from apps.monitoring import charts
-from apps.monitoring.bmc import Reading, chassis_power
+from apps.monitoring.bmc.readings import Reading, chassis_power
 from apps.monitoring.choices import SensorKind
 from apps.monitoring.models import Bmc, BmcReading
 from apps.monitoring.telemetry import Series

@@ -1,21 +1,22 @@
-"""Thin Celery tasks of monitoring (the system queue): the work is in apps.monitoring.bmcs."""
+"""Thin Celery tasks of monitoring (the system queue): the work is in the modules they name."""
 
 import time
 
 from celery import shared_task
 
-from apps.monitoring import bmcs, progress, recorder
+from apps.monitoring import progress, recorder
+from apps.monitoring.bmc import polling, readings
 
 
 @shared_task(name="rackpilot.monitoring.poll_bmcs", ignore_result=True, time_limit=120)
 def poll_bmcs() -> int:
     """Beat: start the BMC reads of every site that is due."""
-    return len(bmcs.schedule_polls())
+    return len(polling.schedule_polls())
 
 
 @shared_task(name="rackpilot.monitoring.prune_bmc_readings", ignore_result=True, time_limit=1800)
 def prune_bmc_readings() -> int:
-    return bmcs.prune_readings()
+    return readings.prune_readings()
 
 
 @shared_task(name="rackpilot.monitoring.read_training_progress", ignore_result=True, time_limit=120)

@@ -1,5 +1,5 @@
 """Monitoring pages: the cluster and one node's telemetry over a chosen window, a node's BMC settings, and
-Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmcs do the work."""
+Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmc do the work."""
 
 import secrets
 
@@ -17,12 +17,14 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
-from apps.monitoring import bmcs, charts, gpuhours, grafana, services, slo, validations
+from apps.monitoring import charts, gpuhours, grafana, services, slo
+from apps.monitoring.bmc import logins
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, Slo
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window, telemetry_rules
+from apps.monitoring.validation import runs
 from apps.workloads.models import InferenceService
 
 
@@ -115,7 +117,7 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            bmcs.save_bmc(
+            logins.save_bmc(
                 node=node,
                 address=data["address"],
                 protocol=data["protocol"],
@@ -175,7 +177,7 @@ def service_validate(request: HttpRequest, public_id) -> HttpResponse:
     """The inference service page's "Run business validation": the default load profile, then the job's page."""
     service = get_object_or_404(InferenceService, public_id=public_id)
     try:
-        job = validations.start(service=service, parameters={}, requested_by=request.user)
+        job = runs.start(service=service, parameters={}, requested_by=request.user)
     except DrfValidationError as error:
         messages.error(request, f"Business validation not started: {error.detail}")
         return redirect("service-detail", public_id=service.public_id)

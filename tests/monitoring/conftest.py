@@ -13,7 +13,7 @@ from django.conf import settings
 
 from apps.inventory.models import Node
 from apps.jobs.services import TargetSpec, create_job
-from apps.monitoring import bmcs
+from apps.monitoring.bmc import logins
 from tests.live_server import need
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -91,7 +91,7 @@ def sim_bmc(gpu_node):
 
     def make(node=None, *, protocol="ipmi", password=None, user=None):
         node = node or gpu_node
-        return bmcs.save_bmc(
+        return logins.save_bmc(
             node=node,
             address=node.bmc_address,
             protocol=protocol,

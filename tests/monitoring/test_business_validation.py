@@ -11,9 +11,9 @@ from rest_framework import serializers
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Gpu, Node
 from apps.jobs.models import JobStep
-from apps.monitoring import validations
 from apps.monitoring.exporters import exporter_server
 from apps.monitoring.models import BusinessValidation
+from apps.monitoring.validation import runs
 from apps.simulator import services as simulator
 from apps.workloads.models import InferenceService
 from tests.monitoring.demand import seed_where_demand_is
@@ -61,7 +61,7 @@ def endpoint(service, settings, demand):
 
 
 def validate(service, run_shards, **parameters):
-    job = run_shards(validations.start(service=service, parameters={**PROFILE, **parameters}, transport="sim"))
+    job = run_shards(runs.start(service=service, parameters={**PROFILE, **parameters}, transport="sim"))
     return job, BusinessValidation.objects.get(job=job)
 
 
@@ -171,7 +171,7 @@ def test_an_unreachable_endpoint_could_not_run(service, run_shards, settings):
 )
 def test_bad_parameters_name_the_field(service, parameters, field):
     with pytest.raises(serializers.ValidationError) as refused:
-        validations.start(service=service, parameters=parameters, transport="sim")
+        runs.start(service=service, parameters=parameters, transport="sim")
     assert field in refused.value.detail["parameters"]
     assert not BusinessValidation.objects.exists()
 
@@ -180,7 +180,7 @@ def test_bad_parameters_name_the_field(service, parameters, field):
 def test_a_non_http_or_link_local_endpoint_is_refused(service, url):
     InferenceService.objects.filter(pk=service.pk).update(endpoint=url)
     with pytest.raises(serializers.ValidationError) as refused:
-        validations.start(service=service, parameters={}, transport="local")
+        runs.start(service=service, parameters={}, transport="local")
     assert "service" in refused.value.detail["parameters"]
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from apps.inventory.models import Node
 from apps.jobs.choices import StepStatus
-from apps.monitoring import bmcs
+from apps.monitoring.bmc import logins
 from apps.monitoring.choices import PollResult
 from apps.monitoring.models import Bmc, BmcReading
 from tests.live_server import need
@@ -34,7 +34,7 @@ def sushy(tmp_path):
 @pytest.fixture
 def emulated_node(gpu_node):
     def make(protocol, port, *, password=PASSWORD, verify_tls=True):
-        bmcs.save_bmc(
+        logins.save_bmc(
             node=gpu_node,
             address="127.0.0.1",
             protocol=protocol,

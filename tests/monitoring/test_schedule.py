@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
-from apps.monitoring import bmcs
+from apps.monitoring.bmc import polling, readings
 from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
 
 pytestmark = pytest.mark.django_db
@@ -21,11 +21,11 @@ def test_a_site_with_bmcs_is_polled_once_per_interval(gpu_node, sim_bmc, setting
     sim_bmc()
     now = timezone.now()
 
-    first = bmcs.schedule_polls(now=now)
-    while_running = bmcs.schedule_polls(now=now + timedelta(seconds=120))
+    first = polling.schedule_polls(now=now)
+    while_running = polling.schedule_polls(now=now + timedelta(seconds=120))
     Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
-    too_soon = bmcs.schedule_polls(now=now + timedelta(seconds=30))
-    due = bmcs.schedule_polls(now=now + timedelta(seconds=61))
+    too_soon = polling.schedule_polls(now=now + timedelta(seconds=30))
+    due = polling.schedule_polls(now=now + timedelta(seconds=61))
 
     assert [job.kind for job in first] == ["bmc-poll"]
     assert first[0].parameters == {"site": gpu_node.rack.site.slug}
@@ -43,26 +43,26 @@ def test_the_polls_run_over_the_install_default_bmc_poll_offers_unless_told(
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT, settings.RACKPILOT_BMC_TRANSPORT = install, bmc_setting
     sim_bmc()
 
-    assert [job.transport for job in bmcs.schedule_polls(now=timezone.now())] == [chosen]
+    assert [job.transport for job in polling.schedule_polls(now=timezone.now())] == [chosen]
 
 
 def test_a_site_schedule_sets_its_own_interval_or_turns_reads_off(gpu_node, sim_bmc):
     sim_bmc()
     schedule = BmcSchedule.objects.create(site=gpu_node.rack.site, interval_seconds=600)
     now = timezone.now()
-    bmcs.schedule_polls(now=now)
+    polling.schedule_polls(now=now)
     Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
 
-    assert bmcs.schedule_polls(now=now + timedelta(seconds=300)) == []
-    assert len(bmcs.schedule_polls(now=now + timedelta(seconds=601))) == 1
+    assert polling.schedule_polls(now=now + timedelta(seconds=300)) == []
+    assert len(polling.schedule_polls(now=now + timedelta(seconds=601))) == 1
     Job.objects.update(status=JobStatus.SUCCEEDED, created=now)
     schedule.enabled = False
     schedule.save()
-    assert bmcs.schedule_polls(now=now + timedelta(days=1)) == []
+    assert polling.schedule_polls(now=now + timedelta(days=1)) == []
 
 
 def test_no_bmcs_no_polls(demo_cluster):
-    assert bmcs.schedule_polls() == []
+    assert polling.schedule_polls() == []
 
 
 def test_old_readings_are_pruned(gpu_node, settings):
@@ -73,7 +73,7 @@ def test_old_readings_are_pruned(gpu_node, settings):
             node=gpu_node, time=now - timedelta(days=age), kind="power", sensor="DCMI Power", unit="W", value=1.0
         )
 
-    assert bmcs.prune_readings() == 1
+    assert readings.prune_readings() == 1
     assert BmcReading.objects.get().time > now - timedelta(days=2)
 
 

@@ -4,15 +4,15 @@ from rest_framework import serializers
 from apps.core.validators import host_validator
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
-from apps.monitoring import bmcs
-from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PollResult
-from apps.monitoring.models import Bmc, BmcReading, Slo
-from apps.monitoring.validation import (
+from apps.monitoring.bmc.logins import (
     PASSWORD_MAX_CHARS,
     bmc_user_validator,
     password_characters_validator,
+    save_bmc,
     validate_password,
 )
+from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PollResult
+from apps.monitoring.models import Bmc, BmcReading, Slo
 from apps.workloads.models import InferenceService, TrainingJob
 
 
@@ -72,7 +72,7 @@ class BmcSerializer(serializers.Serializer):
     def save_settings(self, node, values: dict) -> Bmc:
         current = self.instance
         try:
-            return bmcs.save_bmc(
+            return save_bmc(
                 node=node,
                 address=values.get("address", node.bmc_address),
                 protocol=values.get("protocol", getattr(current, "protocol", BmcProtocol.IPMI)),

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
 from apps.inventory.models import Node
-from apps.monitoring import bmcs
+from apps.monitoring.bmc import logins
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.models import Bmc
 
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         made = 0
         with audit_context(source=ChangeSource.COMMAND):
             for node in nodes:
-                bmcs.save_bmc(
+                logins.save_bmc(
                     node=node,
                     address=node.bmc_address,
                     protocol=protocol,

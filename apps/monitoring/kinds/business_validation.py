@@ -1,123 +1,23 @@
-"""apps/monitoring/kinds.py: `bmc-poll` reads each node's BMC (IPMI or Redfish) and stores its temperatures, fans
-and power as series (docs/monitoring.md, "BMC readings"). Run by beat's schedule per site, or asked for by hand.
-`business-validation` load-tests an inference service's OpenAI-compatible endpoint and judges it against the brief's
-four business criteria (docs/monitoring.md, "Business validation")."""
+"""apps/monitoring/kinds/business_validation.py: `business-validation` load-tests an inference service's
+OpenAI-compatible endpoint and judges it against the brief's four business criteria (docs/monitoring.md, "Business
+validation"). What it reads and writes is apps/monitoring/validation/recording.py; the run itself,
+apps/monitoring/validation/measure.py."""
 
 import asyncio
 import json
 import threading
 import uuid
 
-from django.conf import settings
-from django.utils import timezone
 from rest_framework import serializers
 
 from apps.core.threads import thread_connection_returned
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring import bmc, loadtest, recording, validating
-from apps.monitoring.choices import PollResult
+from apps.monitoring.validation import loadtest, measure, recording
+from apps.monitoring.validation.runs import KIND
 from apps.nodeexec.base import CommandResult, NodeTarget
-from apps.nodeexec.sim import get_simulator
 from apps.workloads.models import InferenceService
-
-STEP = "bmc"
-STATUS_OF = {
-    PollResult.OK: StepStatus.SUCCEEDED,
-    PollResult.PARTIAL: StepStatus.SUCCEEDED,
-    PollResult.AUTH_FAILED: StepStatus.FAILED,
-    PollResult.UNREACHABLE: StepStatus.FAILED,
-    PollResult.ERROR: StepStatus.ERROR,
-}
-
-
-class BmcPollParameters(serializers.Serializer):
-    site = serializers.SlugField(
-        required=False, allow_blank=True, default="", help_text="The site whose schedule asked for this poll."
-    )
-
-
-@register_kind
-class BmcPoll(JobKind):
-    name = "bmc-poll"
-    label = "BMC readings"
-    description = (
-        "Reads each node's BMC over IPMI (ipmitool sdr, dcmi power reading) or Redfish (Thermal, Power, "
-        "EnvironmentMetrics) and stores temperatures, fan speeds and power."
-    )
-    parameters = BmcPollParameters
-    transports = ("local", "sim")  # BMCs are read from the worker's host (the management network), never over ssh
-    rerun_on_worker_loss = True  # read-only on the BMCs; readings are written once, when the shard ends
-
-    def __init__(self):
-        self.logins: dict[str, tuple[int, bmc.BmcLogin]] = {}
-        self.outcomes: dict[tuple[str, str], bmc.PollOutcome] = {}
-        self.transport = "local"
-        self.at = timezone.now()
-        self.seed, self.load = 0, 0.0
-
-    @property
-    def default_transport(self) -> str | None:
-        return settings.RACKPILOT_BMC_TRANSPORT or None  # None: the install's, as JobKind.default_transport says
-
-    def steps(self, parameters: dict) -> list[StepSpec]:
-        timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
-        return [StepSpec(STEP, "", "BMC", timeout=timeout * 4 + 5, stop_on_failure=False)]
-
-    def prepare(self, job, shard) -> None:
-        self.logins = recording.shard_logins(shard)
-        self.transport = job.transport
-        self.at = bmc.polled_at(timezone.now())
-        simulator = get_simulator()
-        self.seed = getattr(simulator, "seed", settings.RACKPILOT_SIM_SEED)
-        self.load = getattr(simulator, "load", 0.0)
-
-    def step_runner(self, step: StepSpec):
-        timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
-
-        async def read(target: NodeTarget, run) -> CommandResult:
-            found = self.logins.get(target.hostname)
-            if found is None:
-                outcome = bmc.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
-            else:
-                node_id, login = found
-                if self.transport == "sim":
-                    link = bmc.SimulatedBmcLink(login, node_id, seed=self.seed, load=self.load, at=self.at)
-                    outcome = await bmc.poll(login, ipmi=link.ipmitool, redfish=link.redfish)
-                else:
-                    ipmi, redfish = bmc.local_ipmitool(login, timeout), bmc.local_redfish(login, timeout)
-                    outcome = await bmc.poll(login, ipmi=ipmi, redfish=redfish)
-            self.outcomes[target.hostname, step.name] = outcome
-            ok = outcome.result in (PollResult.OK, PollResult.PARTIAL)
-            return CommandResult(
-                exit_code=0 if ok else 1,
-                stdout=outcome.transcript.encode(),
-                stderr=b"" if ok else (outcome.message + "\n").encode(),
-            )
-
-        return read
-
-    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
-        outcome = self.outcomes.get((target.hostname, step.name))
-        if outcome is None:  # canceled or timed out before the poll ended
-            return super().cell_record(target, step, result)
-        return CellRecord(
-            STATUS_OF[outcome.result],
-            outcome.summary(),
-            {"bmc_result": outcome.result, "readings": len(outcome.readings)},
-        )
-
-    def shard_finished(self, job, shard) -> None:
-        polled = [(hostname, outcome) for (hostname, _), outcome in self.outcomes.items() if hostname in self.logins]
-        written = recording.record_polls({self.logins[host][0]: outcome for host, outcome in polled}, at=self.at)
-        for hostname, outcome in polled:
-            if outcome.result == PollResult.AUTH_FAILED:  # the finding an operator must act on: fix the login
-                emit(job, outcome.message, level=EventLevel.ERROR, hostname=hostname, step=STEP)
-        emit(job, f"{written} BMC readings stored from {len(polled)} nodes")
-
-
-# --- business-validation ---------------------------------------------------------------------------------------
 
 VALIDATION_STEP = "load"
 VALIDATION_STATUS = {
@@ -184,7 +84,7 @@ def _service(value: str) -> InferenceService | None:
 
 @register_kind
 class BusinessValidation(JobKind):
-    name = "business-validation"
+    name = KIND
     label = "Business validation"
     description = (
         "A serving load test against the inference service's OpenAI-compatible endpoint (streamed completions at a "
@@ -195,7 +95,7 @@ class BusinessValidation(JobKind):
     transports = ("local", "sim")  # the load comes from the worker's host: the simulator's endpoint, or the real one
 
     def __init__(self):
-        self.plan: validating.Plan | None = None
+        self.plan: measure.Plan | None = None
         self.why = ""
         self.service_id: int | None = None
         self.launcher = ""
@@ -213,7 +113,7 @@ class BusinessValidation(JobKind):
             if target.hostname != self.launcher:
                 return CommandResult(exit_code=0, stdout=f"the load test runs in {self.launcher}'s cell\n".encode())
             if self.plan is None:
-                answer = validating.could_not_run(self.why)
+                answer = measure.could_not_run(self.why)
             else:
                 stop = threading.Event()
                 try:
@@ -230,9 +130,9 @@ class BusinessValidation(JobKind):
         return load
 
     @staticmethod
-    def _measure(plan: validating.Plan, stop: threading.Event) -> dict:
+    def _measure(plan: measure.Plan, stop: threading.Event) -> dict:
         with thread_connection_returned():  # the telemetry interface reads the database (the simulator's model)
-            return validating.measure(plan, stop=stop)
+            return measure.measure(plan, stop=stop)
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         answer = self.answers.get((target.hostname, step.name))

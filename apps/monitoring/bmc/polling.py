@@ -1,9 +1,9 @@
-"""BMC settings of a node, the per-site schedule of BMC reads, pruning old readings."""
+"""The per-site schedule of BMC reads: which sites are due, and starting their `bmc-poll` jobs (the kind:
+apps/monitoring/kinds/bmc_poll.py)."""
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -11,37 +11,9 @@ from apps.inventory.models import Node, Site
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
-from apps.monitoring import recording
-from apps.monitoring.kinds import BmcPoll
-from apps.monitoring.models import Bmc, BmcSchedule
+from apps.monitoring.models import BmcSchedule
 
-
-@transaction.atomic
-def save_bmc(
-    *,
-    node: Node,
-    address: str,
-    protocol: str,
-    port: int | None,
-    user: str,
-    verify_tls: bool,
-    password: str = "",
-    clear_password: bool = False,
-) -> Bmc:
-    """Create or change a node's BMC settings. An empty `password` keeps the stored one (it is write-only);
-    `clear_password` forgets it. The address is the node's own bmc_address. Validated by the form or serializer."""
-    bmc = Bmc.objects.filter(node=node).first() or Bmc(node=node)
-    bmc.protocol, bmc.port, bmc.user, bmc.verify_tls = protocol, port, user, verify_tls
-    if password:
-        bmc.set_password(password)
-    elif clear_password:
-        bmc.set_password("")
-    bmc.full_clean(exclude=["node"])
-    bmc.save()
-    if node.bmc_address != address:
-        node.bmc_address = address
-        node.save(update_fields=["bmc_address", "updated"])
-    return bmc
+KIND = "bmc-poll"
 
 
 def site_interval(site: Site) -> int | None:
@@ -63,7 +35,7 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
         interval = site_interval(site)
         if interval is None:
             continue
-        polls = Job.objects.filter(kind=BmcPoll.name, parameters__site=site.slug)
+        polls = Job.objects.filter(kind=KIND, parameters__site=site.slug)
         if polls.filter(status__in=JOB_ACTIVE).exists():
             continue
         last = polls.aggregate(last=Max("created"))["last"]
@@ -73,13 +45,9 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
         spec = TargetSpec(nodes=tuple(str(public_id) for public_id in nodes.values_list("public_id", flat=True)))
         started.append(
             create_job(
-                kind=BmcPoll.name,
+                kind=KIND,
                 targets=spec,
                 parameters={"site": site.slug},
             )
         )
     return started
-
-
-def prune_readings() -> int:
-    return recording.prune_readings(days=settings.RACKPILOT_BMC_RETENTION_DAYS)

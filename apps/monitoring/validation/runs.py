@@ -6,13 +6,15 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.models import BusinessValidation
 from apps.workloads.models import InferenceService
 
+KIND = "business-validation"  # the kind: apps/monitoring/kinds/business_validation.py
+
 
 def start(*, service: InferenceService, parameters: dict, transport: str | None = None, requested_by=None) -> Job:
     """A business-validation job for the service, its cell on the service's first node (by host name). Raises
     serializers.ValidationError naming the field (`parameters.<name>`, `transport`), creating nothing."""
     first = service.nodes.order_by("hostname").values_list("hostname", flat=True).first()
     return create_job(
-        kind="business-validation",
+        kind=KIND,
         targets=TargetSpec(nodes=(first,) if first else ()),
         parameters={**parameters, "service": service.name},
         transport=transport,

@@ -1,13 +1,13 @@
-"""A business validation run from start to verdict: the load test (apps/monitoring/loadtest.py) against the service's
+"""A business validation run from start to verdict: the load test (loadtest.py) against the service's
 endpoint, then its GPUs' energy and utilisation over the run through the telemetry interface, judged by
-apps/monitoring/business.py. Called by the `business-validation` kind in a worker thread."""
+criteria.py. Called by the `business-validation` kind in a worker thread."""
 
 import threading
 from dataclasses import dataclass
 
-from apps.monitoring import business, loadtest
 from apps.monitoring.slo import Objective
 from apps.monitoring.telemetry import JOULES_PER_KWH, TelemetryError, Window, telemetry
+from apps.monitoring.validation import criteria, loadtest
 
 PER_NODE_LIMIT = 64  # nodes whose own energy and utilisation the evidence lists
 
@@ -33,9 +33,9 @@ def _percentiles(values: list[float]) -> dict:
 
 
 def could_not_run(why: str, *, latency_target_ms: float = 100.0) -> dict:
-    figures = business.Figures(None, None, None, None, why={o.value: why for o in business.ORDER})
-    rows = business.verdicts(figures, latency_target_ms=latency_target_ms)
-    return {"outcome": business.overall(rows), "verdicts": rows, "figures": {}, "message": why[:300]}
+    figures = criteria.Figures(None, None, None, None, why={o.value: why for o in criteria.ORDER})
+    rows = criteria.verdicts(figures, latency_target_ms=latency_target_ms)
+    return {"outcome": criteria.overall(rows), "verdicts": rows, "figures": {}, "message": why[:300]}
 
 
 def measure(plan: Plan, *, stop: threading.Event | None = None) -> dict:
@@ -60,7 +60,7 @@ def judge(plan: Plan, result: loadtest.LoadResult, *, stop: threading.Event | No
     server_tokens = result.server_tokens
     tokens = server_tokens if server_tokens is not None else float(client_tokens)
     throughput = tokens / duration
-    evidence: dict[str, list[str]] = {o.value: [] for o in business.ORDER}
+    evidence: dict[str, list[str]] = {o.value: [] for o in criteria.ORDER}
     why: dict[str, str] = {}
     if server_tokens is None:
         evidence[Objective.THROUGHPUT].append(
@@ -134,7 +134,7 @@ def judge(plan: Plan, result: loadtest.LoadResult, *, stop: threading.Event | No
             f"mean of {len(plan.hostnames)} node(s)' GPUs ({source_name}); lowest: "
             + ", ".join(f"{host} {value:.1f} %" for value, host in drag)
         )
-    figures = business.Figures(
+    figures = criteria.Figures(
         throughput_pct=100 * throughput / plan.design_tokens_per_second,
         ttft_p99_ms=latency["ttft_ms"]["p99"],
         kwh_per_mtok=per_mtok,
@@ -143,10 +143,10 @@ def judge(plan: Plan, result: loadtest.LoadResult, *, stop: threading.Event | No
         why=why,
         evidence=evidence,
     )
-    rows = business.verdicts(figures, latency_target_ms=plan.latency_target_ms)
+    rows = criteria.verdicts(figures, latency_target_ms=plan.latency_target_ms)
     if failed:
         rows[0]["evidence"].append(f"{len(failed)} of {len(result.outcomes)} requests failed: {failed[0].error}")
-    outcome = business.overall(rows)
+    outcome = criteria.overall(rows)
     return {
         "outcome": outcome,
         "verdicts": rows,

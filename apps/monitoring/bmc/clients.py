@@ -9,6 +9,8 @@ goes through asyncio.to_thread.
 Secrets: the password reaches ipmitool through its IPMI_PASSWORD environment variable (`-E`), never its command line
 (which `ps` shows to every user); Redfish sends it once, in the session request's body. Neither the password nor a
 session token is ever written into a transcript, an error or a log line.
+
+The login comes from apps/monitoring/bmc/logins.py, what a poll gives back is apps/monitoring/bmc/readings.py.
 """
 
 import asyncio
@@ -18,7 +20,6 @@ import json
 import os
 import warnings
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import requests
@@ -27,6 +28,8 @@ import urllib3
 from apps.core.outbound import OutboundRefused, check_target
 from apps.core.threads import thread_connection_returned
 from apps.inventory.models import Node
+from apps.monitoring.bmc.logins import BmcLogin
+from apps.monitoring.bmc.readings import PollOutcome, Reading
 from apps.monitoring.choices import BmcProtocol, PollResult, SensorKind
 from apps.nodeexec.sim import simulated_bmc
 from apps.parsers.errors import ParseError
@@ -38,72 +41,12 @@ MAX_CHASSIS = 8  # an HGX system lists a few chassis (the system, the GPU basebo
 UNITS = {"C": SensorKind.TEMPERATURE, "RPM": SensorKind.FAN, "W": SensorKind.POWER, "%": SensorKind.FAN}
 
 
-@dataclass(frozen=True)
-class BmcLogin:
-    """One BMC as a poll needs it; read from the database before the fan-out."""
-
-    hostname: str
-    protocol: str
-    address: str
-    port: int
-    user: str
-    password: str = field(repr=False)
-    verify_tls: bool = True
-
-    @property
-    def name(self) -> str:
-        """How errors name the BMC: its address and the node it belongs to (never its login)."""
-        return f"BMC {self.address} ({self.hostname})"
-
-
-@dataclass(frozen=True)
-class Reading:
-    kind: str
-    sensor: str
-    unit: str
-    value: float
-
-
-@dataclass
-class PollOutcome:
-    result: str
-    message: str
-    readings: list[Reading] = field(default_factory=list)
-    transcript: str = ""
-
-    def summary(self) -> str:
-        """One line for the job's matrix cell: the hottest temperature, the power and the fastest fan."""
-        if self.result in (PollResult.AUTH_FAILED, PollResult.UNREACHABLE, PollResult.ERROR):
-            return self.message
-        parts = []
-        by_kind = {kind: [r for r in self.readings if r.kind == kind] for kind in SensorKind.values}
-        if by_kind[SensorKind.TEMPERATURE]:
-            parts.append(f"max {max(r.value for r in by_kind[SensorKind.TEMPERATURE]):g} °C")
-        power = chassis_power(self.readings)
-        if power is not None:
-            parts.append(f"{power:g} W")
-        rpm = [r.value for r in by_kind[SensorKind.FAN] if r.unit == "RPM"]
-        if rpm:
-            parts.append(f"fans up to {max(rpm):g} RPM")
-        text = f"{len(self.readings)} readings: " + ", ".join(parts) if parts else "no readings"
-        return f"{text}; {self.message}" if self.message else text
-
-
 class BmcFailure(Exception):
     """A poll that could not read the BMC: the result to record and a message naming the BMC."""
 
     def __init__(self, result: str, message: str):
         super().__init__(message)
         self.result, self.message = result, message
-
-
-def chassis_power(readings: list[Reading]) -> float | None:
-    """The node's power draw: the BMC's whole-chassis sensor when it has one, else the sum of its supplies."""
-    power = [r for r in readings if r.kind == SensorKind.POWER]
-    whole = [r.value for r in power if not r.sensor.upper().startswith("PSU")]
-    if whole:
-        return max(whole)
-    return sum(r.value for r in power) if power else None
 
 
 # --- IPMI -----------------------------------------------------------------------------------------------------------
@@ -440,8 +383,3 @@ async def poll(login: BmcLogin, *, ipmi: IpmiRun, redfish: RedfishSend) -> PollO
         return await read_ipmi(login, ipmi)
     except BmcFailure as failure:
         return PollOutcome(failure.result, failure.message)
-
-
-def polled_at(moment: datetime) -> datetime:
-    """Every reading of a poll shares one time (the node page shows 'the latest poll' by it): whole seconds."""
-    return moment.replace(microsecond=0)

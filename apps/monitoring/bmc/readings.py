@@ -1,0 +1,95 @@
+"""What a BMC poll gives: its readings (temperatures, fans, power) and its outcome; storing them as series
+(`BmcReading` rows, each BMC's last result) and pruning old ones."""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.monitoring.choices import PollResult, SensorKind
+from apps.monitoring.models import Bmc, BmcReading
+
+
+@dataclass(frozen=True)
+class Reading:
+    kind: str
+    sensor: str
+    unit: str
+    value: float
+
+
+@dataclass
+class PollOutcome:
+    result: str
+    message: str
+    readings: list[Reading] = field(default_factory=list)
+    transcript: str = ""
+
+    def summary(self) -> str:
+        """One line for the job's matrix cell: the hottest temperature, the power and the fastest fan."""
+        if self.result in (PollResult.AUTH_FAILED, PollResult.UNREACHABLE, PollResult.ERROR):
+            return self.message
+        parts = []
+        by_kind = {kind: [r for r in self.readings if r.kind == kind] for kind in SensorKind.values}
+        if by_kind[SensorKind.TEMPERATURE]:
+            parts.append(f"max {max(r.value for r in by_kind[SensorKind.TEMPERATURE]):g} °C")
+        power = chassis_power(self.readings)
+        if power is not None:
+            parts.append(f"{power:g} W")
+        rpm = [r.value for r in by_kind[SensorKind.FAN] if r.unit == "RPM"]
+        if rpm:
+            parts.append(f"fans up to {max(rpm):g} RPM")
+        text = f"{len(self.readings)} readings: " + ", ".join(parts) if parts else "no readings"
+        return f"{text}; {self.message}" if self.message else text
+
+
+def chassis_power(readings: list[Reading]) -> float | None:
+    """The node's power draw: the BMC's whole-chassis sensor when it has one, else the sum of its supplies."""
+    power = [r for r in readings if r.kind == SensorKind.POWER]
+    whole = [r.value for r in power if not r.sensor.upper().startswith("PSU")]
+    if whole:
+        return max(whole)
+    return sum(r.value for r in power) if power else None
+
+
+def polled_at(moment: datetime) -> datetime:
+    """Every reading of a poll shares one time (the node page shows 'the latest poll' by it): whole seconds."""
+    return moment.replace(microsecond=0)
+
+
+COUNTER_OF = {PollResult.OK: "polls_ok", PollResult.PARTIAL: "polls_partial"}
+
+
+def record_polls(outcomes: dict[int, PollOutcome], *, at: datetime) -> int:
+    """Store the readings of a shard's polls and each BMC's last result; returns how many readings were written.
+
+    A refused or failed poll writes no readings: only its BMC's last result, message and failure count change.
+    Updates go through the queryset (no per-poll audit entries: a poll is not an operator's change).
+    """
+    rows = [
+        BmcReading(node_id=node_id, time=at, kind=r.kind, sensor=r.sensor[:64], unit=r.unit, value=r.value)
+        for node_id, outcome in outcomes.items()
+        if outcome.result in (PollResult.OK, PollResult.PARTIAL)
+        for r in outcome.readings
+    ]
+    with transaction.atomic():
+        BmcReading.objects.bulk_create(rows, batch_size=2000)
+        for node_id, outcome in outcomes.items():
+            counter = COUNTER_OF.get(outcome.result, "polls_failed")
+            Bmc.objects.filter(node_id=node_id).update(
+                last_polled=at,
+                last_result=outcome.result,
+                last_message=outcome.message[:300],
+                **{counter: F(counter) + 1},
+            )
+    return len(rows)
+
+
+def prune_readings(*, now: datetime | None = None) -> int:
+    """Delete readings older than RACKPILOT_BMC_RETENTION_DAYS; returns how many went."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.RACKPILOT_BMC_RETENTION_DAYS)
+    deleted, _ = BmcReading.objects.filter(time__lt=cutoff).delete()
+    return deleted

@@ -1,0 +1,110 @@
+"""apps/monitoring/kinds/bmc_poll.py: `bmc-poll` reads each node's BMC (IPMI or Redfish) and stores its
+temperatures, fans and power as series (docs/monitoring.md, "BMC readings"). Run by beat's schedule per site
+(apps/monitoring/bmc/polling.py), or asked for by hand. The reading itself is apps/monitoring/bmc/clients.py."""
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.jobs.choices import EventLevel, StepStatus
+from apps.jobs.events import emit
+from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
+from apps.monitoring.bmc import clients, logins, readings
+from apps.monitoring.bmc.polling import KIND
+from apps.monitoring.choices import PollResult
+from apps.nodeexec.base import CommandResult, NodeTarget
+from apps.nodeexec.sim import get_simulator
+
+STEP = "bmc"
+STATUS_OF = {
+    PollResult.OK: StepStatus.SUCCEEDED,
+    PollResult.PARTIAL: StepStatus.SUCCEEDED,
+    PollResult.AUTH_FAILED: StepStatus.FAILED,
+    PollResult.UNREACHABLE: StepStatus.FAILED,
+    PollResult.ERROR: StepStatus.ERROR,
+}
+
+
+class BmcPollParameters(serializers.Serializer):
+    site = serializers.SlugField(
+        required=False, allow_blank=True, default="", help_text="The site whose schedule asked for this poll."
+    )
+
+
+@register_kind
+class BmcPoll(JobKind):
+    name = KIND
+    label = "BMC readings"
+    description = (
+        "Reads each node's BMC over IPMI (ipmitool sdr, dcmi power reading) or Redfish (Thermal, Power, "
+        "EnvironmentMetrics) and stores temperatures, fan speeds and power."
+    )
+    parameters = BmcPollParameters
+    transports = ("local", "sim")  # BMCs are read from the worker's host (the management network), never over ssh
+    rerun_on_worker_loss = True  # read-only on the BMCs; readings are written once, when the shard ends
+
+    def __init__(self):
+        self.logins: dict[str, tuple[int, logins.BmcLogin]] = {}
+        self.outcomes: dict[tuple[str, str], readings.PollOutcome] = {}
+        self.transport = "local"
+        self.at = timezone.now()
+        self.seed, self.load = 0, 0.0
+
+    @property
+    def default_transport(self) -> str | None:
+        return settings.RACKPILOT_BMC_TRANSPORT or None  # None: the install's, as JobKind.default_transport says
+
+    def steps(self, parameters: dict) -> list[StepSpec]:
+        timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
+        return [StepSpec(STEP, "", "BMC", timeout=timeout * 4 + 5, stop_on_failure=False)]
+
+    def prepare(self, job, shard) -> None:
+        self.logins = logins.shard_logins(shard)
+        self.transport = job.transport
+        self.at = readings.polled_at(timezone.now())
+        simulator = get_simulator()
+        self.seed = getattr(simulator, "seed", settings.RACKPILOT_SIM_SEED)
+        self.load = getattr(simulator, "load", 0.0)
+
+    def step_runner(self, step: StepSpec):
+        timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
+
+        async def read(target: NodeTarget, run) -> CommandResult:
+            found = self.logins.get(target.hostname)
+            if found is None:
+                outcome = readings.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
+            else:
+                node_id, login = found
+                if self.transport == "sim":
+                    link = clients.SimulatedBmcLink(login, node_id, seed=self.seed, load=self.load, at=self.at)
+                    outcome = await clients.poll(login, ipmi=link.ipmitool, redfish=link.redfish)
+                else:
+                    ipmi, redfish = clients.local_ipmitool(login, timeout), clients.local_redfish(login, timeout)
+                    outcome = await clients.poll(login, ipmi=ipmi, redfish=redfish)
+            self.outcomes[target.hostname, step.name] = outcome
+            ok = outcome.result in (PollResult.OK, PollResult.PARTIAL)
+            return CommandResult(
+                exit_code=0 if ok else 1,
+                stdout=outcome.transcript.encode(),
+                stderr=b"" if ok else (outcome.message + "\n").encode(),
+            )
+
+        return read
+
+    def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
+        outcome = self.outcomes.get((target.hostname, step.name))
+        if outcome is None:  # canceled or timed out before the poll ended
+            return super().cell_record(target, step, result)
+        return CellRecord(
+            STATUS_OF[outcome.result],
+            outcome.summary(),
+            {"bmc_result": outcome.result, "readings": len(outcome.readings)},
+        )
+
+    def shard_finished(self, job, shard) -> None:
+        polled = [(hostname, outcome) for (hostname, _), outcome in self.outcomes.items() if hostname in self.logins]
+        written = readings.record_polls({self.logins[host][0]: outcome for host, outcome in polled}, at=self.at)
+        for hostname, outcome in polled:
+            if outcome.result == PollResult.AUTH_FAILED:  # the finding an operator must act on: fix the login
+                emit(job, outcome.message, level=EventLevel.ERROR, hostname=hostname, step=STEP)
+        emit(job, f"{written} BMC readings stored from {len(polled)} nodes")
