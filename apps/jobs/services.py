@@ -141,25 +141,26 @@ def check_request(*, kind: str, parameters: dict | None, transport: str | None) 
     if kind not in KINDS:
         raise serializers.ValidationError({"kind": [f"Unknown job kind {kind!r}; known: {', '.join(sorted(KINDS))}."]})
     job_kind = get_kind(kind)
+    errors: dict = {}  # every bad field at once, as docs/api.md promises
     try:
         params = job_kind.validate(parameters)
     except serializers.ValidationError as error:
-        raise serializers.ValidationError({"parameters": error.detail}) from None
+        params, errors["parameters"] = None, error.detail
     transport = transport or job_kind.default_transport or default_transport(offered=job_kind.transports)
     if transport not in job_kind.transports:
-        raise serializers.ValidationError(
-            {"transport": [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]}
-        )
-    if transport not in settings.RACKPILOT_JOB_TRANSPORTS:
+        errors["transport"] = [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]
+    elif transport not in settings.RACKPILOT_JOB_TRANSPORTS:
         allowed = ", ".join(settings.RACKPILOT_JOB_TRANSPORTS) or "none"
-        raise serializers.ValidationError(
-            {"transport": [f"This install does not allow the {transport} transport (allowed: {allowed})."]}
-        )
-    for spec in job_kind.steps(params):  # each placeholder's value against its pattern, before anything is stored
-        try:
-            spec.argv()
-        except ValueError as error:
-            raise serializers.ValidationError({"parameters": [str(error)]}) from None
+        errors["transport"] = [f"This install does not allow the {transport} transport (allowed: {allowed})."]
+    if params is not None:
+        for spec in job_kind.steps(params):  # each placeholder's value against its pattern, before anything is stored
+            try:
+                spec.argv()
+            except ValueError as error:
+                errors["parameters"] = [str(error)]
+                break
+    if errors:
+        raise serializers.ValidationError(errors)
     return job_kind, params, transport
 
 
@@ -187,9 +188,18 @@ def create_job(
     Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
     nothing is created then.
     """
-    job_kind, params, transport = check_request(kind=kind, parameters=parameters, transport=transport)
+    errors: dict = {}
+    try:
+        job_kind, params, transport = check_request(kind=kind, parameters=parameters, transport=transport)
+    except serializers.ValidationError as error:
+        errors |= error.detail
+    try:
+        selection = resolve_selection(targets)
+    except serializers.ValidationError as error:
+        errors |= error.detail
+    if errors:  # the request's and the targets' problems together
+        raise serializers.ValidationError(errors)
     steps = job_kind.steps(params)
-    selection = resolve_selection(targets)
     nodes = selection.nodes
     job_kind.check_nodes(nodes, params)
     shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)

@@ -174,3 +174,16 @@ def test_the_list_page_and_the_api_filter_jobs_alike(api_as, browser_as, operato
             listed = {job["id"] for job in client.get(f"/api/jobs/?{query}").json()["results"]}
             assert listed == expected, query
     assert client.get("/api/jobs/?status=nonsense").status_code == 400
+
+
+def test_every_bad_field_of_a_job_request_is_named_at_once(api_as, operator, nodes, settings):
+    settings.RACKPILOT_JOB_TRANSPORTS = ["ssh", "sim"]
+    response = api_as(operator).post(
+        "/api/jobs/",
+        {"kind": "sleep", "targets": {"nodes": ["no-such-node"]}, "parameters": {"seconds": -5}, "transport": "local"},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert set(response.data) == {"targets", "parameters", "transport"}, response.data
+    assert "no-such-node" in str(response.data["targets"]) and Job.objects.count() == 0
