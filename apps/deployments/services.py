@@ -75,19 +75,26 @@ def create_deployment(
     description: str = "",
     transport: str = "",
 ) -> Deployment:
-    """A draft plan for the targets with options pre-filled from the inventory; edits are checked (400 by field)."""
+    """A draft plan for the targets with options pre-filled from the inventory; edits are checked (400 naming every
+    bad field at once)."""
+    errors: dict = {}
     if not NAME.fullmatch(name or ""):
-        _refuse("name", "Letters, digits, . _ - (up to 64), starting with a letter or digit.")
-    if Deployment.objects.filter(name=name).exists():
-        _refuse("name", f"A deployment named {name!r} already exists.")
-    _check_transport(transport)
-    nodes = job_services.resolve_targets(targets)
-    merged = options.merged(options.defaults(nodes), option_edits or {})
-    check_options(nodes, merged, option_edits or {})
+        errors["name"] = ["Letters, digits, . _ - (up to 64), starting with a letter or digit."]
+    elif Deployment.objects.filter(name=name).exists():
+        errors["name"] = [f"A deployment named {name!r} already exists."]
+    if transport and transport not in Deploy.transports:
+        errors["transport"] = [f"Deployments run over {', '.join(Deploy.transports)}, not {transport!r}."]
+    nodes = merged = None
+    try:
+        nodes = job_services.resolve_targets(targets)
+        merged = options.merged(options.defaults(nodes), option_edits or {})
+        check_options(nodes, merged, option_edits or {})  # the options are judged against the nodes
+    except serializers.ValidationError as error:
+        errors |= error.detail
+    errors |= {key: [message] for key, message in criteria.errors(criteria_edits or {}).items()}
+    if errors:
+        raise DeploymentError(errors)
     snapshot = criteria.resolve(_primary_sku(nodes))
-    problems = criteria.errors(criteria_edits or {})
-    if problems:
-        raise DeploymentError({key: [message] for key, message in problems.items()})
     with transaction.atomic():
         deployment = Deployment.objects.create(
             name=name,
@@ -101,11 +108,6 @@ def create_deployment(
         )
         deployment.nodes.set(nodes)
     return deployment
-
-
-def _check_transport(transport: str) -> None:
-    if transport and transport not in Deploy.transports:
-        _refuse("transport", f"Deployments run over {', '.join(Deploy.transports)}, not {transport!r}.")
 
 
 def _require_draft(deployment: Deployment) -> None:

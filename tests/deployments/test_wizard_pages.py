@@ -336,3 +336,15 @@ def test_a_run_that_ended_before_its_deployment_settled_reads_finishing_not_runn
 def test_the_new_plan_form_offers_the_installs_default_transport(settings, install, shown):
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = install  # a deployment runs over ssh or sim: local falls to ssh
     assert NodesForm()["transport"].initial == shown
+
+
+def test_the_api_names_every_bad_field_of_a_new_plan_at_once(api_as, operator, draft):
+    response = api_as(operator).post(
+        "/api/deployments/",
+        {"name": "h200-r04", "targets": {"nodes": ["nosuch99"]}, "criteria": {"no-such-check": {}}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert {"name", "targets", "criteria.no-such-check"} <= set(response.data), response.data
+    assert Deployment.objects.count() == 1
