@@ -57,12 +57,22 @@ def validate_template(*, kind: str, parameters: dict | None, targets: dict, tran
     """The template's stored parameters (validated by the kind, JSON-safe) and targets; ValidationError naming the
     field (`kind`, `parameters.<name>`, `transport`, `targets`) otherwise, the same checks a job's start makes."""
     jobs.check_startable(kind=kind)
-    _, params, _ = jobs.check_request(kind=kind, parameters=parameters, transport=transport or None)
+    errors: dict = {}  # every bad field at once
+    try:
+        _, params, _ = jobs.check_request(kind=kind, parameters=parameters, transport=transport or None)
+    except serializers.ValidationError as error:
+        errors |= error.detail
     cleaned = {key: targets[key] for key in TARGET_KEYS if targets.get(key)}
     cleaned = {key: list(value) if key != "role" else value for key, value in cleaned.items()}
     if not cleaned:
-        raise serializers.ValidationError({"targets": ["Name nodes, racks, tags or a role."]})
-    jobs.resolve_selection(target_spec(cleaned))  # names that match nothing are refused now, not at 2 a.m.
+        errors["targets"] = ["Name nodes, racks, tags or a role."]
+    else:
+        try:
+            jobs.resolve_selection(target_spec(cleaned))  # names that match nothing are refused now, not at 2 a.m.
+        except serializers.ValidationError as error:
+            errors |= error.detail
+    if errors:
+        raise serializers.ValidationError(errors)
     return {"parameters": params, "targets": cleaned}
 
 

@@ -45,6 +45,8 @@ def test_bad_parameters_and_targets_are_refused_naming_the_field(api_as, operato
     assert unknown.status_code == 400 and "nope" in unknown.json()["parameters"]
     no_rack = client.post(URL, {**BODY, "targets": {"racks": ["r99"]}}, format="json")
     assert no_rack.status_code == 400 and "r99" in str(no_rack.json()["targets"])
+    both = client.post(URL, {**BODY, "parameters": {"seconds": -1}, "targets": {"racks": ["r99"]}}, format="json")
+    assert both.status_code == 400 and {"parameters", "targets"} <= set(both.json())  # every bad field at once
     assert not JobTemplate.objects.exists()
 
 
