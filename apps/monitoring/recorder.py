@@ -30,6 +30,7 @@ from apps.monitoring.telemetry import (
     BUSY_RECORDED_FOR_S,
     COARSE_INTERVAL_S,
     GPU_FIELDS,
+    POINTS_PER_WINDOW,
     RECORDED_E2E_BUCKETS,
     RECORDED_E2E_BUCKETS_COARSE,
     RECORDED_FLEET,
@@ -333,7 +334,11 @@ def backfill_times(*, until: float) -> dict[str, list[int]]:
         "minutes": list(dict.fromkeys(minutes)),
         "buckets": list(dict.fromkeys(buckets)),
         "energy": energy[::-1],  # the newest first: the short windows' tiles are there soonest
-        "busy": _grid(until - BUSY_RECORDED_FOR_S - COARSE_INTERVAL_S, until, COARSE_INTERVAL_S),
+        # The day's window as a page asks for it now: its end aligned down to its step (a 60th of it), the tile
+        # before its start too.
+        "busy": _grid(
+            until - BUSY_RECORDED_FOR_S * (1 + 1 / POINTS_PER_WINDOW) - COARSE_INTERVAL_S, until, COARSE_INTERVAL_S
+        ),
     }
 
 

@@ -165,12 +165,14 @@ def _no_model(*args, **kwargs):
 def test_the_nodes_busy_gpu_seconds_are_recorded_in_5_minute_tiles_and_the_dashboards_gpu_hours_read_them(
     chat, monkeypatch, django_assert_num_queries
 ):
-    recorder.record_telemetry(until=T)
-    recorder.backfill(until=T)
-    window = Window.named("24h", end=T)  # midnight to midnight: on the tiles' edges
+    now = T + 2800  # the day's window ends at its step before now (T + 1440): its tiles from T - 84,960 are recorded
+    recorder.record_telemetry(until=now)
+    recorder.backfill(until=now)
+    window = Window.named("24h", end=now)
     hosts = ["gpu001", "gpu002", "gpu003", "gpu004"]
     model = simulator.telemetry_model(workloads=SimulatorTelemetry().workloads, seed=0)
-    worked_out = {host: 8 * model.sm_active_seconds(host, window.start, window.end) for host in hosts}
+    start, end = (edge // 300 * 300 for edge in (window.start, window.end))  # the window's edges on the tiles
+    worked_out = {host: 8 * model.sm_active_seconds(host, start, end) for host in hosts}
     assert worked_out["gpu001"] > 0 and worked_out["gpu003"] == 0  # the service's nodes are busy, the others idle
 
     monkeypatch.setattr(simulator, "telemetry_model", _no_model)
@@ -179,7 +181,7 @@ def test_the_nodes_busy_gpu_seconds_are_recorded_in_5_minute_tiles_and_the_dashb
     for host in read:
         assert read[host] == pytest.approx(worked_out[host], rel=1e-6)
     with django_assert_num_queries(7):  # the nodes, their GPUs, the tiles' marks and sums, the two holders' reads
-        panel = gpuhours.dashboard_panel(end=T)
+        panel = gpuhours.dashboard_panel(end=now)
     assert not panel["error"] and panel["cluster"].gpus == 32
     assert panel["cluster"].busy == pytest.approx(sum(worked_out.values()) / 3600, rel=1e-6)
     assert [row["node"].hostname for row in panel["holders"]] == ["gpu001", "gpu002"]
