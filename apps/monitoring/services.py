@@ -294,8 +294,8 @@ def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: in
     hosts = list(spec.hosts)
     if not hosts:
         return []
-    util = _means(source.gpu_series("util", hostnames=hosts, window=window))
-    clock = _means(source.gpu_series("sm_clock", hostnames=hosts, window=window))
+    series = source.gpu_series_of(("util", "sm_clock"), hostnames=hosts, window=window)
+    util, clock = _means(series["util"]), _means(series["sm_clock"])
     per_node: dict[str, dict] = {}
     for (host, gpu), value in util.items():
         node = per_node.setdefault(host, {"gpus": []})

@@ -218,6 +218,10 @@ class Telemetry(ABC):
     def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
 
+    def gpu_series_of(self, fields: tuple[str, ...], *, hostnames: list[str], window: Window) -> dict[str, list]:
+        """gpu_series of each field (per GPU), by field: a source may read them together."""
+        return {name: self.gpu_series(name, hostnames=hostnames, window=window) for name in fields}
+
     def node_busy_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[str, float]:
         """Per node (Hostname): its GPUs' busy GPU-seconds over [start, end] (sm_active_seconds summed over the node's
         GPUs). A source that records them (RECORDED_NODE_BUSY) reads the 5-minute tiles of a window they cover."""
@@ -556,17 +560,33 @@ class SimulatorTelemetry(Telemetry):
                 per_gpu.append(Series({"Hostname": hostname, "gpu": str(index)}, points))
         return _aggregate(per_gpu, aggregate)
 
+    def gpu_series_of(self, fields, *, hostnames, window):
+        # One reading of each GPU at each step for all the fields (the model's cost is the reading, not the keys).
+        model = self._model(hostnames)
+        series: dict[str, list[Series]] = {name: [] for name in fields}
+        for hostname in hostnames:
+            if hostname not in model.histories:
+                continue
+            for name, points in self._node_points_of(model, fields, hostname, window).items():
+                for index, gpu_points in points:
+                    series[name].append(Series({"Hostname": hostname, "gpu": str(index)}, gpu_points))
+        return series
+
     def _node_points(self, model, field: str, hostname: str, window: Window) -> list[tuple[int, list]]:
         """(GPU index, its (t, value) points) of the node's GPUs that have a value in the window, by index."""
-        _, key = GPU_FIELDS[field]
-        keys = frozenset({key})
-        per_gpu: dict[int, list] = {}
+        return self._node_points_of(model, (field,), hostname, window)[field]
+
+    def _node_points_of(self, model, fields, hostname: str, window: Window) -> dict[str, list[tuple[int, list]]]:
+        """_node_points of each field, the GPUs read once a step."""
+        keys = {name: GPU_FIELDS[name][1] for name in fields}
+        per_gpu: dict[str, dict[int, list]] = {name: {} for name in fields}
         for t in window.times():
-            for index, reading in model.node_readings(hostname, t, keys=keys):
-                value = (79 if key == "xid" else None) if reading is None else reading[key]
-                if value is not None:
-                    per_gpu.setdefault(index, []).append((t, float(value)))
-        return sorted(per_gpu.items())
+            for index, reading in model.node_readings(hostname, t, keys=frozenset(keys.values())):
+                for name, key in keys.items():
+                    value = (79 if key == "xid" else None) if reading is None else reading[key]
+                    if value is not None:
+                        per_gpu[name].setdefault(index, []).append((t, float(value)))
+        return {name: sorted(points.items()) for name, points in per_gpu.items()}
 
     def energy_joules(self, *, hostnames, start, end):
         model = self._model(hostnames)

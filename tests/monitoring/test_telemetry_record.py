@@ -216,3 +216,13 @@ def test_the_slos_latest_value_is_the_recorded_one(chat, monkeypatch):
     monkeypatch.setattr(services, "slo_values", _no_model)  # the SLI's series is not worked out for it
     assert services.slo_latest(SimulatorTelemetry(), slo.spec(), end=T) == values[T]
     assert services.slo_status(slo, end=T, windows=("1h",))["latest"] == values[T]
+
+
+def test_the_gpu_fields_read_together_are_each_fields_series(chat):
+    source, window = SimulatorTelemetry(), Window.named("1h", end=T)
+    together = source.gpu_series_of(("util", "sm_clock"), hostnames=["gpu001", "gpu003"], window=window)
+    for field in ("util", "sm_clock"):
+        alone = source.gpu_series(field, hostnames=["gpu001", "gpu003"], window=window)
+        assert len(alone) == 16 and [(s.labels, s.points) for s in together[field]] == [
+            (s.labels, s.points) for s in alone
+        ]
