@@ -3,7 +3,8 @@ unallocated, per workload, node and rack, from the telemetry interface. Reads on
 
 - Every compute GPU in the inventory offers the window's length in GPU-hours.
 - Busy is its SM-active integral (`DCGM_FI_PROF_SM_ACTIVE`, 0..1, over the window): a card busy on half its SMs for an
-  hour is half a busy GPU-hour, whatever DCGM_FI_DEV_GPU_UTIL says (utilisation counts a kernel running at all).
+  hour is half a busy GPU-hour, whatever DCGM_FI_DEV_GPU_UTIL says (utilisation counts a kernel running at all). It
+  is asked per node (its GPUs' busy GPU-seconds, `Telemetry.node_busy_seconds`: the record's 5-minute tiles).
 - Allocated is the time a training job or an inference service in an active state held the GPU's node in the window,
   from when it started (its `started_at`, else its creation): a workload holds all GPUs of its nodes, as the
   simulator loads them and as exclusive node allocation does. A node both serve and train: training counts (the
@@ -13,6 +14,8 @@ unallocated, per workload, node and rack, from the telemetry interface. Reads on
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+
+from django.db.models import Count
 
 from apps.inventory.choices import NodeRole
 from apps.inventory.models import Gpu, Node
@@ -96,44 +99,45 @@ def split_gpu(*, hours: float, busy_hours: float, allocated_hours: float) -> Spl
     return Split(gpus=1, busy=busy, allocated_idle=allocated_idle, unallocated=max(0.0, hours - busy - allocated_idle))
 
 
+def split_node(*, gpus: int, hours: float, busy_hours: float, allocated_hours: float) -> Split:
+    """A node's hours (its GPUs are allocated together): its GPUs' busy hours as measured, allocated-idle the rest
+    of their allocation. The same as its GPUs' splits added up, unless a card was busier than it was allocated."""
+    split = split_gpu(hours=gpus * hours, busy_hours=busy_hours, allocated_hours=gpus * allocated_hours)
+    split.gpus = gpus
+    return split
+
+
 def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
     """The window's GPU-hours split per workload, node and rack. TelemetryError when the telemetry cannot be read."""
     source = source or telemetry()
     nodes = Node.objects.filter(role=NodeRole.COMPUTE).select_related("rack")
     nodes = nodes.only("hostname", "public_id", "rack__name", "rack__public_id").in_bulk()
-    gpus = [  # (node, index) pairs: thousands of them, so no Gpu instances
-        (nodes[node_id], index)
-        for node_id, index in Gpu.objects.filter(node__role=NodeRole.COMPUTE)
-        .order_by("node__hostname", "index")
-        .values_list("node_id", "index")
-    ]
-    hostnames = sorted({node.hostname for node, _ in gpus})
-    busy_seconds = source.sm_active_seconds(hostnames=hostnames, start=window.start, end=window.end) if gpus else {}
+    counts = (
+        Gpu.objects.filter(node__role=NodeRole.COMPUTE).values_list("node_id").annotate(gpus=Count("pk")).order_by()
+    )
+    gpus = sorted(((nodes[node_id], count) for node_id, count in counts), key=lambda pair: pair[0].hostname)
+    hostnames = [node.hostname for node, _ in gpus]
+    busy_seconds = source.node_busy_seconds(hostnames=hostnames, start=window.start, end=window.end) if gpus else {}
     held = holders(now=window.end)
     hours = window.span / HOUR
     result = GpuHours(window=window, source=source.source)
-    by_node: dict[str, dict] = {}
     by_rack: dict[str, dict] = {}
     by_workload: dict[tuple[str, str], Split] = defaultdict(Split)
-    for node, index in gpus:
+    for node, count in gpus:
         holder = held.get(node.hostname)
         allocated = max(0.0, window.end - max(window.start, holder[2])) / HOUR if holder else 0.0
-        one = split_gpu(
+        split = split_node(
+            gpus=count,
             hours=hours,
-            busy_hours=busy_seconds.get((node.hostname, str(index)), 0.0) / HOUR,
+            busy_hours=busy_seconds.get(node.hostname, 0.0) / HOUR,
             allocated_hours=allocated,
         )
-        result.cluster.add(one)
-        row = by_node.setdefault(
-            node.hostname,
-            {"node": node, "rack": node.rack, "workload": holder[1] if holder else "", "split": Split()},
-        )
-        row["split"].add(one)
+        result.cluster.add(split)
+        result.nodes.append({"node": node, "rack": node.rack, "workload": holder[1] if holder else "", "split": split})
         if node.rack is not None:
-            by_rack.setdefault(node.rack.name, {"rack": node.rack, "split": Split()})["split"].add(one)
+            by_rack.setdefault(node.rack.name, {"rack": node.rack, "split": Split()})["split"].add(split)
         if holder:
-            by_workload[(holder[0], holder[1])].add(one)
-    result.nodes = list(by_node.values())
+            by_workload[(holder[0], holder[1])].add(split)
     result.racks = [by_rack[name] for name in sorted(by_rack)]
     result.workloads = [
         {"kind": kind, "name": name, "split": split} for (kind, name), split in sorted(by_workload.items())
@@ -150,10 +154,11 @@ def idle_holders(result: GpuHours, *, count: int = 5) -> list[dict]:
 DASHBOARD_WINDOW = "24h"
 
 
-def dashboard_panel() -> dict:
-    """The dashboard's figure: the share of the last 24 h's GPU-hours allocated but idle, and who holds it."""
+def dashboard_panel(*, end: float | None = None) -> dict:
+    """The dashboard's figure: the share of the 24 h to `end` (now)'s GPU-hours allocated but idle, and who holds
+    it."""
     try:
-        result = gpu_hours(window=Window.named(DASHBOARD_WINDOW))
+        result = gpu_hours(window=Window.named(DASHBOARD_WINDOW, end=end))
     except TelemetryError as error:
         return {"error": str(error), "window": DASHBOARD_WINDOW}
     return {

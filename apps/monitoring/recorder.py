@@ -3,14 +3,15 @@
 RecordedSample rows, which SimulatorTelemetry reads as PrometheusTelemetry reads its recorded series.
 
 - Every minute (beat, or the embedded loop): the fleet's GPU panels (avg / sum / max of the GPUs' gauges at t), each
-  service's token rate and end-to-end latency bucket rates over 5 minutes, and each SLO's verdict at t; every 5
-  minutes: the bucket rates again (the coarse series) and the fleet's GPU energy over those 5 minutes.
+  service's token rate and end-to-end latency bucket rates over 5 minutes, and each SLO's value and verdict at t;
+  every 5 minutes: the bucket rates again (the coarse series), the fleet's GPU energy over those 5 minutes and each
+  node's busy GPU-seconds over them (the GPU-hours split).
 - Append-only: a time is recorded once, with the cluster as it is when it is recorded (its faults, its workloads);
   a fault cleared later changes what is recorded after, never what was. Each recorded time and part leaves a mark
   (series `rackpilot:recorded`), by which a run finds what is missing and a page how much of its window is there.
-- A backfill records the windows the pages show (1 h, 24 h, 7 d, 30 d) on their own step grids, and the energy tiles
-  of the longest, so that a fresh install shows its charts within a minute or two; the minute recording then fills
-  forward. Rows older than Prometheus' retention (35 d, the Makefile's `up`) are pruned.
+- A backfill records the windows the pages show (1 h, 24 h, 7 d, 30 d) on their own step grids, the energy tiles of
+  the longest and the busy tiles of the last day, so that a fresh install shows its charts within a minute or two;
+  the minute recording then fills forward. Rows older than Prometheus' retention (35 d, the Makefile's `up`) are pruned.
 """
 
 import logging
@@ -25,14 +26,19 @@ from django.db import close_old_connections
 from apps.monitoring import slo
 from apps.monitoring.models import RecordedSample, Slo
 from apps.monitoring.telemetry import (
+    BUSY_PART,
+    BUSY_RECORDED_FOR_S,
     COARSE_INTERVAL_S,
     GPU_FIELDS,
+    POINTS_PER_WINDOW,
     RECORDED_E2E_BUCKETS,
     RECORDED_E2E_BUCKETS_COARSE,
     RECORDED_FLEET,
     RECORDED_FLEET_ENERGY,
+    RECORDED_NODE_BUSY,
     RECORDED_TOKENS,
     RECORDING_INTERVAL_S,
+    SLO_VALUE,
     WINDOWS,
     Window,
     current_workloads,
@@ -136,9 +142,13 @@ class _Sampler:
             rows.append(RecordedSample(series=RECORDED_TOKENS, labels=labels_key(service=name), time=t, value=tokens))
             rows += _bucket_rows(RECORDED_E2E_BUCKETS, name, buckets, t)
         for spec in self.specs:
-            good = self._slo_good(spec, t, per_node, services)
-            if good is not None:
-                rows.append(RecordedSample(series=SLO_GOOD, labels=labels_key(slo=spec.name), time=t, value=good))
+            value = self._slo_value(spec, t, per_node, services)
+            if value is None:
+                continue
+            labels = labels_key(slo=spec.name)
+            rows.append(RecordedSample(series=SLO_GOOD, labels=labels, time=t, value=_verdict(spec, value)))
+            if math.isfinite(value):  # what the page shows as the latest value (a NaN or ±Inf shows none)
+                rows.append(RecordedSample(series=SLO_VALUE, labels=labels, time=t, value=value))
         return rows
 
     def _service_at(self, run: ServingRun, t: int) -> tuple[float, list[tuple[float, float]]]:
@@ -148,15 +158,16 @@ class _Sampler:
         buckets.append((math.inf, parts["requests"] / RATE_RANGE_S))
         return parts["generation_tokens"] / RATE_RANGE_S, buckets
 
-    def _slo_good(self, spec: slo.SloSpec, t: int, per_node: dict, services: dict) -> float | None:
-        """good_expression(spec) at t: 1 met, 0 missed (NaN and ±Inf compare false, as in PromQL), None absent (no
-        such service, or its counter younger than the rate window: the warm guard)."""
+    def _slo_value(self, spec: slo.SloSpec, t: int, per_node: dict, services: dict) -> float | None:
+        """value_expression(spec) at t, where good_expression judges it (its verdict: _verdict; NaN and ±Inf are
+        missed, as in PromQL); None absent (no such service, or its counter younger than the rate window: the warm
+        guard)."""
         objective = slo.Objective(spec.objective)
         if objective == slo.Objective.GPU_UTILISATION:
             values = [value for host in spec.hosts for value in per_node.get(host, {}).get("util", [])]
             if not values:
                 return None
-            return _verdict(spec, sum(values) / len(values))
+            return sum(values) / len(values)
         run = self.runs.get(spec.service)
         window = ENERGY_WINDOW_S if objective == slo.Objective.ENERGY_PER_MTOK else RATE_RANGE_S
         if run is None or run.started > t - window:
@@ -170,7 +181,7 @@ class _Sampler:
             joules = sum(self._node_energy(host, t - window, t) for host in spec.hosts)
             generated = self.model.service_tokens(run, t - window, t) + self.model.served_tokens(run, t - window, t)
             value = (joules / 3.6e6) / (generated / 1e6) if generated > 0 else (math.inf if joules else math.nan)
-        return _verdict(spec, value)
+        return value
 
     def _node_energy(self, hostname: str, start: float, end: float) -> float:
         """increase() of the node's GPUs' energy counters over [start, end], in J (the counters start at boot)."""
@@ -191,6 +202,22 @@ class _Sampler:
         for name, run in self.runs.items():
             if run.started <= t:  # a service has no series before it started
                 rows += _bucket_rows(RECORDED_E2E_BUCKETS_COARSE, name, self._service_at(run, t)[1], t)
+        return rows
+
+    def busy_rows(self, times: list[int]) -> list[RecordedSample]:
+        """sum by (Hostname) (avg_over_time(SM active[5m])) * 300 at each time: each node's busy GPU-seconds over the
+        5 minutes before it, for its GPUs that report (on the bus at either end); an idle node's zero is left out."""
+        edges = sorted({edge for t in times for edge in (t - COARSE_INTERVAL_S, t)})
+        rows = [RecordedSample(series=MARK, labels=BUSY_PART, time=t, value=1.0) for t in times]
+        for hostname in self.hostnames:
+            # The GPUs on the bus at each edge: those whose energy counter the model reads there.
+            present = {sample[0]: len(sample[3]) for sample in self.model.samples(hostname, [float(e) for e in edges])}
+            labels = labels_key(Hostname=hostname)
+            for t in times:
+                gpus = max(present.get(t - COARSE_INTERVAL_S, 0), present.get(t, 0))
+                busy = self.model.sm_active_seconds(hostname, t - COARSE_INTERVAL_S, t) * gpus if gpus else 0.0
+                if busy > 0:
+                    rows.append(RecordedSample(series=RECORDED_NODE_BUSY, labels=labels, time=t, value=busy))
         return rows
 
     def energy_rows(self, times: list[int]) -> list[RecordedSample]:
@@ -240,15 +267,17 @@ def record_times(
     minutes: Iterable[int] = (),
     buckets: Iterable[int] = (),
     energy: Iterable[int] = (),
+    busy: Iterable[int] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Record the parts at those of the times that are not recorded yet (each minute part at a multiple of 60, each
-    5-minute part at a multiple of 300); returns how many times were recorded. `progress(done, total)` after each
-    batch."""
+    """Record the parts at those of the times that are not recorded yet (the minute part at a multiple of 60, the
+    5-minute parts (buckets, energy, busy) at a multiple of 300); returns how many times were recorded.
+    `progress(done, total)` after each batch."""
     todo = {
         MINUTE_PART: sorted(set(minutes) - recorded_times(MINUTE_PART, minutes)),
         BUCKETS_PART: sorted(set(buckets) - recorded_times(BUCKETS_PART, buckets)),
         ENERGY_PART: sorted(set(energy) - recorded_times(ENERGY_PART, energy)),
+        BUSY_PART: sorted(set(busy) - recorded_times(BUSY_PART, busy), reverse=True),  # the newest first
     }
     total = sum(len(times) for times in todo.values())
     if not total:
@@ -260,6 +289,8 @@ def record_times(
             batch = times[first : first + BATCH]
             if part == ENERGY_PART:
                 rows = sampler.energy_rows(batch)
+            elif part == BUSY_PART:
+                rows = sampler.busy_rows(batch)
             else:
                 work = sampler.minute_rows if part == MINUTE_PART else sampler.bucket_rows
                 rows = [row for t in batch for row in work(t)]
@@ -280,6 +311,7 @@ def record_telemetry(*, until: float) -> int:
         minutes=_grid(until - CATCH_UP_S, until, RECORDING_INTERVAL_S),
         buckets=_grid(until - CATCH_UP_S, until, COARSE_INTERVAL_S),
         energy=_grid(until - CATCH_UP_S, until, COARSE_INTERVAL_S),
+        busy=_grid(until - CATCH_UP_S, until, COARSE_INTERVAL_S),
     )
     RecordedSample.objects.filter(time__lt=until - RETENTION_S).delete()
     return recorded
@@ -287,7 +319,9 @@ def record_telemetry(*, until: float) -> int:
 
 def backfill_times(*, until: float) -> dict[str, list[int]]:
     """What the backfill records: each window's steps as a page asks for them now (the minute part; the coarse
-    buckets at the 5 minutes before each), the shortest window first; and the energy tiles of the longest."""
+    buckets at the 5 minutes before each), the shortest window first; the energy tiles of the longest; and the busy
+    tiles of the last day (BUSY_RECORDED_FOR_S: the dashboard's GPU-hours; longer windows are read from the record
+    as the minute runs fill it, worked out until then)."""
     minutes: list[int] = []
     buckets: list[int] = []
     for name in WINDOWS:
@@ -300,6 +334,11 @@ def backfill_times(*, until: float) -> dict[str, list[int]]:
         "minutes": list(dict.fromkeys(minutes)),
         "buckets": list(dict.fromkeys(buckets)),
         "energy": energy[::-1],  # the newest first: the short windows' tiles are there soonest
+        # The day's window as a page asks for it now: its end aligned down to its step (a 60th of it), the tile
+        # before its start too.
+        "busy": _grid(
+            until - BUSY_RECORDED_FOR_S * (1 + 1 / POINTS_PER_WINDOW) - COARSE_INTERVAL_S, until, COARSE_INTERVAL_S
+        ),
     }
 
 

@@ -240,8 +240,21 @@ def slos_met(rows, *, window: str) -> list[bool | None]:
     return met
 
 
-def slo_status(row, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS) -> dict:
-    """One SLO over each window: its budget, the latest value, and what drags it (slo_blame)."""
+def slo_latest(source: Telemetry, spec: slo.SloSpec, *, end: float | None = None) -> float | None:
+    """The SLI's newest value in the last hour: recorded (rackpilot:slo_value) where the source records it, else the
+    last value of its series over the hour."""
+    window = Window.named("1h", end=end)
+    recorded = source.recorded_slo_latest(slo=spec.name, end=window.end)
+    if recorded is not None:
+        return recorded.value
+    values = slo_values(source, spec, window)
+    return next((v for v in reversed(values) if v is not None and not math.isnan(v)), None)
+
+
+def slo_status(
+    row, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS, end: float | None = None
+) -> dict:
+    """One SLO over each window ending at `end` (now): its budget, the latest value, and what drags it (slo_blame)."""
     source, error = (source, "") if source is not None else _source()
     status = {"slo": row, "error": error, "budgets": [], "latest": None, "draggers": [], "blame_window": ""}
     if source is None:
@@ -249,13 +262,12 @@ def slo_status(row, *, source: Telemetry | None = None, windows: tuple[str, ...]
     spec = row.spec()
     try:
         for name in windows:
-            status["budgets"].append(slo_budget(source, spec, name))
-        values = slo_values(source, spec, Window.named("1h"))
-        status["latest"] = next((v for v in reversed(values) if v is not None and not math.isnan(v)), None)
+            status["budgets"].append(slo_budget(source, spec, name, end=end))
+        status["latest"] = slo_latest(source, spec, end=end)
         # Blame over the shortest window that missed (the miss to explain), else the last hour.
         missed = next((b.window for b in status["budgets"] if b.met is False), "1h")
         status["blame_window"] = missed
-        status["draggers"] = slo_blame(source, spec, Window.named(missed))
+        status["draggers"] = slo_blame(source, spec, Window.named(missed, end=end))
     except TelemetryError as problem:
         status["error"] = str(problem)
     return status
@@ -282,8 +294,8 @@ def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: in
     hosts = list(spec.hosts)
     if not hosts:
         return []
-    util = _means(source.gpu_series("util", hostnames=hosts, window=window))
-    clock = _means(source.gpu_series("sm_clock", hostnames=hosts, window=window))
+    series = source.gpu_series_of(("util", "sm_clock"), hostnames=hosts, window=window)
+    util, clock = _means(series["util"]), _means(series["sm_clock"])
     per_node: dict[str, dict] = {}
     for (host, gpu), value in util.items():
         node = per_node.setdefault(host, {"gpus": []})

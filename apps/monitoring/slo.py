@@ -178,6 +178,9 @@ def rules(specs: Sequence[SloSpec]) -> dict:
     for spec in specs:
         labels = {"slo": spec.name, "objective": str(spec.objective)}
         recording.append({"record": "rackpilot:slo_good", "expr": good_expression(spec), "labels": labels})
+        # The SLI's value where it is judged: the SLOs page's latest value reads it instead of the SLI's series.
+        value = f"({value_expression(spec)}){_warm_guard(spec)}"
+        recording.append({"record": "rackpilot:slo_value", "expr": value, "labels": labels})
         budget = 1 - spec.compliance
         for window in windows:
             recording.append(

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models import Avg, Count, ExpressionWrapper, F, IntegerField, Q, Sum
@@ -83,10 +84,21 @@ RECORDED_E2E_BUCKETS_COARSE = f"{RECORDED_E2E_BUCKETS}_every5m"
 # window's energy, resets handled): a month of it is 8,640 samples of one series, where the counters' difference
 # between the window's ends matches 256 GPUs' series (~100 ms at 30 d).
 RECORDED_FLEET_ENERGY = "rackpilot:gpu_energy_joules:increase5m"
+# Each node's busy GPU-seconds (its GPUs' SM-active integral) over each 5 minutes: the tiles add up to any window's,
+# so the GPU-hours split of the fleet reads one sample a node a tile instead of every GPU's samples (or, embedded, a
+# model of every node). A day of 512 nodes is 147,456 samples at most (an idle node's zeros are not kept, embedded).
+RECORDED_NODE_BUSY = "rackpilot:gpu_sm_active_seconds:sum5m"
+BUSY_RECORDED_FOR_S = 86_400  # the backfill records the busy tiles of the dashboard's 24 h; the minute runs go on
+BUSY_TILES_FROM_S = 3600  # windows this long or longer read the tiles (their edges on the 5 minutes: 1 % of an hour)
 
 
 def _bucket_rates() -> str:
     return f"sum by (service, le) (rate({E2E_BUCKETS_METRIC}[{RECORDED_RATE_RANGE}]))"
+
+
+def _node_busy(selector: str, seconds: int) -> str:
+    """Each node's busy GPU-seconds over the `seconds` before: its GPUs' mean SM active times the span, summed."""
+    return f"sum by (Hostname) (avg_over_time({selector}[{seconds}s])) * {seconds}"
 
 
 def telemetry_rules() -> list[dict]:
@@ -110,9 +122,16 @@ def telemetry_rules() -> list[dict]:
             "rules": [
                 {"record": RECORDED_E2E_BUCKETS_COARSE, "expr": _bucket_rates()},
                 {"record": RECORDED_FLEET_ENERGY, "expr": f"sum(increase({ENERGY_METRIC}[5m])) / 1000"},
+                {"record": RECORDED_NODE_BUSY, "expr": _node_busy(f"{GPU_FIELDS['sm_active'][0]}", COARSE_INTERVAL_S)},
             ],
         },
     ]
+
+
+class Latest(NamedTuple):
+    """A recorded SLI's newest value (None: nothing to judge in the hour)."""
+
+    value: float | None
 
 
 class TelemetryError(Exception):
@@ -199,6 +218,18 @@ class Telemetry(ABC):
     def sm_active_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[tuple[str, str], float]:
         """Per GPU (Hostname, gpu) that reported in [start, end]: ∫ SM active dt, in seconds (busy GPU-seconds)."""
 
+    def gpu_series_of(self, fields: tuple[str, ...], *, hostnames: list[str], window: Window) -> dict[str, list]:
+        """gpu_series of each field (per GPU), by field: a source may read them together."""
+        return {name: self.gpu_series(name, hostnames=hostnames, window=window) for name in fields}
+
+    def node_busy_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[str, float]:
+        """Per node (Hostname): its GPUs' busy GPU-seconds over [start, end] (sm_active_seconds summed over the node's
+        GPUs). A source that records them (RECORDED_NODE_BUSY) reads the 5-minute tiles of a window they cover."""
+        busy: dict[str, float] = {}
+        for (hostname, _), seconds in self.sm_active_seconds(hostnames=hostnames, start=start, end=end).items():
+            busy[hostname] = busy.get(hostname, 0.0) + seconds
+        return busy
+
     def fleet_series(self, field: str, aggregate: str, *, hostnames: list[str], window: Window) -> list[Series]:
         """gpu_series aggregated over the whole fleet (`hostnames` are every GPU node): a source that records the
         fleet's panels may read them from there."""
@@ -225,6 +256,11 @@ class Telemetry(ABC):
     def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
         """(judged, met) from recorded rules (Prometheus's rackpilot:slo_good) when they cover the window; None:
         not recorded."""
+        return None
+
+    def recorded_slo_latest(self, *, slo: str, end: float) -> "Latest | None":
+        """The SLI's newest recorded value in the hour before `end` (rackpilot:slo_value); None: not recorded (the
+        caller works it out from the SLI's series)."""
         return None
 
     def slo_counts(self, *, good_expression: str, span: float, resolution: int, end: float) -> tuple[int, int] | None:
@@ -285,8 +321,9 @@ class TelemetryPending(TelemetryError):
 
 
 MARK = "rackpilot:recorded"  # apps.monitoring.recorder's marks: one row per recorded time and part
-MINUTE_PART, BUCKETS_PART, ENERGY_PART = "part=1m", "part=5m", "part=energy"
+MINUTE_PART, BUCKETS_PART, ENERGY_PART, BUSY_PART = "part=1m", "part=5m", "part=energy", "part=busy"
 SLO_GOOD = "rackpilot:slo_good"
+SLO_VALUE = "rackpilot:slo_value"  # the SLI's value at each recorded minute, where it has one (finite)
 LOOKBACK_S = 300  # Prometheus' lookback delta: a range query's step finds the newest sample this far back
 
 
@@ -404,6 +441,35 @@ class SimulatorTelemetry(Telemetry):
         recorded = _samples().of(RECORDED_FLEET_ENERGY).filter(time__gt=start, time__lte=end)
         return recorded.aggregate(joules=Sum("value"))["joules"] or 0.0
 
+    def node_busy_seconds(self, *, hostnames, start, end):
+        # The recorded 5-minute tiles that end in (start, end], where every one is recorded (the newest may be still
+        # to come); a window the record does not cover (past the backfill's day, before the minute runs reached it)
+        # is worked out from the model of every node, as before the record.
+        every = COARSE_INTERVAL_S
+        tiles = [k * every for k in range(int(start // every) + 1, int(end // every) + 1)][:-1]
+        marks = _samples().of(MARK, BUSY_PART).filter(time__gte=tiles[0], time__lte=tiles[-1]) if tiles else None
+        if end - start < BUSY_TILES_FROM_S or marks is None or marks.count() < len(tiles):
+            return super().node_busy_seconds(hostnames=hostnames, start=start, end=end)
+        wanted = set(hostnames)
+        rows = (
+            _samples()
+            .filter(series=RECORDED_NODE_BUSY, time__gt=start, time__lte=end)
+            .values("labels")
+            .annotate(seconds=Sum("value"))
+            .order_by()
+        )
+        busy = {_label(row["labels"], "Hostname"): row["seconds"] for row in rows}
+        return {hostname: seconds for hostname, seconds in busy.items() if hostname in wanted}
+
+    def recorded_slo_latest(self, *, slo, end):
+        """The newest recorded value of the SLI in the hour before `end` (None where no minute of it had one);
+        TelemetryPending unless the minute at `end` is recorded."""
+        self._require([int(end // RECORDING_INTERVAL_S * RECORDING_INTERVAL_S)])
+        newest = (
+            _samples().of(SLO_VALUE, f"slo={slo}").filter(time__gt=end - 3600, time__lte=end).order_by("-time").first()
+        )
+        return Latest(newest.value if newest is not None else None)
+
     def recorded_slo_counts(self, *, slo, span, end):
         """(judged, met) over (end - span, end] from the recorded verdicts (rackpilot:slo_good every minute), as
         PrometheusTelemetry counts them; TelemetryPending while the record does not cover the window's steps. An SLO
@@ -494,17 +560,33 @@ class SimulatorTelemetry(Telemetry):
                 per_gpu.append(Series({"Hostname": hostname, "gpu": str(index)}, points))
         return _aggregate(per_gpu, aggregate)
 
+    def gpu_series_of(self, fields, *, hostnames, window):
+        # One reading of each GPU at each step for all the fields (the model's cost is the reading, not the keys).
+        model = self._model(hostnames)
+        series: dict[str, list[Series]] = {name: [] for name in fields}
+        for hostname in hostnames:
+            if hostname not in model.histories:
+                continue
+            for name, points in self._node_points_of(model, fields, hostname, window).items():
+                for index, gpu_points in points:
+                    series[name].append(Series({"Hostname": hostname, "gpu": str(index)}, gpu_points))
+        return series
+
     def _node_points(self, model, field: str, hostname: str, window: Window) -> list[tuple[int, list]]:
         """(GPU index, its (t, value) points) of the node's GPUs that have a value in the window, by index."""
-        _, key = GPU_FIELDS[field]
-        keys = frozenset({key})
-        per_gpu: dict[int, list] = {}
+        return self._node_points_of(model, (field,), hostname, window)[field]
+
+    def _node_points_of(self, model, fields, hostname: str, window: Window) -> dict[str, list[tuple[int, list]]]:
+        """_node_points of each field, the GPUs read once a step."""
+        keys = {name: GPU_FIELDS[name][1] for name in fields}
+        per_gpu: dict[str, dict[int, list]] = {name: {} for name in fields}
         for t in window.times():
-            for index, reading in model.node_readings(hostname, t, keys=keys):
-                value = (79 if key == "xid" else None) if reading is None else reading[key]
-                if value is not None:
-                    per_gpu.setdefault(index, []).append((t, float(value)))
-        return sorted(per_gpu.items())
+            for index, reading in model.node_readings(hostname, t, keys=frozenset(keys.values())):
+                for name, key in keys.items():
+                    value = (79 if key == "xid" else None) if reading is None else reading[key]
+                    if value is not None:
+                        per_gpu[name].setdefault(index, []).append((t, float(value)))
+        return {name: sorted(points.items()) for name, points in per_gpu.items()}
 
     def energy_joules(self, *, hostnames, start, end):
         model = self._model(hostnames)
@@ -784,6 +866,26 @@ class PrometheusTelemetry(Telemetry):
             (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
             for item in self.query(promql, at=end)
         }
+
+    def node_busy_seconds(self, *, hostnames, start, end):
+        seconds = max(int(round(end - start)), 1)
+        if seconds >= BUSY_TILES_FROM_S:
+            # The recorded 5-minute tiles in the window (a second short of its start), where the rule ran through its
+            # first hour (as fleet_energy_joules); else every GPU's samples, summed per node.
+            recorded = f"{RECORDED_NODE_BUSY}{{Hostname=~{_any_of(hostnames)}}}"
+            offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
+            if self.query(f"count(count_over_time({recorded}[1h]{offset}))", at=end):
+                promql = f"sum by (Hostname) (sum_over_time({recorded}[{seconds - 1}s]))"
+                return {
+                    item["metric"].get("Hostname", ""): float(item["value"][1]) for item in self.query(promql, at=end)
+                }
+        return super().node_busy_seconds(hostnames=hostnames, start=start, end=end)
+
+    def recorded_slo_latest(self, *, slo, end):
+        """The newest `rackpilot:slo_value` of the hour before `end`; None (worked out from the SLI's series instead)
+        where there is none: the rules are not loaded, or nothing was judged."""
+        result = self.query(f"last_over_time(rackpilot:slo_value{{slo={_string(slo)}}}[1h])", at=end)
+        return Latest(float(result[0]["value"][1])) if result else None
 
     def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
         """(judged, met) from the `rackpilot:slo_good` series the generated recording rules write every minute, when

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from apps.monitoring.telemetry import RECORDED_FLEET, PrometheusTelemetry, Window, telemetry_rules
+from apps.monitoring.telemetry import RECORDED_FLEET, RECORDED_NODE_BUSY, PrometheusTelemetry, Window, telemetry_rules
 
 
 def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
@@ -270,3 +270,39 @@ def test_the_fleets_energy_over_an_hour_reads_the_counters(prometheus_instant):
 
     assert source.fleet_energy_joules(hostnames=["gpu001"], start=0, end=3600) == 7000.0
     assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [False]
+
+
+def test_the_nodes_5_minute_busy_tiles_add_up_to_their_busy_gpu_seconds(promtool, tmp_path):
+    """gpu001's two GPUs half and fully SM-active, gpu002's one a quarter: the 5-minute group's busy tiles of the hour
+    to 150 min add up per node to 5,400 and 900 GPU-seconds, what the client's raw query gives for the hour."""
+    group = next(group for group in telemetry_rules() if group["interval"] == "300s")
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
+    series = [("gpu001", "0", "0.5"), ("gpu001", "1", "1"), ("gpu002", "0", "0.25")]
+    tests = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "5m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": f'DCGM_FI_PROF_SM_ACTIVE{{Hostname="{host}",gpu="{gpu}"}}', "values": f"{value}x180"}
+                    for host, gpu, value in series
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": f"round(sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[59m59s])))",
+                        "eval_time": "150m",
+                        "exp_samples": [
+                            {"labels": '{Hostname="gpu001"}', "value": 5400},
+                            {"labels": '{Hostname="gpu002"}', "value": 900},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+
+    ran = promtool("test", "rules", "tests.yml")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -53,18 +53,22 @@ def test_the_budget_is_judged_over_each_window_and_a_power_cap_moves_throughput(
     # still met the demand, and a run at that hour saw the same tokens/s.
     settings.RACKPILOT_SIM_SEED = seed_where_demand_is("peak", chat.name)
     slo = Slo.objects.create(name="chat-throughput", objective="throughput", scope="service", service=chat, target=90)
-    record_telemetry()
-    healthy = services.slo_status(slo)
+    now = timezone.now().timestamp() // 60 * 60
+    record_telemetry(now)
+    healthy = services.slo_status(slo, end=now)
     for node in Node.objects.all():
         simulator.inject_fault(node=node, kind="power_cap", target="", parameters={"watts": 150})
     SimFault.objects.update(created=timezone.now() - dt.timedelta(minutes=30))  # capped for the last half hour
-    capped = services.slo_status(slo)
+    record_telemetry(now + 600)  # ten minutes on: recorded with the cap
+    capped = services.slo_status(slo, end=now + 600)
+    before = services.slo_status(slo, end=now)
 
     assert not healthy["error"] and [b.window for b in healthy["budgets"]] == ["1h", "24h", "7d", "30d"]
     hour = healthy["budgets"][0]
     assert hour.judged > 0 and hour.compliance is not None
     assert capped["latest"] < healthy["latest"]  # fewer tokens/s under the cap
-    assert capped["budgets"][0].good == hour.good  # the hour was recorded before the cap: it stays as recorded
+    # What was recorded before the cap stays as recorded: its hour, and its latest value.
+    assert before["budgets"][0].good == hour.good and before["latest"] == healthy["latest"]
 
 
 def test_the_api_defines_slos_for_operators_and_shows_their_status(api_as, operator, viewer, chat, record_telemetry):

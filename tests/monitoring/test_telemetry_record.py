@@ -9,9 +9,18 @@ import pytest
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring import recorder, services
+from apps.monitoring import gpuhours, recorder, services
 from apps.monitoring.models import RecordedSample, Slo
-from apps.monitoring.telemetry import RECORDED_FLEET, RECORDED_TOKENS, SimulatorTelemetry, TelemetryPending, Window
+from apps.monitoring.telemetry import (
+    BUSY_PART,
+    RECORDED_FLEET,
+    RECORDED_NODE_BUSY,
+    RECORDED_TOKENS,
+    SLO_VALUE,
+    SimulatorTelemetry,
+    TelemetryPending,
+    Window,
+)
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
 from apps.workloads.models import InferenceService
@@ -59,7 +68,7 @@ def test_a_cleared_fault_leaves_what_was_recorded_and_changes_only_what_is_recor
 def test_recording_twice_records_once(chat):
     first = recorder.record_telemetry(until=T)
     rows = RecordedSample.objects.count()
-    assert first == 60 + 12 + 12  # the last hour's minutes, and its 5-minute steps twice (buckets, energy)
+    assert first == 60 + 3 * 12  # the last hour's minutes, and its 5-minute steps thrice (buckets, energy, busy)
     assert recorder.record_telemetry(until=T) == 0 and RecordedSample.objects.count() == rows
     assert recorder.record_telemetry(until=T + 90) == 1  # one new minute
     assert RecordedSample.objects.of(recorder.MARK, recorder.MINUTE_PART).filter(time=T + 60).exists()
@@ -147,3 +156,73 @@ def test_the_gpus_reporting_errors_are_read_from_the_recorded_minute(chat):
     assert source.gpu_values_at("xid", hostnames=["gpu001"], at=T) == {}
     with pytest.raises(TelemetryPending):
         source.gpu_values_at("xid", hostnames=hosts, at=T + 600)  # nothing recorded within the lookback
+
+
+def _no_model(*args, **kwargs):
+    raise AssertionError("a fleet read built the simulator's model")
+
+
+def test_the_nodes_busy_gpu_seconds_are_recorded_in_5_minute_tiles_and_the_dashboards_gpu_hours_read_them(
+    chat, monkeypatch, django_assert_num_queries
+):
+    now = T + 2800  # the day's window ends at its step before now (T + 1440): its tiles from T - 84,960 are recorded
+    recorder.record_telemetry(until=now)
+    recorder.backfill(until=now)
+    window = Window.named("24h", end=now)
+    hosts = ["gpu001", "gpu002", "gpu003", "gpu004"]
+    model = simulator.telemetry_model(workloads=SimulatorTelemetry().workloads, seed=0)
+    start, end = (edge // 300 * 300 for edge in (window.start, window.end))  # the window's edges on the tiles
+    worked_out = {host: 8 * model.sm_active_seconds(host, start, end) for host in hosts}
+    assert worked_out["gpu001"] > 0 and worked_out["gpu003"] == 0  # the service's nodes are busy, the others idle
+
+    monkeypatch.setattr(simulator, "telemetry_model", _no_model)
+    read = SimulatorTelemetry().node_busy_seconds(hostnames=hosts, start=window.start, end=window.end)
+    assert set(read) == {"gpu001", "gpu002"}  # an idle node's zero is not kept
+    for host in read:
+        assert read[host] == pytest.approx(worked_out[host], rel=1e-6)
+    with django_assert_num_queries(7):  # the nodes, their GPUs, the tiles' marks and sums, the two holders' reads
+        panel = gpuhours.dashboard_panel(end=now)
+    assert not panel["error"] and panel["cluster"].gpus == 32
+    assert panel["cluster"].busy == pytest.approx(sum(worked_out.values()) / 3600, rel=1e-6)
+    assert [row["node"].hostname for row in panel["holders"]] == ["gpu001", "gpu002"]
+
+
+def test_the_busy_tiles_are_append_only_and_a_window_they_do_not_cover_is_worked_out(chat):
+    recorder.record_telemetry(until=T)
+    busy = dict(RecordedSample.objects.of(RECORDED_NODE_BUSY, "Hostname=gpu001").values_list("time", "value"))
+    assert sorted(busy) == [T - 3300 + 300 * k for k in range(12)] and min(busy.values()) > 0
+
+    InferenceService.objects.all().delete()  # the service is gone: its nodes idle from now on
+    recorder.record_telemetry(until=T + 600)
+    after = dict(RecordedSample.objects.of(RECORDED_NODE_BUSY, "Hostname=gpu001").values_list("time", "value"))
+    assert after == busy  # the past stays as recorded; the idle tiles after it keep no row
+    assert RecordedSample.objects.of(recorder.MARK, BUSY_PART).filter(time__gt=T).count() == 2
+
+    source = SimulatorTelemetry()
+    hour = source.node_busy_seconds(hostnames=["gpu001"], start=T - 3600, end=T)
+    assert hour == {"gpu001": pytest.approx(sum(busy.values()))}
+    day = source.node_busy_seconds(hostnames=["gpu001"], start=T - 86_400, end=T)  # not recorded: the model's
+    assert day == {"gpu001": 0.0}  # (worked out with the cluster as it is now: no service)
+
+
+def test_the_slos_latest_value_is_the_recorded_one(chat, monkeypatch):
+    slo = Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=40)
+    recorder.record_telemetry(until=T)
+    values = dict(RecordedSample.objects.of(SLO_VALUE, "slo=chat-util").values_list("time", "value"))
+    verdicts = dict(RecordedSample.objects.of(recorder.SLO_GOOD, "slo=chat-util").values_list("time", "value"))
+    assert sorted(values) == sorted(verdicts) and len(values) == 60
+    assert all(verdicts[t] == float(value >= 40) for t, value in values.items())
+
+    monkeypatch.setattr(services, "slo_values", _no_model)  # the SLI's series is not worked out for it
+    assert services.slo_latest(SimulatorTelemetry(), slo.spec(), end=T) == values[T]
+    assert services.slo_status(slo, end=T, windows=("1h",))["latest"] == values[T]
+
+
+def test_the_gpu_fields_read_together_are_each_fields_series(chat):
+    source, window = SimulatorTelemetry(), Window.named("1h", end=T)
+    together = source.gpu_series_of(("util", "sm_clock"), hostnames=["gpu001", "gpu003"], window=window)
+    for field in ("util", "sm_clock"):
+        alone = source.gpu_series(field, hostnames=["gpu001", "gpu003"], window=window)
+        assert len(alone) == 16 and [(s.labels, s.points) for s in together[field]] == [
+            (s.labels, s.points) for s in alone
+        ]
