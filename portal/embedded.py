@@ -66,12 +66,14 @@ def periodic_calls() -> list[tuple]:
     """(callable, period s) for the embedded loop: each task of the periodic table but the reap (the loop reaps at
     every pass), then the job-template schedules that are due (beat's DatabaseScheduler in the services wiring)."""
     from django.conf import settings
-    from django.utils.module_loading import import_string
+    from django.utils.module_loading import autodiscover_modules, import_string
 
     from apps.automation import services as automation
     from portal.celery import app
 
-    app.loader.import_default_modules()  # the apps' tasks modules, as a worker imports them when it starts
+    # Every app's tasks module, imported here and now: Celery's own discovery may be under way in the embedded
+    # worker's thread at this moment, and the registry could then lack a task (the loop died on rackpilot.jobs.prune).
+    autodiscover_modules("tasks")
     calls = [
         (import_string(IN_BACKGROUND[name]) if name in IN_BACKGROUND else app.tasks[name], period)
         for name, period in settings.RACKPILOT_PERIODIC_TASKS.items()
