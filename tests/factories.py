@@ -103,3 +103,18 @@ def make_pdu(**fields) -> Pdu:
     if fields.get("position") is None:
         defaults["side"] = "left"
     return Pdu.objects.create(**{**defaults, **fields})
+
+
+def make_serving_fleet():
+    """Three compute nodes, the service `chat` on two of them, made two hours ago (what the power-limit policy
+    judges needs an hour of the service's telemetry)."""
+    from apps.inventory.demo import ClusterShape, load_cluster
+    from apps.workloads.models import InferenceService
+
+    load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
+    service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=5000)
+    service.nodes.set(Node.objects.filter(hostname__in=("gpu001", "gpu002")))
+    two_hours_ago = timezone.now() - timedelta(hours=2)
+    InferenceService.objects.update(created=two_hours_ago)
+    Node.objects.update(created=two_hours_ago - timedelta(hours=1))
+    return service

@@ -1,18 +1,14 @@
 """/api/cost-policies/ and /policies/: roles (anonymous, viewer, operator, admin), bad input naming the field with
 nothing changed, and the page's dry run, approval and revert."""
 
-import datetime as dt
-
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from apps.costs.choices import ActionState
 from apps.costs.models import CostPolicy, PolicyAction
-from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.simulator.models import SimChange
-from apps.workloads.models import InferenceService
+from tests import factories
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
 URL = "/api/cost-policies/"
@@ -26,13 +22,7 @@ GOOD = {
 
 @pytest.fixture
 def fleet(db):
-    load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
-    service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=5000)
-    service.nodes.set(Node.objects.filter(hostname__in=("gpu001", "gpu002")))
-    two_hours_ago = timezone.now() - dt.timedelta(hours=2)
-    InferenceService.objects.update(created=two_hours_ago)
-    Node.objects.update(created=two_hours_ago - dt.timedelta(hours=1))
-    return service
+    return factories.make_serving_fleet()
 
 
 def test_reading_needs_a_login_and_writing_an_operator(fleet, api_client, api_as, viewer, operator):

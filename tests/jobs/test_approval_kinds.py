@@ -2,20 +2,15 @@
 phases) start only through the object that holds it: POST /api/jobs/, the new-job page and job templates refuse them
 with a 400 naming `kind`, and nothing is created or changed (issue 27, drills 2)."""
 
-import datetime as dt
-
 import pytest
-from django.utils import timezone
 from rest_framework import serializers
 
 from apps.automation.models import JobTemplate
 from apps.costs.choices import ActionState
 from apps.costs.models import PolicyAction
-from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import Node
 from apps.jobs.kinds import KINDS, kind_choices, startable_kind_names
 from apps.jobs.models import Job
-from apps.workloads.models import InferenceService
+from tests import factories
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
 APPROVAL_KINDS = {"deploy", "power-limit", "storage-tiering", "nccl-timeout", "gpu-utilisation", "training-interrupted"}
@@ -23,13 +18,7 @@ APPROVAL_KINDS = {"deploy", "power-limit", "storage-tiering", "nccl-timeout", "g
 
 @pytest.fixture
 def fleet(db):
-    load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
-    service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=5000)
-    service.nodes.set(Node.objects.filter(hostname__in=("gpu001", "gpu002")))
-    two_hours_ago = timezone.now() - dt.timedelta(hours=2)
-    InferenceService.objects.update(created=two_hours_ago)
-    Node.objects.update(created=two_hours_ago - dt.timedelta(hours=1))
-    return service
+    return factories.make_serving_fleet()
 
 
 def test_every_kind_that_carries_an_approval_is_marked():
