@@ -29,6 +29,18 @@ def pytest_collection_modifyitems(config, items):
         items[:] = chosen
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that ran a live server carries the end of that server's log (what its worker did), so a failure
+    in CI can be read without rerunning it."""
+    report = yield
+    log = getattr(item, "live_server_log", None)
+    if report.failed and log is not None and log.exists():
+        lines = log.read_text(errors="replace").splitlines()
+        report.sections.append(("live server log (last 200 lines)", "\n".join(lines[-200:])))
+    return report
+
+
 def pytest_configure(config):
     """Under pytest-xdist the workers share the services wiring's Redis: give each its own cache keys and channel
     groups (the jobs list group is one name for every job), before anything opens them."""

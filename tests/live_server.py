@@ -37,8 +37,9 @@ def live_server_env():
 
 
 @pytest.fixture
-def live_server_url(transactional_db, tmp_path, live_server_env):
-    """uvicorn serving the project (embedded wiring, worker inside) on the test database."""
+def live_server_url(request, transactional_db, tmp_path, live_server_env):
+    """uvicorn serving the project (embedded wiring, worker inside) on the test database. Its log is shown with a
+    failure (tests/conftest.py)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -52,6 +53,7 @@ def live_server_url(transactional_db, tmp_path, live_server_env):
         RACKPILOT_ALLOWED_HOSTS="127.0.0.1,localhost",
     )
     env.update(live_server_env)
+    request.node.live_server_log = tmp_path / "server.log"
     log = open(tmp_path / "server.log", "ab")  # noqa: SIM115  (the server writes to it after this returns)
     server = subprocess.Popen(
         [

@@ -15,24 +15,17 @@
   }
 
   var VERIFIED = { pass: 1, warn: 1 };
-  var SETTLE_RETRIES = 30;
 
   // The server-rendered summary (state, phases, all-runs matrix, stored suggestions), fetched again and swapped in;
-  // resolves once it is on the page. While its state is "settling" (the run's job has ended, the deployment's state
-  // is not written yet) it is fetched again each second, in the background.
-  function refreshSummary(retries) {
+  // resolves once it is on the page. While it says "settling" (the run's job has ended, the deployment's state is not
+  // written yet) or runs cluster acceptance, the summary polls itself (its hx-trigger) until the state is final.
+  function refreshSummary() {
     var summary = document.getElementById("summary");
     if (!window.htmx || !summary) { location.reload(); return Promise.resolve(); }
     var swapped = window.htmx.ajax("GET", summary.getAttribute("hx-get"), { target: "#summary", swap: "outerHTML" });
     // Never hold the job's status back for long: a slow or failed fetch lets it paint after 5 s all the same.
     var limit = new Promise(function (resolve) { setTimeout(resolve, 5000); });
-    return Promise.race([swapped, limit])
-      .then(function () {
-        var now = document.getElementById("summary");
-        if (now && now.dataset.state === "settling" && retries > 0) {
-          setTimeout(function () { refreshSummary(retries - 1); }, 1000);
-        }
-      });
+    return Promise.race([swapped, limit]);
   }
 
   // Each phase's "verified" count from the all-runs matrix as it stands, as the server counts it (pass or warn).
@@ -111,10 +104,8 @@
     function finished() {
       if (state.done) { return null; }
       state.done = true;
-      return refreshSummary(SETTLE_RETRIES);
+      return refreshSummary();
     }
-    var summary = document.getElementById("summary");
-    if (state.done && summary && summary.dataset.state === "settling") { refreshSummary(SETTLE_RETRIES); }
     return {
       onEvent: function (ev) {
         // A finished run's outcomes and suggestions are on the server-rendered page already.
