@@ -54,6 +54,10 @@ GPU_SKUS = [
     _sku("H20", "Hopper", 96, "4.00", 900, 400, "148", "296"),
     _sku("A100 SXM 80GB", "Ampere", 80, "2.04", 600, 400, "312", None, pcie_gen=4, min_power=100),
     _sku("L40S", "Ada Lovelace", 48, "0.86", 0, 350, "362", "733", form_factor="PCIe", pcie_gen=4, min_power=100),
+    # Blackwell: the HGX B200 board at 1,000 W; the GB200 superchip's GPUs at 1,200 W (13.4 TB of HBM3e and
+    # 576 TB/s over an NVL72 rack's 72 GPUs; NVIDIA's dense figures are half its sparse ones).
+    _sku("B200 SXM", "Blackwell", 180, "8.00", 1800, 1000, "2250", "4500", pcie_gen=6),
+    _sku("GB200", "Blackwell", 186, "8.00", 1800, 1200, "2500", "5000", form_factor="Superchip", pcie_gen=6),
 ]
 
 
@@ -157,3 +161,40 @@ GPU_COMPUTE = {
 def compute_of(*, sku_name: str, architecture: str) -> GpuCompute:
     """The SKU's compute facts; a SKU without an entry computes like its architecture (Hopper when unknown)."""
     return GPU_COMPUTE.get(sku_name, AMPERE_COMPUTE if architecture == "Ampere" else HOPPER_COMPUTE)
+
+
+# --- rack-scale systems: an NVLink domain that spans a rack ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RackSystem:
+    """A rack-scale system as NVIDIA builds it: compute trays (each a host with its GPUs and Grace CPUs), NVLink
+    switch trays every GPU links to, power shelves and a liquid-cooling loop. NVL36 and the next generation are
+    rows of the same shape."""
+
+    name: str
+    gpu_sku: str
+    compute_trays: int
+    gpus_per_tray: int
+    cpus_per_tray: int
+    switch_trays: int
+    nvswitches_per_tray: int
+    links_per_gpu: int  # each GPU's NVLink links, spread evenly over the switch trays
+    power_shelves: int
+    tray_u: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.compute_trays * self.gpus_per_tray
+
+    @property
+    def links_per_switch_tray(self) -> int:
+        """How many of each GPU's links land on one switch tray (two on NVL72: 18 links over 9 trays)."""
+        return self.links_per_gpu // self.switch_trays
+
+
+RACK_SYSTEMS = {
+    # 18 compute trays of 2 GB200 superchips (2 Grace + 4 Blackwell), 9 NVLink switch trays of 2 NVSwitch chips,
+    # 18 NVLink 5 links per GPU (1.8 TB/s), 8 power shelves: NVIDIA's GB200 NVL72 reference rack.
+    "GB200 NVL72": RackSystem("GB200 NVL72", "GB200", 18, 4, 2, 9, 2, 18, 8),
+}

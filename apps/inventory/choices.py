@@ -106,6 +106,14 @@ class PduFeed(models.TextChoices):
     B = "B", "Feed B"
 
 
+class CoolantLoopKind(models.TextChoices):
+    """Where a liquid-cooled rack's coolant distribution unit sits."""
+
+    IN_RACK_CDU = "in_rack_cdu", "In-rack CDU"
+    IN_ROW_CDU = "in_row_cdu", "In-row CDU"
+    FACILITY = "facility", "Facility water (liquid-to-liquid)"
+
+
 class RackSide(models.TextChoices):
     """The side of a rack's rear a vertical (0U) PDU hangs on."""
 

@@ -84,6 +84,8 @@ GPU_POWER_MODELS: dict[str, GpuPowerModel] = {
     "H20": H200_MEASURED,
     "A100 SXM 80GB": H200_MEASURED,
     "L40S": H200_MEASURED,
+    "B200 SXM": H200_MEASURED,
+    "GB200": H200_MEASURED,
 }
 
 # A SKU with no entry (one an operator added) is planned with the measured card's figures.

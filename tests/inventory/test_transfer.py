@@ -100,7 +100,7 @@ def test_round_trip_through_an_empty_database(inventory, admin):
     assert export_inventory(fmt="json") == as_json
     document = json.loads(as_json)
     assert {name: counts.created for name, counts in result.sections.items()} == {
-        name: len(document[name]) for name in document if name != "version"
+        name: len(document[name]) for name in document if name != "version" and document[name]
     }
     assert Node.objects.get(hostname="gpu001").tags.get().slug == "training"
     assert Nic.objects.get(node__hostname="gpu001", name="ens1np0").peer_gpus.count() == 2
@@ -117,7 +117,7 @@ def test_document_names_objects_by_natural_keys_in_a_constant_number_of_queries(
     with CaptureQueriesContext(connection) as more_queries:
         export_inventory(fmt="json")
 
-    assert len(more_queries) == len(demo_queries) <= 20
+    assert len(more_queries) == len(demo_queries) <= 25  # one a section, and the many-to-many sets
     node = next(row for row in document["nodes"] if row["hostname"] == "gpu001")
     assert node["rack"] == {"site": "demo-dc", "name": "r01"} and node["gpu_sku"] == "H200 SXM"
     assert node["tags"] == ["training"]

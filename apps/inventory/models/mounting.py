@@ -47,15 +47,25 @@ def check_mounting(rack, device: Mounted, others: list[Mounted], *, field: str) 
             raise ValidationError({field: f"{units} overlaps {other.label} at U{other.position}{where}."})
 
 
+# What else takes units: (model, its path to the rack, its face field or None for a full-depth tray).
+_MOUNTED_BESIDES_NODES = (
+    ("Switch", "rack_id", "face"),
+    ("Pdu", "rack_id", "face"),
+    ("NvlinkSwitchTray", "domain__rack_id", None),
+    ("PowerShelf", "rack_id", None),
+)
+
+
 def mounted_besides_nodes(rack_id: int, *, exclude=None) -> list[Mounted]:
-    """The switches and U-mounted PDUs placed in a rack, but `exclude` (the device being checked)."""
+    """The switches, U-mounted PDUs and rack-scale trays placed in a rack, but `exclude` (the device being
+    checked)."""
     found = []
-    for model_name in ("Switch", "Pdu"):
+    for model_name, rack_path, face in _MOUNTED_BESIDES_NODES:
         model = apps.get_model("inventory", model_name)
-        rows = model.objects.filter(rack_id=rack_id, position__isnull=False).order_by()
+        rows = model.objects.filter(**{rack_path: rack_id, "position__isnull": False}).order_by()
         if exclude is not None and isinstance(exclude, model) and exclude.pk:
             rows = rows.exclude(pk=exclude.pk)
-        found += [Mounted(*row) for row in rows.values_list("name", "position", "u_height", "face")]
+        found += [Mounted(*row) for row in rows.values_list("name", "position", "u_height", *([face] if face else []))]
     return found
 
 

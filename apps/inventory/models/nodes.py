@@ -148,6 +148,13 @@ class Node(AuditedModel, PublicModel):
     numa_nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
     tags = models.ManyToManyField(Tag, blank=True, related_name="nodes")
     comments = models.TextField(blank=True)
+    # A compute tray of a rack-scale system (apps/inventory/models/rackscale.py): its NVLink domain and slot.
+    nvlink_domain = models.ForeignKey(
+        "inventory.NvlinkDomain", null=True, blank=True, on_delete=models.PROTECT, related_name="compute_trays"
+    )
+    tray_slot = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="The compute tray's slot in its domain."
+    )
     # Drained: kept out of new deployments and benchmarks unless named by host name (services.drain_nodes).
     drained_at = models.DateTimeField(null=True, blank=True, help_text="Since when the node is drained; empty if not.")
     drain_reason = models.CharField(max_length=200, blank=True)
@@ -164,6 +171,12 @@ class Node(AuditedModel, PublicModel):
                 name="node_unique_rack_position",
                 violation_error_message="Another node already sits at this rack position.",
             ),
+            models.UniqueConstraint(
+                fields=["nvlink_domain", "tray_slot"],
+                condition=Q(nvlink_domain__isnull=False),
+                name="node_unique_tray_slot",
+                violation_error_message="Another compute tray already has this slot in the NVLink domain.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -175,7 +188,20 @@ class Node(AuditedModel, PublicModel):
             raise ValidationError({"u_position": "A rack position needs a rack."})
         if self.rack_id and self.u_position is not None:
             self._check_fits_in_rack()
+        if self.nvlink_domain_id:
+            self._check_tray()
         self._check_status_transition()
+
+    def _check_tray(self) -> None:
+        domain, spec = self.nvlink_domain, self.nvlink_domain.spec
+        if self.tray_slot is None:
+            raise ValidationError({"tray_slot": f"A compute tray of {domain} needs its slot (1–{spec.compute_trays})."})
+        if self.tray_slot > spec.compute_trays:
+            raise ValidationError({"tray_slot": f"A {spec.name} has compute trays 1–{spec.compute_trays}."})
+        if self.rack_id != domain.rack_id:
+            raise ValidationError(
+                {"nvlink_domain": f"{domain} spans rack {domain.rack}; {self.hostname} is not in it."}
+            )
 
     def _check_status_transition(self) -> None:
         before = getattr(self, "_audit_loaded", {}).get("status")

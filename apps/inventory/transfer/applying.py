@@ -15,6 +15,7 @@ from apps.core.text import cut, echo
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import Cable, Nic, Node, Pdu, Switch
 from apps.inventory.models.mounting import Mounted
+from apps.inventory.rackscale import domain_problems
 from apps.inventory.transfer.problems import (
     ImportProblem,
     ImportProgress,
@@ -544,6 +545,12 @@ def import_inventory(
     try:
         with transaction.atomic(), audit_context(source=ChangeSource.IMPORT, user=user):
             importer.run(total, items, progress)
+            if not importer.problems:
+                # What no one row can judge: each rack-scale domain whole and consistent once every row is in.
+                importer.problems += [
+                    ImportProblem(problem.section, None, problem.field, problem.message)
+                    for problem in domain_problems()
+                ]
             if importer.problems:
                 raise ImportRejected(importer.problems)
             if dry_run:

@@ -92,6 +92,8 @@ def _column_getter(section: Section, column: str, at: int, paths: list[str], man
         ]
     if column not in section.refs and isinstance(section.model._meta.get_field(column), models.DecimalField):
         return lambda row: None if row[at] is None else float(row[at])
+    if column not in section.refs and isinstance(section.model._meta.get_field(column), models.UUIDField):
+        return lambda row: None if row[at] is None else str(row[at])
     return itemgetter(at)
 
 

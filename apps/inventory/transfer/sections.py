@@ -10,12 +10,17 @@ from django.db import models
 from apps.core.text import echo
 from apps.inventory.models import (
     Cable,
+    CoolantLoop,
     Firmware,
     Gpu,
     GpuSku,
+    LeakSensor,
     Nic,
     Node,
+    NvlinkDomain,
+    NvlinkSwitchTray,
     Pdu,
+    PowerShelf,
     Rack,
     Site,
     SshHostKey,
@@ -101,6 +106,7 @@ def reference(target: str, attr: str, *paths: str) -> Ref:
 SITE = reference("sites", "site", "site__slug")
 NODE = reference("nodes", "node", "node__hostname")
 RACK = reference("racks", "rack", "rack__site__slug", "rack__name")
+DOMAIN = reference("nvlink_domains", "domain", "domain__name")
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -116,12 +122,36 @@ SECTIONS: tuple[Section, ...] = (
                  "mem_bandwidth_reference_tbps", "nvlink_gbps", "tdp_w", "bf16_dense_tflops", "fp8_dense_tflops",
                  "pcie_gen"),
     ),
+    # Rack-scale systems: the domain before its compute trays (nodes) and switch trays.
     Section(
-        "nodes", Node, key=("hostname",), related=("rack",),
-        refs={"rack": RACK, "gpu_sku": reference("gpu_skus", "gpu_sku", "gpu_sku__name")},
+        "nvlink_domains", NvlinkDomain, key=("name",), refs={"rack": RACK}, related=("rack",),
+        columns=("name", "rack", "system", "cluster_uuid"),
+    ),
+    Section(
+        "nodes", Node, key=("hostname",), related=("rack", "nvlink_domain__rack"),
+        refs={"rack": RACK, "gpu_sku": reference("gpu_skus", "gpu_sku", "gpu_sku__name"),
+              "nvlink_domain": reference("nvlink_domains", "nvlink_domain", "nvlink_domain__name")},
         columns=("hostname", "role", "status", "rack", "u_position", "u_height", "management_ip", "ssh_port",
                  "bmc_address", "gpu_sku", "expected_gpu_count", "cpu_model", "cpu_sockets", "cpu_cores",
-                 "memory_gib", "numa_nodes", "tags", "comments"),
+                 "memory_gib", "numa_nodes", "nvlink_domain", "tray_slot", "tags", "comments"),
+    ),
+    Section(
+        "switch_trays", NvlinkSwitchTray, key=("name",), refs={"domain": DOMAIN}, related=("domain__rack",),
+        columns=("name", "domain", "slot", "serial", "position", "u_height"),
+    ),
+    Section(
+        "power_shelves", PowerShelf, key=("name",), refs={"rack": RACK}, related=("rack",),
+        columns=("name", "rack", "psu_count", "capacity_w", "bmc_address", "position", "u_height"),
+    ),
+    Section(
+        "coolant_loops", CoolantLoop, key=("name",), refs={"rack": RACK}, related=("rack",),
+        columns=("name", "rack", "kind", "design_flow_lpm", "max_supply_c", "max_return_c", "max_pressure_kpa"),
+    ),
+    Section(
+        "leak_sensors", LeakSensor, key=("name",), related=("loop", "node", "switch_tray__domain"),
+        refs={"loop": reference("coolant_loops", "loop", "loop__name"), "node": NODE,
+              "switch_tray": reference("switch_trays", "switch_tray", "switch_tray__name")},
+        columns=("name", "loop", "node", "switch_tray"),
     ),
     Section(
         "gpus", Gpu, key=("node", "index"), related=("node",),
@@ -173,7 +203,8 @@ FOREIGN_KEY_TARGETS = {ref.target for section in SECTIONS for ref in section.ref
 
 # Targets whose natural key is one text value, and what a person calls them.
 SCALAR_TARGETS = {"sites": "site", "tags": "tag", "gpu_skus": "GPU SKU", "nodes": "node", "switches": "switch",
-                  "pdus": "PDU", "users": "user"}  # fmt: skip
+                  "pdus": "PDU", "users": "user", "nvlink_domains": "NVLink domain", "switch_trays": "switch tray",
+                  "coolant_loops": "coolant loop"}  # fmt: skip
 PAIR_TARGETS = {"racks": "rack", "storage_tiers": "storage tier"}
 
 

@@ -1,0 +1,72 @@
+"""Whether each rack-scale domain is whole and consistent, across rows no one row can judge: every compute tray and
+switch tray of its system there, each tray with its GPUs, partitions and IMEX domains inside the domain. The import
+refuses a document that leaves a domain inconsistent; topology's rules report the same for what is stored."""
+
+from dataclasses import dataclass
+
+from apps.core.text import echo
+from apps.inventory.models import Gpu, ImexDomain, Node, NvlinkDomain, NvlinkPartition
+
+
+@dataclass(frozen=True)
+class DomainProblem:
+    """One inconsistency, on the object it names (`section` and `name` as the import document calls them)."""
+
+    section: str
+    name: str
+    field: str | None
+    message: str
+
+
+def domain_problems(domains=None) -> list[DomainProblem]:
+    """What is wrong with the given NVLink domains (default: all), in a fixed number of queries."""
+    domains = list((domains if domains is not None else NvlinkDomain.objects.all()).prefetch_related("switch_trays"))
+    ids = [domain.pk for domain in domains]
+    trays: dict[int, list[Node]] = {pk: [] for pk in ids}
+    for node in Node.objects.filter(nvlink_domain_id__in=ids).order_by("tray_slot"):
+        trays[node.nvlink_domain_id].append(node)
+    gpus = _gpus_per_node([node.pk for nodes in trays.values() for node in nodes])
+    problems = []
+    for domain in domains:
+        spec = domain.spec
+        missing = sorted(set(range(1, spec.switch_trays + 1)) - {tray.slot for tray in domain.switch_trays.all()})
+        if missing:
+            slots = ", ".join(map(str, missing))
+            problems.append(_on(domain, f"{spec.name} domain {echo(domain.name)} lacks switch tray slot(s) {slots}."))
+        missing = sorted(set(range(1, spec.compute_trays + 1)) - {node.tray_slot for node in trays[domain.pk]})
+        if missing:
+            slots = ", ".join(map(str, missing))
+            problems.append(_on(domain, f"{spec.name} domain {echo(domain.name)} lacks compute tray slot(s) {slots}."))
+        for node in trays[domain.pk]:
+            count = gpus.get(node.pk, 0)
+            if count > spec.gpus_per_tray:
+                message = (
+                    f"{echo(node.hostname)} holds {count} GPUs; a {spec.name} compute tray has {spec.gpus_per_tray}."
+                )
+                problems.append(DomainProblem("nodes", node.hostname, "nvlink_domain", message))
+    problems += _spanning(NvlinkPartition, "nvlink_partitions", ids, "NVLink partition")
+    problems += _spanning(ImexDomain, "imex_domains", ids, "IMEX domain")
+    return problems
+
+
+def _on(domain: NvlinkDomain, message: str) -> DomainProblem:
+    return DomainProblem("nvlink_domains", domain.name, None, message)
+
+
+def _gpus_per_node(node_ids: list[int]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for node_id in Gpu.objects.filter(node_id__in=node_ids).values_list("node_id", flat=True):
+        counts[node_id] = counts.get(node_id, 0) + 1
+    return counts
+
+
+def _spanning(model, section: str, domain_ids: list[int], label: str) -> list[DomainProblem]:
+    """Members (compute trays) of a partition or IMEX domain that are not trays of its NVLink domain."""
+    problems = []
+    for group in model.objects.filter(domain_id__in=domain_ids).select_related("domain").prefetch_related("nodes"):
+        strays = sorted(node.hostname for node in group.nodes.all() if node.nvlink_domain_id != group.domain_id)
+        if strays:
+            names = ", ".join(echo(name) for name in strays)
+            message = f"{label} {echo(group.name)} reaches {names}, outside NVLink domain {echo(group.domain.name)}."
+            problems.append(DomainProblem(section, group.name, "nodes", message))
+    return problems
