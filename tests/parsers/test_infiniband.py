@@ -51,7 +51,10 @@ def test_ibv_devinfo_roce_functions():
 
 
 def test_a_down_port_is_reported():
-    text = "CA 'mlx5_3'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 10\n"
+    text = (
+        "CA 'mlx5_3'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Down\n"
+        "\t\tPhysical state: Disabled\n\t\tRate: 10\n\t\tLink layer: InfiniBand\n"
+    )
 
     report = parse_ibstat(text)
 

@@ -3,6 +3,7 @@
 import pytest
 
 from apps.parsers import nvidia_smi
+from apps.parsers.errors import IncompleteOutput
 from apps.parsers.nvidia_smi import (
     decode_clocks_event_reasons,
     parse_dmon,
@@ -124,7 +125,9 @@ def test_q_text_reads_active_reasons_nested_under_hw_slowdown():
 
 
 def test_q_excerpt_reports_ecc_errors_and_pending_row_remap():
-    gpu = parse_query_text(real("nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt")).gpus[0]
+    with pytest.raises(IncompleteOutput) as caught:  # the author elided the other seven GPUs of 'Attached GPUs : 8'
+        parse_query_text(real("nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt"))
+    gpu = caught.value.partial.gpus[0]
 
     assert gpu.name == "NVIDIA A100-SXM4-80GB"
     assert gpu.ecc_errors_corrected_volatile == 177
@@ -135,7 +138,7 @@ def test_q_excerpt_reports_ecc_errors_and_pending_row_remap():
 
 
 def test_q_old_driver_power_fields_and_disabled_ecc():
-    report = parse_query_text(real("nvidia-smi/q-i0-h800-driver525.txt"))
+    report = parse_query_text(real("nvidia-smi/q-i0-h800-driver525.txt"), selected=True)
 
     gpu = report.gpus[0]
     assert report.attached_gpus == 8 and len(report.gpus) == 1  # -i 0 prints one of eight
