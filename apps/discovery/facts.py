@@ -158,7 +158,8 @@ def split_sections(text: str) -> tuple[list[Section], list[str]]:
     sections: list[Section] = []
     absent: list[str] = []
     expected = f"a '{SECTION_MARK} TOOL INTERFACE', '{SECTION_MARK} exit N' or '{SECTION_MARK} absent INTERFACE' line"
-    for number, line in enumerate(split_lines(text.removesuffix("\n")), start=1):
+    lines = split_lines(text.removesuffix("\n"))
+    for number, line in enumerate(lines, start=1):
         before, mark, rest = line.partition(SECTION_MARK + " ")
         current = sections[-1] if sections else None
         if current is None and before.strip():
@@ -181,9 +182,7 @@ def split_sections(text: str) -> tuple[list[Section], list[str]]:
         else:
             raise ParseError(f"expected {expected}", number)
     if sections and sections[-1].exit_code is None:
-        raise ParseError(
-            f"output ends inside the {sections[-1].tool} section (truncated)", len(split_lines(text.removesuffix("\n")))
-        )
+        raise ParseError(f"output ends inside the {sections[-1].tool} section (truncated)", len(lines))
     if not sections and not absent:
         raise ParseError(f"expected {expected}, got nothing", 1)
     return sections, absent

@@ -204,6 +204,7 @@ TEXT_SIGNATURES = (
     (r"NVSMI LOG|^Attached GPUs\s+:|^GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]\s*$", "nvidia_smi_q"),
     (r"NVIDIA-SMI\s+\S+\s+Driver Version", "nvidia_smi_table"),
     (r'List of valid properties to query for the switch "--query-gpu"', "nvidia_smi_help_query"),
+    # topo -p2p: its legend, or a row of nothing but peer-to-peer status codes (a topo -m row has SYS, NV#, CPUs)
     (
         r"^\s+OK\s+= Status Ok$|^\s*GPU\d+\s+(?:X|OK|CNS|GNS|TNS|NS|DR|U)(?:[ \t]+(?:X|OK|CNS|GNS|TNS|NS|DR|U))+\s*$",
         "nvidia_smi_p2p",
