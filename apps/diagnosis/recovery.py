@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from apps.diagnosis.choices import Cause, EvidenceVerdict
 from apps.diagnosis.runbook import FixCommand, Observation, Read
+from apps.parsers.common import split_lines
 from apps.parsers.dmesg import parse_dmesg
 from apps.parsers.errors import ParseError
 from apps.parsers.provisioning import parse_df
@@ -83,7 +84,7 @@ def judge_log(hostname: str, text: str, command: str) -> list[Observation]:
     """What stopped the last attempt, each citing its lines; progress when nothing did."""
     run = parse_training_log(text)
     start = (run.last_start_line or 1) - 1
-    recent = "\n".join(text.splitlines()[start:])
+    recent = "\n".join(split_lines(text)[start:])
     found = []
     findings = triage(recent).findings
     timeouts = [finding for finding in findings if finding.problem == "nccl_watchdog_timeout"]
@@ -213,7 +214,7 @@ def judge_checkpoint(
 
     ok, text, command = outputs[f"files:{step}"]
     sizes = {}
-    for line in text.splitlines() if ok else []:
+    for line in split_lines(text) if ok else []:
         if match := _LS_LINE.match(line.strip()):
             sizes[match["name"]] = int(match["size"])
     shards = {name: size for name, size in sizes.items() if name.endswith(".distcp")}
@@ -229,7 +230,7 @@ def judge_checkpoint(
             + (f"; empty: {', '.join(empty[:4])}" if empty else "; none empty")
         ),
         command,
-        "\n".join(line for line in text.splitlines() if ".distcp" in line and " 0 " in line)[:1000],
+        "\n".join(line for line in split_lines(text) if ".distcp" in line and " 0 " in line)[:1000],
         {"shards": len(shards), "missing": missing[:64], "empty": empty[:64], "bytes": sum(sizes.values())},
     )
     marker = MARKER in sizes
@@ -241,11 +242,11 @@ def judge_checkpoint(
         command,
     )
     ok, text, command = outputs[f"manifest:{step}"]
-    failed = [line for line in text.splitlines() if line.endswith("FAILED") or "FAILED open or read" in line]
+    failed = [line for line in split_lines(text) if line.endswith("FAILED") or "FAILED open or read" in line]
     add(
         "manifest",
         ok and not failed,
-        (f"{sum(1 for line in text.splitlines() if line.endswith(': OK'))} file(s) match the manifest" if ok else "")
+        (f"{sum(1 for line in split_lines(text) if line.endswith(': OK'))} file(s) match the manifest" if ok else "")
         or (f"{len(failed)} file(s) do not match the manifest" if failed else f"no manifest: {text.strip()[-160:]}"),
         command,
         "\n".join(failed[:4]) or text.strip()[-300:],
@@ -271,7 +272,7 @@ def judge_kernel(hostname: str, ok: bool, text: str, command: str) -> Observatio
     except ParseError:
         xids = []
     bad = [event for event in xids if event.xid in BAD_XIDS]
-    lines = text.splitlines()
+    lines = split_lines(text)
     return Observation(
         "xid",
         bad[0].pci_bus_id if bad else "",

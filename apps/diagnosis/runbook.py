@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from apps.diagnosis.choices import Cause, EvidenceVerdict
 from apps.nodeexec import catalogue
 from apps.parsers import network
+from apps.parsers.common import split_lines
 from apps.parsers.dmesg import parse_dmesg
 from apps.parsers.errors import ParseError
 from apps.parsers.training_log import parse_training_log
@@ -102,7 +103,7 @@ def network_reads(node: NodeFacts) -> list[Read]:
 def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[str, int]]) -> list[Observation]:
     """The training log of one node: the last attempt's timeouts and errors, each citing its lines."""
     run = parse_training_log(text)
-    lines = text.splitlines()
+    lines = split_lines(text)
     start = (run.last_start_line or 1) - 1
     recent = "\n".join(lines[start:])
     found: list[Observation] = []
@@ -336,7 +337,7 @@ def judge_network(node: NodeFacts, outputs: dict[str, tuple[bool, str, str]]) ->
                 if lost
                 else f"no Xid 79 in the kernel log ({len(xids)} other Xid line(s))",
                 command,
-                "\n".join(text.splitlines()[event.line - 1] for event in lost[:4]),
+                "\n".join(split_lines(text)[event.line - 1] for event in lost[:4]),
                 data={"xids": sorted({event.xid for event in xids})},
             )
         )
@@ -374,7 +375,7 @@ def _counters(nic: NicFacts, counters: dict[str, int], text: str, command: str) 
 
 
 def _excerpt(text: str, *starts: str) -> str:
-    return "\n".join(line for line in text.splitlines() if line.strip().startswith(starts))[:1000]
+    return "\n".join(line for line in split_lines(text) if line.strip().startswith(starts))[:1000]
 
 
 # --- ranking ----------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from apps.discovery.choices import FactFamily
 from apps.nodeexec.catalogue import SECTION_MARK
 from apps.parsers import network, nvidia_smi, system
+from apps.parsers.common import split_lines
 from apps.parsers.errors import ParseError
 
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}\Z")
@@ -157,7 +158,8 @@ def split_sections(text: str) -> tuple[list[Section], list[str]]:
     sections: list[Section] = []
     absent: list[str] = []
     expected = f"a '{SECTION_MARK} TOOL INTERFACE', '{SECTION_MARK} exit N' or '{SECTION_MARK} absent INTERFACE' line"
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = split_lines(text.removesuffix("\n"))
+    for number, line in enumerate(lines, start=1):
         before, mark, rest = line.partition(SECTION_MARK + " ")
         current = sections[-1] if sections else None
         if current is None and before.strip():
@@ -180,7 +182,7 @@ def split_sections(text: str) -> tuple[list[Section], list[str]]:
         else:
             raise ParseError(f"expected {expected}", number)
     if sections and sections[-1].exit_code is None:
-        raise ParseError(f"output ends inside the {sections[-1].tool} section (truncated)", len(text.splitlines()))
+        raise ParseError(f"output ends inside the {sections[-1].tool} section (truncated)", len(lines))
     if not sections and not absent:
         raise ParseError(f"expected {expected}, got nothing", 1)
     return sections, absent
@@ -207,7 +209,7 @@ def _nics(text: str) -> dict:
 
 
 def _bios(text: str) -> dict:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in split_lines(text) if line.strip()]
     if len(lines) != 1 or not VERSION.match(lines[0]):
         shown = lines[0][:60] if lines else "nothing"
         raise ParseError(f"expected one BIOS version line (/sys/class/dmi/id/bios_version), got {shown!r}", 1)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import ParseError
+from .errors import IncompleteOutput, ParseError
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -51,8 +51,10 @@ def strip_ansi(text: str) -> str:
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines without their endings; CR LF and stray CR are treated as one line break."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    """Lines as `grep -n` and editors number them: split at LF only, the CR of a CR LF ending dropped. A bare CR (a
+    progress bar redrawing its line) stays inside its line, so a cited line number is the one `grep -n` shows. Every
+    parser splits with this, never ``str.splitlines()``, which also breaks at CR, VT, FF, FS/GS/RS, NEL and U+2028."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
 def strip_launcher_prefix(line: str) -> str:
@@ -145,6 +147,17 @@ def end_of_input(lines: list[str], expected: str) -> ParseError:
     return ParseError(f"expected {expected}, got end of input", line=last + 2)
 
 
+def last_content_line(lines: list[str]) -> int:
+    """1-based number of the last non-blank line (1 for blank input)."""
+    return max((index for index, line in enumerate(lines) if line.strip()), default=0) + 1
+
+
+def incomplete(lines: list[str], message: str, partial: object = None, line: int | None = None) -> IncompleteOutput:
+    """An IncompleteOutput for output that stops before what it declares; by default it points past the last
+    non-blank line, where the missing part should have begun."""
+    return IncompleteOutput(message, line if line is not None else last_content_line(lines) + 1, partial)
+
+
 def load_json(text: str, expected: str) -> Any:
     """Parse JSON, turning decoder errors into ParseError with the line number."""
     if not text.strip():
@@ -185,8 +198,9 @@ def read_input(path: str | Path) -> str:
     return decode_bytes(Path(path).read_bytes())
 
 
-def parse_cpu_list(text: str | None) -> list[int] | None:
-    """'0-31,64-95' → [0, 1, ..., 95]; None for N/A."""
+def parse_id_list(text: str | None) -> list[int] | None:
+    """A Linux id list such as CPUs '0-31,64-95' or NUMA nodes '0,3-9,11-17' → every id in it; None for N/A or for
+    text that is not such a list."""
     text = clean(text)
     if text is None:
         return None

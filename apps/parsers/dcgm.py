@@ -6,7 +6,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import Result, end_of_input, load_json_after_preamble, require_content, require_dict, unexpected
+from .common import (
+    Result,
+    end_of_input,
+    incomplete,
+    load_json_after_preamble,
+    require_content,
+    require_dict,
+    unexpected,
+)
 from .errors import ParseError
 
 # Result words as the text table and the JSON print them → one vocabulary.
@@ -46,6 +54,9 @@ class DiagReport(Result):
     driver_version: str | None = None
     gpu_device_ids: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    line: int | None = None  # 1-based, the table's 'Diagnostic | Result' row (text output)
+    closed: bool = True  # the text table reached its closing border
+    last_category: str | None = None
 
     def failed(self) -> list[DiagTest]:
         return [test for test in self.tests if test.status == "fail"]
@@ -65,6 +76,9 @@ TABLE_ROW = re.compile(r"^\|(?P<name>[^|]*)\|(?P<value>.*)\|\s*$")
 CATEGORY_ROW = re.compile(r"^[+|]-+\s+(?P<name>[A-Za-z][A-Za-z ]*?)\s+-+\+")
 RESULT_CELL = re.compile(r"^(Pass|Fail|Warn|Skip|Not Run)\b(?:\s*-\s*(.*))?$", re.IGNORECASE)
 GPU_PREFIX = re.compile(r"^GPU (\d+)\b")
+# DCGM 4.x prints each test's result per GPU on rows of their own, under the test's row: '|   | GPU0: Pass |'.
+GPU_RESULT_ROW = re.compile(r"^GPU(\d+): (Pass|Fail|Warn|Skip|Not Run)$", re.IGNORECASE)
+CLOSING_BORDER = re.compile(r"^\+-{5,}\+-{5,}\+$")
 METADATA_KEYS = {
     "dcgm version": "dcgm_version",
     "driver version detected": "driver_version",
@@ -83,22 +97,33 @@ def parse_dcgm_diag(text: str) -> DiagRuns:
         raise unexpected(lines, "the dcgmi diag table ('| Diagnostic | Result |')")
     if not any(run.tests for run in runs):
         raise end_of_input(lines, "test rows ('| <test> | Pass |') in the dcgmi diag table")
-    return DiagRuns(status=overall_status([run.status for run in runs]), runs=runs)
+    result = DiagRuns(status=overall_status([run.status for run in runs]), runs=runs)
+    if cut := next((run for run in runs if not run.closed), None):
+        raise incomplete(
+            lines,
+            f"the dcgmi diag table that starts at line {cut.line} stops without its closing border; the sections "
+            f"after '{cut.last_category}' (and their results) may be missing",
+            result,
+        )
+    return result
 
 
 def _text_runs(lines: list[str]) -> list[DiagReport]:
     runs: list[DiagReport] = []
     report: DiagReport | None = None
     category: str | None = None
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if re.match(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|", stripped):
-            report = DiagReport(status="skip", tests=[])
+            report = DiagReport(status="skip", tests=[], line=number, closed=False)
             runs.append(report)
+            category = None
         elif report is None:
             continue
+        elif CLOSING_BORDER.match(stripped):
+            report.closed = True
         elif match := CATEGORY_ROW.match(stripped):
-            category = match["name"].strip()
+            category = report.last_category = match["name"].strip()
         elif match := TABLE_ROW.match(stripped):
             _read_text_row(report, category, match["name"], match["value"])
     for run in runs:
@@ -111,10 +136,14 @@ def _read_text_row(report: DiagReport, category: str | None, name_cell: str, val
     name = name_cell.strip()
     value = _cell_text(value_cell)
     last = report.tests[-1] if report.tests else None
-    if not name:  # wrapped continuation of the cell above
-        _continue_cell(report, last, value)
+    if not name and (match := GPU_RESULT_ROW.match(value_cell.strip())) and last is not None:
+        last.per_gpu[match[1]] = normalise_status(match[2])
+    elif not name and category == "Metadata":  # a device id list too long for one row
+        report.gpu_device_ids += _split_ids(value_cell)
+    elif not name:  # wrapped continuation of the cell above
+        _continue_cell(last, value)
     elif name.lower() in METADATA_KEYS:
-        _set_metadata(report, METADATA_KEYS[name.lower()], value.strip())
+        _set_metadata(report, METADATA_KEYS[name.lower()], value_cell.strip())
     elif name in ("Info", "Warning", "Error") and last is not None:
         last.messages.append(value)
         if name == "Warning" and last.status == "pass":
@@ -136,16 +165,14 @@ def _cell_text(cell: str) -> str:
     return cell[1 : len(cell) - 2] if len(cell) > 3 else cell.strip()
 
 
-def _continue_cell(report: DiagReport, last: DiagTest | None, chunk: str) -> None:
+def _continue_cell(last: DiagTest | None, chunk: str) -> None:
     if last is not None and last.messages:
         last.messages[-1] += chunk
-    elif report.gpu_device_ids and chunk.strip():
-        report.gpu_device_ids += [item for item in chunk.strip().split(",") if item]
 
 
 def _set_metadata(report: DiagReport, attribute: str, value: str) -> None:
     if attribute == "gpu_device_ids":
-        report.gpu_device_ids = [item for item in value.split(",") if item]
+        report.gpu_device_ids = _split_ids(value)  # 3.x prints '2330,2330', 4.x '26b9, 26b9'
     else:
         setattr(report, attribute, value or None)
 
@@ -154,6 +181,8 @@ def _finish_messages(report: DiagReport) -> None:
     """Strip wrapped messages and fill per-GPU results from 'All', 'GPU: 0, 1' and 'GPU N ...' messages."""
     for test in report.tests:
         test.messages = [message.strip() for message in test.messages]
+        if test.per_gpu:  # DCGM 4.x said it per GPU
+            continue
         if test.gpus == "all":
             test.per_gpu = {str(index): test.status for index in range(len(report.gpu_device_ids))}
         elif test.gpus:

@@ -13,3 +13,13 @@ class ParseError(ValueError):
         if self.line is None:
             return self.message
         return f"line {self.line}: {self.message}"
+
+
+class IncompleteOutput(ParseError):
+    """The output stops before what it declares (a count, a header, a closing border): it was cut between records and
+    only looks complete. ``line`` is where the missing part should have been (or the line that declares it) and
+    ``partial`` holds what was read, for a caller that can use part of a report."""
+
+    def __init__(self, message: str, line: int | None, partial: object = None):
+        super().__init__(f"incomplete: {message}", line)
+        self.partial = partial

@@ -33,6 +33,7 @@ def parse_find_printf(text: str) -> FileListing:
     """One file per line. A path holding a newline cannot be told apart from the next line, so the command excludes
     such names (`! -name '*<newline>*'`) and any line not of the form is refused rather than guessed at."""
     listing = FileListing()
+    # LF only, as split_lines does, but a CR before it is kept: it may end a real file name
     for number, line in enumerate(text.split("\n"), start=1):
         if not line:
             continue

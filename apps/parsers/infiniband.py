@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .common import Result, clean, require_content, shorten, to_float, to_int, unexpected
+from .common import Result, clean, incomplete, require_content, shorten, to_float, to_int, unexpected
 from .errors import ParseError
 
 # Port state spellings: 'Active', '4: ACTIVE', 'PORT_ACTIVE (4)' → 'ACTIVE'.
@@ -56,6 +56,7 @@ class IbDevice(Result):
     vendor_part_id: str | None = None
     board_id: str | None = None
     ports: list[IbPort] = field(default_factory=list)
+    ports_declared: int | None = None  # ibstat's 'Number of ports'
 
 
 @dataclass
@@ -93,12 +94,15 @@ def parse_ibstat(text: str) -> IbReport:
     devices: list[IbDevice] = []
     errors: list[str] = []
     port: IbPort | None = None
+    starts: list[int] = []  # the line of each device's "CA '<name>'"
+    port_ended = True  # ibstat ends every port's block with its 'Link layer' line
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
         if match := CA_LINE.match(line):
             devices.append(IbDevice(name=match[1]))
+            starts.append(number)
             port = None
         elif line.startswith(("ibpanic:", "ibwarn:")):
             errors.append(line)
@@ -107,17 +111,43 @@ def parse_ibstat(text: str) -> IbReport:
         elif match := PORT_LINE.match(line):
             port = IbPort(port=int(match[1]))
             devices[-1].ports.append(port)
+            port_ended = False
         elif pair := _key_value(line):
             _ibstat_field(devices[-1], port, *pair)
+            port_ended = port_ended or (port is not None and pair[0] == "link layer")
     if not devices and not errors:
         raise unexpected(lines, "ibstat output starting with \"CA '<device>'\"")
-    return IbReport(source="ibstat", devices=devices, errors=errors)
+    report = IbReport(source="ibstat", devices=devices, errors=errors)
+    _require_whole_devices(lines, report, starts, port_ended)
+    return report
+
+
+def _require_whole_devices(lines: list[str], report: IbReport, starts: list[int], port_ended: bool) -> None:
+    """Each CA declares its port count and each port block ends with 'Link layer'; ibstat cut inside a CA holds
+    fewer ports, or a port without its last lines."""
+    for device, start in zip(report.devices, starts, strict=True):
+        if device.ports_declared is None and not device.ports and device is report.devices[-1] and not report.errors:
+            raise incomplete(lines, f"CA '{device.name}' (line {start}) stops before its 'Number of ports'", report)
+        if device.ports_declared is not None and len(device.ports) < device.ports_declared:
+            raise incomplete(
+                lines,
+                f"CA '{device.name}' (line {start}) declares {device.ports_declared} port(s), the output holds "
+                f"{len(device.ports)}",
+                report,
+            )
+    if not port_ended:
+        device = report.devices[-1]
+        raise incomplete(
+            lines, f"port {device.ports[-1].port} of CA '{device.name}' stops before its 'Link layer' line", report
+        )
 
 
 def _ibstat_field(device: IbDevice, port: IbPort | None, key: str, value: str) -> None:
     if port is None:
         if key in IBSTAT_DEVICE_FIELDS:
             setattr(device, IBSTAT_DEVICE_FIELDS[key], clean(value))
+        elif key == "number of ports":
+            device.ports_declared = to_int(value)
         return
     if key == "state":
         port.state = normalise_state(value)

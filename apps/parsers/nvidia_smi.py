@@ -11,8 +11,9 @@ from .common import (
     Result,
     clean,
     end_of_input,
+    incomplete,
     is_missing,
-    parse_cpu_list,
+    parse_id_list,
     require_content,
     shorten,
     split_lines,
@@ -314,6 +315,7 @@ class _Node:
 
     value: str | None = None
     children: list[tuple[str, _Node]] = field(default_factory=list)
+    line: int | None = None  # 1-based, where a -q text section starts
 
     def child(self, *names: str) -> _Node | None:
         wanted = [normalise_key(name) for name in names]
@@ -348,7 +350,7 @@ ELISION = {"...", "[...]"}
 def _tree_from_text(lines: list[str]) -> _Node:
     root = _Node()
     stack: list[tuple[int, _Node]] = [(-1, root)]
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped or stripped in ELISION or stripped.startswith("====="):
             continue
@@ -357,7 +359,7 @@ def _tree_from_text(lines: list[str]) -> _Node:
         key, value = (match["key"], match["value"]) if match else (stripped, None)
         while stack[-1][0] >= indent:
             stack.pop()
-        node = _Node(value=value.strip() if value is not None else None)
+        node = _Node(value=value.strip() if value is not None else None, line=number)
         if gpu := GPU_SECTION.match(key):
             node.value = gpu[1]  # a GPU section's value is its PCI bus id
             key = "gpu"
@@ -366,8 +368,9 @@ def _tree_from_text(lines: list[str]) -> _Node:
     return root
 
 
-def parse_query_text(text: str) -> GpuReport:
-    """nvidia-smi -q (any -d selection, any -i)."""
+def parse_query_text(text: str, *, selected: bool = False) -> GpuReport:
+    """nvidia-smi -q (any -d selection). 'Attached GPUs' counts every GPU, so output with fewer GPU sections is
+    incomplete unless the command chose GPUs with -i (``selected``)."""
     lines = require_content(text, "nvidia-smi -q output")
     has_banner = any("NVSMI LOG" in line for line in lines)
     root = _tree_from_text(lines)
@@ -376,11 +379,42 @@ def parse_query_text(text: str) -> GpuReport:
         raise unexpected(lines, "nvidia-smi -q output ('==============NVSMI LOG==============' or 'GPU <bus id>')")
     if not gpu_nodes:
         raise end_of_input(lines, "a 'GPU <bus id>' section")
-    return _report_from_tree(root, gpu_nodes, source="q")
+    report = _report_from_tree(root, gpu_nodes, source="q")
+    _require_every_gpu(lines, root, report, selected)
+    _require_whole_last_section(lines, gpu_nodes, report)
+    return report
 
 
-def parse_query_xml(text: str) -> GpuReport:
-    """nvidia-smi -q -x."""
+def _require_every_gpu(lines: list[str], root: _Node, report: GpuReport, selected: bool) -> None:
+    if selected or report.attached_gpus is None or len(report.gpus) >= report.attached_gpus:
+        return
+    declared = root.find("attached_gpus")
+    where = f" (line {declared.line})" if declared is not None and declared.line else ""
+    raise incomplete(
+        lines,
+        f"'Attached GPUs : {report.attached_gpus}'{where} declares {report.attached_gpus} GPUs, the output holds "
+        f"{len(report.gpus)} GPU section(s)",
+        report,
+    )
+
+
+def _require_whole_last_section(lines: list[str], gpu_nodes: list[_Node], report: GpuReport) -> None:
+    """Every GPU section of one run lists the same entries; a last section that stops early was cut inside it."""
+    first, last = gpu_nodes[0], gpu_nodes[-1]
+    expected = [key for key, _ in first.children]
+    held = [key for key, _ in last.children]
+    if len(gpu_nodes) < 2 or len(held) >= len(expected) or held != expected[: len(held)]:
+        return
+    raise incomplete(
+        lines,
+        f"the section 'GPU {last.value}' (line {last.line}) stops after {len(held)} of the {len(expected)} entries "
+        f"that 'GPU {first.value}' (line {first.line}) holds; '{expected[len(held)]}' and after are missing",
+        report,
+    )
+
+
+def parse_query_xml(text: str, *, selected: bool = False) -> GpuReport:
+    """nvidia-smi -q -x; fewer <gpu> elements than <attached_gpus> is incomplete unless -i chose them."""
     lines = require_content(text, "nvidia-smi -q -x XML")
     leading_lines = text[: len(text) - len(text.lstrip())].count("\n")
     try:
@@ -393,7 +427,15 @@ def parse_query_xml(text: str) -> GpuReport:
     gpu_nodes = [node for key, node in root.children if key == "gpu"]
     if not gpu_nodes:
         raise end_of_input(lines, "a <gpu> element")
-    return _report_from_tree(root, gpu_nodes, source="xml")
+    report = _report_from_tree(root, gpu_nodes, source="xml")
+    if not selected and report.attached_gpus is not None and len(report.gpus) < report.attached_gpus:
+        raise incomplete(
+            lines,
+            f"<attached_gpus>{report.attached_gpus}</attached_gpus> declares {report.attached_gpus} GPUs, the "
+            f"document holds {len(report.gpus)} <gpu> element(s)",
+            report,
+        )
+    return report
 
 
 def _tree_from_xml(element: ElementTree.Element) -> _Node:
@@ -542,7 +584,8 @@ class TopoDevice(Result):
     nic_device: str | None = None
     cpu_affinity: str | None = None
     cpus: list[int] | None = None
-    numa_affinity: int | None = None
+    numa_affinity: int | None = None  # the one NUMA node, or None when the GPU is near several (see numa_nodes)
+    numa_nodes: list[int] | None = None  # every node of the NUMA Affinity column, such as '0,3-9,11-17'
     gpu_numa_id: int | None = None
     nvlink_peers: dict[str, int] = field(default_factory=dict)
 
@@ -558,15 +601,23 @@ class Topology(Result):
 NV_LINK = re.compile(r"^NV(\d+)$")
 LEGEND_ENTRY = re.compile(r"^\s+(\S+)\s+=\s+(.+)$")
 NIC_LEGEND_ENTRY = re.compile(r"^\s+(NIC\d+):\s+(\S+)$")
+# The cells of `topo -p2p <r|w|n|a|p>`: a peer-to-peer capability status, not a connection type.
+P2P_STATUS = {"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"}
+
+
+def _matrix_header(lines: list[str], what: str) -> tuple[int, list[str]]:
+    """The index of the row of device names that heads a topo matrix, and its cells."""
+    index = next((i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"]), None)
+    if index is None:
+        raise unexpected(lines, f"the {what} header row starting with 'GPU0'")
+    return index, [cell for cell in re.split(r"\t+|\s{2,}", lines[index].strip()) if cell]
 
 
 def parse_topology(text: str) -> Topology:
-    """nvidia-smi topo -m; the legend is read only for NIC names."""
+    """nvidia-smi topo -m; the legend is read only for NIC names. A `topo -p2p` status matrix is refused (read it
+    with parse_p2p), and a matrix that lacks a row its header announces is incomplete."""
     lines = [strip_ansi(line) for line in require_content(text, "nvidia-smi topo -m output")]
-    header_index = next((i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"]), None)
-    if header_index is None:
-        raise unexpected(lines, "the nvidia-smi topo -m header row starting with 'GPU0'")
-    header = [cell for cell in re.split(r"\t+|\s{2,}", lines[header_index].strip()) if cell]
+    header_index, header = _matrix_header(lines, "nvidia-smi topo -m")
     device_count = next((i for i, cell in enumerate(header) if " " in cell), len(header))
     columns, extra_columns = header[:device_count], header[device_count:]
     rows: list[TopoDevice] = []
@@ -575,6 +626,7 @@ def parse_topology(text: str) -> Topology:
     for number, line in enumerate(lines[header_index + 1 :], start=header_index + 2):
         tokens = line.split()
         if tokens and tokens[0] in columns:
+            _refuse_p2p_row(tokens, columns, number)
             rows.append(_topo_row(tokens, columns, extra_columns, number))
         elif match := NIC_LEGEND_ENTRY.match(line):
             nic_names[match[1]] = match[2]
@@ -584,12 +636,35 @@ def parse_topology(text: str) -> Topology:
         raise end_of_input(lines, "topology rows ('GPU0  X  ...') after the header")
     for row in rows:
         row.nic_device = nic_names.get(row.name, row.nic_device)
-    return Topology(
+    topology = Topology(
         columns=columns,
         gpus=[row for row in rows if row.kind == "gpu"],
         nics=[row for row in rows if row.kind == "nic"],
         legend=legend,
     )
+    _require_every_row(lines, header_index, columns, [row.name for row in rows], topology)
+    return topology
+
+
+def _refuse_p2p_row(tokens: list[str], columns: list[str], number: int) -> None:
+    links = tokens[1 : len(columns) + 1]
+    if links and all(cell in P2P_STATUS or cell == "X" for cell in links) and set(links) & P2P_STATUS:
+        raise ParseError(
+            f"this is `nvidia-smi topo -p2p` output (peer-to-peer status such as OK/CNS), not `topo -m` "
+            f"connection types; got {shorten(' '.join(tokens))}",
+            number,
+        )
+
+
+def _require_every_row(lines: list[str], header_index: int, columns: list[str], held: list[str], partial) -> None:
+    missing = [name for name in columns if name not in held]
+    if missing:
+        raise incomplete(
+            lines,
+            f"the header (line {header_index + 1}) announces {len(columns)} devices, the matrix has no row for "
+            f"{', '.join(missing)}",
+            partial,
+        )
 
 
 def _topo_row(tokens: list[str], columns: list[str], extra_columns: list[str], number: int) -> TopoDevice:
@@ -600,17 +675,65 @@ def _topo_row(tokens: list[str], columns: list[str], extra_columns: list[str], n
     extras = dict(zip(extra_columns, values[len(columns) :], strict=False))
     kind = "gpu" if name.startswith("GPU") else "nic"
     cpu_affinity = clean(extras.get("CPU Affinity"))
+    numa_nodes = parse_id_list(extras.get("NUMA Affinity"))
     return TopoDevice(
         name=name,
         kind=kind,
         links=links,
         nic_device=None if kind == "gpu" or name.startswith("NIC") else name,
         cpu_affinity=cpu_affinity,
-        cpus=parse_cpu_list(cpu_affinity),
-        numa_affinity=to_int(extras.get("NUMA Affinity")),
+        cpus=parse_id_list(cpu_affinity),
+        numa_affinity=numa_nodes[0] if numa_nodes and len(numa_nodes) == 1 else None,
+        numa_nodes=numa_nodes,
         gpu_numa_id=to_int(extras.get("GPU NUMA ID")),
         nvlink_peers={peer: int(m[1]) for peer, link in links.items() if (m := NV_LINK.match(link))},
     )
+
+
+# --- topo -p2p -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class P2pMatrix(Result):
+    """nvidia-smi topo -p2p <r|w|n|a|p>: each GPU's peer-to-peer status with every other (OK, CNS, GNS, TNS, NS, DR,
+    U); ``legend`` spells the codes when the output printed it."""
+
+    gpus: list[str]
+    status: dict[str, dict[str, str]]
+    legend: dict[str, str]
+
+    def pairs_not_ok(self) -> list[tuple[str, str, str]]:
+        return [
+            (gpu, peer, code)
+            for gpu, row in self.status.items()
+            for peer, code in row.items()
+            if code not in ("X", "OK")
+        ]
+
+
+def parse_p2p(text: str) -> P2pMatrix:
+    lines = [strip_ansi(line) for line in require_content(text, "nvidia-smi topo -p2p output")]
+    header_index, columns = _matrix_header(lines, "nvidia-smi topo -p2p")
+    status: dict[str, dict[str, str]] = {}
+    legend: dict[str, str] = {}
+    for number, line in enumerate(lines[header_index + 1 :], start=header_index + 2):
+        tokens = line.split()
+        if tokens and tokens[0] in columns:
+            cells = tokens[1:]
+            if len(cells) != len(columns) or not set(cells) <= P2P_STATUS | {"X"}:
+                raise ParseError(
+                    f"expected {len(columns)} peer-to-peer status codes (X, OK, CNS, GNS, TNS, NS, DR, U) for "
+                    f"{tokens[0]}, got {shorten(' '.join(cells))}",
+                    number,
+                )
+            status[tokens[0]] = dict(zip(columns, cells, strict=True))
+        elif match := LEGEND_ENTRY.match(line):
+            legend[match[1]] = match[2].strip()
+    if not status:
+        raise end_of_input(lines, "status rows ('GPU0  X  OK ...') after the header")
+    matrix = P2pMatrix(gpus=columns, status=status, legend=legend)
+    _require_every_row(lines, header_index, columns, list(status), matrix)
+    return matrix
 
 
 # --- nvlink -s --------------------------------------------------------------------------------------------------
@@ -776,10 +899,13 @@ class SmiTable(Result):
 TABLE_VERSION = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?")
 TABLE_GPU_FIRST = re.compile(r"^\s*(\d+)\s+(.+?)\s+(On|Off)\s*$")
 TABLE_GPU_SECOND = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*/\s*(\S+)\s*$")
+TABLE_PROCESSES_TITLE = re.compile(r"^\|\s*Processes:\s")
 TABLE_PROCESS = re.compile(r"^\|\s+(\d+)\s+(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$")
 
 
 def parse_smi_table(text: str) -> SmiTable:
+    """The plain `nvidia-smi` table. Each GPU has a block of rows and the Processes box closes the table; output
+    that stops before either, or lists processes on a GPU that has no row, is incomplete."""
     lines = require_content(text, "the nvidia-smi summary table")
     version_index = next((i for i, line in enumerate(lines) if TABLE_VERSION.search(line)), None)
     if version_index is None:
@@ -789,15 +915,23 @@ def parse_smi_table(text: str) -> SmiTable:
     timestamp = first_line if not first_line.startswith(("+", "|")) else None
     gpus: list[TableGpu] = []
     processes: list[TableProcess] = []
+    process_lines: list[int] = []
+    cut_gpu: tuple[int, int] | None = None  # (index, line) of a GPU whose block stops after its first row
+    processes_box: int | None = None
     for index in range(version_index + 1, len(lines)):
         cells = _table_cells(lines[index])
         if len(cells) == 3 and (match := TABLE_GPU_FIRST.match(cells[0])):
             gpus.append(_table_gpu(match, cells, lines[index + 1 : index + 3]))
+            if len(_table_cells(lines[index + 1]) if index + 1 < len(lines) else []) != 3:
+                cut_gpu = (gpus[-1].index, index + 1)
         elif match := TABLE_PROCESS.match(lines[index].rstrip()):
             processes.append(_table_process(match))
+            process_lines.append(index + 1)
+        elif TABLE_PROCESSES_TITLE.match(lines[index]):
+            processes_box = index + 1
     if not gpus:
         raise end_of_input(lines, "a GPU row ('|   0  <name>  On/Off | <bus id> ...') in the table")
-    return SmiTable(
+    table = SmiTable(
         smi_version=version[1],
         driver_version=version[2],
         cuda_version=version[3],
@@ -805,6 +939,36 @@ def parse_smi_table(text: str) -> SmiTable:
         gpus=gpus,
         processes=processes,
     )
+    _require_whole_table(lines, table, cut_gpu, processes_box, process_lines)
+    return table
+
+
+def _require_whole_table(
+    lines: list[str],
+    table: SmiTable,
+    cut_gpu: tuple[int, int] | None,
+    processes_box: int | None,
+    process_lines: list[int],
+) -> None:
+    if cut_gpu is not None:
+        raise incomplete(lines, f"the block of GPU {cut_gpu[0]} (line {cut_gpu[1]}) stops after its first row", table)
+    if processes_box is None:
+        raise incomplete(
+            lines,
+            f"the table stops after GPU {table.gpus[-1].index} without its Processes box; GPU rows after it may be "
+            "missing",
+            table,
+        )
+    rows = {gpu.index for gpu in table.gpus}
+    for process, number in zip(table.processes, process_lines, strict=True):
+        if process.gpu not in rows:
+            raise incomplete(
+                lines,
+                f"process {process.pid} runs on GPU {process.gpu} (line {number}), and the table has no row for "
+                f"GPU {process.gpu}",
+                table,
+                line=number,
+            )
 
 
 def _table_cells(line: str) -> list[str]:

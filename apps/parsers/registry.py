@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from . import (
@@ -33,8 +34,10 @@ Parser = Callable[[str], Result]
 PARSERS: dict[str, Parser] = {
     "nvidia_smi_query": nvidia_smi.parse_query_gpu,
     "nvidia_smi_q": nvidia_smi.parse_query_text,
+    "nvidia_smi_q_selected": partial(nvidia_smi.parse_query_text, selected=True),  # -q -i <ids>: a subset of GPUs
     "nvidia_smi_xml": nvidia_smi.parse_query_xml,
     "nvidia_smi_topo": nvidia_smi.parse_topology,
+    "nvidia_smi_p2p": nvidia_smi.parse_p2p,
     "nvidia_smi_nvlink": nvidia_smi.parse_nvlink_status,
     "nvidia_smi_dmon": nvidia_smi.parse_dmon,
     "nvidia_smi_table": nvidia_smi.parse_smi_table,
@@ -126,8 +129,10 @@ FIXTURE_RULES: tuple[tuple[str | None, str, str], ...] = (
     (None, r"query-gpu.*\.csv$", "nvidia_smi_query"),
     (None, r"help-query-gpu", "nvidia_smi_help_query"),
     (None, r"\.xml$", "nvidia_smi_xml"),
+    (None, r"^(?:nvidia-smi-)?q-i\d", "nvidia_smi_q_selected"),
     (None, r"^(?:nvidia-smi-)?q(?:-|\.txt$)", "nvidia_smi_q"),
     (None, r"topo-m", "nvidia_smi_topo"),
+    (None, r"topo-p2p", "nvidia_smi_p2p"),
     (None, r"nvlink-(?:s\b|status)", "nvidia_smi_nvlink"),
     (None, r"dmon", "nvidia_smi_dmon"),
     (None, r"^nvidia-smi-L\.", "nvidia_smi_list"),
@@ -199,8 +204,14 @@ TEXT_SIGNATURES = (
     (r"NVSMI LOG|^Attached GPUs\s+:|^GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]\s*$", "nvidia_smi_q"),
     (r"NVIDIA-SMI\s+\S+\s+Driver Version", "nvidia_smi_table"),
     (r'List of valid properties to query for the switch "--query-gpu"', "nvidia_smi_help_query"),
+    # topo -p2p: its legend, or a row of nothing but peer-to-peer status codes (a topo -m row has SYS, NV#, CPUs)
+    (
+        r"^\s+OK\s+= Status Ok$|^\s*GPU\d+\s+(?:X|OK|CNS|GNS|TNS|NS|DR|U)(?:[ \t]+(?:X|OK|CNS|GNS|TNS|NS|DR|U))+\s*$",
+        "nvidia_smi_p2p",
+    ),
     (r"^\s*GPU0\s.*(?:CPU Affinity|NIC0|GPU1)", "nvidia_smi_topo"),
-    (r"^#\s*gpu\s+\w+.*\n#\s*Idx\b", "nvidia_smi_dmon"),
+    # dmon's header, also with the -o D / -o T / -o DT columns before 'gpu' ('#Time  gpu ...' over '#HH:MM:SS  Idx')
+    (r"^#\s*(?:(?:Date|Time)\s+){0,2}gpu\s+\w+.*\n#\s*(?:\S+\s+){0,2}Idx\b", "nvidia_smi_dmon"),
     (
         r"^index,|^uuid,|^name,|^pci\.bus_id,|(?:^|, )memory\.total \[MiB\]|^\d+, GPU-[0-9a-fA-F-]+, "
         r"|^timestamp, |^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d+, ",
@@ -240,6 +251,11 @@ LINE_SIGNATURES = (
 )
 COMPILED_TEXT_SIGNATURES = tuple((re.compile(pattern, re.MULTILINE), tool) for pattern, tool in TEXT_SIGNATURES)
 IPMI_PIPES = {2, 4, 9}
+
+
+# Tools that content alone cannot tell apart from another (`-q -i 0` prints what `-q` cut after one GPU prints):
+# detection names the general one.
+DETECTED_AS = {"nvidia_smi_q_selected": "nvidia_smi_q"}
 
 
 def detect_tool(text: str, filename: str | None = None) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .common import Result
+from .common import Result, split_lines
 from .errors import ParseError
 
 KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_:/]*)=")
@@ -82,7 +82,7 @@ def parse_records(text: str) -> list[Record]:
     """Every record `scontrol show …` printed (empty for "No jobs in the system"); ParseError naming the line for
     text that is not scontrol's."""
     records: list[Record] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         if NO_JOBS.match(line) and not records:

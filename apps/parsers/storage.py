@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .common import Result, require_content, unexpected
+from .common import Result, require_content, split_lines, unexpected
 from .errors import ParseError
 
 # --- /proc/pressure/io -------------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ def parse_storage_stalls(text: str) -> StorageStalls:
     it answers again (`nfs: server X OK`, Lustre's `Connection restored`), and the hung-task warnings."""
     open_stalls: dict[str, list[StorageStall]] = {}
     hung = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if match := _NFS.search(line):
             if match["state"] == "OK":
                 open_stalls.pop(match["server"], None)

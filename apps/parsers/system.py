@@ -10,7 +10,7 @@ from .common import (
     Result,
     clean,
     load_json,
-    parse_cpu_list,
+    parse_id_list,
     require_content,
     require_dict,
     shorten,
@@ -83,15 +83,13 @@ def _flatten_lscpu(entries: list[Any], fields: dict[str, str]) -> None:
 def _cpu_info(fields: dict[str, str], lines: list[str]) -> CpuInfo:
     if "Architecture" not in fields and "CPU(s)" not in fields:
         raise unexpected(lines, "lscpu output ('Architecture:' and 'CPU(s):')")
-    numa_cpus = {
-        match[1]: parse_cpu_list(value) for key, value in fields.items() if (match := NUMA_NODE_KEY.match(key))
-    }
+    numa_cpus = {match[1]: parse_id_list(value) for key, value in fields.items() if (match := NUMA_NODE_KEY.match(key))}
     return CpuInfo(
         architecture=fields.get("Architecture"),
         model_name=fields.get("Model name"),
         vendor=fields.get("Vendor ID"),
         cpus=to_int(fields.get("CPU(s)")),
-        online_cpus=parse_cpu_list(fields.get("On-line CPU(s) list")),
+        online_cpus=parse_id_list(fields.get("On-line CPU(s) list")),
         sockets=to_int(fields.get("Socket(s)")),
         cores_per_socket=to_int(fields.get("Core(s) per socket")),
         threads_per_core=to_int(fields.get("Thread(s) per core")),

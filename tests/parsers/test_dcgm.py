@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from apps.parsers.dcgm import (
     overall_status,
     parse_dcgm_diag,
@@ -9,6 +11,7 @@ from apps.parsers.dcgm import (
     parse_dcgm_discovery,
     parse_dcgm_nvlink,
 )
+from apps.parsers.errors import IncompleteOutput
 
 from .helpers import assert_parse_error, real
 
@@ -109,3 +112,55 @@ def test_nvlink_row_with_garbage_states_names_its_line():
     text = "NvLink Link Status\nGPUs:\n    gpuId 0:\n        U U ? U\n"
 
     assert_parse_error(parse_dcgm_nvlink, text, 4, "link states")
+
+
+# --- DCGM 4.x text layout and cut output (issue 27) ------------------------------------------------------------
+
+
+def test_dcgm4_per_gpu_rows_are_results_not_device_ids():
+    report = parse_dcgm_diag(real("dcgm/dcgmi-diag-r2-b200-8gpu-dcgm4.4.1-pcie-fail-slurm-dcgm-issue253.txt")).runs[0]
+
+    assert report.dcgm_version == "4.4.1"
+    assert report.gpu_device_ids == ["2901"] * 8  # not cut to '290', no 'GPU0: Pass' among them
+    assert [(test.category, test.name, test.status) for test in report.tests] == [
+        ("Deployment", "software", "pass"),
+        ("Hardware", "memory", "pass"),
+        ("Integration", "pcie", "fail"),
+    ]
+    pcie = report.tests[2]
+    assert pcie.per_gpu == {str(gpu): "pass" for gpu in range(8)}
+    assert pcie.messages == [
+        "There was an internal error during the test: 'Output of child process (11167) couldn't be parsed: '* Line 1, "
+        "Column 1   Syntax error: value, object or array expected. '' Check DCGM and system logs for errors. Reset "
+        "GPU. Restart DCGM. Rerun diagnostics."
+    ]
+    assert report.status == "fail"
+
+
+def test_dcgm4_single_gpu_pass():
+    runs = parse_dcgm_diag(real("dcgm/dcgmi-diag-r2-i0-a10g-1gpu-dcgm4.4.2-pass-dcgm-issue124.txt"))
+
+    report = runs.runs[0]
+    assert runs.status == "pass" and report.gpu_device_ids == ["2237"]
+    assert [test.per_gpu for test in report.tests] == [{"0": "pass"}] * 3
+
+
+def test_diag_cut_before_its_hardware_section_is_incomplete_not_a_pass():
+    lines = real("dcgm/dcgmi-diag-r2-i0-a10g-1gpu-dcgm4.4.2-pass-dcgm-issue124.txt").split("\n")
+    cut = "\n".join(lines[:11]) + "\n"  # ends after 'software' and 'GPU0: Pass', before Hardware
+
+    with pytest.raises(IncompleteOutput) as caught:
+        parse_dcgm_diag(cut)
+
+    assert caught.value.line == 12
+    assert "starts at line 3 stops without its closing border; the sections after 'Deployment'" in str(caught.value)
+    assert [test.name for test in caught.value.partial.runs[0].tests] == ["software"]
+
+
+def test_dcgm4_published_without_its_closing_border_is_incomplete_and_keeps_every_warning():
+    with pytest.raises(IncompleteOutput) as caught:
+        parse_dcgm_diag(real("dcgm/dcgmi-diag-l40s-4gpu-dcgm4.2.3-pcie-fail-dcgm-issue253.txt"))
+
+    report = caught.value.partial.runs[0]
+    assert report.gpu_device_ids == ["26b9"] * 4
+    assert len(report.tests[-1].messages) == 4 and report.tests[-1].status == "fail"

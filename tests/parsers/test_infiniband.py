@@ -1,5 +1,8 @@
 """ibstat, ibstatus and ibv_devinfo read into the same devices and ports."""
 
+import pytest
+
+from apps.parsers.errors import IncompleteOutput
 from apps.parsers.infiniband import normalise_state, parse_ibstat, parse_ibstatus, parse_ibv_devinfo
 
 from .helpers import assert_parse_error, real
@@ -51,7 +54,10 @@ def test_ibv_devinfo_roce_functions():
 
 
 def test_a_down_port_is_reported():
-    text = "CA 'mlx5_3'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 10\n"
+    text = (
+        "CA 'mlx5_3'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Down\n"
+        "\t\tPhysical state: Disabled\n\t\tRate: 10\n\t\tLink layer: InfiniBand\n"
+    )
 
     report = parse_ibstat(text)
 
@@ -69,3 +75,22 @@ def test_not_infiniband_output_is_rejected():
     assert_parse_error(parse_ibstat, real("h200-1gpu/lscpu.txt"), 1, "CA '<device>'")
     assert_parse_error(parse_ibstatus, real("h200-1gpu/lscpu.txt"), 1, "Infiniband device")
     assert_parse_error(parse_ibv_devinfo, "\n\nport: 1\n", 3, "hca_id")
+
+
+def _first_lines(relative: str, count: int) -> str:
+    return "\n".join(real(relative).split("\n")[:count]) + "\n"
+
+
+def test_ibstat_cut_inside_a_ca_is_incomplete():
+    # the real H100 output, cut after the second CA's 'Number of ports: 1' line and before its 'Port 1:'
+    with pytest.raises(IncompleteOutput) as caught:
+        parse_ibstat(_first_lines("infiniband/gpud-ibstat.47.0.h100.all.active.0.txt", 20))
+
+    assert caught.value.line == 21
+    assert "CA 'mlx5_1' (line 18) declares 1 port(s), the output holds 0" in str(caught.value)
+    assert [device.name for device in caught.value.partial.devices] == ["mlx5_0", "mlx5_1"]
+
+
+def test_ibstat_cut_inside_a_port_is_incomplete():
+    with pytest.raises(IncompleteOutput, match=r"port 1 of CA 'mlx5_0' stops before its 'Link layer' line"):
+        parse_ibstat(_first_lines("infiniband/gpud-ibstat.47.0.h100.all.active.0.txt", 12))

@@ -3,7 +3,9 @@
 import pytest
 
 from apps.parsers import logs
+from apps.parsers.common import split_lines
 from apps.parsers.errors import ParseError
+from apps.parsers.storage import parse_storage_stalls
 
 from .helpers import real
 
@@ -86,3 +88,33 @@ def test_binary_bytes_are_refused_and_text_with_a_stray_control_byte_is_not():
     with pytest.raises(ParseError, match="binary data") as caught:
         logs.parse_log("line one\nline\x00two\n")
     assert caught.value.line == 2
+
+
+# --- line numbers are the ones `grep -n` shows (issue 27) -------------------------------------------------------
+
+
+def test_split_lines_breaks_at_line_feeds_only():
+    text = "a\rb\r\nc\x0bd\x0ce\x1cf\x85g\u2028h\ni\n"
+
+    assert split_lines(text) == ["a\rb", "c\x0bd\x0ce\x1cf\x85g\u2028h", "i", ""]
+
+
+def test_a_progress_bar_of_bare_carriage_returns_is_one_line():
+    text = (
+        "step 1 loss 2.5\n"
+        "  10%|#         | 1/10\r  50%|#####     | 5/10\r 100%|##########| 10/10\n"
+        "node7:1:2 [0] NCCL WARN NET/IB : Got completion from peer with error 12\n"
+    )
+
+    warn = next(entry for entry in logs.parse_log(text).entries if "NCCL WARN" in entry.text)
+
+    grep_n = next(number for number, line in enumerate(text.split("\n"), start=1) if "NCCL WARN" in line)
+    assert warn.line == grep_n == 3
+
+
+def test_storage_stalls_cite_the_grep_line_after_a_progress_bar():
+    text = "copy  10%\rcopy 100%\n[  12.5] nfs: server nas1 not responding, still trying\n"
+
+    (stall,) = parse_storage_stalls(text).stalls
+
+    assert stall.line == 2

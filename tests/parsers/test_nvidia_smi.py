@@ -2,7 +2,8 @@
 
 import pytest
 
-from apps.parsers import nvidia_smi
+from apps.parsers import nvidia_smi, registry
+from apps.parsers.errors import IncompleteOutput
 from apps.parsers.nvidia_smi import (
     decode_clocks_event_reasons,
     parse_dmon,
@@ -124,7 +125,9 @@ def test_q_text_reads_active_reasons_nested_under_hw_slowdown():
 
 
 def test_q_excerpt_reports_ecc_errors_and_pending_row_remap():
-    gpu = parse_query_text(real("nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt")).gpus[0]
+    with pytest.raises(IncompleteOutput) as caught:  # the author elided the other seven GPUs of 'Attached GPUs : 8'
+        parse_query_text(real("nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt"))
+    gpu = caught.value.partial.gpus[0]
 
     assert gpu.name == "NVIDIA A100-SXM4-80GB"
     assert gpu.ecc_errors_corrected_volatile == 177
@@ -135,7 +138,7 @@ def test_q_excerpt_reports_ecc_errors_and_pending_row_remap():
 
 
 def test_q_old_driver_power_fields_and_disabled_ecc():
-    report = parse_query_text(real("nvidia-smi/q-i0-h800-driver525.txt"))
+    report = parse_query_text(real("nvidia-smi/q-i0-h800-driver525.txt"), selected=True)
 
     gpu = report.gpus[0]
     assert report.attached_gpus == 8 and len(report.gpus) == 1  # -i 0 prints one of eight
@@ -280,3 +283,141 @@ def test_csv_bad_bitmask_names_its_line():
     text = "index, clocks_event_reasons.active\n0, busy\n"
 
     assert_parse_error(parse_query_gpu, text, 2, "hex bitmask")
+
+
+# --- output cut between records says so (issue 27) ------------------------------------------------------------
+
+
+def _first_lines(relative: str, count: int) -> str:
+    """The first ``count`` lines of a real fixture: the same output cut where a dropped connection would cut it."""
+    return "\n".join(real(relative).split("\n")[:count]) + "\n"
+
+
+def test_q_with_fewer_gpu_sections_than_attached_gpus_is_incomplete():
+    cut = _first_lines("nvidia-smi/q-h100-8gpu-driver535.161.08-gpud.txt", 1443)  # before the 8th 'GPU ...' line
+
+    with pytest.raises(IncompleteOutput) as caught:
+        parse_query_text(cut)
+
+    error = caught.value
+    assert error.line == 1443  # past the last line held, where the eighth section should have begun
+    assert "'Attached GPUs : 8' (line 8) declares 8 GPUs, the output holds 7 GPU section(s)" in str(error)
+    assert str(error).startswith("line 1443: incomplete: ")
+    assert len(error.partial.gpus) == 7
+
+
+def test_q_cut_inside_its_last_gpu_section_is_incomplete_even_when_the_count_is_met():
+    text = real("nvidia-smi/q-h100-8gpu-driver535.161.08-gpud.txt")
+    cut = "\n".join(text.split("\n")[:1500]) + "\n"
+
+    with pytest.raises(IncompleteOutput, match=r"'GPU 00000000:DB:00.0' \(line 1444\) stops after"):
+        parse_query_text(cut)
+
+
+def test_q_of_selected_gpus_may_hold_fewer_sections():
+    report = parse_query_text(_first_lines("nvidia-smi/q-h100-8gpu-driver535.161.08-gpud.txt", 1443), selected=True)
+
+    assert len(report.gpus) == 7 and report.attached_gpus == 8
+
+
+def test_q_xml_with_fewer_gpu_elements_than_attached_gpus_is_incomplete():
+    text = real("h200-1gpu/nvidia-smi-q-x.xml").replace(
+        "<attached_gpus>1</attached_gpus>", "<attached_gpus>2</attached_gpus>"
+    )
+
+    with pytest.raises(IncompleteOutput, match=r"declares 2 GPUs, the document holds 1 <gpu>"):
+        parse_query_xml(text)
+
+
+def test_default_table_cut_between_gpu_blocks_is_incomplete():
+    cut = _first_lines("nvidia-smi/nvidia-smi-default-h100-8gpu-driver560.txt", 32)  # GPUs 0-5 of 8
+
+    with pytest.raises(IncompleteOutput) as caught:
+        parse_smi_table(cut)
+
+    assert caught.value.line == 33
+    assert "stops after GPU 5 without its Processes box" in str(caught.value)
+    assert [gpu.index for gpu in caught.value.partial.gpus] == [0, 1, 2, 3, 4, 5]
+
+
+def test_default_table_cut_inside_a_gpu_block_is_incomplete():
+    cut = _first_lines("nvidia-smi/nvidia-smi-default-h100-8gpu-driver560.txt", 13)
+
+    with pytest.raises(IncompleteOutput, match=r"the block of GPU 1 \(line 13\) stops after its first row"):
+        parse_smi_table(cut)
+
+
+def test_default_table_with_a_process_on_a_gpu_without_a_row_is_incomplete():
+    lines = real("nvidia-smi/nvidia-smi-default-h100-8gpu-driver560.txt").split("\n")
+    process = "|    7   N/A  N/A      4242      C   python                                      80000MiB |"
+    text = "\n".join([*lines[:28], *lines[40:46], process, *lines[47:]])  # GPU rows 5-7 lost, GPU 7's process kept
+
+    with pytest.raises(IncompleteOutput, match=r"process 4242 runs on GPU 7 \(line 35\), and the table has no row"):
+        parse_smi_table(text)
+
+
+def test_topology_missing_the_rows_its_header_announces_is_incomplete():
+    cut = _first_lines("nvidia-smi/topo-m-a800-8gpu-4nic-nv8.txt", 11)  # NIC2 and NIC3 rows lost
+
+    with pytest.raises(IncompleteOutput) as caught:
+        parse_topology(cut)
+
+    assert caught.value.line == 12
+    assert "the header (line 1) announces 12 devices, the matrix has no row for NIC2, NIC3" in str(caught.value)
+    assert len(caught.value.partial.gpus) == 8
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "nvidia-smi/topo-p2p-r-h100-8gpu-all-ok-ml-engineering.txt",
+        "nvidia-smi/topo-p2p-r-l4-2gpu-cns-no-legend-ml-engineering.txt",
+    ],
+)
+def test_a_p2p_status_matrix_is_not_taken_for_topo_m(fixture):
+    assert_parse_error(parse_topology, real(fixture), 2, "this is `nvidia-smi topo -p2p` output")
+
+
+def test_p2p_matrix_is_read_as_peer_to_peer_status():
+    ok = nvidia_smi.parse_p2p(real("nvidia-smi/topo-p2p-r-h100-8gpu-all-ok-ml-engineering.txt"))
+    l4 = nvidia_smi.parse_p2p(real("nvidia-smi/topo-p2p-r-l4-2gpu-cns-no-legend-ml-engineering.txt"))
+
+    assert ok.gpus == [f"GPU{i}" for i in range(8)] and ok.pairs_not_ok() == []
+    assert ok.legend["CNS"] == "Chipset not supported"
+    assert l4.pairs_not_ok() == [("GPU0", "GPU1", "CNS"), ("GPU1", "GPU0", "CNS")]
+    assert l4.legend == {}
+
+
+def test_p2p_parser_refuses_a_topo_m_matrix():
+    assert_parse_error(nvidia_smi.parse_p2p, real("nvidia-smi/topo-m-a800-8gpu-4nic-nv8.txt"), 2, "status codes")
+
+
+def test_numa_affinity_list_keeps_every_node():
+    lines = real("nvidia-smi/topo-m-8gpu-nv18-no-nic-partial.txt").split("\n")
+    # a GPU near several NUMA nodes prints a list, as Linux id lists go ('0,3-9,11-17'); the rest is the real output
+    lines[1] = lines[1].replace("0-51,104-155    0", "0-51,104-155    0,3-9,11-17")
+    topology = parse_topology("\n".join(lines))
+
+    gpu0, gpu1 = topology.gpus[:2]
+    assert gpu0.numa_nodes == [0, *range(3, 10), *range(11, 18)]
+    assert gpu0.numa_affinity is None  # several nodes: no single one to claim
+    assert (gpu1.numa_nodes, gpu1.numa_affinity) == ([0], 0)
+    assert gpu0.cpus == [*range(0, 52), *range(104, 156)]
+
+
+def test_dmon_with_time_column_is_recognised_by_content():
+    # `nvidia-smi dmon -o T` puts a '#Time' column before 'gpu' (its header as nvidia-smi prints it)
+    text = (
+        "#Time        gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk\n"
+        "#HH:MM:SS    Idx     W     C     C     %     %     %     %   MHz   MHz\n"
+        " 17:36:40      0    71    33     -     0     0     0     0  2619  1980\n"
+        " 17:36:40      1    72    34     -     5     1     0     0  2619  1980\n"
+    )
+
+    assert registry.detect_tool(text) == "nvidia_smi_dmon"
+    dmon = parse_dmon(text)
+    assert dmon.columns[:2] == ["Time", "gpu"] and dmon.units["Time"] == "HH:MM:SS"
+    assert [(sample.gpu, sample.values["Time"], sample.values["pwr"]) for sample in dmon.samples] == [
+        (0, "17:36:40", 71.0),
+        (1, "17:36:40", 72.0),
+    ]
