@@ -1,9 +1,10 @@
 """Plain-text logs (training runs, launchers, schedulers, kernel logs): each line with what its prefixes say.
 
 A line of a distributed job's log carries prefixes that say where it came from: Ray's ``(WorkerDict pid=N)``,
-PyTorch's ``[rank3]:``, mpirun's ``[1,3]<stdout>:``, srun's ``3: ``, NCCL's ``host:pid:tid [dev]``, glog's
-``[E0626 06:24:44.9 ProcessGroupNCCL.cpp:616]``, a kernel or syslog time stamp. ``parse_log`` takes them off and keeps
-the rank, node and GPU they name, so rules (``triage``) read the message and know where it happened.
+PyTorch's ``[rank3]:``, mpirun's ``[1,3]<stdout>:``, srun's ``3: ``, pdsh's ``10.0.0.7: ``, NCCL's
+``host:pid:tid [dev]``, glog's ``[E0626 06:24:44.9 ProcessGroupNCCL.cpp:616]``, a kernel or syslog time stamp.
+``parse_log`` takes them off and keeps the rank, node and GPU they name, so rules (``triage``) read the message and
+know where it happened.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ KERNEL_STAMP = re.compile(
 SYSLOG_PREFIX = re.compile(
     r"^(?:\w{3} +\d+ [\d:]+|\d{4}-\d\d-\d\dT\S+) (?P<host>[\w.\-]+) (?P<program>[\w.\-/]+)(?:\[\d+\])?: "
 )
-JOURNAL_KERNEL = re.compile(r"^kernel: ")
+JOURNAL_KERNEL = re.compile(r"^(?:\w{3} +\d+ [\d:]+ )?kernel: ")  # journalctl -k, with or without --no-hostname
+# pdsh and similar fan-out tools put the address they reached in front ('10.0.87.143: '), nested once per hop.
+PDSH_PREFIX = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}: ")
 
 
 @dataclass
@@ -85,7 +88,7 @@ def read_line(number: int, raw: str) -> LogLine:
     rank: int | None = None
     node: str | None = None
     gpu: str | None = None
-    for _ in range(6):  # prefixes nest (Ray → torch rank → glog → PG rank); each pass takes one off
+    for _ in range(8):  # prefixes nest (Ray → torch rank → glog → PG rank); each pass takes one off
         if match := RAY_PREFIX.match(message):
             node = node or match["ip"]
         elif match := TORCH_RANK_PREFIX.match(message) or MPIRUN_PREFIX.match(message):
@@ -100,6 +103,8 @@ def read_line(number: int, raw: str) -> LogLine:
             pass
         elif match := SYSLOG_PREFIX.match(message):
             node = node or match["host"]
+        elif match := PDSH_PREFIX.match(message):
+            pass  # the address a fan-out tool reached; NCCL's own prefix, when there, names the host
         elif match := SRUN_PREFIX.match(message):
             pass
         else:
