@@ -114,8 +114,24 @@ def read_line(number: int, raw: str) -> LogLine:
 
 
 def read_lines(text: str) -> list[LogLine]:
-    """Every non-blank line of ``text``, numbered from 1 as an editor counts them."""
+    """Every non-blank line of ``text``, numbered from 1 as an editor counts them (a bare carriage return breaks a
+    line: each progress-bar update is a line of its own)."""
     return [read_line(number, raw) for number, raw in enumerate(split_lines(text), start=1) if raw.strip()]
+
+
+def read_file_lines(text: str) -> list[LogLine]:
+    """Every non-blank line of ``text`` numbered as ``grep -n`` counts them: only a newline ends a line. A line that
+    a bare carriage return overwrites on a terminal (a progress bar's updates) gives one entry per non-blank part,
+    each with the line's number and the whole line as its ``text``, so a finding cites the line a user finds."""
+    entries = []
+    for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        parts = [part for part in raw.split("\r") if part.strip()]
+        whole = strip_ansi(raw).rstrip() if len(parts) > 1 else None
+        for part in parts:
+            entry = read_line(number, part)
+            entry.text = whole or entry.text
+            entries.append(entry)
+    return entries
 
 
 def parse_log(text: str) -> TextLog:

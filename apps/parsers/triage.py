@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .common import Result
 from .infiniband import normalise_physical_state, normalise_state
-from .logs import LogLine, read_lines
+from .logs import LogLine, read_file_lines
 from .xid import xid_info
 
 MAX_DETAIL = 240  # characters of a quoted message
@@ -404,7 +404,7 @@ def _exit_code(value: str) -> str:
 
 def triage(text: str) -> TriageReport:
     """Every finding in ``text``, in the order of their first line."""
-    entries = read_lines(text)
+    entries = read_file_lines(text)
     findings: dict[tuple, Finding] = {}
     context_node: str | None = None  # scontrol's NodeName= names the node its block describes
     in_traceback = False  # between 'Traceback (most recent call last):' and the exception line
@@ -452,7 +452,7 @@ def triage(text: str) -> TriageReport:
         order = sorted(range(len(finding.lines)), key=finding.lines.__getitem__)
         finding.lines = [finding.lines[i] for i in order]
         finding.excerpt = [finding.excerpt[i] for i in order]
-    return TriageReport(findings=ordered, lines=len(entries))
+    return TriageReport(findings=ordered, lines=len({entry.line for entry in entries}))
 
 
 def _merge_block(findings: dict[tuple, Finding], block: Finding, entries: list[LogLine]) -> None:

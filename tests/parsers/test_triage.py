@@ -664,3 +664,25 @@ def test_a_desync_report_where_every_rank_joined_names_no_lagging_rank():
         "collective #39 (count from 1)\n"
     )
     assert rules.triage(text).findings == []
+
+
+def test_a_progress_bar_s_carriage_returns_do_not_shift_the_cited_line():
+    # tqdm redraws its bar with bare carriage returns; grep -n and an editor's line numbers count only newlines.
+    text = (
+        "starting\n"
+        "  0%|          | 0/20 [00:00<?, ?it/s]\r  5%|▌         | 1/20 [00:01<00:19,  1.00it/s]\r"
+        " 10%|█         | 2/20 [00:02<00:18,  1.00it/s]\n"
+        "OSError: [Errno 28] No space left on device: '/ckpt/step_2.pt'\n"
+    )
+    report = rules.triage(text)
+    (finding,) = report.findings
+    assert (finding.lines, report.lines) == ([3], 3)
+    assert finding.excerpt == ["OSError: [Errno 28] No space left on device: '/ckpt/step_2.pt'"]
+
+    (bar,) = rules.triage(
+        "step 1\r\x1b[2KRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    ).findings
+    assert (bar.lines, bar.excerpt) == (
+        [1],
+        ["step 1\rRuntimeError: CUDA error: an illegal memory access was encountered"],
+    )
