@@ -189,7 +189,7 @@ RULES: tuple[Rule, ...] = (
     # GPU firmware (GSP) that stops answering prints no Xid on many drivers; 'GPU0' is the driver's own numbering.
     _rule(
         "gpu_firmware_failure",
-        r"NVRM: (?:GPU(?P<rm_gpu>\d+) |GPU (?P<gpu>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): )?\S*?:? ?"
+        r"NVRM: (?:GPU(?P<rm_gpu>\d+) |GPU (?P<gpu>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): )?(?:\S+: )*"
         r"(?:(?P<what>_kgspIsHeartbeatTimedOut: Heartbeat timed out|GSP RM heartbeat timed out"
         r"|Timeout waiting for RPC from GSP!?(?: Expected function \d+ \(\w+\))?|rpcRecvPoll timedout for fn \d+"
         r"|Assertion failed: Back to back GSP RPC timeout detected! GPU marked for reset)"
