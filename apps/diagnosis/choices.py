@@ -20,6 +20,8 @@ class Problem(models.TextChoices):
     CUDA_ERROR = "cuda_error", "CUDA error"
     XID = "xid", "NVIDIA Xid event"
     GPU_FELL_OFF_BUS = "gpu_fell_off_bus", "GPU fell off the bus"
+    GPU_FIRMWARE_FAILURE = "gpu_firmware_failure", "GPU firmware (GSP) not responding"
+    GPU_RESET_REQUIRED = "gpu_reset_required", "GPU needs a reset"
     ECC_UNCORRECTABLE = "ecc_uncorrectable", "Uncorrectable ECC error"
     ROW_REMAP = "row_remap", "GPU memory row remap"
     PCIE_AER = "pcie_aer", "PCIe AER error"
@@ -33,6 +35,8 @@ class Problem(models.TextChoices):
     WORKER_FAILED = "worker_failed", "Worker process failed"
     GPU_COUNT_MISMATCH = "gpu_count_mismatch", "Fewer GPUs than configured"
     NODE_DRAINED = "node_drained", "Node drained by the scheduler"
+    SLURM_UNKILLABLE_STEP = "slurm_unkillable_step", "Unkillable job step (Slurm 'Kill task failed')"
+    IB_PORT_DOWN = "ib_port_down", "InfiniBand / RoCE port down"
     GPU_CLOCKS_THROTTLED = "gpu_clocks_throttled", "GPU clocks held down (thermal / HW slowdown)"
 
 
@@ -80,7 +84,9 @@ ADVICE: dict[str, Advice] = {
     Problem.NCCL_SYSTEM_ERROR: Advice(
         "A system call or external library NCCL uses failed (shared memory, sockets, memory locking).",
         "nccl-system",
-        "Check /dev/shm size, memlock and open-file limits in the container, and the NIC driver.",
+        "Check /dev/shm size, memlock and open-file limits in the container, and the NIC driver; aws-ofi-nccl's "
+        "'Unable to register memory … RC: 12' is ENOMEM: set the locked-memory limit to unlimited (ulimit -l, the "
+        "container's --ulimit memlock=-1, Slurm's PropagateResourceLimits) and check the EFA/libfabric version.",
     ),
     Problem.NCCL_INVALID_USAGE: Advice(
         "The application called NCCL wrongly (mismatched counts, devices or ranks).",
@@ -102,6 +108,21 @@ ADVICE: dict[str, Advice] = {
         "The GPU stopped answering on PCIe (Xid 79): the driver cannot reach it.",
         "gpu-lost",
         "Drain the node, collect nvidia-bug-report, power-cycle it; check PCIe, power and cooling; RMA if it recurs.",
+    ),
+    Problem.GPU_FIRMWARE_FAILURE: Advice(
+        "The GPU's firmware (GSP) stopped answering the driver (heartbeat or RPC timeout) or the adapter failed to "
+        "initialise; many drivers print no Xid for it, and every CUDA call on that GPU then hangs or fails.",
+        "gpu-lost",
+        "Drain the node and collect nvidia-bug-report; reset the GPU (nvidia-smi -r) or reboot, then check that "
+        "nvidia-smi -q lists it; if it recurs, compare the driver and GSP firmware with NVIDIA's known issues "
+        "(disabling GSP with NVreg_EnableGpuFirmware=0 is possible only on pre-Blackwell GPUs) and RMA the GPU.",
+    ),
+    Problem.GPU_RESET_REQUIRED: Advice(
+        "The driver returned NV_ERR_RESET_REQUIRED: after an unrecoverable error it refuses new work on the GPU, and "
+        "CUDA reports the device busy or unavailable until the GPU is reset.",
+        "gpu-lost",
+        "Find the earlier error in dmesg (an Xid, a GSP timeout); drain the node, stop the processes on the GPU, "
+        "reset it (nvidia-smi -r -i <gpu>) or reboot, then run DCGM diagnostics before returning it to service.",
     ),
     Problem.ECC_UNCORRECTABLE: Advice(
         "GPU memory returned data that ECC could not correct.",
@@ -169,6 +190,22 @@ ADVICE: dict[str, Advice] = {
         "The scheduler drained the node: no new jobs start on it.",
         "scheduler-node",
         "Read the drain reason, fix it, then resume the node (scontrol update nodename=… state=resume).",
+    ),
+    Problem.SLURM_UNKILLABLE_STEP: Advice(
+        "A job step's processes did not end after SIGKILL within UnkillableStepTimeout (usually stuck in the kernel "
+        "on I/O or on a GPU), so slurmd gives up and Slurm drains the node with 'Kill task failed'.",
+        "scheduler-node",
+        "On the node, find the processes left in state D (ps -eo pid,stat,wchan,cmd) and what they wait on: a hung "
+        "mount (NFS/Lustre) or a GPU (dmesg Xid); clear that, then resume the node (scontrol update nodename=… "
+        "state=resume); raise UnkillableStepTimeout only if the processes do end, just slowly.",
+    ),
+    Problem.IB_PORT_DOWN: Advice(
+        "An InfiniBand/RoCE port is not up: state Down, or physical state Polling (no link partner) or Disabled; "
+        "NCCL then loses that rail or cannot connect over it.",
+        "fabric-link",
+        "Polling: reseat or replace the cable/transceiver and check the switch port; Disabled: enable the port "
+        "(switch, SM or mlxconfig); Down with LinkUp: check the subnet manager (sminfo); confirm with ibstat and the "
+        "port's error counters, then rerun the job's fabric check.",
     ),
     Problem.GPU_CLOCKS_THROTTLED: Advice(
         "The GPU's clocks are held down by heat, a HW slowdown signal or the PSU's power brake: it falls behind and "

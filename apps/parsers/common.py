@@ -35,7 +35,8 @@ TRUE_WORDS = {"yes", "true", "enabled", "enable", "on", "active", "1"}
 FALSE_WORDS = {"no", "false", "disabled", "disable", "off", "not active", "0"}
 
 # mpirun --tag-output ("[1,0]<stdout>:") and srun --label ("0: ") put these in front of every line.
-LAUNCHER_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
+# mpirun --tag-output, srun --label, pdsh (the address it reached, once per hop)
+LAUNCHER_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: |(?:\d{1,3}(?:\.\d{1,3}){3}: )+)")
 
 
 @dataclasses.dataclass

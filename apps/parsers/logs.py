@@ -1,9 +1,10 @@
 """Plain-text logs (training runs, launchers, schedulers, kernel logs): each line with what its prefixes say.
 
 A line of a distributed job's log carries prefixes that say where it came from: Ray's ``(WorkerDict pid=N)``,
-PyTorch's ``[rank3]:``, mpirun's ``[1,3]<stdout>:``, srun's ``3: ``, NCCL's ``host:pid:tid [dev]``, glog's
-``[E0626 06:24:44.9 ProcessGroupNCCL.cpp:616]``, a kernel or syslog time stamp. ``parse_log`` takes them off and keeps
-the rank, node and GPU they name, so rules (``triage``) read the message and know where it happened.
+PyTorch's ``[rank3]:``, mpirun's ``[1,3]<stdout>:``, srun's ``3: ``, pdsh's ``10.0.0.7: ``, NCCL's
+``host:pid:tid [dev]``, glog's ``[E0626 06:24:44.9 ProcessGroupNCCL.cpp:616]``, a kernel or syslog time stamp.
+``parse_log`` takes them off and keeps the rank, node and GPU they name, so rules (``triage``) read the message and
+know where it happened.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ KERNEL_STAMP = re.compile(
 SYSLOG_PREFIX = re.compile(
     r"^(?:\w{3} +\d+ [\d:]+|\d{4}-\d\d-\d\dT\S+) (?P<host>[\w.\-]+) (?P<program>[\w.\-/]+)(?:\[\d+\])?: "
 )
-JOURNAL_KERNEL = re.compile(r"^kernel: ")
+JOURNAL_KERNEL = re.compile(r"^(?:\w{3} +\d+ [\d:]+ )?kernel: ")  # journalctl -k, with or without --no-hostname
+# pdsh and similar fan-out tools put the address they reached in front ('10.0.87.143: '), nested once per hop.
+PDSH_PREFIX = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}: ")
 
 
 @dataclass
@@ -85,7 +88,7 @@ def read_line(number: int, raw: str) -> LogLine:
     rank: int | None = None
     node: str | None = None
     gpu: str | None = None
-    for _ in range(6):  # prefixes nest (Ray → torch rank → glog → PG rank); each pass takes one off
+    for _ in range(8):  # prefixes nest (Ray → torch rank → glog → PG rank); each pass takes one off
         if match := RAY_PREFIX.match(message):
             node = node or match["ip"]
         elif match := TORCH_RANK_PREFIX.match(message) or MPIRUN_PREFIX.match(message):
@@ -100,6 +103,8 @@ def read_line(number: int, raw: str) -> LogLine:
             pass
         elif match := SYSLOG_PREFIX.match(message):
             node = node or match["host"]
+        elif match := PDSH_PREFIX.match(message):
+            pass  # the address a fan-out tool reached; NCCL's own prefix, when there, names the host
         elif match := SRUN_PREFIX.match(message):
             pass
         else:
@@ -109,8 +114,24 @@ def read_line(number: int, raw: str) -> LogLine:
 
 
 def read_lines(text: str) -> list[LogLine]:
-    """Every non-blank line of ``text``, numbered from 1 as an editor counts them."""
+    """Every non-blank line of ``text``, numbered from 1 as an editor counts them (a bare carriage return breaks a
+    line: each progress-bar update is a line of its own)."""
     return [read_line(number, raw) for number, raw in enumerate(split_lines(text), start=1) if raw.strip()]
+
+
+def read_file_lines(text: str) -> list[LogLine]:
+    """Every non-blank line of ``text`` numbered as ``grep -n`` counts them: only a newline ends a line. A line that
+    a bare carriage return overwrites on a terminal (a progress bar's updates) gives one entry per non-blank part,
+    each with the line's number and the whole line as its ``text``, so a finding cites the line a user finds."""
+    entries = []
+    for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        parts = [part for part in raw.split("\r") if part.strip()]
+        whole = strip_ansi(raw).rstrip() if len(parts) > 1 else None
+        for part in parts:
+            entry = read_line(number, part)
+            entry.text = whole or entry.text
+            entries.append(entry)
+    return entries
 
 
 def parse_log(text: str) -> TextLog:

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .common import Result
-from .logs import LogLine, read_lines
+from .infiniband import normalise_physical_state, normalise_state
+from .logs import LogLine, read_file_lines
 from .xid import xid_info
 
 MAX_DETAIL = 240  # characters of a quoted message
@@ -109,9 +110,40 @@ def _rule(
 def _ib_completion(match: re.Match) -> str:
     status = int(match["status"])
     meaning = IBV_WC_STATUS.get(status, "status not in ibv_wc_status")
-    vendor_match = IB_VENDOR_ERR.search(match.string)
-    vendor = f", vendor err {vendor_match[1]}" if vendor_match else ""
+    vendor_match = match["vendor"] or ((found := IB_VENDOR_ERR.search(match.string)) and found[1])
+    vendor = f", vendor err {vendor_match}" if vendor_match else ""
     return f"NET/IB completion error, status {status} ({meaning}){vendor}"
+
+
+# errno values aws-ofi-nccl prints as 'RC: N' (libfabric returns them negated).
+OFI_ERRNO = {
+    12: "ENOMEM: the locked-memory limit (ulimit -l) or the NIC's memory-registration resources ran out",
+    22: "EINVAL: the provider refused the buffer (libfabric/EFA installer and CUDA memory-ops settings)",
+}
+
+
+def _ofi_failure(match: re.Match) -> str:
+    code = abs(int(match["rc"]))
+    meaning = OFI_ERRNO.get(code, match["why"].strip() or "errno not explained")
+    return f"aws-ofi-nccl: {match['what']}: RC {match['rc']} ({meaning})"
+
+
+def _gsp_failure(match: re.Match) -> str:
+    rm_gpu = f" (driver's GPU{match['rm_gpu']})" if match["rm_gpu"] else ""
+    if match["init"]:
+        return f"the driver could not initialise the GPU{rm_gpu}: RmInitAdapter failed ({match['init']})"
+    return f"the GPU's firmware (GSP) stopped answering the driver{rm_gpu}: {match['what']}"
+
+
+def _unkillable(match: re.Match) -> str:
+    groups = match.groupdict()
+    if groups.get("step"):
+        return (
+            f"step {groups['step']} on {groups['node']} did not end after SIGKILL: slurmd gives up "
+            "(UnkillableStepTimeout) and the node is drained with 'Kill task failed'"
+        )
+    where = f" on {groups['node']}" if groups.get("node") else ""
+    return f"Kill task failed{where}: a job's processes did not die after SIGKILL, so Slurm drains the node"
 
 
 def _xid_detail(match: re.Match) -> str:
@@ -154,6 +186,21 @@ RULES: tuple[Rule, ...] = (
         _xid_detail,
     ),
     _rule("xid", r"device marked unhealthy: (?P<gpu>GPU-[0-9a-fA-F-]+)", supports=("xid", "gpu_fell_off_bus")),
+    # GPU firmware (GSP) that stops answering prints no Xid on many drivers; 'GPU0' is the driver's own numbering.
+    _rule(
+        "gpu_firmware_failure",
+        r"NVRM: (?:GPU(?P<rm_gpu>\d+) |GPU (?P<gpu>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): )?(?:\S+: )*"
+        r"(?:(?P<what>_kgspIsHeartbeatTimedOut: Heartbeat timed out|GSP RM heartbeat timed out"
+        r"|Timeout waiting for RPC from GSP!?(?: Expected function \d+ \(\w+\))?|rpcRecvPoll timedout for fn \d+"
+        r"|Assertion failed: Back to back GSP RPC timeout detected! GPU marked for reset)"
+        r"|RmInitAdapter failed! \((?P<init>[^)]+)\))",
+        _gsp_failure,
+    ),
+    _rule(
+        "gpu_reset_required",
+        r"\bNV_ERR_RESET_REQUIRED\b",
+        "the driver refuses work on the GPU until it is reset (NV_ERR_RESET_REQUIRED, status 0x62)",
+    ),
     # Memory: ECC and OOM are named before CUDA errors ("CUDA error: out of memory", "uncorrectable ECC error").
     _rule(
         "ecc_uncorrectable",
@@ -164,7 +211,8 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "oom",
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|out of memory: Killed process (?P<pid>\d+)"
-        r"|oom-kill:|Memory cgroup out of memory|Test CUDA failure \S+ 'out of memory'",
+        r"|oom-kill:|Memory cgroup out of memory|Test CUDA failure \S+ 'out of memory'"
+        r"|memory allocation failed with OOM on device \d+",
     ),
     _rule("disk_full", r"No space left on device|Disk quota exceeded|\bENOSPC\b|\bEDQUOT\b|\[Errno 28\]"),
     # The kernel's words for storage that stopped answering: the NFS client, Lustre's client, the hung-task watchdog.
@@ -201,7 +249,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "nccl_ib_error",
         r"NET/IB ?: Got completion (?:from peer (?P<peer>\S+?)(?:%(?P<nic>\w+))?(?:<\d+>)? )?with "
-        r"(?:status=|error )(?P<status>\d+)",
+        r"(?:status=|error )(?P<status>\d+)(?:.*?\bvendor err (?P<vendor>\d+))?",
         _ib_completion,
     ),
     _rule("nccl_ib_error", r"Call to (?P<call>ibv_\w+) failed(?: with error (?P<why>.*))?", "{call} failed: {why}"),
@@ -239,6 +287,12 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule("nccl_remote_error", r"Socket recv failed while polling", supports=("nccl_remote_error",)),
     _rule("nccl_remote_error", r"NET/OFI .*completed with error", supports=("nccl_remote_error",)),
+    _rule(
+        "nccl_system_error",
+        r"NET/OFI (?P<what>Unable to register memory \(type = \d+\) for device \d+|Couldn't enable endpoint)\. "
+        r"RC: (?P<rc>-?\d+), (?:Error|ERROR): (?P<why>.*)",
+        _ofi_failure,
+    ),
     _rule("nccl_internal_error", r"ncclInternalError|, internal error, NCCL version|internal error - please"),
     _rule("nccl_system_error", r"ncclSystemError|unhandled system error|, system error, NCCL version"),
     _rule("nccl_invalid_usage", r"ncclInvalidUsage|, invalid usage, NCCL version"),
@@ -314,6 +368,17 @@ RULES: tuple[Rule, ...] = (
         r"gres/gpu: Count changed on node (?P<node>\S+) \((?P<was>\d+) != (?P<now>\d+)\)",
         "GPU count changed on {node}: {was} configured, {now} found",
     ),
+    _rule(
+        "slurm_unkillable_step",
+        r"STEP (?P<step>\S+) STEPD TERMINATED ON (?P<node>\S+) AT \S+ DUE TO JOB NOT ENDING WITH SIGNALS",
+        _unkillable,
+    ),
+    _rule(  # sinfo -R: REASON USER TIMESTAMP NODELIST
+        "slurm_unkillable_step",
+        r"^Kill task failed\s+\S+\s+\d{4}-\d\d-\d\dT[\d:]+\s+(?P<node>\S+)$",
+        _unkillable,
+    ),
+    _rule("slurm_unkillable_step", r"(?:on node\(s\)=(?P<node>[^:\s]+): )?\bKill task failed\b", _unkillable),
     _rule("node_drained", r"node (?P<node>\S+) state set to DRAIN", "{node} drained"),
     _rule("node_drained", r"\bState=\S*DRAIN\S*", "node state {0}"),
 )
@@ -321,6 +386,7 @@ RULES: tuple[Rule, ...] = (
 PROBLEMS: tuple[str, ...] = tuple(dict.fromkeys(rule.problem for rule in RULES)) + (
     "collective_not_joined",
     "gpu_clocks_throttled",
+    "ib_port_down",
 )
 
 WHERE_GROUPS = ("rank", "node", "gpu", "nic", "xid", "peer", "device")
@@ -338,39 +404,55 @@ def _exit_code(value: str) -> str:
 
 def triage(text: str) -> TriageReport:
     """Every finding in ``text``, in the order of their first line."""
-    entries = read_lines(text)
+    entries = read_file_lines(text)
     findings: dict[tuple, Finding] = {}
     context_node: str | None = None  # scontrol's NodeName= names the node its block describes
     in_traceback = False  # between 'Traceback (most recent call last):' and the exception line
+    wrapped: set[int] = set()  # continuation lines already read with the line they continue
     for index, entry in enumerate(entries):
+        if index in wrapped:
+            continue
         if match := SCONTROL_NODE.match(entry.message):
             context_node = match[1]
         if entry.message.startswith("Traceback (most recent call last)"):
             in_traceback = True
         elif in_traceback and not entry.text[:1].isspace():
             in_traceback = False
-        for rule in RULES:
-            if rule.in_traceback and not in_traceback:
-                continue
-            match = rule.pattern.search(entry.message)
-            if match is None:
-                continue
-            where = _where(rule, match, entry, context_node)
+        rule, match = _first_rule(entry.message, in_traceback)
+        cited = [entry]
+        if (tail := _continuation(entries, index, in_traceback)) is not None:
+            joined_rule, joined = _first_rule(f"{entry.message} {tail.message}", in_traceback)
+            if _reads_more(match, joined, len(entry.message)) and rule in (None, joined_rule):
+                rule, match, cited = joined_rule, joined, [entry, tail]
+                wrapped.add(index + 1)
+        if rule is None:
+            continue
+        where = _where(rule, match, entry, context_node)
+        for line in cited:
             if rule.supports:
-                _support(findings, rule.supports, where, entry)
+                _support(findings, rule.supports, where, line)
             else:
-                _add(findings, rule.problem, where, _detail(rule, match), entry)
-                if rule.problem == "gpu_fell_off_bus":
-                    _banner(findings[_key(rule.problem, where)], entries, index)
-            break
-    for finding in _elastic_summaries(entries) + _flight_recorder(entries) + _nvidia_smi_q(entries):
+                _add(findings, rule.problem, where, _detail(rule, match), line)
+        if rule.problem == "gpu_fell_off_bus" and not rule.supports:
+            _banner(findings[_key(rule.problem, where)], entries, index)
+        if len(cited) > 1 and not rule.supports:
+            findings[_key(rule.problem, where)].count -= 1  # one message wrapped onto two lines is one occurrence
+    _socket_interfaces(findings, entries)
+    blocks = (
+        _elastic_summaries(entries)
+        + _flight_recorder(entries)
+        + _desync_report(entries)
+        + _nvidia_smi_q(entries)
+        + _ib_ports(entries)
+    )
+    for finding in blocks:
         _merge_block(findings, finding, entries)
     ordered = sorted(findings.values(), key=lambda finding: finding.lines[0])
     for finding in ordered:
         order = sorted(range(len(finding.lines)), key=finding.lines.__getitem__)
         finding.lines = [finding.lines[i] for i in order]
         finding.excerpt = [finding.excerpt[i] for i in order]
-    return TriageReport(findings=ordered, lines=len(entries))
+    return TriageReport(findings=ordered, lines=len({entry.line for entry in entries}))
 
 
 def _merge_block(findings: dict[tuple, Finding], block: Finding, entries: list[LogLine]) -> None:
@@ -391,12 +473,58 @@ SCONTROL_NODE = re.compile(r"^NodeName=(\S+)")
 NVIDIA_GPU_BANNER = re.compile(r"NVRM: The NVIDIA GPU (?P<gpu>[0-9A-Fa-f:.]+)")
 
 
+def _first_rule(message: str, in_traceback: bool) -> tuple[Rule | None, re.Match | None]:
+    """The first rule whose pattern is in ``message`` (rules for traceback frames only inside a traceback)."""
+    for rule in RULES:
+        if rule.in_traceback and not in_traceback:
+            continue
+        if match := rule.pattern.search(message):
+            return rule, match
+    return None, None
+
+
+def _continuation(entries: list[LogLine], index: int, in_traceback: bool) -> LogLine | None:
+    """The next line when it continues this one: a long message wrapped by a terminal, a pager or an issue
+    tracker goes on in a line without the launcher, rank or NCCL prefixes its first line has, and says nothing a
+    rule recognises on its own."""
+    if index + 1 >= len(entries):
+        return None
+    entry, following = entries[index], entries[index + 1]
+    prefixed = entry.message != entry.text.strip()
+    bare = following.message == following.text and not following.text[:1].isspace()
+    if following.line != entry.line + 1 or not prefixed or not bare:
+        return None
+    return following if _first_rule(following.message, in_traceback)[0] is None else None
+
+
+def _reads_more(alone: re.Match | None, joined: re.Match | None, length: int) -> bool:
+    """True when the line joined with its continuation says more than the line alone: a rule matches only with
+    the continuation, or the continuation fills a part the line left empty (a wrapped NET/IB warning's vendor error).
+    A trailing catch-all group ('failed : (?P<why>.*)') taking the next line in is not reading more."""
+    if joined is None or joined.end() <= length:
+        return False
+    if alone is None:
+        return True
+    filled = {name for name, value in joined.groupdict().items() if value is not None}
+    return filled > {name for name, value in alone.groupdict().items() if value is not None}
+
+
+# The CUDA device an out-of-memory message names: '(GPU 3; ...)', 'GPU 3 has a total capacity of' (older
+# releases spell it 'capacty'), the caching allocator's 'OOM on device 3'.
+OOM_DEVICE = re.compile(r"\(GPU (\d+);|\bGPU (\d+) has a total capac|\bOOM on device (\d+)")
+
+
 def _where(rule: Rule, match: re.Match, entry: LogLine, context_node: str | None) -> Where:
     groups = {name: value for name, value in match.groupdict().items() if value}
     where: Where = {"rank": entry.rank, "node": entry.node or context_node, "gpu": entry.gpu}
     for name in WHERE_GROUPS:
         if name in groups:
             where[name] = int(groups[name]) if name in ("rank", "xid") else groups[name]
+    if isinstance(peer := where.get("peer"), str) and "%" in peer:  # fe80::…%ib1: the scope is the local interface
+        where["peer"], scope = peer.split("%", 1)
+        where["nic"] = where.get("nic") or scope
+    if rule.problem == "oom" and (device := OOM_DEVICE.search(match.string)):
+        where["gpu"] = next(number for number in device.groups() if number)
     if rule.problem == "nccl_ib_error" and (hca := IB_HCA.search(match.string)):
         where["nic"] = hca[1]
     if rule.problem == "pcie_aer":  # the device a PCIe error names is a GPU only when the nvidia driver owns it
@@ -605,3 +733,155 @@ def _q_problem(path: list[str], key: str, value: str) -> tuple[str | None, str]:
     if counted and (Q_UNCORRECTABLE.match(key) or ("Double Bit" in path and key == "Total")):
         return "ecc_uncorrectable", f"{' '.join(path[path.index('ECC Errors') + 1 :])} {key}: {value}".strip()
     return None, ""
+
+
+# --- which interface NCCL's sockets use ------------------------------------------------------------------------
+
+NCCL_SOCKET_USING = re.compile(r"^(?:NCCL INFO )?(?:NET/Socket|Bootstrap) ?: Using (?P<interfaces>.+)$")
+SOCKET_INTERFACE_NAME = re.compile(r"(?:\[\d+\])?([^\s:\[]+):\S+?<\d+>")
+
+
+def _socket_interfaces(findings: dict[tuple, Finding], entries: list[LogLine]) -> None:
+    """A socket error names the peer, not the local interface; NCCL's 'NET/Socket : Using [0]ib1:…' and
+    'Bootstrap : Using ib1:…' lines say which one its sockets use on that node. When they name exactly one, a socket
+    finding there without a NIC gets it, citing the line that says so."""
+    used: dict[str | None, dict[str, LogLine]] = {}
+    for entry in entries:
+        if match := NCCL_SOCKET_USING.match(entry.message):
+            for name in SOCKET_INTERFACE_NAME.findall(match["interfaces"]):
+                used.setdefault(entry.node, {}).setdefault(name, entry)
+    for finding in findings.values():
+        if finding.problem != "nccl_socket_error" or finding.nic:
+            continue
+        names = used.get(finding.node, {}) if finding.node or len(used) != 1 else next(iter(used.values()))
+        if len(names) == 1:
+            ((name, line),) = names.items()
+            finding.nic = name
+            finding.cite(line)
+            finding.count -= 1  # the interface line is where, not another occurrence
+
+
+# --- PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG=1) -------------------------------------------------------
+
+DESYNC_TIMEOUT = re.compile(r"^- \[(?P<rank>\d+)\] Timeout at collective: (?P<op>[^,]+), #(?P<seq>\d+)")
+DESYNC_NEVER_JOINED = re.compile(
+    r"^- To our best knowledge, ranks \[(?P<ranks>[\d, ]+)\] are the lagging ranks that caused this timeout"
+)
+DESYNC_LAGGING = re.compile(r"^- \[(?P<ranks>[\d, ]+)\] joined but didn't finish collective #(?P<seq>\d+)")
+DESYNC_FINISHED = re.compile(
+    r"^\[(?P<ranks>[\d, ]+)\] finished collective #(?P<seq>\d+), but didn't join collective #(?P<next>\d+)"
+)
+
+
+def _ranks(text: str) -> list[int]:
+    return [int(rank) for rank in text.replace(" ", "").split(",") if rank]
+
+
+def _desync_report(entries: list[LogLine]) -> list[Finding]:
+    """ProcessGroupNCCL's desync report (retrieveDesyncReport in c10d's TraceUtils.h) names the lagging ranks: ranks
+    that never joined any collective, or ranks that joined collective #N but did not finish it while the others
+    finished it and wait in #N+1. One finding at the lagging rank (when one), citing the report's lines. A report in
+    which every rank it lists joined and none finished names no lagging rank and gives no finding."""
+    found: list[Finding] = []
+    for index, entry in enumerate(entries):
+        before = entries[max(index - 3, 0) : index]
+        timeout = next((line for line in reversed(before) if DESYNC_TIMEOUT.match(line.message)), None)
+        seen = f" (desync report of rank {DESYNC_TIMEOUT.match(timeout.message)['rank']})" if timeout else ""
+        cited = [line for line in (timeout, entry) if line is not None]
+        if match := DESYNC_NEVER_JOINED.match(entry.message):
+            lagging = _ranks(match["ranks"])
+            detail = f"rank(s) {', '.join(map(str, lagging))} never joined any collective{seen}"
+        elif (match := DESYNC_LAGGING.match(entry.message)) and index + 1 < len(entries):
+            finished = DESYNC_FINISHED.match(entries[index + 1].message)
+            if finished is None:
+                continue
+            lagging = _ranks(match["ranks"])
+            detail = (
+                f"rank(s) {', '.join(map(str, lagging))} joined collective #{match['seq']} and did not finish it; "
+                f"rank(s) {finished['ranks']} finished it and wait in #{finished['next']}{seen}"
+            )
+            cited.append(entries[index + 1])
+        else:
+            continue
+        finding = Finding(
+            problem="collective_not_joined",
+            lines=[],
+            excerpt=[],
+            detail=detail,
+            rank=lagging[0] if len(lagging) == 1 else None,
+            node=entry.node,
+        )
+        for line in cited:
+            finding.cite(line)
+        finding.count = 1
+        found.append(finding)
+    return found
+
+
+# --- InfiniBand port state (ibstat, ibv_devinfo, ibstatus) -----------------------------------------------------
+
+IB_DEVICE = re.compile(r"^CA '(?P<ca>[^']+)'$|^hca_id:\s*(?P<hca>\S+)$")
+IB_PORT = re.compile(r"^Port (?P<port>\d+):$|^port:\s*(?P<devinfo>\d+)$")
+IBSTATUS_PORT = re.compile(r"^Infiniband device '(?P<ca>[^']+)' port (?P<port>\d+) status:$")
+IB_STATE = re.compile(r"^(?P<key>State|state|Physical state|phys_state|phys state):\s*(?P<value>\S.*)$")
+IB_PHYSICAL_DOWN = {
+    "polling": "no link: the port sees no partner (cable, transceiver or switch port)",
+    "disabled": "the port is disabled (by the subnet manager, the switch or the NIC's configuration)",
+}
+
+
+def _ib_ports(entries: list[LogLine]) -> list[Finding]:
+    """ibstat / ibv_devinfo / ibstatus: a port whose state is Down or whose physical state is Polling or Disabled,
+    one finding per device (nic), citing the device, the port and its state lines."""
+    found: dict[str, Finding] = {}
+    device: LogLine | None = None
+    name: str | None = None
+    port: tuple[str, list[LogLine], dict[str, str]] | None = None  # number, lines, state values
+
+    def close() -> None:
+        if port is not None and name is not None and device is not None:
+            _ib_port_finding(found, name, device, *port)
+
+    for entry in entries:
+        message = entry.message
+        if match := IBSTATUS_PORT.match(message):
+            close()
+            device, name, port = entry, match["ca"], (match["port"], [], {})
+        elif match := IB_DEVICE.match(message):
+            close()
+            device, name, port = entry, match["ca"] or match["hca"], None
+        elif (match := IB_PORT.match(message)) and device is not None:
+            close()
+            port = (match["port"] or match["devinfo"], [entry], {})
+        elif (match := IB_STATE.match(message)) and port is not None:
+            key = "physical" if match["key"].lower().startswith("ph") else "state"
+            port[1].append(entry)
+            port[2][key] = re.sub(r"\s*\(\d+\)$", "", match["value"].strip())
+    close()
+    return list(found.values())
+
+
+def _ib_port_finding(
+    found: dict[str, Finding], name: str, device: LogLine, number: str, lines: list[LogLine], values: dict[str, str]
+) -> None:
+    state = normalise_state(values.get("state"))
+    physical = normalise_physical_state(values.get("physical"))
+    meaning = IB_PHYSICAL_DOWN.get((physical or "").lower())
+    if state != "DOWN" and meaning is None:
+        return
+    if meaning is None:
+        meaning = (
+            "the link is up but no subnet manager has brought the port up"
+            if (physical or "").lower() == "linkup"
+            else "the port is down"
+        )
+    said = f"state {state}" + (f", physical state {physical}" if physical else "")
+    finding = found.get(name)
+    if finding is None:
+        finding = found[name] = Finding(problem="ib_port_down", lines=[], excerpt=[], detail="", nic=name)
+        finding.cite(device)
+    part = f"{name} port {number}: {said}: {meaning}"
+    finding.detail = f"{finding.detail}; {part}" if finding.detail else part
+    for line in lines:
+        finding.cite(line)
+    finding.count = 1

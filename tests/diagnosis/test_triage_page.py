@@ -94,3 +94,17 @@ def test_the_default_limit_fits_in_a_pasted_form():
     from django.conf import settings
 
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE > settings.RACKPILOT_TRIAGE_MAX_BYTES
+
+
+def test_the_page_shows_the_nic_of_a_port_down_and_the_gpu_of_an_oom(browser_as, viewer):
+    ibstat = (REAL / "infiniband" / "gpud-ibstat.47.0.h100.some.down.with.polling.1.txt").read_text()
+    oom = (
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+        "capacity of 23.56 GiB of which 15.88 MiB is free.\n"
+    )
+    client = browser_as(viewer)
+    html = client.post(URL, {"text": ibstat}).content.decode()
+    assert 'data-problem="ib_port_down"' in html and "NIC mlx5_11" in html and "fabric-link" in html
+
+    html = client.post(URL, {"text": oom}).content.decode()
+    assert 'data-problem="oom"' in html and "rank 3" in html and "GPU 3" in html

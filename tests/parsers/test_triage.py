@@ -132,6 +132,27 @@ EXPECTED = {
     "nvidia-smi/q-excerpt-a100-80gb-ecc-remapped-rows-partial.txt": ["row_remap"],
     # gpud's capture of an 8-GPU H100 whose PSU asserts the power brake: HW Slowdown on every GPU.
     "nvidia-smi/q-h100-8gpu-driver535.161.08-gpud.txt": ["gpu_clocks_throttled"] * 8,
+    # aws-ofi-nccl could not register memory with EFA (RC 12, ENOMEM), behind two pdsh address prefixes.
+    "nccl-warn/net-ofi-unable-to-register-memory-rc12-cannot-allocate-memory-pdsh-prefix-efa-nccl-issue563-partial.txt": [
+        "nccl_system_error"
+    ],
+    # GPU firmware that stopped answering, and a GPU the driver will not use until reset: neither prints an Xid.
+    "dmesg-xid/journal-k-no-hostname-gsp-heartbeat-timed-out-kgsprpcrecvpoll-no-xid-bazzite-issue4449-partial.txt": [
+        "gpu_firmware_failure"
+    ],
+    "dmesg-xid/dmesg-T-gsprmalloc-failed-nv-err-reset-required-0x62-kernel-channel-no-xid-sichek-issue51-partial.txt": [
+        "gpu_reset_required"
+    ],
+    # Slurm's unkillable step: slurmd's own line, and the drain reason sinfo -R shows for it.
+    "slurm/slurmd-log-step-cancelled-stepd-terminated-due-to-job-not-ending-with-signals-trixie-issue45.txt": [
+        "slurm_unkillable_step"
+    ],
+    "slurm/sinfo-R-kill-task-failed-drain-reason-awsome-distributed-ai-issue185.txt": ["slurm_unkillable_step"],
+    # InfiniBand/RoCE ports Down, Polling or Disabled in ibstat and ibv_devinfo (one finding per device).
+    "infiniband/gpud-ibstat.47.0.h100.some.down.0.txt": ["ib_port_down"] * 3,
+    "infiniband/gpud-ibstat.47.0.h100.some.down.with.polling.1.txt": ["ib_port_down"] * 2,
+    "infiniband/ibstat-mlx5_7-state-down-physical-linkup-sriov-ib-pod-network-operator-issue249.txt": ["ib_port_down"],
+    "infiniband/ibv_devinfo-h100-cx7-mlx5_0-port-down-deepep-issue60-partial.txt": ["ib_port_down"],
 }
 LOG_FOLDERS = ("pytorch-nccl", "nccl-warn", "dmesg-xid", "dmesg", "training-logs", "slurm", "k8s")
 
@@ -419,3 +440,249 @@ def test_the_catalogue_covers_the_xids_operators_meet_with_an_action_for_each():
 def test_read_input_and_triage_agree_on_a_gzip_free_fixture():
     path = REAL / "dmesg" / "gpud-dmesg-with-xid-119.log"
     assert rules.triage(read_input(path)).lines == sum(1 for line in path.read_text().splitlines() if line.strip())
+
+
+# --- rules for what real failures print without an Xid, an NCCL error or a drain line (issue 27) ---------------
+
+
+def test_ofi_memory_registration_failure_is_a_system_error_that_explains_rc_12():
+    finding = _only(
+        "nccl-warn/net-ofi-unable-to-register-memory-rc12-cannot-allocate-memory-pdsh-prefix-efa-nccl-issue563-partial.txt"
+    )
+    assert (finding.problem, finding.node, finding.gpu, finding.lines) == (
+        "nccl_system_error",
+        "ip-10-0-87-143",  # NCCL's own prefix, behind the two pdsh addresses
+        "5",
+        [1],
+    )
+    assert "RC 12 (ENOMEM" in finding.detail and "ulimit -l" in finding.detail
+
+
+def test_gsp_heartbeat_timeout_without_an_xid_is_a_firmware_failure():
+    finding = _only(
+        "dmesg-xid/journal-k-no-hostname-gsp-heartbeat-timed-out-kgsprpcrecvpoll-no-xid-bazzite-issue4449-partial.txt"
+    )
+    assert (finding.problem, finding.lines, finding.count, finding.xid) == ("gpu_firmware_failure", [3, 4], 2, None)
+    assert finding.detail.startswith("the GPU's firmware (GSP) stopped answering the driver (driver's GPU0)")
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu", "said"),
+    [
+        # open-gpu-kernel-modules#446 (talos kernel log, prefix as published)
+        (
+            "192.168.11.119: kern: warning: [2026-04-22T21:30:51.803749334Z]: NVRM: _issueRpcAndWait: rpcRecvPoll "
+            "timedout for fn 76 sequence 4129!",
+            None,
+            "rpcRecvPoll timedout for fn 76",
+        ),
+        (
+            "[  118.125454] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:667)",
+            "0000:01:00.0",
+            "RmInitAdapter failed (0x22:0x56:667)",
+        ),
+    ],
+)
+def test_gsp_rpc_timeouts_and_adapter_init_failures(line, gpu, said):
+    (finding,) = rules.triage(line + "\n").findings
+    assert (finding.problem, finding.gpu) == ("gpu_firmware_failure", gpu)
+    assert said in finding.detail
+
+
+def test_an_xid_119_stays_an_xid_and_nvidia_smi_s_gsp_firmware_version_is_no_failure():
+    xid = "[ 2.0] NVRM: Xid (PCI:0000:9b:00): 119, pid=1, name=x, Timeout after 6s of waiting for RPC response from GPU0 GSP!"
+    assert [f.problem for f in rules.triage(xid + "\n").findings] == ["xid"]
+    assert rules.triage("    GSP Firmware Version                  : 535.161.08\n").findings == []
+
+
+def test_nv_err_reset_required_is_a_gpu_that_needs_a_reset():
+    finding = _only(
+        "dmesg-xid/dmesg-T-gsprmalloc-failed-nv-err-reset-required-0x62-kernel-channel-no-xid-sichek-issue51-partial.txt"
+    )
+    assert (finding.problem, finding.lines) == ("gpu_reset_required", [2])
+    assert "NV_ERR_RESET_REQUIRED" in finding.detail
+
+
+def test_slurm_unkillable_step_names_the_node_slurm_drains():
+    stepd = _only(
+        "slurm/slurmd-log-step-cancelled-stepd-terminated-due-to-job-not-ending-with-signals-trixie-issue45.txt"
+    )
+    assert (stepd.problem, stepd.node, stepd.lines) == ("slurm_unkillable_step", "cn106", [4])
+    assert "step 63532.0 on cn106 did not end after SIGKILL" in stepd.detail
+
+    sinfo = _only("slurm/sinfo-R-kill-task-failed-drain-reason-awsome-distributed-ai-issue185.txt")
+    assert (sinfo.problem, sinfo.node) == ("slurm_unkillable_step", "ip-10-0-1-23")
+
+    drained, unkillable = rules.triage(
+        "NodeName=gpu007 Arch=x86_64 CoresPerSocket=32\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
+        "   Reason=Kill task failed [root@2024-01-25T15:12:23]\n"
+    ).findings
+    assert (drained.problem, unkillable.problem, unkillable.node) == ("node_drained", "slurm_unkillable_step", "gpu007")
+
+
+def test_ib_ports_down_polling_or_disabled_are_findings_per_device():
+    down = rules.triage(real("infiniband/gpud-ibstat.47.0.h100.some.down.with.polling.1.txt")).findings
+    assert [(f.nic, f.lines) for f in down] == [("mlx5_11", [52, 59, 60, 61]), ("mlx5_5", [120, 127, 128, 129])]
+    assert down[0].detail.startswith("mlx5_11 port 1: state DOWN, physical state Polling: no link")
+    assert "physical state Disabled" in down[1].detail
+
+    linkup = _only("infiniband/ibstat-mlx5_7-state-down-physical-linkup-sriov-ib-pod-network-operator-issue249.txt")
+    assert "no subnet manager" in linkup.detail
+
+    devinfo = _only("infiniband/ibv_devinfo-h100-cx7-mlx5_0-port-down-deepep-issue60-partial.txt")
+    assert (devinfo.nic, devinfo.lines) == ("mlx5_0", [1, 11, 12])
+
+    status = "Infiniband device 'mlx5_3' port 1 status:\n\tstate:\t\t 1: DOWN\n\tphys state:\t 2: Polling\n"
+    (ibstatus,) = rules.triage(status).findings
+    assert (ibstatus.nic, ibstatus.lines) == ("mlx5_3", [1, 2, 3])
+
+
+def test_active_ports_and_a_state_line_outside_a_device_block_give_nothing():
+    assert rules.triage(real("infiniband/gpud-ibstat.47.0.h100.all.active.0.txt")).findings == []
+    assert rules.triage("State: Down\nPhysical state: Polling\n").findings == []
+
+
+# --- smaller: where a finding happened -------------------------------------------------------------------------
+
+# nccl#1405 (kp-ddp-worker-0), as a terminal or a tracker wraps it: the vendor error goes to the next line.
+IB_WRAPPED = (
+    "kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+    "10.216.210.236<54862> with status=12 opcode=0 len=0\n"
+    "vendor err 129 (Recv) localGid fd00:1148:9000:5000:4:200:3:ff22 remoteGidsfd00:1148:9000:5000:4:200:3:ff1f\n"
+    "kp-ddp-worker-0:3468:3905 [4] NCCL INFO transport/net.cc:1302 -> 6\n"
+)
+
+
+def test_a_net_ib_warning_wrapped_onto_two_lines_keeps_its_vendor_error():
+    (finding,) = rules.triage(IB_WRAPPED).findings
+    assert (finding.lines, finding.count, finding.peer) == ([1, 2], 1, "10.216.210.236")
+    assert finding.detail.endswith(
+        "IBV_WC_RETRY_EXC_ERR, transport retry counter exceeded: the peer did not acknowledge), vendor err 129"
+    )
+
+
+def test_a_wrapped_watchdog_timeout_is_read_with_its_continuation():
+    # milabench#269: '[rank14]:[E909 …] [Rank 14] Watchdog caught collective operation timeout: ' + 'WorkNCCL(…)'
+    text = (
+        "[rank14]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14] Watchdog caught collective operation "
+        "timeout: \nWorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 "
+        "milliseconds before timing out.\n"
+    )
+    (finding,) = rules.triage(text).findings
+    assert (finding.rank, finding.lines) == (14, [1, 2])
+    assert finding.detail == "REDUCE (SeqNum 2070) ran 600034 ms, past its 600000 ms timeout"
+
+
+def test_an_unprefixed_line_after_a_finding_is_not_swallowed_into_it():
+    text = (
+        "node1:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : "
+        "Software caused connection abort\nTraceback (most recent call last):\n"
+    )
+    (finding,) = rules.triage(text).findings
+    assert finding.lines == [1] and finding.detail.endswith("Software caused connection abort")
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu"),
+    [
+        (  # vLLM worker, torch >= 2.1 wording
+            "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+            "capacity of 23.56 GiB of which 15.88 MiB is free.",
+            "3",
+        ),
+        (  # torch 2.0's misspelling
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.70 GiB. GPU 1 has a total capacty "
+            "of 6.00 GiB of which 0 bytes is free.",
+            "1",
+        ),
+        (  # torch < 2.0
+            "RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 2; 15.90 GiB total capacity; 13.13 "
+            "GiB already allocated; 415.88 MiB free; 14.80 GiB reserved in total by PyTorch)",
+            "2",
+        ),
+        (
+            "[W1009 21:05:01.314535354 CUDACachingAllocator.cpp:3934] memory allocation failed with OOM on device 3 "
+            "while trying to allocate 67108864 bytes (free: 20316160, total: 23745396736).",
+            "3",
+        ),
+    ],
+)
+def test_an_oom_finding_names_the_gpu_the_message_names(line, gpu):
+    (finding,) = rules.triage(line + "\n").findings
+    assert (finding.problem, finding.gpu) == ("oom", gpu)
+
+
+def test_a_socket_finding_takes_the_interface_of_a_link_local_peer_or_the_one_nccl_uses():
+    scoped = (
+        "n122:12246:12397 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+        "fe80::966d:ae03:b2:62c4%ib1<43575> failed : Connection refused\n"
+    )
+    (finding,) = rules.triage(scoped).findings
+    assert (finding.peer, finding.nic) == ("fe80::966d:ae03:b2:62c4", "ib1")
+
+    # nccl#975: the node's bootstrap uses ib1 only; the failure names the peer's address alone.
+    using = (
+        "n122-246-085:12246:12246 [0] NCCL INFO Bootstrap : Using ib1:fe80::966d:ae03:b2:62c4%ib1<0>\n"
+        "n122-246-085:12246:12397 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+        "10.0.0.2<45763> failed : Connection refused\n"
+    )
+    (finding,) = rules.triage(using).findings
+    assert (finding.nic, finding.lines, finding.count) == ("ib1", [1, 2], 1)
+
+
+# The desync report as ProcessGroupNCCL logs it (retrieveDesyncReport in c10d's TraceUtils.h: tab-indented lines
+# after the glog line that announces it).
+DESYNC_LAGGING = (
+    "[rank3]:[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:1582] [PG 0 Rank 3] Timeout at NCCL work: 124, last "
+    "enqueued NCCL work: 124, last completed NCCL work: 123.\n"
+    "\t - [3] Timeout at collective: ALLREDUCE, #124\n"
+    "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+    "\t   - [5] joined but didn't finish collective #123 (count from 1)\n"
+    "\t     [0, 1, 2, 3, 4, 6, 7] finished collective #123, but didn't join collective #124 (count from 1)\n"
+    "\t - Snapshot of ranks' latest states:\n"
+)
+
+
+def test_a_desync_report_surfaces_the_lagging_rank():
+    timeout, lagging = rules.triage(DESYNC_LAGGING).findings
+    assert (timeout.problem, timeout.rank) == ("nccl_watchdog_timeout", 3)
+    assert (lagging.problem, lagging.rank, lagging.lines) == ("collective_not_joined", 5, [2, 4, 5])
+    assert lagging.detail.startswith("rank(s) 5 joined collective #123 and did not finish it")
+
+    never = (
+        "\t - [0] Timeout at collective: BROADCAST, #1\n\t - To our best knowledge, ranks [6, 7] are the lagging "
+        "ranks that caused this timeout. They never joined any collectives\n"
+    )
+    (finding,) = rules.triage(never).findings
+    assert (finding.rank, finding.lines) == (None, [1, 2])
+    assert finding.detail == "rank(s) 6, 7 never joined any collective (desync report of rank 0)"
+
+
+def test_a_desync_report_where_every_rank_joined_names_no_lagging_rank():
+    text = (
+        "\t - [0] Timeout at collective: _ALLGATHER_BASE, #39\n\t   - [0, 1, 2, 3] joined but didn't finish "
+        "collective #39 (count from 1)\n"
+    )
+    assert rules.triage(text).findings == []
+
+
+def test_a_progress_bar_s_carriage_returns_do_not_shift_the_cited_line():
+    # tqdm redraws its bar with bare carriage returns; grep -n and an editor's line numbers count only newlines.
+    text = (
+        "starting\n"
+        "  0%|          | 0/20 [00:00<?, ?it/s]\r  5%|▌         | 1/20 [00:01<00:19,  1.00it/s]\r"
+        " 10%|█         | 2/20 [00:02<00:18,  1.00it/s]\n"
+        "OSError: [Errno 28] No space left on device: '/ckpt/step_2.pt'\n"
+    )
+    report = rules.triage(text)
+    (finding,) = report.findings
+    assert (finding.lines, report.lines) == ([3], 3)
+    assert finding.excerpt == ["OSError: [Errno 28] No space left on device: '/ckpt/step_2.pt'"]
+
+    (bar,) = rules.triage(
+        "step 1\r\x1b[2KRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    ).findings
+    assert (bar.lines, bar.excerpt) == (
+        [1],
+        ["step 1\rRuntimeError: CUDA error: an illegal memory access was encountered"],
+    )
