@@ -5,7 +5,7 @@ refuses a document that leaves a domain inconsistent; topology's rules report th
 from dataclasses import dataclass
 
 from apps.core.text import echo
-from apps.inventory.models import Gpu, ImexDomain, Node, NvlinkDomain, NvlinkPartition
+from apps.inventory.models import Gpu, ImexDomain, Node, NvlinkDomain, NvlinkPartition, Rack
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,24 @@ def _spanning(model, section: str, domain_ids: list[int], label: str) -> list[Do
             message = f"{label} {echo(group.name)} reaches {names}, outside NVLink domain {echo(group.domain.name)}."
             problems.append(DomainProblem(section, group.name, "nodes", message))
     return problems
+
+
+def rack_scale_summary(rack: Rack) -> dict | None:
+    """What the rack page shows of a rack-scale rack: its domain against its system, its trays, power shelves,
+    coolant loops with their leak sensors, and what is inconsistent; None for a rack of servers."""
+    domain = NvlinkDomain.objects.filter(rack=rack).first()
+    shelves = list(rack.power_shelves.order_by("position", "name"))
+    loops = list(rack.coolant_loops.prefetch_related("leak_sensors").order_by("name"))
+    if domain is None and not shelves and not loops:
+        return None
+    summary = {"domain": domain, "power_shelves": shelves, "coolant_loops": loops, "problems": []}
+    if domain is not None:
+        summary.update(
+            compute_trays=domain.compute_trays.count(),
+            switch_trays=list(domain.switch_trays.order_by("slot")),
+            partitions=list(domain.partitions.order_by("partition_id")),
+            imex_domains=list(domain.imex_domains.order_by("name")),
+            problems=domain_problems(NvlinkDomain.objects.filter(pk=domain.pk)),
+        )
+    summary["shelf_capacity_kw"] = round(sum(shelf.capacity_w for shelf in shelves) / 1000, 1)
+    return summary

@@ -19,7 +19,8 @@ from apps.inventory.choices import (
     RackFace,
     RackSide,
 )
-from apps.inventory.models import Gpu, Node, Pdu, Rack, SshHostKey, Switch
+from apps.inventory.models import Gpu, Node, NvlinkSwitchTray, Pdu, PowerShelf, Rack, SshHostKey, Switch
+from apps.inventory.models.mounting import rack_units as units_label
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,11 @@ def unhealthy_gpus(limit: int = 20):
 
 @dataclass(frozen=True)
 class RackDevice:
-    """A device drawn in a rack elevation: a node (full depth, on both faces), a switch or a U-mounted PDU."""
+    """A device drawn in a rack elevation: a node (full depth, on both faces), a switch, a U-mounted PDU, or a
+    rack-scale system's NVLink switch tray or power shelf (full depth)."""
 
-    kind: str  # "node", "switch" or "pdu": the CSS class and which page the link opens
-    obj: Node | Switch | Pdu
+    kind: str  # "node", "switch", "pdu", "switch-tray" or "power-shelf": the CSS class and what the link opens
+    obj: Node | Switch | Pdu | NvlinkSwitchTray | PowerShelf
     position: int
     height: int
     face: str  # "" for full depth
@@ -122,6 +124,13 @@ def _switch_device(switch: Switch) -> RackDevice:
     )  # fmt: skip
 
 
+def _tray_device(kind: str, tray: NvlinkSwitchTray | PowerShelf, what: str) -> RackDevice:
+    rack = tray.domain.rack if kind == "switch-tray" else tray.rack
+    url = reverse("rack-detail", args=[rack.public_id]) + "#rack-scale"
+    title = f"{tray.name} · {what} · {units_label(tray.position, tray.u_height)}"
+    return RackDevice(kind, tray, tray.position, tray.u_height, "", url, kind, title)
+
+
 def _pdu_device(pdu: Pdu) -> RackDevice:
     return RackDevice(
         "pdu", pdu, pdu.position or 0, pdu.u_height, pdu.face, reverse("pdu-detail", args=[pdu.public_id]), "pdu",
@@ -130,7 +139,7 @@ def _pdu_device(pdu: Pdu) -> RackDevice:
 
 
 def rack_elevations(racks: list[Rack]) -> dict[int, Elevation]:
-    """Each rack's elevation, by rack id: three queries whatever the number of racks."""
+    """Each rack's elevation, by rack id: five queries whatever the number of racks."""
     ids = [rack.pk for rack in racks]
     placed: dict[int, list[RackDevice]] = {pk: [] for pk in ids}
     zero_u: dict[int, list[Pdu]] = {pk: [] for pk in ids}
@@ -138,6 +147,12 @@ def rack_elevations(racks: list[Rack]) -> dict[int, Elevation]:
         placed[node.rack_id].append(_node_device(node))
     for switch in Switch.objects.filter(rack_id__in=ids, position__isnull=False).order_by():
         placed[switch.rack_id].append(_switch_device(switch))
+    for tray in NvlinkSwitchTray.objects.filter(domain__rack_id__in=ids, position__isnull=False).select_related(
+        "domain__rack"
+    ):
+        placed[tray.domain.rack_id].append(_tray_device("switch-tray", tray, f"NVLink switch tray {tray.slot}"))
+    for shelf in PowerShelf.objects.filter(rack_id__in=ids, position__isnull=False).select_related("rack"):
+        placed[shelf.rack_id].append(_tray_device("power-shelf", shelf, f"power shelf · {shelf.capacity_w} W"))
     for pdu in Pdu.objects.filter(rack_id__in=ids).order_by("feed", "name"):
         if pdu.zero_u:
             zero_u[pdu.rack_id].append(pdu)

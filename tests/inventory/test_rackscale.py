@@ -166,3 +166,20 @@ def test_a_partition_across_domains_is_named():
         ("nvlink_partitions", "p1", "NVLink partition 'p1' reaches 'nvl02-t01', outside NVLink domain 'nvl01'.")
     ]
     assert Site.objects.count() == 1 and second.compute_trays.count() == 18
+
+
+def test_the_rack_page_draws_the_trays_and_shelves_and_says_what_the_domain_lacks(browser_as, viewer):
+    _sync_skus()
+    import_inventory(text=json.dumps(nvl72_document()), fmt="json")
+    rack = Rack.objects.get(name="nvl01")
+    client = browser_as(viewer)
+
+    page = client.get(f"/racks/{rack.public_id}/").content.decode()
+    assert 'id="rack-scale"' in page and "GB200 NVL72" in page
+    assert "18 of 18" in page and "9 of 9" in page and 'id="rack-scale-problems"' not in page
+    # Trays are full depth: drawn on the front and the rear elevation.
+    assert page.count('class="dev switch-tray') == 2 * 9 and page.count('class="dev power-shelf') == 2 * 8
+
+    NvlinkSwitchTray.objects.get(name="nvl01-sw4").delete()
+    page = client.get(f"/racks/{rack.public_id}/").content.decode()
+    assert "GB200 NVL72 domain &#x27;nvl01&#x27; lacks switch tray slot(s) 4." in page
