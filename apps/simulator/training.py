@@ -373,7 +373,7 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
 def _last_step(run: TrainingRun, base: int, first: float, step: int, bound: float) -> int:
     """The last step (from `step`, the one done, to train_iters) that ends by `bound`: step k ends at
     first + (k - base) * step_seconds, the same sum for every k, so a long run is not walked step by step."""
-    last = min(run.train_iters, max(step, base + math.floor((bound - first) / run.step_seconds)))
+    last = max(step, min(run.train_iters, base + math.floor((bound - first) / run.step_seconds)))
     while last > step and first + (last - base) * run.step_seconds > bound:
         last -= 1
     while last < run.train_iters and first + (last + 1 - base) * run.step_seconds <= bound:
