@@ -127,7 +127,7 @@ def test_the_shipped_demo_job_is_read_from_its_first_minute_and_shows_progress_a
 
 
 def test_a_read_that_keeps_failing_is_said_once_on_the_job_page_and_tried_less_and_less_often(
-    training_job, run_shards, client, operator
+    training_job, run_shards, client, operator, api_as
 ):
     TrainingJob.objects.filter(pk=training_job.pk).update(started_at=None)  # the simulator runs no such job: no log
     failed = run_shards(progress.schedule_reads()[0])
@@ -137,6 +137,8 @@ def test_a_read_that_keeps_failing_is_said_once_on_the_job_page_and_tried_less_a
     client.force_login(operator)
     page = client.get(f"/workloads/training/{training_job.public_id}/").content.decode()
     assert 'id="progress-error"' in page and "cannot open" in page
+    body = api_as(operator).get(f"/api/training-jobs/{training_job.public_id}/").json()
+    assert body["progress_error"] == training_job.progress_error and body["progress_error_at"]
     # The next read waits twice the interval after one failure, four times after two: not one failed job a minute.
     start = failed.created
     minute = timedelta(seconds=60)
