@@ -10,6 +10,7 @@ class DiagnosisConfig(AppConfig):
         from apps.diagnosis import (
             kinds,  # noqa: F401  (registers the runbooks: nccl-timeout, gpu-utilisation, training-interrupted)
             live,
+            rehearsal,
             signals,
             simulation,
         )
@@ -18,5 +19,6 @@ class DiagnosisConfig(AppConfig):
 
         simulation.install()
         signals.connect()
+        rehearsal.connect()
         live.connect()
         NODE_PAGE.register(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)

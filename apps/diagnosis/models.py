@@ -70,6 +70,11 @@ class Incident(AuditedModel, PublicModel):
     rehearsal = models.BooleanField(
         default=False, help_text="Started from the simulator page to practise the runbook against an injected fault."
     )
+    rehearsal_job_made = models.BooleanField(
+        default=False,
+        help_text="The rehearsal made its training job (a demo job on idle nodes): it ends when the rehearsal is "
+        "resolved or its fault is cleared.",
+    )
 
     objects = IncidentQuerySet.as_manager()
 

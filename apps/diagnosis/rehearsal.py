@@ -7,24 +7,29 @@ A rehearsal is an incident like any other (the same phases, evidence, approval a
 transport), marked `rehearsal` wherever it is listed. The run it diagnoses must already show the fault: a fault
 injected a moment ago has not yet made any watchdog fire (NCCL's timeout is 10 minutes), so the rehearsal dates
 the fault back to REHEARSAL_LEAD before now when it is younger, as if it struck while nobody was watching.
+
+A demo job made for a rehearsal runs on the faulty node and idle peers only (never on another workload's nodes, whose
+GPU-hours, telemetry and SLOs it would take over), and ends when its rehearsal is resolved or its fault is cleared.
 """
 
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.core.audit import record
 from apps.core.choices import AuditAction
 from apps.diagnosis import services
+from apps.diagnosis.choices import INCIDENT_ACTIVE, IncidentState
 from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import KIND, RECOVERY_KIND, UTILISATION_KIND
 from apps.inventory.models import Node
 from apps.simulator import injection
 from apps.simulator.injection import FaultKind, SimFault
 from apps.workloads.choices import Launcher, TrainingState
-from apps.workloads.models import TrainingJob
+from apps.workloads.models import InferenceService, TrainingJob
 from apps.workloads.services import set_training_nodes
 
 REHEARSAL_LEAD = timedelta(minutes=15)  # past the NCCL watchdog's 10 minutes, and a checkpoint save or two
@@ -54,7 +59,8 @@ def rehearse(*, fault: SimFault, user) -> Incident:
         )
     with transaction.atomic():
         injection.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
-        job = _job_hurt_by(fault) or _demo_job(fault)
+        running = _job_hurt_by(fault)
+        job = running or _demo_job(fault)
         runbook = runbook_for(fault)
         incident = services.open_incident(
             user=user,
@@ -64,8 +70,8 @@ def rehearse(*, fault: SimFault, user) -> Incident:
             transport="sim",
             runbook=runbook,
         )
-        incident.rehearsal = True
-        incident.save(update_fields=["rehearsal", "updated"])
+        incident.rehearsal, incident.rehearsal_job_made = True, running is None
+        incident.save(update_fields=["rehearsal", "rehearsal_job_made", "updated"])
         record(AuditAction.START, obj=incident, changes={"rehearsal": [None, fault.summary]})
         services.start_runbook(incident=incident, user=user, route=runbook == RECOVERY_KIND)
     return incident
@@ -111,6 +117,9 @@ def _demo_job(fault: SimFault) -> TrainingJob:
     peers = (
         Node.objects.filter(gpu_sku=node.gpu_sku, role=node.role, drained_at=None)
         .exclude(pk=node.pk)
+        .exclude(training_memberships__job__in=TrainingJob.objects.active().exclude(pk=job.pk))
+        .exclude(inference_services__in=InferenceService.objects.active())
+        .distinct()
         .order_by("hostname")[: DEMO_NODES - 1]
     )
     set_training_nodes(job=job, nodes=sorted([node, *peers], key=lambda member: member.hostname))
@@ -123,3 +132,42 @@ def _checkpoint_dir(fault: SimFault, name: str) -> str:
     if fault.kind == FaultKind.DISK_FULL:
         return f"{fault.target.rstrip('/')}/{name}"
     return f"/checkpoints/{name}"
+
+
+def end_made_job(*, incident: Incident) -> bool:
+    """End the demo job a rehearsal made, unless another active incident still works on it. Returns whether it
+    ended."""
+    job = incident.training_job
+    if not incident.rehearsal_job_made or job is None or job.state != TrainingState.RUNNING:
+        return False
+    if job.incidents.filter(state__in=INCIDENT_ACTIVE).exclude(pk=incident.pk).exists():
+        return False
+    job.state = TrainingState.COMPLETED
+    job.save(update_fields=["state", "updated"])
+    return True
+
+
+def _on_incident_saved(sender, instance: Incident, raw=False, **kwargs) -> None:
+    if not raw and instance.state == IncidentState.RESOLVED:
+        end_made_job(incident=instance)
+
+
+def _on_fault_cleared(sender, instance, **kwargs) -> None:
+    """A rehearsal whose fault is gone (cleared on the simulator page) is over: its demo job ends with it, once no
+    other fault is left on the node."""
+    node = Node.objects.filter(pk=instance.node_id).first()
+    if node is None or injection.injected_faults().filter(node=node).exists():
+        return
+    made = Incident.objects.filter(
+        rehearsal=True,
+        rehearsal_job_made=True,
+        training_job__members__node=node,
+        training_job__state=TrainingState.RUNNING,
+    ).distinct()
+    for incident in made:
+        end_made_job(incident=incident)
+
+
+def connect() -> None:
+    post_save.connect(_on_incident_saved, sender=Incident, dispatch_uid="diagnosis-rehearsal-resolved")
+    post_delete.connect(_on_fault_cleared, sender=injection.SimFault, dispatch_uid="diagnosis-rehearsal-fault-cleared")

@@ -67,7 +67,7 @@ class TrainingRun:
     step_seconds: float = 1.6
     log_every: int = 10
     timeout_ms: int = 600_000
-    train_iters: int = 500_000
+    train_iters: int = 5_000_000  # Llama-scale pre-training: months at 1.6 s a step, never done in a demo
     resumes: tuple["Resume", ...] = ()  # relaunches from a chosen checkpoint (the recovery's torchrun), by time
     launcher: str = ""  # torchrun, mpirun, slurm, kubernetes: which scheduler's controller lists the run
 
@@ -313,20 +313,18 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
             base = step
             fatal = _first_fatal([d for d in disruptions if d.host in current.hosts], first)
             stop_at = max(fatal.start, first) if fatal else math.inf
-            while step < current.train_iters:
-                ends = first + (step + 1 - base) * current.step_seconds
-                if ends > t or ends > stop_at:
-                    break
-                step += 1
-                if step % current.log_every == 0:
-                    timeline.add(ends, current.hosts[0], partial(_iteration_line, current, step, ends))
-                if step % current.checkpoint_interval == 0:
+            done, step = step, _last_step(current, base, first, step, min(t, stop_at))  # unless a save fails
+            for written in _steps_that_write(current, done, step):  # the steps that print or save, not every step
+                ends = first + (written - base) * current.step_seconds
+                if written % current.log_every == 0:
+                    timeline.add(ends, current.hosts[0], partial(_iteration_line, current, written, ends))
+                if written % current.checkpoint_interval == 0:
                     full = _disk_full_at(disruptions, current, ends)
                     if full is not None:
-                        _save_failed(current, full, step, ends, timeline, attempt)
-                        failed_at, cause, terminal = ends + 5, full, True
+                        _save_failed(current, full, written, ends, timeline, attempt)
+                        failed_at, cause, terminal, step = ends + 5, full, True, written
                         break
-                    _saved(current, step, ends, timeline)
+                    _saved(current, written, ends, timeline)
         if failed_at is None:
             if fatal is None or stop_at > t:
                 return timeline
@@ -370,6 +368,26 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
                 f"{max(3 - attempt, 0)}/3 attempts left; will restart worker group",
             )
     return timeline
+
+
+def _last_step(run: TrainingRun, base: int, first: float, step: int, bound: float) -> int:
+    """The last step (from `step`, the one done, to train_iters) that ends by `bound`: step k ends at
+    first + (k - base) * step_seconds, the same sum for every k, so a long run is not walked step by step."""
+    last = max(step, min(run.train_iters, base + math.floor((bound - first) / run.step_seconds)))
+    while last > step and first + (last - base) * run.step_seconds > bound:
+        last -= 1
+    while last < run.train_iters and first + (last + 1 - base) * run.step_seconds <= bound:
+        last += 1
+    return last
+
+
+def _steps_that_write(run: TrainingRun, done: int, last: int) -> list[int]:
+    """The steps after `done` up to `last` that print an iteration line or save a checkpoint, in order."""
+
+    def multiples(every: int) -> range:
+        return range((done // every + 1) * every, last + 1, every)
+
+    return sorted(set(multiples(run.log_every)) | set(multiples(run.checkpoint_interval)))
 
 
 def _saved(run: TrainingRun, step: int, at: float, timeline: _Timeline) -> None:
@@ -514,14 +532,17 @@ def all_hosts(run: TrainingRun) -> tuple[str, ...]:
     return tuple(hosts)
 
 
-def render_log(run: TrainingRun, host: str, disruptions: list[Disruption], t: float) -> str:
-    """The log on `host` at time t: its agent's and ranks' lines; node rank 0's also holds the iteration lines."""
+def render_log(run: TrainingRun, host: str, disruptions: list[Disruption], t: float, last: int | None = None) -> str:
+    """The log on `host` at time t: its agent's and ranks' lines; node rank 0's also holds the iteration lines.
+    `last`: only its last lines (what `tail -n` prints), so a month-long run's log is not written out whole."""
     if host not in all_hosts(run) or t < run.started:
         return ""
     timeline = simulate(run, disruptions, t)
     first = run.hosts[0]
     mine = [line for line in timeline.lines if line.at <= t and (line.host or first) == host]
     mine.sort(key=lambda line: line.at)
+    if last is not None:
+        mine = mine[-last:] if last else []
     return "".join(line.text + "\n" for line in mine)
 
 

@@ -183,12 +183,13 @@ def _run_at(hostname: str, path: str) -> TrainingRun | None:
     return next((run for run in _runs(hostname) if run.log_path == path), None)
 
 
-def training_file(hostname: str, path: str, now: float | None = None) -> str | None:
-    """The content of a training run's log on this host (None: no run logs to that path here)."""
+def training_file(hostname: str, path: str, now: float | None = None, last: int | None = None) -> str | None:
+    """The content of a training run's log on this host (None: no run logs to that path here); `last`: its last
+    lines only."""
     run = _run_at(hostname, path)
     if run is None:
         return None
-    return render_log(run, hostname, disruptions(run), time.time() if now is None else now)
+    return render_log(run, hostname, disruptions(run), time.time() if now is None else now, last=last)
 
 
 def _run_keeping(hostname: str, path: str) -> TrainingRun | None:

@@ -19,7 +19,7 @@ def tail(context: Context, argv: list[str]) -> CommandOutput:
         count, args = int(args[1]), args[2:]
     if len(args) != 1:
         return fail(1, "tail: the simulator reads one file: tail [-n N] FILE\n")
-    content = read_file(context, args[0])
+    content = read_file(context, args[0], last_lines=count)
     if content is None:
         return fail(1, f"tail: cannot open '{args[0]}' for reading: No such file or directory\n")
     lines = content.splitlines(keepends=True)

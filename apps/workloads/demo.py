@@ -3,6 +3,7 @@ gpu005-gpu020, the rest idle. Loaded after the inventory's demo (by `serve` and 
 workload of the same name is left as it is."""
 
 from django.db import transaction
+from django.utils import timezone
 
 from apps.inventory.choices import StorageTierKind
 from apps.inventory.demo import compute_hostname
@@ -47,6 +48,7 @@ def load_workloads() -> dict[str, int]:
             checkpoint_interval_steps=1000,
             log_path="/var/log/train/llama-pretrain.log",
             state=TrainingState.RUNNING,
+            started_at=timezone.now(),  # running, so started: the simulator runs it (and writes its log) from then
         )
         set_training_nodes(job=job, nodes=training)
         created["training jobs"] += 1

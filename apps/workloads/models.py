@@ -95,6 +95,13 @@ class TrainingJob(Workload):
         blank=True,
         help_text='Earlier node lists, oldest first: [{"hosts": [...], "until": ISO time, "reason": ...}].',
     )
+    progress_error = models.CharField(
+        max_length=300,
+        blank=True,
+        editable=False,
+        help_text="Why the last read of its log failed (blank: it did not); written by the progress reads.",
+    )
+    progress_error_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = TrainingJobQuerySet.as_manager()
 

@@ -73,6 +73,18 @@ def record_progress(*, job: TrainingJob, points: Iterable[ProgressPoint]) -> int
     return len(rows)
 
 
+def note_progress_read(*, job: TrainingJob, error: str = "") -> bool:
+    """What the last read of the job's log came to: `error` says why it failed, blank that it worked. Written only
+    when it changes (a read every minute failing the same way is said once, not every minute), and as derived state,
+    outside the audit log, like the progress points. Returns whether it changed."""
+    error = error.strip()[:300]
+    if job.progress_error == error:
+        return False
+    job.progress_error, job.progress_error_at = error, timezone.now() if error else None
+    TrainingJob.objects.filter(pk=job.pk).update(progress_error=error, progress_error_at=job.progress_error_at)
+    return True
+
+
 def progress_series(*, job: TrainingJob, limit: int = 5000) -> list[TrainingProgress]:
     """The job's newest `limit` progress points, in the order they were written."""
     newest = list(TrainingProgress.objects.filter(job=job).order_by("-time", "-step")[:limit])

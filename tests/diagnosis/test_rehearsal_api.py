@@ -86,3 +86,68 @@ def test_the_schema_types_the_rehearsal_request_and_answer():
     request = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert set(schema["components"]["schemas"][request]["properties"]) == {"fault", "node", "kind"}
     assert operation["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/IncidentDetail")
+
+
+@pytest.fixture
+def demo_workloads(demo_cluster):
+    """The shipped demo's workloads: chat-llama-70b serving on gpu001-gpu004, llama-pretrain on gpu005-gpu020."""
+    from apps.workloads.demo import load_workloads
+
+    load_workloads()
+
+
+PRODUCTION = {f"gpu{number:03d}" for number in range(1, 21)}
+
+
+def _hosts(job):
+    return {member.node.hostname for member in job.members.select_related("node")}
+
+
+@pytest.mark.django_db
+def test_a_fault_on_the_demo_training_job_rehearses_on_that_job(demo_workloads, api_as, operator):
+    fault = _fault("gpu007", "pfc_off", "3")
+    response = api_as(operator).post(URL, {"fault": str(fault.public_id)}, format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["training_job"] == "llama-pretrain"
+    assert list(TrainingJob.objects.values_list("name", flat=True)) == ["llama-pretrain"]  # nothing made
+    assert Incident.objects.get().rehearsal_job_made is False
+
+
+@pytest.mark.django_db
+def test_a_demo_job_runs_on_the_faulty_node_and_idle_peers_never_on_production_nodes(demo_workloads, api_as, operator):
+    fault = _fault("gpu021", "pfc_off", "3")
+    assert api_as(operator).post(URL, {"fault": str(fault.public_id)}, format="json").status_code == 201
+    incident = Incident.objects.get()
+    made = incident.training_job
+    assert made.name == "rehearsal-gpu021" and incident.rehearsal_job_made
+    assert "gpu021" in _hosts(made) and len(_hosts(made)) == 4
+    assert not _hosts(made) & PRODUCTION, _hosts(made)
+
+
+@pytest.mark.django_db
+def test_a_rehearsal_ends_the_job_it_made_when_it_is_resolved(demo_workloads, api_as, operator):
+    from apps.diagnosis.choices import IncidentState
+    from apps.workloads.choices import TrainingState
+
+    fault = _fault("gpu021", "pfc_off", "3")
+    api_as(operator).post(URL, {"fault": str(fault.public_id)}, format="json")
+    incident = Incident.objects.get()
+    incident.state = IncidentState.RESOLVED  # as the re-check leaves it
+    incident.save()
+    assert TrainingJob.objects.get(name="rehearsal-gpu021").state == TrainingState.COMPLETED
+    assert TrainingJob.objects.get(name="llama-pretrain").state == TrainingState.RUNNING
+
+
+@pytest.mark.django_db
+def test_a_rehearsal_abandoned_by_clearing_its_fault_ends_the_job_it_made(demo_workloads, api_as, operator):
+    from apps.workloads.choices import TrainingState
+
+    fault = _fault("gpu021", "pfc_off", "3")
+    api_as(operator).post(URL, {"fault": str(fault.public_id)}, format="json")
+    on_training_node = _fault("gpu007", "pfc_off", "3")
+    api_as(operator).post(URL, {"fault": str(on_training_node.public_id)}, format="json")
+    sim.clear_fault(fault=fault)
+    sim.clear_fault(fault=on_training_node)
+    assert TrainingJob.objects.get(name="rehearsal-gpu021").state == TrainingState.COMPLETED
+    assert TrainingJob.objects.get(name="llama-pretrain").state == TrainingState.RUNNING  # not the rehearsal's to end
+    assert TrainingJob.objects.filter(state=TrainingState.RUNNING).count() == 1

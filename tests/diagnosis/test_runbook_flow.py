@@ -162,3 +162,82 @@ def test_evidence_and_ranking_changes_go_out_as_events_of_the_runbook_jobs(train
     rankings = [event.data["ranking"] for event in events if "ranking" in event.data]
     assert rankings and rankings[-1][0]["cause"] == Cause.MTU_MISMATCH
     assert len(rankings) == incident.ranking_changes.count()
+
+
+@pytest.fixture
+def time_passes(monkeypatch):
+    """While the re-check waits between reads, simulated time moves on instead of the test sleeping: every moment
+    the simulator reads (the fault's strike, the fix's change, the job's start) moves that much into the past."""
+    from datetime import timedelta
+
+    from asgiref.sync import sync_to_async
+
+    from apps.diagnosis.kinds import nccl_timeout
+    from apps.simulator.models import SimChange, SimFault
+    from apps.workloads.models import TrainingJob
+
+    waited = []
+
+    def shift(seconds: float) -> None:
+        delta = timedelta(seconds=seconds)
+        for change in SimChange.objects.all():
+            SimChange.objects.filter(pk=change.pk).update(updated=change.updated - delta)
+        for fault in SimFault.objects.all():
+            SimFault.objects.filter(pk=fault.pk).update(created=fault.created - delta)
+        for job in TrainingJob.objects.exclude(started_at=None):
+            TrainingJob.objects.filter(pk=job.pk).update(started_at=job.started_at - delta)
+
+    async def wait(seconds: float) -> bool:
+        waited.append(seconds)
+        await sync_to_async(shift)(seconds)
+        return False
+
+    monkeypatch.setattr(nccl_timeout, "wait_unless_canceled", wait)
+    return waited
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recheck_right_after_the_fix_waits_for_every_node_to_restart_and_resolves(
+    training_job, inject, operator, run_shards, settings, time_passes
+):
+    """The re-check starts a second after the fix: every node's log still ends in the timeouts the fix mended. It
+    reads them again until the agents have restarted the workers and rank 0 iterates, then resolves."""
+    from apps.simulator.training import RESTART_SECONDS
+
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 180
+    inject("gpu003", "pfc_off", "3")
+    incident = _diagnose(training_job, operator, run_shards)
+    remediation = incident.remediations.get()
+    services.approve_remediation(remediation=remediation, user=operator)
+    _run_phase(incident, run_shards, Phase.FIX)
+    _run_phase(incident, run_shards, Phase.VERIFY)
+    remediation.refresh_from_db()
+    assert (incident.state, remediation.state) == (IncidentState.RESOLVED, RemediationState.VERIFIED), (
+        remediation.outcome
+    )
+    assert RESTART_SECONDS + STARTUP_SECONDS <= sum(time_passes) <= 180
+    logs = incident.evidence.filter(topic__in=("watchdog", "progress"), job=remediation.verify_job)
+    assert not logs.filter(verdict="fault").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_again_after_a_fix_with_nothing_left_to_check_resolves(
+    training_job, inject, age_changes, operator, run_shards, settings
+):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    inject("gpu003", "pfc_off", "3")
+    incident = _diagnose(training_job, operator, run_shards)
+    remediation = incident.remediations.get()
+    services.approve_remediation(remediation=remediation, user=operator)
+    _run_phase(incident, run_shards, Phase.FIX)
+    _run_phase(incident, run_shards, Phase.VERIFY)  # at once, no wait: too early to see training back
+    remediation.refresh_from_db()
+    assert (incident.state, remediation.state) == (IncidentState.UNRESOLVED, RemediationState.INEFFECTIVE)
+    age_changes(10)
+    services.start_runbook(incident=incident, user=operator)  # "Run the runbook again"
+    _run_phase(incident, run_shards, Phase.LOG)
+    remediation.refresh_from_db()
+    assert (incident.state, remediation.state) == (IncidentState.RESOLVED, RemediationState.VERIFIED), (
+        remediation.outcome
+    )
+    assert "training progresses again" in remediation.outcome

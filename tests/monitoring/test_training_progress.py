@@ -93,3 +93,78 @@ def test_a_read_runs_on_node_rank_0_only(training_job):
         )
     assert "gpu001" in str(refused.value.detail["targets"])
     assert not Job.objects.exists()
+
+
+def test_the_shipped_demo_job_is_read_from_its_first_minute_and_shows_progress_and_loss(
+    demo_cluster, run_shards, client, operator
+):
+    """`make run` loads the demo workloads, then gives the demo a month of history: the main training job's log is
+    on its node rank 0 and a read stores its progress (it failed every minute: the job had never started)."""
+    from apps.monitoring.demo import load_slos
+    from apps.simulator.training import STARTUP_SECONDS, TrainingRun
+    from apps.workloads.demo import load_workloads
+
+    load_workloads()
+    load_slos()
+    demo = TrainingJob.objects.get(name="llama-pretrain")
+    (job,) = progress.schedule_reads()
+    run_shards(job)
+    assert job.status == JobStatus.SUCCEEDED, list(job.steps.values_list("summary", flat=True))
+    points = workloads.progress_series(job=demo)
+    assert len(points) > 100
+    newest = points[-1]
+    assert timezone.now() - timedelta(minutes=1) < newest.time <= timezone.now()
+    ran = (newest.time - demo.started_at).total_seconds() - STARTUP_SECONDS
+    step_seconds = TrainingRun.__dataclass_fields__["step_seconds"].default
+    assert abs(newest.step - ran / step_seconds) <= 20  # still training a month in, one line every 10 steps
+    assert abs(newest.loss - expected_loss(newest.step)) <= LOSS_NOISE + 1e-6
+    demo.refresh_from_db()
+    assert demo.progress_error == ""
+    client.force_login(operator)
+    page = client.get(f"/workloads/training/{demo.public_id}/").content.decode()
+    assert "No step lines read" not in page and "<dt>Started</dt><dd>—</dd>" not in page
+    assert f"Step <strong>{newest.step}</strong>" in page
+
+
+def test_a_read_that_keeps_failing_is_said_once_on_the_job_page_and_tried_less_and_less_often(
+    training_job, run_shards, client, operator, api_as
+):
+    TrainingJob.objects.filter(pk=training_job.pk).update(started_at=None)  # the simulator runs no such job: no log
+    failed = run_shards(progress.schedule_reads()[0])
+    assert failed.status == JobStatus.FAILED
+    training_job.refresh_from_db()
+    assert f"gpu001: tail: cannot open '{training_job.log_path}'" in training_job.progress_error
+    client.force_login(operator)
+    page = client.get(f"/workloads/training/{training_job.public_id}/").content.decode()
+    assert 'id="progress-error"' in page and "cannot open" in page
+    body = api_as(operator).get(f"/api/training-jobs/{training_job.public_id}/").json()
+    assert body["progress_error"] == training_job.progress_error and body["progress_error_at"]
+    # The next read waits twice the interval after one failure, four times after two: not one failed job a minute.
+    start = failed.created
+    minute = timedelta(seconds=60)
+    assert progress.schedule_reads(now=start + 1.5 * minute) == []
+    second = run_shards(progress.schedule_reads(now=start + 2 * minute)[0])
+    assert second.status == JobStatus.FAILED
+    Job.objects.filter(pk=second.pk).update(created=start + 2 * minute)
+    assert progress.schedule_reads(now=start + 5 * minute) == []
+    assert len(progress.schedule_reads(now=start + 6 * minute)) == 1
+    assert Job.objects.filter(kind="training-progress").count() == 3
+
+
+def test_an_edited_job_is_read_again_at_once_and_a_good_read_clears_the_error(
+    training_job, run_shards, client, operator
+):
+    started = training_job.started_at
+    TrainingJob.objects.filter(pk=training_job.pk).update(started_at=None)
+    failed = run_shards(progress.schedule_reads()[0])
+    later = failed.created + timedelta(seconds=61)
+    assert progress.schedule_reads(now=later) == []
+    training_job.refresh_from_db()
+    training_job.started_at = started
+    training_job.save()  # an operator records when it started
+    mended = run_shards(progress.schedule_reads(now=max(later, timezone.now()))[0])
+    assert mended.status == JobStatus.SUCCEEDED
+    training_job.refresh_from_db()
+    assert training_job.progress_error == "" and training_job.progress_error_at is None
+    client.force_login(operator)
+    assert 'id="progress-error"' not in client.get(f"/workloads/training/{training_job.public_id}/").content.decode()

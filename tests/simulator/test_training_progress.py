@@ -66,3 +66,18 @@ def test_after_a_repaired_fault_the_run_resumes_from_its_checkpoint_and_its_loss
     assert max(by_step) == steps[-1] > 310
     assert by_step[310].at.timestamp() > start + 1200  # the re-run's line replaced the first run's
     assert all(abs(p.loss - expected_loss(p.step)) <= LOSS_NOISE + 1e-6 for p in points)
+
+
+def test_a_month_long_run_is_still_training_and_its_tail_is_the_end_of_the_whole_log():
+    """The demo's job has a month of history (~1.6 million steps): the tail `tail -n` reads is the whole log's end,
+    through a repaired fault and its restart, and the run has not reached its last iteration."""
+    start = T0 + STARTUP_SECONDS + 312.5 * RUN.step_seconds
+    fault = Disruption(host="n2", kind="nic_down", start=start, end=start + 1200, links=((0, "mlx5_0", "10.1.1.2"),))
+    t = start + 1200 + RESTART_SECONDS + STARTUP_SECONDS + 100 * RUN.step_seconds
+    for host in ("n1", "n2"):
+        whole = render_log(RUN, host, [fault], t)
+        assert render_log(RUN, host, [fault], t, last=50) == "".join(whole.splitlines(keepends=True)[-50:])
+    month = T0 + 30 * 86400
+    newest = parse_progress(render_log(RUN, "n1", [], month, last=20))[-1]
+    assert newest.step == int((30 * 86400 - STARTUP_SECONDS) / RUN.step_seconds) // 10 * 10
+    assert newest.step < RUN.train_iters

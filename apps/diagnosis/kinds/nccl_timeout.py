@@ -12,7 +12,7 @@ Shards record what they read (evidence, ranking) in shard_finished; job_finished
 database (docs/jobs.md: no state is carried into it).
 """
 
-import time
+import math
 
 from rest_framework import serializers
 
@@ -43,6 +43,8 @@ from apps.nodeexec.fanout import wait_unless_canceled
 
 KIND = "nccl-timeout"
 POLL_SECONDS = 5.0
+# A fix that ran but whose re-check has not confirmed it: applied (re-checking) or judged ineffective too early.
+FIXED_UNCONFIRMED = (RemediationState.APPLIED, RemediationState.INEFFECTIVE)
 
 
 class RunbookParameters(serializers.Serializer):
@@ -157,18 +159,23 @@ class NcclTimeoutRunbook(JobKind):
         return runners[step.name]
 
     async def _read_log(self, target: NodeTarget, run) -> CommandResult:
+        """Read the node's log; after a fix (verify), read it again every POLL_SECONDS, up to wait_seconds, until it
+        shows what the fix should bring: node rank 0 iterating again, every other node a last attempt without a
+        timeout or error. Right after a fix each log still ends in the failure it fixed: the elastic agent restarts
+        the workers only after its monitor interval, and the first iteration comes after the new rendezvous."""
         read = log_read(self.log_path)
-        deadline = time.monotonic() + (self.wait_seconds if target.hostname == self.first_host else 0)
-        while True:
+        polls = math.ceil(self.wait_seconds / POLL_SECONDS)
+        first = target.hostname == self.first_host
+        for poll in range(polls + 1):
             result = await run(read.argv(), 60)
             if result.canceled or not result.ok:
                 return result
             seen = judge_log(target.hostname, _text(result), read.text(), self.rank_map)
-            moving = any(o.check == "progress" and o.verdict == EvidenceVerdict.HEALTHY for o in seen)
-            if moving or time.monotonic() >= deadline:
-                self.seen[target.hostname, "log"] = seen
-                return result
+            if _settled(seen, first=first) or poll == polls:
+                break
             await wait_unless_canceled(POLL_SECONDS)  # a cancel cuts it short: the next read comes back canceled
+        self.seen[target.hostname, "log"] = seen
+        return result
 
     async def _check_network(self, target: NodeTarget, run) -> CommandResult:
         node = self.facts.get(target.hostname)
@@ -270,12 +277,23 @@ def _after_log(incident: Incident, job, rows, hosts: list[str]) -> None:
         incident.symptom = f"{symptom.hostname}: {symptom.summary}"
         incident.save(update_fields=["symptom", "updated"])
     if not hosts:
+        fixed = incident.remediations.filter(state__in=FIXED_UNCONFIRMED).order_by("-created").first()
+        if fixed is not None:  # run again after a fix: a log with nothing to check is the re-check the fix awaited
+            recording.settle_verification(incident=incident, remediation=fixed, job=job)
+            return
         incident.state = IncidentState.UNRESOLVED
         incident.conclusion = "The training log shows no lagging or failed rank: nothing to check on the nodes."
         incident.save(update_fields=["state", "conclusion", "updated"])
         return
     incident.suspect_nodes.set(Node.objects.filter(hostname__in=hosts))
     start_phase(incident=incident, phase=Phase.NETWORK, user=job.requested_by)
+
+
+def _settled(seen: list[Observation], *, first: bool) -> bool:
+    """Whether a node's log shows training back: rank 0's iteration lines, or another node's last attempt clean."""
+    if first:
+        return any(o.check == "progress" and o.verdict == EvidenceVerdict.HEALTHY for o in seen)
+    return not any(o.verdict == EvidenceVerdict.FAULT for o in seen)
 
 
 def _text(result: CommandResult) -> str:

@@ -59,6 +59,7 @@ class TrainingProgressRead(JobKind):
 
     def __init__(self):
         self.logs: dict[tuple[str, str], str] = {}  # (hostname, step name) -> the log's end, filled by cell_record
+        self.errors: dict[str, str] = {}  # hostname -> why its read failed
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         values = {"number": LOG_LINES, "log_file": parameters["log_path"]}
@@ -80,7 +81,10 @@ class TrainingProgressRead(JobKind):
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         if not result.ok:
-            return CellRecord(default_status(result), default_summary(step, result))
+            summary = default_summary(step, result)
+            stderr = (result.stderr or b"").decode("utf-8", "replace").strip()
+            self.errors[target.hostname] = f"{target.hostname}: {stderr or summary}"
+            return CellRecord(default_status(result), summary)
         text = result.stdout.decode("utf-8", "replace")
         self.logs[(target.hostname, step.name)] = text
         points = parse_progress(text)
@@ -92,6 +96,8 @@ class TrainingProgressRead(JobKind):
         if training_job is None:
             emit(job, "The training job was deleted before its progress was stored.", level=EventLevel.WARNING)
             return
+        # The training job's page says why reads fail (once, while they do), and the schedule reads it less often.
+        workloads.note_progress_read(job=training_job, error="; ".join(self.errors.values()))
         now = timezone.now()
         for (hostname, _), text in self.logs.items():
             written = workloads.record_progress(job=training_job, points=parse_progress(text, now=now))

@@ -193,7 +193,9 @@ UBUNTU_CODENAME=jammy
 """
 
 
-def read_file(context: Context, path: str) -> str | None:
+def read_file(context: Context, path: str, last_lines: int | None = None) -> str | None:
+    """The file's content (None: no such file); `last_lines`: a reader that wants only the end (tail) may get only
+    that much of a long generated file (a training log)."""
     state = context.state
     if path in state.files:
         return state.files[path]
@@ -227,7 +229,8 @@ def read_file(context: Context, path: str) -> str | None:
             return ("up\n" if nic.link_up else "down\n") if attribute == "operstate" else f"{int(nic.link_up)}\n"
         if attribute.startswith("ecn/roce_") and parts[-2] == "enable" and is_whole_number(parts[-1]):
             return f"{int(nic.ecn)}\n"
-    log = training_file(context.hostname, path)  # a simulated training run's log (apps/simulator/training.py)
+    # a simulated training run's log (apps/simulator/training.py)
+    log = training_file(context.hostname, path, last=last_lines)
     return log if log is not None else read_storage_file(context, path)
 
 

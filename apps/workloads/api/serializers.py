@@ -58,9 +58,12 @@ class TrainingJobSerializer(InventorySerializer):
             "recovery_max_retries",
             "checkpoint_keep",
             "placements",
+            "progress_error",
+            "progress_error_at",
             "comments",
             *TIMESTAMPS,
         ]
+        read_only_fields = ["progress_error", "progress_error_at"]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
