@@ -101,7 +101,11 @@ def test_sinfo_gives_each_nodes_state_and_the_reason_whole_even_with_the_separat
 
 
 def test_sinfo_flags_after_the_state_are_read_and_a_node_in_two_partitions_counts_once():
-    text = "gpu1|draining*|2026-01-02T03:04:05|slurm|Kill task failed\ngpu1|draining*|x|y|z\ngpu2|mixed@|Unknown|root|none\n"
+    text = (
+        "gpu1|draining*|2026-01-02T03:04:05|slurm|Kill task failed\n"
+        "gpu1|draining*|x|y|z\n"
+        "gpu2|mixed@|Unknown|root|none\n"
+    )
     first, second = parse_sinfo_nodes(text).nodes
     assert (first.state, first.flags, first.drain_state) == ("DRAINING", ["DRAIN", "NOT_RESPONDING"], "DRAINING")
     assert (second.state, second.flags, second.drained) == ("MIXED", ["REBOOT_REQUESTED"], False)
