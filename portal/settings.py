@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "apps.simulator",
     "apps.workloads",
     "apps.discovery",
+    "apps.schedulers",
     "apps.deployments",
     "apps.diagnosis",
     "apps.benchmarks",

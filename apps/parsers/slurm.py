@@ -307,3 +307,28 @@ def parse_show_nodes(text: str) -> SchedulerNodes:
             )
         )
     return SchedulerNodes(nodes)
+
+
+def compress_hostlist(hosts: list[str]) -> str:
+    """Slurm's compressed host list, the inverse of expand_hostlist: gpu001 gpu002 gpu004 mgmt01 ->
+    gpu[001-002,004],mgmt01 (names sorted; the zero padding of each name kept)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain = []
+    for host in sorted(set(hosts)):
+        match = re.fullmatch(r"(.*?)(\d+)", host)
+        if match is None:
+            plain.append(host)
+            continue
+        groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
+    parts = []
+    for (stem, width), numbers in sorted(groups.items()):
+        if len(numbers) == 1:
+            parts.append(f"{stem}{numbers[0]:0{width}d}")
+            continue
+        runs, start = [], numbers[0]
+        for previous, number in zip(numbers, [*numbers[1:], None], strict=True):
+            if number != previous + 1 if number is not None else True:
+                runs.append(f"{start:0{width}d}" + (f"-{previous:0{width}d}" if previous != start else ""))
+                start = number
+        parts.append(f"{stem}[{','.join(runs)}]")
+    return ",".join(parts + plain)
