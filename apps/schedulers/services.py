@@ -16,6 +16,8 @@ from rest_framework import serializers
 
 from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Node
+from apps.jobs.choices import JOB_ACTIVE
+from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.parsers.slurm import SchedulerNodes
 from apps.schedulers.choices import DifferenceKind, DrainState, Scheduler
@@ -174,3 +176,14 @@ def start_readback(*, requested_by=None, transport: str | None = None):
         requested_by=requested_by,
         transport=transport,
     )
+
+
+def start_periodic_readback() -> str:
+    """What beat's readback does, and why not when it does nothing (the task's result, for its log)."""
+    if settings.RACKPILOT_SCHEDULER_KIND != Scheduler.SLURM:
+        return "not slurm"
+    if scheduler_controller() is None:
+        return "no controller"
+    if Job.objects.filter(kind="scheduler-readback", status__in=JOB_ACTIVE).exists():
+        return "still running"
+    return str(start_readback().public_id)

@@ -112,3 +112,16 @@ def test_without_a_controller_no_readback_starts(demo_cluster, settings):
     settings.RACKPILOT_SCHEDULER_CONTROLLER = "no-such-host"
     with pytest.raises(Exception, match="No scheduler controller"):
         services.start_readback(transport="sim")
+
+
+def test_the_periodic_readback_starts_one_job_on_slurm_only(demo_cluster, settings):
+    from apps.jobs.models import Job
+
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "sim"
+    settings.RACKPILOT_SCHEDULER_KIND = "kubernetes"
+    assert services.start_periodic_readback() == "not slurm"
+    settings.RACKPILOT_SCHEDULER_KIND = "slurm"
+    started = services.start_periodic_readback()
+    assert Job.objects.get(kind="scheduler-readback").public_id.hex == started.replace("-", "")
+    assert services.start_periodic_readback() == "still running"  # queued, not yet run: no second one
+    assert Job.objects.filter(kind="scheduler-readback").count() == 1
