@@ -126,32 +126,34 @@ def scheduler_differences(*, nodes=None) -> list[SchedulerDifference]:
     there, down or not responding there, or unknown there. Nodes never read back are left out. Reads only."""
     queryset = scheduled_nodes() if nodes is None else nodes
     rows = SchedulerNodeState.objects.filter(node__in=queryset).select_related("node").order_by("node__hostname")
-    found = []
-    for row in rows:
-        kinds = []
-        if not row.present:
-            kinds.append(DifferenceKind.ABSENT)
-        else:
-            if row.drained and not row.node.is_drained:
-                kinds.append(DifferenceKind.DRAINED_OUTSIDE)
-            if row.node.is_drained and not row.drained:
-                kinds.append(DifferenceKind.NOT_DRAINED)
-            if row.down:
-                kinds.append(DifferenceKind.DOWN)
-        found += [
-            SchedulerDifference(
-                hostname=row.node.hostname,
-                kind=kind,
-                scheduler=row.scheduler,
-                state=row.state_text,
-                reason=row.reason,
-                reason_by=row.reason_by,
-                reason_at=row.reason_at,
-                read_at=row.read_at,
-            )
-            for kind in kinds
-        ]
-    return found
+    return [difference for row in rows for difference in differences_of(row)]
+
+
+def differences_of(row: SchedulerNodeState) -> list[SchedulerDifference]:
+    """How one stored view differs from its node in the inventory (row.node: the node, loaded with the row)."""
+    kinds = []
+    if not row.present:
+        kinds.append(DifferenceKind.ABSENT)
+    else:
+        if row.drained and not row.node.is_drained:
+            kinds.append(DifferenceKind.DRAINED_OUTSIDE)
+        if row.node.is_drained and not row.drained:
+            kinds.append(DifferenceKind.NOT_DRAINED)
+        if row.down:
+            kinds.append(DifferenceKind.DOWN)
+    return [
+        SchedulerDifference(
+            hostname=row.node.hostname,
+            kind=kind,
+            scheduler=row.scheduler,
+            state=row.state_text,
+            reason=row.reason,
+            reason_by=row.reason_by,
+            reason_at=row.reason_at,
+            read_at=row.read_at,
+        )
+        for kind in kinds
+    ]
 
 
 def scheduler_controller() -> Node | None:

@@ -61,6 +61,10 @@ def test_a_node_drained_outside_rackpilot_is_read_back_with_its_reason(demo_clus
     gpu005 = next(node for node in health["nodes"] if node["node"] == "gpu005")
     assert any("ECC storm on GPU 2" in reason and "Drained in the scheduler" in reason for reason in gpu005["reasons"])
 
+    listed = api_as(viewer).get("/api/scheduler-nodes/").json()["results"]
+    row = next(row for row in listed if row["node"] == "gpu005")
+    assert (row["state"], row["drain_state"], row["reason"]) == ("IDLE+DRAIN", "drained", "ECC storm on GPU 2")
+
     # Read again with nothing changed: nothing is sent, the rows stay as they were.
     changes.clear()
     scheduler_state_changed.connect(lambda **kw: changes.append(kw), weak=False, dispatch_uid="test-readback")
@@ -106,6 +110,10 @@ def test_the_drain_action_reads_the_node_back_and_stores_it(demo_cluster, run_sh
     assert run_shards(resume).status == JobStatus.SUCCEEDED
     view.refresh_from_db()
     assert (view.drain_state, view.reason) == ("", "")
+
+
+def test_anonymous_callers_do_not_see_the_schedulers_view(api_client):
+    assert api_client.get("/api/scheduler-nodes/").status_code in (401, 403)
 
 
 def test_without_a_controller_no_readback_starts(demo_cluster, settings):
