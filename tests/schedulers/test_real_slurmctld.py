@@ -61,7 +61,8 @@ def test_drain_readback_and_resume_through_the_real_controller(slurm, run_shards
     readback = run_shards(services.start_readback(transport="local"))
     assert readback.status == JobStatus.SUCCEEDED
     view = SchedulerNodeState.objects.get(node__hostname="gpu003")
-    assert (view.drain_state, view.reason, view.state) == ("drained", reason, "UNKNOWN")
+    # No slurmd answers: UNKNOWN, or DOWN once SlurmdTimeout (300 s) has passed on a slow machine.
+    assert (view.drain_state, view.reason) == ("drained", reason) and view.state in ("UNKNOWN", "DOWN")
     assert "DRAIN" in view.flags and view.reason_by and view.reason_at is not None
     assert SchedulerNodeState.objects.filter(present=True).count() == services.scheduled_nodes().count()
     outside = [d for d in services.scheduler_differences() if d.kind == DifferenceKind.DRAINED_OUTSIDE]
@@ -69,8 +70,9 @@ def test_drain_readback_and_resume_through_the_real_controller(slurm, run_shards
 
     resumed = action(run_shards, action="undrain", node="gpu003")
     resume, verify = resumed.steps.get(step="scontrol-resume"), resumed.steps.get(step="verify")
-    assert resumed.status == JobStatus.SUCCEEDED
-    assert "Invalid node state specified" in resume.summary  # Slurm 22.05 on a node whose slurmd never answered
+    assert resumed.status == JobStatus.SUCCEEDED and resume.status == StepStatus.SUCCEEDED
+    # Slurm 22.05 clears the drain of a node whose slurmd never answered yet exits 1 saying so:
+    assert "Invalid node state specified" in resume.summary or view.state == "DOWN"
     assert verify.status == StepStatus.SUCCEEDED and not sinfo(slurm)["gpu003"].drained
     view.refresh_from_db()
     assert (view.drain_state, view.reason) == ("", "")
