@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "apps.simulator",
     "apps.workloads",
     "apps.discovery",
+    "apps.schedulers",
     "apps.deployments",
     "apps.diagnosis",
     "apps.benchmarks",
@@ -383,6 +384,8 @@ RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
 RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
 # Training progress (docs/monitoring.md): each active training job's log is read for step lines this often.
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
+# How often Slurm's node states are read back from the controller (only when RACKPILOT_SCHEDULER_KIND is slurm).
+RACKPILOT_SCHEDULER_READBACK_SECONDS = env_int("RACKPILOT_SCHEDULER_READBACK_SECONDS", 300)
 # What a training job's paths may name on a node (apps/nodeexec/catalogue.confine): the log that training progress
 # and the runbooks tail, the checkpoints that recovery lists, hashes, loads and prunes. Nothing outside is read.
 RACKPILOT_TRAINING_LOG_DIRS = env_list("RACKPILOT_TRAINING_LOG_DIRS", ["/var/log/train", "/var/log/training", "/logs"])
@@ -448,6 +451,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.monitoring.read_training_progress": RACKPILOT_TRAINING_PROGRESS_SECONDS,
     "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,
     "rackpilot.monitoring.record_telemetry": 60,
+    "rackpilot.schedulers.readback": RACKPILOT_SCHEDULER_READBACK_SECONDS,
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

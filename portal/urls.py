@@ -16,6 +16,7 @@ from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.monitoring import views as monitoring_views
 from apps.monitoring.api.urls import ROUTES as MONITORING_ROUTES
+from apps.schedulers.api.urls import ROUTES as SCHEDULER_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
 from apps.workloads.api.urls import ROUTES as WORKLOAD_ROUTES
@@ -34,6 +35,7 @@ ROUTES = (
     + BENCHMARK_ROUTES
     + WORKLOAD_ROUTES
     + MONITORING_ROUTES
+    + SCHEDULER_ROUTES
     + COST_ROUTES
     + AUTOMATION_ROUTES
 )
@@ -47,6 +49,7 @@ urlpatterns = [
     path("simulator/", include("apps.simulator.urls")),
     path("discovery/", include("apps.discovery.urls")),
     path("deployments/", include("apps.deployments.urls")),
+    path("schedulers/", include("apps.schedulers.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),

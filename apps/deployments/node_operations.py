@@ -10,8 +10,6 @@ import shlex
 from django.conf import settings
 from rest_framework import serializers
 
-from apps.inventory.choices import NodeRole
-from apps.inventory.models import Node
 from apps.jobs.kinds import StepSpec
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.catalogue import (
@@ -23,13 +21,15 @@ from apps.nodeexec.catalogue import (
     register_command,
     register_placeholder,
 )
+from apps.schedulers.commands import REBOOT_ASAP, SHOW_NODE, SLURM_REASON
+from apps.schedulers.services import scheduler_controller
 
 KIND = "scheduler-action"
 SCHEDULERS = ("kubernetes", "slurm")
+ACTIONS = ("drain", "undrain", "reboot")  # reboot: Slurm's `scontrol reboot ASAP nextstate=RESUME`
 # Slurm's node and drain reason, as scontrol takes them (Kubernetes' node name is nodeexec's `scheduler_node`). A
 # drain reason may hold spaces, so it relies on the transport's shlex quoting; it still admits no quote, $, `, ; | &
-# < > or backslash.
-SLURM_REASON = r"[A-Za-z0-9 _.,:/#@+=()-]{1,200}"
+# < > or backslash (SLURM_REASON, with the readback and reboot commands: apps/schedulers/commands.py).
 register_placeholder("slurm_node", Placeholder(rf"NodeName={HOSTNAME}", "NodeName=a node name"))
 register_placeholder(
     "slurm_reason", Placeholder(rf"Reason={SLURM_REASON}", "Reason= letters, digits, spaces, . , : / # @ + = ( ) -")
@@ -73,26 +73,36 @@ for _command in COMMANDS:
         register_command(_command)
 
 
+VERIFY = "verify"  # the step that reads the node back from the controller after a Slurm action
+
+
 def scheduler_steps(*, scheduler: str, action: str, node: str, reason: str = "") -> list[StepSpec]:
+    """The commands of one action. Slurm's are checked: the node is read back (`scontrol show node -o NODE`) after
+    the action, and that read decides whether the scheduler did what was asked."""
     if scheduler == "kubernetes":
         names = ["kubectl-cordon", "kubectl-drain"] if action == "drain" else ["kubectl-uncordon"]
         return [StepSpec(name=name, command=name, values={"scheduler_node": node}) for name in names]
+    verify = StepSpec(name=VERIFY, command=SHOW_NODE, label="read back", values={"scheduler_node": node})
     if action == "drain":
         values = {"slurm_node": f"NodeName={node}", "slurm_reason": f"Reason={reason}"}
-        return [StepSpec(name="scontrol-drain", command="scontrol-drain", values=values)]
-    return [StepSpec(name="scontrol-resume", command="scontrol-resume", values={"slurm_node": f"NodeName={node}"})]
+        return [StepSpec(name="scontrol-drain", command="scontrol-drain", values=values), verify]
+    if action == "reboot":
+        values = {"scheduler_node": node, "slurm_reboot_reason": f"reason={reason}"}
+        return [StepSpec(name=REBOOT_ASAP, command=REBOOT_ASAP, values=values), verify]
+    # A resume Slurm answers "Invalid node state specified" may still have cleared the drain (a node whose slurmd
+    # does not answer): the read back decides, so it runs whatever the resume said.
+    resume = StepSpec(
+        name="scontrol-resume",
+        command="scontrol-resume",
+        values={"slurm_node": f"NodeName={node}"},
+        stop_on_failure=False,
+    )
+    return [resume, verify]
 
 
 def scheduler_commands(**spec) -> list[str]:
     """The command lines as the ssh transport sends them (each element shlex-quoted), for the operator to read."""
     return [shlex.join(step.argv()) for step in scheduler_steps(**spec)]
-
-
-def scheduler_controller():
-    """The node the scheduler's commands run on: RACKPILOT_SCHEDULER_CONTROLLER, else the first management node."""
-    if settings.RACKPILOT_SCHEDULER_CONTROLLER:
-        return Node.objects.filter(hostname=settings.RACKPILOT_SCHEDULER_CONTROLLER).first()
-    return Node.objects.filter(role=NodeRole.MANAGEMENT).order_by("hostname").first()
 
 
 def scheduler_request(node) -> dict:

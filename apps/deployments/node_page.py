@@ -7,12 +7,24 @@ from apps.deployments.forms import RebootForm
 from apps.deployments.kinds.reboot import KIND as REBOOT_KIND
 from apps.deployments.kinds.reboot import RebootKind, reboot_plan
 from apps.jobs.models import Job
+from apps.schedulers.models import SchedulerNodeState
+from apps.schedulers.services import differences_of
 
 
 def scheduler_section(node, request) -> dict:
-    """The commands that match the node's drain state, where they run, and the last such job."""
+    """The commands that match the node's drain state, where they run, the last such job, and what the scheduler
+    itself last said about the node (its state and reason, and how that differs from the inventory)."""
     last = Job.objects.filter(kind=node_operations.KIND, parameters__node=node.hostname).order_by("-created").first()
-    return {"node": node, "planned": node_operations.scheduler_request(node), "last": last}
+    view = SchedulerNodeState.objects.filter(node=node).first()
+    if view is not None:
+        view.node = node  # the page's own node: no second query for it
+    return {
+        "node": node,
+        "planned": node_operations.scheduler_request(node),
+        "last": last,
+        "view": view,
+        "differences": differences_of(view) if view is not None else [],
+    }
 
 
 def reboot_section(node, request) -> dict:

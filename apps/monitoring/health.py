@@ -1,6 +1,7 @@
 """Fleet health: per node, healthy or not and why; and one number from 0 to 100 with its breakdown.
 
-Reads the inventory (node status, GPU health), open findings (discovery's differences — a GPU a discovery found
+Reads the inventory (node status, GPU health), the scheduler's last view of each node (drained outside Rackpilot,
+down or unknown there: apps/schedulers), open findings (discovery's differences — a GPU a discovery found
 missing is not healthy however the inventory rates it —, diagnosis's open incidents), the telemetry (XID, ECC) and
 the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the number.
 """
@@ -15,6 +16,8 @@ from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import services
 from apps.monitoring.models import Slo
+from apps.schedulers.choices import DifferenceKind
+from apps.schedulers.services import scheduler_differences
 
 # The number: each part's share of 100 (the parts are 0..1).
 WEIGHTS = {"gpus_healthy": 40, "nodes_healthy": 30, "slos_met": 20, "no_open_incidents": 5, "no_drift": 5}
@@ -32,8 +35,12 @@ class NodeHealth:
         self.reasons.append(reason)
 
 
-def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
-    nodes = list(Node.objects.filter(role=NodeRole.COMPUTE).order_by("hostname").only("hostname", "status"))
+def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> list[NodeHealth]:
+    """Every compute node's health, or only `hostname`'s (empty when it is no compute node)."""
+    compute = Node.objects.filter(role=NodeRole.COMPUTE)
+    if hostname is not None:
+        compute = compute.filter(hostname=hostname)
+    nodes = list(compute.order_by("hostname").only("hostname", "status"))
     by_id = {node.pk: NodeHealth(node.hostname) for node in nodes}
     for node in nodes:
         if node.status not in SERVING_STATUSES:
@@ -49,6 +56,13 @@ def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
             missing[difference.node_id] += 1
     for node_id, count in missing.items():
         by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
+    names = {node.hostname: node.pk for node in nodes}
+    for difference in scheduler_differences(nodes=Node.objects.filter(pk__in=list(by_id))):
+        # Drained in the scheduler is a reason to show, not a fault of the node; down or unknown there is.
+        if difference.kind in (DifferenceKind.DOWN, DifferenceKind.ABSENT):
+            by_id[names[difference.hostname]].fail(difference.message)
+        else:
+            by_id[names[difference.hostname]].reasons.append(difference.message)
     for incident in Incident.objects.active().filter(node__in=nodes).only("node_id", "title"):
         by_id[incident.node_id].fail(f"open incident: {incident.title}")
     if with_telemetry:

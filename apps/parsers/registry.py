@@ -23,6 +23,7 @@ from . import (
     nvidia_smi,
     nvml,
     redfish,
+    slurm,
     system,
     timeline,
     torch_bench,
@@ -76,6 +77,8 @@ PARSERS: dict[str, Parser] = {
     "nvml_snapshot": nvml.parse_nvml_snapshot,
     "nvml_timeseries": nvml.parse_nvml_timeseries,
     "torch_benchmarks": torch_bench.parse_torch_benchmarks,
+    "sinfo_nodes": slurm.parse_sinfo_nodes,
+    "scontrol_nodes": slurm.parse_show_nodes,
     "log": logs.parse_log,
 }
 
@@ -122,6 +125,8 @@ FIXTURE_RULES: tuple[tuple[str | None, str, str], ...] = (
     ("nccl-warn", r"", "nccl_log"),
     ("pytorch-nccl", r"", "log"),  # failure logs of training jobs, schedulers and k8s: read by triage
     ("training-logs", r"", "log"),
+    ("slurm", r"^sinfo-N-", "sinfo_nodes"),
+    ("slurm", r"^scontrol-show-node", "scontrol_nodes"),
     ("slurm", r"", "log"),
     ("k8s", r"", "log"),
     ("gpu-burn", r"", "gpu_burn"),
@@ -201,6 +206,7 @@ JSON_SIGNATURES = (
 # (pattern searched in the whole text with ^/$ at line ends, tool). Order matters where one tool's output embeds
 # another's lines: nccl-tests output carries NCCL INFO lines, so nccl_tests is tried before nccl_log.
 TEXT_SIGNATURES = (
+    (r"\ANodeName=\S+ ", "scontrol_nodes"),
     (r"NVSMI LOG|^Attached GPUs\s+:|^GPU [0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]\s*$", "nvidia_smi_q"),
     (r"NVIDIA-SMI\s+\S+\s+Driver Version", "nvidia_smi_table"),
     (r'List of valid properties to query for the switch "--query-gpu"', "nvidia_smi_help_query"),
@@ -246,6 +252,7 @@ TEXT_SIGNATURES = (
 )
 # Outputs recognised by every non-blank line having one shape (checked line by line: no regex backtracking).
 LINE_SIGNATURES = (
+    (re.compile(r"^[^|\s]+\|[a-z_]+[*~#!%$@^-]*\|(?:Unknown|None|\d{4}-\d\d-\d\dT[\d:]+)\|[^|]*\|.*$"), "sinfo_nodes"),
     (re.compile(r"^GPU \d+: .+\(UUID: \S+\)$|^\s+MIG \S+\s+Device\s+\d+: \(UUID: \S+\)$"), "nvidia_smi_list"),
     (re.compile(r"^\S+ \d+(?: -?\d+)?$"), "net_mtu_speed"),
 )

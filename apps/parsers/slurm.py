@@ -188,3 +188,147 @@ def parse_show_job(text: str) -> JobList:
             )
         )
     return JobList(jobs)
+
+
+# --- node states: `sinfo -N` and `scontrol show node` ---------------------------------------------------------------
+
+# What Rackpilot asks sinfo for: one line per node and partition, the reason last since it may hold the separator.
+SINFO_FORMAT = "%N|%T|%H|%u|%E"
+# sinfo's long state (%T) ends in a flag: * not responding, ~ powered off, # powering up, ! power down pending,
+# % powering down, $ in a maintenance reservation, @ reboot pending, ^ reboot issued, - planned (backfill).
+STATE_FLAGS = {"*": "NOT_RESPONDING", "~": "POWERED_DOWN", "#": "POWERING_UP", "!": "POWER_DOWN", "%": "POWERING_DOWN"}
+STATE_FLAGS |= {"$": "MAINTENANCE", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED", "-": "PLANNED"}
+# scontrol appends who set the reason and when: `Reason=cable slow [root@2026-12-05T07:58:51]`.
+REASON_SUFFIX = re.compile(r"^(?P<text>.*?)\s*\[(?P<user>[^@\]\s]*)@(?P<at>\d{4}-\d\d-\d\dT[\d:]+)\]")
+DRAIN_STATES = {"DRAINED", "DRAINING", "DRAIN"}
+
+
+@dataclass
+class SchedulerNode(Result):
+    """One node as the Slurm controller sees it: its base state (IDLE, ALLOCATED, DOWN, …, as scontrol prints it),
+    its flags (DRAIN, NOT_RESPONDING, REBOOT_REQUESTED, …), and the reason an operator or Slurm gave, by whom, when
+    (the time as printed: the controller's local time, ISO 8601 without a zone)."""
+
+    name: str
+    state: str
+    flags: list[str]
+    reason: str
+    reason_user: str
+    reason_time: str
+    line: int
+
+    @property
+    def drained(self) -> bool:
+        """Kept from new work: drained (idle), draining (jobs still running) or in DRAIN with a reboot pending."""
+        return "DRAIN" in self.flags or self.state in DRAIN_STATES
+
+    @property
+    def drain_state(self) -> str:
+        """DRAINED when nothing runs on it any more, DRAINING while jobs still do, else empty."""
+        if not self.drained:
+            return ""
+        if self.state in {"ALLOCATED", "MIXED", "COMPLETING", "DRAINING"}:
+            return "DRAINING"
+        return "DRAINED"
+
+
+@dataclass
+class SchedulerNodes(Result):
+    nodes: list[SchedulerNode]
+
+    def by_name(self) -> dict[str, SchedulerNode]:
+        return {node.name: node for node in self.nodes}
+
+
+def parse_sinfo_nodes(text: str) -> SchedulerNodes:
+    """`sinfo -N -h -o '%N|%T|%H|%u|%E'`: per node its state (`drained`, `draining`, `idle*`, `mixed`, …), when and
+    by whom the reason was set, and the reason ("none" when there is none). A node in several partitions is listed
+    once per partition; the first line counts."""
+    nodes: dict[str, SchedulerNode] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("|", 4)
+        if len(parts) != 5:
+            raise ParseError(f"expected NODE|STATE|TIME|USER|REASON, got {line[:80]!r}", line=number)
+        name, long_state, at, user, reason = (part.strip() for part in parts)
+        flags = []
+        while long_state and long_state[-1] in STATE_FLAGS:
+            flags.insert(0, STATE_FLAGS[long_state[-1]])
+            long_state = long_state[:-1]
+        if not name or not re.fullmatch(r"[a-z_]+", long_state):
+            raise ParseError(f"not a node and sinfo state: {line[:80]!r}", line=number)
+        state = long_state.upper()
+        if state in DRAIN_STATES:
+            flags.insert(0, "DRAIN")
+        elif state == "REBOOT_REQUESTED" or state == "REBOOT":
+            flags.insert(0, "REBOOT_REQUESTED")
+        reason = "" if reason == "none" else reason
+        nodes.setdefault(
+            name,
+            SchedulerNode(
+                name=name,
+                state=state,
+                flags=list(dict.fromkeys(flags)),
+                reason=reason,
+                reason_user="" if user == "Unknown" or not reason else user,
+                reason_time="" if at in ("Unknown", "None") or not reason else at,
+                line=number,
+            ),
+        )
+    return SchedulerNodes(list(nodes.values()))
+
+
+def parse_show_nodes(text: str) -> SchedulerNodes:
+    """`scontrol show node [-o]`: per node `State=IDLE+DRAIN+NOT_RESPONDING` split into the base state and its
+    flags, and `Reason=… [user@time]`. The reason is read up to its `[user@time]` suffix, so a reason that holds
+    `Key=` text of its own is kept whole."""
+    nodes = []
+    for record in parse_records(text):
+        if record.kind != "NodeName":
+            raise ParseError(f"a {record.kind} record in a node listing", line=record.line)
+        state, *flags = record.fields.get("State", "UNKNOWN").split("+")
+        reason, user, at = "", "", ""
+        lines = text.splitlines()[record.line - 1 : record.end]
+        raw = next((line for line in lines if re.search(r"(?:^|\s)Reason=", line)), None)
+        if raw is not None:
+            value = re.split(r"(?:^|\s)Reason=", raw, maxsplit=1)[1].strip()
+            match = REASON_SUFFIX.match(value)
+            reason, user, at = (match["text"], match["user"], match["at"]) if match else (value, "", "")
+        nodes.append(
+            SchedulerNode(
+                name=record.fields["NodeName"],
+                state=state,
+                flags=flags,
+                reason="" if reason == "(null)" else reason,
+                reason_user=user,
+                reason_time=at,
+                line=record.line,
+            )
+        )
+    return SchedulerNodes(nodes)
+
+
+def compress_hostlist(hosts: list[str]) -> str:
+    """Slurm's compressed host list, the inverse of expand_hostlist: gpu001 gpu002 gpu004 mgmt01 ->
+    gpu[001-002,004],mgmt01 (names sorted; the zero padding of each name kept)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain = []
+    for host in sorted(set(hosts)):
+        match = re.fullmatch(r"(.*?)(\d+)", host)
+        if match is None:
+            plain.append(host)
+            continue
+        groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
+    parts = []
+    for (stem, width), numbers in sorted(groups.items()):
+        if len(numbers) == 1:
+            parts.append(f"{stem}{numbers[0]:0{width}d}")
+            continue
+        runs, start = [], numbers[0]
+        for previous, number in zip(numbers, [*numbers[1:], None], strict=True):
+            if number != previous + 1 if number is not None else True:
+                runs.append(f"{start:0{width}d}" + (f"-{previous:0{width}d}" if previous != start else ""))
+                start = number
+        parts.append(f"{stem}[{','.join(runs)}]")
+    return ",".join(parts + plain)

@@ -14,6 +14,9 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
   (apps/simulator/tools/files.py)
 - ``training:resume:<rendezvous id>:<node rank>`` dict: a relaunch of a training run (apps/simulator/training_faults)
 - ``boot:last`` dict ``{"count", "at", "down_seconds"}``: the node's last simulated reboot (apps/simulator/boot.py)
+- ``slurm:<host name>`` dict ``{"drain", "reason", "user", "at", "reboot", "next_state"}``: on the scheduler's
+  controller, what slurmctld holds for a node after ``scontrol update`` / ``scontrol reboot`` (an empty dict: back
+  in service) (apps/simulator/tools/scheduler.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
 """
@@ -108,6 +111,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         state.boot = dict(value)
     elif family == "tiered" and isinstance(value, dict):
         state.relocated[str(value["from"])] = str(value["to"])
+    elif family == "slurm" and rest and isinstance(value, dict):
+        state.slurm_nodes[rest] = dict(value)
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
     else:

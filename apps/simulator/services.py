@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Prefetch
 
+from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Nic, Node
 from apps.simulator import boot, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
@@ -17,7 +18,7 @@ from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
 from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
 from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault
-from apps.simulator.terminal import CommandOutput, Context
+from apps.simulator.terminal import ClusterHost, CommandOutput, Context
 from apps.simulator.tools import nccl
 
 __all__ = [
@@ -74,6 +75,7 @@ class NodeSession:
         self._state_seen: tuple = ()
         self._checked = 0.0
         self._peers: dict[str, SimulatedNode | None] = {}
+        self._hosts: list[ClusterHost] | None = None
         self._boot = _UNREAD
 
     def _seen(self) -> tuple:
@@ -100,6 +102,22 @@ class NodeSession:
             self._peers[hostname] = node_state(node=node) if node is not None else None
         return self._peers[hostname]
 
+    def _cluster(self) -> list[ClusterHost]:
+        """The compute nodes a scheduler on this node declares (one query, read once per session)."""
+        if self._hosts is None:
+            rows = (
+                Node.objects.filter(role=NodeRole.COMPUTE)
+                .exclude(status=NodeStatus.RETIRED)
+                .annotate(gpu_rows=Count("gpus"))
+                .order_by("hostname")
+                .values_list("hostname", "cpu_cores", "gpu_rows", "expected_gpu_count", "memory_gib")
+            )
+            self._hosts = [
+                ClusterHost(name, cores or 16, gpus or expected, memory * 1024)  # 16: build_state's default
+                for name, cores, gpus, expected, memory in rows
+            ]
+        return self._hosts
+
     def _last_boot(self) -> dict | None:
         """The node's last simulated reboot, read once per session (one small query, so `true` stays cheap)."""
         if self._boot is _UNREAD:
@@ -116,6 +134,7 @@ class NodeSession:
             load=self.load,
             peers=self._peer_state,
             real_time=self.real_time,
+            cluster=self._cluster,
         )
         result = shell.run(context, [str(word) for word in argv])
         if context.changes:  # applied to the state already; stored, they make the next command rebuild it

@@ -204,6 +204,8 @@ class SimulatedNode:
     relocated: dict[str, str] = field(default_factory=dict)  # where `mv` put a modelled file: first path -> now
     ptp_synchronised: bool = True
     boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
+    # On a scheduler controller: what slurmctld keeps per node beyond its load (drain, reason, reboot requested).
+    slurm_nodes: dict[str, dict] = field(default_factory=dict)
 
     @property
     def driver_cuda(self) -> str:

@@ -29,6 +29,16 @@ class CommandOutput:
         return self.exit_code, self.stdout, self.stderr, self.seconds
 
 
+@dataclass(frozen=True)
+class ClusterHost:
+    """A compute node as the scheduler's configuration declares it (slurm.conf's NodeName line)."""
+
+    hostname: str
+    cpus: int
+    gpus: int
+    memory_mib: int
+
+
 class Context:
     """What a tool sees: the node's state, the seed for its noise, and how busy the GPUs are (0 idle .. 1 GEMM).
 
@@ -46,6 +56,7 @@ class Context:
         env: dict[str, str] | None = None,
         peers: Callable[[str], SimulatedNode | None] | None = None,
         real_time: bool = False,
+        cluster: "Callable[[], list[ClusterHost]] | None" = None,
     ):
         if state is None and loader is None:
             raise ValueError("a Context needs a state or a loader")
@@ -61,6 +72,9 @@ class Context:
         # Another simulated node's state by host name (None: no such host), for launchers such as mpirun that
         # start processes on several nodes; None when the caller offers no other nodes.
         self.peers = peers
+        # The cluster's compute nodes as a scheduler's controller declares them (sinfo, scontrol show node); None
+        # when the caller offers none.
+        self.cluster = cluster
 
     def change(self, key: str, value) -> None:
         """Record a change the command makes and apply it to the state, so the rest of the command sees it."""

@@ -1,5 +1,7 @@
 """The scheduler-action kind: kubectl cordon/drain/uncordon or scontrol update, run on the controller over sim."""
 
+from types import SimpleNamespace
+
 import pytest
 from rest_framework import serializers
 
@@ -14,7 +16,8 @@ pytestmark = pytest.mark.django_db
 
 def test_the_commands_shown_quote_the_reason_as_one_word():
     assert scheduler_commands(scheduler="slurm", action="drain", node="gpu001", reason="fan swap (ticket 42)") == [
-        "scontrol update NodeName=gpu001 State=DRAIN 'Reason=fan swap (ticket 42)'"
+        "scontrol update NodeName=gpu001 State=DRAIN 'Reason=fan swap (ticket 42)'",
+        "scontrol show node -o gpu001",  # the read back that decides whether Slurm did it
     ]
     assert scheduler_commands(scheduler="kubernetes", action="drain", node="gpu001") == [
         "kubectl cordon gpu001",
@@ -46,8 +49,9 @@ def test_bad_parameters_are_refused_naming_the_field(demo_cluster, parameters, f
     [
         ("kubernetes", "drain", {"kubectl-cordon", "kubectl-drain"}),
         ("kubernetes", "undrain", {"kubectl-uncordon"}),
-        ("slurm", "drain", {"scontrol-drain"}),
-        ("slurm", "undrain", {"scontrol-resume"}),
+        ("slurm", "drain", {"scontrol-drain", "verify"}),
+        ("slurm", "undrain", {"scontrol-resume", "verify"}),  # not drained: Slurm refuses, the read back says done
+        ("slurm", "reboot", {"scontrol-reboot-asap", "verify"}),
     ],
 )
 def test_the_job_runs_on_the_controller_over_sim(demo_cluster, run_shards, scheduler, action, steps):
@@ -64,7 +68,11 @@ def test_the_job_runs_on_the_controller_over_sim(demo_cluster, run_shards, sched
 
 
 def test_the_simulator_answers_as_kubectl_and_scontrol_do():
-    context = Context(state=object(), hostname="mgmt01", peers=lambda name: object() if name == "gpu003" else None)
+    context = Context(
+        state=SimpleNamespace(slurm_nodes={}),
+        hostname="mgmt01",
+        peers=lambda name: object() if name == "gpu003" else None,
+    )
     assert sim_run(context, ["kubectl", "cordon", "gpu003"]).stdout == "node/gpu003 cordoned\n"
     drained = sim_run(context, ["kubectl", "drain", "gpu003", "--ignore-daemonsets", "--delete-emptydir-data"])
     assert drained.stdout.endswith("node/gpu003 drained\n") and "DaemonSet-managed Pods" in drained.stderr
@@ -85,4 +93,4 @@ def test_the_scheduler_comes_from_the_setting_when_the_job_names_none(demo_clust
         queue=False,
     )
     assert job.parameters["scheduler"] == "slurm"
-    assert list(job.steps.values_list("step", flat=True)) == ["scontrol-drain"]
+    assert list(job.steps.values_list("step", flat=True)) == ["scontrol-drain", "verify"]

@@ -4,7 +4,14 @@ the record), `show job -d` with its per-node CPU and GPU binding, and host lists
 import pytest
 
 from apps.parsers.errors import ParseError
-from apps.parsers.slurm import expand_hostlist, expand_ranges, parse_records, parse_show_job
+from apps.parsers.slurm import (
+    expand_hostlist,
+    expand_ranges,
+    parse_records,
+    parse_show_job,
+    parse_show_nodes,
+    parse_sinfo_nodes,
+)
 
 from .helpers import assert_parse_error, data, real
 
@@ -73,3 +80,59 @@ def test_ranges_expand_and_bad_ones_are_refused():
     assert expand_ranges("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
     with pytest.raises(ParseError):
         expand_ranges("0-x")
+
+
+# --- node states, as a real Debian 22.05.8 slurmctld printed them (tests/fixtures/real/SOURCES.md) ------------------
+
+SINFO = "slurm/sinfo-N-drained-reboot-unknown-debian-slurm22.05.8-private-slurmctld.txt"
+SHOW_O = "slurm/scontrol-show-node-o-drain-reboot-requested-debian-slurm22.05.8-private-slurmctld.txt"
+SHOW_ONE = "slurm/scontrol-show-node-drain-reason-with-equals-and-bar-debian-slurm22.05.8-private-slurmctld.txt"
+
+
+def test_sinfo_gives_each_nodes_state_and_the_reason_whole_even_with_the_separator_inside():
+    nodes = parse_sinfo_nodes(real(SINFO)).by_name()
+    assert nodes["gpu-a001"].drain_state == "DRAINED"
+    assert nodes["gpu-a001"].reason == "xid 79 on GPU 3: fell off the bus"
+    assert (nodes["gpu-a001"].reason_user, nodes["gpu-a001"].reason_time) == ("root", "2026-12-05T08:00:31")
+    assert nodes["gpu-a002"].reason == "link=200Gb/s | expected 400"
+    assert nodes["gpu-a003"].state == "REBOOT" and "REBOOT_REQUESTED" in nodes["gpu-a003"].flags
+    fresh = nodes["gpu-a004"]  # sinfo prints the user even where no reason is set: not taken for one
+    assert (fresh.state, fresh.reason, fresh.reason_user, fresh.drained) == ("UNKNOWN", "", "", False)
+
+
+def test_sinfo_flags_after_the_state_are_read_and_a_node_in_two_partitions_counts_once():
+    text = (
+        "gpu1|draining*|2026-01-02T03:04:05|slurm|Kill task failed\n"
+        "gpu1|draining*|x|y|z\n"
+        "gpu2|mixed@|Unknown|root|none\n"
+    )
+    first, second = parse_sinfo_nodes(text).nodes
+    assert (first.state, first.flags, first.drain_state) == ("DRAINING", ["DRAIN", "NOT_RESPONDING"], "DRAINING")
+    assert (second.state, second.flags, second.drained) == ("MIXED", ["REBOOT_REQUESTED"], False)
+
+
+def test_sinfo_refuses_other_output_naming_the_line():
+    assert_parse_error(parse_sinfo_nodes, "gpu1|idle|Unknown|root|none\nNODELIST STATE\n", 2, "expected NODE|STATE")
+
+
+def test_scontrol_oneliner_splits_state_and_flags_and_reads_the_reason_up_to_its_stamp():
+    nodes = parse_show_nodes(real(SHOW_O)).by_name()
+    rebooting = nodes["gpu-a003"]
+    assert (rebooting.state, rebooting.flags) == ("UNKNOWN", ["DRAIN", "REBOOT_REQUESTED"])
+    assert rebooting.drain_state == "DRAINED" and rebooting.reason == "firmware 2.1"
+    assert nodes["gpu-a002"].reason == "link=200Gb/s | expected 400"
+    assert nodes["gpu-a002"].reason_time == "2026-12-05T08:00:31" and nodes["gpu-a002"].reason_user == "root"
+    assert (nodes["gpu-a004"].state, nodes["gpu-a004"].flags, nodes["gpu-a004"].reason) == ("UNKNOWN", [], "")
+
+
+def test_scontrol_multiline_records_read_the_same_as_the_oneliner():
+    (one,) = parse_show_nodes(real(SHOW_ONE)).nodes
+    assert (one.name, one.flags, one.reason) == ("gpu-a002", ["DRAIN"], "link=200Gb/s | expected 400")
+    (other,) = parse_show_nodes(real(NODE)).nodes
+    assert (other.state, other.flags, other.reason_user) == ("IDLE", ["DRAIN"], "slurm")
+    assert other.reason == "gres/gpu count reported lower than configured (0 < 1)"
+
+
+def test_scontrol_node_listing_refuses_a_job_record():
+    with pytest.raises(ParseError, match="a JobId record in a node listing"):
+        parse_show_nodes("JobId=1 JobName=x\n   JobState=RUNNING\n")

@@ -112,6 +112,12 @@ EXPECTED = {
         "gpu_count_mismatch",
         "node_drained",
     ],
+    # A private Debian slurmctld 22.05.8 with drained nodes (tests/schedulers/): triage reads scontrol's, not sinfo's.
+    "slurm/sinfo-N-drained-reboot-unknown-debian-slurm22.05.8-private-slurmctld.txt": [],
+    "slurm/scontrol-show-node-o-drain-reboot-requested-debian-slurm22.05.8-private-slurmctld.txt": ["node_drained"] * 3,
+    "slurm/scontrol-show-node-drain-reason-with-equals-and-bar-debian-slurm22.05.8-private-slurmctld.txt": [
+        "node_drained"
+    ],
     "k8s/kubectl-describe-node-capacity-80-allocatable-70-nvidia.com-gpu-hami-split-allocated-resources-hami-issue477-partial.txt": [],
     "k8s/kubectl-describe-node-labels-gpu-operator-gfd-8x-h100-80gb-hbm3-poweredge-xe9680-k8s-device-plugin-issue1501-partial.txt": [],
     "k8s/nvidia-device-plugin-log-xidcriticalerror-xid69-device-marked-unhealthy-k8s-device-plugin-issue189.txt": [

@@ -94,6 +94,7 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "scheduler_node": "gpu002",
         "slurm_node": "NodeName=gpu002",
         "slurm_reason": "Reason=fan swap (ticket 42)",
+        "slurm_reboot_reason": "reason=firmware 2.1",
         # The benchmarks' nccl-tests and mpirun commands (apps/benchmarks/kinds.py), when that app is installed.
         "nccl_binary": "all_reduce_perf",
         "nccl_bytes": "8",
@@ -158,7 +159,8 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "set-channels",
         "daemon-reload",
         "scontrol-drain",
-        "scontrol-resume",
+        "scontrol-resume",  # after scontrol-drain (the catalogue's order): gpu002 is drained, so it resumes
+        "scontrol-reboot-asap",
         "remove-checkpoint",
         "resume-torchrun",
         "systemctl-reboot",

@@ -3,6 +3,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
@@ -15,6 +16,7 @@ from apps.monitoring.api.serializers import (
     BmcSerializer,
     FleetHealthSerializer,
     GpuHoursSerializer,
+    NodeHealthSerializer,
     SloSerializer,
     SloStatusSerializer,
 )
@@ -99,6 +101,18 @@ class HealthViewSet(viewsets.ViewSet):
     @extend_schema(responses=FleetHealthSerializer)
     def list(self, request):
         return Response(FleetHealthSerializer(health.fleet_health()).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("hostname", str, OpenApiParameter.PATH, description="A compute node's name.")],
+        responses={200: NodeHealthSerializer, 404: OpenApiResponse(description="No such compute node.")},
+    )
+    @action(detail=False, url_path=r"nodes/(?P<hostname>[A-Za-z0-9.-]{1,253})")
+    def node(self, request, hostname: str):
+        """One compute node's health and reasons, as the HealthCheckProgram asks (scripts/rackpilot-healthcheck)."""
+        found = health.node_health(hostname=hostname)
+        if not found:
+            raise NotFound(f"No compute node named {hostname!r}.")
+        return Response(NodeHealthSerializer(found[0]).data)
 
 
 class GpuHoursQuerySerializer(serializers.Serializer):

@@ -1,5 +1,6 @@
 """kubectl and scontrol as a controller answers a node drain: the lines kubectl prints, scontrol's silence on
 success; a node the cluster does not know is the real tools' error (when the caller offers the cluster's nodes).
+Slurm's node states, drains, resumes and reboots (and `sinfo`) are the controller's: apps/simulator/tools/slurmctld.py.
 And the scheduler's placement of the cluster's training jobs, as the controller (any host with the client) lists
 it: `kubectl get pods --all-namespaces -o wide` for the Kubernetes jobs, `scontrol show job -d` for the Slurm ones,
 each with the second trainer the co_located fault placed beside the job on a node. And `kubectl apply -f FILE` of a
@@ -12,6 +13,7 @@ import yaml
 
 from apps.simulator.model import noise
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
+from apps.simulator.tools import slurmctld
 from apps.simulator.tools.system import read_file
 from apps.simulator.tools.utilisation import NAMESPACE, job_states
 from apps.simulator.training import TrainingRun, cluster_runs
@@ -52,14 +54,14 @@ def kubectl(context: Context, argv: list[str]) -> CommandOutput:
 def scontrol(context: Context, argv: list[str]) -> CommandOutput:
     if argv[1:] == ["show", "job", "-d"]:
         return slurm_jobs(context)
+    if argv[1:3] == ["show", "node"]:
+        return slurmctld.show_node(context, argv[3:])
+    if argv[1:2] == ["reboot"]:
+        return slurmctld.reboot(context, argv[2:])
     fields = dict(element.partition("=")[::2] for element in argv[2:] if "=" in element)
     if argv[1:2] != ["update"] or "NodeName" not in fields or fields.get("State") not in {"DRAIN", "RESUME"}:
         return fail(1, "scontrol: error: Invalid input\n")
-    if fields["State"] == "DRAIN" and not fields.get("Reason"):
-        return fail(1, "You must specify a reason when DOWNING or DRAINING a node. Request denied\n")
-    if not _known(context, fields["NodeName"]):
-        return fail(1, "slurm_update error: Invalid node name specified\n")
-    return ok("")
+    return slurmctld.update_node(context, fields)
 
 
 # --- kubectl get pods --all-namespaces -o wide --------------------------------------------------------------------
@@ -317,4 +319,4 @@ def apply_manifest(context: Context, path: str) -> CommandOutput:
 
 APPLIED = "/var/lib/kubelet/rackpilot-applied/"  # the simulated API server's record of the Jobs it has
 
-COMMANDS = {"kubectl": kubectl, "scontrol": scontrol}
+COMMANDS = {"kubectl": kubectl, "scontrol": scontrol, "sinfo": slurmctld.sinfo}

@@ -1,0 +1,114 @@
+"""A private Slurm controller for tests: Debian's slurmctld, run as the current user in a temporary directory with a
+generated slurm.conf (auth/none, free ports, the given nodes declared at 127.0.0.1 without slurmd), driven through
+the real `scontrol` and `sinfo` with SLURM_CONF pointing at it."""
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+STARTUP_DEADLINE_S = 60.0  # how long the controller may take to answer `scontrol ping` (a busy CI machine)
+BINARIES = ("slurmctld", "scontrol", "sinfo")
+
+
+def missing_binaries() -> list[str]:
+    return [name for name in BINARIES if shutil.which(name) is None and not Path(f"/usr/sbin/{name}").exists()]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def slurm_conf(
+    *, directory: Path, nodes: list[str], user: str, controller_port: int, node_port: int, topology: bool = False
+) -> str:
+    """A minimal slurm.conf for one controller on this host and the given nodes (no slurmd runs for them); with
+    `topology`, the tree plugin reading topology.conf beside it."""
+    lines = [
+        "ClusterName=rackpilot-test",
+        f"SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)",
+        f"SlurmctldPort={controller_port}",
+        f"SlurmdPort={node_port}",
+        "AuthType=auth/none",  # the Debian build ships auth_none.so: no munged needed
+        "CredType=cred/none",
+        f"SlurmUser={user}",
+        f"StateSaveLocation={directory / 'state'}",
+        f"SlurmdSpoolDir={directory / 'spool'}",
+        f"SlurmctldPidFile={directory / 'slurmctld.pid'}",
+        f"SlurmctldLogFile={directory / 'slurmctld.log'}",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SelectType=select/cons_tres",
+        "SwitchType=switch/none",
+        "MpiDefault=none",
+        "MailProg=/bin/true",
+        "RebootProgram=/bin/true",  # scontrol reboot is refused without one
+        "ReturnToService=2",
+        *(f"NodeName={node} NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN" for node in nodes),
+        "PartitionName=gpu Nodes=ALL Default=YES State=UP",
+        *(["TopologyPlugin=topology/tree"] if topology else []),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Controller:
+    conf: Path
+    log: Path
+    process: subprocess.Popen
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(list(argv), env=self.env, capture_output=True, text=True, timeout=30)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_controller(directory: Path, nodes: list[str], *, topology: str | None = None) -> Controller:
+    """A controller for `nodes`; `topology`: the text of a topology.conf to start it with (topology/tree)."""
+    for sub in ("state", "spool"):
+        (directory / sub).mkdir(parents=True, exist_ok=True)
+    if topology is not None:
+        (directory / "topology.conf").write_text(topology)
+    conf = directory / "slurm.conf"
+    conf.write_text(
+        slurm_conf(
+            directory=directory,
+            nodes=nodes,
+            user=getpass.getuser(),
+            controller_port=_free_port(),
+            node_port=_free_port(),
+            topology=topology is not None,
+        )
+    )
+    binary = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
+    output = open(directory / "slurmctld.out", "wb")  # noqa: SIM115 (kept open for the daemon's life)
+    process = subprocess.Popen(
+        [binary, "-D", "-i", "-f", str(conf)], stdout=output, stderr=subprocess.STDOUT, env={**os.environ}
+    )
+    controller = Controller(conf, directory / "slurmctld.log", process)
+    deadline = time.monotonic() + STARTUP_DEADLINE_S
+    while time.monotonic() < deadline:  # a readiness wait, not a timing: each try returns as soon as it is up
+        if process.poll() is not None:
+            break
+        if "is UP" in controller.run("scontrol", "ping").stdout:
+            return controller
+        time.sleep(0.2)
+    controller.stop()
+    log = (directory / "slurmctld.out").read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"slurmctld did not come up (exit {process.returncode}):\n{log}")
