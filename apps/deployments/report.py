@@ -101,6 +101,7 @@ def context(deployment) -> dict:
     history = earlier_failures(deployment, latest_runs)
     acceptance = cluster.panel(deployment)
     troubled = {row["hostname"] for row in history}
+    counts = services.verdict_counts(deployment)
     # Clean passes are collapsed: at hundreds of nodes the report is about the few that are not.
     clean = [n for n in nodes if n["outcome"] == Outcome.PASS and n["hostname"] not in troubled]
     return {
@@ -110,7 +111,10 @@ def context(deployment) -> dict:
         "attention_nodes": [n for n in nodes if n not in clean],
         "clean_nodes": clean,
         "earlier_failures": history,
-        "counts": services.verdict_counts(deployment),
+        "counts": counts,
+        # The header's counts are of the nodes' cells: the outcomes that occur, beside the cluster phase's own outcome
+        # (a "warn: 0" of the cells read as a contradiction of a cluster acceptance that warned).
+        "node_counts": [(outcome, n) for outcome, n in counts.items() if n],
         "approvals": list(services.approvals(deployment)),
         "runs": list(deployment.runs.select_related("job", "started_by").order_by("number")),
         "step_labels": {name: step.label for name, step in STEPS.items()},
