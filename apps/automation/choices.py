@@ -26,6 +26,12 @@ class EventType(models.TextChoices):
     NODE_DEGRADED = "node.degraded", "A node's status became degraded or failed"
     NODE_UNHEALTHY = "node.unhealthy", "Fleet health calls a node unhealthy"
     DISCOVERY_DRIFT = "discovery.drift", "A discovery found differences from the inventory"
+    TEST = "notification.test", "A test sent from the notifications page"
+
+
+# What a subscription can ask for: every event but the test, which goes only to the subscription it tests (a receiver
+# that acts on job.failed must not take a test for a failed job).
+SUBSCRIBABLE_EVENTS = [(event.value, event.label) for event in EventType if event != EventType.TEST]
 
 
 class DeliveryStatus(models.TextChoices):

@@ -5,7 +5,7 @@ import json
 
 from django import forms
 
-from apps.automation.choices import Channel, EventType, Timing
+from apps.automation.choices import SUBSCRIBABLE_EVENTS, Channel, Timing
 from apps.automation.models import JobTemplate
 from apps.inventory.choices import NodeRole
 from apps.inventory.models import Node, Rack, Tag
@@ -105,7 +105,7 @@ class ScheduleForm(forms.Form):
 class SubscriptionForm(forms.Form):
     name = forms.CharField(max_length=100)
     channel = forms.ChoiceField(choices=Channel.choices)
-    events = forms.MultipleChoiceField(choices=EventType.choices, widget=forms.CheckboxSelectMultiple)
+    events = forms.MultipleChoiceField(choices=SUBSCRIBABLE_EVENTS, widget=forms.CheckboxSelectMultiple)
     url = forms.CharField(max_length=500, required=False, label="Webhook URL")
     secret = forms.CharField(
         max_length=200,

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.automation import webhooks
-from apps.automation.choices import DELIVERY_OPEN, Channel, DeliveryStatus, EventType
+from apps.automation.choices import DELIVERY_OPEN, SUBSCRIBABLE_EVENTS, Channel, DeliveryStatus, EventType
 from apps.automation.models import Delivery, NodeHealthState, Notification, ScanCursor, Subscription
 from apps.core.choices import AuditAction
 from apps.core.models import AuditEntry
@@ -324,7 +324,7 @@ def send_test(*, subscription: Subscription) -> Delivery:
     now = timezone.now()
     notification = Notification.objects.create(
         key=f"test:{subscription.public_id}:{now.isoformat()}",
-        event=EventType.JOB_FAILED,
+        event=EventType.TEST,
         title=f"Test notification for “{subscription.name}”",
         payload={"test": True},
     )
@@ -356,10 +356,11 @@ def save_subscription(*, subscription: Subscription | None = None, user, secret:
     elif Subscription.objects.filter(name=subscription.name).exclude(pk=subscription.pk).exists():
         errors["name"] = ["A subscription with this name exists."]
     events = subscription.events
-    if not isinstance(events, list) or not events or any(e not in EventType.values for e in events):
-        errors["events"] = [f"Choose one or more of: {', '.join(EventType.values)}."]
+    subscribable = [value for value, _ in SUBSCRIBABLE_EVENTS]
+    if not isinstance(events, list) or not events or any(e not in subscribable for e in events):
+        errors["events"] = [f"Choose one or more of: {', '.join(subscribable)}."]
     else:
-        subscription.events = [e for e in EventType.values if e in events]
+        subscription.events = [e for e in subscribable if e in events]
     if subscription.channel == Channel.WEBHOOK:
         try:
             webhooks.check_url(subscription.url or "", allow_private=settings.RACKPILOT_WEBHOOK_ALLOW_PRIVATE)

@@ -18,6 +18,7 @@ from apps.benchmarks.choices import (
     Verdict,
 )
 from apps.core.models import PublicModel
+from apps.jobs.services import describe_targets
 
 
 class ReferenceQuerySet(models.QuerySet):
@@ -81,6 +82,14 @@ class BenchmarkRunQuerySet(models.QuerySet):
         return self
 
 
+def baseline_change(pct: float | None) -> str:
+    if pct is None:
+        return ""
+    if abs(pct) < 0.05:
+        return "as the baseline"
+    return f"{pct:+.1f} %".replace("-", "\u2212")
+
+
 class BenchmarkRun(PublicModel):
     """One benchmark asked for: a suite over a set of nodes. Its tests run as jobs of the `nccl-tests` kind, one job
     per round (a plain run has one round; a sweep several)."""
@@ -136,6 +145,16 @@ class BenchmarkRun(PublicModel):
     @property
     def colour(self) -> str:
         return RUN_STATUS_COLOURS[self.status]
+
+    @property
+    def target_text(self) -> str:
+        """The nodes asked for, in words (the stored spec is a dict)."""
+        return describe_targets(self.target_spec) or "nodes"
+
+    @property
+    def rounds_run(self) -> int:
+        """The rounds run so far: the executor's count, else the rounds recorded (a run stored before it counted)."""
+        return self.round_count or self.rounds.count()
 
 
 class Round(PublicModel):
@@ -217,6 +236,12 @@ class BenchmarkTest(PublicModel):
         if self.busbw_gbps is None or not self.baseline_gbps:
             return None
         return round(100 * (self.busbw_gbps - self.baseline_gbps) / self.baseline_gbps, 1)
+
+    @property
+    def baseline_change(self) -> str:
+        """The change against the accepted baseline in words: "+2.1 %", "−3.4 %", "as the baseline" ("0.0 %" under a
+        "% baseline" heading read as nothing of it)."""
+        return baseline_change(self.pct_baseline)
 
     @property
     def regressed(self) -> bool:
@@ -366,6 +391,12 @@ class Measurement(PublicModel):
         if self.value is None or not self.baseline_value:
             return None
         return round(100 * (self.value - self.baseline_value) / self.baseline_value, 1)
+
+    @property
+    def baseline_change(self) -> str:
+        """The change against the accepted baseline in words: "+2.1 %", "−3.4 %", "as the baseline" ("0.0 %" under a
+        "% baseline" heading read as nothing of it)."""
+        return baseline_change(self.pct_baseline)
 
     @property
     def regressed(self) -> bool:

@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from apps.benchmarks import judging, suites
-from apps.benchmarks.choices import BAD_VERDICTS, ROBUST_Z_OUTLIER, Purpose, Scope, Verdict
+from apps.benchmarks.choices import BAD_VERDICTS, HPL_SUITES, ROBUST_Z_OUTLIER, Purpose, Scope, Verdict
 from apps.benchmarks.models import (
     Baseline,
     BenchmarkTest,
@@ -17,7 +17,7 @@ from apps.benchmarks.models import (
     Reference,
     Round,
 )
-from apps.benchmarks.references import NVLINK, fabric_of
+from apps.benchmarks.references import NVLINK, Tiers, fabric_of, hpl_tiers
 from apps.inventory.choices import NicPurpose, NicTransport
 from apps.inventory.models import Nic, Node
 from apps.parsers.errors import ParseError
@@ -295,17 +295,14 @@ def _cell_figures(suite: str, cell, reading: dict | None, *, gpus_expected: int,
 def _record_measurement(job, round_, cell, hosts, node, suite, figure: suites.Figure, reading) -> Measurement:
     sku = node.gpu_sku.name if node is not None and node.gpu_sku_id else ""
     reference = MeasurementReference.objects.filter(sku_name=sku, suite=suite, case=figure.case).first()
-    verdict = (
-        reference.judge(figure.value)
-        if reference
-        else (Verdict.COULD_NOT_RUN if figure.value is None else Verdict.PASS)
-    )
+    tiers = _tiers(reference, suite=suite, hosts=hosts, node=node, series=figure.series) if reference else None
+    verdict = tiers.judge(figure.value) if tiers else (Verdict.COULD_NOT_RUN if figure.value is None else Verdict.PASS)
     verdict = judging.worse(verdict, figure.floor) if figure.value is not None else Verdict.COULD_NOT_RUN
     key = hosts_key(hosts)
     baseline = MeasurementBaseline.objects.filter(suite=suite, case=figure.case, hosts_key=key).first()
     criterion = (
-        f"{figure.case} ≥ {reference.warn_below:g} {reference.unit} to pass, ≥ {reference.fail_below:g} to warn "
-        f"(expected {reference.expected:g}; {reference.sku_name})"
+        f"{figure.case} ≥ {tiers.warn_below:g} {reference.unit} to pass, ≥ {tiers.fail_below:g} to warn "
+        f"(expected {tiers.expected:g}; {reference.sku_name}{'; ' + tiers.note if tiers.note else ''})"
         if reference
         else f"no reference for {sku or 'this SKU'}: a figure passes, no figure could not run"
     )
@@ -328,9 +325,9 @@ def _record_measurement(job, round_, cell, hosts, node, suite, figure: suites.Fi
         "value": None if figure.value is None else round(figure.value, 3),
         "series": figure.series,
         "reference": reference,
-        "expected": reference.expected if reference else None,
-        "warn_below": reference.warn_below if reference else None,
-        "fail_below": reference.fail_below if reference else None,
+        "expected": round(tiers.expected, 3) if tiers else None,
+        "warn_below": round(tiers.warn_below, 3) if tiers else None,
+        "fail_below": round(tiers.fail_below, 3) if tiers else None,
         "baseline": baseline,
         "baseline_value": baseline.value if baseline else None,
         "verdict": verdict,
@@ -340,6 +337,17 @@ def _record_measurement(job, round_, cell, hosts, node, suite, figure: suites.Fi
         job=job, launcher=cell.hostname, case=figure.case, defaults=values
     )
     return measurement
+
+
+def _tiers(reference, *, suite: str, hosts: list[str], node, series: dict) -> Tiers:
+    """The tiers a figure is held to: the reference's own, but for an HPL solve across nodes, whose reference comes
+    from the multi-node model (references.hpl_tiers) rather than one node's figure."""
+    if suite not in HPL_SUITES or len(hosts) < 2:
+        return Tiers(reference.expected, reference.warn_below, reference.fail_below)
+    nodes = list(Node.objects.filter(hostname__in=hosts).prefetch_related("nics"))
+    ranks = (series.get("nprow") or series.get("p") or 0) * (series.get("npcol") or series.get("q") or 0)
+    gpus = ranks or (getattr(node, "gpu_count", 0) or 0) * len(hosts)
+    return hpl_tiers(reference, suite=suite, nodes=nodes, n=series.get("n"), nb=series.get("nb"), gpus=gpus)
 
 
 def _measurement_scores(job) -> None:

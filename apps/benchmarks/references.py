@@ -1,9 +1,11 @@
 """Reference figures shipped with Rackpilot (docs/benchmarks.md says where each comes from), and the lookup of the
 reference a test is judged against: the node's GPU SKU, inside a node (NVLink) or across nodes (its data NICs)."""
 
+import math
 from collections import Counter
+from dataclasses import dataclass
 
-from apps.benchmarks.choices import GIB, Collective, Scope
+from apps.benchmarks.choices import GIB, Collective, Scope, Suite, Verdict
 from apps.inventory.choices import NicPurpose
 
 NVLINK = "nvlink"
@@ -185,3 +187,71 @@ def sync_shipped_measurements(reference_model) -> int:
         keys = {name: row.pop(name) for name in ("sku_name", "suite", "case")}
         created += reference_model.objects.get_or_create(**keys, defaults=row)[1]
     return created
+
+
+# --- HPL across nodes -------------------------------------------------------------------------------------------------
+
+# A per-node reference is one node's solve, its panels broadcast over NVLink. Across nodes each of the LU's ceil(n / nb)
+# panel steps also sends an n x nb panel over the nodes' data NICs, which no per-node figure paid: held to the per-node
+# tiers, a healthy rack's HPL-MxP reads ~87 % and always warns. The set's tiers are the per-node ones times the share
+# of the solve that is still compute once that broadcast is added: the model the simulator's HPL-MxP follows (compute
+# at the per-GPU rate, plus a broadcast per panel at the slowest node's network rate).
+HPL_PANEL_BYTES = {Suite.HPL_MXP: 2, Suite.HPL: 8}  # an element of the panel: FP16 (MxP's LU) or FP64
+RDMA_PAYLOAD_SHARE = 0.92  # of a port's line rate, what RDMA moves: ib_write_bw ~368 Gb/s on a 400G port
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """The three tiers a figure is judged against, and how they were had (blank: the reference's own)."""
+
+    expected: float
+    warn_below: float
+    fail_below: float
+    note: str = ""
+
+    def judge(self, value: float | None) -> str:
+        if value is None:
+            return Verdict.COULD_NOT_RUN
+        if value < self.fail_below:
+            return Verdict.FAIL
+        if value < self.warn_below:
+            return Verdict.WARN
+        return Verdict.PASS
+
+
+def network_gbytes_per_s(nodes) -> float:
+    """What the slowest of these nodes sends to the fabric, GB/s: its data NICs that are up, each as fast as the
+    slowest of them, at RDMA's payload share (0 where a node has none: not known)."""
+    rates = []
+    for node in nodes:
+        speeds = [nic.speed_gbps for nic in node.nics.all() if nic.purpose == NicPurpose.DATA and nic.link_up]
+        rates.append(len(speeds) * min(speeds) / 8 * RDMA_PAYLOAD_SHARE if speeds else 0.0)
+    return min(rates) if rates else 0.0
+
+
+def hpl_tiers(reference, *, suite: str, nodes: list, n: int | None, nb: int | None, gpus: int) -> Tiers:
+    """The reference's tiers for an HPL solve of order n (block nb) over `gpus` GPUs of `nodes`: its own on one node;
+    across nodes, scaled by the compute share of the solve once each panel's broadcast over the network is added."""
+    own = Tiers(reference.expected, reference.warn_below, reference.fail_below)
+    if len(nodes) < 2:
+        return own
+    network = network_gbytes_per_s(nodes)
+    if not (n and nb and gpus and network):
+        return Tiers(
+            own.expected,
+            own.warn_below,
+            own.fail_below,
+            note="the per-node tiers: no order, block or data NIC known to scale them across nodes",
+        )
+    compute_s = 2 / 3 * n**3 / (reference.expected * 1e9 * gpus)
+    broadcast_s = math.ceil(n / nb) * n * nb * HPL_PANEL_BYTES[suite] / (network * 1e9)
+    share = compute_s / (compute_s + broadcast_s)
+    return Tiers(
+        reference.expected * share,
+        reference.warn_below * share,
+        reference.fail_below * share,
+        note=(
+            f"{len(nodes)} nodes: the per-node tiers x {share:.3f}, the compute share of the solve once each of its "
+            f"{math.ceil(n / nb)} panels (N = {n}, NB = {nb}) is broadcast at {network:.0f} GB/s"
+        ),
+    )

@@ -188,8 +188,14 @@ def run_detail(request, public_id):
 
 @login_required
 def run_live(request, public_id):
-    """The results fragment the run page reloads while the run is active (a read: it writes nothing)."""
-    return render(request, "benchmarks/partials/run_results.html", _run_context(request, public_id))
+    """The results fragment the run page reloads while the run is active (a read: it writes nothing). Once the run
+    has ended, htmx is told to reload the whole page: its live part ("21 row(s) so far") stops, and what only a
+    finished run shows ("Accept as baseline", the final figures) appears without the user reloading."""
+    context = _run_context(request, public_id)
+    response = render(request, "benchmarks/partials/run_results.html", context)
+    if not context["active"]:
+        response["HX-Refresh"] = "true"
+    return response
 
 
 @require_POST

@@ -214,8 +214,11 @@ def _shown(value, field, names: dict) -> str:
         return str(dict(field.flatchoices).get(value, value))
     if isinstance(value, bool):
         return "yes" if value else "no"
+    # A JSON value in words, never Python's repr of it ("{'gpu001': [0, 1]}"): "gpu001: 0, 1".
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {_shown(item, None, names)}" for key, item in value.items()) or "—"
     if isinstance(value, list):
-        return ", ".join(str(item) for item in value) or "—"
+        return ", ".join(_shown(item, None, names) for item in value) or "—"
     return str(value)
 
 
@@ -247,3 +250,12 @@ def attach_change_rows(entries):
             rows.append(ChangeRow(label, _shown(before, field, names), _shown(after, field, names)))
         entry.rows = rows
     return entries
+
+
+def changes_in_words(entry) -> dict[str, list[str | None]]:
+    """An entry's changes as the exports write them: field label -> [before, after] in words (related rows by name,
+    choices by label; None for nothing), never attnames and internal ids. `attach_change_rows` first."""
+    return {
+        row.field: [None if row.before == "—" else row.before, None if row.after == "—" else row.after]
+        for row in entry.rows
+    }

@@ -10,7 +10,14 @@ from django.utils import timezone
 
 from apps.core import signing
 from apps.deployments import cluster, services
-from apps.deployments.choices import OUTCOME_RANK, VERIFIED_OUTCOMES, Comparator, Outcome, SuggestionState
+from apps.deployments.choices import (
+    OUTCOME_RANK,
+    VERIFIED_OUTCOMES,
+    ApprovalScope,
+    Comparator,
+    Outcome,
+    SuggestionState,
+)
 from apps.deployments.models import Verdict
 from apps.deployments.recording import cell_outcomes
 from apps.deployments.steps import STEPS
@@ -43,10 +50,16 @@ def earlier_failures(deployment, latest_runs: dict) -> list[dict]:
     """Failures of runs whose cell a later run judged again, and how each ended: the cell's outcome now, in which run,
     and the fixes approved for it (a node that hit XID 79 in run 1 and passed after resume shows both)."""
     fixes = defaultdict(list)
+    # A signed document states only what happened: who approved a fix comes from the approval itself (its name is
+    # kept when the user is deleted); a suggestion that resolved with no approval (a cable fixed by hand) says so.
+    approvers = defaultdict(list)
+    for approval in deployment.approvals.filter(scope=ApprovalScope.FIX, suggestion__isnull=False).order_by("created"):
+        approvers[approval.suggestion_id].append(approval.approved_by_name or "a since-deleted user")
     decided = deployment.suggestions.filter(state__in=[SuggestionState.APPROVED, SuggestionState.RESOLVED])
-    for suggestion in decided.select_related("decided_by").order_by("created"):
-        who = suggestion.decided_by.get_username() if suggestion.decided_by else "someone"
-        fixes[(suggestion.hostname, suggestion.step)].append(f"{suggestion.title} (fix approved by {who})")
+    for suggestion in decided.order_by("created", "id"):
+        names = approvers.get(suggestion.pk)
+        said = f"fix approved by {', '.join(names)}" if names else "no fix approved in Rackpilot"
+        fixes[(suggestion.hostname, suggestion.step)].append(f"{suggestion.title} ({said})")
     failed = Verdict.objects.filter(deployment=deployment, outcome__in=[Outcome.FAIL, Outcome.COULD_NOT_RUN])
     rows = []
     for verdict in failed.select_related("run").order_by("run__number", "hostname", "step", "check_name"):
@@ -88,6 +101,7 @@ def context(deployment) -> dict:
     history = earlier_failures(deployment, latest_runs)
     acceptance = cluster.panel(deployment)
     troubled = {row["hostname"] for row in history}
+    counts = services.verdict_counts(deployment)
     # Clean passes are collapsed: at hundreds of nodes the report is about the few that are not.
     clean = [n for n in nodes if n["outcome"] == Outcome.PASS and n["hostname"] not in troubled]
     return {
@@ -97,7 +111,10 @@ def context(deployment) -> dict:
         "attention_nodes": [n for n in nodes if n not in clean],
         "clean_nodes": clean,
         "earlier_failures": history,
-        "counts": services.verdict_counts(deployment),
+        "counts": counts,
+        # The header's counts are of the nodes' cells: the outcomes that occur, beside the cluster phase's own outcome
+        # (a "warn: 0" of the cells read as a contradiction of a cluster acceptance that warned).
+        "node_counts": [(outcome, n) for outcome, n in counts.items() if n],
         "approvals": list(services.approvals(deployment)),
         "runs": list(deployment.runs.select_related("job", "started_by").order_by("number")),
         "step_labels": {name: step.label for name, step in STEPS.items()},

@@ -245,16 +245,23 @@ def approve_remediation(*, remediation, user, wait_seconds: int | None = None, a
     `automatic`: the training job's recovery policy approves it (no user; audited as such)."""
     if remediation.state != RemediationState.PROPOSED:
         raise IncidentError(f"This fix is {remediation.get_state_display().lower()}, not waiting for approval.")
-    dry_run(remediation=remediation)  # a command the catalogue refuses fails here, before anything is approved
+    lines = dry_run(remediation=remediation)  # a command the catalogue refuses fails here, before anything is approved
     remediation.state = RemediationState.APPROVED if remediation.commands else RemediationState.APPLIED
     remediation.approved_by, remediation.approved_at = user, timezone.now()
     remediation.save()  # audited: the request's actor (AuditContextMiddleware) is recorded with the change
-    if automatic:
-        record(
-            AuditAction.APPROVE,  # approved by the recovery policy, not a person: the changes say so
-            obj=remediation,
-            changes={"policy": [None, "automatic"], "summary": [None, remediation.summary]},
-        )
+    # The approval is its own entry, "Approved", with what was approved: the save alone read as "Updated".
+    commands = "; ".join(lines)
+    record(
+        AuditAction.APPROVE,
+        obj=remediation,
+        changes={
+            # approved by the recovery policy, not a person: the changes say so
+            **({"policy": [None, "automatic"]} if automatic else {}),
+            "summary": [None, remediation.summary],
+            **({"commands": [None, commands]} if commands else {}),
+        },
+        user=None if automatic else user,
+    )
     phase = Phase.FIX if remediation.commands else Phase.VERIFY
     return start_phase(
         incident=remediation.incident, phase=phase, remediation=remediation, user=user, wait_seconds=wait_seconds

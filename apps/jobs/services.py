@@ -122,6 +122,20 @@ def resolve_selection(spec: TargetSpec) -> Selection:
     return Selection(nodes=result, drained_left_out=left_out)
 
 
+def describe_targets(stored: dict) -> str:
+    """A stored spec (as_json, with_left_out) in words for a page: "racks r04 · nodes gpu017 · drained, left out:
+    gpu020"; "" for none."""
+    labels = {"nodes": "nodes", "racks": "racks", "tags": "tags", "role": "role"}
+    parts = []
+    for key, label in labels.items():
+        value = (stored or {}).get(key)
+        if value:
+            parts.append(f"{label} {', '.join(map(str, value)) if isinstance(value, list) else value}")
+    if (stored or {}).get("drained_left_out"):
+        parts.append(f"drained, left out: {', '.join(stored['drained_left_out'])}")
+    return " · ".join(parts)
+
+
 def with_left_out(spec: TargetSpec, selection: Selection) -> dict:
     """The spec as stored on a job or run, naming the drained nodes it left out (shown with the targets)."""
     stored = spec.as_json()

@@ -38,6 +38,7 @@ from apps.monitoring.telemetry import (
     RECORDED_NODE_BUSY,
     RECORDED_TOKENS,
     RECORDING_INTERVAL_S,
+    SLO_SPREAD_STEP_S,
     SLO_VALUE,
     WINDOWS,
     Window,
@@ -319,16 +320,19 @@ def record_telemetry(*, until: float) -> int:
 
 def backfill_times(*, until: float) -> dict[str, list[int]]:
     """What the backfill records: each window's steps as a page asks for them now (the minute part; the coarse
-    buckets at the 5 minutes before each), the shortest window first; the energy tiles of the longest; and the busy
-    tiles of the last day (BUSY_RECORDED_FOR_S: the dashboard's GPU-hours; longer windows are read from the record
-    as the minute runs fill it, worked out until then)."""
+    buckets at the 5 minutes before each), the shortest window first, then the SLOs' grid over the longest; the
+    energy tiles of the longest; and the busy tiles of the last day (BUSY_RECORDED_FOR_S: the dashboard's GPU-hours;
+    longer windows are read from the record as the minute runs fill it, worked out until then)."""
     minutes: list[int] = []
     buckets: list[int] = []
+    earliest = min(Window.named(name, end=until).start for name in WINDOWS)
+    # The windows' steps, then the SLOs' grid over the longest (SLO_SPREAD_STEP_S: every time of day, where the
+    # 30-day steps see two), so that the long window judges what the shorter ones do.
     for name in WINDOWS:
         for t in Window.named(name, end=until).times():
             minutes.append(int(t))
             buckets.append(int(t) // COARSE_INTERVAL_S * COARSE_INTERVAL_S)
-    earliest = min(Window.named(name, end=until).start for name in WINDOWS)
+    minutes += _grid(earliest - SLO_SPREAD_STEP_S, until, SLO_SPREAD_STEP_S)[::-1]
     energy = _grid(earliest - COARSE_INTERVAL_S, until, COARSE_INTERVAL_S)
     return {
         "minutes": list(dict.fromkeys(minutes)),

@@ -213,12 +213,15 @@ def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | 
     minute, energy every hour); the simulator is judged at the window's 60 steps in Python."""
     window = Window.named(name, end=end)
     resolution = slo.resolution_seconds(spec)
-    recorded = source.recorded_slo_counts(slo=spec.name, span=window.span, end=window.end)
+    # Every window is counted to the same minute (a page's windows agree: 30 d holds the misses of 7 d), not to its
+    # chart's end, which a 30-day window aligns to its 12-hour step and so left up to half a day of misses out.
+    counted_to = math.floor((time.time() if end is None else end) / 60) * 60
+    recorded = source.recorded_slo_counts(slo=spec.name, span=window.span, end=counted_to)
     if recorded is not None:  # the recording rule's every-minute verdicts: two sums over one series
         judged, good = recorded
         return slo.budget_from_counts(spec, name, judged=judged, good=good, steps=int(window.span // 60))
     counts = source.slo_counts(
-        good_expression=slo.good_expression(spec), span=window.span, resolution=resolution, end=window.end
+        good_expression=slo.good_expression(spec), span=window.span, resolution=resolution, end=counted_to
     )
     if counts is not None:
         judged, good = counts
@@ -282,6 +285,23 @@ def _means(series_list, *, key=("Hostname", "gpu")) -> dict[tuple[str, str], flo
     return means
 
 
+# The objectives a failing multi-node test can explain: a slow link starves a service's tokens/s (its replicas wait
+# on it) and its GPUs' utilisation. A request's latency and the energy per token are each a node's decode (its clock,
+# its load); a benchmark's pair that failed says nothing about them.
+LINK_BOUND_OBJECTIVES = {slo.Objective.THROUGHPUT, slo.Objective.GPU_UTILISATION}
+
+
+def _failing_tests_that_bear_on(spec: slo.SloSpec, hostnames: list[str]) -> dict[str, list[dict]]:
+    """The failing tests and suspects of these nodes that can be a cause of the SLO: only for the objectives a link
+    bears on, and only a test between nodes of the SLO's scope (a pair with a node that does not serve the service,
+    or run the job, is another workload's problem)."""
+    if slo.Objective(spec.objective) not in LINK_BOUND_OBJECTIVES:
+        return {}
+    scope = set(spec.hosts)
+    found = benchmarks.failing_pairs_by_node(hostnames)
+    return {host: [test for test in tests if set(test["hosts"]) <= scope] for host, tests in found.items()}
+
+
 def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: int = BLAME_COUNT) -> list[dict]:
     """The scope's nodes that drag the SLO most, each with its GPUs, its open incidents and failing benchmark pairs.
 
@@ -332,7 +352,7 @@ def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: in
     chosen = ranked[:count]
     nodes = Node.objects.in_bulk([host for host, _ in chosen], field_name="hostname")
     incidents = diagnosis.open_incidents_by_node(nodes.values())
-    pairs = benchmarks.failing_pairs_by_node([host for host, _ in chosen])
+    pairs = _failing_tests_that_bear_on(spec, [host for host, _ in chosen])
     blamed = []
     for host, row in chosen:
         node = nodes.get(host)

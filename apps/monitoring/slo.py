@@ -264,9 +264,25 @@ class Budget:
     good: int
     no_data: int
     compliance: float | None  # share of judged steps that met the criterion
-    budget_remaining: float | None  # 1 = untouched, 0 = spent, below 0 = overspent
+    budget_remaining: float | None  # 1 = untouched, 0 = spent (never below: an overspend is `budget_spent` past 1)
     burn_rate: float | None  # 1 = spending exactly the budget over the window
     met: bool | None = field(default=None)
+    budget_spent: float | None = field(default=None)  # the budget's multiples spent: 1 = all of it, 6.7 = 6.7x over
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budget_spent is not None and self.budget_spent >= 1
+
+    @property
+    def budget_text(self) -> str:
+        """The budget left in words: "42 % left", or "exhausted, 6.7x over" (a raw -567 % explains nothing)."""
+        if self.budget_spent is None:
+            return "no data"
+        if self.budget_spent > 1:
+            return f"exhausted, {self.budget_spent:.1f}\u00d7 over"
+        if self.exhausted:
+            return "exhausted"
+        return f"{100 * self.budget_remaining:.0f} % left"
 
 
 def budget(spec: SloSpec, window: str, verdicts: Sequence[bool | None]) -> Budget:
@@ -283,7 +299,10 @@ def budget_from_counts(spec: SloSpec, window: str, *, judged: int, good: int, st
     compliance = good / judged
     allowed = 1 - spec.compliance
     burn = (1 - compliance) / allowed if allowed > 0 else (math.inf if compliance < 1 else 0.0)
-    return Budget(window, judged, good, no_data, compliance, 1 - burn, burn, compliance >= spec.compliance)
+    # The budget left is bounded to [0, 1]; past its end, what was spent says by how much (the burn rate over the
+    # window is the budget's multiples spent in it).
+    remaining = min(max(1 - burn, 0.0), 1.0)
+    return Budget(window, judged, good, no_data, compliance, remaining, burn, compliance >= spec.compliance, burn)
 
 
 def resolution_seconds(spec: SloSpec) -> int:

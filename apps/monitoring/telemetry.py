@@ -26,7 +26,8 @@ from functools import partial
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import Avg, Count, ExpressionWrapper, F, IntegerField, Q, Sum
+from django.db import connection
+from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Q, Sum
 
 from apps.core.reads import kept_for_this_read
 from apps.monitoring.models import RecordedSample
@@ -339,6 +340,36 @@ def _samples():
     return RecordedSample.objects
 
 
+# The backfill judges the SLOs over the longest window on this grid too (recorder.backfill_times): 168-minute steps
+# pass through every 24 minutes of the day within a week, where the 30-day window's own 12-hour steps see the same two
+# times of day every day (a daily peak's misses never sampled). A recorded verdict stands for at most this long.
+SLO_SPREAD_STEP_S = WINDOWS["7d"] // POINTS_PER_WINDOW
+SLO_STEP_CAP_S = SLO_SPREAD_STEP_S
+
+
+def _verdict_seconds(slo: str, *, start: int, end: int) -> tuple[float, float]:
+    """(judged, met) seconds of an SLO over (start, end]: each recorded verdict weighs the time since the minute
+    part recorded before it (from `start` for the first), at most SLO_STEP_CAP_S. One query; the database works
+    the gaps out (LAG), so a month of minutes never travels."""
+    table = RecordedSample._meta.db_table
+    sql = f"""
+        SELECT COALESCE(SUM(marks.weight), 0), COALESCE(SUM(marks.weight * verdict.value), 0)
+        FROM (
+            SELECT time, CASE WHEN gap > %s THEN %s ELSE gap END AS weight
+            FROM (
+                SELECT time, time - COALESCE(LAG(time) OVER (ORDER BY time), %s) AS gap
+                FROM {table} WHERE series = %s AND labels = %s AND time > %s AND time <= %s
+            ) AS gaps
+        ) AS marks
+        JOIN {table} AS verdict ON verdict.series = %s AND verdict.labels = %s AND verdict.time = marks.time
+    """  # noqa: S608 (the table's name is the model's; every value is a parameter)
+    params = [SLO_STEP_CAP_S, SLO_STEP_CAP_S, start, MARK, MINUTE_PART, start, end, SLO_GOOD, f"slo={slo}"]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        judged, good = cursor.fetchone()
+    return float(judged), float(good)
+
+
 class SimulatorTelemetry(Telemetry):
     """The simulator's telemetry. The fleet's questions and the long windows read the record the embedded wiring
     keeps (apps.monitoring.recorder: RecordedSample rows, what Prometheus' recording rules keep), with the arithmetic
@@ -471,16 +502,22 @@ class SimulatorTelemetry(Telemetry):
         return Latest(newest.value if newest is not None else None)
 
     def recorded_slo_counts(self, *, slo, span, end):
-        """(judged, met) over (end - span, end] from the recorded verdicts (rackpilot:slo_good every minute), as
-        PrometheusTelemetry counts them; TelemetryPending while the record does not cover the window's steps. An SLO
-        is judged from when it was first recorded: the steps before count as without data."""
+        """(judged, met) minutes over (end - span, end] from the recorded verdicts (rackpilot:slo_good), as
+        PrometheusTelemetry counts its every-minute verdicts; TelemetryPending while the record does not cover the
+        window's steps (those of its page grid, aligned to its step, and the minute at `end`). An SLO is judged from
+        when it was first recorded: the steps before count as without data.
+
+        Each verdict counts for the time it stands for: since the minute part recorded before it (one minute where
+        the minute runs recorded every minute; a backfilled step's span where only the backfill did), at most
+        SLO_STEP_CAP_S. Counting rows instead let the 30-day window's few backfilled steps weigh as much as the last
+        hour's sixty minutes, and the misses of a shorter window all but vanish in it."""
         seconds = max(int(round(span)), 3600)
-        times = _on_grid(Window(end=end, span=seconds, step=seconds / POINTS_PER_WINDOW, rate_range=60))
-        if times is not None:
-            self._require(times[1:])  # the steps counted: the window's start is left out
-        verdicts = _samples().of(SLO_GOOD, f"slo={slo}").filter(time__gt=end - seconds, time__lte=end)
-        counts = verdicts.aggregate(judged=Count("pk"), good=Sum("value"))
-        return counts["judged"], int(round(counts["good"] or 0))
+        step = seconds / POINTS_PER_WINDOW
+        grid = _on_grid(Window(end=math.floor(end / step) * step, span=seconds, step=step, rate_range=60))
+        minute = int(end // RECORDING_INTERVAL_S * RECORDING_INTERVAL_S)
+        self._require(sorted({*(grid[1:] if grid else []), minute}))  # the window's start is left out
+        judged, good = _verdict_seconds(slo, start=int(end - seconds), end=int(end))
+        return int(round(judged / RECORDING_INTERVAL_S)), int(round(good / RECORDING_INTERVAL_S))
 
     def _long_rates(self, series: str, service: str, window: Window) -> dict[str, dict[int, float]] | None:
         """The step means of a service's recorded rates over a long window (RECORDED_FROM_S and longer), by labels;

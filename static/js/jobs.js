@@ -142,6 +142,7 @@
 
     function paintJob(job) {
       setBadge(document.getElementById("job-status"), job.status, job.colour);
+      document.getElementById("progress-bar").className = "bar " + (job.colour || "");
       document.getElementById("job-status-text").textContent = label(job.status);
       if (job.progress && job.progress.total) { showProgress(job.progress); }
       document.getElementById("job-summary").textContent = job.summary || "";
@@ -271,7 +272,9 @@
       if (!row) { refreshRows(); return; }
       setBadge(row.querySelector('[data-field="status"]'), job.status, job.colour);
       if (job.progress) {
-        row.querySelector('[data-field="bar"]').style.width = job.progress.percent + "%";
+        var bar = row.querySelector('[data-field="bar"]');
+        bar.style.width = job.progress.percent + "%";
+        bar.className = "bar " + (job.colour || "");
         row.querySelector('[data-field="percent"]').textContent = job.progress.percent + "%";
       }
       row.querySelector('[data-field="summary"]').textContent = job.summary || "";

@@ -281,3 +281,26 @@ def test_fleet_health_turning_unhealthy_is_an_event(scan, allow_private, receive
     assert scan() == 0  # still unhealthy: no repeat
     deliver_all()
     assert json.loads(receiver["got"][0]["body"])["data"]["node"]["hostname"] == "gpu003"
+
+
+def test_a_test_notification_is_sent_as_a_test_not_as_a_failed_job(
+    allow_private, receiver, deliver_all, api_as, admin, django_capture_on_commit_callbacks
+):
+    """A receiver that acts on job.failed (pages someone) must not take the page's "Send a test" for a failed job."""
+    subscription = _subscribe(receiver["url"])
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = api_as(admin).post(f"{URL}{subscription.public_id}/test/")
+    assert answer.status_code == 201
+    assert deliver_all() == [DeliveryStatus.DELIVERED]
+
+    (request,) = receiver["got"]
+    assert request["headers"]["X-Rackpilot-Event"] == "notification.test"
+    assert json.loads(request["body"])["event"] == "notification.test"
+    # Only the subscription it tests receives one: no subscription can ask for tests.
+    refused = api_as(admin).post(
+        URL,
+        {"name": "t", "channel": "webhook", "url": receiver["url"], "secret": SECRET, "events": ["notification.test"]},
+        format="json",
+    )
+    assert refused.status_code == 400 and "events" in refused.json()

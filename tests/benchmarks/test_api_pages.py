@@ -116,6 +116,15 @@ def test_run_page_shows_suspects_the_busbw_figure_and_the_heatmap(finished_sweep
     assert any(trace["name"].startswith("expected 360") for trace in figure["data"])
     heatmap = json.loads(page.split('<script id="sweep-heatmap" type="application/json">')[1].split("</script>")[0])
     assert heatmap["data"][1]["x"] == ["gpu004"] and "/nodes/" in heatmap["data"][1]["customdata"][0]
+    # The rounds run and their bound in one phrase (was "0 round(s) (bound 9)"); the targets in words, not a dict.
+    run = finished_sweep
+    assert run.round_count > 0
+    assert f'<span id="run-rounds">{run.round_count} round(s) of at most {run.round_bound}</span>' in page
+    assert '<span id="run-targets">racks r01</span>' in page and "{&#x27;racks&#x27;" not in page
+    # The run is over: the polled fragment has the page reload itself (its live rows stop, "Accept" appears).
+    live = browser_as(viewer).get(f"/benchmarks/runs/{run.public_id}/live/", HTTP_HX_REQUEST="true")
+    assert live.status_code == 200 and live["HX-Refresh"] == "true"
+    assert 'hx-trigger="every 2s"' not in page
 
 
 def test_start_form_errors_and_start(demo_cluster, browser_as, viewer, operator, no_celery):

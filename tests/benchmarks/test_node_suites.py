@@ -129,9 +129,10 @@ def test_burn_in_fails_a_node_whose_gpu_fell_off_the_bus_or_shows_compare_errors
     assert any("FAULTY" in note for note in clock["gpu002"].evidence["notes"])
 
 
-def test_a_power_cap_warns_and_an_accepted_baseline_flags_the_regression(run_suite, inject):
+def test_a_power_cap_warns_and_an_accepted_baseline_flags_the_regression(run_suite, inject, browser_as, viewer):
     first = run_suite("burn-in", "gpu001", duration_seconds=60)
     services.accept_baseline(run=first)
+    same = run_suite("burn-in", "gpu001", duration_seconds=60)
     inject("gpu001", "power_cap", watts=450)
     second = run_suite("burn-in", "gpu001", duration_seconds=60)
 
@@ -141,6 +142,12 @@ def test_a_power_cap_warns_and_an_accepted_baseline_flags_the_regression(run_sui
         and clock.baseline_value == figures(first, "sustained_sm_clock_mhz")["gpu001"].value
     )
     assert clock.pct_baseline < -5 and clock.regressed
+    # A change reads as one, signed; a figure equal to its baseline says so (was "% baseline: 0.0 %").
+    page = browser_as(viewer).get(f"/benchmarks/runs/{second.public_id}/").content.decode()
+    assert "<th>vs baseline</th>" in page and f"\u2212{abs(clock.pct_baseline):.1f} %" in page
+    unchanged = browser_as(viewer).get(f"/benchmarks/runs/{same.public_id}/").content.decode()
+    assert figures(same, "sustained_sm_clock_mhz")["gpu001"].pct_baseline == 0
+    assert "as the baseline" in unchanged and "0.0 %" not in unchanged
 
 
 def test_editing_a_reference_changes_later_verdicts(run_suite):
@@ -326,3 +333,22 @@ def test_start_form_takes_a_soak_and_refuses_a_short_one(demo_cluster, browser_a
     run = BenchmarkRun.objects.get()
     assert response.status_code == 302 and run.parameters["duration_seconds"] == 1200
     assert run.parameters["burn_load"] == "gpu-burn" and no_celery == [run.public_id]
+
+
+@pytest.mark.parametrize(("suite", "case"), [("hpl-mxp", "lu_gflops_per_gpu"), ("hpl", "hpl_gflops_per_gpu")])
+def test_hpl_across_a_healthy_set_is_held_to_the_multi_node_model_not_one_nodes_figure(run_suite, suite, case):
+    """Across nodes every panel is broadcast over the network, which one node's figure never paid: a healthy rack's
+    solve is held to the per-node tiers scaled by the multi-node model, and passes."""
+    hosts = [f"gpu{index:03}" for index in range(1, 9)]
+    run = run_suite(suite, ",".join(hosts))
+
+    figures_ = figures(run, case)
+    one, across = figures_["gpu001"], figures_["+".join(hosts)]
+    reference = MeasurementReference.objects.get(sku_name=one.sku_name, suite=suite, case=case)
+    assert one.verdict == Verdict.PASS and one.expected == reference.expected
+    assert across.expected < reference.expected and across.warn_below < reference.warn_below
+    if suite == "hpl-mxp":  # ~87 % of one node's figure, below its pass tier: the per-node tiers warned
+        assert across.value < reference.warn_below
+    assert across.verdict == Verdict.PASS, (across.value, across.expected, across.warn_below)
+    assert across.value == pytest.approx(across.expected, rel=0.1)  # the model and the simulated solve agree
+    assert "8 nodes: the per-node tiers x 0." in across.evidence["criterion"]

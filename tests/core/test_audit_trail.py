@@ -98,7 +98,7 @@ def test_the_log_filters_by_object_user_source_and_time(browser_as, operator, vi
 
 
 def test_exports_are_the_filtered_log_with_formulas_escaped(browser_as, operator, viewer):
-    node = make_node(hostname="gpu901", comments="plain")
+    node = make_node(hostname="gpu901", comments="plain", rack=make_rack(name="r09"))
     with audit.audit_context(source=ChangeSource.UI, user=operator):
         node.comments = "=HYPERLINK(1)"
         node.save()
@@ -109,5 +109,19 @@ def test_exports_are_the_filtered_log_with_formulas_escaped(browser_as, operator
 
     assert {row["action"] for row in rows} == {"Created", "Updated"}
     assert rows[0]["changes"]["comments"] == ["plain", "=HYPERLINK(1)"]
+    # In words, as the page shows them: the rack by name under its label, not rack_id and an internal id.
+    created = rows[-1]["changes"]
+    assert created["rack"] == [None, str(node.rack)] and "rack_id" not in created
     assert text.decode().count("gpu901") == 1 and "'=HYPERLINK" not in text.decode().split("\n")[0]
     assert page.get(reverse("audit-export-csv"), {"since": "nope"}).status_code == 400
+
+
+def test_a_json_value_reads_as_words_not_a_python_dump(operator):
+    """A dict or a list of them in a change ("{'gpu001': [0, 1]}" on the page) reads as its keys and values."""
+    node = make_node(hostname="gpu902")
+    audit.record(AuditAction.UPDATE, obj=node, changes={"gpus": [None, {"gpu001": [0, 1], "gpu002": [3]}]})
+
+    entry = audit.attach_change_rows([AuditEntry.objects.for_object(node).first()])[0]
+
+    (row,) = entry.rows
+    assert (row.before, row.after) == ("—", "gpu001: 0, 1; gpu002: 3")

@@ -194,6 +194,12 @@ def test_a_cable_with_only_crc_errors_is_caught_by_its_nic_counters(demo_cluster
     tasks.cluster_acceptance(str(deployment.public_id))
     nccl = next(c for c in cluster.latest_checks(deployment) if c.check_name == ClusterCheck.NCCL)
     assert nccl.outcome == Outcome.WARN and nccl.details["link_errors"][0]["verdict"] == Outcome.WARN
+    # The report's header names the cluster phase's warning beside the nodes' counts (was "warn: 0" alone).
+    page = report.html(deployment, standalone=True)
+    counts = page.split('id="report-node-counts">')[1].split("</dd>")[0]
+    assert "warn: 0" not in counts and counts.startswith("pass: ")
+    outcome = page.split('id="report-cluster-outcome">')[1].split("</dd>")[0]
+    assert "Multi-node NCCL all_reduce: warn" in outcome
 
 
 @pytest.mark.django_db(transaction=True)

@@ -96,6 +96,11 @@ def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, o
     assert ended[("gpu025", "mtu")] == (1, "pass", 2)
     firmware = next(f for f in data["earlier_failures"] if f["hostname"] == "gpu017")
     assert any("fix approved by " + operator.username in fix for fix in firmware["fixes"])
+    # gpu025's MTU was put right by hand (nobody approved its suggestion): the signed report names no approver.
+    mtu = next(f for f in data["earlier_failures"] if f["hostname"] == "gpu025" and f["check"] == "mtu")
+    assert mtu["fixes"] and not any("approved by" in fix for fix in mtu["fixes"])
+    assert all("no fix approved" in fix for fix in mtu["fixes"])
+    assert "approved by someone" not in report.html(deployment, standalone=True)
     assert {n["hostname"] for n in data["attention_nodes"]} == {"gpu017", "gpu025", "gpu026", "gpu027"}
     assert "gpu028" in {n["hostname"] for n in data["clean_nodes"]}
     page = report.html(deployment, standalone=True)

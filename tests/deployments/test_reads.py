@@ -162,3 +162,17 @@ def test_canceling_a_queued_run_settles_its_deployment(
     assert Job.objects.get(pk=job.pk).status == JobStatus.CANCELED
     assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.CANCELED
     assert recording.settle_finished_runs() == 0  # nothing left for the safety net
+
+
+@pytest.mark.django_db
+def test_the_api_names_the_state_as_the_pages_do(operator, viewer, demo_cluster, api_as, browser_as):
+    """The API said `failed` where the page said "Needs attention": the label travels with the state."""
+    deployment = _plan("r04", operator, racks=("r04",))
+    Deployment.objects.filter(pk=deployment.pk).update(state=DeploymentState.FAILED)
+
+    body = api_as(viewer).get(f"/api/deployments/{deployment.public_id}/").json()
+    listed = api_as(viewer).get("/api/deployments/").json()["results"][0]
+
+    assert (body["state"], body["state_label"]) == ("failed", "Needs attention")
+    assert listed["state_label"] == "Needs attention"
+    assert "Needs attention" in browser_as(viewer).get(f"/deployments/{deployment.public_id}/").content.decode()

@@ -2,6 +2,8 @@
 
 import pytest
 
+from apps.core.choices import AuditAction
+from apps.core.models import AuditEntry
 from apps.diagnosis import services
 from apps.diagnosis.choices import Cause, IncidentState, RemediationState
 from apps.diagnosis.phases import Phase
@@ -69,6 +71,13 @@ def test_mtu_1500_concludes_mtu_mismatch_with_the_exact_command(training_job, in
     assert services.dry_run(remediation=incident.remediations.get()) == ["gpu002$ ip link set dev ens4np0 mtu 9000"]
     top = incident.hypotheses.order_by("rank").first()
     assert top.cause == Cause.MTU_MISMATCH and fault in top.supporting.all()
+
+    # The approval is in the audit log as one, by whom and of what (it read "Updated" alone).
+    remediation = incident.remediations.get()
+    services.approve_remediation(remediation=remediation, user=operator)
+    approved = AuditEntry.objects.get(action=AuditAction.APPROVE, object_id=str(remediation.pk))
+    assert approved.actor_name == operator.username and approved.get_action_display() == "Approved"
+    assert "ip link set dev ens4np0 mtu 9000" in approved.changes["commands"][1]
 
 
 @pytest.mark.django_db(transaction=True)

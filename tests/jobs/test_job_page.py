@@ -108,3 +108,14 @@ def test_cells_open_their_output_through_one_listener_not_an_attribute_per_cell(
     html = page(job)
     assert "hx-get" not in html.split('id="matrix"', 1)[1].split("</table>", 1)[0]
     assert f'data-cell-url="/jobs/{job.public_id}/cells/__host__/__step__/"' in html
+
+
+def test_a_failed_job_s_bar_is_not_a_green_success(page, browser_as, viewer, db):
+    """Every step ran, so the bar is full: its colour is the job's status, not green for a failed job."""
+    job = make_job(3, failed_every=2)
+
+    listed = browser_as(viewer).get("/jobs/").content.decode()
+    detail = page(job)
+
+    assert '<div class="bar red" data-field="bar" style="width: 100%">' in listed
+    assert '<div class="bar red" id="progress-bar"' in detail

@@ -70,7 +70,11 @@ def test_budget_and_burn_rate():
 
     assert (window.judged, window.good, window.no_data) == (100, 98, 5)
     assert window.compliance == pytest.approx(0.98) and window.burn_rate == pytest.approx(2.0)
-    assert window.budget_remaining == pytest.approx(-1.0) and window.met is False
+    assert window.met is False
+    # Bounded and explained: twice the budget spent is "exhausted, 2.0x over", never a budget of -100 %.
+    assert window.budget_remaining == 0 and window.budget_spent == pytest.approx(2.0)
+    assert window.budget_text == "exhausted, 2.0\u00d7 over"
+    assert slo.budget(CHAT, "1h", [True] * 199 + [False]).budget_text == "50 % left"
     assert slo.budget(CHAT, "1h", [None, None]).compliance is None  # no traffic is not a pass
 
 

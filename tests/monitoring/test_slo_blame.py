@@ -108,3 +108,24 @@ def test_page_and_api_show_the_blame_and_the_30_day_window(chat, browser_as, api
 
     telemetry = browser_as(viewer).get("/telemetry/?window=30d").content.decode()
     assert "<strong>30d</strong>" in telemetry and "Unknown window" not in telemetry
+
+
+def test_blame_follows_causes_a_benchmark_pair_bears_on_throughput_not_on_latency_or_energy(chat, record_telemetry):
+    """A failing pair is a slow link: it can starve tokens/s, not a node's decode latency or its energy per token;
+    and a pair with a node outside the service is another workload's."""
+    _failing_pair("gpu003", "gpu004")
+    outside = Node.objects.create(hostname="gpu099", rack=Node.objects.first().rack)
+    _failing_pair("gpu003", outside.hostname)
+    slos = [
+        Slo.objects.create(name=f"chat-{objective}", objective=objective, scope="service", service=chat, target=target)
+        for objective, target in (("throughput", 99), ("latency_p99", 1), ("energy_per_mtok", 0.01))
+    ]
+    record_telemetry()
+
+    tests = {}
+    for row in slos:
+        status = services.slo_status(row, windows=("1h",))
+        assert not status["error"] and status["draggers"]
+        tests[row.objective] = {tuple(t["hosts"]) for d in status["draggers"] for t in d["failing_tests"]}
+
+    assert tests == {"throughput": {("gpu003", "gpu004")}, "latency_p99": set(), "energy_per_mtok": set()}

@@ -226,3 +226,41 @@ def test_the_gpu_fields_read_together_are_each_fields_series(chat):
         assert len(alone) == 16 and [(s.labels, s.points) for s in together[field]] == [
             (s.labels, s.points) for s in alone
         ]
+
+
+def test_the_windows_agree_the_30_days_count_the_misses_of_the_7_days(chat):
+    """Misses of the last hours show in every window, each minute as a minute: 30 d's chart ends on its 12-hour step
+    (here 6 h before now), but its count goes to now; its backfilled steps weigh the time they stand for."""
+    now = T + 6 * 3600
+    slo = Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=1)
+    Slo.objects.filter(pk=slo.pk).update(target=0)
+    recorder.backfill(until=now)  # met all along at a target of 0 %
+    Slo.objects.filter(pk=slo.pk).update(target=100)  # from now on every minute recorded misses
+    recorder.record_times(minutes=recorder._grid(now - 3 * 3600, now - 3600, 60))
+    misses = RecordedSample.objects.of(recorder.SLO_GOOD, "slo=chat-util").filter(value=0).count()
+    assert 100 < misses <= 120  # the two hours' minutes, less those the backfill recorded (met) before
+
+    source = SimulatorTelemetry()
+    budgets = {name: services.slo_budget(source, slo.spec(), name, end=now) for name in services.SLO_WINDOWS}
+
+    assert budgets["1h"].met is True
+    missed = [budgets[name].judged - budgets[name].good for name in ("24h", "7d", "30d")]
+    # The same minutes missed in each (the first miss also stands for the gap back to the backfill's step before it).
+    assert missed[0] == missed[1] == missed[2] and misses <= missed[0] <= misses + 24
+    # Judged for the time the record covers (here all of each window), not a row a backfilled step.
+    assert [budgets[name].judged for name in services.SLO_WINDOWS] == [60, 1440, 7 * 1440, 30 * 1440]
+    day = budgets["24h"]
+    assert (
+        day.burn_rate > 8
+        and day.budget_remaining == 0
+        and day.budget_text == f"exhausted, {day.burn_rate:.1f}\u00d7 over"
+    )
+    assert budgets["7d"].met is False and budgets["30d"].compliance == pytest.approx(1 - missed[0] / 43200)
+
+
+def test_the_backfill_judges_the_long_window_at_every_time_of_day(chat):
+    """The 30-day window's own steps (every 12 h) see two times of day; a daily peak's misses would never be judged."""
+    minutes = recorder.backfill_times(until=T)["minutes"]
+    older = [t for t in minutes if t <= T - 7 * 86_400]
+    assert len({t % 86_400 for t in older}) >= 60  # every 24 minutes of the day
+    assert max(b - a for a, b in zip(sorted(older), sorted(older)[1:], strict=False)) <= 168 * 60

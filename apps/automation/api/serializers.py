@@ -2,7 +2,7 @@ from django.core.validators import RegexValidator
 from django.urls import reverse
 from rest_framework import serializers
 
-from apps.automation.choices import Channel, EventType, Timing
+from apps.automation.choices import SUBSCRIBABLE_EVENTS, Channel, Timing
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
 from apps.automation.services import next_run
 from apps.core.api import ReferenceField, StrictCharField
@@ -135,7 +135,7 @@ class SubscriptionSerializer(serializers.ModelSerializer):
     recipients = serializers.ListField(
         child=serializers.EmailField(), required=False, help_text="E-mail: the addresses.", source="recipient_list"
     )
-    events = serializers.ListField(child=serializers.ChoiceField(choices=EventType.choices), min_length=1)
+    events = serializers.ListField(child=serializers.ChoiceField(choices=SUBSCRIBABLE_EVENTS), min_length=1)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:

@@ -87,6 +87,11 @@ class RunSerializer(serializers.Serializer):
 
 class DeploymentSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
+    state_label = serializers.CharField(
+        source="get_state_display",
+        read_only=True,
+        help_text='The state as the pages name it (the state `failed` reads "Needs attention").',
+    )
     colour = serializers.CharField(read_only=True, help_text="The state's colour on the pages.")
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -102,6 +107,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "name",
             "description",
             "state",
+            "state_label",
             "colour",
             "stage",
             "target_spec",

@@ -138,7 +138,13 @@ class SloBudgetSerializer(serializers.Serializer):
     good = serializers.IntegerField()
     no_data = serializers.IntegerField()
     compliance = serializers.FloatField(allow_null=True)
-    budget_remaining = serializers.FloatField(allow_null=True)
+    budget_remaining = serializers.FloatField(
+        allow_null=True, help_text="The error budget left, 0 to 1 (0: exhausted; how far past it: budget_spent)."
+    )
+    budget_spent = serializers.FloatField(
+        allow_null=True, help_text="The budget's multiples spent in the window: 1 = all of it, 6.7 = 6.7x over."
+    )
+    budget_text = serializers.CharField(help_text='The budget in words: "42 % left" or "exhausted, 6.7x over".')
     burn_rate = serializers.FloatField(allow_null=True)
     met = serializers.BooleanField(allow_null=True)
 
