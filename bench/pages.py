@@ -2,7 +2,7 @@
 workloads, its four SLOs (and the month of history they come with) and a discovery of every node that found drift on
 every sixteenth, then each page timed.
 
-    .venv/bin/python bench/pages.py [--nodes 512] [--requests 30] [--keep] [--screen [--no-timing]]
+    .venv/bin/python bench/pages.py [--nodes 512] [--requests 30] [--keep] [--screen [--no-timing]] [--pages A,B]
 
 The demo is loaded at its own size first and then grown with `load_demo --nodes N`, as an operator would grow it.
 Runs against a throwaway database: a SQLite file under var/bench/ by default or, when DATABASE_URL names a PostgreSQL
@@ -42,6 +42,9 @@ def parse_args() -> argparse.Namespace:
         help="also open every page in headless Chromium at 1440 x 900 (bench/screen.py)",
     )
     parser.add_argument("--no-timing", action="store_true", help="with --screen: only the screen check")
+    parser.add_argument(
+        "--pages", default="", help="only these pages, by name, comma-separated (e.g. 'SLOs,topology map'); default all"
+    )
     return parser.parse_args()
 
 
@@ -61,13 +64,13 @@ def grow_cluster(nodes: int, *, reused: bool) -> dict:
     from apps.simulator.services import inject_fault
     from apps.workloads.demo import load_workloads
 
+    call_command("migrate", verbosity=0)  # a kept database gains what was added since it was kept
     kept = Job.objects.filter(kind="discover").order_by("-created").first() if reused else None
     if kept is not None and kept.nodes.count() >= nodes:
         with audit_context(source=ChangeSource.COMMAND):
             load_slos()  # what serve loads too (a database kept before the demo had SLOs gains them)
         return {"grow_s": 0.0, "discover_s": 0.0, "job": kept, "nodes": kept.nodes.count()}
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     call_command("load_demo", verbosity=0)
     call_command("load_demo", "--nodes", str(nodes), verbosity=0)
@@ -197,6 +200,12 @@ def main() -> None:
         recorded_s = time.perf_counter() - started
         tune_for_serving()
         paths = pages(setup["job"])
+        if args.pages:
+            wanted = [name.strip() for name in args.pages.split(",") if name.strip()]
+            unknown = [name for name in wanted if name not in paths]
+            if unknown:
+                raise SystemExit(f"--pages: no page named {', '.join(unknown)} (pages: {', '.join(paths)})")
+            paths = {name: paths[name] for name in wanted}
         results = (
             {}
             if args.no_timing

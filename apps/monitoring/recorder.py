@@ -44,8 +44,8 @@ from apps.monitoring.telemetry import (
     current_workloads,
     histogram_quantile,
 )
-from apps.simulator import services as simulator
-from apps.simulator.telemetry import LATENCY_BUCKETS, ServingRun, split_counters
+from apps.nodeexec import sim_telemetry as simulator
+from apps.nodeexec.sim_telemetry import LATENCY_BUCKETS, ServingRun, split_counters
 
 logger = logging.getLogger(__name__)
 

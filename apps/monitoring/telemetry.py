@@ -30,8 +30,8 @@ from django.db.models import Avg, Count, ExpressionWrapper, F, IntegerField, Q, 
 
 from apps.core.reads import kept_for_this_read
 from apps.monitoring.models import RecordedSample
-from apps.simulator import services as simulator
-from apps.simulator.telemetry import (
+from apps.nodeexec import sim_telemetry as simulator
+from apps.nodeexec.sim_telemetry import (
     INTEGRATION_STEP_S,
     LATENCY_BUCKETS,
     ServingRun,
