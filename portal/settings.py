@@ -448,6 +448,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.monitoring.read_training_progress": RACKPILOT_TRAINING_PROGRESS_SECONDS,
     "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,
     "rackpilot.monitoring.record_telemetry": 60,
+    "rackpilot.topology.record": 60,  # what a bulk update changed (a saved change is recorded on commit)
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}
