@@ -199,6 +199,9 @@ def main() -> None:
         started = time.perf_counter()
         now = time.time()  # what the embedded loop records on start: the last hour, then the windows' backfill
         recorded = recorder.record_telemetry(until=now) + recorder.backfill(until=now)
+        from apps.monitoring.services import record_slo_blame
+
+        record_slo_blame(until=now)  # the same run's last part: what drags each SLO
         recorded_s = time.perf_counter() - started
         from apps.topology.services import record_topology
 
