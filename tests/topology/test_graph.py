@@ -14,7 +14,7 @@ def test_demo_graph_has_every_node_and_switch(demo_cluster):
     # 4 racks x 2 planes of leaves, 2 spines per plane, the management switch.
     assert len(cluster.switches) == 13
     assert cluster.data_planes() == ["A", "B"]
-    assert cluster.nodes["gpu001"].rack == "r01"  # what a node is lives beside the graph (the kept fabric)
+    assert cluster.nodes["gpu001"].rack == "r01"  # what a node is lives beside the graph (the fabric)
     assert cluster.graph.nodes[switch_key("leaf-r01-a")]["tier"] == "leaf"
 
 
