@@ -128,7 +128,7 @@ def block_chunks(start: int, end: int, step: int) -> list[list[int]]:
 
 def write_chunk(model, times: list[int], path: Path) -> int:
     """Every series at these times as OpenMetrics; returns the number of samples."""
-    from apps.simulator.telemetry import LATENCY_BUCKETS, split_counters
+    from apps.nodeexec.sim_telemetry import LATENCY_BUCKETS, split_counters
 
     stamps = [str(t) for t in times]
     count = 0

@@ -2,7 +2,7 @@
 workloads, its four SLOs (and the month of history they come with) and a discovery of every node that found drift on
 every sixteenth, then each page timed.
 
-    .venv/bin/python bench/pages.py [--nodes 512] [--requests 30] [--keep] [--screen [--no-timing]]
+    .venv/bin/python bench/pages.py [--nodes 512] [--requests 30] [--keep] [--screen [--no-timing]] [--pages A,B]
 
 The demo is loaded at its own size first and then grown with `load_demo --nodes N`, as an operator would grow it.
 Runs against a throwaway database: a SQLite file under var/bench/ by default or, when DATABASE_URL names a PostgreSQL
@@ -42,6 +42,9 @@ def parse_args() -> argparse.Namespace:
         help="also open every page in headless Chromium at 1440 x 900 (bench/screen.py)",
     )
     parser.add_argument("--no-timing", action="store_true", help="with --screen: only the screen check")
+    parser.add_argument(
+        "--pages", default="", help="only these pages, by name, comma-separated (e.g. 'SLOs,topology map'); default all"
+    )
     return parser.parse_args()
 
 
@@ -61,13 +64,13 @@ def grow_cluster(nodes: int, *, reused: bool) -> dict:
     from apps.simulator.services import inject_fault
     from apps.workloads.demo import load_workloads
 
+    call_command("migrate", verbosity=0)  # a kept database gains what was added since it was kept
     kept = Job.objects.filter(kind="discover").order_by("-created").first() if reused else None
     if kept is not None and kept.nodes.count() >= nodes:
         with audit_context(source=ChangeSource.COMMAND):
             load_slos()  # what serve loads too (a database kept before the demo had SLOs gains them)
         return {"grow_s": 0.0, "discover_s": 0.0, "job": kept, "nodes": kept.nodes.count()}
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     call_command("load_demo", verbosity=0)
     call_command("load_demo", "--nodes", str(nodes), verbosity=0)
@@ -143,15 +146,17 @@ def operator_client():
 
 def after_a_drain(client, path: str) -> float:
     """Wall ms of a request right after an operator drained one node, or undrained it (the node's row saved: the
-    inventory moved), when what the page asks was kept for the inventory as it was."""
+    inventory moved), once the worker recorded what the drain changes (the topology's evaluation, sent on commit)."""
     from apps.inventory.models import Node
     from apps.inventory.services import drain_nodes, undrain_nodes
+    from apps.topology.services import record_topology
 
     nodes = Node.objects.filter(hostname="gpu100") or Node.objects.order_by("-pk")[:1]
     if nodes[0].is_drained:
         undrain_nodes(nodes=nodes)
     else:
         drain_nodes(nodes=nodes, reason="bench: fan noise")
+    record_topology()  # the task the drain's commit sent, as the worker runs it (not timed: no view pays it)
     started = time.perf_counter()
     client.get(path)
     return (time.perf_counter() - started) * 1000
@@ -194,9 +199,23 @@ def main() -> None:
         started = time.perf_counter()
         now = time.time()  # what the embedded loop records on start: the last hour, then the windows' backfill
         recorded = recorder.record_telemetry(until=now) + recorder.backfill(until=now)
+        from apps.monitoring.services import record_slo_blame
+
+        record_slo_blame(until=now)  # the same run's last part: what drags each SLO
         recorded_s = time.perf_counter() - started
+        from apps.topology.services import record_topology
+
+        started = time.perf_counter()
+        record_topology()  # what the periodic loop's first pass records (a worker, on the growth's commits)
+        topology_s = time.perf_counter() - started
         tune_for_serving()
         paths = pages(setup["job"])
+        if args.pages:
+            wanted = [name.strip() for name in args.pages.split(",") if name.strip()]
+            unknown = [name for name in wanted if name not in paths]
+            if unknown:
+                raise SystemExit(f"--pages: no page named {', '.join(unknown)} (pages: {', '.join(paths)})")
+            paths = {name: paths[name] for name in wanted}
         results = (
             {}
             if args.no_timing
@@ -227,7 +246,8 @@ def main() -> None:
     print(f"{args.requests} timed requests per page after {args.warmup} warm-up, Django test client, an operator")
     print(
         f"At start, the telemetry record (the last hour and the windows' backfill, {recorded:,} steps) took "
-        f"{recorded_s:.1f} s, in the background; nothing else is worked out before the first request"
+        f"{recorded_s:.1f} s, in the background; the topology's evaluation {topology_s:.1f} s (the recording task); "
+        "nothing else is worked out before the first request"
     )
     print("first: the page's first request in this process (pages in this order)")
     print("drained: one request right after a node was drained or undrained, once the page had been timed")

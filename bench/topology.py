@@ -38,7 +38,7 @@ def measure(size: int, repeat: int, reference: bool) -> dict:
     from apps.topology import rules
     from apps.topology.charts import figure_json, topology_figure
     from apps.topology.graph import build_cluster_graph
-    from apps.topology.services import evaluate_topology, rule_summary, run_rules
+    from apps.topology.services import evaluate_topology, record_topology, rule_summary, run_rules
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
@@ -57,8 +57,10 @@ def measure(size: int, repeat: int, reference: bool) -> dict:
     figures["groups"] = len(bandwidth.groups)
     figures["chart_ms"], data = _median_ms(lambda: figure_json(topology_figure(cluster, results)), repeat)
     figures["chart_kb"] = len(json.dumps(data)) / 1024
-    rule_summary()
-    figures["summary_cached_ms"], _ = _median_ms(rule_summary, repeat)
+    started = time.perf_counter()
+    record_topology()
+    figures["record_ms"] = (time.perf_counter() - started) * 1000
+    figures["summary_recorded_ms"], _ = _median_ms(rule_summary, repeat)
     figures["passed"] = report.passed
 
     if reference:
@@ -97,7 +99,7 @@ def report(rows: list[dict]) -> None:
             f"{row['size']:>14} {row['load_s']:>7.1f} {row['evaluate_ms']:>12.1f} {row['evaluate_cold_ms']:>8.1f} "
             f"{row['graph_ms']:>9.1f} {row['rules_ms']:>9.1f} {row['bandwidth_ms']:>11.1f} "
             f"{row['bandwidth_kept_ms']:>7.1f} {row['max_flows']:>10} "
-            f"{row['chart_ms']:>9.1f} {row['chart_kb']:>9.0f} {row['summary_cached_ms']:>11.2f}"
+            f"{row['chart_ms']:>9.1f} {row['chart_kb']:>9.0f} {row['summary_recorded_ms']:>11.2f}"
         )
     print()
     print("All-pairs min-cut: the rule's switch-level Gomory-Hu tree vs one over the whole plane (nodes as vertices)")

@@ -452,6 +452,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,
     "rackpilot.monitoring.record_telemetry": 60,
     "rackpilot.schedulers.readback": RACKPILOT_SCHEDULER_READBACK_SECONDS,
+    "rackpilot.topology.record": 60,  # what a bulk update changed (a saved change is recorded on commit)
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

@@ -299,3 +299,24 @@ class BusinessValidation(PublicModel):
     @property
     def outcome_colour(self) -> str:
         return VALIDATION_OUTCOME_COLOURS[self.outcome]
+
+
+class SloBlame(models.Model):
+    """What drags an SLO over one of its windows (the nodes slo_blame ranks, with their GPUs' figures), worked out by
+    the embedded wiring's minute run for the window as it ends at `time` (on the window's step grid), so that the
+    SLOs page reads it instead of working it out per view (apps.monitoring.services.record_slo_blame). Append-only;
+    pruned after a day (a view reads the newest). The nodes' incidents and failing tests are joined when read."""
+
+    slo = models.ForeignKey(Slo, on_delete=models.CASCADE, related_name="blames")
+    window = models.CharField(max_length=8, help_text="The window's name: 1h, 24h, 7d or 30d.")
+    time = models.BigIntegerField(help_text="Unix seconds: the window's end, on its step grid.")
+    draggers = models.JSONField(help_text="Per node, most drag first: hostname, its means, drag and two GPUs.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slo", "window", "-time"]
+        constraints = [models.UniqueConstraint(fields=["slo", "window", "time"], name="monitoring_sloblame_once")]
+        indexes = [models.Index(fields=["time"], name="sloblame_time_idx")]  # pruning
+
+    def __str__(self) -> str:
+        return f"blame of {self.slo_id} over {self.window} @{self.time}"

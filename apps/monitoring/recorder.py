@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 from django.db import close_old_connections
 
-from apps.monitoring import slo
+from apps.monitoring import services, slo
 from apps.monitoring.models import RecordedSample, Slo
 from apps.monitoring.telemetry import (
     BUSY_PART,
@@ -45,8 +45,8 @@ from apps.monitoring.telemetry import (
     current_workloads,
     histogram_quantile,
 )
-from apps.simulator import services as simulator
-from apps.simulator.telemetry import LATENCY_BUCKETS, ServingRun, split_counters
+from apps.nodeexec import sim_telemetry as simulator
+from apps.nodeexec.sim_telemetry import LATENCY_BUCKETS, ServingRun, split_counters
 
 logger = logging.getLogger(__name__)
 
@@ -382,6 +382,7 @@ def record_in_background() -> threading.Thread | None:
             now = time.time()
             record_telemetry(until=now)
             backfill(until=now)
+            services.record_slo_blame(until=now)  # what the SLOs page shows beside the budgets, read from the record
         except Exception:  # logged; the next minute tries again
             logger.exception("Recording telemetry failed")
         finally:

@@ -4,6 +4,7 @@ import math
 import time
 from functools import partial
 
+from django.conf import settings
 from django.db.models import Prefetch
 
 from apps.benchmarks import services as benchmarks
@@ -12,7 +13,15 @@ from apps.diagnosis import services as diagnosis
 from apps.inventory.choices import GpuHealth
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import charts, slo
-from apps.monitoring.telemetry import JOULES_PER_KWH, Telemetry, TelemetryError, Window, telemetry
+from apps.monitoring.models import Slo, SloBlame
+from apps.monitoring.telemetry import (
+    JOULES_PER_KWH,
+    SimulatorTelemetry,
+    Telemetry,
+    TelemetryError,
+    Window,
+    telemetry,
+)
 from apps.workloads.models import InferenceService
 
 
@@ -185,6 +194,7 @@ def _telemetry_health(*, now: float | None = None) -> dict:
 
 SLO_WINDOWS = ("1h", "24h", "7d", "30d")
 BLAME_COUNT = 3
+BLAME_KEPT_S = 86_400  # SloBlame rows: a view reads the newest
 
 
 def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[float | None]:
@@ -270,10 +280,50 @@ def slo_status(
         # Blame over the shortest window that missed (the miss to explain), else the last hour.
         missed = next((b.window for b in status["budgets"] if b.met is False), "1h")
         status["blame_window"] = missed
-        status["draggers"] = slo_blame(source, spec, Window.named(missed, end=end))
+        status["draggers"] = _blame(source, row, spec, Window.named(missed, end=end), missed)
     except TelemetryError as problem:
         status["error"] = str(problem)
     return status
+
+
+def _blame(source: Telemetry, row, spec: slo.SloSpec, window: Window, name: str) -> list[dict]:
+    """What drags the SLO over the window: the record's (record_slo_blame) where the source is the embedded wiring's
+    and the window's step, or the one before, is recorded; else worked out now."""
+    if source.source == "simulator":
+        recorded = (
+            SloBlame.objects.filter(slo=row, window=name, time__lte=window.end, time__gte=window.end - window.step)
+            .order_by("-time")
+            .values_list("draggers", flat=True)
+            .first()
+        )
+        if recorded is not None:
+            return blame_in_context(spec, recorded)
+    return slo_blame(source, spec, window)
+
+
+def record_slo_blame(*, until: float) -> int:
+    """The embedded wiring's minute run: what drags each SLO over each of its windows, worked out once a window's step
+    (a window's blame holds for its step: its end is on that grid) and appended as SloBlame rows, so that the SLOs
+    page reads them; rows older than a day are pruned. Nothing where a Prometheus records (the page asks it, cheaply).
+    Returns how many were recorded."""
+    if settings.RACKPILOT_PROMETHEUS_URL:
+        return 0
+    source = SimulatorTelemetry()
+    recorded = 0
+    for row in Slo.objects.select_related("service", "training_job", "rack"):
+        spec = row.spec()
+        for name in SLO_WINDOWS:
+            window = Window.named(name, end=until)
+            if SloBlame.objects.filter(slo=row, window=name, time=int(window.end)).exists():
+                continue
+            try:
+                draggers = ranked_draggers(source, spec, window)
+            except TelemetryError:  # the record does not cover the window yet: the next minute tries again
+                continue
+            SloBlame.objects.get_or_create(slo=row, window=name, time=int(window.end), defaults={"draggers": draggers})
+            recorded += 1
+    SloBlame.objects.filter(time__lt=until - BLAME_KEPT_S).delete()
+    return recorded
 
 
 def _means(series_list, *, key=("Hostname", "gpu")) -> dict[tuple[str, str], float]:
@@ -303,7 +353,13 @@ def _failing_tests_that_bear_on(spec: slo.SloSpec, hostnames: list[str]) -> dict
 
 
 def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: int = BLAME_COUNT) -> list[dict]:
-    """The scope's nodes that drag the SLO most, each with its GPUs, its open incidents and failing benchmark pairs.
+    """The scope's nodes that drag the SLO most (ranked_draggers), each with its open incidents and failing benchmark
+    pairs."""
+    return blame_in_context(spec, ranked_draggers(source, spec, window, count=count))
+
+
+def ranked_draggers(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: int = BLAME_COUNT) -> list[dict]:
+    """The scope's nodes that drag the SLO most, each with its two weakest GPUs (plain data: what the record keeps).
 
     Per node, from the telemetry over the window: mean GPU utilisation and SM clock, per GPU too. Its contribution:
     for a service, its share of the service's tokens/s in proportion to utilisation x SM clock of its GPUs (a card
@@ -349,29 +405,41 @@ def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: in
             row["tokens_per_second"] = None
             row["drag"] = max(0.0, target - row["mean_util"]) / len(per_node)
     ranked = sorted(per_node.items(), key=lambda item: (-round(item[1]["drag"], 6), item[1]["mean_util"], item[0]))
-    chosen = ranked[:count]
-    nodes = Node.objects.in_bulk([host for host, _ in chosen], field_name="hostname")
+    return [
+        {
+            "hostname": host,
+            "mean_util": row["mean_util"],
+            "mean_sm_clock_mhz": row["mean_sm_clock_mhz"],
+            "tokens_per_second": row["tokens_per_second"],
+            "drag": row["drag"],
+            "drag_unit": unit,
+            "reporting": not row["missing_gpus"],
+            "gpus": sorted(row["gpus"], key=lambda g: (g["mean_util"], g["mean_sm_clock_mhz"] or 0))[:2],
+        }
+        for host, row in ranked[:count]
+    ]
+
+
+def blame_in_context(spec: slo.SloSpec, draggers: list[dict]) -> list[dict]:
+    """Ranked draggers with their nodes, open incidents and the failing benchmark pairs that bear on the SLO (as
+    they are now)."""
+    hostnames = [row["hostname"] for row in draggers]
+    nodes = Node.objects.in_bulk(hostnames, field_name="hostname")
     incidents = diagnosis.open_incidents_by_node(nodes.values())
-    pairs = _failing_tests_that_bear_on(spec, [host for host, _ in chosen])
+    pairs = _failing_tests_that_bear_on(spec, hostnames)
     blamed = []
-    for host, row in chosen:
-        node = nodes.get(host)
+    for row in draggers:
+        node = nodes.get(row["hostname"])
         if node is None:
             continue
         open_incidents = incidents.get(node.pk, [])
         blamed.append(
             {
+                **{key: value for key, value in row.items() if key != "hostname"},
                 "node": node,
-                "mean_util": row["mean_util"],
-                "mean_sm_clock_mhz": row["mean_sm_clock_mhz"],
-                "tokens_per_second": row["tokens_per_second"],
-                "drag": row["drag"],
-                "drag_unit": unit,
-                "reporting": not row["missing_gpus"],
-                "gpus": sorted(row["gpus"], key=lambda g: (g["mean_util"], g["mean_sm_clock_mhz"] or 0))[:2],
                 "incidents": open_incidents,
                 "open_incidents": len(open_incidents),
-                "failing_tests": pairs.get(host, []),
+                "failing_tests": pairs.get(row["hostname"], []),
             }
         )
     return blamed

@@ -4,7 +4,7 @@ import time
 
 from celery import shared_task
 
-from apps.monitoring import progress, recorder
+from apps.monitoring import progress, recorder, services
 from apps.monitoring.bmc import polling, readings
 
 
@@ -28,6 +28,8 @@ def read_training_progress() -> int:
 @shared_task(name="rackpilot.monitoring.record_telemetry", ignore_result=True, time_limit=1800)
 def record_telemetry() -> int:
     """Beat, every minute: append the telemetry record's missing steps (apps.monitoring.recorder), then what the
-    backfill still lacks (nothing once it is done); nothing where a Prometheus records."""
+    backfill still lacks (nothing once it is done), then the SLOs' blame; nothing where a Prometheus records."""
     now = time.time()
-    return recorder.record_telemetry(until=now) + recorder.backfill(until=now)
+    recorded = recorder.record_telemetry(until=now) + recorder.backfill(until=now)
+    services.record_slo_blame(until=now)  # what drags each SLO, read by the SLOs page
+    return recorded

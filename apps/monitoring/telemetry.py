@@ -9,11 +9,9 @@ Both compute the same things the same way: a gauge's value at each step; increas
 range; histogram_quantile over the rate of the buckets. So the same window gives the same figures from either.
 """
 
-import ipaddress
 import json
 import math
 import re
-import socket
 import time
 import urllib.error
 import urllib.parse
@@ -29,10 +27,11 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Q, Sum
 
+from apps.core.outbound import OutboundRefused, check_target
 from apps.core.reads import kept_for_this_read
 from apps.monitoring.models import RecordedSample
-from apps.simulator import services as simulator
-from apps.simulator.telemetry import (
+from apps.nodeexec import sim_telemetry as simulator
+from apps.nodeexec.sim_telemetry import (
     INTEGRATION_STEP_S,
     LATENCY_BUCKETS,
     ServingRun,
@@ -745,25 +744,13 @@ def check_prometheus_url(url: str, *, allow_link_local: bool = False) -> str:
     if allow_link_local:
         return url.rstrip("/")
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(parsed.hostname, parsed.port or 80)}
-    except socket.gaierror:
-        addresses = set()  # resolving fails later, with "could not reach"
-    for address in addresses | ({parsed.hostname} if _is_ip(parsed.hostname) else set()):
-        ip = ipaddress.ip_address(address.split("%")[0])
-        if ip.is_link_local or address in ("169.254.169.254", "fd00:ec2::254"):
-            raise TelemetryError(
-                f"RACKPILOT_PROMETHEUS_URL points at a link-local or metadata address ({address}); "
-                "set RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL=true if that is really your Prometheus"
-            )
+        check_target(parsed.hostname)  # the outbound guard every outbound call goes through (apps/core/outbound.py)
+    except OutboundRefused as refused:
+        raise TelemetryError(
+            f"RACKPILOT_PROMETHEUS_URL points at a link-local or metadata address: {refused}; "
+            "set RACKPILOT_PROMETHEUS_ALLOW_LINK_LOCAL=true if that is really your Prometheus"
+        ) from refused
     return url.rstrip("/")
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 NAME = re.compile(r"^[^\x00-\x1f\x7f]+\Z")

@@ -63,8 +63,16 @@ def register(backend: SimulatorBackend | None = None) -> SimulatorBackend:
         from apps.nodeexec.sim import register_simulated_bmc, register_simulator
     except ImportError:  # the transports are not installed: the simulator still works through its services
         return backend
+    from apps.nodeexec.sim_telemetry import register_telemetry_source
     from apps.simulator import bmc
 
     register_simulator(backend)
     register_simulated_bmc(bmc)  # the module answers the BMC reads' sim transport (monitoring's bmc-poll kind)
+    register_telemetry_source(_telemetry_model)  # the embedded wiring's telemetry (apps.monitoring) reads the model
     return backend
+
+
+def _telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = None):
+    """The telemetry source apps.nodeexec.sim_telemetry hands the embedded wiring (looked up at each call, so that a
+    test may stand in for services.telemetry_model)."""
+    return services.telemetry_model(workloads=workloads, seed=seed, hostnames=hostnames)

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
+from apps.nodeexec.sim_telemetry import split_counters
 from apps.simulator.serving import Engine, EngineUnavailable, Request, RequestError, ServingLedger, parse_request
 from apps.simulator.telemetry import (
     LATENCY_BUCKETS,
@@ -27,7 +28,6 @@ from apps.simulator.telemetry import (
     ClusterTelemetry,
     ServingRun,
     Workloads,
-    split_counters,
 )
 
 logger = logging.getLogger(__name__)

@@ -23,6 +23,13 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+from apps.nodeexec.sim_telemetry import (  # what the feature layer tells the model, and its counters' layout
+    INTEGRATION_STEP_S,
+    LATENCY_BUCKETS,
+    ServingRun,
+    TrainingRun,
+    Workloads,
+)
 from apps.simulator.changes import apply_changes
 from apps.simulator.faults.node import apply_faults
 from apps.simulator.model import (
@@ -52,9 +59,6 @@ E2E_MEDIAN_S = 0.045
 E2E_SIGMA = 0.3  # of the log-normal spread of request latencies
 TTFT_MEDIAN_S = 0.012
 TTFT_SIGMA = 0.5
-# vLLM's time-to-first-token boundaries; the end-to-end histogram uses them too, so that 100 ms falls inside.
-LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
-INTEGRATION_STEP_S = 10.0
 NVLINK_CRC_ERRORS_PER_S = 0.7  # a failing link's flit CRC errors, from the fault on
 XID_OF_FAULT = {"xid79": 79, "ecc": 48}  # 48: double-bit ECC error; 79: fallen off the bus
 _SERVICE_GRIDS: dict = {}  # a service's counters on the integration grid since its last restart
@@ -80,32 +84,6 @@ READING_ORDER = (
 )
 ALL_READING_KEYS = frozenset(READING_ORDER)
 NOISY_READING_KEYS = frozenset({"power_w", "temperature_c", "memory_temperature_c"})
-
-
-# --- what the feature layer tells the simulator about workloads -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TrainingRun:
-    name: str
-    hostnames: tuple[str, ...]
-    started: float  # unix time
-
-
-@dataclass(frozen=True)
-class ServingRun:
-    name: str
-    model: str
-    hostnames: tuple[str, ...]
-    design_tokens_per_second: float
-    started: float
-    sized_for: int = 0  # nodes the design throughput is sized for (scaled in: more than serve now); 0: hostnames
-
-
-@dataclass(frozen=True)
-class Workloads:
-    training: tuple[TrainingRun, ...] = ()
-    serving: tuple[ServingRun, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -698,16 +676,3 @@ class ClusterTelemetry:
         overload = max(0.0, rates["load"] - 1) if math.isfinite(rates["load"]) else 1.0
         waiting = rates["requests"] * overload * 2 if rates["load"] != math.inf else 50 * self.demand(run, t)
         return {"running": round(running), "waiting": round(waiting)}
-
-
-def split_counters(values: list[float]) -> dict:
-    """service_counters' list as named parts."""
-    size = len(LATENCY_BUCKETS)
-    return {
-        "generation_tokens": values[0],
-        "requests": values[1],
-        "e2e_sum": values[2],
-        "ttft_sum": values[3],
-        "e2e_buckets": values[4 : 4 + size],
-        "ttft_buckets": values[4 + size :],
-    }

@@ -7,7 +7,10 @@ class TopologyConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.inventory.dashboard import register_panel
+        from apps.topology import signals
         from apps.topology.services import rule_summary
+
+        signals.connect()
 
         register_panel(
             name="topology-rules",

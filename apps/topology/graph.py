@@ -8,21 +8,18 @@ need it (plane reachability, MTU, GPU-NIC affinity).
 Capacity of a cable is the slowest of the cable and the NICs at its ends. ``capacity_gbps`` of an edge counts only
 cables that are up (no NIC end reported link down); ``installed_gbps`` counts every cable.
 
-The fabric (graph, switches, NICs, GPUs, storage tiers) is kept in-process by a fingerprint of its tables and rebuilt
-only when they change; the nodes' own attributes (role, status, rack) are read on every build, so a node's new status
-shows at once without re-reading thousands of cables.
+The graph is built when the topology is evaluated (apps.topology.services.record_topology, when the inventory
+changes); pages read the recorded evaluation, not the graph.
 """
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import networkx as nx
 from django.db.models import Count, Max
 
-from apps.core.reads import kept_for_this_read
 from apps.inventory.choices import NODE_STATUS_IN_SERVICE, NicPurpose, NodeRole, Plane, StorageTierKind, SwitchTier
 from apps.inventory.models import Cable, Gpu, Nic, Node, Rack, Site, StorageTier, Switch
 
@@ -142,7 +139,7 @@ class StorageTierInfo:
 class ClusterGraph:
     """The graph plus the per-element detail the rules read.
 
-    ``nodes`` is this build's own; the rest is the kept fabric, shared with other builds: read it, never change it."""
+    ``nodes`` is what each node is (role, status, rack); the rest is the fabric."""
 
     graph: nx.Graph
     nodes: dict[str, NodeInfo]
@@ -151,11 +148,6 @@ class ClusterGraph:
     gpus: dict[str, list[GpuInfo]]
     storage_tiers: list[StorageTierInfo]
     cable_count: int = 0
-    fabric_built: float = field(default_factory=time.monotonic)  # when the fabric was read (time.monotonic())
-
-    @property
-    def fabric_age_s(self) -> float:
-        return time.monotonic() - self.fabric_built
 
     def compute_nodes(self, *, in_service_only: bool = True) -> list[NodeInfo]:
         return [
@@ -180,10 +172,8 @@ def _rack_name(value: str | None) -> str:
 
 @dataclass(frozen=True)
 class Fabric:
-    """What the fabric tables say (switches, NICs, GPUs and their peers, cables, storage tiers), for one list of nodes.
-
-    Kept between requests and shared by every ClusterGraph built while those tables stay as they are: nothing but
-    _build_fabric sets anything in it (NicInfo's fields included)."""
+    """What the fabric tables say (switches, NICs, GPUs and their peers, cables, storage tiers), for one list of
+    nodes."""
 
     graph: nx.Graph  # vertices and cables only: what a node is (role, status, rack) lives in ClusterGraph.nodes
     switches: dict[str, SwitchInfo]
@@ -191,27 +181,15 @@ class Fabric:
     gpus: dict[str, list[GpuInfo]]
     storage_tiers: list[StorageTierInfo]
     cable_count: int
-    built: float = field(default_factory=time.monotonic)
 
 
-# Bulk .update() calls leave `updated` alone, so the fingerprint misses them: a kept fabric is rebuilt once it is this
-# old, as the rule summary's cache expires after services.SUMMARY_MAX_AGE_S (the same figure) for the same reason.
-# Rackpilot itself saves every fabric and node row it changes (only a hand-made SQL or shell update is missed), and
-# a rebuild costs the first view after it ~0.2 s at 512 nodes: ten minutes, not one.
-FABRIC_MAX_AGE_S = 600
-FABRICS_KEPT = 2  # the latest, and the one before for a request still reading through an older transaction
-_FABRICS: dict[tuple, Fabric] = {}  # fabric fingerprint -> the fabric built from it, oldest first
 FABRIC_TABLES = (Switch, Nic, Cable, Gpu, StorageTier, Rack, Site)  # Rack, Site: switches' racks, tiers' sites
 
 
 def build_cluster_graph() -> ClusterGraph:
-    """The inventory as a graph: the nodes read afresh, the fabric kept while its tables stay as they are.
-
-    Nine queries when the fabric is kept (the nodes, then an aggregate per fabric table and one for the NIC-GPU
-    peers; only the nodes once the read request asked for those), fifteen when it is built, whatever the cluster's
-    size. A node's status change or edit then costs reading the nodes, not the 8,000 cables of 512 nodes."""
+    """The inventory as a graph, in seven queries whatever the cluster's size."""
     rows = list(Node.objects.values_list("id", "hostname", "role", "status", "rack__name"))
-    fabric = kept_fabric({node_id: hostname for node_id, hostname, *_ in rows})
+    fabric = _build_fabric({node_id: hostname for node_id, hostname, *_ in rows})
     nodes = [
         NodeInfo(
             hostname=hostname,
@@ -231,38 +209,12 @@ def build_cluster_graph() -> ClusterGraph:
         gpus=fabric.gpus,
         storage_tiers=fabric.storage_tiers,
         cable_count=fabric.cable_count,
-        fabric_built=fabric.built,
     )
-
-
-def kept_fabric(hostnames: dict[int, str]) -> Fabric:
-    """The fabric for these nodes (id -> hostname) as the tables hold it now: the kept one, or built and kept."""
-    # Read before the tables: a change in between makes the kept fabric newer than its key, never older.
-    fingerprint = fabric_fingerprint(hostnames)
-    fabric = _FABRICS.get(fingerprint)
-    if fabric is not None and time.monotonic() - fabric.built < FABRIC_MAX_AGE_S:
-        return fabric
-    fabric = _build_fabric(hostnames)
-    _FABRICS.pop(fingerprint, None)  # an expired one: the new one goes in last, as the newest
-    if len(_FABRICS) >= FABRICS_KEPT:
-        _FABRICS.pop(next(iter(_FABRICS), None), None)  # the oldest (another thread may have taken it)
-    _FABRICS[fingerprint] = fabric
-    return fabric
-
-
-def fabric_fingerprint(hostnames: dict[int, str]) -> tuple:
-    """Changes whenever a fabric row is created, deleted or saved, or a node is added, removed or renamed (NIC and GPU
-    labels carry hostnames)."""
-    return (tuple(sorted(hostnames.items())), *fabric_figures())
 
 
 def fabric_figures() -> list[tuple]:
     """table_figures of each fabric table, and the NIC-GPU peers' count and highest key (they have no `updated`: their
-    rows only come and go). Worked out once per read request: the page's cache key asks for them too."""
-    return kept_for_this_read("topology:fabric-figures", _fabric_figures)
-
-
-def _fabric_figures() -> list[tuple]:
+    rows only come and go)."""
     peers = Nic.peer_gpus.through.objects.aggregate(count=Count("pk"), last=Max("pk"))
     return [*(table_figures(model) for model in FABRIC_TABLES), ("peers", peers["count"], peers["last"])]
 
@@ -272,11 +224,6 @@ def table_figures(model) -> tuple:
     deleted or saved (not by a bulk .update(), which leaves `updated` alone)."""
     row = model.objects.aggregate(count=Count("pk"), last=Max("pk"), updated=Max("updated"))
     return (model._meta.label_lower, row["count"], row["last"], row["updated"])
-
-
-def forget_fabric() -> None:
-    """Build the fabric afresh next time (tests that need a cold start)."""
-    _FABRICS.clear()
 
 
 def _build_fabric(hostnames: dict[int, str]) -> Fabric:

@@ -1,29 +1,38 @@
-"""Topology services: the graph summary and rule results, for the page, the API and the dashboard."""
+"""Topology services: the graph summary and rule results, for the page, the API and the dashboard.
+
+The evaluation with the default thresholds (every rule, and the map) is recorded when the inventory changes
+(`record_topology`: on commit of a change to a node or the fabric, apps/topology/signals.py, and every minute for what
+a bulk update changed) and the page and the dashboard read the newest record (`newest_evaluation`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.core.cache import cache
+from django.core.serializers.json import DjangoJSONEncoder
+from django.utils import timezone
 
 from apps.inventory.models import Node
 from apps.topology import rules
+from apps.topology.charts import topology_figure
 from apps.topology.graph import (
     DATA_PLANES,
-    FABRIC_MAX_AGE_S,
     ClusterGraph,
     build_cluster_graph,
     fabric_figures,
     table_figures,
 )
+from apps.topology.models import TopologyEvaluation
 
 DEFAULT_BANDWIDTH_THRESHOLD_GBPS = 200
 DEFAULT_MAX_OVERSUBSCRIPTION = 1.0
 DEFAULT_MTU = 9000
-SUMMARY_MAX_AGE_S = FABRIC_MAX_AGE_S  # bulk updates (which leave `updated` alone) show within this, everywhere
+EVALUATIONS_KEPT = 10  # the newest is the cluster's; a few before it say what changed lately
+RECHECK_S = 600  # a bulk update (no signal, no new fingerprint) shows within this (the periodic run checks again)
 
 
 @dataclass(frozen=True)
@@ -155,42 +164,78 @@ def evaluate_topology(
 
 def topology_fingerprint() -> str:
     """The state of what the topology rules and map are worked out from (the nodes' and the fabric's tables): changes
-    whenever one of their rows is created, deleted or saved. Not the simulator's telemetry key (its own, over the
-    tables the simulated nodes are built from)."""
+    whenever one of their rows is created, deleted or saved, and (the row counts and highest keys) when rows are bulk
+    created or deleted. Not the simulator's telemetry key (its own, over the tables the simulated nodes are built
+    from)."""
     figures = [table_figures(Node), *fabric_figures()]
     return hashlib.sha256(repr(figures).encode()).hexdigest()[:32]
 
 
-def rule_summary(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> RuleSummary:
-    """Every rule's outcome with the default thresholds, for the dashboard.
-
-    Cached by an inventory fingerprint, so edits saved through the UI, the API or imports show at once; changes made
-    by bulk updates (which leave ``updated`` alone) show within ``max_age_s``. ``max_age_s=0`` always recomputes.
-    """
-    fingerprint = topology_fingerprint() if max_age_s else ""
-    if max_age_s:
-        cached = cache.get(_summary_key(fingerprint))
-        if cached is not None:
-            return cached
+def record_topology() -> TopologyEvaluation | None:
+    """Evaluate the inventory as it is now (every rule with the default thresholds, and the map) and append the
+    result where the inventory moved since the newest record. A bulk update moves no fingerprint (it leaves `updated`
+    alone), so a record older than RECHECK_S is checked again: the same outcome marks it as still holding (its
+    `updated`), another is appended. Returns the new record, or None where the newest still holds."""
+    fingerprint = topology_fingerprint()  # read first: a change meanwhile leaves the record newer than its key
+    newest = newest_evaluation()
+    same_state = newest is not None and newest.fingerprint == fingerprint
+    if same_state and (timezone.now() - newest.updated).total_seconds() < RECHECK_S:
+        return None
     report = evaluate_topology()
-    summary = RuleSummary(rules=report.rules, fingerprint=fingerprint)
-    if max_age_s:
-        cache.set(_summary_key(fingerprint), summary, kept_for_s(report.cluster, max_age_s))
-    return summary
+    outcome = _as_stored(
+        {
+            "summary": dataclasses.asdict(report.summary),
+            "rules": [dataclasses.asdict(rule) for rule in report.rules],
+            "figure": topology_figure(report.cluster, report.rules),
+        }
+    )
+    if same_state and _same_outcome(outcome, newest):
+        newest.save(update_fields=["updated"])  # checked again: it still holds
+        return None
+    evaluation = TopologyEvaluation.objects.create(fingerprint=fingerprint, elapsed_ms=report.elapsed_ms, **outcome)
+    kept = TopologyEvaluation.objects.values_list("pk", flat=True)[:EVALUATIONS_KEPT]
+    TopologyEvaluation.objects.exclude(pk__in=list(kept)).delete()
+    return evaluation
 
 
-def kept_for_s(cluster: ClusterGraph, max_age_s: int) -> int:
-    """How long to cache what was worked out from the cluster: max_age_s less the age of the fabric it was built on,
-    which is kept up to as long itself, so a bulk update shows within max_age_s and not twice that."""
-    return max(1, int(max_age_s - cluster.fabric_age_s))
+def _as_stored(outcome: dict) -> dict:
+    """The outcome as the record's JSON holds it (tuples as lists), so that two can be compared."""
+    return json.loads(json.dumps(outcome, cls=DjangoJSONEncoder))
 
 
-def remember_rule_summary(
-    results: list[rules.RuleResult], *, fingerprint: str, max_age_s: int = SUMMARY_MAX_AGE_S
-) -> None:
-    """Keep rules just evaluated with the default thresholds (by the topology page) for the dashboard too."""
-    cache.set(_summary_key(fingerprint), RuleSummary(rules=results, fingerprint=fingerprint), max_age_s)
+def _same_outcome(outcome: dict, evaluation: TopologyEvaluation) -> bool:
+    """Whether an evaluation says what the record says (how long each rule took aside)."""
+
+    def verdicts(rows: list[dict]) -> list[dict]:
+        return [{**row, "figures": {k: v for k, v in row["figures"].items() if k != "elapsed_ms"}} for row in rows]
+
+    recorded = _as_stored({"summary": evaluation.summary, "rules": evaluation.rules, "figure": evaluation.figure})
+    return (outcome["summary"], outcome["figure"]) == (recorded["summary"], recorded["figure"]) and verdicts(
+        outcome["rules"]
+    ) == verdicts(recorded["rules"])
 
 
-def _summary_key(fingerprint: str) -> str:
-    return f"topology:rule-summary:{fingerprint}"
+def newest_evaluation() -> TopologyEvaluation | None:
+    """The cluster's recorded evaluation; None before the first (a fresh install, before the periodic loop's first
+    pass), where readers evaluate the inventory themselves."""
+    return TopologyEvaluation.objects.first()
+
+
+def recorded_rules(evaluation: TopologyEvaluation) -> list[rules.RuleResult]:
+    """The rules' results as they were recorded."""
+    return [
+        rules.RuleResult(**{**row, "links": [tuple(link) for link in row.get("links", [])]}) for row in evaluation.rules
+    ]
+
+
+def recorded_summary(evaluation: TopologyEvaluation) -> GraphSummary:
+    return GraphSummary(**evaluation.summary)
+
+
+def rule_summary() -> RuleSummary:
+    """Every rule's outcome with the default thresholds, for the dashboard: the newest record's (evaluated here only
+    before the first record)."""
+    evaluation = newest_evaluation()
+    if evaluation is None:
+        return RuleSummary(rules=evaluate_topology().rules)
+    return RuleSummary(rules=recorded_rules(evaluation), fingerprint=evaluation.fingerprint)

@@ -3,20 +3,13 @@
 from dataclasses import dataclass, field
 
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.core.cache import cache
 from django.utils import timezone
 from django.views.generic import TemplateView
 
 from apps.topology.charts import figure_json, topology_figure
 from apps.topology.choices import VERDICT_COLOURS, Verdict
 from apps.topology.rules import RuleResult
-from apps.topology.services import (
-    SUMMARY_MAX_AGE_S,
-    evaluate_topology,
-    kept_for_s,
-    remember_rule_summary,
-    topology_fingerprint,
-)
+from apps.topology.services import evaluate_topology, newest_evaluation, recorded_rules, recorded_summary
 
 FACT_LABELS = {
     "threshold_gbps": "Threshold (Gbps)",
@@ -94,31 +87,25 @@ def present_rule(rule: RuleResult) -> RulePresentation:
     return presented
 
 
-def topology_page(*, max_age_s: int = SUMMARY_MAX_AGE_S) -> dict:
-    """The page's summary, presented rules and map, computed once per state of the inventory.
-
-    Evaluating the rules (max-flows between every pair of nodes) and building the map took most of a second at 512
-    nodes: the result is cached by the inventory's fingerprint, as the dashboard's rule summary is (which it also
-    fills), so an edit saved through the UI, the API or an import shows at the next load and bulk updates within
-    ``max_age_s``. ``max_age_s=0`` always recomputes."""
-    fingerprint = topology_fingerprint() if max_age_s else ""
-    key = f"topology:page:{fingerprint}"
-    if max_age_s:
-        cached = cache.get(key)
-        if cached is not None:
-            return cached
-    report = evaluate_topology()
-    page = {
-        "report": {"elapsed_ms": report.elapsed_ms, "computed": timezone.now()},
-        "summary": report.summary,
-        "rules": [present_rule(rule) for rule in report.rules],
-        "figure": figure_json(topology_figure(report.cluster, report.rules)),
+def topology_page() -> dict:
+    """The page's summary, presented rules and map: the newest recorded evaluation (worked out when the inventory
+    changed, apps.topology.services.record_topology), so a view reads one row. Before the first record (a fresh
+    install, before the periodic loop's first pass) the inventory is evaluated here, and nothing is written."""
+    evaluation = newest_evaluation()
+    if evaluation is None:
+        report = evaluate_topology()
+        return {
+            "report": {"elapsed_ms": report.elapsed_ms, "computed": timezone.now()},
+            "summary": report.summary,
+            "rules": [present_rule(rule) for rule in report.rules],
+            "figure": figure_json(topology_figure(report.cluster, report.rules)),
+        }
+    return {
+        "report": {"elapsed_ms": evaluation.elapsed_ms, "computed": evaluation.created},
+        "summary": recorded_summary(evaluation),
+        "rules": [present_rule(rule) for rule in recorded_rules(evaluation)],
+        "figure": figure_json(evaluation.figure),
     }
-    if max_age_s:
-        kept_for = kept_for_s(report.cluster, max_age_s)
-        cache.set(key, page, kept_for)
-        remember_rule_summary(report.rules, fingerprint=fingerprint, max_age_s=kept_for)
-    return page
 
 
 class TopologyView(LoginRequiredMixin, TemplateView):

@@ -3,6 +3,7 @@ they cost), their open incidents (read through diagnosis's services) and failing
 in GET /api/slos/{id}/status/. And the 30-day window beside 1 h, 24 h and 7 d."""
 
 import datetime as dt
+import time
 
 import pytest
 from django.utils import timezone
@@ -13,7 +14,7 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.jobs.models import Job
 from apps.monitoring import services
-from apps.monitoring.models import Slo
+from apps.monitoring.models import Slo, SloBlame
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
 from apps.workloads.models import InferenceService
@@ -129,3 +130,25 @@ def test_blame_follows_causes_a_benchmark_pair_bears_on_throughput_not_on_latenc
         tests[row.objective] = {tuple(t["hosts"]) for d in status["draggers"] for t in d["failing_tests"]}
 
     assert tests == {"throughput": {("gpu003", "gpu004")}, "latency_p99": set(), "energy_per_mtok": set()}
+
+
+def test_the_blame_is_recorded_by_the_minute_run_and_read_by_the_page(chat, record_telemetry, monkeypatch):
+    slo = Slo.objects.create(name="chat-tps", objective="throughput", scope="service", service=chat, target=99)
+    Incident.objects.create(title="NCCL timeout on gpu003", node=Node.objects.get(hostname="gpu003"))
+    now = time.time()
+    record_telemetry(now)
+    worked_out = services.slo_status(slo, end=now)["draggers"]  # nothing recorded yet: worked out for the view
+
+    assert services.record_slo_blame(until=now) == len(services.SLO_WINDOWS)
+    assert services.record_slo_blame(until=now) == 0  # once a window's step
+    assert SloBlame.objects.filter(slo=slo).count() == len(services.SLO_WINDOWS)
+
+    def worked_out_again(*args, **kwargs):
+        raise AssertionError("the view worked the blame out")
+
+    monkeypatch.setattr(services, "ranked_draggers", worked_out_again)
+    status = services.slo_status(slo, end=now)
+    assert status["draggers"] == worked_out and status["draggers"][0]["node"].hostname == "gpu003"
+    assert status["draggers"][0]["open_incidents"] == 1  # joined when read: the incidents as they are now
+    # The next minute's view reads the step before until the minute run records its own.
+    assert services.slo_status(slo, end=now + 60)["draggers"] == worked_out

@@ -80,7 +80,19 @@ def test_a_prometheus_that_is_down_is_a_message_naming_it():
 
 
 @pytest.mark.parametrize(
-    "url", ["file:///etc/passwd", "gopher://x", "http://169.254.169.254/latest/", "http://[fe80::1]:9090", "nonsense"]
+    "url",
+    [
+        "file:///etc/passwd",
+        "gopher://x",
+        "http://169.254.169.254/latest/",
+        "http://[fe80::1]:9090",
+        "nonsense",
+        # The metadata address in the IPv6 spellings a NAT64 gateway or a dual stack connects to, and by name: the
+        # outbound guard's (apps/core/outbound.py), which every outbound call shares.
+        "http://[::ffff:169.254.169.254]:9090",
+        "http://[64:ff9b::a9fe:a9fe]:9090",
+        "http://metadata.google.internal/",
+    ],
 )
 def test_urls_that_may_not_be_called_are_refused_naming_the_setting(url):
     with pytest.raises(TelemetryError, match="RACKPILOT_PROMETHEUS"):

@@ -9,11 +9,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
+from apps.nodeexec.sim_telemetry import ServingRun, TrainingRun, Workloads, split_counters
 from apps.parsers.dcgm_exporter import parse_dcgm_exporter
 from apps.simulator import services
 from apps.simulator.exporters import dcgm_exposition, vllm_exposition
 from apps.simulator.model import REASON_BITS
-from apps.simulator.telemetry import ServingRun, TrainingRun, Workloads, split_counters
 
 pytestmark = pytest.mark.django_db
 TELEMETRY_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.topology.graph import build_cluster_graph, forget_fabric, node_key, switch_key
+from apps.topology.graph import build_cluster_graph, node_key, switch_key
 from tests.topology.helpers import nic
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +14,7 @@ def test_demo_graph_has_every_node_and_switch(demo_cluster):
     # 4 racks x 2 planes of leaves, 2 spines per plane, the management switch.
     assert len(cluster.switches) == 13
     assert cluster.data_planes() == ["A", "B"]
-    assert cluster.nodes["gpu001"].rack == "r01"  # what a node is lives beside the graph (the kept fabric)
+    assert cluster.nodes["gpu001"].rack == "r01"  # what a node is lives beside the graph (the fabric)
     assert cluster.graph.nodes[switch_key("leaf-r01-a")]["tier"] == "leaf"
 
 
@@ -50,14 +50,9 @@ def test_nic_detail_knows_where_each_nic_is_cabled(demo_cluster):
     assert [gpu.index for gpu in cluster.gpus["gpu009"]] == list(range(8))
 
 
-def test_building_the_graph_takes_fifteen_queries_and_nine_once_the_fabric_is_kept(
-    demo_cluster, django_assert_num_queries
-):
-    # The same fifteen with 512 nodes: see test_charts.py::test_the_map_of_512_nodes_groups_them_by_rack.
-    forget_fabric()
-    with django_assert_num_queries(15):  # the nodes, an aggregate per fabric table, then the fabric's six
-        build_cluster_graph()
-    with django_assert_num_queries(9):
+def test_building_the_graph_takes_seven_queries(demo_cluster, django_assert_num_queries):
+    # The same seven with 512 nodes: see test_charts.py::test_the_map_of_512_nodes_groups_them_by_rack.
+    with django_assert_num_queries(7):  # the nodes, then the fabric's six
         build_cluster_graph()
 
 
