@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "apps.jobs",
     "apps.simulator",
     "apps.workloads",
+    "apps.health",
     "apps.discovery",
     "apps.deployments",
     "apps.diagnosis",

@@ -1,0 +1,86 @@
+"""The dashboard's "What is wrong now": open events by severity, grouped by component, each linked to its evidence."""
+
+from dataclasses import dataclass, field
+
+from django.urls import NoReverseMatch, reverse
+
+from apps.health.choices import SEVERITY_COLOURS, Severity
+from apps.health.models import HealthEvent
+from apps.health.services import open_events
+
+SHOWN = 50  # events on the panel; the rest are counted and a link leads to the API's list
+
+# An evidence key → the page it links to (URL names; the pages belong to apps above this one, reached by name only).
+EVIDENCE_PAGES = {
+    "job": ("job-page", "job"),
+    "benchmark_run": ("benchmark-run", "benchmark run"),
+    "incident": ("incident-detail", "incident"),
+    "deployment": ("deployment-detail", "deployment"),
+}
+
+
+@dataclass(frozen=True)
+class EvidenceLink:
+    label: str
+    url: str
+
+
+def evidence_links(event: HealthEvent) -> list[EvidenceLink]:
+    """Links to the jobs, runs, incidents and deployments the event's observations name, newest first, each once."""
+    links, seen = [], set()
+    for item in reversed(event.evidence or []):
+        for key, (url_name, label) in EVIDENCE_PAGES.items():
+            value = item.get(key)
+            if not value or (key, value) in seen:
+                continue
+            seen.add((key, value))
+            try:
+                links.append(EvidenceLink(f"{label} {str(value)[:8]}", reverse(url_name, args=[value])))
+            except NoReverseMatch:
+                continue  # not an id a page takes: shown in the API's evidence, not linked
+    return links
+
+
+def evidence_lines(event: HealthEvent) -> list[str]:
+    """The newest observation's log lines (at most three), as the triage rules cited them."""
+    for item in reversed(event.evidence or []):
+        if item.get("lines"):
+            return [str(line) for line in item["lines"][:3]]
+    return []
+
+
+@dataclass
+class ComponentGroup:
+    label: str
+    url: str
+    events: list = field(default_factory=list)
+
+
+def _component_url(event: HealthEvent) -> str:
+    if event.node_id:
+        return reverse("node-detail", args=[event.node.public_id])
+    if event.switch_id:
+        return reverse("switch-detail", args=[event.switch.public_id])
+    return ""
+
+
+def wrong_now() -> dict:
+    events = list(open_events().select_related("switch")[: SHOWN + 1])
+    counts = {row: 0 for row in Severity.values}
+    for severity in HealthEvent.objects.open().values_list("severity", flat=True):
+        counts[severity] += 1
+    groups: dict[str, ComponentGroup] = {}
+    for event in events[:SHOWN]:
+        event.links = evidence_links(event)
+        event.lines = evidence_lines(event)
+        group = groups.setdefault(event.component_key, ComponentGroup(event.component_label, _component_url(event)))
+        group.events.append(event)
+    return {
+        "groups": list(groups.values()),
+        "by_severity": [
+            {"value": value, "label": label, "count": counts[value], "colour": SEVERITY_COLOURS[value]}
+            for value, label in Severity.choices
+        ],
+        "open_count": sum(counts.values()),
+        "more": max(0, sum(counts.values()) - SHOWN),
+    }
