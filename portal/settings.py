@@ -266,7 +266,8 @@ SPECTACULAR_SETTINGS = {
         "CostPolicyKindEnum": "apps.costs.choices.PolicyKind",
         "WorkloadKindEnum": "apps.monitoring.choices.WORKLOAD_KINDS",  # GPU-hours rows and spot plan rows
         "SuiteEnum": "apps.benchmarks.choices.Suite",
-        "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],  # the node-benchmark kind's (benchmarks' NODE_SUITES)
+        "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],
+        "HealthEventSourceEnum": "apps.health.choices.Source",  # the node-benchmark kind's (benchmarks' NODE_SUITES)
     },
 }
 

@@ -1,8 +1,10 @@
 """Fleet health: per node, healthy or not and why; and one number from 0 to 100 with its breakdown.
 
-Reads the inventory (node status, GPU health), open findings (discovery's differences — a GPU a discovery found
-missing is not healthy however the inventory rates it —, diagnosis's open incidents), the telemetry (XID, ECC) and
-the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the number.
+Reads the inventory (node status, GPU health), the node's open health events (apps/health: what every producer
+recorded; critical and major ones make it unhealthy, minor ones degraded), open findings (discovery's differences —
+a GPU a discovery found missing is not healthy however the inventory rates it —, diagnosis's unresolved incidents),
+the telemetry (XID, ECC) and the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows
+the number.
 """
 
 from collections import defaultdict
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from apps.diagnosis.models import Incident
 from apps.discovery.choices import DifferenceState
 from apps.discovery.models import Difference
+from apps.health import services as health_events
+from apps.health.choices import NodeState
 from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import services
@@ -26,9 +30,17 @@ class NodeHealth:
     hostname: str
     healthy: bool = True
     reasons: list[str] = field(default_factory=list)
+    state: str = NodeState.HEALTHY
+    events: list = field(default_factory=list)  # its open health events, worst first
 
     def fail(self, reason: str) -> None:
         self.healthy = False
+        self.state = NodeState.UNHEALTHY
+        self.reasons.append(reason)
+
+    def degrade(self, reason: str) -> None:
+        if self.state == NodeState.HEALTHY:
+            self.state = NodeState.DEGRADED
         self.reasons.append(reason)
 
 
@@ -38,6 +50,16 @@ def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
     for node in nodes:
         if node.status not in SERVING_STATUSES:
             by_id[node.pk].fail(f"status is {node.get_status_display().lower()}")
+    for node_id, recorded in health_events.nodes_health(nodes).items():
+        by_id[node_id].events = recorded.events
+        for event in recorded.events:
+            judged = health_events.state_of([event])
+            if judged == NodeState.UNHEALTHY:
+                by_id[node_id].fail(event.reason)
+            elif judged == NodeState.DEGRADED:
+                by_id[node_id].degrade(event.reason)
+            else:
+                by_id[node_id].reasons.append(event.reason)  # for information: the node stays as it was
     unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).order_by("index")
     for gpu in unhealthy:
         by_id[gpu.node_id].fail(f"GPU {gpu.index} is {gpu.get_health_display().lower()}")
@@ -49,8 +71,9 @@ def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
             missing[difference.node_id] += 1
     for node_id, count in missing.items():
         by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
-    for incident in Incident.objects.active().filter(node__in=nodes).only("node_id", "title"):
-        by_id[incident.node_id].fail(f"open incident: {incident.title}")
+    for incident in Incident.objects.unresolved().filter(node__in=nodes).only("node_id", "title", "state"):
+        what = "open" if incident.active else "unresolved"
+        by_id[incident.node_id].fail(f"{what} incident: {incident.title}")
     if with_telemetry:
         flags = services.telemetry_health()
         names = {node.hostname: node.pk for node in nodes}
@@ -69,7 +92,7 @@ def fleet_health(*, with_slos: bool = True) -> dict:
     flagged_gpus = sum(1 for node in nodes for reason in node.reasons if reason.startswith("GPU "))
     gpu_ok = max(0, gpu_total - flagged_gpus)
     node_ok = sum(node.healthy for node in nodes)
-    open_incidents = Incident.objects.active().count()
+    open_incidents = Incident.objects.unresolved().count()
     drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
     slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
     met = services.slos_met(slo_rows, window="1h")
@@ -80,7 +103,7 @@ def fleet_health(*, with_slos: bool = True) -> dict:
         "slos_met": (sum(judged) / len(judged) if judged else 1.0, f"{sum(judged)} of {len(judged)} SLOs met (1 h)"),
         "no_open_incidents": (
             1.0 if not open_incidents else max(0.0, 1 - open_incidents / max(len(nodes), 1)),
-            f"{open_incidents} open incident(s)",
+            f"{open_incidents} unresolved incident(s)",
         ),
         "no_drift": (1 - drifting / len(nodes) if nodes else 1.0, f"{drifting} node(s) differ from the inventory"),
     }
