@@ -1,0 +1,50 @@
+"""The dashboard's first panel, "What is wrong now": open events worst first, grouped by component, each linked to
+its evidence."""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from apps.health import services
+from apps.health.choices import Severity, Source
+from tests.factories import make_gpu
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def test_the_panel_comes_first_and_shows_open_events_worst_first_with_their_evidence(browser_as, viewer):
+    gpu = make_gpu(index=2)
+    job = uuid.uuid4()
+    services.record_event(
+        component=gpu.node, source=Source.TRIAGE, kind="nccl_timeout", severity=Severity.MINOR,
+        summary="NCCL watchdog timeout on rank 12", at=T0 + timedelta(minutes=3),
+    )  # fmt: skip
+    services.record_event(
+        component=gpu, source=Source.TELEMETRY, kind="xid79", severity=Severity.CRITICAL,
+        summary="GPU 2: XID 79, fell off the bus", evidence={"job": str(job), "lines": ["NVRM: Xid 79"]}, at=T0,
+    )  # fmt: skip
+    cleared = services.record_event(
+        component=gpu, source=Source.TELEMETRY, kind="ecc_uncorrectable", severity=Severity.MAJOR,
+        summary="GPU 2: 1 uncorrectable ECC error", at=T0,
+    )  # fmt: skip
+    services.clear_event(event=cleared, by="operator", reason="row remapped", at=T0)
+
+    page = browser_as(viewer).get("/").content.decode()
+
+    panel = page[page.index('id="wrong-now"') : page.index("</section>", page.index('id="wrong-now"'))]
+    assert page.index('id="wrong-now"') < page.index('id="fleet-health"')
+    assert panel.index("XID 79, fell off the bus") < panel.index("NCCL watchdog timeout")
+    assert "uncorrectable ECC" not in panel  # cleared
+    assert f'href="{reverse("job-page", args=[job])}"' in panel and "NVRM: Xid 79" in panel
+    assert f'href="{reverse("node-detail", args=[gpu.node.public_id])}"' in panel
+    assert "1 critical" in panel and "1 minor" in panel and "0 major" in panel
+
+
+def test_with_nothing_open_the_panel_says_so(browser_as, viewer):
+    page = browser_as(viewer).get("/").content.decode()
+
+    assert 'id="wrong-now-empty"' in page
