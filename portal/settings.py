@@ -450,6 +450,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.monitoring.read_training_progress": RACKPILOT_TRAINING_PROGRESS_SECONDS,
     "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,
     "rackpilot.monitoring.record_telemetry": 60,
+    "rackpilot.monitoring.watch_telemetry": 60,  # GPU faults (XID, uncorrectable ECC) → health events
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

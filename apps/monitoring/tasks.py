@@ -4,7 +4,7 @@ import time
 
 from celery import shared_task
 
-from apps.monitoring import progress, recorder
+from apps.monitoring import progress, recorder, watch
 from apps.monitoring.bmc import polling, readings
 
 
@@ -31,3 +31,9 @@ def record_telemetry() -> int:
     backfill still lacks (nothing once it is done); nothing where a Prometheus records."""
     now = time.time()
     return recorder.record_telemetry(until=now) + recorder.backfill(until=now)
+
+
+@shared_task(name="rackpilot.monitoring.watch_telemetry", ignore_result=True, time_limit=120)
+def watch_telemetry() -> int:
+    """Beat, every minute: the GPU faults the telemetry reports now, as health events (apps.monitoring.watch)."""
+    return len(watch.watch_telemetry())
