@@ -1,16 +1,20 @@
 """A sweep's suspects as health events (apps/health): a link measured slower than planned is `link_degraded` on
 its cable (or its NIC where no cable is inventoried) with the measured rate; frames corrupted past the tiers are
-`link_errors` there; a node slow across nodes with no cause on its links is `nccl_slow` on the node."""
+`link_errors` there; a node slow across nodes with no cause on its links is `nccl_slow` on the node.
+
+A sweep that ends with a node cleared is the validation its links' events wait for (NCCL against known-good
+partners, its NIC counters read around each round): their open link events are cleared, the run as the evidence."""
 
 from django.db.models import Prefetch
 
-from apps.benchmarks.choices import Suite, Verdict
+from apps.benchmarks.choices import RunStatus, Suite, Verdict
 from apps.benchmarks.models import BenchmarkRun, Suspect
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.models import Nic
 
+LINK_KINDS = ("link_degraded", "link_errors", "nccl_slow")
 SEVERITY = {Verdict.FAIL: Severity.MAJOR, Verdict.COULD_NOT_RUN: Severity.MAJOR, Verdict.WARN: Severity.MINOR}
 
 
@@ -20,7 +24,23 @@ def record_suspects(run: BenchmarkRun) -> list[HealthEvent]:
     suspects = run.suspects.select_related("node").prefetch_related(
         Prefetch("node__nics", queryset=Nic.objects.select_related("cable_as_a__b_switch", "cable_as_b__a_switch"))
     )
-    return [_record(run, suspect, source) for suspect in suspects if suspect.verdict != Verdict.PASS]
+    events = [_record(run, suspect, source) for suspect in suspects if suspect.verdict != Verdict.PASS]
+    _clear_validated(run, suspected={suspect.node_id for suspect in suspects})
+    return events
+
+
+def _clear_validated(run: BenchmarkRun, *, suspected: set[int]) -> None:
+    if run.status != RunStatus.SUCCEEDED:
+        return  # a canceled or failed run validated nothing
+    unresolved = set(run.parameters.get("unresolved") or [])  # nodes the sweep could not judge validate nothing
+    for node in run.nodes.exclude(pk__in=suspected).exclude(hostname__in=unresolved):
+        health.clear_validated(
+            node=node,
+            kinds=list(LINK_KINDS),
+            validation={"benchmark_run": str(run.public_id), "suite": run.suite},
+            reason=f"{run.get_suite_display().split(':')[0]} passed: no slow link or link errors on {node.hostname}",
+            at=run.finished,
+        )
 
 
 def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:

@@ -8,6 +8,7 @@ from apps.benchmarks.choices import RunStatus
 from apps.health.choices import ComponentType, Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.models import Nic
+from apps.simulator import services as simulator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,8 +24,8 @@ def run_sweep(demo_cluster, shipped_references):
     return call
 
 
-def test_a_cable_the_sweep_measures_slow_is_a_degraded_link_event_with_its_measured_rate(run_sweep, inject):
-    inject("gpu004", "degraded_cable", "ens3np0", rate_gbps=200)
+def test_a_cable_the_sweep_measures_slow_is_a_degraded_link_event_cleared_by_a_sweep_that_passes(run_sweep, inject):
+    fault = inject("gpu004", "degraded_cable", "ens3np0", rate_gbps=200)
 
     run = run_sweep("rack:r01")
 
@@ -47,6 +48,15 @@ def test_a_cable_the_sweep_measures_slow_is_a_degraded_link_event_with_its_measu
     event.refresh_from_db()
     assert HealthEvent.objects.count() == 1 and event.count == 2
     assert event.evidence[-1]["benchmark_run"] == str(again.public_id)
+
+    # The cable replaced (the fault cleared): the next sweep passes gpu004, which clears the event as its validation.
+    simulator.clear_fault(fault=fault)
+    passed = run_sweep("rack:r01")
+
+    event.refresh_from_db()
+    assert not event.is_open and event.cleared_by == "validation"
+    assert event.clear_evidence == {"benchmark_run": str(passed.public_id), "suite": "nccl-sweep"}
+    assert "gpu004" in event.clear_reason
 
 
 def test_a_healthy_sweep_records_nothing(run_sweep):
