@@ -4,9 +4,9 @@ from dataclasses import dataclass, field
 
 from django.urls import NoReverseMatch, reverse
 
-from apps.health.choices import SEVERITY_COLOURS, Severity
+from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, Severity
 from apps.health.models import HealthEvent
-from apps.health.services import open_events
+from apps.health.services import node_health, open_events, state_of
 
 SHOWN = 50  # events on the panel; the rest are counted and a link leads to the API's list
 
@@ -84,3 +84,32 @@ def wrong_now() -> dict:
         "open_count": sum(counts.values()),
         "more": max(0, sum(counts.values()) - SHOWN),
     }
+
+
+def _section(events: list[HealthEvent], recent_cleared: list[HealthEvent]) -> dict:
+    for event in events:
+        event.links = evidence_links(event)
+        event.lines = evidence_lines(event)
+    state = state_of(events)
+    return {
+        "events": events,
+        "cleared": recent_cleared,
+        "state": state,
+        "state_colour": NODE_STATE_COLOURS[state],
+    }
+
+
+CLEARED_SHOWN = 5
+
+
+def node_events(node, request) -> dict:
+    """The node page's health: its open events (its GPUs', NICs', cables', BMC's and its own) and the last cleared."""
+    cleared = HealthEvent.objects.filter(node=node, cleared_at__isnull=False).order_by("-cleared_at")[:CLEARED_SHOWN]
+    return _section(node_health(node).events, list(cleared.select_related("cleared_by_user")))
+
+
+def switch_events(switch, request) -> dict:
+    """The switch page's health: open events on the switch and its ports."""
+    events = list(open_events().filter(switch=switch))
+    cleared = HealthEvent.objects.filter(switch=switch, cleared_at__isnull=False).order_by("-cleared_at")
+    return _section(events, list(cleared.select_related("cleared_by_user")[:CLEARED_SHOWN]))

@@ -41,13 +41,16 @@ class Component:
         if isinstance(thing, Nic):
             return cls(ComponentType.NIC, f"nic:{thing.pk}", str(thing), thing.node, {"nic": thing})
         if isinstance(thing, Cable):
+            # Its NIC end names the node; its switch end the switch and port, so the switch page shows it too.
             nic = thing.a_nic or thing.b_nic
+            switch, port = (thing.a_switch, thing.a_port) if thing.a_switch_id else (thing.b_switch, thing.b_port)
+            links = {"cable": thing, "nic": nic, "switch": switch, "switch_port": port if switch else ""}
             return cls(
                 ComponentType.CABLE,
                 f"cable:{thing.pk}",
                 f"cable {thing.label or thing.public_id} ({thing})"[:200],
                 nic.node if nic is not None else None,
-                {"cable": thing, "nic": nic} if nic is not None else {"cable": thing},
+                links,
             )
         if isinstance(thing, Switch):
             return cls(ComponentType.SWITCH, f"switch:{thing.pk}", thing.name, None, {"switch": thing})

@@ -48,3 +48,29 @@ def test_with_nothing_open_the_panel_says_so(browser_as, viewer):
     page = browser_as(viewer).get("/").content.decode()
 
     assert 'id="wrong-now-empty"' in page
+
+
+def test_the_node_and_switch_pages_show_their_open_events_and_the_last_cleared(browser_as, viewer):
+    from apps.inventory.models import Cable
+    from tests.factories import make_nic, make_switch
+
+    nic = make_nic()
+    leaf = make_switch()
+    cable = Cable.objects.create(a_nic=nic, b_switch=leaf, b_port="swp9", speed_gbps=400, label="C-9")
+    services.record_event(
+        component=cable, source=Source.SWEEP, kind="link_degraded", severity=Severity.MAJOR,
+        summary="link at 200 Gb/s (planned 400 Gb/s)", evidence={"measured_gbps": 200}, at=T0,
+    )  # fmt: skip
+    old = services.record_event(
+        component=nic.node, source=Source.OPERATOR, kind="fan_noise", severity=Severity.INFO, summary="loud fan", at=T0
+    )
+    services.clear_event(event=old, by="operator", reason="fan replaced", at=T0)
+    client = browser_as(viewer)
+
+    node_page = client.get(reverse("node-detail", args=[nic.node.public_id])).content.decode()
+    switch_page = client.get(reverse("switch-detail", args=[leaf.public_id])).content.decode()
+
+    for page in (node_page, switch_page):
+        section = page[page.index('id="health-events"') :]
+        assert "link at 200 Gb/s (planned 400 Gb/s)" in section and 'id="health-state">unhealthy' in section
+    assert "fan replaced" in node_page

@@ -148,6 +148,7 @@ def test_a_cable_event_names_the_node_at_its_nic_end_and_a_switch_port_has_no_no
     )  # fmt: skip
 
     assert (on_cable.node, on_cable.nic, on_cable.cable) == (nic.node, nic, cable)
+    assert (on_cable.switch, on_cable.switch_port) == (leaf, "swp7")
     assert on_cable.component_label.startswith("cable C-0007")
     assert (on_port.node, on_port.switch, on_port.switch_port, on_port.component_label) == (
         None, leaf, "swp7", f"{leaf.name}:swp7",
