@@ -5,14 +5,14 @@ its cable (or its NIC where no cable is inventoried) with the measured rate; fra
 A sweep that ends with a node cleared is the validation its links' events wait for (NCCL against known-good
 partners, its NIC counters read around each round): their open link events are cleared, the run as the evidence."""
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 
 from apps.benchmarks.choices import RunStatus, Suite, Verdict
 from apps.benchmarks.models import BenchmarkRun, Suspect
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
-from apps.inventory.models import Nic
+from apps.inventory.models import Cable, Nic
 
 LINK_KINDS = ("link_degraded", "link_errors", "nccl_slow")
 SEVERITY = {Verdict.FAIL: Severity.MAJOR, Verdict.COULD_NOT_RUN: Severity.MAJOR, Verdict.WARN: Severity.MINOR}
@@ -33,7 +33,14 @@ def _clear_validated(run: BenchmarkRun, *, suspected: set[int]) -> None:
     if run.status != RunStatus.SUCCEEDED:
         return  # a canceled or failed run validated nothing
     unresolved = set(run.parameters.get("unresolved") or [])  # nodes the sweep could not judge validate nothing
-    for node in run.nodes.exclude(pk__in=suspected).exclude(hostname__in=unresolved):
+    validated = run.nodes.exclude(pk__in=suspected).exclude(hostname__in=unresolved)
+    # Their links measured at plan: the rates a sweep measured slow before no longer stand.
+    for cable in Cable.objects.filter(
+        Q(a_nic__node__in=validated) | Q(b_nic__node__in=validated), measured_gbps__isnull=False
+    ):
+        cable.measured_gbps = None
+        cable.save(update_fields=["measured_gbps", "updated"])
+    for node in validated:
         health.clear_validated(
             node=node,
             kinds=list(LINK_KINDS),
@@ -64,6 +71,9 @@ def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
     if nic is not None and measured is not None and planned and measured < planned:
         kind, summary = "link_degraded", f"{where}: link at {measured:g} Gb/s (planned {planned} Gb/s)"
         evidence |= {"measured_gbps": measured, "planned_gbps": planned}
+        if cable is not None and cable.measured_gbps != int(measured):
+            cable.measured_gbps = int(measured)  # the topology counts the link at this rate from now on
+            cable.save(update_fields=["measured_gbps", "updated"])
     elif nic is not None and suspect.evidence.get("link_errors"):
         kind, summary = "link_errors", f"{where}: {suspect.cause}"
         evidence["link_errors"] = suspect.evidence["link_errors"][:4]

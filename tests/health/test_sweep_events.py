@@ -9,6 +9,7 @@ from apps.health.choices import ComponentType, Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.models import Nic
 from apps.simulator import services as simulator
+from apps.topology.graph import build_cluster_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,6 +43,13 @@ def test_a_cable_the_sweep_measures_slow_is_a_degraded_link_event_cleared_by_a_s
     assert observed["benchmark_run"] == str(run.public_id)
     assert (observed["measured_gbps"], observed["planned_gbps"]) == (200, 400)
     assert observed["switch"] and observed["switch_port"]
+    cable.refresh_from_db()
+    assert cable.measured_gbps == 200  # where the topology reads it
+    graph = build_cluster_graph()
+    [link] = [
+        c for _, _, data in graph.graph.edges(data=True) for c in data["cables"] if c.cable_id == str(cable.public_id)
+    ]
+    assert link.speed_gbps == 200
 
     again = run_sweep("rack:r01")
 
@@ -57,6 +65,8 @@ def test_a_cable_the_sweep_measures_slow_is_a_degraded_link_event_cleared_by_a_s
     assert not event.is_open and event.cleared_by == "validation"
     assert event.clear_evidence == {"benchmark_run": str(passed.public_id), "suite": "nccl-sweep"}
     assert "gpu004" in event.clear_reason
+    cable.refresh_from_db()
+    assert cable.measured_gbps is None
 
 
 def test_a_healthy_sweep_records_nothing(run_sweep):
