@@ -241,6 +241,6 @@ def node_health(node: Node) -> NodeHealth:
 def nodes_health(nodes: list[Node]) -> dict[int, NodeHealth]:
     """Per node id, its health: one query for all of them."""
     by_node = defaultdict(list)
-    for event in HealthEvent.objects.open().filter(node__in=nodes).worst_first():
+    for event in HealthEvent.objects.open().filter(node__in=nodes).select_related("gpu").worst_first():
         by_node[event.node_id].append(event)
     return {node.pk: NodeHealth(state_of(by_node[node.pk]), by_node[node.pk]) for node in nodes}

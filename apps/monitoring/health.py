@@ -32,6 +32,7 @@ class NodeHealth:
     reasons: list[str] = field(default_factory=list)
     state: str = NodeState.HEALTHY
     events: list = field(default_factory=list)  # its open health events, worst first
+    bad_gpus: set = field(default_factory=set)  # indexes of its GPUs found unhealthy, by whatever said so
 
     def fail(self, reason: str) -> None:
         self.healthy = False
@@ -56,6 +57,8 @@ def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
             judged = health_events.state_of([event])
             if judged == NodeState.UNHEALTHY:
                 by_id[node_id].fail(event.reason)
+                if event.gpu_id:
+                    by_id[node_id].bad_gpus.add(event.gpu.index)
             elif judged == NodeState.DEGRADED:
                 by_id[node_id].degrade(event.reason)
             else:
@@ -63,6 +66,7 @@ def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
     unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).order_by("index")
     for gpu in unhealthy:
         by_id[gpu.node_id].fail(f"GPU {gpu.index} is {gpu.get_health_display().lower()}")
+        by_id[gpu.node_id].bad_gpus.add(gpu.index)
     missing = defaultdict(int)
     for difference in Difference.objects.filter(node__in=nodes, state=DifferenceState.OPEN):
         if difference.field == "present" and difference.discovered == "missing":
@@ -79,8 +83,10 @@ def node_health(*, with_telemetry: bool = True) -> list[NodeHealth]:
         names = {node.hostname: node.pk for node in nodes}
         for flagged in flags["flagged"]:
             what = f"XID {flagged['xid']}" if flagged["xid"] else f"{flagged['ecc']} uncorrectable ECC error(s)"
-            if flagged["node"].hostname in names:
-                by_id[names[flagged["node"].hostname]].fail(f"GPU {flagged['gpu']} reports {what}")
+            node = by_id.get(names.get(flagged["node"].hostname))
+            if node is not None and int(flagged["gpu"]) not in node.bad_gpus:  # an open event says it already
+                node.fail(f"GPU {flagged['gpu']} reports {what}")
+                node.bad_gpus.add(int(flagged["gpu"]))
     return list(by_id.values())
 
 
@@ -89,7 +95,7 @@ def fleet_health(*, with_slos: bool = True) -> dict:
     nodes = node_health()
     gpus = Gpu.objects.filter(node__role=NodeRole.COMPUTE)
     gpu_total = gpus.count()
-    flagged_gpus = sum(1 for node in nodes for reason in node.reasons if reason.startswith("GPU "))
+    flagged_gpus = sum(len(node.bad_gpus) for node in nodes)
     gpu_ok = max(0, gpu_total - flagged_gpus)
     node_ok = sum(node.healthy for node in nodes)
     open_incidents = Incident.objects.unresolved().count()

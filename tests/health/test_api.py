@@ -130,3 +130,15 @@ def test_operators_clear_with_a_reason_viewers_may_not_and_anonymous_callers_are
     assert (entry.source, entry.actor_name) == ("api", "operator")
     again = api_as(operator).post(url, {"reason": "again"}, format="json")
     assert again.status_code == 400 and "event" in again.json()
+
+
+def test_a_gpu_with_an_open_event_counts_once_among_the_unhealthy_gpus(fleet):
+    total = Gpu.objects.count()
+    xid79(fleet["gpu002"])
+    Gpu.objects.filter(node=fleet["gpu002"], index=5).update(health="unhealthy")  # the inventory says so too
+    slow_port(fleet["gpu003"])  # a NIC's minor event is no GPU's
+
+    report = health.fleet_health(with_slos=False)
+
+    part = next(part for part in report["breakdown"] if part["part"] == "gpus_healthy")
+    assert part["counted"] == f"{total - 1} of {total} GPUs"
