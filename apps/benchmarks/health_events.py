@@ -10,7 +10,7 @@ from django.db.models import Prefetch, Q
 from apps.benchmarks.choices import RunStatus, Suite, Verdict
 from apps.benchmarks.models import BenchmarkRun, Suspect
 from apps.health import services as health
-from apps.health.choices import Severity, Source
+from apps.health.choices import ComponentType, Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.models import Cable, Nic
 
@@ -89,3 +89,50 @@ def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
         evidence=evidence,
         at=run.finished or suspect.created,
     )
+
+
+def record_burn_in(run: BenchmarkRun) -> list[HealthEvent]:
+    """A burn-in (gpu_burn, or dcgmi diag -r 3/4 under load) is the validation a node's GPU events wait for: a node
+    whose every judged figure passed has its open GPU events cleared, the run as the evidence. A node with a figure
+    that failed is a `burn_in_failed` event on the node, citing the run's notes."""
+    if run.suite != Suite.BURN_IN or run.status != RunStatus.SUCCEEDED:
+        return []
+    by_node: dict[str, list] = {}
+    for measurement in run.measurements.filter(reference__isnull=False):
+        by_node.setdefault(measurement.launcher, []).append(measurement)
+    events = []
+    nodes = {node.hostname: node for node in run.nodes.all()}
+    for hostname, figures in sorted(by_node.items()):
+        node = nodes.get(hostname)
+        if node is None:
+            continue
+        failed = [figure for figure in figures if figure.verdict in (Verdict.FAIL, Verdict.COULD_NOT_RUN)]
+        load = run.parameters.get("burn_load", "gpu-burn")
+        if not failed and all(figure.verdict == Verdict.PASS for figure in figures):
+            health.clear_validated(
+                node=node,
+                component_types=[ComponentType.GPU],
+                validation={"benchmark_run": str(run.public_id), "suite": run.suite, "burn_load": load},
+                reason=f"burn-in ({load}) passed on {hostname}: every GPU figure within its reference",
+                at=run.finished,
+            )
+        elif failed:
+            notes = [note for figure in failed for note in figure.evidence.get("notes", [])]
+            events.append(
+                health.record_event(
+                    component=node,
+                    source=Source.BENCHMARK,
+                    kind="burn_in_failed",
+                    severity=Severity.MAJOR,
+                    summary=f"{hostname}: burn-in ({load}) failed: "
+                    + ", ".join(
+                        f"{figure.case} {figure.value:g} {figure.unit}"
+                        if figure.value is not None
+                        else f"{figure.case} not measured"
+                        for figure in failed
+                    ),  # fmt: skip
+                    evidence={"benchmark_run": str(run.public_id), "lines": notes[:4]},
+                    at=run.finished,
+                )
+            )
+    return events

@@ -334,6 +334,8 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
     run.refresh_from_db()
     if run.suite in (Suite.SWEEP, Suite.PAIRWISE):
         health_events.record_suspects(run)  # what the sweep named is what is wrong now (apps/health)
+    elif run.suite == Suite.BURN_IN:
+        health_events.record_burn_in(run)  # a pass validates the node's GPUs, a failure is an event
     return run
 
 

@@ -186,12 +186,21 @@ def clear_event(
 
 
 def clear_validated(
-    *, node: Node, kinds: list[str] | None = None, validation: dict, reason: str, at: datetime | None = None
+    *,
+    node: Node,
+    kinds: list[str] | None = None,
+    component_types: list[str] | None = None,
+    validation: dict,
+    reason: str,
+    at: datetime | None = None,
 ) -> list[HealthEvent]:
-    """A validation passed on the node: its open events (of these kinds, or all) are cleared with its evidence."""
+    """A validation passed on the node: its open events (of these kinds or on these component types, or all) are
+    cleared with its evidence."""
     events = open_events(node=node)
     if kinds is not None:
         events = events.filter(kind__in=kinds)
+    if component_types is not None:
+        events = events.filter(component_type__in=component_types)
     return [
         clear_event(event=event, by=ClearedBy.VALIDATION, reason=reason, validation=validation, at=at)
         for event in events
