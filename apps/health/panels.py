@@ -1,4 +1,5 @@
-"""The dashboard's "What is wrong now": open events by severity, grouped by component, each linked to its evidence."""
+"""The dashboard's "What is wrong now" (open events by severity, grouped by component, each linked to its evidence)
+and the node and switch pages' Health sections."""
 
 from dataclasses import dataclass, field
 
