@@ -50,6 +50,7 @@ urlpatterns = [
     path("discovery/", include("apps.discovery.urls")),
     path("deployments/", include("apps.deployments.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
+    path("health/", include("apps.health.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from django.urls import NoReverseMatch, reverse
 
+from apps.accounts.choices import Role
 from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, Severity
 from apps.health.models import HealthEvent
 from apps.health.services import node_health, open_events, state_of
@@ -87,7 +88,7 @@ def wrong_now() -> dict:
     }
 
 
-def _section(events: list[HealthEvent], recent_cleared: list[HealthEvent]) -> dict:
+def _section(events: list[HealthEvent], recent_cleared: list[HealthEvent], request) -> dict:
     for event in events:
         event.links = evidence_links(event)
         event.lines = evidence_lines(event)
@@ -97,6 +98,7 @@ def _section(events: list[HealthEvent], recent_cleared: list[HealthEvent]) -> di
         "cleared": recent_cleared,
         "state": state,
         "state_colour": NODE_STATE_COLOURS[state],
+        "may_clear": request.user.has_role(Role.OPERATOR),
     }
 
 
@@ -106,11 +108,11 @@ CLEARED_SHOWN = 5
 def node_events(node, request) -> dict:
     """The node page's health: its open events (its GPUs', NICs', cables', BMC's and its own) and the last cleared."""
     cleared = HealthEvent.objects.filter(node=node, cleared_at__isnull=False).order_by("-cleared_at")[:CLEARED_SHOWN]
-    return _section(node_health(node).events, list(cleared.select_related("cleared_by_user")))
+    return _section(node_health(node).events, list(cleared.select_related("cleared_by_user")), request)
 
 
 def switch_events(switch, request) -> dict:
     """The switch page's health: open events on the switch and its ports."""
     events = list(open_events().filter(switch=switch))
     cleared = HealthEvent.objects.filter(switch=switch, cleared_at__isnull=False).order_by("-cleared_at")
-    return _section(events, list(cleared.select_related("cleared_by_user")[:CLEARED_SHOWN]))
+    return _section(events, list(cleared.select_related("cleared_by_user")[:CLEARED_SHOWN]), request)

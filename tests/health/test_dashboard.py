@@ -74,3 +74,31 @@ def test_the_node_and_switch_pages_show_their_open_events_and_the_last_cleared(b
         section = page[page.index('id="health-events"') :]
         assert "link at 200 Gb/s (planned 400 Gb/s)" in section and 'id="health-state">unhealthy' in section
     assert "fan replaced" in node_page
+
+
+def test_operators_clear_an_event_from_the_node_page_with_a_reason_and_viewers_may_not(browser_as, viewer, operator):
+    from apps.core.models import AuditEntry
+
+    gpu = make_gpu(index=1)
+    event = services.record_event(
+        component=gpu, source=Source.TELEMETRY, kind="xid79", severity=Severity.CRITICAL, summary="GPU 1: XID 79", at=T0
+    )
+    url = reverse("health-event-clear", args=[event.public_id])
+    node_url = reverse("node-detail", args=[gpu.node.public_id])
+
+    assert url not in browser_as(viewer).get(node_url).content.decode()
+    assert browser_as(viewer).post(url, {"reason": "fine"}).status_code == 403
+    as_operator = browser_as(operator)
+    assert url in as_operator.get(node_url).content.decode()
+    refused = as_operator.post(url, {"reason": "  "}, follow=True)
+    assert "Not cleared: reason" in refused.content.decode()
+    event.refresh_from_db()
+    assert event.is_open
+
+    done = as_operator.post(url, {"reason": "GPU reseated"})
+
+    assert done.status_code == 302 and done["Location"] == node_url
+    event.refresh_from_db()
+    assert (event.is_open, event.cleared_by_user, event.clear_reason) == (False, operator, "GPU reseated")
+    entry = AuditEntry.objects.for_object(event).get(action="update")
+    assert (entry.source, entry.actor_name) == ("ui", "operator")
