@@ -3,12 +3,13 @@ and the node and switch pages' Health sections."""
 
 from dataclasses import dataclass, field
 
+from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
 from apps.accounts.choices import Role
-from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, Severity
+from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, SEVERITY_RANK, Severity
 from apps.health.models import HealthEvent
-from apps.health.services import node_health, open_events, state_of
+from apps.health.services import open_events, state_of
 
 SHOWN = 50  # events on the panel; the rest are counted and a link leads to the API's list
 
@@ -103,16 +104,26 @@ def _section(events: list[HealthEvent], recent_cleared: list[HealthEvent], reque
 
 
 CLEARED_SHOWN = 5
+RECENT = 200  # a page's one read: its open events first (few), then the newest cleared ones
+
+
+def _open_and_cleared(events) -> tuple[list[HealthEvent], list[HealthEvent]]:
+    """One query: the open events, worst and newest first, and the last few cleared."""
+    rows = list(
+        events.select_related("cleared_by_user").order_by(F("cleared_at").desc(nulls_first=True), "-last_seen")[:RECENT]
+    )
+    opened = sorted(
+        (row for row in rows if row.cleared_at is None),
+        key=lambda row: (SEVERITY_RANK[row.severity], -row.last_seen.timestamp(), -row.pk),
+    )
+    return opened, [row for row in rows if row.cleared_at is not None][:CLEARED_SHOWN]
 
 
 def node_events(node, request) -> dict:
     """The node page's health: its open events (its GPUs', NICs', cables', BMC's and its own) and the last cleared."""
-    cleared = HealthEvent.objects.filter(node=node, cleared_at__isnull=False).order_by("-cleared_at")[:CLEARED_SHOWN]
-    return _section(node_health(node).events, list(cleared.select_related("cleared_by_user")), request)
+    return _section(*_open_and_cleared(HealthEvent.objects.filter(node=node)), request)
 
 
 def switch_events(switch, request) -> dict:
-    """The switch page's health: open events on the switch and its ports."""
-    events = list(open_events().filter(switch=switch))
-    cleared = HealthEvent.objects.filter(switch=switch, cleared_at__isnull=False).order_by("-cleared_at")
-    return _section(events, list(cleared.select_related("cleared_by_user")[:CLEARED_SHOWN]), request)
+    """The switch page's health: open events on the switch, its ports and the cables to them."""
+    return _section(*_open_and_cleared(HealthEvent.objects.filter(switch=switch)), request)
