@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "apps.jobs",
     "apps.simulator",
     "apps.workloads",
+    "apps.health",
     "apps.discovery",
     "apps.schedulers",
     "apps.deployments",
@@ -266,7 +267,8 @@ SPECTACULAR_SETTINGS = {
         "CostPolicyKindEnum": "apps.costs.choices.PolicyKind",
         "WorkloadKindEnum": "apps.monitoring.choices.WORKLOAD_KINDS",  # GPU-hours rows and spot plan rows
         "SuiteEnum": "apps.benchmarks.choices.Suite",
-        "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],  # the node-benchmark kind's (benchmarks' NODE_SUITES)
+        "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],
+        "HealthEventSourceEnum": "apps.health.choices.Source",  # the node-benchmark kind's (benchmarks' NODE_SUITES)
     },
 }
 
@@ -453,6 +455,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.monitoring.record_telemetry": 60,
     "rackpilot.schedulers.readback": RACKPILOT_SCHEDULER_READBACK_SECONDS,
     "rackpilot.topology.record": 60,  # what a bulk update changed (a saved change is recorded on commit)
+    "rackpilot.monitoring.watch_telemetry": 60,  # GPU faults (XID, uncorrectable ECC) → health events
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

@@ -12,6 +12,7 @@ from apps.costs.api.urls import ROUTES as COST_ROUTES
 from apps.deployments.api.urls import ROUTES as DEPLOYMENT_ROUTES
 from apps.diagnosis.api.urls import ROUTES as DIAGNOSIS_ROUTES
 from apps.discovery.api.urls import ROUTES as DISCOVERY_ROUTES
+from apps.health.api.urls import ROUTES as HEALTH_ROUTES
 from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.monitoring import views as monitoring_views
@@ -31,6 +32,7 @@ from portal.staticfiles import favicon
 router = DefaultRouter()
 ROUTES = (
     (INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES)
+    + HEALTH_ROUTES
     + DIAGNOSIS_ROUTES
     + BENCHMARK_ROUTES
     + WORKLOAD_ROUTES
@@ -51,6 +53,7 @@ urlpatterns = [
     path("deployments/", include("apps.deployments.urls")),
     path("schedulers/", include("apps.schedulers.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
+    path("health/", include("apps.health.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),

@@ -92,6 +92,8 @@ def nic_findings(reading: dict, links: list[dict]) -> list[dict]:
                 "device": link["device"],
                 "rail_busbw_gbps": rails.get(link["device"]),
                 "slow_rail": link["device"] in slow,
+                "link_gbps": speed,  # the rate the NIC reports (ethtool), None where unread
+                "planned_gbps": link["speed_gbps"],
                 "problems": problems,
             }
         )

@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.benchmarks import link_errors, recording, suites
+from apps.benchmarks import health_events, link_errors, recording, suites
 from apps.benchmarks.choices import (
     ACTIVE,
     BURN_IN_DEFAULT_SECONDS,
@@ -332,6 +332,10 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
         test_count=run.tests.count() + run.measurements.count(),
     )
     run.refresh_from_db()
+    if run.suite in (Suite.SWEEP, Suite.PAIRWISE):
+        health_events.record_suspects(run)  # what the sweep named is what is wrong now (apps/health)
+    elif run.suite == Suite.BURN_IN:
+        health_events.record_burn_in(run)  # a pass validates the node's GPUs, a failure is an event
     return run
 
 

@@ -20,7 +20,7 @@ from rest_framework import serializers
 from apps.benchmarks import link_errors
 from apps.benchmarks import services as benchmarks
 from apps.benchmarks.choices import Suite
-from apps.deployments import criteria
+from apps.deployments import criteria, health_events
 from apps.deployments.choices import (
     CLUSTER_PENDING,
     OUTCOME_COLOURS,
@@ -160,6 +160,7 @@ def _run_check(deployment: Deployment, check: ClusterAcceptanceCheck, hostnames:
     result = judge[ClusterCheck(check.check_name)](run)
     if counted:
         _judge_link_errors(result, before, counters(), _link_error_tiers(deployment), hostnames)
+        health_events.record_link_errors(deployment=deployment, run=run, items=result["details"]["link_errors"])
     result["benchmark_run"] = run
     result["details"] = {"suite": suite, "benchmark_status": run.status, **result.get("details", {})}
     return result

@@ -237,6 +237,8 @@ INCIDENT_ACTIVE = (
     IncidentState.FIXING,
     IncidentState.VERIFYING,
 )
+# Not resolved: the active ones and those a runbook left unresolved (still wrong, though nothing is running on them).
+INCIDENT_UNRESOLVED = (*INCIDENT_ACTIVE, IncidentState.UNRESOLVED)
 INCIDENT_STATE_COLOURS = {
     IncidentState.OPEN: "grey",
     IncidentState.INVESTIGATING: "blue",

@@ -13,6 +13,7 @@ from apps.core.models import PublicModel, TimestampedModel
 from apps.diagnosis.choices import (
     INCIDENT_ACTIVE,
     INCIDENT_STATE_COLOURS,
+    INCIDENT_UNRESOLVED,
     Cause,
     EvidenceVerdict,
     IncidentState,
@@ -26,6 +27,10 @@ from apps.workloads.models import TrainingJob
 class IncidentQuerySet(models.QuerySet):
     def active(self) -> "IncidentQuerySet":
         return self.filter(state__in=INCIDENT_ACTIVE)
+
+    def unresolved(self) -> "IncidentQuerySet":
+        """Every incident not resolved: the active ones and those a runbook could not resolve."""
+        return self.filter(state__in=INCIDENT_UNRESOLVED)
 
     def touching(self, node: Node) -> "IncidentQuerySet":
         """Incidents about the node, its training jobs, or that found evidence on it."""

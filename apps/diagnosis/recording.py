@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.diagnosis import live, recovery, storage_checks, utilisation
+from apps.diagnosis import health_events, live, recovery, storage_checks, utilisation
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, RankingChange, Remediation
 from apps.diagnosis.runbook import (
@@ -141,8 +141,11 @@ def record_observations(
                 for index, seen in enumerate(observations)
             ]
         )
-        rows = list(Evidence.objects.filter(incident=incident, seq__gte=first, seq__lt=first + len(rows)))
+        rows = list(
+            Evidence.objects.filter(incident=incident, seq__gte=first, seq__lt=first + len(rows)).select_related("node")
+        )
         changed = _rescore(incident, rows)
+        health_events.record_faults(incident=incident, job=job, rows=rows)  # what is wrong now (apps/health)
     for row in rows:
         level = EventLevel.WARNING if row.verdict == EvidenceVerdict.FAULT else EventLevel.INFO
         emit(

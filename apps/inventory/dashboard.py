@@ -25,17 +25,27 @@ class Panel:
 _PANELS: dict[str, Panel] = {}
 
 
-def register_panel(*, name: str, template: str, context: Callable[[], dict]) -> None:
-    """Adds a panel to the dashboard, after those already registered; a name is registered once."""
+_FIRST: list[str] = []  # panels shown above the others, full width, in registration order
+
+
+def register_panel(*, name: str, template: str, context: Callable[[], dict], first: bool = False) -> None:
+    """Adds a panel to the dashboard, after those already registered (`first`: above every other panel, as the
+    health app's "What is wrong now" is); a name is registered once."""
     if name in _PANELS:
         raise ValueError(f"A dashboard panel named {name!r} is registered already.")
     _PANELS[name] = Panel(name, template, context)
+    if first:
+        _FIRST.append(name)
 
 
 def panels() -> list[Panel]:
     return list(_PANELS.values())
 
 
-def render_panels(request: HttpRequest) -> list[SafeString]:
-    """Each panel's HTML, in registration order."""
-    return [render_to_string(panel.template, panel.context(), request=request) for panel in _PANELS.values()]
+def render_panels(request: HttpRequest, *, first: bool = False) -> list[SafeString]:
+    """Each panel's HTML, in registration order: those registered `first`, or the others."""
+    return [
+        render_to_string(panel.template, panel.context(), request=request)
+        for panel in _PANELS.values()
+        if (panel.name in _FIRST) == first
+    ]

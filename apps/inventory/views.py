@@ -48,6 +48,7 @@ def dashboard(request):
             "unhealthy_gpus": services.unhealthy_gpus(),
             "nodes_missing_gpus": services.compute_nodes_missing_gpus(),
             "racks": list(services.racks_with_power()),
+            "first_panels": panels.render_panels(request, first=True),
             "panels": panels.render_panels(request),
         },
     )

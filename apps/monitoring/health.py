@@ -1,9 +1,11 @@
 """Fleet health: per node, healthy or not and why; and one number from 0 to 100 with its breakdown.
 
-Reads the inventory (node status, GPU health), the scheduler's last view of each node (drained outside Rackpilot,
-down or unknown there: apps/schedulers), open findings (discovery's differences — a GPU a discovery found
-missing is not healthy however the inventory rates it —, diagnosis's open incidents), the telemetry (XID, ECC) and
-the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the number.
+Reads the inventory (node status, GPU health), the node's open health events (apps/health: what every producer
+recorded; critical and major ones make it unhealthy, minor ones degraded), the scheduler's last view of each node
+(drained outside Rackpilot, down or unknown there: apps/schedulers), open findings (discovery's differences — a GPU a
+discovery found missing is not healthy however the inventory rates it —, diagnosis's unresolved incidents), the
+telemetry (XID, ECC) and the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the
+number.
 """
 
 from collections import defaultdict
@@ -12,6 +14,8 @@ from dataclasses import dataclass, field
 from apps.diagnosis.models import Incident
 from apps.discovery.choices import DifferenceState
 from apps.discovery.models import Difference
+from apps.health import services as health_events
+from apps.health.choices import NodeState
 from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import services
@@ -29,9 +33,18 @@ class NodeHealth:
     hostname: str
     healthy: bool = True
     reasons: list[str] = field(default_factory=list)
+    state: str = NodeState.HEALTHY
+    events: list = field(default_factory=list)  # its open health events, worst first
+    bad_gpus: set = field(default_factory=set)  # indexes of its GPUs found unhealthy, by whatever said so
 
     def fail(self, reason: str) -> None:
         self.healthy = False
+        self.state = NodeState.UNHEALTHY
+        self.reasons.append(reason)
+
+    def degrade(self, reason: str) -> None:
+        if self.state == NodeState.HEALTHY:
+            self.state = NodeState.DEGRADED
         self.reasons.append(reason)
 
 
@@ -45,9 +58,22 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     for node in nodes:
         if node.status not in SERVING_STATUSES:
             by_id[node.pk].fail(f"status is {node.get_status_display().lower()}")
+    for node_id, recorded in health_events.nodes_health(nodes).items():
+        by_id[node_id].events = recorded.events
+        for event in recorded.events:
+            judged = health_events.state_of([event])
+            if judged == NodeState.UNHEALTHY:
+                by_id[node_id].fail(event.reason)
+                if event.gpu_id:
+                    by_id[node_id].bad_gpus.add(event.gpu.index)
+            elif judged == NodeState.DEGRADED:
+                by_id[node_id].degrade(event.reason)
+            else:
+                by_id[node_id].reasons.append(event.reason)  # for information: the node stays as it was
     unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).order_by("index")
     for gpu in unhealthy:
         by_id[gpu.node_id].fail(f"GPU {gpu.index} is {gpu.get_health_display().lower()}")
+        by_id[gpu.node_id].bad_gpus.add(gpu.index)
     missing = defaultdict(int)
     for difference in Difference.objects.filter(node__in=nodes, state=DifferenceState.OPEN):
         if difference.field == "present" and difference.discovered == "missing":
@@ -63,15 +89,18 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
             by_id[names[difference.hostname]].fail(difference.message)
         else:
             by_id[names[difference.hostname]].reasons.append(difference.message)
-    for incident in Incident.objects.active().filter(node__in=nodes).only("node_id", "title"):
-        by_id[incident.node_id].fail(f"open incident: {incident.title}")
+    for incident in Incident.objects.unresolved().filter(node__in=nodes).only("node_id", "title", "state"):
+        what = "open" if incident.active else "unresolved"
+        by_id[incident.node_id].fail(f"{what} incident: {incident.title}")
     if with_telemetry:
         flags = services.telemetry_health()
         names = {node.hostname: node.pk for node in nodes}
         for flagged in flags["flagged"]:
             what = f"XID {flagged['xid']}" if flagged["xid"] else f"{flagged['ecc']} uncorrectable ECC error(s)"
-            if flagged["node"].hostname in names:
-                by_id[names[flagged["node"].hostname]].fail(f"GPU {flagged['gpu']} reports {what}")
+            node = by_id.get(names.get(flagged["node"].hostname))
+            if node is not None and int(flagged["gpu"]) not in node.bad_gpus:  # an open event says it already
+                node.fail(f"GPU {flagged['gpu']} reports {what}")
+                node.bad_gpus.add(int(flagged["gpu"]))
     return list(by_id.values())
 
 
@@ -80,10 +109,10 @@ def fleet_health(*, with_slos: bool = True) -> dict:
     nodes = node_health()
     gpus = Gpu.objects.filter(node__role=NodeRole.COMPUTE)
     gpu_total = gpus.count()
-    flagged_gpus = sum(1 for node in nodes for reason in node.reasons if reason.startswith("GPU "))
+    flagged_gpus = sum(len(node.bad_gpus) for node in nodes)
     gpu_ok = max(0, gpu_total - flagged_gpus)
     node_ok = sum(node.healthy for node in nodes)
-    open_incidents = Incident.objects.active().count()
+    open_incidents = Incident.objects.unresolved().count()
     drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
     slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
     met = services.slos_met(slo_rows, window="1h")
@@ -94,7 +123,7 @@ def fleet_health(*, with_slos: bool = True) -> dict:
         "slos_met": (sum(judged) / len(judged) if judged else 1.0, f"{sum(judged)} of {len(judged)} SLOs met (1 h)"),
         "no_open_incidents": (
             1.0 if not open_incidents else max(0.0, 1 - open_incidents / max(len(nodes), 1)),
-            f"{open_incidents} open incident(s)",
+            f"{open_incidents} unresolved incident(s)",
         ),
         "no_drift": (1 - drifting / len(nodes) if nodes else 1.0, f"{drifting} node(s) differ from the inventory"),
     }

@@ -4,7 +4,7 @@ import time
 
 from celery import shared_task
 
-from apps.monitoring import progress, recorder, services
+from apps.monitoring import progress, recorder, services, watch
 from apps.monitoring.bmc import polling, readings
 
 
@@ -33,3 +33,9 @@ def record_telemetry() -> int:
     recorded = recorder.record_telemetry(until=now) + recorder.backfill(until=now)
     services.record_slo_blame(until=now)  # what drags each SLO, read by the SLOs page
     return recorded
+
+
+@shared_task(name="rackpilot.monitoring.watch_telemetry", ignore_result=True, time_limit=120)
+def watch_telemetry() -> int:
+    """Beat, every minute: the GPU faults the telemetry reports now, as health events (apps.monitoring.watch)."""
+    return len(watch.watch_telemetry())

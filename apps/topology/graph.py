@@ -5,8 +5,9 @@ share a name. Cables are aggregated per pair of vertices into one edge carrying 
 cables (ports, speeds, link state) behind it. Per-NIC and per-GPU detail stays beside the graph for the rules that
 need it (plane reachability, MTU, GPU-NIC affinity).
 
-Capacity of a cable is the slowest of the cable and the NICs at its ends. ``capacity_gbps`` of an edge counts only
-cables that are up (no NIC end reported link down); ``installed_gbps`` counts every cable.
+Capacity of a cable is the slowest of the cable, the rate a sweep last measured on it and the NICs at its ends.
+``capacity_gbps`` of an edge counts only cables that are up (no NIC end reported link down); ``installed_gbps``
+counts every cable.
 
 The graph is built when the topology is evaluated (apps.topology.services.record_topology, when the inventory
 changes); pages read the recorded evaluation, not the graph.
@@ -280,11 +281,12 @@ def _build_fabric(hostnames: dict[int, str]) -> Fabric:
         "b_switch_id",
         "b_port",
         "speed_gbps",
+        "measured_gbps",
         "medium",
         "plane",
     )
     cable_count = 0
-    for public_id, a_nic, a_switch, a_port, b_nic, b_switch, b_port, speed, medium, plane in cable_rows:
+    for public_id, a_nic, a_switch, a_port, b_nic, b_switch, b_port, speed, measured, medium, plane in cable_rows:
         ends = [
             _end(nics_by_id, switches_by_id, a_nic, a_switch, a_port),
             _end(nics_by_id, switches_by_id, b_nic, b_switch, b_port),
@@ -294,7 +296,8 @@ def _build_fabric(hostnames: dict[int, str]) -> Fabric:
             continue
         cable_count += 1
         nic_ends = [nic for nic in (a_nicinfo, b_nicinfo) if nic is not None]
-        effective = min([speed] + [nic.speed_gbps for nic in nic_ends])
+        # A link a sweep measured slow counts at its measured rate (Cable.measured_gbps), not its planned one.
+        effective = min([speed, measured or speed] + [nic.speed_gbps for nic in nic_ends])
         up = all(nic.link_up for nic in nic_ends)
         switch_planes = [sw.plane for sw in (a_sw, b_sw) if sw is not None]
         link_plane = plane or (switch_planes[0] if switch_planes else (nic_ends[0].plane if nic_ends else ""))

@@ -14,6 +14,7 @@ from apps.core import signing
 from apps.deployments import cluster, report, services, tasks
 from apps.deployments.choices import ClusterCheck, ClusterCheckStatus, DeploymentState, Outcome, Problem
 from apps.deployments.models import ClusterAcceptanceCheck, Deployment, Suggestion
+from apps.health.models import HealthEvent
 from apps.inventory.models import Node
 from apps.jobs.services import TargetSpec
 from apps.simulator import services as sim
@@ -186,6 +187,11 @@ def test_a_cable_with_only_crc_errors_is_caught_by_its_nic_counters(demo_cluster
     assert suggestion.hostname == "gpu031" and suggestion.subject == "ens3np0"
     assert found["cable"] in suggestion.title and found["switch_port"] in suggestion.title
     assert "rx_crc_errors_phy" in suggestion.cause
+    # ... and a health event on that cable, linked to the deployment and the run (apps/health).
+    event = HealthEvent.objects.get(kind="link_errors")
+    assert (event.cable, event.nic, event.source, event.severity) == (cable, nic, "acceptance", "major")
+    assert event.evidence[0]["deployment"] == str(deployment.public_id)
+    assert event.evidence[0]["benchmark_run"] == str(nccl.benchmark_run.public_id)
 
     # The thresholds are data: with the tiers raised above the rate the same cable only warns.
     deployment.criteria["nic_link_errors"] |= {"threshold": 0.0, "warn_threshold": 100.0}

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.django_db
 def test_topology_and_monitoring_fill_their_panels_from_their_app_configs():
     assert [panel.name for panel in dashboard.panels()] == [
         "topology-rules",
+        "what-is-wrong-now",
         "telemetry-health",
         "fleet-health",
         "gpu-hours",

@@ -63,7 +63,13 @@ def test_schedulers_poll_the_api_and_anonymous_callers_are_refused(fleet, api_as
     body = answer.json()
     assert 0 <= body["score"] <= 100
     entry = next(node for node in body["nodes"] if node["node"] == "gpu004")
-    assert entry == {"node": "gpu004", "healthy": False, "reasons": ["GPU3 missing (found by discovery)"]}
+    assert entry == {
+        "node": "gpu004",
+        "healthy": False,
+        "state": "unhealthy",
+        "reasons": ["GPU3 missing (found by discovery)"],
+        "events": [],
+    }
     assert client.get("/api/health/").status_code in (401, 403)
 
 

@@ -70,6 +70,11 @@ class Cable(AuditedModel, PublicModel):
     b_switch = models.ForeignKey(Switch, null=True, blank=True, on_delete=models.CASCADE, related_name="cables_as_b")
     b_port = models.CharField(max_length=32, blank=True, validators=[port_name_validator])
     speed_gbps = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    # What a sweep last measured where it is below plan (a link trained down); empty: as planned, or never measured
+    # slow. The topology counts the link at the lower of the two (apps/benchmarks/health_events.py writes it).
+    measured_gbps = models.PositiveIntegerField(
+        null=True, blank=True, editable=False, help_text="The rate last measured below plan; empty: as planned."
+    )
     medium = models.CharField(max_length=8, choices=CableMedium.choices, default=CableMedium.AOC)
     plane = models.CharField(max_length=8, choices=Plane.choices, blank=True)
     label = models.CharField(max_length=64, blank=True)

@@ -2,6 +2,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from apps.core.validators import host_validator
+from apps.health.choices import NodeState, Severity, Source
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
 from apps.inventory.models import Rack
 from apps.monitoring.bmc.logins import (
@@ -197,10 +198,22 @@ class SloStatusSerializer(serializers.Serializer):
     draggers = SloDraggerSerializer(many=True)
 
 
+class NodeHealthEventSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id", help_text="The event at /api/health-events/{id}/.")
+    component = serializers.CharField(source="component_label")
+    kind = serializers.CharField()
+    severity = serializers.ChoiceField(choices=Severity.choices)
+    source = serializers.ChoiceField(choices=Source.choices)
+    summary = serializers.CharField()
+    last_seen = serializers.DateTimeField()
+
+
 class NodeHealthSerializer(serializers.Serializer):
     node = serializers.CharField(source="hostname")
-    healthy = serializers.BooleanField()
+    healthy = serializers.BooleanField(help_text="False: keep work off it (a critical or major event, its status…).")
+    state = serializers.ChoiceField(choices=NodeState.choices, help_text="Degraded: only minor findings.")
     reasons = serializers.ListField(child=serializers.CharField())
+    events = NodeHealthEventSerializer(many=True, help_text="Its open health events, worst and newest first.")
 
 
 class HealthPartSerializer(serializers.Serializer):

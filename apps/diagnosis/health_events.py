@@ -1,0 +1,71 @@
+"""A runbook's findings as health events (apps/health): evidence that shows a fault on a node's part (a link, its
+MTU or flow control, error counters, an XID, CUDA or InfiniBand errors, a full disk, a throttled GPU) is an event on
+that NIC, GPU or node, linked to the incident and the job that read it and citing its lines. Symptoms of a training
+job (timeouts, lagging ranks, progress, placement) are the incident's, not a component's, and make no event; a
+rehearsal's findings are practice on an injected fault and make none either."""
+
+from apps.diagnosis.choices import EvidenceVerdict
+from apps.diagnosis.models import Evidence, Incident
+from apps.health import services as health
+from apps.health.choices import Severity, Source
+from apps.health.models import HealthEvent
+from apps.jobs.models import Job
+
+# Evidence topic → the event's kind ("xid" takes the XID's number).
+KINDS = {
+    "link": "link_degraded",
+    "mtu": "mtu_mismatch",
+    "pfc": "pfc_off",
+    "ecn": "ecn_off",
+    "counters": "link_errors",
+    "ib": "ib_error",
+    "cuda": "cuda_error",
+    "disk": "disk_full",
+    "throttle": "gpu_throttled",
+    "xid": "xid",
+}
+CRITICAL_XIDS = {48, 79, 94, 95}  # uncorrectable ECC, fallen off the bus, contained / uncontained ECC
+
+
+def record_faults(*, incident: Incident, job: Job, rows: list[Evidence]) -> list[HealthEvent]:
+    if incident.rehearsal:
+        return []
+    return [
+        _record(incident, job, row)
+        for row in rows
+        if row.verdict == EvidenceVerdict.FAULT and row.node_id and row.topic in KINDS
+    ]
+
+
+def _gpu(row: Evidence):
+    """The GPU an XID names by its PCI address ("PCI:0000:9a:00" in the kernel log, "0000:9a:00.0" inventoried)."""
+    wanted = row.subject.lower().removeprefix("pci:").split(".")[0]
+    if not wanted:
+        return None
+    return next((gpu for gpu in row.node.gpus.all() if gpu.pci_bus_id.lower().startswith(wanted)), None)
+
+
+def _record(incident: Incident, job: Job, row: Evidence) -> HealthEvent:
+    kind, severity, component = KINDS[row.topic], Severity.MAJOR, row.node
+    if row.topic == "xid":
+        numbers = row.data.get("bad") or row.data.get("xids") or []
+        number = 79 if "Xid 79" in row.summary else (numbers[0] if numbers else None)
+        kind = f"xid{number}" if number is not None else "xid"
+        severity = Severity.CRITICAL if number in CRITICAL_XIDS else Severity.MAJOR
+        component = _gpu(row) or row.node
+    elif row.subject:
+        component = next((nic for nic in row.node.nics.all() if nic.name == row.subject), row.node)
+    return health.record_event(
+        component=component,
+        source=Source.RUNBOOK,
+        kind=kind,
+        severity=severity,
+        summary=f"{row.hostname}: {row.summary}"[:300],
+        evidence={
+            "incident": str(incident.public_id),
+            "job": str(job.public_id),
+            "command": row.command,
+            "lines": row.excerpt.splitlines()[:4],
+        },
+        at=row.observed_at,
+    )

@@ -1,0 +1,32 @@
+from rest_framework import serializers
+
+from apps.health.models import HealthEvent
+
+
+class HealthEventSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    component = serializers.CharField(source="component_label", read_only=True)
+    node = serializers.SlugRelatedField(slug_field="hostname", read_only=True, allow_null=True)
+    gpu = serializers.IntegerField(source="gpu.index", read_only=True, allow_null=True, default=None)
+    nic = serializers.CharField(source="nic.name", read_only=True, allow_null=True, default=None)
+    cable = serializers.UUIDField(source="cable.public_id", read_only=True, allow_null=True, default=None)
+    switch = serializers.CharField(source="switch.name", read_only=True, allow_null=True, default=None)
+    sources = serializers.ListField(child=serializers.CharField(), read_only=True)
+    evidence = serializers.ListField(
+        child=serializers.DictField(), read_only=True, help_text="The newest observations, each with `at`, `source`."
+    )
+    open = serializers.BooleanField(source="is_open", read_only=True)
+    cleared_by_user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = HealthEvent
+        fields = [
+            "id", "component_type", "component", "node", "gpu", "nic", "cable", "switch", "switch_port", "source",
+            "sources", "kind", "severity", "summary", "first_seen", "last_seen", "count", "evidence", "open",
+            "cleared_at", "cleared_by", "cleared_by_user", "clear_reason", "clear_evidence",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class ClearSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=300, help_text="Why the event is cleared (kept in the audit log).")

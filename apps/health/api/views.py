@@ -1,0 +1,47 @@
+from django.db import transaction
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.accounts.choices import Role
+from apps.health import services
+from apps.health.api.serializers import ClearSerializer, HealthEventSerializer
+from apps.health.choices import ClearedBy
+from apps.health.filters import HealthEventFilterSet
+from apps.health.models import HealthEvent
+from apps.inventory.api.views import UUID_PATTERN
+
+
+class HealthEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Health events on the fleet's components, worst and newest first; operators clear them with a reason."""
+
+    queryset = HealthEvent.objects.select_related("node", "gpu", "nic", "cable", "switch", "cleared_by_user")
+    serializer_class = HealthEventSerializer
+    filterset_class = HealthEventFilterSet
+    ordering_fields = ["first_seen", "last_seen", "count", "kind", "source"]
+    lookup_field = "public_id"
+    lookup_value_regex = UUID_PATTERN
+    write_role = Role.OPERATOR
+
+    def get_queryset(self):
+        return super().get_queryset().worst_first()
+
+    @extend_schema(
+        request=ClearSerializer,
+        responses={
+            200: HealthEventSerializer,
+            400: OpenApiResponse(description="`reason` missing, or `event`: the event is cleared already."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def clear(self, request, public_id=None):
+        """Clear an open event as an operator, with the reason (audited); a fault seen again opens a new event."""
+        event = self.get_object()
+        body = ClearSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        with transaction.atomic():
+            event = services.clear_event(
+                event=event, by=ClearedBy.OPERATOR, reason=body.validated_data["reason"], user=request.user
+            )
+        return Response(HealthEventSerializer(self.get_queryset().get(pk=event.pk)).data)

@@ -1,0 +1,53 @@
+from django.db import models
+
+
+class ComponentType(models.TextChoices):
+    NODE = "node", "Node"
+    GPU = "gpu", "GPU"
+    NIC = "nic", "NIC"
+    CABLE = "cable", "Cable"
+    SWITCH_PORT = "switch_port", "Switch port"
+    SWITCH = "switch", "Switch"
+    BMC = "bmc", "BMC"
+    VOLUME = "volume", "Storage volume"
+
+
+class Source(models.TextChoices):
+    SWEEP = "sweep", "Sweep"
+    ACCEPTANCE = "acceptance", "Cluster acceptance"
+    BENCHMARK = "benchmark", "Benchmark"
+    TRIAGE = "triage", "Triage"
+    RUNBOOK = "runbook", "Runbook"
+    TELEMETRY = "telemetry", "Telemetry watch"
+    BMC_LOG = "bmc_log", "BMC event log"
+    KERNEL_LOG = "kernel_log", "Kernel log"
+    SCHEDULER = "scheduler", "Scheduler"
+    OPERATOR = "operator", "Operator"
+
+
+class Severity(models.TextChoices):
+    CRITICAL = "critical", "Critical"
+    MAJOR = "major", "Major"
+    MINOR = "minor", "Minor"
+    INFO = "info", "Info"
+
+
+# Worst first: what sorts the "what is wrong now" panel and picks an event's severity when a repeat is worse.
+SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.MAJOR: 1, Severity.MINOR: 2, Severity.INFO: 3}
+SEVERITY_COLOURS = {Severity.CRITICAL: "red", Severity.MAJOR: "orange", Severity.MINOR: "blue", Severity.INFO: "grey"}
+
+
+class ClearedBy(models.TextChoices):
+    VALIDATION = "validation", "A passed validation"
+    OPERATOR = "operator", "An operator"
+
+
+class NodeState(models.TextChoices):
+    """A node's health as its open events say: critical or major → unhealthy, minor → degraded."""
+
+    HEALTHY = "healthy", "Healthy"
+    DEGRADED = "degraded", "Degraded"
+    UNHEALTHY = "unhealthy", "Unhealthy"
+
+
+NODE_STATE_COLOURS = {NodeState.HEALTHY: "green", NodeState.DEGRADED: "orange", NodeState.UNHEALTHY: "red"}

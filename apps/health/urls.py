@@ -1,0 +1,7 @@
+from django.urls import path
+
+from apps.health import views
+
+urlpatterns = [
+    path("events/<uuid:public_id>/clear/", views.clear_event, name="health-event-clear"),
+]

@@ -1,0 +1,42 @@
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
+from rest_framework import serializers
+
+from apps.accounts.choices import Role
+from apps.accounts.decorators import role_required
+from apps.health import services
+from apps.health.choices import ClearedBy
+from apps.health.forms import ClearEventForm
+from apps.health.models import HealthEvent
+
+
+def _page_of(event: HealthEvent):
+    if event.node_id:
+        return redirect("node-detail", public_id=event.node.public_id)
+    if event.switch_id:
+        return redirect("switch-detail", public_id=event.switch.public_id)
+    return redirect("dashboard")
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def clear_event(request, public_id):
+    """An operator clears an event from its node or switch page, with a reason (audited)."""
+    event = get_object_or_404(HealthEvent.objects.select_related("node", "switch"), public_id=public_id)
+    form = ClearEventForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"Not cleared: {field}: {' '.join(errors)}")
+        return _page_of(event)
+    try:
+        with transaction.atomic():
+            services.clear_event(
+                event=event, by=ClearedBy.OPERATOR, reason=form.cleaned_data["reason"], user=request.user
+            )
+    except serializers.ValidationError as error:
+        messages.error(request, f"Not cleared: {' '.join(str(m) for ms in error.detail.values() for m in ms)}")
+    else:
+        messages.success(request, f"Cleared {event.kind} on {event.component_label}.")
+    return _page_of(event)
