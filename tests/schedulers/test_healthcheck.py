@@ -57,7 +57,13 @@ def test_the_api_answers_one_node_for_a_token_and_nobody_else(demo_cluster, api_
     Gpu.objects.filter(node__hostname="gpu003", index=3).update(health=GpuHealth.FAILED)
     answer = api_as(viewer).get("/api/health/nodes/gpu003/")
     assert answer.status_code == 200
-    assert answer.json() == {"node": "gpu003", "healthy": False, "reasons": ["GPU 3 is failed"]}
+    assert answer.json() == {
+        "node": "gpu003",
+        "healthy": False,
+        "state": "unhealthy",
+        "reasons": ["GPU 3 is failed"],
+        "events": [],
+    }
     assert api_as(viewer).get("/api/health/nodes/gpu004/").json()["healthy"] is True
     missing = api_as(viewer).get("/api/health/nodes/nosuch/")
     assert missing.status_code == 404 and "nosuch" in missing.json()["detail"]
