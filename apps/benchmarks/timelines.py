@@ -272,7 +272,8 @@ def analyse_training_job(
 
     Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
     on real nodes the profiler runs there and take_from_nodes reads its files."""
-    transport = transport or default_transport()
+    ranks = training_job.members.select_related("node")
+    transport = transport or default_transport(nodes=[member.node for member in ranks])
     errors = {}
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_PROFILED_STEPS:
         errors["steps"] = [f"Profile 1 to {MAX_PROFILED_STEPS} steps, not {steps!r}."]

@@ -33,6 +33,7 @@ from apps.benchmarks.models import (
     TimelineAnalysis,
 )
 from apps.core.listing import sort_fields
+from apps.core.openapi import paginated
 from apps.core.parsers import BoundedJSONParser
 from apps.jobs.api.serializers import JobSerializer
 from apps.jobs.models import Job
@@ -81,6 +82,7 @@ class BenchmarkRunViewSet(
         return Response(BenchmarkRunSerializer(self.get_queryset().get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: BenchmarkTestSerializer(many=True)})
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"])
     def results(self, request, id=None):
         """The run's tests in round order, each with every row of its series and its verdict."""
@@ -89,6 +91,7 @@ class BenchmarkRunViewSet(
         return self.get_paginated_response(BenchmarkTestSerializer(page, many=True).data)
 
     @extend_schema(responses={200: MeasurementSerializer(many=True)})
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"])
     def measurements(self, request, id=None):
         """The figures of an HPL-MxP, nvbandwidth or burn-in run, each with its series, verdict and evidence."""
