@@ -7,7 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
-from apps.benchmarks import services, timelines
+from apps.benchmarks import services, timeline_jobs, timelines
 from apps.benchmarks.api.serializers import (
     BenchmarkRunCreateSerializer,
     BenchmarkRunSerializer,
@@ -169,6 +169,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         request={"multipart/form-data": TimelineUploadSerializer},
         responses={
             201: TimelineAnalysisSerializer,
+            202: JobSerializer,
             400: OpenApiResponse(
                 description="The field at fault, the file, "
                 "and the line and offset where the trace stopped being one; nothing is stored."
@@ -176,10 +177,16 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         },
     )
     def create(self, request, *args, **kwargs):
-        """Upload traces and store their breakdown; 400 names the field (and the file's line and offset)."""
+        """Upload traces and store their breakdown; 400 names the field (and the file's line and offset). Large
+        uploads (8 MiB and over) answer 202 with the `timeline-analysis` job that analyses them: its events show
+        the progress, and its last event names the stored analysis (or why a file was refused)."""
         data = TimelineUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         uploads = [(upload.name, upload) for upload in data.validated_data["files"]]
+        if timeline_jobs.is_large(uploads):
+            name, user = data.validated_data["name"], request.user
+            job = timeline_jobs.start_analysis(files=uploads, name=name, requested_by=user)
+            return Response(JobSerializer(Job.objects.with_progress().get(pk=job.pk)).data, status=202)
         analysis = timelines.analyse_upload(files=uploads, name=data.validated_data["name"], requested_by=request.user)
         return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
 
