@@ -296,3 +296,22 @@ def test_cli_prints_the_report_as_json(db, capsys, tmp_path):
         call_command("benchmark", "timeline", str(broken))
     with pytest.raises(CommandError, match="No such file"):
         call_command("benchmark", "timeline", str(tmp_path / "missing.json"))
+
+
+def test_a_large_upload_from_the_page_goes_to_its_job_page(db, browser_as, operator, monkeypatch):
+    from apps.benchmarks import timeline_jobs
+    from apps.jobs.models import Job
+
+    monkeypatch.setattr(timeline_jobs, "BACKGROUND_FROM_BYTES", 1000)
+    client = browser_as(operator)
+
+    response = client.post(
+        "/benchmarks/timelines/upload/", {"files": [SimpleUploadedFile("h200.json.gz", H200.read_bytes())]}
+    )
+
+    job = Job.objects.get(kind="timeline-analysis")
+    assert response.status_code == 302 and response.url.endswith(f"/{job.public_id}/")
+    assert not TimelineAnalysis.objects.exists()
+    timeline_jobs.run_analysis(job_public_id=str(job.public_id))
+    page = client.get(response.url)
+    assert page.status_code == 200 and b"timeline-analysis" in page.content
