@@ -231,7 +231,7 @@ REST_FRAMEWORK = {
         "apps.core.filters.DocumentedSearchFilter",
         "apps.core.filters.ListOrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

@@ -87,3 +87,15 @@ def test_lists_filter_by_the_name_users_know_them_by(api_as, viewer, demo_cluste
     response = api_as(viewer).get(url, params)
     assert response.status_code == 200, response.content
     assert [row["display"] for row in response.json()["results"]] == expected
+
+
+def test_a_thousand_unknown_parameters_get_a_small_answer_naming_the_first_and_the_count(api_as, viewer):
+    query = "&".join(f"p{n:04d}=x" for n in range(1000))
+
+    response = api_as(viewer).get(f"{reverse('api:node-list')}?{query}")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert list(body) == ["p0000", "p0001", "p0002", "p0003", "p0004", "non_field_errors"]
+    assert body["non_field_errors"] == ["1000 unknown query parameters; the first 5 are named."]
+    assert len(response.content) < 4000

@@ -494,3 +494,20 @@ class TimelineAnalysis(PublicModel):
     def exposed_communication_pct(self) -> float | None:
         share = self.exposed_communication_share
         return None if share is None else round(100 * share, 1)
+
+
+class TraceUpload(models.Model):
+    """An uploaded trace file waiting for its `timeline-analysis` job (a large upload is analysed by a worker, on any
+    host, not in the request); deleted when the job ends."""
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="trace_uploads")
+    position = models.PositiveSmallIntegerField(help_text="Rank order, as uploaded.")
+    name = models.CharField(max_length=255)
+    content = models.BinaryField()
+
+    class Meta:
+        ordering = ["job", "position"]
+        constraints = [models.UniqueConstraint(fields=["job", "position"], name="trace_upload_unique_position")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -171,12 +171,15 @@ def start_run(
         errors["iterations"] = [f"1 to {MAX_ITERATIONS} timed iterations per size."]
     if not 0 <= cooldown_seconds <= 3600:
         errors["cooldown_seconds"] = ["A cool-down of 0 to 3600 seconds."]
-    transport = transport or default_transport(offered=NcclTests.transports)
+    try:
+        selection = job_services.resolve_selection(targets)
+    except serializers.ValidationError as error:
+        selection, errors = None, errors | error.detail
+    transport = transport or default_transport(offered=NcclTests.transports, nodes=selection.nodes if selection else ())
     if transport not in NcclTests.transports:
         errors["transport"] = [f"Benchmarks run over {', '.join(NcclTests.transports)}, not {transport!r}."]
     if errors:
         raise serializers.ValidationError(errors)
-    selection = job_services.resolve_selection(targets)
     nodes = selection.nodes
     problems = _nodes_errors(nodes, suite=suite, transport=transport)
     if problems:
@@ -240,12 +243,17 @@ def _start_node_run(
         isinstance(hpl_n, bool) or not isinstance(hpl_n, int) or not HPL_MIN_N <= hpl_n <= HPL_MAX_N
     ):
         errors["hpl_n"] = [f"HPL's matrix order is {HPL_MIN_N} to {HPL_MAX_N}, not {hpl_n!r}."]
-    transport = transport or default_transport(offered=NodeBenchmark.transports)
+    try:
+        selection = job_services.resolve_selection(targets)
+    except serializers.ValidationError as error:
+        selection, errors = None, errors | error.detail
+    transport = transport or default_transport(
+        offered=NodeBenchmark.transports, nodes=selection.nodes if selection else ()
+    )
     if transport not in NodeBenchmark.transports:
         errors["transport"] = [f"This suite runs over {', '.join(NodeBenchmark.transports)}, not {transport!r}."]
     if errors:
         raise serializers.ValidationError(errors)
-    selection = job_services.resolve_selection(targets)
     nodes = selection.nodes
     problems = _nodes_errors(nodes, suite=suite, transport=transport)
     if problems:

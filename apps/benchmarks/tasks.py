@@ -22,3 +22,16 @@ def run_benchmark(run_public_id: str) -> str:
     if run is None:
         return "gone"
     return services.execute_run(run=run).status
+
+
+@shared_task(
+    name="rackpilot.benchmarks.analyse_timeline",
+    soft_time_limit=settings.RACKPILOT_JOB_TIME_LIMIT - 60,
+    time_limit=settings.RACKPILOT_JOB_TIME_LIMIT,
+    ignore_result=True,
+)
+def analyse_timeline(job_public_id: str) -> str:
+    """A large timeline upload's analysis (apps.benchmarks.timeline_jobs); a redelivery finds it claimed."""
+    from apps.benchmarks.timeline_jobs import run_analysis
+
+    return run_analysis(job_public_id=job_public_id)

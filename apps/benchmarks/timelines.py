@@ -42,6 +42,9 @@ from apps.simulator.traces import simulated_ddp_traces
 from apps.workloads.models import TrainingJob
 
 CHUNK_BYTES = 2**20
+# Profiler traces gzip about 10-30 to 1; a bomb, a thousand to 1. Judged once this much is inflated.
+GZIP_MAX_RATIO = 200
+GZIP_RATIO_FROM_BYTES = 16 * 2**20
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_PROFILED_STEPS = 5
 MAX_PROFILED_STEPS = 50
@@ -64,13 +67,33 @@ def _raw_pieces(stream: IO[bytes], name: str, counter: dict) -> Iterator[bytes]:
         yield piece
 
 
+def _declared_size(stream: IO[bytes]) -> int | None:
+    """What a gzip file's trailer (ISIZE) says it decompresses to, modulo 4 GiB; None when the stream cannot seek."""
+    try:
+        start = stream.tell()
+        stream.seek(-4, io.SEEK_END)
+        trailer = stream.read(4)
+        stream.seek(start)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return int.from_bytes(trailer, "little") if len(trailer) == 4 else None
+
+
 def text_chunks(stream: IO[bytes], name: str, counter: dict) -> Iterator[str]:
-    """The file's text in pieces: gunzipped when it starts with gzip's magic, bounded both ways."""
+    """The file's text in pieces: gunzipped when it starts with gzip's magic, bounded both ways. A gzip bomb is
+    refused before it is inflated where its trailer declares too much, else as soon as it inflates far past what a
+    trace compresses to (GZIP_MAX_RATIO), long before the size bound: nothing is parsed for a minute first."""
     pieces = _raw_pieces(stream, name, counter)
     first = next(pieces, b"")
     gzipped = first[:2] == GZIP_MAGIC
     if name.lower().endswith(".gz") and not gzipped and first:
         raise _Refused(f"{name}: named .gz but not gzip (it does not start with gzip's magic bytes 1f 8b)")
+    declared = _declared_size(stream) if gzipped else None
+    if declared is not None and declared > TIMELINE_MAX_TRACE_BYTES:
+        raise _Refused(
+            f"{name}: its gzip trailer says {declared / 2**20:.0f} MiB decompressed, over "
+            f"{TIMELINE_MAX_TRACE_BYTES / 2**20:g} MiB: refused, a gzip bomb or a trace too large"
+        )
     decoder = codecs.getincrementaldecoder("utf-8")()
     inflater = zlib.decompressobj(wbits=31) if gzipped else None
 
@@ -81,6 +104,13 @@ def text_chunks(stream: IO[bytes], name: str, counter: dict) -> Iterator[str]:
                 f"{name}: decompresses past {TIMELINE_MAX_TRACE_BYTES / 2**20:g} MiB "
                 f"({counter['bytes']} bytes sent so far): refused, a gzip bomb or a trace too large"
             )
+        if gzipped and counter["decompressed"] > GZIP_RATIO_FROM_BYTES:
+            ratio = counter["decompressed"] / max(counter["bytes"], 1)
+            if ratio > GZIP_MAX_RATIO:
+                raise _Refused(
+                    f"{name}: inflates {ratio:.0f} times its size ({counter['decompressed'] / 2**20:.0f} MiB from "
+                    f"{counter['bytes']} bytes), past the {GZIP_MAX_RATIO} a trace compresses to: refused, a gzip bomb"
+                )
         try:
             return decoder.decode(data, final)
         except UnicodeDecodeError as error:
@@ -124,7 +154,7 @@ def read_one(stream: IO[bytes], name: str) -> tuple[RankTrace, dict]:
     }
 
 
-def _store(*, name: str, traces: list[RankTrace], files: list[dict], origin: str, training_job, requested_by, job=None):
+def store(*, name: str, traces: list[RankTrace], files: list[dict], origin: str, training_job, requested_by, job=None):
     try:
         result = breakdown(traces)
     except TraceError as error:
@@ -183,7 +213,7 @@ def analyse_upload(*, files: list[tuple[str, IO[bytes]]], name: str = "", reques
         trace, info = read_one(stream, filename or "trace")
         traces.append(trace)
         described.append(info)
-    return _store(
+    return store(
         name=name or (files[0][0] if len(files) == 1 else f"{files[0][0]} +{len(files) - 1}"),
         traces=traces,
         files=described,
@@ -254,7 +284,7 @@ def store_read(*, job, read: list[tuple[RankTrace, dict]]) -> TimelineAnalysis:
     training_job = None
     if parameters.get("training_job"):
         training_job = TrainingJob.objects.filter(pk=parameters["training_job"]).first()
-    return _store(
+    return store(
         name=parameters.get("name") or (sources[0] if len(sources) == 1 else f"{sources[0]} +{len(sources) - 1}"),
         traces=[trace for trace, _facts in read],
         files=[facts for _trace, facts in read],
@@ -272,7 +302,8 @@ def analyse_training_job(
 
     Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
     on real nodes the profiler runs there and take_from_nodes reads its files."""
-    transport = transport or default_transport()
+    ranks = training_job.members.select_related("node")
+    transport = transport or default_transport(nodes=[member.node for member in ranks])
     errors = {}
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_PROFILED_STEPS:
         errors["steps"] = [f"Profile 1 to {MAX_PROFILED_STEPS} steps, not {steps!r}."]
@@ -300,7 +331,7 @@ def analyse_training_job(
         trace, info = read_one(io.BytesIO(text.encode()), f"rank{rank}.pt.trace.json")
         traces.append(trace)
         described.append(info)
-    return _store(
+    return store(
         name=f"{training_job.name}: {steps} step(s)",
         traces=traces,
         files=described,

@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.benchmarks import charts, services, timelines
+from apps.benchmarks import charts, services, timeline_jobs, timelines
 from apps.benchmarks.choices import (
     ACTIVE,
     CASE_STUDY_COMMUNICATION_PCT,
@@ -251,10 +251,13 @@ def timeline_list(request):
 @role_required(Role.OPERATOR)
 def timeline_upload(request):
     uploads = [(upload.name, upload) for upload in request.FILES.getlist("files")]
+    name = request.POST.get("name", "")[:200]
     try:
-        analysis = timelines.analyse_upload(
-            files=uploads, name=request.POST.get("name", "")[:200], requested_by=request.user
-        )
+        if timeline_jobs.is_large(uploads):  # a worker analyses it; the job page shows its progress
+            job = timeline_jobs.start_analysis(files=uploads, name=name, requested_by=request.user)
+            messages.success(request, "Large traces: a worker analyses them, and this job names the analysis.")
+            return redirect("job-page", job.public_id)
+        analysis = timelines.analyse_upload(files=uploads, name=name, requested_by=request.user)
     except serializers.ValidationError as error:
         return _timeline_list(request, errors=flat_messages(error.detail), status=400)
     messages.success(request, f"{analysis.rank_count} rank(s), {analysis.step_count} step(s) analysed.")

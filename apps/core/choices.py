@@ -24,3 +24,11 @@ class ChangeSource(models.TextChoices):
     COMMAND = "command", "Command line"
     JOB = "job", "Job"
     SYSTEM = "system", "System"
+
+
+class Transport(models.TextChoices):
+    """How commands reach a node (apps.nodeexec.transports): named here, below the apps that record one."""
+
+    SSH = "ssh", "ssh"
+    LOCAL = "local", "local"
+    SIM = "sim", "sim"

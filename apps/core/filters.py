@@ -53,6 +53,9 @@ def known_parameters(view, queryset) -> tuple[set[str], set[str]]:
     return names, multiple
 
 
+NAMED_UNKNOWN = 5  # unknown parameters named one by one in a 400; the rest are counted
+
+
 class KnownQueryParameters(BaseFilterBackend):
     """First of a list's filter backends: refuses what no other backend (nor the paginator) would read."""
 
@@ -60,14 +63,18 @@ class KnownQueryParameters(BaseFilterBackend):
         if getattr(view, "action", None) != "list":
             return queryset  # a detail, an action: their parameters are their own
         known, multiple = known_parameters(view, queryset)
-        errors = {}
+        errors, unknown = {}, 0
         for name in request.query_params:
             if not name:
                 continue  # `?=x` names nothing a client could have meant
             if name not in known:
-                errors[name] = [f"Unknown query parameter; this list takes {', '.join(sorted(known))}."]
+                unknown += 1
+                if unknown <= NAMED_UNKNOWN:  # the answer stays small whatever the URL holds
+                    errors[name] = [f"Unknown query parameter; this list takes {', '.join(sorted(known))}."]
             elif name not in multiple and len(request.query_params.getlist(name)) > 1:
                 errors[name] = ["Give this parameter once."]
+        if unknown > NAMED_UNKNOWN:
+            errors["non_field_errors"] = [f"{unknown} unknown query parameters; the first {NAMED_UNKNOWN} are named."]
         if errors:
             raise ValidationError(errors)
         return queryset

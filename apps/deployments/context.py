@@ -78,9 +78,15 @@ def render_artefacts(deployment, nodes: list[Node] | None = None) -> list:
     try:
         return artefacts.render_all(deployment.options, artefact_nodes(nodes), deployment_name=deployment.name)
     except artefacts.ArtefactError as error:
-        if error.errors:  # the options, not the nodes, are what fail
-            raise StoredPlanInvalid({f"options.{path}": message for path, message in error.errors.items()}) from error
-        raise
+        # The options as saved fail today's rules or today's nodes (a NIC since removed): the plan is edited first.
+        raise StoredPlanInvalid(artefact_problems(error)) from error
+
+
+def artefact_problems(error) -> dict[str, str]:
+    """An artefact's failure as ``options.<path>`` → message: the option it names, else the artefact."""
+    if error.errors:
+        return {f"options.{path}": message for path, message in error.errors.items()}
+    return {f"options.artefacts.{error.name}": str(error.message)}
 
 
 def _topology_by_node(hostnames: set[str]) -> dict[str, list[tuple[str, str, str]]]:

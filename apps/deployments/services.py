@@ -22,7 +22,14 @@ from apps.deployments.choices import (
     SuggestionState,
     WizardStage,
 )
-from apps.deployments.context import artefact_nodes, load_nodes, node_contexts, render_artefacts
+from apps.deployments.context import (
+    StoredPlanInvalid,
+    artefact_nodes,
+    artefact_problems,
+    load_nodes,
+    node_contexts,
+    render_artefacts,
+)
 from apps.deployments.kinds.deploy import KIND, Deploy
 from apps.deployments.kinds.reboot import reboot_after_fix_commands
 from apps.deployments.models import Approval, Deployment, DeploymentRun, Suggestion, Verdict
@@ -60,7 +67,7 @@ def check_options(nodes: list[Node], merged: dict, edits: dict) -> None:
         try:
             artefacts.render_all(merged, artefact_nodes(load_nodes([n.pk for n in nodes])), deployment_name="check")
         except artefacts.ArtefactError as error:
-            problems[f"options.artefacts.{error.name}"] = str(error.message)
+            problems.update(artefact_problems(error))
     if problems:
         raise DeploymentError({key: [message] for key, message in problems.items()})
 
@@ -205,7 +212,10 @@ def approve(*, deployment: Deployment, user, steps: list[str] | None = None) -> 
     _require_operator(user)
     _require_draft(deployment)
     steps = list(steps or [])
-    commands = disruptive_commands(deployment)
+    try:
+        commands = disruptive_commands(deployment)
+    except StoredPlanInvalid as error:  # what would be approved cannot be shown: nothing is signed
+        raise DeploymentError({path: [message] for path, message in error.errors.items()}) from error
     unknown = [name for name in steps if name not in STEPS or not STEPS[name].disruptive]
     if unknown:
         _refuse("steps", f"Not disruptive steps of the plan: {', '.join(unknown)}.")

@@ -6,7 +6,7 @@ Views, API actions and the job kind call these; none takes a request.
 import logging
 from dataclasses import dataclass
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -34,6 +34,10 @@ KIND = "discover"
 
 class DecisionError(Exception):
     """A difference that cannot be decided (already decided, or the inventory refused the value)."""
+
+
+class InventoryObjectGone(DecisionError):
+    """The GPU, NIC or volume the difference is about was deleted from the inventory since discovery."""
 
 
 def data_interfaces(*, nodes: list[Node] | None) -> list[str]:
@@ -225,6 +229,11 @@ def accept_difference(*, difference: Difference, user, source: str = ChangeSourc
             pass  # acknowledged: nothing in the inventory records it
         except ValidationError as error:
             raise DecisionError(f"The inventory refused {current.discovered!r}: {_message(error)}") from None
+        except ObjectDoesNotExist:
+            raise InventoryObjectGone(
+                f"{current.node.hostname} has no {current.get_object_type_display()} {current.object_key} in the "
+                "inventory any more (it was deleted after discovery): dismiss this difference, or discover again."
+            ) from None
         current.state, current.decided_by, current.decided_at = DifferenceState.ACCEPTED, user, timezone.now()
         current.save(update_fields=["state", "decided_by", "decided_at", "updated"])
     return current

@@ -15,6 +15,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import Q
 
+from apps.core.choices import Transport
 from apps.inventory.catalogue import sync_gpu_skus
 from apps.inventory.choices import (
     CableMedium,
@@ -212,6 +213,7 @@ class _Loader:
                     "cpu_cores": 112,
                     "memory_gib": 2048,
                     "numa_nodes": 2,
+                    "transport": Transport.SIM,  # the demo runs on the simulator unless pointed at real nodes
                 }
             )
         for m in range(1, self.shape.management_nodes + 1):
@@ -230,6 +232,7 @@ class _Loader:
                     "cpu_cores": 32,
                     "memory_gib": 512,
                     "numa_nodes": 1,
+                    "transport": Transport.SIM,
                 }
             )
         self.ensure(Node, rows, ("hostname",))

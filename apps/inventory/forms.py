@@ -19,6 +19,7 @@ class NodeForm(forms.ModelForm):
             "u_height",
             "management_ip",
             "ssh_port",
+            "transport",
             "bmc_address",
             "gpu_sku",
             "expected_gpu_count",

@@ -147,11 +147,11 @@ def with_left_out(spec: TargetSpec, selection: Selection) -> dict:
 # --- create ---------------------------------------------------------------------------------------------------------
 
 
-def check_request(*, kind: str, parameters: dict | None, transport: str | None) -> tuple:
+def check_request(*, kind: str, parameters: dict | None, transport: str | None, nodes=()) -> tuple:
     """(the kind, its validated parameters, the transport) for a job of this kind; serializers.ValidationError
     naming the field (`kind`, `parameters`, `transport`) otherwise: unknown kind, parameters the kind refuses or
     whose values fail their command's pattern, a transport the kind or this install does not allow. No transport
-    means the kind's default, then the install's."""
+    means the kind's default, then the one the target `nodes` record (the demo's: sim), then the install's."""
     if kind not in KINDS:
         raise serializers.ValidationError({"kind": [f"Unknown job kind {kind!r}; known: {', '.join(sorted(KINDS))}."]})
     job_kind = get_kind(kind)
@@ -160,7 +160,7 @@ def check_request(*, kind: str, parameters: dict | None, transport: str | None) 
         params = job_kind.validate(parameters)
     except serializers.ValidationError as error:
         params, errors["parameters"] = None, error.detail
-    transport = transport or job_kind.default_transport or default_transport(offered=job_kind.transports)
+    transport = transport or job_kind.default_transport or default_transport(offered=job_kind.transports, nodes=nodes)
     if transport not in job_kind.transports:
         errors["transport"] = [f"{kind} runs over {', '.join(job_kind.transports)}, not {transport!r}."]
     elif transport not in settings.RACKPILOT_JOB_TRANSPORTS:
@@ -203,14 +203,17 @@ def create_job(
     nothing is created then.
     """
     errors: dict = {}
-    try:
-        job_kind, params, transport = check_request(kind=kind, parameters=parameters, transport=transport)
-    except serializers.ValidationError as error:
-        errors |= error.detail
+    selection = None
     try:
         selection = resolve_selection(targets)
     except serializers.ValidationError as error:
         errors |= error.detail
+    try:
+        job_kind, params, transport = check_request(
+            kind=kind, parameters=parameters, transport=transport, nodes=selection.nodes if selection else ()
+        )
+    except serializers.ValidationError as error:
+        errors = error.detail | errors
     if errors:  # the request's and the targets' problems together
         raise serializers.ValidationError(errors)
     steps = job_kind.steps(params)

@@ -181,6 +181,10 @@ def test_a_run_that_names_no_transport_gets_the_installs_default_not_ssh(demo_cl
     assert run.transport == "sim"
 
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "ssh"
+    demo = services.start_run(suite="nccl", targets=services.parse_nodes("gpu001,gpu002"), queue=False)
+    assert demo.transport == "sim"  # the demo's nodes are on the simulator in either wiring
+
+    Node.objects.update(transport="")  # real nodes: the install's default
     with pytest.raises(serializers.ValidationError) as raised:
         services.start_run(suite="nccl", targets=services.parse_nodes("gpu001,gpu002"), queue=False)
     assert "No trusted SSH host key" in str(raised.value.detail["nodes"])

@@ -66,7 +66,31 @@ def test_a_gzip_bomb_is_refused_without_inflating_it(db, monkeypatch):
     bomb = gzip.compress(b"[" + b" " * (64 * 2**20))  # 64 MiB of spaces: ~64 KiB compressed
     monkeypatch.setattr(timelines, "TIMELINE_MAX_TRACE_BYTES", 8 * 2**20)
     message = refused([upload("bomb.json.gz", bomb)])
-    assert "decompresses past 8 MiB" in message and "gzip bomb" in message
+    assert "over 8 MiB" in message and "gzip bomb" in message  # its trailer already says so
+
+
+def test_a_gzip_bomb_under_the_size_bound_is_refused_early_by_its_ratio(db):
+    bomb = gzip.compress(b"[" + b" " * (64 * 2**20))  # 64 MiB, under the 512 MiB bound: ~1000 to 1
+    counter = {"bytes": 0, "decompressed": 0}
+
+    with pytest.raises(timelines._Refused, match="a gzip bomb") as caught:
+        for _ in timelines.text_chunks(io.BytesIO(bomb), "bomb.json.gz", counter):
+            pass
+
+    assert "inflates" in str(caught.value)
+    assert counter["decompressed"] <= timelines.GZIP_RATIO_FROM_BYTES + timelines.CHUNK_BYTES  # not all 64 MiB
+
+
+def test_a_gzip_file_whose_trailer_declares_too_much_is_refused_before_inflating(db, monkeypatch):
+    monkeypatch.setattr(timelines, "TIMELINE_MAX_TRACE_BYTES", 2**20)
+    counter = {"bytes": 0, "decompressed": 0}
+    big = gzip.compress(b"[" + b" " * (2 * 2**20) + b"]")
+
+    with pytest.raises(timelines._Refused, match="trailer says 2 MiB"):
+        next(timelines.text_chunks(io.BytesIO(big), "big.json.gz", counter))
+
+    assert counter["decompressed"] == 0
+    assert "trailer says" in refused([upload("big.json.gz", big)])
 
 
 def test_a_file_over_the_upload_limit_is_refused(db, monkeypatch):
@@ -159,6 +183,44 @@ def test_api_upload_series_and_roles(db, api_client, api_as, viewer, operator):
     assert api_as(viewer).get("/api/benchmark-timelines/?colour=red").status_code == 400
 
 
+def test_a_large_upload_is_a_job_with_progress_and_the_request_answers_202(
+    db, api_as, operator, monkeypatch, django_capture_on_commit_callbacks
+):
+    from apps.benchmarks import timeline_jobs
+    from apps.benchmarks.models import TraceUpload
+    from apps.jobs.models import Job, JobEvent
+
+    monkeypatch.setattr(timeline_jobs, "BACKGROUND_FROM_BYTES", 1000)  # the 53 KB real trace counts as large
+
+    def files():
+        return [SimpleUploadedFile("rank0.json.gz", H200.read_bytes()), SimpleUploadedFile("bad.json", b"[{")]
+
+    client = api_as(operator)
+
+    with django_capture_on_commit_callbacks() as queued:
+        good = client.post("/api/benchmark-timelines/", {"files": files()[:1], "name": "h200"}, format="multipart")
+    assert good.status_code == 202, good.content
+    assert good.json()["kind"] == "timeline-analysis" and good.json()["status"] == "queued"
+    assert queued and not TimelineAnalysis.objects.exists()  # queued for a worker; nothing analysed in the request
+    job = Job.objects.get(public_id=good.json()["id"])
+
+    assert timeline_jobs.run_analysis(job_public_id=str(job.public_id)) == "succeeded"
+    assert timeline_jobs.run_analysis(job_public_id=str(job.public_id)) == "taken"  # a redelivery does nothing
+
+    analysis = TimelineAnalysis.objects.get(job=job)
+    assert analysis.name == "h200" and analysis.step_count == 3
+    progress = [e.data["progress"] for e in JobEvent.objects.filter(job=job, data__has_key="progress")]
+    assert progress == [{"done": 1, "total": 1, "percent": 100}]
+    assert not TraceUpload.objects.exists()
+
+    bad = client.post("/api/benchmark-timelines/", {"files": files(), "name": "bad"}, format="multipart")
+    assert bad.status_code == 202
+    assert timeline_jobs.run_analysis(job_public_id=bad.json()["id"]) == "failed"
+    failed = Job.objects.get(public_id=bad.json()["id"])
+    assert "bad.json" in failed.summary and TimelineAnalysis.objects.count() == 1
+    assert not TraceUpload.objects.exists()
+
+
 def test_api_bad_upload_answers_400_naming_the_field(db, api_as, operator):
     bad = {"files": [SimpleUploadedFile("t.json", b'{"traceEvents": [{"ph": "X"')]}
     response = api_as(operator).post("/api/benchmark-timelines/", bad, format="multipart")
@@ -234,3 +296,22 @@ def test_cli_prints_the_report_as_json(db, capsys, tmp_path):
         call_command("benchmark", "timeline", str(broken))
     with pytest.raises(CommandError, match="No such file"):
         call_command("benchmark", "timeline", str(tmp_path / "missing.json"))
+
+
+def test_a_large_upload_from_the_page_goes_to_its_job_page(db, browser_as, operator, monkeypatch):
+    from apps.benchmarks import timeline_jobs
+    from apps.jobs.models import Job
+
+    monkeypatch.setattr(timeline_jobs, "BACKGROUND_FROM_BYTES", 1000)
+    client = browser_as(operator)
+
+    response = client.post(
+        "/benchmarks/timelines/upload/", {"files": [SimpleUploadedFile("h200.json.gz", H200.read_bytes())]}
+    )
+
+    job = Job.objects.get(kind="timeline-analysis")
+    assert response.status_code == 302 and response.url.endswith(f"/{job.public_id}/")
+    assert not TimelineAnalysis.objects.exists()
+    timeline_jobs.run_analysis(job_public_id=str(job.public_id))
+    page = client.get(response.url)
+    assert page.status_code == 200 and b"timeline-analysis" in page.content

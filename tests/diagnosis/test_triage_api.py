@@ -1,5 +1,7 @@
 """POST /api/diagnosis/triage/: JSON text or a multipart file → findings; bad input → 400 naming the field."""
 
+from urllib.parse import urlencode
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -120,3 +122,23 @@ def test_an_oversized_body_is_refused_before_it_is_read(api_as, viewer, settings
 
     assert response.status_code == 400
     assert response.json()["text"] == [f"The request is {len(body)} bytes; a log may be at most 10 bytes."]
+
+
+@pytest.mark.parametrize("encoding", ["multipart", "json", "form"])
+def test_text_over_what_a_request_may_carry_is_refused_naming_the_field(api_as, viewer, settings, encoding):
+    settings.RACKPILOT_TRIAGE_MAX_BYTES = 200 << 10
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100 << 10  # the pasted text is past Django's limit, under triage's
+    text = "NCCL WARN x\n" * (12 << 10)
+    client = api_as(viewer)
+
+    if encoding == "multipart":
+        response = client.post(URL, {"text": text}, format="multipart")
+    elif encoding == "form":
+        response = client.generic(
+            "POST", URL, urlencode({"text": text}), content_type="application/x-www-form-urlencoded"
+        )
+    else:
+        response = client.post(URL, {"text": text}, format="json")
+
+    assert response.status_code == 400
+    assert list(response.json()) == ["text"], response.json()

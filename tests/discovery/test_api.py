@@ -126,3 +126,28 @@ def test_fix_node_over_the_api(api_as, viewer, operator, mtu_difference):
     again = api_as(operator).post(f"{URL}{mtu_difference.public_id}/fix-node/")
     assert again.status_code == 400 and "already dismissed" in again.json()["state"][0]
     assert Deployment.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("object_type", "object_key", "field", "discovered"),
+    [("nic", "ens1np0", "mtu", "1500"), ("gpu", "GPU3", "serial", "1654922"), ("nic", "ens1np0", "peer_gpus", "")],
+)
+def test_accepting_a_difference_whose_object_was_deleted_is_a_clear_conflict(
+    api_as, operator, demo_cluster, object_type, object_key, field, discovered
+):
+    job = services.start_discovery(targets=TargetSpec(nodes=("gpu016",)), transport="sim")
+    node = Node.objects.get(hostname="gpu016")
+    difference = Difference.objects.create(
+        job=job, node=node, object_type=object_type, object_key=object_key, field=field, discovered=discovered
+    )
+    (node.nics.filter(name=object_key) if object_type == "nic" else node.gpus.filter(index=3)).delete()
+    client = api_as(operator)
+    audited = AuditEntry.objects.count()
+
+    response = client.post(f"{URL}{difference.public_id}/accept/")
+
+    assert response.status_code == 409, response.content[:300]
+    assert object_key in response.json()["object_key"][0] and "deleted" in response.json()["object_key"][0]
+    difference.refresh_from_db()
+    assert difference.state == DifferenceState.OPEN and difference.decided_by is None
+    assert AuditEntry.objects.count() == audited

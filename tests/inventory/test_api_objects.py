@@ -105,6 +105,9 @@ def test_admins_create_update_and_delete(api_as, admin, demo_cluster, prefix, mo
 
     assert client.delete(f"/api/{prefix}/{obj.public_id}/").status_code == 204
     assert not model.objects.filter(pk=obj.pk).exists()
+    # Every inventory object's changes are audited (a GPU SKU decides which power limits are accepted).
+    actions = list(AuditEntry.objects.for_object(obj).order_by("id").values_list("action", "actor_name"))
+    assert actions == [("create", "admin"), ("update", "admin"), ("delete", "admin")]
 
 
 def test_a_rack_made_over_the_api_is_audited_as_the_token_user(api_as, admin, demo_cluster):

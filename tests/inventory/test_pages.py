@@ -109,6 +109,7 @@ def _form_data(node, **changes):
         "u_height": node.u_height,
         "management_ip": node.management_ip,
         "ssh_port": node.ssh_port,
+        "transport": node.transport,
         "bmc_address": node.bmc_address,
         "gpu_sku": node.gpu_sku_id,
         "expected_gpu_count": node.expected_gpu_count,

@@ -41,9 +41,17 @@ def test_the_polls_run_over_the_install_default_bmc_poll_offers_unless_told(
     gpu_node, sim_bmc, settings, install, bmc_setting, chosen
 ):
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT, settings.RACKPILOT_BMC_TRANSPORT = install, bmc_setting
+    Node.objects.update(transport="")  # real nodes: the demo's are on the simulator (the test below)
     sim_bmc()
 
     assert [job.transport for job in polling.schedule_polls(now=timezone.now())] == [chosen]
+
+
+def test_the_demos_bmcs_are_polled_on_the_simulator_in_the_services_wiring(gpu_node, sim_bmc, settings):
+    settings.RACKPILOT_JOB_DEFAULT_TRANSPORT, settings.RACKPILOT_BMC_TRANSPORT = "ssh", ""
+    sim_bmc()
+
+    assert [job.transport for job in polling.schedule_polls(now=timezone.now())] == ["sim"]
 
 
 def test_a_site_schedule_sets_its_own_interval_or_turns_reads_off(gpu_node, sim_bmc):

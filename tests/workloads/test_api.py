@@ -116,3 +116,19 @@ def test_filters_by_node_and_state(api_as, viewer, demo_cluster):
     assert client.get("/api/training-jobs/", {"node": "gpu010"}).data["count"] == 1
     assert client.get("/api/training-jobs/", {"node": "gpu001"}).data["count"] == 0
     assert client.get("/api/inference-services/", {"state": "stopped"}).data["count"] == 0
+
+
+def test_deleting_a_training_job_an_incident_is_about_is_a_409_naming_them(api_as, operator, demo_cluster):
+    from apps.diagnosis.models import Incident
+
+    client = api_as(operator)
+    assert client.post("/api/training-jobs/", JOB, format="json").status_code == 201
+    job = TrainingJob.objects.get(name="llama-sft")
+    Incident.objects.create(title="NCCL timeout", training_job=job)
+
+    response = client.delete(f"/api/training-jobs/{job.public_id}/")
+
+    assert response.status_code == 409, response.content[:300]
+    assert "incidents" in response.json()["detail"] and "llama-sft" in response.json()["detail"]
+    assert TrainingJob.objects.filter(pk=job.pk).exists()
+    assert Incident.objects.get().training_job == job

@@ -17,6 +17,7 @@ from apps.automation.api.serializers import (
 from apps.automation.choices import DeliveryStatus
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
 from apps.core.filters import FilterSet
+from apps.core.openapi import paginated
 from apps.jobs.api.serializers import JobSerializer
 from apps.jobs.models import Job
 
@@ -61,6 +62,7 @@ class JobTemplateViewSet(viewsets.ModelViewSet):
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: TemplateRunSerializer(many=True)})
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"], filter_backends=[])
     def runs(self, request, id=None):
         """The template's starts (by hand and by its schedules), newest first, with their jobs."""
@@ -107,6 +109,7 @@ class ScheduleViewSet(viewsets.ModelViewSet):
         services.delete_schedule(schedule=instance, user=self.request.user)
 
     @extend_schema(responses={200: TemplateRunSerializer(many=True)})
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"], filter_backends=[])
     def runs(self, request, id=None):
         """The ticks this schedule ran, newest first, with the job each started (or why none did)."""

@@ -98,9 +98,9 @@ class BenchmarkRunSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     colour = serializers.SerializerMethodField()
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    canceled_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    canceled_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     suspects = SuspectSerializer(many=True, read_only=True)
     jobs = serializers.SerializerMethodField()
 

@@ -7,7 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
-from apps.benchmarks import services, timelines
+from apps.benchmarks import services, timeline_jobs, timelines
 from apps.benchmarks.api.serializers import (
     BenchmarkRunCreateSerializer,
     BenchmarkRunSerializer,
@@ -33,6 +33,7 @@ from apps.benchmarks.models import (
     TimelineAnalysis,
 )
 from apps.core.listing import sort_fields
+from apps.core.openapi import paginated
 from apps.core.parsers import BoundedJSONParser
 from apps.jobs.api.serializers import JobSerializer
 from apps.jobs.models import Job
@@ -81,6 +82,7 @@ class BenchmarkRunViewSet(
         return Response(BenchmarkRunSerializer(self.get_queryset().get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: BenchmarkTestSerializer(many=True)})
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"])
     def results(self, request, id=None):
         """The run's tests in round order, each with every row of its series and its verdict."""
@@ -89,6 +91,7 @@ class BenchmarkRunViewSet(
         return self.get_paginated_response(BenchmarkTestSerializer(page, many=True).data)
 
     @extend_schema(responses={200: MeasurementSerializer(many=True)})
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"])
     def measurements(self, request, id=None):
         """The figures of an HPL-MxP, nvbandwidth or burn-in run, each with its series, verdict and evidence."""
@@ -166,6 +169,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         request={"multipart/form-data": TimelineUploadSerializer},
         responses={
             201: TimelineAnalysisSerializer,
+            202: JobSerializer,
             400: OpenApiResponse(
                 description="The field at fault, the file, "
                 "and the line and offset where the trace stopped being one; nothing is stored."
@@ -173,10 +177,16 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         },
     )
     def create(self, request, *args, **kwargs):
-        """Upload traces and store their breakdown; 400 names the field (and the file's line and offset)."""
+        """Upload traces and store their breakdown; 400 names the field (and the file's line and offset). Large
+        uploads (8 MiB and over) answer 202 with the `timeline-analysis` job that analyses them: its events show
+        the progress, and its last event names the stored analysis (or why a file was refused)."""
         data = TimelineUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         uploads = [(upload.name, upload) for upload in data.validated_data["files"]]
+        if timeline_jobs.is_large(uploads):
+            name, user = data.validated_data["name"], request.user
+            job = timeline_jobs.start_analysis(files=uploads, name=name, requested_by=user)
+            return Response(JobSerializer(Job.objects.with_progress().get(pk=job.pk)).data, status=202)
         analysis = timelines.analyse_upload(files=uploads, name=data.validated_data["name"], requested_by=request.user)
         return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
 

@@ -6,7 +6,7 @@ from apps.accounts.choices import Role
 from apps.core.api import ReferenceField
 from apps.core.validators import name_validator
 from apps.costs import services as policies
-from apps.costs.choices import PolicyKind, PolicyScope, PolicyState
+from apps.costs.choices import ApprovalKind, PolicyKind, PolicyScope, PolicyState
 from apps.costs.models import CostPolicy, PolicyAction
 from apps.costs.policies import tiering
 from apps.costs.policies.base import POLICY_KINDS, policy_kind
@@ -214,6 +214,8 @@ class PolicyActionSerializer(serializers.ModelSerializer):
     notes = serializers.ListField(child=serializers.CharField(), read_only=True)
     expected_money_per_day = serializers.FloatField(read_only=True)
     approved_by = serializers.CharField(source="approved_by_name", read_only=True)
+    # Blank until approved: "" is one of its values (read-only fields lose the model's blank).
+    approval = serializers.ChoiceField(choices=ApprovalKind.choices, allow_blank=True, read_only=True)
     apply_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
     revert_job = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
     manifest = MovedFileSerializer(many=True, read_only=True, help_text="Storage tiering: what applying moved.")

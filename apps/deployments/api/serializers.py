@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.core.api import ReferenceField
 from apps.deployments import criteria, services
 from apps.deployments.api import schemas
-from apps.deployments.choices import WizardStage
+from apps.deployments.choices import Outcome, WizardStage
 from apps.deployments.models import (
     AcceptanceCriterion,
     Approval,
@@ -94,8 +94,8 @@ class DeploymentSerializer(serializers.ModelSerializer):
     )
     colour = serializers.CharField(read_only=True, help_text="The state's colour on the pages.")
     nodes = serializers.SlugRelatedField(slug_field="hostname", many=True, read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     runs = RunSerializer(many=True, read_only=True)
     options = OptionsField(read_only=True)
     criteria = CriteriaField(read_only=True)
@@ -157,7 +157,7 @@ class SuggestionSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     deployment = serializers.UUIDField(source="deployment.public_id", read_only=True)
     run = serializers.IntegerField(source="run.number", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     colour = serializers.CharField(read_only=True, help_text="The state's colour on the pages.")
 
     class Meta:
@@ -188,7 +188,7 @@ class SuggestionSerializer(serializers.ModelSerializer):
 
 class ApprovalSerializer(serializers.ModelSerializer):
     approved_by = serializers.CharField(source="approved_by_name", read_only=True)
-    suggestion = serializers.UUIDField(source="suggestion.public_id", read_only=True, default=None)
+    suggestion = serializers.UUIDField(source="suggestion.public_id", read_only=True, allow_null=True, default=None)
 
     class Meta:
         model = Approval
@@ -236,6 +236,8 @@ class ClusterCheckSerializer(serializers.ModelSerializer):
     check = serializers.CharField(source="check_name", read_only=True)
     run = serializers.IntegerField(source="run.number", read_only=True)
     benchmark_run = serializers.UUIDField(source="benchmark_run.public_id", read_only=True, allow_null=True)
+    # Blank until the check is judged: "" is one of its values (read-only fields lose the model's blank).
+    outcome = serializers.ChoiceField(choices=Outcome.choices, allow_blank=True, read_only=True)
     details = serializers.JSONField(
         read_only=True, help_text="Figures: busbw and series (NCCL), suspects, rounds and pairs (sweep), measurements."
     )

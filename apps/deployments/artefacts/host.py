@@ -264,7 +264,8 @@ def _render_nccl_conf(opts: dict[str, Any], nodes: list[dict[str, Any]], deploym
         known = set(node.get("rdma_devices") or [])
         missing = [hca for hca in hcas if known and hca.split(":")[0] not in known]
         if missing:
-            raise ArtefactError("nccl-conf", f"{node.get('hostname')}: no RDMA device {', '.join(missing)}")
+            message = f"{node.get('hostname')}: no RDMA device {', '.join(missing)}"
+            raise ArtefactError("nccl-conf", message, errors={"nccl.ib_hca": message})
     settings: dict[str, str] = {}
     if ifnames:
         settings["NCCL_SOCKET_IFNAME"] = "=" + ",".join(ifnames)

@@ -1,3 +1,5 @@
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -49,12 +51,17 @@ class TriageViewSet(viewsets.ViewSet):
         """Triage {"text": ...} or a multipart `file`; an unrecognised log answers 200 with no findings."""
         limit = services.max_bytes()
         _refuse_oversized_body(request, limit)  # before the body is read
-        if not hasattr(request.data, "get"):  # a JSON list or number: not the object the schema documents
+        try:
+            data = request.data
+        except RequestDataTooBig:  # past what Django reads into memory (files are not counted: it is the text)
+            limit_bytes = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            raise ValidationError(
+                {"text": [f"The text is over the {limit_bytes} bytes a request may carry; upload the log as a file."]}
+            ) from None
+        if not hasattr(data, "get"):  # a JSON list or number: not the object the schema documents
             raise ValidationError({"non_field_errors": ['Send {"text": ...} or a multipart file.']})
         try:
-            source, log = services.read_submission(
-                text=request.data.get("text"), upload=request.FILES.get("file"), limit=limit
-            )
+            source, log = services.read_submission(text=data.get("text"), upload=request.FILES.get("file"), limit=limit)
         except services.TriageInputError as error:
             raise ValidationError({error.field: [error.message]}) from None
         result = services.triage_text(text=log, source=source)

@@ -8,7 +8,7 @@ class DifferenceSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     job = serializers.UUIDField(source="job.public_id", read_only=True)
     node = serializers.CharField(source="node.hostname", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     colour = serializers.SerializerMethodField()
 
     class Meta:

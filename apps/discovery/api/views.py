@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -29,7 +29,13 @@ class DifferenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def get_queryset(self):
         return super().get_queryset().visible_to(self.request.user)
 
-    @extend_schema(request=None, responses={200: DifferenceSerializer})
+    @extend_schema(
+        request=None,
+        responses={
+            200: DifferenceSerializer,
+            409: OpenApiResponse(description="The GPU, NIC or volume it is about was deleted; nothing changed."),
+        },
+    )
     @action(detail=True, methods=["post"])
     def accept(self, request, id=None):
         """Update the inventory to what was discovered (audited), and close the difference."""
@@ -37,6 +43,8 @@ class DifferenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             difference = services.accept_difference(
                 difference=self.get_object(), user=request.user, source=ChangeSource.API
             )
+        except services.InventoryObjectGone as error:
+            return Response({"object_key": [str(error)]}, status=status.HTTP_409_CONFLICT)
         except services.DecisionError as error:
             raise ValidationError({"state": [str(error)]}) from None
         return Response(self.get_serializer(difference).data)

@@ -219,6 +219,7 @@ class NodeSerializer(InventorySerializer):
             "u_height",
             "management_ip",
             "ssh_port",
+            "transport",
             "bmc_address",
             "gpu_sku",
             "expected_gpu_count",

@@ -2,7 +2,8 @@
 
 from collections import Counter
 
-from django.db import transaction
+from django.apps import apps as django_apps
+from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, ProtectedError
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
@@ -65,11 +66,24 @@ class InventoryViewSet(viewsets.ModelViewSet):
 
     def perform_destroy(self, instance):
         try:
-            instance.delete()
+            with transaction.atomic():  # a constraint the delete breaks rolls back to here, not the request
+                instance.delete()
         except ProtectedError as error:
             users = Counter(obj._meta.verbose_name_plural for obj in error.protected_objects)
             listed = ", ".join(f"{count} {name}" for name, count in sorted(users.items()))
             raise Conflict(f"{instance} is still used by {listed}; move or delete those first.") from None
+        except IntegrityError as error:
+            # SET_NULL left a row breaking its own check (an incident whose only subject was this training job).
+            raise Conflict(f"{instance} is still needed by {_constraint_owner(error)}; delete those first.") from None
+
+
+def _constraint_owner(error: IntegrityError) -> str:
+    """The rows whose constraint the delete broke, by the constraint's name (PostgreSQL reports it)."""
+    name = getattr(getattr(error.__cause__, "diag", None), "constraint_name", None) or ""
+    for model in django_apps.get_models():
+        if any(constraint.name == name for constraint in model._meta.constraints):
+            return f"{model._meta.verbose_name_plural} that refer to it ({name})"
+    return "rows that refer to it"
 
 
 class SiteViewSet(InventoryViewSet):

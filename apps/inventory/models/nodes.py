@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from apps.core.audit import AuditedModel
+from apps.core.choices import Transport
 from apps.core.models import PublicModel
 from apps.core.validators import name_validator
 from apps.inventory.choices import (
@@ -44,7 +45,7 @@ mac_validator = RegexValidator(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}\Z", "Enter a MAC 
 version_validator = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,63}\Z", "Enter a version string.")
 
 
-class GpuSku(PublicModel):
+class GpuSku(AuditedModel, PublicModel):
     """A GPU model with its datasheet figures and the reference values acceptance checks are measured against."""
 
     name = models.CharField(max_length=64, unique=True, validators=[name_validator])
@@ -159,6 +160,13 @@ class Node(AuditedModel, PublicModel):
     drained_at = models.DateTimeField(null=True, blank=True, help_text="Since when the node is drained; empty if not.")
     drain_reason = models.CharField(max_length=200, blank=True)
     drained_until = models.DateTimeField(null=True, blank=True, help_text="When the drain is expected to end.")
+    transport = models.CharField(
+        max_length=8,
+        blank=True,
+        choices=Transport.choices,
+        help_text="How work reaches this node when a request names no transport; blank: the install's default. "
+        "The demo's nodes are loaded with sim (the simulator) until an operator points them at real nodes.",
+    )
 
     objects = NodeQuerySet.as_manager()
 

@@ -50,7 +50,7 @@ class Rack(AuditedModel, PublicModel):
         return self.name
 
 
-class Tag(PublicModel):
+class Tag(AuditedModel, PublicModel):
     """A free label for nodes (a pool, a customer, a maintenance window)."""
 
     name = models.CharField(max_length=64, unique=True)

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.core.listing import sort_fields
+from apps.core.openapi import paginated
 from apps.jobs import services
 from apps.jobs.api.serializers import (
     EventPageSerializer,
@@ -108,6 +109,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         parameters=[OpenApiParameter("hostname", str, description="Only this node's cells.")],
         responses={200: JobStepSerializer(many=True)},
     )
+    @paginated  # answers a page: the schema says so
     @action(detail=True, methods=["get"], filter_backends=[])
     def steps(self, request, id=None):
         job = self.get_object()

@@ -16,7 +16,7 @@ class SimFaultSerializer(serializers.ModelSerializer):
     kind = serializers.ChoiceField(choices=FAULT_KIND_CHOICES)
     target = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     parameters = serializers.JSONField(required=False, default=dict)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = SimFault

@@ -1,0 +1,115 @@
+"""Large timeline uploads analysed as a job: the request stores the files, records a Job (kind
+`timeline-analysis`, no nodes, no shards, as the inventory import is: apps.jobs.imports) and answers 202 with it;
+a worker reads each file (bounded as any upload: apps.benchmarks.timelines), writes one progress event per file,
+stores the analysis (linked to the job) and ends the job. A refused file ends it FAILED with the reason, naming the
+file; nothing is stored then. Small uploads stay in the request."""
+
+import io
+import logging
+import traceback
+
+from celery import current_app
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.benchmarks import timelines
+from apps.benchmarks.choices import TIMELINE_MAX_FILES, TimelineOrigin
+from apps.benchmarks.models import TraceUpload
+from apps.jobs.choices import EventLevel, JobStatus
+from apps.jobs.events import broadcast, emit
+from apps.jobs.models import Job
+
+logger = logging.getLogger(__name__)
+
+KIND = "timeline-analysis"
+TASK = "rackpilot.benchmarks.analyse_timeline"
+BACKGROUND_FROM_BYTES = 8 * 2**20  # uploads this large (all files together) are analysed by a worker
+
+
+def is_large(files: list) -> bool:
+    return sum(getattr(upload, "size", 0) or 0 for _, upload in files) >= BACKGROUND_FROM_BYTES
+
+
+def start_analysis(*, files: list, name: str = "", requested_by=None) -> Job:
+    """Store the files and record the job; its task is queued once committed (task id = the job's public id)."""
+    if not files:
+        raise serializers.ValidationError({"files": ["Upload at least one trace (.json or .json.gz)."]})
+    if len(files) > TIMELINE_MAX_FILES:
+        raise serializers.ValidationError({"files": [f"At most {TIMELINE_MAX_FILES} files (one trace per rank)."]})
+    who = requested_by if getattr(requested_by, "is_authenticated", False) else None
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=KIND,
+            parameters={"name": name, "files": [filename for filename, _ in files]},
+            transport="",
+            requested_by=who,
+            shard_count=0,
+        )
+        for position, (filename, upload) in enumerate(files):
+            upload.seek(0)
+            TraceUpload.objects.create(job=job, position=position, name=filename or "trace", content=upload.read())
+        requester = getattr(who, "username", "system")
+        emit(job, f"timeline analysis of {len(files)} file(s) queued, requested by {requester}")
+        public_id = str(job.public_id)
+        transaction.on_commit(lambda: current_app.signature(TASK).apply_async(args=[public_id], task_id=public_id))
+    return job
+
+
+def run_analysis(*, job_public_id: str) -> str:
+    """The task's body: claim the job, read the files with a progress event each, store the analysis, end the job."""
+    job = Job.objects.filter(public_id=job_public_id, kind=KIND).first()
+    if job is None:
+        return "missing"
+    now = timezone.now()
+    if not Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, started=now, updated=now
+    ):
+        return "taken"
+    job.refresh_from_db()
+    broadcast(job)
+    uploads = list(TraceUpload.objects.filter(job=job).order_by("position"))
+    final, summary, data = JobStatus.ERROR, "", {}
+    try:
+        traces, described = [], []
+        for done, upload in enumerate(uploads, start=1):
+            trace, info = timelines.read_one(io.BytesIO(bytes(upload.content)), upload.name)
+            traces.append(trace)
+            described.append(info)
+            percent = round(100 * done / len(uploads))
+            emit(
+                job,
+                f"{upload.name}: read ({info['decompressed_bytes']:,} bytes, {info['events']:,} events); "
+                f"{done} of {len(uploads)} file(s)",
+                data={"progress": {"done": done, "total": len(uploads), "percent": percent}},
+            )
+        files = job.parameters.get("files", [])
+        analysis = timelines.store(
+            name=job.parameters.get("name") or (files[0] if len(files) == 1 else f"{files[0]} +{len(files) - 1}"),
+            traces=traces,
+            files=described,
+            origin=TimelineOrigin.UPLOAD,
+            training_job=None,
+            requested_by=job.requested_by,
+            job=job,
+        )
+        final, summary = JobStatus.SUCCEEDED, f"analysis {analysis.public_id} stored ({analysis.rank_count} rank(s))"
+        data = {"analysis": str(analysis.public_id)}
+    except serializers.ValidationError as refused:
+        final = JobStatus.FAILED
+        summary = "; ".join(str(message) for message in refused.detail.get("files", [refused.detail]))
+    except Exception as error:  # ERROR with the traceback in its log; the worker goes on
+        logger.exception("timeline analysis %s failed", job.public_id)
+        emit(job, traceback.format_exc()[-4000:], level=EventLevel.ERROR)
+        summary = f"{type(error).__name__}: {error}"
+    finally:
+        TraceUpload.objects.filter(job=job).delete()
+    now = timezone.now()
+    if Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        status=final, finished=now, summary=summary[:300], updated=now
+    ):
+        job.refresh_from_db()
+        levels = {JobStatus.SUCCEEDED: EventLevel.INFO, JobStatus.FAILED: EventLevel.WARNING}
+        level = levels.get(final, EventLevel.ERROR)
+        emit(job, f"job {final}: {summary}", level=level, data={"status": final, **data})
+    return final
