@@ -12,7 +12,7 @@ def demo_nodes_on_the_simulator(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0011_rack_mounting'),
+        ('inventory', '0013_cable_measured_gbps'),
     ]
 
     operations = [
