@@ -133,7 +133,7 @@ SECTIONS: tuple[Section, ...] = (
               "nvlink_domain": reference("nvlink_domains", "nvlink_domain", "nvlink_domain__name")},
         columns=("hostname", "role", "status", "rack", "u_position", "u_height", "management_ip", "ssh_port",
                  "bmc_address", "gpu_sku", "expected_gpu_count", "cpu_model", "cpu_sockets", "cpu_cores",
-                 "memory_gib", "numa_nodes", "nvlink_domain", "tray_slot", "tags", "comments"),
+                 "memory_gib", "numa_nodes", "transport", "nvlink_domain", "tray_slot", "tags", "comments"),
     ),
     Section(
         "switch_trays", NvlinkSwitchTray, key=("name",), refs={"domain": DOMAIN}, related=("domain__rack",),
