@@ -67,6 +67,17 @@ class Verdict(models.TextChoices):
     COULD_NOT_RUN = "could_not_run", "Could not run"
 
 
+def judge_against(value: float | None, *, warn_below: float, fail_below: float) -> str:
+    """A figure against its tiers: could-not-run without one, fail below the fail tier, warn below the warn tier."""
+    if value is None:
+        return Verdict.COULD_NOT_RUN
+    if value < fail_below:
+        return Verdict.FAIL
+    if value < warn_below:
+        return Verdict.WARN
+    return Verdict.PASS
+
+
 VERDICT_COLOURS = {Verdict.PASS: "green", Verdict.WARN: "orange", Verdict.FAIL: "red", Verdict.COULD_NOT_RUN: "grey"}
 BAD_VERDICTS = frozenset({Verdict.WARN, Verdict.FAIL, Verdict.COULD_NOT_RUN})
 

@@ -16,6 +16,7 @@ from apps.benchmarks.choices import (
     Suite,
     TimelineOrigin,
     Verdict,
+    judge_against,
 )
 from apps.core.models import PublicModel
 from apps.jobs.services import describe_targets
@@ -63,13 +64,7 @@ class Reference(PublicModel):
         return f"{self.sku_name} {self.fabric} {self.collective}: {self.expected_gbps:g} GB/s"
 
     def judge(self, value: float | None) -> str:
-        if value is None:
-            return Verdict.COULD_NOT_RUN
-        if value < self.fail_gbps:
-            return Verdict.FAIL
-        if value < self.warn_gbps:
-            return Verdict.WARN
-        return Verdict.PASS
+        return judge_against(value, warn_below=self.warn_gbps, fail_below=self.fail_gbps)
 
 
 class BenchmarkRunQuerySet(models.QuerySet):

@@ -5,7 +5,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from apps.benchmarks.choices import GIB, Collective, Scope, Suite, Verdict
+from apps.benchmarks.choices import GIB, Collective, Scope, Suite, judge_against
 from apps.inventory.choices import NicPurpose
 
 NVLINK = "nvlink"
@@ -210,13 +210,7 @@ class Tiers:
     note: str = ""
 
     def judge(self, value: float | None) -> str:
-        if value is None:
-            return Verdict.COULD_NOT_RUN
-        if value < self.fail_below:
-            return Verdict.FAIL
-        if value < self.warn_below:
-            return Verdict.WARN
-        return Verdict.PASS
+        return judge_against(value, warn_below=self.warn_below, fail_below=self.fail_below)
 
 
 def network_gbytes_per_s(nodes) -> float:
