@@ -1,7 +1,7 @@
 """The topology map: a Plotly figure built here, embedded by the template with json_script, drawn by charts.js.
 
-Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines; plane A on the left, plane B on the
-right, the management switch between them), management nodes. Links are coloured by plane and drawn wider the more
+Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines, then the core of a fabric of pods;
+plane A on the left, plane B on the right, the management switch between them), management nodes. Links are coloured by plane and drawn wider the more
 capacity they carry; hovering a link's midpoint shows its ends, ports and speeds. Elements named by a rule that did
 not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one marker per rack, links aggregated,
 and a leaf's healthy uplinks share one hover target (thousands of leaf-spine links otherwise made the map ~1 MB).
@@ -39,6 +39,7 @@ PLANE_COLOURS = {Plane.A: "#2f6fdf", Plane.B: "#e07b00", Plane.MANAGEMENT: "#9aa
 OTHER_COLOUR = "#555d70"
 VIOLATION = "#d23b3b"
 ROW_COMPUTE, ROW_LEAF, ROW_SPINE, ROW_MANAGEMENT_SWITCH, ROW_TOP = 0.0, 1.0, 2.0, 2.5, 3.0
+ROW_CORE = 2.75  # a three-tier fabric's core, above its pods' spines
 # Horizontal bands of the switch layer, by plane.
 BANDS = {Plane.A: (0.02, 0.48), Plane.B: (0.52, 0.98), "": (0.3, 0.7)}
 
@@ -186,6 +187,8 @@ def _place_switches(cluster: ClusterGraph, vertices: dict[str, _Vertex], member_
             leaves[band].append(switch)
         elif switch.tier == SwitchTier.SPINE:
             rows[(ROW_SPINE, band)].append(switch)
+        elif switch.tier == SwitchTier.CORE:
+            rows[(ROW_CORE, band)].append(switch)
         else:
             rows[(ROW_MANAGEMENT_SWITCH, band)].append(switch)
     placed: list[tuple[object, float, float, str]] = []
@@ -525,6 +528,9 @@ def _layout(vertices: dict[str, _Vertex], rack_spans: dict[str, list[float]], gr
             }
         )
     title = f"{compute} compute nodes" + (" — one marker per rack" if grouped else "")
+    rows = [(ROW_COMPUTE, "Compute"), (ROW_LEAF, "Leaves"), (ROW_SPINE, "Spines"), (ROW_TOP, "Management")]
+    if any(vertex.kind == "switch" and vertex.y == ROW_CORE for vertex in vertices.values()):
+        rows.insert(3, (ROW_CORE, "Core"))
     return {
         "title": {"text": title, "font": {"size": 13}, "x": 0.01},
         "height": 640,
@@ -537,8 +543,8 @@ def _layout(vertices: dict[str, _Vertex], rack_spans: dict[str, list[float]], gr
         "xaxis": {"visible": False, "range": [-0.02, 1.02], "fixedrange": False},
         "yaxis": {
             "range": [-0.45, ROW_TOP + 0.45],
-            "tickvals": [ROW_COMPUTE, ROW_LEAF, ROW_SPINE, ROW_TOP],
-            "ticktext": ["Compute", "Leaves", "Spines", "Management"],
+            "tickvals": [row for row, _ in rows],
+            "ticktext": [name for _, name in rows],
             "showgrid": False,
             "zeroline": False,
         },
