@@ -1,10 +1,11 @@
 """The topology map: a Plotly figure built here, embedded by the template with json_script, drawn by charts.js.
 
 Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines, then the core of a fabric of pods;
-plane A on the left, plane B on the right, the management switch between them), management nodes. Links are coloured by plane and drawn wider the more
-capacity they carry; hovering a link's midpoint shows its ends, ports and speeds. Elements named by a rule that did
-not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one marker per rack, links aggregated,
-and a leaf's healthy uplinks share one hover target (thousands of leaf-spine links otherwise made the map ~1 MB).
+plane A on the left, plane B on the right, the management switch between them), management nodes. Links are coloured
+by plane and drawn wider the more capacity they carry; hovering a link's midpoint shows its ends, ports and speeds.
+Elements named by a rule that did not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one
+marker per rack, links aggregated, and a leaf's healthy uplinks share one hover target (thousands of leaf-spine links
+otherwise made the map ~1 MB).
 
 The figure is a plain {data, layout} dict in Plotly's schema (see apps/core/charts.py): built and serialised through
 plotly.graph_objects it cost ~80 ms at 512 nodes, as a dict ~30 ms; tests/topology/test_charts.py checks that Plotly
