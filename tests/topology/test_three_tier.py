@@ -1,6 +1,8 @@
 """A fleet past two tiers: pods of racks joined by a core. The graph, the rules, the map, the switch page's crossings
 and the simulator's fabric model all walk leaf → spine → core → spine → leaf between pods."""
 
+import json
+
 import networkx as nx
 import pytest
 
@@ -28,8 +30,15 @@ def test_the_graph_rules_and_map_go_through_the_core_between_pods(db):
     pairs = rule_pair_bandwidth(cluster)
     assert pairs.verdict == "pass", pairs.detail  # full bandwidth between any two nodes, across pods too
 
-    figure = topology_figure(cluster, [])
+    figure = topology_figure(cluster, [], group_above=1000)
     assert "Core" in figure["layout"]["yaxis"]["ticktext"]
+    # A fleet too big to draw switch by switch: one marker per pod, per pod and plane its leaves and its spines.
+    grouped = topology_figure(cluster, [])
+    assert grouped["layout"]["title"]["text"] == "130 compute nodes in 3 pods — one marker per pod"
+    text = json.dumps(grouped, ensure_ascii=False)
+    assert "64 leaves · pod 1" in text and "4 spines · pod 3" in text and "7 cores" in text
+    markers = sum(len(trace["x"]) for trace in grouped["data"] if trace.get("mode", "").startswith("markers"))
+    assert markers < 60  # 19 markers and the links' hover targets; rack by rack it was 130 racks and 282 switches
 
 
 def test_a_core_port_carries_the_tests_that_crossed_pods_and_a_ring_across_pods_sees_the_core(db):
