@@ -2,7 +2,8 @@
 
 A multi-node NCCL test sends its traffic out of every host's data NICs, so it crosses the leaf port each of those NICs
 is cabled to; it crosses the spine layer when its hosts sit under more than one leaf (which spine carried which flow
-ECMP decides, so a spine's port to a leaf is credited with every cross-leaf test that had a host under that leaf).
+ECMP decides, so a spine's port to a leaf is credited with every cross-leaf test that had a host under that leaf), and
+in a three-tier fabric the core when its hosts sit in more than one pod (leaf, spine, core, spine, leaf).
 A test inside one node stays on NVLink and crosses no port. A sweep's suspect names its switch and port: those rows
 are marked.
 """
@@ -62,11 +63,30 @@ def _leaf_hosts(leaves: set[int]) -> dict[int, set[str]]:
     return hosts
 
 
+def _spine_hosts(spines: set[int]) -> dict[int, set[str]]:
+    """Per spine switch (by pk), the host names under the leaves cabled to it: in three tiers, its pod."""
+    leaves_of: dict[int, set[int]] = {pk: set() for pk in spines}
+    for leaf, spine in Cable.objects.filter(a_switch__tier=SwitchTier.LEAF, b_switch__in=spines).values_list(
+        "a_switch_id", "b_switch_id"
+    ):
+        leaves_of[spine].add(leaf)
+    under = _leaf_hosts(set().union(*leaves_of.values()))
+    return {spine: set().union(*(under[leaf] for leaf in leaves)) for spine, leaves in leaves_of.items()}
+
+
+# The tier a switch's downlinks lead to, and how to find the hosts beneath each of them.
+BELOW = {SwitchTier.SPINE: (SwitchTier.LEAF, _leaf_hosts), SwitchTier.CORE: (SwitchTier.SPINE, _spine_hosts)}
+
+
 def switch_crossings(switch: Switch) -> list[PortCrossings]:
-    """One row per cabled port, with the recent multi-node tests that crossed it, newest first."""
+    """One row per cabled port, with the recent multi-node tests that crossed it, newest first. A spine's downlink
+    carries the tests whose hosts sat under more than one of its leaves; a core's downlink (and a spine's uplink to
+    the core) those whose hosts sat in more than one pod."""
     rows: list[PortCrossings] = []
-    downlinks: dict[str, int] = {}  # port -> the leaf it leads to (a spine's view)
-    leaf_of: dict[str, int] = {}
+    downlinks: dict[str, int] = {}  # port -> the switch below it leads to (a spine's or a core's view)
+    uplinks: set[str] = set()  # a three-tier spine's ports to the core
+    below, hosts_below = BELOW.get(switch.tier, (None, None))
+    group_of: dict[str, int] = {}
     for row in switch_ports(switch).rows:
         if row.far.nic is not None:
             rows.append(
@@ -74,14 +94,23 @@ def switch_crossings(switch: Switch) -> list[PortCrossings]:
                     row.port, f"{row.far.node.hostname}:{row.far.nic.name}", frozenset({row.far.node.hostname})
                 )
             )
-        elif switch.tier == SwitchTier.SPINE and row.far.switch is not None and row.far.switch.tier == SwitchTier.LEAF:
+        elif row.far.switch is not None and below and row.far.switch.tier == below:
             downlinks[row.port] = row.far.switch.pk
             rows.append(PortCrossings(row.port, row.far.switch.name, frozenset()))
-    if downlinks:
-        under = _leaf_hosts(set(downlinks.values()))
-        leaf_of = {host: leaf for leaf, hosts in under.items() for host in hosts}
+        elif row.far.switch is not None and switch.tier == SwitchTier.SPINE and row.far.switch.tier == SwitchTier.CORE:
+            uplinks.add(row.port)
+            rows.append(PortCrossings(row.port, row.far.switch.name, frozenset()))
+    pod: set[str] = set()
+    if downlinks or uplinks:
+        under = hosts_below(set(downlinks.values())) if downlinks else {}
+        group_of = {host: group for group, hosts in under.items() for host in hosts}
+        pod = _spine_hosts({switch.pk})[switch.pk] if uplinks else set()
         rows = [
-            PortCrossings(row.port, row.far, frozenset(under[downlinks[row.port]])) if row.port in downlinks else row
+            PortCrossings(row.port, row.far, frozenset(under[downlinks[row.port]]))
+            if row.port in downlinks
+            else PortCrossings(row.port, row.far, frozenset(pod))
+            if row.port in uplinks
+            else row
             for row in rows
         ]
     if not any(row.hostnames for row in rows):
@@ -89,11 +118,13 @@ def switch_crossings(switch: Switch) -> list[PortCrossings]:
     tests = BenchmarkTest.objects.select_related("run", "job").filter(hosts_key__contains=",").order_by("-created")
     for test in tests[:RECENT_TESTS]:
         hosts = set(test.hosts)
-        crosses_spines = len({leaf_of[host] for host in hosts if host in leaf_of}) > 1
+        crosses_below = len({group_of[host] for host in hosts if host in group_of}) > 1
         for row in rows:
             if not row.hostnames & hosts:
                 continue
-            if row.port in downlinks and not crosses_spines:
+            if row.port in downlinks and not crosses_below:
+                continue
+            if row.port in uplinks and hosts <= pod:
                 continue
             row.tests.append(test)
     by_port = {row.port: row for row in rows}

@@ -91,6 +91,7 @@ class Plane(models.TextChoices):
 class SwitchTier(models.TextChoices):
     LEAF = "leaf", "Leaf"
     SPINE = "spine", "Spine"
+    CORE = "core", "Core"  # the super-spine tier that joins the pods of a three-tier fabric
     MANAGEMENT = "management", "Management"
 
 

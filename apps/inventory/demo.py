@@ -2,7 +2,9 @@
 
 32 compute nodes x 8 H200 across 4 racks; each node has 8 data NICs (400G RoCE, 4 per plane) and a management NIC.
 Each rack has one leaf per plane; every leaf reaches every spine of its plane with as much bandwidth as it takes
-from its nodes (non-blocking). Three management nodes hang off the spines at 400G. One node (gpu017) is left one
+from its nodes (non-blocking). Three management nodes hang off the spines at 400G. A cluster too big for two tiers
+(past 124 racks of 8) becomes three: pods of 64 racks, each with its own spines, joined by a core (super-spine) tier,
+non-blocking at every tier; the management nodes then hang off the core. One node (gpu017) is left one
 BIOS version behind the rest, as in any real fleet.
 
 Loading is idempotent: rows are keyed by their natural keys and only missing ones are created (in bulk).
@@ -65,16 +67,39 @@ RDMA_PRIORITY = 3
 
 SWITCH_PORTS = 128  # Spectrum-4 SN5600: 64 × 800G, split into 128 × 400G
 RAIL_NICS_PER_PLANE = 4  # eight data NICs per node, alternating planes A and B
-MANAGEMENT_SPINE_PORTS = 4  # kept free at the top of spine-x1 for the management nodes' data NICs
+MANAGEMENT_SPINE_PORTS = 4  # kept free at the top of spine-x1 (core-x1 in three tiers) for the management nodes
+FABRIC_PORTS = SWITCH_PORTS - MANAGEMENT_SPINE_PORTS  # what a spine (two tiers) or a core (three) gives the fabric
+RACKS_PER_POD = SWITCH_PORTS // 2  # a pod's spine: one port down to each of its leaves, as many up to the core
 
 
 @dataclass(frozen=True)
 class ClusterShape:
+    """How many nodes and racks, and the fabric that follows from them: two tiers (leaf, spine) while one layer of
+    spines can take every leaf's uplinks, else three (pods of racks with their own spines, and a core)."""
+
     compute_nodes: int = 32
     nodes_per_rack: int = 8
     spines_per_plane: int | None = None  # None: the fewest (a power of two) that keep the fabric non-blocking
     management_nodes: int = 3
     site_slug: str = "demo-dc"
+
+    def __post_init__(self):
+        if self.leaf_downlinks > SWITCH_PORTS // 2:
+            raise ValueError(
+                f"nodes_per_rack {self.nodes_per_rack}: a {SWITCH_PORTS}-port leaf is non-blocking for at most "
+                f"{SWITCH_PORTS // 2 // RAIL_NICS_PER_PLANE} nodes ({RAIL_NICS_PER_PLANE} NICs per plane each)."
+            )
+        if self.spines_per_plane and self.racks * self.leaf_downlinks / self.spines_per_plane > FABRIC_PORTS:
+            raise ValueError(
+                f"spines_per_plane {self.spines_per_plane}: too few spines for {self.racks} racks "
+                f"(each spine gives the leaves at most {FABRIC_PORTS} ports)."
+            )
+        if self.pods > FABRIC_PORTS:
+            limit = FABRIC_PORTS * RACKS_PER_POD * self.nodes_per_rack
+            raise ValueError(
+                f"compute_nodes {self.compute_nodes}: a three-tier fabric of {SWITCH_PORTS}-port switches holds at "
+                f"most {FABRIC_PORTS} pods of {RACKS_PER_POD} racks, {limit:,} nodes at {self.nodes_per_rack} per rack."
+            )
 
     @property
     def racks(self) -> int:
@@ -85,16 +110,51 @@ class ClusterShape:
         return self.nodes_per_rack * RAIL_NICS_PER_PLANE
 
     @property
+    def three_tier(self) -> bool:
+        """Past what one layer of spines can take in (each leaf's uplinks spread over them): a core joins pods."""
+        return not self.spines_per_plane and self.racks * self.leaf_downlinks / self._two_tier_spines() > FABRIC_PORTS
+
+    @property
+    def racks_per_pod(self) -> int:
+        return RACKS_PER_POD if self.three_tier else self.racks
+
+    @property
+    def pods(self) -> int:
+        return -(-self.racks // self.racks_per_pod)
+
+    @property
     def spines(self) -> int:
+        """Spines per plane in two tiers; per pod and plane in three (one per leaf uplink)."""
         if self.spines_per_plane:
             return self.spines_per_plane
+        return self.leaf_downlinks if self.three_tier else self._two_tier_spines()
+
+    def _two_tier_spines(self) -> int:
         spines = 2
         # Each leaf has as many uplinks as downlinks, spread evenly over the plane's spines.
-        while spines < self.leaf_downlinks and self.racks * self.leaf_downlinks / spines > (
-            SWITCH_PORTS - MANAGEMENT_SPINE_PORTS
-        ):
+        while spines < self.leaf_downlinks and self.racks * self.leaf_downlinks / spines > FABRIC_PORTS:
             spines *= 2
         return spines
+
+    @property
+    def spine_uplinks(self) -> int:
+        """In three tiers, each spine has one uplink to the core per leaf it can serve: as much up as down."""
+        return self.racks_per_pod * self.leaf_downlinks // self.spines if self.three_tier else 0
+
+    @property
+    def core_columns(self) -> int:
+        """A column is one uplink position of a pod's spines (spine j, uplink u); every pod has each column, and a
+        core takes a column from every pod, so traffic between any two pods has a path through every core."""
+        return self.spines * self.spine_uplinks
+
+    @property
+    def columns_per_core(self) -> int:
+        return FABRIC_PORTS // self.pods if self.three_tier else 0
+
+    @property
+    def cores(self) -> int:
+        """Core switches per plane (0 in two tiers)."""
+        return -(-self.core_columns // self.columns_per_core) if self.three_tier else 0
 
 
 DEMO = ClusterShape()
@@ -354,16 +414,22 @@ class _Loader:
                     }
                 )
         for plane in (Plane.A, Plane.B):
-            for s in range(1, self.shape.spines + 1):
+            fabric = [
+                (self._spine_name(plane, pod, s), SwitchTier.SPINE)
+                for pod in range(1, self.shape.pods + 1)
+                for s in range(1, self.shape.spines + 1)
+            ]
+            fabric += [(f"core-{plane.lower()}{c}", SwitchTier.CORE) for c in range(1, self.shape.cores + 1)]
+            for s, (name, tier) in enumerate(fabric, start=1):
                 rows.append(
                     {
-                        "name": f"spine-{plane.lower()}{s}",
+                        "name": name,
                         "site": site,
                         "rack": racks["net01"],
-                        "position": self._spine_u(plane, s),
+                        "position": None if self.shape.three_tier else self._spine_u(plane, s),
                         "face": RackFace.FRONT,
                         "plane": plane,
-                        "tier": SwitchTier.SPINE,
+                        "tier": tier,
                         "model": "Spectrum-4 SN5600",
                         "port_count": SWITCH_PORTS,
                         "port_speed_gbps": 400,
@@ -387,6 +453,12 @@ class _Loader:
         # A grown cluster needs more management ports than the switch first had.
         Switch.objects.filter(name="mgmt-sw01", port_count__lt=self._management_ports()).update(
             port_count=self._management_ports()
+        )
+
+    def _spine_name(self, plane: str, pod: int, number: int) -> str:
+        """spine-a1 in two tiers; spine-p01-a1 (pod 1's first spine of plane A) in three."""
+        return (
+            f"spine-p{pod:02d}-{plane.lower()}{number}" if self.shape.three_tier else f"spine-{plane.lower()}{number}"
         )
 
     def _spine_u(self, plane: str, number: int) -> int | None:
@@ -422,7 +494,7 @@ class _Loader:
     def _cables(self, nodes: dict) -> None:
         """Every port follows from the node's number or the rack's, so a grown cluster keeps the cables it had;
         where the new shape moves an end (more spines, a bigger management switch), the old cable is replaced."""
-        switches = {switch.name: switch for switch in Switch.objects.all()}
+        switches = {switch.name: switch for switch in Switch.objects.select_related("site")}
         nics = {
             (nic.node_id, nic.name): nic
             for nic in Nic.objects.filter(node_id__in=[node.id for node in nodes.values()]).only(
@@ -454,7 +526,7 @@ class _Loader:
         for m in range(1, self.shape.management_nodes + 1):
             node = nodes[f"mgmt{m:02d}"]
             for k, plane in enumerate([Plane.A, Plane.B]):
-                spine = switches[f"spine-{plane.lower()}1"]
+                spine = switches[f"core-{plane.lower()}1" if self.shape.three_tier else f"spine-{plane.lower()}1"]
                 port = f"swp{SWITCH_PORTS - m + 1}"
                 planned.append(
                     _cable(node, nics[(node.id, f"ens{k + 1}np0")], spine, port, 400, CableMedium.FIBER, plane)
@@ -467,6 +539,23 @@ class _Loader:
             )
         self.created["cables replaced"] = _replace_moved_cables(planned)
         self.ensure(Cable, planned, ("b_switch", "b_port"))
+        self._retire_unplanned_spines(switches, planned)
+
+    def _retire_unplanned_spines(self, switches: dict, planned: list[dict]) -> None:
+        """A cluster grown from two tiers into three keeps no spine of the old names: remove the spines and cores
+        of this site that the shape does not have, once no cable holds them."""
+        fabric = (SwitchTier.SPINE, SwitchTier.CORE)
+        kept = {row["b_switch"].pk for row in planned} | {row["a_switch"].pk for row in planned if row.get("a_switch")}
+        site = self.shape.site_slug
+        unplanned = [s.pk for s in switches.values() if s.tier in fabric and s.pk not in kept and s.site.slug == site]
+        held = Cable.objects.filter(Q(a_switch_id__in=unplanned) | Q(b_switch_id__in=unplanned))
+        retired = (
+            set(unplanned)
+            - set(held.values_list("a_switch_id", flat=True))
+            - set(held.values_list("b_switch_id", flat=True))
+        )
+        Switch.objects.filter(pk__in=retired).delete()
+        self.created["spines retired"] = len(retired)
 
     def _uplinks(self, switches: dict) -> list[dict]:
         rows = []
@@ -475,19 +564,46 @@ class _Loader:
         for plane in (Plane.A, Plane.B):
             for r in range(1, self.shape.racks + 1):
                 leaf = f"leaf-r{r:02d}-{plane.lower()}"
+                pod, index = divmod(r - 1, self.shape.racks_per_pod)
                 # Non-blocking: as many 400G uplinks as the rack can take downlinks, spread evenly over the spines.
                 for u in range(self.shape.leaf_downlinks):
-                    spine = f"spine-{plane.lower()}{u % spines + 1}"
+                    spine = self._spine_name(plane, pod + 1, u % spines + 1)
                     rows.append(
                         {
                             "a_switch": switches[leaf],
                             "a_port": f"swp{self.shape.leaf_downlinks + u + 1}",
                             "b_switch": switches[spine],
-                            "b_port": f"swp{(r - 1) * ports_per_spine + u // spines + 1}",
+                            "b_port": f"swp{index * ports_per_spine + u // spines + 1}",
                             "speed_gbps": 400,
                             "medium": CableMedium.FIBER,
                             "plane": plane,
                             "label": f"{leaf}/{spine}/{u + 1}",
+                        }
+                    )
+            rows += self._core_uplinks(switches, plane, downlinks=self.shape.racks_per_pod * ports_per_spine)
+        return rows
+
+    def _core_uplinks(self, switches: dict, plane: str, *, downlinks: int) -> list[dict]:
+        """Each pod's spine j sends its uplink u (column j·U + u) to the core that holds that column, on the port
+        kept for that pod there: every core joins every pod with the same number of links (non-blocking)."""
+        rows = []
+        shape = self.shape
+        for pod in range(1, shape.pods + 1):
+            for j in range(shape.spines):
+                spine = self._spine_name(plane, pod, j + 1)
+                for u in range(shape.spine_uplinks):
+                    core_index, slot = divmod(j * shape.spine_uplinks + u, shape.columns_per_core)
+                    core = f"core-{plane.lower()}{core_index + 1}"
+                    rows.append(
+                        {
+                            "a_switch": switches[spine],
+                            "a_port": f"swp{downlinks + u + 1}",
+                            "b_switch": switches[core],
+                            "b_port": f"swp{slot * shape.pods + pod}",
+                            "speed_gbps": 400,
+                            "medium": CableMedium.FIBER,
+                            "plane": plane,
+                            "label": f"{spine}/{core}/{u + 1}",
                         }
                     )
         return rows

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from apps.inventory.choices import SwitchTier
 from apps.inventory.models import Cable, Nic, Switch
 
 _NUMBERED_PORT = re.compile(r"([A-Za-z/-]*?)(\d+)\Z")
@@ -131,7 +132,8 @@ def trace_nic(nic: Nic) -> Trace:
     for row in switch_ports(far.switch).rows:
         if row.far.switch is not None:
             uplinks.setdefault(row.far.switch.pk, Uplinks(row.far.switch)).cables.append(row)
-    ordered = sorted(uplinks.values(), key=lambda group: (group.to.tier != "spine", group.to.name))
+    rank = {SwitchTier.CORE: 0, SwitchTier.SPINE: 1}  # highest tier first
+    ordered = sorted(uplinks.values(), key=lambda group: (rank.get(group.to.tier, 2), group.to.name))
     if far.switch.tier == "leaf" and not ordered:
         problems.append(f"{far.switch} has no uplinks in the inventory: this NIC reaches only its own rack.")
     return Trace(nic, gpus, cable, far.switch, far.port, ordered, problems)

@@ -401,6 +401,8 @@ def ring_model(collective: str, nodes: list[SimulatedNode], gpus_per_node: int) 
         peak = 0.0 if intra == math.inf else intra
         return RingModel(collective, ranks, peak * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK)
     fabric = min(state.leaf_uplink_ratio for state in nodes)
+    if len({state.pod for state in nodes}) > 1:  # the ring leaves its pod: through the spines' uplinks to the core
+        fabric = min([fabric] + [state.core_uplink_ratio for state in nodes])
     network = min(node_network_gbps(state) for state in nodes) * fabric
     # Several GPUs of a node share its NICs; the ring's bus bandwidth can exceed neither NVLink nor the NICs.
     peak = min(intra, network)

@@ -16,7 +16,7 @@ from apps.simulator.faults.node import apply_faults, check_fault
 from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
-from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_uplink_ratios
+from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_pods, leaf_uplink_ratios
 from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault
 from apps.simulator.terminal import ClusterHost, CommandOutput, Context
 from apps.simulator.tools import nccl
@@ -289,10 +289,11 @@ def _histories(**filters) -> list[NodeHistory]:
         "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults", "sim_changes"
     )
     nodes = list(nodes.filter(gpus__isnull=False, **filters).distinct())
-    ratios = leaf_uplink_ratios(set().union(*(data_leaves(node) for node in nodes)))
+    leaves = set().union(*(data_leaves(node) for node in nodes))
+    ratios, pods = leaf_uplink_ratios(leaves), leaf_pods(leaves)
     return [
         NodeHistory(
-            healthy=build_state(node, ratios),
+            healthy=build_state(node, ratios, pods),
             booted=node.created.timestamp(),
             faults=[
                 TimedFault(fault.kind, fault.target, fault.parameters, fault.created.timestamp())

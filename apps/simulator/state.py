@@ -6,6 +6,8 @@ fault gives back the healthy output byte for byte.
 
 from dataclasses import dataclass, field, replace
 
+from django.db.models import Q
+
 from apps.inventory.catalogue import GPU_DEVICES, GpuDevice
 from apps.inventory.choices import FirmwareComponent, NicPurpose, NicTransport, StorageTierKind
 from apps.simulator.digits import is_whole_number
@@ -189,6 +191,8 @@ class SimulatedNode:
     volumes: list[SimVolume]
     checkpoints: list[SimCheckpoint]
     leaf_uplink_ratio: float = 1.0  # uplink / downlink capacity of the node's leaves; below 1 is oversubscribed
+    pod: int = 0  # in a three-tier fabric, which pod the node's leaves are in (0: two tiers, or unknown)
+    core_uplink_ratio: float = 1.0  # the same ratio for the pod's spines towards the core (for rings across pods)
     straggler: bool = False
     dataloader_stall: tuple[int, int] | None = None  # (period s, stall %) of a starving input pipeline
     co_located_pod: str = ""  # a second trainer the scheduler put on the node
@@ -267,9 +271,11 @@ def checkpoint_files(volumes: list[SimVolume]) -> list[SimCheckpoint]:
     return [SimCheckpoint(f"{CHECKPOINT_DIR}/step_{step:07d}.pt", CHECKPOINT_BYTES) for step in CHECKPOINT_STEPS]
 
 
-def build_state(node, leaf_ratios: dict[int, float] | None = None) -> "SimulatedNode":
+def build_state(
+    node, leaf_ratios: dict[int, float] | None = None, leaf_pods: dict[int, tuple[int, float]] | None = None
+) -> "SimulatedNode":
     """The healthy state of an inventory Node (faults are applied by apps.simulator.faults.node). Building many,
-    pass leaf_uplink_ratios() of their leaves, asked once."""
+    pass leaf_uplink_ratios() and leaf_pods() of their leaves, asked once."""
     firmware = {(fw.component, fw.target): fw.version for fw in node.firmware.all()}
     gpus = [_sim_gpu(gpu, firmware) for gpu in sorted(node.gpus.all(), key=lambda gpu: gpu.index)]
     nics = _sim_nics(node, firmware)
@@ -294,6 +300,7 @@ def build_state(node, leaf_ratios: dict[int, float] | None = None) -> "Simulated
         checkpoints=checkpoint_files(volumes),
         leaf_uplink_ratio=_leaf_uplink_ratio(node, leaf_ratios),
     )
+    state.pod, state.core_uplink_ratio = _pod(node, leaf_pods)
     for nic in state.nics:
         nic.channels = min(nic.max_channels, state.cpu_count)
     return state
@@ -395,6 +402,50 @@ def leaf_uplink_ratios(leaf_ids) -> dict[int, float]:
         for leaf_id, total in totals:
             up[leaf_id] = up.get(leaf_id, 0) + total
     return {leaf: min(1.0, up[leaf] / down[leaf]) for leaf in down if down[leaf] and up.get(leaf)}
+
+
+def leaf_pods(leaf_ids) -> dict[int, tuple[int, float]]:
+    """In a three-tier fabric, per leaf: its pod (named by the lowest id of the spines it is cabled to) and the lowest
+    uplink over downlink bandwidth (at most 1.0) of those spines towards the core, which a ring across pods crosses
+    (leaf, spine, core, spine, leaf). Leaves whose spines have no core above them are left out. Two queries."""
+    from apps.inventory.choices import SwitchTier
+    from apps.inventory.models import Cable
+
+    leaf_ids = set(leaf_ids)
+    spines_of: dict[int, set[int]] = {}
+    between = Cable.objects.filter(a_switch__isnull=False, b_switch__isnull=False)
+    for a, b in between.filter(
+        Q(a_switch_id__in=leaf_ids, b_switch__tier=SwitchTier.SPINE)
+        | Q(b_switch_id__in=leaf_ids, a_switch__tier=SwitchTier.SPINE)
+    ).values_list("a_switch_id", "b_switch_id"):
+        leaf, spine = (a, b) if a in leaf_ids else (b, a)
+        spines_of.setdefault(leaf, set()).add(spine)
+    spines = set().union(*spines_of.values())
+    down: dict[int, int] = {}
+    up: dict[int, int] = {}
+    for a, b, a_tier, b_tier, speed in between.filter(
+        Q(a_switch_id__in=spines) | Q(b_switch_id__in=spines)
+    ).values_list("a_switch_id", "b_switch_id", "a_switch__tier", "b_switch__tier", "speed_gbps"):
+        for spine, other in ((a, b_tier), (b, a_tier)):
+            if spine in spines and other == SwitchTier.LEAF:
+                down[spine] = down.get(spine, 0) + speed
+            elif spine in spines and other == SwitchTier.CORE:
+                up[spine] = up.get(spine, 0) + speed
+    ratios = {spine: min(1.0, up[spine] / down[spine]) for spine in up if down.get(spine)}
+    return {
+        leaf: (min(above), min(ratios[spine] for spine in above if spine in ratios))
+        for leaf, above in spines_of.items()
+        if any(spine in ratios for spine in above)
+    }
+
+
+def _pod(node, pods: dict[int, tuple[int, float]] | None) -> tuple[int, float]:
+    """The node's pod and its spines' core uplink ratio ((0, 1.0) in two tiers or when unknown)."""
+    leaves = data_leaves(node)
+    if pods is None:
+        pods = leaf_pods(leaves)
+    known = [pods[leaf] for leaf in leaves if leaf in pods]
+    return (min(pod for pod, _ in known), min(ratio for _, ratio in known)) if known else (0, 1.0)
 
 
 def _leaf_uplink_ratio(node, ratios: dict[int, float] | None) -> float:

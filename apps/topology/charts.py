@@ -1,10 +1,11 @@
 """The topology map: a Plotly figure built here, embedded by the template with json_script, drawn by charts.js.
 
-Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines; plane A on the left, plane B on the
-right, the management switch between them), management nodes. Links are coloured by plane and drawn wider the more
-capacity they carry; hovering a link's midpoint shows its ends, ports and speeds. Elements named by a rule that did
-not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one marker per rack, links aggregated,
-and a leaf's healthy uplinks share one hover target (thousands of leaf-spine links otherwise made the map ~1 MB).
+Three tiers, bottom to top: compute nodes, the switch layer (leaves, then spines, then the core of a fabric of pods;
+plane A on the left, plane B on the right, the management switch between them), management nodes. Links are coloured
+by plane and drawn wider the more capacity they carry; hovering a link's midpoint shows its ends, ports and speeds.
+Elements named by a rule that did not pass are drawn red. Past ``group_above`` compute nodes, nodes are drawn one
+marker per rack, links aggregated, and a leaf's healthy uplinks share one hover target (thousands of leaf-spine links
+otherwise made the map ~1 MB).
 
 The figure is a plain {data, layout} dict in Plotly's schema (see apps/core/charts.py): built and serialised through
 plotly.graph_objects it cost ~80 ms at 512 nodes, as a dict ~30 ms; tests/topology/test_charts.py checks that Plotly
@@ -17,6 +18,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+import networkx as nx
 
 from apps.core.charts import figure_json as figure_json  # re-exported: the page and bench/topology.py embed with it
 from apps.inventory.choices import NODE_STATUS_COLOURS, NodeRole, Plane, SwitchTier
@@ -39,6 +42,7 @@ PLANE_COLOURS = {Plane.A: "#2f6fdf", Plane.B: "#e07b00", Plane.MANAGEMENT: "#9aa
 OTHER_COLOUR = "#555d70"
 VIOLATION = "#d23b3b"
 ROW_COMPUTE, ROW_LEAF, ROW_SPINE, ROW_MANAGEMENT_SWITCH, ROW_TOP = 0.0, 1.0, 2.0, 2.5, 3.0
+ROW_CORE = 2.75  # a three-tier fabric's core, above its pods' spines
 # Horizontal bands of the switch layer, by plane.
 BANDS = {Plane.A: (0.02, 0.48), Plane.B: (0.52, 0.98), "": (0.3, 0.7)}
 
@@ -127,10 +131,13 @@ def topology_figure(
     vertices: dict[str, _Vertex] = {}
     member_of: dict[str, str] = {}
 
-    # Compute tier: one marker per node, or per rack when there are many.
+    # Compute tier: one marker per node, or per rack when there are many, or per pod in a fabric of pods.
     compute.sort(key=lambda node: (node.rack, node.hostname))
     rack_spans: dict[str, list[float]] = defaultdict(list)
-    if grouped:
+    pods = fabric_pods(cluster) if grouped else {}
+    if pods:
+        _place_pods(cluster, compute, pods, vertices, member_of, flagged)
+    elif grouped:
         racks: dict[str, list] = defaultdict(list)
         for node in compute:
             racks[node.rack or "no rack"].append(node)
@@ -151,7 +158,7 @@ def topology_figure(
 
     # Switch layer: each leaf above the nodes it serves (plane A just left of plane B); spines of plane A on the
     # left, of plane B on the right; the management switch between them.
-    _place_switches(cluster, vertices, member_of, flagged)
+    _place_switches(cluster, vertices, member_of, flagged, skip=set(member_of) if pods else set())
 
     # Management (and other non-compute) nodes on top.
     others = sorted(
@@ -167,10 +174,86 @@ def topology_figure(
     limit = MAX_CABLES_IN_HOVER_GROUPED if grouped else MAX_CABLES_IN_HOVER
     links = _aggregate_links(cluster, member_of, flagged_edges, limit)
     traces = _link_traces(links, vertices, grouped) + _vertex_traces(vertices)
-    return {"data": traces, "layout": _layout(vertices, rack_spans, grouped, len(compute))}
+    layout = _layout(vertices, rack_spans, grouped, len(compute))
+    if pods:
+        layout["title"]["text"] = f"{len(compute)} compute nodes in {len(set(pods.values()))} pods — one marker per pod"
+    return {"data": traces, "layout": layout}
 
 
-def _place_switches(cluster: ClusterGraph, vertices: dict[str, _Vertex], member_of: dict[str, str], flagged) -> None:
+def fabric_pods(cluster: ClusterGraph) -> dict[str, int]:
+    """Where a core tier joins pods: each leaf and spine's pod (1, 2, …), found as the plane's leaf-and-spine graph
+    without its cores falls apart, so it needs no naming convention. Empty for a fabric without a core."""
+    if not any(switch.tier == SwitchTier.CORE for switch in cluster.switches.values()):
+        return {}
+    pods: dict[str, int] = {}
+    for plane in (Plane.A, Plane.B):
+        tiered = {
+            switch.key
+            for switch in cluster.switches.values()
+            if switch.plane == plane and switch.tier in (SwitchTier.LEAF, SwitchTier.SPINE)
+        }
+        graph = nx.Graph()
+        graph.add_nodes_from(tiered)
+        graph.add_edges_from((u, v) for u, v, data in cluster.edges() if u in tiered and v in tiered)
+        components = sorted((sorted(component) for component in nx.connected_components(graph)), key=lambda c: c[0])
+        for number, component in enumerate(components, start=1):
+            pods.update(dict.fromkeys(component, number))
+    return pods
+
+
+def _place_pods(cluster, compute: list, pods: dict[str, int], vertices, member_of, flagged) -> None:
+    """One compute marker per pod, and per pod and plane one for its leaves and one for its spines; a plane's cores
+    as one. The map of a 2,048-node fleet stays a few dozen markers; hovering one names what it holds."""
+    by_pod: dict[int, list] = defaultdict(list)
+    for node in compute:
+        leaves = [switch_key(nic.switch) for nic in cluster.nics.get(node.hostname, []) if nic.is_data and nic.switch]
+        by_pod[min((pods[leaf] for leaf in leaves if leaf in pods), default=0)].append(node)
+    for (pod, members), x in zip(sorted(by_pod.items()), _spread(len(by_pod), 0, 1), strict=True):
+        key = f"pod:{pod}"
+        vertex = _rack_vertex(key, f"pod {pod}" if pod else "no pod", members, flagged)
+        vertex.hover[0] = f"<b>Pod {pod}</b> · {len({node.rack for node in members})} racks" if pod else "<b>No pod</b>"
+        vertex.x, vertex.y, vertex.textposition = x, ROW_COMPUTE, "bottom center"
+        vertex.text, vertex.size = vertex.label, 26
+        vertices[key] = vertex
+        member_of.update(dict.fromkeys((node.key for node in members), key))
+    groups: dict[tuple[str, str, int], list] = defaultdict(list)
+    for switch in cluster.switches.values():
+        if switch.key in pods:
+            groups[(switch.tier, switch.plane, pods[switch.key])].append(switch)
+        elif switch.tier == SwitchTier.CORE:
+            groups[(switch.tier, switch.plane, 0)].append(switch)
+    rows = {SwitchTier.LEAF: ROW_LEAF, SwitchTier.SPINE: ROW_SPINE, SwitchTier.CORE: ROW_CORE}
+    for tier, plane in {(tier, plane) for tier, plane, _ in groups}:
+        keys = sorted(key for key in groups if key[:2] == (tier, plane))
+        for (_, _, pod), x in zip(keys, _spread(len(keys), *BANDS[plane]), strict=True):
+            members = groups[(tier, plane, pod)]
+            key = f"group:{tier}:{plane}:{pod}"
+            plural = "leaves" if tier == SwitchTier.LEAF else f"{tier}s"
+            label = f"{len(members)} {plural}" + (f" · pod {pod}" if pod else "")
+            titles = sorted({title for switch in members for title in flagged.get(switch.key, [])})
+            vertices[key] = _Vertex(
+                key=key,
+                label=label,
+                kind="switch",
+                x=x,
+                y=rows[tier],
+                symbol="square",
+                size=16,
+                colour=PLANE_COLOURS.get(plane, OTHER_COLOUR),
+                text=label if len(keys) <= 8 else "",
+                hover=[
+                    f"<b>{label}</b>",
+                    f"plane {plane}: {', '.join(s.name for s in members[:4])}" + (" …" if len(members) > 4 else ""),
+                ],
+                flagged=titles,
+            )
+            member_of.update(dict.fromkeys((switch.key for switch in members), key))
+
+
+def _place_switches(
+    cluster: ClusterGraph, vertices: dict[str, _Vertex], member_of: dict[str, str], flagged, skip: set[str]
+) -> None:
+    """Places each switch not in ``skip`` (those already drawn in a group)."""
     compute_x = {key: vertex.x for key, vertex in vertices.items()}
     rack_x: dict[str, list[float]] = defaultdict(list)
     for node in cluster.nodes.values():
@@ -181,11 +264,15 @@ def _place_switches(cluster: ClusterGraph, vertices: dict[str, _Vertex], member_
     leaves: dict[str, list] = defaultdict(list)
     rows: dict[tuple[float, str], list] = defaultdict(list)
     for switch in sorted(cluster.switches.values(), key=lambda switch: (switch.rack, switch.name)):
+        if switch.key in skip:
+            continue
         band = switch.plane if switch.plane in (Plane.A, Plane.B) else ""
         if switch.tier == SwitchTier.LEAF and band:
             leaves[band].append(switch)
         elif switch.tier == SwitchTier.SPINE:
             rows[(ROW_SPINE, band)].append(switch)
+        elif switch.tier == SwitchTier.CORE:
+            rows[(ROW_CORE, band)].append(switch)
         else:
             rows[(ROW_MANAGEMENT_SWITCH, band)].append(switch)
     placed: list[tuple[object, float, float, str]] = []
@@ -525,6 +612,9 @@ def _layout(vertices: dict[str, _Vertex], rack_spans: dict[str, list[float]], gr
             }
         )
     title = f"{compute} compute nodes" + (" — one marker per rack" if grouped else "")
+    rows = [(ROW_COMPUTE, "Compute"), (ROW_LEAF, "Leaves"), (ROW_SPINE, "Spines"), (ROW_TOP, "Management")]
+    if any(vertex.kind == "switch" and vertex.y == ROW_CORE for vertex in vertices.values()):
+        rows.insert(3, (ROW_CORE, "Core"))
     return {
         "title": {"text": title, "font": {"size": 13}, "x": 0.01},
         "height": 640,
@@ -537,8 +627,8 @@ def _layout(vertices: dict[str, _Vertex], rack_spans: dict[str, list[float]], gr
         "xaxis": {"visible": False, "range": [-0.02, 1.02], "fixedrange": False},
         "yaxis": {
             "range": [-0.45, ROW_TOP + 0.45],
-            "tickvals": [ROW_COMPUTE, ROW_LEAF, ROW_SPINE, ROW_TOP],
-            "ticktext": ["Compute", "Leaves", "Spines", "Management"],
+            "tickvals": [row for row, _ in rows],
+            "ticktext": [name for _, name in rows],
             "showgrid": False,
             "zeroline": False,
         },

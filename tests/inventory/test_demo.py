@@ -73,3 +73,56 @@ def test_load_demo_refuses_a_size_it_cannot_build(db):
     with pytest.raises(CommandError, match="--nodes 0"):
         call_command("load_demo", "--nodes", "0")
     assert not Node.objects.exists()
+
+
+def test_a_fleet_past_two_tiers_gets_pods_and_a_core_with_real_switch_counts():
+    from apps.inventory.demo import ClusterShape
+
+    fleet = ClusterShape(compute_nodes=2048)  # 256 racks of 8: one layer of 128-port spines holds 124
+    assert (fleet.three_tier, fleet.pods, fleet.racks_per_pod, fleet.spines) == (True, 4, 64, 32)
+    # Per plane: 4 pods x 32 spines x 64 uplinks = 8,192 core ports, 124 usable on each core (4 kept for management).
+    assert fleet.cores == 67
+    assert ClusterShape(compute_nodes=992).three_tier is False  # today's limit keeps today's fabric
+    assert ClusterShape(compute_nodes=10_000).pods == 20
+
+
+def test_a_shape_no_fabric_can_hold_is_refused_naming_the_limit():
+    from apps.inventory.demo import ClusterShape
+
+    with pytest.raises(ValueError, match=r"compute_nodes 100000: .* at most 124 pods of 64 racks, 63,488 nodes"):
+        ClusterShape(compute_nodes=100_000)
+    with pytest.raises(ValueError, match="nodes_per_rack 17"):
+        ClusterShape(compute_nodes=100, nodes_per_rack=17)
+    with pytest.raises(ValueError, match="spines_per_plane 1"):
+        ClusterShape(compute_nodes=64, spines_per_plane=1)
+
+
+def test_a_three_tier_fabric_is_cabled_non_blocking_at_every_tier(db):
+    from apps.inventory.demo import ClusterShape, load_cluster
+    from apps.topology.graph import build_cluster_graph
+    from apps.topology.rules import rule_leaf_oversubscription
+
+    # One node per rack keeps the test small: 4 uplinks per leaf, so two tiers hold 124 racks and this is 2 pods.
+    shape = ClusterShape(compute_nodes=130, nodes_per_rack=1, management_nodes=1)
+    assert (shape.pods, shape.spines, shape.spine_uplinks, shape.cores) == (3, 4, 64, 7)
+    load_cluster(ClusterShape(compute_nodes=8, nodes_per_rack=1, management_nodes=1))  # two tiers, then grown
+    assert Switch.objects.filter(name="spine-a1").exists()
+    load_cluster(shape)
+
+    assert not Switch.objects.filter(name__in=["spine-a1", "spine-b1"]).exists()  # the two-tier spines retired
+
+    ends = list(Cable.objects.filter(b_switch__isnull=False).values_list("b_switch__name", "b_port"))
+    ends += list(Cable.objects.filter(a_switch__isnull=False).values_list("a_switch__name", "a_port"))
+    assert len(ends) == len(set(ends))
+    assert max(int(port.removeprefix("swp")) for name, port in ends if name != "mgmt-sw01") <= 128
+    spine = Switch.objects.get(name="spine-p02-a3")
+    down = Cable.objects.filter(b_switch=spine, a_switch__tier="leaf").count()
+    up = Cable.objects.filter(a_switch=spine, b_switch__tier="core").count()
+    assert (down, up) == (64, 64)
+    assert Cable.objects.filter(b_switch__name="core-b1", a_switch__isnull=False).count() == 3 * (124 // 3)
+    for core in Switch.objects.filter(tier="core", plane=Plane.A):
+        pods = Cable.objects.filter(b_switch=core).exclude(a_switch=None).values_list("a_switch__name", flat=True)
+        per_pod = {pod: sum(1 for name in pods if name.startswith(f"spine-{pod}-")) for pod in ("p01", "p02", "p03")}
+        assert len(set(per_pod.values())) == 1, (core.name, per_pod)  # every pod as many links into each core
+    assert Cable.objects.filter(a_nic__node__hostname="mgmt01", b_switch__name="core-a1", b_port="swp128").exists()
+    assert rule_leaf_oversubscription(build_cluster_graph()).verdict == "pass"

@@ -25,8 +25,12 @@ class Command(BaseCommand):
         nodes = options["nodes"]
         if not 1 <= nodes <= MAX_NODES:
             raise CommandError(f"--nodes {nodes}: give a number of compute nodes from 1 to {MAX_NODES}.")
+        try:
+            shape = ClusterShape(compute_nodes=nodes)
+        except ValueError as error:  # a fabric the switches cannot build: say which limit, not a database error
+            raise CommandError(f"--nodes {nodes}: {error}") from error
         with audit_context(source=ChangeSource.COMMAND):
-            created = load_cluster(ClusterShape(compute_nodes=nodes))
+            created = load_cluster(shape)
         added = {kind: count for kind, count in created.items() if count}
         if added:
             self.stdout.write("Demo cluster loaded: " + ", ".join(f"{count} {kind}" for kind, count in added.items()))
