@@ -573,6 +573,9 @@ TRAY_GPU_BUS_IDS = ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", 
 TRAY_CX7_PCI = ["0000:03:00.0", "0002:03:00.0", "0010:03:00.0", "0012:03:00.0"]
 TRAY_BF3_PCI = ["0006:01:00.0", "0016:01:00.0"]
 TRAY_BIOS, TRAY_BMC, TRAY_VBIOS, TRAY_NIC_FIRMWARE = "1.3.0", "25.04.7", "97.00.82.00.5A", "28.43.1014"
+# The default partition's id, which nvidia-smi -q prints as the GPUs' CliqueId (NVIDIA's Kubernetes DRA driver
+# labels GB200 nodes <ClusterUUID>.32766): recalled from its documentation, not from a capture.
+DEFAULT_PARTITION_ID = 32766
 # Bottom up: four power shelves, compute trays 1-10, the nine switch trays, compute trays 11-18, four power shelves.
 TRAY_BASE_U, SWITCH_BASE_U = 5, 15
 
@@ -832,7 +835,10 @@ class _RackScaleLoader:
         self.ensure(ImexDomain, [{"name": f"{d.name}-imex", "domain": d} for d in domains.values()], ("name",))
         self.ensure(
             NvlinkPartition,
-            [{"name": f"{d.name}-default", "domain": d, "partition_id": 0} for d in domains.values()],
+            [
+                {"name": f"{d.name}-default", "domain": d, "partition_id": DEFAULT_PARTITION_ID}
+                for d in domains.values()
+            ],
             ("name",),
         )
         for model, suffix in ((ImexDomain, "imex"), (NvlinkPartition, "default")):
