@@ -195,6 +195,8 @@ class SimDomain:
     switch_trays: int
     links_per_switch_tray: int
     imex_peers: list[SimPeer]
+    tray_design_flow_lpm: float | None = None  # the rack loop's design flow shared over its compute trays
+    max_return_c: float = 55.0  # the loop's return temperature limit
     shared_faults: list[tuple[str, str, dict]] = field(default_factory=list)  # faults injected on the other trays
     switch_trays_down: set[int] = field(default_factory=set)
     imex_lost: set[str] = field(default_factory=set)  # hostnames whose IMEX daemon the others lost
@@ -341,14 +343,16 @@ def build_state(node, leaf_ratios: dict[int, float] | None = None) -> "Simulated
 
 
 def _sim_domain(node) -> SimDomain:
-    """The tray's view of its NVLink domain, in four queries: the domain, the tray's partition, its IMEX domain's
-    nodes, and the faults injected on the other trays (a switch tray down shows on every tray)."""
+    """The tray's view of its NVLink domain, in a few queries: the domain, the tray's partition, its IMEX domain's
+    nodes, the rack's coolant loop, and the faults injected on the other trays (a switch tray down shows on every
+    tray)."""
     domain = node.nvlink_domain
     spec = domain.spec
     partition = node.nvlink_partitions.filter(domain=domain).order_by("partition_id").first()
     imex = node.imex_domains.filter(domain=domain).order_by("name").first()
     members = imex.nodes.order_by("tray_slot", "hostname") if imex else []
     others = domain.compute_trays.exclude(pk=node.pk).prefetch_related("sim_faults")
+    loop = domain.rack.coolant_loops.order_by("name").first()
     return SimDomain(
         name=domain.name,
         cluster_uuid=str(domain.cluster_uuid),
@@ -357,6 +361,8 @@ def _sim_domain(node) -> SimDomain:
         switch_trays=spec.switch_trays,
         links_per_switch_tray=spec.links_per_switch_tray,
         imex_peers=[SimPeer(member.hostname, member.management_ip or member.hostname) for member in members],
+        tray_design_flow_lpm=float(loop.design_flow_lpm) / spec.compute_trays if loop else None,
+        max_return_c=float(loop.max_return_c) if loop else 55.0,
         shared_faults=[
             (fault.kind, fault.target, fault.parameters) for tray in others for fault in tray.sim_faults.all()
         ],

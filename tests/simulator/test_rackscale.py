@@ -2,7 +2,9 @@
 the rack-scale faults (a switch tray down, a tray's links degraded, an IMEX peer lost, low coolant flow, a leak)
 show where an operator would look."""
 
+import json
 import re
+from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -11,9 +13,10 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node, NvlinkDomain
 from apps.parsers import registry
 from apps.parsers.nvidia_smi import parse_nvlink_status, parse_query_text, parse_topology
-from apps.simulator import services
+from apps.simulator import bmc, services
 
 pytestmark = pytest.mark.django_db
+AT = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -128,3 +131,43 @@ def test_every_tray_output_is_recognised_by_the_parsers(tray):
         text = run(tray, *argv)
         assert registry.detect_tool(text) == tool
         registry.parse(tool, text)
+
+
+def redfish_get(node, path: str, *, load: float = 1.0) -> tuple[int, dict]:
+    token = "t0ken"
+    status, _, body = bmc.redfish(
+        lambda: bmc.node_figures(node, seed=0, load=load, at=AT),
+        "GET",
+        path,
+        headers={"X-Auth-Token": token},
+        body=None,
+        tokens={token},
+    )
+    return status, json.loads(body)
+
+
+def test_a_trays_bmc_reads_its_coolant_and_leak_detector_and_the_faults_move_them(tray):
+    status, inlet = redfish_get(tray, bmc.COOLANT_INLET)
+    assert status == 200 and inlet["Status"]["Health"] == "OK"
+    design = inlet["FlowLitersPerMinute"]["Reading"]
+    assert 80 / 18 * 0.98 <= design <= 80 / 18 * 1.02
+    assert inlet["ReturnTemperatureCelsius"]["Reading"] > inlet["SupplyTemperatureCelsius"]["Reading"]
+    assert redfish_get(tray, bmc.LEAK_DETECTOR)[1]["DetectorState"] == "OK"
+
+    services.inject_fault(node=Node.objects.get(hostname="nvl01-t09"), kind="coolant_flow_low")
+    _, low = redfish_get(tray, bmc.COOLANT_INLET)  # the rack's loop: every tray reads it
+    assert low["FlowLitersPerMinute"]["Reading"] < design * 0.45
+    assert low["ReturnTemperatureCelsius"]["Reading"] > inlet["ReturnTemperatureCelsius"]["Reading"]
+    assert low["Status"]["Health"] == "Warning"
+
+    services.inject_fault(node=tray, kind="leak")
+    _, detector = redfish_get(tray, bmc.LEAK_DETECTOR)
+    assert (detector["DetectorState"], detector["Status"]["Health"]) == ("Critical", "Critical")
+    assert redfish_get(tray, f"{bmc.THERMAL_SUBSYSTEM}/LeakDetection")[1]["Status"]["Health"] == "Critical"
+    neighbour = Node.objects.get(hostname="nvl01-t02")
+    assert redfish_get(neighbour, bmc.LEAK_DETECTOR)[1]["DetectorState"] == "OK"  # a leak is in one tray
+
+
+def test_an_air_cooled_node_has_no_coolant_resources(tray):
+    status, body = redfish_get(Node.objects.get(hostname="gpu001"), bmc.LEAK_DETECTOR)
+    assert status == 404 and "is not a resource" in body["error"]["message"]
