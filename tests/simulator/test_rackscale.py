@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node, NvlinkDomain
 from apps.parsers import registry
+from apps.parsers.imex import parse_imex_status
 from apps.parsers.nvidia_smi import parse_nvlink_status, parse_query_text, parse_topology
 from apps.simulator import bmc, services
 
@@ -171,3 +172,16 @@ def test_a_trays_bmc_reads_its_coolant_and_leak_detector_and_the_faults_move_the
 def test_an_air_cooled_node_has_no_coolant_resources(tray):
     status, body = redfish_get(Node.objects.get(hostname="gpu001"), bmc.LEAK_DETECTOR)
     assert status == 404 and "is not a resource" in body["error"]["message"]
+
+
+def test_the_parsers_read_the_imex_status_healthy_and_with_a_peer_lost(tray):
+    healthy = parse_imex_status(run(tray, "nvidia-imex-ctl", "-N"))
+    assert (len(healthy.nodes), healthy.domain_state, healthy.unready) == (18, "UP", [])
+    assert healthy.nodes[17].address == "10.12.0.18" and healthy.nodes[17].version == "580.159"
+    assert {cell for row in healthy.connections.values() for cell in row.values()} == {"C"}
+
+    services.inject_fault(node=Node.objects.get(hostname="nvl01-t07"), kind="imex_peer_lost")
+    lost = parse_imex_status(run(tray, "nvidia-imex-ctl", "-N"))
+    assert lost.domain_state == "DEGRADED"
+    assert [(node.number, node.state, node.version) for node in lost.unready] == [(6, "UNAVAILABLE", None)]
+    assert lost.connections[0][6] == "D" and set(lost.connections[6].values()) == {"I"}
