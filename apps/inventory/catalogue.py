@@ -95,6 +95,9 @@ class GpuDevice:
     board_part: str
     gpu_part: str
     inforom: str
+    # NUMA nodes the card's own memory shows as (a Grace-attached GPU's HBM is system memory over NVLink-C2C: eight
+    # nodes a GPU on GB200, the first its "GPU NUMA ID"); 0 on a PCIe/SXM card behind an x86 host.
+    memory_numa_nodes: int = 0
 
 
 GPU_DEVICES = {
@@ -130,6 +133,29 @@ GPU_DEVICES = {
         "2330-885-A1",
         "G520.0200.00.05",
     ),
+    # GB200 (the Blackwell GPU of a GB200 superchip). Public captures give: the name "NVIDIA GB200" and 189,471 MiB
+    # (sgl-project/sglang#11208, a 4x GB200 tray's `nvidia-smi topo -m`: NV18 between every pair, GPU NUMA IDs 2,
+    # 10, 18, 26 and NUMA affinity 0,3-9,11-17 / 1,19-25,27-33, so eight memory NUMA nodes a GPU); 18 NVLink 5 links
+    # at 1.8 TB/s together (NVIDIA's GB200 NVL72 datasheet), so 50 GB/s a link each way; device id 0x2941 (the PCI
+    # ID repository). Reserved memory, clocks, board and GPU part numbers and the InfoROM are the H200's until a
+    # GB200 is measured.
+    "GB200": GpuDevice(
+        "NVIDIA GB200",
+        189471,
+        616,
+        "294110DE",
+        "18BF10DE",
+        1980,
+        345,
+        3201,
+        1545,
+        18,
+        50.0,
+        "692-2G520-0282-000",
+        "2335-895-A1",
+        "G520.0282.02.02",
+        memory_numa_nodes=8,
+    ),
 }
 
 
@@ -155,6 +181,9 @@ GPU_COMPUTE = {
     "H200 SXM": HOPPER_COMPUTE,
     "A100 SXM 80GB": AMPERE_COMPUTE,
     "A100 SXM 40GB": AMPERE_COMPUTE,
+    # No public source gives a GB200's SM count, sustained clock and per-SM rates together: the H200's until measured
+    # (so the simulator's GB200 computes like an H200; its datasheet row above keeps NVIDIA's dense figures).
+    "GB200": HOPPER_COMPUTE,
 }
 
 

@@ -1,6 +1,8 @@
 """The demo cluster: the design brief's case study, and the same shape at any size for benchmarks.
 
 32 compute nodes x 8 H200 across 4 racks; each node has 8 data NICs (400G RoCE, 4 per plane) and a management NIC.
+A shape may add rack-scale racks beside them: each a whole GB200 NVL72 (apps/inventory/catalogue.RACK_SYSTEMS), built
+by _RackScaleLoader below.
 Each rack has one leaf per plane; every leaf reaches every spine of its plane with as much bandwidth as it takes
 from its nodes (non-blocking). Three management nodes hang off the spines at 400G. A cluster too big for two tiers
 (past 124 racks of 8) becomes three: pods of 64 racks, each with its own spines, joined by a core (super-spine) tier,
@@ -18,9 +20,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from apps.core.choices import Transport
-from apps.inventory.catalogue import sync_gpu_skus
+from apps.inventory.catalogue import RACK_SYSTEMS, sync_gpu_skus
 from apps.inventory.choices import (
     CableMedium,
+    CoolantLoopKind,
     FirmwareComponent,
     GpuHealth,
     NicPurpose,
@@ -36,12 +39,19 @@ from apps.inventory.choices import (
 )
 from apps.inventory.models import (
     Cable,
+    CoolantLoop,
     Firmware,
     Gpu,
     GpuSku,
+    ImexDomain,
+    LeakSensor,
     Nic,
     Node,
+    NvlinkDomain,
+    NvlinkPartition,
+    NvlinkSwitchTray,
     Pdu,
+    PowerShelf,
     Rack,
     Site,
     StorageTier,
@@ -82,6 +92,7 @@ class ClusterShape:
     spines_per_plane: int | None = None  # None: the fewest (a power of two) that keep the fabric non-blocking
     management_nodes: int = 3
     site_slug: str = "demo-dc"
+    rack_scale_racks: int = 0  # whole GB200 NVL72 racks (nvl01, …) beside the H200 racks
 
     def __post_init__(self):
         if self.leaf_downlinks > SWITCH_PORTS // 2:
@@ -194,7 +205,8 @@ class _Loader:
         sku = GpuSku.objects.get(name="H200 SXM")
         site, _ = Site.objects.get_or_create(slug=self.shape.site_slug, defaults={"name": "Demo DC"})
         self._racks(site)
-        racks = {rack.name: rack for rack in site.racks.all()}
+        # Rack-scale racks have power shelves, not PDUs, and no leaves of the H200 fabric.
+        racks = {rack.name: rack for rack in site.racks.filter(nvlink_domain__isnull=True)}
         self._tags()
         self._nodes(racks, sku)
         nodes = {node.hostname: node for node in Node.objects.filter(hostname__in=self._all_hostnames())}
@@ -205,6 +217,7 @@ class _Loader:
         self._cables(nodes)
         self._firmware(nodes)
         self._storage(site, nodes)
+        _RackScaleLoader(self, site).run()
         return self.created
 
     def _compute_numbers(self) -> range:
@@ -663,6 +676,322 @@ class _Loader:
         rows = [
             {"node": nodes[compute_hostname(n)], "tier": by_kind[kind], "mount_point": path, "capacity_gb": size}
             for n in self._compute_numbers()
+            for path, kind, size in mounts
+        ]
+        self.ensure(Volume, rows, ("node", "mount_point"))
+
+
+NVL72 = RACK_SYSTEMS["GB200 NVL72"]
+NVL_RACK_U = 48
+NVL_RACK_KW = Decimal("132")  # NVIDIA's GB200 NVL72 draws about 120-132 kW
+# A GB200 compute tray puts each Blackwell GPU in its own PCI domain, behind its Grace over NVLink-C2C: GPUs 0-1 on
+# the first Grace (NUMA node 0, cores 0-71), GPUs 2-3 on the second (NUMA node 1, cores 72-143).
+TRAY_GPU_BUS_IDS = ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"]
+# Four ConnectX-7 400G NICs (one beside each GPU, the east-west fabric) and two BlueField-3 DPUs (north-south:
+# storage and the front end), as in NVIDIA's reference compute tray.
+TRAY_CX7_PCI = ["0000:03:00.0", "0002:03:00.0", "0010:03:00.0", "0012:03:00.0"]
+TRAY_BF3_PCI = ["0006:01:00.0", "0016:01:00.0"]
+TRAY_BIOS, TRAY_BMC, TRAY_VBIOS, TRAY_NIC_FIRMWARE = "1.3.0", "25.04.7", "97.00.82.00.5A", "28.43.1014"
+# The default partition's id, which nvidia-smi -q prints as the GPUs' CliqueId (NVIDIA's Kubernetes DRA driver
+# labels GB200 nodes <ClusterUUID>.32766): recalled from its documentation, not from a capture.
+DEFAULT_PARTITION_ID = 32766
+# Bottom up: four power shelves, compute trays 1-10, the nine switch trays, compute trays 11-18, four power shelves.
+TRAY_BASE_U, SWITCH_BASE_U = 5, 15
+
+
+def rack_scale_name(number: int) -> str:
+    return f"nvl{number:02d}"
+
+
+def tray_hostname(rack: int, slot: int) -> str:
+    return f"{rack_scale_name(rack)}-t{slot:02d}"
+
+
+class _RackScaleLoader:
+    """Builds each rack-scale rack of the shape as a whole GB200 NVL72: its NVLink domain, 18 compute trays (nodes
+    with 4 GB200 GPUs and 2 Grace CPUs), 9 switch trays, 8 power shelves, a coolant loop with a leak sensor in every
+    tray, one IMEX domain with all trays and the default NVLink partition. The trays' NICs are left uncabled: cabling
+    them would add leaves and spine ports to the H200 fabric's plan (_switches, _uplinks, _cables)."""
+
+    def __init__(self, loader: _Loader, site: Site):
+        self.loader, self.site = loader, site
+        self.count = loader.shape.rack_scale_racks
+
+    def ensure(self, model, rows: list[dict], key: tuple[str, ...]) -> None:
+        before = self.loader.created.get(model._meta.verbose_name_plural, 0)
+        self.loader.ensure(model, rows, key)
+        self.loader.created[model._meta.verbose_name_plural] += before
+
+    def run(self) -> None:
+        if not self.count:
+            return
+        sku = GpuSku.objects.get(name=NVL72.gpu_sku)
+        self._racks()
+        racks = {rack.name: rack for rack in self.site.racks.filter(name__in=self._rack_names())}
+        self._domains(racks)
+        domains = {domain.rack.name: domain for domain in NvlinkDomain.objects.filter(rack__in=racks.values())}
+        self._trays(racks, domains, sku)
+        trays = {node.hostname: node for node in Node.objects.filter(hostname__in=self._hostnames())}
+        self._gpus(trays, sku)
+        self._nics(trays)
+        self._switch_trays(domains)
+        self._power_shelves(racks)
+        self._cooling(racks, trays)
+        self._imex_and_partitions(domains, trays)
+        self._firmware(trays)
+        self._storage(trays)
+
+    def _numbers(self) -> range:
+        return range(1, self.count + 1)
+
+    def _rack_names(self) -> list[str]:
+        return [rack_scale_name(r) for r in self._numbers()]
+
+    def _slots(self) -> range:
+        return range(1, NVL72.compute_trays + 1)
+
+    def _hostnames(self) -> list[str]:
+        return [tray_hostname(r, slot) for r in self._numbers() for slot in self._slots()]
+
+    def _tray_number(self, rack: int, slot: int) -> int:
+        """A number for the tray's addresses, apart from the H200 nodes' (MAC 0c:42:a1:c0:…, IP 10.12.…)."""
+        return 0xC000 + (rack - 1) * NVL72.compute_trays + slot
+
+    def _racks(self) -> None:
+        rows = [
+            {
+                "site": self.site,
+                "name": rack_scale_name(r),
+                "row": "C",
+                "position": r,
+                "u_height": NVL_RACK_U,
+                "power_budget_kw": NVL_RACK_KW,
+            }
+            for r in self._numbers()
+        ]
+        self.ensure(Rack, rows, ("site", "name"))
+
+    def _domains(self, racks: dict) -> None:
+        rows = [
+            {
+                "name": name,
+                "rack": racks[name],
+                "system": NVL72.name,
+                "cluster_uuid": uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.nvlink.rackpilot.demo"),
+            }
+            for name in self._rack_names()
+        ]
+        self.ensure(NvlinkDomain, rows, ("name",))
+
+    def _tray_u(self, slot: int) -> int:
+        return TRAY_BASE_U + slot - 1 if slot <= 10 else SWITCH_BASE_U + NVL72.switch_trays + slot - 11
+
+    def _trays(self, racks: dict, domains: dict, sku: GpuSku) -> None:
+        rows = []
+        for r in self._numbers():
+            name = rack_scale_name(r)
+            for slot in self._slots():
+                number = self._tray_number(r, slot) - 0xC000
+                rows.append(
+                    {
+                        "hostname": tray_hostname(r, slot),
+                        "role": NodeRole.COMPUTE,
+                        "status": NodeStatus.READY,
+                        "rack": racks[name],
+                        "u_position": self._tray_u(slot),
+                        "u_height": NVL72.tray_u,
+                        "management_ip": _ip("10.12", number),
+                        "bmc_address": _ip("10.22", number),
+                        "gpu_sku": sku,
+                        "expected_gpu_count": NVL72.gpus_per_tray,
+                        "cpu_model": "NVIDIA Grace",
+                        "cpu_sockets": NVL72.cpus_per_tray,
+                        "cpu_cores": 72 * NVL72.cpus_per_tray,
+                        "memory_gib": 894,  # 2 x 480 GB of LPDDR5X
+                        "numa_nodes": NVL72.cpus_per_tray,
+                        "nvlink_domain": domains[name],
+                        "tray_slot": slot,
+                        "transport": Transport.SIM,
+                    }
+                )
+        self.ensure(Node, rows, ("hostname",))
+        training = Tag.objects.get(slug="training")
+        through = Node.tags.through
+        existing = set(through.objects.filter(tag=training).values_list("node_id", flat=True))
+        ids = Node.objects.filter(hostname__in=self._hostnames()).values_list("id", flat=True)
+        through.objects.bulk_create([through(node_id=pk, tag_id=training.id) for pk in ids if pk not in existing])
+
+    def _gpus(self, trays: dict, sku: GpuSku) -> None:
+        rows = []
+        for r in self._numbers():
+            for slot in self._slots():
+                node = trays[tray_hostname(r, slot)]
+                number = self._tray_number(r, slot) - 0xC000
+                for i, bus in enumerate(TRAY_GPU_BUS_IDS):
+                    rows.append(
+                        {
+                            "node": node,
+                            "index": i,
+                            "sku": sku,
+                            "uuid": _gpu_uuid(node.hostname, i),
+                            "serial": f"17924{number:04d}{i:03d}",
+                            "pci_bus_id": bus,
+                            "numa_node": i // 2,
+                            "pcie_switch": "",
+                            "health": GpuHealth.HEALTHY,
+                        }
+                    )
+        self.ensure(Gpu, rows, ("node", "index"))
+
+    def _nics(self, trays: dict) -> None:
+        rows = []
+        for r in self._numbers():
+            for slot in self._slots():
+                node = trays[tray_hostname(r, slot)]
+                number = self._tray_number(r, slot)
+                for k, pci in enumerate(TRAY_CX7_PCI):
+                    rows.append(
+                        {
+                            "node": node,
+                            "name": f"ens{k + 1}np0",
+                            "mac": _mac(number, k + 1),
+                            "purpose": NicPurpose.DATA,
+                            "speed_gbps": 400,
+                            "mtu": 9000,
+                            "rdma_capable": True,
+                            "transport": NicTransport.ROCE,
+                            "plane": Plane.A if k % 2 == 0 else Plane.B,
+                            "pfc_priorities": [RDMA_PRIORITY],
+                            "ecn_enabled": True,
+                            "numa_node": k // 2,
+                            "pci_address": pci,
+                        }
+                    )
+                for k, pci in enumerate(TRAY_BF3_PCI):
+                    rows.append(
+                        {
+                            "node": node,
+                            "name": f"ens{k + 5}f0np0",
+                            "mac": _mac(number, k + 5),
+                            "purpose": NicPurpose.STORAGE,
+                            "speed_gbps": 400,
+                            "mtu": 9000,
+                            "rdma_capable": True,
+                            "transport": NicTransport.ETHERNET,
+                            "numa_node": k,
+                            "pci_address": pci,
+                        }
+                    )
+                rows.append(_management_nic(node, _mac(number, 0)))
+        self.ensure(Nic, rows, ("node", "name"))
+        # Each ConnectX-7 serves the GPU beside it.
+        through = Nic.peer_gpus.through
+        existing = set(through.objects.values_list("nic_id", "gpu_id"))
+        gpus = {(gpu.node_id, gpu.index): gpu.id for gpu in Gpu.objects.filter(node__in=trays.values())}
+        links = []
+        data = Nic.objects.filter(node__in=trays.values(), purpose=NicPurpose.DATA).only("id", "node_id", "name")
+        for nic in data:
+            gpu_id = gpus.get((nic.node_id, int(nic.name[3]) - 1))
+            if gpu_id and (nic.id, gpu_id) not in existing:
+                links.append(through(nic_id=nic.id, gpu_id=gpu_id))
+        through.objects.bulk_create(links)
+
+    def _switch_trays(self, domains: dict) -> None:
+        rows = [
+            {
+                "name": f"{name}-sw{slot}",
+                "domain": domains[name],
+                "slot": slot,
+                "position": SWITCH_BASE_U + slot - 1,
+                "serial": f"1333{r:03d}{slot:02d}",
+            }
+            for r, name in zip(self._numbers(), self._rack_names(), strict=True)
+            for slot in range(1, NVL72.switch_trays + 1)
+        ]
+        self.ensure(NvlinkSwitchTray, rows, ("name",))
+
+    def _power_shelves(self, racks: dict) -> None:
+        half = NVL72.power_shelves // 2
+        top = SWITCH_BASE_U + NVL72.switch_trays + NVL72.compute_trays - 10
+        rows = [
+            {
+                "name": f"{name}-ps{n}",
+                "rack": racks[name],
+                "position": n if n <= half else top + n - half - 1,
+                "psu_count": 6,
+                "capacity_w": 33000,  # six 5.5 kW rectifiers
+                "bmc_address": _ip("10.23", (r - 1) * NVL72.power_shelves + n),
+            }
+            for r, name in zip(self._numbers(), self._rack_names(), strict=True)
+            for n in range(1, NVL72.power_shelves + 1)
+        ]
+        self.ensure(PowerShelf, rows, ("name",))
+
+    def _cooling(self, racks: dict, trays: dict) -> None:
+        rows = [
+            {
+                "name": f"{name}-loop",
+                "rack": racks[name],
+                "kind": CoolantLoopKind.IN_ROW_CDU,
+                "design_flow_lpm": Decimal("80"),
+                "max_supply_c": Decimal("40"),
+                "max_return_c": Decimal("55"),
+                "max_pressure_kpa": 350,
+            }
+            for name in self._rack_names()
+        ]
+        self.ensure(CoolantLoop, rows, ("name",))
+        loops = {loop.rack_id: loop for loop in CoolantLoop.objects.filter(rack__in=racks.values())}
+        sensors = [
+            {"name": f"{node.hostname}-leak", "loop": loops[node.rack_id], "node": node} for node in trays.values()
+        ]
+        for switch_tray in NvlinkSwitchTray.objects.filter(domain__rack__in=racks.values()).select_related("domain"):
+            loop = loops[switch_tray.domain.rack_id]
+            sensors.append({"name": f"{switch_tray.name}-leak", "loop": loop, "switch_tray": switch_tray})
+        self.ensure(LeakSensor, sensors, ("name",))
+
+    def _imex_and_partitions(self, domains: dict, trays: dict) -> None:
+        """One IMEX domain with every tray, and the default partition (all 72 GPUs), as a GB200 NVL72 ships."""
+        self.ensure(ImexDomain, [{"name": f"{d.name}-imex", "domain": d} for d in domains.values()], ("name",))
+        self.ensure(
+            NvlinkPartition,
+            [
+                {"name": f"{d.name}-default", "domain": d, "partition_id": DEFAULT_PARTITION_ID}
+                for d in domains.values()
+            ],
+            ("name",),
+        )
+        for model, suffix in ((ImexDomain, "imex"), (NvlinkPartition, "default")):
+            for group in model.objects.filter(domain__in=domains.values()).filter(name__endswith=f"-{suffix}"):
+                members = [node for node in trays.values() if node.nvlink_domain_id == group.domain_id]
+                group.nodes.add(*members)  # adds only the missing links
+
+    def _firmware(self, trays: dict) -> None:
+        rows = []
+        for node in trays.values():
+            rows.append({"node": node, "component": FirmwareComponent.BIOS, "target": "", "version": TRAY_BIOS})
+            rows.append({"node": node, "component": FirmwareComponent.BMC, "target": "", "version": TRAY_BMC})
+            for i in range(NVL72.gpus_per_tray):
+                rows.append(
+                    {"node": node, "component": FirmwareComponent.GPU_VBIOS, "target": f"GPU{i}", "version": TRAY_VBIOS}
+                )
+                rows.append(
+                    {
+                        "node": node,
+                        "component": FirmwareComponent.NIC_FIRMWARE,
+                        "target": f"ens{i + 1}np0",
+                        "version": TRAY_NIC_FIRMWARE,
+                    }
+                )
+        self.ensure(Firmware, rows, ("node", "component", "target"))
+
+    def _storage(self, trays: dict) -> None:
+        by_kind = {tier.kind: tier for tier in self.site.storage_tiers.all()}
+        mounts = [("/scratch", StorageTierKind.HOT, 2000), ("/shared", StorageTierKind.WARM, 10000)]
+        mounts.append(("/checkpoints", StorageTierKind.COLD, 200000))
+        rows = [
+            {"node": node, "tier": by_kind[kind], "mount_point": path, "capacity_gb": size}
+            for node in trays.values()
             for path, kind, size in mounts
         ]
         self.ensure(Volume, rows, ("node", "mount_point"))

@@ -40,6 +40,26 @@ IPMI_REFUSED = "Error: Unable to establish IPMI v2 / RMCP+ session\n"
 IPMI_REFUSED_VERBOSE = "RAKP 2 HMAC is invalid\n"
 
 
+# A liquid-cooled tray: coolant (water-glycol, ~65 W per K for each l/min) enters at the CDU's supply temperature and
+# carries the GPUs' and CPUs' heat away; less flow, a hotter return.
+COOLANT_SUPPLY_C = 30.0
+COOLANT_W_PER_K_LPM = 65.0
+TRAY_PRESSURE_DROP_KPA = 60.0  # across a tray's cold plates at design flow; it falls with the square of the flow
+
+
+@dataclass(frozen=True)
+class CoolantFigures:
+    """A liquid-cooled tray's coolant inlet and leak detector."""
+
+    flow_lpm: float
+    supply_c: float
+    return_c: float
+    delta_pressure_kpa: float
+    leak: bool
+    design_flow_lpm: float
+    max_return_c: float
+
+
 @dataclass(frozen=True)
 class BmcFigures:
     """One node's sensors at one moment."""
@@ -52,6 +72,7 @@ class BmcFigures:
     power_w: float
     psu_w: list[float]
     power_cap_w: float
+    coolant: CoolantFigures | None = None  # a liquid-cooled tray of a rack-scale system; None on an air-cooled node
 
 
 def figures(state: SimulatedNode, *, seed: int, load: float, at: datetime) -> BmcFigures:
@@ -89,6 +110,25 @@ def figures(state: SimulatedNode, *, seed: int, load: float, at: datetime) -> Bm
         power_w=round(power),
         psu_w=[round(value) for value in psus],
         power_cap_w=float(PSU_CAPACITY_W * (PSU_COUNT - 1)),  # N+1 redundant supplies
+        coolant=_coolant(state, gpu_power + cpu_power, rng),
+    )
+
+
+def _coolant(state: SimulatedNode, heat_w: float, rng) -> CoolantFigures | None:
+    design = state.domain.tray_design_flow_lpm if state.domain else None
+    if not design:
+        return None
+    flow = design * state.coolant_flow_pct / 100 * (1 + rng.uniform(-0.01, 0.01))
+    supply = COOLANT_SUPPLY_C + rng.uniform(-0.2, 0.2)
+    rise = heat_w / (COOLANT_W_PER_K_LPM * max(flow, 0.1))
+    return CoolantFigures(
+        flow_lpm=round(flow, 2),
+        supply_c=round(supply, 1),
+        return_c=round(supply + rise, 1),
+        delta_pressure_kpa=round(TRAY_PRESSURE_DROP_KPA * (flow / design) ** 2, 1),
+        leak=state.leak_detected,
+        design_flow_lpm=round(design, 2),
+        max_return_c=state.domain.max_return_c,
     )
 
 
@@ -274,6 +314,71 @@ def environment_metrics(values: BmcFigures) -> dict:
     }
 
 
+# --- Redfish ThermalSubsystem of a liquid-cooled tray (DMTF 2023.2: CoolantConnector, LeakDetection, LeakDetector) ---
+
+THERMAL_SUBSYSTEM = f"{CHASSIS}/ThermalSubsystem"
+LEAK_DETECTOR = f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors/Tray"
+COOLANT_INLET = f"{THERMAL_SUBSYSTEM}/CoolantConnectors/Inlet"
+
+
+def _status(ok: bool, bad: str = "Critical") -> dict:
+    return {"State": "Enabled", "Health": "OK" if ok else bad}
+
+
+def thermal_subsystem(values: BmcFigures) -> dict:
+    coolant = values.coolant
+    return {
+        "@odata.id": THERMAL_SUBSYSTEM,
+        "@odata.type": "#ThermalSubsystem.v1_3_0.ThermalSubsystem",
+        "Id": "ThermalSubsystem",
+        "Name": "Thermal Subsystem",
+        "CoolantConnectors": {"@odata.id": f"{THERMAL_SUBSYSTEM}/CoolantConnectors"},
+        "LeakDetection": {"@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection"},
+        "Status": _status(not coolant.leak),
+    }
+
+
+def leak_detection(values: BmcFigures) -> dict:
+    return {
+        "@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection",
+        "@odata.type": "#LeakDetection.v1_0_0.LeakDetection",
+        "Id": "LeakDetection",
+        "Name": "Leak Detection",
+        "LeakDetectors": {"@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors"},
+        "Status": _status(not values.coolant.leak),
+    }
+
+
+def leak_detector(values: BmcFigures) -> dict:
+    state = "Critical" if values.coolant.leak else "OK"
+    return {
+        "@odata.id": LEAK_DETECTOR,
+        "@odata.type": "#LeakDetector.v1_0_0.LeakDetector",
+        "Id": "Tray",
+        "Name": "Tray drip pan leak detector",
+        "LeakDetectorType": "Moisture",
+        "DetectorState": state,
+        "Status": _status(state == "OK"),
+    }
+
+
+def coolant_inlet(values: BmcFigures) -> dict:
+    coolant = values.coolant
+    low = coolant.flow_lpm < coolant.design_flow_lpm * 0.8
+    return {
+        "@odata.id": COOLANT_INLET,
+        "@odata.type": "#CoolantConnector.v1_0_0.CoolantConnector",
+        "Id": "Inlet",
+        "Name": "Tray coolant connector",
+        "CoolantConnectorType": "Pair",
+        "FlowLitersPerMinute": {"DataSourceUri": f"{CHASSIS}/Sensors/CoolantFlow", "Reading": coolant.flow_lpm},
+        "SupplyTemperatureCelsius": {"DataSourceUri": f"{CHASSIS}/Sensors/SupplyTemp", "Reading": coolant.supply_c},
+        "ReturnTemperatureCelsius": {"DataSourceUri": f"{CHASSIS}/Sensors/ReturnTemp", "Reading": coolant.return_c},
+        "DeltaPressurekPa": {"DataSourceUri": f"{CHASSIS}/Sensors/CoolantDP", "Reading": coolant.delta_pressure_kpa},
+        "Status": _status(not low and coolant.return_c <= coolant.max_return_c, "Warning"),
+    }
+
+
 SERVICE_ROOT = {
     "@odata.id": "/redfish/v1/",
     "@odata.type": "#ServiceRoot.v1_11_0.ServiceRoot",
@@ -342,6 +447,14 @@ def redfish(
         f"{CHASSIS}/Power": lambda: power(values_at()),
         f"{CHASSIS}/EnvironmentMetrics": lambda: environment_metrics(values_at()),
     }
+    liquid = {
+        THERMAL_SUBSYSTEM: thermal_subsystem,
+        f"{THERMAL_SUBSYSTEM}/LeakDetection": leak_detection,
+        LEAK_DETECTOR: leak_detector,
+        COOLANT_INLET: coolant_inlet,
+    }
+    if method == "GET" and path in liquid and (values := values_at()).coolant is not None:
+        return 200, {"Content-Type": "application/json"}, json.dumps(liquid[path](values)).encode()
     if method != "GET" or path not in documents:
         return _error(404, f"{path} is not a resource of this service.", "Base.1.8.ResourceMissingAtURI")
     return 200, {"Content-Type": "application/json"}, json.dumps(documents[path]()).encode()

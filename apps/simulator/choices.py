@@ -25,6 +25,11 @@ class FaultKind(models.TextChoices):
     DATALOADER_STALL = "dataloader_stall", "Data loader starves the GPUs"
     CO_LOCATED = "co_located", "Second trainer placed on the node"
     STORAGE_SLOW = "storage_slow", "Storage not responding (NFS / Lustre server)"
+    NVSWITCH_TRAY_DOWN = "nvswitch_tray_down", "NVLink switch tray down (rack-scale domain)"
+    TRAY_NVLINK_DEGRADED = "tray_nvlink_degraded", "A compute tray's NVLink links degraded"
+    IMEX_PEER_LOST = "imex_peer_lost", "IMEX peer lost"
+    COOLANT_FLOW_LOW = "coolant_flow_low", "Coolant flow low (rack's loop)"
+    LEAK = "leak", "Coolant leak in a tray"
 
 
 class FaultEffect(models.TextChoices):

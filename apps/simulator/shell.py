@@ -9,6 +9,7 @@ from apps.simulator.terminal import CommandOutput, Context, Tool, not_found, ok
 from apps.simulator.tools import (
     bench,
     files,
+    imex,
     loader,
     mpi,
     nccl,
@@ -24,6 +25,7 @@ TOOLS: dict[str, Tool] = {
     name: tool
     for module in (
         nvidia_smi,
+        imex,
         network,
         system,
         storage,

@@ -95,6 +95,9 @@ class SimGpu:
     # late_thermal_c and HW thermal slowdown sets in (a clogged filter, a failing fan of the chassis).
     late_thermal_after_s: float | None = None
     late_thermal_c: int | None = None
+    # A multi-node NVLink fabric's (a rack-scale domain's): what `nvidia-smi -q` prints under Fabric; None outside one.
+    fabric_cluster_uuid: str | None = None
+    fabric_clique_id: int | None = None
 
     @property
     def power_cap_w(self) -> int:
@@ -174,6 +177,39 @@ class SimCheckpoint:
 
 
 @dataclass
+class SimPeer:
+    """A node of the tray's IMEX domain, as nvidia-imex-ctl lists it (its address from the inventory)."""
+
+    hostname: str
+    address: str
+
+
+@dataclass
+class SimDomain:
+    """The rack-scale NVLink domain a compute tray belongs to, as the tray's tools see it: the fabric (cluster UUID,
+    clique id, each GPU's links over the switch trays), its IMEX domain, and what has gone wrong across the domain
+    (a switch tray down, an IMEX peer lost) whichever tray the fault was injected on."""
+
+    name: str
+    cluster_uuid: str
+    clique_id: int | None  # the NVLink partition's id; None outside any partition
+    tray_slot: int
+    switch_trays: int
+    links_per_switch_tray: int
+    imex_peers: list[SimPeer]
+    tray_design_flow_lpm: float | None = None  # the rack loop's design flow shared over its compute trays
+    max_return_c: float = 55.0  # the loop's return temperature limit
+    shared_faults: list[tuple[str, str, dict]] = field(default_factory=list)  # faults injected on the other trays
+    switch_trays_down: set[int] = field(default_factory=set)
+    imex_lost: set[str] = field(default_factory=set)  # hostnames whose IMEX daemon the others lost
+
+    def switch_tray_links(self, slot: int) -> list[int]:
+        """The links of every GPU that land on switch tray `slot` (2 of 18 on NVL72: links 0-1 on tray 1, ...)."""
+        first = (slot - 1) * self.links_per_switch_tray
+        return list(range(first, first + self.links_per_switch_tray))
+
+
+@dataclass
 class SimulatedNode:
     """One node as the simulator sees it."""
 
@@ -210,6 +246,9 @@ class SimulatedNode:
     boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
     # On a scheduler controller: what slurmctld keeps per node beyond its load (drain, reason, reboot requested).
     slurm_nodes: dict[str, dict] = field(default_factory=dict)
+    domain: SimDomain | None = None  # a compute tray's rack-scale NVLink domain
+    coolant_flow_pct: int = 100  # of the rack loop's design flow, at this tray's inlet (liquid-cooled trays)
+    leak_detected: bool = False  # the tray's leak detector
 
     @property
     def driver_cuda(self) -> str:
@@ -243,6 +282,8 @@ class SimulatedNode:
 
     @property
     def threads_per_core(self) -> int:
+        if "Grace" in self.cpu_model:
+            return 1  # Neoverse V2 cores have no SMT: a GB200 tray's 144 cores are 144 CPUs
         return 2 if self.cores else 1
 
     @property
@@ -299,11 +340,42 @@ def build_state(
         volumes=volumes,
         checkpoints=checkpoint_files(volumes),
         leaf_uplink_ratio=_leaf_uplink_ratio(node, leaf_ratios),
+        domain=_sim_domain(node) if node.nvlink_domain_id else None,
     )
     state.pod, state.core_uplink_ratio = _pod(node, leaf_pods)
     for nic in state.nics:
         nic.channels = min(nic.max_channels, state.cpu_count)
+    if state.domain is not None:
+        for gpu in state.gpus:
+            gpu.fabric_cluster_uuid, gpu.fabric_clique_id = state.domain.cluster_uuid, state.domain.clique_id
     return state
+
+
+def _sim_domain(node) -> SimDomain:
+    """The tray's view of its NVLink domain, in a few queries: the domain, the tray's partition, its IMEX domain's
+    nodes, the rack's coolant loop, and the faults injected on the other trays (a switch tray down shows on every
+    tray)."""
+    domain = node.nvlink_domain
+    spec = domain.spec
+    partition = node.nvlink_partitions.filter(domain=domain).order_by("partition_id").first()
+    imex = node.imex_domains.filter(domain=domain).order_by("name").first()
+    members = imex.nodes.order_by("tray_slot", "hostname") if imex else []
+    others = domain.compute_trays.exclude(pk=node.pk).prefetch_related("sim_faults")
+    loop = domain.rack.coolant_loops.order_by("name").first()
+    return SimDomain(
+        name=domain.name,
+        cluster_uuid=str(domain.cluster_uuid),
+        clique_id=partition.partition_id if partition else None,
+        tray_slot=node.tray_slot or 0,
+        switch_trays=spec.switch_trays,
+        links_per_switch_tray=spec.links_per_switch_tray,
+        imex_peers=[SimPeer(member.hostname, member.management_ip or member.hostname) for member in members],
+        tray_design_flow_lpm=float(loop.design_flow_lpm) / spec.compute_trays if loop else None,
+        max_return_c=float(loop.max_return_c) if loop else 55.0,
+        shared_faults=[
+            (fault.kind, fault.target, fault.parameters) for tray in others for fault in tray.sim_faults.all()
+        ],
+    )
 
 
 def _sim_gpu(gpu, firmware: dict) -> SimGpu:

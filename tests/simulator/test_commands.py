@@ -101,6 +101,30 @@ def test_each_kind_says_what_was_injected_in_its_own_words(demo_cluster, kind, s
     assert entry.object_repr == f"gpu001: {said}"
 
 
+# The rack-scale kinds, injected on a GB200 NVL72 compute tray.
+TRAY_WORDS = [
+    ("nvswitch_tray_down", "NVLink switch tray 1 down: every GPU of the domain lost its links to it"),
+    ("tray_nvlink_degraded", "every GPU of the tray lost 4 of its NVLink links"),
+    ("imex_peer_lost", "IMEX peer nvl01-t01 lost"),
+    ("coolant_flow_low", "the rack's coolant flow at 40% of design"),
+    ("leak", "coolant leak detected in the tray"),
+]
+
+
+@pytest.fixture
+def rack_scale_cluster(db):
+    from apps.inventory.demo import ClusterShape, load_cluster
+
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+
+
+def test_each_rack_scale_kind_says_what_was_injected_in_its_own_words(rack_scale_cluster):
+    for kind, said in TRAY_WORDS:
+        assert _call("fault", "inject", "nvl01-t01", kind) == f"nvl01-t01: {said} injected.\n"
+    with pytest.raises(CommandError, match="rack-scale domain"):
+        _call("fault", "inject", "gpu001", "leak")
+
+
 def test_every_fault_kind_has_its_words_tested():
-    worded = {kind for kind, _ in WORDS}
+    worded = {kind for kind, _ in WORDS} | {kind for kind, _ in TRAY_WORDS}
     assert worded == set(FAULT_KINDS)

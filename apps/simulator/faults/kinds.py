@@ -6,7 +6,18 @@ from apps.inventory.choices import MTU_MAX, MTU_MIN
 from apps.simulator.changes import nic_key
 from apps.simulator.choices import FaultKind
 from apps.simulator.faults.spec import FaultError, FaultSpec, Parameter
-from apps.simulator.faults.targets import FILE, GPU, GPU_OR_NODE, MOUNT, NIC, NODE, PRIORITY
+from apps.simulator.faults.targets import (
+    FILE,
+    GPU,
+    GPU_OR_NODE,
+    IMEX_PEER,
+    MOUNT,
+    NIC,
+    NODE,
+    PRIORITY,
+    SWITCH_TRAY,
+    TRAY,
+)
 from apps.simulator.state import SimulatedNode
 
 
@@ -327,6 +338,91 @@ CO_LOCATED = FaultSpec(
 )
 
 
+def _links_down(state: SimulatedNode, links: list[int]) -> None:
+    for gpu in state.gpus:
+        gpu.nvlinks_down.extend(link for link in links if link < gpu.facts.nvlinks and link not in gpu.nvlinks_down)
+
+
+def _nvswitch_tray_down(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.domain.switch_trays_down.add(int(target))
+    _links_down(state, state.domain.switch_tray_links(int(target)))
+
+
+# A switch tray powered off or its NVSwitch chips fenced: every GPU of the domain loses the links that land on it
+# (2 of 18 on NVL72), so `nvidia-smi nvlink -s` shows them inactive on every tray; the fabric runs at 8/9.
+NVSWITCH_TRAY_DOWN = FaultSpec(
+    value=FaultKind.NVSWITCH_TRAY_DOWN,
+    colour="orange",
+    target=SWITCH_TRAY,
+    apply=_nvswitch_tray_down,
+    sentence=lambda slot, parameters: f"NVLink switch tray {slot} down: every GPU of the domain lost its links to it",
+    domain_wide=True,
+)
+
+
+def _tray_nvlink_degraded(state: SimulatedNode, target: str, parameters: dict) -> None:
+    nvlinks = max((gpu.facts.nvlinks for gpu in state.gpus), default=0)
+    _links_down(state, list(range(nvlinks - parameters["links"], nvlinks)))
+
+
+# One compute tray's cable cartridge or connectors: its GPUs lose their last `links` links; the other trays are whole.
+TRAY_NVLINK_DEGRADED = FaultSpec(
+    value=FaultKind.TRAY_NVLINK_DEGRADED,
+    colour="orange",
+    target=TRAY,
+    parameters={"links": Parameter(4, 1, 17)},
+    apply=_tray_nvlink_degraded,
+    sentence=lambda _, parameters: f"every GPU of the tray lost {parameters['links']} of its NVLink links",
+)
+
+
+def _imex_peer_lost(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.domain.imex_lost.add(target)
+
+
+# The IMEX daemon of one tray stopped or lost its peers: `nvidia-imex-ctl -N` on every tray shows it unavailable and
+# the domain degraded, and memory exported over NVLink to or from it fails.
+IMEX_PEER_LOST = FaultSpec(
+    value=FaultKind.IMEX_PEER_LOST,
+    colour="red",
+    target=IMEX_PEER,
+    apply=_imex_peer_lost,
+    sentence=lambda peer, parameters: f"IMEX peer {peer} lost",
+    domain_wide=True,
+)
+
+
+def _coolant_flow_low(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.coolant_flow_pct = min(state.coolant_flow_pct, parameters["flow_pct"])
+
+
+# The rack's loop delivers less than its design flow (a pump failing, a clogged filter, a valve half shut): every
+# tray's BMC reads the low flow at its coolant inlet.
+COOLANT_FLOW_LOW = FaultSpec(
+    value=FaultKind.COOLANT_FLOW_LOW,
+    colour="red",
+    target=TRAY,
+    parameters={"flow_pct": Parameter(40, 0, 99)},
+    apply=_coolant_flow_low,
+    sentence=lambda _, parameters: f"the rack's coolant flow at {parameters['flow_pct']}% of design",
+    domain_wide=True,
+)
+
+
+def _leak(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.leak_detected = True
+
+
+# Coolant in the tray's drip tray: its leak detector reads Critical on its BMC.
+LEAK = FaultSpec(
+    value=FaultKind.LEAK,
+    colour="red",
+    target=TRAY,
+    apply=_leak,
+    sentence=lambda _, parameters: "coolant leak detected in the tray",
+)
+
+
 # One entry per FaultKind, in its order (the page lists them so).
 FAULT_KINDS: dict[str, FaultSpec] = {
     spec.value: spec
@@ -349,6 +445,11 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         DATALOADER_STALL,
         CO_LOCATED,
         STORAGE_SLOW,
+        NVSWITCH_TRAY_DOWN,
+        TRAY_NVLINK_DEGRADED,
+        IMEX_PEER_LOST,
+        COOLANT_FLOW_LOW,
+        LEAK,
     )
 }
 CHOICES = FaultKind.choices

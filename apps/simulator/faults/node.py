@@ -22,4 +22,20 @@ def apply_faults(state: SimulatedNode, faults) -> SimulatedNode:
             continue  # the inventory changed under the fault (a NIC renamed); the fault no longer applies
         fault_kind(fault.kind).apply(state, target, parameters)
         state.faults.append((fault.kind, target))
+    if state.domain is not None:
+        _apply_domain_faults(state)
     return state
+
+
+def _apply_domain_faults(state: SimulatedNode) -> None:
+    """What faults on the other trays of the tray's NVLink domain do to it (a switch tray down, an IMEX peer lost);
+    their own tray lists them, this one only shows their effect."""
+    for kind, target, parameters in sorted(state.domain.shared_faults, key=lambda fault: (fault[0], fault[1])):
+        spec = fault_kind(kind)
+        if not spec.domain_wide:
+            continue
+        try:
+            target, parameters = check_fault(state, kind, target, parameters)
+        except FaultError:
+            continue
+        spec.apply(state, target, parameters)

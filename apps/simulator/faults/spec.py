@@ -60,6 +60,7 @@ class FaultSpec:
     sentence: Callable[[str, dict], str]
     parameters: dict[str, Parameter] = field(default_factory=dict)
     fixed_by: Callable[[str], str] | None = None
+    domain_wide: bool = False  # every tray of the node's NVLink domain shows it (a switch tray, the IMEX domain)
 
     @property
     def label(self) -> str:

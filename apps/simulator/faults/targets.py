@@ -99,6 +99,46 @@ class WholeNode(Target):
             raise FaultError("target", f"a {kind} fault applies to the whole node; leave the target empty.")
 
 
+class SwitchTraySlot(Target):
+    label = "NVLink switch tray slot"
+
+    def default(self, state: SimulatedNode) -> str:
+        return "1"
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        domain = _domain_of(state, kind)
+        if not is_whole_number(target) or not 1 <= int(target) <= domain.switch_trays:
+            raise FaultError("target", f"{domain.name} has switch trays 1 to {domain.switch_trays}, not {target!r}.")
+
+
+class ImexPeer(Target):
+    label = "Compute tray hostname (default: this one)"
+
+    def default(self, state: SimulatedNode) -> str:
+        return state.hostname
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        domain = _domain_of(state, kind)
+        names = [peer.hostname for peer in domain.imex_peers]
+        if target not in names:
+            raise FaultError("target", f"{target!r} is not in {domain.name}'s IMEX domain ({len(names)} trays).")
+
+
+class ComputeTray(WholeNode):
+    label = "The whole compute tray"
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        _domain_of(state, kind)
+        super().check(state, kind, target)
+
+
+def _domain_of(state: SimulatedNode, kind: str):
+    if state.domain is None:
+        message = f"a {kind} fault needs a compute tray of a rack-scale domain; {state.hostname} is not one."
+        raise FaultError("kind", message)
+    return state.domain
+
+
 GPU = GpuIndex()
 GPU_OR_NODE = GpuOrWholeNode()
 NIC = DataNic()
@@ -106,3 +146,6 @@ PRIORITY = PfcPriority()
 MOUNT = MountPoint()
 FILE = CheckpointFile()
 NODE = WholeNode()
+SWITCH_TRAY = SwitchTraySlot()
+IMEX_PEER = ImexPeer()
+TRAY = ComputeTray()

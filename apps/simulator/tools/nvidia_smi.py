@@ -311,7 +311,8 @@ def topo(context: Context, args: list[str]) -> CommandOutput:
         cells = [" X " if other is device else _link(device, other) for _, other in devices]
         if isinstance(device, SimGpu):
             cpus = cpu_ranges(state.numa_cpus(device.numa_node))
-            cells += [cpus, str(device.numa_node), "", "N/A"]
+            affinity, gpu_numa = _numa_affinity(state, device)
+            cells += [cpus, affinity, "", gpu_numa]
         lines.append("\t".join([name, *cells]))
     lines += ["", LEGEND.rstrip("\n")]
     if nics:
@@ -319,9 +320,37 @@ def topo(context: Context, args: list[str]) -> CommandOutput:
     return ok("\n".join(lines) + "\n")
 
 
+def _gpu_numa_id(state, gpu: SimGpu) -> int:
+    """The first NUMA node of a Grace-attached GPU's memory: after the CPUs' nodes, each GPU's block in index order
+    (2, 10, 18, 26 on a GB200 tray)."""
+    position = sorted(other.index for other in state.gpus).index(gpu.index)
+    return state.numa_nodes + position * gpu.facts.memory_numa_nodes
+
+
+def _numa_affinity(state, gpu: SimGpu) -> tuple[str, str]:
+    """NUMA Affinity and GPU NUMA ID as topo -m prints them: on a Grace-attached GPU the CPU's node and the memory
+    nodes of the GPUs on that CPU, less each GPU's first ("0,3-9,11-17"), and the GPU's first node; else the CPU's
+    node and N/A."""
+    if not gpu.facts.memory_numa_nodes:
+        return str(gpu.numa_node), "N/A"
+    nodes = [gpu.numa_node]
+    for other in state.gpus:
+        if other.numa_node == gpu.numa_node:
+            first = _gpu_numa_id(state, other)
+            nodes += range(first + 1, first + other.facts.memory_numa_nodes)
+    return cpu_ranges(nodes), str(_gpu_numa_id(state, gpu))
+
+
+def _pci_domain(device) -> int:
+    address = device.pci_bus_id if isinstance(device, SimGpu) else device.pci_address
+    return int(address.split(":")[0], 16) if address.count(":") == 2 else 0
+
+
 def _link(a, b) -> str:
     if isinstance(a, SimGpu) and isinstance(b, SimGpu) and a.facts.nvlinks:
         return f"NV{min(a.active_nvlinks, b.active_nvlinks)}"
+    if _pci_domain(a) != _pci_domain(b):
+        return "SYS"  # each device of a Grace tray has its own PCI segment: between them, through the SoC
     if a.pcie_switch and a.pcie_switch == b.pcie_switch:
         return "PIX"
     return "NODE" if a.numa_node == b.numa_node else "SYS"

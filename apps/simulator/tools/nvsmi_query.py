@@ -59,6 +59,17 @@ class Block:
     text: str = ""
 
 
+def fabric(value: str | Callable[[SimGpu], str]) -> Callable[[View], str]:
+    """A Fabric field: N/A on a GPU outside a multi-node NVLink fabric (an HGX board), else its value (GB200 tray)."""
+
+    def field(view: View) -> str:
+        if view.gpu.fabric_cluster_uuid is None:
+            return NA
+        return value(view.gpu) if callable(value) else value
+
+    return field
+
+
 def hexed(text_value: Callable[[View], str], prefix: str = "0x") -> Callable[[View], str]:
     """PCI fields: the text report prints 0x18, the XML 18."""
     return lambda view: text_value(view) if view.xml else prefix + text_value(view)
@@ -563,21 +574,21 @@ LAYOUT: tuple = (
         "Fabric",
         "fabric",
         (
-            F("State", "state", NA),
-            F("Status", "status", NA),
-            F("CliqueId", "cliqueId", NA),
-            F("ClusterUUID", "clusterUuid", NA),
+            F("State", "state", fabric("Completed")),
+            F("Status", "status", fabric("Success")),
+            F("CliqueId", "cliqueId", fabric(lambda gpu: str(gpu.fabric_clique_id))),
+            F("ClusterUUID", "clusterUuid", fabric(lambda gpu: gpu.fabric_cluster_uuid)),
             S(
                 "Health",
                 "health",
                 (
-                    F("Summary", "summary", NA),
-                    F("Bandwidth", "bandwidth", NA),
-                    F("Route Recovery in progress", "route_recovery_in_progress", NA),
-                    F("Route Unhealthy", "route_unhealthy", NA),
-                    F("Access Timeout Recovery", "access_timeout_recovery", NA),
-                    F("Incorrect Configuration", "incorrect_configuration", NA),
-                    F("Partition Assigned", "partition_assigned", NA),
+                    F("Summary", "summary", fabric(lambda gpu: "Unhealthy" if gpu.nvlinks_down else "Healthy")),
+                    F("Bandwidth", "bandwidth", fabric(lambda gpu: "Degraded" if gpu.nvlinks_down else "Full")),
+                    F("Route Recovery in progress", "route_recovery_in_progress", fabric("False")),
+                    F("Route Unhealthy", "route_unhealthy", fabric("False")),
+                    F("Access Timeout Recovery", "access_timeout_recovery", fabric("False")),
+                    F("Incorrect Configuration", "incorrect_configuration", fabric("None")),
+                    F("Partition Assigned", "partition_assigned", fabric("True")),
                 ),
             ),
         ),
