@@ -105,12 +105,28 @@ class ClusterShape:
                 f"spines_per_plane {self.spines_per_plane}: too few spines for {self.racks} racks "
                 f"(each spine gives the leaves at most {FABRIC_PORTS} ports)."
             )
+        if self.rack_scale_racks and self.three_tier:
+            raise ValueError(
+                f"rack_scale_racks {self.rack_scale_racks}: NVL72 racks are cabled beside a two-tier fabric only, "
+                f"not beside {self.compute_nodes} nodes in pods."
+            )
+        if self.rack_scale_racks and self.rack_scale_spine_ports > FABRIC_PORTS:
+            raise ValueError(
+                f"rack_scale_racks {self.rack_scale_racks}: the spines have {FABRIC_PORTS} ports for the leaves; "
+                f"these racks would need {self.rack_scale_spine_ports}."
+            )
         if self.pods > FABRIC_PORTS:
             limit = FABRIC_PORTS * RACKS_PER_POD * self.nodes_per_rack
             raise ValueError(
                 f"compute_nodes {self.compute_nodes}: a three-tier fabric of {SWITCH_PORTS}-port switches holds at "
                 f"most {FABRIC_PORTS} pods of {RACKS_PER_POD} racks, {limit:,} nodes at {self.nodes_per_rack} per rack."
             )
+
+    @property
+    def rack_scale_spine_ports(self) -> int:
+        """The spine ports (a plane's, each spine) the H200 racks' leaves and then the NVL72 racks' leaves take."""
+        per_tray_rack = -(-NVL72.compute_trays * TRAY_NICS_PER_PLANE // self.spines)
+        return self.racks * -(-self.leaf_downlinks // self.spines) + self.rack_scale_racks * per_tray_rack
 
     @property
     def racks(self) -> int:
@@ -682,6 +698,7 @@ class _Loader:
 
 
 NVL72 = RACK_SYSTEMS["GB200 NVL72"]
+TRAY_NICS_PER_PLANE = 2  # each tray's four ConnectX-7, alternating planes A and B
 NVL_RACK_U = 48
 NVL_RACK_KW = Decimal("132")  # NVIDIA's GB200 NVL72 draws about 120-132 kW
 # A GB200 compute tray puts each Blackwell GPU in its own PCI domain, behind its Grace over NVLink-C2C: GPUs 0-1 on
@@ -734,6 +751,7 @@ class _RackScaleLoader:
         trays = {node.hostname: node for node in Node.objects.filter(hostname__in=self._hostnames())}
         self._gpus(trays, sku)
         self._nics(trays)
+        self._fabric(racks, trays)
         self._switch_trays(domains)
         self._power_shelves(racks)
         self._cooling(racks, trays)
@@ -895,6 +913,69 @@ class _RackScaleLoader:
             if gpu_id and (nic.id, gpu_id) not in existing:
                 links.append(through(nic_id=nic.id, gpu_id=gpu_id))
         through.objects.bulk_create(links)
+
+    def _fabric(self, racks: dict, trays: dict) -> None:
+        """Each NVL72 rack has a leaf per plane of its own (two of each tray's ConnectX-7 on each, as the H200 racks'
+        NICs are), non-blocking up to the plane's spines on the ports after the H200 racks' leaves."""
+        shape = self.loader.shape
+        site = self.site
+        leaves = []
+        for r in self._numbers():
+            for plane in (Plane.A, Plane.B):
+                leaves.append(
+                    {
+                        "name": f"leaf-{rack_scale_name(r)}-{plane.lower()}",
+                        "site": site,
+                        "rack": racks[rack_scale_name(r)],
+                        "position": None,
+                        "face": RackFace.FRONT,
+                        "plane": plane,
+                        "tier": SwitchTier.LEAF,
+                        "model": "Spectrum-4 SN5600",
+                        "port_count": SWITCH_PORTS,
+                        "port_speed_gbps": 400,
+                    }
+                )
+        self.ensure(Switch, leaves, ("name",))
+        switches = {switch.name: switch for switch in Switch.objects.filter(site=site)}
+        nics = {
+            (nic.node_id, nic.name): nic
+            for nic in Nic.objects.filter(node__in=trays.values(), purpose=NicPurpose.DATA).only(
+                "id", "node_id", "name"
+            )
+        }
+        downlinks = NVL72.compute_trays * TRAY_NICS_PER_PLANE
+        spines = shape.spines
+        per_spine = -(-downlinks // spines)
+        first = shape.racks * -(-shape.leaf_downlinks // spines)  # the H200 racks' leaves take the spines' first ports
+        planned = []
+        for r in self._numbers():
+            for slot in self._slots():
+                node = trays[tray_hostname(r, slot)]
+                for k in range(len(TRAY_CX7_PCI)):
+                    plane = Plane.A if k % 2 == 0 else Plane.B
+                    leaf = switches[f"leaf-{rack_scale_name(r)}-{plane.lower()}"]
+                    port = f"swp{(slot - 1) * TRAY_NICS_PER_PLANE + k // 2 + 1}"
+                    planned.append(
+                        _cable(node, nics[(node.id, f"ens{k + 1}np0")], leaf, port, 400, CableMedium.AOC, plane)
+                    )
+            for plane in (Plane.A, Plane.B):
+                leaf = f"leaf-{rack_scale_name(r)}-{plane.lower()}"
+                for u in range(downlinks):
+                    spine = f"spine-{plane.lower()}{u % spines + 1}"
+                    planned.append(
+                        {
+                            "a_switch": switches[leaf],
+                            "a_port": f"swp{downlinks + u + 1}",
+                            "b_switch": switches[spine],
+                            "b_port": f"swp{first + (r - 1) * per_spine + u // spines + 1}",
+                            "speed_gbps": 400,
+                            "medium": CableMedium.FIBER,
+                            "plane": plane,
+                            "label": f"{leaf}/{spine}/{u + 1}",
+                        }
+                    )
+        self.ensure(Cable, planned, ("b_switch", "b_port"))
 
     def _switch_trays(self, domains: dict) -> None:
         rows = [

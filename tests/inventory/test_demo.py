@@ -49,7 +49,7 @@ def test_load_demo_grows_the_cluster_to_a_bigger_fabric_and_keeps_what_did_not_m
     from apps.topology.graph import build_cluster_graph
     from apps.topology.rules import rule_leaf_oversubscription
 
-    call_command("load_demo", "--rack-scale", "0")  # the H200 fabric alone: NVL72 trays are not cabled to it
+    call_command("load_demo", "--rack-scale", "0")  # H200 racks alone: growing them moves the NVL72 leaves' ports
     gpu001_rails = dict(Cable.objects.filter(a_nic__node__hostname="gpu001").values_list("a_nic__name", "pk"))
     # 12 racks: two spines a plane would need 192 ports each
     call_command("load_demo", "--nodes", "96", "--rack-scale", "0")

@@ -39,7 +39,12 @@ def test_a_rack_scale_rack_is_a_whole_nvl72_domain():
     assert len(set(gpus.values_list("uuid", flat=True))) == 72
     assert list(gpus.filter(node__hostname="nvl01-t01").values_list("numa_node", flat=True)) == [0, 0, 1, 1]
     assert Nic.objects.filter(node__in=trays, purpose="data", speed_gbps=400).count() == 72
-    assert not Cable.objects.filter(a_nic__node__in=trays).exists()  # left uncabled: see _RackScaleLoader
+    # Two ConnectX-7 a tray on each plane's leaf of the rack's own.
+    cabled = Cable.objects.filter(a_nic__node__in=trays)
+    assert cabled.count() == 72 and set(cabled.values_list("b_switch__name", flat=True)) == {
+        "leaf-nvl01-a",
+        "leaf-nvl01-b",
+    }
     assert NvlinkSwitchTray.objects.filter(domain=domain).count() == NVL72.switch_trays
     assert PowerShelf.objects.filter(rack=domain.rack).count() == NVL72.power_shelves
     assert not Pdu.objects.filter(rack=domain.rack).exists()
@@ -85,3 +90,14 @@ def test_load_demo_refuses_a_rack_scale_count_it_cannot_build():
     with pytest.raises(CommandError, match="--rack-scale -1"):
         call_command("load_demo", "--rack-scale", "-1")
     assert not Node.objects.exists()
+
+
+def test_the_demo_with_a_rack_scale_rack_passes_every_topology_rule():
+    from apps.topology.services import evaluate_topology
+
+    load_cluster(ClusterShape(rack_scale_racks=1))
+
+    failing = {
+        result.name: (result.detail, result.offending[:5]) for result in evaluate_topology().rules if not result.passed
+    }
+    assert failing == {}
