@@ -56,6 +56,7 @@ urlpatterns = [
     path("schedulers/", include("apps.schedulers.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("health/", include("apps.health.urls")),
+    path("remediation/", include("apps.remediation.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),

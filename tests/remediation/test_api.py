@@ -90,3 +90,14 @@ def test_both_are_in_the_openapi_schema(api_as, viewer):
     paths = api_as(viewer).get("/api/schema/", {"format": "json"}).json()["paths"]
     assert "/api/remediation-policies/{public_id}/" in paths and "/api/remediation-decisions/" in paths
     assert "post" not in paths["/api/remediation-decisions/"]
+
+
+def test_the_page_lists_the_policies_and_the_latest_decisions(demo_cluster, browser_as, viewer):
+    health.record_event(
+        component=Gpu.objects.get(node__hostname="gpu010", index=0), source=Source.TELEMETRY, kind="xid79",
+        severity=Severity.CRITICAL, summary="GPU 0: XID 79, GPU has fallen off the bus", at=NOW,
+    )  # fmt: skip
+    (decision,) = services.evaluate(now=NOW)
+    page = browser_as(viewer).get("/remediation/").content.decode()
+    assert 'data-policy="XID 79: GPU fell off the bus"' in page and f'data-decision="{decision.public_id}"' in page
+    assert "Would drain gpu010 through the scheduler" in page
