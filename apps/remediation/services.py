@@ -87,16 +87,18 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
             decision.reason = tripped
             return decision
     decision.outcome = Outcome.WOULD_ACT if policy.mode == Mode.SHADOW else Outcome.ACTED
-    verb = "Would" if policy.mode == Mode.SHADOW else "Will"
+    hostname = node.hostname if node else ""
     what = {
+        # The decision is the notice and the repair request: listed on the remediation page and its API.
         Action.NOTIFY: "notify the on-call",
-        Action.QUARANTINE: f"drain {node.hostname if node else ''} through the scheduler",
-        Action.REBOOT: f"reboot {node.hostname if node else ''} through the scheduler once its jobs end",
+        Action.QUARANTINE: f"drain {hostname} through the scheduler",
+        Action.REBOOT: f"reboot {hostname} through the scheduler once its jobs end",
         Action.REPAIR: "open a repair",
     }[decision.action]
+    what = f"Would {what}" if policy.mode == Mode.SHADOW else f"Started: {what}"
     escalated = f" (escalated from {policy.action}: attempt {decision.attempt})" if decision.escalated else ""
     repair = " and open a repair" if decision.opens_repair and decision.action != Action.REPAIR else ""
-    decision.reason = f"{verb} {what}{repair}{escalated}: {event.summary}"[:500]
+    decision.reason = f"{what}{repair}{escalated}: {event.summary}"[:500]
     return decision
 
 

@@ -7,6 +7,8 @@ import datetime as dt
 
 import pytest
 
+from apps.core.choices import ChangeSource
+from apps.core.models import AuditEntry
 from apps.health import services as health
 from apps.health.choices import ClearedBy, Severity, Source
 from apps.inventory.models import Gpu, Node
@@ -87,6 +89,10 @@ def test_an_on_quarantine_drains_through_the_simulated_slurm_controller(slurm, r
     assert node.is_drained and node.drain_reason == reason
     assert "DRAIN" in slurm_says("gpu006") and f"Reason={reason}" in slurm_says("gpu006")
     assert SchedulerNodeState.objects.get(node=node).reason == reason
+    assert decision.reason.startswith("Started: drain gpu006 through the scheduler")
+    drained = AuditEntry.objects.for_object(node).filter(source=ChangeSource.SYSTEM).latest("created")
+    assert drained.changes["drain_reason"][1] == reason  # the drain is in the audit log, as the system's
+    assert AuditEntry.objects.for_object(decision).exists()
     assert services.evaluate(now=NOW + dt.timedelta(minutes=5), transport="sim", queue=False) == []
     assert Job.objects.count() == 1  # never acted twice
 
@@ -160,4 +166,18 @@ def test_events_below_the_policys_severity_or_of_another_kind_are_left_alone(slu
         component=Gpu.objects.get(node__hostname="gpu009", index=0), source=Source.TELEMETRY, kind="xid48",
         severity=Severity.CRITICAL, summary="GPU 0: XID 48", at=NOW,
     )  # fmt: skip
-    assert services.evaluate(now=NOW, transport="sim", queue=False) == []
+    xid79("gpu009", gpu=1)
+    health.record_event(
+        component=Gpu.objects.get(node__hostname="gpu009", index=1),
+        source=Source.TELEMETRY,
+        kind="xid79",
+        severity=Severity.MAJOR,
+        summary="GPU 1: XID 79",
+        at=NOW,
+    )  # fmt: skip  (the open event keeps the worse severity: still critical)
+    health.record_event(
+        component=Gpu.objects.get(node__hostname="gpu011", index=1), source=Source.TELEMETRY, kind="xid79",
+        severity=Severity.MAJOR, summary="GPU 1: XID 79", at=NOW,
+    )  # fmt: skip
+    (decision,) = services.evaluate(now=NOW, transport="sim", queue=False)
+    assert decision.node.hostname == "gpu009"  # gpu011's major event is below the policy's critical
