@@ -88,3 +88,26 @@ class RemediationDecision(AuditedModel, PublicModel):
 
     def __str__(self) -> str:
         return f"{self.policy}: {self.get_outcome_display()} {self.action} on {self.event}"
+
+
+class MaintenanceWindow(AuditedModel, PublicModel):
+    """People are working on a rack or a node from `starts` to `ends`: automation leaves its nodes to them."""
+
+    rack = models.ForeignKey("inventory.Rack", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey("inventory.Node", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    starts = models.DateTimeField()
+    ends = models.DateTimeField()
+    reason = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["starts", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rack__isnull=False, node__isnull=True) | Q(rack__isnull=True, node__isnull=False),
+                name="remediation_window_on_a_rack_or_a_node",
+            ),
+            models.CheckConstraint(condition=Q(ends__gt=models.F("starts")), name="remediation_window_ends_after"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node or self.rack}: {self.reason}"

@@ -19,7 +19,7 @@ from apps.inventory.models import Cable, Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
-from apps.remediation.models import RemediationDecision, RemediationPolicy
+from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
 
 DONE = (Outcome.ACTED, Outcome.WOULD_ACT)  # decisions that count as an action (an attempt, a node taken out)
 NOT_IN_REASON = re.compile(r"[^A-Za-z0-9 _.,:/#@+=()-]")  # what Slurm's reason placeholder refuses
@@ -72,6 +72,13 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         decision.attempt = attempts + 1
         if attempts >= policy.max_attempts:  # back after its action: escalate
             decision.action, decision.escalated, decision.opens_repair = ESCALATION[policy.action], True, True
+        window = maintenance_window(node=node, now=now)
+        if window is not None and decision.action != Action.NOTIFY:
+            decision.reason = (
+                f"{node.hostname} is in a maintenance window until {window.ends.isoformat()} ({window.reason}): "
+                f"automation does not {decision.action} it; the people working on it decide."
+            )[:500]
+            return decision
         if attempts > policy.max_attempts:  # back after its escalation too: automation stops
             decision.reason = (
                 f"Cap reached: {attempts} action(s) on {node.hostname} for {event.kind} already, escalation "
@@ -100,6 +107,12 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
     repair = " and open a repair" if decision.opens_repair and decision.action != Action.REPAIR else ""
     decision.reason = f"{what}{repair}{escalated}: {event.summary}"[:500]
     return decision
+
+
+def maintenance_window(*, node: Node, now: datetime) -> MaintenanceWindow | None:
+    """The window, on the node or its rack, open at `now`."""
+    on_it = Q(node=node) | Q(rack_id=node.rack_id) if node.rack_id else Q(node=node)
+    return MaintenanceWindow.objects.filter(on_it, starts__lte=now, ends__gt=now).order_by("ends").first()
 
 
 def fleet_size() -> int:

@@ -16,7 +16,7 @@ from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.remediation import services
 from apps.remediation.choices import Action, Mode, Outcome
-from apps.remediation.models import RemediationDecision, RemediationPolicy
+from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
 from apps.schedulers.models import SchedulerNodeState
 from apps.simulator.services import run_command
 
@@ -181,3 +181,20 @@ def test_events_below_the_policys_severity_or_of_another_kind_are_left_alone(slu
     )  # fmt: skip
     (decision,) = services.evaluate(now=NOW, transport="sim", queue=False)
     assert decision.node.hostname == "gpu009"  # gpu011's major event is below the policy's critical
+
+
+def test_a_node_in_a_maintenance_window_is_left_to_the_people_working_on_it(slurm):
+    policy(mode=Mode.ON)
+    node = Node.objects.get(hostname="gpu012")
+    MaintenanceWindow.objects.create(
+        rack=node.rack, starts=NOW - dt.timedelta(hours=1), ends=NOW + dt.timedelta(hours=1), reason="PDU swap"
+    )
+    xid79("gpu012")
+    (decision,) = services.evaluate(now=NOW, transport="sim", queue=False)
+    assert decision.outcome == Outcome.REFUSED and "maintenance window" in decision.reason
+    assert "PDU swap" in decision.reason and not Job.objects.exists()
+    assert not Node.objects.get(hostname="gpu012").is_drained
+    # After the window, a new fault on the node is acted on.
+    xid79("gpu012", at=NOW + dt.timedelta(hours=2), gpu=3)
+    (later,) = services.evaluate(now=NOW + dt.timedelta(hours=2), transport="sim", queue=False)
+    assert later.outcome == Outcome.ACTED
