@@ -53,6 +53,10 @@ def slurm_says(hostname: str) -> str:
     return answer.stdout
 
 
+def test_the_evaluator_is_one_of_the_periodic_tasks(settings):
+    assert settings.RACKPILOT_PERIODIC_TASKS["rackpilot.remediation.evaluate"] == 60
+
+
 def test_the_shipped_defaults_quarantine_xid79_in_shadow_and_notify_a_degraded_link(db):
     shipped = {p.kind_pattern: (p.action, p.mode) for p in RemediationPolicy.objects.all()}
     assert shipped["xid79"] == (Action.QUARANTINE, Mode.SHADOW)
