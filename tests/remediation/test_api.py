@@ -11,11 +11,20 @@ from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.inventory.models import Gpu
 from apps.remediation import services
+from apps.remediation.defaults import ship_defaults
 from apps.remediation.models import RemediationPolicy
 
 pytestmark = pytest.mark.django_db
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(autouse=True)
+def shipped(db):
+    """The policies the first migration ships (a transactional test elsewhere may have flushed them)."""
+    ship_defaults(RemediationPolicy)
+
+
 POLICY = {"name": "NVLink down", "kind_pattern": "nvlink_*", "min_severity": "major", "action": "quarantine"}
 
 

@@ -5,21 +5,11 @@ import django.db.models.deletion
 import uuid
 from django.db import migrations, models
 
-
-# The shipped defaults, all in shadow or notify-only: an operator turns a policy on once its decisions look right.
-DEFAULTS = (
-    ("XID 79: GPU fell off the bus", "xid79", "critical", "quarantine", "shadow"),
-    ("Uncorrectable ECC", "ecc_uncorrectable", "major", "quarantine", "shadow"),
-    ("Degraded link", "link_degraded", "minor", "notify", "on"),
-)
+from apps.remediation import defaults
 
 
 def ship_defaults(apps, schema_editor):
-    Policy = apps.get_model("remediation", "RemediationPolicy")
-    for name, pattern, severity, action, mode in DEFAULTS:
-        Policy.objects.get_or_create(
-            name=name, defaults={"kind_pattern": pattern, "min_severity": severity, "action": action, "mode": mode}
-        )
+    defaults.ship_defaults(apps.get_model("remediation", "RemediationPolicy"))
 
 
 class Migration(migrations.Migration):
