@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "apps.simulator",
     "apps.workloads",
     "apps.health",
+    "apps.remediation",
     "apps.discovery",
     "apps.schedulers",
     "apps.deployments",
@@ -456,6 +457,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.schedulers.readback": RACKPILOT_SCHEDULER_READBACK_SECONDS,
     "rackpilot.topology.record": 60,  # what a bulk update changed (a saved change is recorded on commit)
     "rackpilot.monitoring.watch_telemetry": 60,  # GPU faults (XID, uncorrectable ECC) → health events
+    "rackpilot.remediation.evaluate": 60,  # open health events → the remediation policies' decisions
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

@@ -17,6 +17,7 @@ from apps.inventory.api.urls import ROUTES as INVENTORY_ROUTES
 from apps.jobs.api.urls import ROUTES as JOBS_ROUTES
 from apps.monitoring import views as monitoring_views
 from apps.monitoring.api.urls import ROUTES as MONITORING_ROUTES
+from apps.remediation.api.urls import ROUTES as REMEDIATION_ROUTES
 from apps.schedulers.api.urls import ROUTES as SCHEDULER_ROUTES
 from apps.simulator.api.urls import ROUTES as SIMULATOR_ROUTES
 from apps.topology.api.urls import ROUTES as TOPOLOGY_ROUTES
@@ -33,6 +34,7 @@ router = DefaultRouter()
 ROUTES = (
     (INVENTORY_ROUTES + TOPOLOGY_ROUTES + JOBS_ROUTES + SIMULATOR_ROUTES + DISCOVERY_ROUTES + DEPLOYMENT_ROUTES)
     + HEALTH_ROUTES
+    + REMEDIATION_ROUTES
     + DIAGNOSIS_ROUTES
     + BENCHMARK_ROUTES
     + WORKLOAD_ROUTES
@@ -54,6 +56,7 @@ urlpatterns = [
     path("schedulers/", include("apps.schedulers.urls")),
     path("diagnosis/", include("apps.diagnosis.urls")),
     path("health/", include("apps.health.urls")),
+    path("remediation/", include("apps.remediation.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("workloads/", include("apps.workloads.urls")),
     path("telemetry/", include("apps.monitoring.urls")),

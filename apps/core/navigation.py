@@ -22,6 +22,7 @@ ITEMS = (
     ("Audit log", "audit-log"),
     ("Automation", "automation"),
     ("Policies", "policy-list"),
+    ("Remediation", "remediation"),
 )
 
 

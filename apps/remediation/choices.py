@@ -1,0 +1,26 @@
+from django.db import models
+
+
+class Action(models.TextChoices):
+    NOTIFY = "notify", "Notify"
+    QUARANTINE = "quarantine", "Quarantine (drain through the scheduler)"
+    REBOOT = "reboot", "Reboot (through the scheduler, once its jobs end)"
+    REPAIR = "repair", "Open a repair"
+
+
+class Mode(models.TextChoices):
+    SHADOW = "shadow", "Shadow (record what it would do)"
+    ON = "on", "On"
+
+
+class Outcome(models.TextChoices):
+    WOULD_ACT = "would_act", "Would have acted (shadow)"
+    ACTED = "acted", "Acted"
+    REFUSED = "refused", "Refused"
+    FAILED = "failed", "Failed"
+
+
+# What a fault back after its action escalates to: a reboot that did not hold becomes a quarantine with a repair.
+ESCALATION = {Action.NOTIFY: Action.NOTIFY, Action.REBOOT: Action.QUARANTINE, Action.QUARANTINE: Action.QUARANTINE}
+# Actions that take a node out of service: the ones the circuit breaker counts.
+TAKES_NODE_OUT = {Action.QUARANTINE}

@@ -1,0 +1,113 @@
+"""Remediation as data: per health-event kind a policy (what to do, shadow or on, within which limits) and, per
+(event, policy), the decision the evaluator took (docs/health.md, "Remediation")."""
+
+from fnmatch import fnmatchcase
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from apps.core.audit import AuditedModel
+from apps.core.models import PublicModel
+from apps.health.choices import SEVERITY_RANK, Severity
+from apps.remediation.choices import Action, Mode, Outcome
+
+
+class RemediationPolicy(AuditedModel, PublicModel):
+    """What automation does about open health events of a kind (a glob such as `xid*`) at or above a severity."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind_pattern = models.CharField(
+        max_length=48, help_text="The event kind it matches: a slug, or a glob such as xid* or ecc_*."
+    )
+    min_severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.MAJOR)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.SHADOW)
+    enabled = models.BooleanField(default=True)
+    # The circuit breaker: automation takes at most this many nodes, or this share of the fleet, out of service in
+    # any window of this many minutes; past it, it stops and a person decides.
+    breaker_max_nodes = models.PositiveIntegerField(default=4, validators=[MinValueValidator(1)])
+    breaker_max_percent = models.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        default=5,
+        validators=[MinValueValidator(0.01), MaxValueValidator(100)],
+        help_text="Percent of the compute fleet, above 0 and at most 100.",
+    )
+    breaker_window_minutes = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
+    # After this many actions on one node for one kind, a fault back escalates (reboot → quarantine and repair).
+    max_attempts = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "remediation policies"
+        constraints = [
+            models.CheckConstraint(condition=Q(breaker_max_nodes__gte=1), name="remediation_breaker_nodes_positive"),
+            models.CheckConstraint(
+                condition=Q(breaker_max_percent__gt=0, breaker_max_percent__lte=100),
+                name="remediation_breaker_percent_range",
+            ),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="remediation_attempts_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def matches(self, event) -> bool:
+        return (
+            fnmatchcase(event.kind, self.kind_pattern)
+            and SEVERITY_RANK[event.severity] <= SEVERITY_RANK[self.min_severity]
+        )
+
+
+class RemediationDecision(AuditedModel, PublicModel):
+    """What one policy did about one open event or, in shadow, would have done; a refusal says why."""
+
+    event = models.ForeignKey("health.HealthEvent", on_delete=models.CASCADE, related_name="remediation_decisions")
+    policy = models.ForeignKey(RemediationPolicy, on_delete=models.CASCADE, related_name="decisions")
+    node = models.ForeignKey(
+        "inventory.Node", null=True, blank=True, on_delete=models.CASCADE, related_name="remediation_decisions"
+    )
+    kind = models.CharField(max_length=48, help_text="The event's kind, kept for the attempt count.")
+    mode = models.CharField(max_length=8, choices=Mode.choices)
+    action = models.CharField(max_length=16, choices=Action.choices, help_text="The action taken or meant.")
+    escalated = models.BooleanField(default=False, help_text="A fault back after an earlier action on the node.")
+    attempt = models.PositiveIntegerField(default=1)
+    opens_repair = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    reason = models.CharField(max_length=500)
+    job_id = models.UUIDField(null=True, blank=True, help_text="The scheduler job it started, if any.")
+    decided_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-decided_at", "-id"]
+        constraints = [
+            # Never twice for the same event: one decision per (event, policy).
+            models.UniqueConstraint(fields=["event", "policy"], name="remediation_one_decision_per_event_policy"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy}: {self.get_outcome_display()} {self.action} on {self.event}"
+
+
+class MaintenanceWindow(AuditedModel, PublicModel):
+    """People are working on a rack or a node from `starts` to `ends`: automation leaves its nodes to them."""
+
+    rack = models.ForeignKey("inventory.Rack", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey("inventory.Node", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    starts = models.DateTimeField()
+    ends = models.DateTimeField()
+    reason = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["starts", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rack__isnull=False, node__isnull=True) | Q(rack__isnull=True, node__isnull=False),
+                name="remediation_window_on_a_rack_or_a_node",
+            ),
+            models.CheckConstraint(condition=Q(ends__gt=models.F("starts")), name="remediation_window_ends_after"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node or self.rack}: {self.reason}"

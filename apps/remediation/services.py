@@ -1,0 +1,208 @@
+"""The remediation evaluator: open health events × enabled policies → one decision each, acting only in "on" mode,
+within the circuit breaker and the attempt caps (docs/health.md, "Remediation"). Keyword-only, no request."""
+
+import math
+import re
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from rest_framework import serializers
+
+from apps.deployments.node_operations import KIND as SCHEDULER_ACTION
+from apps.deployments.node_operations import scheduler_request
+from apps.health.models import HealthEvent
+from apps.health.services import open_events
+from apps.inventory.choices import NodeRole, SwitchTier
+from apps.inventory.models import Cable, Node
+from apps.inventory.services import NodeChangeRefused, drain_nodes
+from apps.jobs.services import TargetSpec, create_job
+from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
+from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
+
+DONE = (Outcome.ACTED, Outcome.WOULD_ACT)  # decisions that count as an action (an attempt, a node taken out)
+NOT_IN_REASON = re.compile(r"[^A-Za-z0-9 _.,:/#@+=()-]")  # what Slurm's reason placeholder refuses
+
+
+def evaluate(*, now: datetime, transport: str | None = None, queue: bool = True) -> list[RemediationDecision]:
+    """Decides, once, what each enabled policy does about each open event it matches; returns the new decisions."""
+    policies = list(RemediationPolicy.objects.filter(enabled=True).order_by("pk"))
+    if not policies:
+        return []
+    events = list(open_events().filter(first_seen__lte=now).select_related("node").order_by("first_seen", "pk"))
+    decided = set(RemediationDecision.objects.filter(event__in=events).values_list("event_id", "policy_id"))
+    made = []
+    for event in events:
+        for policy in policies:
+            if (event.pk, policy.pk) in decided or not policy.matches(event):
+                continue
+            decision = _decide(event=event, policy=policy, now=now, transport=transport, queue=queue)
+            if decision is not None:
+                made.append(decision)
+    return made
+
+
+def _decide(*, event, policy, now, transport, queue) -> RemediationDecision | None:
+    try:
+        with transaction.atomic():
+            # One evaluator at a time decides: the breaker's count must not be read by two at once.
+            list(RemediationPolicy.objects.select_for_update().order_by("pk").values_list("pk", flat=True))
+            decision = _plan(event=event, policy=policy, now=now)
+            decision.save()  # the unique (event, policy) refuses a second decision, so nothing acts twice
+            if decision.outcome == Outcome.ACTED:
+                _act(decision, transport=transport, queue=queue)
+            return decision
+    except IntegrityError:
+        return None  # another evaluator decided about this event first
+
+
+def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> RemediationDecision:
+    node = event.node
+    decision = RemediationDecision(
+        event=event, policy=policy, node=node, kind=event.kind, mode=policy.mode, action=policy.action,
+        opens_repair=policy.action == Action.REPAIR, decided_at=now, outcome=Outcome.REFUSED,
+    )  # fmt: skip
+    if node is None and policy.action != Action.NOTIFY:
+        decision.reason = f"{event.component_label} is in no node: nothing to {policy.action}; a person decides."
+        return decision
+    if node is not None:
+        prior = RemediationDecision.objects.filter(node=node, kind=event.kind, mode=policy.mode, outcome__in=DONE)
+        attempts = prior.count()
+        decision.attempt = attempts + 1
+        if attempts >= policy.max_attempts:  # back after its action: escalate
+            decision.action, decision.escalated, decision.opens_repair = ESCALATION[policy.action], True, True
+        window = maintenance_window(node=node, now=now)
+        if window is not None and decision.action != Action.NOTIFY:
+            decision.reason = (
+                f"{node.hostname} is in a maintenance window until {window.ends.isoformat()} ({window.reason}): "
+                f"automation does not {decision.action} it; the people working on it decide."
+            )[:500]
+            return decision
+        if attempts > policy.max_attempts:  # back after its escalation too: automation stops
+            decision.reason = (
+                f"Cap reached: {attempts} action(s) on {node.hostname} for {event.kind} already, escalation "
+                "included; a person decides."
+            )
+            return decision
+    if decision.action in TAKES_NODE_OUT:
+        if node.is_drained:
+            decision.reason = f"{node.hostname} is drained already ({node.drain_reason}); nothing to do."
+            return decision
+        tripped = _breaker(policy=policy, node=node, now=now)
+        if tripped:
+            decision.reason = tripped
+            return decision
+    decision.outcome = Outcome.WOULD_ACT if policy.mode == Mode.SHADOW else Outcome.ACTED
+    hostname = node.hostname if node else ""
+    what = {
+        # The decision is the notice and the repair request: listed on the remediation page and its API.
+        Action.NOTIFY: "notify the on-call",
+        Action.QUARANTINE: f"drain {hostname} through the scheduler",
+        Action.REBOOT: f"reboot {hostname} through the scheduler once its jobs end",
+        Action.REPAIR: "open a repair",
+    }[decision.action]
+    what = f"Would {what}" if policy.mode == Mode.SHADOW else f"Started: {what}"
+    escalated = f" (escalated from {policy.action}: attempt {decision.attempt})" if decision.escalated else ""
+    repair = " and open a repair" if decision.opens_repair and decision.action != Action.REPAIR else ""
+    decision.reason = f"{what}{repair}{escalated}: {event.summary}"[:500]
+    return decision
+
+
+def maintenance_window(*, node: Node, now: datetime) -> MaintenanceWindow | None:
+    """The window, on the node or its rack, open at `now`."""
+    on_it = Q(node=node) | Q(rack_id=node.rack_id) if node.rack_id else Q(node=node)
+    return MaintenanceWindow.objects.filter(on_it, starts__lte=now, ends__gt=now).order_by("ends").first()
+
+
+def fleet_size() -> int:
+    return Node.objects.filter(role=NodeRole.COMPUTE).count()
+
+
+def breaker_limit(policy: RemediationPolicy, fleet: int) -> int:
+    """The smaller of N nodes and P % of the fleet, never below one node (a small fleet still quarantines one)."""
+    return max(1, min(policy.breaker_max_nodes, math.floor(float(policy.breaker_max_percent) * fleet / 100)))
+
+
+def _breaker(*, policy, node, now) -> str:
+    """Empty when the node may be taken out; else the refusal, naming a leaf switch every tripped node shares."""
+    since = now - timedelta(minutes=policy.breaker_window_minutes)
+    taken = set(
+        RemediationDecision.objects.filter(
+            mode=policy.mode, action__in=TAKES_NODE_OUT, outcome__in=DONE, decided_at__gt=since, node__isnull=False
+        ).values_list("node_id", flat=True)
+    )
+    if node.pk in taken:
+        return ""
+    fleet = fleet_size()
+    limit = breaker_limit(policy, fleet)
+    if len(taken) < limit:
+        return ""
+    tripped = Node.objects.filter(pk__in=taken | {node.pk})
+    cause = shared_leaf(list(tripped))
+    cause_text = f" All {len(taken) + 1} nodes are behind leaf switch {cause}: suspect the switch." if cause else ""
+    return (
+        f"Circuit breaker tripped: {len(taken)} node(s) already taken out by automation in "
+        f"{policy.breaker_window_minutes} min, the limit is {limit} ({policy.breaker_max_nodes} nodes or "
+        f"{policy.breaker_max_percent} % of {fleet}); {node.hostname} left in service, a person decides.{cause_text}"
+    )[:500]
+
+
+def shared_leaf(nodes: list[Node]) -> str:
+    """The leaf switch every node is cabled to (Node → NIC → Cable → Switch), or "" when they share none."""
+    leaves: dict[int, set[str]] = {node.pk: set() for node in nodes}
+    cables = Cable.objects.filter(
+        Q(a_nic__node__in=nodes, b_switch__tier=SwitchTier.LEAF)
+        | Q(b_nic__node__in=nodes, a_switch__tier=SwitchTier.LEAF)
+    ).select_related("a_nic", "b_nic", "a_switch", "b_switch")
+    for cable in cables:
+        nic, switch = (
+            (cable.a_nic, cable.b_switch) if cable.a_nic_id and cable.b_switch_id else (cable.b_nic, cable.a_switch)
+        )
+        if nic is not None and switch is not None and nic.node_id in leaves:
+            leaves[nic.node_id].add(switch.name)
+    common = set.intersection(*leaves.values()) if leaves else set()
+    return ", ".join(sorted(common))
+
+
+def slurm_reason(event: HealthEvent) -> str:
+    """The event as a drain reason Slurm and the command catalogue take: one line, no quote or shell character."""
+    text = NOT_IN_REASON.sub(" ", f"rackpilot {event.kind}: {event.summary}")
+    return re.sub(r" +", " ", text).strip()[:200]
+
+
+def _act(decision: RemediationDecision, *, transport, queue) -> None:
+    """Starts what the decision says, in its transaction: a refused start rolls the drain back and records why."""
+    node, event = decision.node, decision.event
+    if decision.action not in (Action.QUARANTINE, Action.REBOOT):
+        return  # notify and repair are the decision itself, read by people and the API
+    try:
+        with transaction.atomic():
+            if decision.action == Action.QUARANTINE:
+                drain_nodes(nodes=[node], reason=slurm_reason(event), since=decision.decided_at)
+                planned = scheduler_request(node)
+                parameters, controller = planned["parameters"], planned["controller"]
+            else:
+                parameters = {
+                    "scheduler": settings.RACKPILOT_SCHEDULER_KIND,
+                    "action": "reboot",
+                    "node": node.hostname,
+                    "reason": slurm_reason(event),
+                }
+                controller = scheduler_request(node)["controller"]
+            if controller is None:
+                raise serializers.ValidationError({"targets": "No scheduler controller."})
+            job = create_job(
+                kind=SCHEDULER_ACTION,
+                targets=TargetSpec(nodes=(controller.hostname,)),
+                parameters=parameters,
+                transport=transport,
+                queue=queue,
+            )
+    except (serializers.ValidationError, NodeChangeRefused) as error:
+        decision.outcome = Outcome.FAILED
+        decision.reason = f"Could not {decision.action} {node.hostname}, nothing changed: {error}"[:500]
+    else:
+        decision.job_id = job.public_id
+        decision.reason = f"{decision.reason} (job {job.public_id})"[:500]
+    decision.save()

@@ -1,0 +1,15 @@
+"""Thin Celery task of the remediation app: the work is in apps.remediation.services."""
+
+from celery import shared_task
+from django.utils import timezone
+
+from apps.core.audit import audit_context
+from apps.core.choices import ChangeSource
+from apps.remediation import services
+
+
+@shared_task(name="rackpilot.remediation.evaluate", ignore_result=True, time_limit=120)
+def evaluate() -> int:
+    """Beat's periodic pass of the remediation policies over the open health events."""
+    with audit_context(source=ChangeSource.SYSTEM):
+        return len(services.evaluate(now=timezone.now()))
