@@ -189,13 +189,15 @@ def run_detail(request, public_id):
 @login_required
 def run_live(request, public_id):
     """The results fragment the run page reloads while the run is active (a read: it writes nothing). Once the run
-    has ended, htmx is told to reload the whole page: its live part ("21 row(s) so far") stops, and what only a
-    finished run shows ("Accept as baseline", the final figures) appears without the user reloading."""
+    has ended, the fragment (the final figures, "Accept as baseline") is answered with htmx's 286, which stops the
+    polling: the page shows the end without reloading."""
     context = _run_context(request, public_id)
-    response = render(request, "benchmarks/partials/run_results.html", context)
-    if not context["active"]:
-        response["HX-Refresh"] = "true"
-    return response
+    return render(
+        request, "benchmarks/partials/run_results.html", context, status=200 if context["active"] else STOP_POLLING
+    )
+
+
+STOP_POLLING = 286  # htmx swaps the answer and polls no more
 
 
 @require_POST

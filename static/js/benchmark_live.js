@@ -10,7 +10,7 @@
   var ROW = /^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+\S+/;
   var TAG = /^\[\d+,\d+\]<stdout>:/;
   var TERMINAL = { succeeded: true, failed: true, error: true, canceled: true };
-  var state = { sockets: {}, lines: [], byKey: {}, points: 0, drawn: false };
+  var state = { sockets: {}, ended: {}, lines: [], byKey: {}, points: 0, drawn: false };
   var element = null;
 
   function wsUrl(path) { return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path; }
@@ -60,7 +60,14 @@
       (frame.events || []).forEach(function (event) {
         if (event.level === "output") { addRow(jobIndex, event); }
       });
-      if (frame.job && TERMINAL[frame.job.status]) { ws.close(); }
+      if (frame.job && TERMINAL[frame.job.status]) {
+        ws.close();
+        state.ended[id] = true;
+        // Every round's job has ended: the count is final, not "so far".
+        if (Object.keys(state.sockets).every(function (key) { return state.ended[key]; })) {
+          document.getElementById("live-state").textContent = state.points + " row(s); the run has ended";
+        }
+      }
     };
   }
 

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.health.choices import ClearedBy
 from apps.health.models import HealthEvent
 
 
@@ -16,6 +17,9 @@ class HealthEventSerializer(serializers.ModelSerializer):
         child=serializers.DictField(), read_only=True, help_text="The newest observations, each with `at`, `source`."
     )
     open = serializers.BooleanField(source="is_open", read_only=True)
+    cleared_by = serializers.ChoiceField(
+        choices=[("", "Not cleared"), *ClearedBy.choices], read_only=True, help_text="Blank while the event is open."
+    )
     cleared_by_user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
