@@ -270,6 +270,8 @@ SPECTACULAR_SETTINGS = {
         "SuiteEnum": "apps.benchmarks.choices.Suite",
         "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],
         "HealthEventSourceEnum": "apps.health.choices.Source",  # the node-benchmark kind's (benchmarks' NODE_SUITES)
+        "HealthSeverityEnum": "apps.health.choices.Severity",  # an event's severity and a policy's minimum
+        "RemediationActionEnum": "apps.remediation.choices.Action",
     },
 }
 

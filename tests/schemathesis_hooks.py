@@ -99,10 +99,12 @@ DATA_DEPENDENT = [
     # Cross-field rules of notification subscriptions: what a channel needs.
     re.compile(r"^Give one or more e-mail addresses\.$"),
     re.compile(r"^A webhook needs a shared secret"),
+    re.compile(r"^A webhook URL starts with http:// or https:// and names a host\.$"),  # a blank URL, for a webhook
     # Where a webhook's host resolves to (a private address, no such name) is the network's, not the request's.
     re.compile(r" is a (?:loopback, private or reserved|link-local or metadata) address \(.+\): Rackpilot does not "),
     re.compile(r" is a cloud metadata service: Rackpilot does not connect to it$"),
     re.compile(r"^\[Errno -?\d+\] "),
+    re.compile(r"^\S+ does not resolve$"),  # apps/core/outbound.py: no address for the name
     re.compile(r"^encoding with 'idna' codec failed"),  # a host name DNS cannot carry (a label over 63 bytes)
     # What an uploaded trace holds (not JSON, cut off, not gzip): the file's content, named by the file.
     re.compile(r"^[^\s:]+\.\w+: ", re.DOTALL),

@@ -104,12 +104,13 @@ class ScheduleSerializer(serializers.ModelSerializer):
 
 
 _PORT = r"(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})"
-# The same rules as webhooks.check_url, so the schema states them; blank keeps the current value.
+# The same rules as webhooks.check_url, so the schema states them. Blank (which keeps the current value) is the
+# fields' allow_blank, not the pattern's: the schema's two choices for the field must not both take "".
 WEBHOOK_URL = RegexValidator(
-    rf"\A(?:|https?://(?:[A-Za-z0-9._~%-]+|\[[0-9A-Fa-f:.]+\])(?::{_PORT})?(?:[/?#][^\s]*)?)\Z",
+    rf"\Ahttps?://(?:[A-Za-z0-9._~%-]+|\[[0-9A-Fa-f:.]+\])(?::{_PORT})?(?:[/?#][^\s]*)?\Z",
     message="A webhook URL starts with http:// or https:// and names a host (and a port from 1 to 65535).",
 )
-WEBHOOK_SECRET = RegexValidator(r"\A(?:|[\s\S]{16,})\Z", message="Use a shared secret of at least 16 characters.")
+WEBHOOK_SECRET = RegexValidator(r"\A[\s\S]{16,}\Z", message="Use a shared secret of at least 16 characters.")
 
 
 class SubscriptionSerializer(serializers.ModelSerializer):

@@ -1,21 +1,24 @@
-import re
 from decimal import Decimal
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from apps.remediation.models import RemediationDecision, RemediationPolicy
 
-# A kind slug (xid79) or a glob over kinds (xid*, ecc_?): what fnmatch reads, nothing else.
-KIND_PATTERN = re.compile(r"^[a-z0-9*?_\[\]!-]{1,48}\Z")
+# A kind slug (xid79) or a glob over kinds (xid*, ecc_?): what fnmatch reads, nothing else. The validator is also
+# the schema's `pattern` (drf-spectacular writes \Z as $), so a client reads the rule the API applies.
+kind_pattern_validator = RegexValidator(
+    r"^[a-z0-9*?_\[\]!-]{1,48}\Z",
+    "An event kind (e.g. xid79) or a glob over kinds (e.g. xid*): lower-case letters, digits, _ - * ? [].",
+)
 
 
 class RemediationPolicySerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
-    breaker_max_percent = serializers.DecimalField(
-        max_digits=5,
-        decimal_places=2,
-        min_value=Decimal("0.01"),
-        max_value=Decimal(100),
+    # A number, so the schema states its bounds (a decimal string's cannot); kept to the hundredth.
+    breaker_max_percent = serializers.FloatField(
+        min_value=0.01,
+        max_value=100,
         required=False,
         help_text="Percent of the compute fleet automation may take out in the window: above 0, at most 100.",
     )
@@ -27,13 +30,10 @@ class RemediationPolicySerializer(serializers.ModelSerializer):
             "breaker_max_percent", "breaker_window_minutes", "max_attempts", "created", "updated",
         ]  # fmt: skip
         read_only_fields = ["created", "updated"]
+        extra_kwargs = {"kind_pattern": {"validators": [kind_pattern_validator]}}
 
-    def validate_kind_pattern(self, value: str) -> str:
-        if not KIND_PATTERN.match(value):
-            raise serializers.ValidationError(
-                "An event kind (e.g. xid79) or a glob over kinds (e.g. xid*): lower-case letters, digits, _ - * ? []."
-            )
-        return value
+    def validate_breaker_max_percent(self, value: float) -> Decimal:
+        return Decimal(str(value)).quantize(Decimal("0.01"))
 
 
 class RemediationDecisionSerializer(serializers.ModelSerializer):
