@@ -364,22 +364,9 @@ class _Loader:
             node = nodes[compute_hostname(n)]
             for k, bus in enumerate(NIC_BUS_IDS):
                 rows.append(
-                    {
-                        "node": node,
-                        "name": f"ens{k + 1}np0",
-                        "mac": _mac(n, k + 1),
-                        "purpose": NicPurpose.DATA,
-                        "speed_gbps": 400,
-                        "mtu": 9000,
-                        "rdma_capable": True,
-                        "transport": NicTransport.ROCE,
-                        "plane": Plane.A if k % 2 == 0 else Plane.B,
-                        "pfc_priorities": [RDMA_PRIORITY],
-                        "ecn_enabled": True,
-                        "numa_node": k // 4,
-                        "pci_address": f"0000:{bus}:00.0",
-                        "pcie_switch": f"PEX{k // 2}",
-                    }
+                    _rdma_nic(
+                        node, k, _mac(n, k + 1), numa_node=k // 4, pci=f"0000:{bus}:00.0", pcie_switch=f"PEX{k // 2}"
+                    )
                 )
             rows.append(_management_nic(node, _mac(n, 0)))
         for m in range(1, self.shape.management_nodes + 1):
@@ -598,16 +585,14 @@ class _Loader:
                 for u in range(self.shape.leaf_downlinks):
                     spine = self._spine_name(plane, pod + 1, u % spines + 1)
                     rows.append(
-                        {
-                            "a_switch": switches[leaf],
-                            "a_port": f"swp{self.shape.leaf_downlinks + u + 1}",
-                            "b_switch": switches[spine],
-                            "b_port": f"swp{index * ports_per_spine + u // spines + 1}",
-                            "speed_gbps": 400,
-                            "medium": CableMedium.FIBER,
-                            "plane": plane,
-                            "label": f"{leaf}/{spine}/{u + 1}",
-                        }
+                        _switch_link(
+                            switches[leaf],
+                            f"swp{self.shape.leaf_downlinks + u + 1}",
+                            switches[spine],
+                            f"swp{index * ports_per_spine + u // spines + 1}",
+                            plane,
+                            f"{leaf}/{spine}/{u + 1}",
+                        )
                     )
             rows += self._core_uplinks(switches, plane, downlinks=self.shape.racks_per_pod * ports_per_spine)
         return rows
@@ -624,16 +609,14 @@ class _Loader:
                     core_index, slot = divmod(j * shape.spine_uplinks + u, shape.columns_per_core)
                     core = f"core-{plane.lower()}{core_index + 1}"
                     rows.append(
-                        {
-                            "a_switch": switches[spine],
-                            "a_port": f"swp{downlinks + u + 1}",
-                            "b_switch": switches[core],
-                            "b_port": f"swp{slot * shape.pods + pod}",
-                            "speed_gbps": 400,
-                            "medium": CableMedium.FIBER,
-                            "plane": plane,
-                            "label": f"{spine}/{core}/{u + 1}",
-                        }
+                        _switch_link(
+                            switches[spine],
+                            f"swp{downlinks + u + 1}",
+                            switches[core],
+                            f"swp{slot * shape.pods + pod}",
+                            plane,
+                            f"{spine}/{core}/{u + 1}",
+                        )
                     )
         return rows
 
@@ -868,23 +851,7 @@ class _RackScaleLoader:
                 node = trays[tray_hostname(r, slot)]
                 number = self._tray_number(r, slot)
                 for k, pci in enumerate(TRAY_CX7_PCI):
-                    rows.append(
-                        {
-                            "node": node,
-                            "name": f"ens{k + 1}np0",
-                            "mac": _mac(number, k + 1),
-                            "purpose": NicPurpose.DATA,
-                            "speed_gbps": 400,
-                            "mtu": 9000,
-                            "rdma_capable": True,
-                            "transport": NicTransport.ROCE,
-                            "plane": Plane.A if k % 2 == 0 else Plane.B,
-                            "pfc_priorities": [RDMA_PRIORITY],
-                            "ecn_enabled": True,
-                            "numa_node": k // 2,
-                            "pci_address": pci,
-                        }
-                    )
+                    rows.append(_rdma_nic(node, k, _mac(number, k + 1), numa_node=k // 2, pci=pci))
                 for k, pci in enumerate(TRAY_BF3_PCI):
                     rows.append(
                         {
@@ -964,16 +931,14 @@ class _RackScaleLoader:
                 for u in range(downlinks):
                     spine = f"spine-{plane.lower()}{u % spines + 1}"
                     planned.append(
-                        {
-                            "a_switch": switches[leaf],
-                            "a_port": f"swp{downlinks + u + 1}",
-                            "b_switch": switches[spine],
-                            "b_port": f"swp{first + (r - 1) * per_spine + u // spines + 1}",
-                            "speed_gbps": 400,
-                            "medium": CableMedium.FIBER,
-                            "plane": plane,
-                            "label": f"{leaf}/{spine}/{u + 1}",
-                        }
+                        _switch_link(
+                            switches[leaf],
+                            f"swp{downlinks + u + 1}",
+                            switches[spine],
+                            f"swp{first + (r - 1) * per_spine + u // spines + 1}",
+                            plane,
+                            f"{leaf}/{spine}/{u + 1}",
+                        )
                     )
         self.ensure(Cable, planned, ("b_switch", "b_port"))
 
@@ -1089,6 +1054,40 @@ def _management_nic(node: Node, mac: str) -> dict:
         "transport": NicTransport.ETHERNET,
         "plane": Plane.MANAGEMENT,
         "numa_node": 0,
+    }
+
+
+def _rdma_nic(node: Node, k: int, mac: str, *, numa_node: int, pci: str, pcie_switch: str = "") -> dict:
+    """Data NIC k of a node: 400G RoCE, planes A and B alternating, PFC on the RDMA priority."""
+    return {
+        "node": node,
+        "name": f"ens{k + 1}np0",
+        "mac": mac,
+        "purpose": NicPurpose.DATA,
+        "speed_gbps": 400,
+        "mtu": 9000,
+        "rdma_capable": True,
+        "transport": NicTransport.ROCE,
+        "plane": Plane.A if k % 2 == 0 else Plane.B,
+        "pfc_priorities": [RDMA_PRIORITY],
+        "ecn_enabled": True,
+        "numa_node": numa_node,
+        "pci_address": pci,
+        "pcie_switch": pcie_switch,
+    }
+
+
+def _switch_link(a_switch: Switch, a_port: str, b_switch: Switch, b_port: str, plane: str, label: str) -> dict:
+    """A 400G fibre between two switches' ports (a leaf's uplink, a spine's to the core)."""
+    return {
+        "a_switch": a_switch,
+        "a_port": a_port,
+        "b_switch": b_switch,
+        "b_port": b_port,
+        "speed_gbps": 400,
+        "medium": CableMedium.FIBER,
+        "plane": plane,
+        "label": label,
     }
 
 
