@@ -32,15 +32,20 @@ def reap_forever(interval: float, *, stop: threading.Event | None = None, also=(
     stop = stop or threading.Event()
     due = {callable_: 0.0 for callable_, _ in also}
     while not stop.wait(interval):
+        close_old_connections()
         try:
-            close_old_connections()
             services.reap_stale_jobs()
-            for callable_, period in also:
-                if time.monotonic() >= due[callable_]:
-                    callable_()
-                    due[callable_] = time.monotonic() + period
         except Exception:
             logger.exception("the reaper failed; trying again in %s s", interval)
+        for callable_, period in also:
+            if time.monotonic() < due[callable_]:
+                continue
+            # Each on its own: one that fails waits its period and is tried again, and never holds back the rest.
+            due[callable_] = time.monotonic() + period
+            try:
+                callable_()
+            except Exception:
+                logger.exception("%s failed; trying again in %s s", getattr(callable_, "name", callable_), period)
 
 
 @beat_init.connect

@@ -180,3 +180,25 @@ def test_beats_reaper_thread_reaps_without_any_worker(nodes, no_celery, settings
         stop.set()
         thread.join(5)
     assert Job.objects.get(pk=job.pk).status == JobStatus.ERROR
+
+
+@pytest.mark.django_db
+def test_a_periodic_call_that_fails_holds_back_none_after_it():
+    """The embedded loop runs the periodic table in order: one that raises is logged and the rest still run."""
+    from portal.celery import reap_forever
+
+    stop, ran = threading.Event(), []
+
+    def broken():
+        raise RuntimeError("the scheduler is not there")
+
+    def watch():
+        ran.append("watch")
+        stop.set()
+
+    thread = threading.Thread(
+        target=reap_forever, args=(0.01,), kwargs={"stop": stop, "also": [(broken, 60), (watch, 60)]}, daemon=True
+    )
+    thread.start()
+    thread.join(30)
+    assert ran == ["watch"]
