@@ -20,9 +20,10 @@ from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
+from apps.schedulers.commands import REASON_CHARACTERS
 
 DONE = (Outcome.ACTED, Outcome.WOULD_ACT)  # decisions that count as an action (an attempt, a node taken out)
-NOT_IN_REASON = re.compile(r"[^A-Za-z0-9 _.,:/#@+=()-]")  # what Slurm's reason placeholder refuses
+NOT_IN_REASON = re.compile(rf"[^{REASON_CHARACTERS}]")  # what Slurm's reason placeholder refuses
 
 
 def evaluate(*, now: datetime, transport: str | None = None, queue: bool = True) -> list[RemediationDecision]:

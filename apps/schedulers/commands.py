@@ -7,7 +7,8 @@ from apps.parsers.slurm import SINFO_FORMAT
 
 # A drain or reboot reason as Slurm takes it: spaces allowed (the transport quotes the element whole); no quote, $,
 # `, ; | & < > or backslash, so the same text reads back unchanged from sinfo's `|`-separated columns.
-SLURM_REASON = r"[A-Za-z0-9 _.,:/#@+=()-]{1,200}"
+REASON_CHARACTERS = "A-Za-z0-9 _.,:/#@+=()-"  # what a drain reason may hold: one argv element, never shell text
+SLURM_REASON = rf"[{REASON_CHARACTERS}]{{1,200}}"
 SLURM_NODE = rf"NodeName={HOSTNAME}"
 
 register_placeholder("slurm_reboot_reason", Placeholder(rf"reason={SLURM_REASON}", "reason= letters, digits, spaces"))
