@@ -460,6 +460,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.topology.record": 60,  # what a bulk update changed (a saved change is recorded on commit)
     "rackpilot.monitoring.watch_telemetry": 60,  # GPU faults (XID, uncorrectable ECC) → health events
     "rackpilot.remediation.evaluate": 60,  # open health events → the remediation policies' decisions
+    "rackpilot.diagnosis.watch_training": 60,  # a training job's hang or slowdown → an incident on its runbook
 }
 CELERY_BEAT_SCHEDULE = {
     name.replace(".", "-").replace("_", "-"): {"task": name, "schedule": float(period)}

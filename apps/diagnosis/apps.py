@@ -10,6 +10,7 @@ class DiagnosisConfig(AppConfig):
         from apps.diagnosis import (
             kinds,  # noqa: F401  (registers the runbooks: nccl-timeout, gpu-utilisation, training-interrupted)
             live,
+            quarantine,
             rehearsal,
             signals,
             simulation,
@@ -18,6 +19,7 @@ class DiagnosisConfig(AppConfig):
         from apps.inventory.sections import NODE_PAGE
 
         simulation.install()
+        quarantine.install()
         signals.connect()
         rehearsal.connect()
         live.connect()

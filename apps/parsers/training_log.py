@@ -31,6 +31,8 @@ ATTEMPT = re.compile(r"Starting worker group(?: \(attempt (?P<attempt>\d+)\))?|R
 ITERATION = re.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*\d+")
 # Megatron's resume line: "successfully loaded checkpoint from /ckpt/step_0004000 [ t 1/1, p 1/1 ] at iteration 4000"
 LOADED = re.compile(r"successfully loaded checkpoint from (?P<path>\S+).*?\bat iteration\s+(?P<step>\d+)")
+# Megatron's save line: "successfully saved checkpoint from iteration    2000 to /ckpt/step_0002000 [ t 1/1, p 1/1 ]"
+SAVED = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(?P<step>\d+) to (?P<path>\S+)")
 
 
 @dataclass
@@ -103,6 +105,24 @@ def parse_training_log(text: str) -> TrainingLog:
             log.last_step = int(match["step"])
             log.steps_since_start += 1
     return log
+
+
+@dataclass
+class CheckpointSave(Result):
+    """A checkpoint the log says was saved: its step, where, and the line (1-based) that says so."""
+
+    step: int
+    path: str
+    line: int
+
+
+def parse_checkpoint_saves(text: str) -> list[CheckpointSave]:
+    """The checkpoint saves the log reports as finished, in the order written (a save that failed prints none)."""
+    return [
+        CheckpointSave(step=int(match["step"]), path=match["path"], line=entry.line)
+        for entry in read_lines(text)
+        if (match := SAVED.search(entry.text))
+    ]
 
 
 # --- progress: the step lines, as a series -------------------------------------------------------------------------

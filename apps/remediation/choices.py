@@ -16,6 +16,8 @@ class Mode(models.TextChoices):
 class Outcome(models.TextChoices):
     WOULD_ACT = "would_act", "Would have acted (shadow)"
     ACTED = "acted", "Acted"
+    # A quarantine of a node under a running training job, waiting for the job's next checkpoint (or its deadline).
+    DEFERRED = "deferred", "Deferred to the next checkpoint"
     REFUSED = "refused", "Refused"
     FAILED = "failed", "Failed"
 

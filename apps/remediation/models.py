@@ -78,6 +78,26 @@ class RemediationDecision(AuditedModel, PublicModel):
     reason = models.CharField(max_length=500)
     job_id = models.UUIDField(null=True, blank=True, help_text="The scheduler job it started, if any.")
     decided_at = models.DateTimeField(db_index=True)
+    # Checkpoint-aware quarantine (docs/health.md): the training job the node was under, the deadline of the wait for
+    # its next checkpoint, and the facts of the drain: where the job stood when it was decided and drained, the
+    # checkpoint it resumes from, the steps run since that checkpoint (lost) and the GPUs that lost them.
+    training_job = models.ForeignKey(
+        "workloads.TrainingJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="quarantines"
+    )
+    drain_by = models.DateTimeField(null=True, blank=True, help_text="Drained then at the latest, checkpoint or not.")
+    checkpoint_before = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="The job's newest saved checkpoint when it was decided."
+    )
+    decided_step = models.PositiveBigIntegerField(null=True, blank=True, help_text="The job's step when decided.")
+    drained_at = models.DateTimeField(null=True, blank=True)
+    drained_step = models.PositiveBigIntegerField(null=True, blank=True, help_text="The job's step when drained.")
+    checkpoint_step = models.PositiveBigIntegerField(null=True, blank=True, help_text="The step it resumes from.")
+    steps_lost = models.PositiveBigIntegerField(null=True, blank=True, help_text="Drained step − checkpoint step.")
+    gpus = models.PositiveIntegerField(null=True, blank=True, help_text="The job's GPUs (its world size).")
+    seconds_per_step = models.FloatField(null=True, blank=True, help_text="The job's step time when drained.")
+    resume_incident = models.UUIDField(
+        null=True, blank=True, help_text="The incident (runbook 3) that resumes the job around the node."
+    )
 
     class Meta:
         ordering = ["-decided_at", "-id"]

@@ -18,11 +18,13 @@ from apps.inventory.choices import NodeRole, SwitchTier
 from apps.inventory.models import Cable, Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
+from apps.remediation import checkpoint
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
 from apps.schedulers.commands import REASON_CHARACTERS
 
-DONE = (Outcome.ACTED, Outcome.WOULD_ACT)  # decisions that count as an action (an attempt, a node taken out)
+# Decisions that count as an action (an attempt, a node taken out); a deferred quarantine takes its node out soon.
+DONE = (Outcome.ACTED, Outcome.WOULD_ACT, Outcome.DEFERRED)
 NOT_IN_REASON = re.compile(rf"[^{REASON_CHARACTERS}]")  # what Slurm's reason placeholder refuses
 
 
@@ -172,11 +174,25 @@ def slurm_reason(event: HealthEvent) -> str:
     return re.sub(r" +", " ", text).strip()[:200]
 
 
-def _act(decision: RemediationDecision, *, transport, queue) -> None:
+def settle_deferred(*, now: datetime, transport: str | None = None, queue: bool = True) -> list[RemediationDecision]:
+    """Drains the deferred quarantines whose job saved a checkpoint or whose deadline passed, and resumes the job
+    around the node (apps/remediation/checkpoint.py)."""
+    return checkpoint.settle(
+        now=now,
+        act=lambda decision: _act(decision, transport=transport, queue=queue, defer=False),
+        transport=transport,
+        queue=queue,
+    )
+
+
+def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True) -> None:
     """Starts what the decision says, in its transaction: a refused start rolls the drain back and records why."""
     node, event = decision.node, decision.event
     if decision.action not in (Action.QUARANTINE, Action.REBOOT):
         return  # notify and repair are the decision itself, read by people and the API
+    if defer and decision.action == Action.QUARANTINE and checkpoint.defer(decision):
+        decision.save()  # a node under a running training job: drained at the job's next checkpoint
+        return
     try:
         with transaction.atomic():
             if decision.action == Action.QUARANTINE:

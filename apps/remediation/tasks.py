@@ -10,6 +10,8 @@ from apps.remediation import services
 
 @shared_task(name="rackpilot.remediation.evaluate", ignore_result=True, time_limit=120)
 def evaluate() -> int:
-    """Beat's periodic pass of the remediation policies over the open health events."""
+    """Beat's periodic pass of the remediation policies over the open health events, then of the quarantines
+    waiting for a training job's checkpoint."""
+    now = timezone.now()
     with audit_context(source=ChangeSource.SYSTEM):
-        return len(services.evaluate(now=timezone.now()))
+        return len(services.evaluate(now=now)) + len(services.settle_deferred(now=now))

@@ -298,13 +298,14 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
 
     A failure the elastic agent can restart from (a network fault or a lost GPU, once repaired) restarts the workers
     by itself; a failed checkpoint save, a checkpoint that does not load, or a fault never repaired ends the run
-    until a Resume relaunches it (on the resume's hosts, from the resume's step)."""
+    until a Resume relaunches it (on the resume's hosts, from the resume's step). A Resume while the run works
+    stops it then and relaunches it the same way (a requeue around a drained node)."""
     timeline = _Timeline()
     attempt, step, begin, launch = 0, 0, run.started, True
     resumes = sorted(run.resumes, key=lambda resume: resume.at)
     current = run
     while begin < t:
-        failed_at, cause, terminal = None, None, False
+        failed_at, cause, terminal, preempt = None, None, False, None
         if launch:
             failed_at = _launch(current, begin, attempt, timeline, step, disruptions)
             first = begin + STARTUP_SECONDS
@@ -313,7 +314,10 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
             base = step
             fatal = _first_fatal([d for d in disruptions if d.host in current.hosts], first)
             stop_at = max(fatal.start, first) if fatal else math.inf
-            done, step = step, _last_step(current, base, first, step, min(t, stop_at))  # unless a save fails
+            # A relaunch while the run works replaces it (a scheduler's requeue around a drained node): it stops then.
+            preempt = next((resume for resume in resumes if begin < resume.at < stop_at), None)
+            bound = min(t, stop_at, preempt.at if preempt else math.inf)
+            done, step = step, _last_step(current, base, first, step, bound)  # unless a save fails
             for written in _steps_that_write(current, done, step):  # the steps that print or save, not every step
                 ends = first + (written - base) * current.step_seconds
                 if written % current.log_every == 0:
@@ -325,6 +329,13 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
                         failed_at, cause, terminal, step = ends + 5, full, True, written
                         break
                     _saved(current, written, ends, timeline)
+        if failed_at is None and preempt is not None and preempt.at <= t:
+            _stopped(current, preempt.at, timeline, attempt)
+            resumes.remove(preempt)
+            attempt += 1
+            current = replace(run, hosts=preempt.hosts)
+            step, begin, launch = preempt.step, preempt.at, True
+            continue
         if failed_at is None:
             if fatal is None or stop_at > t:
                 return timeline
@@ -368,6 +379,17 @@ def simulate(run: TrainingRun, disruptions: list[Disruption], t: float) -> _Time
                 f"{max(3 - attempt, 0)}/3 attempts left; will restart worker group",
             )
     return timeline
+
+
+def _stopped(run: TrainingRun, at: float, timeline: _Timeline, attempt: int) -> None:
+    """The agents stop the workers: the scheduler ends the run to relaunch it elsewhere."""
+    for host in run.hosts:
+        timeline.add(
+            at,
+            host,
+            f"{_glog(at, 'W')} {_pid(run, host, 99, attempt)} torch/distributed/elastic/agent/server/api.py:704] "
+            "Received Signals.SIGTERM death signal, shutting down workers",
+        )
 
 
 def _last_step(run: TrainingRun, base: int, first: float, step: int, bound: float) -> int:

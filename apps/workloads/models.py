@@ -102,6 +102,10 @@ class TrainingJob(Workload):
         help_text="Why the last read of its log failed (blank: it did not); written by the progress reads.",
     )
     progress_error_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The newest checkpoint its log says was saved (Megatron's "successfully saved checkpoint from iteration N"),
+    # written by the progress reads: what a checkpoint-aware quarantine waits for (docs/health.md).
+    last_checkpoint_step = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    last_checkpoint_path = models.CharField(max_length=255, blank=True, editable=False)
 
     objects = TrainingJobQuerySet.as_manager()
 

@@ -8,7 +8,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from apps.inventory.models import Node
-from apps.parsers.training_log import ProgressPoint
+from apps.parsers.training_log import CheckpointSave, ProgressPoint
 from apps.workloads.models import InferenceService, TrainingJob, TrainingJobNode, TrainingProgress
 
 PROGRESS_FIGURES = ("loss", "samples_per_second", "seconds_per_step", "learning_rate")
@@ -82,6 +82,21 @@ def note_progress_read(*, job: TrainingJob, error: str = "") -> bool:
         return False
     job.progress_error, job.progress_error_at = error, timezone.now() if error else None
     TrainingJob.objects.filter(pk=job.pk).update(progress_error=error, progress_error_at=job.progress_error_at)
+    return True
+
+
+def note_checkpoints(*, job: TrainingJob, saves: Iterable[CheckpointSave]) -> bool:
+    """The newest checkpoint save the log shows, kept on the job when it changes (derived state, outside the audit
+    log, like the progress points). A run resumed from an older checkpoint saves lower steps again: the newest line
+    of the log wins, not the highest step. Returns whether it changed."""
+    saves = list(saves)
+    newest = saves[-1] if saves else None  # the last one written
+    if newest is None or (job.last_checkpoint_step, job.last_checkpoint_path) == (newest.step, newest.path):
+        return False
+    job.last_checkpoint_step, job.last_checkpoint_path = newest.step, newest.path[:255]
+    TrainingJob.objects.filter(pk=job.pk).update(
+        last_checkpoint_step=job.last_checkpoint_step, last_checkpoint_path=job.last_checkpoint_path
+    )
     return True
 
 

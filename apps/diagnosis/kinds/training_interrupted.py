@@ -18,7 +18,7 @@ import uuid
 from django.utils import timezone
 
 from apps.deployments.node_operations import scheduler_controller
-from apps.diagnosis import recording, recovery, services
+from apps.diagnosis import quarantine, recording, recovery, services
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
 from apps.diagnosis.kinds.nccl_timeout import NcclTimeoutRunbook, _text, _transcript_result, after_fix
 from apps.diagnosis.models import Hypothesis, Incident, Remediation
@@ -265,8 +265,10 @@ def conclude_recovery(*, incident: Incident, job) -> Remediation | None:
         RUNBOOK_CAUSES[RECOVERY_KIND],
         key=lambda c: (scores.get(c, 0), -RUNBOOK_CAUSES[RECOVERY_KIND].index(c)),
     )
+    # A checkpoint-aware quarantine drained a node of the job: the resume leaves it out, approved by that policy.
+    quarantined = quarantine.quarantines_resumed_by(incident)
     if scores.get(cause, 0) <= 0:
-        cause = Cause.WORKER_CRASH
+        cause = Cause.BAD_NODE if quarantined else Cause.WORKER_CRASH
     # Full: nothing left, or less than the next save needs (the size of a whole checkpoint).
     needed = max((row.data.get("bytes", 0) for row in rows if row.topic == "shards"), default=0)
     full_on = sorted(
@@ -278,7 +280,10 @@ def conclude_recovery(*, incident: Incident, job) -> Remediation | None:
     )
     disk_full = bool(full_on)
     incident.suspect_nodes.add(*Node.objects.filter(hostname__in=full_on))
-    bad_hosts = sorted({row.hostname for row in rows if row.topic == "xid" and row.verdict == EvidenceVerdict.FAULT})
+    bad_hosts = sorted(
+        {row.hostname for row in rows if row.topic == "xid" and row.verdict == EvidenceVerdict.FAULT}
+        | {decision.node.hostname for decision in quarantined if decision.node is not None}
+    )
     incident.suspect_nodes.add(*Node.objects.filter(hostname__in=bad_hosts))
     facts = job_facts(training)
     rendezvous = f"{training.name}-r{uuid.uuid4().hex[:8]}"[:80]
@@ -303,10 +308,13 @@ def conclude_recovery(*, incident: Incident, job) -> Remediation | None:
         incident.save(update_fields=["cause", "state", "conclusion", "updated"])
         emit(job, incident.conclusion, level=EventLevel.WARNING, data={"incident": str(incident.public_id)})
         return None
-    automatic = (
-        training.recovery_policy == RecoveryPolicy.AUTOMATIC
-        and bool(plan.commands)
-        and automatic_attempts(training) < training.recovery_max_retries
+    quarantine.note_resume(incident=incident, resume_step=plan.resume_step)
+    automatic = bool(plan.commands) and (
+        bool(quarantined)
+        or (
+            training.recovery_policy == RecoveryPolicy.AUTOMATIC
+            and automatic_attempts(training) < training.recovery_max_retries
+        )
     )
     incident.cause, incident.state, incident.conclusion = cause, IncidentState.CONCLUDED, plan.summary
     incident.recurrence_of = recording._earlier_fix(incident, cause) if bad_hosts else None

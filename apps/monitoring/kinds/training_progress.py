@@ -14,7 +14,7 @@ from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, defau
 from apps.monitoring.progress import KIND
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.catalogue import CommandError, confine
-from apps.parsers.training_log import parse_progress
+from apps.parsers.training_log import parse_checkpoint_saves, parse_progress
 from apps.workloads import services as workloads
 from apps.workloads.models import TrainingJob, TrainingJobNode
 
@@ -101,4 +101,5 @@ class TrainingProgressRead(JobKind):
         now = timezone.now()
         for (hostname, _), text in self.logs.items():
             written = workloads.record_progress(job=training_job, points=parse_progress(text, now=now))
+            workloads.note_checkpoints(job=training_job, saves=parse_checkpoint_saves(text))
             emit(job, f"{written} progress point(s) of {training_job.name} stored", hostname=hostname, step=STEP)

@@ -43,11 +43,15 @@ class RemediationDecisionSerializer(serializers.ModelSerializer):
     policy = serializers.UUIDField(source="policy.public_id", read_only=True)
     policy_name = serializers.CharField(source="policy.name", read_only=True)
     node = serializers.SlugRelatedField(slug_field="hostname", read_only=True, allow_null=True)
+    training_job = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = RemediationDecision
         fields = [
             "id", "event", "event_summary", "policy", "policy_name", "node", "kind", "mode", "action", "escalated",
             "attempt", "opens_repair", "outcome", "reason", "job_id", "decided_at",
+            # checkpoint-aware quarantine: the job under the node, the wait's deadline and the drain's facts
+            "training_job", "drain_by", "checkpoint_before", "decided_step", "drained_at", "drained_step",
+            "checkpoint_step", "steps_lost", "gpus", "seconds_per_step", "resume_incident",
         ]  # fmt: skip
         read_only_fields = fields

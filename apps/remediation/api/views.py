@@ -31,7 +31,7 @@ class RemediationPolicyViewSet(viewsets.ModelViewSet):
 class RemediationDecisionViewSet(viewsets.ReadOnlyModelViewSet):
     """What each policy did, or in shadow would have done, about each open event; refusals say why."""
 
-    queryset = RemediationDecision.objects.select_related("event", "policy", "node")
+    queryset = RemediationDecision.objects.select_related("event", "policy", "node", "training_job")
     serializer_class = RemediationDecisionSerializer
     filterset_class = RemediationDecisionFilterSet
     ordering_fields = ["decided_at"]

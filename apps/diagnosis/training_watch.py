@@ -1,0 +1,57 @@
+"""Hangs and slowdowns of running training jobs, from their progress points (docs/workloads.md, "Hangs and
+slowdowns"): a step counter that stopped opens an incident on runbook 1 (NCCL timeout / hang: its log phase names the
+lagging ranks and their nodes once the watchdog has printed them), a step time risen past its baseline one on
+runbook 2 (GPU utilisation: it finds the GPU or node the others wait for). Once per episode: not while the job has
+an active incident, nor again for an episode an incident was already opened for."""
+
+import logging
+from datetime import datetime
+
+from django.db.models import Q
+
+from apps.diagnosis import services
+from apps.diagnosis.choices import INCIDENT_ACTIVE
+from apps.diagnosis.models import Incident
+from apps.diagnosis.phases import KIND, UTILISATION_KIND
+from apps.workloads import stalls
+from apps.workloads.choices import TrainingState
+from apps.workloads.models import TrainingJob, TrainingProgress
+
+logger = logging.getLogger(__name__)
+POINTS = 200  # the newest progress points judged per job
+RUNBOOK = {"hang": KIND, "slowdown": UTILISATION_KIND}
+TITLE = {"hang": "Training hung", "slowdown": "Training slowed down"}
+
+
+def points_of(job: TrainingJob, *, now: datetime) -> list[stalls.Point]:
+    rows = TrainingProgress.objects.filter(job=job, time__lte=now).order_by("-time", "-step")[:POINTS]
+    return [stalls.Point(row.step, row.time, row.seconds_per_step) for row in reversed(rows)]
+
+
+def watch_training(*, now: datetime, transport: str | None = None) -> list[Incident]:
+    """Opens (and starts) one incident per hang or slowdown episode of each running training job."""
+    opened = []
+    jobs = TrainingJob.objects.filter(state=TrainingState.RUNNING, progress_error="").exclude(log_path="")
+    for job in jobs.order_by("name"):
+        found = stalls.stall(points_of(job, now=now), now=now)
+        if found is None:
+            continue
+        # An open incident is looking at it already; one opened since the episode began has reported it.
+        seen = Q(state__in=INCIDENT_ACTIVE) | Q(created__gte=found.since)
+        if Incident.objects.filter(training_job=job).filter(seen).exists():
+            continue
+        try:
+            incident = services.open_incident(
+                user=None,
+                training_job=job,
+                title=f"{TITLE[found.kind]}: {job.name}",
+                symptom=found.summary,
+                transport=transport or "",
+                runbook=RUNBOOK[found.kind],
+            )
+            services.start_runbook(incident=incident, user=None)
+        except services.IncidentError as error:
+            logger.warning("%s of %s: no incident opened: %s", found.kind, job.name, error)
+            continue
+        opened.append(incident)
+    return opened
