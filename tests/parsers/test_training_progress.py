@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from apps.parsers.training_log import parse_progress
+from apps.parsers.training_log import parse_checkpoint_saves, parse_progress
 from tests.parsers.helpers import real
 
 DEEPSPEED = (
@@ -76,3 +76,18 @@ def test_lines_without_steps_give_nothing():
     )
     assert parse_progress("") == []
     assert parse_progress(MEGATRON.replace("lm loss: 2.345678E+00", "lm loss: nan"))[0].loss is None
+
+
+def test_checkpoint_saves_are_read_in_the_order_written_and_a_failed_save_gives_none():
+    text = (
+        " saving checkpoint at iteration    2000 to /ckpt/llama\n"
+        "  successfully saved checkpoint from iteration    2000 to /ckpt/llama [ t 1/1, p 1/1 ]\n"
+        " [2026-12-01 06:24:44] iteration     2010/  500000 | elapsed time per iteration (ms): 1603.2 |\n"
+        " saving checkpoint at iteration    2200 to /ckpt/llama\n"
+        "[rank8]: OSError: [Errno 28] No space left on device: '/ckpt/llama/step_0002200/__8_0.distcp'\n"
+        "  successfully saved checkpoint from iteration    1800 to /ckpt/llama/step_0001800\n"
+    )
+    saves = parse_checkpoint_saves(text)
+    found = [(save.step, save.path, save.line) for save in saves]
+    assert found == [(2000, "/ckpt/llama", 2), (1800, "/ckpt/llama/step_0001800", 6)]
+    assert parse_checkpoint_saves(" [2026-12-01 06:24:44] iteration 10/ 100 |\n") == []
