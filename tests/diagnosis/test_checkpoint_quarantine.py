@@ -88,7 +88,7 @@ def run_phase(incident, run_shards, phase):
 
 
 def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_around_the_node(
-    quarantine, training_job, run_shards
+    quarantine, training_job, run_shards, client, viewer
 ):
     clock = timezone.now()
     before = read_progress(training_job, run_shards).last_checkpoint_step
@@ -101,6 +101,8 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert decision.checkpoint_before == before and decision.gpus == 32
     assert decision.reason.startswith(f"Deferred: drain gpu002 at llm-pretrain's next checkpoint (after step {before})")
     assert not Node.objects.get(hostname="gpu002").is_drained and not Job.objects.filter(kind="scheduler-action")
+    client.force_login(viewer)
+    assert "Deferred to the next checkpoint (drained by" in client.get("/remediation/").content.decode()
 
     # A minute on, no new checkpoint yet: still waiting.
     advance(1)
@@ -133,6 +135,9 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert drained.checkpoint_step == saved
     assert drained.drained_step >= saved and drained.steps_lost == drained.drained_step - saved
     assert drained.steps_lost < saved - before  # less lost than draining at once would have
+    client.force_login(viewer)
+    page = client.get("/remediation/").content.decode()
+    assert f"resumes from step {saved}: {drained.steps_lost} step(s) lost on 32 GPU(s)" in page
 
     run_phase(incident, run_shards, Phase.FIX)
     advance(10)
