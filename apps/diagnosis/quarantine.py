@@ -6,6 +6,7 @@ out), and runs it for the job's launcher, approved by the remediation policy tha
 Remediation is a layer below diagnosis: it calls this through the hook it defines (apps/remediation/checkpoint.py)."""
 
 from apps.diagnosis import services
+from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import RECOVERY_KIND, Phase, start_phase
 from apps.remediation.checkpoint import register_resumer
 from apps.remediation.models import RemediationDecision
@@ -15,6 +16,17 @@ def resume_around(*, decision: RemediationDecision, transport=None, queue=True) 
     """Opens a runbook 3 incident about the job and the drained node and starts its checks; returns a note for the
     decision's reason (the decision is saved by the caller)."""
     job, node = decision.training_job, decision.node
+    resuming = RemediationDecision.objects.filter(training_job=job, resume_incident__isnull=False)
+    checking = (
+        Incident.objects.active()
+        .filter(public_id__in=resuming.values("resume_incident"), remediations__isnull=True)
+        .order_by("created")
+        .first()
+    )
+    if checking is not None:  # another node of the job drained a moment ago: one resume leaves both out
+        checking.suspect_nodes.add(node)
+        decision.resume_incident = checking.public_id
+        return f"resuming {job.name} around it with the other drained node(s): incident {checking.public_id}"
     try:
         incident = services.open_incident(
             user=None,

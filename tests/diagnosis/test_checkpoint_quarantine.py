@@ -199,3 +199,22 @@ def test_a_node_under_no_running_job_is_drained_at_once(quarantine, training_job
     (decision,) = remediation.evaluate(now=timezone.now(), transport="sim", queue=False)
     assert decision.outcome == Outcome.ACTED and decision.training_job is None
     assert RemediationDecision.objects.get().reason.startswith("Started: drain gpu001")
+
+
+def test_two_nodes_of_one_job_drained_together_are_resumed_around_by_one_incident(quarantine, training_job, run_shards):
+    RemediationPolicy.objects.update(breaker_max_percent=100)
+    clock = timezone.now()
+    read_progress(training_job, run_shards)
+    xid79("gpu002", clock)
+    xid79("gpu003", clock)
+    assert [d.outcome for d in remediation.evaluate(now=clock, transport="sim", queue=False)] == [
+        Outcome.DEFERRED,
+        Outcome.DEFERRED,
+    ]
+    drained = remediation.settle_deferred(now=clock + dt.timedelta(minutes=15), transport="sim", queue=False)
+    assert [d.outcome for d in drained] == [Outcome.ACTED, Outcome.ACTED]
+    assert drained[0].resume_incident == drained[1].resume_incident
+    (incident,) = Incident.objects.all()
+    run_phase(incident, run_shards, Phase.CHECKS)
+    plan = incident.remediations.get().plan
+    assert set(plan["replaced"]) == {"gpu002", "gpu003"} and not {"gpu002", "gpu003"} & set(plan["hosts"])
