@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.benchmarks import health_events, link_errors, recording, suites
+from apps.benchmarks import health_events, link_errors, recording, suites, trays
 from apps.benchmarks.choices import (
     ACTIVE,
     BURN_IN_DEFAULT_SECONDS,
@@ -341,6 +341,7 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
     )
     run.refresh_from_db()
     if run.suite in (Suite.SWEEP, Suite.PAIRWISE):
+        trays.name_trays(run)  # in an NVLink domain the unit to isolate is a tray
         health_events.record_suspects(run)  # what the sweep named is what is wrong now (apps/health)
     elif run.suite == Suite.BURN_IN:
         health_events.record_burn_in(run)  # a pass validates the node's GPUs, a failure is an event

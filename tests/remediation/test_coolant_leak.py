@@ -131,3 +131,21 @@ def test_the_operators_power_off_names_the_refusal_where_the_kind_is_missing(lea
         response.content.decode()
     )
     assert not Job.objects.exists()
+
+
+def test_the_dashboard_lists_the_leak_first_linked_to_its_rack(leak, client, viewer):
+    health.record_event(
+        component=Node.objects.get(hostname="gpu001"),
+        source=Source.OPERATOR,
+        kind="fan_noise",
+        severity=Severity.MINOR,
+        summary="a fan is loud",
+        at=NOW + dt.timedelta(minutes=1),
+    )
+    client.force_login(viewer)
+
+    page = client.get("/").content.decode()
+
+    rack = Rack.objects.get(name="nvl01")
+    assert page.index("coolant_leak") < page.index("fan_noise")
+    assert f'href="/racks/{rack.public_id}/"' in page
