@@ -17,7 +17,7 @@ from apps.benchmarks.models import (
     Reference,
     Round,
 )
-from apps.benchmarks.references import NVLINK, Tiers, fabric_of, hpl_tiers
+from apps.benchmarks.references import MNNVL, NVLINK, Tiers, fabric_of, hpl_tiers
 from apps.inventory.choices import NicPurpose, NicTransport
 from apps.inventory.models import Nic, Node
 from apps.parsers.errors import ParseError
@@ -121,14 +121,22 @@ def _pfc_enabled(text: str) -> list[int] | None:
     return qos.pfc_priorities
 
 
-def _reference(node: Node | None, *, intra: bool, collective: str) -> Reference | None:
+def _reference(node: Node | None, *, intra: bool, collective: str, hosts: list[str]) -> Reference | None:
     if node is None or node.gpu_sku_id is None:
         return None
-    fabric = NVLINK if intra else fabric_of(node)
+    fabric = NVLINK if intra else (MNNVL if _one_nvlink_domain(node, hosts) else fabric_of(node))
     scope = Scope.INTRA if intra else Scope.INTER
     return Reference.objects.filter(
         sku_name=node.gpu_sku.name, fabric=fabric, scope=scope, collective=collective
     ).first()
+
+
+def _one_nvlink_domain(node: Node, hosts: list[str]) -> bool:
+    """Whether a test's hosts are all trays of the launcher's NVLink domain: NCCL runs over NVLink then (MNNVL)."""
+    if not node.nvlink_domain_id:
+        return False
+    domains = set(Node.objects.filter(hostname__in=hosts).values_list("nvlink_domain_id", flat=True))
+    return domains == {node.nvlink_domain_id}
 
 
 def record_shard(*, job, shard, step: str, readings: dict, links: dict) -> None:
@@ -156,7 +164,7 @@ def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest
     hosts = list(test["hosts"])
     intra = len(hosts) == 1
     collective = parameters["collective"]
-    reference = _reference(node, intra=intra, collective=collective)
+    reference = _reference(node, intra=intra, collective=collective, hosts=hosts)
     parsed, errors = None, []
     if reading and reading.get("stdout", "").strip():
         try:

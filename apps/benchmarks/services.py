@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.benchmarks import health_events, link_errors, recording, suites
+from apps.benchmarks import health_events, link_errors, recording, suites, trays
 from apps.benchmarks.choices import (
     ACTIVE,
     BURN_IN_DEFAULT_SECONDS,
@@ -191,6 +191,7 @@ def start_run(
         "max_bytes": max_bytes,
         "iterations": iterations,
         "cooldown_seconds": cooldown_seconds,
+        "gpus_per_node": _gpus_per_node(nodes),  # one rank per GPU the nodes have: 4 on a GB200 tray, 8 on HGX
         # A sweep reads the NIC error counters around each round and judges their growth by these tiers.
         "link_error_tiers": {"pass_per_million": tiers.pass_per_million, "warn_per_million": tiers.warn_per_million},
         **environment,
@@ -288,6 +289,12 @@ def _start_node_run(
     return run
 
 
+def _gpus_per_node(nodes) -> int:
+    """The fewest GPUs a node of the set lists in the inventory (8, as before, where none lists any)."""
+    rows = Node.objects.filter(pk__in=[node.pk for node in nodes]).annotate(count=Count("gpus"))
+    return min((count for count in rows.values_list("count", flat=True) if count), default=8)
+
+
 def enqueue(run: BenchmarkRun) -> None:
     # By the task's name, not by importing tasks.py (which imports this module); the task id is the run's id.
     current_app.signature(RUN_TASK).apply_async(args=[str(run.public_id)], task_id=str(run.public_id))
@@ -341,6 +348,7 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
     )
     run.refresh_from_db()
     if run.suite in (Suite.SWEEP, Suite.PAIRWISE):
+        trays.name_trays(run)  # in an NVLink domain the unit to isolate is a tray
         health_events.record_suspects(run)  # what the sweep named is what is wrong now (apps/health)
     elif run.suite == Suite.BURN_IN:
         health_events.record_burn_in(run)  # a pass validates the node's GPUs, a failure is an event
@@ -478,6 +486,7 @@ def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> 
         "min_bytes": min_bytes,
         "max_bytes": max_bytes,
         "iterations": parameters.get("iterations", ITERATIONS),  # a run stored before -n was a parameter
+        "gpus_per_node": parameters.get("gpus_per_node", 8),  # a GB200 tray has 4: one rank per GPU it has
         "socket_ifname": parameters["socket_ifname"],
         "ib_hca": parameters["ib_hca"],
         "ib_gid_index": parameters["ib_gid_index"],

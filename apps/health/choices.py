@@ -10,6 +10,8 @@ class ComponentType(models.TextChoices):
     SWITCH = "switch", "Switch"
     BMC = "bmc", "BMC"
     VOLUME = "volume", "Storage volume"
+    COOLANT = "coolant", "Tray coolant"  # a liquid-cooled tray's coolant inlet (flow, temperatures, pressure)
+    LEAK_SENSOR = "leak_sensor", "Leak sensor"
 
 
 class Source(models.TextChoices):
@@ -20,6 +22,7 @@ class Source(models.TextChoices):
     RUNBOOK = "runbook", "Runbook"
     TELEMETRY = "telemetry", "Telemetry watch"
     BMC_LOG = "bmc_log", "BMC event log"
+    BMC_SENSORS = "bmc_sensors", "BMC sensors"
     KERNEL_LOG = "kernel_log", "Kernel log"
     SCHEDULER = "scheduler", "Scheduler"
     OPERATOR = "operator", "Operator"
@@ -34,6 +37,8 @@ class Severity(models.TextChoices):
 
 # Worst first: what sorts the "what is wrong now" panel and picks an event's severity when a repeat is worse.
 SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.MAJOR: 1, Severity.MINOR: 2, Severity.INFO: 3}
+# Leaks and coolant faults: the most urgent events a fleet has (the rack page says them first, apps/remediation).
+COOLANT_KINDS = ("coolant_leak", "coolant_flow_low", "coolant_temperature_high", "coolant_pressure_high")
 SEVERITY_COLOURS = {Severity.CRITICAL: "red", Severity.MAJOR: "orange", Severity.MINOR: "blue", Severity.INFO: "grey"}
 
 

@@ -7,7 +7,7 @@ from django.db.models import F
 from django.urls import NoReverseMatch, reverse
 
 from apps.accounts.choices import Role
-from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, SEVERITY_RANK, Severity
+from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, SEVERITY_RANK, ComponentType, Severity
 from apps.health.models import HealthEvent
 from apps.health.services import open_events, state_of
 
@@ -59,7 +59,13 @@ class ComponentGroup:
     events: list = field(default_factory=list)
 
 
+COOLANT_COMPONENTS = (ComponentType.COOLANT, ComponentType.LEAK_SENSOR)
+
+
 def _component_url(event: HealthEvent) -> str:
+    if event.component_type in COOLANT_COMPONENTS and event.node_id and event.node.rack_id:
+        # A leak or coolant fault is the rack's: its page says so first and offers the trays' power-off.
+        return reverse("rack-detail", args=[event.node.rack.public_id])
     if event.node_id:
         return reverse("node-detail", args=[event.node.public_id])
     if event.switch_id:
@@ -68,7 +74,7 @@ def _component_url(event: HealthEvent) -> str:
 
 
 def wrong_now() -> dict:
-    events = list(open_events().select_related("switch")[: SHOWN + 1])
+    events = list(open_events().select_related("switch", "node__rack")[: SHOWN + 1])
     counts = {row: 0 for row in Severity.values}
     for severity in HealthEvent.objects.open().values_list("severity", flat=True):
         counts[severity] += 1

@@ -72,6 +72,16 @@ class Component:
     def bmc(cls, node: Node) -> "Component":
         return cls(ComponentType.BMC, f"bmc:{node.pk}", f"{node.hostname} BMC", node)
 
+    @classmethod
+    def coolant(cls, node: Node) -> "Component":
+        """A liquid-cooled tray's coolant inlet, as its BMC reads it."""
+        return cls(ComponentType.COOLANT, f"coolant:{node.pk}", f"{node.hostname} coolant", node)
+
+    @classmethod
+    def leak_sensor(cls, sensor, node: Node) -> "Component":
+        """A rack's leak sensor (apps/inventory LeakSensor) in a compute tray, with that tray's node."""
+        return cls(ComponentType.LEAK_SENSOR, f"leak_sensor:{sensor.pk}", f"leak sensor {sensor.name}", node)
+
 
 def _worse(a: str, b: str) -> str:
     return a if SEVERITY_RANK[a] <= SEVERITY_RANK[b] else b

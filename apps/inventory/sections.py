@@ -1,5 +1,6 @@
 """Sections of the inventory's pages that come from apps above the inventory: on the node page its incidents
-(diagnosis) and BMC readings (monitoring), on the switch page the benchmarks that crossed its ports (benchmarks).
+(diagnosis) and BMC readings (monitoring), on the switch page the benchmarks that crossed its ports (benchmarks), on
+the rack page its open leak and coolant events (remediation), first.
 
 The same pattern as the dashboard's panels (apps/inventory/dashboard.py): the inventory may not import the apps above
 it, so they register a template and a context function for the page's object from their AppConfig.ready().
@@ -41,3 +42,5 @@ class PageSections:
 
 NODE_PAGE = PageSections("node")
 SWITCH_PAGE = PageSections("switch")
+# The rack page's come first, under its title: what is urgent about the rack (a coolant leak, apps/remediation).
+RACK_PAGE = PageSections("rack")

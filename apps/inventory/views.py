@@ -33,7 +33,7 @@ from apps.inventory.filters import (
 from apps.inventory.forms import TRANSFER_FORMATS, BulkNodeForm, DrainForm, ImportForm, NodeForm
 from apps.inventory.models import Nic, Node, Pdu, Rack, SshHostKey, Switch
 from apps.inventory.rackscale import rack_scale_summary
-from apps.inventory.sections import NODE_PAGE, SWITCH_PAGE
+from apps.inventory.sections import NODE_PAGE, RACK_PAGE, SWITCH_PAGE
 from apps.inventory.transfer.background import goes_to_background, start_background_import
 
 
@@ -216,6 +216,7 @@ def rack_detail(request, public_id):
             "pdus": rack.pdus.order_by("feed", "name"),
             "platform_w": power.PLATFORM_W,
             "rack_scale": rack_scale_summary(rack),
+            "sections": RACK_PAGE.render(request, rack),
         },
     )
 

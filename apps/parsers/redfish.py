@@ -216,3 +216,67 @@ def _environment_metrics(data: dict[str, Any]) -> RedfishReport:
         ),
         energy_kwh=to_float(_excerpt(data.get("EnergykWh")).get("Reading")),
     )
+
+
+# --- liquid cooling (Redfish 2023.2: ThermalSubsystem's CoolantConnectors and LeakDetection) ----------------------
+
+
+@dataclass
+class CoolantConnector(Result):
+    """A coolant connector of a liquid-cooled chassis (a tray's inlet): flow, supply and return temperatures, and
+    the pressure drop."""
+
+    name: str
+    flow_lpm: float | None
+    supply_c: float | None
+    return_c: float | None
+    delta_pressure_kpa: float | None
+    health: str | None
+
+
+@dataclass
+class LeakDetector(Result):
+    """A leak detector: `DetectorState` OK, Warning or Critical (a leak)."""
+
+    name: str
+    state: str | None
+    health: str | None
+
+    @property
+    def leaking(self) -> bool:
+        return self.state in ("Warning", "Critical")
+
+
+def _name(data: dict[str, Any], fallback: str) -> str:
+    name = data.get("Name") if isinstance(data.get("Name"), str) else None
+    return clean(name) or str(data.get("Id") or fallback)
+
+
+def _reading(data: dict[str, Any], key: str) -> float | None:
+    return to_float(_excerpt(data.get(key)).get("Reading"))
+
+
+def parse_coolant_connector(text: str) -> CoolantConnector:
+    data = require_dict(load_json(text, "a Redfish CoolantConnector"), "a Redfish CoolantConnector")
+    if "CoolantConnector" not in str(data.get("@odata.type") or "") and "FlowLitersPerMinute" not in data:
+        raise ParseError("expected a Redfish CoolantConnector (FlowLitersPerMinute)", line=1)
+    return CoolantConnector(
+        name=_name(data, "coolant connector"),
+        flow_lpm=_reading(data, "FlowLitersPerMinute"),
+        supply_c=_reading(data, "SupplyTemperatureCelsius"),
+        return_c=_reading(data, "ReturnTemperatureCelsius"),
+        delta_pressure_kpa=_reading(data, "DeltaPressurekPa"),
+        health=_status(data)[0],
+    )
+
+
+def parse_leak_detector(text: str) -> LeakDetector:
+    data = require_dict(load_json(text, "a Redfish LeakDetector"), "a Redfish LeakDetector")
+    if "LeakDetector" not in str(data.get("@odata.type") or "") and "DetectorState" not in data:
+        raise ParseError("expected a Redfish LeakDetector (DetectorState)", line=1)
+    state = data.get("DetectorState")
+    return LeakDetector(
+        name=_name(data, "leak detector"),
+        state=state if isinstance(state, str) else None,
+        health=_status(data)[0],
+    )

@@ -6,6 +6,7 @@ class Action(models.TextChoices):
     QUARANTINE = "quarantine", "Quarantine (drain through the scheduler)"
     REBOOT = "reboot", "Reboot (through the scheduler, once its jobs end)"
     REPAIR = "repair", "Open a repair"
+    POWER_OFF_TRAYS = "power_off_trays", "Power the rack's trays off through their BMCs"
 
 
 class Mode(models.TextChoices):

@@ -1,11 +1,14 @@
-"""The policies Rackpilot ships, created by the app's first migration: the faults an on-call would quarantine for,
-in shadow until an operator turns them on, and a degraded link that only notifies."""
+"""The policies Rackpilot ships, created by the app's migrations: the faults an on-call would quarantine for, in
+shadow until an operator turns them on, a degraded link that only notifies, and a coolant leak that powers the rack's
+trays off (in shadow: remediation has no approval step, so the rack's page offers the operator the power-off at once,
+and an operator who wants it automatic turns the policy on)."""
 
 DEFAULTS = (
     # name, kind pattern, at least this severity, action, mode
     ("XID 79: GPU fell off the bus", "xid79", "critical", "quarantine", "shadow"),
     ("Uncorrectable ECC", "ecc_uncorrectable", "major", "quarantine", "shadow"),
     ("Degraded link", "link_degraded", "minor", "notify", "on"),
+    ("Coolant leak", "coolant_leak", "critical", "power_off_trays", "shadow"),
 )
 
 

@@ -104,6 +104,7 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         Action.QUARANTINE: f"drain {hostname} through the scheduler",
         Action.REBOOT: f"reboot {hostname} through the scheduler once its jobs end",
         Action.REPAIR: "open a repair",
+        Action.POWER_OFF_TRAYS: f"power off {_trays_text(node)} through their BMCs" if node else "",
     }[decision.action]
     what = f"Would {what}" if policy.mode == Mode.SHADOW else f"Started: {what}"
     escalated = f" (escalated from {policy.action}: attempt {decision.attempt})" if decision.escalated else ""
@@ -188,6 +189,9 @@ def settle_deferred(*, now: datetime, transport: str | None = None, queue: bool 
 def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True) -> None:
     """Starts what the decision says, in its transaction: a refused start rolls the drain back and records why."""
     node, event = decision.node, decision.event
+    if decision.action == Action.POWER_OFF_TRAYS:
+        _power_off(decision, transport=transport, queue=queue)
+        return
     if decision.action not in (Action.QUARANTINE, Action.REBOOT):
         return  # notify and repair are the decision itself, read by people and the API
     if defer and decision.action == Action.QUARANTINE and checkpoint.defer(decision):
@@ -223,3 +227,61 @@ def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True)
         decision.job_id = job.public_id
         decision.reason = f"{decision.reason} (job {job.public_id})"[:500]
     decision.save()
+
+
+# --- a coolant leak: the rack's trays powered off --------------------------------------------------------------------
+
+BMC_POWER = "bmc-power"  # the job kind that powers nodes on or off through their BMCs, by name
+
+
+def rack_trays(node: Node) -> list[Node]:
+    """The trays a leak at the node endangers: every compute tray of its NVLink domain (the rack's loop), else the
+    node alone."""
+    if node.nvlink_domain_id:
+        return list(Node.objects.filter(nvlink_domain_id=node.nvlink_domain_id).order_by("tray_slot", "hostname"))
+    return [node]
+
+
+def _trays_text(node: Node) -> str:
+    trays = rack_trays(node)
+    if len(trays) == 1:
+        return trays[0].hostname
+    return f"the {len(trays)} trays of rack {node.rack.name if node.rack_id else node.hostname}"
+
+
+def power_off_trays(*, node: Node, transport: str | None = None, queue: bool = True, requested_by=None):
+    """Starts the `bmc-power` job that powers the node's rack's trays off; raises serializers.ValidationError (naming
+    the field) where the job is refused, nothing started then."""
+    hostnames = tuple(tray.hostname for tray in rack_trays(node))
+    return create_job(
+        kind=BMC_POWER,
+        targets=TargetSpec(nodes=hostnames),
+        parameters={"action": "off"},
+        transport=transport,
+        requested_by=requested_by,
+        queue=queue,
+    )
+
+
+def _power_off(decision: RemediationDecision, *, transport, queue) -> None:
+    try:
+        with transaction.atomic():
+            job = power_off_trays(node=decision.node, transport=transport, queue=queue)
+    except serializers.ValidationError as error:
+        decision.outcome = Outcome.FAILED
+        decision.reason = f"Could not power off {_trays_text(decision.node)}, nothing started: {said(error)}"[:500]
+    else:
+        decision.job_id = job.public_id
+        decision.reason = f"{decision.reason} (job {job.public_id})"[:500]
+    decision.save()
+
+
+def said(error: serializers.ValidationError) -> str:
+    """A refusal as one line: `field: message` for each."""
+    detail = error.detail
+    if not isinstance(detail, dict):
+        return "; ".join(str(item) for item in (detail if isinstance(detail, list) else [detail]))
+    return "; ".join(
+        f"{name}: " + " ".join(str(item) for item in (value if isinstance(value, list) else [value]))
+        for name, value in detail.items()
+    )

@@ -379,6 +379,26 @@ def coolant_inlet(values: BmcFigures) -> dict:
     }
 
 
+def coolant_connectors(values: BmcFigures) -> dict:
+    return {
+        "@odata.id": f"{THERMAL_SUBSYSTEM}/CoolantConnectors",
+        "@odata.type": "#CoolantConnectorCollection.CoolantConnectorCollection",
+        "Name": "Coolant Connector Collection",
+        "Members": [{"@odata.id": COOLANT_INLET}],
+        "Members@odata.count": 1,
+    }
+
+
+def leak_detectors(values: BmcFigures) -> dict:
+    return {
+        "@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors",
+        "@odata.type": "#LeakDetectorCollection.LeakDetectorCollection",
+        "Name": "Leak Detector Collection",
+        "Members": [{"@odata.id": LEAK_DETECTOR}],
+        "Members@odata.count": 1,
+    }
+
+
 SERVICE_ROOT = {
     "@odata.id": "/redfish/v1/",
     "@odata.type": "#ServiceRoot.v1_11_0.ServiceRoot",
@@ -407,6 +427,13 @@ CHASSIS_DOCUMENT = {
     "EnvironmentMetrics": {"@odata.id": f"{CHASSIS}/EnvironmentMetrics"},
 }
 SESSIONS = "/redfish/v1/SessionService/Sessions"
+
+
+def chassis_document(values: BmcFigures | None) -> dict:
+    """The chassis; a liquid-cooled tray's links its ThermalSubsystem (coolant connectors, leak detection) too."""
+    if values is None or values.coolant is None:
+        return CHASSIS_DOCUMENT
+    return {**CHASSIS_DOCUMENT, "ThermalSubsystem": {"@odata.id": THERMAL_SUBSYSTEM}}
 
 
 def _error(status: int, message: str, message_id: str) -> tuple[int, dict, bytes]:
@@ -442,7 +469,7 @@ def redfish(
         return 204, {}, b""
     documents = {
         "/redfish/v1/Chassis": lambda: CHASSIS_COLLECTION,
-        CHASSIS: lambda: CHASSIS_DOCUMENT,
+        CHASSIS: lambda: chassis_document(values_at()),
         f"{CHASSIS}/Thermal": lambda: thermal(values_at()),
         f"{CHASSIS}/Power": lambda: power(values_at()),
         f"{CHASSIS}/EnvironmentMetrics": lambda: environment_metrics(values_at()),
@@ -450,7 +477,9 @@ def redfish(
     liquid = {
         THERMAL_SUBSYSTEM: thermal_subsystem,
         f"{THERMAL_SUBSYSTEM}/LeakDetection": leak_detection,
+        f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors": leak_detectors,
         LEAK_DETECTOR: leak_detector,
+        f"{THERMAL_SUBSYSTEM}/CoolantConnectors": coolant_connectors,
         COOLANT_INLET: coolant_inlet,
     }
     if method == "GET" and path in liquid and (values := values_at()).coolant is not None:

@@ -305,6 +305,9 @@ RING_STEPS = {
     "sendrecv": lambda n: 1,
 }
 NCCL_NVLINK_EFFICIENCY = 0.78  # ring all_reduce on 8 Hopper GPUs reaches ~370 GB/s busbw of 478 GB/s raw
+# all_reduce across the trays of a rack-scale NVLink domain (MNNVL, NVLink SHARP in the switch trays): 811 GB/s busbw
+# measured on 2 GB200 trays (8 GPUs) of an NVL72, of 900 GB/s raw per GPU (lixueduan.com, "GB200 MNNVL" NCCL test).
+MNNVL_ALL_REDUCE_EFFICIENCY = 0.90
 ROCE_GOODPUT = 0.92  # RDMA payload rate of a 400G port (ib_write_bw ~ 368 Gb/s)
 SMALL_RDMA_MTU_SHARE = 0.85  # IP MTU 1500 → RoCE active MTU 1024: more headers and work requests per byte
 LOSSY_ROCE_SHARE = 0.45  # without PFC on the RDMA priority, drops under incast mean go-back-N retransmits
@@ -391,6 +394,22 @@ class RingModel:
         return BUSBW_FACTORS[self.collective](self.ranks) if self.ranks > 1 else 0.0
 
 
+def one_nvlink_domain(nodes: list[SimulatedNode]) -> bool:
+    """Whether the nodes are trays of one rack-scale NVLink domain, in one partition (NCCL's MNNVL then)."""
+    domains = {(state.domain.name, state.domain.clique_id) if state.domain else None for state in nodes}
+    return len(domains) == 1 and None not in domains
+
+
+def mnnvl_busbw_gbps(nodes: list[SimulatedNode], collective: str) -> float:
+    """Bus bandwidth across trays over NVLink: the GPU with the fewest working links sets it (a switch tray down costs
+    every GPU its links there); all_reduce is reduced in the switches (NVLink SHARP)."""
+    gpus = [gpu for state in nodes for gpu in state.visible_gpus]
+    if not gpus:
+        return 0.0
+    efficiency = MNNVL_ALL_REDUCE_EFFICIENCY if collective == "all_reduce" else NCCL_NVLINK_EFFICIENCY
+    return min(nvlink_gbps(gpu) for gpu in gpus) * efficiency
+
+
 def ring_model(collective: str, nodes: list[SimulatedNode], gpus_per_node: int) -> RingModel:
     """The ring NCCL builds over `gpus_per_node` GPUs of each node; the slowest link on it sets the pace."""
     ranks = gpus_per_node * len(nodes)
@@ -400,6 +419,10 @@ def ring_model(collective: str, nodes: list[SimulatedNode], gpus_per_node: int) 
     if len(nodes) == 1:
         peak = 0.0 if intra == math.inf else intra
         return RingModel(collective, ranks, peak * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK)
+    if one_nvlink_domain(nodes):  # multi-node NVLink: the trays' GPUs reach one another through the switch trays
+        return RingModel(
+            collective, ranks, mnnvl_busbw_gbps(nodes, collective) * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK
+        )
     fabric = min(state.leaf_uplink_ratio for state in nodes)
     if len({state.pod for state in nodes}) > 1:  # the ring leaves its pod: through the spines' uplinks to the core
         fabric = min([fabric] + [state.core_uplink_ratio for state in nodes])

@@ -23,6 +23,7 @@ from django.db.models import Count, Max
 
 from apps.inventory.choices import NODE_STATUS_IN_SERVICE, NicPurpose, NodeRole, Plane, StorageTierKind, SwitchTier
 from apps.inventory.models import Cable, Gpu, Nic, Node, Rack, Site, StorageTier, Switch
+from apps.topology.nvlink import DomainInfo, build_domains
 
 DATA_PLANES = (Plane.A.value, Plane.B.value)
 NODE_PREFIX = "node:"
@@ -149,6 +150,7 @@ class ClusterGraph:
     gpus: dict[str, list[GpuInfo]]
     storage_tiers: list[StorageTierInfo]
     cable_count: int = 0
+    nvlink_domains: list[DomainInfo] = field(default_factory=list)  # rack-scale systems' NVLink domains
 
     def compute_nodes(self, *, in_service_only: bool = True) -> list[NodeInfo]:
         return [
@@ -188,7 +190,8 @@ FABRIC_TABLES = (Switch, Nic, Cable, Gpu, StorageTier, Rack, Site)  # Rack, Site
 
 
 def build_cluster_graph() -> ClusterGraph:
-    """The inventory as a graph, in seven queries whatever the cluster's size."""
+    """The inventory as a graph, in eight queries whatever the cluster's size (a few more where it has NVLink
+    domains)."""
     rows = list(Node.objects.values_list("id", "hostname", "role", "status", "rack__name"))
     fabric = _build_fabric({node_id: hostname for node_id, hostname, *_ in rows})
     nodes = [
@@ -210,6 +213,7 @@ def build_cluster_graph() -> ClusterGraph:
         gpus=fabric.gpus,
         storage_tiers=fabric.storage_tiers,
         cable_count=fabric.cable_count,
+        nvlink_domains=build_domains({host: [gpu.index for gpu in gpus] for host, gpus in fabric.gpus.items()}),
     )
 
 

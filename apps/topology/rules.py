@@ -649,3 +649,102 @@ def all_pairs_reference(cluster: ClusterGraph, plane: str) -> dict[tuple[str, st
             if a < b:
                 values[(key_name(a), key_name(b))] = reach.get(b, 0.0)
     return values
+
+
+# --- NVLink domains (rack-scale systems) --------------------------------------------------------------------------
+
+
+def rule_nvlink_domains(cluster: ClusterGraph) -> RuleResult:
+    """Each NVLink domain is complete (every compute tray with its GPUs, every switch tray, every GPU's links to every
+    switch tray, counting the links measured down) and each partition whole (trays of its domain only, in no other
+    partition, with all their GPUs)."""
+    name, title = "nvlink-domains", "NVLink domains are complete and their partitions whole"
+    domains = cluster.nvlink_domains
+    if not domains:
+        return _could_not_run(name, title, "No NVLink domains in the inventory.")
+    missing: list[str] = []  # the parts (trays, GPUs, links) named
+    partitions: list[str] = []
+    offending: list[str] = []
+    links_missing = 0
+    for domain in domains:
+        absent_switches = [slot for slot in range(1, domain.switch_trays + 1) if slot not in domain.switches]
+        absent_trays = [slot for slot in range(1, domain.compute_trays + 1) if slot not in domain.trays]
+        for slot in absent_trays:
+            missing.append(f"{domain.name} compute tray slot {slot} (its {domain.gpus_per_tray} GPUs)")
+            offending.append(f"{domain.name}:tray{slot}")
+        gpus = 0
+        for _slot, host in sorted(domain.trays.items()):
+            present = domain.tray_gpus.get(host, [])
+            gpus += len(present)
+            lacking = [index for index in range(domain.gpus_per_tray) if index not in present]
+            if lacking:
+                missing.append(f"{host} GPU " + ", ".join(map(str, lacking)) + " (not inventoried)")
+                offending.append(host)
+        for slot in absent_switches:
+            per = domain.links_per_switch_tray
+            links_missing += gpus * per
+            missing.append(f"{domain.name} switch tray slot {slot} (every GPU's {per} links to it)")
+            offending.append(f"{domain.name}:switch-tray{slot}")
+        for fault in domain.faults:
+            gpu = f"GPU {fault.gpu_index}" if fault.gpu_index is not None else "every GPU"
+            towards = f" to switch tray {fault.switch_slot}" if fault.switch_slot is not None else ""
+            count = f"{fault.links_down} link(s) down" if fault.links_down else "links degraded"
+            links_missing += (fault.links_down or 0) * (1 if fault.gpu_index is not None else domain.gpus_per_tray)
+            missing.append(f"{fault.hostname} {gpu}: {count}{towards}, measured ({fault.kind}: {fault.summary})")
+            offending.append(fault.hostname)
+        found = _partition_problems(domain)
+        partitions += found
+        offending += [problem.split(" ", 1)[0] for problem in found]  # the partition's name
+    figures = {
+        "domains": len(domains),
+        "gpus_checked": sum(len(gpus) for domain in domains for gpus in domain.tray_gpus.values()),
+        "links_missing": links_missing,
+        "missing": missing[:MAX_LISTED],
+        "partitions": partitions[:MAX_LISTED],
+        "offending_count": len(missing) + len(partitions),
+    }
+    if not missing and not partitions:
+        detail = "; ".join(
+            f"{domain.name} ({domain.system}): {len(domain.trays)} compute trays, {len(domain.switches)} switch trays,"
+            f" every GPU with its {domain.links_per_gpu} links, {_count(len(domain.partitions), 'partition')} whole"
+            for domain in domains
+        )
+        return RuleResult(name=name, title=title, passed=True, detail=detail + ".", figures=figures)
+    parts = []
+    if missing:
+        parts.append(f"Missing: {_names(missing, 6)}")
+    if partitions:
+        parts.append(f"Partitions not whole: {_names(partitions, 4)}")
+    return RuleResult(
+        name=name,
+        title=title,
+        passed=False,
+        detail="; ".join(parts) + ".",
+        offending=list(dict.fromkeys(offending))[:MAX_LISTED],
+        figures=figures,
+    )
+
+
+def _partition_problems(domain) -> list[str]:
+    """A partition reaches trays outside its domain, shares a tray with another partition, or spans a tray partly
+    (some of the tray's GPUs are not there to be in it)."""
+    problems = []
+    owner: dict[str, str] = {}
+    for partition, members in sorted(domain.partitions.items()):
+        strays = [host for host, tray_domain in members if tray_domain != domain.name]
+        if strays:
+            problems.append(f"{partition} reaches {_names(strays, 4)}, outside domain {domain.name}")
+        shared = [host for host, _ in members if host in owner]
+        if shared:
+            others = sorted({owner[host] for host in shared})
+            problems.append(f"{partition} shares {_names(shared, 4)} with {', '.join(others)}")
+        for host, _ in members:
+            owner.setdefault(host, partition)
+        partly = [
+            host
+            for host, tray_domain in members
+            if tray_domain == domain.name and len(domain.tray_gpus.get(host, [])) < domain.gpus_per_tray
+        ]
+        if partly:
+            problems.append(f"{partition} spans {_names(partly, 4)} only partly (GPUs missing)")
+    return problems

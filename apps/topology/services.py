@@ -27,6 +27,7 @@ from apps.topology.graph import (
     table_figures,
 )
 from apps.topology.models import TopologyEvaluation
+from apps.topology.nvlink import nvlink_figures
 
 DEFAULT_BANDWIDTH_THRESHOLD_GBPS = 200
 DEFAULT_MAX_OVERSUBSCRIPTION = 1.0
@@ -127,7 +128,7 @@ def run_rules(
     max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION,
     expected_mtu: int = DEFAULT_MTU,
 ) -> list[rules.RuleResult]:
-    return [
+    results = [
         rules.rule_pair_bandwidth(cluster, threshold_gbps=bandwidth_threshold_gbps, per_plane=per_plane),
         rules.rule_dual_plane(cluster),
         rules.rule_leaf_oversubscription(cluster, max_ratio=max_oversubscription),
@@ -135,6 +136,9 @@ def run_rules(
         rules.rule_storage_bandwidth(cluster),
         rules.rule_data_mtu(cluster, expected_mtu=expected_mtu),
     ]
+    if cluster.nvlink_domains:  # a fleet without rack-scale systems has nothing for it to check, and no verdict
+        results.append(rules.rule_nvlink_domains(cluster))
+    return results
 
 
 def evaluate_topology(
@@ -163,11 +167,11 @@ def evaluate_topology(
 
 
 def topology_fingerprint() -> str:
-    """The state of what the topology rules and map are worked out from (the nodes' and the fabric's tables): changes
-    whenever one of their rows is created, deleted or saved, and (the row counts and highest keys) when rows are bulk
-    created or deleted. Not the simulator's telemetry key (its own, over the tables the simulated nodes are built
-    from)."""
-    figures = [table_figures(Node), *fabric_figures()]
+    """The state of what the topology rules and map are worked out from (the nodes' and the fabric's tables, the NVLink
+    domains' tables and the link faults measured in them): changes whenever one of their rows is created, deleted or
+    saved, and (the row counts and highest keys) when rows are bulk created or deleted. Not the simulator's telemetry
+    key (its own, over the tables the simulated nodes are built from)."""
+    figures = [table_figures(Node), *fabric_figures(), *nvlink_figures()]
     return hashlib.sha256(repr(figures).encode()).hexdigest()[:32]
 
 

@@ -7,10 +7,12 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.monitoring.bmc import polling, readings
+from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.models import Bmc, BmcReading, BmcSchedule
 
 pytestmark = pytest.mark.django_db
@@ -90,3 +92,11 @@ def test_sim_bmcs_command_sets_up_the_demo_cluster(demo_cluster):
 
     assert Bmc.objects.count() == Node.objects.exclude(bmc_address="").count() > 0
     assert all(bmc.has_password for bmc in Bmc.objects.all())
+
+
+def test_sim_bmcs_reads_a_rack_scale_tray_over_redfish(db):
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    call_command("sim_bmcs", stdout=io.StringIO())
+
+    assert Bmc.objects.get(node__hostname="nvl01-t01").protocol == BmcProtocol.REDFISH
+    assert Bmc.objects.get(node__hostname="gpu001").protocol == BmcProtocol.IPMI

@@ -66,3 +66,27 @@ def test_thermal_metrics_temperatures():
 
     assert report.resource == "ThermalMetrics"
     assert [(sensor.name, sensor.reading) for sensor in report.temperatures] == [("Intake", 24.8), ("Exhaust", 41.2)]
+
+
+def test_a_coolant_connector_and_a_leak_detector_read_as_figures_and_states():
+    from apps.parsers.redfish import parse_coolant_connector, parse_leak_detector
+
+    connector = parse_coolant_connector(
+        '{"@odata.type": "#CoolantConnector.v1_0_0.CoolantConnector", "Name": "Tray coolant connector",'
+        ' "FlowLitersPerMinute": {"Reading": 4.41}, "SupplyTemperatureCelsius": {"Reading": 30.1},'
+        ' "ReturnTemperatureCelsius": {"Reading": 41.7}, "DeltaPressurekPa": {"Reading": 59.2},'
+        ' "Status": {"Health": "OK"}}'
+    )
+    assert (connector.flow_lpm, connector.supply_c, connector.return_c, connector.delta_pressure_kpa) == (
+        4.41,
+        30.1,
+        41.7,
+        59.2,
+    )
+    detector = parse_leak_detector(
+        '{"@odata.type": "#LeakDetector.v1_0_0.LeakDetector", "Name": "Tray drip pan leak detector",'
+        ' "DetectorState": "Critical", "Status": {"Health": "Critical"}}'
+    )
+    assert (detector.name, detector.leaking) == ("Tray drip pan leak detector", True)
+    assert not parse_leak_detector('{"DetectorState": "OK"}').leaking
+    assert_parse_error(parse_leak_detector, '{"Name": "Thermal"}', 1, "LeakDetector")

@@ -49,7 +49,7 @@ def test_viewer_reads_the_rules(api_as, viewer, demo_cluster):
 
 def test_viewer_reads_the_graph(api_as, viewer, demo_cluster, django_assert_max_num_queries):
     client = api_as(viewer)
-    with django_assert_max_num_queries(8):  # the token with its user, then the graph's seven
+    with django_assert_max_num_queries(9):  # the token with its user, then the graph's eight
         response = client.get("/api/topology/")
     assert response.status_code == 200
     body = response.json()

@@ -125,7 +125,7 @@ def test_plotly_accepts_the_map_and_builds_the_same_one(demo_cluster, group_abov
 def test_the_map_of_512_nodes_groups_them_by_rack(db, django_assert_num_queries):
     shape = ClusterShape(compute_nodes=512)
     load_cluster(shape)
-    with django_assert_num_queries(7):  # the same seven as for the demo: see test_graph.py
+    with django_assert_num_queries(8):  # the same eight as for the demo: see test_graph.py
         cluster = build_cluster_graph()
     results = run_rules(cluster)
     assert all(result.passed for result in results)

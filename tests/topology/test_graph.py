@@ -50,9 +50,9 @@ def test_nic_detail_knows_where_each_nic_is_cabled(demo_cluster):
     assert [gpu.index for gpu in cluster.gpus["gpu009"]] == list(range(8))
 
 
-def test_building_the_graph_takes_seven_queries(demo_cluster, django_assert_num_queries):
-    # The same seven with 512 nodes: see test_charts.py::test_the_map_of_512_nodes_groups_them_by_rack.
-    with django_assert_num_queries(7):  # the nodes, then the fabric's six
+def test_building_the_graph_takes_eight_queries(demo_cluster, django_assert_num_queries):
+    # The same eight with 512 nodes: see test_charts.py::test_the_map_of_512_nodes_groups_them_by_rack.
+    with django_assert_num_queries(8):  # the nodes, the fabric's six, the NVLink domains (none)
         build_cluster_graph()
 
 

@@ -1,5 +1,6 @@
 """Reading a BMC: IPMI (`ipmitool -I lanplus -C 3 ... sdr`, then `dcmi power reading`) or Redfish (a session, then
-each chassis' Thermal / Power / EnvironmentMetrics, or ThermalSubsystem's ThermalMetrics). Parsed by apps.parsers.
+each chassis' Thermal / Power / EnvironmentMetrics, or ThermalSubsystem's ThermalMetrics, and a liquid-cooled chassis'
+coolant connectors and leak detectors). Parsed by apps.parsers.
 
 The flow is one piece of code for every transport; only two primitives differ: how an ipmitool command is run
 (`local`: a subprocess on the worker's host; `sim`: the simulated BMC) and how an HTTP request is sent (`local`:
@@ -29,12 +30,19 @@ from apps.core.outbound import OutboundRefused, check_target
 from apps.core.threads import thread_connection_returned
 from apps.inventory.models import Node
 from apps.monitoring.bmc.logins import BmcLogin
-from apps.monitoring.bmc.readings import PollOutcome, Reading
+from apps.monitoring.bmc.readings import PollOutcome, Reading, coolant_of
 from apps.monitoring.choices import BmcProtocol, PollResult, SensorKind
 from apps.nodeexec.sim import simulated_bmc
 from apps.parsers.errors import ParseError
 from apps.parsers.ipmi import parse_dcmi_power, parse_ipmitool
-from apps.parsers.redfish import RedfishReport, parse_redfish
+from apps.parsers.redfish import (
+    CoolantConnector,
+    LeakDetector,
+    RedfishReport,
+    parse_coolant_connector,
+    parse_leak_detector,
+    parse_redfish,
+)
 
 TRANSCRIPT_BODY_LIMIT = 64 * 1024  # of each Redfish document kept in the cell's output
 MAX_CHASSIS = 8  # an HGX system lists a few chassis (the system, the GPU baseboard); more is not a server
@@ -197,6 +205,8 @@ class RedfishReader:
         self.auth: dict[str, str] = {}
         self.session_uri = ""
         self.transcript: list[str] = []
+        self.connectors: list[CoolantConnector] = []
+        self.detectors: list[LeakDetector] = []
 
     async def get(self, path: str, *, record: bool = True) -> dict:
         status, _, body = await self.send("GET", path, {"Accept": "application/json", **self.auth}, None)
@@ -262,7 +272,9 @@ class RedfishReader:
                 readings += await self._chassis_readings(chassis, prefix, notes)
         finally:
             await self.log_out()
-        return _outcome(readings, "; ".join(notes), "\n".join(self.transcript))
+        outcome = _outcome(readings, "; ".join(notes), "\n".join(self.transcript))
+        outcome.coolant = coolant_of(self.connectors, self.detectors)
+        return outcome
 
     async def _chassis_readings(self, chassis: dict, prefix: str, notes: list[str]) -> list[Reading]:
         reports: list[RedfishReport] = []
@@ -271,14 +283,38 @@ class RedfishReader:
             if link:
                 reports.append(self._parse(await self.get(link)))
         thermal_subsystem = (chassis.get("ThermalSubsystem") or {}).get("@odata.id")
-        if thermal_subsystem and not chassis.get("Thermal"):
+        if thermal_subsystem:
             subsystem = await self.get(thermal_subsystem, record=False)
             metrics = (subsystem.get("ThermalMetrics") or {}).get("@odata.id")
-            if metrics:
+            if metrics and not chassis.get("Thermal"):
                 reports.append(self._parse(await self.get(metrics)))
+            await self._liquid_cooling(subsystem)
         if not any(report.resource in ("Power", "EnvironmentMetrics") for report in reports):
             notes.append(f"{prefix or 'the chassis '}has no Power or EnvironmentMetrics resource".replace("  ", " "))
         return _redfish_readings(reports, prefix)
+
+    async def _liquid_cooling(self, subsystem: dict) -> None:
+        """A liquid-cooled chassis' coolant connectors and leak detectors (Redfish 2023.2), where it lists them."""
+        connectors = (subsystem.get("CoolantConnectors") or {}).get("@odata.id")
+        for path in await self._members(connectors):
+            self.connectors.append(self._parse_with(parse_coolant_connector, await self.get(path)))
+        detection = (subsystem.get("LeakDetection") or {}).get("@odata.id")
+        if detection:
+            detectors = ((await self.get(detection, record=False)).get("LeakDetectors") or {}).get("@odata.id")
+            for path in await self._members(detectors):
+                self.detectors.append(self._parse_with(parse_leak_detector, await self.get(path)))
+
+    async def _members(self, collection: str | None) -> list[str]:
+        if not collection:
+            return []
+        members = (await self.get(collection, record=False)).get("Members") or []
+        return [m["@odata.id"] for m in members if isinstance(m, dict) and m.get("@odata.id")][:MAX_CHASSIS]
+
+    def _parse_with(self, parse, document: dict):
+        try:
+            return parse(json.dumps(document))
+        except ParseError as error:
+            raise BmcFailure(PollResult.ERROR, f"{self.login.name}: unreadable Redfish document ({error})") from None
 
     def _parse(self, document: dict) -> RedfishReport:
         try:
@@ -350,7 +386,8 @@ class SimulatedBmcLink:
         return self.bmcs.ipmitool(await self.figures(), argv, password=self.login.password, at=self.at)
 
     async def redfish(self, method: str, path: str, headers: dict, body: bytes | None) -> tuple[int, dict, bytes]:
-        figures = await self.figures() if path.startswith(self.bmcs.CHASSIS + "/") and self._tokens else None
+        in_chassis = (path.rstrip("/") + "/").startswith(self.bmcs.CHASSIS + "/")  # the chassis says if it is liquid
+        figures = await self.figures() if in_chassis and self._tokens else None
         return self.bmcs.redfish(lambda: figures, method, path, headers=headers, body=body, tokens=self._tokens)
 
 

@@ -21,12 +21,41 @@ class Reading:
     value: float
 
 
+@dataclass(frozen=True)
+class Coolant:
+    """A liquid-cooled tray's coolant inlet (the first connector its BMC lists) and its leak detectors."""
+
+    flow_lpm: float | None
+    supply_c: float | None
+    return_c: float | None
+    delta_pressure_kpa: float | None
+    detectors: int
+    leaking: tuple[str, ...]  # the detectors that say a leak, by name
+
+
+def coolant_of(connectors: list, detectors: list) -> Coolant | None:
+    """The coolant figures of parsed CoolantConnectors and LeakDetectors (apps/parsers/redfish.py); None for an
+    air-cooled chassis (neither)."""
+    if not connectors and not detectors:
+        return None
+    inlet = connectors[0] if connectors else None
+    return Coolant(
+        flow_lpm=inlet.flow_lpm if inlet else None,
+        supply_c=inlet.supply_c if inlet else None,
+        return_c=inlet.return_c if inlet else None,
+        delta_pressure_kpa=inlet.delta_pressure_kpa if inlet else None,
+        detectors=len(detectors),
+        leaking=tuple(detector.name for detector in detectors if detector.leaking),
+    )
+
+
 @dataclass
 class PollOutcome:
     result: str
     message: str
     readings: list[Reading] = field(default_factory=list)
     transcript: str = ""
+    coolant: Coolant | None = None  # a liquid-cooled tray's; judged by apps/monitoring/bmc/coolant.py
 
     def summary(self) -> str:
         """One line for the job's matrix cell: the hottest temperature, the power and the fastest fan."""

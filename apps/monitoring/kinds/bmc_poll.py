@@ -1,15 +1,17 @@
 """apps/monitoring/kinds/bmc_poll.py: `bmc-poll` reads each node's BMC (IPMI or Redfish) and stores its
-temperatures, fans and power as series (docs/monitoring.md, "BMC readings"). Run by beat's schedule per site
+temperatures, fans and power as series (docs/monitoring.md, "BMC readings"); a liquid-cooled tray's leaks and coolant
+faults become health events (apps/monitoring/bmc/coolant.py). Run by beat's schedule per site
 (apps/monitoring/bmc/polling.py), or asked for by hand. The reading itself is apps/monitoring/bmc/clients.py."""
 
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.health.choices import Severity
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.bmc import clients, logins, readings
+from apps.monitoring.bmc import clients, coolant, logins, readings
 from apps.monitoring.bmc.polling import KIND
 from apps.monitoring.choices import PollResult
 from apps.nodeexec.base import CommandResult, NodeTarget
@@ -103,7 +105,11 @@ class BmcPoll(JobKind):
 
     def shard_finished(self, job, shard) -> None:
         polled = [(hostname, outcome) for (hostname, _), outcome in self.outcomes.items() if hostname in self.logins]
-        written = readings.record_polls({self.logins[host][0]: outcome for host, outcome in polled}, at=self.at)
+        by_node = {self.logins[host][0]: outcome for host, outcome in polled}
+        written = readings.record_polls(by_node, at=self.at)
+        for event in coolant.judge_coolant(outcomes=by_node, at=self.at):
+            level = EventLevel.ERROR if event.severity == Severity.CRITICAL else EventLevel.WARNING
+            emit(job, event.summary, level=level, hostname=event.node.hostname if event.node else "", step=STEP)
         for hostname, outcome in polled:
             if outcome.result == PollResult.AUTH_FAILED:  # the finding an operator must act on: fix the login
                 emit(job, outcome.message, level=EventLevel.ERROR, hostname=hostname, step=STEP)

@@ -1,4 +1,5 @@
-"""Give every node with a BMC address the simulated BMCs' account, so the demo cluster's BMCs are read."""
+"""Give every node with a BMC address the simulated BMCs' account, so the demo cluster's BMCs are read. A rack-scale
+system's compute tray is read over Redfish whatever the protocol asked: its coolant and leak detectors are there."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -25,7 +26,7 @@ class Command(BaseCommand):
                 logins.save_bmc(
                     node=node,
                     address=node.bmc_address,
-                    protocol=protocol,
+                    protocol=BmcProtocol.REDFISH if node.nvlink_domain_id else protocol,
                     port=None,
                     user=settings.RACKPILOT_SIM_BMC_USER,
                     verify_tls=True,

@@ -1,0 +1,31 @@
+"""The rack page's first section (apps/inventory/sections.py RACK_PAGE): the rack's open leak and coolant events, the
+most urgent the fleet has, with what the coolant policy did or would do about them and, for operators, the trays'
+power-off at one click."""
+
+from apps.accounts.choices import Role
+from apps.health.choices import COOLANT_KINDS, Severity
+from apps.health.models import HealthEvent
+from apps.remediation import services
+from apps.remediation.choices import Action
+from apps.remediation.models import RemediationDecision
+
+
+def rack_coolant(rack, request) -> dict:
+    events = list(
+        HealthEvent.objects.open().filter(node__rack=rack, kind__in=COOLANT_KINDS).select_related("node").worst_first()
+    )
+    leaks = [event for event in events if event.kind == "coolant_leak"]
+    decisions = list(
+        RemediationDecision.objects.filter(event__in=leaks, action=Action.POWER_OFF_TRAYS)
+        .select_related("policy")
+        .order_by("-decided_at", "-id")
+    )
+    trays = services.rack_trays(leaks[0].node) if leaks and leaks[0].node else []
+    return {
+        "rack": rack,
+        "events": events,
+        "critical": any(event.severity == Severity.CRITICAL for event in events),
+        "decisions": decisions,
+        "trays": trays,
+        "may_power_off": bool(trays) and request.user.has_role(Role.OPERATOR),
+    }

@@ -1,0 +1,69 @@
+"""A liquid-cooled tray's coolant read by the BMC poll (Redfish ThermalSubsystem) and recorded in the health loop: a
+leak is a critical event on the tray's leak sensor, low flow a major one on its coolant, each with the reading and
+the threshold; a healthy tray and an air-cooled node record nothing."""
+
+import pytest
+from django.conf import settings
+
+from apps.health.choices import ComponentType, Severity, Source
+from apps.health.models import HealthEvent
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import LeakSensor, Node
+from apps.jobs.choices import JobStatus
+from apps.monitoring.bmc import logins
+from apps.monitoring.bmc.coolant import FLOW_LOW_SHARE
+from apps.simulator import services as simulator
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def tray():
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    node = Node.objects.get(hostname="nvl01-t03")
+    logins.save_bmc(
+        node=node,
+        address=node.bmc_address,
+        protocol="redfish",
+        port=None,
+        user=settings.RACKPILOT_SIM_BMC_USER,
+        verify_tls=True,
+        password=settings.RACKPILOT_SIM_BMC_PASSWORD,
+    )
+    return node
+
+
+def test_a_healthy_tray_records_nothing_and_a_leak_is_a_critical_event_on_its_leak_sensor(tray, poll):
+    job = poll(tray)
+    assert job.status == JobStatus.SUCCEEDED
+    assert not HealthEvent.objects.exists()
+
+    simulator.inject_fault(node=tray, kind="leak")
+    job = poll(tray)
+
+    event = HealthEvent.objects.get()
+    sensor = LeakSensor.objects.get(node=tray)
+    assert (event.kind, event.severity, event.source) == ("coolant_leak", Severity.CRITICAL, Source.BMC_SENSORS)
+    assert (event.component_type, event.component_key, event.node) == (
+        ComponentType.LEAK_SENSOR,
+        f"leak_sensor:{sensor.pk}",
+        tray,
+    )
+    assert f"nvl01-t03's leak sensor {sensor.name} reads a leak" in event.summary
+    assert event.evidence[-1]["reading"] == "leak" and event.evidence[-1]["loop"] == "nvl01-loop"
+    assert job.events.filter(level="error", message__contains="Coolant leak").exists()
+
+
+def test_low_flow_is_a_major_event_with_the_reading_and_the_threshold(tray, poll):
+    simulator.inject_fault(node=tray, kind="coolant_flow_low")
+
+    poll(tray)
+
+    event = HealthEvent.objects.get(kind="coolant_flow_low")
+    loop = tray.rack.coolant_loops.get()
+    floor = round(float(loop.design_flow_lpm) / 18 * FLOW_LOW_SHARE, 2)
+    assert (event.severity, event.component_key) == (Severity.MAJOR, f"coolant:{tray.pk}")
+    observation = event.evidence[-1]
+    assert observation["threshold"] == floor and observation["reading"] < floor and observation["unit"] == "l/min"
+    assert f"below {floor:g} l/min" in event.summary
+    assert not HealthEvent.objects.filter(kind="coolant_leak").exists()
