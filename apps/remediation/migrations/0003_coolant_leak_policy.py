@@ -11,7 +11,7 @@ def ship_defaults(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("remediation", "0001_remediation_policies"),
+        ("remediation", "0002_checkpoint_aware_quarantine"),
     ]
 
     operations = [
