@@ -1,6 +1,9 @@
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.health.choices import ClearedBy
+from apps.health.costs import failure_cost
 from apps.health.models import HealthEvent
 
 
@@ -21,15 +24,25 @@ class HealthEventSerializer(serializers.ModelSerializer):
         choices=[("", "Not cleared"), *ClearedBy.choices], read_only=True, help_text="Blank while the event is open."
     )
     cleared_by_user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    gpu_hours_lost = serializers.SerializerMethodField(
+        help_text='GPU-hours the failure cost (docs/health.md, "Failure costs"): its training jobs\' work since their '
+        "last checkpoint on all their GPUs, and its node's drained time on the node's GPUs (still drained: to now)."
+    )
 
     class Meta:
         model = HealthEvent
         fields = [
             "id", "component_type", "component", "node", "gpu", "nic", "cable", "switch", "switch_port", "source",
             "sources", "kind", "severity", "summary", "first_seen", "last_seen", "count", "evidence", "open",
-            "cleared_at", "cleared_by", "cleared_by_user", "clear_reason", "clear_evidence",
+            "cleared_at", "cleared_by", "cleared_by_user", "clear_reason", "clear_evidence", "gpu_hours_lost",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(serializers.FloatField())
+    def get_gpu_hours_lost(self, event: HealthEvent) -> float:
+        # The list works out a page's costs in one pass (HealthEventViewSet.list); one event alone here.
+        cost = self.context.get("costs", {}).get(event.pk) or failure_cost(event, now=timezone.now(), slo=False)
+        return round(cost.gpu_hours_lost, 3)
 
 
 class ClearSerializer(serializers.Serializer):

@@ -1,4 +1,5 @@
 from django.db import transaction
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
@@ -8,6 +9,7 @@ from apps.accounts.choices import Role
 from apps.health import services
 from apps.health.api.serializers import ClearSerializer, HealthEventSerializer
 from apps.health.choices import ClearedBy
+from apps.health.costs import failure_costs
 from apps.health.filters import HealthEventFilterSet
 from apps.health.models import HealthEvent
 from apps.inventory.api.views import UUID_PATTERN
@@ -26,6 +28,12 @@ class HealthEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
 
     def get_queryset(self):
         return super().get_queryset().worst_first()
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        costs = failure_costs(page, now=timezone.now())  # the page's costs in one pass, not one pass per row
+        serializer = self.get_serializer(page, many=True, context={**self.get_serializer_context(), "costs": costs})
+        return self.get_paginated_response(serializer.data)
 
     @extend_schema(
         request=ClearSerializer,
