@@ -261,6 +261,22 @@ POPULATION = {
 }
 
 
+RELIABILITY_WINDOWS = {"7d": 7, "30d": 30, "90d": 90}  # days; the reliability page's and API's choices
+RELIABILITY_DEFAULT = "30d"
+
+
+def reliability(*, window: str, now: datetime) -> dict:
+    """The reliability page's and /api/reliability/'s content over the window ending at `now`."""
+    since = now - timedelta(days=RELIABILITY_WINDOWS[window])
+    return {
+        "window": window,
+        "since": since,
+        "until": now,
+        "mtbf": mtbf(since=since, until=now),
+        **lemons(since=since, until=now),
+    }
+
+
 def _operating_hours(rows, *, since: datetime, until: datetime) -> float:
     """Hours each row existed in the window (from its creation, when that falls inside), added up."""
     hours = 0.0

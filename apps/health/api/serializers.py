@@ -2,8 +2,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.health.choices import ClearedBy
-from apps.health.costs import failure_cost
+from apps.health.choices import ClearedBy, ComponentType
+from apps.health.costs import RELIABILITY_WINDOWS, failure_cost
 from apps.health.models import HealthEvent
 
 
@@ -47,3 +47,49 @@ class HealthEventSerializer(serializers.ModelSerializer):
 
 class ClearSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=300, help_text="Why the event is cleared (kept in the audit log).")
+
+
+class ReliabilityQuerySerializer(serializers.Serializer):
+    window = serializers.ChoiceField(choices=list(RELIABILITY_WINDOWS), required=False, allow_blank=True)
+
+    def validate(self, attrs):
+        unknown = sorted(set(self.initial_data) - {"window", "format"})
+        if unknown:
+            raise serializers.ValidationError(
+                {name: ["Unknown query parameter; this takes `window`."] for name in unknown}
+            )
+        for name in self.initial_data:
+            if len(self.initial_data.getlist(name)) > 1:
+                raise serializers.ValidationError({name: ["Give this parameter once."]})
+        return attrs
+
+
+class MtbfSerializer(serializers.Serializer):
+    component_type = serializers.ChoiceField(choices=ComponentType.choices)
+    operating_hours = serializers.FloatField(allow_null=True, help_text="Null: no inventory to count hours on.")
+    failures = serializers.IntegerField(help_text="Critical and major events first seen in the window.")
+    mtbf_hours = serializers.FloatField(allow_null=True, help_text="Operating hours per failure; null without one.")
+
+
+class LemonNodeSerializer(serializers.Serializer):
+    node = serializers.CharField(source="node.hostname")
+    gpu_hours_lost = serializers.FloatField()
+    failures = serializers.IntegerField()
+
+
+class LemonPartSerializer(serializers.Serializer):
+    component_type = serializers.ChoiceField(choices=ComponentType.choices)
+    component = serializers.CharField()
+    serial = serializers.CharField(help_text="The GPU's serial; blank for parts the inventory keeps none of.")
+    node = serializers.CharField(source="node.hostname", allow_null=True, default=None)
+    gpu_hours_lost = serializers.FloatField()
+    failures = serializers.IntegerField()
+
+
+class ReliabilitySerializer(serializers.Serializer):
+    window = serializers.CharField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    mtbf = MtbfSerializer(many=True)
+    nodes = LemonNodeSerializer(many=True, help_text="The nodes whose failures cost the most, most first.")
+    parts = LemonPartSerializer(many=True, help_text="The parts whose failures cost the most, most first.")
