@@ -29,18 +29,22 @@ class RemediationPolicySerializer(serializers.ModelSerializer):
         queryset=Rack.objects.all(),
         many=True,
         required=False,
+        error_messages={"does_not_exist": "No rack matches {value}."},
         help_text="Racks' ids: in mode on, the policy acts on these racks' nodes only (shadow elsewhere); "
         "none: the whole fleet.",
     )
-    stage = serializers.ChoiceField(
-        choices=["shadow", "canary", "fleet"], read_only=True, help_text="Shadow, on for its canary racks, or on."
+    rollout = serializers.ChoiceField(
+        source="stage",
+        choices=["shadow", "canary", "fleet"],
+        read_only=True,
+        help_text="Its rollout stage: shadow, on for its canary racks (canary), or on for the fleet.",
     )
 
     class Meta:
         model = RemediationPolicy
         fields = [
             "id", "name", "kind_pattern", "min_severity", "action", "mode", "enabled", "breaker_max_nodes",
-            "breaker_max_percent", "breaker_window_minutes", "max_attempts", "canary_racks", "stage", "created",
+            "breaker_max_percent", "breaker_window_minutes", "max_attempts", "canary_racks", "rollout", "created",
             "updated",
         ]  # fmt: skip
         read_only_fields = ["created", "updated"]
@@ -76,6 +80,7 @@ class BacktestOptionsSerializer(serializers.Serializer):
         queryset=RemediationPolicy.objects.all(),
         required=False,
         allow_null=True,
+        error_messages={"does_not_exist": "No remediation policy matches {value}."},
         help_text="The policy the candidate changes (its other fields as they are); none: a new policy.",
     )
     window = serializers.ChoiceField(
