@@ -25,6 +25,7 @@ def slo_burn(events: list[HealthEvent], now: datetime) -> dict[int, list[dict]]:
     burns: dict[int, list[dict]] = {}
     for event in events:
         if event.node_id is None:
+            burns[event.pk] = []  # on no node (a switch): no SLO names it
             continue
         end = min(event.cleared_at or now, now)
         found = []
