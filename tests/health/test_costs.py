@@ -27,9 +27,14 @@ def fleet(db):
     """Two 8-GPU nodes holding one training job (2 × 8 ranks), checkpointing every 1,000 steps at 2 s a step."""
     with at(T0 - dt.timedelta(days=30)):
         nodes = [factories.make_node(hostname=f"gpu{n:03d}") for n in (1, 2)]
-        gpus = [factories.make_gpu(node=node, index=i, serial=f"SN-{node.hostname}-{i}") for node in nodes for i in range(8)]
+        gpus = [
+            factories.make_gpu(node=node, index=i, serial=f"SN-{node.hostname}-{i}") for node in nodes for i in range(8)
+        ]
         job = TrainingJob.objects.create(
-            name="llama", state=TrainingState.RUNNING, checkpoint_interval_steps=1000, started_at=T0 - dt.timedelta(days=1)
+            name="llama",
+            state=TrainingState.RUNNING,
+            checkpoint_interval_steps=1000,
+            started_at=T0 - dt.timedelta(days=1),
         )
         for rank, node in enumerate(nodes):
             TrainingJobNode.objects.create(job=job, node=node, node_rank=rank)
