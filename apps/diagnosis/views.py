@@ -7,6 +7,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import Role
@@ -14,6 +15,7 @@ from apps.accounts.decorators import role_required
 from apps.core.listing import Listing
 from apps.diagnosis import rehearsal, services
 from apps.diagnosis.choices import Problem, RemediationState
+from apps.diagnosis.costs import incident_cost
 from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.forms import IncidentForm, RehearsalForm, TriageForm
 from apps.diagnosis.models import Evidence, Hypothesis, Incident
@@ -123,7 +125,10 @@ def incident_detail(request, public_id):
         "liveUrl": reverse("incident-live", args=[incident.public_id]),
         "active": incident.active,
     }
-    return render(request, "diagnosis/incident_detail.html", {**_context(request, incident), "live": live})
+    cost = incident_cost(incident, now=timezone.now())  # not in the live part: the page's one read of it
+    return render(
+        request, "diagnosis/incident_detail.html", {**_context(request, incident), "live": live, "cost": cost}
+    )
 
 
 @login_required

@@ -5,9 +5,11 @@ from dataclasses import dataclass, field
 
 from django.db.models import F
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 
 from apps.accounts.choices import Role
 from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, SEVERITY_RANK, ComponentType, Severity
+from apps.health.costs import failure_costs
 from apps.health.models import HealthEvent
 from apps.health.services import open_events, state_of
 
@@ -96,6 +98,9 @@ def wrong_now() -> dict:
 
 
 def _section(events: list[HealthEvent], recent_cleared: list[HealthEvent], request) -> dict:
+    costs = failure_costs([*events, *recent_cleared], now=timezone.now())
+    for event in [*events, *recent_cleared]:
+        event.cost = costs[event.pk]
     for event in events:
         event.links = evidence_links(event)
         event.lines = evidence_lines(event)

@@ -1,14 +1,16 @@
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.health import services
+from apps.health import costs, services
 from apps.health.choices import ClearedBy
-from apps.health.forms import ClearEventForm
+from apps.health.forms import ClearEventForm, ReliabilityForm
 from apps.health.models import HealthEvent
 
 
@@ -40,3 +42,16 @@ def clear_event(request, public_id):
     else:
         messages.success(request, f"Cleared {event.kind} on {event.component_label}.")
     return _page_of(event)
+
+
+@login_required
+def reliability(request):
+    """MTBF per component type and the lemons: the nodes and parts whose failures cost the most GPU-hours."""
+    form = ReliabilityForm(request.GET)
+    if not form.is_valid():
+        return render(request, "health/reliability.html", {"form": form}, status=400)
+    window = form.cleaned_data["window"] or costs.RELIABILITY_DEFAULT
+    context = costs.reliability(window=window, now=timezone.now())
+    return render(
+        request, "health/reliability.html", {"form": form, **context, "windows": list(costs.RELIABILITY_WINDOWS)}
+    )

@@ -9,13 +9,15 @@ class MonitoringConfig(AppConfig):
     def ready(self) -> None:
         # Registers the job kinds (`bmc-poll`, `business-validation`, `training-progress`), the dashboard's panels,
         # the node page's BMC section and the racks' measured draw.
+        from apps.health.costs import register_slo_burn
         from apps.inventory.dashboard import register_panel
         from apps.inventory.power import register_measured_annotation, register_measured_source
         from apps.inventory.sections import NODE_PAGE
-        from apps.monitoring import gpuhours, health, kinds, services, signals  # noqa: F401
+        from apps.monitoring import failure_slo, gpuhours, health, kinds, services, signals  # noqa: F401
         from apps.monitoring.panels import node_bmc_context, rack_measured_w, racks_power
 
         signals.connect()
+        register_slo_burn(failure_slo.slo_burn)  # a failure's SLO budget burned (apps/health/costs.py)
         register_panel(
             name="telemetry-health",
             template="monitoring/partials/health_panel.html",

@@ -239,6 +239,28 @@ def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | 
     return slo.budget(spec, name, [slo.meets(spec, value) for value in slo_values(source, spec, window)])
 
 
+def slo_counts_between(source: Telemetry, spec: slo.SloSpec, *, start: float, end: float) -> tuple[int, int] | None:
+    """(steps judged, steps met) of the SLO over [start, end], counted as slo_budget counts a window: the recorded
+    verdicts, else Prometheus's count, else the criterion over the samples; None for an empty interval."""
+    span = end - start
+    if span < 60:
+        return None
+    recorded = source.recorded_slo_counts(slo=spec.name, span=span, end=end)
+    if recorded is not None:
+        return recorded
+    resolution = slo.resolution_seconds(spec)
+    counts = source.slo_counts(good_expression=slo.good_expression(spec), span=span, resolution=resolution, end=end)
+    if counts is not None:
+        return counts
+    step = max(float(resolution), span / 60)  # the page's 60 steps a window
+    window = Window(end=end, span=span, step=step, rate_range=max(step, 60.0))
+    verdicts = [slo.meets(spec, value) for value in slo_values(source, spec, window)]
+    judged = [v for v in verdicts if v is not None]
+    # Each of the 60 steps stands for `step` seconds: scaled to the criterion's resolution, as the budget counts.
+    scale = step / resolution
+    return int(round(len(judged) * scale)), int(round(sum(judged) * scale))
+
+
 def slos_met(rows, *, window: str) -> list[bool | None]:
     """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable)."""
     source, _ = _source()

@@ -37,6 +37,13 @@ class RemediationPolicy(AuditedModel, PublicModel):
     breaker_window_minutes = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
     # After this many actions on one node for one kind, a fault back escalates (reboot → quarantine and repair).
     max_attempts = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    # The rollout: "on" with canary racks acts on their nodes only and stays in shadow on the rest of the fleet.
+    canary_racks = models.ManyToManyField(
+        "inventory.Rack",
+        blank=True,
+        related_name="+",
+        help_text="On: act only on these racks' nodes (shadow elsewhere); none: on the whole fleet.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -52,6 +59,20 @@ class RemediationPolicy(AuditedModel, PublicModel):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def stage(self) -> str:
+        """Where its rollout stands: shadow, canary (on for its canary racks) or fleet (on everywhere)."""
+        if self.mode == Mode.SHADOW:
+            return "shadow"
+        return "canary" if self.pk and self.canary_racks.all() else "fleet"
+
+    def mode_for(self, node) -> str:
+        """Its mode on a node: "on" only on its canary racks while it has some; shadow elsewhere."""
+        if self.mode != Mode.ON or not self.pk:
+            return self.mode
+        racks = {rack.pk for rack in self.canary_racks.all()}
+        return Mode.ON if not racks or (node is not None and node.rack_id in racks) else Mode.SHADOW
 
     def matches(self, event) -> bool:
         return (

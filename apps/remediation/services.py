@@ -30,7 +30,7 @@ NOT_IN_REASON = re.compile(rf"[^{REASON_CHARACTERS}]")  # what Slurm's reason pl
 
 def evaluate(*, now: datetime, transport: str | None = None, queue: bool = True) -> list[RemediationDecision]:
     """Decides, once, what each enabled policy does about each open event it matches; returns the new decisions."""
-    policies = list(RemediationPolicy.objects.filter(enabled=True).order_by("pk"))
+    policies = list(RemediationPolicy.objects.filter(enabled=True).prefetch_related("canary_racks").order_by("pk"))
     if not policies:
         return []
     events = list(open_events().filter(first_seen__lte=now).select_related("node").order_by("first_seen", "pk"))
@@ -62,15 +62,16 @@ def _decide(*, event, policy, now, transport, queue) -> RemediationDecision | No
 
 def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> RemediationDecision:
     node = event.node
+    mode = policy.mode_for(node)  # shadow outside its canary racks
     decision = RemediationDecision(
-        event=event, policy=policy, node=node, kind=event.kind, mode=policy.mode, action=policy.action,
+        event=event, policy=policy, node=node, kind=event.kind, mode=mode, action=policy.action,
         opens_repair=policy.action == Action.REPAIR, decided_at=now, outcome=Outcome.REFUSED,
     )  # fmt: skip
     if node is None and policy.action != Action.NOTIFY:
         decision.reason = f"{event.component_label} is in no node: nothing to {policy.action}; a person decides."
         return decision
     if node is not None:
-        prior = RemediationDecision.objects.filter(node=node, kind=event.kind, mode=policy.mode, outcome__in=DONE)
+        prior = RemediationDecision.objects.filter(node=node, kind=event.kind, mode=mode, outcome__in=DONE)
         attempts = prior.count()
         decision.attempt = attempts + 1
         if attempts >= policy.max_attempts:  # back after its action: escalate
@@ -92,11 +93,11 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         if node.is_drained:
             decision.reason = f"{node.hostname} is drained already ({node.drain_reason}); nothing to do."
             return decision
-        tripped = _breaker(policy=policy, node=node, now=now)
+        tripped = _breaker(policy=policy, mode=mode, node=node, now=now)
         if tripped:
             decision.reason = tripped
             return decision
-    decision.outcome = Outcome.WOULD_ACT if policy.mode == Mode.SHADOW else Outcome.ACTED
+    decision.outcome = Outcome.WOULD_ACT if mode == Mode.SHADOW else Outcome.ACTED
     hostname = node.hostname if node else ""
     what = {
         # The decision is the notice and the repair request: listed on the remediation page and its API.
@@ -106,7 +107,7 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         Action.REPAIR: "open a repair",
         Action.POWER_OFF_TRAYS: f"power off {_trays_text(node)} through their BMCs" if node else "",
     }[decision.action]
-    what = f"Would {what}" if policy.mode == Mode.SHADOW else f"Started: {what}"
+    what = f"Would {what}" if mode == Mode.SHADOW else f"Started: {what}"
     escalated = f" (escalated from {policy.action}: attempt {decision.attempt})" if decision.escalated else ""
     repair = " and open a repair" if decision.opens_repair and decision.action != Action.REPAIR else ""
     decision.reason = f"{what}{repair}{escalated}: {event.summary}"[:500]
@@ -128,12 +129,16 @@ def breaker_limit(policy: RemediationPolicy, fleet: int) -> int:
     return max(1, min(policy.breaker_max_nodes, math.floor(float(policy.breaker_max_percent) * fleet / 100)))
 
 
-def _breaker(*, policy, node, now) -> str:
+BREAKER_TRIPPED = "Circuit breaker tripped"  # how a breaker refusal begins (the back-test counts them)
+SUSPECT_LEAF = re.compile(r"behind leaf switch (?P<leaf>.+?): suspect the switch")
+
+
+def _breaker(*, policy, mode, node, now) -> str:
     """Empty when the node may be taken out; else the refusal, naming a leaf switch every tripped node shares."""
     since = now - timedelta(minutes=policy.breaker_window_minutes)
     taken = set(
         RemediationDecision.objects.filter(
-            mode=policy.mode, action__in=TAKES_NODE_OUT, outcome__in=DONE, decided_at__gt=since, node__isnull=False
+            mode=mode, action__in=TAKES_NODE_OUT, outcome__in=DONE, decided_at__gt=since, node__isnull=False
         ).values_list("node_id", flat=True)
     )
     if node.pk in taken:
@@ -146,7 +151,7 @@ def _breaker(*, policy, node, now) -> str:
     cause = shared_leaf(list(tripped))
     cause_text = f" All {len(taken) + 1} nodes are behind leaf switch {cause}: suspect the switch." if cause else ""
     return (
-        f"Circuit breaker tripped: {len(taken)} node(s) already taken out by automation in "
+        f"{BREAKER_TRIPPED}: {len(taken)} node(s) already taken out by automation in "
         f"{policy.breaker_window_minutes} min, the limit is {limit} ({policy.breaker_max_nodes} nodes or "
         f"{policy.breaker_max_percent} % of {fleet}); {node.hostname} left in service, a person decides.{cause_text}"
     )[:500]

@@ -1,10 +1,15 @@
-"""The remediation page: the policies and the latest decisions, read-only (changes go through the API); and the rack
-page's one-click power-off of a leaking rack's trays (operators)."""
+"""The remediation page: the policies and the latest decisions; operators back-test a change to a policy (or a new
+one) and save it from the back-test's result (docs/health.md, "Back-testing"); and the rack page's one-click
+power-off of a leaking rack's trays (operators)."""
+
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 
@@ -13,6 +18,9 @@ from apps.accounts.decorators import role_required
 from apps.health.models import HealthEvent
 from apps.inventory.models import Rack
 from apps.remediation import services
+from apps.remediation.api.serializers import BACKTEST_WINDOWS
+from apps.remediation.backtest import BacktestRefused, backtest
+from apps.remediation.forms import BacktestForm
 from apps.remediation.models import RemediationDecision, RemediationPolicy
 
 LATEST = 50
@@ -24,7 +32,12 @@ def remediation(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "remediation/remediation.html",
-        {"policies": RemediationPolicy.objects.order_by("name"), "decisions": decisions, "latest": LATEST},
+        {
+            "policies": RemediationPolicy.objects.prefetch_related("canary_racks").order_by("name"),
+            "decisions": decisions,
+            "latest": LATEST,
+            "may_change": request.user.has_role(Role.OPERATOR),
+        },
     )
 
 
@@ -46,3 +59,44 @@ def power_off_trays(request: HttpRequest, public_id) -> HttpResponse:
         return redirect("rack-detail", public_id=rack.public_id)
     messages.success(request, f"Powering off {job.node_count} tray(s) of rack {rack.name}.")
     return redirect("job-page", public_id=job.public_id)
+
+
+@role_required(Role.OPERATOR)
+def backtest_policy(request: HttpRequest) -> HttpResponse:
+    """GET: the form, filled from `?policy=` (a change) or blank (a new policy). POST `do=backtest`: the side-by-side
+    result, nothing saved; POST `do=save`: saves it (audited), "on" only with a fresh back-test of these fields."""
+    source = request.POST if request.method == "POST" else request.GET
+    policy = None
+    if source.get("policy"):
+        policy = get_object_or_404(RemediationPolicy, public_id=source["policy"])
+    if request.method != "POST":
+        return render(request, "remediation/backtest.html", {"form": BacktestForm(instance=policy), "policy": policy})
+    # The candidate is worked on as a copy: a back-test never saves it, whatever the form binds to.
+    candidate = RemediationPolicy.objects.get(pk=policy.pk) if policy else None
+    form = BacktestForm(request.POST, instance=candidate)
+    context = {"form": form, "policy": policy}
+    if not form.is_valid():
+        return render(request, "remediation/backtest.html", context, status=400)
+    if request.POST.get("do") == "save":
+        if form.check_backtested():
+            with transaction.atomic():
+                saved = form.save()
+            messages.success(request, f"Saved {saved.name} ({saved.stage}).")
+            return redirect("remediation")
+        return render(request, "remediation/backtest.html", context, status=400)
+    data = form.cleaned_data
+    now = timezone.now()
+    try:
+        context["report"] = backtest(
+            [form.instance],
+            since=now - timedelta(days=BACKTEST_WINDOWS[data["window"]]),
+            until=now,
+            campaign=data["seed"] if data["campaign"] else None,
+            canary_racks={0: list(data["canary_racks"])} if data["canary_racks"] else None,
+        )
+    except BacktestRefused as refused:
+        for messages_ in refused.errors.values():
+            form.add_error("window", messages_)
+        return render(request, "remediation/backtest.html", context, status=400)
+    context["backtested"] = form.fingerprint()
+    return render(request, "remediation/backtest.html", context)

@@ -1,7 +1,10 @@
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.diagnosis import utilisation
 from apps.diagnosis.choices import Problem
+from apps.diagnosis.costs import incident_cost
 
 
 class TriageTextSerializer(serializers.Serializer):
@@ -205,11 +208,52 @@ class IncidentSerializer(serializers.Serializer):
         return [str(job.public_id) for job in sorted(incident.jobs.all(), key=lambda job: job.created)]
 
 
+class LossSerializer(serializers.Serializer):
+    what = serializers.ChoiceField(choices=["work", "quarantine"], help_text="A job's lost work, or a drain.")
+    event = serializers.UUIDField(
+        allow_null=True, help_text="The health event it comes from (none: the incident's job)."
+    )
+    gpu_hours = serializers.FloatField()
+    gpus = serializers.IntegerField()
+    seconds = serializers.FloatField()
+    detail = serializers.CharField()
+
+
+class SloBurnSerializer(serializers.Serializer):
+    slo = serializers.CharField()
+    budget_percent = serializers.FloatField(allow_null=True, help_text="Percent of its 30-day error budget.")
+
+
+class IncidentCostSerializer(serializers.Serializer):
+    gpu_hours_lost = serializers.FloatField(help_text='Every loss once (docs/health.md, "Failure costs").')
+    losses = LossSerializer(many=True)
+    slo_budget_burned = SloBurnSerializer(many=True, allow_null=True, help_text="Null: not measured.")
+
+    @staticmethod
+    def represent(cost) -> dict:
+        items = [*([(None, cost.job)] if cost.job else []), *((item.event.public_id, item) for item in cost.events)]
+        losses, seen = [], set()
+        for event, item in items:
+            for loss in item.losses:
+                if loss.key not in seen:
+                    seen.add(loss.key)
+                    losses.append({"what": loss.what, "event": event, **{k: getattr(loss, k) for k in (
+                        "gpu_hours", "gpus", "seconds", "detail")}})  # fmt: skip
+        return {"gpu_hours_lost": cost.gpu_hours_lost, "losses": losses, "slo_budget_burned": cost.slo}
+
+
 class IncidentDetailSerializer(IncidentSerializer):
     evidence = EvidenceSerializer(many=True)
     hypotheses = HypothesisSerializer(many=True)
     ranking_changes = RankingChangeSerializer(many=True)
     remediations = RemediationSerializer(many=True)
+    cost = serializers.SerializerMethodField(help_text="What it cost: GPU-hours lost and SLO budget burned.")
+
+    @extend_schema_field(IncidentCostSerializer)
+    def get_cost(self, incident) -> dict:
+        return IncidentCostSerializer(
+            IncidentCostSerializer.represent(incident_cost(incident, now=timezone.now()))
+        ).data
 
 
 class DryRunSerializer(serializers.Serializer):

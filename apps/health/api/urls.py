@@ -2,4 +2,4 @@
 
 from apps.health.api import views
 
-ROUTES: list = [("health-events", views.HealthEventViewSet)]
+ROUTES: list = [("health-events", views.HealthEventViewSet), ("reliability", views.ReliabilityViewSet, "reliability")]

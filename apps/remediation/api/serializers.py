@@ -3,6 +3,8 @@ from decimal import Decimal
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
+from apps.inventory.models import Rack
+from apps.remediation.backtest import BACKTEST_MAX_DAYS
 from apps.remediation.models import RemediationDecision, RemediationPolicy
 
 # A kind slug (xid79) or a glob over kinds (xid*, ecc_?): what fnmatch reads, nothing else. The validator is also
@@ -22,12 +24,28 @@ class RemediationPolicySerializer(serializers.ModelSerializer):
         required=False,
         help_text="Percent of the compute fleet automation may take out in the window: above 0, at most 100.",
     )
+    canary_racks = serializers.SlugRelatedField(
+        slug_field="public_id",
+        queryset=Rack.objects.all(),
+        many=True,
+        required=False,
+        error_messages={"does_not_exist": "No rack matches {value}."},
+        help_text="Racks' ids: in mode on, the policy acts on these racks' nodes only (shadow elsewhere); "
+        "none: the whole fleet.",
+    )
+    rollout = serializers.ChoiceField(
+        source="stage",
+        choices=["shadow", "canary", "fleet"],
+        read_only=True,
+        help_text="Its rollout stage: shadow, on for its canary racks (canary), or on for the fleet.",
+    )
 
     class Meta:
         model = RemediationPolicy
         fields = [
             "id", "name", "kind_pattern", "min_severity", "action", "mode", "enabled", "breaker_max_nodes",
-            "breaker_max_percent", "breaker_window_minutes", "max_attempts", "created", "updated",
+            "breaker_max_percent", "breaker_window_minutes", "max_attempts", "canary_racks", "rollout", "created",
+            "updated",
         ]  # fmt: skip
         read_only_fields = ["created", "updated"]
         extra_kwargs = {"kind_pattern": {"validators": [kind_pattern_validator]}}
@@ -55,3 +73,79 @@ class RemediationDecisionSerializer(serializers.ModelSerializer):
             "checkpoint_step", "steps_lost", "gpus", "seconds_per_step", "resume_incident",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+BACKTEST_WINDOWS = {"1d": 1, "7d": 7, "30d": 30, "90d": BACKTEST_MAX_DAYS}
+
+
+class BacktestOptionsSerializer(serializers.Serializer):
+    policy = serializers.SlugRelatedField(
+        slug_field="public_id",
+        queryset=RemediationPolicy.objects.all(),
+        required=False,
+        allow_null=True,
+        error_messages={"does_not_exist": "No remediation policy matches {value}."},
+        help_text="The policy the candidate changes (its other fields as they are); none: a new policy.",
+    )
+    window = serializers.ChoiceField(
+        choices=list(BACKTEST_WINDOWS), default="7d", help_text="The recorded events of this window, ending now."
+    )
+    campaign = serializers.BooleanField(default=False, help_text="Also replay a simulated fault campaign.")
+    seed = serializers.IntegerField(default=1, min_value=0, max_value=2**31 - 1, help_text="The campaign's seed.")
+
+    OPTIONS = ("policy", "window", "campaign", "seed")
+
+
+class BacktestRequestSerializer(BacktestOptionsSerializer, RemediationPolicySerializer):
+    """The candidate policy's fields, as /api/remediation-policies/ takes them (changes only, when `policy` names the
+    policy it edits), and how to back-test it."""
+
+    class Meta(RemediationPolicySerializer.Meta):
+        fields = [*RemediationPolicySerializer.Meta.fields, *BacktestOptionsSerializer.OPTIONS]
+
+
+class BacktestTripSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    at = serializers.DateTimeField()
+    cause = serializers.CharField(help_text="The leaf switch(es) every node tripped on shares; blank: none.")
+
+
+class BacktestDecisionSerializer(serializers.Serializer):
+    event = serializers.UUIDField()
+    kind = serializers.CharField()
+    node = serializers.CharField()
+    policy = serializers.CharField()
+    mode = serializers.CharField()
+    action = serializers.CharField()
+    escalated = serializers.BooleanField()
+    outcome = serializers.CharField()
+    reason = serializers.CharField()
+    decided_at = serializers.DateTimeField()
+
+
+class BacktestSideSerializer(serializers.Serializer):
+    policies = serializers.ListField(child=serializers.CharField(), help_text="The enabled policies replayed.")
+    events = serializers.IntegerField()
+    quarantines = serializers.IntegerField(help_text="Quarantines done (on) or meant (shadow).")
+    breaker_trips = BacktestTripSerializer(many=True)
+    escalations = serializers.IntegerField()
+    false_escalations = serializers.IntegerField(help_text="Escalated, and a validation cleared the event after.")
+    refusals = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    work_gpu_hours = serializers.FloatField(help_text="Jobs' work lost since their last checkpoint.")
+    quarantine_gpu_hours = serializers.FloatField(help_text="Nodes drained by the replay, until their events cleared.")
+    gpu_hours_lost = serializers.FloatField()
+    decisions = BacktestDecisionSerializer(many=True)
+
+
+class BacktestReplaySerializer(serializers.Serializer):
+    source = serializers.ChoiceField(choices=["recorded", "campaign"])
+    events = serializers.IntegerField()
+    in_force = BacktestSideSerializer()
+    candidate = BacktestSideSerializer()
+
+
+class BacktestReportSerializer(serializers.Serializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    replays = BacktestReplaySerializer(many=True)

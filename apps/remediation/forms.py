@@ -1,0 +1,58 @@
+"""The remediation page's back-test form: a candidate policy (a change to one, or a new one), back-tested before it
+is saved; a policy saved "on" through it must carry a back-test of those very fields from the last day."""
+
+from django import forms
+from django.core import signing
+
+from apps.inventory.models import Rack
+from apps.remediation.api.serializers import BACKTEST_WINDOWS, kind_pattern_validator
+from apps.remediation.choices import Mode
+from apps.remediation.models import RemediationPolicy
+
+BACKTEST_FRESH_S = 86_400  # a back-test older than this no longer lets a policy go live
+SALT = "rackpilot.remediation.backtest"
+POLICY_FIELDS = [
+    "name", "kind_pattern", "min_severity", "action", "mode", "enabled", "breaker_max_nodes", "breaker_max_percent",
+    "breaker_window_minutes", "max_attempts", "canary_racks",
+]  # fmt: skip
+
+
+class BacktestForm(forms.ModelForm):
+    window = forms.ChoiceField(choices=[(name, name) for name in BACKTEST_WINDOWS], initial="7d")
+    campaign = forms.BooleanField(required=False, help_text="Also replay a simulated fault campaign on the twin.")
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1, help_text="The campaign's seed.")
+    backtested = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    class Meta:
+        model = RemediationPolicy
+        fields = POLICY_FIELDS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind_pattern"].validators.append(kind_pattern_validator)
+        self.fields["canary_racks"].queryset = Rack.objects.filter(nodes__isnull=False).distinct().order_by("name")
+        self.fields["canary_racks"].required = False
+
+    def fingerprint(self) -> str:
+        """The candidate's fields, signed: what a back-test shown for them hands the Save button."""
+        return signing.dumps(self._canonical(), salt=SALT)
+
+    def _canonical(self) -> list:
+        data = self.cleaned_data
+        return [
+            sorted(rack.pk for rack in data[name]) if name == "canary_racks" else str(data[name])
+            for name in POLICY_FIELDS
+        ]
+
+    def check_backtested(self) -> bool:
+        """Going live ("on") needs a back-test of exactly these fields in the last day; adds the error if not."""
+        if self.cleaned_data.get("mode") != Mode.ON:
+            return True
+        try:
+            ok = signing.loads(self.cleaned_data.get("backtested") or "", salt=SALT, max_age=BACKTEST_FRESH_S)
+        except signing.BadSignature:
+            ok = None
+        if ok != self._canonical():
+            self.add_error("mode", "Back-test these fields before the policy goes on (a back-test counts for a day).")
+            return False
+        return True

@@ -1,0 +1,42 @@
+"""An incident's cost on its page and API: its job's work since the last checkpoint, on all its GPUs, counted once
+whether it comes from the incident's opening or from a health event on one of the job's nodes."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.diagnosis import services
+from apps.health import services as health
+from apps.health.choices import Severity, Source
+from apps.inventory.models import Gpu
+from apps.workloads.models import TrainingProgress
+
+pytestmark = pytest.mark.django_db
+
+LOST = 130 * 1.5 * 32 / 3600  # 130 steps past the checkpoint at 1,200 (every 200), 1.5 s each, 4 nodes × 8 ranks
+
+
+def test_the_incident_shows_its_gpu_hours_lost_once(training_job, api_as, browser_as, operator, viewer):
+    now = timezone.now()
+    TrainingProgress.objects.create(job=training_job, step=1330, time=now - timedelta(minutes=1), seconds_per_step=1.5)
+    health.record_event(
+        component=Gpu.objects.get(node__hostname="gpu002", index=5),
+        source=Source.TELEMETRY,
+        kind="xid79",
+        severity=Severity.CRITICAL,
+        summary="GPU 5: XID 79",
+        at=now - timedelta(seconds=30),
+    )
+    incident = services.open_incident(user=operator, training_job=training_job, title="llm-pretrain stopped")
+    cost = api_as(viewer).get(f"/api/incidents/{incident.public_id}/").json()["cost"]
+    assert cost["gpu_hours_lost"] == pytest.approx(LOST)
+    (loss,) = cost["losses"]
+    assert (loss["what"], loss["gpus"], loss["seconds"]) == ("work", 32, 195.0)
+    assert "slo_budget_burned" in cost
+    page = browser_as(viewer).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
+    assert f'<span id="incident-gpu-hours">{LOST:.1f}</span>' in page
+    # The event's own row says the same.
+    (event,) = api_as(viewer).get("/api/health-events/").json()["results"]
+    assert event["gpu_hours_lost"] == pytest.approx(LOST, abs=0.001)
