@@ -39,7 +39,9 @@ def test_an_operator_starts_the_job_on_the_controller(drained, browser_as, opera
         "scheduler": "kubernetes",
         "action": "drain",
         "node": "gpu007",
+        "reason": "PSU swap (ticket 42)",  # the quarantine taint's value, cut down to a label value
     }
+    assert "rackpilot.io/quarantine=PSU-swap-ticket-42:NoSchedule" in page(browser_as(operator), drained)
     assert job.requested_by == operator
     assert "Last told" in page(browser_as(operator), drained)
 
