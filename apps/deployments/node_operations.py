@@ -29,6 +29,7 @@ from apps.schedulers.commands import (
     SHOW_NODE,
     SLURM_REASON,
     quarantine_taint,
+    quarantine_value,
 )
 from apps.schedulers.services import scheduler_controller
 
@@ -141,7 +142,10 @@ def scheduler_request(node) -> dict:
     before it runs, and the controller they run on (None when the inventory has none)."""
     action = "drain" if node.is_drained else "undrain"
     parameters = {"scheduler": settings.RACKPILOT_SCHEDULER_KIND, "action": action, "node": node.hostname}
-    if action == "drain":  # Slurm's drain reason; Kubernetes' quarantine taint value
+    if action == "drain" and parameters["scheduler"] == "kubernetes":
+        # The quarantine taint's value: what a label value holds of the drain reason, whatever else it held.
+        parameters["reason"] = quarantine_value(node.drain_reason)
+    elif action == "drain":
         parameters["reason"] = node.drain_reason
     commands, problem = [], ""
     try:
