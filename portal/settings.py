@@ -389,7 +389,7 @@ RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
 RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
 # Training progress (docs/monitoring.md): each active training job's log is read for step lines this often.
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
-# How often Slurm's node states are read back from the controller (only when RACKPILOT_SCHEDULER_KIND is slurm).
+# How often the scheduler's node states are read back from the controller (RACKPILOT_SCHEDULER_KIND's scheduler).
 RACKPILOT_SCHEDULER_READBACK_SECONDS = env_int("RACKPILOT_SCHEDULER_READBACK_SECONDS", 300)
 # What a training job's paths may name on a node (apps/nodeexec/catalogue.confine): the log that training progress
 # and the runbooks tail, the checkpoints that recovery lists, hashes, loads and prunes. Nothing outside is read.

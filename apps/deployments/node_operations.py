@@ -21,7 +21,16 @@ from apps.nodeexec.catalogue import (
     register_command,
     register_placeholder,
 )
-from apps.schedulers.commands import REBOOT_ASAP, SHOW_NODE, SLURM_REASON
+from apps.schedulers.commands import (
+    KUBE_NODE,
+    KUBE_TAINT,
+    KUBE_UNTAINT,
+    REBOOT_ASAP,
+    SHOW_NODE,
+    SLURM_REASON,
+    quarantine_taint,
+    quarantine_value,
+)
 from apps.schedulers.services import scheduler_controller
 
 KIND = "scheduler-action"
@@ -73,15 +82,38 @@ for _command in COMMANDS:
         register_command(_command)
 
 
-VERIFY = "verify"  # the step that reads the node back from the controller after a Slurm action
+VERIFY = "verify"  # the step that reads the node back from the controller after the action
+
+
+def kubernetes_steps(*, action: str, node: str, reason: str = "") -> list[StepSpec]:
+    """Quarantine in Kubernetes: cordon, taint (`rackpilot.io/quarantine=<reason>:NoSchedule`, so the reason is on
+    the node for anyone to read), then drain; back in service: the taint removed, then uncordon. The node is read
+    back (`kubectl get node NODE -o json`) after either, and that read decides."""
+    on = {"scheduler_node": node}
+    verify = StepSpec(name=VERIFY, command=KUBE_NODE, label="read back", values=on)
+    if action == "drain":
+        return [
+            StepSpec(name="kubectl-cordon", command="kubectl-cordon", values=on),
+            StepSpec(
+                name=KUBE_TAINT, command=KUBE_TAINT, values={**on, "k8s_quarantine_taint": quarantine_taint(reason)}
+            ),
+            StepSpec(name="kubectl-drain", command="kubectl-drain", values=on),
+            verify,
+        ]
+    # A node cordoned without Rackpilot's taint answers "not found" to its removal: the uncordon runs all the same.
+    return [
+        StepSpec(name=KUBE_UNTAINT, command=KUBE_UNTAINT, values=on, stop_on_failure=False),
+        StepSpec(name="kubectl-uncordon", command="kubectl-uncordon", values=on),
+        verify,
+    ]
 
 
 def scheduler_steps(*, scheduler: str, action: str, node: str, reason: str = "") -> list[StepSpec]:
-    """The commands of one action. Slurm's are checked: the node is read back (`scontrol show node -o NODE`) after
-    the action, and that read decides whether the scheduler did what was asked."""
+    """The commands of one action. Each is checked: the node is read back from the controller after the action
+    (`scontrol show node -o NODE`, `kubectl get node NODE -o json`), and that read decides whether the scheduler did
+    what was asked."""
     if scheduler == "kubernetes":
-        names = ["kubectl-cordon", "kubectl-drain"] if action == "drain" else ["kubectl-uncordon"]
-        return [StepSpec(name=name, command=name, values={"scheduler_node": node}) for name in names]
+        return kubernetes_steps(action=action, node=node, reason=reason)
     verify = StepSpec(name=VERIFY, command=SHOW_NODE, label="read back", values={"scheduler_node": node})
     if action == "drain":
         values = {"slurm_node": f"NodeName={node}", "slurm_reason": f"Reason={reason}"}
@@ -110,7 +142,10 @@ def scheduler_request(node) -> dict:
     before it runs, and the controller they run on (None when the inventory has none)."""
     action = "drain" if node.is_drained else "undrain"
     parameters = {"scheduler": settings.RACKPILOT_SCHEDULER_KIND, "action": action, "node": node.hostname}
-    if action == "drain" and parameters["scheduler"] == "slurm":  # kubectl cordon takes no reason
+    if action == "drain" and parameters["scheduler"] == "kubernetes":
+        # The quarantine taint's value: what a label value holds of the drain reason, whatever else it held.
+        parameters["reason"] = quarantine_value(node.drain_reason)
+    elif action == "drain":
         parameters["reason"] = node.drain_reason
     commands, problem = [], ""
     try:

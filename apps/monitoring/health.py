@@ -84,8 +84,9 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
         by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
     names = {node.hostname: node.pk for node in nodes}
     for difference in scheduler_differences(nodes=Node.objects.filter(pk__in=list(by_id))):
-        # Drained in the scheduler is a reason to show, not a fault of the node; down or unknown there is.
-        if difference.kind in (DifferenceKind.DOWN, DifferenceKind.ABSENT):
+        # Drained in the scheduler is a reason to show, not a fault of the node; down or unknown there is, and so is
+        # a condition a problem detector raised (node-problem-detector's, the GPU Operator's).
+        if difference.kind in (DifferenceKind.DOWN, DifferenceKind.ABSENT, DifferenceKind.CONDITION):
             by_id[names[difference.hostname]].fail(difference.message)
         else:
             by_id[names[difference.hostname]].reasons.append(difference.message)

@@ -23,4 +23,5 @@ class DifferenceKind(models.TextChoices):
     DRAINED_OUTSIDE = "drained_outside", "Drained in the scheduler, in service in Rackpilot"
     NOT_DRAINED = "not_drained", "Drained in Rackpilot, in service in the scheduler"
     DOWN = "down", "Down or not responding in the scheduler"
+    CONDITION = "condition", "A node condition in the scheduler reports a problem"
     ABSENT = "absent", "Not known to the scheduler"

@@ -1,7 +1,8 @@
 """The scheduler's view of the nodes: recording what its controller answered, and how it differs from Rackpilot's.
 
-`record_slurm_nodes()` stores what `scontrol show node` said (a readback job's hook calls it), only where it changed,
-and sends `signals.scheduler_state_changed` for each change. `scheduler_differences()` reads the stored view against
+`record_slurm_nodes()` stores what `scontrol show node` said and `record_kubernetes_nodes()` what the API server's
+Node objects say (a readback job's hook calls them), and send `signals.scheduler_state_changed` for each node whose
+view changed. `scheduler_differences()` reads the stored view against
 the inventory (drained here but not there, drained there but not here, down, unknown to the scheduler): the health
 events' producer calls it, pages and `/api/health/` show it. Both read nothing from the cluster themselves.
 """
@@ -19,12 +20,30 @@ from apps.inventory.models import Node
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
+from apps.parsers.kubernetes import KubernetesNode, KubernetesNodes, NodeTaint
 from apps.parsers.slurm import SchedulerNodes
 from apps.schedulers.choices import DifferenceKind, DrainState, Scheduler
+from apps.schedulers.commands import QUARANTINE_KEY
 from apps.schedulers.models import SchedulerNodeState
 from apps.schedulers.signals import scheduler_state_changed
 
-COMPARED = ("present", "state", "flags", "drain_state", "reason", "reason_by", "reason_at")
+COMPARED = (
+    "scheduler",
+    "present",
+    "state",
+    "flags",
+    "drain_state",
+    "reason",
+    "reason_by",
+    "reason_at",
+    "taints",
+    "conditions",
+)
+# Taints that keep no work off a node Rackpilot would call in service: Kubernetes' own (node.kubernetes.io/…, set
+# from a cordon or a condition, which the state shows already; node-role.kubernetes.io/…, a control plane's) and the
+# GPU nodes' usual dedication taint (only pods asking for GPUs land there).
+OWN_TAINT_PREFIXES = ("node.kubernetes.io/", "node-role.kubernetes.io/")
+DEDICATION_TAINTS = ("nvidia.com/gpu",)
 
 
 def scheduled_nodes():
@@ -33,13 +52,15 @@ def scheduled_nodes():
 
 
 def _reason_time(text: str) -> datetime | None:
-    """Slurm prints the controller's local time without a zone; it is read in Rackpilot's time zone."""
+    """Slurm prints the controller's local time without a zone; it is read in Rackpilot's time zone. Kubernetes'
+    times carry their zone (UTC)."""
     if not text:
         return None
     try:
-        return timezone.make_aware(datetime.fromisoformat(text))
+        at = datetime.fromisoformat(text)
     except ValueError:
         return None
+    return at if timezone.is_aware(at) else timezone.make_aware(at)
 
 
 def view_of(state: SchedulerNodeState | None) -> dict | None:
@@ -58,6 +79,91 @@ def record_slurm_nodes(*, listing: SchedulerNodes, read_at: datetime, job_id=Non
     listing of some nodes). A node the listing lacks is recorded as not present. Nodes Slurm knows but the inventory
     does not are left out (nothing to store them on)."""
     seen = listing.by_name()
+    values = {
+        name: {
+            "present": True,
+            "state": found.state,
+            "flags": list(found.flags),
+            "drain_state": found.drain_state.lower() or DrainState.NONE,
+            "reason": found.reason[:500],
+            "reason_by": found.reason_user[:64],
+            "reason_at": _reason_time(found.reason_time),
+            "taints": [],
+            "conditions": [],
+        }
+        for name, found in seen.items()
+    }
+    return _record(Scheduler.SLURM, values, read_at=read_at, job_id=job_id, only=only)
+
+
+def holds_work_off(taint: NodeTaint) -> bool:
+    """A taint that keeps new pods off the node (or evicts them) and says something Rackpilot does not expect."""
+    return (
+        taint.effect in {"NoSchedule", "NoExecute"}
+        and not taint.key.startswith(OWN_TAINT_PREFIXES)
+        and taint.key not in DEDICATION_TAINTS
+    )
+
+
+def kubernetes_view(found: KubernetesNode) -> dict:
+    """A Node object as the stored view: the Ready condition as the state (Ready, NotReady, Unknown), cordoned as
+    SchedulingDisabled (kubectl's word) and each problem condition as flags, drained when cordoned or tainted to keep
+    work off, the reason those taints and conditions (Kubernetes keeps no reason for a cordon)."""
+    held_off = [taint for taint in found.taints if holds_work_off(taint)]
+    problems = found.problems
+    state = {"True": "Ready", "False": "NotReady"}.get(found.ready, "Unknown")
+    ready = next((condition for condition in found.conditions if condition.type == "Ready"), None)
+    reasons = [taint.text for taint in held_off]
+    reasons += [f"{condition.type}: {condition.message or condition.reason}" for condition in problems]
+    if state != "Ready" and ready is not None:
+        reasons.append(f"{state}: {ready.message or ready.reason}")
+    stamps = [taint.time_added for taint in held_off] + [condition.since for condition in problems]
+    return {
+        "present": True,
+        "state": state,
+        "flags": (["SchedulingDisabled"] if found.unschedulable else []) + [condition.type for condition in problems],
+        "drain_state": DrainState.DRAINED if found.unschedulable or held_off else DrainState.NONE,
+        "reason": "; ".join(reasons)[:500],
+        "reason_by": "",
+        "reason_at": next((_reason_time(stamp) for stamp in stamps if stamp), None),
+        "taints": [taint.to_dict() for taint in found.taints],
+        "conditions": [condition.to_dict() for condition in found.conditions],
+    }
+
+
+def record_kubernetes_nodes(*, listing: KubernetesNodes, read_at: datetime, job_id=None, only=None) -> Recorded:
+    """Store the API server's Node objects for the inventory's scheduled nodes, as record_slurm_nodes does."""
+    values = {name: kubernetes_view(found) for name, found in listing.by_name().items()}
+    return _record(Scheduler.KUBERNETES, values, read_at=read_at, job_id=job_id, only=only)
+
+
+def is_drained(node) -> bool:
+    """A listed node (Slurm's or Kubernetes') is kept from new work."""
+    if isinstance(node, KubernetesNode):
+        return node.unschedulable or any(holds_work_off(taint) for taint in node.taints)
+    return node.drained
+
+
+def is_quarantined(view: SchedulerNodeState | dict) -> bool:
+    """Kubernetes: the node carries Rackpilot's quarantine taint."""
+    taints = view["taints"] if isinstance(view, dict) else view.taints
+    return any(taint.get("key") == QUARANTINE_KEY for taint in taints)
+
+
+ABSENT = {
+    "present": False,
+    "state": "",
+    "flags": [],
+    "drain_state": DrainState.NONE,
+    "reason": "",
+    "reason_by": "",
+    "reason_at": None,
+    "taints": [],
+    "conditions": [],
+}
+
+
+def _record(scheduler: str, seen: dict[str, dict], *, read_at: datetime, job_id, only) -> Recorded:
     nodes = scheduled_nodes()
     if only is not None:
         nodes = nodes.filter(hostname__in=list(only))
@@ -66,22 +172,13 @@ def record_slurm_nodes(*, listing: SchedulerNodes, read_at: datetime, job_id=Non
     sent = []
     with transaction.atomic():
         for node in nodes:
-            found = seen.get(node.hostname)
-            values = {
-                "present": found is not None,
-                "state": found.state if found else "",
-                "flags": list(found.flags) if found else [],
-                "drain_state": (found.drain_state.lower() if found else "") or DrainState.NONE,
-                "reason": found.reason[:500] if found else "",
-                "reason_by": found.reason_user[:64] if found else "",
-                "reason_at": _reason_time(found.reason_time) if found else None,
-            }
-            if found is None:
+            values = {"scheduler": scheduler, **seen.get(node.hostname, ABSENT)}
+            if node.hostname not in seen:
                 result.absent.append(node.hostname)
             current = getattr(node, "scheduler_state", None)
             before = view_of(current)
             if current is None:
-                current = SchedulerNodeState(node=node, scheduler=Scheduler.SLURM)
+                current = SchedulerNodeState(node=node)
             for name, value in values.items():
                 setattr(current, name, value)
             current.read_at, current.read_by_job = read_at, job_id
@@ -141,6 +238,8 @@ def differences_of(row: SchedulerNodeState) -> list[SchedulerDifference]:
             kinds.append(DifferenceKind.NOT_DRAINED)
         if row.down:
             kinds.append(DifferenceKind.DOWN)
+        if row.problem_conditions:
+            kinds.append(DifferenceKind.CONDITION)
     return [
         SchedulerDifference(
             hostname=row.node.hostname,
@@ -163,9 +262,9 @@ def scheduler_controller() -> Node | None:
     return Node.objects.filter(role=NodeRole.MANAGEMENT).order_by("hostname").first()
 
 
-def start_readback(*, requested_by=None, transport: str | None = None):
-    """Starts the scheduler-readback job on the controller; raises serializers.ValidationError (nothing created)
-    when there is none."""
+def start_readback(*, requested_by=None, transport: str | None = None, scheduler: str | None = None):
+    """Starts the scheduler-readback job on the controller (of `scheduler`, default RACKPILOT_SCHEDULER_KIND);
+    raises serializers.ValidationError (nothing created) when there is none."""
     controller = scheduler_controller()
     if controller is None:
         raise serializers.ValidationError(
@@ -174,7 +273,7 @@ def start_readback(*, requested_by=None, transport: str | None = None):
     return create_job(
         kind="scheduler-readback",
         targets=TargetSpec(nodes=(controller.hostname,)),
-        parameters={},
+        parameters={"scheduler": scheduler or settings.RACKPILOT_SCHEDULER_KIND},
         requested_by=requested_by,
         transport=transport,
     )
@@ -182,8 +281,8 @@ def start_readback(*, requested_by=None, transport: str | None = None):
 
 def start_periodic_readback() -> str:
     """What beat's readback does, and why not when it does nothing (the task's result, for its log)."""
-    if settings.RACKPILOT_SCHEDULER_KIND != Scheduler.SLURM:
-        return "not slurm"
+    if settings.RACKPILOT_SCHEDULER_KIND not in Scheduler.values:
+        return "no scheduler"
     if scheduler_controller() is None:
         return "no controller"
     if Job.objects.filter(kind="scheduler-readback", status__in=JOB_ACTIVE).exists():

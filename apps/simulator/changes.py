@@ -17,6 +17,9 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``slurm:<host name>`` dict ``{"drain", "reason", "user", "at", "reboot", "next_state"}``: on the scheduler's
   controller, what slurmctld holds for a node after ``scontrol update`` / ``scontrol reboot`` (an empty dict: back
   in service) (apps/simulator/tools/scheduler.py)
+- ``kube:<host name>`` dict ``{"unschedulable", "taints", "conditions"}``: on the scheduler's controller, what the
+  Kubernetes API server holds for a node after ``kubectl cordon`` / ``taint``, and conditions a problem detector set
+  (apps/simulator/tools/kube_apiserver.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
 """
@@ -113,6 +116,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         state.relocated[str(value["from"])] = str(value["to"])
     elif family == "slurm" and rest and isinstance(value, dict):
         state.slurm_nodes[rest] = dict(value)
+    elif family == "kube" and rest and isinstance(value, dict):
+        state.kube_nodes[rest] = dict(value)
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
     else:

@@ -246,6 +246,9 @@ class SimulatedNode:
     boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
     # On a scheduler controller: what slurmctld keeps per node beyond its load (drain, reason, reboot requested).
     slurm_nodes: dict[str, dict] = field(default_factory=dict)
+    # And what the Kubernetes API server keeps per node beyond its kubelet's report (cordon, taints, conditions
+    # another detector set): apps/simulator/tools/kube_apiserver.py.
+    kube_nodes: dict[str, dict] = field(default_factory=dict)
     domain: SimDomain | None = None  # a compute tray's rack-scale NVLink domain
     coolant_flow_pct: int = 100  # of the rack loop's design flow, at this tray's inlet (liquid-cooled trays)
     leak_detected: bool = False  # the tray's leak detector

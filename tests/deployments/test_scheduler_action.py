@@ -21,9 +21,15 @@ def test_the_commands_shown_quote_the_reason_as_one_word():
     ]
     assert scheduler_commands(scheduler="kubernetes", action="drain", node="gpu001") == [
         "kubectl cordon gpu001",
+        "kubectl taint nodes gpu001 rackpilot.io/quarantine=rackpilot:NoSchedule --overwrite",  # no reason given
         "kubectl drain gpu001 --ignore-daemonsets --delete-emptydir-data",
+        "kubectl get node gpu001 -o json",
     ]
-    assert scheduler_commands(scheduler="kubernetes", action="undrain", node="gpu001") == ["kubectl uncordon gpu001"]
+    assert scheduler_commands(scheduler="kubernetes", action="undrain", node="gpu001") == [
+        "kubectl taint nodes gpu001 rackpilot.io/quarantine:NoSchedule-",
+        "kubectl uncordon gpu001",
+        "kubectl get node gpu001 -o json",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -47,8 +53,9 @@ def test_bad_parameters_are_refused_naming_the_field(demo_cluster, parameters, f
 @pytest.mark.parametrize(
     ("scheduler", "action", "steps"),
     [
-        ("kubernetes", "drain", {"kubectl-cordon", "kubectl-drain"}),
-        ("kubernetes", "undrain", {"kubectl-uncordon"}),
+        ("kubernetes", "drain", {"kubectl-cordon", "kubectl-taint-quarantine", "kubectl-drain", "verify"}),
+        # Not quarantined: the taint's removal finds none, the read back says done.
+        ("kubernetes", "undrain", {"kubectl-untaint-quarantine", "kubectl-uncordon", "verify"}),
         ("slurm", "drain", {"scontrol-drain", "verify"}),
         ("slurm", "undrain", {"scontrol-resume", "verify"}),  # not drained: Slurm refuses, the read back says done
         ("slurm", "reboot", {"scontrol-reboot-asap", "verify"}),

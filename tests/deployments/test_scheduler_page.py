@@ -39,7 +39,9 @@ def test_an_operator_starts_the_job_on_the_controller(drained, browser_as, opera
         "scheduler": "kubernetes",
         "action": "drain",
         "node": "gpu007",
+        "reason": "PSU-swap-ticket-42",  # the drain reason as the quarantine taint's value: a label value
     }
+    assert "rackpilot.io/quarantine=PSU-swap-ticket-42:NoSchedule" in page(browser_as(operator), drained)
     assert job.requested_by == operator
     assert "Last told" in page(browser_as(operator), drained)
 
@@ -76,3 +78,10 @@ def test_without_a_controller_nothing_starts(demo_cluster, browser_as, operator,
     response = browser_as(operator).post(f"/deployments/nodes/{node.public_id}/scheduler/", follow=True)
     assert "No scheduler controller" in response.content.decode()
     assert not Job.objects.exists()
+
+
+def test_a_reason_kubectl_cannot_carry_is_cut_down_not_refused(demo_cluster, browser_as, operator, on_the_simulator):
+    node = Node.objects.get(hostname="gpu008")
+    inventory.drain_nodes(nodes=[node], reason="ECC 'storm' on GPU 2; see #42")
+    browser_as(operator).post(f"/deployments/nodes/{node.public_id}/scheduler/")
+    assert Job.objects.get(kind="scheduler-action").parameters["reason"] == "ECC-storm-on-GPU-2-see-42"

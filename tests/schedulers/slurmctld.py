@@ -26,7 +26,14 @@ def _free_port() -> int:
 
 
 def slurm_conf(
-    *, directory: Path, nodes: list[str], user: str, controller_port: int, node_port: int, topology: bool = False
+    *,
+    directory: Path,
+    nodes: list[str],
+    user: str,
+    controller_port: int,
+    node_port: int,
+    topology: bool = False,
+    plugin: str = "tree",
 ) -> str:
     """A minimal slurm.conf for one controller on this host and the given nodes (no slurmd runs for them); with
     `topology`, the tree plugin reading topology.conf beside it."""
@@ -52,7 +59,7 @@ def slurm_conf(
         "ReturnToService=2",
         *(f"NodeName={node} NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN" for node in nodes),
         "PartitionName=gpu Nodes=ALL Default=YES State=UP",
-        *(["TopologyPlugin=topology/tree"] if topology else []),
+        *([f"TopologyPlugin=topology/{plugin}"] if topology else []),
     ]
     return "\n".join(lines) + "\n"
 
@@ -79,8 +86,10 @@ class Controller:
             self.process.wait()
 
 
-def start_controller(directory: Path, nodes: list[str], *, topology: str | None = None) -> Controller:
-    """A controller for `nodes`; `topology`: the text of a topology.conf to start it with (topology/tree)."""
+def start_controller(
+    directory: Path, nodes: list[str], *, topology: str | None = None, plugin: str = "tree"
+) -> Controller:
+    """A controller for `nodes`; `topology`: the text of a topology.conf to start it with (topology/`plugin`)."""
     for sub in ("state", "spool"):
         (directory / sub).mkdir(parents=True, exist_ok=True)
     if topology is not None:
@@ -94,6 +103,7 @@ def start_controller(directory: Path, nodes: list[str], *, topology: str | None 
             controller_port=_free_port(),
             node_port=_free_port(),
             topology=topology is not None,
+            plugin=plugin,
         )
     )
     binary = shutil.which("slurmctld") or "/usr/sbin/slurmctld"

@@ -28,7 +28,7 @@ def drain_outside_rackpilot(node: str, reason: str):
 
 
 def readback(run_shards):
-    job = run_shards(services.start_readback(transport="sim"))
+    job = run_shards(services.start_readback(transport="sim", scheduler="slurm"))
     assert job.status == JobStatus.SUCCEEDED, list(job.events.values_list("message", flat=True))
     return job
 
@@ -122,14 +122,16 @@ def test_without_a_controller_no_readback_starts(demo_cluster, settings):
         services.start_readback(transport="sim")
 
 
-def test_the_periodic_readback_starts_one_job_on_slurm_only(demo_cluster, settings):
+@pytest.mark.parametrize("scheduler", ["slurm", "kubernetes"])
+def test_the_periodic_readback_starts_one_job_for_the_scheduler(demo_cluster, settings, scheduler):
     from apps.jobs.models import Job
 
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = "sim"
-    settings.RACKPILOT_SCHEDULER_KIND = "kubernetes"
-    assert services.start_periodic_readback() == "not slurm"
-    settings.RACKPILOT_SCHEDULER_KIND = "slurm"
+    settings.RACKPILOT_SCHEDULER_KIND = "pbs"
+    assert services.start_periodic_readback() == "no scheduler"
+    settings.RACKPILOT_SCHEDULER_KIND = scheduler
     started = services.start_periodic_readback()
-    assert Job.objects.get(kind="scheduler-readback").public_id.hex == started.replace("-", "")
+    job = Job.objects.get(kind="scheduler-readback")
+    assert (job.public_id.hex, job.parameters) == (started.replace("-", ""), {"scheduler": scheduler})
     assert services.start_periodic_readback() == "still running"  # queued, not yet run: no second one
     assert Job.objects.filter(kind="scheduler-readback").count() == 1

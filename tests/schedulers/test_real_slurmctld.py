@@ -58,7 +58,7 @@ def test_drain_readback_and_resume_through_the_real_controller(slurm, run_shards
     assert (listed.drain_state, listed.reason) == ("DRAINED", reason)
     assert not sinfo(slurm)["gpu004"].drained
 
-    readback = run_shards(services.start_readback(transport="local"))
+    readback = run_shards(services.start_readback(transport="local", scheduler="slurm"))
     assert readback.status == JobStatus.SUCCEEDED
     view = SchedulerNodeState.objects.get(node__hostname="gpu003")
     # No slurmd answers: UNKNOWN, or DOWN once SlurmdTimeout (300 s) has passed on a slow machine.

@@ -2,9 +2,10 @@
 rebooted once its jobs end, on the scheduler's controller (the commands, the controller and starting the job:
 apps/deployments/node_operations.py).
 
-In Slurm every action is checked: the node is read back after it (`scontrol show node -o NODE`), the read decides
-whether the cell succeeds (drained with the reason asked; not drained after a resume), and what was read is stored
-as the scheduler's view of the node (apps/schedulers/services.py)."""
+Every action is checked: the node is read back after it (`scontrol show node -o NODE`, `kubectl get node NODE -o
+json`), the read decides whether the cell succeeds (Slurm: drained with the reason asked, not drained after a resume;
+Kubernetes: cordoned with the quarantine taint the reason asked, neither after an undrain), and what was read is
+stored as the scheduler's view of the node (apps/schedulers/services.py)."""
 
 from django.conf import settings
 from django.utils import timezone
@@ -15,10 +16,13 @@ from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.catalogue import PLACEHOLDERS
 from apps.parsers.errors import ParseError
+from apps.parsers.kubernetes import parse_get_nodes
 from apps.parsers.slurm import parse_show_nodes
-from apps.schedulers.services import record_slurm_nodes
+from apps.schedulers.commands import KUBE_UNTAINT, QUARANTINE_KEY, quarantine_value
+from apps.schedulers.services import record_kubernetes_nodes, record_slurm_nodes
 
 NOT_DRAINED = "Invalid node state specified"  # Slurm's answer to a resume of a node that is not drained
+NO_TAINT = "not found"  # kubectl's answer to removing a taint the node does not carry
 
 
 class SchedulerActionParameters(serializers.Serializer):
@@ -43,15 +47,15 @@ class SchedulerAction(JobKind):
     name = KIND
     label = "Scheduler drain/undrain/reboot"
     description = (
-        "Cordons and drains (or uncordons) a node in Kubernetes, or drains, resumes or reboots (ASAP, then resume) "
-        "it in Slurm and reads it back."
+        "Cordons, taints and drains (or untaints and uncordons) a node in Kubernetes, or drains, resumes or reboots "
+        "(ASAP, then resume) it in Slurm, and reads it back."
     )
     parameters = SchedulerActionParameters
     transports = ("ssh", "local", "sim")
 
     def __init__(self):
-        self.action, self.node, self.reason = "", "", ""
-        self.read: dict[str, str] = {}  # controller -> `scontrol show node -o NODE`, filled by cell_record
+        self.action, self.node, self.reason, self.scheduler = "", "", "", "slurm"
+        self.read: dict[str, str] = {}  # controller -> the node read back, filled by cell_record
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         return scheduler_steps(
@@ -64,13 +68,18 @@ class SchedulerAction(JobKind):
     def prepare(self, job, shard):
         self.action, self.node = job.parameters["action"], job.parameters["node"]
         self.reason = job.parameters.get("reason", "")
+        self.scheduler = job.parameters.get("scheduler", "slurm")
 
     def cell_record(self, target, step, result):
         if step.name == "scontrol-resume" and result.exit_code == 1 and NOT_DRAINED in result.stderr.decode():
             return CellRecord(StepStatus.SUCCEEDED, f"Slurm: {NOT_DRAINED} (the read back says whether it is drained)")
+        if step.name == KUBE_UNTAINT and result.exit_code == 1 and NO_TAINT in result.stderr.decode():
+            return CellRecord(StepStatus.SUCCEEDED, "Kubernetes: no quarantine taint to remove")
         if step.name != VERIFY or not result.ok:
             return CellRecord(default_status(result), default_summary(step, result))
         text = result.stdout.decode("utf-8", errors="replace")
+        if self.scheduler == "kubernetes":
+            return self._kubernetes_verify(target, text)
         try:
             (node,) = parse_show_nodes(text).nodes
         except (ParseError, ValueError):
@@ -85,8 +94,29 @@ class SchedulerAction(JobKind):
             done = node.drained and node.reason == self.reason
         return CellRecord(StepStatus.SUCCEEDED if done else StepStatus.FAILED, f"Slurm: {shown}", {"slurm": shown})
 
+    def _kubernetes_verify(self, target, text: str) -> CellRecord:
+        try:
+            (node,) = parse_get_nodes(text).nodes
+        except (ParseError, ValueError):
+            return CellRecord(StepStatus.FAILED, "not kubectl's record of one node")
+        self.read[target.hostname] = text
+        quarantine = [taint.value for taint in node.taints if taint.key == QUARANTINE_KEY]
+        shown = ("cordoned" if node.unschedulable else "schedulable") + (
+            f", taint {QUARANTINE_KEY}={quarantine[0]}" if quarantine else ", no quarantine taint"
+        )
+        if self.action == "undrain":
+            done = not node.unschedulable and not quarantine
+        else:
+            done = node.unschedulable and quarantine == [quarantine_value(self.reason)]
+        return CellRecord(
+            StepStatus.SUCCEEDED if done else StepStatus.FAILED, f"Kubernetes: {shown}", {"kubernetes": shown}
+        )
+
     def shard_finished(self, job, shard):
+        parse, record = (
+            (parse_get_nodes, record_kubernetes_nodes)
+            if self.scheduler == "kubernetes"
+            else (parse_show_nodes, record_slurm_nodes)
+        )
         for text in self.read.values():
-            record_slurm_nodes(
-                listing=parse_show_nodes(text), read_at=timezone.now(), job_id=job.public_id, only=[self.node]
-            )
+            record(listing=parse(text), read_at=timezone.now(), job_id=job.public_id, only=[self.node])

@@ -5,4 +5,5 @@ from apps.schedulers.api import views
 ROUTES: list = [
     ("scheduler-nodes", views.SchedulerNodeViewSet),
     ("slurm-topology", views.TopologyConfViewSet, "slurm-topology"),
+    ("compute-domains", views.ComputeDomainViewSet, "compute-domain"),
 ]

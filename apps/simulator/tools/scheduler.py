@@ -1,6 +1,8 @@
 """kubectl and scontrol as a controller answers a node drain: the lines kubectl prints, scontrol's silence on
 success; a node the cluster does not know is the real tools' error (when the caller offers the cluster's nodes).
-Slurm's node states, drains, resumes and reboots (and `sinfo`) are the controller's: apps/simulator/tools/slurmctld.py.
+Slurm's node states, drains, resumes and reboots (and `sinfo`) are the controller's: apps/simulator/tools/slurmctld.py;
+Kubernetes' cordons, taints and node conditions (`kubectl get nodes -o json`, `kubectl taint`) the API server's:
+apps/simulator/tools/kube_apiserver.py.
 And the scheduler's placement of the cluster's training jobs, as the controller (any host with the client) lists
 it: `kubectl get pods --all-namespaces -o wide` for the Kubernetes jobs, `scontrol show job -d` for the Slurm ones,
 each with the second trainer the co_located fault placed beside the job on a node. And `kubectl apply -f FILE` of a
@@ -13,7 +15,7 @@ import yaml
 
 from apps.simulator.model import noise
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
-from apps.simulator.tools import slurmctld
+from apps.simulator.tools import kube_apiserver, slurmctld
 from apps.simulator.tools.system import read_file
 from apps.simulator.tools.utilisation import NAMESPACE, job_states
 from apps.simulator.training import TrainingRun, cluster_runs
@@ -36,19 +38,25 @@ def kubectl(context: Context, argv: list[str]) -> CommandOutput:
         return node_pods(context)
     if argv[1:3] == ["apply", "-f"] and len(argv) == 4:
         return apply_manifest(context, argv[3])
+    if argv[1:2] == ["get"] and argv[2:3] and argv[2] in {"nodes", "node", "no"}:
+        return kube_apiserver.get_nodes(context, argv[3:])
+    if argv[1:2] == ["taint"]:
+        return kube_apiserver.taint(context, argv[2:])
     verb, node = (argv[1], argv[2]) if len(argv) > 2 else ("", "")
     if verb not in {"cordon", "uncordon", "drain"}:
         return fail(1, f'error: unknown command "{verb}" for "kubectl"\n')
     if not _known(context, node):
         return fail(1, f'Error from server (NotFound): nodes "{node}" not found\n')
-    if verb == "drain":
+    if context.cluster is None:  # no API server's node list offered: answer as one would, keeping nothing
+        cordoned = CommandOutput(0, f"node/{node} already cordoned\n" if verb == "drain" else f"node/{node} {verb}ed\n")
+    else:
+        cordoned = kube_apiserver.cordon(context, "uncordon" if verb == "uncordon" else "cordon", node)
+    if verb == "drain" and cordoned.exit_code == 0:  # drain cordons first, then evicts
         pods = ", ".join(f"{name}-{context.seed % 100000:05d}" for name in DAEMONSETS)
         return CommandOutput(
-            0,
-            f"node/{node} already cordoned\nnode/{node} drained\n",
-            f"Warning: ignoring DaemonSet-managed Pods: {pods}\n",
+            0, f"{cordoned.stdout}node/{node} drained\n", f"Warning: ignoring DaemonSet-managed Pods: {pods}\n"
         )
-    return ok(f"node/{node} {verb}ed\n")
+    return cordoned
 
 
 def scontrol(context: Context, argv: list[str]) -> CommandOutput:

@@ -1,0 +1,127 @@
+"""Kubernetes' placement of a multi-node NVLink job: NVIDIA's DRA driver for GPUs (k8s-dra-driver-gpu) takes a
+`ComputeDomain` (resource.nvidia.com/v1beta1), sets up the IMEX daemons on the nodes its pods land on, and creates
+the ResourceClaimTemplate named in `spec.channel` for the job's pods to claim. One per NVLink domain of the inventory:
+its name the domain's (as a DNS label), `numNodes` its compute trays (the domain's status turns Ready when that many
+IMEX daemons have joined), the domain's system, fabric cluster UUID and trays in annotations for the reader.
+
+The manifest is checked before it is served against the CRD's schema of the spec (the driver's
+deployments/helm/nvidia-dra-driver-gpu/crds/resource.nvidia.com_computedomains.yaml) and the client's ObjectMeta."""
+
+import json
+import re
+
+import jsonschema
+import yaml
+
+from apps.inventory.models import NvlinkDomain
+from apps.parsers.slurm import compress_hostlist
+from apps.schedulers.services import scheduled_nodes
+
+API_VERSION = "resource.nvidia.com/v1beta1"
+KIND = "ComputeDomain"
+DOMAIN_LABEL = "rackpilot.io/nvlink-domain"
+# The CRD's spec, as its openAPIV3Schema states it (v1beta1).
+SPEC_SCHEMA = {
+    "type": "object",
+    "required": ["channel", "numNodes"],
+    "additionalProperties": False,
+    "properties": {
+        "numNodes": {"type": "integer", "minimum": 0},
+        "channel": {
+            "type": "object",
+            "required": ["resourceClaimTemplate"],
+            "additionalProperties": False,
+            "properties": {
+                "allocationMode": {"type": "string", "enum": ["All", "Single"]},
+                "resourceClaimTemplate": {
+                    "type": "object",
+                    "required": ["name"],
+                    "additionalProperties": False,
+                    "properties": {"name": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": API_VERSION},
+        "kind": {"const": KIND},
+        "metadata": {"type": "object"},
+        "spec": SPEC_SCHEMA,
+    },
+}
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class ManifestError(ValueError):
+    pass
+
+
+def dns_name(name: str, limit: int = 55) -> str:
+    """A Kubernetes object name from the domain's: lower case, other characters `-`, at most `limit` (room for the
+    driver's `-channel` suffixes within a label's 63)."""
+    text = re.sub(r"[^a-z0-9-]+", "-", name.lower())[:limit]
+    return text.strip("-") or "nvlink-domain"
+
+
+def check_manifest(document: dict) -> None:
+    """Raise ManifestError naming the field when the document is not a ComputeDomain the API server would take."""
+    from kubernetes.client import ApiClient
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(document))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "(document)"
+        raise ManifestError(f"{where}: {error.message}")
+    client = ApiClient()
+    try:
+        metadata = client.deserialize(json.dumps(document["metadata"]), "V1ObjectMeta", "application/json")
+    except (ValueError, TypeError) as exc:
+        raise ManifestError(f"metadata: {exc}") from exc
+    finally:
+        client.close()
+    if not metadata.name or not DNS_LABEL.fullmatch(metadata.name) or len(metadata.name) > 63:
+        raise ManifestError(f"metadata/name: {metadata.name!r} is not a DNS label")
+
+
+def domain_trays(domain: NvlinkDomain) -> list[str]:
+    return sorted(scheduled_nodes().filter(nvlink_domain=domain).values_list("hostname", flat=True))
+
+
+def compute_domain(domain: NvlinkDomain, trays: list[str] | None = None) -> dict:
+    """The ComputeDomain of one NVLink domain (`trays`: its scheduled compute trays, read when not given)."""
+    trays = domain_trays(domain) if trays is None else trays
+    name = dns_name(domain.name)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": name,
+            "labels": {DOMAIN_LABEL: name},
+            "annotations": {
+                "rackpilot.io/system": domain.system,
+                "rackpilot.io/rack": domain.rack.name,
+                "rackpilot.io/nvlink-cluster-uuid": str(domain.cluster_uuid),
+                "rackpilot.io/compute-trays": compress_hostlist(trays) if trays else "",
+            },
+        },
+        "spec": {
+            "numNodes": len(trays),
+            "channel": {"resourceClaimTemplate": {"name": f"{name}-channel"}, "allocationMode": "Single"},
+        },
+    }
+
+
+def manifest_yaml(domain: NvlinkDomain, trays: list[str] | None = None) -> str:
+    document = compute_domain(domain, trays)
+    check_manifest(document)
+    header = (
+        f"# NVIDIA DRA driver ComputeDomain for NVLink domain {domain.name} ({domain.system}), generated by "
+        "Rackpilot.\n# A job's pods claim its channel (resourceClaims: resourceClaimTemplateName "
+        f"{document['spec']['channel']['resourceClaimTemplate']['name']}) and\n# should select this domain's trays "
+        "(node affinity on the nvidia.com/gpu.clique label GPU Feature Discovery sets).\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
