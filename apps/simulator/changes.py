@@ -17,6 +17,8 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``slurm:<host name>`` dict ``{"drain", "reason", "user", "at", "reboot", "next_state"}``: on the scheduler's
   controller, what slurmctld holds for a node after ``scontrol update`` / ``scontrol reboot`` (an empty dict: back
   in service) (apps/simulator/tools/scheduler.py)
+- ``power:state`` dict ``{"on", "at"}``: the chassis power the BMC set (absent: on); off, the node answers nothing
+- ``sel:<record id>`` dict: one record of the BMC's System Event Log (apps/simulator/sel.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
 """
@@ -115,6 +117,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         state.slurm_nodes[rest] = dict(value)
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
+    elif (family == "sel" and rest.isdigit()) or key == "power:state":
+        pass  # the BMC's event log and the chassis power, read by the simulated BMC (apps/simulator/sel.py)
     else:
         return False
     return True
