@@ -21,6 +21,7 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``sel:<record id>`` dict: one record of the BMC's System Event Log (apps/simulator/sel.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
+- ``gpu:<index>:remap_pending`` false: a GPU reset (``nvidia-smi -r -i N``) applied the pending row remaps
 """
 
 from collections.abc import Iterable
@@ -40,7 +41,7 @@ PYTHON_PACKAGES = ("torch", "tensorflow")
 KEY_MAX_LENGTH = 255
 # Changes that live in the driver, not on disk: a reboot clears them.
 VOLATILE_PREFIXES = ("gpu:",)
-GPU_ATTRIBUTES = ("power_limit",)
+GPU_ATTRIBUTES = ("power_limit", "remap_pending")
 
 
 def gpu_key(index: int, attribute: str) -> str:
@@ -97,7 +98,10 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         gpu = next((gpu for gpu in state.gpus if str(gpu.index) == index), None)
         if gpu is None or attribute not in GPU_ATTRIBUTES:
             return False
-        gpu.power_limit_w = int(value)
+        if attribute == "remap_pending":
+            gpu.remap_pending = bool(value)
+        else:
+            gpu.power_limit_w = int(value)
     elif family == "file" and rest.startswith("/"):
         state.files[rest] = str(value)
     elif family == "removed" and rest.startswith("/"):
