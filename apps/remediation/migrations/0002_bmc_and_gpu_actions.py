@@ -4,20 +4,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('remediation', '0001_remediation_policies'),
+        ("remediation", "0001_remediation_policies"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='remediationdecision',
-            name='action',
-            field=models.CharField(choices=[('notify', 'Notify'), ('quarantine', 'Quarantine (drain through the scheduler)'), ('reboot', 'Reboot (through the scheduler, once its jobs end)'), ('repair', 'Open a repair'), ('power_cycle', 'Power-cycle through the BMC (a node that no longer answers SSH)'), ('gpu_reset', 'Reset the GPU (nvidia-smi -r, once the node is drained)')], help_text='The action taken or meant.', max_length=16),
+            model_name="remediationdecision",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("notify", "Notify"),
+                    ("quarantine", "Quarantine (drain through the scheduler)"),
+                    ("reboot", "Reboot (through the scheduler, once its jobs end)"),
+                    ("repair", "Open a repair"),
+                    ("power_cycle", "Power-cycle through the BMC (a node that no longer answers SSH)"),
+                    ("gpu_reset", "Reset the GPU (nvidia-smi -r, once the node is drained)"),
+                ],
+                help_text="The action taken or meant.",
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='remediationpolicy',
-            name='action',
-            field=models.CharField(choices=[('notify', 'Notify'), ('quarantine', 'Quarantine (drain through the scheduler)'), ('reboot', 'Reboot (through the scheduler, once its jobs end)'), ('repair', 'Open a repair'), ('power_cycle', 'Power-cycle through the BMC (a node that no longer answers SSH)'), ('gpu_reset', 'Reset the GPU (nvidia-smi -r, once the node is drained)')], max_length=16),
+            model_name="remediationpolicy",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("notify", "Notify"),
+                    ("quarantine", "Quarantine (drain through the scheduler)"),
+                    ("reboot", "Reboot (through the scheduler, once its jobs end)"),
+                    ("repair", "Open a repair"),
+                    ("power_cycle", "Power-cycle through the BMC (a node that no longer answers SSH)"),
+                    ("gpu_reset", "Reset the GPU (nvidia-smi -r, once the node is drained)"),
+                ],
+                max_length=16,
+            ),
         ),
     ]
