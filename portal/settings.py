@@ -387,6 +387,8 @@ RACKPILOT_SIM_EXPORTERS = env_str("RACKPILOT_SIM_EXPORTERS", "127.0.0.1:9400")  
 # its own schedule; beat looks for sites that are due every RACKPILOT_BMC_SCHEDULER_SECONDS.
 RACKPILOT_BMC_POLL_SECONDS = env_int("RACKPILOT_BMC_POLL_SECONDS", 60)
 RACKPILOT_BMC_SCHEDULER_SECONDS = env_int("RACKPILOT_BMC_SCHEDULER_SECONDS", 15)
+# The BMCs' event logs (SEL) are read every RACKPILOT_BMC_SEL_SECONDS; their new records become health events.
+RACKPILOT_BMC_SEL_SECONDS = env_int("RACKPILOT_BMC_SEL_SECONDS", 300)
 # Training progress (docs/monitoring.md): each active training job's log is read for step lines this often.
 RACKPILOT_TRAINING_PROGRESS_SECONDS = env_int("RACKPILOT_TRAINING_PROGRESS_SECONDS", 60)
 # How often the scheduler's node states are read back from the controller (RACKPILOT_SCHEDULER_KIND's scheduler).
@@ -452,6 +454,7 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.deployments.settle": 60,
     "rackpilot.monitoring.poll_bmcs": RACKPILOT_BMC_SCHEDULER_SECONDS,
     "rackpilot.monitoring.prune_bmc_readings": 3600,
+    "rackpilot.monitoring.read_bmc_sels": RACKPILOT_BMC_SEL_SECONDS,  # the BMCs' event logs → health events
     "rackpilot.automation.scan_events": RACKPILOT_NOTIFY_SCAN_SECONDS,
     "rackpilot.monitoring.read_training_progress": RACKPILOT_TRAINING_PROGRESS_SECONDS,
     "rackpilot.costs.evaluate_cost_policies": RACKPILOT_POLICY_EVALUATION_SECONDS,

@@ -54,6 +54,10 @@ class Bmc(AuditedModel, PublicModel):
     polls_ok = models.PositiveBigIntegerField(default=0)
     polls_partial = models.PositiveBigIntegerField(default=0)
     polls_failed = models.PositiveBigIntegerField(default=0)
+    # The event log's high-water mark: the newest SEL record read ({"record_id", "timestamp"}), so that a record is
+    # turned into a health event once (apps/monitoring/bmc/sel.py).
+    sel_mark = models.JSONField(default=dict, blank=True, editable=False)
+    sel_read = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["node__hostname"]

@@ -14,6 +14,12 @@ def poll_bmcs() -> int:
     return len(polling.schedule_polls())
 
 
+@shared_task(name="rackpilot.monitoring.read_bmc_sels", ignore_result=True, time_limit=120)
+def read_bmc_sels() -> int:
+    """Beat: start the read of the BMCs' event logs (their new records become health events)."""
+    return 1 if polling.schedule_sel_reads() else 0
+
+
 @shared_task(name="rackpilot.monitoring.prune_bmc_readings", ignore_result=True, time_limit=1800)
 def prune_bmc_readings() -> int:
     return readings.prune_readings()

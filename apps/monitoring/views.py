@@ -18,7 +18,7 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
 from apps.monitoring import charts, gpuhours, grafana, services, slo
-from apps.monitoring.bmc import logins
+from apps.monitoring.bmc import logins, power
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
@@ -133,6 +133,24 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
             messages.success(request, f"BMC settings of {node.hostname} saved.")
             return redirect("node-detail", public_id=node.public_id)
     return render(request, "monitoring/bmc_form.html", {"node": node, "bmc": bmc, "form": form})
+
+
+@role_required(Role.OPERATOR)
+@require_POST
+def node_bmc_power(request: HttpRequest, public_id) -> HttpResponse:
+    """The node page's "Power cycle through the BMC" (confirmed in the browser first): starts the `bmc-power` job,
+    audited with the operator and the reason, then shows the job."""
+    node = get_object_or_404(Node, public_id=public_id)
+    action = request.POST.get("action", "cycle")
+    reason = request.POST.get("reason", "").strip()[:300]
+    try:
+        job = power.start_bmc_power(nodes=[node], action=action, reason=reason, requested_by=request.user)
+    except DrfValidationError as error:
+        problems = "; ".join(f"{field}: {' '.join(map(str, errors))}" for field, errors in error.detail.items())
+        messages.error(request, f"Nothing was started: {problems}")
+        return redirect("node-detail", public_id=node.public_id)
+    messages.success(request, f"Power {action} of {node.hostname} through its BMC started.")
+    return redirect("job-page", public_id=job.public_id)
 
 
 @login_required

@@ -51,11 +51,19 @@ class SimulatedBmcBackend(Protocol):
 
     def logged_in(self, user: str, password: str) -> bool: ...
 
-    def ipmitool(self, values, argv: list[str], *, password: str, at) -> tuple[int, str, str]: ...
+    def ipmitool(self, values, argv: list[str], *, password: str, at, state=None) -> tuple[int, str, str]: ...
 
     def redfish(
-        self, figures, method: str, path: str, *, headers: dict, body, tokens: set
+        self, figures, method: str, path: str, *, headers: dict, body, tokens: set, state_at=None
     ) -> tuple[int, dict, bytes]: ...
+
+    # The chassis power and the System Event Log (read and changed in a thread: they are the node's stored state).
+    RESET_TARGET: str  # the Redfish path of the System's Reset action
+    RESET_TYPES: dict  # ResetType -> the power action it is (on, off, cycle, reset)
+
+    def bmc_state(self, node) -> Any: ...
+
+    def chassis_control(self, node, action: str, *, seed: int = 0) -> None: ...
 
 
 _bmc_backend: SimulatedBmcBackend | None = None
@@ -65,7 +73,9 @@ def register_simulated_bmc(backend: SimulatedBmcBackend | None) -> None:
     """Install the simulated BMCs (None removes them). apps.simulator calls this from its AppConfig.ready()."""
     global _bmc_backend
     if backend is not None and not isinstance(backend, SimulatedBmcBackend):
-        raise TypeError("simulated BMCs need CHASSIS, node_figures, logged_in, ipmitool and redfish")
+        raise TypeError(
+            "simulated BMCs need CHASSIS, node_figures, logged_in, ipmitool, redfish, bmc_state and chassis_control"
+        )
     _bmc_backend = backend
 
 

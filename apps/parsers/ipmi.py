@@ -176,3 +176,105 @@ def parse_dcmi_power(text: str) -> DcmiPowerReading:
         active=active,
         sampling_seconds=sampling,
     )
+
+
+# --- the System Event Log: `ipmitool sel elist` / `sel list` -----------------------------------------------------
+
+# ipmitool's sensor type names (ipmitool's sensor_type_desc), longest first so "Power Supply" wins over "Power".
+SEL_SENSOR_TYPES = sorted(
+    (
+        "Temperature", "Voltage", "Current", "Fan", "Physical Security", "Platform Security", "Processor",
+        "Power Supply", "Power Unit", "Cooling Device", "Other", "Memory", "Drive Slot / Bay", "Drive Slot",
+        "POST Memory Resize", "System Firmwares", "System Firmware Progress", "Event Logging Disabled", "Watchdog1",
+        "Watchdog2", "Watchdog", "System Event", "Critical Interrupt", "Button", "Module / Board", "Microcontroller",
+        "Add-in Card", "Chassis", "Chip Set", "Other FRU", "Cable / Interconnect", "Terminator",
+        "System Boot Initiated", "Boot Error", "OS Boot", "OS Critical Stop", "Slot / Connector",
+        "System ACPI Power State", "Platform Alert", "Entity Presence", "Monitor ASIC", "LAN",
+        "Management Subsystem Health", "Battery", "Session Audit", "Version Change", "FRU State",
+    ),
+    key=len,
+    reverse=True,
+)  # fmt: skip
+SEL_ID = re.compile(r"^[0-9a-fA-F]{1,4}$")
+SEL_DATE = re.compile(r"^(\d\d)/(\d\d)/(\d{4})$")
+SEL_TIME = re.compile(r"^(\d\d):(\d\d):(\d\d)(?:\s+\S+)?$")
+
+
+@dataclass
+class SelEntry(Result):
+    """One SEL record as ipmitool prints it: `  3d | 10/02/2025 | 17:33:30 | Memory DIMM A3 | Uncorrectable ECC |
+    Asserted`. The record id is hexadecimal; the time is the BMC's clock, which carries no zone."""
+
+    record_id: int
+    timestamp: str | None  # 2025-10-02T17:33:30, None for 'Pre-Init' records (before the BMC's clock was set)
+    sensor_type: str  # Memory, Power Supply, … ('' when the sensor column names no known type)
+    sensor: str  # the rest of the sensor column: 'DIMM A3', '#0x08', ''
+    event: str  # Uncorrectable ECC, Failure detected, …
+    direction: str | None  # Asserted / Deasserted
+    detail: str | None  # the optional seventh column: 'Reading 28 > Threshold 28 degrees C'
+    line: str  # the line as printed, for evidence
+    line_number: int
+
+
+@dataclass
+class SelLog(Result):
+    entries: list[SelEntry]
+
+
+def parse_sel_elist(text: str) -> SelLog:
+    """`ipmitool sel elist` or `sel list` (the same columns; elist names the sensors). An empty SEL prints
+    'SEL has no entries'."""
+    lines = require_content(text, "ipmitool sel elist output")
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.strip() == "SEL has no entries":
+            continue
+        cells = [cell.strip() for cell in line.split("|")]
+        if len(cells) < 6 or not SEL_ID.match(cells[0]):
+            raise ParseError(
+                f"expected 'id | date | time | sensor | event | direction' columns: {shorten(line)}", number
+            )
+        sensor_type, sensor = _sel_sensor(cells[3])
+        entries.append(
+            SelEntry(
+                record_id=int(cells[0], 16),
+                timestamp=_sel_timestamp(cells[1], cells[2]),
+                sensor_type=sensor_type,
+                sensor=sensor,
+                event=cells[4],
+                direction=clean(cells[5]),
+                detail=clean(" | ".join(cells[6:])) if len(cells) > 6 else None,
+                line=line.rstrip(),
+                line_number=number,
+            )
+        )
+    return SelLog(entries=entries)
+
+
+def _sel_sensor(column: str) -> tuple[str, str]:
+    for name in SEL_SENSOR_TYPES:
+        if column == name or column.startswith(name + " "):
+            return name, column[len(name) :].strip()
+    return "", column
+
+
+def _sel_timestamp(date: str, time: str) -> str | None:
+    day, clock = SEL_DATE.match(date), SEL_TIME.match(time)
+    if not day or not clock:
+        return None
+    return f"{day[3]}-{day[1]}-{day[2]}T{clock[1]}:{clock[2]}:{clock[3]}"
+
+
+# --- chassis power status -----------------------------------------------------------------------------------------
+
+CHASSIS_POWER = re.compile(r"^Chassis Power is (on|off)\s*$", re.IGNORECASE)
+
+
+def parse_chassis_power(text: str) -> str:
+    """`ipmitool chassis power status` → 'on' or 'off'."""
+    lines = require_content(text, "ipmitool chassis power status output")
+    for line in lines:
+        match = CHASSIS_POWER.match(line.strip())
+        if match:
+            return match[1].lower()
+    raise unexpected(lines, "'Chassis Power is on' or 'Chassis Power is off'")

@@ -280,3 +280,49 @@ def parse_leak_detector(text: str) -> LeakDetector:
         state=state if isinstance(state, str) else None,
         health=_status(data)[0],
     )
+
+
+# --- log entries: a LogService's Entries collection (the SEL as Redfish serves it) ----------------------------------
+
+
+@dataclass
+class RedfishLogEntry(Result):
+    """One LogEntry (DMTF LogEntry schema): a SEL record carries SensorType and EntryCode (Assert / Deassert)."""
+
+    id: str
+    created: str | None  # ISO 8601 with its offset, as the BMC gave it
+    severity: str | None  # OK, Warning, Critical
+    message: str
+    sensor_type: str | None
+    entry_code: str | None
+    message_id: str | None
+    entry_type: str | None  # SEL, Event, Oem
+
+
+@dataclass
+class RedfishLog(Result):
+    entries: list[RedfishLogEntry]
+    next_link: str | None = None  # Members@odata.nextLink: the collection goes on
+
+
+def parse_log_entries(text: str) -> RedfishLog:
+    """A LogEntryCollection (`…/LogServices/<id>/Entries`)."""
+    data = require_dict(load_json(text, "a Redfish LogEntry collection"), "a Redfish LogEntry collection")
+    members = data.get("Members")
+    if not isinstance(members, list):
+        raise ParseError("expected a Redfish LogEntry collection (Members)", line=1)
+    entries = [
+        RedfishLogEntry(
+            id=str(item.get("Id") or item.get("@odata.id") or ""),
+            created=clean(item.get("Created")),
+            severity=clean(item.get("Severity")),
+            message=str(item.get("Message") or ""),
+            sensor_type=clean(item.get("SensorType")),
+            entry_code=clean(item.get("EntryCode")),
+            message_id=clean(item.get("MessageId")),
+            entry_type=clean(item.get("EntryType")),
+        )
+        for item in members
+        if isinstance(item, dict)
+    ]
+    return RedfishLog(entries=entries, next_link=clean(data.get("Members@odata.nextLink")))

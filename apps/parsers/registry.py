@@ -70,6 +70,7 @@ PARSERS: dict[str, Parser] = {
     "net_mtu_speed": system.parse_net_mtu_speed,
     "ipmitool": ipmi.parse_ipmitool,
     "dcmi_power": ipmi.parse_dcmi_power,
+    "ipmi_sel": ipmi.parse_sel_elist,
     "redfish": redfish.parse_redfish,
     "dmesg": dmesg.parse_dmesg,
     "gpu_burn": gpu_burn.parse_gpu_burn,
@@ -118,6 +119,7 @@ FIXTURE_RULES: tuple[tuple[str | None, str, str], ...] = (
     ("hpl", r"", "hpl"),
     ("ipmi", r"", "ipmitool"),
     ("ipmi-dcmi", r"", "dcmi_power"),
+    ("ipmi-sel", r"", "ipmi_sel"),
     ("redfish", r"", "redfish"),
     ("dmesg", r"", "dmesg"),
     ("dmesg-xid", r"^aer-|kmsg", "log"),  # AER with relative stamps and raw /dev/kmsg: no Xid for dmesg to read
@@ -249,6 +251,10 @@ TEXT_SIGNATURES = (
     (r"NVRM: Xid|^\[\s*\d+\.\d+\] |^\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\] ", "dmesg"),
     (r"proc'd:|^Tested \d+ GPUs?:|Burning for \d+ seconds", "gpu_burn"),
     (r"^\s*Instantaneous power reading:|^Current Power\s+: \d+ Watts", "dcmi_power"),
+    (
+        r"^\s*[0-9a-fA-F]{1,4} \| (?:\d\d/\d\d/\d{4}|Pre-Init) \| [^|\n]+\|[^|\n]+\|[^|\n]+\| (?:De)?[Aa]sserted",
+        "ipmi_sel",
+    ),
 )
 # Outputs recognised by every non-blank line having one shape (checked line by line: no regex backtracking).
 LINE_SIGNATURES = (

@@ -10,6 +10,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from rest_framework import serializers
 
+from apps.core import audit
+from apps.core.choices import AuditAction
+from apps.deployments.kinds.gpu_reset import KIND as GPU_RESET
 from apps.deployments.node_operations import KIND as SCHEDULER_ACTION
 from apps.deployments.node_operations import scheduler_request
 from apps.health.models import HealthEvent
@@ -18,6 +21,7 @@ from apps.inventory.choices import NodeRole, SwitchTier
 from apps.inventory.models import Cable, Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
+from apps.nodeexec.bmc import POWER_KIND as BMC_POWER
 from apps.remediation import checkpoint
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
@@ -89,8 +93,15 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
                 "included; a person decides."
             )
             return decision
+    if decision.action == Action.GPU_RESET and (event.gpu_id is None or not node.is_drained):
+        decision.reason = (
+            f"{event.component_label} is no GPU: nothing to reset; a person decides."
+            if event.gpu_id is None
+            else f"{node.hostname} is not drained: a GPU reset waits until it is (a quarantine policy drains it)."
+        )[:500]
+        return decision
     if decision.action in TAKES_NODE_OUT:
-        if node.is_drained:
+        if node.is_drained and decision.action == Action.QUARANTINE:  # a drained node may still be cycled or reset
             decision.reason = f"{node.hostname} is drained already ({node.drain_reason}); nothing to do."
             return decision
         tripped = _breaker(policy=policy, mode=mode, node=node, now=now)
@@ -106,6 +117,8 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         Action.REBOOT: f"reboot {hostname} through the scheduler once its jobs end",
         Action.REPAIR: "open a repair",
         Action.POWER_OFF_TRAYS: f"power off {_trays_text(node)} through their BMCs" if node else "",
+        Action.POWER_CYCLE: f"power-cycle {hostname} through its BMC",
+        Action.GPU_RESET: f"reset {event.component_label} (nvidia-smi -r)",
     }[decision.action]
     what = f"Would {what}" if mode == Mode.SHADOW else f"Started: {what}"
     escalated = f" (escalated from {policy.action}: attempt {decision.attempt})" if decision.escalated else ""
@@ -197,6 +210,9 @@ def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True)
     if decision.action == Action.POWER_OFF_TRAYS:
         _power_off(decision, transport=transport, queue=queue)
         return
+    if decision.action in (Action.POWER_CYCLE, Action.GPU_RESET):
+        _act_on_node(decision, transport=transport, queue=queue)
+        return
     if decision.action not in (Action.QUARANTINE, Action.REBOOT):
         return  # notify and repair are the decision itself, read by people and the API
     if defer and decision.action == Action.QUARANTINE and checkpoint.defer(decision):
@@ -236,8 +252,6 @@ def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True)
 
 # --- a coolant leak: the rack's trays powered off --------------------------------------------------------------------
 
-BMC_POWER = "bmc-power"  # the job kind that powers nodes on or off through their BMCs, by name
-
 
 def rack_trays(node: Node) -> list[Node]:
     """The trays a leak at the node endangers: every compute tray of its NVLink domain (the rack's loop), else the
@@ -261,8 +275,8 @@ def power_off_trays(*, node: Node, transport: str | None = None, queue: bool = T
     return create_job(
         kind=BMC_POWER,
         targets=TargetSpec(nodes=hostnames),
-        parameters={"action": "off"},
-        transport=transport,
+        parameters={"action": "off", "reason": f"coolant leak in {_trays_text(node)}"[:300]},
+        transport=transport if transport in ("local", "sim") else None,  # a BMC is never reached over ssh
         requested_by=requested_by,
         queue=queue,
     )
@@ -275,6 +289,42 @@ def _power_off(decision: RemediationDecision, *, transport, queue) -> None:
     except serializers.ValidationError as error:
         decision.outcome = Outcome.FAILED
         decision.reason = f"Could not power off {_trays_text(decision.node)}, nothing started: {said(error)}"[:500]
+    else:
+        decision.job_id = job.public_id
+        decision.reason = f"{decision.reason} (job {job.public_id})"[:500]
+    decision.save()
+
+
+def _act_on_node(decision: RemediationDecision, *, transport, queue) -> None:
+    """A power cycle through the node's BMC (the `bmc-power` job, by its name: monitoring runs it) or a GPU reset on
+    the drained node (`gpu-reset`); a job that cannot start (no BMC login, the node not drained) fails the decision,
+    naming why. The power cycle is audited on the node, as an operator's is."""
+    node, event = decision.node, decision.event
+    if decision.action == Action.POWER_CYCLE:
+        kind, parameters = BMC_POWER, {"action": "cycle", "reason": slurm_reason(event)}
+        transport = transport if transport in ("local", "sim") else None  # a BMC is never reached over ssh
+    else:
+        kind, parameters = GPU_RESET, {"gpu_index": event.gpu.index, "reason": slurm_reason(event)}
+    try:
+        with transaction.atomic():
+            job = create_job(
+                kind=kind,
+                targets=TargetSpec(nodes=(node.hostname,)),
+                parameters=parameters,
+                transport=transport,
+                queue=queue,
+            )
+            if decision.action == Action.POWER_CYCLE:
+                audit.record(
+                    AuditAction.START,
+                    obj=node,
+                    object_repr=f"{node.hostname}: power cycle through the BMC",
+                    changes={"bmc_power": "cycle", "reason": parameters["reason"], "remediation": event.kind},
+                    job=job,
+                )
+    except serializers.ValidationError as error:
+        decision.outcome = Outcome.FAILED
+        decision.reason = f"Could not {decision.action} {node.hostname}, nothing changed: {error}"[:500]
     else:
         decision.job_id = job.public_id
         decision.reason = f"{decision.reason} (job {job.public_id})"[:500]

@@ -8,6 +8,10 @@ from the hottest GPU. Faults move them as on a real node: a GPU in thermal slowd
 a GPU fallen off the bus has no reading and draws nothing, a straggler draws less. Noise is seeded per node,
 sensor and 10-second window, so a window read twice gives the same figures.
 
+The chassis power and the System Event Log (apps/simulator/sel.py) are the node's stored state: `chassis power` and
+the Redfish ComputerSystem.Reset action change it (off: the node answers nothing), `sel elist` and the SEL
+LogService's Entries read it.
+
 One account, RACKPILOT_SIM_BMC_USER / RACKPILOT_SIM_BMC_PASSWORD; any other login is refused the way the real
 protocols refuse it.
 """
@@ -15,11 +19,13 @@ protocols refuse it.
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 
+from apps.simulator import services
 from apps.simulator.model import gpu_reading, noise
+from apps.simulator.sel import SelRecord
 from apps.simulator.services import node_state
 from apps.simulator.state import SimulatedNode
 from apps.simulator.tools.common import ctime
@@ -176,12 +182,56 @@ def logged_in(user: str, password: str) -> bool:
     return secrets.compare_digest(user, expected_user) and secrets.compare_digest(password, expected_password)
 
 
-def ipmitool(values: BmcFigures, argv: list[str], *, password: str, at: datetime) -> tuple[int, str, str]:
-    """What ipmitool prints for a lanplus command to this BMC: -U user, the password from IPMI_PASSWORD (-E)."""
+# What `ipmitool chassis power <verb>` prints once the BMC took the request (ipmitool's ipmi_chassis.c).
+CHASSIS_CONTROL = {"on": "Up/On", "off": "Down/Off", "cycle": "Cycle", "reset": "Reset"}
+
+
+@dataclass(frozen=True)
+class BmcState:
+    """The chassis power and the SEL of one node, read when a power or SEL request asks for them."""
+
+    powered_on: bool
+    sel: list[SelRecord]
+
+
+def bmc_state(node) -> BmcState:
+    return BmcState(services.power_is_on(node), services.sel_records(node))
+
+
+def chassis_control(node, action: str, *, seed: int = 0) -> None:
+    """The chassis control an IPMI `chassis power` command or a Redfish Reset asked for (apps.simulator.services)."""
+    services.bmc_power(node=node, action=action, seed=seed)
+
+
+def sel_elist(state: BmcState) -> str:
+    """`ipmitool sel elist`: record id in hex (%4x), the BMC's date and time (UTC), sensor, event, direction."""
+    lines = []
+    for record in state.sel:
+        moment = datetime.fromtimestamp(record.at, tz=UTC)
+        direction = "Asserted" if record.asserted else "Deasserted"
+        lines.append(
+            f"{record.record_id:4x} | {moment:%m/%d/%Y} | {moment:%H:%M:%S} | {record.sensor_type} {record.sensor} | "
+            f"{record.event} | {direction}\n"
+        )
+    return "".join(lines) or "SEL has no entries\n"
+
+
+def ipmitool(
+    values: BmcFigures | None, argv: list[str], *, password: str, at: datetime, state: BmcState | None = None
+) -> tuple[int, str, str]:
+    """What ipmitool prints for a lanplus command to this BMC: -U user, the password from IPMI_PASSWORD (-E).
+    `state` answers `chassis power …` and `sel elist` (the caller carries out a power verb on the node first)."""
     user = argv[argv.index("-U") + 1] if "-U" in argv and argv.index("-U") + 1 < len(argv) else ""
     if not logged_in(user, password):
         return 1, "", (IPMI_REFUSED_VERBOSE if "-v" in argv else "") + IPMI_REFUSED
     tail = argv[-3:]
+    if state is not None and tail[:2] == ["chassis", "power"]:
+        if tail[2] == "status":
+            return 0, f"Chassis Power is {'on' if state.powered_on else 'off'}\n", ""
+        if tail[2] in CHASSIS_CONTROL:
+            return 0, f"Chassis Power Control: {CHASSIS_CONTROL[tail[2]]}\n", ""
+    if state is not None and argv[-2:] == ["sel", "elist"]:
+        return 0, sel_elist(state), ""
     if argv[-1:] == ["sdr"]:
         return 0, sdr(values), ""
     if tail == ["dcmi", "power", "reading"]:
@@ -399,6 +449,100 @@ def leak_detectors(values: BmcFigures) -> dict:
     }
 
 
+# --- Redfish: the ComputerSystem (power, Reset), its SEL LogService -----------------------------------------------
+
+SYSTEMS = "/redfish/v1/Systems"
+SYSTEM = f"{SYSTEMS}/1"
+RESET_TARGET = f"{SYSTEM}/Actions/ComputerSystem.Reset"
+LOG_SERVICES = f"{SYSTEM}/LogServices"
+SEL_SERVICE = f"{LOG_SERVICES}/SEL"
+SEL_ENTRIES = f"{SEL_SERVICE}/Entries"
+# The ResetType values this BMC takes and what each does to the chassis.
+RESET_TYPES = {
+    "On": "on",
+    "ForceOff": "off",
+    "GracefulShutdown": "off",
+    "ForceRestart": "reset",
+    "GracefulRestart": "reset",
+    "PowerCycle": "cycle",
+}
+# Redfish's SensorType names for ipmitool's sensor types (DMTF Sensor / LogEntry SensorType enum).
+REDFISH_SENSOR_TYPES = {"Power Supply": "Power Supply / Converter"}
+
+
+def system(state: BmcState) -> dict:
+    return {
+        "@odata.id": SYSTEM,
+        "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+        "Id": "1",
+        "Name": "HGX H200 8-GPU",
+        "SystemType": "Physical",
+        "PowerState": "On" if state.powered_on else "Off",
+        "LogServices": {"@odata.id": LOG_SERVICES},
+        "Actions": {
+            "#ComputerSystem.Reset": {
+                "target": RESET_TARGET,
+                "ResetType@Redfish.AllowableValues": list(RESET_TYPES),
+            }
+        },
+    }
+
+
+def sel_entry(record: SelRecord) -> dict:
+    moment = datetime.fromtimestamp(record.at, tz=UTC)
+    direction = "Asserted" if record.asserted else "Deasserted"
+    return {
+        "@odata.id": f"{SEL_ENTRIES}/{record.record_id}",
+        "@odata.type": "#LogEntry.v1_15_0.LogEntry",
+        "Id": str(record.record_id),
+        "Name": f"Log Entry {record.record_id}",
+        "EntryType": "SEL",
+        "Created": moment.isoformat(timespec="seconds"),
+        "Severity": record.severity,
+        "Message": f"{record.sensor_type} {record.sensor} {record.event} {direction}",
+        "SensorType": REDFISH_SENSOR_TYPES.get(record.sensor_type, record.sensor_type),
+        "SensorNumber": record.record_id % 256,
+        "EntryCode": "Assert" if record.asserted else "Deassert",
+    }
+
+
+def system_documents(state: BmcState) -> dict:
+    entries = [sel_entry(record) for record in state.sel]
+    return {
+        SYSTEMS: {
+            "@odata.id": SYSTEMS,
+            "@odata.type": "#ComputerSystemCollection.ComputerSystemCollection",
+            "Name": "Computer System Collection",
+            "Members": [{"@odata.id": SYSTEM}],
+            "Members@odata.count": 1,
+        },
+        SYSTEM: system(state),
+        LOG_SERVICES: {
+            "@odata.id": LOG_SERVICES,
+            "@odata.type": "#LogServiceCollection.LogServiceCollection",
+            "Name": "System Log Services",
+            "Members": [{"@odata.id": SEL_SERVICE}],
+            "Members@odata.count": 1,
+        },
+        SEL_SERVICE: {
+            "@odata.id": SEL_SERVICE,
+            "@odata.type": "#LogService.v1_4_0.LogService",
+            "Id": "SEL",
+            "Name": "IPMI SEL",
+            "LogEntryType": "SEL",
+            "OverWritePolicy": "WrapsWhenFull",
+            "Entries": {"@odata.id": SEL_ENTRIES},
+        },
+        SEL_ENTRIES: {
+            "@odata.id": SEL_ENTRIES,
+            "@odata.type": "#LogEntryCollection.LogEntryCollection",
+            "Name": "System Event Log Entries",
+            "Members": entries,
+            "Members@odata.count": len(entries),
+        },
+    }
+
+
 SERVICE_ROOT = {
     "@odata.id": "/redfish/v1/",
     "@odata.type": "#ServiceRoot.v1_11_0.ServiceRoot",
@@ -406,6 +550,7 @@ SERVICE_ROOT = {
     "Name": "Root Service",
     "RedfishVersion": "1.15.0",
     "Chassis": {"@odata.id": "/redfish/v1/Chassis"},
+    "Systems": {"@odata.id": SYSTEMS},
     "SessionService": {"@odata.id": "/redfish/v1/SessionService"},
     "Links": {"Sessions": {"@odata.id": "/redfish/v1/SessionService/Sessions"}},
 }
@@ -442,10 +587,12 @@ def _error(status: int, message: str, message_id: str) -> tuple[int, dict, bytes
 
 
 def redfish(
-    values_at, method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str]
+    values_at, method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str], state_at=None
 ) -> tuple[int, dict, bytes]:
     """One HTTP request to the BMC's Redfish service: (status, headers, body). `values_at()` gives the figures (read
-    only when a sensor document is asked for); `tokens` holds the sessions this BMC has handed out."""
+    only when a sensor document is asked for); `state_at()` the chassis power and SEL (for the System's documents);
+    `tokens` holds the sessions this BMC has handed out. A Reset it accepts answers 204: the caller carries it out on
+    the node (RESET_TYPES says what it does)."""
     path = path.rstrip("/") or "/"
     if method == "GET" and path in ("/redfish/v1", "/redfish"):
         return 200, {"Content-Type": "application/json"}, json.dumps(SERVICE_ROOT).encode()
@@ -482,6 +629,18 @@ def redfish(
         f"{THERMAL_SUBSYSTEM}/CoolantConnectors": coolant_connectors,
         COOLANT_INLET: coolant_inlet,
     }
+    if method == "POST" and path == RESET_TARGET:
+        try:
+            reset_type = json.loads(body or b"{}").get("ResetType")
+        except (ValueError, AttributeError):
+            return _error(400, "The request body is not a JSON object.", "Base.1.8.MalformedJSON")
+        if reset_type not in RESET_TYPES:
+            return _error(400, f"ResetType {reset_type!r} is not allowed.", "Base.1.8.ActionParameterValueNotInList")
+        return 204, {}, b""
+    if method == "GET" and path.startswith(SYSTEMS) and state_at is not None:
+        document = system_documents(state_at()).get(path)
+        if document is not None:
+            return 200, {"Content-Type": "application/json"}, json.dumps(document).encode()
     if method == "GET" and path in liquid and (values := values_at()).coolant is not None:
         return 200, {"Content-Type": "application/json"}, json.dumps(liquid[path](values)).encode()
     if method != "GET" or path not in documents:

@@ -16,6 +16,8 @@ BOOT_KEY = "boot:last"
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 # What OpenSSH's client prints, with exit status 255, when nothing listens on the node's port.
 REFUSED = "ssh: connect to host {host} port 22: Connection refused\n"
+# ... and when the node is powered off: nothing answers ARP for its address.
+POWERED_OFF = "ssh: connect to host {host} port 22: No route to host\n"
 
 
 def next_boot(previous: dict | None, *, hostname: str, seed: int, base_seconds: float, now: float | None = None):

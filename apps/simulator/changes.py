@@ -20,8 +20,11 @@ command that sets MTU 9000 repairs an MTU-1500 fault. Keys:
 - ``kube:<host name>`` dict ``{"unschedulable", "taints", "conditions"}``: on the scheduler's controller, what the
   Kubernetes API server holds for a node after ``kubectl cordon`` / ``taint``, and conditions a problem detector set
   (apps/simulator/tools/kube_apiserver.py)
+- ``power:state`` dict ``{"on", "at"}``: the chassis power the BMC set (absent: on); off, the node answers nothing
+- ``sel:<record id>`` dict: one record of the BMC's System Event Log (apps/simulator/sel.py)
 - ``gpu:<index>:power_limit`` int watts (``nvidia-smi -i N -pl W``; the inventory's GPU index). Volatile: the
   driver forgets it at a reboot (``VOLATILE_PREFIXES``), so a simulated reboot removes it.
+- ``gpu:<index>:remap_pending`` false: a GPU reset (``nvidia-smi -r -i N``) applied the pending row remaps
 """
 
 from collections.abc import Iterable
@@ -41,7 +44,7 @@ PYTHON_PACKAGES = ("torch", "tensorflow")
 KEY_MAX_LENGTH = 255
 # Changes that live in the driver, not on disk: a reboot clears them.
 VOLATILE_PREFIXES = ("gpu:",)
-GPU_ATTRIBUTES = ("power_limit",)
+GPU_ATTRIBUTES = ("power_limit", "remap_pending")
 
 
 def gpu_key(index: int, attribute: str) -> str:
@@ -98,7 +101,10 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         gpu = next((gpu for gpu in state.gpus if str(gpu.index) == index), None)
         if gpu is None or attribute not in GPU_ATTRIBUTES:
             return False
-        gpu.power_limit_w = int(value)
+        if attribute == "remap_pending":
+            gpu.remap_pending = bool(value)
+        else:
+            gpu.power_limit_w = int(value)
     elif family == "file" and rest.startswith("/"):
         state.files[rest] = str(value)
     elif family == "removed" and rest.startswith("/"):
@@ -120,6 +126,8 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         state.kube_nodes[rest] = dict(value)
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
+    elif (family == "sel" and rest.isdigit()) or key == "power:state":
+        pass  # the BMC's event log and the chassis power, read by the simulated BMC (apps/simulator/sel.py)
     else:
         return False
     return True

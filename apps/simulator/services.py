@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Prefetch
 
 from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Nic, Node
-from apps.simulator import boot, shell
+from apps.simulator import boot, sel, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.faults.kinds import fault_kind
 from apps.simulator.faults.node import apply_faults, check_fault
@@ -29,6 +29,10 @@ __all__ = [
     "clear_faults",
     "inject_fault",
     "NodeSession",
+    "append_sel",
+    "bmc_power",
+    "power_is_on",
+    "sel_records",
     "node_state",
     "reboot",
     "run_command",
@@ -77,6 +81,7 @@ class NodeSession:
         self._peers: dict[str, SimulatedNode | None] = {}
         self._hosts: list[ClusterHost] | None = None
         self._boot = _UNREAD
+        self._off = _UNREAD
 
     def _seen(self) -> tuple:
         """What can change under an open session: the node's faults and stored changes (how many, last update)."""
@@ -124,7 +129,15 @@ class NodeSession:
             self._boot = _last_boot(self.node)
         return self._boot
 
+    def _powered_off(self) -> bool:
+        """Whether the BMC turned the chassis off, read once per session."""
+        if self._off is _UNREAD:
+            self._off = not power_is_on(self.node)
+        return self._off
+
     def run(self, argv: list[str]) -> CommandOutput:
+        if self._powered_off():  # off through its BMC: the node's address answers nothing
+            return CommandOutput(255, "", boot.POWERED_OFF.format(host=self.node.hostname))
         if boot.is_down(self._last_boot()):  # rebooting: nothing answers on the node's port
             return CommandOutput(255, "", boot.REFUSED.format(host=self.node.hostname))
         context = Context(
@@ -198,6 +211,7 @@ def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | 
         with transaction.atomic():
             fault = SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
             _changes_fixing(node, kind, target).delete()
+            append_sel(node=node, records=sel.fault_records(kind, target, fault.created.timestamp()))
             return fault
     except IntegrityError:
         where = f" on {target}" if target else ""
@@ -269,6 +283,57 @@ def reboot(*, node: Node, seed: int = 0, down_seconds: float = 0.0) -> int:
         value = boot.next_boot(_last_boot(node), hostname=node.hostname, seed=seed, base_seconds=down_seconds)
         SimChange.objects.update_or_create(node=node, key=boot.BOOT_KEY, defaults={"value": value})
     return removed
+
+
+# --- the BMC: chassis power and the System Event Log ---------------------------------------------------------
+
+
+def power_is_on(node: Node) -> bool:
+    value = SimChange.objects.on(node).filter(key=sel.POWER_KEY).values_list("value", flat=True).first()
+    return bool((value or {}).get("on", True))
+
+
+def sel_records(node: Node) -> list[sel.SelRecord]:
+    """The node's SEL, oldest first: the 'log cleared' record at its creation, then what faults and power appended."""
+    rows = SimChange.objects.on(node).filter(key__startswith=sel.SEL_PREFIX).order_by("key")
+    stored = [
+        sel.from_value(int(key.removeprefix(sel.SEL_PREFIX)), value) for key, value in rows.values_list("key", "value")
+    ]
+    return [sel.log_cleared(node.created.timestamp()), *stored]
+
+
+def append_sel(*, node: Node, records: list[dict]) -> None:
+    """Append records to the node's SEL, numbered after its last (record 1 is the log-cleared one)."""
+    if not records:
+        return
+    with transaction.atomic():
+        Node.objects.select_for_update().filter(pk=node.pk).first()  # one writer numbers the node's records
+        last = SimChange.objects.on(node).filter(key__startswith=sel.SEL_PREFIX).order_by("-key").first()
+        number = int(last.key.removeprefix(sel.SEL_PREFIX)) if last else 1
+        for offset, value in enumerate(records, 1):
+            SimChange.objects.create(node=node, key=sel.sel_key(number + offset), value=value)
+
+
+def bmc_power(*, node: Node, action: str, seed: int = 0) -> None:
+    """What the BMC's chassis control does: `off` turns the chassis off (the node answers nothing until it is on
+    again); `on`, `cycle` and `reset` leave it on, freshly booted (a reboot: volatile settings lost, away for about
+    RACKPILOT_SIM_REBOOT_SECONDS), a chassis that was off simply coming on; `status` changes nothing. The SEL records
+    the Power Unit's off/down events."""
+    if action == "status":
+        return
+    with transaction.atomic():
+        was_on = power_is_on(node)
+        now = time.time()
+        if action == "off":
+            SimChange.objects.update_or_create(
+                node=node, key=sel.POWER_KEY, defaults={"value": {"on": False, "at": now}}
+            )
+        elif action != "on" or not was_on:
+            SimChange.objects.update_or_create(
+                node=node, key=sel.POWER_KEY, defaults={"value": {"on": True, "at": now}}
+            )
+            reboot(node=node, seed=seed, down_seconds=settings.RACKPILOT_SIM_REBOOT_SECONDS)
+        append_sel(node=node, records=sel.power_records(action, was_on=was_on, at=now))
 
 
 # --- telemetry --------------------------------------------------------------------------------------------------

@@ -5,47 +5,14 @@ import shutil
 
 import pytest
 
-from apps.inventory.models import Node
 from apps.jobs.choices import StepStatus
-from apps.monitoring.bmc import logins
 from apps.monitoring.choices import PollResult
 from apps.monitoring.models import Bmc, BmcReading
 from tests.live_server import need
 
-from .emulators import PASSWORD, USER, start_ipmi_sim, start_sushy
+from .emulators import USER
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def ipmi_sim(tmp_path):
-    emulator = start_ipmi_sim(tmp_path)
-    yield emulator
-    emulator.stop()
-
-
-@pytest.fixture
-def sushy(tmp_path):
-    emulator = start_sushy(tmp_path)
-    yield emulator
-    emulator.stop()
-
-
-@pytest.fixture
-def emulated_node(gpu_node):
-    def make(protocol, port, *, password=PASSWORD, verify_tls=True):
-        logins.save_bmc(
-            node=gpu_node,
-            address="127.0.0.1",
-            protocol=protocol,
-            port=port,
-            user=USER,
-            verify_tls=verify_tls,
-            password=password,
-        )
-        return Node.objects.get(pk=gpu_node.pk)
-
-    return make
 
 
 def _readings(node):

@@ -6,6 +6,7 @@ and offers operators the power-off; viewers see the leak without the button."""
 import datetime as dt
 
 import pytest
+from django.conf import settings
 
 from apps.health import services as health
 from apps.health.choices import Severity, Source
@@ -81,12 +82,23 @@ def test_on_without_the_bmc_power_kind_the_decision_fails_with_the_refusal(leak,
 
 
 def test_on_with_the_bmc_power_kind_the_job_powers_every_tray_off(leak):
-    if services.BMC_POWER not in KINDS:
-        pytest.skip("the bmc-power job kind is not on this branch")
+    from apps.monitoring.bmc import logins
+
+    for tray in services.rack_trays(leak.node):  # the trays' BMCs, as the simulated BMCs' account reaches them
+        logins.save_bmc(
+            node=tray,
+            address=tray.bmc_address,
+            protocol="redfish",
+            port=None,
+            user=settings.RACKPILOT_SIM_BMC_USER,
+            verify_tls=True,
+            password=settings.RACKPILOT_SIM_BMC_PASSWORD,
+        )
     only_the_leak_policy(Mode.ON)
 
     [decision] = services.evaluate(now=NOW, queue=False)
 
+    assert decision.outcome == Outcome.ACTED, decision.reason
     job = Job.objects.get()
     assert decision.outcome == Outcome.ACTED and decision.job_id == job.public_id
     assert (job.kind, job.parameters["action"], job.node_count) == ("bmc-power", "off", 18)

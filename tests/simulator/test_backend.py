@@ -95,6 +95,7 @@ def test_every_catalogue_command_is_answered(gpu_node, settings):
         "slurm_node": "NodeName=gpu002",
         "slurm_reason": "Reason=fan swap (ticket 42)",
         "slurm_reboot_reason": "reason=firmware 2.1",
+        "k8s_quarantine_taint": "rackpilot.io/quarantine=xid79:NoSchedule",
         # The benchmarks' nccl-tests and mpirun commands (apps/benchmarks/kinds.py), when that app is installed.
         "nccl_binary": "all_reduce_perf",
         "nccl_bytes": "8",

@@ -14,6 +14,7 @@ from apps.monitoring.bmc.logins import (
 )
 from apps.monitoring.choices import WORKLOAD_KINDS, BmcProtocol, PollResult
 from apps.monitoring.models import Bmc, BmcReading, Slo
+from apps.nodeexec.bmc import POWER_ACTIONS
 from apps.workloads.models import InferenceService, TrainingJob
 
 
@@ -289,3 +290,12 @@ class GpuHoursSerializer(serializers.Serializer):
             ],
             "racks": [{"rack": r["rack"].name, **_split(r)} for r in result.racks],
         }
+
+
+class BmcPowerSerializer(serializers.Serializer):
+    """POST /api/nodes/{id}/bmc-power/: what to tell the node's BMC, and why (kept in the audit log)."""
+
+    action = serializers.ChoiceField(
+        choices=POWER_ACTIONS, help_text="status reads only; off, cycle, reset take it down."
+    )
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)

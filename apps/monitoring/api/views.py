@@ -1,7 +1,9 @@
 from django.db import transaction
+from django.shortcuts import get_object_or_404
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -10,8 +12,11 @@ from apps.accounts.choices import Role
 from apps.core.filters import FilterSet
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.filters import node_ref
+from apps.inventory.models import Node
+from apps.jobs.api.serializers import JobSerializer
 from apps.monitoring import gpuhours, health, services
 from apps.monitoring.api.serializers import (
+    BmcPowerSerializer,
     BmcReadingSerializer,
     BmcSerializer,
     FleetHealthSerializer,
@@ -20,6 +25,7 @@ from apps.monitoring.api.serializers import (
     SloSerializer,
     SloStatusSerializer,
 )
+from apps.monitoring.bmc.power import start_bmc_power
 from apps.monitoring.models import Bmc, BmcReading, Slo
 from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 
@@ -154,3 +160,27 @@ class GpuHoursViewSet(viewsets.ViewSet):
         except TelemetryError as error:
             return Response({"detail": str(error)}, status=503)
         return Response(GpuHoursSerializer(GpuHoursSerializer.represent(name, result)).data)
+
+
+class NodeBmcPowerViewSet(viewsets.GenericViewSet):
+    """Power a node on, off, cycle or reset it through its BMC, or read its power (operators and admins): starts the
+    `bmc-power` job and returns it (201). No BMC login for the node is a 400 naming `nodes`; off, cycle and reset
+    are audited with who asked and the reason. Mounted under the node's URL (monitoring reaches BMCs; the
+    inventory's node viewset may not import it)."""
+
+    queryset = Node.objects.all()
+    serializer_class = BmcPowerSerializer
+    write_role = Role.OPERATOR
+
+    @extend_schema(
+        request=BmcPowerSerializer,
+        responses={201: JobSerializer},
+        parameters=[OpenApiParameter("public_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The node.")],
+    )
+    def create(self, request, public_id=None):
+        node = get_object_or_404(Node, public_id=public_id)
+        given = self.get_serializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        job = start_bmc_power(nodes=[node], action=data["action"], reason=data["reason"], requested_by=request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)

@@ -225,6 +225,17 @@ class RedfishReader:
             raise BmcFailure(PollResult.ERROR, f"{self.login.name}: GET {path} did not answer a JSON object")
         return data
 
+    async def post(self, path: str, document: dict) -> int:
+        """A POST of a small JSON document (an action's parameters; never a secret), kept in the transcript."""
+        body = json.dumps(document).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **self.auth}
+        status, _, answer = await self.send("POST", path, headers, body)
+        text = answer[:TRANSCRIPT_BODY_LIMIT].decode(errors="replace")
+        self.transcript.append(f"POST {path} {body.decode()} -> {status}\n{text}\n")
+        if status in (401, 403):
+            raise self._refused()
+        return status
+
     def _refused(self) -> BmcFailure:
         return BmcFailure(
             PollResult.AUTH_FAILED, f"{self.login.name} refused the credentials of user {self.login.user!r}"
@@ -379,16 +390,37 @@ class SimulatedBmcLink:
             self._figures = await asyncio.to_thread(self._read_figures)
         return self._figures
 
+    def _in_thread(self, call, *args, **kwargs):
+        with thread_connection_returned():
+            return call(Node.objects.get(pk=self.node_id), *args, **kwargs)
+
+    async def state(self):
+        """The chassis power and SEL, read afresh each time (a power action changes them)."""
+        return await asyncio.to_thread(self._in_thread, self.bmcs.bmc_state)
+
+    async def power(self, action: str) -> None:
+        await asyncio.to_thread(self._in_thread, self.bmcs.chassis_control, action, seed=self.seed)
+
     async def ipmitool(self, command: list[str]) -> tuple[int, str, str]:
         argv = ipmitool_argv(self.login, command, 10)
         if not self.bmcs.logged_in(self.login.user, self.login.password):
             return self.bmcs.ipmitool(None, argv, password=self.login.password, at=self.at)
+        if command[:2] == ["chassis", "power"] or command == ["sel", "elist"]:
+            if command[:2] == ["chassis", "power"] and command[2:] != ["status"]:
+                await self.power(command[2])  # the BMC obeys, then ipmitool says it took the request
+            return self.bmcs.ipmitool(None, argv, password=self.login.password, at=self.at, state=await self.state())
         return self.bmcs.ipmitool(await self.figures(), argv, password=self.login.password, at=self.at)
 
     async def redfish(self, method: str, path: str, headers: dict, body: bytes | None) -> tuple[int, dict, bytes]:
         in_chassis = (path.rstrip("/") + "/").startswith(self.bmcs.CHASSIS + "/")  # the chassis says if it is liquid
         figures = await self.figures() if in_chassis and self._tokens else None
-        return self.bmcs.redfish(lambda: figures, method, path, headers=headers, body=body, tokens=self._tokens)
+        state = await self.state() if path.startswith("/redfish/v1/Systems") and self._tokens else None
+        answer = self.bmcs.redfish(
+            lambda: figures, method, path, headers=headers, body=body, tokens=self._tokens, state_at=lambda: state
+        )
+        if method == "POST" and path == self.bmcs.RESET_TARGET and answer[0] == 204:
+            await self.power(self.bmcs.RESET_TYPES[json.loads(body)["ResetType"]])
+        return answer
 
 
 # --- one poll -------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.models import BmcSchedule
+from apps.nodeexec.bmc import SEL_KIND
 
 KIND = "bmc-poll"
 
@@ -51,3 +52,15 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
             )
         )
     return started
+
+
+def schedule_sel_reads() -> Job | None:
+    """Start one `bmc-sel` job over every node with BMC settings, unless one is still queued or running (a slow BMC
+    never piles reads up). Called by beat every RACKPILOT_BMC_SEL_SECONDS."""
+    if Job.objects.filter(kind=SEL_KIND, status__in=JOB_ACTIVE).exists():
+        return None
+    nodes = Node.objects.filter(bmc__isnull=False).exclude(bmc_address="").order_by("hostname")
+    if not nodes.exists():
+        return None
+    spec = TargetSpec(nodes=tuple(str(public_id) for public_id in nodes.values_list("public_id", flat=True)))
+    return create_job(kind=SEL_KIND, targets=spec)

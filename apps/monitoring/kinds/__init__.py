@@ -2,4 +2,4 @@
 serving load test judged against the business criteria, business_validation.py) and `training-progress` (a training
 job's step lines from its log, training_progress.py). Importing this package registers them (MonitoringConfig.ready)."""
 
-from apps.monitoring.kinds import bmc_poll, business_validation, training_progress  # noqa: F401
+from apps.monitoring.kinds import bmc_poll, bmc_power, bmc_sel, business_validation, training_progress  # noqa: F401

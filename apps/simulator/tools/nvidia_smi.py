@@ -37,6 +37,8 @@ def nvidia_smi(context: Context, argv: list[str]) -> CommandOutput:
         return fail(6, "", "No devices were found\n")
     if (watts := option_value(args, "-pl", "--power-limit")) is not None:
         return _with_warnings(context, power_limit(context, gpus, watts))
+    if "-r" in args or "--gpu-reset" in args:
+        return _with_warnings(context, gpu_reset(context, gpus))
     if "-L" in args or "--list-gpus" in args:
         result = ok("".join(f"GPU {index}: {gpu.facts.product_name} (UUID: {gpu.uuid})\n" for index, gpu in gpus))
     elif query := option_value(args, "--query-gpu"):
@@ -92,6 +94,20 @@ def power_limit(context: Context, gpus: list[tuple[int, SimGpu]], watts: str) ->
         context.change(gpu_key(gpu.index, "power_limit"), int(round(value)))
         lines.append(f"Power limit for GPU {gpu.pci_bus_id} was set to {value:.2f} W from {before:.2f} W.\n")
     return ok("".join(lines) + "All done.\n")
+
+
+# --- nvidia-smi -r: reset a GPU (root; the driver applies pending row remaps as the GPU comes back) -------------
+
+
+def gpu_reset(context: Context, gpus: list[tuple[int, SimGpu]]) -> CommandOutput:
+    """`nvidia-smi -r -i N`: one GPU at a time, as the real tool insists; a GPU fallen off the bus is not found (the
+    selection fails before this, "No devices were found")."""
+    if len(gpus) != 1:
+        return fail(255, "", "GPU Reset couldn't run because GPU ID is not specified.\n")
+    _, gpu = gpus[0]
+    if gpu.remap_pending:
+        context.change(gpu_key(gpu.index, "remap_pending"), False)
+    return ok(f"GPU {gpu.pci_bus_id} was successfully reset.\nAll done.\n")
 
 
 # --- the summary table ------------------------------------------------------------------------------------------
