@@ -37,5 +37,5 @@ def record_telemetry() -> int:
 
 @shared_task(name="rackpilot.monitoring.watch_telemetry", ignore_result=True, time_limit=120)
 def watch_telemetry() -> int:
-    """Beat, every minute: the GPU faults the telemetry reports now, as health events (apps.monitoring.watch)."""
+    """Beat, every 30 s: the GPU faults the telemetry reports now, as health events (apps.monitoring.watch)."""
     return len(watch.watch_telemetry())

@@ -64,6 +64,9 @@ def facts_for(sku_name: str, hbm_gib: int, nvlink_gbps: int) -> GpuDevice:
     )
 
 
+SPARE_ROWS_PER_BANK = 8  # rows an HBM bank holds for remapping uncorrectable ones
+
+
 @dataclass
 class SimGpu:
     index: int  # as in the inventory; nvidia-smi renumbers the visible ones
@@ -107,6 +110,12 @@ class SimGpu:
     @property
     def active_nvlinks(self) -> int:
         return self.facts.nvlinks - len(self.nvlinks_down)
+
+    @property
+    def remap_failed(self) -> bool:
+        """More uncorrectable rows than a bank's spare rows: the remapper cannot take them all (nvidia-smi -q's
+        "Remapping Failure Occurred: Yes", DCGM_FI_DEV_ROW_REMAP_FAILURE 1)."""
+        return self.ecc_uncorrectable > SPARE_ROWS_PER_BANK
 
     @property
     def link_gen(self) -> int:
