@@ -461,6 +461,7 @@ RACKPILOT_PERIODIC_TASKS = {
     # GPU faults the telemetry shows (XID, ECC, row remap, slowdowns, PCIe, missing GPUs) → health events: every 30 s,
     # so that one shows within a minute of the fault (docs/health.md, "Producers")
     "rackpilot.monitoring.watch_telemetry": 30,
+    "rackpilot.monitoring.read_kernel_logs": 300,  # each compute node's Xid and PCIe AER lines → health events
     "rackpilot.remediation.evaluate": 60,  # open health events → the remediation policies' decisions
 }
 CELERY_BEAT_SCHEDULE = {

@@ -253,6 +253,9 @@ class SimulatedNode:
     relocated: dict[str, str] = field(default_factory=dict)  # where `mv` put a modelled file: first path -> now
     ptp_synchronised: bool = True
     boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
+    booted_at: float | None = None  # when the node first came up: its inventory row's creation (the kernel log's start)
+    # When each applied fault struck, by (kind, target): the kernel log stamps its lines then.
+    fault_since: dict[tuple[str, str], float] = field(default_factory=dict)
     # On a scheduler controller: what slurmctld keeps per node beyond its load (drain, reason, reboot requested).
     slurm_nodes: dict[str, dict] = field(default_factory=dict)
     domain: SimDomain | None = None  # a compute tray's rack-scale NVLink domain
@@ -350,6 +353,7 @@ def build_state(
         checkpoints=checkpoint_files(volumes),
         leaf_uplink_ratio=_leaf_uplink_ratio(node, leaf_ratios),
         domain=_sim_domain(node) if node.nvlink_domain_id else None,
+        booted_at=node.created.timestamp() if getattr(node, "created", None) else None,
     )
     state.pod, state.core_uplink_ratio = _pod(node, leaf_pods)
     for nic in state.nics:
