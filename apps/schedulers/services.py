@@ -2,8 +2,9 @@
 
 `record_slurm_nodes()` stores what `scontrol show node` said (a readback job's hook calls it), only where it changed,
 and sends `signals.scheduler_state_changed` for each change. `scheduler_differences()` reads the stored view against
-the inventory (drained here but not there, drained there but not here, down, unknown to the scheduler): the health
-events' producer calls it, pages and `/api/health/` show it. Both read nothing from the cluster themselves.
+the inventory (drained here but not there, drained there but not here, down, unknown to the scheduler): pages and
+`/api/health/` show it. Each stored answer also records a node drained or down outside Rackpilot as a health event
+(apps/schedulers/health_events.py). Both read nothing from the cluster themselves.
 """
 
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.parsers.slurm import SchedulerNodes
+from apps.schedulers import health_events
 from apps.schedulers.choices import DifferenceKind, DrainState, Scheduler
 from apps.schedulers.models import SchedulerNodeState
 from apps.schedulers.signals import scheduler_state_changed
@@ -63,7 +65,7 @@ def record_slurm_nodes(*, listing: SchedulerNodes, read_at: datetime, job_id=Non
         nodes = nodes.filter(hostname__in=list(only))
     nodes = list(nodes.select_related("scheduler_state"))
     result = Recorded([], 0, [])
-    sent = []
+    sent, rows = [], []
     with transaction.atomic():
         for node in nodes:
             found = seen.get(node.hostname)
@@ -86,6 +88,7 @@ def record_slurm_nodes(*, listing: SchedulerNodes, read_at: datetime, job_id=Non
                 setattr(current, name, value)
             current.read_at, current.read_by_job = read_at, job_id
             current.save()
+            rows.append(current)
             if before == values:
                 result.unchanged += 1
                 continue
@@ -97,6 +100,7 @@ def record_slurm_nodes(*, listing: SchedulerNodes, read_at: datetime, job_id=Non
                 sender=SchedulerNodeState, node=node, before=before, after=after
             )
         )
+    health_events.record_scheduler_events(rows=rows)  # drained or down outside Rackpilot: health events
     return result
 
 
