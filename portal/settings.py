@@ -461,7 +461,10 @@ RACKPILOT_PERIODIC_TASKS = {
     "rackpilot.monitoring.record_telemetry": 60,
     "rackpilot.schedulers.readback": RACKPILOT_SCHEDULER_READBACK_SECONDS,
     "rackpilot.topology.record": 60,  # what a bulk update changed (a saved change is recorded on commit)
-    "rackpilot.monitoring.watch_telemetry": 60,  # GPU faults (XID, uncorrectable ECC) → health events
+    # GPU faults the telemetry shows (XID, ECC, row remap, slowdowns, PCIe, missing GPUs) → health events: every 30 s,
+    # so that one shows within a minute of the fault (docs/health.md, "Producers")
+    "rackpilot.monitoring.watch_telemetry": 30,
+    "rackpilot.monitoring.read_kernel_logs": 300,  # each compute node's Xid and PCIe AER lines → health events
     "rackpilot.remediation.evaluate": 60,  # open health events → the remediation policies' decisions
     "rackpilot.diagnosis.watch_training": 60,  # a training job's hang or slowdown → an incident on its runbook
 }

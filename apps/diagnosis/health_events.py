@@ -4,11 +4,14 @@ that NIC, GPU or node, linked to the incident and the job that read it and citin
 job (timeouts, lagging ranks, progress, placement) are the incident's, not a component's, and make no event; a
 rehearsal's findings are practice on an injected fault and make none either."""
 
+import re
+
 from apps.diagnosis.choices import EvidenceVerdict
 from apps.diagnosis.models import Evidence, Incident
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
+from apps.inventory.models import Gpu, Nic, Node
 from apps.jobs.models import Job
 
 # Evidence topic → the event's kind ("xid" takes the XID's number).
@@ -37,12 +40,39 @@ def record_faults(*, incident: Incident, job: Job, rows: list[Evidence]) -> list
     ]
 
 
-def _gpu(row: Evidence):
-    """The GPU an XID names by its PCI address ("PCI:0000:9a:00" in the kernel log, "0000:9a:00.0" inventoried)."""
-    wanted = row.subject.lower().removeprefix("pci:").split(".")[0]
-    if not wanted:
+PCI_ADDRESS = re.compile(r"(?:PCI:)?(?:(?P<domain>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<device>[0-9a-f]{2})"
+                         r"(?:\.(?P<function>[0-7]))?", re.IGNORECASE)  # fmt: skip
+
+
+def pci_address(text: str) -> tuple[int, int, int, int | None] | None:
+    """(domain, bus, device, function or None) of a PCI address however it is written: the kernel's
+    "PCI:0000:9a:00" or "0000:9a:00.0", nvidia-smi's and the inventory's "00000000:9A:00.0"."""
+    match = PCI_ADDRESS.fullmatch(text.strip())
+    if match is None:
         return None
-    return next((gpu for gpu in row.node.gpus.all() if gpu.pci_bus_id.lower().startswith(wanted)), None)
+    function = match["function"]
+    return int(match["domain"] or "0", 16), int(match["bus"], 16), int(match["device"], 16), function and int(function)
+
+
+def gpu_at(node: Node, address: str) -> Gpu | None:
+    """The node's GPU at a PCI address (its function left out: a GPU is one device)."""
+    wanted = pci_address(address or "")
+    if wanted is None:
+        return None
+    return next((gpu for gpu in node.gpus.all() if (pci_address(gpu.pci_bus_id) or ())[:3] == wanted[:3]), None)
+
+
+def nic_at(node: Node, address: str) -> Nic | None:
+    """The node's NIC (port) at a PCI address (its function too: a dual-port card's ports are functions .0 and .1)."""
+    wanted = pci_address(address or "")
+    if wanted is None:
+        return None
+    return next((nic for nic in node.nics.all() if pci_address(nic.pci_address) == wanted), None)
+
+
+def _gpu(row: Evidence):
+    """The GPU an XID names by its PCI address ("PCI:0000:9a:00" in the kernel log, "00000000:9A:00.0" inventoried)."""
+    return gpu_at(row.node, row.subject)
 
 
 def _record(incident: Incident, job: Job, row: Evidence) -> HealthEvent:

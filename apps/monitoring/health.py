@@ -20,6 +20,7 @@ from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import services
 from apps.monitoring.models import Slo
+from apps.schedulers import health_events as scheduler_events
 from apps.schedulers.choices import DifferenceKind
 from apps.schedulers.services import scheduler_differences
 
@@ -84,6 +85,10 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
         by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
     names = {node.hostname: node.pk for node in nodes}
     for difference in scheduler_differences(nodes=Node.objects.filter(pk__in=list(by_id))):
+        node = by_id[names[difference.hostname]]
+        said = difference.kind in (DifferenceKind.DRAINED_OUTSIDE, DifferenceKind.DOWN)
+        if said and any(event.kind == scheduler_events.KIND for event in node.events):
+            continue  # the scheduler's open event says it already (apps/schedulers/health_events.py)
         # Drained in the scheduler is a reason to show, not a fault of the node; down or unknown there is, and so is
         # a condition a problem detector raised (node-problem-detector's, the GPU Operator's).
         if difference.kind in (DifferenceKind.DOWN, DifferenceKind.ABSENT, DifferenceKind.CONDITION):

@@ -200,6 +200,20 @@ class BmcSchedule(TimestampedModel):
         return f"BMC reads of {self.site} every {self.interval_seconds} s"
 
 
+class KernelLogMark(TimestampedModel):
+    """How far a node's kernel log has been read: the time stamp of the newest line the last `kernel-log` read saw.
+    The next read turns only the lines after it into health events (apps/monitoring/kernel_log.py)."""
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="kernel_log_mark")
+    read_until = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node__hostname"]
+
+    def __str__(self) -> str:
+        return f"{self.node} kernel log read until {self.read_until:%Y-%m-%d %H:%M:%S}"
+
+
 class Slo(AuditedModel, PublicModel):
     """A business SLO as data: an objective (apps/monitoring/slo.py), its scope, its target and the share of
     evaluation steps that must meet it."""

@@ -4,7 +4,7 @@ import time
 
 from celery import shared_task
 
-from apps.monitoring import progress, recorder, services, watch
+from apps.monitoring import kernel_log, progress, recorder, services, watch
 from apps.monitoring.bmc import polling, readings
 
 
@@ -43,5 +43,11 @@ def record_telemetry() -> int:
 
 @shared_task(name="rackpilot.monitoring.watch_telemetry", ignore_result=True, time_limit=120)
 def watch_telemetry() -> int:
-    """Beat, every minute: the GPU faults the telemetry reports now, as health events (apps.monitoring.watch)."""
+    """Beat, every 30 s: the GPU faults the telemetry reports now, as health events (apps.monitoring.watch)."""
     return len(watch.watch_telemetry())
+
+
+@shared_task(name="rackpilot.monitoring.read_kernel_logs", ignore_result=True, time_limit=120)
+def read_kernel_logs() -> int:
+    """Beat, every 5 minutes: one `kernel-log` job over the compute nodes, unless one is still going."""
+    return int(kernel_log.schedule_read() is not None)

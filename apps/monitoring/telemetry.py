@@ -53,6 +53,12 @@ GPU_FIELDS = {
     "xid": ("DCGM_FI_DEV_XID_ERRORS", "xid"),
     "ecc_dbe": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe"),
     "power_limit": ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "power_limit_w"),
+    "remap_pending": ("DCGM_FI_DEV_ROW_REMAP_PENDING", "remap_pending"),
+    "remap_failure": ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "remap_failure"),
+    "pcie_gen": ("DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_gen"),
+    "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_width"),
+    "pcie_max_gen": ("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_max_gen"),
+    "pcie_max_width": ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_max_width"),
 }
 ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ
 TOKENS_METRIC = "vllm:generation_tokens_total"
@@ -247,6 +253,12 @@ class Telemetry(ABC):
             for one in self.gpu_series(field, hostnames=hostnames, window=window)
             if one.points
         }
+
+    def gpu_values_now(self, fields: tuple[str, ...], *, hostnames: list[str], at: float) -> dict[str, dict]:
+        """gpu_values_at of each field at `at`, by field: the newest reading, for a watch that must see a fault as
+        soon as the exporters show it (a source may read the fields together, or read them live)."""
+        questions = {name: partial(self.gpu_values_at, name, hostnames=hostnames, at=at) for name in fields}
+        return self.gather(questions)
 
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
@@ -582,6 +594,21 @@ class SimulatorTelemetry(Telemetry):
             key = (_label(labels, "Hostname"), _label(labels, "gpu"))
             if key[0] in wanted:
                 values[key] = value
+        return values
+
+    def gpu_values_now(self, fields, *, hostnames, at):
+        """Worked out from the model at `at` (one reading of each GPU for all the fields), not from the record: the
+        minute recording writes a minute after it has passed, so a watch reading it saw a fault a minute or two
+        late. A GPU off the bus reports its XID (79) alone, as dcgm-exporter shows it."""
+        model = self._model(hostnames)
+        keys = {name: GPU_FIELDS[name][1] for name in fields}
+        values: dict[str, dict] = {name: {} for name in fields}
+        for hostname in sorted(set(hostnames) & set(model.histories)):
+            for index, reading in model.node_readings(hostname, at, keys=frozenset(keys.values())):
+                for name, key in keys.items():
+                    value = (79 if key == "xid" else None) if reading is None else reading[key]
+                    if value is not None:
+                        values[name][(hostname, str(index))] = float(value)
         return values
 
     # --- small scopes: worked out from the model of the nodes they need

@@ -50,7 +50,7 @@ TIMESTAMP = re.compile(r"^\[\s*(?P<stamp>[^\]]+)\]\s*")
 # dmesg, dmesg -T, syslog/journalctl, and raw /dev/kmsg priorities. '[12.3] [' is UCX, not the kernel.
 KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\] (?!\[)|\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]|<\d+>"
-    r"|\w{3} +\d+ [\d:]+ \S+ kernel:|\d{4}-\d\d-\d\dT\S+ \S+ kernel:)"
+    r"|\w{3} +\d+ [\d:]+ \S+ kernel:|\d{4}-\d\d-\d\dT\S+ \S+ kernel:|\d{4}-\d\d-\d\dT[\d:]+,\d{6}[+-])"
 )
 
 

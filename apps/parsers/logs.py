@@ -31,6 +31,7 @@ KERNEL_STAMP = re.compile(
     r"^(?:\[\s*[+-]?\d+\.\d+\]\s?"  # dmesg, dmesg -H relative
     r"|\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\] "  # dmesg -T
     r"|\w+ *:\w+ *: \d{4}-\d\d-\d\dT[\d:,.]+[+-]\d\d:\d\d "  # dmesg --decode --time-format=iso
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d "  # dmesg --time-format=iso (a comma: not syslog's)
     r"|\d+,\d+,\d+,[^;]*;"  # /dev/kmsg records
     r"|<\d+>)"
 )

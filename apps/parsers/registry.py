@@ -248,7 +248,11 @@ TEXT_SIGNATURES = (
     (r"^available: \d+ nodes", "numactl"),
     (r"^MemTotal:", "meminfo"),
     (r"^GPU \d+: .*\n\s+Link \d+:", "nvidia_smi_nvlink"),
-    (r"NVRM: Xid|^\[\s*\d+\.\d+\] |^\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\] ", "dmesg"),
+    (
+        r"NVRM: Xid|^\[\s*\d+\.\d+\] |^\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\] "
+        r"|^\d{4}-\d\d-\d\dT[\d:]+,\d{6}[+-]\d\d:\d\d ",  # dmesg, -T, --time-format iso
+        "dmesg",
+    ),
     (r"proc'd:|^Tested \d+ GPUs?:|Burning for \d+ seconds", "gpu_burn"),
     (r"^\s*Instantaneous power reading:|^Current Power\s+: \d+ Watts", "dcmi_power"),
     (

@@ -2,9 +2,10 @@
 
 `record_slurm_nodes()` stores what `scontrol show node` said and `record_kubernetes_nodes()` what the API server's
 Node objects say (a readback job's hook calls them), and send `signals.scheduler_state_changed` for each node whose
-view changed. `scheduler_differences()` reads the stored view against
-the inventory (drained here but not there, drained there but not here, down, unknown to the scheduler): the health
-events' producer calls it, pages and `/api/health/` show it. Both read nothing from the cluster themselves.
+view changed. Each stored answer also records a node drained or down outside Rackpilot as a health event
+(apps/schedulers/health_events.py). `scheduler_differences()` reads the stored view against the inventory (drained
+here but not there, drained there but not here, down, unknown to the scheduler): pages and `/api/health/` show it.
+Both read nothing from the cluster themselves.
 """
 
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.parsers.kubernetes import KubernetesNode, KubernetesNodes, NodeTaint
 from apps.parsers.slurm import SchedulerNodes
+from apps.schedulers import health_events
 from apps.schedulers.choices import DifferenceKind, DrainState, Scheduler
 from apps.schedulers.commands import QUARANTINE_KEY
 from apps.schedulers.models import SchedulerNodeState
@@ -169,7 +171,7 @@ def _record(scheduler: str, seen: dict[str, dict], *, read_at: datetime, job_id,
         nodes = nodes.filter(hostname__in=list(only))
     nodes = list(nodes.select_related("scheduler_state"))
     result = Recorded([], 0, [])
-    sent = []
+    sent, rows = [], []
     with transaction.atomic():
         for node in nodes:
             values = {"scheduler": scheduler, **seen.get(node.hostname, ABSENT)}
@@ -183,6 +185,7 @@ def _record(scheduler: str, seen: dict[str, dict], *, read_at: datetime, job_id,
                 setattr(current, name, value)
             current.read_at, current.read_by_job = read_at, job_id
             current.save()
+            rows.append(current)
             if before == values:
                 result.unchanged += 1
                 continue
@@ -194,6 +197,7 @@ def _record(scheduler: str, seen: dict[str, dict], *, read_at: datetime, job_id,
                 sender=SchedulerNodeState, node=node, before=before, after=after
             )
         )
+    health_events.record_scheduler_events(rows=rows)  # drained or down outside Rackpilot: health events
     return result
 
 

@@ -32,7 +32,8 @@ from apps.simulator.telemetry import (
 
 logger = logging.getLogger(__name__)
 
-# (field, reading key, type, help) in dcgm-exporter's default-counters.csv order and wording.
+# (field, reading key, type, help) in dcgm-exporter's default-counters.csv order and wording (the row-remap failure's
+# from default-counters.csv; the PCIe link's, which a counters file adds, from DCGM's field descriptions).
 DCGM_FIELDS = [
     ("DCGM_FI_DEV_SM_CLOCK", "sm_mhz", "gauge", "SM clock frequency (in MHz)."),
     ("DCGM_FI_DEV_MEM_CLOCK", "mem_mhz", "gauge", "Memory clock frequency (in MHz)."),
@@ -51,6 +52,11 @@ DCGM_FIELDS = [
     ("DCGM_FI_DEV_XID_ERRORS", "xid", "gauge", "Value of the last XID error encountered."),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe", "counter", "Total number of double-bit volatile ECC errors."),
     ("DCGM_FI_DEV_ROW_REMAP_PENDING", "remap_pending", "gauge", "Whether remapping of rows is pending."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "remap_failure", "gauge", "Whether remapping of rows has failed"),
+    ("DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_gen", "gauge", "PCIe Current Link Generation."),
+    ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_width", "gauge", "PCIe Current Link Width."),
+    ("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_max_gen", "gauge", "PCIe Max Link Generation."),
+    ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_max_width", "gauge", "PCIe Max Link Width."),
     (
         "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
         "nvlink_crc_errors",

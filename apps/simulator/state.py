@@ -64,6 +64,9 @@ def facts_for(sku_name: str, hbm_gib: int, nvlink_gbps: int) -> GpuDevice:
     )
 
 
+SPARE_ROWS_PER_BANK = 8  # rows an HBM bank holds for remapping uncorrectable ones
+
+
 @dataclass
 class SimGpu:
     index: int  # as in the inventory; nvidia-smi renumbers the visible ones
@@ -107,6 +110,12 @@ class SimGpu:
     @property
     def active_nvlinks(self) -> int:
         return self.facts.nvlinks - len(self.nvlinks_down)
+
+    @property
+    def remap_failed(self) -> bool:
+        """More uncorrectable rows than a bank's spare rows: the remapper cannot take them all (nvidia-smi -q's
+        "Remapping Failure Occurred: Yes", DCGM_FI_DEV_ROW_REMAP_FAILURE 1)."""
+        return self.ecc_uncorrectable > SPARE_ROWS_PER_BANK
 
     @property
     def link_gen(self) -> int:
@@ -244,6 +253,9 @@ class SimulatedNode:
     relocated: dict[str, str] = field(default_factory=dict)  # where `mv` put a modelled file: first path -> now
     ptp_synchronised: bool = True
     boot: dict | None = None  # the last simulated reboot (apps/simulator/boot.py); None: up since before it
+    booted_at: float | None = None  # when the node first came up: its inventory row's creation (the kernel log's start)
+    # When each applied fault struck, by (kind, target): the kernel log stamps its lines then.
+    fault_since: dict[tuple[str, str], float] = field(default_factory=dict)
     # On a scheduler controller: what slurmctld keeps per node beyond its load (drain, reason, reboot requested).
     slurm_nodes: dict[str, dict] = field(default_factory=dict)
     # And what the Kubernetes API server keeps per node beyond its kubelet's report (cordon, taints, conditions
@@ -344,6 +356,7 @@ def build_state(
         checkpoints=checkpoint_files(volumes),
         leaf_uplink_ratio=_leaf_uplink_ratio(node, leaf_ratios),
         domain=_sim_domain(node) if node.nvlink_domain_id else None,
+        booted_at=node.created.timestamp() if getattr(node, "created", None) else None,
     )
     state.pod, state.core_uplink_ratio = _pod(node, leaf_pods)
     for nic in state.nics:

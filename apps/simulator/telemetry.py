@@ -60,7 +60,10 @@ E2E_SIGMA = 0.3  # of the log-normal spread of request latencies
 TTFT_MEDIAN_S = 0.012
 TTFT_SIGMA = 0.5
 NVLINK_CRC_ERRORS_PER_S = 0.7  # a failing link's flit CRC errors, from the fault on
-XID_OF_FAULT = {"xid79": 79, "ecc": 48}  # 48: double-bit ECC error; 79: fallen off the bus
+# The last XID the driver logged for a fault (what DCGM_FI_DEV_XID_ERRORS shows; the kernel log's lines say the same):
+# 48 double-bit ECC error, 74 NVLink error, 79 fallen off the bus.
+XID_OF_FAULT = {"xid79": 79, "ecc": 48, "nvlink_down": 74}
+
 _SERVICE_GRIDS: dict = {}  # a service's counters on the integration grid since its last restart
 # gpu_reading's keys in its order, and those that come from the seeded noise (the costly part of a reading).
 READING_ORDER = (
@@ -78,11 +81,17 @@ READING_ORDER = (
     "xid",
     "ecc_dbe",
     "remap_pending",
+    "remap_failure",
+    "pcie_gen",
+    "pcie_width",
+    "pcie_max_gen",
+    "pcie_max_width",
     "nvlink_crc_errors",
     "fb_used_mib",
     "fb_free_mib",
 )
 ALL_READING_KEYS = frozenset(READING_ORDER)
+PCIE_MAX_WIDTH = 16  # every simulated GPU is an x16 card
 NOISY_READING_KEYS = frozenset({"power_w", "temperature_c", "memory_temperature_c"})
 
 
@@ -136,6 +145,9 @@ class GpuRegime:
     xid: int
     ecc_dbe: int
     remap_pending: bool
+    remap_failure: bool
+    pcie_gen: int  # the link's trained generation and width; a downtrained link shows below the card's maximum
+    pcie_width: int
     power_limit_w: int
 
 
@@ -165,6 +177,9 @@ def gpu_regime(gpu: SimGpu, faults: list[tuple[str, str]]) -> GpuRegime:
         xid=max(xids, default=0),
         ecc_dbe=gpu.ecc_uncorrectable,
         remap_pending=gpu.remap_pending,
+        remap_failure=gpu.remap_failed,
+        pcie_gen=gpu.link_gen,
+        pcie_width=gpu.pcie_width,
         power_limit_w=limit,
     )
 
@@ -552,6 +567,11 @@ class ClusterTelemetry:
             "xid": regime.xid,
             "ecc_dbe": regime.ecc_dbe,
             "remap_pending": int(regime.remap_pending),
+            "remap_failure": int(regime.remap_failure),
+            "pcie_gen": regime.pcie_gen,
+            "pcie_width": regime.pcie_width,
+            "pcie_max_gen": gpu.pcie_gen_max,
+            "pcie_max_width": PCIE_MAX_WIDTH,
         }
         if keys is not None:
             return {key: values[key] for key in keys}

@@ -52,3 +52,61 @@ def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(transactional_db, tmp_
     [event] = events
     assert (event.gpu.node.hostname, event.gpu.index, event.kind, event.severity) == ("gpu002", 4, "xid79", "critical")
     assert HealthEvent.objects.get() == event
+
+
+def _scraped(url: str, promql: str, *, count: int, timeout: float) -> float:
+    """The time at which Prometheus first answers `promql` with at least `count` series."""
+    deadline = time.monotonic() + timeout
+    query = urllib.request.quote(promql)
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/api/v1/query?query={query}", timeout=5) as answer:
+            found = json.load(answer)["data"]["result"]
+        if len(found) >= count:
+            return max(float(one["value"][0]) for one in found)
+        time.sleep(0.5)
+    raise AssertionError(f"Prometheus at {url} had fewer than {count} series of {promql} after {timeout} s")
+
+
+def test_row_remaps_slowdowns_pcie_and_nvlink_prometheus_scraped_are_events(
+    transactional_db,
+    tmp_path,
+    start_prometheus,  # noqa: F811
+    settings,
+):
+    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
+    first, second = Node.objects.get(hostname="gpu001"), Node.objects.get(hostname="gpu002")
+    simulator.inject_fault(node=first, kind="ecc", target="1", parameters={"count": 12})
+    simulator.inject_fault(node=first, kind="thermal", target="2", parameters={})
+    simulator.inject_fault(node=second, kind="pcie_downtrained", target="3", parameters={"gen": 3, "width": 4})
+    simulator.inject_fault(node=second, kind="nvlink_down", target="5", parameters={})
+    server = exporter_server(host="127.0.0.1", port=0, refresh=1.0)
+    server.start()
+    try:
+        targets = tmp_path / "targets"
+        write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
+        url = start_prometheus(targets)
+        at = max(
+            _scraped(url, "DCGM_FI_DEV_XID_ERRORS > 0", count=2, timeout=120),  # both nodes scraped
+            _scraped(url, "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", count=1, timeout=60),
+            _scraped(url, "DCGM_FI_DEV_PCIE_LINK_WIDTH < DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", count=1, timeout=60),
+        )
+        settings.RACKPILOT_PROMETHEUS_URL = url
+
+        events = watch.watch_telemetry(now=at)
+    finally:
+        server.stop()
+
+    found = {(event.gpu.node.hostname, event.gpu.index, event.kind): event for event in events}
+    assert set(found) == {
+        ("gpu001", 1, "xid48"),
+        ("gpu001", 1, "ecc_uncorrectable"),
+        ("gpu001", 1, "row_remap_pending"),
+        ("gpu001", 1, "row_remap_failure"),
+        ("gpu001", 2, "gpu_thermal_slowdown"),
+        ("gpu002", 3, "pcie_downtrained"),
+        ("gpu002", 5, "xid74"),
+    }
+    pcie = found[("gpu002", 3, "pcie_downtrained")]
+    assert pcie.summary == "GPU 3: PCIe link downtrained to Gen3 x4 (capable of Gen5 x16)"
+    assert found[("gpu001", 1, "ecc_uncorrectable")].evidence[0]["ecc_dbe"] == 12
+    assert found[("gpu001", 2, "gpu_thermal_slowdown")].evidence[0]["metric"] == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"

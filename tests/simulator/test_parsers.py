@@ -38,6 +38,7 @@ COMMANDS = [
     (["lsblk", "-J", "-b", "-o", "NAME,SIZE,TYPE,MODEL,ROTA,TRAN,MOUNTPOINT"], "lsblk"),
     (["cat", "/proc/meminfo"], "meminfo"),
     (["dmesg"], "dmesg"),
+    (["dmesg", "--time-format", "iso"], "dmesg"),
     (["all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8"], "nccl_tests"),
     (["all_gather_perf", "-b", "1M", "-e", "1G", "-f", "4", "-g", "8"], "nccl_tests"),
     (["reduce_scatter_perf", "-b", "1M", "-e", "64M", "-f", "2", "-g", "8"], "nccl_tests"),

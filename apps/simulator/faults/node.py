@@ -22,6 +22,8 @@ def apply_faults(state: SimulatedNode, faults) -> SimulatedNode:
             continue  # the inventory changed under the fault (a NIC renamed); the fault no longer applies
         fault_kind(fault.kind).apply(state, target, parameters)
         state.faults.append((fault.kind, target))
+        if (struck := getattr(fault, "created", None)) is not None:  # a stored fault: when it struck
+            state.fault_since[(fault.kind, target)] = struck.timestamp()
     if state.domain is not None:
         _apply_domain_faults(state)
     return state

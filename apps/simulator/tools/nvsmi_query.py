@@ -449,7 +449,7 @@ LAYOUT: tuple = (
             F("Uncorrectable Error", "remapped_row_unc", _remapped_unc),
             F("Inactive Uncorrectable Error", "remapped_row_unc_inactive", "0"),
             F("Pending", "remapped_row_pending", lambda v: "Yes" if v.gpu.remap_pending else "No"),
-            F("Remapping Failure Occurred", "remapped_row_failure", "No"),
+            F("Remapping Failure Occurred", "remapped_row_failure", lambda v: "Yes" if v.gpu.remap_failed else "No"),
             S(
                 "Bank Remap Availability Histogram",
                 "row_remapper_histogram",

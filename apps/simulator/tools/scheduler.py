@@ -67,7 +67,7 @@ def scontrol(context: Context, argv: list[str]) -> CommandOutput:
     if argv[1:2] == ["reboot"]:
         return slurmctld.reboot(context, argv[2:])
     fields = dict(element.partition("=")[::2] for element in argv[2:] if "=" in element)
-    if argv[1:2] != ["update"] or "NodeName" not in fields or fields.get("State") not in {"DRAIN", "RESUME"}:
+    if argv[1:2] != ["update"] or "NodeName" not in fields or fields.get("State") not in {"DRAIN", "DOWN", "RESUME"}:
         return fail(1, "scontrol: error: Invalid input\n")
     return slurmctld.update_node(context, fields)
 

@@ -1,5 +1,5 @@
 """The Slurm controller's node states, as Slurm 22.05 prints and changes them: `sinfo -N -o FORMAT`, `scontrol show
-node [-o] [NAME]`, `scontrol update NodeName=X State=DRAIN|RESUME [Reason=…]` and `scontrol reboot [ASAP]
+node [-o] [NAME]`, `scontrol update NodeName=X State=DRAIN|DOWN|RESUME [Reason=…]` and `scontrol reboot [ASAP]
 [nextstate=RESUME|DOWN] [reason=…] NODES`.
 
 What a real controller answered was checked against Debian's slurmctld 22.05.8 (tests/schedulers/): a drained idle
@@ -57,6 +57,8 @@ def _state(context: Context, name: str, busy: set[str]) -> tuple[str, list[str],
         flags.append("DRAIN")
     if record.get("reboot"):
         flags.append("REBOOT_REQUESTED")
+    if record.get("down"):  # set down by an administrator: no work runs on it
+        return "DOWN", flags, record
     return ("ALLOCATED" if name in busy else "IDLE"), flags, record
 
 
@@ -215,20 +217,21 @@ def update_node(context: Context, fields: dict[str, str]) -> CommandOutput:
     if not names or not all(_known(context, hosts, name) for name in names):
         return fail(1, INVALID_NAME)
     state = fields.get("State", "").upper()
-    if state == "DRAIN":
+    if state in ("DRAIN", "DOWN"):
         if not fields.get("Reason"):
             return fail(1, NO_REASON)
         at = _stamp(_now())
         for name in names:
             record = dict(context.state.slurm_nodes.get(name) or {})
-            record.update(drain=True, reason=fields["Reason"], user=USER, at=at)
+            record.update(reason=fields["Reason"], user=USER, at=at, **{state.lower(): True})
             context.change(f"slurm:{name}", record)
         return ok("")
-    # RESUME: clears the drain (and a pending reboot); a node that was not drained is Slurm's "invalid state".
+    # RESUME: clears the drain, the down state and a pending reboot; a node that was none of them is Slurm's
+    # "invalid state".
     refused = False
     for name in names:
         record = context.state.slurm_nodes.get(name) or {}
-        if not record.get("drain") and not record.get("reboot"):
+        if not record.get("drain") and not record.get("reboot") and not record.get("down"):
             refused = True
             continue
         context.change(f"slurm:{name}", {})

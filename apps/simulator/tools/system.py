@@ -498,9 +498,9 @@ def systemctl(context: Context, argv: list[str]) -> CommandOutput:
 
 
 def dmesg(context: Context, argv: list[str]) -> CommandOutput:
-    from apps.simulator.tools.kernel_log import kernel_log
+    from apps.simulator.tools.kernel_log import dmesg as kernel_dmesg
 
-    return ok(kernel_log(context))
+    return kernel_dmesg(context, argv)
 
 
 COMMANDS = {
