@@ -66,7 +66,11 @@ def start_profile(*, training_job: TrainingJob, steps: int, requested_by=None) -
     with transaction.atomic():
         job = Job.objects.create(
             kind=KIND,
-            parameters={"training_job": training_job.name, "steps": steps},
+            parameters={
+                "training_job": str(training_job.public_id),
+                "training_job_name": training_job.name,  # the job list names it (as training-progress reads do)
+                "steps": steps,
+            },
             transport="sim",
             requested_by=who,
             shard_count=0,
@@ -153,8 +157,8 @@ def _analyse_uploads(job: Job):
 
 
 def _profile(job: Job):
-    name, steps = job.parameters["training_job"], job.parameters["steps"]
-    training_job = TrainingJob.objects.filter(name=name).first()
+    name, steps = job.parameters["training_job_name"], job.parameters["steps"]
+    training_job = TrainingJob.objects.filter(public_id=job.parameters["training_job"]).first()
     if training_job is None:
         raise serializers.ValidationError({"training_job": [f"{name} no longer exists."]})
     emit(job, f"modelling {steps} step(s) of {name} on each rank")
