@@ -6,7 +6,7 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.utils import timezone
 from django.views.generic import TemplateView
 
-from apps.topology.charts import figure_json, topology_figure
+from apps.topology.charts import colour_key, figure_json, topology_figure
 from apps.topology.choices import VERDICT_COLOURS, Verdict
 from apps.topology.rules import RuleResult
 from apps.topology.services import evaluate_topology, newest_evaluation, recorded_rules, recorded_summary
@@ -113,5 +113,5 @@ class TopologyView(LoginRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context.update(topology_page())
+        context.update(topology_page(), colour_key=colour_key())
         return context
