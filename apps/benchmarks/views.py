@@ -17,6 +17,7 @@ from apps.benchmarks import charts, services, timeline_jobs, timelines
 from apps.benchmarks.choices import (
     ACTIVE,
     CASE_STUDY_COMMUNICATION_PCT,
+    NCCL_SUITES,
     NODE_SUITES,
     TIMELINE_MAX_FILE_BYTES,
     TIMELINE_MAX_TRACE_BYTES,
@@ -61,6 +62,7 @@ def _list_page(request, form: BenchmarkForm, status: int = 200):
     extra = {
         "form": form,
         "suites": Suite.choices,
+        "nccl_suites": " ".join(sorted(NCCL_SUITES)),  # the start form shows sizes and collective for these
         "references": Reference.objects.all(),
         "measurement_references": MeasurementReference.objects.all(),
     }

@@ -1,6 +1,7 @@
 // Forms whose fields depend on one choice (a fault's kind, a benchmark's suite): a form with data-kind-field="NAME"
-// shows each element marked data-shown-for="a b c" only while its NAME field holds one of those values, and disables
-// the inputs it hides so they are not sent. Without JavaScript every field shows and the server ignores the others.
+// shows each element marked data-shown-for="a b c" only while its NAME field holds one of those values. Hidden fields
+// keep their values (a required one still validates); the server ignores the fields the choice does not take, and
+// without JavaScript every field shows.
 (function () {
   function update(form) {
     const chosen = form.elements[form.dataset.kindField];
@@ -8,7 +9,6 @@
     form.querySelectorAll("[data-shown-for]").forEach(function (element) {
       const shown = element.dataset.shownFor.split(" ").indexOf(chosen.value) !== -1;
       element.hidden = !shown;
-      element.querySelectorAll("input, select, textarea").forEach(function (input) { input.disabled = !shown; });
     });
   }
   document.querySelectorAll("form[data-kind-field]").forEach(function (form) {
