@@ -169,7 +169,9 @@ def _node_suite_context(request, run: BenchmarkRun) -> dict:
     alone = [item for item in bars if len(item.hosts) == 1 and item.value is not None]
     chosen = request.GET.get("node") or (min(alone, key=lambda item: item.value).launcher if alone else "")
     context["chosen_node"] = chosen
-    context["chart_nodes"] = sorted({item.launcher for item in alone})
+    # The node selector picks whose matrices or soak are drawn: HPL draws neither, so it has none (it did nothing).
+    per_node_charts = run.suite in (Suite.NVBANDWIDTH, Suite.BURN_IN)
+    context["chart_nodes"] = sorted({item.launcher for item in alone}) if per_node_charts else []
     mine = [item for item in measurements if item.launcher == chosen and len(item.hosts) == 1]
     if run.suite == Suite.NVBANDWIDTH:
         context["matrices"] = [
