@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from apps.core.charts import figure_json as figure_json  # re-exported: the page and bench/topology.py embed with it
+from apps.core.units import link_rate
 from apps.inventory.choices import NODE_STATUS_COLOURS, NodeRole, NodeStatus, Plane, SwitchTier
 from apps.topology.graph import ClusterGraph, node_key, switch_key
 from apps.topology.rules import RuleResult
@@ -80,8 +81,7 @@ class _Link:
         return next(iter(self.planes)) if len(self.planes) == 1 else "mixed"
 
 
-def _fmt_gbps(value: float) -> str:
-    return f"{value / 1000:g} Tbps" if value >= 1000 else f"{value:g} Gbps"
+_fmt_gbps = link_rate  # the one way pages write a link's rate (apps.core.units)
 
 
 def _width(capacity: float) -> float:

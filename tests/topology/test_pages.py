@@ -27,9 +27,9 @@ def test_every_role_sees_the_map_and_the_rules(browser_as, make_user, demo_clust
     assert 'data-plotly-figure="topology-figure"' in html and 'id="topology-figure"' in html
     figure = json.loads(html.split('<script id="topology-figure" type="application/json">')[1].split("</script>")[0])
     assert {trace["name"] for trace in figure["data"]} >= {"Plane A links", "Compute nodes", "Switches"}
-    assert "Bandwidth between any two compute nodes ≥ 200 Gbps on each plane" in html
+    assert "Bandwidth between any two compute nodes ≥ 200 Gb/s on each plane" in html
     assert html.count('class="rule pass"') == 6
-    assert "103600 Gbps" in html  # installed capacity of plane A
+    assert "103.6 Tb/s" in html and "Gbps" not in html  # installed capacity of plane A, in the pages' unit
     assert page.context["summary"].compute_nodes == 32
 
 
