@@ -178,6 +178,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["apps.core.formats"]  # dates and times as the tables print them, on every page
 TIME_ZONE = env_str("RACKPILOT_TIME_ZONE", "UTC")
 USE_I18N = False
 USE_TZ = True

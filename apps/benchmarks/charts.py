@@ -175,16 +175,18 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> dict:
 def _reference_lines(figure: go.Figure, reference, *, unit: str) -> None:
     if reference is None:
         return
-    for value, colour, label in (
-        (reference.expected, "#1f9d55", "expected"),
-        (reference.warn_below, "#d98a00", "warn below"),
-        (reference.fail_below, "#d23b3b", "fail below"),
+    # The tiers are often a few percent apart: each label sits where the others' cannot (expected above its line on
+    # the left, warn above its line on the right, fail below its line on the right), so they never overlap.
+    for value, colour, label, position in (
+        (reference.expected, "#1f9d55", "expected", "top left"),
+        (reference.warn_below, "#d98a00", "warn below", "top right"),
+        (reference.fail_below, "#d23b3b", "fail below", "bottom right"),
     ):
         figure.add_hline(
             y=value,
             line={"color": colour, "dash": "dot", "width": 1},
             annotation_text=f"{label} {value:g} {unit}",
-            annotation_position="top left",
+            annotation_position=position,
         )
 
 

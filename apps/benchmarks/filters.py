@@ -1,11 +1,11 @@
-"""Filters shared by the benchmarks page and GET /api/benchmarks/."""
+"""Filters shared by the benchmarks page and GET /api/benchmarks/, and GET /api/benchmark-timelines/'s."""
 
 import json
 
 import django_filters
 
 from apps.benchmarks.choices import Collective, RunStatus, Suite
-from apps.benchmarks.models import BenchmarkRun
+from apps.benchmarks.models import BenchmarkRun, TimelineAnalysis
 from apps.core.filters import FilterSet
 from apps.core.listing import Column
 
@@ -19,6 +19,17 @@ class BenchmarkRunFilterSet(FilterSet):
     class Meta:
         model = BenchmarkRun
         fields = ["suite", "status", "collective", "node"]
+
+
+class TimelineAnalysisFilterSet(FilterSet):
+    job = django_filters.UUIDFilter(
+        field_name="job__public_id", help_text="The job that stored it (a profile's or large upload's 202 names it)."
+    )
+    training_job = django_filters.CharFilter(field_name="training_job__name", help_text="The training job's name.")
+
+    class Meta:
+        model = TimelineAnalysis
+        fields = ["job", "training_job"]
 
 
 NCCL_SUITES = {"nccl", "nccl-sweep", "nccl-pairwise"}  # the suites whose runs name a collective

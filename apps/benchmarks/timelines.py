@@ -295,15 +295,11 @@ def store_read(*, job, read: list[tuple[RankTrace, dict]]) -> TimelineAnalysis:
     )
 
 
-def analyse_training_job(
-    *, training_job, steps: int = DEFAULT_PROFILED_STEPS, transport: str | None = None, requested_by=None
-) -> TimelineAnalysis:
-    """Profile `steps` steps of a training job on every rank and store the breakdown.
-
-    Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
-    on real nodes the profiler runs there and take_from_nodes reads its files."""
-    ranks = training_job.members.select_related("node")
-    transport = transport or default_transport(nodes=[member.node for member in ranks])
+def check_profile(*, training_job, steps, transport: str | None = None) -> list:
+    """The training job's members in node-rank order, or a ValidationError naming the field (steps outside 1–50, a
+    transport other than sim, a job without nodes or on nodes without GPUs). Nothing is stored either way."""
+    members = sorted(training_job.members.select_related("node"), key=lambda member: member.node_rank)
+    transport = transport or default_transport(nodes=[member.node for member in members])
     errors = {}
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_PROFILED_STEPS:
         errors["steps"] = [f"Profile 1 to {MAX_PROFILED_STEPS} steps, not {steps!r}."]
@@ -312,13 +308,31 @@ def analyse_training_job(
             "Traces are modelled for simulated training jobs only (transport sim); on real nodes run the PyTorch "
             "profiler there and read its files off the nodes (from-nodes) or upload them."
         ]
-    members = sorted(training_job.members.select_related("node"), key=lambda member: member.node_rank)
     if not members:
         errors["training_job"] = [f"{training_job.name} has no nodes."]
     elif any(member.node.gpu_sku_id is None for member in members):
         errors["training_job"] = [f"{training_job.name} runs on nodes without GPUs."]
     if errors:
         raise serializers.ValidationError(errors)
+    return members
+
+
+def analyse_training_job(
+    *,
+    training_job,
+    steps: int = DEFAULT_PROFILED_STEPS,
+    transport: str | None = None,
+    requested_by=None,
+    job=None,
+    progress=None,
+) -> TimelineAnalysis:
+    """Profile `steps` steps of a training job on every rank and store the breakdown (linked to `job`, the
+    timeline-analysis job that ran it: apps.benchmarks.timeline_jobs). `progress(done, total)` is called as each
+    rank's trace is read.
+
+    Over the simulator the traces come from its model of a DDP step on the job's nodes (their faults included);
+    on real nodes the profiler runs there and take_from_nodes reads its files."""
+    members = check_profile(training_job=training_job, steps=steps, transport=transport)
     texts = simulated_ddp_traces(
         nodes=[member.node for member in members],
         ranks_per_node=training_job.ranks_per_node,
@@ -327,10 +341,12 @@ def analyse_training_job(
         name=training_job.name,
     )
     traces, described = [], []
-    for rank, text in sorted(texts.items()):
+    for done, (rank, text) in enumerate(sorted(texts.items()), start=1):
         trace, info = read_one(io.BytesIO(text.encode()), f"rank{rank}.pt.trace.json")
         traces.append(trace)
         described.append(info)
+        if progress is not None:
+            progress(done, len(texts))
     return store(
         name=f"{training_job.name}: {steps} step(s)",
         traces=traces,
@@ -338,6 +354,7 @@ def analyse_training_job(
         origin=TimelineOrigin.TRAINING_JOB,
         training_job=training_job,
         requested_by=requested_by,
+        job=job,
     )
 
 

@@ -12,6 +12,8 @@ urlpatterns = [
     path("timelines/", views.timeline_list, name="benchmark-timelines"),
     path("timelines/upload/", views.timeline_upload, name="benchmark-timeline-upload"),
     path("timelines/from-job/", views.timeline_from_job, name="benchmark-timeline-from-job"),
+    path("timelines/jobs/<uuid:public_id>/", views.timeline_job, name="benchmark-timeline-job"),
+    path("timelines/jobs/<uuid:public_id>/live/", views.timeline_job_live, name="benchmark-timeline-job-live"),
     path("timelines/compare/", views.timeline_compare, name="benchmark-timeline-compare"),
     path("timelines/<uuid:public_id>/", views.timeline_detail, name="benchmark-timeline"),
 ]

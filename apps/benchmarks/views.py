@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -16,6 +17,7 @@ from apps.benchmarks import charts, services, timeline_jobs, timelines
 from apps.benchmarks.choices import (
     ACTIVE,
     CASE_STUDY_COMMUNICATION_PCT,
+    NCCL_SUITES,
     NODE_SUITES,
     TIMELINE_MAX_FILE_BYTES,
     TIMELINE_MAX_TRACE_BYTES,
@@ -37,7 +39,10 @@ from apps.benchmarks.models import (
     TimelineAnalysis,
 )
 from apps.core.listing import Listing
+from apps.jobs.choices import JOB_ACTIVE
+from apps.jobs.events import progress_of
 from apps.jobs.forms import flat_messages
+from apps.jobs.models import Job
 from apps.nodeexec.transports import default_transport
 from apps.workloads.models import TrainingJob
 
@@ -57,6 +62,7 @@ def _list_page(request, form: BenchmarkForm, status: int = 200):
     extra = {
         "form": form,
         "suites": Suite.choices,
+        "nccl_suites": " ".join(sorted(NCCL_SUITES)),  # the start form shows sizes and collective for these
         "references": Reference.objects.all(),
         "measurement_references": MeasurementReference.objects.all(),
     }
@@ -163,7 +169,9 @@ def _node_suite_context(request, run: BenchmarkRun) -> dict:
     alone = [item for item in bars if len(item.hosts) == 1 and item.value is not None]
     chosen = request.GET.get("node") or (min(alone, key=lambda item: item.value).launcher if alone else "")
     context["chosen_node"] = chosen
-    context["chart_nodes"] = sorted({item.launcher for item in alone})
+    # The node selector picks whose matrices or soak are drawn: HPL draws neither, so it has none (it did nothing).
+    per_node_charts = run.suite in (Suite.NVBANDWIDTH, Suite.BURN_IN)
+    context["chart_nodes"] = sorted({item.launcher for item in alone}) if per_node_charts else []
     mine = [item for item in measurements if item.launcher == chosen and len(item.hosts) == 1]
     if run.suite == Suite.NVBANDWIDTH:
         context["matrices"] = [
@@ -255,10 +263,10 @@ def timeline_upload(request):
     uploads = [(upload.name, upload) for upload in request.FILES.getlist("files")]
     name = request.POST.get("name", "")[:200]
     try:
-        if timeline_jobs.is_large(uploads):  # a worker analyses it; the job page shows its progress
+        if timeline_jobs.is_large(uploads):  # a worker analyses it; its progress page ends on the analysis
             job = timeline_jobs.start_analysis(files=uploads, name=name, requested_by=request.user)
-            messages.success(request, "Large traces: a worker analyses them, and this job names the analysis.")
-            return redirect("job-page", job.public_id)
+            messages.success(request, "Large traces: a worker analyses them.")
+            return redirect("benchmark-timeline-job", job.public_id)
         analysis = timelines.analyse_upload(files=uploads, name=name, requested_by=request.user)
     except serializers.ValidationError as error:
         return _timeline_list(request, errors=flat_messages(error.detail), status=400)
@@ -276,10 +284,45 @@ def timeline_from_job(request):
             raise serializers.ValidationError({"training_job": ["Choose a training job."]})
         if not steps.isdigit():
             raise serializers.ValidationError({"steps": ["A whole number of steps."]})
-        analysis = timelines.analyse_training_job(training_job=job, steps=int(steps), requested_by=request.user)
+        started = timeline_jobs.start_profile(training_job=job, steps=int(steps), requested_by=request.user)
     except serializers.ValidationError as error:
         return _timeline_list(request, errors=flat_messages(error.detail), status=400)
-    return redirect("benchmark-timeline", analysis.public_id)
+    return redirect("benchmark-timeline-job", started.public_id)
+
+
+def _timeline_job_context(request, public_id) -> dict:
+    jobs = Job.objects.visible_to(request.user).select_related("requested_by")
+    job = get_object_or_404(jobs, public_id=public_id, kind=timeline_jobs.KIND)
+    return {
+        "job": job,
+        "analysis": timeline_jobs.analysis_of(job),
+        "progress": progress_of(job.pk),
+        "events": list(reversed(job.events.order_by("-seq")[:5])),
+        "active": job.status in JOB_ACTIVE,
+    }
+
+
+@login_required
+def timeline_job(request, public_id):
+    """A profile's or large upload's progress: its bar and latest events, reloaded every 2 s over htmx; once the job
+    has stored its analysis the page is the analysis (a reload or back goes straight there)."""
+    context = _timeline_job_context(request, public_id)
+    if context["analysis"] is not None:
+        return redirect("benchmark-timeline", context["analysis"].public_id)
+    return render(request, "benchmarks/timeline_job.html", context)
+
+
+@login_required
+def timeline_job_live(request, public_id):
+    """The progress fragment (a read). Once the analysis is stored, htmx is sent to it (HX-Redirect); a job that
+    ended without one answers 286, which stops the polling with the reason shown."""
+    context = _timeline_job_context(request, public_id)
+    if context["analysis"] is not None:
+        response = HttpResponse()
+        response["HX-Redirect"] = reverse("benchmark-timeline", args=[context["analysis"].public_id])
+        return response
+    status = 200 if context["active"] else STOP_POLLING
+    return render(request, "benchmarks/partials/timeline_job_progress.html", context, status=status)
 
 
 def _timeline_context(request, public_id, *, prefix: str = "") -> dict:

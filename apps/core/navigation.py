@@ -3,27 +3,37 @@ as the page, so exactly one is highlighted (a discovery job at /discovery/jobs/.
 
 from django.urls import reverse
 
-# (label, url name) in the order the bar shows them; each owns the first segment of its address ("" for /).
-ITEMS = (
-    ("Dashboard", "dashboard"),
-    ("Nodes", "node-list"),
-    ("Racks", "rack-list"),
-    ("Switches", "switch-list"),
-    ("Topology", "topology"),
-    ("Jobs", "jobs-page"),
-    ("Simulator", "simulator"),
-    ("Discovery", "discovery"),
-    ("Deployments", "deployment-list"),
-    ("Benchmarks", "benchmarks"),
-    ("Diagnosis", "incident-list"),
-    ("Workloads", "workload-list"),
-    ("Telemetry", "telemetry"),
-    ("Import / export", "inventory-transfer"),
-    ("Audit log", "audit-log"),
-    ("Automation", "automation"),
-    ("Policies", "policy-list"),
-    ("Remediation", "remediation"),
+# The bar's groups in the order it shows them, each (label, items); an item is (label, url name) and owns the first
+# segment of its address ("" for /). A group of one item is a plain link; the others open a menu, so the bar stays one
+# row at 1440 px with all 18 pages (it wrapped to two rows).
+GROUPS = (
+    ("Dashboard", (("Dashboard", "dashboard"),)),
+    (
+        "Inventory",
+        (
+            ("Nodes", "node-list"),
+            ("Racks", "rack-list"),
+            ("Switches", "switch-list"),
+            ("Topology", "topology"),
+            ("Import / export", "inventory-transfer"),
+        ),
+    ),
+    (
+        "Operations",
+        (
+            ("Jobs", "jobs-page"),
+            ("Discovery", "discovery"),
+            ("Deployments", "deployment-list"),
+            ("Automation", "automation"),
+            ("Simulator", "simulator"),
+        ),
+    ),
+    ("Benchmarks", (("Benchmarks", "benchmarks"),)),
+    ("Health", (("Diagnosis", "incident-list"), ("Remediation", "remediation"), ("Telemetry", "telemetry"))),
+    ("Workloads", (("Workloads", "workload-list"), ("Policies", "policy-list"))),
+    ("Audit log", (("Audit log", "audit-log"),)),
 )
+ITEMS = tuple(item for _, items in GROUPS for item in items)
 
 
 def _section(path: str) -> str:
@@ -31,10 +41,13 @@ def _section(path: str) -> str:
 
 
 def navigation(request) -> dict:
-    """Context processor: `nav`, the bar's items as {label, url, active}; at most one is active."""
+    """Context processor: `nav`, the bar's groups as {label, items, active}, each item {label, url, active}; at most
+    one item is active, and its group with it."""
     here = _section(request.path)
-    items = []
-    for label, name in ITEMS:
-        url = reverse(name)
-        items.append({"label": label, "url": url, "active": _section(url) == here})
-    return {"nav": items}
+    groups = []
+    for group, names in GROUPS:
+        items = [{"label": label, "url": reverse(name)} for label, name in names]
+        for item in items:
+            item["active"] = _section(item["url"]) == here
+        groups.append({"label": group, "items": items, "active": any(item["active"] for item in items)})
+    return {"nav": groups}

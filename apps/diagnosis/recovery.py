@@ -10,8 +10,8 @@ import base64
 import re
 from dataclasses import dataclass, field
 
-from apps.diagnosis.choices import Cause, EvidenceVerdict
-from apps.diagnosis.runbook import FixCommand, Observation, Read
+from apps.diagnosis.choices import ADVICE, Cause, EvidenceVerdict
+from apps.diagnosis.runbook import FixCommand, Observation, Read, gpu_lost_without_xid
 from apps.parsers.common import split_lines
 from apps.parsers.dmesg import parse_dmesg
 from apps.parsers.errors import ParseError
@@ -28,18 +28,27 @@ BAD_XIDS = {48, 64, 74, 79, 94, 95, 119, 120}
 MANIFEST = "SHA256SUMS"
 MARKER = ".metadata"
 RDZV_PORT = 29500
+# The triage problems in the job's log that runbook 3 weighs, and their topic (WEIGHTS). A GPU whose firmware (GSP)
+# stopped answering or that needs a reset is a bad node as an Xid is; a port down is the fabric's (runbook 1's link
+# check, see route()); a step Slurm could not kill, an OOM and aws-ofi-nccl's memlock failure (RC 12) end the
+# workers without an infrastructure fault that a resume on other nodes would avoid: the evidence carries the advice.
 LOG_PROBLEMS = {
     "nccl_watchdog_timeout": "watchdog",
+    "ib_port_down": "fabric",
     "disk_full": "disk",
     "checkpoint_save_failed": "disk",
     "checkpoint_corrupt": "checkpoint",
     "checkpoint_missing": "checkpoint",
     "cuda_error": "cuda",
     "gpu_fell_off_bus": "cuda",
+    "gpu_firmware_failure": "cuda",
+    "gpu_reset_required": "cuda",
     "xid": "cuda",
     "ecc_uncorrectable": "cuda",
     "worker_failed": "worker",
     "oom": "worker",
+    "nccl_system_error": "worker",
+    "slurm_unkillable_step": "worker",
 }
 
 
@@ -65,10 +74,10 @@ def checkpoint_path(directory: str, step: int) -> str:
 
 
 def route(topics: set[str]) -> str:
-    """Which runbook the triage of the log calls for: runbook 1 when ranks timed out in a collective with nothing
-    else wrong (the fabric is suspect); runbook 3 for every other interruption (a full disk, a bad checkpoint, a
-    lost GPU, a crashed worker)."""
-    if "watchdog" in topics and not topics & {"disk", "checkpoint", "cuda"}:
+    """Which runbook the triage of the log calls for: runbook 1 when ranks timed out in a collective or a fabric
+    port is down, with nothing else wrong (the fabric is suspect); runbook 3 for every other interruption (a full
+    disk, a bad checkpoint, a lost GPU, a crashed worker)."""
+    if topics & {"watchdog", "fabric"} and not topics & {"disk", "checkpoint", "cuda"}:
         return "nccl-timeout"
     return "training-interrupted"
 
@@ -106,6 +115,7 @@ def judge_log(hostname: str, text: str, command: str) -> list[Observation]:
                     "rank": finding.rank,
                     "lines": [line + start for line in finding.lines],
                     "xid": finding.xid,
+                    "advice": ADVICE[finding.problem].next_step,
                 },
             )
         )
@@ -272,21 +282,29 @@ def judge_kernel(hostname: str, ok: bool, text: str, command: str) -> Observatio
     except ParseError:
         xids = []
     bad = [event for event in xids if event.xid in BAD_XIDS]
+    silent = gpu_lost_without_xid(text)  # GSP timeouts, NV_ERR_RESET_REQUIRED: many drivers print no Xid
     lines = split_lines(text)
+    what = [f"{finding.gpu or 'a GPU'}: {finding.detail}" for finding in silent]
+    if bad:
+        what.insert(
+            0,
+            "; ".join(sorted({f"Xid {event.xid} on {event.pci_bus_id}" for event in bad}))
+            + ": the GPU must leave service (ECC / fallen off the bus / NVLink)",
+        )
     return Observation(
         "xid",
-        bad[0].pci_bus_id if bad else "",
-        EvidenceVerdict.FAULT if bad else EvidenceVerdict.HEALTHY,
-        (
-            "; ".join(sorted({f"Xid {event.xid} on {event.pci_bus_id}" for event in bad}))
-            + ": the GPU must leave service (ECC / fallen off the bus / NVLink)"
-            if bad
-            else f"no GPU-fatal Xid or uncorrectable ECC ({len(xids)} other Xid line(s))"
-        ),
+        bad[0].pci_bus_id if bad else (silent[0].gpu or "" if silent else ""),
+        EvidenceVerdict.FAULT if what else EvidenceVerdict.HEALTHY,
+        "; ".join(what)[:300]
+        or f"no GPU-fatal Xid, uncorrectable ECC, GSP timeout or reset-required ({len(xids)} other Xid line(s))",
         command,
-        "\n".join(lines[event.line - 1] for event in bad[:4]),
+        "\n".join([lines[event.line - 1] for event in bad[:4]] + [line for f in silent for line in f.excerpt[:2]]),
         hostname,
-        {"xids": sorted({event.xid for event in xids}), "bad": sorted({event.xid for event in bad})},
+        {
+            "xids": sorted({event.xid for event in xids}),
+            "bad": sorted({event.xid for event in bad}),
+            "problems": sorted({finding.problem for finding in silent}),
+        },
     )
 
 

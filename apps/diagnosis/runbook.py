@@ -15,7 +15,7 @@ No database here: the kind (apps/diagnosis/kinds/nccl_timeout.py) hands in plain
 
 from dataclasses import dataclass, field
 
-from apps.diagnosis.choices import Cause, EvidenceVerdict
+from apps.diagnosis.choices import ADVICE, Cause, EvidenceVerdict
 from apps.nodeexec import catalogue
 from apps.parsers import network
 from apps.parsers.common import split_lines
@@ -135,7 +135,7 @@ def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[
             )
         )
     for finding in triage(recent).findings:
-        if finding.problem in ("cuda_error", "gpu_fell_off_bus", "nccl_ib_error", "disk_full"):
+        if finding.problem in LOG_CHECKS:
             found.append(_triage_observation(hostname, command, finding, start))
     if not found:
         progressing = run.steps_since_start > 0
@@ -164,18 +164,45 @@ def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[
     return found
 
 
+# The triage problems in a training log that runbook 1 weighs, and the check each counts as (WEIGHTS): a GPU whose
+# firmware stopped answering or that needs a reset is lost as with Xid 79; an IB port down in the log is a link down;
+# a step Slurm could not kill is stuck in the kernel, most often on storage (as a hung task).
+LOG_CHECKS = {
+    "cuda_error": "cuda",
+    "gpu_fell_off_bus": "cuda",
+    "gpu_firmware_failure": "cuda",
+    "gpu_reset_required": "cuda",
+    "nccl_ib_error": "ib",
+    "ib_port_down": "link",
+    "disk_full": "disk",
+    "storage_not_responding": "hung",
+    "slurm_unkillable_step": "blocked",
+}
+# In a kernel log: what takes a GPU out of service although many drivers print no Xid for it.
+GPU_LOST_WITHOUT_XID = ("gpu_firmware_failure", "gpu_reset_required")
+
+
+def gpu_lost_without_xid(text: str) -> list:
+    """The kernel log's GSP timeouts and NV_ERR_RESET_REQUIRED findings (apps.parsers.triage), citing their lines."""
+    return [finding for finding in triage(text).findings if finding.problem in GPU_LOST_WITHOUT_XID]
+
+
 def _triage_observation(hostname: str, command: str, finding, offset: int) -> Observation:
-    check = {"cuda_error": "cuda", "gpu_fell_off_bus": "cuda", "nccl_ib_error": "ib", "disk_full": "disk"}
     subject = finding.nic or (f"rank {finding.rank}" if finding.rank is not None else "")
     return Observation(
-        check=check[finding.problem],
+        check=LOG_CHECKS[finding.problem],
         subject=subject,
         verdict=EvidenceVerdict.FAULT,
         summary=finding.detail[:300],
         command=command,
         excerpt="\n".join(finding.excerpt[:4]),
         hostname=finding.node or hostname,
-        data={"problem": finding.problem, "rank": finding.rank, "lines": [line + offset for line in finding.lines]},
+        data={
+            "problem": finding.problem,
+            "rank": finding.rank,
+            "lines": [line + offset for line in finding.lines],
+            "advice": ADVICE[finding.problem].next_step,
+        },
     )
 
 
@@ -328,17 +355,25 @@ def judge_network(node: NodeFacts, outputs: dict[str, tuple[bool, str, str]]) ->
         except ParseError:
             xids = []
         lost = [event for event in xids if event.xid == 79]
+        silent = gpu_lost_without_xid(text)
+        what = [f"Xid 79 on {', '.join(event.pci_bus_id for event in lost)}: GPU fallen off the bus"] if lost else []
+        what += [f"{finding.gpu or 'a GPU'}: {finding.detail}" for finding in silent]
+        lines = split_lines(text)
         found.append(
             Observation(
                 "xid",
-                lost[0].pci_bus_id if lost else "",
-                EvidenceVerdict.FAULT if lost else EvidenceVerdict.HEALTHY,
-                f"Xid 79 on {', '.join(event.pci_bus_id for event in lost)}: GPU fallen off the bus"
-                if lost
-                else f"no Xid 79 in the kernel log ({len(xids)} other Xid line(s))",
+                lost[0].pci_bus_id if lost else (silent[0].gpu or "" if silent else ""),
+                EvidenceVerdict.FAULT if what else EvidenceVerdict.HEALTHY,
+                "; ".join(what)[:300]
+                or f"no Xid 79, GSP timeout or reset-required in the kernel log ({len(xids)} other Xid line(s))",
                 command,
-                "\n".join(split_lines(text)[event.line - 1] for event in lost[:4]),
-                data={"xids": sorted({event.xid for event in xids})},
+                "\n".join(
+                    [lines[event.line - 1] for event in lost[:4]] + [line for f in silent for line in f.excerpt[:2]]
+                ),
+                data={
+                    "xids": sorted({event.xid for event in xids}),
+                    "problems": sorted({finding.problem for finding in silent}),
+                },
             )
         )
     for seen in found:

@@ -7,14 +7,24 @@ from apps.core.listing import Column
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 
+STARTED_BY = (("people", "People"), ("system", "The system"))
+
 
 class JobFilterSet(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices)
     kind = django_filters.CharFilter()
+    started_by = django_filters.ChoiceFilter(
+        choices=STARTED_BY,
+        method="filter_started_by",
+        help_text="people: jobs someone started; system: those schedules and the periodic reads started.",
+    )
 
     class Meta:
         model = Job
-        fields = ["status", "kind"]
+        fields = ["status", "kind", "started_by"]
+
+    def filter_started_by(self, queryset, name, value):
+        return queryset.filter(requested_by__isnull=value == "system")
 
 
 def _progress(job) -> str:

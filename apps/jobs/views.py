@@ -15,7 +15,7 @@ from apps.core.listing import Listing
 from apps.jobs import services
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
 from apps.jobs.events import event_dict, progress_of
-from apps.jobs.filters import JOB_COLUMNS, JobFilterSet
+from apps.jobs.filters import JOB_COLUMNS, STARTED_BY, JobFilterSet
 from apps.jobs.forms import JobForm, add_service_errors
 from apps.jobs.kinds import KINDS, output_is_private
 from apps.jobs.models import Job, JobEvent, JobStep
@@ -45,6 +45,8 @@ def job_list(request):
             "jobs": context["object_list"],
             "status": request.GET.get("status", ""),
             "kind": request.GET.get("kind", ""),
+            "started_by": request.GET.get("started_by", ""),
+            "started_by_choices": STARTED_BY,
             "statuses": JobStatus.choices,
             "kinds": sorted(KINDS),
             "colours": JOB_STATUS_COLOURS,

@@ -2,9 +2,26 @@ from django import forms
 
 from apps.inventory.models import Node
 from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
+from apps.simulator.faults.kinds import FAULT_KINDS
+
+
+def _parameters() -> dict[str, list[str]]:
+    """Each parameter any fault kind takes (its name) and the kinds that take it, in the kinds' order."""
+    taken: dict[str, list[str]] = {}
+    for spec in FAULT_KINDS.values():
+        for name in spec.parameters:
+            taken.setdefault(name, []).append(spec.value)
+    return taken
+
+
+PARAMETER_KINDS = _parameters()
 
 
 class FaultForm(forms.Form):
+    """A fault to inject, with its kind's parameters (an MTU value, a cable's rate and CRC errors, a temperature...):
+    one number field per parameter name, which the page shows for the kinds that take it; left empty, a parameter
+    takes its kind's default. The API takes the same `parameters`."""
+
     node = forms.ModelChoiceField(
         queryset=Node.objects.filter(gpus__isnull=False).distinct().order_by("hostname"), to_field_name="hostname"
     )
@@ -12,3 +29,22 @@ class FaultForm(forms.Form):
     target = forms.CharField(
         max_length=255, required=False, help_text="GPU index, NIC name, priority, mount point or file; empty: default."
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, kinds in PARAMETER_KINDS.items():
+            field = forms.IntegerField(required=False, label=name.replace("_", " "))
+            field.fault_kinds = " ".join(kinds)  # the page shows the field for these kinds
+            defaults = {FAULT_KINDS[kind].parameters[name].default for kind in kinds}
+            field.widget.attrs["placeholder"] = str(defaults.pop()) if len(defaults) == 1 else "default"
+            self.fields[f"parameter_{name}"] = field
+
+    def parameter_fields(self):
+        return [(self[f"parameter_{name}"], self.fields[f"parameter_{name}"].fault_kinds) for name in PARAMETER_KINDS]
+
+    def clean(self):
+        data = super().clean()
+        spec = FAULT_KINDS.get(data.get("kind", ""))
+        given = {name: data.get(f"parameter_{name}") for name in (spec.parameters if spec else ())}
+        data["parameters"] = {name: value for name, value in given.items() if value is not None}
+        return data

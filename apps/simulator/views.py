@@ -41,7 +41,13 @@ def fault_inject(request):
         return _page(request, form, status=400)
     data = form.cleaned_data
     try:
-        fault = services.inject_fault(node=data["node"], kind=data["kind"], target=data["target"], user=request.user)
+        fault = services.inject_fault(
+            node=data["node"],
+            kind=data["kind"],
+            target=data["target"],
+            parameters=data["parameters"],
+            user=request.user,
+        )
     except ValidationError as error:
         for field, problems in error.message_dict.items():
             form.add_error(field if field in form.fields else None, problems)

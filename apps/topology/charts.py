@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from apps.core.charts import figure_json as figure_json  # re-exported: the page and bench/topology.py embed with it
-from apps.inventory.choices import NODE_STATUS_COLOURS, NodeRole, Plane, SwitchTier
+from apps.core.units import link_rate
+from apps.inventory.choices import NODE_STATUS_COLOURS, NodeRole, NodeStatus, Plane, SwitchTier
 from apps.topology.graph import ClusterGraph, node_key, switch_key
 from apps.topology.rules import RuleResult
 
@@ -80,8 +81,7 @@ class _Link:
         return next(iter(self.planes)) if len(self.planes) == 1 else "mixed"
 
 
-def _fmt_gbps(value: float) -> str:
-    return f"{value / 1000:g} Tbps" if value >= 1000 else f"{value:g} Gbps"
+_fmt_gbps = link_rate  # the one way pages write a link's rate (apps.core.units)
 
 
 def _width(capacity: float) -> float:
@@ -514,6 +514,22 @@ def _uplink_summary_trace(plane: str, links: list[_Link], vertices: dict[str, _V
         "marker": {"size": 9, "color": colour, "opacity": 0},
         "hovertext": texts,
         "hoverinfo": "text",
+    }
+
+
+def colour_key() -> dict[str, list[tuple[str, str]]]:
+    """What the map's colours mean, for the key under it: a node's (or a rack's worst node's) status, a switch's and
+    a link's plane, and red for what a failing rule names (Plotly's legend lists the traces, not these colours)."""
+    return {
+        "status": [
+            (NodeStatus(status).label, COLOURS.get(colour, OTHER_COLOUR))
+            for status, colour in NODE_STATUS_COLOURS.items()
+        ],
+        "plane": [
+            (f"Plane {plane}" if plane in (Plane.A, Plane.B) else "Management", colour)
+            for plane, colour in PLANE_COLOURS.items()
+        ],
+        "rule": [("Named by a failing rule", VIOLATION)],
     }
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from apps.core.units import link_rate
 from apps.inventory.choices import NicPurpose, SwitchTier
 from apps.topology.choices import Verdict
 from apps.topology.graph import SWITCH_PREFIX, ClusterGraph, key_name, node_key, switch_key
@@ -59,10 +60,7 @@ def _could_not_run(name: str, title: str, detail: str) -> RuleResult:
     return RuleResult(name=name, title=title, passed=False, detail=detail, verdict=Verdict.COULD_NOT_RUN)
 
 
-def _gbps(value: float) -> str:
-    if value >= 1000 and value % 100 == 0:
-        return f"{value / 1000:g} Tbps"
-    return f"{value:g} Gbps"
+_gbps = link_rate  # the one way pages write a link's rate (apps.core.units)
 
 
 def _count(number: int, noun: str, plural: str = "") -> str:
@@ -110,7 +108,7 @@ def _path_minimum(tree: nx.Graph, source: str) -> dict[str, float]:
 
 
 def plane_switch_graph(cluster: ClusterGraph, plane: str) -> nx.Graph:
-    """The plane's switches joined by the capacity (Gbps, cables up) between them."""
+    """The plane's switches joined by the capacity (Gb/s, cables up) between them."""
     graph = nx.Graph()
     graph.add_nodes_from(switch.key for switch in cluster.switches.values() if switch.plane == plane)
     for u, v, data in cluster.graph.edges(data=True):
@@ -191,7 +189,7 @@ class PairBandwidth:
     planes: list[str]
     groups: list[list[str]]  # hostnames, each group sharing the same attachments on every plane
     attached: dict[str, list[dict[str, float]]]  # plane -> attachments per group
-    matrix: dict[str, list[list[float]]]  # plane (and "all") -> group x group bandwidth in Gbps
+    matrix: dict[str, list[list[float]]]  # plane (and "all") -> group x group bandwidth in Gb/s
     max_flows: int
     elapsed_ms: float
 
@@ -199,7 +197,7 @@ class PairBandwidth:
         self._index = {host: i for i, group in enumerate(self.groups) for host in group}
 
     def between(self, plane: str, a: str, b: str) -> float:
-        """Bandwidth in Gbps between two compute nodes on a plane ("all": over the whole fabric)."""
+        """Bandwidth in Gb/s between two compute nodes on a plane ("all": over the whole fabric)."""
         return self.matrix[plane][self._index[a]][self._index[b]]
 
 

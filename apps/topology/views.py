@@ -6,14 +6,15 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.utils import timezone
 from django.views.generic import TemplateView
 
-from apps.topology.charts import figure_json, topology_figure
+from apps.core.units import link_rate
+from apps.topology.charts import colour_key, figure_json, topology_figure
 from apps.topology.choices import VERDICT_COLOURS, Verdict
 from apps.topology.rules import RuleResult
 from apps.topology.services import evaluate_topology, newest_evaluation, recorded_rules, recorded_summary
 
 FACT_LABELS = {
-    "threshold_gbps": "Threshold (Gbps)",
-    "min_pair_gbps": "Minimum between two nodes, whole fabric (Gbps)",
+    "threshold_gbps": "Threshold (Gb/s)",
+    "min_pair_gbps": "Minimum between two nodes, whole fabric (Gb/s)",
     "min_pair": "Pair at the minimum",
     "pairs_below": "Pairs below the threshold",
     "max_flows": "Max-flow computations",
@@ -26,7 +27,7 @@ MAX_LIST_IN_FACT = 12
 
 
 def _pairs(examples) -> str:
-    return ", ".join(f"{a} ↔ {b}: {value:g} Gbps" for a, b, value in examples) or "—"
+    return ", ".join(f"{a} ↔ {b}: {link_rate(value)}" for a, b, value in examples) or "—"
 
 
 FACT_FORMATTERS = {
@@ -113,5 +114,5 @@ class TopologyView(LoginRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context.update(topology_page())
+        context.update(topology_page(), colour_key=colour_key())
         return context

@@ -169,3 +169,27 @@ def test_run_list_query_count_does_not_grow_with_runs(demo_cluster, api_as, view
     for rack in ("r01", "r02", "r03"):
         services.start_run(suite="nccl-sweep", targets=services.parse_nodes(f"rack:{rack}"), transport="sim")
     assert count_queries() == one
+
+
+def test_the_start_form_marks_each_suites_own_fields(demo_cluster, browser_as, operator):
+    """Sizes, collective and iterations are NCCL's, the cool-down the sweep's and pairwise's, the soak burn-in's and
+    N HPL's: the form shows each for its suites only (static/js/kind_fields.js), not every field for every suite
+    (issue 27, walk 11)."""
+    import re
+
+    html = browser_as(operator).get("/benchmarks/").content.decode()
+    form = html.split('id="benchmark-form" data-kind-field="suite">')[1].split("</form>")[0]
+    labels = re.findall(r'<label data-shown-for="([^"]+)"[^>]*>(.*?)</label>', form, re.S)
+    shown = {re.search(r'name="(\w+)"', inner)[1]: suites for suites, inner in labels}
+    assert shown == {
+        "collective": "nccl nccl-pairwise nccl-sweep",
+        "min_bytes": "nccl nccl-pairwise nccl-sweep",
+        "max_bytes": "nccl nccl-pairwise nccl-sweep",
+        "iterations": "nccl nccl-pairwise nccl-sweep",
+        "cooldown_seconds": "nccl-sweep nccl-pairwise",
+        "duration_seconds": "burn-in",
+        "burn_load": "burn-in",
+        "hpl_n": "hpl-mxp hpl",
+    }
+    assert re.search(r'<label>Suite <select name="suite"', form)  # the suite and the nodes show for every suite
+    assert "js/kind_fields.js" in html

@@ -352,3 +352,18 @@ def test_hpl_across_a_healthy_set_is_held_to_the_multi_node_model_not_one_nodes_
     assert across.verdict == Verdict.PASS, (across.value, across.expected, across.warn_below)
     assert across.value == pytest.approx(across.expected, rel=0.1)  # the model and the simulated solve agree
     assert "8 nodes: the per-node tiers x 0." in across.evidence["criterion"]
+
+
+def test_the_hpl_page_has_no_idle_node_selector_and_its_tier_labels_do_not_overlap(run_suite, browser_as, viewer):
+    """Issue 27, walk 11: HPL drew no per-node chart, yet offered a node selector that did nothing; and the expected,
+    warn and fail labels, a few percent apart, were written over each other at the same corner."""
+    run = run_suite("hpl-mxp", "gpu001,gpu002")
+    page = browser_as(viewer).get(f"/benchmarks/runs/{run.public_id}/").content.decode()
+    assert 'data-plotly-figure="bar-figure"' in page and 'id="chart-node"' not in page
+    figure = json.loads(page.split('<script id="bar-figure" type="application/json">')[1].split("</script>")[0])
+    labels = [item for item in figure["layout"]["annotations"] if "below" in item["text"] or "expected" in item["text"]]
+    assert len(labels) == 3
+    places = {(item["x"], item["xanchor"], item["yanchor"]) for item in labels}
+    assert len(places) == 3  # each tier's label in its own place
+    nvbandwidth = run_suite("nvbandwidth", "gpu001,gpu002")
+    assert 'id="chart-node"' in browser_as(viewer).get(f"/benchmarks/runs/{nvbandwidth.public_id}/").content.decode()

@@ -233,15 +233,99 @@ def test_api_bad_upload_answers_400_naming_the_field(db, api_as, operator):
     assert nothing.status_code == 400 and "files" in nothing.json()
 
 
-def test_api_from_training_job(training_job, api_as, operator, viewer):
+def test_api_from_training_job_answers_202_with_the_job_that_profiles_it(
+    training_job, api_as, operator, viewer, django_capture_on_commit_callbacks
+):
+    from apps.benchmarks import timeline_jobs
+    from apps.jobs.models import Job, JobEvent
+
     body = {"training_job": "llm-pretrain", "steps": 2}
     url = "/api/benchmark-timelines/from-training-job/"
     assert api_as(viewer).post(url, body, format="json").status_code == 403
-    response = api_as(operator).post(url, body, format="json")
-    assert response.status_code == 201, response.content
-    assert response.json()["training_job"] == "llm-pretrain" and response.json()["rank_count"] == 32
+    with django_capture_on_commit_callbacks() as queued:
+        response = api_as(operator).post(url, body, format="json")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(public_id=response.json()["id"])
+    assert response["Location"].endswith(f"/api/jobs/{job.public_id}/")
+    assert response.json()["kind"] == "timeline-analysis" and response.json()["status"] == "queued"
+    assert job.parameters["training_job_name"] == "llm-pretrain" and job.parameters["steps"] == 2
+    assert job.requested_by == operator
+    assert queued and not TimelineAnalysis.objects.exists()  # nothing profiled in the request
+
+    assert timeline_jobs.run_analysis(job_public_id=str(job.public_id)) == "succeeded"
+    progress = [e.data["progress"] for e in JobEvent.objects.filter(job=job, data__has_key="progress").order_by("seq")]
+    assert progress[-1] == {"done": 32, "total": 32, "percent": 100}
+    assert 5 <= len(progress) <= 21  # every 5 % of the ranks, not one event per rank
+    assert [item["percent"] for item in progress] == sorted({item["percent"] for item in progress})
+
+    listed = api_as(viewer).get(f"/api/benchmark-timelines/?job={job.public_id}").json()["results"]
+    assert len(listed) == 1 and listed[0]["job"] == str(job.public_id)
+    assert listed[0]["training_job"] == "llm-pretrain" and listed[0]["rank_count"] == 32
+    assert listed[0]["id"] in Job.objects.get(pk=job.pk).summary
+    assert api_as(viewer).get(f"/api/benchmark-timelines/?job={Job().public_id}").json()["results"] == []
+
     unknown = api_as(operator).post(url, {"training_job": "nope"}, format="json")
     assert unknown.status_code == 400 and "training_job" in unknown.json()
+    too_many = api_as(operator).post(url, {"training_job": "llm-pretrain", "steps": 51}, format="json")
+    assert too_many.status_code == 400 and "steps" in too_many.json()
+    assert Job.objects.count() == 1  # a refused request starts nothing
+
+
+def test_a_profile_whose_training_job_is_gone_fails_naming_it(training_job, operator):
+    from apps.benchmarks import timeline_jobs
+
+    job = timeline_jobs.start_profile(training_job=training_job, steps=1, requested_by=operator)
+    training_job.delete()
+    assert timeline_jobs.run_analysis(job_public_id=str(job.public_id)) == "failed"
+    job.refresh_from_db()
+    assert "llm-pretrain no longer exists" in job.summary and not TimelineAnalysis.objects.exists()
+
+
+def test_profile_from_the_page_shows_its_progress_then_the_analysis(training_job, browser_as, operator, viewer):
+    from apps.benchmarks import timeline_jobs
+    from apps.jobs.models import Job
+
+    client = browser_as(operator)
+    started = client.post("/benchmarks/timelines/from-job/", {"training_job": "llm-pretrain", "steps": "2"})
+    job = Job.objects.get(kind="timeline-analysis")
+    assert started.status_code == 302 and started.url == f"/benchmarks/timelines/jobs/{job.public_id}/"
+    assert not TimelineAnalysis.objects.exists()
+
+    page = browser_as(viewer).get(started.url)  # viewers follow it too
+    client = browser_as(operator)
+    content = page.content.decode()
+    assert page.status_code == 200 and "profile of llm-pretrain" in content
+    assert f'hx-get="/benchmarks/timelines/jobs/{job.public_id}/live/"' in content
+    assert 'id="timeline-job-bar"' in content
+    live = client.get(f"{started.url}live/")
+    assert live.status_code == 200 and b"Queued" in live.content and "HX-Redirect" not in live
+
+    timeline_jobs.run_analysis(job_public_id=str(job.public_id))
+    analysis = TimelineAnalysis.objects.get(job=job)
+    done = client.get(f"{started.url}live/")
+    assert done.status_code == 200 and done["HX-Redirect"] == f"/benchmarks/timelines/{analysis.public_id}/"
+    reloaded = client.get(started.url)  # a reload or back goes to the analysis
+    assert reloaded.status_code == 302 and reloaded.url == f"/benchmarks/timelines/{analysis.public_id}/"
+
+    TrainingJob.objects.create(name="empty", ranks_per_node=8)
+    refused = client.post("/benchmarks/timelines/from-job/", {"training_job": "empty", "steps": "2"})
+    assert refused.status_code == 400 and b"empty has no nodes" in refused.content
+    assert Job.objects.count() == 1
+    denied = browser_as(viewer).post("/benchmarks/timelines/from-job/", {"training_job": "llm-pretrain", "steps": "2"})
+    assert denied.status_code == 403 and Job.objects.count() == 1
+
+
+def test_a_failed_profile_stops_the_polling_with_its_reason(training_job, browser_as, operator):
+    from apps.benchmarks import timeline_jobs
+
+    job = timeline_jobs.start_profile(training_job=training_job, steps=1, requested_by=operator)
+    training_job.delete()
+    timeline_jobs.run_analysis(job_public_id=str(job.public_id))
+
+    live = browser_as(operator).get(f"/benchmarks/timelines/jobs/{job.public_id}/live/")
+    assert live.status_code == 286 and b"no longer exists" in live.content and b"bar red" in live.content
+    page = browser_as(operator).get(f"/benchmarks/timelines/jobs/{job.public_id}/")
+    assert page.status_code == 200 and b"hx-get" not in page.content and b"no longer exists" in page.content
 
 
 def test_pages_upload_detail_and_side_by_side(training_job, browser_as, operator, viewer):
@@ -253,7 +337,10 @@ def test_pages_upload_detail_and_side_by_side(training_job, browser_as, operator
     )
     first = TimelineAnalysis.objects.get()
     assert response.status_code == 302 and response.url == f"/benchmarks/timelines/{first.public_id}/"
-    client.post("/benchmarks/timelines/from-job/", {"training_job": "llm-pretrain", "steps": "2"})
+    from apps.benchmarks import timeline_jobs
+
+    profiled = client.post("/benchmarks/timelines/from-job/", {"training_job": "llm-pretrain", "steps": "2"})
+    timeline_jobs.run_analysis(job_public_id=profiled.url.rstrip("/").rsplit("/", 1)[-1])
     second = TimelineAnalysis.objects.exclude(pk=first.pk).get()
 
     detail = browser_as(viewer).get(f"/benchmarks/timelines/{second.public_id}/")
@@ -298,7 +385,7 @@ def test_cli_prints_the_report_as_json(db, capsys, tmp_path):
         call_command("benchmark", "timeline", str(tmp_path / "missing.json"))
 
 
-def test_a_large_upload_from_the_page_goes_to_its_job_page(db, browser_as, operator, monkeypatch):
+def test_a_large_upload_from_the_page_goes_to_its_progress_page(db, browser_as, operator, monkeypatch):
     from apps.benchmarks import timeline_jobs
     from apps.jobs.models import Job
 
@@ -312,6 +399,8 @@ def test_a_large_upload_from_the_page_goes_to_its_job_page(db, browser_as, opera
     job = Job.objects.get(kind="timeline-analysis")
     assert response.status_code == 302 and response.url.endswith(f"/{job.public_id}/")
     assert not TimelineAnalysis.objects.exists()
+    waiting = client.get(response.url)
+    assert waiting.status_code == 200 and b"timeline-analysis" in waiting.content
     timeline_jobs.run_analysis(job_public_id=str(job.public_id))
     page = client.get(response.url)
-    assert page.status_code == 200 and b"timeline-analysis" in page.content
+    assert page.status_code == 302 and page.url == f"/benchmarks/timelines/{TimelineAnalysis.objects.get().public_id}/"

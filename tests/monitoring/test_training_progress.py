@@ -40,7 +40,11 @@ def training_job(demo_cluster):
 
 def _read(training_job, run_shards) -> Job:
     (job,) = progress.schedule_reads()
-    assert job.parameters == {"training_job": str(training_job.public_id), "log_path": training_job.log_path}
+    assert job.parameters == {
+        "training_job": str(training_job.public_id),
+        "log_path": training_job.log_path,
+        "training_job_name": training_job.name,
+    }
     return run_shards(job)
 
 

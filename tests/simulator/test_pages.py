@@ -75,3 +75,24 @@ def test_the_page_and_the_api_filter_faults_alike(browser_as, api_as, viewer, de
         listed = api.get("/api/sim/faults/", query).json()["results"]
         assert {(fault["node"], fault["target"]) for fault in listed} == shown, query
     assert 'id="fault-filters"' in page.get("/simulator/").content.decode()
+
+
+def test_the_inject_form_takes_the_faults_parameters(browser_as, operator, gpu_node):
+    """An MTU value, a cable's rate and CRC rate (a CRC-only cable could be made only over the API) are fields of
+    the form, each shown for the kinds that take it; left empty, a parameter takes its kind's default (issue 27)."""
+    client = browser_as(operator)
+    html = client.get("/simulator/").content.decode()
+    assert 'data-shown-for="mtu"' in html and 'name="parameter_mtu"' in html
+    assert 'data-shown-for="degraded_cable"' in html and 'name="parameter_crc_per_million"' in html
+    nic = gpu_node.nics.filter(rdma_capable=True).order_by("name").first().name
+    crc_only = {"node": "gpu001", "kind": "degraded_cable", "target": nic}
+    crc_only |= {"parameter_rate_gbps": "0", "parameter_crc_per_million": "500", "parameter_mtu": "4200"}
+    assert client.post("/simulator/faults/", crc_only).status_code == 302
+    fault = SimFault.objects.get(kind="degraded_cable")
+    assert fault.parameters == {"rate_gbps": 0, "crc_per_million": 500}  # another kind's field is not its parameter
+    mtu = client.post("/simulator/faults/", {"node": "gpu001", "kind": "mtu", "parameter_mtu": "4200"})
+    assert mtu.status_code == 302
+    assert SimFault.objects.get(kind="mtu").parameters == {"mtu": 4200}
+    bad = client.post("/simulator/faults/", {"node": "gpu001", "kind": "thermal", "parameter_temperature": "500"})
+    assert bad.status_code == 400 and "temperature must be a whole number from 80 to 110" in bad.content.decode()
+    assert not SimFault.objects.filter(kind="thermal").exists()

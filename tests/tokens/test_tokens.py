@@ -215,3 +215,12 @@ def test_the_page_needs_a_login_and_viewing_it_writes_nothing(client, browser_as
     with CaptureQueriesContext(connection) as queries:
         assert page.get(reverse("api-tokens")).status_code == 200
     assert not [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+
+
+def test_the_new_secret_has_a_copy_button_and_the_answer_is_not_posted_again(browser_as, operator):
+    shown = _create(browser_as(operator)).content.decode()
+    assert 'id="copy-secret"' in shown
+    assert 'history.replaceState(null, "", "/tokens/")' in shown  # a reload asks for the list, not the POST
+    listed = browser_as(operator).get(reverse("api-tokens")).content.decode()
+    revoke = listed.split('/revoke/"')[1].split("</form>")[0]
+    assert ">Revoke</button>" in revoke and 'class="danger small"' in revoke  # not the top bar's grey link

@@ -64,15 +64,15 @@ def test_link_hover_shows_ends_ports_and_speed(demo_cluster):
     figure = topology_figure(build_cluster_graph())
     hovers = [text for trace in traces(figure)["Plane A links (hover)"] for text in trace.hovertext]
     access = next(text for text in hovers if text.startswith("<b>gpu001 ↔ leaf-r01-a</b>"))
-    assert "plane A · 4 cables · 1.6 Tbps up of 1.6 Tbps" in access
+    assert "plane A · 4 cables · 1.6 Tb/s up of 1.6 Tb/s" in access
     assert "gpu001:ens1np0 → leaf-r01-a:swp1 · 400G aoc" in access
     uplink = next(text for text in hovers if text.startswith("<b>leaf-r01-a ↔ spine-a1</b>"))
-    assert "16 cables · 6.4 Tbps" in uplink and "… 8 more" in uplink
+    assert "16 cables · 6.4 Tb/s" in uplink and "… 8 more" in uplink
 
 
 def test_wider_lines_for_more_capacity(demo_cluster):
     widths = {trace.line.width for trace in traces(topology_figure(build_cluster_graph()))["Plane A links"]}
-    assert len(widths) >= 2  # node links (1.6 Tbps) thinner than leaf-spine bundles (6.4 Tbps)
+    assert len(widths) >= 2  # node links (1.6 Tb/s) thinner than leaf-spine bundles (6.4 Tb/s)
 
 
 def test_violations_are_red(demo_cluster):
@@ -102,7 +102,7 @@ def test_many_nodes_are_drawn_one_marker_per_rack(demo_cluster):
     assert set(points(by_name["Named by rules"])) >= {"Rack r01", "leaf-r01-a"}
     hovers = [text for trace in by_name["Plane B links (hover)"] for text in trace.hovertext]
     rack_link = next(text for text in hovers if text.startswith("<b>r01 (8) ↔ leaf-r01-b</b>"))
-    assert "32 cables · 12.8 Tbps" in rack_link and "8 nodes" in rack_link
+    assert "32 cables · 12.8 Tb/s" in rack_link and "8 nodes" in rack_link
 
 
 def test_figure_json_is_plain_data(demo_cluster):
@@ -146,20 +146,20 @@ def test_the_map_of_512_nodes_groups_them_by_rack(db, django_assert_num_queries)
 
 
 def test_a_grouped_map_sums_up_each_leafs_healthy_uplinks_and_keeps_failing_ones_apart(demo_cluster):
-    # One uplink cable fewer: leaf-r01-a is oversubscribed (12.8 Tbps down, 12.4 up) and its links are named.
+    # One uplink cable fewer: leaf-r01-a is oversubscribed (12.8 Tb/s down, 12.4 up) and its links are named.
     Cable.objects.filter(a_switch__name="leaf-r01-a", b_switch__name="spine-a1").first().delete()
     cluster = build_cluster_graph()
     by_name = traces(topology_figure(cluster, run_rules(cluster), group_above=16))
     hovers = [text for trace in by_name["Plane A links (hover)"] for text in trace.hovertext]
     assert not any(text.startswith("<b>leaf-r02-a ↔ spine-a1</b>") for text in hovers)  # healthy: summed up
     r02 = next(text for text in hovers if text.startswith("<b>leaf-r02-a uplinks</b>"))
-    assert "plane A · 2 links · 32 cables · 12.8 Tbps, all up" in r02 and "to spine-a1, spine-a2" in r02
+    assert "plane A · 2 links · 32 cables · 12.8 Tb/s, all up" in r02 and "to spine-a1, spine-a2" in r02
     assert {text.split("</b>")[0] for text in hovers if "uplinks</b>" in text} == {
         f"<b>leaf-r0{rack}-a uplinks" for rack in (2, 3, 4)
     }
     named = [text for trace in by_name["Links named by rules (hover)"] for text in trace.hovertext]
     failing = next(text for text in named if text.startswith("<b>leaf-r01-a ↔ spine-a1</b>"))
-    assert "15 cables · 6 Tbps" in failing
+    assert "15 cables · 6 Tb/s" in failing
     # Not grouped (a few dozen nodes), every link keeps its own hover.
     single = [text for trace in traces(topology_figure(cluster))["Plane A links (hover)"] for text in trace.hovertext]
     assert any(text.startswith("<b>leaf-r02-a ↔ spine-a1</b>") for text in single)

@@ -27,9 +27,9 @@ def test_every_role_sees_the_map_and_the_rules(browser_as, make_user, demo_clust
     assert 'data-plotly-figure="topology-figure"' in html and 'id="topology-figure"' in html
     figure = json.loads(html.split('<script id="topology-figure" type="application/json">')[1].split("</script>")[0])
     assert {trace["name"] for trace in figure["data"]} >= {"Plane A links", "Compute nodes", "Switches"}
-    assert "Bandwidth between any two compute nodes ≥ 200 Gbps on each plane" in html
+    assert "Bandwidth between any two compute nodes ≥ 200 Gb/s on each plane" in html
     assert html.count('class="rule pass"') == 6
-    assert "103600 Gbps" in html  # installed capacity of plane A
+    assert "103.6 Tb/s" in html and "Gbps" not in html  # installed capacity of plane A, in the pages' unit
     assert page.context["summary"].compute_nodes == 32
 
 
@@ -86,3 +86,22 @@ def test_the_page_reads_the_recorded_evaluation_and_an_edit_shows_once_recorded(
         delete_leaf_uplinks("leaf-r01-a")
     changed = client.get("/topology/").content.decode()
     assert changed.count('class="rule fail"') == 2
+
+
+def test_the_maps_colours_have_a_key(browser_as, viewer, demo_cluster):
+    """Nodes are coloured by status and switches by plane, which Plotly's legend (one entry per trace) did not say
+    (issue 27, walk 11): the key under the map names every colour the markers take."""
+    from apps.topology.charts import COLOURS, PLANE_COLOURS
+
+    html = browser_as(viewer).get("/topology/").content.decode()
+    key = html.split('id="topology-key">')[1].split("</p>")[0]
+    for label in ("Ready", "Degraded", "Failed", "Plane A", "Plane B", "Management", "Named by a failing rule"):
+        assert label in key
+    figure = json.loads(html.split('<script id="topology-figure" type="application/json">')[1].split("</script>")[0])
+    drawn = set()
+    for trace in figure["data"]:
+        colour = trace.get("marker", {}).get("color") or []
+        drawn |= {colour} if isinstance(colour, str) else set(colour)
+    keyed = set(re.findall(r"background: (#[0-9a-f]{6})", key))
+    assert drawn and drawn <= keyed
+    assert keyed >= {COLOURS["green"], PLANE_COLOURS["A"]}

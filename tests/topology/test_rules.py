@@ -35,7 +35,7 @@ def test_the_demo_cluster_passes_every_rule(demo_cluster):
 def test_demo_bandwidth_figures(demo_cluster):
     rules.forget_plane_cuts()
     bandwidth = rule(evaluate_topology(), "pair-bandwidth")
-    # Each node has 4 x 400G per plane into a non-blocking fabric: 1.6 Tbps per plane, 3.2 Tbps over both.
+    # Each node has 4 x 400G per plane into a non-blocking fabric: 1.6 Tb/s per plane, 3.2 Tb/s over both.
     assert bandwidth.figures["min_pair_gbps"] == 3200
     assert {plane: f["min_pair_gbps"] for plane, f in bandwidth.figures["planes"].items()} == {"A": 1600, "B": 1600}
     assert bandwidth.figures["pairs_below"] == 0
@@ -81,7 +81,7 @@ def test_leaf_without_uplinks_cuts_its_rack_off_and_is_oversubscribed(demo_clust
     assert bandwidth.figures["planes"]["A"]["min_pair_gbps"] == 0
     assert bandwidth.figures["planes"]["A"]["pairs_below"] == 8 * 24
     assert bandwidth.figures["planes"]["B"]["min_pair_gbps"] == 1600
-    # Plane B still carries 1.6 Tbps between the rack and the rest.
+    # Plane B still carries 1.6 Tb/s between the rack and the rest.
     assert bandwidth.figures["min_pair_gbps"] == 1600
     a, b, value = bandwidth.figures["examples"][0]
     assert value == 0 and (a in R01_NODES) != (b in R01_NODES)
@@ -106,7 +106,7 @@ def test_half_the_uplinks_gone_is_two_to_one(demo_cluster):
     assert strict.offending == ["leaf-r02-b"] and strict.figures["per_leaf"]["leaf-r02-b"]["ratio"] == 2.0
     assert strict.figures["worst_ratio"] == 2.0
     assert rules.rule_leaf_oversubscription(cluster, max_ratio=2.0).passed
-    # Still 6.4 Tbps up for 12.8 down: every pair keeps its 1.6 Tbps per plane.
+    # Still 6.4 Tb/s up for 12.8 down: every pair keeps its 1.6 Tb/s per plane.
     assert rules.rule_pair_bandwidth(cluster).figures["planes"]["B"]["min_pair_gbps"] == 1600
 
 
@@ -119,7 +119,7 @@ def test_node_unplugged_from_plane_b(demo_cluster):
     assert "plane B" in dual.detail
 
     bandwidth = rule(report, "pair-bandwidth")
-    # Over the whole fabric gpu005 keeps plane A's 4 x 400G: the minimum drops from 3.2 to 1.6 Tbps ...
+    # Over the whole fabric gpu005 keeps plane A's 4 x 400G: the minimum drops from 3.2 to 1.6 Tb/s ...
     assert bandwidth.figures["min_pair_gbps"] == 1600 and "gpu005" in bandwidth.figures["min_pair"]
     # ... and on plane B alone it has nothing, towards each of the 31 others.
     assert bandwidth.figures["planes"]["B"] == {
@@ -128,7 +128,7 @@ def test_node_unplugged_from_plane_b(demo_cluster):
         "pairs_below": 31,
     }
     assert bandwidth.offending == ["gpu005"]
-    # Judged over the whole fabric (no per-plane redundancy asked), 1.6 Tbps clears 200 Gbps.
+    # Judged over the whole fabric (no per-plane redundancy asked), 1.6 Tb/s clears 200 Gb/s.
     assert rules.rule_pair_bandwidth(report.cluster, per_plane=False).passed
     assert rule(report, "leaf-oversubscription").passed
 

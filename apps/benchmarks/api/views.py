@@ -1,4 +1,5 @@
 from django.db.models import Prefetch
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -21,7 +22,7 @@ from apps.benchmarks.api.serializers import (
     TimelineSeriesSerializer,
     TimelineUploadSerializer,
 )
-from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS, BenchmarkRunFilterSet
+from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS, BenchmarkRunFilterSet, TimelineAnalysisFilterSet
 from apps.benchmarks.models import (
     BenchmarkRun,
     BenchmarkTest,
@@ -156,6 +157,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
 
     queryset = TimelineAnalysis.objects.select_related("training_job", "job", "requested_by")
     serializer_class = TimelineAnalysisSerializer
+    filterset_class = TimelineAnalysisFilterSet
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     lookup_value_regex = UUID_PATTERN
@@ -185,26 +187,30 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         uploads = [(upload.name, upload) for upload in data.validated_data["files"]]
         if timeline_jobs.is_large(uploads):
             name, user = data.validated_data["name"], request.user
-            job = timeline_jobs.start_analysis(files=uploads, name=name, requested_by=user)
-            return Response(JobSerializer(Job.objects.with_progress().get(pk=job.pk)).data, status=202)
+            return _accepted(request, timeline_jobs.start_analysis(files=uploads, name=name, requested_by=user))
         analysis = timelines.analyse_upload(files=uploads, name=data.validated_data["name"], requested_by=request.user)
         return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
 
     @extend_schema(
         request=TimelineFromJobSerializer,
-        responses={201: TimelineAnalysisSerializer, 400: OpenApiResponse(description="The field at fault.")},
+        responses={
+            202: JobSerializer,
+            400: OpenApiResponse(description="The field at fault; nothing is started."),
+        },
     )
     @action(detail=False, methods=["post"], url_path="from-training-job", parser_classes=[BoundedJSONParser])
     def from_training_job(self, request):
-        """Profile a (simulated) training job's ranks for some steps and store the breakdown."""
+        """Profile a (simulated) training job's ranks for some steps: 202 with the `timeline-analysis` job that does
+        it (Location: the job in the API). Its events show the progress; once it has succeeded, its last event and
+        `GET /api/benchmark-timelines/?job=<id>` name the stored analysis."""
         data = TimelineFromJobSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        analysis = timelines.analyse_training_job(
+        job = timeline_jobs.start_profile(
             training_job=data.validated_data["training_job"],
             steps=data.validated_data["steps"],
             requested_by=request.user,
         )
-        return Response(TimelineAnalysisSerializer(self.get_queryset().get(pk=analysis.pk)).data, status=201)
+        return _accepted(request, job)
 
     @extend_schema(
         request=TimelineFromNodesSerializer,
@@ -232,3 +238,10 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         """Each rank with its steps: compute, communication, overlap and idle time (µs)."""
         analysis = self.get_object()
         return Response({"analysis": analysis.public_id, "ranks": analysis.series.get("ranks", [])})
+
+
+def _accepted(request, job: Job) -> Response:
+    """202 with a timeline-analysis job, its API address in Location."""
+    body = JobSerializer(Job.objects.with_progress().select_related("requested_by").get(pk=job.pk)).data
+    location = request.build_absolute_uri(reverse("api:job-detail", kwargs={"id": job.public_id}))
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})

@@ -180,7 +180,8 @@ def _after_log(incident: Incident, job) -> None:
     )
     recording.record_observations(incident=incident, job=job, observations=[state], artifacts={})
     rows = list(incident.evidence.filter(job=job))
-    order = ("disk", "checkpoint", "cuda", "worker", "watchdog")  # the root cause first, its consequences after
+    # the root cause first, its consequences after
+    order = ("disk", "checkpoint", "cuda", "fabric", "worker", "watchdog")
     faults = [row for row in rows if row.verdict == EvidenceVerdict.FAULT and row.topic in order]
     symptom = min(faults, key=lambda row: (order.index(row.topic), row.seq), default=None)
     if symptom and not incident.symptom:
@@ -188,11 +189,13 @@ def _after_log(incident: Incident, job) -> None:
         incident.save(update_fields=["symptom", "updated"])
     topics = {row.topic for row in rows if row.verdict == EvidenceVerdict.FAULT}
     if job.parameters.get("route") and recovery.route(topics) != RECOVERY_KIND:
-        # Only ranks timing out in a collective: the fabric is suspect, runbook 1 takes over from its first phase.
+        # Only ranks timing out in a collective or a fabric port down: the fabric is suspect, runbook 1 takes over
+        # from its first phase.
         incident.runbook = "nccl-timeout"
         incident.save(update_fields=["runbook", "updated"])
         Hypothesis.objects.filter(incident=incident, cause__in=RUNBOOK_CAUSES[RECOVERY_KIND]).delete()
-        emit(job, "triage: only NCCL watchdog timeouts: runbook 1 (NCCL timeout / hang) takes over")
+        why = "a fabric port down" if "fabric" in topics else "only NCCL watchdog timeouts"
+        emit(job, f"triage: {why}: runbook 1 (NCCL timeout / hang) takes over")
         start_phase(incident=incident, phase=Phase.LOG, user=job.requested_by)
         return
     start_phase(incident=incident, phase=Phase.CHECKS, user=job.requested_by)

@@ -39,7 +39,8 @@ class TrainingProgressParameters(serializers.Serializer):
 
     def validate(self, attrs):
         job = TrainingJob.objects.get(public_id=attrs["training_job"])
-        return {**attrs, "log_path": job.log_path}  # kept with the job, so its page shows which file was read
+        # kept with the job, so its page shows which file was read and the job list names the training job
+        return {**attrs, "log_path": job.log_path, "training_job_name": job.name}
 
 
 @register_kind
