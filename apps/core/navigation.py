@@ -29,7 +29,15 @@ GROUPS = (
         ),
     ),
     ("Benchmarks", (("Benchmarks", "benchmarks"),)),
-    ("Health", (("Diagnosis", "incident-list"), ("Remediation", "remediation"), ("Telemetry", "telemetry"))),
+    (
+        "Health",
+        (
+            ("Diagnosis", "incident-list"),
+            ("Remediation", "remediation"),
+            ("Reliability", "reliability"),
+            ("Telemetry", "telemetry"),
+        ),
+    ),
     ("Workloads", (("Workloads", "workload-list"), ("Policies", "policy-list"))),
     ("Audit log", (("Audit log", "audit-log"),)),
 )
