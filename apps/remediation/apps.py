@@ -5,3 +5,20 @@ class RemediationConfig(AppConfig):
     name = "apps.remediation"
     label = "remediation"
     verbose_name = "Remediation"
+
+    def ready(self):
+        from apps.benchmarks.signals import run_finished
+        from apps.inventory.sections import NODE_PAGE
+        from apps.inventory.services import register_undrain_guard
+        from apps.remediation import history, kinds, repairs  # noqa: F401  (kinds registers repair-evidence)
+
+        # A repair's validation waits on its benchmark runs; a node in repair returns through it, not by hand.
+        run_finished.connect(_run_finished, dispatch_uid="remediation-repair-gate")
+        register_undrain_guard(repairs.undrain_refusal)
+        NODE_PAGE.register(name="history", template="remediation/partials/node_history.html", context=history.section)
+
+
+def _run_finished(sender, run, **kwargs):
+    from apps.remediation import repairs
+
+    repairs.run_finished(run=run)

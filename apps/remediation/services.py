@@ -14,11 +14,13 @@ from apps.deployments.node_operations import KIND as SCHEDULER_ACTION
 from apps.deployments.node_operations import scheduler_request
 from apps.health.models import HealthEvent
 from apps.health.services import open_events
-from apps.inventory.choices import NodeRole, SwitchTier
-from apps.inventory.models import Cable, Node
+from apps.inventory.choices import NodeRole
+from apps.inventory.models import Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
+from apps.remediation import repairs
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
+from apps.remediation.fabric import shared_leaf
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
 from apps.schedulers.commands import REASON_CHARACTERS
 
@@ -53,6 +55,8 @@ def _decide(*, event, policy, now, transport, queue) -> RemediationDecision | No
             decision.save()  # the unique (event, policy) refuses a second decision, so nothing acts twice
             if decision.outcome == Outcome.ACTED:
                 _act(decision, transport=transport, queue=queue)
+            if decision.outcome == Outcome.ACTED and (decision.opens_repair or decision.action == Action.QUARANTINE):
+                repairs.open_for_decision(decision)  # a quarantine opens the node's repair, or joins its open one
             return decision
     except IntegrityError:
         return None  # another evaluator decided about this event first
@@ -79,6 +83,9 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
                 f"{node.hostname} is in a maintenance window until {window.ends.isoformat()} ({window.reason}): "
                 f"automation does not {decision.action} it; the people working on it decide."
             )[:500]
+            return decision
+        if decision.action == Action.REBOOT and not repairs.evidence_ready(node):
+            decision.reason = f"{node.hostname} is in repair and its evidence is not captured yet: no reboot before."
             return decision
         if attempts > policy.max_attempts:  # back after its escalation too: automation stops
             decision.reason = (
@@ -147,23 +154,6 @@ def _breaker(*, policy, node, now) -> str:
         f"{policy.breaker_window_minutes} min, the limit is {limit} ({policy.breaker_max_nodes} nodes or "
         f"{policy.breaker_max_percent} % of {fleet}); {node.hostname} left in service, a person decides.{cause_text}"
     )[:500]
-
-
-def shared_leaf(nodes: list[Node]) -> str:
-    """The leaf switch every node is cabled to (Node → NIC → Cable → Switch), or "" when they share none."""
-    leaves: dict[int, set[str]] = {node.pk: set() for node in nodes}
-    cables = Cable.objects.filter(
-        Q(a_nic__node__in=nodes, b_switch__tier=SwitchTier.LEAF)
-        | Q(b_nic__node__in=nodes, a_switch__tier=SwitchTier.LEAF)
-    ).select_related("a_nic", "b_nic", "a_switch", "b_switch")
-    for cable in cables:
-        nic, switch = (
-            (cable.a_nic, cable.b_switch) if cable.a_nic_id and cable.b_switch_id else (cable.b_nic, cable.a_switch)
-        )
-        if nic is not None and switch is not None and nic.node_id in leaves:
-            leaves[nic.node_id].add(switch.name)
-    common = set.intersection(*leaves.values()) if leaves else set()
-    return ", ".join(sorted(common))
 
 
 def slurm_reason(event: HealthEvent) -> str:
