@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.urls import reverse
+from django.utils.dateparse import parse_datetime
 
 from apps.core.models import AuditEntry
 from apps.health.models import HealthEvent
@@ -52,7 +53,8 @@ def node_history(node: Node, *, limit: int = SHOWN) -> list[HistoryEntry]:
         who = entry.actor_name or entry.get_source_display().lower()
         if change[1]:
             reason = (entry.changes.get("drain_reason") or [None, ""])[1]
-            entries.append(HistoryEntry(entry.created, "drain", f"Drained by {who}: {reason}"))
+            since = parse_datetime(str(change[1])) or entry.created  # the drain's own start (a quarantine's decision)
+            entries.append(HistoryEntry(since, "drain", f"Drained by {who}: {reason}"))
         else:
             entries.append(HistoryEntry(entry.created, "undrain", f"Back in service (undrained by {who})"))
     for repair in Repair.objects.filter(node=node).order_by("opened_at", "pk"):

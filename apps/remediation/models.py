@@ -134,7 +134,8 @@ class Repair(AuditedModel, PublicModel):
     events = models.ManyToManyField("health.HealthEvent", blank=True, related_name="repairs")
     decisions = models.ManyToManyField(RemediationDecision, blank=True, related_name="repairs")
     reason = models.CharField(max_length=300, help_text="Why it was opened: the first event or the operator's words.")
-    gate_kind = models.CharField(max_length=16, choices=GateKind.choices, blank=True)
+    # Chosen from the events as they join (until then, and for no named fault, the whole acceptance).
+    gate_kind = models.CharField(max_length=16, choices=GateKind.choices, default=GateKind.ACCEPTANCE)
     gate_parameters = models.JSONField(default=dict, blank=True)
     gate_reason = models.CharField(max_length=300, blank=True, help_text="Why this validation: the kinds it matched.")
     # The evidence packet, captured before any reboot or power-cycle: {"bug_report", "kernel_log", "bmc_log",

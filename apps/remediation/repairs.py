@@ -2,6 +2,7 @@
 before any reboot; parts are recorded by serial; a validation chosen by the fault must pass before the node goes back
 into service through the scheduler; a failed validation goes back to repair. Keyword-only, no request."""
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatchcase
@@ -31,6 +32,9 @@ from apps.remediation.fabric import shared_leaf
 from apps.remediation.models import PartReplacement, RemediationDecision, Repair, RepairGate
 
 EVIDENCE_KIND = "repair-evidence"
+SERIAL_PATTERN = r"^[!-~]{1,64}\Z"  # a part's serial as vendors print it: printable ASCII, no space
+SERIAL = re.compile(SERIAL_PATTERN)
+SERIAL_RULE = "A serial: 1 to 64 printable ASCII characters, no spaces."
 
 # The validation each fault waits for, first match wins (kind globs, as remediation policies match them). A kind in
 # none of them, or faults of several gates on one node, take the node's whole acceptance: both gates together.
@@ -307,12 +311,12 @@ def record_part(
             label = f"GPU {gpu.index}"
     elif not (label or "").strip():
         errors["label"] = ["Name the part's slot (e.g. NIC ib0, PSU 2)."]
-    if not new_serial or len(new_serial) > 64 or any(not char.isprintable() or char.isspace() for char in new_serial):
-        errors["new_serial"] = ["The new part's serial: 1 to 64 printable characters, no spaces."]
+    if not SERIAL.match(new_serial):
+        errors["new_serial"] = [SERIAL_RULE]
     elif new_serial == old_serial:
         errors["new_serial"] = ["The new serial is the old one: nothing was replaced."]
-    if len(old_serial) > 64:
-        errors["old_serial"] = ["At most 64 characters."]
+    if old_serial and not SERIAL.match(old_serial):
+        errors["old_serial"] = [SERIAL_RULE]
     if errors:
         raise serializers.ValidationError(errors)
     with transaction.atomic():

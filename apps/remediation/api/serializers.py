@@ -3,9 +3,11 @@ from decimal import Decimal
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
+from apps.core.api import ReferenceField
 from apps.inventory.models import Node
 from apps.remediation.choices import PartType
 from apps.remediation.models import PartReplacement, RemediationDecision, RemediationPolicy, Repair, RepairGate
+from apps.remediation.repairs import SERIAL_PATTERN, SERIAL_RULE
 
 # A kind slug (xid79) or a glob over kinds (xid*, ecc_?): what fnmatch reads, nothing else. The validator is also
 # the schema's `pattern` (drf-spectacular writes \Z as $), so a client reads the rule the API applies.
@@ -101,7 +103,7 @@ class RepairSerializer(serializers.ModelSerializer):
 
 
 class OpenRepairSerializer(serializers.Serializer):
-    node = serializers.SlugRelatedField(slug_field="hostname", queryset=Node.objects.all())
+    node = ReferenceField(queryset=Node.objects.all(), natural_key="hostname", help_text="Host name or public id.")
     reason = serializers.CharField(max_length=300)
 
 
@@ -117,6 +119,13 @@ class RecordPartSerializer(serializers.Serializer):
     component_type = serializers.ChoiceField(choices=PartType.choices)
     gpu_index = serializers.IntegerField(min_value=0, max_value=15, required=False, allow_null=True)
     label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    old_serial = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
-    new_serial = serializers.CharField(max_length=64)
+    old_serial = serializers.RegexField(
+        r"^[!-~]{0,64}\Z",
+        required=False,
+        allow_blank=True,
+        default="",
+        error_messages={"invalid": SERIAL_RULE},
+        help_text="Empty for a GPU: the inventory's.",
+    )
+    new_serial = serializers.RegexField(SERIAL_PATTERN, error_messages={"invalid": SERIAL_RULE})
     note = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")

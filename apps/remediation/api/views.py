@@ -109,9 +109,10 @@ class RepairViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @extend_schema(request=NoteSerializer, responses={200: RepairSerializer, 400: OpenApiResponse()})
     @action(detail=True, methods=["post"], url_path="start-work")
     def start_work(self, request, public_id=None):
+        repair = self.get_object()
         body = NoteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return self._answer(repairs.start_work(repair=self.get_object(), user=request.user, **body.validated_data))
+        return self._answer(repairs.start_work(repair=repair, user=request.user, **body.validated_data))
 
     @extend_schema(request=RecordPartSerializer, responses={201: PartSerializer, 400: OpenApiResponse()})
     @action(detail=True, methods=["post"], url_path="parts")
@@ -146,8 +147,7 @@ class RepairViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @action(detail=True, methods=["post"])
     def close(self, request, public_id=None):
         """End the repair without a return (the node stays drained), with a note."""
+        repair = self.get_object()  # a bad id is a 404 whatever the body
         body = CloseSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return self._answer(
-            repairs.close_repair(repair=self.get_object(), user=request.user, note=body.validated_data["note"])
-        )
+        return self._answer(repairs.close_repair(repair=repair, user=request.user, note=body.validated_data["note"]))
