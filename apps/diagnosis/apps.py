@@ -11,6 +11,7 @@ class DiagnosisConfig(AppConfig):
             kinds,  # noqa: F401  (registers the runbooks: nccl-timeout, gpu-utilisation, training-interrupted)
             live,
             rehearsal,
+            repairs,
             signals,
             simulation,
         )
@@ -19,6 +20,7 @@ class DiagnosisConfig(AppConfig):
 
         simulation.install()
         signals.connect()
+        repairs.connect()
         rehearsal.connect()
         live.connect()
         NODE_PAGE.register(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)

@@ -2,6 +2,7 @@
 before any reboot; parts are recorded by serial; a validation chosen by the fault must pass before the node goes back
 into service through the scheduler; a failed validation goes back to repair. Keyword-only, no request."""
 
+import contextlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +31,7 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.remediation.choices import REPAIR_ACTIVE, GateKind, GateState, PartType, RepairState
 from apps.remediation.fabric import shared_leaf
 from apps.remediation.models import PartReplacement, RemediationDecision, Repair, RepairGate
+from apps.remediation.signals import repair_validated
 
 EVIDENCE_KIND = "repair-evidence"
 SERIAL_PATTERN = r"^[!-~]{1,64}\Z"  # a part's serial as vendors print it: printable ASCII, no space
@@ -459,7 +461,8 @@ def run_finished(*, run: BenchmarkRun) -> RepairGate | None:
             gate.summary = "; ".join(why for _, why in failed)[:500]
             for other in runs:  # what is left of a failed gate is not needed
                 if other.status in (RunStatus.QUEUED, RunStatus.RUNNING):
-                    benchmarks.cancel_run(run=other)
+                    with contextlib.suppress(benchmarks.RunFinished):  # it ended meanwhile: nothing to cancel
+                        benchmarks.cancel_run(run=other)
             repair.state = RepairState.IN_REPAIR
             _note(repair, None, f"Validation failed, back to repair: {gate.summary}")
             gate.save()
@@ -481,6 +484,8 @@ def run_finished(*, run: BenchmarkRun) -> RepairGate | None:
         )
         _note(repair, None, f"Validation passed: {gate.summary}")
         repair.save()
+        passed = (repair, gate)
+        transaction.on_commit(lambda: repair_validated.send(sender=Repair, repair=passed[0], gate=passed[1]))
     try:
         return_to_service(repair=repair)
     except RepairRefused as refused:

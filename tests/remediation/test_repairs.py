@@ -16,6 +16,8 @@ from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
 from apps.core.models import AuditEntry
 from apps.deployments.node_operations import start_scheduler_action
+from apps.diagnosis.choices import IncidentState
+from apps.diagnosis.models import Incident
 from apps.health import services as health
 from apps.health.choices import ClearedBy, Severity, Source
 from apps.inventory.models import Gpu, Node
@@ -39,14 +41,15 @@ def slurm(settings, demo_cluster, on_the_simulator):
     settings.RACKPILOT_SCHEDULER_KIND = "slurm"
 
 
-def xid79(hostname: str, gpu: int = 2, at=NOW):
+def xid79(hostname: str, gpu: int = 2, at=NOW, incident=None):
+    link = {"incident": str(incident.public_id)} if incident else {}
     return health.record_event(
         component=Gpu.objects.get(node__hostname=hostname, index=gpu),
         source=Source.TELEMETRY,
         kind="xid79",
         severity=Severity.CRITICAL,
         summary=f"GPU {gpu}: XID 79, GPU has fallen off the bus",
-        evidence={"lines": [f"NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off the bus (GPU {gpu})"]},
+        evidence={"lines": [f"NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off the bus (GPU {gpu})"], **link},
         at=at,
     )
 
@@ -268,6 +271,8 @@ def test_a_passed_gpu_gate_clears_the_events_and_resumes_the_node_through_slurm(
     node = Node.objects.get(hostname="gpu006")
     fault = simulator.inject_fault(node=node, kind="xid79", target="2", parameters={})
     event = xid79("gpu006")
+    incident = Incident.objects.create(title="gpu006 GPU 2 off the bus", node=node, state=IncidentState.CONCLUDED)
+    xid79("gpu006", at=NOW + dt.timedelta(minutes=1), incident=incident)  # a runbook's finding folds into the event
     run_shards(_drain_job(node, event))  # quarantined through Slurm, as an "on" policy does
     repair = captured(repairs.open_repair(node=node, reason=event.summary, events=[event], at=NOW), run_shards)
     assert "DRAIN" in slurm_says("gpu006")
@@ -292,6 +297,8 @@ def test_a_passed_gpu_gate_clears_the_events_and_resumes_the_node_through_slurm(
     job = run_shards(Job.objects.get(public_id=repair.resume_job_id))
     assert (job.kind, job.parameters["action"], job.status) == ("scheduler-action", "undrain", JobStatus.SUCCEEDED)
     assert "DRAIN" not in slurm_says("gpu006")
+    incident.refresh_from_db()  # the incident whose fault the repair fixed is resolved by its validation
+    assert incident.state == IncidentState.RESOLVED and "Repair of gpu006 validated (GPU gate)" in incident.resolution
     history = [entry.what for entry in node_history(node)]
     for step in ("event", "drain", "repair", "evidence", "gate", "cleared", "undrain", "resume"):
         assert step in history
