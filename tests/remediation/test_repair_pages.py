@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 from django.urls import reverse
+from rest_framework import serializers
 
 from apps.core.models import AuditEntry
 from apps.health import services as health
@@ -15,7 +16,7 @@ from apps.inventory.services import drain_nodes
 from apps.jobs.models import Job
 from apps.remediation import repairs
 from apps.remediation.choices import RepairState
-from apps.remediation.models import PartReplacement, Repair
+from apps.remediation.models import PartReplacement, Repair, RepairGate
 
 pytestmark = pytest.mark.django_db
 
@@ -140,3 +141,15 @@ def test_the_node_page_tells_the_loop_in_time_order(repair, browser_as, viewer):
     section = page[page.index('id="node-history"') :]
     order = [section.index(f'data-history="{what}"') for what in ("event", "drain", "repair", "evidence")]
     assert order == sorted(order)
+
+
+def test_a_resume_that_cannot_start_changes_nothing_and_says_why(repair, settings):
+    in_repair(repair)
+    RepairGate.objects.create(repair=repair, kind="gpu", state="passed", started_at=NOW, finished_at=NOW)
+    settings.RACKPILOT_SCHEDULER_CONTROLLER = "no-such-controller"
+    with pytest.raises(serializers.ValidationError) as refused:
+        repairs.return_to_service(repair=repair)
+    assert "No scheduler controller" in str(refused.value.detail["resume"])
+    repair.refresh_from_db()
+    assert repair.state == RepairState.EVIDENCE_CAPTURED and repair.resume_job_id is None
+    assert Node.objects.get(hostname="gpu006").is_drained and not Job.objects.exists()
