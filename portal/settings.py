@@ -273,6 +273,8 @@ SPECTACULAR_SETTINGS = {
         "HealthEventSourceEnum": "apps.health.choices.Source",  # the node-benchmark kind's (benchmarks' NODE_SUITES)
         "HealthSeverityEnum": "apps.health.choices.Severity",  # an event's severity and a policy's minimum
         "RemediationActionEnum": "apps.remediation.choices.Action",
+        "RepairGateKindEnum": "apps.remediation.choices.GateKind",  # a repair's gate and each try of it
+        "RepairPartTypeEnum": "apps.remediation.choices.PartType",
     },
 }
 

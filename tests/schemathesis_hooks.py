@@ -110,6 +110,10 @@ DATA_DEPENDENT = [
     re.compile(r"^[^\s:]+\.\w+: ", re.DOTALL),
     # What a file holds, not how the request is shaped: an upload's format is told by its name or content.
     re.compile(r"^Cannot tell the format of .+; give json, yaml or csv\.$", re.DOTALL),
+    # A repair's part: a GPU names its index, another part its slot; the new serial differs from the old.
+    re.compile(r"^Name the GPU \(its index on the node\) that was replaced\.$"),
+    re.compile(r"^Name the part's slot \(e\.g\. NIC ib0, PSU 2\)\.$"),
+    re.compile(r"^The new serial is the old one: nothing was replaced\.$"),
     # The transports a job may run over are its kind's (and this install's).
     re.compile(r"^[\w-]+ runs over [\w, ]+, not '\w+'\.$"),
     re.compile(r"^This install does not allow the \w+ transport "),

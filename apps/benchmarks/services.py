@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Prefetch
 from django.utils import timezone
 from rest_framework import serializers
 
-from apps.benchmarks import health_events, link_errors, recording, suites, trays
+from apps.benchmarks import health_events, link_errors, recording, signals, suites, trays
 from apps.benchmarks.choices import (
     ACTIVE,
     BURN_IN_DEFAULT_SECONDS,
@@ -352,7 +352,13 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
         health_events.record_suspects(run)  # what the sweep named is what is wrong now (apps/health)
     elif run.suite == Suite.BURN_IN:
         health_events.record_burn_in(run)  # a pass validates the node's GPUs, a failure is an event
+    _tell_finished(run)
     return run
+
+
+def _tell_finished(run: BenchmarkRun) -> None:
+    # After commit: a listener reads the run's rows as they are stored.
+    transaction.on_commit(lambda: signals.run_finished.send(sender=BenchmarkRun, run=run))
 
 
 class RunCanceled(Exception):
@@ -423,11 +429,13 @@ def _start_round(run: BenchmarkRun, index: int, *, kind: str, launchers, paramet
 
 def abandon_run(*, run: BenchmarkRun, reason: str) -> bool:
     """End a run whose worker was lost (its caller's reaper says so): error, with the reason; False if it had ended."""
-    return bool(
-        BenchmarkRun.objects.filter(pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
-            status=RunStatus.ERROR, summary=reason[:300], finished=timezone.now()
-        )
+    ended = BenchmarkRun.objects.filter(pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
+        status=RunStatus.ERROR, summary=reason[:300], finished=timezone.now()
     )
+    if ended:
+        run.refresh_from_db()
+        _tell_finished(run)
+    return bool(ended)
 
 
 def last_heartbeat(run: BenchmarkRun):

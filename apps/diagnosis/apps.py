@@ -12,6 +12,7 @@ class DiagnosisConfig(AppConfig):
             live,
             quarantine,
             rehearsal,
+            repairs,
             signals,
             simulation,
         )
@@ -21,6 +22,7 @@ class DiagnosisConfig(AppConfig):
         simulation.install()
         quarantine.install()
         signals.connect()
+        repairs.connect()
         rehearsal.connect()
         live.connect()
         NODE_PAGE.register(name="incidents", template="diagnosis/partials/node_incidents.html", context=node_history)

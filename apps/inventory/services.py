@@ -260,11 +260,27 @@ def drain_nodes(*, nodes, reason: str, since=None, until=None) -> list[Node]:
     return nodes
 
 
+# Checks that apps above the inventory register from their AppConfig.ready(): node -> why it may not go back into
+# service ("" when it may). Remediation's: a node in repair returns through its validation, not by hand.
+UNDRAIN_GUARDS: list = []
+
+
+def register_undrain_guard(guard) -> None:
+    if guard not in UNDRAIN_GUARDS:
+        UNDRAIN_GUARDS.append(guard)
+
+
 def undrain_nodes(*, nodes) -> list[Node]:
-    """Put drained nodes back into service; nodes not drained are left alone (no audit entry)."""
+    """Put drained nodes back into service; nodes not drained are left alone (no audit entry). All or nothing: a
+    node a guard refuses (UNDRAIN_GUARDS) refuses the whole undrain, naming why."""
     nodes = list(nodes)
     if not nodes:
         raise NodeChangeRefused({"nodes": ["Choose at least one node."]})
+    refusals = [
+        why for node in nodes if node.drained_at is not None for guard in UNDRAIN_GUARDS if (why := guard(node))
+    ]
+    if refusals:
+        raise NodeChangeRefused({"nodes": refusals})
     with transaction.atomic():
         for node in nodes:
             if node.drained_at is None:

@@ -119,8 +119,12 @@ def node_drain(request, public_id):
 @role_required(Role.OPERATOR)
 def node_undrain(request, public_id):
     node = get_object_or_404(Node, public_id=public_id)
-    services.undrain_nodes(nodes=[node])
-    messages.success(request, f"{node.hostname} is back in service.")
+    try:
+        services.undrain_nodes(nodes=[node])
+    except services.NodeChangeRefused as refused:
+        messages.error(request, f"{node.hostname} was not undrained: {refused}")
+    else:
+        messages.success(request, f"{node.hostname} is back in service.")
     return redirect("node-detail", public_id=node.public_id)
 
 

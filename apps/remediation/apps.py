@@ -7,10 +7,22 @@ class RemediationConfig(AppConfig):
     verbose_name = "Remediation"
 
     def ready(self) -> None:
-        # The rack page's first section: its open leak and coolant events (apps/inventory/sections.py).
-        from apps.inventory.sections import RACK_PAGE
-        from apps.remediation import panels
+        from apps.benchmarks.signals import run_finished
+        from apps.inventory.sections import NODE_PAGE, RACK_PAGE
+        from apps.inventory.services import register_undrain_guard
+        from apps.remediation import history, kinds, panels, repairs  # noqa: F401  (kinds registers repair-evidence)
 
+        # The rack page's first section: its open leak and coolant events (apps/inventory/sections.py).
         RACK_PAGE.register(
             name="coolant", template="remediation/partials/rack_coolant.html", context=panels.rack_coolant
         )
+        # A repair's validation waits on its benchmark runs; a node in repair returns through it, not by hand.
+        run_finished.connect(_run_finished, dispatch_uid="remediation-repair-gate")
+        register_undrain_guard(repairs.undrain_refusal)
+        NODE_PAGE.register(name="history", template="remediation/partials/node_history.html", context=history.section)
+
+
+def _run_finished(sender, run, **kwargs):
+    from apps.remediation import repairs
+
+    repairs.run_finished(run=run)

@@ -35,3 +35,47 @@ ESCALATION = {
 }
 # Actions that take a node out of service: the ones the circuit breaker counts.
 TAKES_NODE_OUT = {Action.QUARANTINE, Action.POWER_CYCLE, Action.GPU_RESET}
+
+
+class RepairState(models.TextChoices):
+    """A repair's loop: evidence before any reboot, the work, a validation chosen by the fault, then back in service
+    through the scheduler. A failed validation goes back to repair; `closed` is an operator's end without a return."""
+
+    OPEN = "open", "Open: evidence not captured yet"
+    EVIDENCE_CAPTURED = "evidence_captured", "Evidence captured"
+    IN_REPAIR = "in_repair", "In repair"
+    VALIDATING = "validating", "Validating"
+    RETURNED = "returned", "Validated and returned to service"
+    CLOSED = "closed", "Closed without a return"
+
+
+REPAIR_ACTIVE = (RepairState.OPEN, RepairState.EVIDENCE_CAPTURED, RepairState.IN_REPAIR, RepairState.VALIDATING)
+REPAIR_COLOURS = {
+    RepairState.OPEN: "red",
+    RepairState.EVIDENCE_CAPTURED: "orange",
+    RepairState.IN_REPAIR: "orange",
+    RepairState.VALIDATING: "blue",
+    RepairState.RETURNED: "green",
+    RepairState.CLOSED: "grey",
+}
+
+
+class GateKind(models.TextChoices):
+    """The validation a repair must pass, chosen by the fault (apps/remediation/repairs.py, GATE_RULES)."""
+
+    LINK = "link", "Link: NCCL pairwise against a known-good partner, NIC counters read around it"
+    GPU = "gpu", "GPU: burn-in under dcgmi diag -r 3, then HBM and NVLink bandwidth (nvbandwidth)"
+    ACCEPTANCE = "acceptance", "Unknown fault: the node's whole acceptance (GPU and link checks together)"
+
+
+class GateState(models.TextChoices):
+    RUNNING = "running", "Running"
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed"
+
+
+class PartType(models.TextChoices):
+    GPU = "gpu", "GPU"
+    NIC = "nic", "NIC"
+    CABLE = "cable", "Cable"
+    OTHER = "other", "Other part (DIMM, PSU, board…)"

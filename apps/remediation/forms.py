@@ -1,12 +1,13 @@
-"""The remediation page's back-test form: a candidate policy (a change to one, or a new one), back-tested before it
-is saved; a policy saved "on" through it must carry a back-test of those very fields from the last day."""
+"""The remediation pages' forms: a repair's part and note; the back-test form, a candidate policy (a change to one,
+or a new one) back-tested before it is saved: a policy saved "on" through it must carry a back-test of those very
+fields from the last day."""
 
 from django import forms
 from django.core import signing
 
 from apps.inventory.models import Rack
 from apps.remediation.api.serializers import BACKTEST_WINDOWS, kind_pattern_validator
-from apps.remediation.choices import Mode
+from apps.remediation.choices import Mode, PartType
 from apps.remediation.models import RemediationPolicy
 
 BACKTEST_FRESH_S = 86_400  # a back-test older than this no longer lets a policy go live
@@ -56,3 +57,16 @@ class BacktestForm(forms.ModelForm):
             self.add_error("mode", "Back-test these fields before the policy goes on (a back-test counts for a day).")
             return False
         return True
+
+
+class PartForm(forms.Form):
+    component_type = forms.ChoiceField(choices=PartType.choices)
+    gpu_index = forms.IntegerField(required=False, min_value=0, max_value=15, help_text="For a GPU: its index.")
+    label = forms.CharField(required=False, max_length=200, help_text="Other parts: the slot (NIC ib0, PSU 2).")
+    old_serial = forms.CharField(required=False, max_length=64, help_text="Empty for a GPU: the inventory's.")
+    new_serial = forms.CharField(max_length=64)
+    note = forms.CharField(required=False, max_length=300)
+
+
+class NoteForm(forms.Form):
+    note = forms.CharField(required=False, max_length=1000)

@@ -3,14 +3,25 @@
 
 from fnmatch import fnmatchcase
 
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
 from apps.health.choices import SEVERITY_RANK, Severity
-from apps.remediation.choices import Action, Mode, Outcome
+from apps.remediation.choices import (
+    REPAIR_ACTIVE,
+    REPAIR_COLOURS,
+    Action,
+    GateKind,
+    GateState,
+    Mode,
+    Outcome,
+    PartType,
+    RepairState,
+)
 
 
 class RemediationPolicy(AuditedModel, PublicModel):
@@ -152,3 +163,114 @@ class MaintenanceWindow(AuditedModel, PublicModel):
 
     def __str__(self) -> str:
         return f"{self.node or self.rack}: {self.reason}"
+
+
+class Repair(AuditedModel, PublicModel):
+    """A node out of service for a fault, from its quarantine to its return: the evidence captured before any reboot,
+    the parts replaced, and the validation chosen by the fault that must pass before the scheduler takes it back.
+    One active repair per node: a second quarantine of the node joins it."""
+
+    node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="repairs")
+    state = models.CharField(max_length=20, choices=RepairState.choices, default=RepairState.OPEN)
+    events = models.ManyToManyField("health.HealthEvent", blank=True, related_name="repairs")
+    decisions = models.ManyToManyField(RemediationDecision, blank=True, related_name="repairs")
+    reason = models.CharField(max_length=300, help_text="Why it was opened: the first event or the operator's words.")
+    # Chosen from the events as they join (until then, and for no named fault, the whole acceptance).
+    gate_kind = models.CharField(max_length=16, choices=GateKind.choices, default=GateKind.ACCEPTANCE)
+    gate_parameters = models.JSONField(default=dict, blank=True)
+    gate_reason = models.CharField(max_length=300, blank=True, help_text="Why this validation: the kinds it matched.")
+    # The evidence packet, captured before any reboot or power-cycle: {"bug_report", "kernel_log", "bmc_log",
+    # "findings"}, each with what was read or why it could not be.
+    evidence = models.JSONField(default=dict, blank=True)
+    evidence_job_id = models.UUIDField(null=True, blank=True)
+    evidence_captured_at = models.DateTimeField(null=True, blank=True)
+    opened_at = models.DateTimeField(db_index=True)
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resume_job_id = models.UUIDField(null=True, blank=True, help_text="The scheduler-action job that resumed it.")
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node"], condition=Q(state__in=REPAIR_ACTIVE), name="remediation_one_active_repair_per_node"
+            ),
+            models.CheckConstraint(condition=Q(state__in=RepairState.values), name="remediation_repair_state_known"),
+            models.CheckConstraint(
+                condition=Q(state__in=REPAIR_ACTIVE, closed_at__isnull=True)
+                | ~Q(state__in=REPAIR_ACTIVE) & Q(closed_at__isnull=False),
+                name="remediation_repair_closed_when_over",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"repair of {self.node} ({self.get_state_display()})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in REPAIR_ACTIVE
+
+    @property
+    def colour(self) -> str:
+        return REPAIR_COLOURS[RepairState(self.state)]
+
+
+class RepairGate(AuditedModel, PublicModel):
+    """One try of a repair's validation: the benchmark runs it started and, once they ended, passed or failed."""
+
+    repair = models.ForeignKey(Repair, on_delete=models.CASCADE, related_name="gates")
+    kind = models.CharField(max_length=16, choices=GateKind.choices)
+    parameters = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=GateState.choices, default=GateState.RUNNING)
+    runs = models.ManyToManyField("benchmarks.BenchmarkRun", blank=True, related_name="+")
+    summary = models.CharField(max_length=500, blank=True)
+    started_at = models.DateTimeField()
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            # One validation at a time per repair.
+            models.UniqueConstraint(
+                fields=["repair"], condition=Q(state="running"), name="remediation_one_running_gate_per_repair"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display().split(':')[0]} gate of {self.repair}: {self.get_state_display()}"
+
+
+class PartReplacement(AuditedModel, PublicModel):
+    """A part swapped during a repair, by serial: the serial's history follows it across nodes (part_history)."""
+
+    repair = models.ForeignKey(Repair, on_delete=models.PROTECT, related_name="parts")
+    node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="part_replacements")
+    component_type = models.CharField(max_length=8, choices=PartType.choices)
+    gpu = models.ForeignKey("inventory.Gpu", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    component_label = models.CharField(max_length=200, help_text="The slot as named then: GPU 3, NIC ib0, PSU 2.")
+    old_serial = models.CharField(max_length=64, blank=True, db_index=True)
+    new_serial = models.CharField(max_length=64, db_index=True)
+    replaced_at = models.DateTimeField()
+    replaced_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["replaced_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(new_serial=""), name="remediation_part_new_serial_given"),
+            models.CheckConstraint(condition=~Q(old_serial=F("new_serial")), name="remediation_part_serial_changes"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.component_label} {self.old_serial or '?'} → {self.new_serial}"

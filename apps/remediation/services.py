@@ -17,13 +17,14 @@ from apps.deployments.node_operations import KIND as SCHEDULER_ACTION
 from apps.deployments.node_operations import scheduler_request
 from apps.health.models import HealthEvent
 from apps.health.services import open_events
-from apps.inventory.choices import NodeRole, SwitchTier
-from apps.inventory.models import Cable, Node
+from apps.inventory.choices import NodeRole
+from apps.inventory.models import Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.bmc import POWER_KIND as BMC_POWER
-from apps.remediation import checkpoint
+from apps.remediation import checkpoint, repairs
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
+from apps.remediation.fabric import shared_leaf
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
 from apps.schedulers.commands import REASON_CHARACTERS
 
@@ -59,6 +60,7 @@ def _decide(*, event, policy, now, transport, queue) -> RemediationDecision | No
             decision.save()  # the unique (event, policy) refuses a second decision, so nothing acts twice
             if decision.outcome == Outcome.ACTED:
                 _act(decision, transport=transport, queue=queue)
+            _open_repair(decision, transport=transport, queue=queue)
             return decision
     except IntegrityError:
         return None  # another evaluator decided about this event first
@@ -86,6 +88,12 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
                 f"{node.hostname} is in a maintenance window until {window.ends.isoformat()} ({window.reason}): "
                 f"automation does not {decision.action} it; the people working on it decide."
             )[:500]
+            return decision
+        # A node that no longer answers is power-cycled all the same: its BMC event log is the evidence left.
+        if decision.action in (Action.REBOOT, Action.GPU_RESET) and not repairs.evidence_ready(node):
+            decision.reason = (
+                f"{node.hostname} is in repair and its evidence is not captured yet: no {decision.action} before."
+            )
             return decision
         if attempts > policy.max_attempts:  # back after its escalation too: automation stops
             decision.reason = (
@@ -170,23 +178,6 @@ def _breaker(*, policy, mode, node, now) -> str:
     )[:500]
 
 
-def shared_leaf(nodes: list[Node]) -> str:
-    """The leaf switch every node is cabled to (Node → NIC → Cable → Switch), or "" when they share none."""
-    leaves: dict[int, set[str]] = {node.pk: set() for node in nodes}
-    cables = Cable.objects.filter(
-        Q(a_nic__node__in=nodes, b_switch__tier=SwitchTier.LEAF)
-        | Q(b_nic__node__in=nodes, a_switch__tier=SwitchTier.LEAF)
-    ).select_related("a_nic", "b_nic", "a_switch", "b_switch")
-    for cable in cables:
-        nic, switch = (
-            (cable.a_nic, cable.b_switch) if cable.a_nic_id and cable.b_switch_id else (cable.b_nic, cable.a_switch)
-        )
-        if nic is not None and switch is not None and nic.node_id in leaves:
-            leaves[nic.node_id].add(switch.name)
-    common = set.intersection(*leaves.values()) if leaves else set()
-    return ", ".join(sorted(common))
-
-
 def slurm_reason(event: HealthEvent) -> str:
     """The event as a drain reason Slurm and the command catalogue take: one line, no quote or shell character."""
     text = NOT_IN_REASON.sub(" ", f"rackpilot {event.kind}: {event.summary}")
@@ -198,10 +189,32 @@ def settle_deferred(*, now: datetime, transport: str | None = None, queue: bool 
     around the node (apps/remediation/checkpoint.py)."""
     return checkpoint.settle(
         now=now,
-        act=lambda decision: _act(decision, transport=transport, queue=queue, defer=False),
+        act=lambda decision: _act_and_open_repair(decision, transport=transport, queue=queue),
         transport=transport,
         queue=queue,
     )
+
+
+def _act_and_open_repair(decision: RemediationDecision, *, transport, queue) -> None:
+    _act(decision, transport=transport, queue=queue, defer=False)
+    _open_repair(decision, transport=transport, queue=queue)
+
+
+def _open_repair(decision: RemediationDecision, *, transport, queue) -> None:
+    """A quarantine that acted, or a decision that opens a repair: the node's repair, opened or joined, and its
+    evidence capture started at once, before anything reboots the node. A capture that cannot start leaves the repair
+    open, saying so on its page (an operator starts it again there)."""
+    if decision.outcome != Outcome.ACTED or not (decision.opens_repair or decision.action == Action.QUARANTINE):
+        return
+    repair = repairs.open_for_decision(decision)
+    if repair is None or repair.evidence_captured_at is not None or repair.evidence_job_id:
+        return
+    try:
+        with transaction.atomic():
+            repairs.capture_evidence(repair=repair, transport=transport, queue=queue)
+    except serializers.ValidationError as error:
+        repair.notes = f"{repair.notes}\nEvidence capture could not start: {said(error)}".strip()[:5000]
+        repair.save(update_fields=["notes", "updated"])
 
 
 def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True) -> None:

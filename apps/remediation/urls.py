@@ -6,4 +6,11 @@ urlpatterns = [
     path("", views.remediation, name="remediation"),
     path("racks/<uuid:public_id>/power-off-trays/", views.power_off_trays, name="remediation-power-off-trays"),
     path("backtest/", views.backtest_policy, name="remediation-backtest"),
+    path("repairs/", views.repair_list, name="repair-list"),
+    path("repairs/<uuid:public_id>/", views.repair_detail, name="repair-detail"),
+    path(
+        "repairs/<uuid:public_id>/<slug:action>/",
+        views.repair_action,
+        name="repair-action",
+    ),
 ]

@@ -41,7 +41,7 @@ TOOLS: dict[str, Tool] = {
     for name, tool in module.COMMANDS.items()
 }
 
-GPU_TOOLS = {"nvidia-smi", "nvbandwidth", "dcgmi", "nvcc"} | set(nccl.BINARIES)
+GPU_TOOLS = {"nvidia-smi", "nvidia-bug-report.sh", "nvbandwidth", "dcgmi", "nvcc"} | set(nccl.BINARIES)
 
 # Wrappers a catalogue may put in front of a command; the simulator runs what they wrap.
 TRANSPARENT_PREFIXES = {"sudo", "timeout", "nice", "stdbuf", "env"}

@@ -24,7 +24,7 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.parsers.training_log import parse_training_log
 from apps.remediation import services as remediation
 from apps.remediation.choices import Action, Mode, Outcome
-from apps.remediation.models import RemediationDecision, RemediationPolicy
+from apps.remediation.models import RemediationDecision, RemediationPolicy, Repair
 from apps.simulator import services as sim
 from apps.simulator.models import SimChange, SimFault
 from apps.workloads.choices import Launcher, TrainingState
@@ -119,6 +119,9 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert f"llm-pretrain saved its checkpoint of step {saved}" in drained.reason
     assert run_shards(Job.objects.get(public_id=drained.job_id)).status == JobStatus.SUCCEEDED
     assert Node.objects.get(hostname="gpu002").is_drained
+    # Drained, the node is in repair and its evidence is being captured (none while it only waited).
+    repair = Repair.objects.get(node__hostname="gpu002")
+    assert drained in repair.decisions.all() and repair.evidence_job_id is not None
 
     # Runbook 3 checks the checkpoints and resumes from the new one, gpu002 replaced by a spare of its SKU.
     incident = Incident.objects.get(public_id=drained.resume_incident)

@@ -40,8 +40,9 @@ def test_node_detail_shows_gpus_nics_firmware_and_links(
 ):
     node = Node.objects.get(hostname="gpu017")
     client = browser_as(viewer)
-    # A fixed number whatever the node holds: its parts, links, scheduler view and health events (one query each).
-    with django_assert_max_num_queries(27):
+    # A fixed number whatever the node holds: its parts, links, scheduler view and health events (one query each),
+    # and the History section's six reads (events, decisions, drains, repairs, parts, validations).
+    with django_assert_max_num_queries(33):
         page = client.get(f"/nodes/{node.public_id}/")
     body = page.content.decode()
     assert page.status_code == 200

@@ -13,7 +13,11 @@ from apps.jobs.models import Job
 from tests import factories
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")]
-APPROVAL_KINDS = {"deploy", "power-limit", "storage-tiering", "nccl-timeout", "gpu-utilisation", "training-interrupted"}
+# repair-evidence: started by its repair, whose packet it writes (docs/health.md, "Repair and return").
+APPROVAL_KINDS = {
+    "deploy", "power-limit", "storage-tiering", "nccl-timeout", "gpu-utilisation", "training-interrupted",
+    "repair-evidence",
+}  # fmt: skip
 
 
 @pytest.fixture

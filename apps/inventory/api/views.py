@@ -201,7 +201,10 @@ class NodeViewSet(InventoryViewSet):
     @action(detail=True, methods=["post"])
     def undrain(self, request, public_id=None):
         node = self.get_object()
-        services.undrain_nodes(nodes=[node])
+        try:
+            services.undrain_nodes(nodes=[node])
+        except services.NodeChangeRefused as refused:
+            raise ValidationError(refused.errors) from None
         return Response(serializers.NodeSerializer(node, context=self.get_serializer_context()).data)
 
 

@@ -5,4 +5,5 @@ from apps.remediation.api import views
 ROUTES: list = [
     ("remediation-policies", views.RemediationPolicyViewSet),
     ("remediation-decisions", views.RemediationDecisionViewSet),
+    ("repairs", views.RepairViewSet),
 ]

@@ -1,25 +1,37 @@
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Prefetch
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, viewsets
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
+from apps.inventory.models import Gpu
+from apps.jobs.api.serializers import JobSerializer
+from apps.remediation import repairs
 from apps.remediation.api.serializers import (
     BACKTEST_WINDOWS,
     BacktestOptionsSerializer,
     BacktestReportSerializer,
     BacktestRequestSerializer,
+    CloseSerializer,
+    GateSerializer,
+    NoteSerializer,
+    OpenRepairSerializer,
+    PartSerializer,
+    RecordPartSerializer,
     RemediationDecisionSerializer,
     RemediationPolicySerializer,
+    RepairSerializer,
 )
 from apps.remediation.backtest import BacktestRefused, backtest
 from apps.remediation.filters import RemediationDecisionFilterSet
-from apps.remediation.models import RemediationDecision, RemediationPolicy
+from apps.remediation.models import PartReplacement, RemediationDecision, RemediationPolicy, Repair, RepairGate
 
 
 class RemediationPolicyViewSet(viewsets.ModelViewSet):
@@ -88,3 +100,99 @@ class RemediationDecisionViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ["decided_at"]
     lookup_field = "public_id"
     lookup_value_regex = UUID_PATTERN
+
+
+class RepairViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Repairs: a node's evidence, parts and the validation its fault chose, until it returns through the scheduler.
+    Viewers read; operators open one and act on it (each action audited); a refusal is a 400 naming the field."""
+
+    queryset = Repair.objects.select_related("node", "opened_by", "closed_by").prefetch_related(
+        "events",
+        "decisions",
+        Prefetch("parts", PartReplacement.objects.select_related("node", "repair", "replaced_by")),
+        Prefetch("gates", RepairGate.objects.prefetch_related("runs")),
+    )
+    serializer_class = RepairSerializer
+    filterset_fields = ["state", "gate_kind"]
+    ordering_fields = ["opened_at"]
+    lookup_field = "public_id"
+    lookup_value_regex = UUID_PATTERN
+    write_role = Role.OPERATOR
+
+    def _answer(self, repair: Repair, status: int = 200) -> Response:
+        return Response(self.get_serializer(self.get_queryset().get(pk=repair.pk)).data, status=status)
+
+    @extend_schema(request=OpenRepairSerializer, responses={201: RepairSerializer, 400: OpenApiResponse()})
+    def create(self, request):
+        """Open a repair of a node by hand (or join its active one)."""
+        body = OpenRepairSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        repair = repairs.open_repair(
+            node=body.validated_data["node"], reason=body.validated_data["reason"], user=request.user
+        )
+        return self._answer(repair, 201)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("serial", str, required=True)],
+        responses={200: PartSerializer(many=True), 400: OpenApiResponse()},
+    )
+    @action(detail=False, methods=["get"], url_path="part-history", pagination_class=None, filter_backends=[])
+    def part_history(self, request):
+        """Every replacement a serial was part of, oldest first: the nodes and repairs the part went through."""
+        serial = (request.query_params.get("serial") or "").strip()
+        if not serial:
+            raise ValidationError({"serial": ["Name the serial."]})
+        return Response(PartSerializer(repairs.part_history(serial), many=True).data)
+
+    @extend_schema(request=None, responses={201: JobSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"], url_path="capture-evidence")
+    def capture_evidence(self, request, public_id=None):
+        """Start the evidence job (bug report, kernel log) on the node; no reboot before it is in."""
+        job = repairs.capture_evidence(repair=self.get_object(), user=request.user)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=201)
+
+    @extend_schema(request=NoteSerializer, responses={200: RepairSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"], url_path="start-work")
+    def start_work(self, request, public_id=None):
+        repair = self.get_object()
+        body = NoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._answer(repairs.start_work(repair=repair, user=request.user, **body.validated_data))
+
+    @extend_schema(request=RecordPartSerializer, responses={201: PartSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"], url_path="parts")
+    def record_part(self, request, public_id=None):
+        """Record a part replaced, by serial (a GPU's new serial is written on the inventory's GPU)."""
+        repair = self.get_object()
+        body = RecordPartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        index = data.pop("gpu_index", None)
+        gpu = Gpu.objects.filter(node=repair.node, index=index).first() if index is not None else None
+        if index is not None and gpu is None:
+            raise ValidationError({"gpu_index": [f"{repair.node.hostname} has no GPU {index}."]})
+        with transaction.atomic():
+            part = repairs.record_part(repair=repair, gpu=gpu, user=request.user, **data)
+        return Response(PartSerializer(part).data, status=201)
+
+    @extend_schema(request=None, responses={201: GateSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"], url_path="start-validation")
+    def start_validation(self, request, public_id=None):
+        """Start the validation the fault chose; a gate that cannot start is a 400 saying why, nothing changed."""
+        gate = repairs.start_validation(repair=self.get_object(), user=request.user)
+        return Response(GateSerializer(gate).data, status=201)
+
+    @extend_schema(request=None, responses={200: RepairSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"], url_path="return")
+    def return_to_service(self, request, public_id=None):
+        """Resume the node through the scheduler: only after a passed validation."""
+        return self._answer(repairs.return_to_service(repair=self.get_object(), user=request.user))
+
+    @extend_schema(request=CloseSerializer, responses={200: RepairSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def close(self, request, public_id=None):
+        """End the repair without a return (the node stays drained), with a note."""
+        repair = self.get_object()  # a bad id is a 404 whatever the body
+        body = CloseSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._answer(repairs.close_repair(repair=repair, user=request.user, note=body.validated_data["note"]))

@@ -503,7 +503,32 @@ def dmesg(context: Context, argv: list[str]) -> CommandOutput:
     return kernel_dmesg(context, argv)
 
 
+# --- nvidia-bug-report.sh ------------------------------------------------------------------------------------------
+
+
+def nvidia_bug_report(context: Context, argv: list[str]) -> CommandOutput:
+    """The real script's words on stdout (the log itself is gzipped into the file, which stays on the node)."""
+    name = "nvidia-bug-report.log"
+    if "--output-file" in argv[:-1]:
+        name = argv[argv.index("--output-file") + 1]
+    name = f"{name}.gz" if not name.endswith(".gz") else name
+    return ok(
+        "\nnvidia-bug-report.sh will now collect information about your\n"
+        f"system and create the file '{name}' in the current\n"
+        "directory.  It may take several seconds to run.  In some\n"
+        "cases, it may hang trying to capture data generated dynamically\n"
+        "by the Linux kernel and/or the NVIDIA kernel module.  While\n"
+        "the bug report log file will be incomplete if this happens, it\n"
+        "may still contain enough data to diagnose your problem.\n\n"
+        f"Please include the '{name}' log file when reporting\n"
+        "your bug via the NVIDIA Linux forum (see forums.developer.nvidia.com)\n"
+        "or by sending email to 'linux-bugs@nvidia.com'.\n\n"
+        "Running nvidia-bug-report.sh... complete.\n"
+    )
+
+
 COMMANDS = {
+    "nvidia-bug-report.sh": nvidia_bug_report,
     "lscpu": lscpu,
     "numactl": numactl,
     "cat": cat,
