@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")
 # repair-evidence: started by its repair, whose packet it writes (docs/health.md, "Repair and return").
 APPROVAL_KINDS = {
     "deploy", "power-limit", "storage-tiering", "nccl-timeout", "gpu-utilisation", "training-interrupted",
-    "repair-evidence",
+    "repair-evidence", "bmc-power",
 }  # fmt: skip
 
 

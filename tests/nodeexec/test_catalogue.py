@@ -94,6 +94,7 @@ def test_every_catalogue_command_joins_back_to_its_argv():
                 "slurm_node": "NodeName=gpu002",
                 "slurm_reason": "Reason=fan swap (ticket 42)",
                 "slurm_reboot_reason": "reason=firmware update",
+                "k8s_quarantine_taint": "rackpilot.io/quarantine=xid79:NoSchedule",
                 # apps/benchmarks' placeholders, when that app is installed
                 "nccl_binary": "all_reduce_perf",
                 "nccl_bytes": "8",
