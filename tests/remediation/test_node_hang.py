@@ -1,7 +1,10 @@
 """A node whose OS hung, end to end on the simulator: the 5-minute kernel-log read cannot reach it (the connection
 times out) and records `node_unreachable` once, folding repeats; the shipped "Node not answering" policy would
 power-cycle it in shadow, and in "on" starts the `bmc-power` job, which brings the node back; the next read reaches it
-and clears the event by validation. What a connection failure is, and is not, for the producer."""
+and clears the event by validation; an XID 79 on the same node then goes its own quarantine way. What a connection
+failure is, and is not, for the producer."""
+
+import datetime as dt
 
 import pytest
 from django.conf import settings as django_settings
@@ -126,3 +129,24 @@ def test_a_node_that_answers_is_not_recorded(fleet, run_shards):
 )
 def test_only_a_connection_that_times_out_is_a_node_not_answering(result, silent, answered):
     assert (reachability.timed_out_line(result) is not None, reachability.reached(result)) == (silent, answered)
+
+
+def test_a_hung_node_with_a_gpu_off_the_bus_comes_back_to_its_xid79_quarantine(fleet, run_shards):
+    node = fleet
+    simulator.inject_fault(node=node, kind="xid79", target="2")
+    simulator.inject_fault(node=node, kind="node_hang")
+    _read(run_shards)
+    assert {event.kind for event in HealthEvent.objects.filter(node=node)} == {"node_unreachable"}
+    RemediationPolicy.objects.filter(name="Node not answering").update(mode=Mode.ON)
+
+    (cycle,) = services.evaluate(now=timezone.now(), transport="sim")
+    run_shards(Job.objects.get(public_id=cycle.job_id))
+    _read(run_shards)
+
+    (unreachable,) = _unreachable()
+    assert not unreachable.is_open  # back: it answers
+    xid = HealthEvent.objects.get(node=node, kind="xid79")
+    assert xid.is_open and xid.gpu.index == 2  # the cycle did not bring the GPU back: the kernel log says so
+    # The next boot's driver logs the Xid as it loads, seconds after the boot: the evaluator's next minute sees it.
+    (quarantine,) = services.evaluate(now=timezone.now() + dt.timedelta(minutes=1), transport="sim")
+    assert (quarantine.event, quarantine.action, quarantine.outcome) == (xid, Action.QUARANTINE, Outcome.WOULD_ACT)
