@@ -1,7 +1,8 @@
 """The policies Rackpilot ships, created by the app's migrations: the faults an on-call would quarantine for, in
 shadow until an operator turns them on, a degraded link that only notifies, and a coolant leak that powers the rack's
 trays off (in shadow: remediation has no approval step, so the rack's page offers the operator the power-off at once,
-and an operator who wants it automatic turns the policy on)."""
+and an operator who wants it automatic turns the policy on), and a node that stops answering (its OS hung) power-cycled
+through its BMC (in shadow too: what it would do shows before it does it)."""
 
 DEFAULTS = (
     # name, kind pattern, at least this severity, action, mode
@@ -9,6 +10,7 @@ DEFAULTS = (
     ("Uncorrectable ECC", "ecc_uncorrectable", "major", "quarantine", "shadow"),
     ("Degraded link", "link_degraded", "minor", "notify", "on"),
     ("Coolant leak", "coolant_leak", "critical", "power_off_trays", "shadow"),
+    ("Node not answering", "node_unreachable", "critical", "power_cycle", "shadow"),
 )
 
 

@@ -18,6 +18,8 @@ BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 REFUSED = "ssh: connect to host {host} port 22: Connection refused\n"
 # ... and when the node is powered off: nothing answers ARP for its address.
 POWERED_OFF = "ssh: connect to host {host} port 22: No route to host\n"
+# ... and when its kernel hung: the address answers nothing at all, not even a refusal, until ConnectTimeout.
+HUNG = "ssh: connect to host {host} port 22: Connection timed out\n"
 
 
 def next_boot(previous: dict | None, *, hostname: str, seed: int, base_seconds: float, now: float | None = None):

@@ -30,6 +30,7 @@ class FaultKind(models.TextChoices):
     IMEX_PEER_LOST = "imex_peer_lost", "IMEX peer lost"
     COOLANT_FLOW_LOW = "coolant_flow_low", "Coolant flow low (rack's loop)"
     LEAK = "leak", "Coolant leak in a tray"
+    NODE_HANG = "node_hang", "OS hung: the node answers no SSH, its BMC still answers"
 
 
 class FaultEffect(models.TextChoices):

@@ -57,11 +57,13 @@ def _gpu(target: str) -> str:
 
 # What the BMC logs when a fault strikes: the sensor events a real HGX board's BMC asserts for it. A GPU fallen off the
 # bus is a PCIe bus fatal error on its slot; uncorrectable HBM ECC a memory event; a GPU past its slowdown
-# temperature crosses the upper critical threshold (the Thermal resource's 87 °C).
+# temperature crosses the upper critical threshold (the Thermal resource's 87 °C). A hung OS stops petting the BMC's
+# watchdog (the kernel's ipmi_watchdog, armed with no action, so the BMC only logs it): its timer expires.
 FAULT_EVENTS = {
     "xid79": lambda target: [("Critical Interrupt", f"PCIe {_gpu(target)}", "Bus Fatal Error", "Critical")],
     "ecc": lambda target: [("Memory", f"{_gpu(target)} HBM", "Uncorrectable ECC", "Critical")],
     "thermal": lambda target: [("Temperature", f"{_gpu(target)} Temp", "Upper Critical going high", "Critical")],
+    "node_hang": lambda target: [("Watchdog2", "IPMI Watchdog", "Timer expired, status only", "Critical")],
 }
 
 

@@ -11,6 +11,7 @@ from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Nic, Node
 from apps.simulator import boot, sel, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
+from apps.simulator.choices import FaultKind
 from apps.simulator.faults.kinds import fault_kind
 from apps.simulator.faults.node import apply_faults, check_fault
 from apps.simulator.faults.spec import FaultError
@@ -140,6 +141,8 @@ class NodeSession:
             return CommandOutput(255, "", boot.POWERED_OFF.format(host=self.node.hostname))
         if boot.is_down(self._last_boot()):  # rebooting: nothing answers on the node's port
             return CommandOutput(255, "", boot.REFUSED.format(host=self.node.hostname))
+        if self._current_state().os_hung:  # the kernel hung (a node_hang fault): the connection times out
+            return CommandOutput(255, "", boot.HUNG.format(host=self.node.hostname))
         context = Context(
             loader=self._current_state,
             hostname=self.node.hostname,
@@ -317,8 +320,9 @@ def append_sel(*, node: Node, records: list[dict]) -> None:
 def bmc_power(*, node: Node, action: str, seed: int = 0) -> None:
     """What the BMC's chassis control does: `off` turns the chassis off (the node answers nothing until it is on
     again); `on`, `cycle` and `reset` leave it on, freshly booted (a reboot: volatile settings lost, away for about
-    RACKPILOT_SIM_REBOOT_SECONDS), a chassis that was off simply coming on; `status` changes nothing. The SEL records
-    the Power Unit's off/down events."""
+    RACKPILOT_SIM_REBOOT_SECONDS), a chassis that was off simply coming on; `status` changes nothing. Whatever takes
+    the power away ends a hung OS (its node_hang fault is cleared); `on` to a chassis already on does not. The SEL
+    records the Power Unit's off/down events."""
     if action == "status":
         return
     with transaction.atomic():
@@ -333,6 +337,8 @@ def bmc_power(*, node: Node, action: str, seed: int = 0) -> None:
                 node=node, key=sel.POWER_KEY, defaults={"value": {"on": True, "at": now}}
             )
             reboot(node=node, seed=seed, down_seconds=settings.RACKPILOT_SIM_REBOOT_SECONDS)
+        if action != "on":  # off, cycle, reset: the hung kernel loses its power (a chassis off was no longer hung)
+            clear_faults(node=node, kind=FaultKind.NODE_HANG)
         append_sel(node=node, records=sel.power_records(action, was_on=was_on, at=now))
 
 

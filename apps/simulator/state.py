@@ -264,6 +264,7 @@ class SimulatedNode:
     domain: SimDomain | None = None  # a compute tray's rack-scale NVLink domain
     coolant_flow_pct: int = 100  # of the rack loop's design flow, at this tray's inlet (liquid-cooled trays)
     leak_detected: bool = False  # the tray's leak detector
+    os_hung: bool = False  # the kernel hung: the node answers nothing, its BMC still does
 
     @property
     def driver_cuda(self) -> str:

@@ -90,6 +90,7 @@ WORDS = [
     ("dataloader_stall", "the data loader stalls the ranks 35% of every 6 s"),
     ("co_located", "a second trainer shares the node: the job's ranks run at 60% there"),
     ("storage_slow", "the storage behind /checkpoints stopped answering"),
+    ("node_hang", "the OS hung: no answer over SSH, the BMC still answers"),
 ]
 
 

@@ -423,6 +423,22 @@ LEAK = FaultSpec(
 )
 
 
+def _node_hang(state: SimulatedNode, target: str, parameters: dict) -> None:
+    state.os_hung = True
+
+
+# The kernel hung (a deadlock, a storm of soft lockups): nothing answers on the node's address, not even a refusal, so
+# ssh times out connecting; its BMC still answers, its watchdog timer expired. Only a power cycle, a reset or an
+# off-on through the BMC clears it (apps.simulator.services.bmc_power boots the node afresh).
+NODE_HANG = FaultSpec(
+    value=FaultKind.NODE_HANG,
+    colour="red",
+    target=NODE,
+    apply=_node_hang,
+    sentence=lambda _, parameters: "the OS hung: no answer over SSH, the BMC still answers",
+)
+
+
 # One entry per FaultKind, in its order (the page lists them so).
 FAULT_KINDS: dict[str, FaultSpec] = {
     spec.value: spec
@@ -450,6 +466,7 @@ FAULT_KINDS: dict[str, FaultSpec] = {
         IMEX_PEER_LOST,
         COOLANT_FLOW_LOW,
         LEAK,
+        NODE_HANG,
     )
 }
 CHOICES = FaultKind.choices
