@@ -11,6 +11,10 @@ wave) over its capacity. Under load a card runs at the clock its faults allow (p
 slowdown); power is the static share plus L times the dynamic share at that clock (the calibration of
 apps.simulator.model), so the energy counter is the exact integral of the power gauge without its noise.
 
+NICs: each link at its cable's trained rate (a degraded cable's lower one); each receives a steady stream of frames
+from boot, of which a degraded cable corrupts its share per million from the fault on (node_exporter's receive
+errors).
+
 Services: tokens/s served is min(demand, capacity), where capacity is the design throughput times the mean speed of
 its nodes (a card at a lower clock decodes slower; a node with a GPU off the bus serves nothing). Latency follows the
 load: flat until ~80% of capacity, then rising steeply, queueing past 100%. vLLM restarts once a day (at a seeded
