@@ -50,9 +50,34 @@ def _clear_validated(run: BenchmarkRun, *, suspected: set[int]) -> None:
         )
 
 
+def nic_cable(nic: Nic) -> Cable | None:
+    return getattr(nic, "cable_as_a", None) or getattr(nic, "cable_as_b", None)
+
+
+def record_link_degraded(
+    *, nic: Nic, measured_gbps: float, planned_gbps: int, source: str, severity: str, where: str, evidence: dict, at
+) -> HealthEvent:
+    """The one home of a link measured below plan: `link_degraded` on the NIC's cable (the NIC where no cable is
+    inventoried) with both rates, and the measured rate on the cable, which the topology counts from then on.
+    `where` names the link in the summary (host:NIC, and the switch port where known)."""
+    cable = nic_cable(nic)
+    if cable is not None and cable.measured_gbps != int(measured_gbps):
+        cable.measured_gbps = int(measured_gbps)  # the topology counts the link at this rate from now on
+        cable.save(update_fields=["measured_gbps", "updated"])
+    return health.record_event(
+        component=cable or nic,
+        source=source,
+        kind="link_degraded",
+        severity=severity,
+        summary=f"{where}: link at {measured_gbps:g} Gb/s (planned {planned_gbps} Gb/s)",
+        evidence={**evidence, "measured_gbps": measured_gbps, "planned_gbps": planned_gbps},
+        at=at,
+    )
+
+
 def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
     nic = next((nic for nic in suspect.node.nics.all() if nic.name == suspect.nic), None)
-    cable = (getattr(nic, "cable_as_a", None) or getattr(nic, "cable_as_b", None)) if nic is not None else None
+    cable = nic_cable(nic) if nic is not None else None
     finding = next(
         (item for item in suspect.evidence.get("nic_findings", []) if nic is not None and item["nic"] == nic.name), {}
     )
@@ -68,13 +93,19 @@ def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
     where = f"{suspect.node.hostname}:{suspect.nic}" + (
         f" → {suspect.switch}:{suspect.switch_port}" if suspect.switch else ""
     )
+    severity, at = SEVERITY.get(suspect.verdict, Severity.MAJOR), run.finished or suspect.created
     if nic is not None and measured is not None and planned and measured < planned:
-        kind, summary = "link_degraded", f"{where}: link at {measured:g} Gb/s (planned {planned} Gb/s)"
-        evidence |= {"measured_gbps": measured, "planned_gbps": planned}
-        if cable is not None and cable.measured_gbps != int(measured):
-            cable.measured_gbps = int(measured)  # the topology counts the link at this rate from now on
-            cable.save(update_fields=["measured_gbps", "updated"])
-    elif nic is not None and suspect.evidence.get("link_errors"):
+        return record_link_degraded(
+            nic=nic,
+            measured_gbps=measured,
+            planned_gbps=planned,
+            source=source,
+            severity=severity,
+            where=where,
+            evidence=evidence,
+            at=at,
+        )
+    if nic is not None and suspect.evidence.get("link_errors"):
         kind, summary = "link_errors", f"{where}: {suspect.cause}"
         evidence["link_errors"] = suspect.evidence["link_errors"][:4]
     else:
@@ -84,10 +115,10 @@ def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
         component=component,
         source=source,
         kind=kind,
-        severity=SEVERITY.get(suspect.verdict, Severity.MAJOR),
+        severity=severity,
         summary=summary,
         evidence=evidence,
-        at=run.finished or suspect.created,
+        at=at,
     )
 
 

@@ -1,9 +1,10 @@
 """Prometheus's file-based service discovery targets, written from the inventory and the workloads.
 
-Two files in RACKPILOT_PROMETHEUS_TARGETS_DIR: dcgm.json (one target per compute node with GPUs) and vllm.json (one
-per inference service). With RACKPILOT_SIM_EXPORTERS set (host:port) every target is the simulator's exporter, with
-the node's or service's path; empty, a node is scraped at its management IP on dcgm-exporter's port 9400 and a service
-at its endpoint's host and port (vLLM serves /metrics beside /v1). Each file is replaced atomically (written aside,
+Three files in RACKPILOT_PROMETHEUS_TARGETS_DIR: dcgm.json (one target per compute node with GPUs), node.json (the
+same nodes' node_exporter, for their NICs' link rates and errors) and vllm.json (one per inference service). With
+RACKPILOT_SIM_EXPORTERS set (host:port) every target is the simulator's exporter, with the node's or service's path;
+empty, a node is scraped at its management IP on dcgm-exporter's port 9400 (node_exporter's 9100) and a service at its
+endpoint's host and port (vLLM serves /metrics beside /v1). Each file is replaced atomically (written aside,
 then renamed), and only when its content changes, so Prometheus never reads half a file.
 """
 
@@ -19,9 +20,10 @@ from apps.inventory.models import Node
 from apps.workloads.models import InferenceService
 
 DCGM_EXPORTER_PORT = 9400
+NODE_EXPORTER_PORT = 9100
 
 
-def node_targets(*, exporters: str) -> list[dict]:
+def node_targets(*, exporters: str, port: int = DCGM_EXPORTER_PORT, path: str = "metrics") -> list[dict]:
     nodes = Node.objects.filter(gpus__isnull=False).select_related("rack").distinct().order_by("hostname")
     groups = []
     for node in nodes:
@@ -33,15 +35,13 @@ def node_targets(*, exporters: str) -> list[dict]:
                     "labels": {
                         **labels,
                         "instance": node.hostname,
-                        "__metrics_path__": f"/nodes/{quote(node.hostname)}/metrics",
+                        "__metrics_path__": f"/nodes/{quote(node.hostname)}/{path}",
                     },
                 }
             )
         elif node.management_ip:
             address = f"[{node.management_ip}]" if ":" in node.management_ip else node.management_ip
-            groups.append(
-                {"targets": [f"{address}:{DCGM_EXPORTER_PORT}"], "labels": {**labels, "instance": node.hostname}}
-            )
+            groups.append({"targets": [f"{address}:{port}"], "labels": {**labels, "instance": node.hostname}})
     return groups
 
 
@@ -79,13 +79,14 @@ def _replace(path: Path, groups: list[dict]) -> bool:
 
 
 def write_targets(*, directory: str | None = None, exporters: str | None = None) -> list[Path]:
-    """Write dcgm.json and vllm.json; returns the files that changed."""
+    """Write dcgm.json, vllm.json and node.json; returns the files that changed."""
     folder = Path(directory or settings.RACKPILOT_PROMETHEUS_TARGETS_DIR)
     exporters = settings.RACKPILOT_SIM_EXPORTERS if exporters is None else exporters
     changed = []
     for name, groups in (
         ("dcgm.json", node_targets(exporters=exporters)),
         ("vllm.json", service_targets(exporters=exporters)),
+        ("node.json", node_targets(exporters=exporters, port=NODE_EXPORTER_PORT, path="node-metrics")),
     ):
         if _replace(folder / name, groups):
             changed.append(folder / name)

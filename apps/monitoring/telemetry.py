@@ -61,6 +61,12 @@ GPU_FIELDS = {
     "pcie_max_width": ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_max_width"),
 }
 ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ
+# node_exporter's series of a node's network devices (by `device`, the interface name the inventory's NIC has): the link
+# rate (netclass), the frames received and the receive errors (netdev: CRC/FCS and symbol errors among them).
+NIC_SPEED_METRIC = "node_network_speed_bytes"
+NIC_FRAMES_METRIC = "node_network_receive_packets_total"
+NIC_ERRORS_METRIC = "node_network_receive_errs_total"
+NIC_COUNTERS_RANGE_S = 300  # the errors are judged per million frames over the last 5 minutes
 TOKENS_METRIC = "vllm:generation_tokens_total"
 E2E_BUCKETS_METRIC = "vllm:e2e_request_latency_seconds_bucket"
 WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
@@ -259,6 +265,11 @@ class Telemetry(ABC):
         soon as the exporters show it (a source may read the fields together, or read them live)."""
         questions = {name: partial(self.gpu_values_at, name, hostnames=hostnames, at=at) for name in fields}
         return self.gather(questions)
+
+    @abstractmethod
+    def nic_values_now(self, *, hostnames: list[str], at: float) -> dict[tuple[str, str], dict]:
+        """(hostname, NIC name) -> `speed_gbps` (its link rate now; None: link down, no rate), `frames` and `errors`
+        (the receive counters' increase over the NIC_COUNTERS_RANGE_S before `at`), for the NICs that report."""
 
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
@@ -611,6 +622,22 @@ class SimulatorTelemetry(Telemetry):
                         values[name][(hostname, str(index))] = float(value)
         return values
 
+    def nic_values_now(self, *, hostnames, at):
+        """Worked out from the model at `at`: the link's trained rate (a degraded cable's), the counters' growth
+        since NIC_COUNTERS_RANGE_S before."""
+        model = self._model(hostnames)
+        values = {}
+        for hostname in sorted(set(hostnames) & set(model.histories)):
+            before = {nic["name"]: nic for nic in model.nic_readings(hostname, at - NIC_COUNTERS_RANGE_S)}
+            for nic in model.nic_readings(hostname, at):
+                earlier = before.get(nic["name"], nic)
+                values[(hostname, nic["name"])] = {
+                    "speed_gbps": float(nic["speed_gbps"]) if nic["link_up"] else None,
+                    "frames": float(nic["rx_packets"] - earlier["rx_packets"]),
+                    "errors": float(nic["rx_errors"] - earlier["rx_errors"]),
+                }
+        return values
+
     # --- small scopes: worked out from the model of the nodes they need
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
@@ -845,6 +872,26 @@ class PrometheusTelemetry(Telemetry):
         with ThreadPoolExecutor(max_workers=min(len(questions), CONCURRENT_QUERIES)) as pool:
             futures = {key: pool.submit(question) for key, question in questions.items()}
             return {key: future.result() for key, future in futures.items()}
+
+    def nic_values_now(self, *, hostnames, at):
+        """The latest scrape of node_exporter's series (the `node` label its targets carry names the host)."""
+        selector = f"{{node=~{_any_of(hostnames)}}}"
+        window = f"[{NIC_COUNTERS_RANGE_S}s]"
+        answers = self.gather(
+            {
+                "speed_gbps": partial(self.query, f"{NIC_SPEED_METRIC}{selector} * 8 / 1e9", at=at),
+                "frames": partial(self.query, f"increase({NIC_FRAMES_METRIC}{selector}{window})", at=at),
+                "errors": partial(self.query, f"increase({NIC_ERRORS_METRIC}{selector}{window})", at=at),
+            }
+        )
+        values: dict[tuple[str, str], dict] = {}
+        for name in ("speed_gbps", "frames", "errors"):
+            for item in answers[name]:
+                key = (item["metric"].get("node", ""), item["metric"].get("device", ""))
+                values.setdefault(key, {"speed_gbps": None, "frames": 0.0, "errors": 0.0})[name] = float(
+                    item["value"][1]
+                )
+        return values
 
     def _recorded_range(self, promql: str, window: Window) -> list[Series] | None:
         """A range query over recorded series, when the window is long enough to want them and they cover its start

@@ -1,4 +1,5 @@
-"""The telemetry watch: every 30 seconds, the GPU faults the telemetry reports now become health events (apps/health).
+"""The telemetry watch: every 30 seconds, the GPU and NIC faults the telemetry reports now become health events
+(apps/health).
 
 It reads through the one telemetry interface, so the same code watches dcgm-exporter's series in Prometheus in the
 services wiring and the simulator's model in the embedded one, never the simulator itself:
@@ -12,7 +13,11 @@ services wiring and the simulator's model in the embedded one, never the simulat
 - `DCGM_FI_DEV_PCIE_LINK_WIDTH` below `DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH`, or the generation below its maximum on a
   busy GPU → `pcie_downtrained`;
 - an inventoried GPU missing from the series of a node whose other GPUs report (and no XID 79 said why) →
-  `gpu_missing`.
+  `gpu_missing`;
+- a NIC whose link rate (node_exporter's `node_network_speed_bytes`) is below its planned rate → `link_degraded` on
+  its cable, recorded where the sweep records it (the cable's measured rate set: the topology counts it);
+- a NIC whose receive errors (`node_network_receive_errs_total`) grew over the last 5 minutes past the link-error
+  tiers, per million frames received (`node_network_receive_packets_total`) → `link_errors` on its cable.
 
 The embedded wiring reads the model at the moment of the run (SimulatorTelemetry.gpu_values_now), not the minute
 record, which is written after its minute has passed: a fault shows within the watch's period (30 s) and the run.
@@ -24,12 +29,22 @@ import logging
 import math
 import time
 
+from apps.benchmarks.choices import Verdict
+from apps.benchmarks.health_events import nic_cable, record_link_degraded
+from apps.benchmarks.link_errors import Tiers, cable_end, verdict
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.choices import NodeRole
-from apps.inventory.models import Gpu
-from apps.monitoring.telemetry import GPU_FIELDS, TelemetryError, telemetry
+from apps.inventory.models import Gpu, Nic
+from apps.monitoring.telemetry import (
+    GPU_FIELDS,
+    NIC_COUNTERS_RANGE_S,
+    NIC_ERRORS_METRIC,
+    NIC_SPEED_METRIC,
+    TelemetryError,
+    telemetry,
+)
 from apps.parsers.nvidia_smi import decode_clocks_event_reasons
 from apps.parsers.xid import xid_info
 
@@ -47,6 +62,7 @@ POWER_BRAKE = "hw_power_brake_slowdown"
 # An idle GPU lowers its PCIe generation to save power (ASPM), so a generation below the maximum says something only
 # while the GPU works; a narrower link says it at any time.
 BUSY_UTIL = 10
+LINK_ERROR_SEVERITY = {Verdict.FAIL: Severity.MAJOR, Verdict.WARN: Severity.MINOR}
 
 
 def watch_telemetry(*, now: float | None = None) -> list[HealthEvent]:
@@ -60,8 +76,9 @@ def watch_telemetry(*, now: float | None = None) -> list[HealthEvent]:
     hosts = sorted({host for host, _ in gpus})
     if not hosts:
         return []
+    source = telemetry()
     try:
-        values = telemetry().gpu_values_now(FIELDS, hostnames=hosts, at=end)
+        values = source.gpu_values_now(FIELDS, hostnames=hosts, at=end)
     except TelemetryError as error:
         logger.warning("telemetry watch: the telemetry could not be read: %s", error)
         return []
@@ -73,6 +90,65 @@ def watch_telemetry(*, now: float | None = None) -> list[HealthEvent]:
             for kind, severity, summary, evidence in observe(reading):
                 events.append(_record(gpu, kind, severity, summary, evidence, at))
     events += _missing(gpus, values, at)
+    return events + _links(source, hosts, end, at)
+
+
+def _links(source, hosts: list[str], end: float, at: dt.datetime) -> list[HealthEvent]:
+    """Each compute node's NICs against their plan: a link up below its planned rate, errors growing past the tiers."""
+    try:
+        values = source.nic_values_now(hostnames=hosts, at=end)
+    except TelemetryError as error:
+        logger.warning("telemetry watch: the NICs' telemetry could not be read: %s", error)
+        return []
+    nics = Nic.objects.filter(node__hostname__in=hosts).select_related(
+        "node", "cable_as_a__b_switch", "cable_as_b__a_switch"
+    )
+    events = []
+    for nic in sorted(nics, key=lambda nic: (nic.node.hostname, nic.name)):
+        reading = values.get((nic.node.hostname, nic.name))
+        if reading is None:
+            continue
+        _, switch, port = cable_end(nic)
+        where = f"{nic.node.hostname}:{nic.name}" + (f" → {switch}:{port}" if switch else "")
+        measured = reading["speed_gbps"]
+        if measured is not None and measured < nic.speed_gbps:
+            evidence = {"metric": NIC_SPEED_METRIC, "switch": switch, "switch_port": port}
+            events.append(
+                record_link_degraded(
+                    nic=nic,
+                    measured_gbps=measured,
+                    planned_gbps=nic.speed_gbps,
+                    source=Source.TELEMETRY,
+                    severity=Severity.MAJOR,
+                    where=where,
+                    evidence=evidence,
+                    at=at,
+                )
+            )
+        errors, frames = int(reading["errors"]), int(reading["frames"])
+        per_million = errors / frames * 1e6 if frames else (math.inf if errors else 0.0)
+        judged = verdict(per_million, Tiers())
+        if errors and judged != Verdict.PASS:
+            summary = f"{where}: {errors} receive errors in {frames} frames over {NIC_COUNTERS_RANGE_S // 60} min"
+            evidence = {
+                "metric": NIC_ERRORS_METRIC,
+                "errors": errors,
+                "frames": frames,
+                "per_million": round(per_million, 3) if frames else None,
+                "switch": switch,
+                "switch_port": port,
+            }
+            events.append(
+                health.record_event(
+                    component=nic_cable(nic) or nic,
+                    source=Source.TELEMETRY,
+                    kind="link_errors",
+                    severity=LINK_ERROR_SEVERITY[judged],
+                    summary=summary,
+                    evidence=evidence,
+                    at=at,
+                )
+            )
     return events
 
 

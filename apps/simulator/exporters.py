@@ -1,10 +1,10 @@
-"""The simulated exporters: dcgm-exporter's /metrics for each node and vLLM's /metrics for each inference service,
-in their real formats, served over HTTP on the loopback for a Prometheus to scrape.
+"""The simulated exporters: dcgm-exporter's /metrics and node_exporter's (its NICs) for each node, and vLLM's /metrics
+for each inference service, in their real formats, served over HTTP on the loopback for a Prometheus to scrape.
 
-dcgm-exporter is a Go program that prints its own text (HELP and TYPE lines, then the samples, labels gpu, UUID,
-pci_bus_id, device, modelName, Hostname); it is written here the same way. vLLM uses prometheus_client, so its page is
-written with prometheus_client too. The workloads come from a callable the feature layer hands over (the simulator
-does not read the workloads app).
+dcgm-exporter and node_exporter are Go programs that print their own text (HELP and TYPE lines, then the samples;
+dcgm-exporter's labels gpu, UUID, pci_bus_id, device, modelName, Hostname); they are written here the same way. vLLM
+uses prometheus_client, so its page is written with prometheus_client too. The workloads come from a callable the
+feature layer hands over (the simulator does not read the workloads app).
 """
 
 import json
@@ -95,6 +95,50 @@ def dcgm_exposition(model: ClusterTelemetry, hostname: str, t: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+# node_exporter's series of a node's NICs (netclass, netdev and infiniband collectors), with its HELP wording.
+NODE_NIC_FIELDS = [
+    ("node_network_up", "gauge", "Value is 1 if operstate is 'up', 0 otherwise."),
+    ("node_network_speed_bytes", "gauge", "Network device property: speed_bytes"),
+    ("node_network_receive_packets_total", "counter", "Network device statistic receive_packets."),
+    ("node_network_receive_errs_total", "counter", "Network device statistic receive_errs."),
+]
+NODE_IB_FIELDS = [
+    ("node_infiniband_rate_bytes_per_second", "gauge", "Maximum signal transfer rate"),
+    (
+        "node_infiniband_symbol_error_total",
+        "counter",
+        "Number of minor link errors detected on one or more physical lanes.",
+    ),
+]
+
+
+def node_exposition(model: ClusterTelemetry, hostname: str, t: float) -> str:
+    """The node's node_exporter page at time t (its NICs' part): the link rate in bytes per second (a link that is
+    down has no speed: node_exporter leaves out the -1 the kernel reports), the receive counters since boot; an RDMA
+    device's rate and symbol errors under its infiniband name, port 1."""
+    nics = model.nic_readings(hostname, t)
+    values = {
+        "node_network_up": lambda nic: int(nic["link_up"]),
+        "node_network_speed_bytes": lambda nic: nic["speed_gbps"] * 125_000_000 if nic["link_up"] else None,
+        "node_network_receive_packets_total": lambda nic: nic["rx_packets"],
+        "node_network_receive_errs_total": lambda nic: nic["rx_errors"],
+        "node_infiniband_rate_bytes_per_second": lambda nic: nic["speed_gbps"] * 125_000_000,
+        "node_infiniband_symbol_error_total": lambda nic: nic["rx_errors"],
+    }
+    lines = []
+    for fields, infiniband in ((NODE_NIC_FIELDS, False), (NODE_IB_FIELDS, True)):
+        for name, kind, help_text in fields:
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+            for nic in nics:
+                if infiniband and not nic["rdma_device"]:
+                    continue
+                labels = f'device="{nic["rdma_device"]}",port="1"' if infiniband else f'device="{nic["name"]}"'
+                value = values[name](nic)
+                if value is not None:
+                    lines.append(f"{name}{{{labels}}} {value}")
+    return "\n".join(lines) + "\n"
+
+
 class _VllmCollector:
     def __init__(self, model: ClusterTelemetry, run: ServingRun, t: float):
         self.model, self.run, self.t = model, run, t
@@ -161,6 +205,7 @@ def vllm_exposition(model: ClusterTelemetry, service: str, t: float) -> str:
 
 
 NODE_PATH = re.compile(r"^/nodes/([^/]+)/metrics$")
+NODE_EXPORTER_PATH = re.compile(r"^/nodes/([^/]+)/node-metrics$")  # node_exporter's page, beside dcgm-exporter's
 SERVICE_PATH = re.compile(r"^/services/([^/]+)/metrics$")
 # The OpenAI-compatible API of a simulated service: its base URL is /services/<name>/v1 (vLLM's /metrics sits beside
 # /v1, as on a real server).
@@ -244,8 +289,9 @@ def completion_chunks(engine: Engine, run: ServingRun, request: Request):
 
 
 class ExporterServer:
-    """Serves /nodes/<hostname>/metrics and /services/<name>/metrics from a model rebuilt every `refresh` s (so a
-    fault injected or a workload added shows within seconds). `build(workloads)` makes the model; `workloads()`
+    """Serves /nodes/<hostname>/metrics (dcgm-exporter), /nodes/<hostname>/node-metrics (node_exporter) and
+    /services/<name>/metrics from a model rebuilt every `refresh` s (so a fault injected or a workload added shows
+    within seconds). `build(workloads)` makes the model; `workloads()`
     says what runs now."""
 
     def __init__(
@@ -326,6 +372,9 @@ class ExporterServer:
         if match := NODE_PATH.match(path):
             hostname = unquote(match[1])
             return dcgm_exposition(model, hostname, now) if hostname in model.histories else None
+        if match := NODE_EXPORTER_PATH.match(path):
+            hostname = unquote(match[1])
+            return node_exposition(model, hostname, now) if hostname in model.histories else None
         if match := SERVICE_PATH.match(path):
             name = unquote(match[1])
             if any(run.name == name for run in model.workloads.serving):

@@ -11,6 +11,10 @@ wave) over its capacity. Under load a card runs at the clock its faults allow (p
 slowdown); power is the static share plus L times the dynamic share at that clock (the calibration of
 apps.simulator.model), so the energy counter is the exact integral of the power gauge without its noise.
 
+NICs: each link at its cable's trained rate (a degraded cable's lower one); each receives a steady stream of frames
+from boot, of which a degraded cable corrupts its share per million from the fault on (node_exporter's receive
+errors).
+
 Services: tokens/s served is min(demand, capacity), where capacity is the design throughput times the mean speed of
 its nodes (a card at a lower clock decodes slower; a node with a GPU off the bus serves nothing). Latency follows the
 load: flat until ~80% of capacity, then rising steeply, queueing past 100%. vLLM restarts once a day (at a seeded
@@ -63,6 +67,9 @@ NVLINK_CRC_ERRORS_PER_S = 0.7  # a failing link's flit CRC errors, from the faul
 # The last XID the driver logged for a fault (what DCGM_FI_DEV_XID_ERRORS shows; the kernel log's lines say the same):
 # 48 double-bit ECC error, 74 NVLink error, 79 fallen off the bus.
 XID_OF_FAULT = {"xid79": 79, "ecc": 48, "nvlink_down": 74}
+# Frames a data NIC receives each second (the node's collectives and storage: a steady mean; the counters only need
+# to grow as a real NIC's do). A degraded cable corrupts its crc_per_million of them from the fault on.
+NIC_FRAMES_PER_S = 200_000
 
 _SERVICE_GRIDS: dict = {}  # a service's counters on the integration grid since its last restart
 # gpu_reading's keys in its order, and those that come from the seeded noise (the costly part of a reading).
@@ -272,6 +279,7 @@ class ClusterTelemetry:
         self.histories = {history.hostname: history for history in histories}
         self.workloads = workloads
         self._regimes: dict = {}  # this model's: (hostname, which faults and changes are active) -> NodeRegime
+        self._states: dict = {}  # the same keys -> the node's state with them applied (its NICs)
         self._capacities: dict = {}  # (service, piece between breakpoints) -> capacity: this model's workloads only
         self.breakpoints = sorted(
             {fault.since for history in histories for fault in history.faults}
@@ -288,25 +296,55 @@ class ClusterTelemetry:
 
     # regimes
 
-    def node_regime(self, hostname: str, t: float) -> NodeRegime:
+    def _key(self, hostname: str, t: float):
         history = self.histories[hostname]
         if not history.faults and not history.changes:
-            active, changed, key = (), (), hostname  # the common case, asked for thousands of times by a page
-        else:
+            return hostname  # the common case, asked for thousands of times by a page
+        # Which of the history's faults and changes are active, by position (the history is this model's own)
+        return (
+            hostname,
+            tuple(i for i, fault in enumerate(history.faults) if fault.since <= t),
+            tuple(i for i, change in enumerate(history.changes) if change.since <= t),
+        )
+
+    def node_regime(self, hostname: str, t: float) -> NodeRegime:
+        history = self.histories[hostname]
+        key = self._key(hostname, t)
+        if key not in self._regimes:
             active = tuple(fault for fault in history.faults if fault.since <= t)
             changed = tuple(change for change in history.changes if change.since <= t)
-            # Which of the history's faults and changes are active, by position (the history is this model's own)
-            key = (
-                hostname,
-                tuple(i for i, fault in enumerate(history.faults) if fault.since <= t),
-                tuple(i for i, change in enumerate(history.changes) if change.since <= t),
-            )
-        if key not in self._regimes:
             state = apply_changes(apply_faults(copy.deepcopy(history.healthy), active), changed)
+            self._states[key] = state
             gpus = tuple((gpu, gpu_regime(gpu, state.faults)) for gpu in state.gpus)
             speeds = [regime.load_mhz / nominal_mhz(gpu) if regime.present else 0.0 for gpu, regime in gpus]
             self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)))
         return self._regimes[key]
+
+    def nic_readings(self, hostname: str, t: float) -> list[dict]:
+        """What node_exporter shows of the node's NICs at t: each NIC's name, RDMA device, whether its link is up,
+        its link rate (the cable's trained rate: a degraded cable's lower one) and its receive counters since boot
+        (frames, and the frames a degraded cable corrupted from its fault on, each also a symbol error)."""
+        self.node_regime(hostname, t)  # works the state out once per set of active faults
+        history, state = self.histories[hostname], self._states[self._key(hostname, t)]
+        up_for = max(t - history.booted, 0.0)
+        readings = []
+        for nic in state.nics:
+            corrupted = sum(
+                (t - max(fault.since, history.booted)) * NIC_FRAMES_PER_S * fault.parameters.get("crc_per_million", 0)
+                for fault in history.faults
+                if fault.kind == "degraded_cable" and fault.target == nic.name and fault.since <= t
+            )
+            readings.append(
+                {
+                    "name": nic.name,
+                    "rdma_device": nic.rdma_device,
+                    "link_up": nic.link_up,
+                    "speed_gbps": nic.effective_speed_gbps,
+                    "rx_packets": int(up_for * NIC_FRAMES_PER_S),
+                    "rx_errors": int(corrupted / 1e6),
+                }
+            )
+        return readings
 
     def _segments(self, a: float, b: float) -> list[tuple[float, float]]:
         """[a, b] cut where a fault began or a workload started: within a piece nothing but the waves change."""

@@ -175,6 +175,9 @@ class Readings:
     def gpu_values_now(self, fields, *, hostnames, at):
         return {name: {key: values[name] for key, values in self.readings.items() if name in values} for name in fields}
 
+    def nic_values_now(self, *, hostnames, at):
+        return {}
+
 
 def test_a_power_brake_and_a_gpu_gone_from_the_series_are_events(fleet, monkeypatch):
     healthy = {"xid": 0.0, "ecc_dbe": 0.0, "util": 0.0, "clock_reasons": 1.0}

@@ -7,10 +7,11 @@ import time
 import urllib.request
 
 import pytest
+from django.db.models import Q
 
 from apps.health.models import HealthEvent
 from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import Node
+from apps.inventory.models import Cable, Node
 from apps.monitoring import watch
 from apps.monitoring.exporters import exporter_server
 from apps.monitoring.targets import write_targets
@@ -110,3 +111,39 @@ def test_row_remaps_slowdowns_pcie_and_nvlink_prometheus_scraped_are_events(
     assert pcie.summary == "GPU 3: PCIe link downtrained to Gen3 x4 (capable of Gen5 x16)"
     assert found[("gpu001", 1, "ecc_uncorrectable")].evidence[0]["ecc_dbe"] == 12
     assert found[("gpu001", 2, "gpu_thermal_slowdown")].evidence[0]["metric"] == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+
+
+def test_a_degraded_link_prometheus_scraped_from_node_exporter_is_link_degraded_on_its_cable(
+    transactional_db,
+    tmp_path,
+    start_prometheus,  # noqa: F811
+    settings,
+):
+    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
+    node = Node.objects.get(hostname="gpu002")
+    simulator.inject_fault(
+        node=node, kind="degraded_cable", target="ens3np0", parameters={"rate_gbps": 200, "crc_per_million": 0}
+    )
+    server = exporter_server(host="127.0.0.1", port=0, refresh=1.0)
+    server.start()
+    try:
+        targets = tmp_path / "targets"
+        write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
+        url = start_prometheus(targets)
+        at = max(
+            _scraped(url, "node_network_speed_bytes", count=2 * node.nics.count(), timeout=120),  # both nodes
+            _scraped(url, "DCGM_FI_DEV_GPU_UTIL", count=16, timeout=60),
+        )
+        settings.RACKPILOT_PROMETHEUS_URL = url
+
+        events = watch.watch_telemetry(now=at)
+    finally:
+        server.stop()
+
+    [event] = events  # the other NICs report their planned rate, and no GPU is at fault
+    nic = node.nics.get(name="ens3np0")
+    cable = Cable.objects.get(Q(a_nic=nic) | Q(b_nic=nic))
+    assert (event.kind, event.cable, event.severity, event.source) == ("link_degraded", cable, "major", "telemetry")
+    assert (event.evidence[0]["measured_gbps"], event.evidence[0]["planned_gbps"]) == (200, 400)
+    cable.refresh_from_db()
+    assert cable.measured_gbps == 200

@@ -56,6 +56,8 @@ def start_prometheus(tmp_path):
             f"    file_sd_configs: [{{files: ['{targets}/dcgm.json'], refresh_interval: 1s}}]\n"
             "  - job_name: vllm\n"
             f"    file_sd_configs: [{{files: ['{targets}/vllm.json'], refresh_interval: 1s}}]\n"
+            "  - job_name: node\n"
+            f"    file_sd_configs: [{{files: ['{targets}/node.json'], refresh_interval: 1s}}]\n"
         )
         log = (tmp_path / "prometheus.log").open("w")
         process = subprocess.Popen(

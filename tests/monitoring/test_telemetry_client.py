@@ -119,18 +119,21 @@ def test_targets_list_the_gpu_nodes_and_services_and_are_replaced_whole(tmp_path
     load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=1))
     service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=10)
     written = write_targets(directory=str(tmp_path), exporters="127.0.0.1:9400")
-    assert sorted(path.name for path in written) == ["dcgm.json", "vllm.json"]
+    assert sorted(path.name for path in written) == ["dcgm.json", "node.json", "vllm.json"]
     nodes = json.loads((tmp_path / "dcgm.json").read_text())
     assert [group["labels"]["instance"] for group in nodes] == ["gpu001", "gpu002", "gpu003"]  # not the mgmt node
     assert nodes[0] == {
         "targets": ["127.0.0.1:9400"],
         "labels": {"node": "gpu001", "rack": "r01", "instance": "gpu001", "__metrics_path__": "/nodes/gpu001/metrics"},
     }
+    assert json.loads((tmp_path / "node.json").read_text())[0]["labels"]["__metrics_path__"] == (
+        "/nodes/gpu001/node-metrics"
+    )
     assert json.loads((tmp_path / "vllm.json").read_text())[0]["labels"]["service"] == "chat"
     assert write_targets(directory=str(tmp_path), exporters="127.0.0.1:9400") == []  # unchanged: not rewritten
     service.delete()
     assert write_targets(directory=str(tmp_path), exporters="127.0.0.1:9400") == [tmp_path / "vllm.json"]
-    assert len(list(tmp_path.iterdir())) == 2  # nothing left aside
+    assert len(list(tmp_path.iterdir())) == 3  # nothing left aside
 
 
 @pytest.mark.django_db
@@ -142,6 +145,7 @@ def test_real_nodes_are_scraped_at_their_management_ip(tmp_path):
     write_targets(directory=str(tmp_path), exporters="")
     node = json.loads((tmp_path / "dcgm.json").read_text())[0]
     assert node["targets"][0].endswith(":9400") and "__metrics_path__" not in node["labels"]
+    assert json.loads((tmp_path / "node.json").read_text())[0]["targets"][0].endswith(":9100")
     service = json.loads((tmp_path / "vllm.json").read_text())[0]
     assert service["targets"] == ["llm.example:8443"] and service["labels"]["__scheme__"] == "https"
 

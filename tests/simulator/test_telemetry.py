@@ -12,7 +12,7 @@ from apps.inventory.models import Node
 from apps.nodeexec.sim_telemetry import ServingRun, TrainingRun, Workloads, split_counters
 from apps.parsers.dcgm_exporter import parse_dcgm_exporter
 from apps.simulator import services
-from apps.simulator.exporters import dcgm_exposition, vllm_exposition
+from apps.simulator.exporters import dcgm_exposition, node_exposition, vllm_exposition
 from apps.simulator.model import REASON_BITS
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +117,31 @@ def test_xid_and_ecc_faults_show_in_their_fields(cluster):
     assert "5" not in {sample.gpu for sample in parsed.values("DCGM_FI_DEV_GPU_UTIL")}  # off the bus: no readings
     dbe = {sample.gpu: sample.value for sample in parsed.values("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")}
     assert dbe["2"] == 3
+
+
+def test_the_node_exporter_page_shows_a_degraded_cables_rate_and_its_growing_crc_errors(cluster):
+    fault = inject("gpu002", "degraded_cable", "ens4np0", rate_gbps=200, crc_per_million=100)
+    t = fault.created.timestamp()
+    pages = [node_exposition(model(), "gpu002", t + seconds) for seconds in (-1, 60, 120)]
+    samples = [
+        {
+            (sample.name, sample.labels["device"]): sample.value
+            for family in text_string_to_metric_families(page)
+            for sample in family.samples
+        }
+        for page in pages
+    ]
+    families = {family.name: family.type for family in text_string_to_metric_families(pages[0])}
+    assert families["node_network_speed_bytes"] == "gauge" and families["node_network_receive_errs"] == "counter"
+    before, later, latest = samples
+    assert before[("node_network_speed_bytes", "ens4np0")] == 400 * 125_000_000
+    assert later[("node_network_speed_bytes", "ens4np0")] == 200 * 125_000_000
+    assert later[("node_network_speed_bytes", "ens3np0")] == 400 * 125_000_000  # the other links as planned
+    errors = [one[("node_network_receive_errs_total", "ens4np0")] for one in samples]
+    assert errors[0] == 0 < errors[1] < errors[2]
+    assert latest[("node_network_receive_errs_total", "ens3np0")] == 0
+    rdma_rates = sorted(value for (name, _), value in later.items() if name == "node_infiniband_rate_bytes_per_second")
+    assert rdma_rates[0] == 200 * 125_000_000 and rdma_rates[1] == 400 * 125_000_000  # its RDMA device's, too
 
 
 def test_the_vllm_page_has_vllms_names_and_consistent_histograms(cluster):
