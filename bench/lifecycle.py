@@ -296,6 +296,18 @@ def measure(nodes: int, seed: int, faults: int) -> dict:
         "trip_leaf": dict(trip_leaf),
         "trips_elsewhere": trips_elsewhere,
         "drained_under_job": drained.count(),
+        "drains": [
+            [
+                d.kind,
+                d.node.hostname,
+                d.decided_step,
+                d.checkpoint_before,
+                d.drained_step,
+                d.steps_lost,
+                d.reason.split(":")[1].split(".")[0].strip(),
+            ]
+            for d in drained.order_by("decided_at")
+        ],  # fmt: skip
         "aware_gpu_h": aware_h,
         "at_once_gpu_h": at_once_h,
         "load_s": loaded_s,
@@ -329,20 +341,28 @@ def _report(r: dict) -> None:
     for line in r["wrong"]:
         print(f"  missed: {line}")
     print(
-        f"healthy nodes quarantined: {len(r['quarantined_healthy'])} (goal 0) {' '.join(r['quarantined_healthy'])};"
+        f"healthy nodes quarantined: {len(r['quarantined_healthy'])} fault-free (goal 0)"
+        f" {' '.join(r['quarantined_healthy'])}, and {r['leaf_taken']} behind the leaf (the switch was at fault)"
+        f" before the breaker tripped;"
         f" {r['healthy_watched']} healthy nodes watched all campaign: {r['healthy_events']} events on them;"
         f" noise events on fault-free nodes: {r['noise_events'] or 'none'}"
     )
     leaves = ", ".join(f"{leaf or '(no leaf named)'} x{n}" for leaf, n in r["trip_leaf"].items()) or "none"
     print(
-        f"breaker trips: {r['trips']} (naming: {leaves}); on the leaf's nodes {r['leaf_taken']} taken out before it"
-        f" tripped; trips elsewhere: {len(r['trips_elsewhere'])} {' '.join(r['trips_elsewhere'])}"
+        f"breaker trips: {r['trips']} (naming: {leaves}); trips elsewhere: {len(r['trips_elsewhere'])}"
+        f" {' '.join(r['trips_elsewhere'])}"
     )
     print("mean time to return to service: not measured (no repair flow on this branch)")
     print(
         f"GPU-hours lost, {r['drained_under_job']} quarantine(s) under the training job: checkpoint-aware"
-        f" {r['aware_gpu_h']:.2f}, draining at once {r['at_once_gpu_h']:.2f}"
+        f" {r['aware_gpu_h']:.2f}, draining at once {r['at_once_gpu_h']:.2f} (each decision against its own"
+        " counterfactual: an earlier drain's resume rolls the job back for the later ones too)"
     )
+    for kind, host, decided, before, drained, lost, why in r["drains"]:
+        print(
+            f"  {kind} on {host}: decided at step {decided} (save {before}: {decided - before} at once),"
+            f" drained at {drained} ({lost} lost): {why}"
+        )
     print(
         f"wall: {r['wall_s']:.0f} s (cluster load {r['load_s']:.0f} s, watch {r['watch_s']:.0f} s,"
         f" evaluate+settle {r['remediation_s']:.0f} s)"
