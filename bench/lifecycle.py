@@ -304,7 +304,7 @@ def measure(nodes: int, seed: int, faults: int) -> dict:
                 d.checkpoint_before,
                 d.drained_step,
                 d.steps_lost,
-                d.reason.split(":")[1].split(".")[0].strip(),
+                d.reason.split(": ", 1)[-1].split(". ", 1)[0],
             ]
             for d in drained.order_by("decided_at")
         ],  # fmt: skip
