@@ -29,6 +29,10 @@ DRAIN_DEADLINES = {
     Severity.INFO: timedelta(hours=4),
 }
 
+# A job whose newest step is older than this many step times (and at least STALLED_MIN) has stopped stepping.
+STALLED_STEPS = 5
+STALLED_MIN = timedelta(minutes=5)
+
 Resumer = Callable[..., str]  # resumer(decision=, transport=, queue=) -> a note for the decision's reason
 _resumers: list[Resumer] = []
 
@@ -65,13 +69,18 @@ def defer(decision: RemediationDecision) -> bool:
             f"{decision.reason} ({job.name} runs on {node.hostname} with no checkpoints configured: drained at once)"
         )[:500]
         return False
+    deadline = DRAIN_DEADLINES.get(event.severity, DRAIN_DEADLINES[Severity.MINOR])
+    pointless = why_not_wait(job, point, now=decision.decided_at, deadline=deadline)
+    if pointless:
+        decision.reason = f"{decision.reason} ({job.name} runs on {node.hostname}; drained at once: {pointless})"[:500]
+        return False
     waiting = RemediationDecision.objects.filter(node=node, outcome=Outcome.DEFERRED).exclude(pk=decision.pk).first()
     if waiting is not None:  # one drain and one resume per node: the first decision's
         decision.outcome = Outcome.REFUSED
         decision.reason = f"{node.hostname} is drained at {job.name}'s next checkpoint already ({waiting.kind})."
         return True
     decision.outcome = Outcome.DEFERRED
-    decision.drain_by = decision.decided_at + DRAIN_DEADLINES.get(event.severity, DRAIN_DEADLINES[Severity.MINOR])
+    decision.drain_by = decision.decided_at + deadline
     decision.checkpoint_before = job.last_checkpoint_step
     after = f"after step {job.last_checkpoint_step}" if job.last_checkpoint_step is not None else "its first"
     decision.reason = (
@@ -79,6 +88,30 @@ def defer(decision: RemediationDecision) -> bool:
         f"{decision.drain_by.isoformat(timespec='minutes')} at the latest ({event.severity}): {event.summary}"
     )[:500]
     return True
+
+
+def why_not_wait(job: TrainingJob, point: TrainingProgress | None, *, now: datetime, deadline: timedelta) -> str:
+    """Why waiting for the job's next checkpoint cannot pay ("" when it can): the job has stopped stepping (a fault
+    that crashed it: nothing more to save), or its next save is due after the deadline (waiting would lose the
+    steps until the deadline on top of those since the last save)."""
+    if point is None or not point.seconds_per_step:
+        return ""  # no step time to judge by yet: wait, bounded by the deadline
+    stalled_after = max(STALLED_STEPS * point.seconds_per_step, STALLED_MIN.total_seconds())
+    quiet = (now - point.time).total_seconds()
+    if quiet > stalled_after:
+        return f"it has logged no step for {quiet / 60:.0f} min (step {point.step}), so no checkpoint is coming"
+    interval = job.checkpoint_interval_steps
+    if not interval:
+        return ""
+    saved = job.last_checkpoint_step
+    since_save = point.step - saved if saved is not None else point.step % interval
+    due_in = max(0.0, (interval - since_save % interval) * point.seconds_per_step - quiet)
+    if due_in > deadline.total_seconds():
+        return (
+            f"its next checkpoint is due in about {due_in / 60:.0f} min, after the {deadline.total_seconds() / 60:.0f}"
+            "-minute deadline"
+        )
+    return ""
 
 
 def due(decision: RemediationDecision, *, now: datetime) -> str:

@@ -221,3 +221,25 @@ def test_two_nodes_of_one_job_drained_together_are_resumed_around_by_one_inciden
     run_phase(incident, run_shards, Phase.CHECKS)
     plan = incident.remediations.get().plan
     assert set(plan["replaced"]) == {"gpu002", "gpu003"} and not {"gpu002", "gpu003"} & set(plan["hosts"])
+
+
+def test_a_job_that_stopped_stepping_is_drained_at_once_no_checkpoint_is_coming(quarantine, training_job, run_shards):
+    clock = timezone.now()
+    read_progress(training_job, run_shards)
+    later = clock + dt.timedelta(minutes=30)  # its newest step line is half an hour old: the fault crashed it
+    xid79("gpu002", later)
+    (decision,) = remediation.evaluate(now=later, transport="sim", queue=False)
+    assert decision.outcome == Outcome.ACTED and decision.drain_by is None
+    assert "llm-pretrain runs on gpu002; drained at once: it has logged no step for" in decision.reason
+    assert "so no checkpoint is coming" in decision.reason and Node.objects.get(hostname="gpu002").is_drained
+
+
+def test_a_save_due_after_the_deadline_is_not_waited_for(quarantine, training_job, run_shards):
+    clock = timezone.now()
+    read_progress(training_job, run_shards)
+    TrainingJob.objects.filter(pk=training_job.pk).update(checkpoint_interval_steps=100_000)  # a save every ~44 h
+    xid79("gpu002", clock)
+    (decision,) = remediation.evaluate(now=clock, transport="sim", queue=False)
+    assert decision.outcome == Outcome.ACTED and decision.drain_by is None
+    assert "drained at once: its next checkpoint is due in about" in decision.reason
+    assert "after the 15-minute deadline" in decision.reason
