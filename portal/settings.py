@@ -272,6 +272,7 @@ SPECTACULAR_SETTINGS = {
         "NodeSuiteEnum": ["burn-in", "hpl-mxp", "nvbandwidth"],
         "HealthEventSourceEnum": "apps.health.choices.Source",  # the node-benchmark kind's (benchmarks' NODE_SUITES)
         "HealthSeverityEnum": "apps.health.choices.Severity",  # an event's severity and a policy's minimum
+        "HealthComponentTypeEnum": "apps.health.choices.ComponentType",  # events, reliability rows, their filters
         "RemediationActionEnum": "apps.remediation.choices.Action",
         "RepairGateKindEnum": "apps.remediation.choices.GateKind",  # a repair's gate and each try of it
         "RepairPartTypeEnum": "apps.remediation.choices.PartType",
