@@ -25,6 +25,7 @@ from datetime import datetime
 
 import requests
 import urllib3
+from django.utils import timezone
 
 from apps.core.outbound import OutboundRefused, check_target
 from apps.core.threads import thread_connection_returned
@@ -197,6 +198,15 @@ def local_redfish(login: BmcLogin, timeout: float) -> RedfishSend:
     return run
 
 
+def bmc_link(login: BmcLogin, node_id: int, *, transport: str, timeout: float, seed: int, load: float = 0.0, at=None):
+    """(ipmi, redfish): the two primitives for one BMC over the job's transport (the simulated BMC, or the worker's
+    host); every BMC kind reads and acts through them."""
+    if transport == "sim":
+        link = SimulatedBmcLink(login, node_id, seed=seed, load=load, at=at or timezone.now())
+        return link.ipmitool, link.redfish
+    return local_ipmitool(login, timeout), local_redfish(login, timeout)
+
+
 class RedfishReader:
     """One poll of one Redfish service: log in, read the chassis sensors, log out."""
 
@@ -224,6 +234,15 @@ class RedfishReader:
         if not isinstance(data, dict):
             raise BmcFailure(PollResult.ERROR, f"{self.login.name}: GET {path} did not answer a JSON object")
         return data
+
+    async def system_path(self, root: dict) -> str:
+        """The first ComputerSystem the service lists (an HGX server has one): what power and the SEL act on."""
+        systems = (root.get("Systems") or {}).get("@odata.id") or "/redfish/v1/Systems"
+        members = (await self.get(systems, record=False)).get("Members") or []
+        paths = [m.get("@odata.id") for m in members if isinstance(m, dict) and m.get("@odata.id")]
+        if not paths:
+            raise BmcFailure(PollResult.ERROR, f"{self.login.name} lists no ComputerSystem")
+        return paths[0]
 
     async def post(self, path: str, document: dict) -> int:
         """A POST of a small JSON document (an action's parameters; never a secret), kept in the transcript."""

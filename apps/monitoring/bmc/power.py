@@ -99,12 +99,7 @@ async def redfish_power(login: BmcLogin, send: RedfishSend, action: str, *, read
     root = await reader.get("/redfish/v1/", record=False)
     await reader.log_in(root)
     try:
-        systems = (root.get("Systems") or {}).get("@odata.id") or "/redfish/v1/Systems"
-        members = (await reader.get(systems, record=False)).get("Members") or []
-        paths = [member.get("@odata.id") for member in members if isinstance(member, dict) and member.get("@odata.id")]
-        if not paths:
-            raise BmcFailure(PollResult.ERROR, f"{login.name} lists no ComputerSystem to act on")
-        system_path = paths[0]
+        system_path = await reader.system_path(root)
         system = await reader.get(system_path)
         sent = ""
         if action != "status":

@@ -147,12 +147,7 @@ async def read_redfish_sel(login: BmcLogin, send: RedfishSend) -> SelOutcome:
     root = await reader.get("/redfish/v1/", record=False)
     await reader.log_in(root)
     try:
-        systems = (root.get("Systems") or {}).get("@odata.id") or "/redfish/v1/Systems"
-        members = (await reader.get(systems, record=False)).get("Members") or []
-        paths = [m.get("@odata.id") for m in members if isinstance(m, dict) and m.get("@odata.id")]
-        if not paths:
-            raise BmcFailure(PollResult.ERROR, f"{login.name} lists no ComputerSystem")
-        system = await reader.get(paths[0], record=False)
+        system = await reader.get(await reader.system_path(root), record=False)
         services_link = (system.get("LogServices") or {}).get("@odata.id")
         if not services_link:
             return SelOutcome(PollResult.OK, "the system has no LogServices: no event log read", [], "")

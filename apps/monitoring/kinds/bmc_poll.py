@@ -77,12 +77,11 @@ class BmcPoll(JobKind):
                 outcome = readings.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
             else:
                 node_id, login = found
-                if self.transport == "sim":
-                    link = clients.SimulatedBmcLink(login, node_id, seed=self.seed, load=self.load, at=self.at)
-                    outcome = await clients.poll(login, ipmi=link.ipmitool, redfish=link.redfish)
-                else:
-                    ipmi, redfish = clients.local_ipmitool(login, timeout), clients.local_redfish(login, timeout)
-                    outcome = await clients.poll(login, ipmi=ipmi, redfish=redfish)
+                ipmi, redfish = clients.bmc_link(
+                    login, node_id, transport=self.transport, timeout=timeout, seed=self.seed,
+                    load=self.load, at=self.at,
+                )  # fmt: skip
+                outcome = await clients.poll(login, ipmi=ipmi, redfish=redfish)
             self.outcomes[target.hostname, step.name] = outcome
             ok = outcome.result in (PollResult.OK, PollResult.PARTIAL)
             return CommandResult(

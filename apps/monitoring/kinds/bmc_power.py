@@ -4,7 +4,6 @@ apps/monitoring/bmc/power.py's start_bmc_power (the node page, the API) or by re
 flows are apps/monitoring/bmc/power.py."""
 
 from django.conf import settings
-from django.utils import timezone
 from rest_framework import serializers
 
 from apps.health.choices import Severity, Source
@@ -85,11 +84,9 @@ class BmcPower(JobKind):
                 outcome = PowerOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
             else:
                 node_id, login = found
-                if self.transport == "sim":
-                    link = clients.SimulatedBmcLink(login, node_id, seed=self.seed, load=0.0, at=timezone.now())
-                    ipmi, redfish = link.ipmitool, link.redfish
-                else:
-                    ipmi, redfish = clients.local_ipmitool(login, timeout), clients.local_redfish(login, timeout)
+                ipmi, redfish = clients.bmc_link(
+                    login, node_id, transport=self.transport, timeout=timeout, seed=self.seed
+                )
                 outcome = await power(login, action=self.action, ipmi=ipmi, redfish=redfish)
             self.outcomes[target.hostname] = outcome
             ok = outcome.result == PollResult.OK

@@ -4,7 +4,6 @@ BMC event log"). Started every RACKPILOT_BMC_SEL_SECONDS by beat (apps/monitorin
 reading and the recording are apps/monitoring/bmc/sel.py."""
 
 from django.conf import settings
-from django.utils import timezone
 from rest_framework import serializers
 
 from apps.jobs.choices import EventLevel, StepStatus
@@ -71,11 +70,9 @@ class BmcSel(JobKind):
                 outcome = SelOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
             else:
                 node_id, login = found
-                if self.transport == "sim":
-                    link = clients.SimulatedBmcLink(login, node_id, seed=self.seed, load=0.0, at=timezone.now())
-                    ipmi, redfish = link.ipmitool, link.redfish
-                else:
-                    ipmi, redfish = clients.local_ipmitool(login, timeout), clients.local_redfish(login, timeout)
+                ipmi, redfish = clients.bmc_link(
+                    login, node_id, transport=self.transport, timeout=timeout, seed=self.seed
+                )
                 outcome = await read_sel(login, ipmi=ipmi, redfish=redfish)
             self.outcomes[target.hostname] = outcome
             ok = outcome.result == PollResult.OK
