@@ -21,40 +21,6 @@ from tests.monitoring.conftest import start_prometheus  # noqa: F401  (the fixtu
 pytestmark = pytest.mark.integration
 
 
-def _scraped_xid(url: str, *, timeout: float) -> float:
-    """The time of the first sample in which Prometheus has an XID from the exporters."""
-    deadline = time.monotonic() + timeout
-    query = urllib.request.quote("DCGM_FI_DEV_XID_ERRORS > 0")
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/api/v1/query?query={query}", timeout=5) as answer:
-            found = json.load(answer)["data"]["result"]
-        if found:
-            return float(found[0]["value"][0])
-        time.sleep(0.5)
-    raise AssertionError(f"Prometheus at {url} scraped no XID in {timeout} s")
-
-
-def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(transactional_db, tmp_path, start_prometheus, settings):  # noqa: F811
-    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
-    simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="4", parameters={})
-    server = exporter_server(host="127.0.0.1", port=0, refresh=1.0)
-    server.start()
-    try:
-        targets = tmp_path / "targets"
-        write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
-        url = start_prometheus(targets)
-        at = _scraped_xid(url, timeout=120)
-        settings.RACKPILOT_PROMETHEUS_URL = url
-
-        events = watch.watch_telemetry(now=at)
-    finally:
-        server.stop()
-
-    [event] = events
-    assert (event.gpu.node.hostname, event.gpu.index, event.kind, event.severity) == ("gpu002", 4, "xid79", "critical")
-    assert HealthEvent.objects.get() == event
-
-
 def _scraped(url: str, promql: str, *, count: int, timeout: float) -> float:
     """The time at which Prometheus first answers `promql` with at least `count` series."""
     deadline = time.monotonic() + timeout
@@ -66,6 +32,27 @@ def _scraped(url: str, promql: str, *, count: int, timeout: float) -> float:
             return max(float(one["value"][0]) for one in found)
         time.sleep(0.5)
     raise AssertionError(f"Prometheus at {url} had fewer than {count} series of {promql} after {timeout} s")
+
+
+def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(transactional_db, tmp_path, start_prometheus, settings):  # noqa: F811
+    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
+    simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="4", parameters={})
+    server = exporter_server(host="127.0.0.1", port=0, refresh=1.0)
+    server.start()
+    try:
+        targets = tmp_path / "targets"
+        write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
+        url = start_prometheus(targets)
+        at = _scraped(url, "DCGM_FI_DEV_XID_ERRORS > 0", count=1, timeout=120)
+        settings.RACKPILOT_PROMETHEUS_URL = url
+
+        events = watch.watch_telemetry(now=at)
+    finally:
+        server.stop()
+
+    [event] = events
+    assert (event.gpu.node.hostname, event.gpu.index, event.kind, event.severity) == ("gpu002", 4, "xid79", "critical")
+    assert HealthEvent.objects.get() == event
 
 
 def test_row_remaps_slowdowns_pcie_and_nvlink_prometheus_scraped_are_events(
