@@ -256,7 +256,8 @@ def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True)
             )
     except (serializers.ValidationError, NodeChangeRefused) as error:
         decision.outcome = Outcome.FAILED
-        decision.reason = f"Could not {decision.action} {node.hostname}, nothing changed: {error}"[:500]
+        why = said(error) if isinstance(error, serializers.ValidationError) else str(error)
+        decision.reason = f"Could not {decision.action} {node.hostname}, nothing changed: {why}"[:500]
     else:
         decision.job_id = job.public_id
         decision.reason = f"{decision.reason} (job {job.public_id})"[:500]
@@ -337,7 +338,7 @@ def _act_on_node(decision: RemediationDecision, *, transport, queue) -> None:
                 )
     except serializers.ValidationError as error:
         decision.outcome = Outcome.FAILED
-        decision.reason = f"Could not {decision.action} {node.hostname}, nothing changed: {error}"[:500]
+        decision.reason = f"Could not {decision.action} {node.hostname}, nothing changed: {said(error)}"[:500]
     else:
         decision.job_id = job.public_id
         decision.reason = f"{decision.reason} (job {job.public_id})"[:500]

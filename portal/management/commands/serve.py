@@ -29,9 +29,7 @@ class Command(BaseCommand):
     def handle(self, *args, host, port, no_demo, **options):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo and not Node.objects.exists():
-            call_command("load_demo", stdout=self.stdout)
-            call_command("load_demo_workloads", stdout=self.stdout)  # the inventory's demo cannot import workloads
-            call_command("load_demo_slos", stdout=self.stdout)  # nor the workloads' demo monitoring
+            self.load_demo()
         self._ensure_admin()
         # Hashed, compressed copies of the static files (Plotly's 4.8 MB script goes out as 1.5 MB, cached for good).
         self.stdout.write(f"Collecting static files into {settings.STATIC_ROOT} …")
@@ -51,6 +49,14 @@ class Command(BaseCommand):
             lifespan="off",
             ws_per_message_deflate=False,
         )
+
+    def load_demo(self) -> None:
+        call_command("load_demo", stdout=self.stdout)
+        call_command("load_demo_workloads", stdout=self.stdout)  # the inventory's demo cannot import workloads
+        call_command("load_demo_slos", stdout=self.stdout)  # nor the workloads' demo monitoring
+        if settings.RACKPILOT_JOB_DEFAULT_TRANSPORT == "sim":
+            # The simulated BMCs' login: the BMC readings, the event log and power through the BMC work on the demo.
+            call_command("sim_bmcs", stdout=self.stdout)
 
     def _ensure_admin(self) -> None:
         password_file = settings.VAR_DIR / "admin-password.txt"
