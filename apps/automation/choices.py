@@ -26,6 +26,14 @@ class EventType(models.TextChoices):
     NODE_DEGRADED = "node.degraded", "A node's status became degraded or failed"
     NODE_UNHEALTHY = "node.unhealthy", "Fleet health calls a node unhealthy"
     DISCOVERY_DRIFT = "discovery.drift", "A discovery found differences from the inventory"
+    # Remediation's decisions that need a person (apps/remediation; only "on" ones: shadow is a record, never a page).
+    REMEDIATION_NOTIFY = "remediation.notify", "A remediation policy notifies: a health event needs a person"
+    REMEDIATION_BREAKER = "remediation.breaker", "Automation stopped at the circuit breaker: a person decides"
+    REMEDIATION_ESCALATED = (
+        "remediation.escalated",
+        "A fault came back after remediation's action: escalated, or stopped at the attempt cap",
+    )
+    REMEDIATION_FAILED = "remediation.failed", "A remediation action could not start"
     TEST = "notification.test", "A test sent from the notifications page"
 
 

@@ -1,7 +1,7 @@
 """Notifications: find what happened (a scan of the jobs, deployments' suggestions, the audit log's node status
-changes, discovery's differences and fleet health), record each event once under its key, and deliver it to the
-subscriptions that chose its type: webhooks (signed JSON, retried a bounded number of times on the system queue)
-and e-mail (Django's e-mail backend). Every attempt is in the delivery log.
+changes, discovery's differences, remediation's decisions and fleet health), record each event once under its key,
+and deliver it to the subscriptions that chose its type: webhooks (signed JSON, retried a bounded number of times on
+the system queue) and e-mail (Django's e-mail backend). Every attempt is in the delivery log.
 
 The scan reads other apps' rows and writes only this app's. It runs every RACKPILOT_NOTIFY_SCAN_SECONDS from beat
 (rackpilot.automation.scan_events) or the embedded loop; several at once record each event once (unique keys).
@@ -15,6 +15,7 @@ from celery import current_app
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -31,12 +32,16 @@ from apps.inventory.choices import NodeStatus
 from apps.inventory.models import Node
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
+from apps.remediation.choices import Action, Mode, Outcome
+from apps.remediation.models import RemediationDecision
+from apps.remediation.services import BREAKER_TRIPPED, SUSPECT_LEAF
 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "rackpilot.automation.deliver"
 LOOKBACK = timedelta(minutes=5)  # rows committed late (a long transaction) are still seen; keys deduplicate
 DEGRADED = {NodeStatus.DEGRADED, NodeStatus.FAILED}
+CAP_REACHED = "Cap reached"  # how the evaluator's attempt-cap refusal begins (apps/remediation/services.py, _plan)
 
 
 def _link(path: str) -> str:
@@ -79,7 +84,7 @@ def scan_events(*, now=None) -> int:
     recorded = 0
     if not first:
         since = cursor.at - LOOKBACK
-        for found in (_failed_jobs, _drift, _suggestions, _degraded_nodes):
+        for found in (_failed_jobs, _drift, _suggestions, _degraded_nodes, _remediation):
             for item in found(since, now):
                 recorded += notify(**item) is not None
         ScanCursor.objects.filter(pk=cursor.pk).update(at=now, updated=now)
@@ -188,6 +193,146 @@ def _degraded_nodes(since, now):
                 }
             },
         }
+
+
+def _remediation(since, now):
+    """Remediation's decisions that need a person, "on" mode only (a shadow decision is what automation would have
+    done: recorded on the remediation page, never sent): a notify policy that acted, an action that could not start,
+    a fault back after its action (escalated, or refused at the attempt cap), and the circuit breaker, once per trip.
+    A deferred quarantine fails, if it does, when it is drained: `drained_at` brings it into the scan then."""
+    decisions = (
+        RemediationDecision.objects.filter(mode=Mode.ON)
+        .filter(Q(decided_at__gt=since, decided_at__lte=now) | Q(drained_at__gt=since, drained_at__lte=now))
+        .select_related("event", "policy", "node")
+        .order_by("decided_at", "id")
+    )
+    tripped = []
+    for decision in decisions:
+        if decision.outcome == Outcome.REFUSED and decision.reason.startswith(BREAKER_TRIPPED):
+            tripped.append(decision)
+            continue
+        found = _needs_a_person(decision)
+        if found is not None:
+            event, title = found
+            yield {
+                "key": f"{event}:{decision.public_id}",
+                "event": event,
+                "title": title,
+                "payload": {"decision": _decision_data(decision)},
+            }
+    yield from _breaker_trips(tripped)
+
+
+def _needs_a_person(decision: RemediationDecision) -> tuple[str, str] | None:
+    """The event type and title of a decision a person hears of, or None."""
+    where = decision.node.hostname if decision.node else decision.event.component_label
+    if decision.outcome == Outcome.FAILED:
+        return EventType.REMEDIATION_FAILED, f"{decision.policy.name}: {decision.reason}"
+    if decision.action == Action.NOTIFY and decision.outcome == Outcome.ACTED:
+        event = decision.event
+        return EventType.REMEDIATION_NOTIFY, f"{where}: {event.kind} ({event.severity}): {event.summary}"
+    if decision.outcome == Outcome.REFUSED and decision.reason.startswith(CAP_REACHED):
+        return EventType.REMEDIATION_ESCALATED, f"{decision.policy.name}: {decision.reason}"
+    if decision.escalated and decision.outcome in (Outcome.ACTED, Outcome.DEFERRED):  # its drain later: the same key
+        return EventType.REMEDIATION_ESCALATED, (
+            f"{where}: {decision.kind} back after {decision.policy.action}: escalated to {decision.action}"
+            f"{' and a repair' if decision.opens_repair else ''} (attempt {decision.attempt})"
+        )
+    return None
+
+
+def _breaker_trips(refused: list[RemediationDecision]):
+    """One event per trip of the circuit breaker, however many nodes it left in service: refusals less than the
+    breaker's window apart are one trip, keyed by its first refusal, so a later scan of the same trip sends nothing.
+    The title names the leaf switch the refusals name (apps/remediation/fabric.py: every node behind it)."""
+    trips: list[tuple[RemediationDecision, list[RemediationDecision]]] = []
+    for decision in refused:
+        window = timedelta(minutes=decision.policy.breaker_window_minutes)
+        if trips and decision.decided_at - trips[-1][1][-1].decided_at <= window:
+            trips[-1][1].append(decision)
+        else:
+            trips.append((_trip_start(decision), [decision]))
+    for start, decisions in trips:
+        nodes = sorted({d.node.hostname for d in decisions if d.node})
+        leaves = sorted({match["leaf"] for d in decisions if (match := SUSPECT_LEAF.search(d.reason))})
+        cause = f"; all behind leaf switch {' / '.join(leaves)}: suspect the switch" if leaves else ""
+        shown = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+        yield {
+            "key": f"{EventType.REMEDIATION_BREAKER}:{start.public_id}",
+            "event": EventType.REMEDIATION_BREAKER,
+            "title": f"Automation stopped at the circuit breaker: {len(nodes)} node(s) left in service ({shown})"
+            f"{cause}; a person decides",
+            "payload": {
+                "breaker": {
+                    "started": start.decided_at.isoformat(),
+                    "window_minutes": start.policy.breaker_window_minutes,
+                    "leaf_switches": leaves,
+                    "nodes": nodes,
+                    "reason": decisions[0].reason,
+                    "url": _link(reverse("remediation")),
+                },
+                "decisions": [_decision_data(d) for d in decisions[:50]],
+            },
+        }
+
+
+def _trip_start(decision: RemediationDecision) -> RemediationDecision:
+    """The first refusal of the trip the decision belongs to: walk back while an earlier breaker refusal ("on")
+    lies within the breaker's window."""
+    start = decision
+    while True:
+        window = timedelta(minutes=start.policy.breaker_window_minutes)
+        earlier = (
+            RemediationDecision.objects.filter(
+                mode=Mode.ON,
+                outcome=Outcome.REFUSED,
+                reason__startswith=BREAKER_TRIPPED,
+                decided_at__gte=start.decided_at - window,
+            )
+            .filter(Q(decided_at__lt=start.decided_at) | Q(decided_at=start.decided_at, pk__lt=start.pk))
+            .select_related("policy")
+            .order_by("decided_at", "id")
+            .first()
+        )
+        if earlier is None:
+            return start
+        start = earlier
+
+
+def _decision_data(decision: RemediationDecision) -> dict:
+    event, node = decision.event, decision.node
+    return {
+        "id": str(decision.public_id),
+        "policy": decision.policy.name,
+        "mode": decision.mode,
+        "action": decision.action,
+        "outcome": decision.outcome,
+        "escalated": decision.escalated,
+        "attempt": decision.attempt,
+        "reason": decision.reason,
+        "decided_at": decision.decided_at.isoformat(),
+        "job_id": str(decision.job_id) if decision.job_id else None,
+        "event": {
+            "id": str(event.public_id),
+            "kind": event.kind,
+            "severity": event.severity,
+            "component": event.component_label,
+            "summary": event.summary,
+            "first_seen": event.first_seen.isoformat(),
+            "url": _link(reverse("api:healthevent-detail", args=[event.public_id])),
+        },
+        "node": (
+            {
+                "hostname": node.hostname,
+                "id": str(node.public_id),
+                "url": _link(reverse("node-detail", args=[node.public_id])),
+            }
+            if node
+            else None
+        ),
+        "url": _link(reverse("api:remediationdecision-detail", args=[decision.public_id])),
+        "page": _link(reverse("remediation")),
+    }
 
 
 def scan_health(*, now=None) -> int:

@@ -1,3 +1,6 @@
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from apps.automation import notifications
@@ -43,3 +46,32 @@ def scan(django_capture_on_commit_callbacks):
             return notifications.scan_events()
 
     return run
+
+
+@pytest.fixture
+def receiver():
+    """A real HTTP server on 127.0.0.1 that keeps what it is sent and answers `status` (a list: one per request)."""
+    got, answers = [], []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            got.append({"headers": dict(self.headers), "body": body, "path": self.path})
+            self.send_response(answers.pop(0) if answers else 204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield {"url": f"http://127.0.0.1:{server.server_port}/hook?x=1", "got": got, "answers": answers}
+    server.shutdown()
+
+
+@pytest.fixture
+def allow_private(settings):
+    settings.RACKPILOT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.RACKPILOT_WEBHOOK_RETRY_SECONDS = 1
+    return settings
