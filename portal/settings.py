@@ -411,6 +411,9 @@ RACKPILOT_BMC_TRANSPORT = env_str("RACKPILOT_BMC_TRANSPORT", "")
 # The simulated BMCs' one account (apps/simulator/bmc.py): any other login is refused, as a real BMC would.
 RACKPILOT_SIM_BMC_USER = env_str("RACKPILOT_SIM_BMC_USER", "admin")
 RACKPILOT_SIM_BMC_PASSWORD = env_str("RACKPILOT_SIM_BMC_PASSWORD", "rackpilot-sim")
+# Remediation (docs/health.md, "Maintenance windows"): a non-critical disruptive action on a node whose maintenance
+# window (its own or its rack's) opens within this many hours is deferred into it; none booked: it acts at once.
+RACKPILOT_MAINTENANCE_DEFER_HOURS = env_int("RACKPILOT_MAINTENANCE_DEFER_HOURS", 72)
 # Outbound calls (BMCs) refuse link-local and cloud metadata addresses unless this is on (apps/core/outbound.py).
 RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL = env_bool("RACKPILOT_OUTBOUND_ALLOW_LINK_LOCAL", False)
 # Cost and energy policies (docs/costs.md): the price a saving is shown at, in

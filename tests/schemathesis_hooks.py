@@ -114,6 +114,11 @@ DATA_DEPENDENT = [
     re.compile(r"^Name the GPU \(its index on the node\) that was replaced\.$"),
     re.compile(r"^Name the part's slot \(e\.g\. NIC ib0, PSU 2\)\.$"),
     re.compile(r"^The new serial is the old one: nothing was replaced\.$"),
+    # A maintenance window: on a rack or a node, ending after it starts, at most 7 days; only an open one ends now.
+    re.compile(r"^A maintenance window is on a rack or a node(?:, not both|: name one)\.$"),
+    re.compile(r"^A window ends after it starts\.$"),
+    re.compile(r"^A window lasts at most \d+ days \(this one .+\): book the rest as another\.$"),
+    re.compile(r"^The window (?:has not opened yet: delete it instead|ended already)\.$"),
     # The transports a job may run over are its kind's (and this install's).
     re.compile(r"^[\w-]+ runs over [\w, ]+, not '\w+'\.$"),
     re.compile(r"^This install does not allow the \w+ transport "),

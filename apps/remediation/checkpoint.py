@@ -74,7 +74,7 @@ def defer(decision: RemediationDecision) -> bool:
     if pointless:
         decision.reason = f"{decision.reason} ({job.name} runs on {node.hostname}; drained at once: {pointless})"[:500]
         return False
-    waiting = RemediationDecision.objects.filter(node=node, outcome=Outcome.DEFERRED).exclude(pk=decision.pk).first()
+    waiting = waiting_for_checkpoint().filter(node=node).exclude(pk=decision.pk).first()
     if waiting is not None:  # one drain and one resume per node: the first decision's
         decision.outcome = Outcome.REFUSED
         decision.reason = f"{node.hostname} is drained at {job.name}'s next checkpoint already ({waiting.kind})."
@@ -127,16 +127,21 @@ def due(decision: RemediationDecision, *, now: datetime) -> str:
     return ""
 
 
+def waiting_for_checkpoint():
+    """The deferred quarantines waiting for a checkpoint (those deferred into a maintenance window have `act_at`)."""
+    return RemediationDecision.objects.filter(outcome=Outcome.DEFERRED, act_at__isnull=True)
+
+
 def settle(*, now: datetime, act: Callable[[RemediationDecision], None], transport=None, queue=True) -> list:
     """Drains each deferred quarantine that is due (`act`: the quarantine's own drain and scheduler job), records
     where the job stood, and hands the job to the resumers. Returns the decisions drained (or failed)."""
     settled = []
-    for pk in RemediationDecision.objects.filter(outcome=Outcome.DEFERRED).order_by("pk").values_list("pk", flat=True):
+    for pk in waiting_for_checkpoint().order_by("pk").values_list("pk", flat=True):
         with transaction.atomic():
             decision = (
                 RemediationDecision.objects.select_for_update(skip_locked=True, of=("self",))
                 .select_related("event", "node", "policy", "training_job")
-                .filter(pk=pk, outcome=Outcome.DEFERRED)
+                .filter(pk=pk, outcome=Outcome.DEFERRED, act_at__isnull=True)
                 .first()
             )
             if decision is None:

@@ -19,8 +19,9 @@ class Mode(models.TextChoices):
 class Outcome(models.TextChoices):
     WOULD_ACT = "would_act", "Would have acted (shadow)"
     ACTED = "acted", "Acted"
-    # A quarantine of a node under a running training job, waiting for the job's next checkpoint (or its deadline).
-    DEFERRED = "deferred", "Deferred to the next checkpoint"
+    # A quarantine of a node under a running training job, waiting for the job's next checkpoint (or its deadline), or
+    # a non-critical action waiting for the node's next maintenance window (`act_at`).
+    DEFERRED = "deferred", "Deferred"
     REFUSED = "refused", "Refused"
     FAILED = "failed", "Failed"
 

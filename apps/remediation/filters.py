@@ -1,9 +1,10 @@
 import django_filters
 
 from apps.core.filters import FilterSet
-from apps.inventory.filters import node_ref
+from apps.inventory.filters import RefFilter, node_ref
+from apps.inventory.models import Rack
 from apps.remediation.choices import Action, Mode, Outcome
-from apps.remediation.models import RemediationDecision
+from apps.remediation.models import MaintenanceWindow, RemediationDecision
 
 
 class RemediationDecisionFilterSet(FilterSet):
@@ -16,3 +17,12 @@ class RemediationDecisionFilterSet(FilterSet):
     class Meta:
         model = RemediationDecision
         fields = ["node", "policy", "mode", "action", "outcome"]
+
+
+class MaintenanceWindowFilterSet(FilterSet):
+    rack = RefFilter(field_name="rack", queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
+    node = node_ref()
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = ["rack", "node"]

@@ -1,14 +1,15 @@
-"""The remediation pages' forms: a repair's part and note; the back-test form, a candidate policy (a change to one,
-or a new one) back-tested before it is saved: a policy saved "on" through it must carry a back-test of those very
-fields from the last day."""
+"""The remediation pages' forms: a repair's part and note; a maintenance window; the back-test form, a candidate
+policy (a change to one, or a new one) back-tested before it is saved: a policy saved "on" through it must carry a
+back-test of those very fields from the last day."""
 
 from django import forms
 from django.core import signing
 
-from apps.inventory.models import Rack
+from apps.inventory.models import Node, Rack
+from apps.remediation import windows
 from apps.remediation.api.serializers import BACKTEST_WINDOWS, kind_pattern_validator
 from apps.remediation.choices import Mode, PartType
-from apps.remediation.models import RemediationPolicy
+from apps.remediation.models import MaintenanceWindow, RemediationPolicy
 
 BACKTEST_FRESH_S = 86_400  # a back-test older than this no longer lets a policy go live
 SALT = "rackpilot.remediation.backtest"
@@ -70,3 +71,27 @@ class PartForm(forms.Form):
 
 class NoteForm(forms.Form):
     note = forms.CharField(required=False, max_length=1000)
+
+
+class WindowForm(forms.ModelForm):
+    """A maintenance window on a rack or a node (the rules: apps/remediation/windows.py)."""
+
+    rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), to_field_name="public_id", required=False)
+    node = forms.ModelChoiceField(queryset=Node.objects.order_by("hostname"), to_field_name="public_id", required=False)
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = ["rack", "node", "starts", "ends", "reason"]
+        widgets = {
+            "starts": forms.DateTimeInput(attrs={"type": "datetime-local"}),
+            "ends": forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        }
+
+    def clean(self):
+        data = super().clean()
+        found = windows.problems(
+            rack=data.get("rack"), node=data.get("node"), starts=data.get("starts"), ends=data.get("ends")
+        )
+        for field, message in found.items():
+            self.add_error(field, message)
+        return data

@@ -130,6 +130,18 @@ class RemediationDecision(AuditedModel, PublicModel):
     resume_incident = models.UUIDField(
         null=True, blank=True, help_text="The incident (runbook 3) that resumes the job around the node."
     )
+    # Deferred into a maintenance window (docs/health.md): the window, and when the action runs (its start). `act_at`
+    # stays when the window is deleted, so the evaluator knows to decide the action again.
+    window = models.ForeignKey(
+        "remediation.MaintenanceWindow",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deferred_decisions",
+    )
+    act_at = models.DateTimeField(
+        null=True, blank=True, help_text="Deferred into a maintenance window: the action runs when it opens."
+    )
 
     class Meta:
         ordering = ["-decided_at", "-id"]

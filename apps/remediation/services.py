@@ -22,10 +22,11 @@ from apps.inventory.models import Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.bmc import POWER_KIND as BMC_POWER
-from apps.remediation import checkpoint, repairs
+from apps.remediation import checkpoint, repairs, windows
 from apps.remediation.choices import ESCALATION, TAKES_NODE_OUT, Action, Mode, Outcome
 from apps.remediation.fabric import shared_leaf
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy
+from apps.remediation.windows import describe as window_text
 from apps.schedulers.commands import REASON_CHARACTERS
 
 # Decisions that count as an action (an attempt, a node taken out); a deferred quarantine takes its node out soon.
@@ -66,7 +67,16 @@ def _decide(*, event, policy, now, transport, queue) -> RemediationDecision | No
         return None  # another evaluator decided about this event first
 
 
-def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> RemediationDecision:
+def _plan(
+    *,
+    event: HealthEvent,
+    policy: RemediationPolicy,
+    now: datetime,
+    booked: MaintenanceWindow | None = None,
+    instead_of: RemediationDecision | None = None,
+) -> RemediationDecision:
+    """The decision about the event, unsaved. `booked`: the window the action was deferred into, open now, so it runs
+    in it; `instead_of`: the deferred decision this one is taken again for (not counted as an earlier attempt)."""
     node = event.node
     mode = policy.mode_for(node)  # shadow outside its canary racks
     decision = RemediationDecision(
@@ -78,12 +88,14 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         return decision
     if node is not None:
         prior = RemediationDecision.objects.filter(node=node, kind=event.kind, mode=mode, outcome__in=DONE)
+        if instead_of is not None:
+            prior = prior.exclude(pk=instead_of.pk)
         attempts = prior.count()
         decision.attempt = attempts + 1
         if attempts >= policy.max_attempts:  # back after its action: escalate
             decision.action, decision.escalated, decision.opens_repair = ESCALATION[policy.action], True, True
-        window = maintenance_window(node=node, now=now)
-        if window is not None and decision.action != Action.NOTIFY:
+        window = windows.open_window(node=node, now=now)
+        if window is not None and booked is None and decision.action != Action.NOTIFY:
             decision.reason = (
                 f"{node.hostname} is in a maintenance window until {window.ends.isoformat()} ({window.reason}): "
                 f"automation does not {decision.action} it; the people working on it decide."
@@ -117,6 +129,13 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
             decision.reason = tripped
             return decision
     decision.outcome = Outcome.WOULD_ACT if mode == Mode.SHADOW else Outcome.ACTED
+    ahead = None
+    if node is not None and booked is None and windows.deferrable(action=decision.action, severity=event.severity):
+        ahead = windows.next_window(node=node, now=now)
+    if ahead is not None:  # the time booked for work on the node: the action waits for it
+        decision.window, decision.act_at = ahead, ahead.starts
+        if mode == Mode.ON:
+            decision.outcome = Outcome.DEFERRED
     hostname = node.hostname if node else ""
     what = {
         # The decision is the notice and the repair request: listed on the remediation page and its API.
@@ -128,17 +147,15 @@ def _plan(*, event: HealthEvent, policy: RemediationPolicy, now: datetime) -> Re
         Action.POWER_CYCLE: f"power-cycle {hostname} through its BMC",
         Action.GPU_RESET: f"reset {event.component_label} (nvidia-smi -r)",
     }[decision.action]
-    what = f"Would {what}" if mode == Mode.SHADOW else f"Started: {what}"
+    if ahead is not None:
+        deferred = "Would defer" if mode == Mode.SHADOW else "Deferred"
+        what = f"{deferred} into {window_text(ahead)}, then {what}"
+    else:
+        what = f"Would {what}" if mode == Mode.SHADOW else f"Started: {what}"
     escalated = f" (escalated from {policy.action}: attempt {decision.attempt})" if decision.escalated else ""
     repair = " and open a repair" if decision.opens_repair and decision.action != Action.REPAIR else ""
     decision.reason = f"{what}{repair}{escalated}: {event.summary}"[:500]
     return decision
-
-
-def maintenance_window(*, node: Node, now: datetime) -> MaintenanceWindow | None:
-    """The window, on the node or its rack, open at `now`."""
-    on_it = Q(node=node) | Q(rack_id=node.rack_id) if node.rack_id else Q(node=node)
-    return MaintenanceWindow.objects.filter(on_it, starts__lte=now, ends__gt=now).order_by("ends").first()
 
 
 def fleet_size() -> int:
@@ -186,13 +203,68 @@ def slurm_reason(event: HealthEvent) -> str:
 
 def settle_deferred(*, now: datetime, transport: str | None = None, queue: bool = True) -> list[RemediationDecision]:
     """Drains the deferred quarantines whose job saved a checkpoint or whose deadline passed, and resumes the job
-    around the node (apps/remediation/checkpoint.py)."""
-    return checkpoint.settle(
+    around the node (apps/remediation/checkpoint.py); then runs the actions deferred into a maintenance window that
+    has opened, and decides again those whose window was deleted before it opened."""
+    drained = checkpoint.settle(
         now=now,
         act=lambda decision: _act_and_open_repair(decision, transport=transport, queue=queue),
         transport=transport,
         queue=queue,
     )
+    return drained + _settle_windows(now=now, transport=transport, queue=queue)
+
+
+# What a decision taken again in place of a deferred one changes (its event, policy, node and decided_at stay).
+DECIDED_AGAIN = ("mode", "action", "escalated", "attempt", "opens_repair", "outcome")
+
+
+def _settle_windows(*, now: datetime, transport, queue) -> list[RemediationDecision]:
+    due = RemediationDecision.objects.filter(outcome=Outcome.DEFERRED, act_at__isnull=False).filter(
+        Q(window__isnull=True) | Q(window__starts__lte=now)
+    )
+    settled = []
+    for pk in due.order_by("act_at", "pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            # As evaluate does: one evaluator at a time reads the breaker (policies first, then the decision).
+            list(RemediationPolicy.objects.select_for_update().order_by("pk").values_list("pk", flat=True))
+            decision = (
+                RemediationDecision.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("event__node", "node", "policy", "window")
+                .filter(pk=pk, outcome=Outcome.DEFERRED)
+                .first()
+            )
+            if decision is None:
+                continue  # another evaluator has it, or settled it
+            _settle_window(decision, now=now, transport=transport, queue=queue)
+            settled.append(decision)
+    return settled
+
+
+def _settle_window(decision: RemediationDecision, *, now: datetime, transport, queue) -> None:
+    """The window opened: the action runs in it (the checks of the moment applied, the window's refusal excepted).
+    The window was deleted (or ended) before the action could run in it: the action is decided again as the evaluator
+    would now (at once, into another window, or refused)."""
+    event, policy, booked = decision.event, decision.policy, decision.window
+    gone = "deleted" if booked is None else "ended" if booked.ends <= now else ""
+    if not event.is_open or not policy.enabled:
+        gone = "its event was cleared" if not event.is_open else f"policy {policy.name} was turned off"
+        decision.outcome = Outcome.REFUSED
+        decision.reason = f"Not done: {gone} before the maintenance window opened. {decision.reason}"[:500]
+        decision.save()
+        return
+    fresh = _plan(event=event, policy=policy, now=now, booked=None if gone else booked, instead_of=decision)
+    for field in DECIDED_AGAIN:
+        setattr(decision, field, getattr(fresh, field))
+    if gone:
+        decision.window, decision.act_at = fresh.window, fresh.act_at
+        decision.reason = f"Its maintenance window was {gone} before it ran; decided again: {fresh.reason}"[:500]
+    else:
+        decision.reason = f"In {window_text(booked)}: {fresh.reason}"[:500]
+    decision.save()
+    if decision.outcome == Outcome.ACTED:
+        # In the booked window it runs now; decided again, a quarantine may still wait for a training job's checkpoint.
+        _act(decision, transport=transport, queue=queue, defer=bool(gone))
+        _open_repair(decision, transport=transport, queue=queue)
 
 
 def _act_and_open_repair(decision: RemediationDecision, *, transport, queue) -> None:

@@ -1,12 +1,16 @@
 """The remediation pages: policies and decisions; operators back-test a change to a policy (or a new one) and save
 it from the back-test's result (docs/health.md, "Back-testing"); the rack page's one-click power-off of a leaking
-rack's trays; the repairs list and a repair's page with its actions for operators (viewers read)."""
+rack's trays; the repairs list and a repair's page with its actions for operators (viewers read); the maintenance
+windows, booked, ended early and deleted by operators."""
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -17,19 +21,19 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.health.models import HealthEvent
 from apps.inventory.models import Gpu, Rack
-from apps.remediation import repairs, services
+from apps.remediation import repairs, services, windows
 from apps.remediation.api.serializers import BACKTEST_WINDOWS
 from apps.remediation.backtest import BacktestRefused, backtest
-from apps.remediation.choices import REPAIR_ACTIVE, PartType
-from apps.remediation.forms import BacktestForm, NoteForm, PartForm
-from apps.remediation.models import RemediationDecision, RemediationPolicy, Repair
+from apps.remediation.choices import REPAIR_ACTIVE, Outcome, PartType
+from apps.remediation.forms import BacktestForm, NoteForm, PartForm, WindowForm
+from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy, Repair
 
 LATEST = 50
 
 
 @login_required
 def remediation(request: HttpRequest) -> HttpResponse:
-    decisions = RemediationDecision.objects.select_related("event", "policy", "node")[:LATEST]
+    decisions = RemediationDecision.objects.select_related("event", "policy", "node", "window")[:LATEST]
     return render(
         request,
         "remediation/remediation.html",
@@ -37,6 +41,10 @@ def remediation(request: HttpRequest) -> HttpResponse:
             "policies": RemediationPolicy.objects.prefetch_related("canary_racks").order_by("name"),
             "decisions": decisions,
             "latest": LATEST,
+            # Actions deferred into a maintenance window, first to run first: the newest 50 may not show them.
+            "waiting": RemediationDecision.objects.filter(outcome=Outcome.DEFERRED, act_at__isnull=False)
+            .select_related("event", "policy", "node", "window__rack", "window__node")
+            .order_by("act_at", "pk"),
             "may_change": request.user.has_role(Role.OPERATOR),
         },
     )
@@ -189,3 +197,66 @@ def repair_action(request: HttpRequest, public_id, action: str) -> HttpResponse:
     else:
         messages.success(request, done)
     return back
+
+
+PAST_SHOWN = 50
+
+
+def _window_page(request: HttpRequest, form: WindowForm, status: int = 200) -> HttpResponse:
+    now = timezone.now()
+    shown = MaintenanceWindow.objects.select_related("rack", "node").annotate(
+        waiting=Count("deferred_decisions", filter=Q(deferred_decisions__outcome=Outcome.DEFERRED))
+    )
+    return render(
+        request,
+        "remediation/windows.html",
+        {
+            "upcoming": shown.filter(starts__gt=now).order_by("starts", "pk"),
+            "open": shown.filter(starts__lte=now, ends__gt=now).order_by("ends", "pk"),
+            "past": shown.filter(ends__lte=now).order_by("-ends", "-pk")[:PAST_SHOWN],
+            "past_shown": PAST_SHOWN,
+            "form": form,
+            "may_change": request.user.has_role(Role.OPERATOR),
+            "horizon_hours": settings.RACKPILOT_MAINTENANCE_DEFER_HOURS,
+        },
+        status=status,
+    )
+
+
+@login_required
+def maintenance_windows(request: HttpRequest) -> HttpResponse:
+    """GET: the upcoming, open and past windows. POST (operators): book one (audited); a bad field is a form error,
+    nothing saved."""
+    if request.method != "POST":
+        return _window_page(request, WindowForm())
+    if not request.user.has_role(Role.OPERATOR):
+        raise PermissionDenied("This needs the operator role.")
+    form = WindowForm(request.POST)
+    if not form.is_valid():
+        return _window_page(request, form, status=400)
+    with transaction.atomic():
+        window = windows.book(**form.cleaned_data)
+    messages.success(request, f"Booked {windows.describe(window)}.")
+    return redirect("maintenance-windows")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def window_action(request: HttpRequest, public_id, action: str) -> HttpResponse:
+    """End an open window now, or delete one (what was deferred into it is decided again at the next evaluation)."""
+    window = get_object_or_404(MaintenanceWindow.objects.select_related("rack", "node"), public_id=public_id)
+    what = windows.describe(window)
+    if action == "end":
+        try:
+            windows.end_early(window=window, now=timezone.now())
+        except serializers.ValidationError as error:
+            messages.error(request, f"Nothing changed: {_problem(error)}")
+        else:
+            messages.success(request, f"Ended {what} now.")
+    elif action == "delete":
+        with transaction.atomic():
+            window.delete()
+        messages.success(request, f"Deleted {what}.")
+    else:
+        raise Http404("No such action.")
+    return redirect("maintenance-windows")

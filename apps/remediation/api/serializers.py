@@ -1,13 +1,23 @@
 from decimal import Decimal
 
 from django.core.validators import RegexValidator
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api import ReferenceField
 from apps.inventory.models import Node, Rack
+from apps.remediation import windows
 from apps.remediation.backtest import BACKTEST_MAX_DAYS
 from apps.remediation.choices import PartType
-from apps.remediation.models import PartReplacement, RemediationDecision, RemediationPolicy, Repair, RepairGate
+from apps.remediation.models import (
+    MaintenanceWindow,
+    PartReplacement,
+    RemediationDecision,
+    RemediationPolicy,
+    Repair,
+    RepairGate,
+)
 from apps.remediation.repairs import SERIAL_PATTERN, SERIAL_RULE
 
 # A kind slug (xid79) or a glob over kinds (xid*, ecc_?): what fnmatch reads, nothing else. The validator is also
@@ -65,6 +75,7 @@ class RemediationDecisionSerializer(serializers.ModelSerializer):
     policy_name = serializers.CharField(source="policy.name", read_only=True)
     node = serializers.SlugRelatedField(slug_field="hostname", read_only=True, allow_null=True)
     training_job = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    window = serializers.SlugRelatedField(slug_field="public_id", read_only=True, allow_null=True)
 
     class Meta:
         model = RemediationDecision
@@ -74,8 +85,42 @@ class RemediationDecisionSerializer(serializers.ModelSerializer):
             # checkpoint-aware quarantine: the job under the node, the wait's deadline and the drain's facts
             "training_job", "drain_by", "checkpoint_before", "decided_step", "drained_at", "drained_step",
             "checkpoint_step", "steps_lost", "gpus", "seconds_per_step", "resume_incident",
+            # deferred into a maintenance window: the window and when the action runs
+            "window", "act_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+class MaintenanceWindowSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    rack = ReferenceField(
+        queryset=Rack.objects.all(), natural_key="name", required=False, allow_null=True, help_text="Name or public id."
+    )
+    node = ReferenceField(
+        queryset=Node.objects.all(), natural_key="hostname", required=False, allow_null=True,
+        help_text="Host name or public id.",
+    )  # fmt: skip
+    state = serializers.SerializerMethodField(help_text="upcoming, open or past, now.")
+    deferred_decisions = serializers.SlugRelatedField(
+        slug_field="public_id", many=True, read_only=True, help_text="The decisions deferred into it."
+    )
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = ["id", "rack", "node", "starts", "ends", "reason", "state", "deferred_decisions", "created", "updated"]
+        read_only_fields = ["created", "updated"]
+
+    @extend_schema_field(serializers.ChoiceField(choices=["upcoming", "open", "past"]))
+    def get_state(self, window: MaintenanceWindow) -> str:
+        return windows.state(window, now=timezone.now())
+
+    def validate(self, attrs: dict) -> dict:
+        found = windows.problems(
+            rack=attrs.get("rack"), node=attrs.get("node"), starts=attrs.get("starts"), ends=attrs.get("ends")
+        )
+        if found:
+            raise serializers.ValidationError({field: [message] for field, message in found.items()})
+        return attrs
 
 
 BACKTEST_WINDOWS = {"1d": 1, "7d": 7, "30d": 30, "90d": BACKTEST_MAX_DAYS}

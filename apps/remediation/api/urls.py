@@ -6,4 +6,5 @@ ROUTES: list = [
     ("remediation-policies", views.RemediationPolicyViewSet),
     ("remediation-decisions", views.RemediationDecisionViewSet),
     ("repairs", views.RepairViewSet),
+    ("maintenance-windows", views.MaintenanceWindowViewSet),
 ]

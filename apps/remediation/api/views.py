@@ -13,7 +13,7 @@ from apps.accounts.choices import Role
 from apps.inventory.api.views import UUID_PATTERN
 from apps.inventory.models import Gpu
 from apps.jobs.api.serializers import JobSerializer
-from apps.remediation import repairs
+from apps.remediation import repairs, windows
 from apps.remediation.api.serializers import (
     BACKTEST_WINDOWS,
     BacktestOptionsSerializer,
@@ -21,6 +21,7 @@ from apps.remediation.api.serializers import (
     BacktestRequestSerializer,
     CloseSerializer,
     GateSerializer,
+    MaintenanceWindowSerializer,
     NoteSerializer,
     OpenRepairSerializer,
     PartSerializer,
@@ -30,8 +31,15 @@ from apps.remediation.api.serializers import (
     RepairSerializer,
 )
 from apps.remediation.backtest import BacktestRefused, backtest
-from apps.remediation.filters import RemediationDecisionFilterSet
-from apps.remediation.models import PartReplacement, RemediationDecision, RemediationPolicy, Repair, RepairGate
+from apps.remediation.filters import MaintenanceWindowFilterSet, RemediationDecisionFilterSet
+from apps.remediation.models import (
+    MaintenanceWindow,
+    PartReplacement,
+    RemediationDecision,
+    RemediationPolicy,
+    Repair,
+    RepairGate,
+)
 
 
 class RemediationPolicyViewSet(viewsets.ModelViewSet):
@@ -100,6 +108,41 @@ class RemediationDecisionViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ["decided_at"]
     lookup_field = "public_id"
     lookup_value_regex = UUID_PATTERN
+
+
+class MaintenanceWindowViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Maintenance windows on a rack or a node: automation leaves their nodes to the people working on them and
+    defers non-critical actions into the next one (docs/health.md). Viewers read; operators and admins book, end and
+    delete them (audited). To move one, delete it and book another: what was deferred into it is decided again."""
+
+    queryset = MaintenanceWindow.objects.select_related("rack", "node").prefetch_related("deferred_decisions")
+    serializer_class = MaintenanceWindowSerializer
+    filterset_class = MaintenanceWindowFilterSet
+    ordering_fields = ["starts"]
+    lookup_field = "public_id"
+    lookup_value_regex = UUID_PATTERN
+    write_role = Role.OPERATOR
+
+    @transaction.atomic
+    def perform_create(self, serializer):
+        serializer.instance = windows.book(**serializer.validated_data)
+
+    @transaction.atomic
+    def perform_destroy(self, instance):
+        instance.delete()
+
+    @extend_schema(request=None, responses={200: MaintenanceWindowSerializer, 400: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def end(self, request, public_id=None):
+        """End an open window now: automation acts on its nodes again. One not open yet is deleted instead."""
+        window = windows.end_early(window=self.get_object(), now=timezone.now())
+        return Response(self.get_serializer(window).data)
 
 
 class RepairViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
