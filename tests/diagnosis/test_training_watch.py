@@ -2,8 +2,10 @@
 (apps/diagnosis/training_watch.py), from its progress points; a healthy job opens none. The clock is passed in."""
 
 import datetime as dt
+import re
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.diagnosis import laggards
@@ -111,7 +113,7 @@ def stored_read(training_job, text: str, *, at: dt.datetime) -> Artifact:
     return artifact
 
 
-def test_a_hung_node_that_stopped_answering_is_named_at_once_with_its_event(training_job, inject):
+def test_a_hung_node_that_stopped_answering_is_named_at_once_with_its_event(training_job, inject, browser_as, viewer):
     now = timezone.now()
     inject("gpu003", "node_hang", minutes_ago=7)  # the watchdog fires at 10 min: the log names no one yet
     simulated(training_job, now=now)
@@ -141,6 +143,9 @@ def test_a_hung_node_that_stopped_answering_is_named_at_once_with_its_event(trai
     assert (row.hostname, row.topic, row.subject, row.verdict) == ("gpu003", "health", "node_unreachable", "fault")
     assert row.excerpt == "ssh: connect to host gpu003 port 22: Connection timed out"
     assert row.observed_at == now and row.job is None
+    page = browser_as(viewer).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
+    assert re.search(r'id="suspect-nodes"><a href="[^"]+">gpu003</a></span>', page)
+    assert "node_unreachable" in page and "does not answer over SSH" in page
     # the runbook goes on from them even when the log names no one (a hung node's own log cannot be read)
     assert incident.jobs.get().parameters["phase"] == Phase.LOG
 
