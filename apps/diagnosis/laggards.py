@@ -26,6 +26,8 @@ from apps.workloads.models import TrainingJob
 
 # The progress read's kind (apps/monitoring/progress.KIND, a layer above: named here, not imported).
 PROGRESS_READ = "training-progress"
+# A node that stopped answering (apps/monitoring/reachability.KIND, a layer above, from the kernel-log reads).
+UNREACHABLE = "node_unreachable"
 # An event seen this long before the episode began may be what began it (the kernel-log probe reads every 5 min).
 LOOKBACK = timedelta(minutes=15)
 NODE_SEVERITIES = (Severity.CRITICAL, Severity.MAJOR)

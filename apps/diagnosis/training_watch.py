@@ -17,6 +17,7 @@ from apps.diagnosis import laggards, recording, services
 from apps.diagnosis.choices import INCIDENT_ACTIVE
 from apps.diagnosis.models import Incident
 from apps.diagnosis.phases import KIND, UTILISATION_KIND
+from apps.health.models import HealthEvent
 from apps.inventory.models import Node
 from apps.workloads import stalls
 from apps.workloads.choices import TrainingState
@@ -36,7 +37,11 @@ def points_of(job: TrainingJob, *, now: datetime) -> list[stalls.Point]:
 def watch_training(*, now: datetime, transport: str | None = None) -> list[Incident]:
     """Opens (and starts) one incident per hang or slowdown episode of each running training job."""
     opened = []
-    jobs = TrainingJob.objects.filter(state=TrainingState.RUNNING, progress_error="").exclude(log_path="")
+    # A job whose progress reads fail has stale points, not a hang; unless its node rank 0, where they are read, has
+    # stopped answering: then the points stopped with the node, and that is the hang.
+    silent = HealthEvent.objects.open().filter(kind=laggards.UNREACHABLE).values("node")
+    readable = Q(progress_error="") | Q(members__node_rank=0, members__node__in=silent)
+    jobs = TrainingJob.objects.filter(readable, state=TrainingState.RUNNING).exclude(log_path="").distinct()
     for job in jobs.order_by("name"):
         found = stalls.stall(points_of(job, now=now), now=now)
         if found is None:

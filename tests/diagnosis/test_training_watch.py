@@ -199,3 +199,25 @@ def test_a_clean_log_and_healthy_nodes_name_no_one(training_job):
     stored_read(training_job, " [2026-12-01 06:24:44] iteration     1200/  500000 | lm loss: 2.3E+00 |\n", at=now)
     (incident,) = watch_training(now=now, transport="sim")
     assert not incident.suspect_nodes.exists() and not incident.evidence.exists()
+
+
+def test_a_job_whose_reads_fail_because_its_node_rank_0_hung_is_a_hang_on_that_node(training_job, inject):
+    now = timezone.now()
+    inject("gpu001", "node_hang", minutes_ago=8)
+    simulated(training_job, now=now)
+    training_job.progress_error = "gpu001: ssh: connect to host gpu001 port 22: Connection timed out"
+    training_job.save()
+    assert watch_training(now=now, transport="sim") == []  # reads that fail alone: stale points, not a hang
+
+    health.record_event(
+        component=Node.objects.get(hostname="gpu001"),
+        source=Source.KERNEL_LOG,
+        kind="node_unreachable",
+        severity=Severity.CRITICAL,
+        summary="gpu001: does not answer over SSH (the connection timed out)",
+        at=now - dt.timedelta(minutes=3),
+    )
+    (incident,) = watch_training(now=now, transport="sim")
+
+    assert incident.symptom.startswith("No step since step")
+    assert list(incident.suspect_nodes.values_list("hostname", flat=True)) == ["gpu001"]
