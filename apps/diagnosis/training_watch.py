@@ -59,7 +59,7 @@ def watch_training(*, now: datetime, transport: str | None = None) -> list[Incid
                 transport=transport or "",
                 runbook=RUNBOOK[found.kind],
             )
-            name_laggards(incident, since=found.since, now=now)
+            record_laggards(incident, since=found.since, now=now)
             services.start_runbook(incident=incident, user=None)
         except services.IncidentError as error:
             logger.warning("%s of %s: no incident opened: %s", found.kind, job.name, error)
@@ -68,7 +68,7 @@ def watch_training(*, now: datetime, transport: str | None = None) -> list[Incid
     return opened
 
 
-def name_laggards(incident: Incident, *, since: datetime, now: datetime) -> list[str]:
+def record_laggards(incident: Incident, *, since: datetime, now: datetime) -> list[str]:
     """Put the nodes the job waits for on the incident (its suspects, which the runbook checks) with their evidence."""
     found = laggards.name_laggards(job=incident.training_job, since=since, now=now)
     cited = {seen.hostname: found.log for seen in found.from_log}  # the log's lines are in the stored read
