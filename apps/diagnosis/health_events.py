@@ -30,7 +30,7 @@ KINDS = {
 CRITICAL_XIDS = {48, 79, 94, 95}  # uncorrectable ECC, fallen off the bus, contained / uncontained ECC
 
 
-def record_faults(*, incident: Incident, job: Job, rows: list[Evidence]) -> list[HealthEvent]:
+def record_faults(*, incident: Incident, job: Job | None, rows: list[Evidence]) -> list[HealthEvent]:
     if incident.rehearsal:
         return []
     return [
@@ -75,7 +75,7 @@ def _gpu(row: Evidence):
     return gpu_at(row.node, row.subject)
 
 
-def _record(incident: Incident, job: Job, row: Evidence) -> HealthEvent:
+def _record(incident: Incident, job: Job | None, row: Evidence) -> HealthEvent:
     kind, severity, component = KINDS[row.topic], Severity.MAJOR, row.node
     if row.topic == "xid":
         numbers = row.data.get("bad") or row.data.get("xids") or []
@@ -93,7 +93,7 @@ def _record(incident: Incident, job: Job, row: Evidence) -> HealthEvent:
         summary=f"{row.hostname}: {row.summary}"[:300],
         evidence={
             "incident": str(incident.public_id),
-            "job": str(job.public_id),
+            **({"job": str(job.public_id)} if job is not None else {}),
             "command": row.command,
             "lines": row.excerpt.splitlines()[:4],
         },

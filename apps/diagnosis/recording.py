@@ -6,6 +6,8 @@ job's websocket (and every page following it) sees it arrive, and to the inciden
 which the incident page follows.
 """
 
+from datetime import datetime
+
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -112,9 +114,15 @@ def _take_seq(incident: Incident, count: int) -> int:
 
 
 def record_observations(
-    *, incident: Incident, job: Job, observations: list[Observation], artifacts: dict[str, Artifact]
+    *,
+    incident: Incident,
+    job: Job | None,
+    observations: list[Observation],
+    artifacts: dict[str, Artifact],
+    at: datetime | None = None,
 ) -> list[Evidence]:
-    """Store what one shard's commands showed, re-score the causes, and keep the ranking if it changed."""
+    """Store what one shard's commands showed, re-score the causes, and keep the ranking if it changed. `job` None:
+    what was there when the incident opened (the watch's laggards), read by no runbook job; `at`: when it was seen."""
     if not observations:
         return []
     nodes = {node.hostname: node for node in Node.objects.filter(hostname__in={o.hostname for o in observations})}
@@ -128,7 +136,7 @@ def record_observations(
                     node=nodes.get(seen.hostname),
                     hostname=seen.hostname,
                     command=seen.command[:500],
-                    observed_at=timezone.now(),
+                    observed_at=at or timezone.now(),
                     topic=seen.check,
                     subject=seen.subject[:64],
                     verdict=seen.verdict,
@@ -146,7 +154,7 @@ def record_observations(
         )
         changed = _rescore(incident, rows)
         health_events.record_faults(incident=incident, job=job, rows=rows)  # what is wrong now (apps/health)
-    for row in rows:
+    for row in rows if job is not None else ():
         level = EventLevel.WARNING if row.verdict == EvidenceVerdict.FAULT else EventLevel.INFO
         emit(
             job,
@@ -155,7 +163,7 @@ def record_observations(
             hostname=row.hostname,
             data={"incident": str(incident.public_id), "evidence": evidence_json(row)},
         )
-    if changed is not None:
+    if changed is not None and job is not None:
         emit(job, f"ranking: {changed.reason}", data={"incident": str(incident.public_id), "ranking": changed.ranking})
     live.push(incident, {"type": "evidence", "evidence": [evidence_json(row) for row in rows]})
     if changed is not None:

@@ -90,7 +90,7 @@ def incident_open(request):
 def _incident(public_id) -> Incident:
     queryset = Incident.objects.select_related("training_job", "node", "recurrence_of", "opened_by").prefetch_related(
         "suspect_nodes",
-        Prefetch("evidence", queryset=Evidence.objects.select_related("job", "artifact").order_by("seq")),
+        Prefetch("evidence", queryset=Evidence.objects.select_related("job", "artifact__step__job").order_by("seq")),
         Prefetch(
             "hypotheses",
             queryset=Hypothesis.objects.prefetch_related("supporting", "contradicting").order_by("rank"),

@@ -59,6 +59,8 @@ EFFECTS: dict[FaultKind, frozenset[FaultEffect]] = {
     FaultKind.POWER_CAP: frozenset({FaultEffect.SLOWS}),
     FaultKind.DATALOADER_STALL: frozenset({FaultEffect.LOADER_HANG, FaultEffect.SLOWS}),
     FaultKind.CO_LOCATED: frozenset({FaultEffect.SLOWS}),
+    # A hung kernel stops its ranks mid-step: the peers wait in the next collective until the watchdog fires.
+    FaultKind.NODE_HANG: frozenset({FaultEffect.IO_HANG}),
 }
 
 

@@ -32,6 +32,11 @@ from apps.simulator.telemetry import (
 
 logger = logging.getLogger(__name__)
 
+
+class NodeSilent(Exception):
+    """The node's exporters do not answer: its OS hung (node_hang)."""
+
+
 # (field, reading key, type, help) in dcgm-exporter's default-counters.csv order and wording (the row-remap failure's
 # from default-counters.csv; the PCIe link's, which a counters file adds, from DCGM's field descriptions).
 DCGM_FIELDS = [
@@ -367,14 +372,18 @@ class ExporterServer:
             self._rebuilding = False
 
     def page(self, path: str) -> str | None:
+        """The exposition at `path`; None: no such node or service. NodeSilent: the node's OS hung, so its
+        exporters answer nothing (the scrape fails: Prometheus marks the target down and its series stop)."""
         now = time.time()
         model = self.model()
-        if match := NODE_PATH.match(path):
-            hostname = unquote(match[1])
-            return dcgm_exposition(model, hostname, now) if hostname in model.histories else None
-        if match := NODE_EXPORTER_PATH.match(path):
-            hostname = unquote(match[1])
-            return node_exposition(model, hostname, now) if hostname in model.histories else None
+        for pattern, exposition in ((NODE_PATH, dcgm_exposition), (NODE_EXPORTER_PATH, node_exposition)):
+            if match := pattern.match(path):
+                hostname = unquote(match[1])
+                if hostname not in model.histories:
+                    return None
+                if model.node_regime(hostname, now).silent:
+                    raise NodeSilent(f"{hostname} does not answer (its OS hung)")
+                return exposition(model, hostname, now)
         if match := SERVICE_PATH.match(path):
             name = unquote(match[1])
             if any(run.name == name for run in model.workloads.serving):
@@ -452,6 +461,9 @@ class ExporterServer:
                     return
                 try:
                     body = server.page(self.path.split("?")[0])
+                except NodeSilent as silent:  # a real one times out; an error fails the scrape the same way
+                    self.send_error(503, str(silent))
+                    return
                 except Exception:  # a scrape must get an answer; the log says what broke
                     logger.exception("simulated exporter failed on %s", self.path)
                     self.send_error(500)

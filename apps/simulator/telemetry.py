@@ -201,6 +201,9 @@ def nominal_mhz(gpu: SimGpu) -> float:
 class NodeRegime:
     gpus: tuple[tuple[SimGpu, GpuRegime], ...]
     speed: float  # of a healthy node: the slowest GPU's clock over the nominal; 0 when a GPU has gone
+    # The OS hung (node_hang): its exporters answer nothing, so it has no samples at all (a target down), though its
+    # GPUs still draw power.
+    silent: bool = False
 
     def gpu(self, index: int) -> tuple[SimGpu, GpuRegime]:
         """The GPU with this index (indexes need not run 0..n-1: a card may be missing from the inventory)."""
@@ -317,14 +320,15 @@ class ClusterTelemetry:
             self._states[key] = state
             gpus = tuple((gpu, gpu_regime(gpu, state.faults)) for gpu in state.gpus)
             speeds = [regime.load_mhz / nominal_mhz(gpu) if regime.present else 0.0 for gpu, regime in gpus]
-            self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)))
+            self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)), silent=state.os_hung)
         return self._regimes[key]
 
     def nic_readings(self, hostname: str, t: float) -> list[dict]:
         """What node_exporter shows of the node's NICs at t: each NIC's name, RDMA device, whether its link is up,
         its link rate (the cable's trained rate: a degraded cable's lower one) and its receive counters since boot
         (frames, and the frames a degraded cable corrupted from its fault on, each also a symbol error)."""
-        self.node_regime(hostname, t)  # works the state out once per set of active faults
+        if self.node_regime(hostname, t).silent:  # works the state out once per set of active faults
+            return []
         history, state = self.histories[hostname], self._states[self._key(hostname, t)]
         up_for = max(t - history.booted, 0.0)
         readings = []
@@ -481,8 +485,8 @@ class ClusterTelemetry:
     def samples(self, hostname: str, times: list[float]):
         """(t, busy, sm_active, {gpu: energy counter in mJ}) at each of the increasing `times`, for the GPUs on the
         bus: the values gpu_reading gives, the counters carried forward from one time to the next (a month of 15 s
-        samples costs one closed-form integral per step, not one from the node's boot). For backfilling a
-        time-series store (bench/monitoring.py)."""
+        samples costs one closed-form integral per step, not one from the node's boot); no counter while the node is
+        silent (its OS hung: nothing is scraped). For backfilling a time-series store (bench/monitoring.py)."""
         if not times:
             return
         booted = self.histories[hostname].booted
@@ -528,7 +532,9 @@ class ClusterTelemetry:
                 t,
                 busy,
                 round(busy * SM_ACTIVE_PER_BUSY.get(kind, 0.0), 6),
-                {index: int(energy[index] * 1000) for index, present, _ in gpus if present},
+                {}
+                if self.node_regime(hostname, t).silent
+                else {index: int(energy[index] * 1000) for index, present, _ in gpus if present},
             )
 
     def energy_counter_mj(self, hostname: str, index: int, t: float) -> int:
@@ -561,7 +567,9 @@ class ClusterTelemetry:
     def node_readings(self, hostname: str, t: float, *, keys: frozenset[str]) -> list[tuple[int, dict | None]]:
         """(index, reading) of each GPU of the node at t with only these keys (a page's batch: the node's load is
         worked out once for all its GPUs, and the seeded noise only for the keys that carry it). The values are
-        gpu_reading's."""
+        gpu_reading's. None at all while the node is silent (its OS hung): no series, as a target down shows."""
+        if self.node_regime(hostname, t).silent:
+            return []
         terms = self._busy_terms(hostname, t)
         return [
             (gpu.index, self._reading(hostname, gpu, regime, terms, t, keys=keys))

@@ -13,7 +13,7 @@ from apps.health.models import HealthEvent
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.monitoring import recorder, watch
-from apps.monitoring.telemetry import TelemetryError
+from apps.monitoring.telemetry import TelemetryError, telemetry
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
 
@@ -196,3 +196,18 @@ def test_a_power_brake_and_a_gpu_gone_from_the_series_are_events(fleet, monkeypa
     assert missing.severity == Severity.CRITICAL
     # gpu002-gpu004 report nothing at all: a node whose exporter is down is not four missing GPUs each.
     assert not HealthEvent.objects.filter(node__hostname="gpu002").exists()
+
+
+def test_a_hung_node_gone_from_the_series_is_not_eight_missing_gpus(fleet):
+    """node_hang: the node's exporters answer nothing, so every series of it stops. That is one node problem
+    (node_unreachable, from the kernel-log reads), not a gpu_missing per GPU: the watch skips a node with no series."""
+    _inject(fleet["gpu003"], "node_hang", "", T - 90)
+    _inject(fleet["gpu004"], "xid79", "2", T - 90)
+
+    values = telemetry().gpu_values_now(("util", "xid"), hostnames=["gpu003", "gpu004"], at=T + 45)
+    assert {host for host, _ in values["util"]} | {host for host, _ in values["xid"]} == {"gpu004"}
+
+    events = _kinds(watch.watch_telemetry(now=T + 45))
+
+    assert set(events) == {("gpu004", 2, "xid79")}
+    assert not HealthEvent.objects.filter(node__hostname="gpu003").exists()

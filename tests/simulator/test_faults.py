@@ -252,9 +252,10 @@ def test_every_fault_kind_has_one_entry_in_the_enums_order_with_its_label():
 
 def test_what_a_fault_does_to_a_training_job_is_its_effects():
     assert set(NETWORK_FAULTS) == {FaultKind.MTU, FaultKind.PFC_OFF, FaultKind.NIC_DOWN}
-    assert set(HANG_FAULTS) == {*NETWORK_FAULTS, FaultKind.STORAGE_SLOW}
+    # a hung kernel (node_hang) stops its ranks like a dead mount: the peers' watchdog fires, no NET/IB lines
+    assert set(HANG_FAULTS) == {*NETWORK_FAULTS, FaultKind.STORAGE_SLOW, FaultKind.NODE_HANG}
     assert FaultKind.DATALOADER_STALL in FATAL_FAULTS and FaultKind.DATALOADER_STALL in SLOWING_FAULTS
     assert set(TRAINING_FAULTS) - set(FATAL_FAULTS) == {FaultKind.DISK_FULL, FaultKind.CORRUPT_CHECKPOINT}
     # a fault with no effect on a job (a dead NVLink, a PCIe link downtrained) has no runbook to rehearse
     assert FaultKind.NVLINK_DOWN not in JOB_FAULTS and FaultKind.PCIE_DOWNTRAINED not in JOB_FAULTS
-    assert len(JOB_FAULTS) == len(set(JOB_FAULTS)) == 12
+    assert len(JOB_FAULTS) == len(set(JOB_FAULTS)) == 13

@@ -2,6 +2,8 @@
 
 import re
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from apps.inventory.models import Node
 from apps.nodeexec.sim_telemetry import ServingRun, TrainingRun, Workloads, split_counters
 from apps.parsers.dcgm_exporter import parse_dcgm_exporter
 from apps.simulator import services
-from apps.simulator.exporters import dcgm_exposition, node_exposition, vllm_exposition
+from apps.simulator.exporters import ExporterServer, NodeSilent, dcgm_exposition, node_exposition, vllm_exposition
 from apps.simulator.model import REASON_BITS
 
 pytestmark = pytest.mark.django_db
@@ -174,3 +176,31 @@ def test_counters_reset_once_a_day_when_the_service_restarts(cluster):
 def test_same_seed_same_figures_other_seed_other_noise(cluster):
     assert dcgm_exposition(model(seed=1), "gpu001", T0) == dcgm_exposition(model(seed=1), "gpu001", T0)
     assert dcgm_exposition(model(seed=1), "gpu001", T0) != dcgm_exposition(model(seed=2), "gpu001", T0)
+
+
+def test_a_hung_node_has_no_series_and_its_exporters_do_not_answer(cluster):
+    fault = inject("gpu003", "node_hang")
+    hung, before = fault.created.timestamp() + 30, fault.created.timestamp() - 30
+    telemetry = model()
+    keys = frozenset({"util", "power_w"})
+    # a training node until the OS hung: healthy load, then nothing at all (a target down, not 8 idle GPUs)
+    assert [reading["util"] > 50 for _, reading in telemetry.node_readings("gpu003", before, keys=keys)] == [True] * 8
+    assert telemetry.node_readings("gpu003", hung, keys=keys) == []
+    assert telemetry.nic_readings("gpu003", hung) == []
+    ((_, _, _, counters),) = telemetry.samples("gpu003", [hung])
+    assert counters == {}
+    assert len(telemetry.node_readings("gpu004", hung, keys=keys)) == 8  # its peers still report
+
+    server = ExporterServer(build=lambda workloads: model(), workloads=lambda: WORKLOADS)
+    try:
+        with pytest.raises(NodeSilent, match="gpu003 does not answer"):
+            server.page("/nodes/gpu003/metrics")
+        with pytest.raises(NodeSilent):
+            server.page("/nodes/gpu003/node-metrics")
+        assert "DCGM_FI_DEV_GPU_UTIL" in server.page("/nodes/gpu004/metrics")
+        server.start()
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/nodes/gpu003/metrics", timeout=10)
+        assert failed.value.code == 503  # the scrape fails: Prometheus marks the target down
+    finally:
+        server.stop()

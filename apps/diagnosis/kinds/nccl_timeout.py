@@ -276,6 +276,8 @@ def _after_log(incident: Incident, job, rows, hosts: list[str]) -> None:
     if symptom and not incident.symptom:
         incident.symptom = f"{symptom.hostname}: {symptom.summary}"
         incident.save(update_fields=["symptom", "updated"])
+    if not incident.remediations.exists():  # the nodes the watch named when it opened (a hung node's log is unread)
+        hosts = sorted(set(hosts) | set(incident.suspect_nodes.values_list("hostname", flat=True)))
     if not hosts:
         fixed = incident.remediations.filter(state__in=FIXED_UNCONFIRMED).order_by("-created").first()
         if fixed is not None:  # run again after a fix: a log with nothing to check is the re-check the fix awaited
