@@ -67,6 +67,9 @@ NIC_SPEED_METRIC = "node_network_speed_bytes"
 NIC_FRAMES_METRIC = "node_network_receive_packets_total"
 NIC_ERRORS_METRIC = "node_network_receive_errs_total"
 NIC_COUNTERS_RANGE_S = 300  # the errors are judged per million frames over the last 5 minutes
+# dcgm-exporter's NVLink link state, one series per GPU and link (label `nvlink`): NVML's 1 active, 0 inactive. A
+# link-level field, not in default-counters.csv: the exporter's CSV must list it for the watch to see links down.
+NVLINK_STATE_METRIC = "DCGM_FI_DEV_NVLINK_GET_STATE"
 TOKENS_METRIC = "vllm:generation_tokens_total"
 E2E_BUCKETS_METRIC = "vllm:e2e_request_latency_seconds_bucket"
 WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
@@ -270,6 +273,11 @@ class Telemetry(ABC):
     def nic_values_now(self, *, hostnames: list[str], at: float) -> dict[tuple[str, str], dict]:
         """(hostname, NIC name) -> `speed_gbps` (its link rate now; None: link down, no rate), `frames` and `errors`
         (the receive counters' increase over the NIC_COUNTERS_RANGE_S before `at`), for the NICs that report."""
+
+    @abstractmethod
+    def nvlink_values_now(self, *, hostnames: list[str], at: float) -> dict[tuple[str, str], dict]:
+        """(hostname, GPU index) -> `links` (how many links the GPU reports) and `down` (the indexes of those
+        inactive, sorted), for the GPUs that report their links' state at `at`."""
 
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
@@ -638,6 +646,15 @@ class SimulatorTelemetry(Telemetry):
                 }
         return values
 
+    def nvlink_values_now(self, *, hostnames, at):
+        """Worked out from the model at `at`: each GPU's links and those inactive."""
+        model = self._model(hostnames)
+        return {
+            (hostname, str(index)): {"links": links, "down": down}
+            for hostname in sorted(set(hostnames) & set(model.histories))
+            for index, links, down in model.nvlink_readings(hostname, at)
+        }
+
     # --- small scopes: worked out from the model of the nodes they need
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
@@ -891,6 +908,19 @@ class PrometheusTelemetry(Telemetry):
                 values.setdefault(key, {"speed_gbps": None, "frames": 0.0, "errors": 0.0})[name] = float(
                     item["value"][1]
                 )
+        return values
+
+    def nvlink_values_now(self, *, hostnames, at):
+        """The latest scrape of the per-link state series of the GPUs of these hosts."""
+        values: dict[tuple[str, str], dict] = {}
+        for item in self.query(f"{NVLINK_STATE_METRIC}{{Hostname=~{_any_of(hostnames)}}}", at=at):
+            labels = item["metric"]
+            gpu = values.setdefault((labels.get("Hostname", ""), labels.get("gpu", "")), {"links": 0, "down": []})
+            gpu["links"] += 1
+            if float(item["value"][1]) == 0 and labels.get("nvlink", "").isdigit():
+                gpu["down"].append(int(labels["nvlink"]))
+        for gpu in values.values():
+            gpu["down"].sort()
         return values
 
     def _recorded_range(self, promql: str, window: Window) -> list[Series] | None:

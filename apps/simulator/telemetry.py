@@ -346,6 +346,18 @@ class ClusterTelemetry:
             )
         return readings
 
+    def nvlink_readings(self, hostname: str, t: float) -> list[tuple[int, int, list[int]]]:
+        """What the node's GPUs show of their NVLink links at t (`nvidia-smi nvlink -s`, dcgm-exporter's per-link
+        state): (GPU index, its links, the links inactive) of each GPU on the bus. A switch tray down on another tray
+        of the domain shows here too (the tray's state carries the domain's faults)."""
+        self.node_regime(hostname, t)  # works the state out once per set of active faults
+        state = self._states[self._key(hostname, t)]
+        return [
+            (gpu.index, gpu.facts.nvlinks, sorted(gpu.nvlinks_down))
+            for gpu in state.gpus
+            if gpu.present and gpu.facts.nvlinks
+        ]
+
     def _segments(self, a: float, b: float) -> list[tuple[float, float]]:
         """[a, b] cut where a fault began or a workload started: within a piece nothing but the waves change."""
         cuts = [
