@@ -10,9 +10,14 @@ events, and are cleared when the links are active again.
   lost the same links (its cable cartridge, its connectors), else on each GPU; the observation says `links_down` and,
   in a domain, `switch_tray` where the links all go to one (apps/health/nvlink.py reads both for the topology).
 
+- A tray whose IMEX daemon reads UNAVAILABLE (`DCGM_FI_IMEX_DAEMON_STATUS` = 7; `nvidia-imex-ctl -N` on every tray
+  shows the peer lost and the domain DEGRADED) is `imex_peer_lost` on that tray: memory exported over NVLink to or
+  from it fails.
+
 Unlike an XID, a link's state is measured every run: a link active again is the fault's end, not a fault gone quiet,
 so the watch clears the events it recorded (by a validation: the reading is the evidence) when the GPU, every GPU of
-the tray, or every GPU of the domain reports those links active."""
+the tray, or every GPU of the domain reports those links active; likewise `imex_peer_lost` when the tray's daemon
+reads READY again."""
 
 import datetime as dt
 import logging
@@ -23,11 +28,13 @@ from apps.health.choices import ClearedBy, ComponentType, Severity, Source
 from apps.health.models import HealthEvent
 from apps.health.nvlink import SWITCH_TRAY_DOWN
 from apps.inventory.models import Gpu, NvlinkDomain
-from apps.monitoring.telemetry import NVLINK_STATE_METRIC, TelemetryError
+from apps.monitoring.telemetry import IMEX_DAEMON_METRIC, NVLINK_STATE_METRIC, TelemetryError
 
 logger = logging.getLogger(__name__)
 
 NVLINK_DEGRADED = "nvlink_degraded"
+IMEX_PEER_LOST = "imex_peer_lost"
+IMEX_READY, IMEX_UNAVAILABLE = 5, 7  # DCGM_FI_IMEX_DAEMON_STATUS (nvidia-imex-ctl -q)
 
 
 def switch_tray_links(slot: int, per_tray: int) -> set[int]:
@@ -164,6 +171,50 @@ def _clear(gpus, lost, judged_domains, down_trays, at) -> None:
                 validation={"metric": NVLINK_STATE_METRIC, "at": at.isoformat(), "links_down": 0},
                 at=at,
             )
+
+
+def watch_imex(*, source, gpus: dict[tuple[str, str], Gpu], end: float, at: dt.datetime) -> list[HealthEvent]:
+    """Record `imex_peer_lost` on each tray of these GPUs whose IMEX daemon reads UNAVAILABLE at `end`; clear the
+    watch's own where it reads READY again."""
+    nodes = {gpu.node.hostname: gpu.node for gpu in gpus.values() if gpu.node.nvlink_domain_id is not None}
+    if not nodes:
+        return []
+    try:
+        statuses = source.imex_values_now(hostnames=sorted(nodes), at=end)
+    except TelemetryError as error:
+        logger.warning("telemetry watch: the IMEX daemons' status could not be read: %s", error)
+        return []
+    events = []
+    for hostname, status in sorted(statuses.items()):
+        if status == IMEX_UNAVAILABLE and hostname in nodes:
+            node = nodes[hostname]
+            summary = (
+                f"IMEX peer lost: {hostname}'s IMEX daemon is unavailable to the domain {node.nvlink_domain.name} "
+                "(memory exported over NVLink to or from it fails)"
+            )
+            evidence = {"metric": IMEX_DAEMON_METRIC, "value": status}
+            events.append(
+                health.record_event(
+                    component=node,
+                    source=Source.TELEMETRY,
+                    kind=IMEX_PEER_LOST,
+                    severity=Severity.MAJOR,
+                    summary=summary,
+                    evidence=evidence,
+                    at=at,
+                )  # fmt: skip
+            )
+    ready = [nodes[host].pk for host, status in statuses.items() if status == IMEX_READY and host in nodes]
+    for event in HealthEvent.objects.open().filter(kind=IMEX_PEER_LOST, node__in=ready).order_by("pk"):
+        if Source.TELEMETRY in event.sources:
+            health.clear_event(
+                event=event,
+                by=ClearedBy.VALIDATION,
+                reason="Telemetry watch: the tray's IMEX daemon is ready again.",
+                validation={"metric": IMEX_DAEMON_METRIC, "at": at.isoformat(), "value": IMEX_READY},
+                at=at,
+            )
+    return events
 
 
 def _ranges(links: list[int]) -> str:

@@ -8,7 +8,8 @@ NVLink in a rack-scale domain: a compute tray (or a GPU) that lost links slows e
 domain (the ring runs at its slowest GPU's links), so it is quarantined, in shadow like the other quarantines. A switch
 tray down costs every GPU of the domain the same share of its links (1/9 on an NVL72): draining the 18 trays would
 take 72 GPUs out for an 11% bandwidth loss, and replacing the switch tray is planned work on the whole rack, so it
-only notifies (on), in no node: the on-call plans the swap with the rack's users."""
+only notifies (on), in no node: the on-call plans the swap with the rack's users. A tray whose IMEX daemon the domain
+lost fails every job that shares memory over NVLink with it: it is quarantined (shadow) until its daemon is ready."""
 
 DEFAULTS = (
     # name, kind pattern, at least this severity, action, mode
@@ -19,6 +20,7 @@ DEFAULTS = (
     ("Node not answering", "node_unreachable", "critical", "power_cycle", "shadow"),
     ("NVLink links degraded", "nvlink_degraded", "major", "quarantine", "shadow"),
     ("NVLink switch tray down", "nvlink_switch_tray_down", "major", "notify", "on"),
+    ("IMEX peer lost", "imex_peer_lost", "major", "quarantine", "shadow"),
 )
 
 

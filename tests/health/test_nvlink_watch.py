@@ -1,8 +1,9 @@
-"""The NVLink faults of a GB200 NVL72 rack through the health loop: the telemetry watch (the simulator's model, as in
-the embedded wiring) reads each GPU's links; a switch tray down is ONE `nvlink_switch_tray_down` event on the switch
-tray (no compute tray unhealthy, none quarantined: the shipped policy notifies), a tray's links degraded is
+"""The NVLink and IMEX faults of a GB200 NVL72 rack through the health loop: the telemetry watch (the simulator's
+model, as in the embedded wiring) reads each GPU's links; a switch tray down is ONE `nvlink_switch_tray_down` event on
+the switch tray (no compute tray unhealthy, none quarantined: the shipped policy notifies), a tray's links degraded is
 `nvlink_degraded` on the tray (the shipped policy would quarantine it, in shadow); the topology's `nvlink-domains` rule
-fails while either is open; the watch after the fault is cleared clears the event and the rule passes again."""
+fails while either is open; the watch after the fault is cleared clears the event and the rule passes again. An IMEX
+peer lost is `imex_peer_lost` on the tray whose daemon the domain lost, cleared when it reads READY again."""
 
 import datetime as dt
 
@@ -152,6 +153,7 @@ def test_the_exporter_shows_each_links_state_and_prometheus_answers_read_as_the_
     assert len(states) == 4 * 18
     assert 'gpu="0"' in states[4] and 'nvlink="4"' in states[4] and states[4].endswith(" 0")
     assert states[6].endswith(" 1")
+    assert 'DCGM_FI_IMEX_DAEMON_STATUS{Hostname="nvl01-t07"} 5' in page.splitlines()
 
     answer = [
         {"metric": {"Hostname": "nvl01-t07", "gpu": "0", "nvlink": str(link)}, "value": [T, str(int(link != 5))]}
@@ -162,3 +164,31 @@ def test_the_exporter_shows_each_links_state_and_prometheus_answers_read_as_the_
     assert prometheus.nvlink_values_now(hostnames=["nvl01-t07"], at=T) == {
         ("nvl01-t07", "0"): {"links": 18, "down": [5]}
     }
+
+
+def test_an_imex_peer_lost_is_imex_peer_lost_on_that_tray_and_cleared_when_its_daemon_is_ready(rack):
+    # Injected on one tray, naming another: every tray's `nvidia-imex-ctl -N` shows nvl01-t06 unavailable.
+    _inject(rack["nvl01-t01"], "imex_peer_lost", "nvl01-t06")
+
+    events = [event for event in watch.watch_telemetry(now=T + PERIOD) if event.kind == "imex_peer_lost"]
+
+    assert [(event.node.hostname, event.component_type, event.severity) for event in events] == [
+        ("nvl01-t06", "node", Severity.MAJOR)
+    ]
+    [event] = events
+    assert event.summary.startswith("IMEX peer lost: nvl01-t06's IMEX daemon is unavailable to the domain nvl01")
+    assert event.evidence[0] | {"at": None} == {
+        "at": None,
+        "source": "telemetry",
+        "metric": "DCGM_FI_IMEX_DAEMON_STATUS",
+        "value": 7,
+    }
+    decisions = [d for d in remediation.evaluate(now=_at(T + PERIOD), queue=False) if d.event == event]
+    assert [(d.policy.name, d.action, d.mode, d.outcome) for d in decisions] == [
+        ("IMEX peer lost", Action.QUARANTINE, Mode.SHADOW, Outcome.WOULD_ACT)
+    ]
+
+    simulator.clear_faults(node=rack["nvl01-t01"])
+    watch.watch_telemetry(now=T + 2 * PERIOD)
+    event.refresh_from_db()
+    assert event.cleared_at == _at(T + 2 * PERIOD) and event.clear_evidence["value"] == 5

@@ -182,6 +182,9 @@ class Readings:
     def nvlink_values_now(self, *, hostnames, at):
         return {}
 
+    def imex_values_now(self, *, hostnames, at):
+        return {}
+
 
 def test_a_power_brake_and_a_gpu_gone_from_the_series_are_events(fleet, monkeypatch):
     healthy = {"xid": 0.0, "ecc_dbe": 0.0, "util": 0.0, "clock_reasons": 1.0}

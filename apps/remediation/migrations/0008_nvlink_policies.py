@@ -4,7 +4,7 @@ from apps.remediation import defaults
 
 
 def ship_defaults(apps, schema_editor):
-    # The new ones: NVLink links degraded (a compute tray's or GPU's), NVLink switch tray down.
+    # The new ones: NVLink links degraded (a compute tray's or GPU's), NVLink switch tray down, IMEX peer lost.
     defaults.ship_defaults(apps.get_model("remediation", "RemediationPolicy"))
 
 
