@@ -12,6 +12,8 @@ class ComponentType(models.TextChoices):
     VOLUME = "volume", "Storage volume"
     COOLANT = "coolant", "Tray coolant"  # a liquid-cooled tray's coolant inlet (flow, temperatures, pressure)
     LEAK_SENSOR = "leak_sensor", "Leak sensor"
+    # A rack-scale domain's NVLink switch tray: a fault on it shows on every compute tray's GPUs, and is its own.
+    NVLINK_SWITCH_TRAY = "nvlink_switch_tray", "NVLink switch tray"
 
 
 class Source(models.TextChoices):

@@ -26,7 +26,7 @@ from apps.core.models import AuditEntry
 from apps.health.choices import ComponentType, Severity
 from apps.health.models import HealthEvent
 from apps.inventory.choices import NodeRole
-from apps.inventory.models import Cable, Gpu, Nic, Node, Switch, Volume
+from apps.inventory.models import Cable, Gpu, Nic, Node, NvlinkSwitchTray, Switch, Volume
 from apps.workloads.models import TrainingJob, TrainingProgress
 
 HOUR = 3600.0
@@ -258,6 +258,7 @@ POPULATION = {
     ComponentType.BMC: lambda: Node.objects.filter(role=NodeRole.COMPUTE),
     ComponentType.SWITCH: lambda: Switch.objects.all(),
     ComponentType.VOLUME: lambda: Volume.objects.all(),
+    ComponentType.NVLINK_SWITCH_TRAY: lambda: NvlinkSwitchTray.objects.all(),
 }
 
 

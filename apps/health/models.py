@@ -25,15 +25,17 @@ class HealthEventQuerySet(models.QuerySet):
 
 
 class HealthEvent(AuditedModel, PublicModel):
-    """Something wrong with one component (a GPU, NIC, cable, switch port, switch, node, its BMC, a volume), as one
+    """Something wrong with one component (a GPU, NIC, cable, switch port, switch, node, its BMC, a volume, an NVLink
+    switch tray), as one
     producer or several saw it. Repeats of the same kind on the same component fold into the one open event (count,
     last seen, evidence); an event is open until a validation or an operator clears it."""
 
-    component_type = models.CharField(max_length=16, choices=ComponentType.choices)
+    component_type = models.CharField(max_length=24, choices=ComponentType.choices)
     # The component's identity, e.g. "gpu:12" or "switch_port:3:swp12": one open event per (component_key, kind).
     component_key = models.CharField(max_length=64, db_index=True)
     component_label = models.CharField(max_length=200, help_text="The component's name as it was when recorded.")
-    # The node the component is in or attached to; empty only for a switch, its ports and switch-to-switch cables.
+    # The node the component is in or attached to; empty only for a switch, its ports, switch-to-switch cables and an
+    # NVLink switch tray (it serves every compute tray of its domain: a fault on it is none of theirs).
     node = models.ForeignKey(
         "inventory.Node", null=True, blank=True, on_delete=models.CASCADE, related_name="health_events"
     )
@@ -43,6 +45,9 @@ class HealthEvent(AuditedModel, PublicModel):
     switch = models.ForeignKey("inventory.Switch", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     switch_port = models.CharField(max_length=32, blank=True)
     volume = models.ForeignKey("inventory.Volume", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    nvlink_switch_tray = models.ForeignKey(
+        "inventory.NvlinkSwitchTray", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
 
     source = models.CharField(max_length=16, choices=Source.choices, help_text="The producer that saw it first.")
     sources = models.JSONField(default=list, blank=True, help_text="Every producer that has seen it.")

@@ -72,11 +72,13 @@ def _component_url(event: HealthEvent) -> str:
         return reverse("node-detail", args=[event.node.public_id])
     if event.switch_id:
         return reverse("switch-detail", args=[event.switch.public_id])
+    if event.nvlink_switch_tray_id:  # in no node: the rack it is mounted in
+        return reverse("rack-detail", args=[event.nvlink_switch_tray.domain.rack.public_id])
     return ""
 
 
 def wrong_now() -> dict:
-    events = list(open_events().select_related("switch", "node__rack")[: SHOWN + 1])
+    events = list(open_events().select_related("switch", "node__rack", "nvlink_switch_tray__domain__rack")[: SHOWN + 1])
     counts = {row: 0 for row in Severity.values}
     for severity in HealthEvent.objects.open().values_list("severity", flat=True):
         counts[severity] += 1

@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from apps.health.choices import SEVERITY_RANK, ClearedBy, ComponentType, NodeState, Severity, Source
 from apps.health.models import HealthEvent, HealthEventQuerySet
-from apps.inventory.models import Cable, Gpu, Nic, Node, Switch, Volume
+from apps.inventory.models import Cable, Gpu, Nic, Node, NvlinkSwitchTray, Switch, Volume
 
 EVIDENCE_KEPT = 20  # the newest observations an event keeps; the count says how many there were in all
 KIND_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}\Z")
@@ -31,7 +31,7 @@ class Component:
 
     @classmethod
     def of(cls, thing) -> "Component":
-        """The component for an inventory row: a Node, Gpu, Nic, Cable, Switch or Volume."""
+        """The component for an inventory row: a Node, Gpu, Nic, Cable, Switch, Volume or NvlinkSwitchTray."""
         if isinstance(thing, Component):
             return thing
         if isinstance(thing, Node):
@@ -56,6 +56,9 @@ class Component:
             return cls(ComponentType.SWITCH, f"switch:{thing.pk}", thing.name, None, {"switch": thing})
         if isinstance(thing, Volume):
             return cls(ComponentType.VOLUME, f"volume:{thing.pk}", str(thing), thing.node, {"volume": thing})
+        if isinstance(thing, NvlinkSwitchTray):  # in no node: its fault is not the domain's compute trays'
+            links = {"nvlink_switch_tray": thing}
+            return cls(ComponentType.NVLINK_SWITCH_TRAY, f"nvlink_switch_tray:{thing.pk}", thing.name, None, links)
         raise TypeError(f"No health component for {type(thing).__name__}.")
 
     @classmethod

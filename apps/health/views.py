@@ -19,6 +19,8 @@ def _page_of(event: HealthEvent):
         return redirect("node-detail", public_id=event.node.public_id)
     if event.switch_id:
         return redirect("switch-detail", public_id=event.switch.public_id)
+    if event.nvlink_switch_tray_id:
+        return redirect("rack-detail", public_id=event.nvlink_switch_tray.domain.rack.public_id)
     return redirect("dashboard")
 
 

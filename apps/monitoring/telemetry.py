@@ -67,6 +67,11 @@ NIC_SPEED_METRIC = "node_network_speed_bytes"
 NIC_FRAMES_METRIC = "node_network_receive_packets_total"
 NIC_ERRORS_METRIC = "node_network_receive_errs_total"
 NIC_COUNTERS_RANGE_S = 300  # the errors are judged per million frames over the last 5 minutes
+# dcgm-exporter's NVLink link state, one series per GPU and link (label `nvlink`): NVML's 1 active, 0 inactive. A
+# link-level field, not in default-counters.csv: the exporter's CSV must list it for the watch to see links down.
+NVLINK_STATE_METRIC = "DCGM_FI_DEV_NVLINK_GET_STATE"
+# A rack-scale tray's IMEX daemon status (nvidia-imex-ctl -q: 5 READY, 7 UNAVAILABLE): not in default-counters.csv.
+IMEX_DAEMON_METRIC = "DCGM_FI_IMEX_DAEMON_STATUS"
 TOKENS_METRIC = "vllm:generation_tokens_total"
 E2E_BUCKETS_METRIC = "vllm:e2e_request_latency_seconds_bucket"
 WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
@@ -270,6 +275,16 @@ class Telemetry(ABC):
     def nic_values_now(self, *, hostnames: list[str], at: float) -> dict[tuple[str, str], dict]:
         """(hostname, NIC name) -> `speed_gbps` (its link rate now; None: link down, no rate), `frames` and `errors`
         (the receive counters' increase over the NIC_COUNTERS_RANGE_S before `at`), for the NICs that report."""
+
+    @abstractmethod
+    def nvlink_values_now(self, *, hostnames: list[str], at: float) -> dict[tuple[str, str], dict]:
+        """(hostname, GPU index) -> `links` (how many links the GPU reports) and `down` (the indexes of those
+        inactive, sorted), for the GPUs that report their links' state at `at`."""
+
+    @abstractmethod
+    def imex_values_now(self, *, hostnames: list[str], at: float) -> dict[str, int]:
+        """hostname -> its IMEX daemon status at `at`, for the hosts that report one (the trays of a rack-scale
+        domain)."""
 
     def gather(self, questions: dict) -> dict:
         """Each question (a callable without arguments, asking this source only: no database) answered, by key. A
@@ -638,6 +653,21 @@ class SimulatorTelemetry(Telemetry):
                 }
         return values
 
+    def nvlink_values_now(self, *, hostnames, at):
+        """Worked out from the model at `at`: each GPU's links and those inactive."""
+        model = self._model(hostnames)
+        return {
+            (hostname, str(index)): {"links": links, "down": down}
+            for hostname in sorted(set(hostnames) & set(model.histories))
+            for index, links, down in model.nvlink_readings(hostname, at)
+        }
+
+    def imex_values_now(self, *, hostnames, at):
+        """Worked out from the model at `at`."""
+        model = self._model(hostnames)
+        statuses = {host: model.imex_daemon_status(host, at) for host in sorted(set(hostnames) & set(model.histories))}
+        return {host: status for host, status in statuses.items() if status is not None}
+
     # --- small scopes: worked out from the model of the nodes they need
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
@@ -892,6 +922,25 @@ class PrometheusTelemetry(Telemetry):
                     item["value"][1]
                 )
         return values
+
+    def nvlink_values_now(self, *, hostnames, at):
+        """The latest scrape of the per-link state series of the GPUs of these hosts."""
+        values: dict[tuple[str, str], dict] = {}
+        for item in self.query(f"{NVLINK_STATE_METRIC}{{Hostname=~{_any_of(hostnames)}}}", at=at):
+            labels = item["metric"]
+            gpu = values.setdefault((labels.get("Hostname", ""), labels.get("gpu", "")), {"links": 0, "down": []})
+            gpu["links"] += 1
+            if float(item["value"][1]) == 0 and labels.get("nvlink", "").isdigit():
+                gpu["down"].append(int(labels["nvlink"]))
+        for gpu in values.values():
+            gpu["down"].sort()
+        return values
+
+    def imex_values_now(self, *, hostnames, at):
+        """The latest scrape, one value per host (an exporter that repeats it on each GPU's series repeats the same)."""
+        selector = f"{IMEX_DAEMON_METRIC}{{Hostname=~{_any_of(hostnames)}}}"
+        answer = self.query(f"max by (Hostname) ({selector})", at=at)
+        return {item["metric"].get("Hostname", ""): int(float(item["value"][1])) for item in answer}
 
     def _recorded_range(self, promql: str, window: Window) -> list[Series] | None:
         """A range query over recorded series, when the window is long enough to want them and they cover its start

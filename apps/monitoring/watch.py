@@ -16,13 +16,19 @@ services wiring and the simulator's model in the embedded one, never the simulat
   `gpu_missing`;
 - a NIC whose link rate (node_exporter's `node_network_speed_bytes`) is below its planned rate → `link_degraded` on
   its cable, recorded where the sweep records it (the cable's measured rate set: the topology counts it);
+- NVLink links a GPU reports inactive (`DCGM_FI_DEV_NVLINK_GET_STATE` per link) → `nvlink_degraded` on the GPU or
+  its compute tray, or one `nvlink_switch_tray_down` on a rack-scale domain's switch tray when every GPU of the domain
+  lost its links to it (apps/monitoring/nvlink_watch.py; those events are cleared here when the links are back);
+- a rack-scale tray's IMEX daemon UNAVAILABLE (`DCGM_FI_IMEX_DAEMON_STATUS` = 7) → `imex_peer_lost` on the tray,
+  cleared here when it reads READY;
 - a NIC whose receive errors (`node_network_receive_errs_total`) grew over the last 5 minutes past the link-error
   tiers, per million frames received (`node_network_receive_packets_total`) → `link_errors` on its cable.
 
 The embedded wiring reads the model at the moment of the run (SimulatorTelemetry.gpu_values_now), not the minute
 record, which is written after its minute has passed: a fault shows within the watch's period (30 s) and the run.
 A fault that goes quiet is not cleared here: a GPU that stopped reporting an XID is not proven fixed; a passed
-validation or an operator clears the event."""
+validation or an operator clears the event. NVLink links and IMEX daemons are the exception: their state is
+measured every run."""
 
 import datetime as dt
 import logging
@@ -37,6 +43,7 @@ from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.choices import NodeRole
 from apps.inventory.models import Gpu, Nic
+from apps.monitoring.nvlink_watch import watch_imex, watch_nvlinks
 from apps.monitoring.telemetry import (
     GPU_FIELDS,
     NIC_COUNTERS_RANGE_S,
@@ -71,7 +78,7 @@ def watch_telemetry(*, now: float | None = None) -> list[HealthEvent]:
     end = math.ceil(time.time() / READ_EVERY_S) * READ_EVERY_S if now is None else now
     gpus = {
         (gpu.node.hostname, str(gpu.index)): gpu
-        for gpu in Gpu.objects.filter(node__role=NodeRole.COMPUTE).select_related("node")
+        for gpu in Gpu.objects.filter(node__role=NodeRole.COMPUTE).select_related("node__nvlink_domain")
     }
     hosts = sorted({host for host, _ in gpus})
     if not hosts:
@@ -90,6 +97,8 @@ def watch_telemetry(*, now: float | None = None) -> list[HealthEvent]:
             for kind, severity, summary, evidence in observe(reading):
                 events.append(_record(gpu, kind, severity, summary, evidence, at))
     events += _missing(gpus, values, at)
+    events += watch_nvlinks(source=source, gpus=gpus, end=end, at=at)
+    events += watch_imex(source=source, gpus=gpus, end=end, at=at)
     return events + _links(source, hosts, end, at)
 
 

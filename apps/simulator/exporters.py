@@ -75,6 +75,12 @@ DCGM_FIELDS = [
 ]
 # What a GPU that fell off the bus still shows: the XID the driver logged.
 LOST_GPU_FIELDS = {"DCGM_FI_DEV_XID_ERRORS"}
+# Each NVLink link's state (NVML's: 1 active, 0 inactive), a link-level field: one series per GPU and link, the link
+# under `nvlink` as dcgm-exporter labels its link entities. Not in default-counters.csv: the exporter's CSV lists it.
+NVLINK_STATE_FIELD = ("DCGM_FI_DEV_NVLINK_GET_STATE", "gauge", "NVLink state (1: active, 0: inactive).")
+# The tray's IMEX daemon status (a global field, read from nvidia-imex-ctl -q: 5 READY, 7 UNAVAILABLE), on the trays
+# of a rack-scale domain only; labelled with the host alone. Not in default-counters.csv either.
+IMEX_DAEMON_FIELD = ("DCGM_FI_IMEX_DAEMON_STATUS", "gauge", "IMEX daemon status.")
 
 
 def _value(value) -> str:
@@ -97,6 +103,18 @@ def dcgm_exposition(model: ClusterTelemetry, hostname: str, t: float) -> str:
                 lines.append(f"{name}{{{labels}}} {_value(reading[key])}")
             elif name in LOST_GPU_FIELDS:
                 lines.append(f"{name}{{{labels}}} {state.xid}")
+    name, kind, help_text = NVLINK_STATE_FIELD
+    lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+    gpus = {gpu.index: gpu for gpu, _ in regime.gpus}
+    for index, links, down in model.nvlink_readings(hostname, t):
+        gpu = gpus[index]
+        labels = f'gpu="{index}",UUID="{gpu.uuid}",pci_bus_id="{gpu.pci_bus_id}",device="nvidia{index}"'
+        for link in range(links):
+            lines.append(f'{name}{{{labels},nvlink="{link}",Hostname="{hostname}"}} {int(link not in down)}')
+    imex = model.imex_daemon_status(hostname, t)
+    if imex is not None:
+        name, kind, help_text = IMEX_DAEMON_FIELD
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f'{name}{{Hostname="{hostname}"}} {imex}']
     return "\n".join(lines) + "\n"
 
 

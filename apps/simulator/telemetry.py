@@ -67,6 +67,8 @@ NVLINK_CRC_ERRORS_PER_S = 0.7  # a failing link's flit CRC errors, from the faul
 # The last XID the driver logged for a fault (what DCGM_FI_DEV_XID_ERRORS shows; the kernel log's lines say the same):
 # 48 double-bit ECC error, 74 NVLink error, 79 fallen off the bus.
 XID_OF_FAULT = {"xid79": 79, "ecc": 48, "nvlink_down": 74}
+# DCGM_FI_IMEX_DAEMON_STATUS's values (nvidia-imex-ctl -q): 5 READY, 7 UNAVAILABLE.
+IMEX_READY, IMEX_UNAVAILABLE = 5, 7
 # Frames a data NIC receives each second (the node's collectives and storage: a steady mean; the counters only need
 # to grow as a real NIC's do). A degraded cable corrupts its crc_per_million of them from the fault on.
 NIC_FRAMES_PER_S = 200_000
@@ -349,6 +351,28 @@ class ClusterTelemetry:
                 }
             )
         return readings
+
+    def nvlink_readings(self, hostname: str, t: float) -> list[tuple[int, int, list[int]]]:
+        """What the node's GPUs show of their NVLink links at t (`nvidia-smi nvlink -s`, dcgm-exporter's per-link
+        state): (GPU index, its links, the links inactive) of each GPU on the bus. A switch tray down on another tray
+        of the domain shows here too (the tray's state carries the domain's faults)."""
+        self.node_regime(hostname, t)  # works the state out once per set of active faults
+        state = self._states[self._key(hostname, t)]
+        return [
+            (gpu.index, gpu.facts.nvlinks, sorted(gpu.nvlinks_down))
+            for gpu in state.gpus
+            if gpu.present and gpu.facts.nvlinks
+        ]
+
+    def imex_daemon_status(self, hostname: str, t: float) -> int | None:
+        """The tray's IMEX daemon status at t as DCGM reads it (`nvidia-imex-ctl -q`): READY, or UNAVAILABLE where
+        the domain lost this tray's daemon (an IMEX peer lost, injected on any tray of the domain); None outside a
+        rack-scale domain (no IMEX installed)."""
+        self.node_regime(hostname, t)
+        domain = self._states[self._key(hostname, t)].domain
+        if domain is None:
+            return None
+        return IMEX_UNAVAILABLE if hostname in domain.imex_lost else IMEX_READY
 
     def _segments(self, a: float, b: float) -> list[tuple[float, float]]:
         """[a, b] cut where a fault began or a workload started: within a piece nothing but the waves change."""

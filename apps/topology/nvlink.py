@@ -20,7 +20,9 @@ from apps.inventory.models import Node, NvlinkDomain, NvlinkPartition, NvlinkSwi
 @dataclass(frozen=True)
 class LinkFault:
     """Links of a compute tray measured down or degraded: on one GPU (or every GPU of the tray, `gpu_index` None),
-    towards one switch tray (or unknown: None), `links_down` of them where the measurement counted."""
+    towards one switch tray (or unknown: None), `links_down` of them where the measurement counted. A fault on a
+    switch tray itself names its `domain` and `switch_slot` (`hostname` is the switch tray's name): every GPU of the
+    domain has lost its links to it."""
 
     hostname: str
     gpu_index: int | None
@@ -28,6 +30,7 @@ class LinkFault:
     links_down: int | None
     kind: str
     summary: str
+    domain: str | None = None
 
 
 @dataclass
@@ -99,8 +102,12 @@ def build_domains(gpus_by_host: dict[str, list[int]]) -> list[DomainInfo]:
         domains[domain_id].partitions.setdefault(partition, []).append((hostname, tray_domain or ""))
     for partition_domain, partition in NvlinkPartition.objects.values_list("domain_id", "name"):
         domains[partition_domain].partitions.setdefault(partition, [])
+    by_name = {domain.name: domain for domain in domains.values()}
     for fault in measured_faults():
-        if fault.hostname in host_domain:
+        if fault.domain is not None:
+            if fault.domain in by_name:
+                by_name[fault.domain].faults.append(fault)
+        elif fault.hostname in host_domain:
             domains[host_domain[fault.hostname]].faults.append(fault)
     return list(domains.values())
 

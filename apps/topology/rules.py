@@ -684,6 +684,15 @@ def rule_nvlink_domains(cluster: ClusterGraph) -> RuleResult:
             missing.append(f"{domain.name} switch tray slot {slot} (every GPU's {per} links to it)")
             offending.append(f"{domain.name}:switch-tray{slot}")
         for fault in domain.faults:
+            if fault.domain is not None:  # the switch tray itself: every GPU of the domain lost its links to it
+                per = domain.links_per_switch_tray
+                links_missing += gpus * per
+                missing.append(
+                    f"{domain.name} switch tray {fault.switch_slot} ({fault.hostname}): every GPU's {per} links to "
+                    f"it down, measured ({fault.kind}: {fault.summary})"
+                )
+                offending.append(f"{domain.name}:switch-tray{fault.switch_slot}")
+                continue
             gpu = f"GPU {fault.gpu_index}" if fault.gpu_index is not None else "every GPU"
             towards = f" to switch tray {fault.switch_slot}" if fault.switch_slot is not None else ""
             count = f"{fault.links_down} link(s) down" if fault.links_down else "links degraded"

@@ -111,6 +111,7 @@ def test_each_fault_the_simulator_models_is_its_event_on_its_gpu(fleet):
 
     assert set(events) == {
         ("gpu001", 1, "xid74"),
+        ("gpu001", 1, "nvlink_degraded"),  # the link's state says it too (apps/monitoring/nvlink_watch.py)
         ("gpu001", 2, "gpu_thermal_slowdown"),
         ("gpu002", 3, "pcie_downtrained"),
         ("gpu003", 4, "xid48"),
@@ -176,6 +177,12 @@ class Readings:
         return {name: {key: values[name] for key, values in self.readings.items() if name in values} for name in fields}
 
     def nic_values_now(self, *, hostnames, at):
+        return {}
+
+    def nvlink_values_now(self, *, hostnames, at):
+        return {}
+
+    def imex_values_now(self, *, hostnames, at):
         return {}
 
 

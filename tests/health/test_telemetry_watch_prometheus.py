@@ -93,6 +93,7 @@ def test_row_remaps_slowdowns_pcie_and_nvlink_prometheus_scraped_are_events(
         ("gpu001", 2, "gpu_thermal_slowdown"),
         ("gpu002", 3, "pcie_downtrained"),
         ("gpu002", 5, "xid74"),
+        ("gpu002", 5, "nvlink_degraded"),  # its link's DCGM_FI_DEV_NVLINK_GET_STATE series is 0
     }
     pcie = found[("gpu002", 3, "pcie_downtrained")]
     assert pcie.summary == "GPU 3: PCIe link downtrained to Gen3 x4 (capable of Gen5 x16)"
