@@ -51,6 +51,17 @@ def job_facts(job: TrainingJob) -> recovery.JobFacts:
     )
 
 
+def training_moves(seen: list[Observation], *, resume_step: int | None) -> bool:
+    """Whether the log read shows training stepping; after a resume, stepping on from that step (what
+    settle_recovery asks for): the read right after the relaunch may still end with the stopped attempt's steps."""
+    return any(
+        o.check == "progress"
+        and o.verdict == EvidenceVerdict.HEALTHY
+        and (resume_step is None or o.data.get("resumed_from") == resume_step)
+        for o in seen
+    )
+
+
 @register_kind
 class TrainingInterruptedRunbook(NcclTimeoutRunbook):
     name = RECOVERY_KIND
@@ -74,8 +85,12 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
         super().prepare(job, shard)
         self.job = job_facts(self.incident.training_job) if self.incident.training_job else None
         self.first_host = self.job.hosts[0] if self.job and self.job.hosts else ""
+        self.resume_step = None
         if self.phase == Phase.VERIFY:
             self.first_host = next(iter(sorted(node.hostname for node in job.nodes.all())), "")
+            if job.parameters.get("remediation"):
+                plan = Remediation.objects.get(public_id=job.parameters["remediation"]).plan or {}
+                self.resume_step = plan.get("resume_step")
 
     def step_runner(self, step: StepSpec):
         return {"log": self._read_log, "checks": self._checks, "fix": self._fix}[step.name]
@@ -88,7 +103,7 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
             if result.canceled or not result.ok:
                 return result
             seen = recovery.judge_log(target.hostname, _text(result), read.text())
-            moving = any(o.check == "progress" and o.verdict == EvidenceVerdict.HEALTHY for o in seen)
+            moving = training_moves(seen, resume_step=self.resume_step)
             if moving or time.monotonic() >= deadline:
                 self.seen[target.hostname, "log"] = seen
                 return result
