@@ -31,7 +31,7 @@ from apps.jobs.kinds import StepSpec, register_kind
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.fanout import wait_unless_canceled
 from apps.workloads.choices import Launcher, RecoveryPolicy, TrainingState
-from apps.workloads.models import TrainingJob
+from apps.workloads.models import InferenceService, TrainingJob
 from apps.workloads.services import move_training_job
 
 STATE_COMMAND = "(the training job's record in Rackpilot)"
@@ -233,10 +233,13 @@ def _verdicts(rows) -> tuple[list[int], list[recovery.CheckpointVerdict]]:
 
 def spares_for(*, training: TrainingJob, bad_hosts: list[str]) -> dict[str, str]:
     """A healthy spare of the same GPU SKU for each bad node: a compute node in service, not drained, not in an
-    active training job or an active incident, not suspected anywhere; each spare used once."""
-    busy = set(
-        TrainingJob.objects.active().exclude(pk=training.pk).values_list("members__node__hostname", flat=True)
-    ) | set(training.members.values_list("node__hostname", flat=True))
+    active training job, not serving an active inference service, not in an active incident, not suspected
+    anywhere; each spare used once."""
+    busy = (
+        set(TrainingJob.objects.active().exclude(pk=training.pk).values_list("members__node__hostname", flat=True))
+        | set(training.members.values_list("node__hostname", flat=True))
+        | set(InferenceService.objects.active().values_list("nodes__hostname", flat=True))
+    )
     troubled = set(Incident.objects.active().values_list("node__hostname", flat=True)) | set(
         Incident.objects.active().exclude(training_job=training).values_list("suspect_nodes__hostname", flat=True)
     )
