@@ -196,6 +196,9 @@ class Repair(AuditedModel, PublicModel):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     resume_job_id = models.UUIDField(null=True, blank=True, help_text="The scheduler-action job that resumed it.")
+    # The inventory's drain that the return lifted ({"since", "reason", "until"}): put back when the scheduler does
+    # not resume the node, as the scheduler still holds it drained.
+    drain_before_return = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
 
     class Meta:
