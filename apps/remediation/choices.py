@@ -40,22 +40,32 @@ TAKES_NODE_OUT = {Action.QUARANTINE, Action.POWER_CYCLE, Action.GPU_RESET}
 
 class RepairState(models.TextChoices):
     """A repair's loop: evidence before any reboot, the work, a validation chosen by the fault, then back in service
-    through the scheduler. A failed validation goes back to repair; `closed` is an operator's end without a return."""
+    through the scheduler (`returning` until the scheduler's resume job says it did). A failed validation goes back to
+    repair, a resume the scheduler refused back to `validating` with its passed gate; `closed` is an operator's end
+    without a return."""
 
     OPEN = "open", "Open: evidence not captured yet"
     EVIDENCE_CAPTURED = "evidence_captured", "Evidence captured"
     IN_REPAIR = "in_repair", "In repair"
     VALIDATING = "validating", "Validating"
+    RETURNING = "returning", "Returning: the scheduler's resume running"
     RETURNED = "returned", "Validated and returned to service"
     CLOSED = "closed", "Closed without a return"
 
 
-REPAIR_ACTIVE = (RepairState.OPEN, RepairState.EVIDENCE_CAPTURED, RepairState.IN_REPAIR, RepairState.VALIDATING)
+REPAIR_ACTIVE = (
+    RepairState.OPEN,
+    RepairState.EVIDENCE_CAPTURED,
+    RepairState.IN_REPAIR,
+    RepairState.VALIDATING,
+    RepairState.RETURNING,  # still in repair until the scheduler has taken the node back
+)
 REPAIR_COLOURS = {
     RepairState.OPEN: "red",
     RepairState.EVIDENCE_CAPTURED: "orange",
     RepairState.IN_REPAIR: "orange",
     RepairState.VALIDATING: "blue",
+    RepairState.RETURNING: "blue",
     RepairState.RETURNED: "green",
     RepairState.CLOSED: "grey",
 }

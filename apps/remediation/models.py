@@ -1,5 +1,5 @@
 """Remediation as data: per health-event kind a policy (what to do, shadow or on, within which limits) and, per
-(event, policy), the decision the evaluator took (docs/health.md, "Remediation")."""
+(event, policy, mode), the decision the evaluator took (docs/health.md, "Remediation")."""
 
 from fnmatch import fnmatchcase
 
@@ -146,8 +146,11 @@ class RemediationDecision(AuditedModel, PublicModel):
     class Meta:
         ordering = ["-decided_at", "-id"]
         constraints = [
-            # Never twice for the same event: one decision per (event, policy).
-            models.UniqueConstraint(fields=["event", "policy"], name="remediation_one_decision_per_event_policy"),
+            # Never twice for the same event: one decision per (event, policy) in each mode. A policy turned on (or
+            # its canary grown) decides again, for real, the open events it decided only in shadow.
+            models.UniqueConstraint(
+                fields=["event", "policy", "mode"], name="remediation_one_decision_per_event_policy_mode"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -205,6 +208,9 @@ class Repair(AuditedModel, PublicModel):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     resume_job_id = models.UUIDField(null=True, blank=True, help_text="The scheduler-action job that resumed it.")
+    # The inventory's drain that the return lifted ({"since", "reason", "until"}): put back when the scheduler does
+    # not resume the node, as the scheduler still holds it drained.
+    drain_before_return = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
 
     class Meta:

@@ -24,14 +24,14 @@ from apps.health.choices import NodeState, Source
 from apps.health.models import HealthEvent
 from apps.inventory.choices import NodeRole
 from apps.inventory.models import Gpu, Node
-from apps.inventory.services import NodeChangeRefused, undrain_nodes
-from apps.jobs.choices import JOB_ACTIVE
-from apps.jobs.models import Job
+from apps.inventory.services import NodeChangeRefused, drain_nodes, undrain_nodes
+from apps.jobs.choices import JOB_ACTIVE, JobStatus, StepStatus
+from apps.jobs.models import Job, JobStep
 from apps.jobs.services import TargetSpec, create_job
 from apps.remediation.choices import REPAIR_ACTIVE, GateKind, GateState, PartType, RepairState
 from apps.remediation.fabric import shared_leaf
 from apps.remediation.models import PartReplacement, RemediationDecision, Repair, RepairGate
-from apps.remediation.signals import repair_validated
+from apps.remediation.signals import repair_returned, repair_validated
 
 EVIDENCE_KIND = "repair-evidence"
 SERIAL_PATTERN = r"^[!-~]{1,64}\Z"  # a part's serial as vendors print it: printable ASCII, no space
@@ -359,9 +359,11 @@ def part_history(serial: str) -> list[PartReplacement]:
 # --- the gate -----------------------------------------------------------------------------------------------------
 
 
-def start_validation(*, repair: Repair, user=None, transport: str | None = None) -> RepairGate:
+def start_validation(*, repair: Repair, user=None, note: str = "", transport: str | None = None) -> RepairGate:
     """Starts the gate the fault chose: its benchmark runs on the node (and a known-good partner for the links).
-    A gate that cannot start (no partner, a suite refusing the node) says why and changes nothing."""
+    `note`: the work done ("Repaired: validate now", one action when the technician is finished), kept in the
+    repair's notes with the gate's start. A gate that cannot start (no partner, a suite refusing the node) says why
+    and changes nothing: the repair stays in repair."""
     if repair.state not in (RepairState.EVIDENCE_CAPTURED, RepairState.IN_REPAIR):
         raise RepairRefused("repair", f"The repair is {repair.get_state_display().lower()}: nothing to validate now.")
     _choose_gate(repair)
@@ -390,7 +392,10 @@ def start_validation(*, repair: Repair, user=None, transport: str | None = None)
             for suite in suites:
                 gate.runs.add(_start_run(suite, node=node, partner=partner, user=user, transport=transport))
             repair.state = RepairState.VALIDATING
-            repair.save(update_fields=["state", "updated"])
+            done = f"Work done: {note.strip().rstrip('.')}. " if (note or "").strip() else ""
+            label = GateKind(kind).label.split(":")[0]
+            _note(repair, user, f"{done}Validation started ({label} gate): {', '.join(suites)}.")
+            repair.save(update_fields=["state", "notes", "updated"])
     except serializers.ValidationError as error:
         raise RepairRefused("gate", f"The validation could not start, nothing changed: {_flat(error.detail)}") from None
     except IntegrityError:
@@ -504,23 +509,92 @@ def passed_gate(repair: Repair) -> RepairGate | None:
 
 def return_to_service(*, repair: Repair, user=None) -> Repair:
     """Back into service through the scheduler: undrained in the inventory and the scheduler-action undrain job
-    (Slurm resume read back, or uncordon) started, in one transaction. Only after a passed gate."""
+    (Slurm resume read back, or uncordon) started, in one transaction. Only after a passed gate. The repair is
+    `returning` until the job ends (resume_finished): returned when the scheduler resumed the node, else back to
+    `validating`, drained again."""
     if not repair.is_active:
         raise RepairRefused("repair", f"The repair is {repair.get_state_display().lower()} already.")
     if passed_gate(repair) is None:
         raise RepairRefused("gate", "No passed validation: the node goes back into service only after one.")
     try:
         with transaction.atomic():
-            repair = Repair.objects.select_for_update().get(pk=repair.pk)
-            undrain_nodes(nodes=[repair.node])
-            job = start_scheduler_action(node=repair.node, requested_by=user)
-            repair.state, repair.closed_at, repair.resume_job_id = RepairState.RETURNED, timezone.now(), job.public_id
-            repair.closed_by = user if getattr(user, "pk", None) else None
-            _note(repair, user, f"Returned to service: scheduler job {job.public_id}.")
+            repair = Repair.objects.select_for_update().select_related("node").get(pk=repair.pk)
+            if repair.state == RepairState.RETURNING:  # read under the lock: two clicks start one resume
+                raise RepairRefused(
+                    "repair", f"The scheduler is resuming the node already (job {repair.resume_job_id})."
+                )
+            node = repair.node
+            repair.drain_before_return = (
+                {
+                    "since": node.drained_at.isoformat(),
+                    "reason": node.drain_reason,
+                    "until": node.drained_until.isoformat() if node.drained_until else None,
+                }
+                if node.is_drained
+                else {}
+            )
+            undrain_nodes(nodes=[node])
+            job = start_scheduler_action(node=node, requested_by=user)
+            repair.state, repair.resume_job_id = RepairState.RETURNING, job.public_id
+            _note(repair, user, f"Returning to service: scheduler job {job.public_id} resumes {node.hostname}.")
             repair.save()
+    except RepairRefused:
+        raise
     except (serializers.ValidationError, NodeChangeRefused) as error:
         raise RepairRefused("resume", f"{repair.node.hostname} was not resumed, nothing changed: {error}") from None
     return repair
+
+
+def scheduler_error(job: Job) -> str:
+    """What the scheduler-action job's failed cells said (a refused resume, the node read back still drained, the
+    controller not answering), else the job's summary."""
+    failed = JobStep.objects.filter(job=job, status__in=(StepStatus.FAILED, StepStatus.ERROR)).order_by("position")
+    said = "; ".join(f"{step.step}: {step.summary}" for step in failed if step.summary)
+    return said or job.summary or str(job.status)
+
+
+def resume_finished(*, job: Job) -> Repair | None:
+    """The scheduler-action job of a return ended. Succeeded: the repair is returned. Otherwise the scheduler still
+    holds the node: the repair stays active with its passed gate (`validating`), the inventory's drain is put back, a
+    note names the scheduler's error, and an operator returns it again."""
+    if job.status in JOB_ACTIVE:
+        return None
+    with transaction.atomic():
+        repair = Repair.objects.select_for_update().filter(resume_job_id=job.public_id).first()
+        if repair is None or repair.state != RepairState.RETURNING:
+            return repair  # not a return's job, or settled already (the signal and the periodic pass both call this)
+        node = repair.node
+        if job.status == JobStatus.SUCCEEDED:
+            repair.state, repair.closed_at, repair.closed_by = RepairState.RETURNED, timezone.now(), job.requested_by
+            _note(repair, None, f"Returned to service: the scheduler resumed {node.hostname} (job {job.public_id}).")
+            repair.save()
+            returned = repair
+            transaction.on_commit(lambda: repair_returned.send(sender=Repair, repair=returned))
+            return repair
+        before = repair.drain_before_return or {}
+        drain_nodes(
+            nodes=[node],
+            reason=before.get("reason") or f"rackpilot repair: the scheduler did not resume {node.hostname}",
+            since=datetime.fromisoformat(before["since"]) if before.get("since") else timezone.now(),
+            until=datetime.fromisoformat(before["until"]) if before.get("until") else None,
+        )  # audited: the inventory follows the scheduler, which still holds the node drained
+        repair.state, repair.resume_job_id = RepairState.VALIDATING, None
+        _note(
+            repair,
+            None,
+            f"The scheduler did not resume {node.hostname} (job {job.public_id} {job.status}): {scheduler_error(job)}. "
+            "Drained again; return it to service once the scheduler can take it.",
+        )
+        repair.save()
+    return repair
+
+
+def settle_returns() -> list[Repair]:
+    """The safety net for a return whose job's end was not heard (its hook failed, the worker was lost): the periodic
+    pass settles each `returning` repair whose job is over."""
+    returning = Repair.objects.filter(state=RepairState.RETURNING, resume_job_id__isnull=False)
+    jobs = Job.objects.filter(public_id__in=returning.values("resume_job_id")).exclude(status__in=JOB_ACTIVE)
+    return [repair for job in jobs if (repair := resume_finished(job=job)) is not None]
 
 
 def close_repair(*, repair: Repair, user, note: str) -> Repair:
@@ -531,6 +605,8 @@ def close_repair(*, repair: Repair, user, note: str) -> Repair:
         raise RepairRefused("repair", f"The repair is {repair.get_state_display().lower()} already.")
     if repair.gates.filter(state=GateState.RUNNING).exists():
         raise RepairRefused("repair", "A validation is running: wait for it to end.")
+    if repair.state == RepairState.RETURNING:
+        raise RepairRefused("repair", f"The scheduler is resuming the node (job {repair.resume_job_id}): wait for it.")
     repair.state, repair.closed_at = RepairState.CLOSED, timezone.now()
     repair.closed_by = user if getattr(user, "pk", None) else None
     _note(repair, user, f"Closed without a return: {note}")

@@ -35,16 +35,19 @@ NOT_IN_REASON = re.compile(rf"[^{REASON_CHARACTERS}]")  # what Slurm's reason pl
 
 
 def evaluate(*, now: datetime, transport: str | None = None, queue: bool = True) -> list[RemediationDecision]:
-    """Decides, once, what each enabled policy does about each open event it matches; returns the new decisions."""
+    """Decides, once per mode, what each enabled policy does about each open event it matches; returns the new
+    decisions. An event decided only in shadow is decided again once the policy is on for its node (turned on, or
+    its canary racks grown); one decided on is not decided again in shadow."""
     policies = list(RemediationPolicy.objects.filter(enabled=True).prefetch_related("canary_racks").order_by("pk"))
     if not policies:
         return []
     events = list(open_events().filter(first_seen__lte=now).select_related("node").order_by("first_seen", "pk"))
-    decided = set(RemediationDecision.objects.filter(event__in=events).values_list("event_id", "policy_id"))
+    decided = set(RemediationDecision.objects.filter(event__in=events).values_list("event_id", "policy_id", "mode"))
     made = []
     for event in events:
         for policy in policies:
-            if (event.pk, policy.pk) in decided or not policy.matches(event):
+            modes = {policy.mode_for(event.node), Mode.ON}
+            if {(event.pk, policy.pk, mode) for mode in modes} & decided or not policy.matches(event):
                 continue
             decision = _decide(event=event, policy=policy, now=now, transport=transport, queue=queue)
             if decision is not None:
@@ -58,7 +61,7 @@ def _decide(*, event, policy, now, transport, queue) -> RemediationDecision | No
             # One evaluator at a time decides: the breaker's count must not be read by two at once.
             list(RemediationPolicy.objects.select_for_update().order_by("pk").values_list("pk", flat=True))
             decision = _plan(event=event, policy=policy, now=now)
-            decision.save()  # the unique (event, policy) refuses a second decision, so nothing acts twice
+            decision.save()  # the unique (event, policy, mode) refuses a second one, so nothing acts twice
             if decision.outcome == Outcome.ACTED:
                 _act(decision, transport=transport, queue=queue)
             _open_repair(decision, transport=transport, queue=queue)

@@ -24,7 +24,7 @@ from apps.inventory.models import Gpu, Rack
 from apps.remediation import repairs, services, windows
 from apps.remediation.api.serializers import BACKTEST_WINDOWS
 from apps.remediation.backtest import BacktestRefused, backtest
-from apps.remediation.choices import REPAIR_ACTIVE, Outcome, PartType
+from apps.remediation.choices import REPAIR_ACTIVE, Outcome, PartType, RepairState
 from apps.remediation.forms import BacktestForm, NoteForm, PartForm, WindowForm
 from apps.remediation.models import MaintenanceWindow, RemediationDecision, RemediationPolicy, Repair
 
@@ -135,6 +135,9 @@ def repair_detail(request: HttpRequest, public_id) -> HttpResponse:
             "parts": repair.parts.select_related("replaced_by"),
             "gates": repair.gates.prefetch_related("runs"),
             "may_act": request.user.has_role(Role.OPERATOR),
+            # What the operator can do next: the work and its validation while in repair, the return once it passed.
+            "may_validate": repair.state in (RepairState.EVIDENCE_CAPTURED, RepairState.IN_REPAIR),
+            "may_return": repair.state == RepairState.VALIDATING and repairs.passed_gate(repair) is not None,
             "part_form": PartForm(),
             "part_types": PartType.choices,
             "serial": serial,
@@ -182,11 +185,11 @@ def repair_action(request: HttpRequest, public_id, action: str) -> HttpResponse:
             )  # fmt: skip
             done = f"Recorded: {part}."
         elif action == "start-validation":
-            gate = repairs.start_validation(repair=repair, user=request.user)
+            gate = repairs.start_validation(repair=repair, user=request.user, note=text)
             done = f"Validation started: {gate.get_kind_display()}."
         elif action == "return":
-            repairs.return_to_service(repair=repair, user=request.user)
-            done = f"{repair.node.hostname} returned to service through the scheduler."
+            repair = repairs.return_to_service(repair=repair, user=request.user)
+            done = f"Returning {repair.node.hostname} to service: scheduler job {repair.resume_job_id}."
         elif action == "close":
             repairs.close_repair(repair=repair, user=request.user, note=text)
             done = "Repair closed."

@@ -207,3 +207,33 @@ def test_a_node_in_a_maintenance_window_is_left_to_the_people_working_on_it(slur
     xid79("gpu012", at=NOW + dt.timedelta(hours=2), gpu=3)
     (later,) = services.evaluate(now=NOW + dt.timedelta(hours=2), transport="sim", queue=False)
     assert later.outcome == Outcome.ACTED
+
+
+def test_a_policy_turned_on_acts_on_the_open_events_it_decided_only_in_shadow_once(slurm):
+    xid = policy(mode=Mode.SHADOW, breaker_max_percent=100)
+    canary, other = Node.objects.get(hostname="gpu006"), Node.objects.get(hostname="gpu030")
+    assert canary.rack_id != other.rack_id
+    first, second = xid79("gpu006"), xid79("gpu030", at=NOW + dt.timedelta(seconds=1))
+    shadowed = services.evaluate(now=NOW + dt.timedelta(seconds=30), transport="sim", queue=False)
+    assert [d.outcome for d in shadowed] == [Outcome.WOULD_ACT] * 2
+
+    # On for gpu006's rack (the canary): its open XID is decided again, for real; gpu030 stays decided in shadow.
+    xid.mode = Mode.ON
+    xid.save()
+    xid.canary_racks.set([canary.rack])
+    (acted,) = services.evaluate(now=NOW + dt.timedelta(minutes=1), transport="sim", queue=False)
+    assert (acted.event, acted.mode, acted.outcome, acted.attempt) == (first, Mode.ON, Outcome.ACTED, 1)
+    assert acted.job_id and Node.objects.get(hostname="gpu006").is_drained
+    assert services.evaluate(now=NOW + dt.timedelta(minutes=2), transport="sim", queue=False) == []
+
+    # On for the fleet: gpu030's XID now; then nothing is decided or done twice, nor again in shadow.
+    xid.canary_racks.clear()
+    (fleet,) = services.evaluate(now=NOW + dt.timedelta(minutes=3), transport="sim", queue=False)
+    assert (fleet.event, fleet.mode, fleet.outcome) == (second, Mode.ON, Outcome.ACTED)
+    assert services.evaluate(now=NOW + dt.timedelta(minutes=4), transport="sim", queue=False) == []
+    xid.mode = Mode.SHADOW
+    xid.save()
+    assert services.evaluate(now=NOW + dt.timedelta(minutes=5), transport="sim", queue=False) == []
+    assert Job.objects.filter(kind="scheduler-action").count() == 2
+    assert RemediationDecision.objects.filter(mode=Mode.ON).count() == 2
+    assert RemediationDecision.objects.filter(mode=Mode.SHADOW).count() == 2

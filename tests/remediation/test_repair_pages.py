@@ -153,3 +153,57 @@ def test_a_resume_that_cannot_start_changes_nothing_and_says_why(repair, setting
     repair.refresh_from_db()
     assert repair.state == RepairState.EVIDENCE_CAPTURED and repair.resume_job_id is None
     assert Node.objects.get(hostname="gpu006").is_drained and not Job.objects.exists()
+
+
+def test_repaired_validate_now_starts_the_gate_with_the_work_done_and_a_gate_that_cannot_start_keeps_it_in_repair(
+    repair, api_as, operator, browser_as, on_the_simulator
+):
+    in_repair(repair)
+    page = browser_as(operator).get(f"/remediation/repairs/{repair.public_id}/").content.decode()
+    assert "Repaired: validate now" in page and "Return to service" not in page  # nothing passed yet
+    base = f"/api/repairs/{repair.public_id}"
+    answer = api_as(operator).post(f"{base}/start-validation/", {"note": "GPU 2 reseated"}, format="json")
+    assert answer.status_code == 201 and answer.json()["kind"] == "gpu" and len(answer.json()["benchmark_runs"]) == 2
+    repair.refresh_from_db()
+    assert repair.state == RepairState.VALIDATING
+    assert f"{operator.username}: Work done: GPU 2 reseated. Validation started (GPU gate): burn-in, nvbandwidth." in (
+        repair.notes
+    )
+    assert AuditEntry.objects.for_object(repair).filter(actor=operator, changes__has_key="notes").exists()
+    page = browser_as(operator).get(f"/remediation/repairs/{repair.public_id}/").content.decode()
+    assert "Repaired: validate now" not in page and "Return to service" not in page  # the gate is running
+
+    # A link fault on a node whose leaf has no healthy mate in service: no partner, the repair stays in repair.
+    other = Node.objects.get(hostname="gpu007")
+    link = health.record_event(
+        component=other, source=Source.SWEEP, kind="link_errors", severity=Severity.MAJOR, summary="CRC errors",
+    )  # fmt: skip
+    drain_nodes(nodes=[other], reason="link", since=NOW)
+    stuck = in_repair(repairs.open_repair(node=other, reason="CRC", events=[link], at=NOW))
+    stuck.state = RepairState.IN_REPAIR
+    stuck.save()
+    mates = [n for n in Node.objects.filter(role="compute").exclude(pk=other.pk) if repairs.shared_leaf([other, n])]
+    drain_nodes(nodes=mates, reason="rack maintenance")
+    refused = api_as(operator).post(f"/api/repairs/{stuck.public_id}/start-validation/", {"note": "cable swapped"})
+    assert refused.status_code == 400 and "No known-good partner for gpu007" in refused.json()["gate"][0]
+    stuck.refresh_from_db()
+    assert stuck.state == RepairState.IN_REPAIR and "cable swapped" not in stuck.notes and not stuck.gates.exists()
+
+
+def test_return_to_service_is_offered_once_the_gate_passed_and_says_the_resume_is_running(
+    repair, browser_as, operator, on_the_simulator
+):
+    in_repair(repair)
+    RepairGate.objects.create(repair=repair, kind="gpu", state="passed", started_at=NOW, finished_at=NOW)
+    repair.state = RepairState.VALIDATING
+    repair.save()
+    client = browser_as(operator)
+    assert "Return to service" in client.get(f"/remediation/repairs/{repair.public_id}/").content.decode()
+    answer = client.post(f"/remediation/repairs/{repair.public_id}/return/", follow=True).content.decode()
+    repair.refresh_from_db()
+    assert repair.state == RepairState.RETURNING
+    assert f"Returning gpu006 to service: scheduler job {repair.resume_job_id}" in answer
+    assert (
+        "Returning to service: the scheduler's resume is running" in answer
+        and "Return to service</button>" not in answer
+    )

@@ -16,8 +16,8 @@ from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
 from apps.core.models import AuditEntry
 from apps.deployments.node_operations import start_scheduler_action
-from apps.diagnosis.choices import IncidentState
-from apps.diagnosis.models import Incident
+from apps.diagnosis.choices import Cause, IncidentState, RemediationState
+from apps.diagnosis.models import Incident, Remediation
 from apps.health import services as health
 from apps.health.choices import ClearedBy, Severity, Source
 from apps.inventory.models import Gpu, Node
@@ -290,13 +290,15 @@ def test_a_passed_gpu_gate_clears_the_events_and_resumes_the_node_through_slurm(
     assert gate.state == GateState.PASSED, gate.summary
     event.refresh_from_db()
     assert not event.is_open and event.cleared_by == ClearedBy.VALIDATION
-    repair.refresh_from_db()
-    assert repair.state == RepairState.RETURNED and repair.closed_at and repair.resume_job_id
+    repair.refresh_from_db()  # returning: the scheduler has not said yet that it took the node back
+    assert repair.state == RepairState.RETURNING and repair.closed_at is None and repair.resume_job_id
     node.refresh_from_db()
     assert not node.is_drained
     job = run_shards(Job.objects.get(public_id=repair.resume_job_id))
     assert (job.kind, job.parameters["action"], job.status) == ("scheduler-action", "undrain", JobStatus.SUCCEEDED)
     assert "DRAIN" not in slurm_says("gpu006")
+    repair.refresh_from_db()  # the job's end returned it
+    assert repair.state == RepairState.RETURNED and repair.closed_at and "the scheduler resumed gpu006" in repair.notes
     incident.refresh_from_db()  # the incident whose fault the repair fixed is resolved by its validation
     assert incident.state == IncidentState.RESOLVED and "Repair of gpu006 validated (GPU gate)" in incident.resolution
     history = [entry.what for entry in node_history(node)]
@@ -360,3 +362,98 @@ def test_a_link_gate_runs_pairwise_against_a_healthy_leaf_mate(demo_cluster, on_
     assert run.suite == Suite.PAIRWISE and partner not in ("gpu001", "gpu006")
     assert services.shared_leaf([node, Node.objects.get(hostname=partner)])
     assert sorted(run.nodes.values_list("hostname", flat=True)) == sorted(["gpu006", partner])
+
+
+# --- the return waits for the scheduler ------------------------------------------------------------------------------
+
+
+def validated(hostname: str, run_shards) -> Repair:
+    """gpu006 quarantined through Slurm, its evidence in and its GPU gate passed (as run_finished leaves it when the
+    resume could not start), ready to return."""
+    node = Node.objects.get(hostname=hostname)
+    event = xid79(hostname)
+    run_shards(_drain_job(node, event))
+    repair = captured(repairs.open_repair(node=node, reason=event.summary, events=[event], at=NOW), run_shards)
+    RepairGate.objects.create(repair=repair, kind=GateKind.GPU, state=GateState.PASSED, started_at=NOW, finished_at=NOW)
+    repair.state = RepairState.VALIDATING
+    repair.save()
+    return repair
+
+
+def test_a_resume_the_scheduler_does_not_carry_out_leaves_the_repair_active_and_the_node_drained(
+    slurm, run_shards, api_as, operator
+):
+    repair = validated("gpu006", run_shards)
+    drained = Node.objects.get(hostname="gpu006")
+    reason = drained.drain_reason
+    controller = services.scheduler_request(drained)["controller"]
+    repair = repairs.return_to_service(repair=repair)
+    assert repair.state == RepairState.RETURNING and repair.closed_at is None
+    with pytest.raises(serializers.ValidationError) as twice:  # one resume at a time
+        repairs.return_to_service(repair=repair)
+    assert "resuming the node already" in str(twice.value.detail["repair"])
+    with pytest.raises(serializers.ValidationError):  # nor closed under the scheduler's feet
+        repairs.close_repair(repair=repair, user=operator, note="give up")
+    fault = simulator.inject_fault(node=controller, kind="node_hang")
+    job = run_shards(Job.objects.get(public_id=repair.resume_job_id))
+    assert job.status != JobStatus.SUCCEEDED
+
+    repair.refresh_from_db()
+    assert repair.state == RepairState.VALIDATING and repair.closed_at is None and repair.resume_job_id is None
+    assert repairs.passed_gate(repair) is not None  # the gate still stands: no second validation needed
+    assert f"The scheduler did not resume gpu006 (job {job.public_id}" in repair.notes
+    assert "timed out" in repair.notes.lower()  # the scheduler's error, as the job's cell said it
+    node = Node.objects.get(hostname="gpu006")
+    assert node.is_drained and node.drain_reason == reason  # the inventory follows the scheduler, which holds it
+    simulator.clear_fault(fault=fault)  # the controller answers again: Slurm still holds the node drained
+    assert "DRAIN" in slurm_says("gpu006")
+    assert not any(step == "resume" for step in (entry.what for entry in node_history(node)))
+
+    # The operator returns it again, over the API, once the controller answers.
+    answer = api_as(operator).post(f"/api/repairs/{repair.public_id}/return/", format="json")
+    assert answer.status_code == 200 and answer.json()["state"] == "returning"
+    repair.refresh_from_db()
+    run_shards(Job.objects.get(public_id=repair.resume_job_id))
+    repair.refresh_from_db()
+    assert repair.state == RepairState.RETURNED and repair.closed_by == operator
+    assert not Node.objects.get(hostname="gpu006").is_drained and "DRAIN" not in slurm_says("gpu006")
+
+
+def test_a_return_whose_job_end_was_not_heard_is_settled_by_the_periodic_pass(slurm, run_shards):
+    repair = repairs.return_to_service(repair=validated("gpu006", run_shards))
+    Job.objects.filter(public_id=repair.resume_job_id).update(status=JobStatus.ERROR, summary="worker lost")
+    (settled,) = repairs.settle_returns()
+    assert settled.pk == repair.pk and settled.state == RepairState.VALIDATING and "worker lost" in settled.notes
+    assert Node.objects.get(hostname="gpu006").is_drained
+    assert repairs.settle_returns() == []  # settled once
+
+
+def test_an_incident_about_the_node_still_waiting_for_its_fix_is_rechecked_once_it_returns(slurm, run_shards, settings):
+    settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
+    node = Node.objects.get(hostname="gpu006")
+    # Runbook 1 concluded on a lost GPU of gpu006 (its finding's event is not one of the repair's): a fix by hand.
+    incident = Incident.objects.create(
+        title="gpu006: GPU 2 lost", node=node, state=IncidentState.CONCLUDED, cause=Cause.GPU_LOST, transport="sim"
+    )
+    incident.suspect_nodes.add(node)
+    fix = Remediation.objects.create(incident=incident, cause=Cause.GPU_LOST, summary="Drain gpu006, reset the GPU")
+    elsewhere = Incident.objects.create(
+        title="link", node=node, state=IncidentState.CONCLUDED, cause=Cause.LINK_DOWN, transport="sim"
+    )
+    Remediation.objects.create(incident=elsewhere, cause=Cause.LINK_DOWN, summary="Reseat the cable")
+
+    repair = repairs.return_to_service(repair=validated("gpu006", run_shards))
+    incident.refresh_from_db()
+    assert incident.state == IncidentState.CONCLUDED  # not while the scheduler has not taken the node back
+    run_shards(Job.objects.get(public_id=repair.resume_job_id))
+
+    fix.refresh_from_db()
+    incident.refresh_from_db()
+    assert fix.state == RemediationState.APPLIED and fix.verify_job is not None
+    assert incident.state == IncidentState.VERIFYING  # its own re-check, not a forced resolution
+    assert AuditEntry.objects.for_object(fix).filter(action="approve", changes__policy=[None, "automatic"]).exists()
+    run_shards(fix.verify_job)
+    incident.refresh_from_db()
+    assert incident.state == IncidentState.RESOLVED and "Re-checked: no fault left" in incident.resolution
+    elsewhere.refresh_from_db()  # a GPU repair does not fix a cable
+    assert elsewhere.state == IncidentState.CONCLUDED and elsewhere.remediations.get().state == "proposed"

@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.deployments.node_operations import ACTIONS, KIND, SCHEDULERS, SLURM_REASON, VERIFY, scheduler_steps
+from apps.deployments.signals import scheduler_action_finished
 from apps.jobs.choices import StepStatus
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
 from apps.nodeexec.catalogue import PLACEHOLDERS
@@ -120,3 +121,6 @@ class SchedulerAction(JobKind):
         )
         for text in self.read.values():
             record(listing=parse(text), read_at=timezone.now(), job_id=job.public_id, only=[self.node])
+
+    def job_finished(self, job) -> None:
+        scheduler_action_finished.send(sender=type(self), job=job)

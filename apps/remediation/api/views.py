@@ -218,17 +218,22 @@ class RepairViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             part = repairs.record_part(repair=repair, gpu=gpu, user=request.user, **data)
         return Response(PartSerializer(part).data, status=201)
 
-    @extend_schema(request=None, responses={201: GateSerializer, 400: OpenApiResponse()})
+    @extend_schema(request=NoteSerializer, responses={201: GateSerializer, 400: OpenApiResponse()})
     @action(detail=True, methods=["post"], url_path="start-validation")
     def start_validation(self, request, public_id=None):
-        """Start the validation the fault chose; a gate that cannot start is a 400 saying why, nothing changed."""
-        gate = repairs.start_validation(repair=self.get_object(), user=request.user)
+        """Start the validation the fault chose, with the work done as an optional note ("Repaired: validate now");
+        a gate that cannot start is a 400 saying why, nothing changed."""
+        repair = self.get_object()
+        body = NoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        gate = repairs.start_validation(repair=repair, user=request.user, **body.validated_data)
         return Response(GateSerializer(gate).data, status=201)
 
     @extend_schema(request=None, responses={200: RepairSerializer, 400: OpenApiResponse()})
     @action(detail=True, methods=["post"], url_path="return")
     def return_to_service(self, request, public_id=None):
-        """Resume the node through the scheduler: only after a passed validation."""
+        """Resume the node through the scheduler, only after a passed validation: the repair is `returning` until the
+        scheduler's job ends (returned, or back to `validating` with why when the scheduler did not resume it)."""
         return self._answer(repairs.return_to_service(repair=self.get_object(), user=request.user))
 
     @extend_schema(request=CloseSerializer, responses={200: RepairSerializer, 400: OpenApiResponse()})
