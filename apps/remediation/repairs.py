@@ -55,6 +55,12 @@ GATE_RULES: tuple[tuple[str, str], ...] = (
     ("burn_in*", GateKind.GPU),
     ("row_remap*", GateKind.GPU),
 )
+# Beyond its own rules, what a passed gate vouches for on the node: the BMC's records of the same faults (a bus fatal
+# error under a GPU that fell off it, the watchdog and the stop of the OS it hung) are answered by the GPU checks.
+GATE_ALSO_CLEARS = {
+    GateKind.GPU: ("bmc_pcie_fatal", "bmc_watchdog", "bmc_os_critical_stop", "pcie_*"),
+    GateKind.LINK: (),
+}
 # What each gate runs: the suites, in order. A link gate's pairwise NCCL reads the NICs' error counters around each
 # round (the link counters); the GPU gate's nvbandwidth measures HBM (device-local copy) and NVLink (device to device).
 GATE_SUITES = {
@@ -476,10 +482,9 @@ def run_finished(*, run: BenchmarkRun) -> RepairGate | None:
         gate.state = GateState.PASSED
         gate.summary = "; ".join(why for _, _, why in verdicts)[:500]
         gate.save()
-        kinds = sorted(set(repair.events.values_list("kind", flat=True)))
         health.clear_validated(
             node=node,
-            kinds=kinds,
+            kinds=validated_kinds(repair, gate.kind),
             validation={
                 "repair": str(repair.public_id),
                 "gate": gate.kind,
@@ -499,6 +504,18 @@ def run_finished(*, run: BenchmarkRun) -> RepairGate | None:
             _note(repair, None, f"Validation passed but the node was not resumed: {_flat(refused.detail)}")
             repair.save()
     return gate
+
+
+def validated_kinds(repair: Repair, gate_kind: str) -> list[str]:
+    """The open event kinds on the repair's node that its passed gate clears: the repair's own, and those of the
+    faults the gate checks (its rules, and the BMC records of them); the whole acceptance checks them all. Other
+    kinds stay open: a GPU gate says nothing of a cable."""
+    gates = (GateKind.GPU, GateKind.LINK) if gate_kind == GateKind.ACCEPTANCE else (gate_kind,)
+    patterns = [pattern for pattern, gate in GATE_RULES if gate in gates]
+    patterns += [pattern for gate in gates for pattern in GATE_ALSO_CLEARS.get(gate, ())]
+    open_kinds = set(health.open_events(node=repair.node).values_list("kind", flat=True))
+    covered = {kind for kind in open_kinds if any(fnmatchcase(kind, pattern) for pattern in patterns)}
+    return sorted(covered | set(repair.events.values_list("kind", flat=True)))
 
 
 def passed_gate(repair: Repair) -> RepairGate | None:

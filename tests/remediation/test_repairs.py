@@ -20,7 +20,7 @@ from apps.diagnosis.choices import Cause, IncidentState, RemediationState
 from apps.diagnosis.models import Incident, Remediation
 from apps.health import services as health
 from apps.health.choices import ClearedBy, Severity, Source
-from apps.inventory.models import Gpu, Node
+from apps.inventory.models import Cable, Gpu, Node
 from apps.inventory.services import NodeChangeRefused, drain_nodes, undrain_nodes
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
@@ -304,6 +304,30 @@ def test_a_passed_gpu_gate_clears_the_events_and_resumes_the_node_through_slurm(
     history = [entry.what for entry in node_history(node)]
     for step in ("event", "drain", "repair", "evidence", "gate", "cleared", "undrain", "resume"):
         assert step in history
+
+
+def test_a_passed_gate_clears_what_it_checked_on_the_node_and_leaves_the_rest(demo_cluster):
+    node = Node.objects.get(hostname="gpu006")
+    repair = quarantined("gpu006", xid79("gpu006"))
+    cable = Cable.objects.filter(a_nic__node=node).order_by("pk").first()
+
+    def event(component, kind, source=Source.BMC_LOG):
+        health.record_event(
+            component=component, source=source, kind=kind, severity=Severity.MAJOR, summary=kind, at=NOW
+        )
+
+    event(node, "bmc_pcie_fatal")  # the BMC's record of the bus error under the lost GPU
+    event(node, "bmc_watchdog")  # the OS it hung
+    event(node, "burn_in_failed", Source.BENCHMARK)  # the gate that failed before this one
+    event(node, "bmc_memory_ecc")  # a DIMM: no GPU check says anything of it
+    event(cable, "link_degraded", Source.TELEMETRY)
+
+    assert repairs.validated_kinds(repair, GateKind.GPU) == [
+        "bmc_pcie_fatal", "bmc_watchdog", "burn_in_failed", "xid79",
+    ]  # fmt: skip
+    assert repairs.validated_kinds(repair, GateKind.LINK) == ["link_degraded", "xid79"]
+    assert "link_degraded" in repairs.validated_kinds(repair, GateKind.ACCEPTANCE)
+    assert "bmc_memory_ecc" not in repairs.validated_kinds(repair, GateKind.ACCEPTANCE)
 
 
 def _drain_job(node, event):
