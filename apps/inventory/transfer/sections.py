@@ -156,7 +156,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "gpus", Gpu, key=("node", "index"), related=("node",),
         refs={"node": NODE, "sku": reference("gpu_skus", "sku", "sku__name")},
-        columns=("node", "index", "sku", "uuid", "serial", "pci_bus_id", "numa_node", "pcie_switch", "health"),
+        columns=("node", "index", "sku", "uuid", "serial", "pci_bus_id", "numa_node", "pcie_switch", "presence"),
     ),
     Section(
         "nics", Nic, key=("node", "name"), related=("node",), refs={"node": NODE},
