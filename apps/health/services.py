@@ -14,7 +14,7 @@ from rest_framework import serializers
 
 from apps.health.choices import SEVERITY_RANK, ClearedBy, ComponentType, NodeState, Severity, Source
 from apps.health.models import HealthEvent, HealthEventQuerySet
-from apps.inventory.choices import GpuHealth, GpuPresence
+from apps.inventory.choices import HEALTH_OF_PRESENCE, GpuHealth, GpuPresence
 from apps.inventory.models import Cable, Gpu, Nic, Node, Switch, Volume
 
 EVIDENCE_KEPT = 20  # the newest observations an event keeps; the count says how many there were in all
@@ -280,11 +280,6 @@ GPU_HEALTH_OF_SEVERITY = {
     Severity.MAJOR: GpuHealth.FAILED,
     Severity.MINOR: GpuHealth.WARNING,
 }
-GPU_HEALTH_OF_PRESENCE = {
-    GpuPresence.PRESENT: GpuHealth.HEALTHY,
-    GpuPresence.MISSING: GpuHealth.MISSING,
-    GpuPresence.UNKNOWN: GpuHealth.UNKNOWN,
-}
 GPU_MISSING_KIND = "gpu_missing"  # the telemetry watch's: the GPU left the node's series (apps/monitoring/watch.py)
 
 
@@ -297,7 +292,7 @@ def gpu_health_of(*, presence: str, events: Iterable) -> str:
     if presence == GpuPresence.MISSING or any(event.kind == GPU_MISSING_KIND for event in events):
         return GpuHealth.MISSING
     worst = min((event.severity for event in events), key=SEVERITY_RANK.__getitem__, default=Severity.INFO)
-    return GPU_HEALTH_OF_SEVERITY.get(worst, GPU_HEALTH_OF_PRESENCE[presence])
+    return GPU_HEALTH_OF_SEVERITY.get(worst, HEALTH_OF_PRESENCE[presence])
 
 
 def record_inventory_health(*, event: HealthEvent) -> None:

@@ -74,6 +74,14 @@ class GpuPresence(models.TextChoices):
     UNKNOWN = "unknown", "Not yet seen"
 
 
+# What a GPU's presence alone makes of its health, with no open health event on it (apps/health adds the events).
+HEALTH_OF_PRESENCE = {
+    GpuPresence.PRESENT: GpuHealth.HEALTHY,
+    GpuPresence.MISSING: GpuHealth.MISSING,
+    GpuPresence.UNKNOWN: GpuHealth.UNKNOWN,
+}
+
+
 class HealthState(models.TextChoices):
     """A node's health as its open health events say: critical or major → unhealthy, minor → degraded. apps/health
     writes it on the node (`Node.health_state`) and names it `NodeState`."""

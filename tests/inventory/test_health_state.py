@@ -2,11 +2,16 @@
 node): the dashboard's GPU tally agrees with "What is wrong now", the node list and API show and filter a node's
 health state."""
 
+import json
+
 import pytest
 
 from apps.health import services
 from apps.health.choices import ClearedBy, Severity, Source
 from apps.inventory.models import Gpu, Node
+from apps.inventory.transfer import import_inventory
+from apps.inventory.transfer.sections import DOCUMENT_VERSION
+from tests.factories import h200, make_node
 
 pytestmark = pytest.mark.django_db
 
@@ -72,3 +77,22 @@ def test_a_gpu_added_through_the_api_says_presence_and_its_health_follows(api_as
     created = api_as(admin).post("/api/gpus/", payload, format="json")
     assert created.status_code == 201, created.data
     assert (created.data["presence"], created.data["health"]) == ("present", "healthy")
+
+
+def test_an_import_says_presence_and_an_older_export_with_health_still_imports(admin):
+    node = make_node()
+    h200()  # the shipped SKU the rows name
+    gpus = [
+        {"node": node.hostname, "index": 0, "sku": "H200 SXM", "presence": "present"},
+        {"node": node.hostname, "index": 1, "sku": "H200 SXM", "health": "missing"},  # exported before presence
+        {"node": node.hostname, "index": 2, "sku": "H200 SXM", "health": "failed"},
+        {"node": node.hostname, "index": 3, "sku": "H200 SXM"},
+    ]
+    import_inventory(text=json.dumps({"version": DOCUMENT_VERSION, "gpus": gpus}), fmt="json", user=admin)
+
+    assert list(node.gpus.order_by("index").values_list("presence", "health")) == [
+        ("present", "healthy"),
+        ("missing", "missing"),
+        ("present", "healthy"),  # a failure is a health event's to say: none is open
+        ("unknown", "unknown"),
+    ]

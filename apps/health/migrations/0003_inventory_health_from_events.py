@@ -1,7 +1,8 @@
 from django.db import migrations
 from django.utils import timezone
 
-from apps.health.services import GPU_HEALTH_OF_PRESENCE, gpu_health_of, state_of
+from apps.health.services import gpu_health_of, state_of
+from apps.inventory.choices import HEALTH_OF_PRESENCE
 
 
 def record_from_open_events(apps, schema_editor):
@@ -38,7 +39,7 @@ def record_from_open_events(apps, schema_editor):
             by_gpu.setdefault(event.gpu_id, []).append(event)
         if event.node_id is not None:
             by_node.setdefault(event.node_id, []).append(event)
-    for presence, health in GPU_HEALTH_OF_PRESENCE.items():
+    for presence, health in HEALTH_OF_PRESENCE.items():
         Gpu.objects.filter(presence=presence).exclude(pk__in=list(by_gpu)).update(health=health)
     for gpu in Gpu.objects.filter(pk__in=list(by_gpu)).only("presence"):
         Gpu.objects.filter(pk=gpu.pk).update(health=gpu_health_of(presence=gpu.presence, events=by_gpu[gpu.pk]))

@@ -12,6 +12,7 @@ from apps.core.models import PublicModel
 from apps.core.validators import name_validator
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
+    HEALTH_OF_PRESENCE,
     HEALTH_STATE_COLOURS,
     MTU_MAX,
     MTU_MIN,
@@ -307,6 +308,13 @@ class Gpu(AuditedModel, PublicModel):
 
     def __str__(self) -> str:
         return f"{self.node.hostname} GPU{self.index}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self._state.adding:
+            # A new GPU has no health events yet: its presence says it all. (An import creates GPUs in bulk, with
+            # no save signal; later changes of presence are apps/health's, which adds the open events.)
+            self.health = HEALTH_OF_PRESENCE.get(self.presence, self.health)
 
     @property
     def health_colour(self) -> str:
