@@ -292,7 +292,7 @@ def gpu_health_of(*, presence: str, events: Iterable) -> str:
     if presence == GpuPresence.MISSING or any(event.kind == GPU_MISSING_KIND for event in events):
         return GpuHealth.MISSING
     worst = min((event.severity for event in events), key=SEVERITY_RANK.__getitem__, default=Severity.INFO)
-    return GPU_HEALTH_OF_SEVERITY.get(worst, HEALTH_OF_PRESENCE[presence])
+    return GPU_HEALTH_OF_SEVERITY.get(worst, HEALTH_OF_PRESENCE.get(presence, GpuHealth.UNKNOWN))
 
 
 def record_inventory_health(*, event: HealthEvent) -> None:
