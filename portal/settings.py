@@ -273,6 +273,7 @@ SPECTACULAR_SETTINGS = {
         "HealthEventSourceEnum": "apps.health.choices.Source",  # the node-benchmark kind's (benchmarks' NODE_SUITES)
         "HealthSeverityEnum": "apps.health.choices.Severity",  # an event's severity and a policy's minimum
         "HealthComponentTypeEnum": "apps.health.choices.ComponentType",  # events, reliability rows, their filters
+        "NodeHealthStateEnum": "apps.inventory.choices.HealthState",  # a node's stored state, fleet health's state
         "RemediationActionEnum": "apps.remediation.choices.Action",
         "RepairGateKindEnum": "apps.remediation.choices.GateKind",  # a repair's gate and each try of it
         "RepairPartTypeEnum": "apps.remediation.choices.PartType",

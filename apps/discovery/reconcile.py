@@ -15,7 +15,7 @@ from apps.core import audit
 from apps.core.choices import AuditAction
 from apps.discovery.choices import FactFamily, ObjectType
 from apps.discovery.facts import pci_key
-from apps.inventory.choices import FirmwareComponent, GpuHealth, StorageTierKind
+from apps.inventory.choices import FirmwareComponent, GpuPresence, StorageTierKind
 from apps.inventory.models import Firmware, Gpu, Nic, Node
 
 MEMORY_TOLERANCE = 0.05  # installed vs what the kernel reports (firmware and the kernel keep some)
@@ -119,17 +119,18 @@ def _compare_gpus(result: Comparison, node: Node, gpus: list[Gpu], facts: dict |
                 result.fill(ObjectType.GPU, key, name, value)
             elif (pci_key(current) != pci_key(value)) if name == "pci_bus_id" else (str(current) != str(value)):
                 result.differ(ObjectType.GPU, key, name, current, value)
-        if gpu.health == GpuHealth.MISSING:
+        if gpu.presence == GpuPresence.MISSING:
             result.differ(
                 ObjectType.GPU,
                 key,
                 "present",
                 "missing",
                 "present",
-                "The inventory marks this GPU missing; accepting marks it healthy again.",
+                "The inventory marks this GPU missing; accepting marks it present again (healthy unless an open "
+                "health event says otherwise).",
             )
     for gpu in gpus:
-        if gpu.pk not in taken and gpu.health != GpuHealth.MISSING:
+        if gpu.pk not in taken and gpu.presence != GpuPresence.MISSING:
             result.differ(
                 ObjectType.GPU,
                 f"GPU{gpu.index}",
@@ -479,7 +480,8 @@ def apply(node: Node, object_type: str, object_key: str, field_name: str, value:
 def _apply_gpu_presence(node: Node, object_key: str, value: str) -> None:
     if object_key.startswith("GPU") and object_key[3:].isdigit():
         gpu = Gpu.objects.get(node=node, index=int(object_key[3:]))
-        _save(gpu, {"health": GpuHealth.MISSING if value == "missing" else GpuHealth.HEALTHY})
+        # Presence only: apps/health derives the health from it and the GPU's open events (an XID stays failed).
+        _save(gpu, {"presence": GpuPresence.MISSING if value == "missing" else GpuPresence.PRESENT})
         return
     # A GPU the inventory does not list (the key is its UUID): add it with the node's SKU at the first free index.
     if node.gpu_sku_id is None:
@@ -490,7 +492,7 @@ def _apply_gpu_presence(node: Node, object_key: str, value: str) -> None:
         node=node,
         index=index,
         sku_id=node.gpu_sku_id,
-        health=GpuHealth.HEALTHY,
+        presence=GpuPresence.PRESENT,
         uuid=object_key if object_key.startswith("GPU-") else None,
         pci_bus_id=value if value not in ("", "present") else "",
     )

@@ -9,7 +9,7 @@ class HealthConfig(AppConfig):
     def ready(self) -> None:
         # The dashboard's first panel, "What is wrong now" (apps/inventory/dashboard.py's registry), and the node and
         # switch pages' health sections (apps/inventory/sections.py).
-        from apps.health import nvlink, panels
+        from apps.health import nvlink, panels, signals
         from apps.inventory.dashboard import register_panel
         from apps.inventory.sections import NODE_PAGE, SWITCH_PAGE
         from apps.topology.nvlink import register_measured
@@ -21,3 +21,5 @@ class HealthConfig(AppConfig):
         SWITCH_PAGE.register(name="health", template="health/partials/events.html", context=panels.switch_events)
         # NVLink links measured down count in the topology's NVLink domain rule (apps/topology/nvlink.py).
         register_measured(nvlink.link_faults)
+        # A GPU saved with a new presence gets the health that presence and its open events give (signals.py).
+        signals.connect()

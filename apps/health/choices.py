@@ -1,5 +1,8 @@
 from django.db import models
 
+from apps.inventory.choices import HEALTH_STATE_COLOURS
+from apps.inventory.choices import HealthState as NodeState  # noqa: F401 (the name the apps above use)
+
 
 class ComponentType(models.TextChoices):
     NODE = "node", "Node"
@@ -49,12 +52,5 @@ class ClearedBy(models.TextChoices):
     OPERATOR = "operator", "An operator"
 
 
-class NodeState(models.TextChoices):
-    """A node's health as its open events say: critical or major → unhealthy, minor → degraded."""
-
-    HEALTHY = "healthy", "Healthy"
-    DEGRADED = "degraded", "Degraded"
-    UNHEALTHY = "unhealthy", "Unhealthy"
-
-
-NODE_STATE_COLOURS = {NodeState.HEALTHY: "green", NodeState.DEGRADED: "orange", NodeState.UNHEALTHY: "red"}
+# A node's state lives in the inventory (`Node.health_state`, written from here: inventory may not import health).
+NODE_STATE_COLOURS = HEALTH_STATE_COLOURS

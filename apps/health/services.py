@@ -3,6 +3,7 @@ them. Every function here is keyword-only and takes no request (docs/health.md).
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -13,6 +14,7 @@ from rest_framework import serializers
 
 from apps.health.choices import SEVERITY_RANK, ClearedBy, ComponentType, NodeState, Severity, Source
 from apps.health.models import HealthEvent, HealthEventQuerySet
+from apps.inventory.choices import HEALTH_OF_PRESENCE, GpuHealth, GpuPresence
 from apps.inventory.models import Cable, Gpu, Nic, Node, NvlinkSwitchTray, Switch, Volume
 
 EVIDENCE_KEPT = 20  # the newest observations an event keeps; the count says how many there were in all
@@ -128,8 +130,13 @@ def record_event(
             with transaction.atomic():
                 event = HealthEvent.objects.select_for_update().filter(component_key=part.key, kind=kind).open().first()
                 if event is None:
-                    return _create(part, source, kind, severity, summary, observation, at)
+                    event = _create(part, source, kind, severity, summary, observation, at)
+                    record_inventory_health(event=event)
+                    return event
+                was = event.severity
                 _fold(event, source, severity, summary, observation, at)
+                if event.severity != was:  # a repeat changes the state only when it is worse
+                    record_inventory_health(event=event)
                 return event
         except IntegrityError:
             continue
@@ -195,6 +202,7 @@ def clear_event(
         locked.clear_reason = reason.strip()[:300]
         locked.clear_evidence = validation or {}
         locked.save()  # audited: who cleared it, by what, why
+        record_inventory_health(event=locked)
     return locked
 
 
@@ -246,7 +254,8 @@ class NodeHealth:
         return [event.reason for event in self.events]
 
 
-def state_of(events: list[HealthEvent]) -> str:
+def state_of(events: Iterable[HealthEvent]) -> str:
+    """A node's state from its open events (anything with a `severity`)."""
     severities = {event.severity for event in events}
     if severities & {Severity.CRITICAL, Severity.MAJOR}:
         return NodeState.UNHEALTHY
@@ -266,3 +275,50 @@ def nodes_health(nodes: list[Node]) -> dict[int, NodeHealth]:
     for event in HealthEvent.objects.open().filter(node__in=nodes).select_related("gpu").worst_first():
         by_node[event.node_id].append(event)
     return {node.pk: NodeHealth(state_of(by_node[node.pk]), by_node[node.pk]) for node in nodes}
+
+
+# What one open event on a GPU makes of it; the worst event wins. An info event leaves it as its presence says.
+GPU_HEALTH_OF_SEVERITY = {
+    Severity.CRITICAL: GpuHealth.FAILED,
+    Severity.MAJOR: GpuHealth.FAILED,
+    Severity.MINOR: GpuHealth.WARNING,
+}
+GPU_MISSING_KIND = "gpu_missing"  # the telemetry watch's: the GPU left the node's series (apps/monitoring/watch.py)
+
+
+def gpu_health_of(*, presence: str, events: Iterable) -> str:
+    """The one mapping from what is known of a GPU to `Gpu.health`: missing (discovery did not find it, or an open
+    `gpu_missing` says so), else failed (a critical or major open event), warning (a minor one), else what its presence
+    says (present → healthy, not yet seen → unknown). `events`: its open events (anything with `kind` and `severity`,
+    so the data migration's historical rows do too)."""
+    events = list(events)
+    if presence == GpuPresence.MISSING or any(event.kind == GPU_MISSING_KIND for event in events):
+        return GpuHealth.MISSING
+    worst = min((event.severity for event in events), key=SEVERITY_RANK.__getitem__, default=Severity.INFO)
+    return GPU_HEALTH_OF_SEVERITY.get(worst, HEALTH_OF_PRESENCE.get(presence, GpuHealth.UNKNOWN))
+
+
+def record_inventory_health(*, event: HealthEvent) -> None:
+    """Writes what the open events now say on the inventory rows the event touches: its node's `health_state` (the
+    node's own events and its parts': GPUs, NICs, cables, BMC, …) and its GPU's `health`. Called inside the
+    transaction that opened, worsened or cleared the event, so lists read a stored state (docs/health.md)."""
+    if event.node_id is not None:
+        # Lock the node first: two producers recording on one node at once each read the other's committed event.
+        list(Node.objects.select_for_update().filter(pk=event.node_id).values_list("pk", flat=True))
+        state = state_of(HealthEvent.objects.open().filter(node_id=event.node_id).only("severity"))
+        Node.objects.filter(pk=event.node_id).exclude(health_state=state).update(health_state=state)
+    if event.gpu_id is not None:
+        presence = Gpu.objects.filter(pk=event.gpu_id).values_list("presence", flat=True).first()
+        if presence is not None:
+            health = gpu_health_of(presence=presence, events=_open_on_gpu(event.gpu_id))
+            Gpu.objects.filter(pk=event.gpu_id).exclude(health=health).update(health=health)
+
+
+def _open_on_gpu(gpu_id: int):
+    return HealthEvent.objects.open().filter(gpu_id=gpu_id).only("kind", "severity")
+
+
+def gpu_presence_changed(*, gpu: Gpu) -> None:
+    """Before a GPU is saved with a new presence (discovery's accept, the API, an import): the health that presence
+    and its open events give, saved (and audited) with it. apps/health/signals.py calls it from pre_save."""
+    gpu.health = gpu_health_of(presence=gpu.presence, events=_open_on_gpu(gpu.pk) if gpu.pk else [])

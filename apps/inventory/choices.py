@@ -65,6 +65,35 @@ GPU_HEALTH_COLOURS = {
 }
 
 
+class GpuPresence(models.TextChoices):
+    """Whether the GPU is there, as discovery (or the inventory's import) last said: the one input to `Gpu.health`
+    that is not a health event."""
+
+    PRESENT = "present", "Present"
+    MISSING = "missing", "Missing"
+    UNKNOWN = "unknown", "Not yet seen"
+
+
+# What a GPU's presence alone makes of its health, with no open health event on it (apps/health adds the events).
+HEALTH_OF_PRESENCE = {
+    GpuPresence.PRESENT: GpuHealth.HEALTHY,
+    GpuPresence.MISSING: GpuHealth.MISSING,
+    GpuPresence.UNKNOWN: GpuHealth.UNKNOWN,
+}
+
+
+class HealthState(models.TextChoices):
+    """A node's health as its open health events say: critical or major → unhealthy, minor → degraded. apps/health
+    writes it on the node (`Node.health_state`) and names it `NodeState`."""
+
+    HEALTHY = "healthy", "Healthy"
+    DEGRADED = "degraded", "Degraded"
+    UNHEALTHY = "unhealthy", "Unhealthy"
+
+
+HEALTH_STATE_COLOURS = {HealthState.HEALTHY: "green", HealthState.DEGRADED: "orange", HealthState.UNHEALTHY: "red"}
+
+
 class NicTransport(models.TextChoices):
     ROCE = "roce", "RoCE"
     INFINIBAND = "ib", "InfiniBand"

@@ -26,6 +26,7 @@ from apps.inventory.choices import (
     CoolantLoopKind,
     FirmwareComponent,
     GpuHealth,
+    GpuPresence,
     NicPurpose,
     NicTransport,
     NodeRole,
@@ -353,6 +354,7 @@ class _Loader:
                         "pci_bus_id": f"00000000:{bus.upper()}:00.0",
                         "numa_node": i // 4,
                         "pcie_switch": f"PEX{i // 2}",
+                        "presence": GpuPresence.PRESENT,
                         "health": GpuHealth.HEALTHY,
                     }
                 )
@@ -839,6 +841,7 @@ class _RackScaleLoader:
                             "pci_bus_id": bus,
                             "numa_node": i // 2,
                             "pcie_switch": "",
+                            "presence": GpuPresence.PRESENT,
                             "health": GpuHealth.HEALTHY,
                         }
                     )

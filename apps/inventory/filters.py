@@ -13,7 +13,7 @@ from django.db.models import Exists, OuterRef, Q
 from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.core.text import echo
-from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
+from apps.inventory.choices import GpuHealth, GpuPresence, HealthState, NodeRole, NodeStatus
 from apps.inventory.models import (
     Cable,
     Firmware,
@@ -118,6 +118,8 @@ class NodeFilterSet(FilterSet):
     # distinct=False: one column of the node itself cannot duplicate rows, and DISTINCT over the page costs.
     role = django_filters.MultipleChoiceFilter(choices=NodeRole.choices, distinct=False)
     status = django_filters.MultipleChoiceFilter(choices=NodeStatus.choices, distinct=False)
+    # What the node's open health events say, as apps/health stored it on the node (no events read per row).
+    health_state = django_filters.MultipleChoiceFilter(choices=HealthState.choices, distinct=False, label="Health")
     site = site_ref("rack__site")
     rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
     tag = RefFilter(field_name="tags", queryset=Tag.objects.all(), natural_key="slug", label="Tag slug or public id")
@@ -126,7 +128,18 @@ class NodeFilterSet(FilterSet):
 
     class Meta:
         model = Node
-        fields = ["q", "hostname", "role", "status", "site", "rack", "tag", "gpu_sku", "has_unhealthy_gpu"]
+        fields = [
+            "q",
+            "hostname",
+            "role",
+            "status",
+            "health_state",
+            "site",
+            "rack",
+            "tag",
+            "gpu_sku",
+            "has_unhealthy_gpu",
+        ]
 
     def search(self, queryset, name, value: str):
         value = value.strip()
@@ -147,6 +160,7 @@ NODE_COLUMNS = (
     Column("hostname", "Host name", lambda node: node.hostname),
     Column("role", "Role", lambda node: node.get_role_display()),
     Column("status", "Status", lambda node: node.get_status_display() + (" (drained)" if node.is_drained else "")),
+    Column("health_state", "Health", lambda node: node.get_health_state_display()),
     Column("rack", "Rack", lambda node: node.rack.name if node.rack else "", order="rack__name"),
     Column("position", "Position", lambda node: node.rack_units, order="u_position"),
     Column("gpus", "GPUs", lambda node: node.gpu_count, order="gpu_count"),
@@ -227,10 +241,11 @@ class GpuFilterSet(FilterSet):
     node = node_ref()
     sku = sku_ref("sku")
     health = django_filters.MultipleChoiceFilter(choices=GpuHealth.choices, distinct=False)
+    presence = django_filters.MultipleChoiceFilter(choices=GpuPresence.choices, distinct=False)
 
     class Meta:
         model = Gpu
-        fields = ["node", "sku", "health"]
+        fields = ["node", "sku", "health", "presence"]
 
 
 class NicFilterSet(FilterSet):

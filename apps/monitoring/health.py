@@ -71,8 +71,10 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
                 by_id[node_id].degrade(event.reason)
             else:
                 by_id[node_id].reasons.append(event.reason)  # for information: the node stays as it was
-    unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).order_by("index")
-    for gpu in unhealthy:
+    # Gpu.health follows its open events (apps/health writes it): a GPU with one is judged above, by its events.
+    judged = {event.gpu_id for node in by_id.values() for event in node.events if event.gpu_id}
+    unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).exclude(pk__in=judged)
+    for gpu in unhealthy.order_by("index"):
         by_id[gpu.node_id].fail(f"GPU {gpu.index} is {gpu.get_health_display().lower()}")
         by_id[gpu.node_id].bad_gpus.add(gpu.index)
     missing = defaultdict(int)

@@ -213,6 +213,7 @@ class NodeSerializer(InventorySerializer):
             "hostname",
             "role",
             "status",
+            "health_state",
             "site",
             "rack",
             "u_position",
@@ -273,6 +274,7 @@ class GpuSerializer(InventorySerializer):
             "pci_bus_id",
             "numa_node",
             "pcie_switch",
+            "presence",
             "health",
             *TIMESTAMPS,
         ]

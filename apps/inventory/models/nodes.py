@@ -12,12 +12,16 @@ from apps.core.models import PublicModel
 from apps.core.validators import name_validator
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
+    HEALTH_OF_PRESENCE,
+    HEALTH_STATE_COLOURS,
     MTU_MAX,
     MTU_MIN,
     NODE_STATUS_COLOURS,
     NODE_STATUS_IN_SERVICE,
     FirmwareComponent,
     GpuHealth,
+    GpuPresence,
+    HealthState,
     HostKeyState,
     NicPurpose,
     NicTransport,
@@ -167,6 +171,16 @@ class Node(AuditedModel, PublicModel):
         help_text="How work reaches this node when a request names no transport; blank: the install's default. "
         "The demo's nodes are loaded with sim (the simulator) until an operator points them at real nodes.",
     )
+    # Derived, never edited: apps/health writes it whenever an open event on the node or its parts (GPUs, NICs,
+    # cables, BMC…) is recorded, worsens or is cleared, so lists read it without querying events per row.
+    health_state = models.CharField(
+        max_length=16,
+        choices=HealthState.choices,
+        default=HealthState.HEALTHY,
+        editable=False,
+        db_index=True,
+        help_text="What the node's open health events say (docs/health.md).",
+    )
 
     objects = NodeQuerySet.as_manager()
 
@@ -243,6 +257,10 @@ class Node(AuditedModel, PublicModel):
         return NODE_STATUS_COLOURS[self.status]
 
     @property
+    def health_state_colour(self) -> str:
+        return HEALTH_STATE_COLOURS[self.health_state]
+
+    @property
     def rack_units(self) -> str:
         return units_label(self.u_position, self.u_height)
 
@@ -267,7 +285,15 @@ class Gpu(AuditedModel, PublicModel):
     pcie_switch = models.CharField(
         max_length=32, blank=True, help_text="PCIe switch the GPU sits under; NICs on the same switch are its peers."
     )
-    health = models.CharField(max_length=16, choices=GpuHealth.choices, default=GpuHealth.UNKNOWN)
+    presence = models.CharField(
+        max_length=16,
+        choices=GpuPresence.choices,
+        default=GpuPresence.UNKNOWN,
+        help_text="Whether the GPU is there, as discovery last found it (or as imported).",
+    )
+    # Derived, never edited: apps/health writes it from the presence and the GPU's open health events whenever either
+    # changes (apps/health/services.gpu_health_of is the one mapping).
+    health = models.CharField(max_length=16, choices=GpuHealth.choices, default=GpuHealth.UNKNOWN, editable=False)
 
     class Meta:
         ordering = ["node__hostname", "index"]
@@ -282,6 +308,13 @@ class Gpu(AuditedModel, PublicModel):
 
     def __str__(self) -> str:
         return f"{self.node.hostname} GPU{self.index}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self._state.adding:
+            # A new GPU has no health events yet: its presence says it all. (An import creates GPUs in bulk, with
+            # no save signal; later changes of presence are apps/health's, which adds the open events.)
+            self.health = HEALTH_OF_PRESENCE.get(self.presence, self.health)
 
     @property
     def health_colour(self) -> str:

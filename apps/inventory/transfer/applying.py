@@ -222,6 +222,8 @@ class _Importer:
         if not isinstance(data, dict):
             row.add(None, f"Each item of {section.name} is a mapping of field names to values.")
             return None
+        if section.upgrade is not None:
+            data = section.upgrade(data)
         for name in data:
             if name not in section.columns:
                 have = ", ".join(section.columns)

@@ -1,6 +1,7 @@
 """The document's sections: which model each holds, the fields naming each object (its natural key), its columns
 and the references between sections. Export, reading and applying all work from SECTIONS."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePath
@@ -56,6 +57,18 @@ class Ref:
     paths: tuple[str, ...]
 
 
+# An export from before GPU health came from health events names `health`; what it said of presence is kept.
+PRESENCE_OF_OLD_HEALTH = {"missing": "missing", "unknown": "unknown"}  # any other health said the GPU was there
+
+
+def _gpu_presence_from_health(row: dict) -> dict:
+    """A GPU row with `health` (an older export) as one with `presence`; its health is derived again on import."""
+    if "health" not in row or "presence" in row:
+        return row
+    presence = PRESENCE_OF_OLD_HEALTH.get(str(row["health"]), "present")
+    return {**{name: value for name, value in row.items() if name != "health"}, "presence": presence}
+
+
 @dataclass(frozen=True)
 class Section:
     """One list of the document: its model, the fields naming each object (`key`), and all its fields."""
@@ -66,6 +79,7 @@ class Section:
     columns: tuple[str, ...]
     refs: dict[str, Ref] = field(default_factory=dict)
     related: tuple[str, ...] = ()  # loaded with existing objects, for clean() and __str__()
+    upgrade: Callable[[dict], dict] | None = None  # how a row of an older export reads now
 
     @cached_property
     def plain(self) -> list[str]:
@@ -156,7 +170,8 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "gpus", Gpu, key=("node", "index"), related=("node",),
         refs={"node": NODE, "sku": reference("gpu_skus", "sku", "sku__name")},
-        columns=("node", "index", "sku", "uuid", "serial", "pci_bus_id", "numa_node", "pcie_switch", "health"),
+        columns=("node", "index", "sku", "uuid", "serial", "pci_bus_id", "numa_node", "pcie_switch", "presence"),
+        upgrade=_gpu_presence_from_health,
     ),
     Section(
         "nics", Nic, key=("node", "name"), related=("node",), refs={"node": NODE},
