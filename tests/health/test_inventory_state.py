@@ -154,7 +154,7 @@ def test_the_backfill_writes_what_open_events_say_and_keeps_a_hand_marked_gpu_as
     Node.objects.filter(pk=node.pk).update(health_state=NodeState.HEALTHY)
     Gpu.objects.filter(pk=marked.pk).update(health=GpuHealth.FAILED)  # someone marked it by hand, no event
 
-    migration = importlib.import_module("apps.health.migrations.0003_inventory_health_from_events")
+    migration = importlib.import_module("apps.health.migrations.0004_inventory_health_from_events")
     migration.record_from_open_events(django_apps, None)
 
     assert states(stale) == (GpuHealth.FAILED, NodeState.UNHEALTHY)

@@ -42,8 +42,8 @@ def test_a_fault_in_the_sel_becomes_one_health_event_and_a_reread_adds_nothing(g
 
     assert job.status == JobStatus.SUCCEEDED, job.steps.get().summary
     events = {event.kind: event for event in HealthEvent.objects.filter(source="bmc_log")}
-    assert set(events) == {"bmc_memory_ecc", "bmc_pcie_fatal"}
-    ecc = events["bmc_memory_ecc"]
+    assert set(events) == {"bmc_gpu_memory_ecc", "bmc_pcie_fatal"}  # the GPU's HBM, not a DIMM
+    ecc = events["bmc_gpu_memory_ecc"]
     assert (ecc.node, ecc.component_type, ecc.severity) == (gpu_node, "node", "critical")
     assert "GPU3 HBM" in ecc.evidence[0]["lines"][0] and "Uncorrectable ECC" in ecc.evidence[0]["lines"][0]
     mark = Bmc.objects.get(node=gpu_node).sel_mark

@@ -110,11 +110,18 @@ RULES = (
 )
 
 
+# A memory record on a GPU's sensor ('GPU3 HBM') is the GPU's HBM, not a DIMM: the GPU's repair answers for it.
+GPU_MEMORY_SENSOR = re.compile(r"\bGPU\d*\b|\bHBM\b", re.IGNORECASE)
+GPU_MEMORY_ECC = Finding("bmc_gpu_memory_ecc", Severity.CRITICAL, False, "uncorrectable GPU memory (HBM) ECC")
+
+
 def classify(record: SelRecord) -> Finding | None:
     if not record.asserted:
         return None
     for sensor_type, pattern, finding in RULES:
         if record.sensor_type.startswith(sensor_type) and re.search(pattern, record.event, re.IGNORECASE):
+            if finding.kind == "bmc_memory_ecc" and GPU_MEMORY_SENSOR.search(record.sensor or record.line):
+                return GPU_MEMORY_ECC
             return finding
     return None
 
