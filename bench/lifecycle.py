@@ -18,14 +18,14 @@ of the first four quarantine faults. The clock steps 30 s; each step runs the te
 fleet (the model's noise included), then `evaluate(now=…)` and `settle_deferred(now=…)`.
 
 What is driven and what is not: the telemetry watch is the only producer run each step. No periodic producer on this
-branch sees a NIC link down (the sweep and the runbooks do, on demand), so the leaf's `link_down` events are
-recorded as the back-test's campaign records them, at the first step after the switch goes down (its latency is not a
-detection). The kernel-log and SEL reads are jobs over the node transport; they are not run here (they would see
-the same GPU faults later: 300 s periods). The training job's progress is modelled here (a step every 6 s, a save
-every 200 steps, written as the `training-progress` read writes it): the simulated job's log runs on the wall clock,
-not on this one. Faults the watch cannot see (a degraded cable, a wrong MTU, a full disk…) are injected and counted
-as not detected. The 100 healthy runs: 100 nodes with no fault (and not behind the leaf) watched through the whole
-campaign; any event or decision on them is a false alarm.
+branch sees a NIC link down (the sweep and the runbooks do, on demand), so the leaf's `link_down` events are recorded as
+the back-test's campaign records them, at the first step after the switch goes down (its latency is not a detection).
+The kernel-log and SEL reads are jobs over the node transport; they are not run here (they would see the same GPU faults
+later: 300 s periods). The training job's progress is modelled here (a step every 6 s, a save every 200 steps, written
+as the `training-progress` read writes it): the simulated job's log reads Django's clock (apps/simulator/clock.py),
+which this bench does not set: it steps its own through `now=`. Faults the watch cannot see (a degraded cable, a wrong
+MTU, a full disk…) are injected and counted as not detected. The 100 healthy runs: 100 nodes with no fault (and not
+behind the leaf) watched through the whole campaign; any event or decision on them is a false alarm.
 """
 
 import argparse

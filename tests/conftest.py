@@ -1,5 +1,6 @@
 """Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster."""
 
+import datetime as dt
 import shutil
 
 import pytest
@@ -126,6 +127,38 @@ def demo_cluster(db):
 
     load_cluster(DEMO)
     return DEMO
+
+
+class Clock:
+    """The moment `django.utils.timezone.now` answers: the test moves it. Each reading moves it a microsecond on, so
+    rows stamped one after another keep their order (`order_by("-created")`) as on a real clock."""
+
+    START = dt.datetime(2026, 3, 2, 9, 30, tzinfo=dt.UTC)  # a Monday morning, the same on every run
+    TICK = dt.timedelta(microseconds=1)
+
+    def __init__(self):
+        self.now = self.START
+
+    def read(self) -> dt.datetime:
+        moment = self.now
+        self.now += self.TICK
+        return moment
+
+    def advance(self, **delta) -> dt.datetime:
+        """advance(minutes=7): the clock moves on that far; returns the new moment."""
+        self.now += dt.timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The clock the code reads, set by the test: Django's `timezone.now`, which stamps the rows (auto_now), the
+    services' default `now`, and the simulated cluster's clock (its training logs, apps/simulator/clock.py). Nothing
+    the test asserts then depends on the hour it runs at or on how long it takes. Request it before fixtures that
+    stamp rows (`pytest.mark.usefixtures("clock")` first), so they are stamped at the test's moment too."""
+    moment = Clock()
+    monkeypatch.setattr(timezone, "now", moment.read)
+    return moment
 
 
 @pytest.fixture

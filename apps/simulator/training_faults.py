@@ -4,12 +4,14 @@ A fault starts when it was injected (SimFault.created). It ends when a command r
 longer shows it (MTU back at the inventory's, PFC back on the priority) and the change that did it was stored at
 SimChange.updated. A fault only clearing removes (XID 79, link down, disk full) ends when it is cleared, and then it
 is gone from the record: the log reads as if it never happened.
+
+The files are read at the simulated cluster's clock (apps/simulator/clock.py), the one that stamps those records.
 """
 
-import time
 from dataclasses import replace
 
 from apps.inventory.models import Node
+from apps.simulator import clock
 from apps.simulator.changes import apply_changes
 from apps.simulator.choices import FaultEffect, FaultKind, kinds_with
 from apps.simulator.faults.node import apply_faults
@@ -189,7 +191,7 @@ def training_file(hostname: str, path: str, now: float | None = None, last: int 
     run = _run_at(hostname, path)
     if run is None:
         return None
-    return render_log(run, hostname, disruptions(run), time.time() if now is None else now, last=last)
+    return render_log(run, hostname, disruptions(run), clock.now() if now is None else now, last=last)
 
 
 def _run_keeping(hostname: str, path: str) -> TrainingRun | None:
@@ -208,7 +210,7 @@ def checkpoint_tree(hostname: str, path: str, now: float | None = None) -> dict[
     run = _run_keeping(hostname, path)
     if run is None:
         return None
-    return checkpoint_files(run, disruptions(run), time.time() if now is None else now)
+    return checkpoint_files(run, disruptions(run), clock.now() if now is None else now)
 
 
 def checkpoint_listing(hostname: str, directory: str, now: float | None = None) -> list[str] | None:
@@ -216,4 +218,4 @@ def checkpoint_listing(hostname: str, directory: str, now: float | None = None) 
     run = _run_keeping(hostname, directory)
     if run is None or run.checkpoint_dir.rstrip("/") != directory.rstrip("/"):
         return None
-    return list(checkpoint_files(run, disruptions(run), time.time() if now is None else now))
+    return list(checkpoint_files(run, disruptions(run), clock.now() if now is None else now))

@@ -1,4 +1,7 @@
-"""A simulated training job on four demo nodes, running for two hours, and helpers to age faults and fixes."""
+"""A simulated training job on four demo nodes, running for two hours, and helpers to age faults and fixes.
+
+Every test here runs on the clock it sets (tests/conftest.py, `clock`): the job's log, the faults' ages and the
+services' `now` follow it, never the wall clock."""
 
 from datetime import timedelta
 
@@ -13,6 +16,11 @@ from apps.workloads.models import TrainingJob, TrainingJobNode
 
 HOSTS = ("gpu001", "gpu002", "gpu003", "gpu004")
 LOG = "/var/log/train/llm-pretrain.log"
+
+
+@pytest.fixture(autouse=True)
+def _on_the_test_clock(clock):
+    """Before any row is stamped (autouse fixtures come first)."""
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@ job's next checkpoint, then drains the node and runbook 3 resumes the job from t
 in its place; Slurm's resume excludes it); at the deadline it drains anyway; a job that keeps no checkpoints is
 drained at once, the reason saying so.
 
-Two clocks, both set by the test: the remediation's `now=`, and the simulated cluster's, moved forward by
-`advance()` (the job's start, the simulator's faults and changes all move that far into the past)."""
+One clock, set by the test (`clock`, tests/conftest.py): the remediation's `now=`, the rows' stamps and the simulated
+job's log all read it, so the job's step lines and checkpoint saves are where the test expects them however long the
+test takes."""
 
 import datetime as dt
 
 import pytest
-from django.db.models import F
-from django.utils import timezone
 
 from apps.diagnosis.choices import Cause, IncidentState, RemediationState
 from apps.diagnosis.models import Incident
@@ -26,11 +25,11 @@ from apps.remediation import services as remediation
 from apps.remediation.choices import Action, Mode, Outcome
 from apps.remediation.models import RemediationDecision, RemediationPolicy, Repair
 from apps.simulator import services as sim
-from apps.simulator.models import SimChange, SimFault
 from apps.workloads.choices import Launcher, TrainingState
 from apps.workloads.models import TrainingJob
 
-pytestmark = [pytest.mark.usefixtures("on_the_simulator"), pytest.mark.django_db(transaction=True)]
+# The clock first: the cluster and the job are stamped at the test's moment.
+pytestmark = [pytest.mark.usefixtures("clock", "on_the_simulator"), pytest.mark.django_db(transaction=True)]
 
 CKPT = "/checkpoints/llm-pretrain"
 
@@ -43,14 +42,6 @@ def quarantine(settings, demo_cluster):
     return RemediationPolicy.objects.create(
         name="xid79", kind_pattern="xid79", min_severity=Severity.CRITICAL, action=Action.QUARANTINE, mode=Mode.ON
     )
-
-
-def advance(minutes: float) -> None:
-    """The simulated cluster's clock moves on: everything it recorded happened that much longer ago."""
-    delta = dt.timedelta(minutes=minutes)
-    TrainingJob.objects.update(started_at=F("started_at") - delta)
-    SimChange.objects.update(updated=F("updated") - delta)
-    SimFault.objects.update(created=F("created") - delta)
 
 
 def read_progress(training_job, run_shards) -> TrainingJob:
@@ -88,16 +79,18 @@ def run_phase(incident, run_shards, phase):
 
 
 def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_around_the_node(
-    quarantine, training_job, run_shards, client, viewer
+    quarantine, clock, training_job, run_shards, client, viewer
 ):
-    clock = timezone.now()
+    start = clock.now
     before = read_progress(training_job, run_shards).last_checkpoint_step
-    assert before is not None and before % 200 == 0
-    xid79("gpu002", clock)
+    # Two hours in at 1.6 s a step (after 45 s of start-up): step 4471, the last save at 4400, the next at 4600 in
+    # 205 s.
+    assert before == 4400
+    xid79("gpu002", start)
 
-    (decision,) = remediation.evaluate(now=clock, transport="sim", queue=False)
+    (decision,) = remediation.evaluate(now=start, transport="sim", queue=False)
     assert decision.outcome == Outcome.DEFERRED and decision.training_job == training_job
-    assert decision.drain_by == clock + dt.timedelta(minutes=15)  # critical: 15 minutes at most
+    assert decision.drain_by == start + dt.timedelta(minutes=15)  # critical: 15 minutes at most
     assert decision.checkpoint_before == before and decision.gpus == 32
     assert decision.reason.startswith(f"Deferred: drain gpu002 at llm-pretrain's next checkpoint (after step {before})")
     assert not Node.objects.get(hostname="gpu002").is_drained and not Job.objects.filter(kind="scheduler-action")
@@ -105,17 +98,17 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert "Deferred to the next checkpoint (drained by" in client.get("/remediation/").content.decode()
 
     # A minute on, no new checkpoint yet: still waiting.
-    advance(1)
+    clock.advance(minutes=1)
     read_progress(training_job, run_shards)
-    assert remediation.settle_deferred(now=clock + dt.timedelta(minutes=1), transport="sim", queue=False) == []
+    assert remediation.settle_deferred(now=start + dt.timedelta(minutes=1), transport="sim", queue=False) == []
 
     # Six minutes on the job has saved its next checkpoint (every 200 steps of 1.6 s): drained now.
-    advance(6)
+    clock.advance(minutes=6)
     saved = read_progress(training_job, run_shards).last_checkpoint_step
-    assert saved > before
-    (drained,) = remediation.settle_deferred(now=clock + dt.timedelta(minutes=7), transport="sim", queue=False)
+    assert saved == 4600
+    (drained,) = remediation.settle_deferred(now=start + dt.timedelta(minutes=7), transport="sim", queue=False)
     drained.refresh_from_db()
-    assert drained.outcome == Outcome.ACTED and drained.drained_at == clock + dt.timedelta(minutes=7)
+    assert drained.outcome == Outcome.ACTED and drained.drained_at == start + dt.timedelta(minutes=7)
     assert f"llm-pretrain saved its checkpoint of step {saved}" in drained.reason
     assert run_shards(Job.objects.get(public_id=drained.job_id)).status == JobStatus.SUCCEEDED
     assert Node.objects.get(hostname="gpu002").is_drained
@@ -136,14 +129,14 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert Node.objects.get(hostname=spare).gpu_sku_id == Node.objects.get(hostname="gpu002").gpu_sku_id
     drained.refresh_from_db()
     assert drained.checkpoint_step == saved
-    assert drained.drained_step >= saved and drained.steps_lost == drained.drained_step - saved
+    assert drained.drained_step == 4730 and drained.steps_lost == 130  # the newest step line at 7 min: step 4730
     assert drained.steps_lost < saved - before  # less lost than draining at once would have
     client.force_login(viewer)
     page = client.get("/remediation/").content.decode()
     assert f"resumes from step {saved}: {drained.steps_lost} step(s) lost on 32 GPU(s)" in page
 
     run_phase(incident, run_shards, Phase.FIX)
-    advance(10)
+    clock.advance(minutes=10)
     run_phase(incident, run_shards, Phase.VERIFY)
     remediation_row.refresh_from_db()
     assert remediation_row.state == RemediationState.VERIFIED, remediation_row.outcome
@@ -159,19 +152,21 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert read_progress(training_job, run_shards).progress.order_by("-time").first().step > saved
 
 
-def test_at_the_deadline_it_drains_anyway_and_slurm_resumes_excluding_the_node(quarantine, training_job, run_shards):
+def test_at_the_deadline_it_drains_anyway_and_slurm_resumes_excluding_the_node(
+    quarantine, clock, training_job, run_shards
+):
     TrainingJob.objects.filter(pk=training_job.pk).update(launcher=Launcher.SLURM)
-    clock = timezone.now()
+    start = clock.now
     before = read_progress(training_job, run_shards).last_checkpoint_step
-    xid79("gpu003", clock)
-    (decision,) = remediation.evaluate(now=clock, transport="sim", queue=False)
+    xid79("gpu003", start)
+    (decision,) = remediation.evaluate(now=start, transport="sim", queue=False)
     assert decision.outcome == Outcome.DEFERRED
-    xid79("gpu003", clock + dt.timedelta(minutes=1), gpu=5)  # a second GPU of the node: one drain, one resume
-    (second,) = remediation.evaluate(now=clock + dt.timedelta(minutes=1), transport="sim", queue=False)
+    xid79("gpu003", start + dt.timedelta(minutes=1), gpu=5)  # a second GPU of the node: one drain, one resume
+    (second,) = remediation.evaluate(now=start + dt.timedelta(minutes=1), transport="sim", queue=False)
     assert second.outcome == Outcome.REFUSED and "already" in second.reason
-    assert remediation.settle_deferred(now=clock + dt.timedelta(minutes=14), transport="sim", queue=False) == []
+    assert remediation.settle_deferred(now=start + dt.timedelta(minutes=14), transport="sim", queue=False) == []
 
-    (drained,) = remediation.settle_deferred(now=clock + dt.timedelta(minutes=15), transport="sim", queue=False)
+    (drained,) = remediation.settle_deferred(now=start + dt.timedelta(minutes=15), transport="sim", queue=False)
     drained.refresh_from_db()
     assert drained.outcome == Outcome.ACTED
     assert f"deadline reached with no new checkpoint of llm-pretrain (the newest: {before})" in drained.reason
@@ -185,36 +180,38 @@ def test_at_the_deadline_it_drains_anyway_and_slurm_resumes_excluding_the_node(q
     assert command["command"] == "resume-sbatch-excluding" and dict(command["values"])["excluded_nodes"] == "gpu003"
 
 
-def test_a_job_without_checkpoints_is_drained_at_once_and_the_reason_says_so(quarantine, training_job):
+def test_a_job_without_checkpoints_is_drained_at_once_and_the_reason_says_so(quarantine, clock, training_job):
     TrainingJob.objects.filter(pk=training_job.pk).update(checkpoint_dir="")
-    clock = timezone.now()
-    xid79("gpu004", clock)
-    (decision,) = remediation.evaluate(now=clock, transport="sim", queue=False)
+    start = clock.now
+    xid79("gpu004", start)
+    (decision,) = remediation.evaluate(now=start, transport="sim", queue=False)
     assert decision.outcome == Outcome.ACTED and decision.job_id is not None
     assert "llm-pretrain runs on gpu004 with no checkpoints configured: drained at once" in decision.reason
     assert Node.objects.get(hostname="gpu004").is_drained
     assert decision.training_job_id == training_job.pk and decision.drain_by is None
 
 
-def test_a_node_under_no_running_job_is_drained_at_once(quarantine, training_job):
+def test_a_node_under_no_running_job_is_drained_at_once(quarantine, clock, training_job):
     TrainingJob.objects.filter(pk=training_job.pk).update(state=TrainingState.COMPLETED)
-    xid79("gpu001", timezone.now())
-    (decision,) = remediation.evaluate(now=timezone.now(), transport="sim", queue=False)
+    xid79("gpu001", clock.now)
+    (decision,) = remediation.evaluate(now=clock.now, transport="sim", queue=False)
     assert decision.outcome == Outcome.ACTED and decision.training_job is None
     assert RemediationDecision.objects.get().reason.startswith("Started: drain gpu001")
 
 
-def test_two_nodes_of_one_job_drained_together_are_resumed_around_by_one_incident(quarantine, training_job, run_shards):
+def test_two_nodes_of_one_job_drained_together_are_resumed_around_by_one_incident(
+    quarantine, clock, training_job, run_shards
+):
     RemediationPolicy.objects.update(breaker_max_percent=100)
-    clock = timezone.now()
+    start = clock.now
     read_progress(training_job, run_shards)
-    xid79("gpu002", clock)
-    xid79("gpu003", clock)
-    assert [d.outcome for d in remediation.evaluate(now=clock, transport="sim", queue=False)] == [
+    xid79("gpu002", start)
+    xid79("gpu003", start)
+    assert [d.outcome for d in remediation.evaluate(now=start, transport="sim", queue=False)] == [
         Outcome.DEFERRED,
         Outcome.DEFERRED,
     ]
-    drained = remediation.settle_deferred(now=clock + dt.timedelta(minutes=15), transport="sim", queue=False)
+    drained = remediation.settle_deferred(now=start + dt.timedelta(minutes=15), transport="sim", queue=False)
     assert [d.outcome for d in drained] == [Outcome.ACTED, Outcome.ACTED]
     assert drained[0].resume_incident == drained[1].resume_incident
     (incident,) = Incident.objects.all()
@@ -223,10 +220,12 @@ def test_two_nodes_of_one_job_drained_together_are_resumed_around_by_one_inciden
     assert set(plan["replaced"]) == {"gpu002", "gpu003"} and not {"gpu002", "gpu003"} & set(plan["hosts"])
 
 
-def test_a_job_that_stopped_stepping_is_drained_at_once_no_checkpoint_is_coming(quarantine, training_job, run_shards):
-    clock = timezone.now()
+def test_a_job_that_stopped_stepping_is_drained_at_once_no_checkpoint_is_coming(
+    quarantine, clock, training_job, run_shards
+):
+    start = clock.now
     read_progress(training_job, run_shards)
-    later = clock + dt.timedelta(minutes=30)  # its newest step line is half an hour old: the fault crashed it
+    later = start + dt.timedelta(minutes=30)  # its newest step line is half an hour old: the fault crashed it
     xid79("gpu002", later)
     (decision,) = remediation.evaluate(now=later, transport="sim", queue=False)
     assert decision.outcome == Outcome.ACTED and decision.drain_by is None
@@ -234,12 +233,12 @@ def test_a_job_that_stopped_stepping_is_drained_at_once_no_checkpoint_is_coming(
     assert "so no checkpoint is coming" in decision.reason and Node.objects.get(hostname="gpu002").is_drained
 
 
-def test_a_save_due_after_the_deadline_is_not_waited_for(quarantine, training_job, run_shards):
-    clock = timezone.now()
+def test_a_save_due_after_the_deadline_is_not_waited_for(quarantine, clock, training_job, run_shards):
+    start = clock.now
     read_progress(training_job, run_shards)
     TrainingJob.objects.filter(pk=training_job.pk).update(checkpoint_interval_steps=100_000)  # a save every ~44 h
-    xid79("gpu002", clock)
-    (decision,) = remediation.evaluate(now=clock, transport="sim", queue=False)
+    xid79("gpu002", start)
+    (decision,) = remediation.evaluate(now=start, transport="sim", queue=False)
     assert decision.outcome == Outcome.ACTED and decision.drain_by is None
     assert "drained at once: its next checkpoint is due in about" in decision.reason
     assert "after the 15-minute deadline" in decision.reason

@@ -1,5 +1,6 @@
 """Hangs and slowdowns of a running training job open one incident each on the runbook that fits
-(apps/diagnosis/training_watch.py), from its progress points; a healthy job opens none. The clock is passed in."""
+(apps/diagnosis/training_watch.py), from its progress points; a healthy job opens none. The clock is the test's
+(`clock`), passed in."""
 
 import datetime as dt
 import re
@@ -38,15 +39,15 @@ def steps(job, *, until: dt.datetime, count: int = 40, slow_from: int | None = N
     TrainingProgress.objects.bulk_create(rows)
 
 
-def test_a_healthy_job_opens_nothing(training_job):
-    now = timezone.now()
+def test_a_healthy_job_opens_nothing(training_job, clock):
+    now = clock.now
     steps(training_job, until=now - dt.timedelta(seconds=20))
     assert watch_training(now=now, transport="sim") == []
     assert not Incident.objects.exists()
 
 
-def test_a_hang_opens_one_incident_on_the_nccl_timeout_runbook_once_per_episode(training_job):
-    now = timezone.now()
+def test_a_hang_opens_one_incident_on_the_nccl_timeout_runbook_once_per_episode(training_job, clock):
+    now = clock.now
     steps(training_job, until=now - dt.timedelta(minutes=6))
     (incident,) = watch_training(now=now, transport="sim")
     assert incident.runbook == "nccl-timeout" and incident.training_job == training_job
@@ -61,8 +62,8 @@ def test_a_hang_opens_one_incident_on_the_nccl_timeout_runbook_once_per_episode(
     assert Incident.objects.count() == 1
 
 
-def test_a_slowdown_opens_an_incident_on_the_utilisation_runbook(training_job):
-    now = timezone.now()
+def test_a_slowdown_opens_an_incident_on_the_utilisation_runbook(training_job, clock):
+    now = clock.now
     steps(training_job, until=now - dt.timedelta(seconds=10), slow_from=30)
     (incident,) = watch_training(now=now, transport="sim")
     assert incident.runbook == "gpu-utilisation" and incident.title == "Training slowed down: llm-pretrain"
@@ -70,8 +71,8 @@ def test_a_slowdown_opens_an_incident_on_the_utilisation_runbook(training_job):
     assert watch_training(now=now + dt.timedelta(minutes=1), transport="sim") == []
 
 
-def test_stale_points_of_a_job_whose_reads_fail_or_that_stopped_are_not_a_hang(training_job):
-    now = timezone.now()
+def test_stale_points_of_a_job_whose_reads_fail_or_that_stopped_are_not_a_hang(training_job, clock):
+    now = clock.now
     steps(training_job, until=now - dt.timedelta(minutes=30))
     training_job.progress_error = "gpu001: tail: cannot open"
     training_job.save()

@@ -1,5 +1,6 @@
 """The `training-progress` kind: the simulated job's log read on its node rank 0, its step lines stored as a series
-that the simulator's loss model predicts, the schedule, and /metrics."""
+that the simulator's loss model predicts, the schedule, and /metrics. The test sets the clock (`clock`) the log is
+written at, so the step lines read are the ones it expects however long it takes."""
 
 from datetime import timedelta
 
@@ -17,7 +18,8 @@ from apps.workloads import services as workloads
 from apps.workloads.choices import TrainingState
 from apps.workloads.models import TrainingJob, TrainingJobNode, TrainingProgress
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("on_the_simulator")]
+# The clock first: the cluster and the job are stamped at the test's moment.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clock", "on_the_simulator")]
 
 HOSTS = ("gpu001", "gpu002")
 
@@ -48,13 +50,13 @@ def _read(training_job, run_shards) -> Job:
     return run_shards(job)
 
 
-def test_a_read_stores_the_step_lines_of_the_simulated_log(training_job, run_shards):
+def test_a_read_stores_the_step_lines_of_the_simulated_log(training_job, run_shards, clock):
     job = _read(training_job, run_shards)
     assert job.status == JobStatus.SUCCEEDED
     assert job.steps.get().node.hostname == "gpu001"  # node rank 0 prints the iteration lines
     points = workloads.progress_series(job=training_job)
-    # 30 minutes at 1.6 s a step after 45 s of start-up: ~1080 steps, one line every 10
-    assert 100 <= len(points) <= 112
+    # 30 minutes at 1.6 s a step after 45 s of start-up: step 1096, one line every 10
+    assert len(points) == 109
     assert [p.step for p in points] == list(range(10, 10 * len(points) + 1, 10))
     first, last = points[0], points[-1]
     assert first.loss > last.loss > 2.0  # a decaying curve towards its floor
@@ -63,16 +65,18 @@ def test_a_read_stores_the_step_lines_of_the_simulated_log(training_job, run_sha
         assert abs(point.loss - expected_loss(point.step)) <= LOSS_NOISE + 1e-6
         assert 512 / 1.6 / 1.03 < point.samples_per_second < 512 / 1.6 / 0.97
         assert point.learning_rate == pytest.approx(3e-4 * point.step / 2000, rel=1e-5)
-    assert timezone.now() - timedelta(minutes=1) < last.time <= timezone.now()
+    assert last.time == clock.START - timedelta(seconds=11)  # step 1090 ended at 45 + 1090 * 1.6 s, printed 09:29:49
 
 
-def test_a_second_read_adds_nothing_twice_and_reads_wait_for_their_interval(training_job, run_shards, settings):
+def test_a_second_read_adds_nothing_twice_and_reads_wait_for_their_interval(training_job, run_shards, clock):
     _read(training_job, run_shards)
     count = TrainingProgress.objects.count()
+    clock.advance(seconds=30)
     assert progress.schedule_reads() == []  # the last read is under a minute old
-    Job.objects.filter(kind="training-progress").update(created=timezone.now() - timedelta(minutes=2))
+    clock.advance(seconds=90)
     _read(training_job, run_shards)
-    assert count <= TrainingProgress.objects.count() <= count + 1
+    # Two minutes on, 75 more steps (1096 to 1171): the lines of steps 1100 to 1170, none of the earlier ones again.
+    assert TrainingProgress.objects.count() == count + 8
 
 
 def test_a_job_without_a_log_is_refused_by_name(training_job):
@@ -100,7 +104,7 @@ def test_a_read_runs_on_node_rank_0_only(training_job):
 
 
 def test_the_shipped_demo_job_is_read_from_its_first_minute_and_shows_progress_and_loss(
-    demo_cluster, run_shards, client, operator
+    demo_cluster, run_shards, client, operator, clock
 ):
     """`make run` loads the demo workloads, then gives the demo a month of history: the main training job's log is
     on its node rank 0 and a read stores its progress (it failed every minute: the job had never started)."""
@@ -117,7 +121,7 @@ def test_the_shipped_demo_job_is_read_from_its_first_minute_and_shows_progress_a
     points = workloads.progress_series(job=demo)
     assert len(points) > 100
     newest = points[-1]
-    assert timezone.now() - timedelta(minutes=1) < newest.time <= timezone.now()
+    assert clock.now - timedelta(seconds=16) < newest.time <= clock.now  # one line every 10 steps of 1.6 s
     ran = (newest.time - demo.started_at).total_seconds() - STARTUP_SECONDS
     step_seconds = TrainingRun.__dataclass_fields__["step_seconds"].default
     assert abs(newest.step - ran / step_seconds) <= 20  # still training a month in, one line every 10 steps
@@ -166,7 +170,7 @@ def test_an_edited_job_is_read_again_at_once_and_a_good_read_clears_the_error(
     training_job.refresh_from_db()
     training_job.started_at = started
     training_job.save()  # an operator records when it started
-    mended = run_shards(progress.schedule_reads(now=max(later, timezone.now()))[0])
+    mended = run_shards(progress.schedule_reads(now=later)[0])
     assert mended.status == JobStatus.SUCCEEDED
     training_job.refresh_from_db()
     assert training_job.progress_error == "" and training_job.progress_error_at is None

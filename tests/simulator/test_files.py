@@ -2,7 +2,6 @@
 (compared with output captured on a real machine), mv -n -T that refuses to overwrite, and moves that persist."""
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ PRINTF = ["-printf", "%s %A@ %p\\n"]
 
 
 @pytest.fixture
-def node(db):
+def node(clock, db):
+    """A node on the clock the test sets: find's ages (and a file's hour) do not depend on the hour it runs at."""
     load_cluster(ClusterShape(compute_nodes=1, nodes_per_rack=1, management_nodes=0))
     return Node.objects.get(hostname="gpu001")
 
@@ -29,14 +29,14 @@ def run(node, *argv, seed=0):
     return services.run_command(node=node, argv=list(argv), seed=seed)
 
 
-def test_find_lists_what_was_not_read_for_the_age_in_the_real_format(node):
+def test_find_lists_what_was_not_read_for_the_age_in_the_real_format(node, clock):
     result = run(node, *FIND, *PRINTF)
     assert result.exit_code == 0
     real_line = (DATA / "find-printf-atime-real.txt").read_text().splitlines()[0]
     shape = re.compile(r"\d+ \d+\.\d{10} /.+")
     assert shape.fullmatch(real_line)
     assert all(shape.fullmatch(line) for line in result.stdout.splitlines())
-    now = time.time()
+    now = clock.now.timestamp()
     files = parse_find_printf(result.stdout).files
     assert files and all(now - found.atime >= 7 * 86400 for found in files)
     everything = parse_find_printf(run(node, "find", "/scratch", "-type", "f", *PRINTF).stdout).files

@@ -102,7 +102,9 @@ def test_a_full_checkpoint_volume_fails_the_next_save():
 
 
 @pytest.fixture
-def running(demo_cluster):
+def running(clock, demo_cluster):
+    """A job 40 minutes in, on the clock the test sets (`clock`, set before the cluster is loaded): its log is read
+    at that clock, so what it shows does not depend on how long the test takes."""
     from apps.diagnosis.simulation import training_run  # noqa: F401  (the source the diagnosis app registers)
     from apps.workloads.choices import TrainingState
     from apps.workloads.models import TrainingJob, TrainingJobNode

@@ -15,9 +15,9 @@ across file systems copies the times, as `cp -a` does).
 
 import fnmatch
 import hashlib
-import time
 from dataclasses import dataclass, replace
 
+from apps.simulator import clock
 from apps.simulator.model import noise
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.training import SHARD_BYTES, STARTUP_SECONDS, TrainingRun, checkpoint_path, runs_on, shard_name
@@ -93,7 +93,7 @@ def node_files(context: Context, now: float | None = None) -> dict[str, SimFile]
     key = ("tier-files", now)
     if key in context.memo:
         return context.memo[key]
-    now = time.time() if now is None else now
+    now = clock.now() if now is None else now
     today, hour = (now // DAY) * DAY, (now // 3600) * 3600
     files: list[SimFile] = []
     for volume in _volumes(context):
@@ -158,7 +158,7 @@ def find(context: Context, argv: list[str]) -> CommandOutput:
     """find PATH [-xdev] [-maxdepth 0] [-type f] [-atime N] [-size Nc] [! -name GLOB] [-printf FORMAT] (GNU find)."""
     if len(argv) < 2 or argv[1].startswith("-"):
         return fail(1, "find: the simulator reads find PATH EXPRESSION\n")
-    start, args, now = argv[1], argv[2:], time.time()
+    start, args, now = argv[1], argv[2:], clock.now()
     files = node_files(context, now)
     tests, template, depth_zero, index = [], "%p\n", False, 0
     while index < len(args):

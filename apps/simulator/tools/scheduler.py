@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import yaml
 
+from apps.simulator import clock
 from apps.simulator.model import noise
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools import kube_apiserver, slurmctld
@@ -90,7 +91,7 @@ def _age(seconds: float) -> str:
 def node_pods(context: Context, now: float | None = None) -> CommandOutput:
     """Every pod on the nodes of the cluster's Kubernetes training jobs: their trainer pods (one per node rank), the
     GPU Operator's DaemonSets, and a second trainer where one was placed beside the job's."""
-    now = datetime.now(UTC).timestamp() if now is None else now
+    now = clock.now() if now is None else now
     rows = []
     for run in cluster_runs():
         if run.launcher != "kubernetes":
@@ -162,8 +163,8 @@ def _stamp(at: float) -> str:
 def _elapsed(seconds: float) -> str:
     seconds = max(int(seconds), 0)
     days, rest = divmod(seconds, 86400)
-    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    return f"{days}-{clock}" if days else clock
+    hms = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{hms}" if days else hms
 
 
 def _job_record(
@@ -226,7 +227,7 @@ def _job_record(
 def slurm_jobs(context: Context, now: float | None = None) -> CommandOutput:
     """Every Slurm training job of the cluster with its CPU and GPU binding per node, and on a node where the
     co_located fault placed one, the second trainer: the CPUs the job left and any GPU beyond the job's ranks."""
-    now = datetime.now(UTC).timestamp() if now is None else now
+    now = clock.now() if now is None else now
     records = []
     for run in cluster_runs():
         if run.launcher != "slurm":

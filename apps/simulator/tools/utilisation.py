@@ -19,6 +19,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from apps.nodeexec.catalogue import SOAK_SAMPLES_MARK, UTILISATION_FIELDS
+from apps.simulator import clock
 from apps.simulator.model import gpu_reading, noise
 from apps.simulator.state import SimGpu, SimulatedNode
 from apps.simulator.telemetry import gpu_regime, nominal_mhz
@@ -75,7 +76,7 @@ def _header() -> str:
 def samples(context: Context, duration: str, interval_ms: str, now: float | None = None) -> CommandOutput:
     """What the script prints: nothing of `sleep`, the marker, then the sampler's rows (one per GPU per sample)."""
     seconds, step = int(float(duration)), max(int(interval_ms), 1) / 1000
-    start = datetime.now(UTC).timestamp() if now is None else now
+    start = clock.now() if now is None else now
     run = next(iter(runs_on(context.hostname)), None)
     names = [_printed(name) for name in UTILISATION_FIELDS.split(",")]
     lines = [_header()]
