@@ -124,8 +124,9 @@ def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
 
 def record_burn_in(run: BenchmarkRun) -> list[HealthEvent]:
     """A burn-in (gpu_burn, or dcgmi diag -r 3/4 under load) is the validation a node's GPU events wait for: a node
-    whose every judged figure passed has its open GPU events cleared, the run as the evidence. A node with a figure
-    that failed is a `burn_in_failed` event on the node, citing the run's notes."""
+    whose every judged figure passed has its open GPU events cleared, and an earlier burn-in's `burn_in_failed`, the
+    run as the evidence. A node with a figure that failed is a `burn_in_failed` event on the node, citing the run's
+    notes."""
     if run.suite != Suite.BURN_IN or run.status != RunStatus.SUCCEEDED:
         return []
     by_node: dict[str, list] = {}
@@ -143,6 +144,13 @@ def record_burn_in(run: BenchmarkRun) -> list[HealthEvent]:
             health.clear_validated(
                 node=node,
                 component_types=[ComponentType.GPU],
+                validation={"benchmark_run": str(run.public_id), "suite": run.suite, "burn_load": load},
+                reason=f"burn-in ({load}) passed on {hostname}: every GPU figure within its reference",
+                at=run.finished,
+            )
+            health.clear_validated(  # an earlier burn-in's failure too: this one passed the node
+                node=node,
+                kinds=["burn_in_failed"],
                 validation={"benchmark_run": str(run.public_id), "suite": run.suite, "burn_load": load},
                 reason=f"burn-in ({load}) passed on {hostname}: every GPU figure within its reference",
                 at=run.finished,

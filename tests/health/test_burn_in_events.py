@@ -1,5 +1,6 @@
 """A burn-in is a producer and a validation: a node that fails it is a `burn_in_failed` event; once its GPU's fault
-is cleared in the simulator, a burn-in that passes clears the node's open GPU events (the XID the watch recorded)."""
+is cleared in the simulator, a burn-in that passes clears the node's open GPU events (the XID the watch recorded) and
+its `burn_in_failed`."""
 
 import pytest
 
@@ -49,3 +50,5 @@ def test_a_failed_burn_in_is_an_event_and_a_passed_one_after_the_repair_clears_t
     assert not xid.is_open and xid.cleared_by == "validation"
     assert xid.clear_evidence["benchmark_run"] == str(passed.public_id)
     assert "burn-in (gpu-burn) passed on gpu001" in xid.clear_reason
+    event.refresh_from_db()  # the node's own failure too: a repair's gate that failed, then passed, leaves none open
+    assert not event.is_open and event.clear_evidence["benchmark_run"] == str(passed.public_id)
