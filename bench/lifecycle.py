@@ -31,7 +31,8 @@ on the node (its first_seen may be earlier: the kernel log and the SEL stamp the
 What is not driven: no periodic producer sees a NIC link down (the kernel log's "Link down" line is below its level),
 so the leaf's `link_down` events are recorded as the back-test's campaign records them, at the first step after the
 switch goes down (its latency is not a detection). The training job's progress is modelled here (a step every 6 s, a
-save every 200 steps, written as the `training-progress` read writes it), not read from the simulated job's log. Faults no producer sees (a wrong MTU, a power cap, a straggler, a full disk) are injected and counted as not
+save every 200 steps, written as the `training-progress` read writes it), not read from the simulated job's log.
+Faults no producer sees (a wrong MTU, a power cap, a straggler, a full disk) are injected and counted as not
 detected. The 100 healthy runs: 100 nodes with no fault (and not behind the leaf) watched through the whole campaign;
 any event or decision on them is a false alarm.
 
