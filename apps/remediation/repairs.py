@@ -246,6 +246,12 @@ def record_evidence(*, repair: Repair, bug_report: dict, kernel_log: dict, job: 
     """The packet, as the evidence job read it; the repair may now see its node rebooted. A kernel log that could
     not be read is no packet: the repair stays as it was and the job says why."""
     if not kernel_log.get("read"):
+        with transaction.atomic():  # said on the repair, where the operator will look for it
+            repair = Repair.objects.select_for_update().get(pk=repair.pk)
+            why = kernel_log.get("note") or "the kernel log was not read"
+            again = "Capture it again once it answers."
+            _note(repair, None, f"Evidence capture failed (job {job.public_id}): {why}. {again}")
+            repair.save()
         return None
     with transaction.atomic():
         repair = Repair.objects.select_for_update().get(pk=repair.pk)

@@ -202,6 +202,18 @@ def test_a_node_without_the_bug_report_tool_says_so_and_the_packet_still_holds(
     assert job.status == JobStatus.SUCCEEDED
 
 
+def test_a_capture_on_a_node_that_does_not_answer_says_so_on_the_repair(demo_cluster, on_the_simulator, run_shards):
+    node = Node.objects.get(hostname="gpu006")
+    repair = quarantined("gpu006", xid79("gpu006"))
+    simulator.inject_fault(node=node, kind="node_hang", target="", parameters={})
+
+    repair = captured(repair, run_shards)
+
+    assert repair.state == RepairState.OPEN and repair.evidence_captured_at is None
+    assert f"Evidence capture failed (job {repair.evidence_job_id})" in repair.notes
+    assert "Capture it again once it answers." in repair.notes
+
+
 def test_evidence_is_not_captured_twice_at_once_nor_for_a_repair_that_is_over(demo_cluster, on_the_simulator):
     repair = quarantined("gpu006", xid79("gpu006"))
     repairs.capture_evidence(repair=repair, transport="sim", queue=False)
