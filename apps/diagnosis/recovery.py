@@ -19,7 +19,6 @@ from apps.parsers.provisioning import parse_df
 from apps.parsers.training_log import parse_training_log
 from apps.parsers.triage import triage
 
-LOG_LINES = 4000
 CHECKED_CHECKPOINTS = 4  # the newest this many are checked, newest first, until one is valid
 STEP_DIR = re.compile(r"^step_(?P<step>\d{7,9})$")
 # Xids after which a GPU leaves service until it is reset or replaced (NVIDIA's Xid catalogue): DBE, row-remap
@@ -83,10 +82,6 @@ def route(topics: set[str]) -> str:
 
 
 # --- the log ------------------------------------------------------------------------------------------------------
-
-
-def log_read(log_path: str) -> Read:
-    return Read("log", "tail-log", (("number", LOG_LINES), ("log_file", log_path)))
 
 
 def judge_log(hostname: str, text: str, command: str) -> list[Observation]:

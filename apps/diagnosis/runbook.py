@@ -24,7 +24,10 @@ from apps.parsers.errors import ParseError
 from apps.parsers.training_log import parse_training_log
 from apps.parsers.triage import triage
 
-LOG_LINES = 4000  # of the training log: enough for the last attempt of a long run
+# Of the training log's end: 20,000 steps of Megatron's every-10-steps lines. No more: a job keeps the first
+# RACKPILOT_ARTIFACT_MAX_BYTES (1 MiB) of a command's output, and 4,000 such lines (~300 bytes) passed it, so the
+# read lost the newest lines (the resume a re-check looks for) and kept older ones.
+LOG_LINES = 2000
 STRONG = 8  # a cause needs this score to be concluded
 
 

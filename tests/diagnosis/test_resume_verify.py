@@ -23,7 +23,7 @@ RELAUNCH = (
 
 
 def _seen(text: str):
-    return judge_log("gpu005", text + "\n", "tail -n 4000 /var/log/train/llama-pretrain.log")
+    return judge_log("gpu005", text + "\n", "tail -n 2000 /var/log/train/llama-pretrain.log")
 
 
 def test_the_stopped_attempts_steps_are_not_the_resume():

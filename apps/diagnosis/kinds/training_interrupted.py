@@ -23,7 +23,7 @@ from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, Incid
 from apps.diagnosis.kinds.nccl_timeout import NcclTimeoutRunbook, _text, _transcript_result, after_fix
 from apps.diagnosis.models import Hypothesis, Incident, Remediation
 from apps.diagnosis.phases import RECOVERY_KIND, Phase, start_phase
-from apps.diagnosis.runbook import Observation, Read
+from apps.diagnosis.runbook import Observation, Read, log_read
 from apps.inventory.models import Node
 from apps.jobs.choices import EventLevel, JobStatus
 from apps.jobs.events import emit
@@ -96,7 +96,7 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
         return {"log": self._read_log, "checks": self._checks, "fix": self._fix}[step.name]
 
     async def _read_log(self, target: NodeTarget, run) -> CommandResult:
-        read = recovery.log_read(self.log_path)
+        read = log_read(self.log_path)
         deadline = time.monotonic() + (self.wait_seconds if target.hostname == self.first_host else 0)
         while True:
             result = await run(read.argv(), 60)
