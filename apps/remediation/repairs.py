@@ -57,10 +57,13 @@ GATE_RULES: tuple[tuple[str, str], ...] = (
 )
 # Beyond its own rules, what a passed gate vouches for on the node: the BMC's records of the same faults (a bus fatal
 # error under a GPU that fell off it, the watchdog and the stop of the OS it hung) are answered by the GPU checks.
+# Every gate's runs reached the node over its transport: it answers again (the kernel-log read would say so later).
 GATE_ALSO_CLEARS = {
-    GateKind.GPU: ("bmc_pcie_fatal", "bmc_gpu_memory_ecc", "bmc_watchdog", "bmc_os_critical_stop", "pcie_*"),
-    GateKind.LINK: (),
-}
+    GateKind.GPU: (
+        "bmc_pcie_fatal", "bmc_gpu_memory_ecc", "bmc_watchdog", "bmc_os_critical_stop", "pcie_*", "node_unreachable",
+    ),
+    GateKind.LINK: ("node_unreachable",),
+}  # fmt: skip
 # What each gate runs: the suites, in order. A link gate's pairwise NCCL reads the NICs' error counters around each
 # round (the link counters); the GPU gate's nvbandwidth measures HBM (device-local copy) and NVLink (device to device).
 GATE_SUITES = {

@@ -332,12 +332,13 @@ def test_a_passed_gate_clears_what_it_checked_on_the_node_and_leaves_the_rest(de
     event(node, "bmc_watchdog")  # the OS it hung
     event(node, "burn_in_failed", Source.BENCHMARK)  # the gate that failed before this one
     event(node, "bmc_memory_ecc")  # a DIMM: no GPU check says anything of it
+    event(node, "node_unreachable", Source.KERNEL_LOG)  # the gate's runs reached it: it answers again
     event(cable, "link_degraded", Source.TELEMETRY)
 
     assert repairs.validated_kinds(repair, GateKind.GPU) == [
-        "bmc_pcie_fatal", "bmc_watchdog", "burn_in_failed", "xid79",
+        "bmc_pcie_fatal", "bmc_watchdog", "burn_in_failed", "node_unreachable", "xid79",
     ]  # fmt: skip
-    assert repairs.validated_kinds(repair, GateKind.LINK) == ["link_degraded", "xid79"]
+    assert repairs.validated_kinds(repair, GateKind.LINK) == ["link_degraded", "node_unreachable", "xid79"]
     assert "link_degraded" in repairs.validated_kinds(repair, GateKind.ACCEPTANCE)
     assert "bmc_memory_ecc" not in repairs.validated_kinds(repair, GateKind.ACCEPTANCE)
 
