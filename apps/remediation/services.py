@@ -309,7 +309,9 @@ def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True)
     try:
         with transaction.atomic():
             if decision.action == Action.QUARANTINE:
-                drain_nodes(nodes=[node], reason=slurm_reason(event), since=decision.decided_at)
+                # since the drain itself: a decision deferred to a checkpoint or a window drains later than it was made
+                since = decision.drained_at or decision.act_at or decision.decided_at
+                drain_nodes(nodes=[node], reason=slurm_reason(event), since=since)
                 planned = scheduler_request(node)
                 parameters, controller = planned["parameters"], planned["controller"]
             else:

@@ -111,7 +111,8 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert drained.outcome == Outcome.ACTED and drained.drained_at == start + dt.timedelta(minutes=7)
     assert f"llm-pretrain saved its checkpoint of step {saved}" in drained.reason
     assert run_shards(Job.objects.get(public_id=drained.job_id)).status == JobStatus.SUCCEEDED
-    assert Node.objects.get(hostname="gpu002").is_drained
+    node = Node.objects.get(hostname="gpu002")
+    assert node.is_drained and node.drained_at == drained.drained_at  # since the drain, not the decision (costs)
     # Drained, the node is in repair and its evidence is being captured (none while it only waited).
     repair = Repair.objects.get(node__hostname="gpu002")
     assert drained in repair.decisions.all() and repair.evidence_job_id is not None
