@@ -21,7 +21,7 @@ from apps.jobs.choices import JobStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-COOLDOWN = 120.0  # far longer than the test may take: a wait that is not cut short fails it
+COOLDOWN = 900.0  # far longer than the test may take, however loaded the machine: a wait not cut short fails it
 
 
 @pytest.fixture(autouse=True)
@@ -69,9 +69,9 @@ def test_a_cancel_cuts_the_cool_down_short_and_keeps_what_was_measured(inject, o
     asked = time.monotonic()
 
     services.cancel_run(run=run, user=operator)
-    thread.join(timeout=60)
+    thread.join(timeout=COOLDOWN / 2)
 
-    assert not thread.is_alive() and time.monotonic() - asked < 30  # not the 120 s cool-down
+    assert not thread.is_alive() and time.monotonic() - asked < COOLDOWN / 2  # not the cool-down
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELED and run.finished is not None
     assert run.summary.startswith(f"canceled by {operator.username} after {rounds_before} round(s)"), run.summary

@@ -228,7 +228,7 @@ def test_the_reaper_ends_over_ssh_what_a_lost_worker_left_running(sshd, ssh_sett
     assert marked_groups(marker), "the remote sleep should outlive its dropped connection"
     JobShard.objects.filter(pk=shard.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     assert services.reap_stale_jobs() == 1
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # the kill is at once; a loaded machine may take a while to show it
     while marked_groups(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not marked_groups(marker)
