@@ -943,6 +943,9 @@ class _RackScaleLoader:
                             f"{leaf}/{spine}/{u + 1}",
                         )
                     )
+        # Grown H200 racks take more of each spine's first ports, and more spines spread every uplink: the NVL72
+        # leaves' uplinks move up, as the H200 fabric's do (_Loader._cables).
+        self.loader.created["cables replaced"] += _replace_moved_cables(planned)
         self.ensure(Cable, planned, ("b_switch", "b_port"))
 
     def _switch_trays(self, domains: dict) -> None:

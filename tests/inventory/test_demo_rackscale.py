@@ -4,7 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.inventory.catalogue import RACK_SYSTEMS
-from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.demo import TRAY_NICS_PER_PLANE, ClusterShape, load_cluster
 from apps.inventory.models import (
     Cable,
     Gpu,
@@ -17,6 +17,7 @@ from apps.inventory.models import (
     NvlinkSwitchTray,
     Pdu,
     PowerShelf,
+    Switch,
 )
 from apps.inventory.rackscale import domain_problems
 
@@ -100,4 +101,25 @@ def test_the_demo_with_a_rack_scale_rack_passes_every_topology_rule():
     failing = {
         result.name: (result.detail, result.offending[:5]) for result in evaluate_topology().rules if not result.passed
     }
+    assert failing == {}
+
+
+def test_growing_the_h200_racks_beside_an_nvl72_rack_moves_its_uplinks_and_every_rule_still_passes(capsys):
+    """`load_demo` then `load_demo --nodes 128`: more racks take more of each spine's first ports and more spines
+    spread every uplink, so the NVL72 leaves' uplinks move as the H200 leaves' do (it failed on a port in use)."""
+    from apps.topology.services import evaluate_topology
+
+    call_command("load_demo")
+    tray_rails = dict(Cable.objects.filter(a_nic__node__hostname="nvl01-t01").values_list("a_nic__name", "pk"))
+    call_command("load_demo", "--nodes", "128")  # 16 racks: eight spines a plane, not two
+
+    assert "cables replaced" in capsys.readouterr().out
+    assert dict(Cable.objects.filter(a_nic__node__hostname="nvl01-t01").values_list("a_nic__name", "pk")) == tray_rails
+    spines = set(Switch.objects.filter(tier="spine", plane="A").values_list("name", flat=True))
+    nvl_uplinks = Cable.objects.filter(a_switch__name="leaf-nvl01-a", b_switch__tier="spine")
+    assert nvl_uplinks.count() == NVL72.compute_trays * TRAY_NICS_PER_PLANE and len(spines) == 8  # non-blocking
+    assert set(nvl_uplinks.values_list("b_switch__name", flat=True)) == spines
+    ports = Cable.objects.filter(b_switch__tier="spine").values_list("b_switch__name", "b_port")
+    assert len(ports) == len(set(ports))
+    failing = {r.name: r.detail for r in evaluate_topology().rules if not r.passed}
     assert failing == {}
