@@ -244,9 +244,12 @@ class _Loader:
         names = [compute_hostname(n) for n in self._compute_numbers()]
         return names + [f"mgmt{n:02d}" for n in range(1, self.shape.management_nodes + 1)]
 
-    def _rack_of(self, number: int) -> tuple[str, int]:
+    def _rack_of(self, number: int) -> tuple[str, int | None]:
+        """The node's rack and its lowest U; None (in the rack, not placed) where a shape of more nodes a rack than
+        its height holds (bench/api_nodes.py's 100,000 nodes, 16 a rack) reaches past the top."""
         rack_index, slot = divmod(number - 1, self.shape.nodes_per_rack)
-        return f"r{rack_index + 1:02d}", 3 + slot * NODE_U_HEIGHT
+        u = 3 + slot * NODE_U_HEIGHT
+        return f"r{rack_index + 1:02d}", u if u + NODE_U_HEIGHT - 1 <= COMPUTE_RACK_U else None
 
     def _racks(self, site: Site) -> None:
         rows = [

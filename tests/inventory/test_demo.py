@@ -127,3 +127,15 @@ def test_a_three_tier_fabric_is_cabled_non_blocking_at_every_tier(db):
         assert len(set(per_pod.values())) == 1, (core.name, per_pod)  # every pod as many links into each core
     assert Cable.objects.filter(a_nic__node__hostname="mgmt01", b_switch__name="core-a1", b_port="swp128").exists()
     assert rule_leaf_oversubscription(build_cluster_graph()).verdict == "pass"
+
+
+def test_a_shape_denser_than_its_racks_are_tall_leaves_the_nodes_past_the_top_unplaced(db):
+    """bench/api_nodes.py's 100,000 nodes are 16 a rack (8 a rack stops at 63,488): the 4U nodes fill a 48U rack to
+    U46 and the rest are in the rack, not placed, so no two overlap."""
+    from apps.inventory.demo import ClusterShape, load_cluster
+
+    load_cluster(ClusterShape(compute_nodes=16, nodes_per_rack=16, management_nodes=0))
+
+    placed = dict(Node.objects.filter(rack__name="r01").values_list("hostname", "u_position"))
+    assert [placed[f"gpu{n:03d}"] for n in range(1, 12)] == list(range(3, 47, 4))
+    assert {placed[f"gpu{n:03d}"] for n in range(12, 17)} == {None}
