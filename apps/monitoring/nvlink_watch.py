@@ -22,6 +22,7 @@ reads READY again."""
 import datetime as dt
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 
 from apps.health import services as health
 from apps.health.choices import ClearedBy, ComponentType, Severity, Source
@@ -105,17 +106,7 @@ def _switch_trays(gpus, reporting, at):
                 f"{per} links to it ({len(keys)} GPUs on {len(trays)} trays report)"
             )
             evidence = {"metric": NVLINK_STATE_METRIC, "switch_tray": switch.slot, "links": sorted(links)}
-            events.append(
-                health.record_event(
-                    component=switch,
-                    source=Source.TELEMETRY,
-                    kind=SWITCH_TRAY_DOWN,
-                    severity=Severity.MAJOR,
-                    summary=summary,
-                    evidence=evidence,
-                    at=at,
-                )
-            )
+            events.append(_record(switch, SWITCH_TRAY_DOWN, Severity.MAJOR, summary, evidence, at))
     return events, judged, down, explained
 
 
@@ -130,15 +121,7 @@ def _record_degraded(component, node, who: str, links: list[int], reporting, at)
             evidence["switch_tray"] = slots.pop()
             towards = f" to switch tray {evidence['switch_tray']}"
     summary = f"{who} {len(links)} of its {total} NVLink links{towards} (inactive: {_ranges(links)})"
-    return health.record_event(
-        component=component,
-        source=Source.TELEMETRY,
-        kind=NVLINK_DEGRADED,
-        severity=Severity.MAJOR,
-        summary=summary,
-        evidence=evidence,
-        at=at,
-    )
+    return _record(component, NVLINK_DEGRADED, Severity.MAJOR, summary, evidence, at)
 
 
 def _clear(gpus, lost, judged_domains, down_trays, at) -> None:
@@ -150,27 +133,25 @@ def _clear(gpus, lost, judged_domains, down_trays, at) -> None:
     node_whole = {
         node_id for node_id, by_gpu in lost.items() if set(by_gpu) == inventoried[node_id] and not any(by_gpu.values())
     }
-    candidates = HealthEvent.objects.open().filter(kind__in=(NVLINK_DEGRADED, SWITCH_TRAY_DOWN))
-    for event in candidates.select_related("nvlink_switch_tray").order_by("pk"):
-        if Source.TELEMETRY not in event.sources:
-            continue  # an operator's or a runbook's: what they measured is theirs to clear
+
+    def whole(event: HealthEvent) -> bool:
         if event.component_type == ComponentType.GPU:
-            whole = event.gpu_id in gpu_whole
-        elif event.component_type == ComponentType.NODE:
-            whole = event.node_id in node_whole
-        elif event.component_type == ComponentType.NVLINK_SWITCH_TRAY:
+            return event.gpu_id in gpu_whole
+        if event.component_type == ComponentType.NODE:
+            return event.node_id in node_whole
+        if event.component_type == ComponentType.NVLINK_SWITCH_TRAY:
             tray = event.nvlink_switch_tray
-            whole = tray.domain_id in judged_domains and tray.pk not in down_trays
-        else:
-            whole = False
-        if whole:
-            health.clear_event(
-                event=event,
-                by=ClearedBy.VALIDATION,
-                reason="Telemetry watch: every NVLink link it concerns is active again.",
-                validation={"metric": NVLINK_STATE_METRIC, "at": at.isoformat(), "links_down": 0},
-                at=at,
-            )
+            return tray.domain_id in judged_domains and tray.pk not in down_trays
+        return False
+
+    candidates = HealthEvent.objects.open().filter(kind__in=(NVLINK_DEGRADED, SWITCH_TRAY_DOWN))
+    _clear_healthy(
+        candidates.select_related("nvlink_switch_tray"),
+        healthy=whole,
+        reason="Telemetry watch: every NVLink link it concerns is active again.",
+        validation={"metric": NVLINK_STATE_METRIC, "links_down": 0},
+        at=at,
+    )
 
 
 def watch_imex(*, source, gpus: dict[tuple[str, str], Gpu], end: float, at: dt.datetime) -> list[HealthEvent]:
@@ -193,28 +174,45 @@ def watch_imex(*, source, gpus: dict[tuple[str, str], Gpu], end: float, at: dt.d
                 "(memory exported over NVLink to or from it fails)"
             )
             evidence = {"metric": IMEX_DAEMON_METRIC, "value": status}
-            events.append(
-                health.record_event(
-                    component=node,
-                    source=Source.TELEMETRY,
-                    kind=IMEX_PEER_LOST,
-                    severity=Severity.MAJOR,
-                    summary=summary,
-                    evidence=evidence,
-                    at=at,
-                )  # fmt: skip
-            )
+            events.append(_record(node, IMEX_PEER_LOST, Severity.MAJOR, summary, evidence, at))
     ready = [nodes[host].pk for host, status in statuses.items() if status == IMEX_READY and host in nodes]
-    for event in HealthEvent.objects.open().filter(kind=IMEX_PEER_LOST, node__in=ready).order_by("pk"):
-        if Source.TELEMETRY in event.sources:
+    _clear_healthy(
+        HealthEvent.objects.open().filter(kind=IMEX_PEER_LOST, node__in=ready),
+        reason="Telemetry watch: the tray's IMEX daemon is ready again.",
+        validation={"metric": IMEX_DAEMON_METRIC, "value": IMEX_READY},
+        at=at,
+    )
+    return events
+
+
+def _record(component, kind: str, severity: str, summary: str, evidence: dict, at: dt.datetime) -> HealthEvent:
+    """What the watch read now, on the component: a new open event of the kind, or folded into the open one."""
+    return health.record_event(
+        component=component,
+        source=Source.TELEMETRY,
+        kind=kind,
+        severity=severity,
+        summary=summary,
+        evidence=evidence,
+        at=at,
+    )
+
+
+def _clear_healthy(
+    events, *, healthy: Callable[[HealthEvent], bool] | None = None, reason: str, validation: dict, at: dt.datetime
+) -> None:
+    """The watch's own open `events` that the reading at `at` shows healthy (all of them, or those `healthy(event)`
+    says), cleared by validation: the reading (`validation`, with its time) is the evidence. An operator's or a
+    runbook's event is not the watch's: what they measured is theirs to clear."""
+    for event in events.order_by("pk"):
+        if Source.TELEMETRY in event.sources and (healthy is None or healthy(event)):
             health.clear_event(
                 event=event,
                 by=ClearedBy.VALIDATION,
-                reason="Telemetry watch: the tray's IMEX daemon is ready again.",
-                validation={"metric": IMEX_DAEMON_METRIC, "at": at.isoformat(), "value": IMEX_READY},
+                reason=reason,
+                validation={**validation, "at": at.isoformat()},
                 at=at,
             )
-    return events
 
 
 def _ranges(links: list[int]) -> str:

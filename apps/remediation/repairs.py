@@ -38,31 +38,34 @@ SERIAL_PATTERN = r"^[!-~]{1,64}\Z"  # a part's serial as vendors print it: print
 SERIAL = re.compile(SERIAL_PATTERN)
 SERIAL_RULE = "A serial: 1 to 64 printable ASCII characters, no spaces."
 
-# The validation each fault waits for, first match wins (kind globs, as remediation policies match them). A kind in
-# none of them, or faults of several gates on one node, take the node's whole acceptance: both gates together.
-GATE_RULES: tuple[tuple[str, str], ...] = (
-    ("link_*", GateKind.LINK),
-    ("nic*", GateKind.LINK),
-    ("cable*", GateKind.LINK),
-    ("nccl_slow", GateKind.LINK),
-    ("mtu_*", GateKind.LINK),
-    ("pfc_*", GateKind.LINK),
-    ("ecn_*", GateKind.LINK),
-    ("ib_*", GateKind.LINK),
-    ("xid*", GateKind.GPU),
-    ("ecc*", GateKind.GPU),
-    ("gpu*", GateKind.GPU),
-    ("burn_in*", GateKind.GPU),
-    ("row_remap*", GateKind.GPU),
-)
-# Beyond its own rules, what a passed gate vouches for on the node: the BMC's records of the same faults (a bus fatal
-# error under a GPU that fell off it, the watchdog and the stop of the OS it hung) are answered by the GPU checks.
-# Every gate's runs reached the node over its transport: it answers again (the kernel-log read would say so later).
-GATE_ALSO_CLEARS = {
-    GateKind.GPU: (
-        "bmc_pcie_fatal", "bmc_gpu_memory_ecc", "bmc_watchdog", "bmc_os_critical_stop", "pcie_*", "node_unreachable",
+
+@dataclass(frozen=True)
+class GateRule:
+    """Which faults a gate answers. `chosen_by`: the event kinds (globs, as remediation policies match them) whose
+    faults wait for this gate. `also_clears`: beyond those, the kinds a passed gate vouches for on the node."""
+
+    chosen_by: tuple[str, ...]
+    also_clears: tuple[str, ...] = ()
+
+
+# The validation each fault waits for, first match wins over the gates' `chosen_by` in this order (keep a more
+# specific pattern before a broader one). A kind in none of them, or faults of several gates on one node, take the
+# node's whole acceptance: both gates together. Every gate's runs reached the node over its transport: it answers
+# again, so each also clears node_unreachable (the kernel-log read would say so later).
+GATE_RULES: dict[str, GateRule] = {
+    GateKind.LINK: GateRule(
+        chosen_by=("link_*", "nic*", "cable*", "nccl_slow", "mtu_*", "pfc_*", "ecn_*", "ib_*"),
+        also_clears=("node_unreachable",),
     ),
-    GateKind.LINK: ("node_unreachable",),
+    GateKind.GPU: GateRule(
+        chosen_by=("xid*", "ecc*", "gpu*", "burn_in*", "row_remap*"),
+        # The BMC's records of the same faults (a bus fatal error under a GPU that fell off it, the watchdog and the
+        # stop of the OS it hung) are answered by the GPU checks.
+        also_clears=(
+            "bmc_pcie_fatal", "bmc_gpu_memory_ecc", "bmc_watchdog", "bmc_os_critical_stop", "pcie_*",
+            "node_unreachable",
+        ),
+    ),
 }  # fmt: skip
 # What each gate runs: the suites, in order. A link gate's pairwise NCCL reads the NICs' error counters around each
 # round (the link counters); the GPU gate's nvbandwidth measures HBM (device-local copy) and NVLink (device to device).
@@ -160,7 +163,7 @@ def gate_for(kinds: list[str]) -> Gate:
     matched: dict[str, list[str]] = {}
     unknown = []
     for kind in sorted(set(kinds)):
-        rule = next(((pattern, gate) for pattern, gate in GATE_RULES if fnmatchcase(kind, pattern)), None)
+        rule = _chosen_by(kind)
         if rule is None:
             unknown.append(kind)
         else:
@@ -174,6 +177,15 @@ def gate_for(kinds: list[str]) -> Gate:
         return Gate(GateKind.ACCEPTANCE, f"Faults of several gates ({faults}): the node's whole acceptance.")
     ((gate, items),) = matched.items()
     return Gate(gate, f"{', '.join(items)} → {GateKind(gate).label}")
+
+
+def _chosen_by(kind: str) -> tuple[str, str] | None:
+    """The first pattern that chooses a gate for the kind (GATE_RULES in order), with that gate."""
+    for gate, rule in GATE_RULES.items():
+        for pattern in rule.chosen_by:
+            if fnmatchcase(kind, pattern):
+                return pattern, gate
+    return None
 
 
 def _choose_gate(repair: Repair) -> None:
@@ -520,8 +532,9 @@ def validated_kinds(repair: Repair, gate_kind: str) -> list[str]:
     faults the gate checks (its rules, and the BMC records of them); the whole acceptance checks them all. Other
     kinds stay open: a GPU gate says nothing of a cable."""
     gates = (GateKind.GPU, GateKind.LINK) if gate_kind == GateKind.ACCEPTANCE else (gate_kind,)
-    patterns = [pattern for pattern, gate in GATE_RULES if gate in gates]
-    patterns += [pattern for gate in gates for pattern in GATE_ALSO_CLEARS.get(gate, ())]
+    patterns = [
+        pattern for gate, rule in GATE_RULES.items() if gate in gates for pattern in rule.chosen_by + rule.also_clears
+    ]
     open_kinds = set(health.open_events(node=repair.node).values_list("kind", flat=True))
     covered = {kind for kind in open_kinds if any(fnmatchcase(kind, pattern) for pattern in patterns)}
     return sorted(covered | set(repair.events.values_list("kind", flat=True)))
