@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from apps.monitoring import services, slo
 from apps.monitoring.models import RecordedSample, Slo
@@ -364,7 +364,16 @@ def backfill(*, until: float) -> int:
     recorded = record_times(**backfill_times(until=until), progress=progress)
     if recorded:
         logger.info("Telemetry backfill: %s steps in %.1f s", f"{recorded:,}", time.monotonic() - started)
+        analyze_the_record()
     return recorded
+
+
+def analyze_the_record() -> None:
+    """Tell the database's planner what the record now holds. The backfill writes most of the table at once; until
+    autovacuum next analyzes it, PostgreSQL plans the SLOs' window sums for a table of a few rows (a nested loop that
+    filters a month of verdicts per mark: ~25 ms a window, the SLOs page's 16 windows ~200 ms, ~40 ms analyzed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(RecordedSample._meta.db_table)}")
 
 
 _RUNNING = threading.Lock()
