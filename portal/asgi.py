@@ -31,8 +31,8 @@ from django.conf import settings  # noqa: E402
 from django.http.request import split_domain_port, validate_host  # noqa: E402
 
 from apps.jobs.consumers import CLOSE_ORIGIN  # noqa: E402
-from portal.gctune import tune_for_serving  # noqa: E402
 from portal.routing import websocket_urlpatterns  # noqa: E402
+from portal.serving import start_serving  # noqa: E402
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -107,4 +107,4 @@ application = ProtocolTypeRouter(
         "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
-tune_for_serving()
+start_serving()
