@@ -195,14 +195,13 @@ def on_the_simulator(settings):
 
 @pytest.fixture
 def record_telemetry():
-    """record_telemetry(until=None): the embedded wiring's telemetry record up to `until` (the time the pages read
-    by default), as the periodic loop leaves it: the last hour's minutes and the backfill of the pages' windows."""
-    import time
-
+    """record_telemetry(until=None): the embedded wiring's telemetry record up to `until` (default: now, the moment
+    the pages read by default; a test's `clock` sets it), as the periodic loop leaves it: the last hour's minutes and
+    the backfill of the pages' windows."""
     from apps.monitoring import recorder
 
     def record(until: float | None = None) -> int:
-        until = time.time() if until is None else until
+        until = timezone.now().timestamp() if until is None else until
         return recorder.record_telemetry(until=until) + recorder.backfill(until=until)
 
     return record

@@ -3,7 +3,6 @@ schedule. Every approve, apply and revert is audited; viewers may do none of it,
 standing approval (a trust decision)."""
 
 import math
-import time
 
 from django.conf import settings
 from django.db import transaction
@@ -45,7 +44,7 @@ def check_parameters(*, kind: str, parameters: dict, nodes, policy=None) -> dict
 
 
 def _now(now: float | None) -> float:
-    return time.time() if now is None else now
+    return timezone.now().timestamp() if now is None else now
 
 
 # --- the SLO guard --------------------------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """What the telemetry pages show, read through the telemetry interface. Reads only: nothing here writes."""
 
 import math
-import time
 from functools import partial
 
 from django.conf import settings
 from django.db.models import Prefetch
+from django.utils import timezone
 
 from apps.benchmarks import services as benchmarks
 from apps.core.reads import kept_for_this_read
@@ -168,7 +168,7 @@ def _telemetry_health(*, now: float | None = None) -> dict:
         return context
     # "Now" rounded up to the scrape interval: what Prometheus scraping every 15 s would show, up, not down, so that
     # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
-    end = math.ceil(time.time() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
+    end = math.ceil(timezone.now().timestamp() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
     hosts = sorted({hostname for hostname, _ in healthy})
     try:
         readings = {field: source.gpu_values_at(field, hostnames=hosts, at=end) for field in ("xid", "ecc_dbe")}
@@ -225,7 +225,7 @@ def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | 
     resolution = slo.resolution_seconds(spec)
     # Every window is counted to the same minute (a page's windows agree: 30 d holds the misses of 7 d), not to its
     # chart's end, which a 30-day window aligns to its 12-hour step and so left up to half a day of misses out.
-    counted_to = math.floor((time.time() if end is None else end) / 60) * 60
+    counted_to = math.floor((timezone.now().timestamp() if end is None else end) / 60) * 60
     recorded = source.recorded_slo_counts(slo=spec.name, span=window.span, end=counted_to)
     if recorded is not None:  # the recording rule's every-minute verdicts: two sums over one series
         judged, good = recorded

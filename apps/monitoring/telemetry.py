@@ -12,7 +12,6 @@ range; histogram_quantile over the rate of the buckets. So the same window gives
 import json
 import math
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,6 +25,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import connection
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Q, Sum
+from django.utils import timezone
 
 from apps.core.outbound import OutboundRefused, check_target
 from apps.core.reads import kept_for_this_read
@@ -168,7 +168,7 @@ class Window:
     def named(cls, name: str, *, end: float | None = None, min_rate_range: float = MIN_RATE_RANGE_S) -> "Window":
         span = WINDOWS[name]
         step = span / POINTS_PER_WINDOW
-        end = math.floor((time.time() if end is None else end) / step) * step  # aligned: two pages agree
+        end = math.floor((timezone.now().timestamp() if end is None else end) / step) * step  # aligned: two pages agree
         return cls(end=end, span=span, step=step, rate_range=max(step, min_rate_range))
 
     @property

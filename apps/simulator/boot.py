@@ -7,9 +7,9 @@ node and boot (POST, the kernel and the GPU driver load take minutes on a real H
 """
 
 import hashlib
-import time
 import uuid
 
+from apps.simulator import clock
 from apps.simulator.model import jitter, noise
 
 BOOT_KEY = "boot:last"
@@ -26,13 +26,13 @@ def next_boot(previous: dict | None, *, hostname: str, seed: int, base_seconds: 
     """The ``boot:last`` value a reboot writes after ``previous`` (None: never rebooted under the simulator)."""
     count = int((previous or {}).get("count", 0)) + 1
     down = jitter(noise(seed, "reboot", hostname, count), base_seconds, 0.2) if base_seconds > 0 else 0.0
-    return {"count": count, "at": time.time() if now is None else now, "down_seconds": round(down, 3)}
+    return {"count": count, "at": clock.now() if now is None else now, "down_seconds": round(down, 3)}
 
 
 def is_down(boot: dict | None, now: float | None = None) -> bool:
     if not boot:
         return False
-    now = time.time() if now is None else now
+    now = clock.now() if now is None else now
     return float(boot["at"]) <= now < float(boot["at"]) + float(boot["down_seconds"])
 
 

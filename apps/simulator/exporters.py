@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
 from apps.nodeexec.sim_telemetry import split_counters
+from apps.simulator import clock
 from apps.simulator.serving import Engine, EngineUnavailable, Request, RequestError, ServingLedger, parse_request
 from apps.simulator.telemetry import (
     LATENCY_BUCKETS,
@@ -391,8 +392,9 @@ class ExporterServer:
 
     def page(self, path: str) -> str | None:
         """The exposition at `path`; None: no such node or service. NodeSilent: the node's OS hung, so its
-        exporters answer nothing (the scrape fails: Prometheus marks the target down and its series stop)."""
-        now = time.time()
+        exporters answer nothing (the scrape fails: Prometheus marks the target down and its series stop). The pages
+        are read at the simulated cluster's clock (a test sets it)."""
+        now = clock.now()
         model = self.model()
         for pattern, exposition in ((NODE_PATH, dcgm_exposition), (NODE_EXPORTER_PATH, node_exposition)):
             if match := pattern.match(path):

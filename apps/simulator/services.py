@@ -9,7 +9,7 @@ from django.db.models import Count, Max, Prefetch
 
 from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Nic, Node
-from apps.simulator import boot, sel, shell
+from apps.simulator import boot, clock, sel, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.choices import FaultKind
 from apps.simulator.faults.kinds import fault_kind
@@ -327,7 +327,7 @@ def bmc_power(*, node: Node, action: str, seed: int = 0) -> None:
         return
     with transaction.atomic():
         was_on = power_is_on(node)
-        now = time.time()
+        now = clock.now()
         if action == "off":
             SimChange.objects.update_or_create(
                 node=node, key=sel.POWER_KEY, defaults={"value": {"on": False, "at": now}}

@@ -3,7 +3,6 @@ apply and revert through the power-limit job on the simulator, the latency-SLO g
 and the audit trail."""
 
 import datetime as dt
-import time
 
 import pytest
 from django.utils import timezone
@@ -26,7 +25,7 @@ PARAMETERS = {"utilisation_below": 80, "window_minutes": 30, "power_limit_w": 45
 
 
 @pytest.fixture
-def fleet(db):
+def fleet(clock, db):
     load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
     service = InferenceService.objects.create(
         name="chat", model="m", design_tokens_per_second=5000, latency_target_ms=100
@@ -61,7 +60,7 @@ def applied(action, run_shards, user):
 
 
 def test_the_dry_run_shows_the_commands_and_a_saving_the_model_then_delivers(policy, operator):
-    now = time.time()
+    now = timezone.now().timestamp()
     action = policies.dry_run(policy=policy, user=operator, now=now)
 
     assert action.state == ActionState.PROPOSED and action.hostnames == list(SERVING)
@@ -111,7 +110,7 @@ def test_apply_lowers_the_simulated_power_and_tokens_then_revert_restores(policy
     action = policies.dry_run(policy=policy, user=operator)
     before = model()
     run = before.service("chat")
-    peak = max((time.time() + k * 600 for k in range(144)), key=lambda t: before.demand(run, t))
+    peak = max((timezone.now().timestamp() + k * 600 for k in range(144)), key=lambda t: before.demand(run, t))
 
     action = applied(action, run_shards, operator)
     assert action.state == ActionState.APPLIED and action.applied_at and action.approval == ApprovalKind.OPERATOR

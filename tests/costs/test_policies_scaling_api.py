@@ -26,7 +26,7 @@ SCALING = {
 
 
 @pytest.fixture
-def fleet(db):
+def fleet(clock, db):
     load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
     service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=5000)
     service.nodes.set(Node.objects.filter(hostname__in=("gpu001", "gpu002", "gpu003")))

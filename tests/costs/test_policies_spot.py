@@ -3,7 +3,6 @@ or critical work), the saving from the nodes' measured energy at the spot discou
 PriorityClass, node taint, pod placement and Slurm artefacts."""
 
 import datetime as dt
-import time
 
 import pytest
 import yaml
@@ -23,7 +22,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_the_simulator")
 
 
 @pytest.fixture
-def fleet(db):
+def fleet(clock, db):
     load_cluster(ClusterShape(compute_nodes=4, nodes_per_rack=4, management_nodes=0))
     nodes = {node.hostname: node for node in Node.objects.all()}
     service = InferenceService.objects.create(
@@ -48,7 +47,7 @@ def policy(fleet):
 
 
 def test_the_dry_run_puts_only_preemptible_work_on_spot_and_saves_from_its_energy(policy, operator):
-    now = time.time()
+    now = timezone.now().timestamp()
     action = policies.dry_run(policy=policy, user=operator, now=now)
 
     assert [row["workload"] for row in action.plan] == ["sweep"]  # the critical service stays where it is
@@ -66,7 +65,7 @@ def test_the_dry_run_puts_only_preemptible_work_on_spot_and_saves_from_its_energ
 
 
 def test_the_proposal_follows_the_workloads_and_their_load(policy, fleet, operator):
-    now = time.time()
+    now = timezone.now().timestamp()
     busy = policies.dry_run(policy=policy, user=operator, now=now).expected_kwh_per_day
 
     # A node shared with standard work is left out.

@@ -37,7 +37,7 @@ DAY = 86400
 
 
 @pytest.fixture
-def fleet(db):
+def fleet(clock, db):
     load_cluster(ClusterShape(compute_nodes=1, nodes_per_rack=1, management_nodes=0))
     return Node.objects.get(hostname="gpu001")
 

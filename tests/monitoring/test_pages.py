@@ -2,15 +2,12 @@
 
 import datetime as dt
 import socket
-import time
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
-from apps.monitoring import services
 from apps.simulator import services as simulator
 from apps.workloads.models import InferenceService, TrainingJob
 from apps.workloads.services import set_training_nodes
@@ -19,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def cluster(db):
+def cluster(clock, db):
     load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
     nodes = {node.hostname: node for node in Node.objects.all()}
     service = InferenceService.objects.create(
@@ -100,18 +97,16 @@ def test_reading_the_pages_writes_nothing(browser_as, viewer, cluster, django_as
 
 
 def test_the_dashboard_counts_gpus_reporting_xid_or_ecc_as_not_healthy(
-    browser_as, viewer, cluster, record_telemetry, monkeypatch
+    browser_as, viewer, cluster, record_telemetry, clock
 ):
-    now = time.time()
-    record_telemetry(until=now)
+    record_telemetry()
     before = browser_as(viewer).get("/").content.decode()
     assert "<strong>24</strong> of the 24 GPUs" in before
     simulator.inject_fault(node=cluster["gpu003"], kind="ecc", target="1", parameters={"count": 2})
     simulator.inject_fault(node=cluster["gpu002"], kind="xid79", target="4", parameters={})
     assert "<strong>24</strong> of the 24 GPUs" in browser_as(viewer).get("/").content.decode()  # not recorded yet
-    later = now + 120  # the next minutes, recorded with the faults
-    record_telemetry(until=later)
-    monkeypatch.setattr(services, "time", SimpleNamespace(time=lambda: later))
+    clock.advance(minutes=2)  # the next minutes, recorded with the faults
+    record_telemetry()
     after = browser_as(viewer).get("/").content.decode()
     assert "<strong>22</strong> of the 24 GPUs" in after
     assert "GPU4 —\n      XID 79" in after and "2 uncorrectable ECC errors" in after

@@ -3,7 +3,6 @@ they cost), their open incidents (read through diagnosis's services) and failing
 in GET /api/slos/{id}/status/. And the 30-day window beside 1 h, 24 h and 7 d."""
 
 import datetime as dt
-import time
 
 import pytest
 from django.utils import timezone
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def chat(db):
+def chat(clock, db):
     """A service on four nodes, running for the last two hours; gpu003 a straggler for the last hour."""
     load_cluster(ClusterShape(compute_nodes=4, nodes_per_rack=4, management_nodes=0))
     service = InferenceService.objects.create(name="chat", model="m", design_tokens_per_second=8000)
@@ -135,7 +134,7 @@ def test_blame_follows_causes_a_benchmark_pair_bears_on_throughput_not_on_latenc
 def test_the_blame_is_recorded_by_the_minute_run_and_read_by_the_page(chat, record_telemetry, monkeypatch):
     slo = Slo.objects.create(name="chat-tps", objective="throughput", scope="service", service=chat, target=99)
     Incident.objects.create(title="NCCL timeout on gpu003", node=Node.objects.get(hostname="gpu003"))
-    now = time.time()
+    now = timezone.now().timestamp()  # the clock's
     record_telemetry(now)
     worked_out = services.slo_status(slo, end=now)["draggers"]  # nothing recorded yet: worked out for the view
 

@@ -5,6 +5,7 @@ health events carry their GPU-hours lost; the pages render and viewers see no ba
 import datetime as dt
 
 import pytest
+from django.utils import timezone
 
 from apps.core.models import AuditEntry
 from apps.health import services as health
@@ -18,7 +19,7 @@ URL = "/api/remediation-policies/backtest/"
 
 
 @pytest.fixture
-def fleet(demo_cluster):
+def fleet(clock, demo_cluster):
     RemediationPolicy.objects.all().delete()
     policy = RemediationPolicy.objects.create(
         name="xid79", kind_pattern="xid79", min_severity=Severity.CRITICAL, action="quarantine", mode="shadow"
@@ -29,7 +30,7 @@ def fleet(demo_cluster):
         kind="xid79",
         severity=Severity.CRITICAL,
         summary="GPU 1: XID 79",
-        at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=2),
+        at=timezone.now() - dt.timedelta(hours=2),
     )
     return policy
 

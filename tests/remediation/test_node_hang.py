@@ -34,7 +34,7 @@ NOT_PERMITTED = b"dmesg: read kernel buffer failed: Operation not permitted\n"
 
 
 @pytest.fixture
-def fleet(transactional_db, on_the_simulator, settings):
+def fleet(clock, transactional_db, on_the_simulator, settings):
     settings.RACKPILOT_SIM_REBOOT_SECONDS = 0  # a simulated boot is immediate: the node answers at once after it
     load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
     defaults.ship_defaults(RemediationPolicy)  # a transactional test's flush emptied what the migration shipped

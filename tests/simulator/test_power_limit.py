@@ -1,8 +1,6 @@
 """nvidia-smi -pl on a simulated node: the real tool's answers, a stored change that moves the model (power, clocks,
 tokens/s), and a reboot that forgets it."""
 
-import time
-
 import pytest
 
 from apps.inventory.demo import ClusterShape, load_cluster
@@ -11,9 +9,10 @@ from apps.parsers.nvidia_smi import parse_query_gpu
 from apps.simulator import services
 from apps.simulator.models import SimChange
 from apps.simulator.telemetry import ServingRun, Workloads
+from tests.conftest import Clock
 
 pytestmark = pytest.mark.django_db
-STARTED = time.time() - 7200
+STARTED = Clock.START.timestamp() - 7200  # two hours before the test's clock starts
 SERVING = ("gpu001", "gpu002")
 WORKLOADS = Workloads(serving=(ServingRun("chat", "m", SERVING, 5000.0, STARTED),))
 QUERY = ["nvidia-smi", "--query-gpu=index,power.limit", "--format=csv,noheader"]
@@ -21,7 +20,8 @@ LIMITS = ["nvidia-smi", "--query-gpu=index,power.limit,power.default_limit,power
 
 
 @pytest.fixture
-def cluster(db):
+def cluster(clock, db):
+    """The nodes' rows, stamped at the clock's start, as are the changes nvidia-smi stores."""
     load_cluster(ClusterShape(compute_nodes=3, nodes_per_rack=3, management_nodes=0))
     return Node.objects.get(hostname="gpu001")
 
@@ -67,8 +67,8 @@ def test_every_gpu_without_i_and_a_reboot_forgets_the_limits(cluster):
 
 def _peak(model, run_):
     """A moment at the day's peak of demand (a power cap costs tokens/s only when the load needs the clocks)."""
-    now = time.time() + 600
-    return max((now + k * 600 for k in range(144)), key=lambda t: model.demand(run_, t))
+    after = Clock.START.timestamp() + 600  # after the changes, stamped at the clock's start
+    return max((after + k * 600 for k in range(144)), key=lambda t: model.demand(run_, t))
 
 
 def test_a_power_limit_lowers_the_modelled_power_clocks_and_tokens_per_second(cluster):

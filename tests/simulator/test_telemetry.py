@@ -1,7 +1,6 @@
 """The simulated GPUs' and services' telemetry: a model of load, faults and time, in the real exporters' formats."""
 
 import re
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,11 +15,12 @@ from apps.parsers.dcgm_exporter import parse_dcgm_exporter
 from apps.simulator import services
 from apps.simulator.exporters import ExporterServer, NodeSilent, dcgm_exposition, node_exposition, vllm_exposition
 from apps.simulator.model import REASON_BITS
+from tests.conftest import Clock
 
 pytestmark = pytest.mark.django_db
 TELEMETRY_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
-STARTED = time.time() - 7200  # the workloads run from two hours before the test
-T0 = time.time() + 3600  # a moment after the nodes' rows (their boot) are made
+STARTED = Clock.START.timestamp() - 7200  # the workloads run from two hours before the test's clock starts
+T0 = Clock.START.timestamp() + 3600  # an hour after the nodes' rows (their boot) and the faults are stamped
 SERVING = ("gpu001", "gpu002")
 TRAINING = ("gpu003", "gpu004")
 WORKLOADS = Workloads(
@@ -30,7 +30,8 @@ WORKLOADS = Workloads(
 
 
 @pytest.fixture
-def cluster(db):
+def cluster(clock, db):
+    """The nodes' rows, stamped at the clock's start (their boot), as are the faults the tests inject."""
     load_cluster(ClusterShape(compute_nodes=5, nodes_per_rack=5, management_nodes=0))
 
 

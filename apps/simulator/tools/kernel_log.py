@@ -8,8 +8,8 @@ after boot for a state built without times); a downtrained PCIe link goes on log
 minute, the ring buffer keeping the newest AER_KEPT."""
 
 import datetime as dt
-import time
 
+from apps.simulator import clock
 from apps.simulator.boot import up_since
 from apps.simulator.state import KERNEL_RELEASE, SimGpu
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
@@ -29,7 +29,7 @@ LANE_GBPS = {1: 2.0, 2: 4.0, 3: 7.877, 4: 15.754, 5: 31.508, 6: 63.015}
 
 
 def _now() -> float:
-    return time.time()
+    return clock.now()
 
 
 def _boot_lines(context: Context) -> list[tuple[str, str]]:

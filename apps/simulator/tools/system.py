@@ -17,6 +17,7 @@ from apps.nodeexec.catalogue import (
     UTILISATION_SCRIPT,
     WRITE_FILE_SCRIPT,
 )
+from apps.simulator import clock
 from apps.simulator.boot import BOOT_ID_PATH, boot_id, up_since, uptime_text
 from apps.simulator.digits import decimal_number, is_whole_number
 from apps.simulator.model import noise
@@ -281,9 +282,9 @@ def free(context: Context, argv: list[str]) -> CommandOutput:
 
 def uptime(context: Context, argv: list[str]) -> CommandOutput:
     """Since the node's last simulated reboot, else the 12 days it has been up since before the simulator knew it."""
-    booted = up_since(context.state.boot)
-    up = uptime_text(time.time() - booted) if booted is not None else "12 days,  3:14"
-    now = time.strftime("%H:%M:%S", time.gmtime())
+    booted, at = up_since(context.state.boot), clock.now()  # the boot's clock: the simulated cluster's
+    up = uptime_text(at - booted) if booted is not None else "12 days,  3:14"
+    now = time.strftime("%H:%M:%S", time.gmtime(at))
     return ok(f" {now} up {up},  0 users,  load average: 0.08, 0.12, 0.10\n")
 
 
