@@ -144,6 +144,17 @@ def operator_client():
     return client
 
 
+def the_minute_run() -> None:
+    """What the periodic loop records every minute (apps/monitoring/recorder.py, record_in_background): the bench has
+    no loop, so it is run where a page is timed after the minutes went on, as a server would have kept the record."""
+    from apps.monitoring import recorder
+    from apps.monitoring.services import record_slo_blame
+
+    now = time.time()
+    recorder.record_telemetry(until=now)
+    record_slo_blame(until=now)
+
+
 def after_a_drain(client, path: str) -> float:
     """Wall ms of a request right after an operator drained one node, or undrained it (the node's row saved: the
     inventory moved), once the worker recorded what the drain changes (the topology's evaluation, sent on commit)."""
@@ -157,6 +168,7 @@ def after_a_drain(client, path: str) -> float:
     else:
         drain_nodes(nodes=nodes, reason="bench: fan noise")
     record_topology()  # the task the drain's commit sent, as the worker runs it (not timed: no view pays it)
+    the_minute_run()
     started = time.perf_counter()
     client.get(path)
     return (time.perf_counter() - started) * 1000
@@ -166,7 +178,6 @@ def after_a_fault(client, path: str) -> float:
     """Wall ms of a request right after a GPU fell off the bus (XID 79) on a node, or the fault was cleared, once the
     telemetry watch recorded what it changes (the health event, the node's and the GPU's health state)."""
     from apps.inventory.models import Node
-    from apps.monitoring.recorder import record_telemetry
     from apps.monitoring.watch import watch_telemetry
     from apps.simulator.models import SimFault
     from apps.simulator.services import clear_faults, inject_fault
@@ -176,9 +187,8 @@ def after_a_fault(client, path: str) -> float:
         clear_faults(node=node, kind="xid79")
     else:
         inject_fault(node=node, kind="xid79", target="5")
-    now = time.time()
-    watch_telemetry(now=now)  # the embedded loop's next pass, as the worker runs it (not timed: no view pays it)
-    record_telemetry(until=now)
+    watch_telemetry(now=time.time())  # the loop's next pass, as the worker runs it (not timed: no view pays it)
+    the_minute_run()
     started = time.perf_counter()
     client.get(path)
     return (time.perf_counter() - started) * 1000
@@ -186,7 +196,9 @@ def after_a_fault(client, path: str) -> float:
 
 def after_a_step(client, paths: dict[str, str]) -> dict[str, float]:
     """Wall ms of each page's request right after the telemetry windows moved on a step (the 1 h window's minute):
-    what the first view of a new minute pays. Waits for the next minute, then asks each page once."""
+    what the first view of a new minute pays, before that minute's run. Waits for the next minute, then asks each
+    page once."""
+    the_minute_run()
     time.sleep(60 - time.time() % 60 + 0.5)
     timed = {}
     for name, path in paths.items():
@@ -239,11 +251,10 @@ def main() -> None:
             if unknown:
                 raise SystemExit(f"--pages: no page named {', '.join(unknown)} (pages: {', '.join(paths)})")
             paths = {name: paths[name] for name in wanted}
-        results = (
-            {}
-            if args.no_timing
-            else {name: time_get(client, path, args.requests, args.warmup) for name, path in paths.items()}
-        )
+        results = {}
+        for name, path in ({} if args.no_timing else paths).items():
+            the_minute_run()  # the record as a server keeps it, a minute old at most (not timed)
+            results[name] = time_get(client, path, args.requests, args.warmup)
         for name, path in ({} if args.no_timing else paths).items():
             results[name]["drained"] = after_a_drain(client, path)
             results[name]["fault"] = after_a_fault(client, path)
