@@ -13,6 +13,7 @@ import json
 import uuid
 from datetime import UTC, datetime
 
+from apps.simulator import clock
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 
 KUBELET_VERSION = "v1.30.4"
@@ -30,7 +31,7 @@ KUBELET = (
 
 
 def _now() -> datetime:
-    return datetime.now(UTC)
+    return datetime.fromtimestamp(clock.now(), UTC)
 
 
 def _stamp(at: datetime) -> str:

@@ -11,9 +11,9 @@ allocated while a Slurm training run holds them. The simulated controller does n
 the node stays `REBOOT_REQUESTED` until resumed (a reboot of the node itself is the `reboot` job's).
 """
 
-import time
 from datetime import datetime
 
+from apps.simulator import clock
 from apps.simulator.terminal import ClusterHost, CommandOutput, Context, fail, ok
 from apps.simulator.training import cluster_runs
 
@@ -28,7 +28,7 @@ SHORT = {"IDLE": "idle", "ALLOCATED": "alloc", "MIXED": "mix", "DOWN": "down", "
 
 
 def _now() -> float:
-    return time.time()
+    return clock.now()
 
 
 def _stamp(at: float) -> str:
