@@ -12,6 +12,7 @@ from apps.health.choices import NODE_STATE_COLOURS, SEVERITY_COLOURS, SEVERITY_R
 from apps.health.costs import failure_costs
 from apps.health.models import HealthEvent
 from apps.health.services import open_events, state_of
+from apps.inventory.models import NvlinkSwitchTray
 
 SHOWN = 50  # events on the panel; the rest are counted and a link leads to the API's list
 
@@ -140,3 +141,12 @@ def node_events(node, request) -> dict:
 def switch_events(switch, request) -> dict:
     """The switch page's health: open events on the switch, its ports and the cables to them."""
     return _section(*_open_and_cleared(HealthEvent.objects.filter(switch=switch)), request)
+
+
+def rack_events(rack, request) -> dict:
+    """A rack-scale rack's page: the health of its NVLink switch trays, which are in no node (a switch tray down is
+    every compute tray's fault and none of theirs: their node pages do not show it). Nothing for other racks."""
+    if not NvlinkSwitchTray.objects.filter(domain__rack=rack).exists():
+        return {"shown": False}
+    events = HealthEvent.objects.filter(nvlink_switch_tray__domain__rack=rack)
+    return {"shown": True, "heading": "NVLink switch trays", **_section(*_open_and_cleared(events), request)}

@@ -15,7 +15,7 @@ class RemediationConfig(AppConfig):
 
         # The rack page's first section: its open leak and coolant events (apps/inventory/sections.py).
         RACK_PAGE.register(
-            name="coolant", template="remediation/partials/rack_coolant.html", context=panels.rack_coolant
+            name="coolant", template="remediation/partials/rack_coolant.html", context=panels.rack_coolant, first=True
         )
         # A repair's validation waits on its benchmark runs; a node in repair returns through it, not by hand.
         run_finished.connect(_run_finished, dispatch_uid="remediation-repair-gate")

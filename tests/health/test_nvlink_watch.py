@@ -192,3 +192,20 @@ def test_an_imex_peer_lost_is_imex_peer_lost_on_that_tray_and_cleared_when_its_d
     watch.watch_telemetry(now=T + 2 * PERIOD)
     event.refresh_from_db()
     assert event.cleared_at == _at(T + 2 * PERIOD) and event.clear_evidence["value"] == 5
+
+
+def test_the_rack_page_shows_its_switch_trays_health_which_no_node_page_does(rack, client, viewer):
+    _inject(rack["nvl01-t04"], "nvswitch_tray_down", "3")
+    [event] = watch.watch_telemetry(now=T + PERIOD)
+    client.force_login(viewer)
+    domain_rack = NvlinkSwitchTray.objects.get(domain__name="nvl01", slot=3).domain.rack
+
+    page = client.get(reverse("rack-detail", args=[domain_rack.public_id])).content.decode()
+
+    section = page[page.index('id="health-events"') :]
+    assert "NVLink switch trays: health" in section and f'data-event="{event.public_id}"' in section
+    assert "nvlink_switch_tray_down" in section and "Major" in section
+    node_page = client.get(reverse("node-detail", args=[rack["nvl01-t04"].public_id])).content.decode()
+    assert f'data-event="{event.public_id}"' not in node_page  # the switch tray's fault is no tray's
+    h200 = Node.objects.filter(nvlink_domain__isnull=True).first().rack
+    assert 'id="health-events"' not in client.get(reverse("rack-detail", args=[h200.public_id])).content.decode()

@@ -112,6 +112,7 @@ def test_the_rack_page_says_the_leak_first_and_offers_operators_the_power_off(le
 
     banner = page.index('id="rack-coolant"')
     assert banner < page.index('id="rack-power"')  # first, above everything else the rack says
+    assert banner < page.index('id="health-events"')  # its switch trays' health too (registered before it)
     assert "Coolant leak in this rack" in page and "nvl01-t03&#x27;s leak sensor reads a leak" in page
     assert f"/remediation/racks/{rack.public_id}/power-off-trays/" in page and "18 trays" in page
 
