@@ -15,7 +15,6 @@ Usage: DATABASE_URL=postgres://… REDIS_URL=redis://…/8 python bench/discover
 """
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inprocess import BenchDatabase, analyze, machine_line  # noqa: E402  (bench/ is the script's folder)
-from scaleout import spread, start_worker, stop, wait_ready  # noqa: E402
+from scaleout import shared_services_environment, spread, start_worker, stop, wait_ready  # noqa: E402
 
 TARGET_S = 60.0
 
@@ -75,11 +74,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--keep", action="store_true", help="keep the database (a later --keep run reuses it)")
     args = parser.parse_args()
-    if not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
-        sys.exit("bench/discover_workers.py needs DATABASE_URL (PostgreSQL: processes share it) and REDIS_URL")
-    os.environ.setdefault("RACKPILOT_SECRET_KEY", "bench-discover-workers")
-    os.environ.setdefault("RACKPILOT_LOG_LEVEL", "WARNING")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    shared_services_environment("discover_workers")
     with BenchDatabase(f"discover_workers_{args.nodes}", keep=args.keep, reuse=True) as database:
         import django
 

@@ -28,6 +28,16 @@ sys.path.insert(0, str(ROOT))
 FAST = {"RACKPILOT_JOB_STALE_SECONDS": "4", "RACKPILOT_JOB_REAPER_SECONDS": "1", "RACKPILOT_JOB_CANCEL_POLL_MS": "200"}
 
 
+def shared_services_environment(bench: str) -> None:
+    """What a bench whose worker processes share the database and the broker needs before Django starts: PostgreSQL
+    (SQLite cannot be shared between processes) and Redis, and the settings its workers inherit."""
+    if not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
+        sys.exit(f"bench/{bench}.py needs DATABASE_URL (PostgreSQL: processes share it) and REDIS_URL")
+    os.environ.setdefault("RACKPILOT_SECRET_KEY", f"bench-{bench}")
+    os.environ.setdefault("RACKPILOT_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+
 def start_worker(name: str, logs: Path) -> tuple[subprocess.Popen, Path]:
     log = logs / f"{name}.log"
     argv = [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", "jobs", "--concurrency", "1"]
@@ -96,10 +106,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--kill", action="store_true", help="also SIGKILL a worker mid-job with the most workers")
     args = parser.parse_args()
-    if not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")):
-        sys.exit("bench/scaleout.py needs DATABASE_URL (PostgreSQL: processes share it) and REDIS_URL")
-    os.environ.setdefault("RACKPILOT_SECRET_KEY", "bench-scaleout")
-    os.environ.setdefault("RACKPILOT_LOG_LEVEL", "WARNING")
+    shared_services_environment("scaleout")
     os.environ.update(FAST)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     import django
