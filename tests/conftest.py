@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from apps.accounts.choices import Role
 from apps.tokens.models import ApiToken
 from apps.tokens.services import digest_of
-from tests import factories
+from tests import factories, speed
 from tests.live_server import live_server_env, live_server_url  # noqa: F401  (fixtures for tests that need a server)
 from tests.pages import PageClient
 from tests.workers import worker_name
@@ -43,8 +43,10 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
-    """Under pytest-xdist the workers share the services wiring's Redis: give each its own cache keys and channel
-    groups (the jobs list group is one name for every job), before anything opens them."""
+    """The suite's shortcuts (tests/speed.py). Under pytest-xdist the workers share the services wiring's Redis: give
+    each its own cache keys and channel groups (the jobs list group is one name for every job), before anything opens
+    them."""
+    speed.install()
     worker = worker_name()
     if not worker:
         return
