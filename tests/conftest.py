@@ -125,9 +125,9 @@ def browser_as(client):
 
 @pytest.fixture
 def demo_cluster(db):
-    from apps.inventory.demo import DEMO, load_cluster
+    from apps.inventory.demo import DEMO
 
-    load_cluster(DEMO)
+    speed.load_demo()
     return DEMO
 
 
