@@ -57,7 +57,12 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    """The session's own var dir (portal/settings.py) goes with it; xdist workers inherit it and leave it be."""
+    """The session's own var dir (portal/settings.py) goes with it; xdist workers inherit it and leave it be. So does
+    its template database (tests/speed.py)."""
+    from pytest_django.plugin import blocking_manager_key
+
+    with config.stash[blocking_manager_key].unblock():
+        speed.uninstall(config)
     if settings.VAR_DIR_TEMPORARY:
         shutil.rmtree(settings.VAR_DIR, ignore_errors=True)
 

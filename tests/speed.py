@@ -7,12 +7,18 @@ runs; nothing here changes what a test can observe of the portal.
   content types and permissions: Django's flush truncates every table (~160; PostgreSQL makes and unlinks files for
   each) and then re-creates the content types and permissions it truncated, ~0.8 s a test, ~500 tests."""
 
+import fcntl
+import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.core.management import call_command
 from django.db import connection, connections, models, transaction
+from django.db.backends.postgresql.creation import DatabaseCreation
 from django.test import TransactionTestCase
 from django.utils import timezone
 
@@ -31,6 +37,62 @@ class QuickPBKDF2PasswordHasher(PBKDF2PasswordHasher):
 def install() -> None:
     settings.PASSWORD_HASHERS = ["tests.speed.QuickPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
     TransactionTestCase._fixture_teardown = _empty_the_tables
+    if os.environ.get("PYTEST_XDIST_TESTRUNUID"):
+        DatabaseCreation._create_test_db = _copy_the_migrated_template
+
+
+def uninstall(config) -> None:
+    """The session's template database goes with it: at the end of the xdist controller, after every worker's."""
+    if not getattr(config.option, "numprocesses", None) or connection.vendor != "postgresql":
+        return
+    template = _template_name(connection.creation)
+    with connection.creation._nodb_cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {connection.ops.quote_name(template)}")
+    for marker in Path(tempfile.gettempdir()).glob(f"rackpilot-*-{template}*"):
+        marker.unlink(missing_ok=True)
+
+
+# --- one migrated database a session, copied by each worker ---------------------------------------------------------
+
+_migrate_each = DatabaseCreation._create_test_db
+
+
+def _template_name(creation) -> str:
+    return creation._get_test_db_name().rsplit("_gw", 1)[0] + "_template"
+
+
+def _copy_the_migrated_template(creation, verbosity, autoclobber, keepdb=False):
+    """The worker's test database as a copy of the session's migrated template; Django's migrate that follows finds
+    nothing to do. With --reuse-db (keepdb) the worker keeps its own, as pytest-django does."""
+    if keepdb:
+        return _migrate_each(creation, verbosity, autoclobber, keepdb)
+    name, template = creation._get_test_db_name(), _template_name(creation)
+    quote = creation.connection.ops.quote_name
+    session = os.environ["PYTEST_XDIST_TESTRUNUID"]
+    made = Path(tempfile.gettempdir()) / f"rackpilot-{session}-{template}"
+    with open(f"{made}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait for the first one's migrations
+        if not made.exists():
+            _migrate_the_template(creation, template)
+            made.touch()
+        with creation._nodb_cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+            cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
+    return name
+
+
+def _migrate_the_template(creation, template: str) -> None:
+    db = creation.connection
+    with creation._nodb_cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {db.ops.quote_name(template)}")
+        cursor.execute(f"CREATE DATABASE {db.ops.quote_name(template)}")
+    db.close()
+    kept, db.settings_dict["NAME"] = db.settings_dict["NAME"], template
+    try:
+        call_command("migrate", verbosity=0, interactive=False, database=db.alias, run_syncdb=True)
+    finally:
+        db.close()  # a template takes no copy while a session is connected to it
+        db.settings_dict["NAME"] = kept
 
 
 def _empty_the_tables(test_case: TransactionTestCase) -> None:
