@@ -1,7 +1,6 @@
 """Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster."""
 
 import datetime as dt
-import os
 import shutil
 
 import pytest
@@ -23,31 +22,12 @@ def pytest_collection_modifyitems(config, items):
     count): CI runs them in its PostgreSQL pass, and the SQLite pass leaves them out (deselected, not skipped)."""
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        chosen = [item for item in items if not item.get_closest_marker("postgresql")]
-        if len(chosen) < len(items):
-            config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("postgresql")])
-            items[:] = chosen
-    _long_ones_first(items)
-
-
-def _long_ones_first(items) -> None:
-    """Under pytest-xdist (--dist worksteal) each worker is first sent one even, contiguous share of the list, and
-    takes work from the others only at its end: each share begins with its part of the tests marked `long`, so the
-    run does not end with one worker alone on a 100 s test. Every worker orders the same collection the same way."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    long = [item for item in items if item.get_closest_marker("long")]
-    if workers < 2 or not long:
+    if connection.vendor == "postgresql":
         return
-    rest = [item for item in items if not item.get_closest_marker("long")]
-    ordered, left = [], len(items)
-    for worker in range(workers):
-        size = left // (workers - worker)  # as xdist's worksteal scheduler cuts the shares
-        left -= size
-        share = long[worker::workers]
-        ordered += share + rest[: size - len(share)]
-        rest = rest[size - len(share) :]
-    items[:] = ordered
+    chosen = [item for item in items if not item.get_closest_marker("postgresql")]
+    if len(chosen) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("postgresql")])
+        items[:] = chosen
 
 
 @pytest.hookimpl(wrapper=True)

@@ -25,7 +25,6 @@ def bound(n):
         ("pfc_off", "3", {}, "ens1np0", "PFC off on priority 3"),
     ],
 )
-@pytest.mark.long
 def test_sweep_names_the_faulty_node_down_to_its_switch_port(run_suite, inject, kind, target, parameters, nic, cause):
     inject("gpu013", kind, target, **parameters)
 

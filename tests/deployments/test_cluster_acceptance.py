@@ -96,7 +96,6 @@ def test_a_healthy_four_node_deployment_passes_cluster_acceptance(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.long
 def test_a_degraded_cable_is_named_and_fails_the_phase_with_the_suggestion(
     demo_cluster, operator, run_shards, client, tmp_path
 ):

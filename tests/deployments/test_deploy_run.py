@@ -33,7 +33,6 @@ def _run(run, run_shards):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.long
 def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, operator, run_shards):
     deployment = services.create_deployment(
         name="r04-bringup",
