@@ -139,6 +139,7 @@ def tables_with_rows(db, names: list[str]) -> list[str]:
 @dataclass
 class _Table:
     name: str
+    columns: str  # the quoted column list COPY wrote the rows in
     rows: bytes  # COPY's text format: one line a row, tab-separated columns
     sku_columns: list[int]  # the columns naming a GpuSku (by id)
     stamped: list[str]  # auto_now / auto_now_add columns
@@ -166,7 +167,8 @@ def load_demo() -> None:
         if _demo_copy is not None and not tables_with_rows(connection, [t.name for t in _demo_copy.tables]):
             _copy_back(_demo_copy)
             return
-        empty = set(_tables(connection)) - set(tables_with_rows(connection, _tables(connection)))
+        tables = _tables(connection)
+        empty = set(tables) - set(tables_with_rows(connection, tables))
         pending = len(connection.run_on_commit)
         load_cluster(DEMO)
         filled = tables_with_rows(connection, sorted(empty))
@@ -196,9 +198,10 @@ def _copy_of(names: list[str], on_commit: list) -> _DemoCopy | None:
             if isinstance(field, models.DateTimeField) and (field.auto_now or field.auto_now_add)
         ]
         column_list = ", ".join(connection.ops.quote_name(column) for column in columns)
-        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {name} ({column_list}) TO STDOUT") as out:
+        copy_out = f"COPY {connection.ops.quote_name(name)} ({column_list}) TO STDOUT"
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_out) as out:
             rows = b"".join(bytes(block) for block in out)
-        tables.append(_Table(name, rows, sku_columns, stamped))
+        tables.append(_Table(name, column_list, rows, sku_columns, stamped))
     sku_names = {str(pk): name for pk, name in GpuSku.objects.values_list("pk", "name")}
     return _DemoCopy(tables, sku_names, list(on_commit))
 
@@ -212,20 +215,18 @@ def _any_set(table: str, column: str) -> bool:
 
 def _copy_back(copy: _DemoCopy) -> None:
     sku_ids = {name: str(pk) for pk, name in GpuSku.objects.values_list("pk", "name")}
-    now = timezone.now()
-    model_of = {model._meta.db_table: model for model in apps.get_models(include_auto_created=True)}
+    now = timezone.now()  # what auto_now reads: a test's clock where it set one
+    quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         for table in copy.tables:
-            columns = [field.column for field in model_of[table.name]._meta.concrete_fields]
-            column_list = ", ".join(connection.ops.quote_name(column) for column in columns)
             rows = table.rows
             if table.sku_columns:
                 rows = _renamed_skus(rows, table.sku_columns, copy.sku_names, sku_ids)
-            with cursor.cursor.copy(f"COPY {table.name} ({column_list}) FROM STDIN") as into:
+            with cursor.cursor.copy(f"COPY {quote(table.name)} ({table.columns}) FROM STDIN") as into:
                 into.write(rows)
             if table.stamped:
-                assignments = ", ".join(f"{connection.ops.quote_name(column)} = %s" for column in table.stamped)
-                cursor.execute(f"UPDATE {table.name} SET {assignments}", [now] * len(table.stamped))
+                assignments = ", ".join(f"{quote(column)} = %s" for column in table.stamped)
+                cursor.execute(f"UPDATE {quote(table.name)} SET {assignments}", [now] * len(table.stamped))
     for _, callback, robust in copy.on_commit:
         transaction.on_commit(callback, robust=robust)
 
