@@ -106,17 +106,17 @@ class ClusterShape:
                 f"spines_per_plane {self.spines_per_plane}: too few spines for {self.racks} racks "
                 f"(each spine gives the leaves at most {FABRIC_PORTS} ports)."
             )
-        if self.rack_scale_racks and self.three_tier:
+        if self.rack_scale_racks and self.three_tier and self.rack_scale_spine_ports > SWITCH_PORTS // 2:
             raise ValueError(
-                f"rack_scale_racks {self.rack_scale_racks}: NVL72 racks are cabled beside a two-tier fabric only, "
-                f"not beside {self.compute_nodes} nodes in pods."
+                f"rack_scale_racks {self.rack_scale_racks}: the NVL72 racks' pod has {self.spines} spines a plane of "
+                f"{SWITCH_PORTS // 2} ports down; these racks would need {self.rack_scale_spine_ports} on each."
             )
-        if self.rack_scale_racks and self.rack_scale_spine_ports > FABRIC_PORTS:
+        if self.rack_scale_racks and not self.three_tier and self.rack_scale_spine_ports > FABRIC_PORTS:
             raise ValueError(
                 f"rack_scale_racks {self.rack_scale_racks}: the spines have {FABRIC_PORTS} ports for the leaves; "
                 f"these racks would need {self.rack_scale_spine_ports}."
             )
-        if self.pods > FABRIC_PORTS:
+        if self.fabric_pods > FABRIC_PORTS:
             limit = FABRIC_PORTS * RACKS_PER_POD * self.nodes_per_rack
             raise ValueError(
                 f"compute_nodes {self.compute_nodes}: a three-tier fabric of {SWITCH_PORTS}-port switches holds at "
@@ -125,9 +125,17 @@ class ClusterShape:
 
     @property
     def rack_scale_spine_ports(self) -> int:
-        """The spine ports (a plane's, each spine) the H200 racks' leaves and then the NVL72 racks' leaves take."""
+        """The spine ports (a plane's, each spine) the NVL72 racks' leaves take: in two tiers after the H200 racks'
+        leaves, in three on the spines of the NVL72 racks' own pod."""
         per_tray_rack = -(-NVL72.compute_trays * TRAY_NICS_PER_PLANE // self.spines)
-        return self.racks * -(-self.leaf_downlinks // self.spines) + self.rack_scale_racks * per_tray_rack
+        h200 = 0 if self.three_tier else self.racks * -(-self.leaf_downlinks // self.spines)
+        return h200 + self.rack_scale_racks * per_tray_rack
+
+    @property
+    def fabric_pods(self) -> int:
+        """The pods the cores join: the H200 racks' and, in three tiers, one more of the NVL72 racks (its leaves
+        have 36 uplinks a plane, not the H200 leaves' 32, so they do not share a pod's spines)."""
+        return self.pods + (1 if self.three_tier and self.rack_scale_racks else 0)
 
     @property
     def racks(self) -> int:
@@ -177,7 +185,7 @@ class ClusterShape:
 
     @property
     def columns_per_core(self) -> int:
-        return FABRIC_PORTS // self.pods if self.three_tier else 0
+        return FABRIC_PORTS // self.fabric_pods if self.three_tier else 0
 
     @property
     def cores(self) -> int:
@@ -235,6 +243,7 @@ class _Loader:
         self._firmware(nodes)
         self._storage(site, nodes)
         _RackScaleLoader(self, site).run()
+        self._retire_uncabled_fabric(site)
         return self.created
 
     def _compute_numbers(self) -> range:
@@ -560,23 +569,16 @@ class _Loader:
             )
         self.created["cables replaced"] = _replace_moved_cables(planned)
         self.ensure(Cable, planned, ("b_switch", "b_port"))
-        self._retire_unplanned_spines(switches, planned)
 
-    def _retire_unplanned_spines(self, switches: dict, planned: list[dict]) -> None:
-        """A cluster grown from two tiers into three keeps no spine of the old names: remove the spines and cores
-        of this site that the shape does not have, once no cable holds them."""
-        fabric = (SwitchTier.SPINE, SwitchTier.CORE)
-        kept = {row["b_switch"].pk for row in planned} | {row["a_switch"].pk for row in planned if row.get("a_switch")}
-        site = self.shape.site_slug
-        unplanned = [s.pk for s in switches.values() if s.tier in fabric and s.pk not in kept and s.site.slug == site]
-        held = Cable.objects.filter(Q(a_switch_id__in=unplanned) | Q(b_switch_id__in=unplanned))
-        retired = (
-            set(unplanned)
-            - set(held.values_list("a_switch_id", flat=True))
-            - set(held.values_list("b_switch_id", flat=True))
-        )
-        Switch.objects.filter(pk__in=retired).delete()
-        self.created["spines retired"] = len(retired)
+    def _retire_uncabled_fabric(self, site: Site) -> None:
+        """A cluster grown from two tiers into three keeps no spine of the old names: once the new shape's cables
+        (the NVL72 racks' too) have replaced theirs, remove the spines and cores of this site that no cable holds."""
+        fabric = Switch.objects.filter(site=site, tier__in=(SwitchTier.SPINE, SwitchTier.CORE))
+        held = set(Cable.objects.filter(a_switch__in=fabric).values_list("a_switch_id", flat=True))
+        held |= set(Cable.objects.filter(b_switch__in=fabric).values_list("b_switch_id", flat=True))
+        retired = fabric.exclude(pk__in=held)
+        self.created["spines retired"] = retired.count()
+        retired.delete()
 
     def _uplinks(self, switches: dict) -> list[dict]:
         rows = []
@@ -603,26 +605,34 @@ class _Loader:
         return rows
 
     def _core_uplinks(self, switches: dict, plane: str, *, downlinks: int) -> list[dict]:
-        """Each pod's spine j sends its uplink u (column j·U + u) to the core that holds that column, on the port
-        kept for that pod there: every core joins every pod with the same number of links (non-blocking)."""
+        rows = []
+        for pod in range(1, self.shape.pods + 1):
+            rows += self.pod_core_uplinks(
+                switches, plane, pod, uplinks=self.shape.spine_uplinks, first_port=downlinks + 1
+            )
+        return rows
+
+    def pod_core_uplinks(self, switches: dict, plane: str, pod: int, *, uplinks: int, first_port: int) -> list[dict]:
+        """Each of the pod's spines j sends its uplink u (column j·U + u) to the core that holds that column, on the
+        port kept for that pod there: every core joins every H200 pod with the same number of links (non-blocking).
+        The NVL72 racks' pod uses the first `uplinks` of each spine's columns."""
         rows = []
         shape = self.shape
-        for pod in range(1, shape.pods + 1):
-            for j in range(shape.spines):
-                spine = self._spine_name(plane, pod, j + 1)
-                for u in range(shape.spine_uplinks):
-                    core_index, slot = divmod(j * shape.spine_uplinks + u, shape.columns_per_core)
-                    core = f"core-{plane.lower()}{core_index + 1}"
-                    rows.append(
-                        _switch_link(
-                            switches[spine],
-                            f"swp{downlinks + u + 1}",
-                            switches[core],
-                            f"swp{slot * shape.pods + pod}",
-                            plane,
-                            f"{spine}/{core}/{u + 1}",
-                        )
+        for j in range(shape.spines):
+            spine = self._spine_name(plane, pod, j + 1)
+            for u in range(uplinks):
+                core_index, slot = divmod(j * shape.spine_uplinks + u, shape.columns_per_core)
+                core = f"core-{plane.lower()}{core_index + 1}"
+                rows.append(
+                    _switch_link(
+                        switches[spine],
+                        f"swp{first_port + u}",
+                        switches[core],
+                        f"swp{slot * shape.fabric_pods + pod}",
+                        plane,
+                        f"{spine}/{core}/{u + 1}",
                     )
+                )
         return rows
 
     def _firmware(self, nodes: dict) -> None:
@@ -715,8 +725,8 @@ def tray_hostname(rack: int, slot: int) -> str:
 class _RackScaleLoader:
     """Builds each rack-scale rack of the shape as a whole GB200 NVL72: its NVLink domain, 18 compute trays (nodes
     with 4 GB200 GPUs and 2 Grace CPUs), 9 switch trays, 8 power shelves, a coolant loop with a leak sensor in every
-    tray, one IMEX domain with all trays and the default NVLink partition. The trays' NICs are left uncabled: cabling
-    them would add leaves and spine ports to the H200 fabric's plan (_switches, _uplinks, _cables)."""
+    tray, one IMEX domain with all trays and the default NVLink partition, and the trays' ConnectX-7 cabled into the
+    H200 racks' fabric (_fabric)."""
 
     def __init__(self, loader: _Loader, site: Site):
         self.loader, self.site = loader, site
@@ -889,26 +899,25 @@ class _RackScaleLoader:
 
     def _fabric(self, racks: dict, trays: dict) -> None:
         """Each NVL72 rack has a leaf per plane of its own (two of each tray's ConnectX-7 on each, as the H200 racks'
-        NICs are), non-blocking up to the plane's spines on the ports after the H200 racks' leaves."""
+        NICs are), non-blocking up to the plane's spines: in two tiers on the ports after the H200 racks' leaves, in
+        three on the spines of a pod of the NVL72 racks' own, whose uplinks join the cores as the H200 pods' do."""
         shape = self.loader.shape
         site = self.site
+        pod = shape.pods + 1  # three tiers only
         leaves = []
         for r in self._numbers():
             for plane in (Plane.A, Plane.B):
                 leaves.append(
-                    {
-                        "name": f"leaf-{rack_scale_name(r)}-{plane.lower()}",
-                        "site": site,
-                        "rack": racks[rack_scale_name(r)],
-                        "position": None,
-                        "face": RackFace.FRONT,
-                        "plane": plane,
-                        "tier": SwitchTier.LEAF,
-                        "model": "Spectrum-4 SN5600",
-                        "port_count": SWITCH_PORTS,
-                        "port_speed_gbps": 400,
-                    }
+                    self._fabric_switch(
+                        f"leaf-{rack_scale_name(r)}-{plane.lower()}", racks[rack_scale_name(r)], plane, SwitchTier.LEAF
+                    )
                 )
+        if shape.three_tier:
+            network_rack = site.racks.get(name="net01")
+            for plane in (Plane.A, Plane.B):
+                for j in range(1, shape.spines + 1):
+                    name = self.loader._spine_name(plane, pod, j)
+                    leaves.append(self._fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
         self.ensure(Switch, leaves, ("name",))
         switches = {switch.name: switch for switch in Switch.objects.filter(site=site)}
         nics = {
@@ -920,7 +929,8 @@ class _RackScaleLoader:
         downlinks = NVL72.compute_trays * TRAY_NICS_PER_PLANE
         spines = shape.spines
         per_spine = -(-downlinks // spines)
-        first = shape.racks * -(-shape.leaf_downlinks // spines)  # the H200 racks' leaves take the spines' first ports
+        # In two tiers the H200 racks' leaves take the spines' first ports.
+        first = 0 if shape.three_tier else shape.racks * -(-shape.leaf_downlinks // spines)
         planned = []
         for r in self._numbers():
             for slot in self._slots():
@@ -935,7 +945,7 @@ class _RackScaleLoader:
             for plane in (Plane.A, Plane.B):
                 leaf = f"leaf-{rack_scale_name(r)}-{plane.lower()}"
                 for u in range(downlinks):
-                    spine = f"spine-{plane.lower()}{u % spines + 1}"
+                    spine = self.loader._spine_name(plane, pod, u % spines + 1)
                     planned.append(
                         _switch_link(
                             switches[leaf],
@@ -946,10 +956,29 @@ class _RackScaleLoader:
                             f"{leaf}/{spine}/{u + 1}",
                         )
                     )
+        if shape.three_tier:  # as much up from each of the pod's spines as its racks' ports down
+            for plane in (Plane.A, Plane.B):
+                planned += self.loader.pod_core_uplinks(
+                    switches, plane, pod, uplinks=self.count * per_spine, first_port=SWITCH_PORTS // 2 + 1
+                )
         # Grown H200 racks take more of each spine's first ports, and more spines spread every uplink: the NVL72
         # leaves' uplinks move up, as the H200 fabric's do (_Loader._cables).
         self.loader.created["cables replaced"] += _replace_moved_cables(planned)
         self.ensure(Cable, planned, ("b_switch", "b_port"))
+
+    def _fabric_switch(self, name: str, rack: Rack, plane: str, tier: str) -> dict:
+        return {
+            "name": name,
+            "site": self.site,
+            "rack": rack,
+            "position": None,
+            "face": RackFace.FRONT,
+            "plane": plane,
+            "tier": tier,
+            "model": "Spectrum-4 SN5600",
+            "port_count": SWITCH_PORTS,
+            "port_speed_gbps": 400,
+        }
 
     def _switch_trays(self, domains: dict) -> None:
         rows = [

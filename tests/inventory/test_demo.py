@@ -129,6 +129,35 @@ def test_a_three_tier_fabric_is_cabled_non_blocking_at_every_tier(db):
     assert rule_leaf_oversubscription(build_cluster_graph()).verdict == "pass"
 
 
+def test_nvl72_racks_beside_a_three_tier_fabric_get_a_pod_of_their_own_joined_to_the_cores(db):
+    """load_demo --nodes 2048 keeps the demo's NVL72 rack: grown past two tiers, its leaves move from the old spines to
+    a pod of their own whose spines join the cores as the H200 pods' do."""
+    from apps.inventory.demo import ClusterShape, load_cluster
+    from apps.topology.graph import build_cluster_graph
+    from apps.topology.rules import rule_leaf_oversubscription
+
+    load_cluster(ClusterShape(compute_nodes=8, nodes_per_rack=1, management_nodes=1, rack_scale_racks=1))
+    assert Cable.objects.filter(a_switch__name="leaf-nvl01-a", b_switch__name="spine-a1").exists()
+    shape = ClusterShape(compute_nodes=130, nodes_per_rack=1, management_nodes=1, rack_scale_racks=1)
+    assert (shape.pods, shape.fabric_pods, shape.spines, shape.columns_per_core) == (3, 4, 4, 31)
+    load_cluster(shape)
+
+    assert not Switch.objects.filter(name__in=["spine-a1", "spine-b1"]).exists()
+    ends = list(Cable.objects.filter(b_switch__isnull=False).values_list("b_switch__name", "b_port"))
+    ends += list(Cable.objects.filter(a_switch__isnull=False).values_list("a_switch__name", "a_port"))
+    assert len(ends) == len(set(ends))
+    assert max(int(port.removeprefix("swp")) for name, port in ends if name != "mgmt-sw01") <= 128
+    up = Cable.objects.filter(a_switch__name="leaf-nvl01-a").values_list("b_switch__name", flat=True)
+    assert sorted(set(up)) == [f"spine-p04-a{j}" for j in range(1, 5)] and len(up) == 36
+    for spine in Switch.objects.filter(name__startswith="spine-p04-"):
+        down = Cable.objects.filter(b_switch=spine, a_switch__tier="leaf").count()
+        cores = Cable.objects.filter(a_switch=spine, b_switch__tier="core").count()
+        assert down == 9 and cores == 9, (spine.name, down, cores)
+    # An H200 pod's spines keep their uplinks into every core; the cores hold a port per pod and column.
+    assert Cable.objects.filter(a_switch__name="spine-p02-a3", b_switch__tier="core").count() == 64
+    assert rule_leaf_oversubscription(build_cluster_graph()).verdict == "pass"
+
+
 def test_a_shape_denser_than_its_racks_are_tall_leaves_the_nodes_past_the_top_unplaced(db):
     """bench/api_nodes.py's 100,000 nodes are 16 a rack (8 a rack stops at 63,488): the 4U nodes fill a 48U rack to
     U46 and the rest are in the rack, not placed, so no two overlap."""
