@@ -8,11 +8,12 @@ The demo is loaded at its own size first and then grown with `load_demo --nodes 
 Runs against a throwaway database: a SQLite file under var/bench/ by default or, when DATABASE_URL names a PostgreSQL
 server, a database of its own on that server. Requests go through Django's test client in this process as a
 logged-in operator, so the figures are the server's (middleware, queries, templates), without an HTTP server or a
-browser in front. Target: every page p95 <= 300 ms server time. `--screen` also opens every page in headless
-Chromium at 1440 x 900 (bench/screen.py): none may scroll sideways. Besides the timed requests, each page's first
-request in the process (`first`: cold, nothing worked out ahead but the telemetry record), one right after a node is
-drained or undrained (`drained`: the inventory moved) and one right after the telemetry windows moved on a step
-(`step`: a new minute), and one right after a GPU fell off the bus or came back (`fault`).
+browser in front. Target: every page p95 <= 300 ms server time; the health API (the rows named "API") <= 100 ms.
+`--screen` also opens every page in headless Chromium at 1440 x 900 (bench/screen.py): none may scroll sideways.
+Besides the timed requests, each page's first request in the process (`first`: cold, nothing worked out ahead but
+the telemetry record), one right after a node is drained or undrained (`drained`: the inventory moved) and one right
+after the telemetry windows moved on a step (`step`: a new minute), and one right after a GPU fell off the bus or
+came back (`fault`).
 """
 
 import argparse
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from inprocess import BenchDatabase, analyze, machine_line, time_get  # noqa: E402  (bench/ is the script's folder)
 
 TARGET_P95_MS = 300.0
+API_TARGET_P95_MS = 100.0  # the health API's (issue 26); the API rows are named "API …"
 FAULTS = (("mtu", "ens1np0"), ("nic_down", "ens2np0"), ("xid79", "3"))
 
 
@@ -123,7 +125,14 @@ def pages(job) -> dict[str, str]:
         "benchmarks": "/benchmarks/",
         "incidents": "/diagnosis/incidents/",
         "deployments": "/deployments/",
+        "reliability": "/health/reliability/",
+        "API health events": "/api/health-events/",
+        "API open events, node": f"/api/health-events/?open=true&node={node.hostname}",
+        "API reliability": "/api/reliability/",
     }
+    nvl72 = Rack.objects.filter(nvlink_domain__isnull=False).order_by("name").first()
+    if nvl72:
+        paths["rack nvl01 (NVL72)"] = f"/racks/{nvl72.public_id}/"
     training, service = TrainingJob.objects.first(), InferenceService.objects.first()
     if training:
         paths["training job"] = f"/workloads/training/{training.public_id}/"
@@ -292,20 +301,27 @@ def main() -> None:
     target = f"p95 <= {TARGET_P95_MS:.0f} ms"
     header = (
         f"{'page':<26} {'first':>7} {'drained':>7} {'fault':>7} {'step':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
-        f"{'cpu ms':>7} {'queries':>7} {'KiB':>6}  {target}"
+        f"{'cpu ms':>7} {'queries':>7} {'KiB':>6}  {target} (API {API_TARGET_P95_MS:.0f} ms)"
     )
     print(header)
     print("-" * len(header))
     for name, r in results.items():
-        verdict = "yes" if r["p95"] <= TARGET_P95_MS else "NO"
+        verdict = "yes" if r["p95"] <= target_ms(name) else "NO"
         print(
             f"{name:<26} {r['first'] or 0:>7.0f} {r['drained']:>7.0f} {r['fault']:>7.0f} {r['step']:>7.0f} "
             f"{r['p50']:>7.1f} "
             f"{r['p95']:>7.1f} {r['max']:>7.1f} {r['cpu']:>7.1f} "
             f"{r['queries']:>7} {r['bytes'] / 1024:>6.0f}  {verdict}"
         )
-    slow = [name for name, r in results.items() if r["p95"] > TARGET_P95_MS]
-    print(f"\nTarget ({target} on every page): {'met' if not slow else 'NOT met: ' + ', '.join(slow)}")
+    slow = [name for name, r in results.items() if r["p95"] > target_ms(name)]
+    print(
+        f"\nTarget ({target} on every page, {API_TARGET_P95_MS:.0f} ms on the API): "
+        f"{'met' if not slow else 'NOT met: ' + ', '.join(slow)}"
+    )
+
+
+def target_ms(name: str) -> float:
+    return API_TARGET_P95_MS if name.startswith("API ") else TARGET_P95_MS
 
 
 if __name__ == "__main__":
