@@ -271,10 +271,16 @@ def node_health(node: Node) -> NodeHealth:
 
 def nodes_health(nodes: list[Node]) -> dict[int, NodeHealth]:
     """Per node id, its health: one query for all of them."""
+    by_node = open_events_by_node(nodes)
+    return {node.pk: NodeHealth(state_of(by_node[node.pk]), by_node[node.pk]) for node in nodes}
+
+
+def open_events_by_node(nodes) -> defaultdict[int, list[HealthEvent]]:
+    """Per node id, its open events worst first (none: an empty list); `nodes` a list or a queryset (a subquery)."""
     by_node = defaultdict(list)
     for event in HealthEvent.objects.open().filter(node__in=nodes).select_related("gpu").worst_first():
         by_node[event.node_id].append(event)
-    return {node.pk: NodeHealth(state_of(by_node[node.pk]), by_node[node.pk]) for node in nodes}
+    return by_node
 
 
 # What one open event on a GPU makes of it; the worst event wins. An info event leaves it as its presence says.

@@ -12,6 +12,7 @@ unallocated, per workload, node and rack, from the telemetry interface. Reads on
 - Allocated but idle is allocated minus busy; unallocated is the rest. The three add up to the GPU's hours.
 """
 
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -23,6 +24,21 @@ from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemet
 from apps.workloads.models import InferenceService, TrainingJob
 
 HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class RackRef:
+    name: str
+    public_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """What the split's pages and API show of a node: its name, its page's id and its rack."""
+
+    hostname: str
+    public_id: uuid.UUID
+    rack: RackRef | None
 
 
 @dataclass
@@ -110,8 +126,14 @@ def split_node(*, gpus: int, hours: float, busy_hours: float, allocated_hours: f
 def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
     """The window's GPU-hours split per workload, node and rack. TelemetryError when the telemetry cannot be read."""
     source = source or telemetry()
-    nodes = Node.objects.filter(role=NodeRole.COMPUTE).select_related("rack")
-    nodes = nodes.only("hostname", "public_id", "rack__name", "rack__public_id").in_bulk()
+    # Names and ids only, not model instances: a fleet has thousands of nodes and the split reads nothing else.
+    racks: dict[str, RackRef] = {}
+    nodes = {
+        pk: NodeRef(hostname, public_id, racks.setdefault(rack, RackRef(rack, rack_id)) if rack else None)
+        for pk, hostname, public_id, rack, rack_id in Node.objects.filter(role=NodeRole.COMPUTE).values_list(
+            "pk", "hostname", "public_id", "rack__name", "rack__public_id"
+        )
+    }
     counts = (
         Gpu.objects.filter(node__role=NodeRole.COMPUTE).values_list("node_id").annotate(gpus=Count("pk")).order_by()
     )

@@ -50,7 +50,8 @@ class NodeHealth:
 
 
 def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> list[NodeHealth]:
-    """Every compute node's health, or only `hostname`'s (empty when it is no compute node)."""
+    """Every compute node's health, or only `hostname`'s (empty when it is no compute node). Each source is one query
+    that names the nodes by a subquery (not a list of thousands of ids) and fetches only the rows that say something."""
     compute = Node.objects.filter(role=NodeRole.COMPUTE)
     if hostname is not None:
         compute = compute.filter(hostname=hostname)
@@ -59,9 +60,9 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     for node in nodes:
         if node.status not in SERVING_STATUSES:
             by_id[node.pk].fail(f"status is {node.get_status_display().lower()}")
-    for node_id, recorded in health_events.nodes_health(nodes).items():
-        by_id[node_id].events = recorded.events
-        for event in recorded.events:
+    for node_id, events in health_events.open_events_by_node(compute).items():
+        by_id[node_id].events = events
+        for event in events:
             judged = health_events.state_of([event])
             if judged == NodeState.UNHEALTHY:
                 by_id[node_id].fail(event.reason)
@@ -73,12 +74,12 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
                 by_id[node_id].reasons.append(event.reason)  # for information: the node stays as it was
     # Gpu.health follows its open events (apps/health writes it): a GPU with one is judged above, by its events.
     judged = {event.gpu_id for node in by_id.values() for event in node.events if event.gpu_id}
-    unhealthy = Gpu.objects.filter(node__in=nodes).exclude(health=GpuHealth.HEALTHY).exclude(pk__in=judged)
+    unhealthy = Gpu.objects.filter(node__in=compute).exclude(health=GpuHealth.HEALTHY).exclude(pk__in=judged)
     for gpu in unhealthy.order_by("index"):
         by_id[gpu.node_id].fail(f"GPU {gpu.index} is {gpu.get_health_display().lower()}")
         by_id[gpu.node_id].bad_gpus.add(gpu.index)
     missing = defaultdict(int)
-    for difference in Difference.objects.filter(node__in=nodes, state=DifferenceState.OPEN):
+    for difference in Difference.objects.filter(node__in=compute, state=DifferenceState.OPEN):
         if difference.field == "present" and difference.discovered == "missing":
             by_id[difference.node_id].fail(f"{difference.object_key} missing (found by discovery)")
         else:
@@ -86,7 +87,7 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     for node_id, count in missing.items():
         by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
     names = {node.hostname: node.pk for node in nodes}
-    for difference in scheduler_differences(nodes=Node.objects.filter(pk__in=list(by_id))):
+    for difference in scheduler_differences(nodes=compute):
         node = by_id[names[difference.hostname]]
         said = difference.kind in (DifferenceKind.DRAINED_OUTSIDE, DifferenceKind.DOWN)
         if said and any(event.kind == scheduler_events.KIND for event in node.events):
@@ -97,12 +98,11 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
             by_id[names[difference.hostname]].fail(difference.message)
         else:
             by_id[names[difference.hostname]].reasons.append(difference.message)
-    for incident in Incident.objects.unresolved().filter(node__in=nodes).only("node_id", "title", "state"):
+    for incident in Incident.objects.unresolved().filter(node__in=compute).only("node_id", "title", "state"):
         what = "open" if incident.active else "unresolved"
         by_id[incident.node_id].fail(f"{what} incident: {incident.title}")
     if with_telemetry:
-        flags = services.telemetry_health()
-        names = {node.hostname: node.pk for node in nodes}
+        flags = services.telemetry_health(hostname=hostname)
         for flagged in flags["flagged"]:
             what = f"XID {flagged['xid']}" if flagged["xid"] else f"{flagged['ecc']} uncorrectable ECC error(s)"
             node = by_id.get(names.get(flagged["node"].hostname))

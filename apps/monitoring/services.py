@@ -145,31 +145,31 @@ def node_page(*, node: Node, window: Window) -> dict:
     return context
 
 
-def telemetry_health(*, now: float | None = None) -> dict:
+def telemetry_health(*, now: float | None = None, hostname: str | None = None) -> dict:
     """GPUs the inventory calls healthy, less those whose telemetry reports an XID or uncorrectable ECC errors now:
-    the dashboard's Healthy count with what the cards themselves say. Worked out once a read request: the dashboard
-    asks twice (this panel and the fleet-health number)."""
-    if now is None:
+    the dashboard's Healthy count with what the cards themselves say; `hostname`: that node's GPUs only. The fleet's
+    is worked out once a read request: the dashboard asks twice (this panel and the fleet-health number)."""
+    if now is None and hostname is None:
         return kept_for_this_read("telemetry_health", _telemetry_health)
-    return _telemetry_health(now=now)
+    return _telemetry_health(now=now, hostname=hostname)
 
 
 HEALTH_READ_EVERY_S = 15  # docker/prometheus.yml's scrape_interval
 
 
-def _telemetry_health(*, now: float | None = None) -> dict:
+def _telemetry_health(*, now: float | None = None, hostname: str | None = None) -> dict:
     source, error = _source()
-    healthy = {
-        (hostname, str(index))
-        for hostname, index in Gpu.objects.filter(health=GpuHealth.HEALTHY).values_list("node__hostname", "index")
-    }
+    gpus = Gpu.objects.filter(health=GpuHealth.HEALTHY)
+    if hostname is not None:
+        gpus = gpus.filter(node__hostname=hostname)
+    healthy = {(host, str(index)) for host, index in gpus.values_list("node__hostname", "index")}
     context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
     if source is None:
         return context
     # "Now" rounded up to the scrape interval: what Prometheus scraping every 15 s would show, up, not down, so that
     # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
     end = math.ceil(timezone.now().timestamp() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
-    hosts = sorted({hostname for hostname, _ in healthy})
+    hosts = sorted({host for host, _ in healthy})
     try:
         readings = {field: source.gpu_values_at(field, hostnames=hosts, at=end) for field in ("xid", "ecc_dbe")}
     except TelemetryError as problem:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -226,8 +227,24 @@ def scheduler_differences(*, nodes=None) -> list[SchedulerDifference]:
     queryset `nodes`): drained there but in service here (drained outside Rackpilot), drained here but in service
     there, down or not responding there, or unknown there. Nodes never read back are left out. Reads only."""
     queryset = scheduled_nodes() if nodes is None else nodes
-    rows = SchedulerNodeState.objects.filter(node__in=queryset).select_related("node").order_by("node__hostname")
+    rows = SchedulerNodeState.objects.filter(_may_differ(), node__in=queryset)
+    rows = rows.select_related("node").order_by("node__hostname")
     return [difference for row in rows for difference in differences_of(row)]
+
+
+def _may_differ() -> Q:
+    """The rows in which differences_of can find something (it decides): left out are the Slurm nodes in service on
+    both sides with no flag, most of a fleet, so that a fleet's health reads only the few that say something."""
+    drained_there = ~Q(drain_state=DrainState.NONE)
+    drained_here = Q(node__drained_at__isnull=False)
+    return (
+        Q(present=False)
+        | Q(scheduler=Scheduler.KUBERNETES)  # its conditions are judged in Python
+        | Q(state="DOWN")
+        | ~Q(flags=[])  # NOT_RESPONDING, DRAIN, …
+        | (drained_there & ~drained_here)
+        | (drained_here & ~drained_there)
+    )
 
 
 def differences_of(row: SchedulerNodeState) -> list[SchedulerDifference]:

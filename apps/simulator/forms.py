@@ -1,6 +1,7 @@
 from django import forms
+from django.db.models import Exists, OuterRef
 
-from apps.inventory.models import Node
+from apps.inventory.models import Gpu, Node
 from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
 from apps.simulator.faults.kinds import FAULT_KINDS
 
@@ -17,13 +18,23 @@ def _parameters() -> dict[str, list[str]]:
 PARAMETER_KINDS = _parameters()
 
 
+def simulated_nodes():
+    """The nodes the simulator answers for: those with GPUs."""
+    return Node.objects.filter(Exists(Gpu.objects.filter(node=OuterRef("pk")))).order_by("hostname")
+
+
 class FaultForm(forms.Form):
     """A fault to inject, with its kind's parameters (an MTU value, a cable's rate and CRC errors, a temperature...):
     one number field per parameter name, which the page shows for the kinds that take it; left empty, a parameter
     takes its kind's default. The API takes the same `parameters`."""
 
+    # A host name typed (the page offers the simulated nodes in a datalist): a select of a fleet's thousands of nodes
+    # costs the page hundreds of ms to render and the operator a long scroll.
     node = forms.ModelChoiceField(
-        queryset=Node.objects.filter(gpus__isnull=False).distinct().order_by("hostname"), to_field_name="hostname"
+        queryset=simulated_nodes(),
+        to_field_name="hostname",
+        widget=forms.TextInput(attrs={"list": "simulated-nodes", "placeholder": "host name", "autocomplete": "off"}),
+        error_messages={"invalid_choice": "No simulated node of that name (a node with GPUs in the inventory)."},
     )
     kind = forms.ChoiceField(choices=FAULT_KIND_CHOICES)
     target = forms.CharField(

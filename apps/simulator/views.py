@@ -13,7 +13,7 @@ from apps.inventory.models import Node
 from apps.simulator import services
 from apps.simulator.faults.kinds import FAULT_KINDS
 from apps.simulator.filters import SimFaultFilterSet
-from apps.simulator.forms import FaultForm
+from apps.simulator.forms import FaultForm, simulated_nodes
 from apps.simulator.models import SimChange, SimFault
 from apps.simulator.training_faults import JOB_FAULTS
 
@@ -24,6 +24,7 @@ def _page(request, form: FaultForm, status: int = 200):
     kinds = [(spec.value, spec.label, spec.target.label) for spec in FAULT_KINDS.values()]
     changes = SimChange.objects.select_related("node").order_by("node__hostname", "key")
     context = {"faults": filterset.qs, "filter": filterset, "form": form, "kinds": kinds, "changes": changes}
+    context["node_hostnames"] = simulated_nodes().values_list("hostname", flat=True)  # the form's datalist
     context["rehearsable"] = JOB_FAULTS  # the faults that fail or slow a training job: a runbook can be rehearsed
     return render(request, "simulator/faults.html", context, status=status)
 

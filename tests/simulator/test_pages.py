@@ -41,6 +41,20 @@ def test_form_errors_are_shown(browser_as, operator, gpu_node):
     assert "gpu001 has no GPU &#x27;42&#x27;" in response.content.decode()
 
 
+def test_the_node_is_typed_with_the_simulated_nodes_offered_and_an_unknown_one_is_a_form_error(
+    browser_as, operator, demo_cluster
+):
+    """A fleet's thousands of nodes are not a select: a host name field with the nodes that have GPUs in a datalist."""
+    client = browser_as(operator)
+    html = client.get("/simulator/").content.decode()
+    assert 'list="simulated-nodes"' in html and '<option value="gpu032">' in html
+    assert '<option value="mgmt01">' not in html  # no GPUs: the simulator does not answer for it
+    response = client.post("/simulator/faults/", {"node": "mgmt01", "kind": "mtu"})
+    assert response.status_code == 400
+    assert "node: No simulated node of that name" in response.content.decode()
+    assert not SimFault.objects.exists()
+
+
 def test_clear_a_whole_node(browser_as, operator, gpu_node):
     services.inject_fault(node=gpu_node, kind="mtu")
     services.inject_fault(node=gpu_node, kind="straggler")
