@@ -126,6 +126,8 @@ def pages(job) -> dict[str, str]:
         "incidents": "/diagnosis/incidents/",
         "deployments": "/deployments/",
         "reliability": "/health/reliability/",
+        "API fleet health": "/api/health/",
+        "API node health": f"/api/health/nodes/{node.hostname}/",
         "API health events": "/api/health-events/",
         "API open events, node": f"/api/health-events/?open=true&node={node.hostname}",
         "API reliability": "/api/reliability/",

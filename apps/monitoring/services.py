@@ -4,7 +4,7 @@ import math
 from functools import partial
 
 from django.conf import settings
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch
 from django.utils import timezone
 
 from apps.benchmarks import services as benchmarks
@@ -159,23 +159,28 @@ HEALTH_READ_EVERY_S = 15  # docker/prometheus.yml's scrape_interval
 
 def _telemetry_health(*, now: float | None = None, hostname: str | None = None) -> dict:
     source, error = _source()
-    gpus = Gpu.objects.filter(health=GpuHealth.HEALTHY)
+    healthy = Gpu.objects.filter(health=GpuHealth.HEALTHY)
     if hostname is not None:
-        gpus = gpus.filter(node__hostname=hostname)
-    healthy = {(host, str(index)) for host, index in gpus.values_list("node__hostname", "index")}
-    context = {"error": error, "inventory_healthy": len(healthy), "flagged": [], "healthy": None}
+        healthy = healthy.filter(node__hostname=hostname)
+    context = {"error": error, "inventory_healthy": healthy.count(), "flagged": [], "healthy": None}
     if source is None:
         return context
     # "Now" rounded up to the scrape interval: what Prometheus scraping every 15 s would show, up, not down, so that
     # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
     end = math.ceil(timezone.now().timestamp() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
-    hosts = sorted({host for host, _ in healthy})
+    hosts = Node.objects.filter(Exists(healthy.filter(node=OuterRef("pk")))).order_by("hostname")
     try:
-        readings = {field: source.gpu_values_at(field, hostnames=hosts, at=end) for field in ("xid", "ecc_dbe")}
+        readings = {
+            field: source.gpu_values_at(field, hostnames=list(hosts.values_list("hostname", flat=True)), at=end)
+            for field in ("xid", "ecc_dbe")
+        }
     except TelemetryError as problem:
         context["error"] = str(problem)
         return context
-    flagged = sorted(key for key in healthy if readings["xid"].get(key) or readings["ecc_dbe"].get(key))
+    # The GPUs that report something are few: only theirs are looked up (a fleet has tens of thousands).
+    reporting = {key for values in readings.values() for key, value in values.items() if value}
+    named = healthy.filter(node__hostname__in={host for host, _ in reporting})
+    flagged = sorted(reporting & {(host, str(index)) for host, index in named.values_list("node__hostname", "index")})
     nodes = {node.hostname: node for node in Node.objects.filter(hostname__in={host for host, _ in flagged})}
     context["flagged"] = [
         {
@@ -186,7 +191,7 @@ def _telemetry_health(*, now: float | None = None, hostname: str | None = None) 
         }
         for host, gpu in flagged
     ]
-    context["healthy"] = len(healthy) - len(flagged)
+    context["healthy"] = context["inventory_healthy"] - len(flagged)
     return context
 
 
