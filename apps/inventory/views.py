@@ -37,8 +37,14 @@ from apps.inventory.sections import NODE_PAGE, RACK_PAGE, SWITCH_PAGE
 from apps.inventory.transfer.background import goes_to_background, start_background_import
 
 
+DASHBOARD_RACKS = 12  # the most loaded; a fleet has hundreds, and the rack list has them all
+
+
 @login_required
 def dashboard(request):
+    racks = list(services.racks_with_power())
+    if len(racks) > DASHBOARD_RACKS:
+        racks.sort(key=lambda rack: (-rack.power_share, rack.name))
     return render(
         request,
         "inventory/dashboard.html",
@@ -47,7 +53,8 @@ def dashboard(request):
             "gpus_by_health": services.gpus_by_health(),
             "unhealthy_gpus": services.unhealthy_gpus(),
             "nodes_missing_gpus": services.compute_nodes_missing_gpus(),
-            "racks": list(services.racks_with_power()),
+            "racks": racks[:DASHBOARD_RACKS],
+            "rack_count": len(racks),
             "first_panels": panels.render_panels(request, first=True),
             "panels": panels.render_panels(request),
         },

@@ -169,11 +169,9 @@ def _telemetry_health(*, now: float | None = None, hostname: str | None = None) 
     # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
     end = math.ceil(timezone.now().timestamp() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
     hosts = Node.objects.filter(Exists(healthy.filter(node=OuterRef("pk")))).order_by("hostname")
+    hostnames = list(hosts.values_list("hostname", flat=True))
     try:
-        readings = {
-            field: source.gpu_values_at(field, hostnames=list(hosts.values_list("hostname", flat=True)), at=end)
-            for field in ("xid", "ecc_dbe")
-        }
+        readings = {field: source.gpu_values_at(field, hostnames=hostnames, at=end) for field in ("xid", "ecc_dbe")}
     except TelemetryError as problem:
         context["error"] = str(problem)
         return context

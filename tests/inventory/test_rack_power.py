@@ -122,3 +122,17 @@ def test_the_rack_page_links_its_switches(browser_as, viewer, rack):
     switch = make_switch(name="leaf-p01", rack=rack, site=rack.site)
     detail = browser_as(viewer).get(reverse("rack-detail", args=[rack.public_id])).content.decode()
     assert f'href="{reverse("switch-detail", args=[switch.public_id])}">leaf-p01</a>' in detail
+
+
+def test_a_fleet_dashboard_shows_its_most_loaded_racks_and_links_the_rest(browser_as, viewer, db):
+    """Hundreds of racks are the rack list's: the dashboard shows the 12 nearest their budget, most loaded first."""
+    from apps.inventory.demo import ClusterShape, load_cluster
+
+    load_cluster(ClusterShape(compute_nodes=14 * 8))  # 14 racks of H200 and the network rack
+    Rack.objects.filter(name="r09").update(power_budget_kw=10)  # over its budget
+    html = browser_as(viewer).get("/").content.decode()
+    table = html[html.index('id="dashboard-racks"') :]
+    assert "12 of 15 racks" in html and reverse("rack-list") in html
+    assert table.count("<tr>") == 1 + 12
+    assert table.index(">r09<") < table.index(">r01<")  # over budget first
+    assert ">net01<" not in table  # no GPUs: the least loaded
