@@ -36,7 +36,6 @@ from apps.inventory.rackscale import rack_scale_summary
 from apps.inventory.sections import NODE_PAGE, RACK_PAGE, SWITCH_PAGE
 from apps.inventory.transfer.background import goes_to_background, start_background_import
 
-
 DASHBOARD_RACKS = 12  # the most loaded; a fleet has hundreds, and the rack list has them all
 
 
