@@ -904,10 +904,10 @@ class _RackScaleLoader:
         shape = self.loader.shape
         site = self.site
         pod = shape.pods + 1  # three tiers only
-        leaves = []
+        fabric = []
         for r in self._numbers():
             for plane in (Plane.A, Plane.B):
-                leaves.append(
+                fabric.append(
                     self._fabric_switch(
                         f"leaf-{rack_scale_name(r)}-{plane.lower()}", racks[rack_scale_name(r)], plane, SwitchTier.LEAF
                     )
@@ -917,8 +917,8 @@ class _RackScaleLoader:
             for plane in (Plane.A, Plane.B):
                 for j in range(1, shape.spines + 1):
                     name = self.loader._spine_name(plane, pod, j)
-                    leaves.append(self._fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
-        self.ensure(Switch, leaves, ("name",))
+                    fabric.append(self._fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
+        self.ensure(Switch, fabric, ("name",))
         switches = {switch.name: switch for switch in Switch.objects.filter(site=site)}
         nics = {
             (nic.node_id, nic.name): nic

@@ -127,9 +127,9 @@ def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
     """The window's GPU-hours split per workload, node and rack. TelemetryError when the telemetry cannot be read."""
     source = source or telemetry()
     # Names and ids only, not model instances: a fleet has thousands of nodes and the split reads nothing else.
-    racks: dict[str, RackRef] = {}
+    racks: dict[uuid.UUID, RackRef] = {}
     nodes = {
-        pk: NodeRef(hostname, public_id, racks.setdefault(rack, RackRef(rack, rack_id)) if rack else None)
+        pk: NodeRef(hostname, public_id, racks.setdefault(rack_id, RackRef(rack, rack_id)) if rack else None)
         for pk, hostname, public_id, rack, rack_id in Node.objects.filter(role=NodeRole.COMPUTE).values_list(
             "pk", "hostname", "public_id", "rack__name", "rack__public_id"
         )
