@@ -430,18 +430,13 @@ class _Loader:
                 # The two leaves at the top of the front; where the nodes reach that high, not placed.
                 leaf_u = COMPUTE_RACK_U - number
                 rows.append(
-                    {
-                        "name": f"leaf-r{r:02d}-{plane.lower()}",
-                        "site": site,
-                        "rack": racks[f"r{r:02d}"],
-                        "position": leaf_u if leaf_u > nodes_top else None,
-                        "face": RackFace.FRONT,
-                        "plane": plane,
-                        "tier": SwitchTier.LEAF,
-                        "model": "Spectrum-4 SN5600",
-                        "port_count": SWITCH_PORTS,
-                        "port_speed_gbps": 400,
-                    }
+                    _fabric_switch(
+                        f"leaf-r{r:02d}-{plane.lower()}",
+                        racks[f"r{r:02d}"],
+                        plane,
+                        SwitchTier.LEAF,
+                        position=leaf_u if leaf_u > nodes_top else None,
+                    )
                 )
         for plane in (Plane.A, Plane.B):
             fabric = [
@@ -451,20 +446,8 @@ class _Loader:
             ]
             fabric += [(f"core-{plane.lower()}{c}", SwitchTier.CORE) for c in range(1, self.shape.cores + 1)]
             for s, (name, tier) in enumerate(fabric, start=1):
-                rows.append(
-                    {
-                        "name": name,
-                        "site": site,
-                        "rack": racks["net01"],
-                        "position": None if self.shape.three_tier else self._spine_u(plane, s),
-                        "face": RackFace.FRONT,
-                        "plane": plane,
-                        "tier": tier,
-                        "model": "Spectrum-4 SN5600",
-                        "port_count": SWITCH_PORTS,
-                        "port_speed_gbps": 400,
-                    }
-                )
+                position = None if self.shape.three_tier else self._spine_u(plane, s)
+                rows.append(_fabric_switch(name, racks["net01"], plane, tier, position=position))
         rows.append(
             {
                 "name": "mgmt-sw01",
@@ -908,7 +891,7 @@ class _RackScaleLoader:
         for r in self._numbers():
             for plane in (Plane.A, Plane.B):
                 fabric.append(
-                    self._fabric_switch(
+                    _fabric_switch(
                         f"leaf-{rack_scale_name(r)}-{plane.lower()}", racks[rack_scale_name(r)], plane, SwitchTier.LEAF
                     )
                 )
@@ -917,7 +900,7 @@ class _RackScaleLoader:
             for plane in (Plane.A, Plane.B):
                 for j in range(1, shape.spines + 1):
                     name = self.loader._spine_name(plane, pod, j)
-                    fabric.append(self._fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
+                    fabric.append(_fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
         self.ensure(Switch, fabric, ("name",))
         switches = {switch.name: switch for switch in Switch.objects.filter(site=site)}
         nics = {
@@ -965,20 +948,6 @@ class _RackScaleLoader:
         # leaves' uplinks move up, as the H200 fabric's do (_Loader._cables).
         self.loader.created["cables replaced"] += _replace_moved_cables(planned)
         self.ensure(Cable, planned, ("b_switch", "b_port"))
-
-    def _fabric_switch(self, name: str, rack: Rack, plane: str, tier: str) -> dict:
-        return {
-            "name": name,
-            "site": self.site,
-            "rack": rack,
-            "position": None,
-            "face": RackFace.FRONT,
-            "plane": plane,
-            "tier": tier,
-            "model": "Spectrum-4 SN5600",
-            "port_count": SWITCH_PORTS,
-            "port_speed_gbps": 400,
-        }
 
     def _switch_trays(self, domains: dict) -> None:
         rows = [
@@ -1079,6 +1048,22 @@ class _RackScaleLoader:
             for path, kind, size in mounts
         ]
         self.ensure(Volume, rows, ("node", "mount_point"))
+
+
+def _fabric_switch(name: str, rack: Rack, plane: str, tier: str, *, position: int | None = None) -> dict:
+    """A Spectrum-4 of the data fabric (128 × 400G) at the front of its rack (`position` None: in it, not placed)."""
+    return {
+        "name": name,
+        "site": rack.site,
+        "rack": rack,
+        "position": position,
+        "face": RackFace.FRONT,
+        "plane": plane,
+        "tier": tier,
+        "model": "Spectrum-4 SN5600",
+        "port_count": SWITCH_PORTS,
+        "port_speed_gbps": 400,
+    }
 
 
 def _management_nic(node: Node, mac: str) -> dict:
