@@ -2,6 +2,7 @@
 
 import datetime as dt
 import shutil
+import warnings
 
 import pytest
 from django.conf import settings
@@ -65,6 +66,25 @@ def pytest_unconfigure(config):
         speed.uninstall(config)
     if settings.VAR_DIR_TEMPORARY:
         shutil.rmtree(settings.VAR_DIR, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and before it drops the test database: connections still open on it (a stopped server's
+    backend not yet gone on a loaded machine, a thread's own connection) are named in a warning and ended, where the
+    drop would fail with "being accessed by other users" and leave the database behind."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(f"SELECT pid, backend_start, state, left(query, 160) {others}")
+        strays = cursor.fetchall()
+        if strays:
+            cursor.execute(f"SELECT pg_terminate_backend(pid) {others}")
+            warnings.warn(f"connections left open on the test database, ended: {strays}", stacklevel=1)
 
 
 @pytest.fixture

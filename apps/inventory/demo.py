@@ -440,7 +440,7 @@ class _Loader:
                 )
         for plane in (Plane.A, Plane.B):
             fabric = [
-                (self._spine_name(plane, pod, s), SwitchTier.SPINE)
+                (self.spine_name(plane, pod, s), SwitchTier.SPINE)
                 for pod in range(1, self.shape.pods + 1)
                 for s in range(1, self.shape.spines + 1)
             ]
@@ -468,7 +468,7 @@ class _Loader:
             port_count=self._management_ports()
         )
 
-    def _spine_name(self, plane: str, pod: int, number: int) -> str:
+    def spine_name(self, plane: str, pod: int, number: int) -> str:
         """spine-a1 in two tiers; spine-p01-a1 (pod 1's first spine of plane A) in three."""
         return (
             f"spine-p{pod:02d}-{plane.lower()}{number}" if self.shape.three_tier else f"spine-{plane.lower()}{number}"
@@ -573,7 +573,7 @@ class _Loader:
                 pod, index = divmod(r - 1, self.shape.racks_per_pod)
                 # Non-blocking: as many 400G uplinks as the rack can take downlinks, spread evenly over the spines.
                 for u in range(self.shape.leaf_downlinks):
-                    spine = self._spine_name(plane, pod + 1, u % spines + 1)
+                    spine = self.spine_name(plane, pod + 1, u % spines + 1)
                     rows.append(
                         _switch_link(
                             switches[leaf],
@@ -602,7 +602,7 @@ class _Loader:
         rows = []
         shape = self.shape
         for j in range(shape.spines):
-            spine = self._spine_name(plane, pod, j + 1)
+            spine = self.spine_name(plane, pod, j + 1)
             for u in range(uplinks):
                 core_index, slot = divmod(j * shape.spine_uplinks + u, shape.columns_per_core)
                 core = f"core-{plane.lower()}{core_index + 1}"
@@ -899,7 +899,7 @@ class _RackScaleLoader:
             network_rack = site.racks.get(name="net01")
             for plane in (Plane.A, Plane.B):
                 for j in range(1, shape.spines + 1):
-                    name = self.loader._spine_name(plane, pod, j)
+                    name = self.loader.spine_name(plane, pod, j)
                     fabric.append(_fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
         self.ensure(Switch, fabric, ("name",))
         switches = {switch.name: switch for switch in Switch.objects.filter(site=site)}
@@ -928,7 +928,7 @@ class _RackScaleLoader:
             for plane in (Plane.A, Plane.B):
                 leaf = f"leaf-{rack_scale_name(r)}-{plane.lower()}"
                 for u in range(downlinks):
-                    spine = self.loader._spine_name(plane, pod, u % spines + 1)
+                    spine = self.loader.spine_name(plane, pod, u % spines + 1)
                     planned.append(
                         _switch_link(
                             switches[leaf],
