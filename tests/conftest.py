@@ -72,7 +72,10 @@ def pytest_unconfigure(config):
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's, and before it drops the test database: connections still open on it (a stopped server's
     backend not yet gone on a loaded machine, a thread's own connection) are named in a warning and ended, where the
-    drop would fail with "being accessed by other users" and leave the database behind."""
+    drop would fail with "being accessed by other users" and leave the database behind. And first, what the data
+    migrations shipped is remembered, for each transactional test's teardown to put back (tests/speed.py)."""
+    with django_db_blocker.unblock():
+        speed.remember_the_shipped_rows()
     yield
     from django.db import connection
 

@@ -6,6 +6,8 @@ runs; nothing here changes what a test can observe of the portal.
 - A transactional test's teardown empties the tables that have rows with DELETE, in one transaction, and keeps the
   content types and permissions: Django's flush truncates every table (~120; PostgreSQL makes and unlinks files for
   each) and then re-creates the content types and permissions it truncated, ~0.8 s a test, ~500 tests.
+  Then it puts back the rows the data migrations shipped, which Django's flush leaves out: every test starts from the
+  database as migrated, whichever tests ran before it on its worker.
 - Under pytest-xdist on PostgreSQL the migrations run once a session, not once a worker (~20 s each, ~50 s on a
   loaded machine): the first worker migrates a template database and each copies it (CREATE DATABASE ... TEMPLATE).
 - On PostgreSQL the demo cluster (`demo_cluster`, ~1,000 tests) is built once a process and copied back in after
@@ -22,6 +24,7 @@ from pathlib import Path
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.core import serializers
 from django.core.management import call_command
 from django.db import connection, connections, models, transaction
 from django.db.backends.postgresql.creation import DatabaseCreation
@@ -104,6 +107,32 @@ def _migrate_the_template(creation, template: str) -> None:
 def _empty_the_tables(test_case: TransactionTestCase) -> None:
     for alias in test_case._databases_names(include_mirrors=False):
         empty_the_tables(alias)
+        _put_back_the_shipped_rows(alias)
+
+
+# What the data migrations shipped (the GPU SKU catalogue, acceptance criteria, benchmark references, remediation and
+# cost policies), as the test database held it before any test ran: put back after each transactional test's
+# emptying. Django's flush leaves those tables empty, and pytest-xdist's work stealing can hand a worker plain tests
+# after its transactional ones: a test that reads a shipped row then failed or passed by the order tests ran in.
+_shipped: dict[str, str] = {}
+
+
+def remember_the_shipped_rows(alias: str = "default") -> None:
+    """Called once the worker's test database is migrated, before any test (tests/conftest.py)."""
+    db = connections[alias]
+    filled = set(tables_with_rows(db, _tables(db)))
+    shipped = [model for model in apps.get_models() if model._meta.db_table in filled and not model._meta.proxy]
+    rows = (row for model in shipped for row in model._base_manager.using(alias).order_by("pk"))
+    _shipped[alias] = serializers.serialize("json", rows)
+
+
+def _put_back_the_shipped_rows(alias: str) -> None:
+    if not _shipped.get(alias):
+        return
+    db = connections[alias]
+    with transaction.atomic(using=alias), db.constraint_checks_disabled():
+        for row in serializers.deserialize("json", _shipped[alias], using=alias):
+            row.save(using=alias)
 
 
 def empty_the_tables(alias: str) -> None:
