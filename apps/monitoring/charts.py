@@ -8,20 +8,20 @@ from __future__ import annotations
 import datetime as dt
 
 from apps.core.charts import figure_json as figure_json  # re-exported: the views embed with it
-from apps.monitoring.telemetry import Series
+from apps.monitoring.telemetry import Series, Window
 from apps.parsers.nvidia_smi import decode_clocks_event_reasons
 
 HEIGHT = 280
 
 
-def _figure(data: list[dict], *, title: str, y_title: str, y_range=None, **layout) -> dict:
+def _figure(data: list[dict], *, title: str, y_title: str, y_range=None, y_axis: dict | None = None, **layout) -> dict:
     return {
         "data": data,
         "layout": {
             "title": {"text": title, "font": {"size": 14}},
             "height": HEIGHT,
             "margin": {"l": 50, "r": 10, "t": 36, "b": 30},
-            "yaxis": {"title": {"text": y_title}, **({"range": list(y_range)} if y_range else {})},
+            "yaxis": {"title": {"text": y_title}, **({"range": list(y_range)} if y_range else {}), **(y_axis or {})},
             "legend": {"orientation": "h", "y": -0.2},
             "hovermode": "x unified",
             **layout,
@@ -33,8 +33,12 @@ def _line(x: list, y: list, name: str, **extra) -> dict:
     return {"type": "scatter", "x": x, "y": y, "mode": "lines", "name": name, **extra}
 
 
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat()
+
+
 def _times(series: Series) -> list[str]:
-    return [dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat() for t, _ in series.points]
+    return [_iso(t) for t, _ in series.points]
 
 
 def _gpu_name(series: Series) -> str:
@@ -69,7 +73,10 @@ def reasons_in(series: list[Series]) -> list[str]:
     return decode_clocks_event_reasons(seen)
 
 
-def xid_figure(series: list[Series]) -> dict:
+def xid_figure(series: list[Series], *, window: Window) -> dict:
+    """The XID codes seen in the window, a marker a GPU and step. Codes are names, not a scale (a category axis, no
+    "78.5"); the time axis is the window's, as on the other charts, not the span the markers happen to cover; a quiet
+    window says so in words instead of drawing bare axes."""
     data = []
     for one in series:
         points = [(t, v) for t, v in one.points if v]
@@ -78,12 +85,28 @@ def xid_figure(series: list[Series]) -> dict:
                 {
                     "type": "scatter",
                     "x": _times(Series(one.labels, points)),
-                    "y": [v for _, v in points],
+                    "y": [str(int(v)) for _, v in points],
                     "mode": "markers",
-                    "name": f"{one.labels.get('Hostname', '')} {_gpu_name(one)}",
+                    "name": f"{one.labels.get('Hostname', '')} {_gpu_name(one)}".strip(),
                 }
             )
-    return _figure(data, title="XID errors", y_title="XID")
+    span = [_iso(window.start), _iso(window.end)]
+    if not data:
+        return _figure(
+            [],
+            title="XID errors",
+            y_title="",
+            xaxis={"range": span, "type": "date"},
+            y_axis={"visible": False},
+            annotations=[_NOTE | {"text": "No XID errors in this window"}],
+        )
+    return _figure(
+        data, title="XID errors", y_title="XID", xaxis={"range": span, "type": "date"}, y_axis={"type": "category"}
+    )
+
+
+# A sentence in the middle of an empty chart.
+_NOTE = {"xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False, "font": {"size": 13}}
 
 
 def _level(times: list[str], value: float, name: str, colour: str, **extra) -> dict:

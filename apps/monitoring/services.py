@@ -50,6 +50,13 @@ def service_questions(source: Telemetry, window: Window, services) -> dict:
     return questions
 
 
+def step_text(window: Window) -> str:
+    """A window's step in words ("1 min", "24 min", "12 h"): each point of its charts, and each p99 of its "worst p99",
+    stands for that long, so a longer window's worst p99 is taken over longer stretches and can read lower."""
+    minutes = window.step / 60
+    return f"{minutes:g} min" if minutes < 60 else f"{minutes / 60:.2g} h"
+
+
 def service_rows(answers: dict, services) -> list[dict]:
     """Each service's row and figure from the answers to service_questions."""
     rows = []
@@ -88,7 +95,13 @@ CLUSTER_PANELS = {
 
 def cluster_page(*, window: Window) -> dict:
     source, error = _source()
-    context = {"source": getattr(source, "source", ""), "error": error, "figures": {}, "services": []}
+    context = {
+        "source": getattr(source, "source", ""),
+        "error": error,
+        "figures": {},
+        "services": [],
+        "p99_step": step_text(window),
+    }
     if source is None:
         return context
     hosts = gpu_hostnames()
@@ -109,14 +122,14 @@ def cluster_page(*, window: Window) -> dict:
     context["figures"] = {
         "utilisation": charts.figure_json(charts.utilisation_figure(answers["util"], answers["sm_active"])),
         "power": charts.figure_json(charts.gpu_lines(answers["power"], title="Cluster GPU power", y_title="W")),
-        "xid": charts.figure_json(charts.xid_figure(answers["xid"])),
+        "xid": charts.figure_json(charts.xid_figure(answers["xid"], window=window)),
     }
     return context
 
 
 def node_page(*, node: Node, window: Window) -> dict:
     source, error = _source()
-    context = {"source": getattr(source, "source", ""), "error": error, "figures": {}}
+    context = {"source": getattr(source, "source", ""), "error": error, "figures": {}, "p99_step": step_text(window)}
     if source is None:
         return context
     hosts = [node.hostname]
@@ -140,7 +153,7 @@ def node_page(*, node: Node, window: Window) -> dict:
         "power": charts.figure_json(charts.gpu_lines(series["power"], title="Power", y_title="W")),
         "temperature": charts.figure_json(charts.gpu_lines(series["temperature"], title="Temperature", y_title="°C")),
         "clocks": charts.figure_json(charts.gpu_lines(series["sm_clock"], title="SM clock", y_title="MHz")),
-        "xid": charts.figure_json(charts.xid_figure(series["xid"])),
+        "xid": charts.figure_json(charts.xid_figure(series["xid"], window=window)),
     }
     return context
 

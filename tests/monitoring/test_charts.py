@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from apps.monitoring import charts
-from apps.monitoring.telemetry import Series
+from apps.monitoring.telemetry import Series, Window
 
 T0 = 1_800_000_000
 
@@ -18,11 +18,13 @@ def _series(labels: dict, values: list[float]) -> Series:
 
 
 GPU0, GPU1 = _series({"Hostname": "gpu001", "gpu": "0"}, [10, 0, 79]), _series({"gpu": "1"}, [30, 40, 50])
+WINDOW = Window(end=T0 + 3600, span=3600, step=60, rate_range=60)
 SPLIT = SimpleNamespace(busy=1.5, allocated_idle=2.0, unallocated=0.5)
 FIGURES = {
     "gpu_lines": charts.gpu_lines([GPU1, GPU0], title="Power", y_title="W", scale=2.0, y_range=[0, 700]),
     "utilisation": charts.utilisation_figure([GPU0], [_series({}, [0.5, 0.25, 1.0])]),
-    "xid": charts.xid_figure([GPU0, _series({"gpu": "2"}, [0, 0, 0])]),
+    "xid": charts.xid_figure([GPU0, _series({"gpu": "2"}, [0, 0, 0])], window=WINDOW),
+    "xid_quiet": charts.xid_figure([_series({"gpu": "2"}, [0, 0, 0])], window=WINDOW),
     "service": charts.service_figure(GPU1, _series({}, [0.1, 0.2]), design=60.0, target_ms=150, name="chat"),
     "service_empty": charts.service_figure(Series({}), Series({}), design=60.0, target_ms=150, name="chat"),
     "gpu_hours": charts.gpu_hours_figure([{"name": "r1", "split": SPLIT}], label="name", title="GPU-hours"),
@@ -70,3 +72,14 @@ def test_clock_reasons_name_every_bit_seen_in_the_window_unknown_ones_included()
         "hw_thermal_slowdown",
         "unknown_0x1000",
     ]
+
+
+def test_the_xid_chart_names_codes_spans_the_window_and_says_when_there_are_none():
+    xid, quiet = FIGURES["xid"]["layout"], FIGURES["xid_quiet"]["layout"]
+
+    assert FIGURES["xid"]["data"][0]["y"] == ["10", "79"]  # codes, not a scale with 78.5 between them
+    assert xid["yaxis"]["type"] == "category"
+    assert xid["xaxis"]["range"] == ["2027-01-15T08:00:00+00:00", "2027-01-15T09:00:00+00:00"]  # the window's hour
+    assert FIGURES["xid_quiet"]["data"] == [] and quiet["xaxis"]["range"] == xid["xaxis"]["range"]
+    assert [note["text"] for note in quiet["annotations"]] == ["No XID errors in this window"]
+    assert quiet["yaxis"]["visible"] is False

@@ -45,6 +45,19 @@ def test_the_cluster_page_shows_figures_services_and_energy_per_million_tokens(
     assert 'data-plotly-figure="utilisation"' in page and 'data-plotly-figure="power"' in page
     assert "chat" in page and "kWh" in page and "source: simulator" in page
     assert "no tokens in the window" not in page
+    assert "Worst p99 (each 1 min)" in page  # the stretch each p99 is taken over: a 30 d window's are 12 h
+
+
+def test_worst_p99_names_the_stretch_it_is_taken_over():
+    from apps.monitoring.services import step_text
+    from apps.monitoring.telemetry import Window
+
+    assert [step_text(Window.named(name, end=0)) for name in ("1h", "24h", "7d", "30d")] == [
+        "1 min",
+        "24 min",
+        "2.8 h",
+        "12 h",
+    ]
 
 
 def test_the_node_page_shows_clock_reasons_and_its_services(browser_as, viewer, cluster):
