@@ -12,7 +12,19 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
-from apps.inventory.models import Node
+from apps.inventory.models import (
+    Cable,
+    CoolantLoop,
+    Gpu,
+    LeakSensor,
+    Nic,
+    Node,
+    NvlinkDomain,
+    NvlinkSwitchTray,
+    PowerShelf,
+    Switch,
+    Volume,
+)
 from apps.monitoring import slo
 from apps.monitoring.models import Slo
 from apps.workloads.models import InferenceService, TrainingJob
@@ -56,11 +68,29 @@ def load_slos(*, history: dt.timedelta = HISTORY) -> int:
     return added
 
 
+# The inventory that was racked with the nodes: the reliability page counts each part's operating hours from its row's
+# creation, so a demo whose nodes ran a month and whose GPUs were made a minute ago read "GPU MTBF 36 h".
+RACKED_WITH_THE_NODES = (
+    Node,
+    Gpu,
+    Nic,
+    Cable,
+    Switch,
+    Volume,
+    NvlinkDomain,
+    NvlinkSwitchTray,
+    PowerShelf,
+    CoolantLoop,
+    LeakSensor,
+)
+
+
 def give_history(history: dt.timedelta) -> None:
-    """The demo as if racked and running for `history`: nodes booted, services created and training jobs started
-    that long ago (never later than they were)."""
+    """The demo as if racked and running for `history`: its inventory racked, nodes booted, services created and
+    training jobs started that long ago (never later than they were)."""
     since = timezone.now() - history
-    Node.objects.filter(created__gt=since).update(created=since)
+    for model in RACKED_WITH_THE_NODES:
+        model.objects.filter(created__gt=since).update(created=since)
     InferenceService.objects.filter(created__gt=since).update(created=since)
     TrainingJob.objects.filter(started_at__gt=since).update(started_at=since)
     TrainingJob.objects.filter(started_at__isnull=True, created__gt=since).update(created=since)

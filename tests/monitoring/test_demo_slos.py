@@ -1,8 +1,11 @@
 """The demo opens on the brief's four SLOs: `load_demo_slos` adds them on the demo workloads (once), and the SLOs
 page shows each with its budgets, from the simulator's telemetry in the embedded wiring."""
 
+import datetime as dt
+
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.monitoring import services
@@ -35,6 +38,22 @@ def test_the_four_criteria_are_added_once_on_the_demo_workloads(demo):
     }
     assert rows["chat-llama-70b-p99"].target == 100 and rows["chat-llama-70b-p99"].service.name == "chat-llama-70b"
     assert rows["llama-pretrain-utilisation"].training_job.name == "llama-pretrain"
+
+
+def test_the_demo_given_its_month_counts_a_month_of_operating_hours_on_every_part(demo):
+    from apps.health.costs import mtbf
+    from apps.inventory.models import Gpu
+
+    load_slos()
+
+    now = timezone.now()
+    hours = {
+        row["component_type"]: row["operating_hours"] for row in mtbf(since=now - dt.timedelta(days=30), until=now)
+    }
+    month = 30 * 24
+    assert hours["node"] == pytest.approx(20 * month, rel=0.01)  # 20 nodes racked a month ago
+    assert hours["gpu"] == pytest.approx(Gpu.objects.count() * month, rel=0.01)  # and their GPUs with them
+    assert hours["switch"] > 0 and hours["cable"] > hours["node"]
 
 
 def test_an_slo_whose_workload_is_missing_is_not_added(demo):
