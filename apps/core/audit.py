@@ -14,6 +14,9 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.formats import date_format
 
 from apps.core.choices import AuditAction, ChangeSource
 
@@ -198,6 +201,16 @@ def _audit_delete(sender, instance, **kwargs):
 # --- reading --------------------------------------------------------------------------------------------------------
 
 
+def type_label(object_type: str) -> str:
+    """An entry's object type as a reader names it ("BMC", "API token"), not the model's label ("monitoring.bmc")."""
+    try:
+        model = django_apps.get_model(object_type)
+    except (LookupError, ValueError):
+        return object_type
+    name = str(model._meta.verbose_name)
+    return name[:1].upper() + name[1:]
+
+
 @dataclass(frozen=True)
 class ChangeRow:
     field: str
@@ -205,15 +218,35 @@ class ChangeRow:
     after: str
 
 
+def _names_a_row(field) -> bool:
+    """A foreign key or one-to-one (a BMC's node): shown by the row's name, never its id."""
+    return field is not None and field.is_relation and (field.many_to_one or field.one_to_one)
+
+
+def _time_in(value):
+    """The aware datetime a recorded value spells (str() or isoformat() of one: "2026-12-06 03:05:27.27+00:00"), else
+    None: a date alone or any other text stays as it is."""
+    if not isinstance(value, str) or len(value) < 19 or value[10] not in "T ":
+        return None
+    try:
+        when = parse_datetime(value)
+    except ValueError:
+        return None
+    return when if when is not None and timezone.is_aware(when) else None
+
+
 def _shown(value, field, names: dict) -> str:
     if value is None or value == "":
         return "—"
-    if field is not None and field.is_relation and field.many_to_one:
+    if _names_a_row(field):
         return names.get((field.related_model, str(value)), f"#{value} (deleted)")
     if field is not None and field.choices:
         return str(dict(field.flatchoices).get(value, value))
     if isinstance(value, bool):
         return "yes" if value else "no"
+    when = _time_in(value)
+    if when is not None:  # as every page prints a time (apps/core/formats), not "…03:05:27.271203+00:00"
+        return date_format(timezone.localtime(when), "DATETIME_FORMAT")
     # A JSON value in words, never Python's repr of it ("{'gpu001': [0, 1]}"): "gpu001: 0, 1".
     if isinstance(value, dict):
         return "; ".join(f"{key}: {_shown(item, None, names)}" for key, item in value.items()) or "—"
@@ -224,7 +257,8 @@ def _shown(value, field, names: dict) -> str:
 
 def attach_change_rows(entries):
     """Give each entry `.rows`: its changes as (field label, before, after) in words — related rows by name, choices
-    by label — instead of attnames and ids. One query per related model for the whole page."""
+    by label — instead of attnames and ids; and `.object_type_label`, its object's type in words. One query per
+    related model for the whole page."""
     plans, wanted = [], {}
     for entry in entries:
         try:
@@ -235,7 +269,7 @@ def attach_change_rows(entries):
         plans.append((entry, fields))
         for attname, values in (entry.changes or {}).items():
             field = fields.get(attname)
-            if field is not None and field.is_relation and field.many_to_one:
+            if _names_a_row(field):
                 wanted.setdefault(field.related_model, set()).update(str(v) for v in values if v is not None)
     names = {}
     for model, ids in wanted.items():
@@ -245,10 +279,13 @@ def attach_change_rows(entries):
         rows = []
         for attname, values in (entry.changes or {}).items():
             field = fields.get(attname)
+            if field is not None and (field.primary_key or attname in getattr(model, "audit_hidden", ())):
+                continue  # the entry names the object; its id and internal keys say nothing to a reader
             before, after = (list(values) + [None, None])[:2] if isinstance(values, list) else (None, values)
             label = str(field.verbose_name) if field is not None else attname.replace("_", " ")
             rows.append(ChangeRow(label, _shown(before, field, names), _shown(after, field, names)))
         entry.rows = rows
+        entry.object_type_label = type_label(entry.object_type)
     return entries
 
 

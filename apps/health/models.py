@@ -30,6 +30,8 @@ class HealthEvent(AuditedModel, PublicModel):
     producer or several saw it. Repeats of the same kind on the same component fold into the one open event (count,
     last seen, evidence); an event is open until a validation or an operator clears it."""
 
+    audit_hidden = ("component_key",)  # the folding key: the audit log names the component by its label
+
     component_type = models.CharField(max_length=24, choices=ComponentType.choices)
     # The component's identity, e.g. "gpu:12" or "switch_port:3:swp12": one open event per (component_key, kind).
     component_key = models.CharField(max_length=64, db_index=True)

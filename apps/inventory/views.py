@@ -347,7 +347,13 @@ def audit_log(request):
     context = shown.context()
     audit.attach_change_rows(context["object_list"])
     context |= {
-        "object_types": AuditEntry.objects.order_by().values_list("object_type", flat=True).distinct(),
+        "object_types": sorted(
+            (
+                (value, audit.type_label(value))
+                for value in AuditEntry.objects.order_by().values_list("object_type", flat=True).distinct()
+            ),
+            key=lambda pair: pair[1].lower(),
+        ),
     }
     return render(request, "inventory/audit_log.html", context, status=shown.status)
 
@@ -395,7 +401,7 @@ def _export_row(entry: AuditEntry) -> dict:
         "who": entry.actor_name or "system",
         "through": entry.get_source_display(),
         "action": entry.get_action_display(),
-        "object_type": entry.object_type,
+        "object_type": entry.object_type_label,
         "object_id": entry.object_id,
         "object": entry.object_repr,
         "job": str(entry.job) if entry.job else "",

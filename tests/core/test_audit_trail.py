@@ -125,3 +125,19 @@ def test_a_json_value_reads_as_words_not_a_python_dump(operator):
 
     (row,) = entry.rows
     assert (row.before, row.after) == ("—", "gpu001: 0, 1; gpu002: 3")
+
+
+def test_a_created_row_reads_without_its_id_its_one_to_one_by_name_and_times_as_pages_print_them(operator):
+    """A BMC's node by hostname (a one-to-one, not "node: 53"), no "ID" row, a time as every page prints it."""
+    from apps.monitoring.models import Bmc
+
+    node = make_node(hostname="gpu903")
+    bmc = Bmc.objects.create(node=node, user="admin")
+    audit.record(AuditAction.UPDATE, obj=bmc, changes={"expires": [None, "2027-03-06T02:59:02.045046+00:00"]})
+
+    created, updated = audit.attach_change_rows(list(AuditEntry.objects.for_object(bmc).order_by("id")))
+
+    rows = {row.field: row.after for row in created.rows}
+    assert rows["node"] == "gpu903" and "ID" not in rows and "id" not in rows
+    assert [(row.field, row.after) for row in updated.rows] == [("expires", "2027-03-06 02:59")]
+    assert created.object_type_label == "BMC"
