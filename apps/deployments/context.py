@@ -2,6 +2,8 @@
 
 from collections import defaultdict
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from apps.deployments import artefacts
 from apps.deployments.steps.base import InventoryGpu, Nic, NodeContext
 from apps.inventory.choices import NicPurpose, NicTransport
@@ -16,7 +18,13 @@ def load_nodes(node_ids) -> list[Node]:
     return list(
         Node.objects.filter(pk__in=node_ids)
         .select_related("rack")
-        .prefetch_related("gpus__sku", "nics")
+        .prefetch_related(
+            "gpus__sku",
+            "nics__cable_as_a__b_switch",
+            "nics__cable_as_a__b_nic__node",
+            "nics__cable_as_b__a_switch",
+            "nics__cable_as_b__a_nic__node",
+        )
         .order_by("hostname")
     )
 
@@ -38,8 +46,27 @@ def data_nics(node: Node) -> tuple[Nic, ...]:
         device = ""
         if nic.rdma_capable and nic.transport in (NicTransport.ROCE, NicTransport.INFINIBAND):
             device, rdma = f"mlx5_{rdma}", rdma + 1
-        nics.append(Nic(nic.name, nic.speed_gbps, device, (nic.mac or "").lower()))
+        nics.append(Nic(nic.name, nic.speed_gbps, device, (nic.mac or "").lower(), _peer(nic)))
     return tuple(nics)
+
+
+def _peer(nic) -> str:
+    """Where the NIC's cable goes, as an engineer at the rack reads it: "leaf-r04-a port swp10" or "gpu002 ens1np0"."""
+    for cable, far in (("cable_as_a", "b"), ("cable_as_b", "a")):
+        try:
+            found = getattr(nic, cable)
+        except ObjectDoesNotExist:
+            continue
+        switch, port, other = (
+            getattr(found, f"{far}_switch"),
+            getattr(found, f"{far}_port"),
+            getattr(found, f"{far}_nic"),
+        )
+        if switch is not None:
+            return f"{switch.name} port {port}"
+        if other is not None:
+            return f"{other.node.hostname} {other.name}"
+    return ""
 
 
 def artefact_nodes(nodes: list[Node]) -> list[dict]:

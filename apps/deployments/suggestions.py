@@ -226,7 +226,10 @@ def suggestions_for(
     for problem, items in by_problem.items():
         advice = ADVICE[problem]  # every Problem has its advice (tests/deployments/test_steps.py)
         subjects = sorted({finding.subject for finding in items if finding.subject})
-        where = hostname + (f" ({', '.join(subjects[:6])})" if subjects else "")
+        # A NIC subject names its cable's far end, so the engineer at the rack knows which port to look at.
+        peers = {nic.name: nic.peer for nic in node.data_nics if nic.peer}
+        named = [f"{subject}, cabled to {peers[subject]}" if subject in peers else subject for subject in subjects]
+        where = hostname + (f" ({'; '.join(named[:6])})" if named else "")
         suggestions.append(
             {
                 "hostname": hostname,
@@ -235,7 +238,9 @@ def suggestions_for(
                 "subject": ", ".join(subjects)[:64],
                 "title": advice.title.format(where=where)[:200],
                 "cause": advice.cause,
-                "next_check": advice.next_check,
+                "next_check": _with_the_nic(
+                    advice.next_check, [s for s in subjects if s in {n.name for n in node.data_nics}]
+                ),
                 "fix": advice.fix,
                 "fix_commands": [fix.display() for fix in fixes],
                 "remediation_step": step.name if fixes else "",
@@ -244,3 +249,10 @@ def suggestions_for(
             }
         )
     return suggestions
+
+
+def _with_the_nic(text: str, nics: list[str]) -> str:
+    """The advice's <nic> as the NIC the finding is about ("ethtool ens3np0"), never the placeholder."""
+    if "<nic>" not in text or not nics:
+        return text
+    return text.replace("<nic>", nics[0]) + (f" (and the same on {', '.join(nics[1:])})" if nics[1:] else "")

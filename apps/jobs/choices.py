@@ -50,6 +50,7 @@ STEP_ACTIVE = frozenset({StepStatus.PENDING, StepStatus.RUNNING})
 STEP_TERMINAL = frozenset(
     {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELED, StepStatus.ERROR}
 )
+FAILED_STEPS = (StepStatus.FAILED, StepStatus.ERROR)  # a node with one of these "has a failure"
 STEP_STATUS_COLOURS = {
     StepStatus.PENDING: "grey",
     StepStatus.RUNNING: "blue",

@@ -24,7 +24,14 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, STEP_TERMINAL, EventLevel, JobStatus
+from apps.jobs.choices import (
+    FAILED_STEPS,
+    JOB_STATUS_COLOURS,
+    STEP_STATUS_COLOURS,
+    STEP_TERMINAL,
+    EventLevel,
+    JobStatus,
+)
 from apps.jobs.models import Artifact, Job, JobEvent, JobStep, compress
 
 logger = logging.getLogger(__name__)
@@ -72,11 +79,15 @@ def progress_of(job_id: int) -> dict:
         if latest:
             progress = latest["data"]["progress"]
             return {"total": progress["total"], "done": progress["done"], "percent": progress["percent"], "counts": {}}
+    failed = [status for status in FAILED_STEPS if counts.get(status)]
+    failed_cells = JobStep.objects.filter(job_id=job_id, status__in=failed)
     return {
         "total": total,
         "done": done,
         "percent": round(100 * done / total) if total else 0,
         "counts": counts,
+        # Nodes with a failed cell: the matrix's "N nodes with a failure" moves with its cells.
+        "failed_nodes": failed_cells.values("hostname").distinct().count() if failed else 0,
     }
 
 

@@ -39,6 +39,16 @@ class TargetSpec:
     tags: tuple[str, ...] = ()
     role: str = ""
 
+    @classmethod
+    def of(cls, targets: dict) -> "TargetSpec":
+        """From the API's validated `targets` object."""
+        return cls(
+            nodes=tuple(targets.get("nodes", ())),
+            racks=tuple(targets.get("racks", ())),
+            tags=tuple(targets.get("tags", ())),
+            role=targets.get("role", ""),
+        )
+
     def as_json(self) -> dict:
         items = self.__dict__.items()
         return {key: list(value) if isinstance(value, tuple) else value for key, value in items if value}
@@ -176,6 +186,25 @@ def check_request(*, kind: str, parameters: dict | None, transport: str | None, 
     if errors:
         raise serializers.ValidationError(errors)
     return job_kind, params, transport
+
+
+def request_errors(*, kind=None, targets: TargetSpec | None = None, parameters=None, transport=None) -> dict:
+    """What create_job would refuse of the parts of a request that are known (None: a part its door already refused,
+    left out): a door that checks shapes first reports these beside its own, every bad field at once."""
+    errors: dict = {}
+    nodes = ()
+    if targets is not None:
+        try:
+            nodes = resolve_selection(targets).nodes
+        except serializers.ValidationError as error:
+            errors |= error.detail
+    if kind is not None:
+        try:
+            check_startable(kind=kind)
+            check_request(kind=kind, parameters=parameters, transport=transport, nodes=nodes)
+        except serializers.ValidationError as error:
+            errors = error.detail | errors
+    return errors
 
 
 def check_startable(*, kind: str) -> None:

@@ -13,7 +13,7 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.core.listing import Listing
 from apps.jobs import services
-from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
+from apps.jobs.choices import FAILED_STEPS, JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
 from apps.jobs.events import event_dict, progress_of
 from apps.jobs.filters import JOB_COLUMNS, STARTED_BY, JobFilterSet
 from apps.jobs.forms import JobForm, add_service_errors
@@ -22,7 +22,6 @@ from apps.jobs.models import Job, JobEvent, JobStep
 
 INITIAL_EVENTS = 500
 MATRIX_PAGE_SIZE = 100  # nodes (rows) of the matrix per page
-FAILED_STEPS = (StepStatus.FAILED, StepStatus.ERROR)
 
 
 @login_required
@@ -162,17 +161,20 @@ def job_cell(request, public_id, hostname, step):
 @role_required(Role.OPERATOR)
 def job_new(request):
     form = JobForm(request.POST or None, initial={"nodes": request.GET.getlist("node")})
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not form.is_valid():
+        # What the job's own checks say of the fields the form took, beside its errors: every bad field at once.
+        data = form.cleaned_data
+        deeper = services.request_errors(
+            kind=data.get("kind"), parameters=data.get("parameters", {}), transport=data.get("transport") or None
+        )
+        add_service_errors(form, {field: errors for field, errors in deeper.items() if field not in form.errors})
+    elif request.method == "POST":
         data = form.cleaned_data
         try:
             services.check_startable(kind=data["kind"])
             job = services.create_job(
                 kind=data["kind"],
-                targets=services.TargetSpec(
-                    nodes=tuple(n.hostname for n in data["nodes"]),
-                    racks=tuple(r.name for r in data["racks"]),
-                    tags=tuple(t.slug for t in data["tags"]),
-                ),
+                targets=_targets(data),
                 parameters=data["parameters"],
                 transport=data["transport"],
                 requested_by=request.user,
@@ -184,6 +186,14 @@ def job_new(request):
             return redirect("job-page", public_id=job.public_id)
     defaults = {name: _defaults(cls) for name, cls in KINDS.items()}
     return render(request, "jobs/job_new.html", {"form": form, "kinds": KINDS, "defaults": defaults})
+
+
+def _targets(data: dict) -> services.TargetSpec:
+    return services.TargetSpec(
+        nodes=tuple(n.hostname for n in data["nodes"]),
+        racks=tuple(r.name for r in data["racks"]),
+        tags=tuple(t.slug for t in data["tags"]),
+    )
 
 
 def _defaults(kind_cls) -> dict:

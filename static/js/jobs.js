@@ -70,6 +70,10 @@
 
     function showProgress(progress) {
       if (progress.counts) { showCounts(progress.counts); }
+      var failedNodes = document.getElementById("matrix-failed-nodes");
+      if (failedNodes && progress.failed_nodes !== undefined) {
+        failedNodes.textContent = progress.failed_nodes + " node" + (progress.failed_nodes === 1 ? "" : "s") + " with a failure";
+      }
       document.getElementById("progress-bar").style.width = progress.percent + "%";
       document.getElementById("progress-percent").textContent = progress.percent + "%";
       document.getElementById("progress-count").textContent = progress.done + " of " + progress.total;
@@ -201,13 +205,17 @@
         return Promise.all([fetchMissing(), getJSON("/api/jobs/" + id + "/"),
                             getJSON("/api/jobs/" + id + "/steps/?limit=100000")]).then(function (r) {
           applySteps(r[2].results);
-          var counts = {};
-          r[2].results.forEach(function (step) { counts[step.status] = (counts[step.status] || 0) + 1; });
+          var counts = {}, failedHosts = {};
+          r[2].results.forEach(function (step) {
+            counts[step.status] = (counts[step.status] || 0) + 1;
+            if (FAILED[step.status]) { failedHosts[step.hostname] = 1; }
+          });
           scroll();
           if (TERMINAL[r[1].status]) { stopPolling(); setMode("done", "finished"); }
           return applyJob({ status: r[1].status, colour: r[1].colour, summary: r[1].summary, started: r[1].started,
                             finished: r[1].finished, cancel_requested: r[1].cancel_requested,
-                            progress: Object.assign({}, r[1].progress, { counts: counts }) });
+                            progress: Object.assign({}, r[1].progress, { counts: counts,
+                                                              failed_nodes: Object.keys(failedHosts).length }) });
         });
       }).catch(function (e) { console.warn(e); });
     }

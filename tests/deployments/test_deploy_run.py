@@ -180,6 +180,7 @@ def test_viewer_cannot_approve_and_nothing_starts(demo_cluster, operator, viewer
         ("ecc", "1", {}, "ecc", "ecc"),
         ("pcie_downtrained", "3", {}, "pcie", "pcie_downtrained"),
         ("nic_down", "ens2np0", {}, "links", "nic_down"),
+        ("degraded_cable", "ens2np0", {}, "links", "nic_speed"),
         ("straggler", "", {}, "hbm", "hbm_low"),
         ("ptp_unsynced", "", {}, "ptp", "ptp"),
         (None, "", {"nccl": {"socket_ifname": "eth9"}}, "nccl-env", "nccl_socket_ifname"),
@@ -207,5 +208,8 @@ def test_each_known_problem_fails_its_step_with_its_suggestion(
     assert failed == [step], {k: c.summary for k, c in cells.items() if c.status != StepStatus.SUCCEEDED}
     suggestion = Suggestion.objects.get(deployment=deployment, step=step)
     assert suggestion.problem == problem and suggestion.cause and suggestion.next_check and suggestion.evidence
+    if step == "links":  # the NIC's cable by its far end, and the NIC itself in what to check (not "<nic>")
+        assert "(ens2np0, cabled to leaf-r04-" in suggestion.title and " port swp" in suggestion.title
+        assert "ethtool ens2np0" in suggestion.next_check and "<nic>" not in suggestion.next_check
     if step == "hbm":  # a noisy measurement is retried (after the cool-down) before it fails
         assert set(Verdict.objects.filter(deployment=deployment, step="hbm").values_list("attempts", flat=True)) == {2}

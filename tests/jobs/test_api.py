@@ -187,3 +187,26 @@ def test_every_bad_field_of_a_job_request_is_named_at_once(api_as, operator, nod
     assert response.status_code == 400
     assert set(response.data) == {"targets", "parameters", "transport"}, response.data
     assert "no-such-node" in str(response.data["targets"]) and Job.objects.count() == 0
+
+
+def test_a_field_refused_by_its_shape_does_not_hide_the_others(api_as, operator, nodes):
+    """A transport no install knows is refused before the job's own checks run: those still speak for the fields
+    that passed (an unknown node, a negative duration), in the same answer."""
+    response = api_as(operator).post(
+        "/api/jobs/",
+        {"kind": "sleep", "targets": {"nodes": ["no-such-node"]}, "parameters": {"seconds": -5}, "transport": "telnet"},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert set(response.data) == {"targets", "parameters", "transport"}, response.data
+    assert "seconds" in response.data["parameters"] and Job.objects.count() == 0
+
+
+def test_the_new_job_page_names_every_bad_field_at_once(browser_as, operator, nodes):
+    page = browser_as(operator).post("/jobs/new/", {"kind": "sleep", "parameters": '{"seconds": -5}'})
+
+    assert page.status_code == 200
+    errors = page.context["form"].errors
+    assert "__all__" in errors and "parameters" in errors, errors  # no targets, and the bad duration
+    assert Job.objects.count() == 0

@@ -119,3 +119,15 @@ def test_a_failed_job_s_bar_is_not_a_green_success(page, browser_as, viewer, db)
 
     assert '<div class="bar red" data-field="bar" style="width: 100%">' in listed
     assert '<div class="bar red" id="progress-bar"' in detail
+
+
+def test_the_progress_a_live_page_is_sent_counts_the_nodes_with_a_failure(db):
+    """The matrix's "N nodes with a failure" is repainted from each progress the page is sent, so it moves with the
+    cells (it read 0 beside red cells until a reload)."""
+    from apps.jobs.events import progress_of
+
+    assert progress_of(make_job(30).pk)["failed_nodes"] == 0
+    job = make_job(30, failed_every=7)  # gpu000, 007, 014, 021, 028
+    JobStep.objects.filter(job=job, hostname="gpu000").update(status=StepStatus.ERROR)  # still one node
+
+    assert progress_of(job.pk)["failed_nodes"] == 5

@@ -22,6 +22,7 @@ class Nic:
     speed_gbps: int
     rdma_device: str = ""
     mac: str = ""
+    peer: str = ""  # the cable's other end in the inventory ("leaf-r04-a port swp10"), "" when not cabled
 
 
 @dataclass(frozen=True)

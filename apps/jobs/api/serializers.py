@@ -96,6 +96,26 @@ class JobCreateSerializer(serializers.Serializer):
     )
     transport = serializers.ChoiceField(choices=TRANSPORT_NAMES, required=False)
 
+    def every_error(self) -> dict:
+        """After is_valid() failed: its errors, and what the job's own checks say of the fields that passed it (an
+        unknown node beside a bad transport), so a request learns every bad field at once."""
+        from apps.jobs import services
+
+        passed = {}
+        for name, field in self.fields.items():
+            if name not in self.errors and name in self.initial_data:
+                passed[name] = field.run_validation(self.initial_data[name])
+        targets = passed.get("targets")
+        deeper = services.request_errors(
+            kind=passed.get("kind"),
+            targets=services.TargetSpec.of(targets) if targets is not None else None,
+            parameters=passed.get("parameters") if "parameters" not in self.errors else {},
+            transport=passed.get("transport"),
+        )
+        if "parameters" in self.errors:
+            deeper.pop("parameters", None)
+        return {**deeper, **self.errors}
+
 
 class ProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField()

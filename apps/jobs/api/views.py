@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
@@ -50,18 +50,13 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(request=JobCreateSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):
         incoming = JobCreateSerializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
+        if not incoming.is_valid():
+            raise ValidationError(incoming.every_error())
         data = incoming.validated_data
-        targets = data["targets"]
         services.check_startable(kind=data["kind"])
         job = services.create_job(
             kind=data["kind"],
-            targets=services.TargetSpec(
-                nodes=tuple(targets.get("nodes", ())),
-                racks=tuple(targets.get("racks", ())),
-                tags=tuple(targets.get("tags", ())),
-                role=targets.get("role", ""),
-            ),
+            targets=services.TargetSpec.of(data["targets"]),
             parameters=data.get("parameters") or {},
             transport=data.get("transport"),
             requested_by=request.user,
