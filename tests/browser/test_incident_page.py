@@ -74,7 +74,7 @@ def test_an_incident_is_diagnosed_live_fixed_on_approval_and_resolved(live_serve
     page.wait_for_function("window.rackpilotIncident.state.mode === 'live'")
     page.wait_for_function("document.querySelectorAll('#evidence tr.evidence').length > 0")
     page.wait_for_function("document.querySelector('#hypotheses tr.hypothesis')?.dataset.cause === 'pfc_off'")
-    page.wait_for_selector("#approve")
+    page.wait_for_selector("button.approve")
     assert page.evaluate("window.stillThisPage") is True, "the page was reloaded"
     live = page.evaluate("window.rackpilotIncident.state")
     assert live["polls"] == 0 and {"evidence", "ranking", "state"} <= set(live["pushed"]), live
@@ -84,7 +84,7 @@ def test_an_incident_is_diagnosed_live_fixed_on_approval_and_resolved(live_serve
     assert page.locator('#evidence tr.evidence[data-topic="pfc"][data-verdict="fault"]').count() >= 1
     assert "gpu003$ mlnx_qos -i ens1np0 --trust dscp --pfc 0,0,0,1,0,0,0,0" in page.locator("pre.dry-run").inner_text()
 
-    page.click("#approve")  # the fix runs as a job, then the re-check
+    page.click("button.approve")  # the fix runs as a job, then the re-check
     remediation = incident.remediations.get()
     _wait(lambda: Incident.objects.filter(pk=incident.pk, remediations__state=RemediationState.APPLIED).exists())
     # The elastic agent restarts the workers 30 s after the repair and they need 45 s to start: let that time have
@@ -94,7 +94,7 @@ def test_an_incident_is_diagnosed_live_fixed_on_approval_and_resolved(live_serve
     assert page.evaluate("window.rackpilotIncident.state.mode") == "live"
     remediation.refresh_from_db()
     assert remediation.state == RemediationState.VERIFIED
-    outcome = page.locator("#outcome").inner_text()
+    outcome = page.locator("p.outcome").inner_text()
     assert re.search(r"training progresses again, resumed from the checkpoint of step \d+\.", outcome), outcome
 
     # The node's history has it.

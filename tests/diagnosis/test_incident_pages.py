@@ -44,9 +44,9 @@ def test_the_page_shows_evidence_ranking_and_the_fix_to_approve(
     live = page.get(reverse("incident-live", args=[incident.public_id])).content.decode()
     assert 'data-cause="pfc_off" data-score' in live.split('class="hypothesis"')[1]  # ranked first
     assert "gpu003$ mlnx_qos -i ens1np0 --trust dscp --pfc 0,0,0,1,0,0,0,0" in live
-    assert 'id="approve"' in live
+    assert 'class="primary approve"' in live
     as_viewer = browser_as(viewer).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
-    assert 'id="approve"' not in as_viewer and "An operator approves fixes." in as_viewer
+    assert 'class="primary approve"' not in as_viewer and "An operator approves fixes." in as_viewer
     remediation = incident.remediations.get()
     url = reverse("remediation-approve", args=[incident.public_id, remediation.public_id])
     assert browser_as(viewer).post(url).status_code == 403
@@ -74,3 +74,14 @@ def test_incidents_show_in_the_node_history(demo_cluster, browser_as, operator, 
 def test_the_incident_form_offers_the_installs_default_transport(settings, install, shown):
     settings.RACKPILOT_JOB_DEFAULT_TRANSPORT = install
     assert IncidentForm()["transport"].initial == shown
+
+
+@pytest.mark.django_db
+def test_run_the_runbook_again_is_in_the_live_part_once_the_runbook_has_ended(training_job, browser_as, operator):
+    """The page's live part is what a reload shows: the button appears without one when the runbook ends."""
+    incident = Incident.objects.create(title="stalled", training_job=training_job, state="investigating")
+    live = lambda: browser_as(operator).get(reverse("incident-live", args=[incident.public_id])).content.decode()  # noqa: E731
+
+    assert 'id="rerun"' not in live()
+    Incident.objects.filter(pk=incident.pk).update(state="unresolved")
+    assert 'id="rerun"' in live()
