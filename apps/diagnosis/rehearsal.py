@@ -9,13 +9,15 @@ injected a moment ago has not yet made any watchdog fire (NCCL's timeout is 10 m
 the fault back to REHEARSAL_LEAD before now when it is younger, as if it struck while nobody was watching.
 
 A demo job made for a rehearsal runs on the faulty node and idle peers only (never on another workload's nodes, whose
-GPU-hours, telemetry and SLOs it would take over), and ends when its rehearsal is resolved or its fault is cleared.
+GPU-hours, telemetry and SLOs it would take over: a fault on a node that serves inference and runs no training job is
+refused), and ends when its rehearsal is resolved. Clearing the fault on the simulator is how a fix "done by hand" is
+made, so it leaves the job training: the re-check, or "Run the runbook again", then sees it resume and resolves.
 """
 
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_save
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -60,6 +62,8 @@ def rehearse(*, fault: SimFault, user) -> Incident:
     with transaction.atomic():
         injection.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
         running = _job_hurt_by(fault)
+        if running is None:
+            _refuse_a_serving_node(fault.node)
         job = running or _demo_job(fault)
         runbook = runbook_for(fault)
         incident = services.open_incident(
@@ -88,6 +92,16 @@ def _job_hurt_by(fault: SimFault) -> TrainingJob | None:
             continue
         return job
     return None
+
+
+def _refuse_a_serving_node(node: Node) -> None:
+    serving = InferenceService.objects.active().filter(nodes=node).values_list("name", flat=True).first()
+    if serving:
+        raise services.IncidentError(
+            f"{node.hostname} serves the inference service {serving} and runs no training job: a demo training job "
+            "there would take over its GPUs. Rehearse on a node of a training job, or on an idle node.",
+            field="fault",
+        )
 
 
 def _under(path: str, directory: str) -> bool:
@@ -152,22 +166,5 @@ def _on_incident_saved(sender, instance: Incident, raw=False, **kwargs) -> None:
         end_made_job(incident=instance)
 
 
-def _on_fault_cleared(sender, instance, **kwargs) -> None:
-    """A rehearsal whose fault is gone (cleared on the simulator page) is over: its demo job ends with it, once no
-    other fault is left on the node."""
-    node = Node.objects.filter(pk=instance.node_id).first()
-    if node is None or injection.injected_faults().filter(node=node).exists():
-        return
-    made = Incident.objects.filter(
-        rehearsal=True,
-        rehearsal_job_made=True,
-        training_job__members__node=node,
-        training_job__state=TrainingState.RUNNING,
-    ).distinct()
-    for incident in made:
-        end_made_job(incident=incident)
-
-
 def connect() -> None:
     post_save.connect(_on_incident_saved, sender=Incident, dispatch_uid="diagnosis-rehearsal-resolved")
-    post_delete.connect(_on_fault_cleared, sender=injection.SimFault, dispatch_uid="diagnosis-rehearsal-fault-cleared")

@@ -139,15 +139,28 @@ def test_a_rehearsal_ends_the_job_it_made_when_it_is_resolved(demo_workloads, ap
 
 
 @pytest.mark.django_db
-def test_a_rehearsal_abandoned_by_clearing_its_fault_ends_the_job_it_made(demo_workloads, api_as, operator):
+def test_clearing_the_fault_by_hand_leaves_the_made_job_training_for_the_recheck(demo_workloads, api_as, operator):
+    """Clearing the fault on the simulator is the fix done by hand: the job the rehearsal made keeps training (its log
+    with it), so the re-check can see it resume; it ends when the rehearsal resolves."""
+    from apps.diagnosis.choices import IncidentState
     from apps.workloads.choices import TrainingState
 
     fault = _fault("gpu021", "pfc_off", "3")
     api_as(operator).post(URL, {"fault": str(fault.public_id)}, format="json")
-    on_training_node = _fault("gpu007", "pfc_off", "3")
-    api_as(operator).post(URL, {"fault": str(on_training_node.public_id)}, format="json")
     sim.clear_fault(fault=fault)
-    sim.clear_fault(fault=on_training_node)
+    assert TrainingJob.objects.get(name="rehearsal-gpu021").state == TrainingState.RUNNING
+
+    incident = Incident.objects.get()
+    incident.state = IncidentState.RESOLVED  # as the re-check leaves it
+    incident.save()
     assert TrainingJob.objects.get(name="rehearsal-gpu021").state == TrainingState.COMPLETED
-    assert TrainingJob.objects.get(name="llama-pretrain").state == TrainingState.RUNNING  # not the rehearsal's to end
-    assert TrainingJob.objects.filter(state=TrainingState.RUNNING).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_fault_on_a_node_that_serves_inference_and_trains_nothing_is_refused(demo_workloads, api_as, operator):
+    fault = _fault("gpu002", "pfc_off", "3")  # gpu002 serves chat-llama-70b
+    response = api_as(operator).post(URL, {"fault": str(fault.public_id)}, format="json")
+
+    assert response.status_code == 400, response.json()
+    assert "serves the inference service chat-llama-70b" in str(response.json()["fault"])
+    assert not Incident.objects.exists() and not TrainingJob.objects.filter(name__startswith="rehearsal").exists()
