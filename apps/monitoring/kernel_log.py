@@ -3,7 +3,9 @@ fleet (apps/monitoring/kinds/kernel_log.py), goes through the triage rules (apps
 find in the lines logged since the last read becomes health events (apps/health), source `kernel_log`:
 
 - an Xid line → `xid<N>` on the GPU its PCI address names (the node where none is inventoried there), with the
-  telemetry watch's severities; the driver's "fallen off the bus" banner without an Xid line → `xid79`;
+  telemetry watch's severities; the driver's "fallen off the bus" banner without an Xid line → `xid79`; but an Xid 74
+  (NVLink) on a tray of a rack-scale NVLink domain makes none: a switch tray down logs it on every GPU of the domain,
+  and the NVLink watch (apps/monitoring/nvlink_watch.py), which reads every tray's links, names the part at fault;
 - a PCIe AER error (`PCIe Bus Error: severity=…`) → `pcie_aer_uncorrected` (major) on the GPU, NIC or node its bus
   id names; corrected ones → `pcie_aer_corrected` (minor) only when a read finds AER_CORRECTED_MIN or more on one
   device (a lone corrected error is what the link layer is there to fix).
@@ -46,6 +48,7 @@ COMMAND = register_command(
 # --time-format iso's stamp, after --decode's facility and level where it is there ("kern  :warn  : ").
 ISO_STAMP = re.compile(r"^(?:\w+ *:\w+ *: )?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d),(\d{6})([+-]\d\d):?(\d\d) ")
 AER_CORRECTED_MIN = 3
+NVLINK_XID = 74
 CITED_LINES = 10  # of one event's observation (the dashboard shows three)
 
 
@@ -98,6 +101,8 @@ def _events(node: Node, findings: list[Finding], new: set[int], times: list, job
         lines = cited[id(finding)]
         if not lines:
             continue
+        if finding.xid == NVLINK_XID and node.nvlink_domain_id is not None:
+            continue  # the NVLink watch sees every tray's links and names the part: the switch tray, a tray, a GPU
         if finding.xid is not None:
             events.append(_xid(node, finding.xid, finding.gpu, lines, times, job))
         elif finding.problem == "gpu_fell_off_bus" and not _said(finding.gpu, fell_off):

@@ -208,7 +208,8 @@ class SimDomain:
     imex_peers: list[SimPeer]
     tray_design_flow_lpm: float | None = None  # the rack loop's design flow shared over its compute trays
     max_return_c: float = 55.0  # the loop's return temperature limit
-    shared_faults: list[tuple[str, str, dict]] = field(default_factory=list)  # faults injected on the other trays
+    # Faults injected on the other trays: (kind, target, parameters, when it struck).
+    shared_faults: list[tuple[str, str, dict, float]] = field(default_factory=list)
     switch_trays_down: set[int] = field(default_factory=set)
     imex_lost: set[str] = field(default_factory=set)  # hostnames whose IMEX daemon the others lost
 
@@ -390,7 +391,9 @@ def _sim_domain(node) -> SimDomain:
         tray_design_flow_lpm=float(loop.design_flow_lpm) / spec.compute_trays if loop else None,
         max_return_c=float(loop.max_return_c) if loop else 55.0,
         shared_faults=[
-            (fault.kind, fault.target, fault.parameters) for tray in others for fault in tray.sim_faults.all()
+            (fault.kind, fault.target, fault.parameters, fault.created.timestamp())
+            for tray in others
+            for fault in tray.sim_faults.all()
         ],
     )
 

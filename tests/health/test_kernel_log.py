@@ -199,3 +199,20 @@ def test_a_node_whose_log_has_no_time_stamps_makes_no_events_and_no_mark(node):
             "modules-issue1150-partial.txt").read_text()  # fmt: skip
     assert kernel_log.record_kernel_log(node=node, text=text) == []
     assert not KernelLogMark.objects.exists()
+
+
+def test_a_switch_tray_down_is_logged_when_it_struck_and_makes_no_event_on_the_trays(monkeypatch, on_the_simulator):
+    """Every GPU of the domain logs an Xid 74 when a switch tray goes down: stamped at the fault (not a day after the
+    trays' boot, a month early) and left to the NVLink watch, which names the switch tray: no tray made unhealthy."""
+    load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0, rack_scale_racks=1))
+    Node.objects.update(created=_at(NOW - 30 * 86_400))  # racked a month ago, as the demo's history has it
+    monkeypatch.setattr(simulated_dmesg, "_now", lambda: NOW)
+    _inject(Node.objects.get(hostname="nvl01-t01"), "nvswitch_tray_down", "3", NOW - 600)
+    other = Node.objects.get(hostname="nvl01-t05")
+
+    output = simulator.run_command(node=other, argv=["dmesg", "--time-format", "iso"], seed=0, load=0.0).stdout
+
+    xid74 = [line for line in output.splitlines() if ": 74, " in line]
+    assert len(xid74) == 4 and all(line.startswith(_at(NOW - 600).strftime("%Y-%m-%dT%H:%M:%S")) for line in xid74)
+    assert kernel_log.record_kernel_log(node=other, text=output) == []
+    assert not HealthEvent.objects.exists()

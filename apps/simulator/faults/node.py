@@ -32,7 +32,7 @@ def apply_faults(state: SimulatedNode, faults) -> SimulatedNode:
 def _apply_domain_faults(state: SimulatedNode) -> None:
     """What faults on the other trays of the tray's NVLink domain do to it (a switch tray down, an IMEX peer lost);
     their own tray lists them, this one only shows their effect."""
-    for kind, target, parameters in sorted(state.domain.shared_faults, key=lambda fault: (fault[0], fault[1])):
+    for kind, target, parameters, struck in sorted(state.domain.shared_faults, key=lambda fault: fault[:2]):
         spec = fault_kind(kind)
         if not spec.domain_wide:
             continue
@@ -41,3 +41,4 @@ def _apply_domain_faults(state: SimulatedNode) -> None:
         except FaultError:
             continue
         spec.apply(state, target, parameters)
+        state.fault_since.setdefault((kind, target), struck)  # its effects here date from then (the kernel log)

@@ -89,6 +89,18 @@ def _aer(gpu: SimGpu, *, fatal: bool) -> list[tuple[str, str]]:
     ]
 
 
+# Faults that take a GPU's NVLink links down without naming the GPU: its tray's cartridge, a switch tray of the domain.
+NVLINK_FAULTS_OF_THE_TRAY = ("tray_nvlink_degraded", "nvswitch_tray_down")
+
+
+def _nvlink_cause(state, gpu: SimGpu) -> tuple[str, str]:
+    """The fault whose time the GPU's Xid 74 line takes: its own link fault, else its tray's or its domain's."""
+    own = ("nvlink_down", str(gpu.index))
+    if own in state.fault_since:
+        return own
+    return next((key for key in sorted(state.fault_since) if key[0] in NVLINK_FAULTS_OF_THE_TRAY), own)
+
+
 def _fault_groups(context: Context) -> list[tuple[tuple[str, str] | None, list[tuple[str, str]]]]:
     """(the fault that caused them, by (kind, target); the kernel's lines) in the order the kernel prints them."""
     state = context.state
@@ -114,7 +126,7 @@ def _fault_groups(context: Context) -> list[tuple[tuple[str, str] | None, list[t
                 f"NVRM: Xid ({tag}): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link "
                 f"{link}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"
             )
-            groups.append((("nvlink_down", str(gpu.index)), [("warn", line)]))
+            groups.append((_nvlink_cause(state, gpu), [("warn", line)]))
         if gpu.ecc_uncorrectable:
             lines = [
                 (
