@@ -1,8 +1,10 @@
 from django.urls import path
+from django.views.generic import RedirectView
 
 from apps.diagnosis import views
 
 urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="incident-list"), name="diagnosis"),  # the README's address
     path("triage/", views.triage, name="diagnosis-triage"),
     path("incidents/", views.incident_list, name="incident-list"),
     path("incidents/open/", views.incident_open, name="incident-open"),

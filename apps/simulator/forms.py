@@ -16,6 +16,26 @@ def _parameters() -> dict[str, list[str]]:
 
 
 PARAMETER_KINDS = _parameters()
+# Each parameter as the form labels it, with its unit: "Rate gbps" and "Crc per million" read as the code's names.
+PARAMETER_LABELS = {
+    "mtu": "MTU (bytes)",
+    "rate_gbps": "link rate, Gb/s (0: the cable keeps its rate, for CRC errors alone)",
+    "crc_per_million": "CRC errors per million frames",
+    "watts": "power cap, W",
+    "temperature": "temperature, °C",
+    "sm_clock_mhz": "SM clock, MHz",
+    "gen": "PCIe generation",
+    "width": "PCIe lanes",
+    "link": "NVLink link",
+    "links": "NVLink links down",
+    "count": "count",
+    "after_s": "after, s",
+    "hang_s": "hang, s",
+    "period_s": "period, s",
+    "stall_pct": "stall, % of the period",
+    "speed_pct": "speed, % of the other ranks'",
+    "flow_pct": "flow, % of the design flow",
+}
 
 
 def simulated_nodes():
@@ -44,7 +64,7 @@ class FaultForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for name, kinds in PARAMETER_KINDS.items():
-            field = forms.IntegerField(required=False, label=name.replace("_", " "))
+            field = forms.IntegerField(required=False, label=PARAMETER_LABELS.get(name, name.replace("_", " ")))
             field.fault_kinds = " ".join(kinds)  # the page shows the field for these kinds
             defaults = {FAULT_KINDS[kind].parameters[name].default for kind in kinds}
             field.widget.attrs["placeholder"] = str(defaults.pop()) if len(defaults) == 1 else "default"

@@ -110,3 +110,13 @@ def test_the_inject_form_takes_the_faults_parameters(browser_as, operator, gpu_n
     bad = client.post("/simulator/faults/", {"node": "gpu001", "kind": "thermal", "parameter_temperature": "500"})
     assert bad.status_code == 400 and "temperature must be a whole number from 80 to 110" in bad.content.decode()
     assert not SimFault.objects.filter(kind="thermal").exists()
+
+
+def test_each_parameter_is_labelled_in_words_with_its_unit():
+    """"Rate gbps" and "Crc per million" were the code's names; a CRC-only cable is a rate of 0, said on the field."""
+    from apps.simulator.forms import PARAMETER_KINDS, PARAMETER_LABELS, FaultForm
+
+    assert set(PARAMETER_KINDS) <= set(PARAMETER_LABELS)
+    form = FaultForm()
+    assert form.fields["parameter_rate_gbps"].label.startswith("link rate, Gb/s (0: the cable keeps its rate")
+    assert form.fields["parameter_mtu"].label == "MTU (bytes)"
