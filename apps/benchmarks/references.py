@@ -62,6 +62,15 @@ def fabric_of(node) -> str:
     return f"{transport}-{len(nics)}x{speed}g"
 
 
+def fabric_across(nodes) -> str:
+    """What a test across these nodes runs over: MNNVL when they are two or more trays of one NVLink domain (NCCL
+    goes over NVLink; the shipped GB200 reference is that row), else the first node's data NICs."""
+    domains = {node.nvlink_domain_id for node in nodes}
+    if len(nodes) > 1 and len(domains) == 1 and None not in domains:
+        return MNNVL
+    return fabric_of(nodes[0])
+
+
 def sync_shipped(reference_model) -> int:
     """Create the shipped references that are missing (edited rows are left as they are); returns how many."""
     created = 0

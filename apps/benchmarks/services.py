@@ -44,7 +44,7 @@ from apps.benchmarks.models import (
     Round,
     Suspect,
 )
-from apps.benchmarks.references import fabric_of
+from apps.benchmarks.references import fabric_across
 from apps.benchmarks.sweep import HalvingSweep, Outcome, PlannedTest, pairwise_rounds, pairwise_suspects, round_bound
 from apps.core import audit
 from apps.core.choices import AuditAction
@@ -206,7 +206,7 @@ def start_run(
             transport=transport,
             target_spec=job_services.with_left_out(targets, selection),
             sku_name=nodes[0].gpu_sku.name,
-            fabric=fabric_of(nodes[0]),
+            fabric=fabric_across(nodes),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
             round_bound=round_bound(len(nodes)) if suite == Suite.SWEEP else 0,
         )
@@ -280,7 +280,7 @@ def _start_node_run(
             transport=transport,
             target_spec=job_services.with_left_out(targets, selection),
             sku_name=skus[0] if len(skus) == 1 else "mixed",
-            fabric=fabric_of(nodes[0]),
+            fabric=fabric_across(nodes),
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
         )
         run.nodes.add(*nodes)

@@ -33,6 +33,7 @@ def all_reduce(nodes: str):
 def test_all_reduce_across_trays_is_judged_against_the_mnnvl_reference(nvl72):
     test = all_reduce("nvl01-t01,nvl01-t02,nvl01-t03,nvl01-t04")
 
+    assert test.run.fabric == MNNVL  # the run says what it ran over, as its reference does (it said roce-4x400g)
     assert (test.reference.sku_name, test.reference.fabric, test.reference.expected_gbps) == ("GB200", MNNVL, 811.0)
     assert "lixueduan.com" in test.reference.source
     assert test.verdict == Verdict.PASS and 780 < test.busbw_gbps < 830
@@ -44,3 +45,12 @@ def test_a_switch_tray_down_warns(nvl72):
     test = all_reduce("nvl01-t01,nvl01-t02")
 
     assert test.reference.fabric == MNNVL and test.verdict == Verdict.WARN
+
+
+def test_a_run_across_domains_or_over_one_tray_names_the_data_nics(nvl72):
+    from apps.benchmarks.references import fabric_across
+
+    trays = list(Node.objects.filter(hostname__in=["nvl01-t01", "nvl01-t02"]).order_by("hostname"))
+    h200 = Node.objects.get(hostname="gpu001")
+    assert fabric_across(trays) == MNNVL
+    assert fabric_across(trays[:1]) != MNNVL and fabric_across([trays[0], h200]) != MNNVL
