@@ -24,12 +24,24 @@ def _size_label(size: int) -> str:
     return f"{size} B"
 
 
+def _size_axis(sizes: list[int] | None = None) -> dict:
+    """A log axis of message sizes labelled in bytes' units (1 KiB, 4 MiB, 1 GiB), not Plotly's SI numbers ("1B" for
+    a gigabyte, "4.5B"): a tick at each power of two of the sizes, every second or fourth one when they span many."""
+    if sizes:
+        low, high = min(sizes).bit_length() - 1, max(sizes).bit_length() - 1
+    else:  # the live plot, before its rows: nccl-tests' usual 8 B to 8 GiB
+        low, high = 3, 33
+    step = 1 if high - low <= 8 else 2 if high - low <= 16 else 4
+    ticks = [2**k for k in range(low, high + 1, step)]
+    return {"type": "log", "title": "message size", "tickvals": ticks, "ticktext": [_size_label(t) for t in ticks]}
+
+
 def live_busbw_figure() -> go.Figure:
     """The run page's live plot before any row: the axes of busbw_figure; static/js/benchmark_live.js adds a line
     per test and a point per nccl-tests row as the round jobs' output arrives."""
     figure = go.Figure()
     figure.update_layout(
-        xaxis={"type": "log", "title": "message size (bytes)"},
+        xaxis=_size_axis(),
         yaxis={"title": "bus bandwidth (GB/s)", "rangemode": "tozero"},
         margin={"l": 60, "r": 20, "t": 30, "b": 50},
         showlegend=True,
@@ -95,7 +107,7 @@ def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -
             )
         )
     figure.update_layout(
-        xaxis={"type": "log", "title": "message size (bytes)"},
+        xaxis=_size_axis(sizes),
         yaxis={"title": "bus bandwidth (GB/s)", "rangemode": "tozero"},
         margin={"l": 60, "r": 20, "t": 30, "b": 50},
         legend={"orientation": "h"},

@@ -120,7 +120,7 @@ def _run_context(request, public_id) -> dict:
     hosts = list(run.nodes.order_by("hostname").values_list("hostname", flat=True))
     reference = next((test.reference for test in tests if test.reference), None)
     baseline = Baseline.objects.filter(collective=run.collective, hosts_key=",".join(hosts)).first() if hosts else None
-    shown = [test for test in tests if test.purpose in ("run", "whole", "confirm", "pair")] or tests
+    shown = tests[: charts.MAX_LINES]  # every test of the run, each its line (a sweep's halves too), up to the cap
     context = {
         "run": run,
         "tests": tests,
@@ -131,6 +131,7 @@ def _run_context(request, public_id) -> dict:
         )
         if tests
         else None,
+        "busbw_drawn": len(shown),
     }
     if run.suite in (Suite.SWEEP, Suite.PAIRWISE) and tests:
         context["heatmap"] = charts.sweep_heatmap(

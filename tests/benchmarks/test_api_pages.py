@@ -113,6 +113,9 @@ def test_run_page_shows_suspects_the_busbw_figure_and_the_heatmap(finished_sweep
     assert 'data-plotly-figure="busbw-figure"' in page and 'data-plotly-figure="sweep-heatmap"' in page
     figure = json.loads(page.split('<script id="busbw-figure" type="application/json">')[1].split("</script>")[0])
     assert figure["layout"]["xaxis"]["type"] == "log"
+    assert all(text.endswith(("B", "KiB", "MiB", "GiB")) for text in figure["layout"]["xaxis"]["ticktext"])  # not "1B"
+    tests = finished_sweep.tests.count()
+    assert sum(1 for trace in figure["data"] if trace["name"].endswith(")")) == tests  # every test a line (was 2 of 8)
     assert any(trace["name"].startswith("expected 360") for trace in figure["data"])
     heatmap = json.loads(page.split('<script id="sweep-heatmap" type="application/json">')[1].split("</script>")[0])
     assert heatmap["data"][1]["x"] == ["gpu004"] and "/nodes/" in heatmap["data"][1]["customdata"][0]

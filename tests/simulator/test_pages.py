@@ -113,7 +113,7 @@ def test_the_inject_form_takes_the_faults_parameters(browser_as, operator, gpu_n
 
 
 def test_each_parameter_is_labelled_in_words_with_its_unit():
-    """"Rate gbps" and "Crc per million" were the code's names; a CRC-only cable is a rate of 0, said on the field."""
+    """ "Rate gbps" and "Crc per million" were the code's names; a CRC-only cable is a rate of 0, said on the field."""
     from apps.simulator.forms import PARAMETER_KINDS, PARAMETER_LABELS, FaultForm
 
     assert set(PARAMETER_KINDS) <= set(PARAMETER_LABELS)
