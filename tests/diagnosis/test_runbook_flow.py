@@ -180,6 +180,7 @@ def time_passes(monkeypatch):
     from datetime import timedelta
 
     from asgiref.sync import sync_to_async
+    from django.db import connection
 
     from apps.diagnosis.kinds import nccl_timeout
     from apps.simulator.models import SimChange, SimFault
@@ -189,12 +190,15 @@ def time_passes(monkeypatch):
 
     def shift(seconds: float) -> None:
         delta = timedelta(seconds=seconds)
-        for change in SimChange.objects.all():
-            SimChange.objects.filter(pk=change.pk).update(updated=change.updated - delta)
-        for fault in SimFault.objects.all():
-            SimFault.objects.filter(pk=fault.pk).update(created=fault.created - delta)
-        for job in TrainingJob.objects.exclude(started_at=None):
-            TrainingJob.objects.filter(pk=job.pk).update(started_at=job.started_at - delta)
+        try:
+            for change in SimChange.objects.all():
+                SimChange.objects.filter(pk=change.pk).update(updated=change.updated - delta)
+            for fault in SimFault.objects.all():
+                SimFault.objects.filter(pk=fault.pk).update(created=fault.created - delta)
+            for job in TrainingJob.objects.exclude(started_at=None):
+                TrainingJob.objects.filter(pk=job.pk).update(started_at=job.started_at - delta)
+        finally:
+            connection.close()  # this runs in asgiref's executor thread: its connection would outlive the test
 
     async def wait(seconds: float) -> bool:
         waited.append(seconds)
