@@ -184,22 +184,20 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> dict:
 # --- the per-node suites ------------------------------------------------------------------------------------------
 
 
-def _reference_lines(figure: go.Figure, reference, *, unit: str) -> None:
+def _reference_lines(figure: go.Figure, reference, *, label_x: float = 1.0) -> None:
     if reference is None:
         return
-    # The tiers are often a few percent apart: each label sits where the others' cannot (expected above its line on
-    # the left, warn above its line on the right, fail below its line on the right), so they never overlap.
-    for value, colour, label, position in (
-        (reference.expected, "#1f9d55", "expected", "top left"),
-        (reference.warn_below, "#d98a00", "warn below", "top right"),
-        (reference.fail_below, "#d23b3b", "fail below", "bottom right"),
+    # Each tier's label in the margin right of the plot, level with its line: inside, the labels sat on the bars.
+    for value, colour, label in (
+        (reference.expected, "#1f9d55", "expected"),
+        (reference.warn_below, "#d98a00", "warn below"),
+        (reference.fail_below, "#d23b3b", "fail below"),
     ):
-        figure.add_hline(
-            y=value,
-            line={"color": colour, "dash": "dot", "width": 1},
-            annotation_text=f"{label} {value:g} {unit}",
-            annotation_position=position,
-        )
+        figure.add_hline(y=value, line={"color": colour, "dash": "dot", "width": 1})
+        figure.add_annotation(
+            xref="paper", x=label_x, xanchor="left", y=value, yanchor="middle", showarrow=False,
+            text=f"{label} {value:,.0f}", font={"size": 11, "color": colour},
+        )  # fmt: skip
 
 
 def per_node_bar_figure(measurements, *, reference=None, title: str = "") -> go.Figure:
@@ -231,12 +229,12 @@ def per_node_bar_figure(measurements, *, reference=None, title: str = "") -> go.
                 name="baseline",
             )
         )
-    _reference_lines(figure, reference, unit=unit)
+    _reference_lines(figure, reference)
     figure.update_layout(
         title=title,
         xaxis={"type": "category", "tickangle": -45},
         yaxis={"title": unit, "rangemode": "tozero"},
-        margin={"l": 70, "r": 20, "t": 40, "b": 80},
+        margin={"l": 70, "r": 150 if reference is not None else 20, "t": 40, "b": 80},
         showlegend=bool(baselines),
         height=400,
     )
@@ -306,13 +304,13 @@ def soak_figure(measurement) -> go.Figure:
                     legendgroup=index,
                 )
             )
-    _reference_lines(figure, measurement.reference, unit="MHz")
+    _reference_lines(figure, measurement.reference, label_x=1.08)  # right of the °C axis
     figure.update_layout(
         title=f"{measurement.launcher}: SM clock and temperature under gpu_burn",
         xaxis={"title": "seconds into the soak"},
         yaxis={"title": "SM clock (MHz)", "rangemode": "tozero"},
         yaxis2={"title": "°C", "overlaying": "y", "side": "right", "rangemode": "tozero"},
-        margin={"l": 70, "r": 60, "t": 40, "b": 50},
+        margin={"l": 70, "r": 190 if measurement.reference is not None else 60, "t": 40, "b": 50},
         legend={"orientation": "h"},
         height=440,
     )

@@ -150,6 +150,13 @@ BAR_CASES = {
     Suite.NVBANDWIDTH: "device_to_device_memcpy_read_ce",
     Suite.BURN_IN: "sustained_sm_clock_mhz",
 }
+# Each bar chart's title in words.
+BAR_TITLES = {
+    Suite.HPL_MXP: "HPL-MxP LU throughput per GPU, each node alone",
+    Suite.HPL: "HPL throughput per GPU, each node alone",
+    Suite.NVBANDWIDTH: "device-to-device copy bandwidth (read, copy engine), each node",
+    Suite.BURN_IN: "sustained SM clock under load, each node",
+}
 MATRIX_CASES = (
     "device_to_device_memcpy_read_ce",
     "device_to_device_memcpy_write_ce",
@@ -161,12 +168,16 @@ def _node_suite_context(request, run: BenchmarkRun) -> dict:
     """HPL-MxP, nvbandwidth and burn-in: every figure, a bar per node, and for one node (?node=, else the worst)
     its nvbandwidth matrices or its soak's clocks and temperatures."""
     measurements = list(Measurement.objects.filter(run=run).select_related("round", "job", "reference"))
-    bars = [item for item in measurements if item.case == BAR_CASES[run.suite]]
+    figures = [item for item in measurements if item.case == BAR_CASES[run.suite]]
+    # Nodes alone, against the per-node reference the chart draws; a run across nodes is judged against its own
+    # multi-node model (its tiers are its own), so it is in the table, not under lines that are not its.
+    bars = [item for item in figures if len(item.hosts) == 1]
     context = {"run": run, "measurements": measurements, "active": run.status in ACTIVE, "node_suite": True}
+    context["across_nodes"] = len(figures) - len(bars)
     if bars:
         reference = next((item.reference for item in bars if item.reference), None)
-        title = f"{BAR_CASES[run.suite]} per node"
-        context["bar_figure"] = charts.figure_json(charts.per_node_bar_figure(bars, reference=reference, title=title))
+        figure = charts.per_node_bar_figure(bars, reference=reference, title=BAR_TITLES[run.suite])
+        context["bar_figure"] = charts.figure_json(figure)
     alone = [item for item in bars if len(item.hosts) == 1 and item.value is not None]
     chosen = request.GET.get("node") or (min(alone, key=lambda item: item.value).launcher if alone else "")
     context["chosen_node"] = chosen
