@@ -74,3 +74,26 @@ def test_the_schema_lists_each_lists_ordering_fields(api_as, admin):
     }
     racks = ordering("/api/racks/")["schema"]["items"]["enum"]
     assert "full_load_w" in racks and "-power_budget_kw" in racks
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/remediation-policies/", "/api/slos/", "/api/acceptance-criteria/", "/api/compute-domains/"]
+)
+def test_a_list_without_declared_ordering_fields_refuses_an_unknown_one_too(api_as, viewer, path):
+    """These lists order by their serializer's fields (DRF's default) and dropped anything else silently."""
+    client = api_as(viewer)
+    refused = client.get(path, {"ordering": "__bogus"})
+    assert refused.status_code == 400 and "'__bogus'" in refused.json()["ordering"][0]
+    known = "-check_name" if path == "/api/acceptance-criteria/" else "-name"
+    assert client.get(path, {"ordering": known}).status_code == 200
+
+
+def test_every_list_in_the_schema_states_the_fields_it_orders_by(api_as, admin):
+    schema = api_as(admin).get("/api/schema/", {"format": "json"}).json()
+    free = [
+        path
+        for path, operations in schema["paths"].items()
+        for parameter in operations.get("get", {}).get("parameters", [])
+        if parameter["name"] == "ordering" and "enum" not in parameter["schema"].get("items", {})
+    ]
+    assert free == []

@@ -89,17 +89,17 @@ class DocumentedSearchFilter(SearchFilter):
 
 
 class ListOrderingFilter(OrderingFilter):
-    """DRF's `?ordering=`, strict and stable. Where a list declares `ordering_fields`, a field it does not order by is
-    a 400 naming `ordering` and the fields it takes (DRF drops it silently and answers in another order), and the
-    schema lists them; whatever order is asked for, the primary key breaks ties, so pages never repeat or skip a row.
-    """
+    """DRF's `?ordering=`, strict and stable. A field a list does not order by — its `ordering_fields`, else DRF's
+    default, its serializer's model fields — is a 400 naming `ordering` and the fields it takes (DRF drops it silently
+    and answers in another order), and the schema lists them; whatever order is asked for, the primary key breaks
+    ties, so pages never repeat or skip a row."""
 
     def _declared(self, view) -> bool:
         return getattr(view, "ordering_fields", self.ordering_fields) is not None
 
     def get_ordering(self, request, queryset, view):
         given = request.query_params.get(self.ordering_param)
-        if given and self._declared(view):
+        if given:
             valid = {name for name, _ in self.get_valid_fields(queryset, view, {"request": request})}
             wrong = [term for term in given.split(",") if term.removeprefix("-") not in valid]
             if wrong:
@@ -117,12 +117,12 @@ class ListOrderingFilter(OrderingFilter):
 
     def _schema_fields(self, view) -> list[str] | None:
         queryset = getattr(view, "queryset", None)
-        if getattr(view, "ordering_fields", None) != "__all__":
+        if self._declared(view) and getattr(view, "ordering_fields", None) != "__all__":
             return [name for name, _ in self.get_valid_fields(queryset, view)]
         return None if queryset is None else [name for name, _ in self.get_valid_fields(queryset, view)]
 
     def get_schema_operation_parameters(self, view) -> list:
-        fields = self._schema_fields(view) if self._declared(view) else None
+        fields = self._schema_fields(view)
         if not fields:
             return super().get_schema_operation_parameters(view)
         return [

@@ -30,6 +30,7 @@ class ComputeDomainViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = ComputeDomainSerializer
     lookup_field = "public_id"
+    ordering_fields = ["name"]
 
     def get_queryset(self):
         trays = scheduled_nodes().order_by("hostname")
