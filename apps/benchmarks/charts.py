@@ -11,17 +11,11 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from apps.core import units
 from apps.core.charts import figure_json as figure_json  # re-exported: the views embed with it
 
 COLOURS = {"pass": "#1f9d55", "warn": "#d98a00", "fail": "#d23b3b", "could_not_run": "#8a93a6"}
 MAX_LINES = 24
-
-
-def _size_label(size: int) -> str:
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= factor:
-            return f"{size / factor:g} {unit}"
-    return f"{size} B"
 
 
 def _size_axis(sizes: list[int] | None = None) -> dict:
@@ -33,7 +27,7 @@ def _size_axis(sizes: list[int] | None = None) -> dict:
         low, high = 3, 33
     step = 1 if high - low <= 8 else 2 if high - low <= 16 else 4
     ticks = [2**k for k in range(low, high + 1, step)]
-    return {"type": "log", "title": "message size", "tickvals": ticks, "ticktext": [_size_label(t) for t in ticks]}
+    return {"type": "log", "title": "message size", "tickvals": ticks, "ticktext": [units.size(t) for t in ticks]}
 
 
 def live_busbw_figure() -> go.Figure:
@@ -63,7 +57,7 @@ def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -
                 mode="lines+markers",
                 name=f"{name} ({test.verdict})",
                 line={"color": COLOURS.get(test.verdict)},
-                text=[_size_label(row["size_bytes"]) for row in rows],
+                text=[units.size(row["size_bytes"]) for row in rows],
                 hovertemplate="%{text}: %{y:.1f} GB/s<extra>" + name + "</extra>",
             )
         )

@@ -18,3 +18,11 @@ def percent(share: float) -> str:
         if (float(text) < 100 or share >= 1) and (float(text) > 0 or share <= 0):
             return f"{text} %"
     return "> 99.999 %" if share > 0.5 else "< 0.001 %"
+
+
+def size(count: int) -> str:
+    """Bytes in binary units, as nccl-tests' sizes are: 4294967296 -> '4 GiB', 1536 -> '1.5 KiB', 8 -> '8 B'."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= factor:
+            return f"{count / factor:g} {unit}"
+    return f"{count} B"

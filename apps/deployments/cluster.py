@@ -20,6 +20,7 @@ from rest_framework import serializers
 from apps.benchmarks import link_errors
 from apps.benchmarks import services as benchmarks
 from apps.benchmarks.choices import Suite
+from apps.core import units
 from apps.deployments import criteria, health_events
 from apps.deployments.choices import (
     CLUSTER_PENDING,
@@ -220,7 +221,7 @@ def _judge_nccl(run) -> dict:
         "outcome": test.verdict,
         "value": value[:120],
         "criterion": criterion[:300],
-        "summary": f"{len(test.hosts)} nodes, {test.busbw_gbps:.1f} GB/s busbw at {test.size_bytes or 0} B",
+        "summary": f"{len(test.hosts)} nodes, {test.busbw_gbps:.1f} GB/s busbw at {units.size(test.size_bytes or 0)}",
         "details": {
             "busbw_gbps": test.busbw_gbps,
             "expected_gbps": expected,

@@ -145,6 +145,7 @@ def as_json(deployment) -> dict:
     return {
         "deployment": deployment.name,
         "state": deployment.state,
+        "state_label": deployment.get_state_display(),  # as the page and the deployment API name it
         "generated": data["generated"].isoformat(),
         "accepted": data["accepted"],
         "versions": deployment.options.get("versions", {}),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.core.units import link_rate, percent
+from apps.core.units import link_rate, percent, size
 
 
 @pytest.mark.parametrize(
@@ -26,3 +26,8 @@ def test_a_link_rate_is_in_bits_per_second(gbps, text):
 )
 def test_a_share_never_rounds_to_all_or_nothing_when_it_is_not(share, text):
     assert percent(share) == text
+
+
+@pytest.mark.parametrize(("count", "text"), [(4294967296, "4 GiB"), (1536, "1.5 KiB"), (8, "8 B"), (2**20, "1 MiB")])
+def test_a_size_is_in_binary_units_as_nccl_tests_sizes_are(count, text):
+    assert size(count) == text

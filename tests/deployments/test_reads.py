@@ -175,4 +175,6 @@ def test_the_api_names_the_state_as_the_pages_do(operator, viewer, demo_cluster,
 
     assert (body["state"], body["state_label"]) == ("failed", "Needs attention")
     assert listed["state_label"] == "Needs attention"
+    report = api_as(viewer).get(f"/api/deployments/{deployment.public_id}/report/").json()
+    assert (report["state"], report["state_label"]) == ("failed", "Needs attention")  # the report's too
     assert "Needs attention" in browser_as(viewer).get(f"/deployments/{deployment.public_id}/").content.decode()
