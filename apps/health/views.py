@@ -49,7 +49,8 @@ def clear_event(request, public_id):
 @login_required
 def reliability(request):
     """MTBF per component type and the lemons: the nodes and parts whose failures cost the most GPU-hours."""
-    form = ReliabilityForm(request.GET)
+    # Bound with the default under what was asked, so the select shows the window the page counts (it showed 7d).
+    form = ReliabilityForm({"window": costs.RELIABILITY_DEFAULT, **request.GET.dict()})
     if not form.is_valid():
         return render(request, "health/reliability.html", {"form": form}, status=400)
     window = form.cleaned_data["window"] or costs.RELIABILITY_DEFAULT

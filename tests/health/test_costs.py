@@ -127,3 +127,14 @@ def test_lemons_rank_nodes_and_parts_by_gpu_hours_lost_then_failures(fleet):
     assert found["nodes"][1]["failures"] == 2
     assert found["parts"][0]["serial"] == "SN-gpu001-3"
     assert {row["serial"] for row in found["parts"][1:]} == {"SN-gpu002-0", "SN-gpu002-1"}
+
+
+def test_the_reliability_page_selects_the_window_it_counts(fleet, browser_as, viewer):
+    """With no window asked, the page counts the default (30 d) and its select says so (it showed 7d)."""
+    page = browser_as(viewer).get("/health/reliability/").content.decode()
+
+    assert "(30d)" in page and '<option value="30d" selected>' in page
+    assert (
+        '<option value="7d" selected>'
+        in browser_as(viewer).get("/health/reliability/", {"window": "7d"}).content.decode()
+    )
