@@ -460,8 +460,19 @@ def _send_email(delivery: Delivery) -> tuple[bool, None, str, bool]:
     try:
         send_mail(f"[Rackpilot] {body['title']}"[:200], text, settings.DEFAULT_FROM_EMAIL, recipients)
     except Exception as error:  # SMTP's errors are many; each is a failed attempt, retried as a webhook's is
-        return False, None, f"e-mail: {type(error).__name__}: {error}", False
+        return False, None, f"e-mail: {_mail_failure(error)}", False
     return True, None, "", False
+
+
+def _mail_failure(error: Exception) -> str:
+    """Why a mail did not go, in words: "ConnectionRefusedError: [Errno 111] Connection refused" said nothing of
+    where, or what to set."""
+    server = f"{settings.EMAIL_HOST}:{settings.EMAIL_PORT}"
+    if isinstance(error, ConnectionRefusedError):
+        return f"no mail server answers at {server} (RACKPILOT_EMAIL_HOST, RACKPILOT_EMAIL_PORT: docs/configuration.md)"
+    if isinstance(error, OSError):
+        return f"could not reach the mail server at {server}: {error.strerror or error}"
+    return f"the mail server at {server} refused it: {error}"
 
 
 def send_test(*, subscription: Subscription) -> Delivery:

@@ -147,7 +147,9 @@ def gpu_hours_figure(rows: list[dict], *, label: str, title: str) -> dict:
         }
         for part, name, colour in GPU_HOURS_PARTS
     ]
-    return _figure(data, title=title, y_title="GPU-hours", barmode="stack", hovermode="x")
+    # The key above the plot, right of the title: below it, it sat on the bars' slanted names ("gpu" for gpu001).
+    key = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}
+    return _figure(data, title=title, y_title="GPU-hours", barmode="stack", hovermode="x", legend=key)
 
 
 def sensor_lines(series: list[Series], *, title: str, y_title: str) -> dict:

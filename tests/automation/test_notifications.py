@@ -273,3 +273,14 @@ def test_a_test_notification_is_sent_as_a_test_not_as_a_failed_job(
         format="json",
     )
     assert refused.status_code == 400 and "events" in refused.json()
+
+
+def test_a_mail_that_did_not_go_says_where_and_what_to_set(settings):
+    """The delivery log read "e-mail: ConnectionRefusedError: [Errno 111] Connection refused"."""
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "mail.example.org", 2525
+
+    refused = notifications._mail_failure(ConnectionRefusedError(111, "Connection refused"))
+    unreachable = notifications._mail_failure(OSError(113, "No route to host"))
+
+    assert refused.startswith("no mail server answers at mail.example.org:2525") and "RACKPILOT_EMAIL_HOST" in refused
+    assert unreachable == "could not reach the mail server at mail.example.org:2525: No route to host"

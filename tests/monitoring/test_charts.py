@@ -83,3 +83,8 @@ def test_the_xid_chart_names_codes_spans_the_window_and_says_when_there_are_none
     assert FIGURES["xid_quiet"]["data"] == [] and quiet["xaxis"]["range"] == xid["xaxis"]["range"]
     assert [note["text"] for note in quiet["annotations"]] == ["No XID errors in this window"]
     assert quiet["yaxis"]["visible"] is False
+
+
+def test_the_gpu_hours_key_is_above_the_bars_not_on_their_names():
+    assert FIGURES["gpu_hours"]["layout"]["legend"]["yanchor"] == "bottom"
+    assert FIGURES["gpu_hours"]["layout"]["legend"]["y"] > 1
