@@ -273,6 +273,10 @@ def test_nvbandwidth_page_draws_the_chosen_nodes_matrices(run_suite, browser_as,
     matrix = json.loads(page.split('<script id="matrix-0" type="application/json">')[1].split("</script>")[0])
     assert matrix["data"][0]["type"] == "heatmap" and len(matrix["data"][0]["z"]) == 8
     assert "gpu002" in matrix["layout"]["title"]["text"]
+    # Coloured against the reference's tiers, not the matrix's own spread (±0.3 % of noise went red to green).
+    heatmap = matrix["data"][0]
+    measured = Measurement.objects.get(run=run, hosts=["gpu002"], case="device_to_device_memcpy_read_ce")
+    assert (heatmap["zmin"], heatmap["zmax"]) == (measured.reference.fail_below, measured.reference.expected)
 
 
 def test_measurement_references_are_editable_by_operators_with_ordered_tiers(demo_cluster, api_as, viewer, operator):
