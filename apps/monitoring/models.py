@@ -263,6 +263,15 @@ class Slo(AuditedModel, PublicModel):
         if errors:
             raise ValidationError(errors)
 
+    @property
+    def target_text(self) -> str:
+        """The target as the SLOs page reads it: "≤ 100 ms, 99 % of the time" (it read "100 · 0.9900")."""
+        criterion = slo.CRITERIA.get(self.objective)
+        if criterion is None or self.target is None or self.compliance is None:
+            return "—"
+        bound = "≥" if criterion.at_least else "≤"
+        return f"{bound} {self.target:g} {criterion.unit}, {100 * self.compliance:g} % of the time"
+
     def spec(self) -> slo.SloSpec:
         return slo.SloSpec(
             name=self.name,

@@ -70,6 +70,7 @@ def test_the_slos_page_shows_each_with_its_budgets(demo, browser_as, viewer, rec
 
     for name, _, _ in DEMO_SLOS:
         assert name in page
+    assert "≤ 100 ms, 99 % of the time" in page  # the p99 SLO's target in words (was "100 · 0.9900")
     status = services.slo_status(Slo.objects.get(name="llama-pretrain-utilisation"), windows=("1h",))
     [budget] = status["budgets"]
     assert not status["error"] and budget.judged > 0 and status["latest"] is not None
