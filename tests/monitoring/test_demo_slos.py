@@ -40,7 +40,7 @@ def test_the_four_criteria_are_added_once_on_the_demo_workloads(demo):
     assert rows["llama-pretrain-utilisation"].training_job.name == "llama-pretrain"
 
 
-def test_the_demo_given_its_month_counts_a_month_of_operating_hours_on_every_part(demo):
+def test_the_demo_given_its_month_counts_a_month_of_operating_hours_on_every_part(clock, demo):
     from apps.health.costs import mtbf
     from apps.inventory.models import Gpu
 
