@@ -1,8 +1,8 @@
-"""API pieces shared by every app: references by public id or name, model validation in serializers that reports
-every bad field at once, and errors that never become 500s."""
+"""API pieces shared by every app: references by public id or name, every bad field at once (the shape's errors
+with the service's or the model's checks of the fields that passed), and errors that never become 500s."""
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -149,7 +149,51 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-class ValidatedModelSerializer(serializers.ModelSerializer):
+def errors_beyond_shape(refused: Mapping, passed: dict, check: Callable[[dict, set[str]], Mapping]) -> dict:
+    """What `check` (the service's own checks, which save nothing) says of `passed`, the values of the fields whose
+    shape passed, less the fields in `refused` (the shape's errors, by field): a field refused by its shape keeps that
+    message alone, since the check saw no value of it. A door that checks shapes first (a serializer, a form) adds
+    these to its own errors, so a request learns every bad field at once (docs/api.md). `check` is also told which
+    fields were refused, for a rule that one of them would have met (a subject named, but not found)."""
+    found = check(passed, set(refused)) or {}
+    return {key: value for key, value in found.items() if key not in refused}
+
+
+class EveryBadField:
+    """A serializer mixin: when some fields are refused by their shape, `errors_beyond_shape` still judges the
+    fields that passed and its errors join the answer (errors_beyond_shape above). Define it to call the service's
+    check; when every shape passes, the service itself judges the whole request."""
+
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> Mapping:
+        raise NotImplementedError
+
+    def to_internal_value(self, data):
+        try:
+            return super().to_internal_value(data)
+        except ValidationError as error:
+            if not isinstance(error.detail, dict) or not isinstance(data, Mapping):
+                raise
+            passed = self._fields_that_pass(data, set(error.detail))
+            more = errors_beyond_shape(error.detail, passed, self.errors_beyond_shape)
+            raise ValidationError({**more, **error.detail}) from None
+
+    def _fields_that_pass(self, data, failed: set[str]) -> dict:
+        """The validated values of the fields not in `failed`, keyed as validated_data keys them."""
+        attrs: dict = {}
+        for field in self._writable_fields:
+            if field.field_name in failed:
+                continue
+            try:
+                value = field.run_validation(field.get_value(data))
+                if (validate_field := getattr(self, f"validate_{field.field_name}", None)) is not None:
+                    value = validate_field(value)
+            except (ValidationError, DjangoValidationError, SkipField):
+                continue
+            self.set_value(attrs, field.source_attrs, value)
+        return attrs
+
+
+class ValidatedModelSerializer(EveryBadField, serializers.ModelSerializer):
     """Runs the model's own validation (clean(), constraints), so the API and the forms refuse the same input.
 
     Every bad field is reported at once: when some fields fail on their own, the model's checks (uniqueness,
@@ -181,35 +225,13 @@ class ValidatedModelSerializer(serializers.ModelSerializer):
             raise ValidationError(_as_drf_detail(error)) from None
         return attrs
 
-    def to_internal_value(self, data):
-        try:
-            return super().to_internal_value(data)
-        except ValidationError as error:
-            if not isinstance(error.detail, dict) or not isinstance(data, Mapping):
-                raise
-            failed = set(error.detail)
-            more = self._model_errors(self._fields_that_pass(data, failed), failed)
-            raise ValidationError({**more, **error.detail}) from None
-
-    def _fields_that_pass(self, data, failed: set[str]) -> dict:
-        attrs: dict = {}
-        for field in self._writable_fields:
-            if field.field_name in failed:
-                continue
-            try:
-                value = field.run_validation(field.get_value(data))
-            except (ValidationError, DjangoValidationError, SkipField):
-                continue
-            self.set_value(attrs, field.source_attrs, value)
-        return attrs
-
-    def _model_errors(self, attrs: dict, failed: set[str]) -> dict:
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
         """The model's field, uniqueness and constraint checks on what passed. Not clean(): its cross-field rules
         would read the failed fields' defaults and report errors the client did not make."""
-        sources = {field.source for field in self._writable_fields if field.field_name in failed}
-        exclude = failed | sources | {name for name in self.fields if name not in attrs and self.instance is None}
+        sources = {field.source for field in self._writable_fields if field.field_name in refused}
+        exclude = refused | sources | {name for name in self.fields if name not in passed and self.instance is None}
         try:
-            candidate = self._candidate(attrs)
+            candidate = self._candidate(passed)
         except (TypeError, ValueError, ObjectDoesNotExist):
             return {}
         problems: dict = {}
@@ -219,7 +241,7 @@ class ValidatedModelSerializer(serializers.ModelSerializer):
             except DjangoValidationError as error:
                 for key, messages in _as_drf_detail(error).items():
                     problems.setdefault(key, []).extend(m for m in messages if m not in problems.get(key, []))
-        return {key: value for key, value in problems.items() if key not in failed}
+        return problems
 
 
 def _as_drf_detail(error: DjangoValidationError):

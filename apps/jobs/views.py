@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.api import errors_beyond_shape
 from apps.core.listing import Listing
 from apps.jobs import services
 from apps.jobs.choices import FAILED_STEPS, JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
@@ -162,12 +163,7 @@ def job_cell(request, public_id, hostname, step):
 def job_new(request):
     form = JobForm(request.POST or None, initial={"nodes": request.GET.getlist("node")})
     if request.method == "POST" and not form.is_valid():
-        # What the job's own checks say of the fields the form took, beside its errors: every bad field at once.
-        data = form.cleaned_data
-        deeper = services.request_errors(
-            kind=data.get("kind"), parameters=data.get("parameters", {}), transport=data.get("transport") or None
-        )
-        add_service_errors(form, {field: errors for field, errors in deeper.items() if field not in form.errors})
+        add_service_errors(form, errors_beyond_shape(form.errors, form.cleaned_data, _request_errors))
     elif request.method == "POST":
         data = form.cleaned_data
         try:
@@ -186,6 +182,17 @@ def job_new(request):
             return redirect("job-page", public_id=job.public_id)
     defaults = {name: _defaults(cls) for name, cls in KINDS.items()}
     return render(request, "jobs/job_new.html", {"form": form, "kinds": KINDS, "defaults": defaults})
+
+
+def _request_errors(data: dict, refused: set[str]) -> dict:
+    """What the job's own checks say of the form's fields that passed (the targets only when all three did)."""
+    targets_known = not refused & {"nodes", "racks", "tags"} and any(data.get(k) for k in ("nodes", "racks", "tags"))
+    return services.request_errors(
+        kind=data.get("kind"),
+        targets=_targets(data) if targets_known else None,
+        parameters=data.get("parameters", {}),
+        transport=data.get("transport") or None,
+    )
 
 
 def _targets(data: dict) -> services.TargetSpec:

@@ -2,6 +2,7 @@ from django.urls import reverse
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
+from apps.core.api import EveryBadField
 from apps.inventory.choices import NodeRole
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS
 from apps.jobs.kinds import KINDS, not_startable_message, startable_kind_names
@@ -88,7 +89,7 @@ def _qualname(cls) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-class JobCreateSerializer(serializers.Serializer):
+class JobCreateSerializer(EveryBadField, serializers.Serializer):
     kind = KindField(max_length=64, help_text="A registered job kind, e.g. shell-check or sleep.")
     targets = TargetsSerializer()
     parameters = KindParametersField(
@@ -96,25 +97,16 @@ class JobCreateSerializer(serializers.Serializer):
     )
     transport = serializers.ChoiceField(choices=TRANSPORT_NAMES, required=False)
 
-    def every_error(self) -> dict:
-        """After is_valid() failed: its errors, and what the job's own checks say of the fields that passed it (an
-        unknown node beside a bad transport), so a request learns every bad field at once."""
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
         from apps.jobs import services
 
-        passed = {}
-        for name, field in self.fields.items():
-            if name not in self.errors and name in self.initial_data:
-                passed[name] = field.run_validation(self.initial_data[name])
         targets = passed.get("targets")
-        deeper = services.request_errors(
+        return services.request_errors(
             kind=passed.get("kind"),
             targets=services.TargetSpec.of(targets) if targets is not None else None,
-            parameters=passed.get("parameters") if "parameters" not in self.errors else {},
+            parameters=passed.get("parameters", {}),
             transport=passed.get("transport"),
         )
-        if "parameters" in self.errors:
-            deeper.pop("parameters", None)
-        return {**deeper, **self.errors}
 
 
 class ProgressSerializer(serializers.Serializer):

@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
@@ -50,8 +50,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(request=JobCreateSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):
         incoming = JobCreateSerializer(data=request.data)
-        if not incoming.is_valid():
-            raise ValidationError(incoming.every_error())
+        incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         services.check_startable(kind=data["kind"])
         job = services.create_job(
