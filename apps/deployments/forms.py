@@ -94,6 +94,13 @@ class NodesForm(forms.Form):
             raise forms.ValidationError("Pick racks, tags or host names.")
         return data
 
+    def known_targets(self, refused: set[str]) -> job_services.TargetSpec | None:
+        """The targets when every target field passed its shape and one names something; else None (not judged)."""
+        fields = ("racks", "tags", "hostnames")
+        if refused & set(fields) or not any(self.cleaned_data.get(name) for name in fields):
+            return None
+        return self.targets()
+
     def targets(self) -> job_services.TargetSpec:
         data = self.cleaned_data
         return job_services.TargetSpec(

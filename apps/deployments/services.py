@@ -59,17 +59,60 @@ def _primary_sku(nodes: list[Node]) -> GpuSku | None:
     return GpuSku.objects.get(pk=counted.most_common(1)[0][0]) if counted else None
 
 
-def check_options(nodes: list[Node], merged: dict, edits: dict) -> None:
+def options_errors(nodes: list[Node] | None, base: dict, edits) -> tuple[dict[str, list[str]], dict]:
+    """The options (base with the edits merged) and what is wrong with them, by path: the edits' own rules and what
+    the generated files need, side by side (a relative mount beside an MTU of 99999); when both pass and the nodes
+    are known (None: their names were refused), the files as rendered for those nodes."""
+    if not isinstance(edits, dict):
+        return {key: [message] for key, message in options.errors(edits).items()}, base
+    merged = options.merged(base, edits)
     problems = options.errors(edits, merged_options=merged)
-    if not problems:
-        problems.update({f"options.{path}": message for path, message in artefacts.options_errors(merged).items()})
-    if not problems:
+    for path, message in artefacts.options_errors(merged).items():
+        problems.setdefault(f"options.{path}", message)  # the first rule to speak for a path is enough
+    if not problems and nodes is not None:
         try:
             artefacts.render_all(merged, artefact_nodes(load_nodes([n.pk for n in nodes])), deployment_name="check")
         except artefacts.ArtefactError as error:
             problems.update(artefact_problems(error))
-    if problems:
-        raise DeploymentError({key: [message] for key, message in problems.items()})
+    return {key: [message] for key, message in problems.items()}, merged
+
+
+def _criteria_errors(edits) -> dict[str, list[str]]:
+    return {key: [message] for key, message in criteria.errors(edits or {}).items()}
+
+
+def _nodes(targets: job_services.TargetSpec, errors: dict) -> list[Node] | None:
+    """The nodes the targets name; None, their errors added to `errors`, when a name matches nothing."""
+    try:
+        return job_services.resolve_targets(targets)
+    except serializers.ValidationError as error:
+        errors |= error.detail
+        return None
+
+
+def _judge_new(*, name, targets, option_edits, criteria_edits, transport) -> tuple[dict, list[Node] | None, dict]:
+    """(errors, nodes, merged options) of a new plan; a part given as None was refused by the door: not judged."""
+    errors: dict = {}
+    if name is not None and not NAME.fullmatch(name):
+        errors["name"] = ["Letters, digits, . _ - (up to 64), starting with a letter or digit."]
+    elif name is not None and Deployment.objects.filter(name=name).exists():
+        errors["name"] = [f"A deployment named {name!r} already exists."]
+    if transport and transport not in Deploy.transports:
+        errors["transport"] = [f"Deployments run over {', '.join(Deploy.transports)}, not {transport!r}."]
+    nodes = _nodes(targets, errors) if targets is not None else None
+    # Without the nodes (refused), the options are still judged on their own, against the plan's defaults.
+    base = options.defaults(nodes or [])
+    found, merged = options_errors(nodes, base, option_edits if option_edits is not None else {})
+    errors |= found | _criteria_errors(criteria_edits)
+    return errors, nodes, merged
+
+
+def creation_errors(*, name=None, targets=None, option_edits=None, criteria_edits=None, transport=None) -> dict:
+    """What create_deployment would refuse of the parts given (None: refused by the door's shape, not judged), saving
+    nothing: a door that checks shapes first reports these beside its own, every bad field at once."""
+    return _judge_new(
+        name=name, targets=targets, option_edits=option_edits, criteria_edits=criteria_edits, transport=transport
+    )[0]
 
 
 def create_deployment(
@@ -84,21 +127,9 @@ def create_deployment(
 ) -> Deployment:
     """A draft plan for the targets with options pre-filled from the inventory; edits are checked (400 naming every
     bad field at once)."""
-    errors: dict = {}
-    if not NAME.fullmatch(name or ""):
-        errors["name"] = ["Letters, digits, . _ - (up to 64), starting with a letter or digit."]
-    elif Deployment.objects.filter(name=name).exists():
-        errors["name"] = [f"A deployment named {name!r} already exists."]
-    if transport and transport not in Deploy.transports:
-        errors["transport"] = [f"Deployments run over {', '.join(Deploy.transports)}, not {transport!r}."]
-    nodes = merged = None
-    try:
-        nodes = job_services.resolve_targets(targets)
-        merged = options.merged(options.defaults(nodes), option_edits or {})
-        check_options(nodes, merged, option_edits or {})  # the options are judged against the nodes
-    except serializers.ValidationError as error:
-        errors |= error.detail
-    errors |= {key: [message] for key, message in criteria.errors(criteria_edits or {}).items()}
+    errors, nodes, merged = _judge_new(
+        name=name or "", targets=targets, option_edits=option_edits, criteria_edits=criteria_edits, transport=transport
+    )
     if errors:
         raise DeploymentError(errors)
     snapshot = criteria.resolve(_primary_sku(nodes))
@@ -122,6 +153,30 @@ def _require_draft(deployment: Deployment) -> None:
         _refuse("state", f"The plan is {deployment.get_state_display().lower()}; only a draft can be changed.")
 
 
+def _judge_update(*, deployment, targets, option_edits, criteria_edits, stage) -> tuple[dict, list[Node] | None, dict]:
+    """(errors, nodes, merged options) of a change to a draft; None: a part not changed (or refused by the door)."""
+    errors: dict = {}
+    if targets is not None:
+        nodes = _nodes(targets, errors)
+        base = options.merged(options.defaults(nodes or []), {})  # other nodes: options re-derived where not edited
+    else:
+        nodes, base = list(deployment.nodes.all()), deployment.options
+    found, merged = options_errors(nodes, base, option_edits if option_edits is not None else {})
+    errors |= found | _criteria_errors(criteria_edits)
+    if stage is not None and stage not in WizardStage.values:
+        errors["stage"] = [f"One of {', '.join(WizardStage.values)}."]
+    return errors, nodes, merged
+
+
+def update_errors(*, deployment: Deployment, targets=None, option_edits=None, criteria_edits=None, stage=None) -> dict:
+    """What update_deployment would refuse of the parts given, saving nothing (as creation_errors)."""
+    if not deployment.is_draft:
+        return {"state": [f"The plan is {deployment.get_state_display().lower()}; only a draft can be changed."]}
+    return _judge_update(
+        deployment=deployment, targets=targets, option_edits=option_edits, criteria_edits=criteria_edits, stage=stage
+    )[0]
+
+
 def update_deployment(
     *,
     deployment: Deployment,
@@ -133,15 +188,11 @@ def update_deployment(
 ) -> Deployment:
     """Change a draft: other nodes (options re-derived where not edited), option and criteria edits, wizard stage."""
     _require_draft(deployment)
-    nodes = job_services.resolve_targets(targets) if targets is not None else list(deployment.nodes.all())
-    base = options.merged(options.defaults(nodes), {}) if targets is not None else deployment.options
-    merged = options.merged(base, option_edits or {})
-    check_options(nodes, merged, option_edits or {})
-    problems = criteria.errors(criteria_edits or {})
-    if stage is not None and stage not in WizardStage.values:
-        problems["stage"] = f"One of {', '.join(WizardStage.values)}."
-    if problems:
-        raise DeploymentError({key: [message] for key, message in problems.items()})
+    errors, nodes, merged = _judge_update(
+        deployment=deployment, targets=targets, option_edits=option_edits, criteria_edits=criteria_edits, stage=stage
+    )
+    if errors:
+        raise DeploymentError(errors)
     with transaction.atomic():
         deployment.options = merged
         deployment.criteria = criteria.merged(deployment.criteria, criteria_edits or {})

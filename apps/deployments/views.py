@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.api import errors_beyond_shape
 from apps.core.listing import Listing
 from apps.deployments import cluster, node_operations, report, services
 from apps.deployments.catalogue import SOFTWARE_LABELS
@@ -110,7 +111,16 @@ def deployment_list(request):
 @role_required(Role.OPERATOR)
 def deployment_new(request):
     form = NodesForm(_data(request))
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not form.is_valid():
+        found = errors_beyond_shape(
+            form.errors,
+            form.cleaned_data,
+            lambda data, refused: services.creation_errors(
+                name=data.get("name"), targets=form.known_targets(refused), transport=data.get("transport") or None
+            ),
+        )
+        add_service_errors(form, found, aliases=NodesForm.ALIASES)
+    elif request.method == "POST":
         data = form.cleaned_data
         try:
             deployment = services.create_deployment(
@@ -161,7 +171,10 @@ def _advance(deployment, stage: str):
 
 def _stage_nodes(request, deployment):
     form = NodesForm(_data(request), initial=NodesForm.initial_for(deployment), editing=True)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not form.is_valid():
+        found = _update_errors(form, deployment, targets=form.known_targets(set(form.errors)))
+        add_service_errors(form, found, aliases=NodesForm.ALIASES)
+    elif request.method == "POST":
         try:
             services.update_deployment(
                 deployment=deployment, targets=form.targets(), description=form.cleaned_data["description"]
@@ -177,7 +190,9 @@ def _stage_nodes(request, deployment):
 
 def _stage_versions(request, deployment):
     form = VersionsForm(_data(request), initial=VersionsForm.initial_for(deployment))
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not form.is_valid():
+        add_service_errors(form, _update_errors(form, deployment, option_edits=form.option_edits()))
+    elif request.method == "POST":
         try:
             services.update_deployment(
                 deployment=deployment, option_edits=form.option_edits(), stage=_later(deployment, WizardStage.REVIEW)
@@ -190,6 +205,15 @@ def _stage_versions(request, deployment):
     return _wizard(request, deployment, WizardStage.VERSIONS, {"form": form}, status=status)
 
 
+def _update_errors(form, deployment, **parts) -> dict:
+    """A wizard form its shape refused: what the draft's checks say of the parts made of the fields that passed."""
+
+    def check(data: dict, refused: set[str]) -> dict:  # the parts are made of `data`, the fields that passed
+        return services.update_errors(deployment=deployment, **parts)
+
+    return errors_beyond_shape(form.errors, form.cleaned_data, check)
+
+
 def _later(deployment, stage: str) -> str:
     current = WizardStage(deployment.stage)
     return stage if STAGES.index(current) < STAGES.index(WizardStage(stage)) else current.value
@@ -197,7 +221,9 @@ def _later(deployment, stage: str) -> str:
 
 def _stage_review(request, deployment):
     form = CriteriaForm(_data(request), criteria=deployment.criteria)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and not form.is_valid():
+        form.add_service_errors(_update_errors(form, deployment, criteria_edits=form.criteria_edits()))
+    elif request.method == "POST":
         try:
             services.update_deployment(
                 deployment=deployment,

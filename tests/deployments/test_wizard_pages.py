@@ -348,3 +348,29 @@ def test_the_api_names_every_bad_field_of_a_new_plan_at_once(api_as, operator, d
     assert response.status_code == 400
     assert {"name", "targets", "criteria.no-such-check"} <= set(response.data), response.data
     assert Deployment.objects.count() == 1
+
+
+def test_the_nodes_stage_names_every_bad_field_at_once(browser_as, operator, demo_cluster):
+    """A name too long for the form no longer hides the host name that matches nothing (the plan's check)."""
+    response = browser_as(operator).post(
+        "/deployments/new/", {"name": "n" * 65, "transport": "sim", "hostnames": "gpu025, nosuch99"}
+    )
+
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert "at most 64 characters" in str(errors["name"]) and "nosuch99" in str(errors["hostnames"]), errors
+    assert not Deployment.objects.exists()
+
+
+def test_the_versions_stage_names_every_bad_field_at_once(browser_as, operator, draft):
+    """The form's rules (RSS queues not a number), the edits' (a relative mount), the files' (MTU 99999), together."""
+    before = dict(draft.options)
+    post = versions_post(draft, network__rss_queues="many", network__mtu=99999, checkpoints__mount="checkpoints")
+
+    response = browser_as(operator).post(wizard(draft, "versions"), post)
+
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert {"network__rss_queues", "network__mtu", "checkpoints__mount"} <= set(errors), errors
+    draft.refresh_from_db()
+    assert draft.options == before

@@ -2,7 +2,7 @@ from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.api import ReferenceField
+from apps.core.api import EveryBadField, ReferenceField
 from apps.deployments import criteria, services
 from apps.deployments.api import schemas
 from apps.deployments.choices import Outcome, WizardStage
@@ -14,6 +14,7 @@ from apps.deployments.models import (
     Suggestion,
     Verdict,
 )
+from apps.jobs import services as job_services
 from apps.jobs.api.serializers import TargetsSerializer
 
 
@@ -37,7 +38,7 @@ class CriteriaField(serializers.JSONField):
     pass
 
 
-class DeploymentCreateSerializer(serializers.Serializer):
+class DeploymentCreateSerializer(EveryBadField, serializers.Serializer):
     name = serializers.CharField(
         max_length=64,
         trim_whitespace=False,
@@ -52,13 +53,37 @@ class DeploymentCreateSerializer(serializers.Serializer):
     criteria = CriteriaEditField(required=False, default=dict, help_text="Edits of the acceptance criteria.")
     transport = serializers.ChoiceField(choices=["ssh", "sim"], required=False, default="")
 
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        return services.creation_errors(
+            name=passed.get("name"),
+            targets=_targets(passed),
+            option_edits=passed.get("options"),
+            criteria_edits=passed.get("criteria"),
+            transport=passed.get("transport"),
+        )
 
-class DeploymentUpdateSerializer(serializers.Serializer):
+
+class DeploymentUpdateSerializer(EveryBadField, serializers.Serializer):
+    """A change to a draft; the context's `deployment` is the draft (its checks judge the fields that passed)."""
+
     description = serializers.CharField(required=False, allow_blank=True)
     targets = TargetsSerializer(required=False)
     options = OptionsEditField(required=False)
     criteria = CriteriaEditField(required=False)
     stage = serializers.ChoiceField(choices=WizardStage.choices, required=False)
+
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        return services.update_errors(
+            deployment=self.context["deployment"],
+            targets=_targets(passed),
+            option_edits=passed.get("options"),
+            criteria_edits=passed.get("criteria"),
+            stage=passed.get("stage"),
+        )
+
+
+def _targets(passed: dict) -> job_services.TargetSpec | None:
+    return job_services.TargetSpec.of(passed["targets"]) if passed.get("targets") is not None else None
 
 
 class ApproveSerializer(serializers.Serializer):

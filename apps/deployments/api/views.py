@@ -36,15 +36,6 @@ from apps.jobs import services as job_services
 UUID_PATTERN = r"[0-9a-fA-F-]{36}"
 
 
-def _targets(data: dict) -> job_services.TargetSpec:
-    return job_services.TargetSpec(
-        nodes=tuple(data.get("nodes", ())),
-        racks=tuple(data.get("racks", ())),
-        tags=tuple(data.get("tags", ())),
-        role=data.get("role", ""),
-    )
-
-
 class DeploymentViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
@@ -80,7 +71,7 @@ class DeploymentViewSet(
         deployment = services.create_deployment(
             name=data["name"],
             description=data.get("description", ""),
-            targets=_targets(data["targets"]),
+            targets=job_services.TargetSpec.of(data["targets"]),
             user=request.user,
             option_edits=data.get("options") or {},
             criteria_edits=data.get("criteria") or {},
@@ -92,12 +83,13 @@ class DeploymentViewSet(
 
     @extend_schema(request=DeploymentUpdateSerializer, responses={200: DeploymentSerializer})
     def partial_update(self, request, *args, **kwargs):
-        incoming = DeploymentUpdateSerializer(data=request.data, partial=True)
+        deployment = self.get_object()
+        incoming = DeploymentUpdateSerializer(data=request.data, partial=True, context={"deployment": deployment})
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         deployment = services.update_deployment(
-            deployment=self.get_object(),
-            targets=_targets(data["targets"]) if "targets" in data else None,
+            deployment=deployment,
+            targets=job_services.TargetSpec.of(data["targets"]) if "targets" in data else None,
             option_edits=data.get("options"),
             criteria_edits=data.get("criteria"),
             stage=data.get("stage"),
