@@ -1,5 +1,6 @@
 from django import forms
 
+from apps.core.api import errors_beyond_shape
 from apps.diagnosis import services, utilisation
 from apps.inventory.models import Node
 from apps.jobs.kinds import get_kind
@@ -64,11 +65,20 @@ class IncidentForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if not data.get("training_job") and not data.get("node"):
-            self.add_error("training_job", "Choose the training job or the node the incident is about.")
-        if data.get("sample_seconds") is not None and data.get("runbook") != "gpu-utilisation":
-            self.add_error("sample_seconds", "Only runbook 2 (gpu-utilisation) samples the GPUs over a window.")
+        # The incident's own checks, on the fields whose shape passed: every bad field at once.
+        for field, messages in errors_beyond_shape(self.errors, data, _incident_errors).items():
+            self.add_error(field if field in self.fields else None, messages)
         return data
+
+
+def _incident_errors(data: dict, refused: set[str]) -> dict:
+    return services.incident_errors(
+        runbook=data.get("runbook") or "nccl-timeout",
+        training_job=data.get("training_job"),
+        node=data.get("node"),
+        sample_seconds=data.get("sample_seconds"),
+        subject_refused=bool(refused & {"training_job", "node"}),
+    )
 
 
 class RehearsalForm(forms.Form):

@@ -145,12 +145,48 @@ def finding_dict(finding: rules.Finding, *, source: str) -> dict[str, Any]:
 
 
 class IncidentError(ValueError):
-    """A request about an incident that cannot be done; ``field`` names what is wrong."""
+    """A request about an incident that cannot be done; ``field`` names what is wrong (the first field of
+    ``errors``, which holds every bad field, by field, when several are)."""
 
-    def __init__(self, message: str, *, field: str = "non_field_errors"):
+    def __init__(self, message: str, *, field: str = "non_field_errors", errors: dict[str, list[str]] | None = None):
         super().__init__(message)
         self.message = message
         self.field = field
+        self.errors = errors or {field: [message]}
+
+    @classmethod
+    def of(cls, errors: dict[str, list[str]]) -> IncidentError:
+        message = " ".join(m for messages in errors.values() for m in messages)
+        return cls(message, field=next(iter(errors)), errors=errors)
+
+
+def incident_errors(
+    *,
+    runbook: str,
+    training_job=None,
+    node=None,
+    check_step=None,
+    sample_seconds: int | None = None,
+    subject_refused: bool = False,
+) -> dict[str, list[str]]:
+    """What open_incident, and the runbook's start over `sample_seconds`, would refuse, by field, saving nothing:
+    every bad field at once. `subject_refused`: the door refused the training job or node named (none such), so the
+    incident was about something all the same."""
+    errors: dict[str, list[str]] = {}
+    if runbook not in RUNBOOKS:
+        errors["runbook"] = [f"No runbook {runbook!r}; choose one of {', '.join(RUNBOOKS)}."]
+    elif runbook in (RECOVERY_KIND, UTILISATION_KIND) and training_job is None:
+        errors["training_job"] = [f"The {runbook} runbook needs the training job."]
+    if training_job is None and node is None and check_step is None and not subject_refused:
+        errors.setdefault("training_job", ["Name the training job, node or failed check the incident is about."])
+    if training_job is not None and not training_job.log_path:
+        errors["training_job"] = [f"{training_job} has no log path: the runbook reads the training log."]
+    if sample_seconds is not None:
+        try:
+            check_sample_seconds(runbook=runbook, seconds=sample_seconds)
+        except IncidentError as error:
+            errors[error.field] = [error.message]
+    return errors
 
 
 def open_incident(
@@ -166,17 +202,10 @@ def open_incident(
 ):
     """Open an incident about a training job, a node or a failed check (at least one of them). `runbook`:
     ``nccl-timeout`` (runbook 1), ``gpu-utilisation`` (runbook 2) or ``training-interrupted`` (runbook 3); the
-    last two need the training job."""
-    if runbook not in RUNBOOKS:
-        raise IncidentError(f"No runbook {runbook!r}; choose one of {', '.join(RUNBOOKS)}.", field="runbook")
-    if runbook in (RECOVERY_KIND, UTILISATION_KIND) and training_job is None:
-        raise IncidentError(f"The {runbook} runbook needs the training job.", field="training_job")
-    if training_job is None and node is None and check_step is None:
-        raise IncidentError("Name the training job, node or failed check the incident is about.", field="training_job")
-    if training_job is not None and not training_job.log_path:
-        raise IncidentError(
-            f"{training_job} has no log path: the runbook reads the training log.", field="training_job"
-        )
+    last two need the training job. IncidentError naming every bad field otherwise (incident_errors)."""
+    errors = incident_errors(runbook=runbook, training_job=training_job, node=node, check_step=check_step)
+    if errors:
+        raise IncidentError.of(errors)
     subject = training_job or node or check_step
     label = {RECOVERY_KIND: "Training interrupted", UTILISATION_KIND: "GPU utilisation fluctuating"}.get(
         runbook, "NCCL timeout / hang"

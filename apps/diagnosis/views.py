@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import Prefetch
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -71,17 +72,19 @@ def incident_open(request):
     if form.is_valid():
         data = form.cleaned_data
         try:
-            incident = services.open_incident(
-                user=request.user,
-                training_job=data["training_job"],
-                node=data["node"],
-                symptom=data["symptom"],
-                transport=data["transport"],
-                runbook=data.get("runbook") or "nccl-timeout",
-            )
-            services.start_runbook(incident=incident, user=request.user, sample_seconds=data.get("sample_seconds"))
+            with transaction.atomic():  # a runbook that cannot start leaves no incident behind
+                incident = services.open_incident(
+                    user=request.user,
+                    training_job=data["training_job"],
+                    node=data["node"],
+                    symptom=data["symptom"],
+                    transport=data["transport"],
+                    runbook=data.get("runbook") or "nccl-timeout",
+                )
+                services.start_runbook(incident=incident, user=request.user, sample_seconds=data.get("sample_seconds"))
         except services.IncidentError as error:
-            form.add_error(error.field if error.field in form.fields else None, error.message)
+            for field, messages in error.errors.items():
+                form.add_error(field if field in form.fields else None, messages)
         else:
             return redirect("incident-detail", public_id=incident.public_id)
     return _incident_list(request, form, status=400)

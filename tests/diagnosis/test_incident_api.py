@@ -2,8 +2,10 @@
 
 import pytest
 
+from apps.diagnosis import utilisation
 from apps.diagnosis.models import Incident
 from apps.jobs.models import Job
+from apps.workloads.models import TrainingJob
 
 URL = "/api/incidents/"
 
@@ -62,3 +64,23 @@ def test_open_follow_and_approve_over_the_api(training_job, inject, api_as, oper
     assert client.post(approve).status_code == 400  # approved once only
     fixed = client.get(f"{URL}{incident_id}/").json()["remediations"][0]
     assert fixed["approved_by"] == "operator" and fixed["state"] == "approved"
+
+
+@pytest.mark.django_db
+def test_every_bad_field_is_named_at_once(training_job, api_as, operator):
+    """A field refused by its shape (a node that does not exist, a transport) no longer hides what the incident's
+    own checks say of the others (runbook 2 needs the training job; a job without a log; a window for runbook 1)."""
+    client = api_as(operator)
+    first = client.post(
+        URL, {"node": "no-such-node", "transport": "telnet", "runbook": "gpu-utilisation"}, format="json"
+    )
+    assert first.status_code == 400
+    assert set(first.json()) == {"node", "transport", "training_job"}, first.json()
+    assert first.json()["training_job"] == ["The gpu-utilisation runbook needs the training job."]
+
+    no_log = TrainingJob.objects.create(name="no-log", ranks_per_node=8)
+    body = {"training_job": str(no_log.public_id), "title": "t" * 201, "sample_seconds": utilisation.MIN_WINDOW_S}
+    second = client.post(URL, body, format="json")
+    assert second.status_code == 400
+    assert set(second.json()) == {"title", "training_job", "sample_seconds"}, second.json()
+    assert not Incident.objects.exists() and not Job.objects.exists()

@@ -85,3 +85,22 @@ def test_run_the_runbook_again_is_in_the_live_part_once_the_runbook_has_ended(tr
     assert 'id="rerun"' not in live()
     Incident.objects.filter(pk=incident.pk).update(state="unresolved")
     assert 'id="rerun"' in live()
+
+
+@pytest.mark.django_db
+def test_the_form_names_every_bad_field_at_once(training_job, browser_as, operator):
+    """The form's refusals (a transport it does not offer, a node it does not know) beside the incident's checks
+    (runbook 2 needs the training job; only runbook 2 samples): none hides another, and a node that does not exist
+    is not read as no subject at all."""
+    client = browser_as(operator)
+    first = client.post(
+        reverse("incident-open"), {"transport": "telnet", "node": "gpu001", "runbook": "gpu-utilisation"}
+    )
+    assert first.status_code == 400
+    assert set(first.context["form"].errors) == {"transport", "training_job"}, first.context["form"].errors
+
+    body = {"transport": "sim", "node": "no-such-node", "runbook": "nccl-timeout", "sample_seconds": 60}
+    second = client.post(reverse("incident-open"), body)
+    assert second.status_code == 400
+    assert set(second.context["form"].errors) == {"node", "sample_seconds"}, second.context["form"].errors
+    assert not Incident.objects.exists() and not Job.objects.exists()

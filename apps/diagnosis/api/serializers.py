@@ -2,9 +2,13 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.diagnosis import utilisation
+from apps.core.api import EveryBadField
+from apps.core.text import echo
+from apps.diagnosis import services, utilisation
 from apps.diagnosis.choices import Problem
 from apps.diagnosis.costs import incident_cost
+from apps.inventory.models import Node
+from apps.workloads.models import TrainingJob
 
 
 class TriageTextSerializer(serializers.Serializer):
@@ -48,7 +52,7 @@ class TriageResultSerializer(serializers.Serializer):
 # --- incidents ---------------------------------------------------------------------------------------------------
 
 
-class IncidentCreateSerializer(serializers.Serializer):
+class IncidentCreateSerializer(EveryBadField, serializers.Serializer):
     training_job = serializers.UUIDField(required=False, allow_null=True, help_text="The failing training job.")
     node = serializers.CharField(required=False, allow_blank=True, max_length=255, help_text="A node's host name.")
     title = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
@@ -71,11 +75,35 @@ class IncidentCreateSerializer(serializers.Serializer):
         f"period shows when the window holds it {utilisation.MIN_PERIODS} times).",
     )
 
+    def validate_training_job(self, value):
+        if value is None:
+            return None
+        found = TrainingJob.objects.filter(public_id=value).first()
+        if found is None:
+            raise serializers.ValidationError(f"No training job matches {echo(str(value))}.")
+        return found
+
+    def validate_node(self, value):
+        if not value:
+            return None
+        found = Node.objects.filter(hostname=value).first()
+        if found is None:
+            raise serializers.ValidationError(f"No node matches {echo(value)}.")
+        return found
+
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        return services.incident_errors(
+            runbook=passed.get("runbook", ""),
+            training_job=passed.get("training_job"),
+            node=passed.get("node"),
+            sample_seconds=passed.get("sample_seconds"),
+            subject_refused=bool(refused & {"training_job", "node"}),
+        )
+
     def validate(self, attrs):
-        if attrs.get("sample_seconds") is not None and attrs["runbook"] != "gpu-utilisation":
-            raise serializers.ValidationError(
-                {"sample_seconds": ["Only runbook 2 (gpu-utilisation) samples the GPUs over a window."]}
-            )
+        # Every shape passed: the incident's checks, all at once, before anything is written.
+        if found := self.errors_beyond_shape(attrs, set()):
+            raise serializers.ValidationError(found)
         return attrs
 
 

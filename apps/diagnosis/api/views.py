@@ -29,7 +29,6 @@ from apps.diagnosis.models import Evidence, Hypothesis, Incident, Remediation
 from apps.inventory.models import Node
 from apps.jobs.api.serializers import JobSerializer
 from apps.simulator.injection import SimFault, injected_faults
-from apps.workloads.models import TrainingJob
 
 UUID_PATTERN = r"[0-9a-fA-F-]{36}"
 
@@ -136,21 +135,12 @@ class IncidentViewSet(
         incoming = IncidentCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
-        training_job = node = None
-        if data.get("training_job"):
-            training_job = TrainingJob.objects.filter(public_id=data["training_job"]).first()
-            if training_job is None:
-                raise ValidationError({"training_job": [f"No training job matches {echo(str(data['training_job']))}."]})
-        if data.get("node"):
-            node = Node.objects.filter(hostname=data["node"]).first()
-            if node is None:
-                raise ValidationError({"node": [f"No node matches {echo(data['node'])}."]})
         with transaction.atomic():
             try:
                 incident = services.open_incident(
                     user=request.user,
-                    training_job=training_job,
-                    node=node,
+                    training_job=data.get("training_job"),
+                    node=data.get("node"),
                     title=data["title"],
                     symptom=data["symptom"],
                     transport=data["transport"],
@@ -161,7 +151,7 @@ class IncidentViewSet(
                         incident=incident, user=request.user, sample_seconds=data.get("sample_seconds")
                     )
             except services.IncidentError as error:
-                raise ValidationError({error.field: [error.message]}) from None
+                raise ValidationError(error.errors) from None
         return self._fresh(incident, status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={201: JobSerializer, 400: OpenApiResponse(description="Already running.")})
