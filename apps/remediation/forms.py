@@ -5,6 +5,7 @@ back-test of those very fields from the last day."""
 from django import forms
 from django.core import signing
 
+from apps.core.api import errors_beyond_shape
 from apps.inventory.models import Node, Rack
 from apps.remediation import windows
 from apps.remediation.api.serializers import BACKTEST_WINDOWS, kind_pattern_validator
@@ -89,9 +90,17 @@ class WindowForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        found = windows.problems(
-            rack=data.get("rack"), node=data.get("node"), starts=data.get("starts"), ends=data.get("ends")
-        )
-        for field, message in found.items():
-            self.add_error(field, message)
+        # The window's rules on the fields whose shape passed (a rack refused is not "no rack").
+        for field, messages in errors_beyond_shape(self.errors, data, _window_errors).items():
+            self.add_error(field, messages)
         return data
+
+
+def _window_errors(data: dict, refused: set[str]) -> dict:
+    return windows.problems(
+        rack=data.get("rack"),
+        node=data.get("node"),
+        starts=data.get("starts"),
+        ends=data.get("ends"),
+        subject_refused=bool(refused & {"rack", "node"}),
+    )

@@ -19,12 +19,15 @@ WINDOW_MAX = timedelta(days=7)  # a longer absence is a decommission or a repair
 NOT_DEFERRED = {Action.NOTIFY, Action.POWER_OFF_TRAYS}
 
 
-def problems(*, rack, node, starts: datetime | None, ends: datetime | None) -> dict[str, str]:
-    """What is wrong with a window, by field (empty when nothing is)."""
+def problems(
+    *, rack, node, starts: datetime | None, ends: datetime | None, subject_refused: bool = False
+) -> dict[str, str]:
+    """What is wrong with a window, by field (empty when nothing is). `subject_refused`: the door refused the rack or
+    node named (none such), so one was named all the same."""
     found = {}
     if rack is not None and node is not None:
         found["node"] = "A maintenance window is on a rack or a node, not both."
-    elif rack is None and node is None:
+    elif rack is None and node is None and not subject_refused:
         found["rack"] = "A maintenance window is on a rack or a node: name one."
     if starts is not None and ends is not None:
         if ends <= starts:

@@ -72,6 +72,18 @@ def test_a_bad_window_is_refused_naming_the_field_and_nothing_is_saved(api_as, o
     assert not MaintenanceWindow.objects.exists()
 
 
+def test_every_bad_field_of_a_window_is_named_at_once(api_as, browser_as, operator):
+    """A rack or reason refused by its shape no longer hides the window's own rules (it ends before it starts)."""
+    answer = api_as(operator).post(URL, body(rack="no-such-rack", ends=at(1), reason=""), format="json")
+    assert answer.status_code == 400 and set(answer.json()) == {"rack", "ends", "reason"}, answer.json()
+    assert "no-such-rack" in str(answer.json()["rack"])
+
+    form = {"rack": "not-an-id", "starts": "2026-12-02T08:00", "ends": "2026-12-02T07:00", "reason": "cabling"}
+    page = browser_as(operator).post("/remediation/windows/", form)
+    assert page.status_code == 400 and set(page.context["form"].errors) == {"rack", "ends"}, page.context["form"].errors
+    assert not MaintenanceWindow.objects.exists()
+
+
 def test_a_viewer_reads_windows_but_cannot_book_end_or_delete_them(api_as, viewer, operator):
     window = MaintenanceWindow.objects.create(
         rack=rack_of("gpu005"), starts=NOW - HOUR, ends=NOW + HOUR, reason="psu swap"

@@ -5,7 +5,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.api import ReferenceField
+from apps.core.api import EveryBadField, ReferenceField
 from apps.inventory.models import Node, Rack
 from apps.remediation import windows
 from apps.remediation.backtest import BACKTEST_MAX_DAYS
@@ -91,7 +91,7 @@ class RemediationDecisionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class MaintenanceWindowSerializer(serializers.ModelSerializer):
+class MaintenanceWindowSerializer(EveryBadField, serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     rack = ReferenceField(
         queryset=Rack.objects.all(), natural_key="name", required=False, allow_null=True, help_text="Name or public id."
@@ -114,12 +114,19 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     def get_state(self, window: MaintenanceWindow) -> str:
         return windows.state(window, now=timezone.now())
 
-    def validate(self, attrs: dict) -> dict:
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
         found = windows.problems(
-            rack=attrs.get("rack"), node=attrs.get("node"), starts=attrs.get("starts"), ends=attrs.get("ends")
+            rack=passed.get("rack"),
+            node=passed.get("node"),
+            starts=passed.get("starts"),
+            ends=passed.get("ends"),
+            subject_refused=bool(refused & {"rack", "node"}),
         )
-        if found:
-            raise serializers.ValidationError({field: [message] for field, message in found.items()})
+        return {field: [message] for field, message in found.items()}
+
+    def validate(self, attrs: dict) -> dict:
+        if found := self.errors_beyond_shape(attrs, set()):
+            raise serializers.ValidationError(found)
         return attrs
 
 
