@@ -13,7 +13,7 @@ from apps.simulator import boot, clock, sel, shell
 from apps.simulator.changes import VOLATILE_PREFIXES, apply_changes
 from apps.simulator.choices import FaultKind
 from apps.simulator.faults.kinds import fault_kind
-from apps.simulator.faults.node import apply_faults, check_fault
+from apps.simulator.faults.node import apply_faults, check_target
 from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
@@ -203,22 +203,49 @@ def run_nccl_tests(
 # --- faults -----------------------------------------------------------------------------------------------------
 
 
-def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | None = None, user=None) -> SimFault:
-    """Give a simulated node a fault. Raises ValidationError naming the field (kind, target, parameters) at fault."""
-    state = build_state(_loaded(node))
+def fault_errors(*, node: Node | None, kind: str | None, target: str | None = "", parameters=None) -> dict:
+    """What inject_fault would refuse, by field, saving nothing: a target the node does not have or already has this
+    fault on, and every bad parameter. A part given as None was refused by the door: not judged."""
+    return _checked(node, kind, target, parameters)[0] if kind is not None else {}
+
+
+def _checked(node: Node | None, kind: str, target: str | None, parameters) -> tuple[dict, str, dict]:
+    """(errors by field, the target with its default filled in, the parameters with theirs)."""
+    errors: dict[str, list[str]] = {}
     try:
-        target, parameters = check_fault(state, kind, target, parameters or {})
+        parameters = fault_kind(kind).check_parameters(parameters or {})
     except FaultError as error:
-        raise ValidationError({error.field: str(error)}) from None
+        errors[error.field] = error.messages
+    if node is not None and target is not None:
+        try:
+            target = check_target(build_state(_loaded(node)), kind, target)
+        except FaultError as error:
+            errors[error.field] = error.messages
+        else:
+            if SimFault.objects.filter(node=node, kind=kind, target=target).exists():
+                errors["target"] = [_taken(node, kind, target)]
+    return errors, target, parameters
+
+
+def _taken(node: Node, kind: str, target: str) -> str:
+    where = f" on {target}" if target else ""
+    return f"{node.hostname} already has a {kind} fault{where}."
+
+
+def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | None = None, user=None) -> SimFault:
+    """Give a simulated node a fault. Raises ValidationError naming every field (kind, target, parameters) at fault;
+    nothing is stored then."""
+    errors, target, parameters = _checked(node, kind, target or "", parameters)
+    if errors:
+        raise ValidationError(errors)
     try:
         with transaction.atomic():
             fault = SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
             _changes_fixing(node, kind, target).delete()
             append_sel(node=node, records=sel.fault_records(kind, target, fault.created.timestamp()))
             return fault
-    except IntegrityError:
-        where = f" on {target}" if target else ""
-        raise ValidationError({"target": f"{node.hostname} already has a {kind} fault{where}."}) from None
+    except IntegrityError:  # injected by another request since the check
+        raise ValidationError({"target": _taken(node, kind, target)}) from None
 
 
 def _changes_fixing(node: Node, kind: str, target: str):

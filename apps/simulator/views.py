@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.api import errors_beyond_shape
 from apps.inventory.models import Node
 from apps.simulator import services
 from apps.simulator.faults.kinds import FAULT_KINDS
@@ -39,6 +40,8 @@ def fault_list(request):
 def fault_inject(request):
     form = FaultForm(request.POST)
     if not form.is_valid():
+        for field, problems in errors_beyond_shape(form.errors, form.cleaned_data, _fault_errors).items():
+            form.add_error(field if field in form.fields else None, problems)
         return _page(request, form, status=400)
     data = form.cleaned_data
     try:
@@ -55,6 +58,13 @@ def fault_inject(request):
         return _page(request, form, status=400)
     messages.success(request, f"{fault.summary} injected.")
     return redirect("simulator")
+
+
+def _fault_errors(data: dict, refused: set[str]) -> dict:
+    """What the fault's own checks say of the form's fields that passed (a target, parameters out of range)."""
+    return services.fault_errors(
+        node=data.get("node"), kind=data.get("kind"), target=data.get("target"), parameters=data.get("parameters")
+    )
 
 
 @require_POST

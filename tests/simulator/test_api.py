@@ -72,3 +72,21 @@ def test_a_target_in_other_digits_is_a_400_naming_the_target(api_as, operator, g
     assert response.status_code == 400, response.content
     assert "target" in response.json()
     assert not SimFault.objects.exists()
+
+
+def test_every_bad_field_is_named_at_once(api_as, operator, gpu_node):
+    """A target the node lacks no longer hides the parameters out of range, nor a node or target refused by its
+    shape what the fault's checks say of the parameters (each bad one named)."""
+    client = api_as(operator)
+    bad = {"gen": 9, "width": 99}
+    cases = [
+        ({"node": "gpu001", "target": "42"}, {"target", "parameters"}),
+        ({"node": "gpu999"}, {"node", "parameters"}),
+        ({"node": "gpu001", "target": "0" * 256}, {"target", "parameters"}),
+    ]
+    for fields, named in cases:
+        response = client.post(URL, {"kind": "pcie_downtrained", "parameters": bad, **fields}, format="json")
+        assert response.status_code == 400 and set(response.json()) == named, (fields, response.json())
+        problems = response.json()["parameters"]
+        assert len(problems) == 2 and "gen" in problems[0] and "width" in problems[1], problems
+    assert not SimFault.objects.exists()

@@ -120,3 +120,15 @@ def test_each_parameter_is_labelled_in_words_with_its_unit():
     form = FaultForm()
     assert form.fields["parameter_rate_gbps"].label.startswith("link rate, Gb/s (0: the cable keeps its rate")
     assert form.fields["parameter_mtu"].label == "MTU (bytes)"
+
+
+def test_the_form_names_every_bad_field_at_once(browser_as, operator, gpu_node):
+    """The form's refusals (a lane count not a number) beside the fault's checks (no GPU 42, PCIe gen 9)."""
+    form = {"node": "gpu001", "kind": "pcie_downtrained", "target": "42", "parameter_gen": "9", "parameter_width": "x"}
+    response = browser_as(operator).post("/simulator/faults/", form)
+
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert {"parameter_width", "target", "__all__"} <= set(errors), errors
+    assert "no GPU" in str(errors["target"]) and "gen must be a whole number from 1 to 5" in str(errors["__all__"])
+    assert not SimFault.objects.exists()

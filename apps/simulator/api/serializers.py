@@ -1,12 +1,13 @@
 from rest_framework import serializers
 
-from apps.core.api import ReferenceField
+from apps.core.api import EveryBadField, ReferenceField
 from apps.inventory.models import Node
+from apps.simulator import services
 from apps.simulator.faults.kinds import CHOICES as FAULT_KIND_CHOICES
 from apps.simulator.models import SimFault
 
 
-class SimFaultSerializer(serializers.ModelSerializer):
+class SimFaultSerializer(EveryBadField, serializers.ModelSerializer):
     """A fault of a simulated node; the target defaults by kind (first GPU, first data NIC, priority 3, ...)."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
@@ -23,3 +24,11 @@ class SimFaultSerializer(serializers.ModelSerializer):
         fields = ["id", "node", "kind", "target", "parameters", "created", "created_by"]
         read_only_fields = ["created"]
         validators = []  # services.inject_fault checks duplicates and says which target is taken
+
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        return services.fault_errors(
+            node=passed.get("node"),
+            kind=passed.get("kind"),
+            target=passed.get("target"),
+            parameters=passed.get("parameters", {}),
+        )

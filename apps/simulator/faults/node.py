@@ -7,10 +7,16 @@ from apps.simulator.state import SimulatedNode
 
 def check_fault(state: SimulatedNode, kind: str, target: str, parameters: dict) -> tuple[str, dict]:
     """The target (default filled in) and parameters (defaults filled in) of a fault this node can have."""
+    target = check_target(state, kind, target)
+    return target, fault_kind(kind).check_parameters(parameters or {})
+
+
+def check_target(state: SimulatedNode, kind: str, target: str) -> str:
+    """The fault's target on this node, its default filled in; FaultError("target", ...) when the node has none such."""
     spec = fault_kind(kind)
     target = (target or "").strip() or spec.target.default(state)
     spec.target.check(state, kind, target)
-    return target, spec.check_parameters(parameters or {})
+    return target
 
 
 def apply_faults(state: SimulatedNode, faults) -> SimulatedNode:

@@ -9,11 +9,12 @@ from apps.simulator.state import SimulatedNode
 
 
 class FaultError(ValueError):
-    """A fault that cannot be applied to this node; `field` names what is wrong."""
+    """A fault that cannot be applied to this node; `field` names what is wrong, `messages` every problem with it."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, *, messages: list[str] | None = None):
         super().__init__(message)
         self.field = field
+        self.messages = messages or [message]
 
 
 class Target(ABC):
@@ -67,14 +68,22 @@ class FaultSpec:
         return self.value.label
 
     def check_parameters(self, parameters) -> dict:
-        """The parameters with defaults filled in; FaultError for unknown names and values out of bounds."""
+        """The parameters with defaults filled in; FaultError naming every unknown name and value out of bounds."""
         if not isinstance(parameters, dict):
             raise FaultError("parameters", 'parameters are a JSON object, e.g. {"mtu": 1500}.')
+        problems, checked = [], {}
         unknown = set(parameters) - set(self.parameters)
         if unknown:
             takes = ", ".join(sorted(self.parameters)) or "no parameters"
-            raise FaultError("parameters", f"a {self.value} fault takes {takes}, not {', '.join(sorted(unknown))}.")
-        return {name: spec.check(name, parameters.get(name, spec.default)) for name, spec in self.parameters.items()}
+            problems.append(f"a {self.value} fault takes {takes}, not {', '.join(sorted(unknown))}.")
+        for name, spec in self.parameters.items():
+            try:
+                checked[name] = spec.check(name, parameters.get(name, spec.default))
+            except FaultError as error:
+                problems.append(str(error))
+        if problems:
+            raise FaultError("parameters", " ".join(problems), messages=problems)
+        return checked
 
     def describe(self, target: str, parameters: dict) -> str:
         """The sentence naming one fault of this kind; stored parameters missing a name read as its default."""
