@@ -54,20 +54,34 @@ class TemplateForm(forms.Form):
             raise forms.ValidationError('Give a JSON object, e.g. {"seconds": 5}.')
         return value
 
-    def service_fields(self) -> dict:
+    def passed_fields(self, refused: set[str]) -> dict:
+        """What save_template judges, of the fields whose shape passed (None: refused, not judged)."""
         data = self.cleaned_data
-        targets = {
+        return {
+            "name": data.get("name"),
+            "kind": data.get("kind"),
+            "transport": data.get("transport") if "transport" not in refused else None,
+            "targets": self._targets() if not refused & {"nodes", "racks", "tags", "role"} else None,
+            "parameters": data.get("parameters"),
+        }
+
+    def _targets(self) -> dict:
+        data = self.cleaned_data
+        return {
             "nodes": [n.hostname for n in data["nodes"]],
             "racks": [r.name for r in data["racks"]],
             "tags": [t.slug for t in data["tags"]],
             "role": data["role"],
         }
+
+    def service_fields(self) -> dict:
+        data = self.cleaned_data
         return {
             "name": data["name"],
             "description": data["description"],
             "kind": data["kind"],
             "transport": data["transport"],
-            "targets": targets,
+            "targets": self._targets(),
             "parameters": data["parameters"],
             "only_idle": data["only_idle"],
         }

@@ -56,44 +56,79 @@ def target_spec(targets: dict) -> jobs.TargetSpec:
 def validate_template(*, kind: str, parameters: dict | None, targets: dict, transport: str = "") -> dict:
     """The template's stored parameters (validated by the kind, JSON-safe) and targets; ValidationError naming the
     field (`kind`, `parameters.<name>`, `transport`, `targets`) otherwise, the same checks a job's start makes."""
-    jobs.check_startable(kind=kind)
-    errors: dict = {}  # every bad field at once
-    try:
-        _, params, _ = jobs.check_request(kind=kind, parameters=parameters, transport=transport or None)
-    except serializers.ValidationError as error:
-        errors |= error.detail
-    cleaned = {key: targets[key] for key in TARGET_KEYS if targets.get(key)}
-    cleaned = {key: list(value) if key != "role" else value for key, value in cleaned.items()}
-    if not cleaned:
-        errors["targets"] = ["Name nodes, racks, tags or a role."]
-    else:
-        try:
-            jobs.resolve_selection(target_spec(cleaned))  # names that match nothing are refused now, not at 2 a.m.
-        except serializers.ValidationError as error:
-            errors |= error.detail
+    errors, checked = _judged(kind=kind, parameters=parameters, targets=targets, transport=transport)
     if errors:
         raise serializers.ValidationError(errors)
-    return {"parameters": params, "targets": cleaned}
+    return checked
 
 
-def save_template(*, template: JobTemplate | None = None, user, **fields) -> JobTemplate:
-    """Create (template None) or change a template; fields: name, description, kind, parameters, targets,
-    transport, only_idle. Audited (the model's own audit entries). NotAllowed, ValidationError."""
-    if template is not None and not may_change(user, template):
-        raise NotAllowed("Only the template's owner or an admin may change it.")
-    current = {
+def _judged(*, kind: str | None, parameters, targets: dict | None, transport) -> tuple[dict, dict]:
+    """(every bad field at once, the checked parameters and targets); a part given as None is not judged."""
+    errors: dict = {}
+    params = cleaned = None
+    if kind is not None:
+        try:
+            jobs.check_startable(kind=kind)
+        except serializers.ValidationError as error:
+            errors |= error.detail
+        try:
+            _, params, _ = jobs.check_request(kind=kind, parameters=parameters, transport=transport or None)
+        except serializers.ValidationError as error:
+            errors = error.detail | errors  # the kind's first refusal stands
+    if targets is not None:
+        cleaned = {key: targets[key] for key in TARGET_KEYS if targets.get(key)}
+        cleaned = {key: list(value) if key != "role" else value for key, value in cleaned.items()}
+        if not cleaned:
+            errors["targets"] = ["Name nodes, racks, tags or a role."]
+        else:
+            try:
+                jobs.resolve_selection(target_spec(cleaned))  # names that match nothing are refused now, not at 2 a.m.
+            except serializers.ValidationError as error:
+                errors |= error.detail
+    return errors, {"parameters": params, "targets": cleaned}
+
+
+def _name_errors(name: str, template: JobTemplate | None) -> dict:
+    if JobTemplate.objects.filter(name=name).exclude(pk=getattr(template, "pk", None)).exists():
+        return {"name": ["A job template with this name exists."]}
+    return {}
+
+
+def template_fields(template: JobTemplate | None) -> dict:
+    """The fields save_template judges, as the template holds them (a new one: none yet)."""
+    return {
+        "name": template.name if template else "",
         "kind": template.kind if template else "",
         "parameters": template.parameters if template else {},
         "targets": template.targets if template else {},
         "transport": template.transport if template else "",
     }
-    merged = {**current, **{key: value for key, value in fields.items() if key in current}}
-    checked = validate_template(**merged)
-    name = fields.get("name", template.name if template else "")
-    if JobTemplate.objects.filter(name=name).exclude(pk=getattr(template, "pk", None)).exists():
-        raise serializers.ValidationError({"name": ["A job template with this name exists."]})
+
+
+def template_errors(
+    *, template: JobTemplate | None = None, name=None, kind=None, parameters=None, targets=None, transport=None
+) -> dict:
+    """What save_template would refuse of the fields given (None: refused by the door's shape, not judged), saving
+    nothing: a door that checks shapes first reports these beside its own, every bad field at once."""
+    errors, _ = _judged(kind=kind, parameters=parameters, targets=targets, transport=transport)
+    return errors | (_name_errors(name, template) if name is not None else {})
+
+
+def save_template(*, template: JobTemplate | None = None, user, **fields) -> JobTemplate:
+    """Create (template None) or change a template; fields: name, description, kind, parameters, targets,
+    transport, only_idle. Audited (the model's own audit entries). NotAllowed, ValidationError naming every bad
+    field at once."""
+    if template is not None and not may_change(user, template):
+        raise NotAllowed("Only the template's owner or an admin may change it.")
+    merged = {key: fields.get(key, value) for key, value in template_fields(template).items()}
+    errors, checked = _judged(
+        kind=merged["kind"], parameters=merged["parameters"], targets=merged["targets"], transport=merged["transport"]
+    )
+    errors |= _name_errors(merged["name"], template)
+    if errors:
+        raise serializers.ValidationError(errors)
     template = template or JobTemplate(owner=user if getattr(user, "is_authenticated", False) else None)
-    template.name = name
+    template.name = merged["name"]
     template.kind, template.transport = merged["kind"], merged["transport"] or ""
     template.parameters, template.targets = checked["parameters"], checked["targets"]
     for key in ("description", "only_idle"):

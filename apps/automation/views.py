@@ -17,6 +17,7 @@ from apps.automation import notifications, services
 from apps.automation.choices import Channel
 from apps.automation.forms import ScheduleForm, SubscriptionForm, TemplateForm
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
+from apps.core.api import errors_beyond_shape
 from apps.jobs.forms import add_service_errors
 
 
@@ -57,6 +58,15 @@ def template_detail(request, public_id):
     )
 
 
+def _template_errors(template, form: TemplateForm):
+    """What the template's own checks say of the form's fields that passed."""
+
+    def check(data: dict, refused: set[str]) -> dict:
+        return services.template_errors(template=template, **form.passed_fields(refused))
+
+    return check
+
+
 @role_required(Role.OPERATOR)
 def template_edit(request, public_id=None):
     template = get_object_or_404(JobTemplate, public_id=public_id) if public_id else None
@@ -74,6 +84,10 @@ def template_edit(request, public_id=None):
             else:
                 messages.success(request, f"Saved the job template “{saved.name}”.")
                 return redirect("automation-template", public_id=saved.public_id)
+        else:
+            add_service_errors(
+                form, errors_beyond_shape(form.errors, form.cleaned_data, _template_errors(template, form))
+            )
         status = 400
     return render(request, "automation/template_form.html", {"form": form, "template": template}, status=status)
 

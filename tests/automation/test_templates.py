@@ -90,3 +90,30 @@ def test_the_page_starts_a_job_and_viewers_see_no_buttons(browser_as, viewer, op
     assert "burn" in seen and job.kind in seen and 'id="run-template"' not in seen
     assert browser_as(viewer).post(reverse("automation-template-run", args=[template.public_id])).status_code == 403
     assert Job.objects.count() == 1
+
+
+def test_every_bad_field_of_a_template_is_named_at_once(api_as, browser_as, operator, rack_of_nodes):
+    """Fields refused by their shape (a name too long, a transport, a role) no longer hide what the template's checks
+    say of the others (parameters the kind refuses, a rack of no such name, a name taken)."""
+    client = api_as(operator)
+    body = {
+        **BODY,
+        "name": "n" * 101,
+        "transport": "telnet",
+        "parameters": {"seconds": -1},
+        "targets": {"racks": ["r99"]},
+    }
+    answer = client.post(URL, body, format="json")
+    assert answer.status_code == 400
+    assert set(answer.json()) == {"name", "transport", "parameters", "targets"}, answer.json()
+    assert client.post(URL, BODY, format="json").status_code == 201
+    taken = client.post(URL, {**BODY, "transport": "telnet"}, format="json")
+    assert taken.status_code == 400 and set(taken.json()) == {"name", "transport"}, taken.json()
+    assert "exists" in str(taken.json()["name"])
+
+    page = browser_as(operator)
+    form = {"name": BODY["name"], "kind": "sleep", "racks": ["r04"], "role": "bogus", "parameters": '{"seconds": -1}'}
+    shown = page.post(reverse("automation-template-new"), form)
+    assert shown.status_code == 400
+    assert set(shown.context["form"].errors) == {"name", "role", "parameters"}, shown.context["form"].errors
+    assert JobTemplate.objects.count() == 1

@@ -2,15 +2,15 @@ from django.core.validators import RegexValidator
 from django.urls import reverse
 from rest_framework import serializers
 
+from apps.automation import services
 from apps.automation.choices import SUBSCRIBABLE_EVENTS, Channel, Timing
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
-from apps.automation.services import next_run
-from apps.core.api import ReferenceField, StrictCharField
+from apps.core.api import EveryBadField, ReferenceField, StrictCharField
 from apps.jobs.api.serializers import KindField, TargetsSerializer
 from apps.nodeexec.transports import TRANSPORT_NAMES
 
 
-class JobTemplateSerializer(serializers.ModelSerializer):
+class JobTemplateSerializer(EveryBadField, serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     name = StrictCharField(max_length=100)
     description = StrictCharField(max_length=300, required=False, allow_blank=True)
@@ -43,6 +43,12 @@ class JobTemplateSerializer(serializers.ModelSerializer):
 
     def get_url(self, template) -> str:
         return reverse("automation-template", args=[template.public_id])
+
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        # A field not sent keeps the template's value (PATCH); one refused is not judged.
+        current = services.template_fields(self.instance)
+        given = {key: None if key in refused else passed.get(key, value) for key, value in current.items()}
+        return services.template_errors(template=self.instance, **given)
 
 
 class TemplateRunSerializer(serializers.ModelSerializer):
@@ -99,7 +105,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
         return reverse("automation-schedule", args=[schedule.public_id])
 
     def get_next_run(self, schedule) -> serializers.DateTimeField(allow_null=True):
-        moment = next_run(schedule)
+        moment = services.next_run(schedule)
         return serializers.DateTimeField().to_representation(moment) if moment else None
 
 
