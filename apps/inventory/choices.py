@@ -94,6 +94,14 @@ class HealthState(models.TextChoices):
 HEALTH_STATE_COLOURS = {HealthState.HEALTHY: "green", HealthState.DEGRADED: "orange", HealthState.UNHEALTHY: "red"}
 
 
+class PowerState(models.TextChoices):
+    """A node's chassis power as its BMC last read it (apps/monitoring writes `Node.power_state`); blank: never
+    read."""
+
+    ON = "on", "On"
+    OFF = "off", "Off"
+
+
 class NicTransport(models.TextChoices):
     ROCE = "roce", "RoCE"
     INFINIBAND = "ib", "InfiniBand"

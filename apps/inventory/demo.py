@@ -888,12 +888,13 @@ class _RackScaleLoader:
         site = self.site
         pod = shape.pods + 1  # three tiers only
         fabric = []
+        leaves: dict[str, int] = {}  # name -> U: at the top of the front, above the upper power shelves
         for r in self._numbers():
-            for plane in (Plane.A, Plane.B):
+            for number, plane in enumerate((Plane.A, Plane.B)):
+                name = f"leaf-{rack_scale_name(r)}-{plane.lower()}"
+                leaves[name] = NVL_RACK_U - number
                 fabric.append(
-                    _fabric_switch(
-                        f"leaf-{rack_scale_name(r)}-{plane.lower()}", racks[rack_scale_name(r)], plane, SwitchTier.LEAF
-                    )
+                    _fabric_switch(name, racks[rack_scale_name(r)], plane, SwitchTier.LEAF, position=leaves[name])
                 )
         if shape.three_tier:
             network_rack = site.racks.get(name="net01")
@@ -902,6 +903,8 @@ class _RackScaleLoader:
                     name = self.loader.spine_name(plane, pod, j)
                     fabric.append(_fabric_switch(name, network_rack, plane, SwitchTier.SPINE))
         self.ensure(Switch, fabric, ("name",))
+        for name, u in leaves.items():  # a demo loaded before they had a place gets it
+            Switch.objects.filter(name=name, position__isnull=True).update(position=u)
         switches = {switch.name: switch for switch in Switch.objects.filter(site=site)}
         nics = {
             (nic.node_id, nic.name): nic

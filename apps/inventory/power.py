@@ -3,9 +3,10 @@
 The estimate is the database's sum over the rack's GPUs of their SKU's TDP plus PLATFORM_W for every node (CPUs,
 memory, NICs, fans at full load), so the racks list sorts by it in SQL. The measured draw comes from the apps above the
 inventory (monitoring reads the nodes' BMCs): they register a source from their AppConfig.ready(), as the node page's
-sections do, and a rack without recent readings has no measured figure rather than a zero. To sort by the measured
-draw in the database, the same app registers an annotation (`measured_w`, a subquery of the rack's nodes' latest
-readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
+sections do, and a rack without recent readings has no measured figure rather than a zero. A node its BMC reads
+powered off (`Node.power_state`) draws nothing: the sources leave its readings out, and the rack counts it as off.
+To sort by the measured draw in the database, the same app registers an annotation (`measured_w`, a subquery of the
+rack's nodes' latest readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
 """
 
 from collections.abc import Callable, Iterable
@@ -26,6 +27,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from apps.inventory.choices import PowerState
 from apps.inventory.models import Gpu, Node, Rack
 
 # What a node draws at full load besides its GPUs (two CPUs, memory, NICs, drives, fans): an 8-GPU HGX host's share.
@@ -76,9 +78,11 @@ def with_power(racks: QuerySet) -> QuerySet:
         .values("total")
     )
     nodes = Node.objects.filter(rack=OuterRef("pk")).order_by().values("rack").annotate(n=Count("pk")).values("n")
+    off = nodes.filter(power_state=PowerState.OFF)
     return racks.annotate(
         gpu_tdp_w=Coalesce(Subquery(gpu_tdp, output_field=IntegerField()), Value(0)),
         node_count=Coalesce(Subquery(nodes, output_field=IntegerField()), Value(0)),
+        nodes_off=Coalesce(Subquery(off, output_field=IntegerField()), Value(0)),
     ).annotate(full_load_w=F("node_count") * PLATFORM_W + F("gpu_tdp_w"))
 
 
@@ -88,7 +92,13 @@ class RackPower:
 
     budget_w: float
     full_load_w: int
-    measured: Measured | None
+    measured: Measured | None  # from the nodes that are not powered off
+    nodes: int = 0
+    nodes_off: int = 0  # powered off through their BMC (Node.power_state): they draw nothing
+
+    @property
+    def nodes_on(self) -> int:
+        return self.nodes - self.nodes_off
 
     @property
     def budget_kw(self) -> float:
@@ -130,14 +140,17 @@ def attach_power(racks: Iterable[Rack]) -> list[Rack]:
     racks = list(racks)
     missing = [rack for rack in racks if not hasattr(rack, "full_load_w")]
     if missing:
-        estimates = dict(
-            with_power(Rack.objects.filter(pk__in=[r.pk for r in missing])).values_list("pk", "full_load_w")
+        estimates = with_power(Rack.objects.filter(pk__in=[r.pk for r in missing])).values_list(
+            "pk", "full_load_w", "node_count", "nodes_off"
         )
+        by_pk = {pk: rest for pk, *rest in estimates}
         for rack in missing:
-            rack.full_load_w = estimates[rack.pk]
+            rack.full_load_w, rack.node_count, rack.nodes_off = by_pk[rack.pk]
     found: dict[int, Measured] = {}
     for source in _SOURCES:
         found.update(source([rack.pk for rack in racks]))
     for rack in racks:
-        rack.power = RackPower(float(rack.power_budget_kw) * 1000, rack.full_load_w, found.get(rack.pk))
+        rack.power = RackPower(
+            float(rack.power_budget_kw) * 1000, rack.full_load_w, found.get(rack.pk), rack.node_count, rack.nodes_off
+        )
     return racks

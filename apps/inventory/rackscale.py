@@ -2,10 +2,13 @@
 switch tray of its system there, each tray with its GPUs, partitions and IMEX domains inside the domain. The import
 refuses a document that leaves a domain inconsistent; topology's rules report the same for what is stored."""
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from apps.core.text import echo
-from apps.inventory.models import Gpu, ImexDomain, Node, NvlinkDomain, NvlinkPartition, Rack
+from apps.inventory.choices import PowerState
+from apps.inventory.models import CoolantLoop, Gpu, ImexDomain, Node, NvlinkDomain, NvlinkPartition, Rack
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,77 @@ def _spanning(model, section: str, domain_ids: list[int], label: str) -> list[Do
     return problems
 
 
+@dataclass(frozen=True)
+class TrayCoolant:
+    """One tray's coolant inlet and leak detectors as its BMC last read them."""
+
+    hostname: str
+    at: datetime
+    flow_lpm: float | None
+    supply_c: float | None
+    return_c: float | None
+    pressure_kpa: float | None
+    leaking: bool | None  # None: no leak detector read
+
+
+@dataclass(frozen=True)
+class LoopReadings:
+    """A coolant loop now, from its trays' latest BMC readings: the flow is theirs summed, the temperatures and the
+    pressure drop the highest a tray reads (what its limits are judged against, apps/monitoring/bmc/coolant.py)."""
+
+    trays: list[TrayCoolant] = field(default_factory=list)
+
+    def _values(self, name: str) -> list[float]:
+        return [value for tray in self.trays if (value := getattr(tray, name)) is not None]
+
+    @property
+    def at(self) -> datetime | None:
+        return max((tray.at for tray in self.trays), default=None)
+
+    @property
+    def flow_lpm(self) -> float | None:
+        flows = self._values("flow_lpm")
+        return round(sum(flows), 1) if flows else None
+
+    @property
+    def supply_c(self) -> float | None:
+        return max(self._values("supply_c"), default=None)
+
+    @property
+    def return_c(self) -> float | None:
+        return max(self._values("return_c"), default=None)
+
+    @property
+    def pressure_kpa(self) -> float | None:
+        return max(self._values("pressure_kpa"), default=None)
+
+    @property
+    def sensors_read(self) -> int:
+        return sum(tray.leaking is not None for tray in self.trays)
+
+    @property
+    def leaking(self) -> list[str]:
+        return [tray.hostname for tray in self.trays if tray.leaking]
+
+
+# loops -> {loop id: LoopReadings} for the loops with recent readings: registered by the app that reads the trays'
+# BMCs (monitoring), which the inventory may not import.
+CoolantSource = Callable[[list[CoolantLoop]], dict[int, LoopReadings]]
+_COOLANT_SOURCES: list[CoolantSource] = []
+
+
+def register_coolant_source(source: CoolantSource) -> None:
+    if source not in _COOLANT_SOURCES:
+        _COOLANT_SOURCES.append(source)
+
+
+def loop_readings(loops: list[CoolantLoop]) -> dict[int, LoopReadings]:
+    found: dict[int, LoopReadings] = {}
+    for source in _COOLANT_SOURCES:
+        found.update(source(loops))
+    return found
+
+
 def rack_scale_summary(rack: Rack) -> dict | None:
     """What the rack page shows of a rack-scale rack: its domain against its system, its trays, power shelves,
     coolant loops with their leak sensors, and what is inconsistent; None for a rack of servers."""
@@ -80,10 +154,14 @@ def rack_scale_summary(rack: Rack) -> dict | None:
     loops = list(rack.coolant_loops.prefetch_related("leak_sensors").order_by("name"))
     if domain is None and not shelves and not loops:
         return None
+    readings = loop_readings(loops)
+    for loop in loops:
+        loop.readings = readings.get(loop.pk)  # now, beside its design limits
     summary = {"domain": domain, "power_shelves": shelves, "coolant_loops": loops, "problems": []}
     if domain is not None:
         summary.update(
             compute_trays=domain.compute_trays.count(),
+            trays_off=domain.compute_trays.filter(power_state=PowerState.OFF).count(),
             switch_trays=list(domain.switch_trays.order_by("slot")),
             partitions=list(domain.partitions.order_by("partition_id")),
             imex_domains=list(domain.imex_domains.order_by("name")),

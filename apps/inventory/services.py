@@ -110,9 +110,10 @@ def _face_slots(u_height: int, devices: list[RackDevice]) -> list[RackSlot]:
 
 def _node_device(node: Node) -> RackDevice:
     drained = f" · drained: {node.drain_reason}" if node.is_drained else ""
+    off = " · powered off through its BMC" if node.is_powered_off else ""
     return RackDevice(
         "node", node, node.u_position, node.u_height, "", reverse("node-detail", args=[node.public_id]),
-        node.status_colour, f"{node.hostname} · {node.get_status_display()}{drained} · {node.rack_units}",
+        node.status_colour, f"{node.hostname} · {node.get_status_display()}{drained}{off} · {node.rack_units}",
     )  # fmt: skip
 
 

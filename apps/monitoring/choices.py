@@ -33,6 +33,7 @@ class SensorKind(models.TextChoices):
     TEMPERATURE = "temperature", "Temperature"
     FAN = "fan", "Fan"
     POWER = "power", "Power"
+    COOLANT = "coolant", "Coolant"  # a liquid-cooled tray's inlet: flow, supply and return, pressure drop, leaks
 
 
 class ValidationOutcome(models.TextChoices):

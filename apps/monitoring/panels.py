@@ -6,10 +6,20 @@ from django.db.models import FloatField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from apps.inventory.choices import PowerState
 from apps.inventory.models import Node
 from apps.inventory.power import Measured
+from apps.inventory.rackscale import LoopReadings, TrayCoolant
 from apps.monitoring import charts
-from apps.monitoring.bmc.readings import Reading, chassis_power
+from apps.monitoring.bmc.readings import (
+    COOLANT_FLOW,
+    COOLANT_PRESSURE,
+    COOLANT_RETURN,
+    COOLANT_SUPPLY,
+    LEAKS,
+    Reading,
+    chassis_power,
+)
 from apps.monitoring.choices import SensorKind
 from apps.monitoring.models import Bmc, BmcReading
 from apps.monitoring.telemetry import Series
@@ -26,7 +36,9 @@ def racks_power(rack_ids: list[int]) -> dict[int, Measured]:
     """Each rack's draw from its nodes' latest readings within RACK_WINDOW, for the racks that have any: the rack
     pages' measured source (apps/inventory/power.py)."""
     since = timezone.now() - RACK_WINDOW
-    recent = BmcReading.objects.filter(node__rack_id__in=rack_ids, kind=SensorKind.POWER, time__gte=since)
+    recent = BmcReading.objects.filter(node__rack_id__in=rack_ids, kind=SensorKind.POWER, time__gte=since).exclude(
+        node__power_state=PowerState.OFF  # off: it draws nothing, whatever it read before it went off
+    )
     latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
     by_node: dict[int, list[Reading]] = {}
     rack_of: dict[int, int] = {}
@@ -59,6 +71,7 @@ def rack_measured_w() -> Subquery:
     summed = at_latest.filter(supplies).annotate(w=Sum("value")).values("w")
     nodes = (
         Node.objects.filter(rack=OuterRef("pk"))
+        .exclude(power_state=PowerState.OFF)
         .order_by()
         .annotate(latest=Subquery(latest))
         .annotate(
@@ -69,6 +82,40 @@ def rack_measured_w() -> Subquery:
         .values("total")
     )
     return Subquery(nodes, output_field=FloatField())
+
+
+def loops_coolant(loops) -> dict[int, LoopReadings]:
+    """Each coolant loop's trays as their BMCs last read them (the poll records their coolant readings) within
+    RACK_WINDOW: the rack page's coolant source (apps/inventory/rackscale.py). A rack's trays count toward its first
+    loop, as the poll's judgement does (apps/monitoring/bmc/coolant.py)."""
+    loop_of: dict[int, int] = {}
+    for loop in sorted(loops, key=lambda loop: loop.name):
+        loop_of.setdefault(loop.rack_id, loop.pk)
+    recent = BmcReading.objects.filter(
+        node__rack_id__in=loop_of, kind=SensorKind.COOLANT, time__gte=timezone.now() - RACK_WINDOW
+    )
+    latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
+    by_node: dict[tuple, dict[str, float]] = {}
+    rows = recent.filter(time__in=set(latest.values())).order_by("node__tray_slot", "node__hostname")
+    for node_id, hostname, rack_id, time, sensor, value in rows.values_list(
+        "node_id", "node__hostname", "node__rack_id", "time", "sensor", "value"
+    ):
+        if time == latest[node_id]:
+            by_node.setdefault((rack_id, hostname, time), {})[sensor] = value
+    found: dict[int, LoopReadings] = {}
+    for (rack_id, hostname, time), sensors in by_node.items():
+        leaks = sensors.get(LEAKS)
+        tray = TrayCoolant(
+            hostname=hostname,
+            at=time,
+            flow_lpm=sensors.get(COOLANT_FLOW),
+            supply_c=sensors.get(COOLANT_SUPPLY),
+            return_c=sensors.get(COOLANT_RETURN),
+            pressure_kpa=sensors.get(COOLANT_PRESSURE),
+            leaking=None if leaks is None else leaks > 0,
+        )
+        found.setdefault(loop_of[rack_id], LoopReadings()).trays.append(tray)
+    return found
 
 
 def rack_power_w(rack) -> tuple[float, int]:

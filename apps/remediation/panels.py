@@ -1,6 +1,6 @@
 """The rack page's first section (apps/inventory/sections.py RACK_PAGE): the rack's open leak and coolant events, the
 most urgent the fleet has, with what the coolant policy did or would do about them and, for operators, the trays'
-power-off at one click."""
+power-off at one click (those not off already); and the rack's trays their BMCs read off, with their power-on."""
 
 from apps.accounts.choices import Role
 from apps.health.choices import COOLANT_KINDS, Severity
@@ -20,12 +20,17 @@ def rack_coolant(rack, request) -> dict:
         .select_related("policy")
         .order_by("-decided_at", "-id")
     )
-    trays = services.rack_trays(leaks[0].node) if leaks and leaks[0].node else []
+    trays = services.trays_on(leaks[0].node) if leaks and leaks[0].node else []  # what a power-off would act on
+    off = list(services.trays_off(rack))
+    operator = request.user.has_role(Role.OPERATOR)
     return {
         "rack": rack,
         "events": events,
         "critical": any(event.severity == Severity.CRITICAL for event in events),
         "decisions": decisions,
+        "leaks": leaks,
         "trays": trays,
-        "may_power_off": bool(trays) and request.user.has_role(Role.OPERATOR),
+        "off": off,
+        "may_power_off": bool(trays) and operator,
+        "may_power_on": bool(off) and operator,
     }

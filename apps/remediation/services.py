@@ -17,8 +17,8 @@ from apps.deployments.node_operations import KIND as SCHEDULER_ACTION
 from apps.deployments.node_operations import scheduler_request
 from apps.health.models import HealthEvent
 from apps.health.services import open_events
-from apps.inventory.choices import NodeRole
-from apps.inventory.models import Node
+from apps.inventory.choices import NodeRole, PowerState
+from apps.inventory.models import Node, Rack
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.bmc import POWER_KIND as BMC_POWER
@@ -123,6 +123,9 @@ def _plan(
             else f"{node.hostname} is not drained: a GPU reset waits until it is (a quarantine policy drains it)."
         )[:500]
         return decision
+    if decision.action == Action.POWER_OFF_TRAYS and not trays_on(node):
+        decision.reason = f"{_trays_text(node)} are powered off already; nothing to do."[:500]
+        return decision
     if decision.action in TAKES_NODE_OUT:
         if node.is_drained and decision.action == Action.QUARANTINE:  # a drained node may still be cycled or reset
             decision.reason = f"{node.hostname} is drained already ({node.drain_reason}); nothing to do."
@@ -146,7 +149,7 @@ def _plan(
         Action.QUARANTINE: f"drain {hostname} through the scheduler",
         Action.REBOOT: f"reboot {hostname} through the scheduler once its jobs end",
         Action.REPAIR: "open a repair",
-        Action.POWER_OFF_TRAYS: f"power off {_trays_text(node)} through their BMCs" if node else "",
+        Action.POWER_OFF_TRAYS: f"power off {_trays_text(node, trays_on(node))} through their BMCs" if node else "",
         Action.POWER_CYCLE: f"power-cycle {hostname} through its BMC",
         Action.GPU_RESET: f"reset {event.component_label} (nvidia-smi -r)",
     }[decision.action]
@@ -352,22 +355,72 @@ def rack_trays(node: Node) -> list[Node]:
     return [node]
 
 
-def _trays_text(node: Node) -> str:
-    trays = rack_trays(node)
+def trays_on(node: Node) -> list[Node]:
+    """Of the trays a leak at the node endangers, those a power-off acts on: all but those their BMC reads off."""
+    return [tray for tray in rack_trays(node) if not tray.is_powered_off]
+
+
+def _trays_text(node: Node, trays: list[Node] | None = None) -> str:
+    """`trays` (all those a leak at the node endangers where None) in words: one by name, else how many of the
+    rack's."""
+    every = rack_trays(node)
+    trays = every if trays is None else trays
     if len(trays) == 1:
         return trays[0].hostname
-    return f"the {len(trays)} trays of rack {node.rack.name if node.rack_id else node.hostname}"
+    rack = node.rack.name if node.rack_id else node.hostname
+    if len(trays) == len(every):
+        return f"the {len(every)} trays of rack {rack}"
+    return f"{len(trays)} of the {len(every)} trays of rack {rack}"
+
+
+def _leaks_text(node: Node) -> str:
+    """Where the coolant leaks: the trays endangered with an open leak, each with the sensor that reads it."""
+    leaks = (
+        HealthEvent.objects.open()
+        .filter(kind="coolant_leak", node__in=rack_trays(node))
+        .select_related("node")
+        .order_by("node__tray_slot", "node__hostname", "pk")
+    )
+    return ", ".join(f"{leak.node.hostname} ({leak.component_label})" for leak in leaks) or node.hostname
 
 
 def power_off_trays(*, node: Node, transport: str | None = None, queue: bool = True, requested_by=None):
-    """Starts the `bmc-power` job that powers the node's rack's trays off; raises serializers.ValidationError (naming
-    the field) where the job is refused, nothing started then."""
-    hostnames = tuple(tray.hostname for tray in rack_trays(node))
+    """Starts the `bmc-power` job that powers the node's rack's trays off (those not off already); its reason names
+    the trays whose sensors read the leak and what is powered off. Raises serializers.ValidationError (naming the
+    field) where the job is refused or every tray is off already, nothing started then."""
+    trays = trays_on(node)
+    if not trays:
+        raise serializers.ValidationError({"targets": [f"{_trays_text(node)} are powered off already."]})
     return create_job(
         kind=BMC_POWER,
-        targets=TargetSpec(nodes=hostnames),
-        parameters={"action": "off", "reason": f"coolant leak in {_trays_text(node)}"[:300]},
+        targets=TargetSpec(nodes=tuple(tray.hostname for tray in trays)),
+        parameters={
+            "action": "off",
+            "reason": f"coolant leak at {_leaks_text(node)}: powering off {_trays_text(node, trays)}"[:300],
+        },
         transport=transport if transport in ("local", "sim") else None,  # a BMC is never reached over ssh
+        requested_by=requested_by,
+        queue=queue,
+    )
+
+
+def trays_off(rack: Rack):
+    """The rack's compute trays (of its NVLink domain) that their BMCs read powered off."""
+    trays = Node.objects.filter(rack=rack, nvlink_domain__isnull=False, power_state=PowerState.OFF)
+    return trays.order_by("tray_slot", "hostname")
+
+
+def power_on_trays(*, rack: Rack, transport: str | None = None, queue: bool = True, requested_by=None):
+    """Starts the `bmc-power` job that powers the rack's trays their BMCs read off back on (a leak mended). Raises
+    serializers.ValidationError (naming the field) where none is off or the job is refused; nothing started then."""
+    trays = list(trays_off(rack))
+    if not trays:
+        raise serializers.ValidationError({"targets": [f"No tray of rack {rack.name} is powered off."]})
+    return create_job(
+        kind=BMC_POWER,
+        targets=TargetSpec(nodes=tuple(tray.hostname for tray in trays)),
+        parameters={"action": "on", "reason": f"powering {_trays_text(trays[0], trays)} back on"[:300]},
+        transport=transport if transport in ("local", "sim") else None,
         requested_by=requested_by,
         queue=queue,
     )

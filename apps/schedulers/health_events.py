@@ -5,8 +5,8 @@ read again folds into the event (its evidence equal, counted once).
 
 The scheduler is the authority for this kind: when a later readback shows the node back in service (resumed, up),
 its open `scheduler_drained` event is cleared as validated by that readback. Nodes Rackpilot drained itself (its
-remediation's quarantine) make no event here: their own events say why; a node being rebooted through the scheduler
-is down on purpose and makes none either."""
+remediation's quarantine) make no event here: their own events say why; a node being rebooted through the scheduler,
+or powered off through its BMC (`Node.power_state`), is down on purpose and makes none either."""
 
 from apps.health import services as health
 from apps.health.choices import Severity, Source
@@ -19,8 +19,9 @@ REBOOTING = {"REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERING_UP", "POWERING_DOWN"
 
 
 def _out_of_service(row: SchedulerNodeState) -> bool:
-    """Drained, down, failed or not responding in the scheduler while in service in Rackpilot."""
-    if not row.present or row.node.is_drained or REBOOTING & set(row.flags):
+    """Drained, down, failed or not responding in the scheduler while in service in Rackpilot. A node its BMC reads
+    powered off (a leak's trays, an operator's power-off) is down on purpose: not responding is what off looks like."""
+    if not row.present or row.node.is_drained or row.node.is_powered_off or REBOOTING & set(row.flags):
         return False
     return row.drained or row.down or row.state == "FAIL" or "FAIL" in row.flags
 

@@ -72,18 +72,21 @@ class BmcFigures:
 
     inlet_c: float
     exhaust_c: float
-    cpu_c: list[float]
-    gpu_c: list[tuple[int, float | None]]  # (inventory index, °C); None: no reading (the GPU is gone)
-    fan_rpm: list[float]
+    cpu_c: list[float | None]  # None: no reading (the host is off)
+    gpu_c: list[tuple[int, float | None]]  # (inventory index, °C); None: no reading (the GPU is gone, the host off)
+    fan_rpm: list[float | None]  # None: no reading (the host is off: its fans stand still)
     power_w: float
     psu_w: list[float]
     power_cap_w: float
     coolant: CoolantFigures | None = None  # a liquid-cooled tray of a rack-scale system; None on an air-cooled node
+    powered_on: bool = True  # off: only the BMC's standby sensors read (no CPU, GPU or fan reading, 0 W)
 
 
 def figures(state: SimulatedNode, *, seed: int, load: float, at: datetime) -> BmcFigures:
     window = int(at.timestamp()) // WINDOW_SECONDS
     rng = noise(seed, state.hostname, "bmc", window)
+    if state.powered_off:
+        return _standby(state, seed=seed, rng=rng)
     load = max(0.0, min(load, 1.0))
     gpu_power = 0.0
     gpu_temperatures: list[tuple[int, float | None]] = []
@@ -120,6 +123,26 @@ def figures(state: SimulatedNode, *, seed: int, load: float, at: datetime) -> Bm
     )
 
 
+def _standby(state: SimulatedNode, *, seed: int, rng) -> BmcFigures:
+    """A chassis its BMC turned off, as real BMCs read it on standby power: the inlet sensor still reads (exhaust
+    at the inlet's temperature: no heat, no airflow), the host's sensors (CPUs, GPUs, fans) have no reading, the
+    power is 0 W; a liquid-cooled tray's coolant still flows (the rack's CDU pumps it) and returns at the supply's
+    temperature, and its leak detector still reads."""
+    inlet = round(AMBIENT_C + noise(seed, state.hostname, "inlet").uniform(-1.5, 1.5) + rng.uniform(-0.2, 0.2))
+    return BmcFigures(
+        inlet_c=inlet,
+        exhaust_c=inlet,
+        cpu_c=[None] * max(state.sockets, 1),
+        gpu_c=[(gpu.index, None) for gpu in state.gpus],
+        fan_rpm=[None] * FAN_COUNT,
+        power_w=0,
+        psu_w=[0] * PSU_COUNT,
+        power_cap_w=float(PSU_CAPACITY_W * (PSU_COUNT - 1)),
+        coolant=_coolant(state, 0.0, rng),
+        powered_on=False,
+    )
+
+
 def _coolant(state: SimulatedNode, heat_w: float, rng) -> CoolantFigures | None:
     design = state.domain.tray_design_flow_lpm if state.domain else None
     if not design:
@@ -145,17 +168,18 @@ def _sdr_line(name: str, reading: str, status: str) -> str:
     return f"{name:<16} | {reading:<17} | {status}\n"
 
 
+def _sdr_sensor(name: str, value: float | None, unit: str) -> str:
+    """A sensor line; one without a reading (a GPU gone, a host off) as ipmitool prints it: `no reading | ns`."""
+    return _sdr_line(name, "no reading", "ns") if value is None else _sdr_line(name, f"{value:g} {unit}", "ok")
+
+
 def sdr(values: BmcFigures) -> str:
     """`ipmitool sdr`: name | reading | status, as in ipmitool-sdr-v1-ibm-systemx-telegraf-fixture.txt."""
     lines = [_sdr_line("Inlet Temp", f"{values.inlet_c:g} degrees C", "ok")]
     lines.append(_sdr_line("Exhaust Temp", f"{values.exhaust_c:g} degrees C", "ok"))
-    lines += [_sdr_line(f"CPU{n} Temp", f"{value:g} degrees C", "ok") for n, value in enumerate(values.cpu_c, 1)]
-    for index, value in values.gpu_c:
-        name = f"GPU{index + 1} Temp"
-        lines.append(
-            _sdr_line(name, "no reading", "ns") if value is None else _sdr_line(name, f"{value:g} degrees C", "ok")
-        )
-    lines += [_sdr_line(f"FAN{n}", f"{value:g} RPM", "ok") for n, value in enumerate(values.fan_rpm, 1)]
+    lines += [_sdr_sensor(f"CPU{n} Temp", value, "degrees C") for n, value in enumerate(values.cpu_c, 1)]
+    lines += [_sdr_sensor(f"GPU{index + 1} Temp", value, "degrees C") for index, value in values.gpu_c]
+    lines += [_sdr_sensor(f"FAN{n}", value, "RPM") for n, value in enumerate(values.fan_rpm, 1)]
     lines += [_sdr_line(f"PSU{n} Input", f"{value:g} Watts", "ok") for n, value in enumerate(values.psu_w, 1)]
     lines.append(_sdr_line("Total Power", f"{values.power_w:g} Watts", "ok"))
     return "".join(lines)
@@ -267,12 +291,19 @@ def thermal(values: BmcFigures) -> dict:
         _temperature(0, "Inlet Temp", values.inlet_c, "Intake", 42),
         _temperature(1, "Exhaust Temp", values.exhaust_c, "Exhaust", 75),
     ]
+    # A sensor of a host that is off has no reading and is "UnavailableOffline" (Redfish's Resource.State); a GPU
+    # gone from a host that is on is "Absent" and Critical.
+    offline = {"Health": "OK", "State": "UnavailableOffline"}
     for number, value in enumerate(values.cpu_c, 1):
-        temperatures.append(_temperature(len(temperatures), f"CPU{number} Temp", value, "CPU", 95))
+        entry = _temperature(len(temperatures), f"CPU{number} Temp", value or 0, "CPU", 95)
+        if value is None:
+            entry |= {"ReadingCelsius": None, "Status": offline}
+        temperatures.append(entry)
     for index, value in values.gpu_c:
         entry = _temperature(len(temperatures), f"GPU{index + 1} Temp", value or 0, "GPU", 87)
         if value is None:
-            entry |= {"ReadingCelsius": None, "Status": {"Health": "Critical", "State": "Absent"}}
+            gone = {"Health": "Critical", "State": "Absent"}
+            entry |= {"ReadingCelsius": None, "Status": gone if values.powered_on else offline}
         temperatures.append(entry)
     fans = [
         {
@@ -283,7 +314,7 @@ def thermal(values: BmcFigures) -> dict:
             "Reading": value,
             "ReadingUnits": "RPM",
             "LowerThresholdCritical": 1200,
-            "Status": {"Health": "OK", "State": "Enabled"},
+            "Status": {"Health": "OK", "State": "Enabled"} if value is not None else offline,
         }
         for member, value in enumerate(values.fan_rpm)
     ]
@@ -356,7 +387,7 @@ def environment_metrics(values: BmcFigures) -> dict:
             {
                 "DataSourceUri": f"{CHASSIS}/Sensors/Fan{number + 1}",
                 "DeviceName": f"FAN{number + 1}",
-                "Reading": round(value / FAN_MAX_RPM * 100, 1),
+                "Reading": None if value is None else round(value / FAN_MAX_RPM * 100, 1),
                 "SpeedRPM": value,
             }
             for number, value in enumerate(values.fan_rpm)
@@ -575,10 +606,14 @@ SESSIONS = "/redfish/v1/SessionService/Sessions"
 
 
 def chassis_document(values: BmcFigures | None) -> dict:
-    """The chassis; a liquid-cooled tray's links its ThermalSubsystem (coolant connectors, leak detection) too."""
-    if values is None or values.coolant is None:
+    """The chassis, with its PowerState; a liquid-cooled tray's links its ThermalSubsystem (coolant connectors, leak
+    detection) too."""
+    if values is None:
         return CHASSIS_DOCUMENT
-    return {**CHASSIS_DOCUMENT, "ThermalSubsystem": {"@odata.id": THERMAL_SUBSYSTEM}}
+    document = {**CHASSIS_DOCUMENT, "PowerState": "On" if values.powered_on else "Off"}
+    if values.coolant is not None:
+        document["ThermalSubsystem"] = {"@odata.id": THERMAL_SUBSYSTEM}
+    return document
 
 
 def _error(status: int, message: str, message_id: str) -> tuple[int, dict, bytes]:

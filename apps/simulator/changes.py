@@ -126,8 +126,10 @@ def apply_change(state: SimulatedNode, key: str, value) -> bool:
         state.kube_nodes[rest] = dict(value)
     elif family == "training" and rest.startswith("resume:"):
         pass  # read by the training model (apps/simulator/training_faults), not part of the node's state
-    elif (family == "sel" and rest.isdigit()) or key == "power:state":
-        pass  # the BMC's event log and the chassis power, read by the simulated BMC (apps/simulator/sel.py)
+    elif key == "power:state":
+        state.powered_off = not bool((value or {}).get("on", True))
+    elif family == "sel" and rest.isdigit():
+        pass  # the BMC's event log, read by the simulated BMC (apps/simulator/sel.py)
     else:
         return False
     return True

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 
 class NodeSilent(Exception):
-    """The node's exporters do not answer: its OS hung (node_hang)."""
+    """The node's exporters do not answer: its OS hung (node_hang), or its BMC turned it off."""
 
 
 # (field, reading key, type, help) in dcgm-exporter's default-counters.csv order and wording (the row-remap failure's
@@ -402,7 +402,7 @@ class ExporterServer:
                 if hostname not in model.histories:
                     return None
                 if model.node_regime(hostname, now).silent:
-                    raise NodeSilent(f"{hostname} does not answer (its OS hung)")
+                    raise NodeSilent(f"{hostname} does not answer (its OS hung, or it is powered off)")
                 return exposition(model, hostname, now)
         if match := SERVICE_PATH.match(path):
             name = unquote(match[1])

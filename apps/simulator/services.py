@@ -400,7 +400,8 @@ def _histories(**filters) -> list[NodeHistory]:
             changes=[
                 TimedChange(change.key, change.value, change.updated.timestamp())
                 for change in node.sim_changes.all()
-                if change.key.startswith(VOLATILE_PREFIXES)  # the changes that move the GPUs' figures
+                # the changes that move the GPUs' figures: power limits, and the chassis power its BMC set
+                if change.key.startswith(VOLATILE_PREFIXES) or change.key == sel.POWER_KEY
             ],
         )
         for node in nodes

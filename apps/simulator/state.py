@@ -11,6 +11,7 @@ from django.db.models import Q
 from apps.inventory.catalogue import GPU_DEVICES, GpuDevice
 from apps.inventory.choices import FirmwareComponent, NicPurpose, NicTransport, StorageTierKind
 from apps.simulator.digits import is_whole_number
+from apps.simulator.sel import POWER_KEY
 
 DRIVER_VERSION = "580.159.04"
 CUDA_VERSION = "13.0"
@@ -266,6 +267,7 @@ class SimulatedNode:
     coolant_flow_pct: int = 100  # of the rack loop's design flow, at this tray's inlet (liquid-cooled trays)
     leak_detected: bool = False  # the tray's leak detector
     os_hung: bool = False  # the kernel hung: the node answers nothing, its BMC still does
+    powered_off: bool = False  # its BMC turned the chassis off: no host, no GPUs, only the BMC's standby sensors
 
     @property
     def driver_cuda(self) -> str:
@@ -380,6 +382,9 @@ def _sim_domain(node) -> SimDomain:
     members = imex.nodes.order_by("tray_slot", "hostname") if imex else []
     others = domain.compute_trays.exclude(pk=node.pk).prefetch_related("sim_faults")
     loop = domain.rack.coolant_loops.order_by("name").first()
+    # A tray its BMC turned off has no IMEX daemon: the others read it lost, as for a daemon that died.
+    powers = others.filter(sim_changes__key=POWER_KEY).values_list("hostname", "sim_changes__value")
+    off = {hostname for hostname, value in powers if not (value or {}).get("on", True)}
     return SimDomain(
         name=domain.name,
         cluster_uuid=str(domain.cluster_uuid),
@@ -395,6 +400,7 @@ def _sim_domain(node) -> SimDomain:
             for tray in others
             for fault in tray.sim_faults.all()
         ],
+        imex_lost=off,
     )
 
 

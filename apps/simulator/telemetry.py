@@ -25,7 +25,7 @@ import bisect
 import copy
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from apps.nodeexec.sim_telemetry import (  # what the feature layer tells the model, and its counters' layout
     INTEGRATION_STEP_S,
@@ -204,7 +204,7 @@ class NodeRegime:
     gpus: tuple[tuple[SimGpu, GpuRegime], ...]
     speed: float  # of a healthy node: the slowest GPU's clock over the nominal; 0 when a GPU has gone
     # The OS hung (node_hang): its exporters answer nothing, so it has no samples at all (a target down), though its
-    # GPUs still draw power.
+    # GPUs still draw power. Powered off through its BMC: silent too, and its GPUs draw nothing.
     silent: bool = False
 
     def gpu(self, index: int) -> tuple[SimGpu, GpuRegime]:
@@ -321,8 +321,11 @@ class ClusterTelemetry:
             state = apply_changes(apply_faults(copy.deepcopy(history.healthy), active), changed)
             self._states[key] = state
             gpus = tuple((gpu, gpu_regime(gpu, state.faults)) for gpu in state.gpus)
+            if state.powered_off:  # off through its BMC: no GPU on a bus, nothing drawn, nothing scraped
+                gpus = tuple((gpu, replace(regime, present=False)) for gpu, regime in gpus)
             speeds = [regime.load_mhz / nominal_mhz(gpu) if regime.present else 0.0 for gpu, regime in gpus]
-            self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)), silent=state.os_hung)
+            silent = state.os_hung or state.powered_off
+            self._regimes[key] = NodeRegime(gpus, min(1.0, min(speeds, default=0.0)), silent=silent)
         return self._regimes[key]
 
     def nic_readings(self, hostname: str, t: float) -> list[dict]:
@@ -355,8 +358,10 @@ class ClusterTelemetry:
     def nvlink_readings(self, hostname: str, t: float) -> list[tuple[int, int, list[int]]]:
         """What the node's GPUs show of their NVLink links at t (`nvidia-smi nvlink -s`, dcgm-exporter's per-link
         state): (GPU index, its links, the links inactive) of each GPU on the bus. A switch tray down on another tray
-        of the domain shows here too (the tray's state carries the domain's faults)."""
-        self.node_regime(hostname, t)  # works the state out once per set of active faults
+        of the domain shows here too (the tray's state carries the domain's faults). Nothing from a silent node (its
+        OS hung, its chassis off): its exporter answers nothing."""
+        if self.node_regime(hostname, t).silent:  # works the state out once per set of active faults
+            return []
         state = self._states[self._key(hostname, t)]
         return [
             (gpu.index, gpu.facts.nvlinks, sorted(gpu.nvlinks_down))
@@ -367,10 +372,10 @@ class ClusterTelemetry:
     def imex_daemon_status(self, hostname: str, t: float) -> int | None:
         """The tray's IMEX daemon status at t as DCGM reads it (`nvidia-imex-ctl -q`): READY, or UNAVAILABLE where
         the domain lost this tray's daemon (an IMEX peer lost, injected on any tray of the domain); None outside a
-        rack-scale domain (no IMEX installed)."""
-        self.node_regime(hostname, t)
+        rack-scale domain (no IMEX installed) or from a silent node (nothing scraped)."""
+        silent = self.node_regime(hostname, t).silent
         domain = self._states[self._key(hostname, t)].domain
-        if domain is None:
+        if domain is None or silent:
             return None
         return IMEX_UNAVAILABLE if hostname in domain.imex_lost else IMEX_READY
 

@@ -23,7 +23,7 @@ from apps.remediation import services as remediation
 from apps.remediation.choices import Action, Mode, Outcome
 from apps.simulator import services as simulator
 from apps.simulator.exporters import dcgm_exposition
-from apps.simulator.models import SimFault
+from apps.simulator.models import SimChange, SimFault
 from apps.topology.services import evaluate_topology
 from tests.topology.helpers import rule
 
@@ -209,3 +209,20 @@ def test_the_rack_page_shows_its_switch_trays_health_which_no_node_page_does(rac
     assert f'data-event="{event.public_id}"' not in node_page  # the switch tray's fault is no tray's
     h200 = Node.objects.filter(nvlink_domain__isnull=True).first().rack
     assert 'id="health-events"' not in client.get(reverse("rack-detail", args=[h200.public_id])).content.decode()
+
+
+def test_a_tray_powered_off_is_left_out_of_the_watch_and_makes_no_event(rack):
+    """A tray its BMC turned off (the leak policy's power-off) reports no GPU, link or IMEX status: the watch judges the
+    domain from the trays that report and records nothing about the one that is off (its links counted as before, and
+    a fault it had when it went off, until then; a flood of events for trays off on purpose, never)."""
+    off = rack["nvl01-t05"]
+    _inject(off, "tray_nvlink_degraded", since=T - 600)
+    simulator.bmc_power(node=off, action="off")
+    SimChange.objects.filter(node=off, key="power:state").update(updated=_at(T - 300))
+    _inject(rack["nvl01-t04"], "nvswitch_tray_down", "3")
+
+    [event] = watch.watch_telemetry(now=T + PERIOD)
+
+    assert event.kind == "nvlink_switch_tray_down"
+    assert "68 GPUs on 17 trays report" in event.summary
+    assert not HealthEvent.objects.filter(node=off).exists()

@@ -56,7 +56,7 @@ def test_a_rack_scale_rack_is_a_whole_nvl72_domain():
     assert domain_problems() == []
 
 
-def test_every_tray_and_shelf_fits_the_rack_without_overlap():
+def test_every_tray_shelf_and_leaf_fits_the_rack_without_overlap():
     load_cluster(SHAPE)
 
     domain = NvlinkDomain.objects.get()
@@ -67,8 +67,22 @@ def test_every_tray_and_shelf_fits_the_rack_without_overlap():
     for tray in [*NvlinkSwitchTray.objects.filter(domain=domain), *PowerShelf.objects.filter(rack=domain.rack)]:
         tray.full_clean()
         used.append(tray.position)
-    assert len(used) == len(set(used)) == 18 + 9 + 8
+    leaves = Switch.objects.filter(rack=domain.rack).order_by("name")
+    assert [(leaf.name, leaf.position) for leaf in leaves] == [("leaf-nvl01-a", 48), ("leaf-nvl01-b", 47)]
+    for leaf in leaves:
+        leaf.full_clean()
+        used.append(leaf.position)
+    assert len(used) == len(set(used)) == 18 + 9 + 8 + 2
     assert max(used) <= domain.rack.u_height
+
+
+def test_a_demo_loaded_with_its_nvl72_leaves_unplaced_places_them_when_loaded_again():
+    load_cluster(SHAPE)
+    Switch.objects.filter(name__startswith="leaf-nvl01-").update(position=None)
+
+    load_cluster(SHAPE)
+
+    assert not Switch.objects.filter(name__startswith="leaf-nvl01-", position__isnull=True).exists()
 
 
 def test_loading_again_adds_nothing():

@@ -61,3 +61,12 @@ def test_a_node_rackpilot_drained_makes_no_scheduler_event(demo_cluster, run_sha
     scontrol("NodeName=gpu006", "State=DRAIN", "Reason=rackpilot xid79 GPU 3")
     readback(run_shards)
     assert not HealthEvent.objects.exists()
+
+
+def test_a_node_powered_off_through_its_bmc_makes_no_scheduler_event(demo_cluster, run_shards):
+    """Slurm marks a node it cannot reach down (not responding): for a node its BMC reads powered off (a leak's trays,
+    an operator's power-off) that is what off looks like, not a new fault per node."""
+    Node.objects.filter(hostname="gpu006").update(power_state="off", power_state_since=timezone.now())
+    scontrol("NodeName=gpu006", "State=DOWN", "Reason=Not responding")
+    readback(run_shards)
+    assert not HealthEvent.objects.exists()

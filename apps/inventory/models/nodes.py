@@ -28,6 +28,7 @@ from apps.inventory.choices import (
     NodeRole,
     NodeStatus,
     Plane,
+    PowerState,
     allowed_next_statuses,
 )
 from apps.inventory.hostkeys import fingerprint_of
@@ -181,6 +182,16 @@ class Node(AuditedModel, PublicModel):
         db_index=True,
         help_text="What the node's open health events say (docs/health.md).",
     )
+    # Derived, never edited: apps/monitoring writes it when a BMC poll or power action reads a change, so the rack
+    # page, the health producers and remediation know a node is off on purpose without asking its BMC.
+    power_state = models.CharField(
+        max_length=4,
+        choices=PowerState.choices,
+        blank=True,
+        editable=False,
+        help_text="The chassis power as the node's BMC last read it; blank: never read.",
+    )
+    power_state_since = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = NodeQuerySet.as_manager()
 
@@ -239,6 +250,10 @@ class Node(AuditedModel, PublicModel):
     @property
     def is_drained(self) -> bool:
         return self.drained_at is not None
+
+    @property
+    def is_powered_off(self) -> bool:
+        return self.power_state == PowerState.OFF
 
     def _check_fits_in_rack(self) -> None:
         device = Mounted(self.hostname, self.u_position, self.u_height)

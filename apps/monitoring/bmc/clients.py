@@ -35,7 +35,7 @@ from apps.monitoring.bmc.readings import PollOutcome, Reading, coolant_of
 from apps.monitoring.choices import BmcProtocol, PollResult, SensorKind
 from apps.nodeexec.sim import simulated_bmc
 from apps.parsers.errors import ParseError
-from apps.parsers.ipmi import parse_dcmi_power, parse_ipmitool
+from apps.parsers.ipmi import parse_chassis_power, parse_dcmi_power, parse_ipmitool
 from apps.parsers.redfish import (
     CoolantConnector,
     LeakDetector,
@@ -132,7 +132,13 @@ async def read_ipmi(login: BmcLogin, run: IpmiRun) -> PollOutcome:
         readings.append(Reading(SensorKind.POWER, "DCMI Power", "W", power.current_watts))
     elif power is not None:
         message = "DCMI power reading is deactivated on this BMC"
-    return _outcome(readings, message, "\n".join(transcript))
+    outcome = _outcome(readings, message, "\n".join(transcript))
+    code, stdout, stderr = await run(["chassis", "power", "status"])
+    outcome.transcript += "\n" + _command_block("chassis power status", code, stdout, stderr)
+    if code == 0:
+        with contextlib.suppress(ParseError):  # an unreadable answer leaves the power state unknown, as none does
+            outcome.power_state = parse_chassis_power(stdout)
+    return outcome
 
 
 def _ipmi_failure(login: BmcLogin, text: str) -> BmcFailure:
@@ -296,14 +302,18 @@ class RedfishReader:
             readings: list[Reading] = []
             notes: list[str] = []
             paths = [member.get("@odata.id") for member in members if isinstance(member, dict)][:MAX_CHASSIS]
+            power_states = []
             for path in filter(None, paths):
                 chassis = await self.get(path, record=False)
                 prefix = f"{chassis.get('Id', '')} " if len(paths) > 1 else ""
                 readings += await self._chassis_readings(chassis, prefix, notes)
+                power_states.append(str(chassis.get("PowerState") or "").lower())
         finally:
             await self.log_out()
         outcome = _outcome(readings, "; ".join(notes), "\n".join(self.transcript))
         outcome.coolant = coolant_of(self.connectors, self.detectors)
+        # The first chassis that says (Chassis.PowerState, Redfish 1.0.1+); "PoweringOn" and the like say nothing yet.
+        outcome.power_state = next((state for state in power_states if state in ("on", "off")), "")
         return outcome
 
     async def _chassis_readings(self, chassis: dict, prefix: str, notes: list[str]) -> list[Reading]:

@@ -9,6 +9,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.inventory.choices import PowerState
+from apps.inventory.models import Node
 from apps.monitoring.choices import PollResult, SensorKind
 from apps.monitoring.models import Bmc, BmcReading
 
@@ -56,6 +58,7 @@ class PollOutcome:
     readings: list[Reading] = field(default_factory=list)
     transcript: str = ""
     coolant: Coolant | None = None  # a liquid-cooled tray's; judged by apps/monitoring/bmc/coolant.py
+    power_state: str = ""  # the chassis power the BMC reads (on, off); blank where it says none
 
     def summary(self) -> str:
         """One line for the job's matrix cell: the hottest temperature, the power and the fastest fan."""
@@ -84,12 +87,41 @@ def chassis_power(readings: list[Reading]) -> float | None:
     return sum(r.value for r in power) if power else None
 
 
+# The coolant sensors kept as series (kind coolant): what the rack page shows of its loop beside the loop's limits.
+COOLANT_FLOW, COOLANT_SUPPLY, COOLANT_RETURN = "Coolant flow", "Coolant supply", "Coolant return"
+COOLANT_PRESSURE, LEAKS = "Coolant pressure drop", "Leak detectors leaking"
+
+
+def coolant_readings(coolant: Coolant | None) -> list[Reading]:
+    """A tray's coolant figures as readings; the leak detectors as how many of them say a leak (0: dry)."""
+    if coolant is None:
+        return []
+    figures = (
+        (COOLANT_FLOW, "l/min", coolant.flow_lpm),
+        (COOLANT_SUPPLY, "C", coolant.supply_c),
+        (COOLANT_RETURN, "C", coolant.return_c),
+        (COOLANT_PRESSURE, "kPa", coolant.delta_pressure_kpa),
+        (LEAKS, "", len(coolant.leaking) if coolant.detectors else None),
+    )
+    return [Reading(SensorKind.COOLANT, sensor, unit, value) for sensor, unit, value in figures if value is not None]
+
+
 def polled_at(moment: datetime) -> datetime:
     """Every reading of a poll shares one time (the node page shows 'the latest poll' by it): whole seconds."""
     return moment.replace(microsecond=0)
 
 
 COUNTER_OF = {PollResult.OK: "polls_ok", PollResult.PARTIAL: "polls_partial"}
+READ = (PollResult.OK, PollResult.PARTIAL)
+
+
+def record_power_states(states: dict[int, str], *, at: datetime) -> None:
+    """Write each node's chassis power as its BMC read it (node id -> on / off; blank: not read, left as it was)
+    where it changed, with since when: the inventory's `Node.power_state`, which the rack page, the health producers
+    and remediation read."""
+    for state in (PowerState.ON, PowerState.OFF):
+        changed = [node_id for node_id, read in states.items() if read == state]
+        Node.objects.filter(pk__in=changed).exclude(power_state=state).update(power_state=state, power_state_since=at)
 
 
 def record_polls(outcomes: dict[int, PollOutcome], *, at: datetime) -> int:
@@ -98,14 +130,15 @@ def record_polls(outcomes: dict[int, PollOutcome], *, at: datetime) -> int:
     A refused or failed poll writes no readings: only its BMC's last result, message and failure count change.
     Updates go through the queryset (no per-poll audit entries: a poll is not an operator's change).
     """
+    read = {node_id: outcome for node_id, outcome in outcomes.items() if outcome.result in READ}
     rows = [
         BmcReading(node_id=node_id, time=at, kind=r.kind, sensor=r.sensor[:64], unit=r.unit, value=r.value)
-        for node_id, outcome in outcomes.items()
-        if outcome.result in (PollResult.OK, PollResult.PARTIAL)
-        for r in outcome.readings
+        for node_id, outcome in read.items()
+        for r in [*outcome.readings, *coolant_readings(outcome.coolant)]
     ]
     with transaction.atomic():
         BmcReading.objects.bulk_create(rows, batch_size=2000)
+        record_power_states({node_id: outcome.power_state for node_id, outcome in read.items()}, at=at)
         for node_id, outcome in outcomes.items():
             counter = COUNTER_OF.get(outcome.result, "polls_failed")
             Bmc.objects.filter(node_id=node_id).update(

@@ -4,6 +4,7 @@ apps/monitoring/bmc/power.py's start_bmc_power (the node page, the API) or by re
 flows are apps/monitoring/bmc/power.py."""
 
 from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from apps.health.choices import Severity, Source
@@ -12,7 +13,7 @@ from apps.inventory.models import Node
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
-from apps.monitoring.bmc import clients, logins
+from apps.monitoring.bmc import clients, logins, readings
 from apps.monitoring.bmc.power import MISMATCH, PowerOutcome, nodes_without_bmc, power
 from apps.monitoring.choices import PollResult
 from apps.nodeexec.base import CommandResult, NodeTarget
@@ -110,6 +111,11 @@ class BmcPower(JobKind):
         return CellRecord(STATUS_OF[outcome.result], outcome.message[:300], data)
 
     def shard_finished(self, job, shard) -> None:
+        # The power each BMC read back is the node's now: the rack page and the health producers read it.
+        read = {
+            self.logins[host][0]: outcome.power_state for host, outcome in self.outcomes.items() if host in self.logins
+        }
+        readings.record_power_states(read, at=timezone.now())
         for hostname, outcome in self.outcomes.items():
             if outcome.result == PollResult.OK:
                 continue

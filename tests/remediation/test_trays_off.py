@@ -1,0 +1,128 @@
+"""The on-call walk on a GB200 NVL72 rack after a coolant leak in one tray: the BMC poll records the leak; the leak
+policy (on) powers the rack's trays off through their BMCs, its job's reason naming the tray whose sensor reads the
+leak and what it powers off; the power each BMC reads back is recorded on the trays. Then the rack page says the trays
+are off (none of its draw counted, no power-off offered again; power-on offered to operators), the next poll folds the
+leak into its one event and reads no draw, and the loop's readings show beside its limits."""
+
+import pytest
+from django.conf import settings
+
+from apps.health import services as health
+from apps.health.choices import Severity, Source
+from apps.health.models import HealthEvent
+from apps.inventory.choices import PowerState
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import LeakSensor, Node, Rack
+from apps.jobs.choices import JobStatus
+from apps.jobs.models import Job
+from apps.jobs.services import TargetSpec, create_job
+from apps.monitoring.bmc import logins
+from apps.monitoring.panels import racks_power
+from apps.remediation import services
+from apps.remediation.choices import Mode, Outcome
+from apps.remediation.models import RemediationPolicy
+from apps.simulator import services as simulator
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def quick_reboots(settings):
+    settings.RACKPILOT_SIM_REBOOT_SECONDS = 0
+
+
+@pytest.fixture
+def trays():
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    nodes = list(Node.objects.filter(nvlink_domain__isnull=False).order_by("tray_slot"))
+    for node in nodes:
+        logins.save_bmc(
+            node=node,
+            address=node.bmc_address,
+            protocol="redfish",
+            port=None,
+            user=settings.RACKPILOT_SIM_BMC_USER,
+            verify_tls=True,
+            password=settings.RACKPILOT_SIM_BMC_PASSWORD,
+        )
+    return nodes
+
+
+def poll(run_shards, nodes):
+    job = create_job(kind="bmc-poll", targets=TargetSpec(nodes=tuple(n.hostname for n in nodes)), transport="sim")
+    job = run_shards(job)
+    assert job.status == JobStatus.SUCCEEDED, list(job.events.values_list("message", flat=True))
+    return job
+
+
+def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(clock, trays, run_shards, client, operator):
+    rack = Rack.objects.get(name="nvl01")
+    simulator.inject_fault(node=trays[2], kind="leak")
+    poll(run_shards, trays)
+    [leak] = HealthEvent.objects.filter(kind="coolant_leak")
+    assert racks_power([rack.pk])[rack.pk].watts > 10_000  # the 18 trays draw
+
+    page = client_page(client, operator, rack)
+    assert "from 18 of the 18 nodes on" in page
+    assert 'id="coolant-now-' in page and "1 of 18 read a leak (nvl01-t03)" in page  # the loop now, by its limits
+    assert "flow <strong>" in page and "design flow 80.0 l/min" in page
+
+    RemediationPolicy.objects.exclude(name="Coolant leak").delete()
+    RemediationPolicy.objects.filter(name="Coolant leak").update(mode=Mode.ON)
+    [decision] = services.evaluate(now=clock.now, queue=False)
+    assert decision.outcome == Outcome.ACTED, decision.reason
+    job = run_shards(Job.objects.get(public_id=decision.job_id))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.parameters["reason"] == (
+        "coolant leak at nvl01-t03 (leak sensor nvl01-t03-leak): powering off the 18 trays of rack nvl01"
+    )
+    assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.OFF}
+    assert racks_power([rack.pk]).get(rack.pk) is None  # nothing counted from trays that are off
+
+    poll(run_shards, trays)
+    assert HealthEvent.objects.filter(kind="coolant_leak").get() == leak  # folded, no new event
+    assert HealthEvent.objects.count() == 1
+    assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.OFF}
+
+    page = client_page(client, operator, rack)
+    assert "0 of 18 trays on" in page and "18 powered off through their BMCs" in page
+    assert "<span>Ready · off</span>" in page  # each tray in the elevation
+    assert "every node is powered off" in page
+    assert "power-off-trays" not in page  # nothing left to power off
+    assert f"/remediation/racks/{rack.public_id}/power-on-trays/" in page
+    assert "1 of 18 read a leak (nvl01-t03)" in page  # the leak sensors still read on standby power
+
+    # The policy, asked again, has nothing to power off; the operator's power-off says so and starts nothing.
+    response = client.post(f"/remediation/racks/{rack.public_id}/power-off-trays/", follow=True)
+    assert "the 18 trays of rack nvl01 are powered off already" in response.content.decode()
+    assert Job.objects.filter(kind="bmc-power").count() == 1
+
+    # The leak mended (the sensor dry, the event cleared): the operator powers them back on.
+    simulator.clear_faults(node=trays[2], kind="leak")
+    response = client.post(f"/remediation/racks/{rack.public_id}/power-on-trays/")
+    on = Job.objects.filter(kind="bmc-power").exclude(pk=job.pk).get()
+    assert response.status_code == 302 and (on.parameters["action"], on.node_count) == ("on", 18)
+    run_shards(on)
+    assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.ON}
+
+
+def client_page(client, user, rack) -> str:
+    client.force_login(user)
+    return client.get(f"/racks/{rack.public_id}/").content.decode()
+
+
+def test_the_power_off_of_a_rack_with_one_tray_off_acts_on_the_others_and_says_so(trays):
+    Node.objects.filter(pk=trays[0].pk).update(power_state=PowerState.OFF)
+    health.record_event(
+        component=health.Component.leak_sensor(LeakSensor.objects.get(node=trays[2]), trays[2]),
+        source=Source.BMC_SENSORS,
+        kind="coolant_leak",
+        severity=Severity.CRITICAL,
+        summary="Coolant leak",
+    )
+
+    job = services.power_off_trays(node=trays[2], queue=False)
+
+    assert job.node_count == 17 and "nvl01-t01" not in job.target_spec["nodes"]
+    assert job.parameters["reason"].endswith("powering off 17 of the 18 trays of rack nvl01")
