@@ -10,6 +10,7 @@ class AuditAction(models.TextChoices):
     CANCEL = "cancel", "Cancel requested"
     APPROVE = "approve", "Approved"
     DISMISS = "dismiss", "Dismissed"
+    CLEAR = "clear", "Cleared"
     LOGIN = "login", "Logged in"
     LOGOUT = "logout", "Logged out"
     LOGIN_FAILED = "login_failed", "Failed login"
