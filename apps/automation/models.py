@@ -200,10 +200,22 @@ class Notification(PublicModel):
 
 
 class Delivery(PublicModel):
-    """One notification to one subscription: its attempts and how the last one went (the delivery log)."""
+    """One notification to one subscription: its attempts and how the last one went (the delivery log). The log
+    outlives the subscription: deleting one leaves its deliveries, under the name it had when they were sent."""
 
     notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="deliveries")
-    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
+    subscription = models.ForeignKey(
+        Subscription, null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    subscription_name = models.CharField(max_length=100, help_text="The subscription's name when this was sent.")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who asked for it (a test); none for an event's delivery.",
+    )
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     last_attempt = models.DateTimeField(null=True, blank=True)
@@ -218,7 +230,7 @@ class Delivery(PublicModel):
         indexes = [models.Index(fields=["status", "updated"], name="delivery_status_idx")]
 
     def __str__(self) -> str:
-        return f"{self.notification} → {self.subscription}"
+        return f"{self.notification} → {self.subscription_name}"
 
     @property
     def colour(self) -> str:

@@ -22,6 +22,7 @@ from django.utils import timezone
 from apps.automation import webhooks
 from apps.automation.choices import DELIVERY_OPEN, SUBSCRIBABLE_EVENTS, Channel, DeliveryStatus, EventType
 from apps.automation.models import Delivery, NodeHealthState, Notification, ScanCursor, Subscription
+from apps.core import audit
 from apps.core.choices import AuditAction
 from apps.core.models import AuditEntry
 from apps.deployments.choices import SuggestionState
@@ -61,7 +62,10 @@ def notify(*, key: str, event: str, title: str, payload: dict) -> Notification |
         return None
     subscriptions = [s for s in Subscription.objects.filter(enabled=True) if event in (s.events or [])]
     deliveries = Delivery.objects.bulk_create(
-        [Delivery(notification=notification, subscription=subscription) for subscription in subscriptions]
+        [
+            Delivery(notification=notification, subscription=subscription, subscription_name=subscription.name)
+            for subscription in subscriptions
+        ]
     )
     ids = [str(delivery.public_id) for delivery in deliveries]
     transaction.on_commit(lambda: [enqueue_delivery(delivery_id) for delivery_id in ids])
@@ -400,7 +404,11 @@ def deliver(*, delivery_id: str) -> str:
     """One attempt at a delivery (the task's body). A failed webhook attempt is tried again after
     RACKPILOT_WEBHOOK_RETRY_SECONDS × 2^(attempt-1), up to RACKPILOT_WEBHOOK_MAX_ATTEMPTS attempts; a refused
     address is not retried. Returns the delivery's status."""
-    delivery = Delivery.objects.select_related("notification", "subscription").filter(public_id=delivery_id).first()
+    delivery = (
+        Delivery.objects.select_related("notification", "subscription", "requested_by")
+        .filter(public_id=delivery_id)
+        .first()
+    )
     if delivery is None or delivery.status not in DELIVERY_OPEN:
         return delivery.status if delivery else "missing"
     now = timezone.now()
@@ -411,7 +419,9 @@ def deliver(*, delivery_id: str) -> str:
         return "claimed elsewhere"
     attempt = delivery.attempts + 1
     subscription = delivery.subscription
-    if subscription.channel == Channel.EMAIL:
+    if subscription is None:  # deleted since it was queued: the log keeps the delivery, which goes nowhere
+        ok, status, error, refused = False, None, "the subscription was deleted before it was sent", True
+    elif subscription.channel == Channel.EMAIL:
         ok, status, error, refused = _send_email(delivery)
     else:
         body = json.dumps(body_of(delivery), sort_keys=True).encode()
@@ -437,9 +447,29 @@ def deliver(*, delivery_id: str) -> str:
     if fields["status"] == DeliveryStatus.RETRYING:
         wait = settings.RACKPILOT_WEBHOOK_RETRY_SECONDS * 2 ** (attempt - 1)
         enqueue_delivery(delivery_id, countdown=wait)
+    elif delivery.notification.event == EventType.TEST:
+        _audit_test_outcome(delivery, fields)
     if not ok:
-        logger.warning("delivery %s to %s, attempt %s: %s", delivery_id, subscription.name, attempt, error)
+        logger.warning("delivery %s to %s, attempt %s: %s", delivery_id, delivery.subscription_name, attempt, error)
     return fields["status"]
+
+
+def _audit_test_outcome(delivery: Delivery, fields: dict) -> None:
+    """How a test someone sent ended, in the audit log under their name: delivered, or failed and why."""
+    delivered = fields["status"] == DeliveryStatus.DELIVERED
+    outcome = {"outcome": [None, DeliveryStatus(fields["status"]).label], "delivery": [None, str(delivery.public_id)]}
+    if fields["response_status"]:
+        outcome["response_status"] = [None, fields["response_status"]]
+    if fields["error"]:
+        outcome["error"] = [None, fields["error"]]
+    audit.record(
+        AuditAction.TEST_DELIVERED if delivered else AuditAction.TEST_FAILED,
+        object_type=Subscription._meta.label_lower,
+        object_id=str(delivery.subscription_id or ""),
+        object_repr=delivery.subscription_name,
+        changes=outcome,
+        user=delivery.requested_by,
+    )
 
 
 def _send_email(delivery: Delivery) -> tuple[bool, None, str, bool]:
@@ -475,8 +505,9 @@ def _mail_failure(error: Exception) -> str:
     return f"the mail server at {server} refused it: {error}"
 
 
-def send_test(*, subscription: Subscription) -> Delivery:
-    """A test event to one subscription (the page's "Send a test" button), delivered like any other."""
+def send_test(*, subscription: Subscription, user) -> Delivery:
+    """A test event to one subscription (the page's "Send a test" button), delivered like any other. Audited: who
+    sent it to which subscription ("Test sent"), then how it ended ("Test delivered" / "Test failed")."""
     now = timezone.now()
     notification = Notification.objects.create(
         key=f"test:{subscription.public_id}:{now.isoformat()}",
@@ -484,7 +515,19 @@ def send_test(*, subscription: Subscription) -> Delivery:
         title=f"Test notification for “{subscription.name}”",
         payload={"test": True},
     )
-    delivery = Delivery.objects.create(notification=notification, subscription=subscription)
+    requested_by = user if getattr(user, "pk", None) else None
+    delivery = Delivery.objects.create(
+        notification=notification,
+        subscription=subscription,
+        subscription_name=subscription.name,
+        requested_by=requested_by,
+    )
+    audit.record(
+        AuditAction.TEST,
+        obj=subscription,
+        changes={"channel": [None, subscription.get_channel_display()], "delivery": [None, str(delivery.public_id)]},
+        user=requested_by,
+    )
     transaction.on_commit(lambda: enqueue_delivery(str(delivery.public_id)))
     return delivery
 

@@ -198,7 +198,7 @@ def schedule_delete(request, public_id):
 
 @login_required
 def notification_list(request):
-    deliveries = Delivery.objects.select_related("notification", "subscription")
+    deliveries = Delivery.objects.select_related("notification")
     status = request.GET.get("status", "")
     if status:
         deliveries = deliveries.filter(status=status)
@@ -263,6 +263,6 @@ def subscription_delete(request, public_id):
 @role_required(Role.ADMIN)
 def subscription_test(request, public_id):
     subscription = get_object_or_404(Subscription, public_id=public_id)
-    notifications.send_test(subscription=subscription)
+    notifications.send_test(subscription=subscription, user=request.user)
     messages.info(request, f"A test notification is on its way to “{subscription.name}”; see the delivery log.")
     return redirect("automation-notifications")

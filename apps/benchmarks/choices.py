@@ -138,6 +138,14 @@ class TimelineOrigin(models.TextChoices):
     NODE = "node", "Read off nodes"
 
 
+class ComputeBasis(models.TextChoices):
+    """What a rank's compute time was read from (apps/parsers/timeline_steps.py)."""
+
+    GPU_KERNELS = "gpu_kernels", "GPU kernels"
+    OPERATORS = "operators", "CPU operators (no kernels traced)"
+    NONE = "none", "None (a Horovod timeline: communication only)"
+
+
 # The design brief's case study: communication took 35 % of a training step before the fixes, 12 % after.
 CASE_STUDY_COMMUNICATION_PCT = {"before": 35.0, "after": 12.0}
 TIMELINE_MAX_FILE_BYTES = 64 * 2**20  # one uploaded file as sent (a .json.gz, or plain JSON)

@@ -40,8 +40,12 @@ class BenchmarkForm(forms.Form):
 
     suite = forms.ChoiceField(choices=Suite.choices, initial=Suite.SWEEP)
     scope = forms.ChoiceField(choices=SCOPES, initial="rack")
-    rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), required=False, to_field_name="name")
-    tag = forms.ModelChoiceField(queryset=Tag.objects.order_by("slug"), required=False, to_field_name="slug")
+    rack = forms.ModelChoiceField(
+        queryset=Rack.objects.order_by("name"), required=False, to_field_name="name", empty_label="Choose a rack"
+    )
+    tag = forms.ModelChoiceField(
+        queryset=Tag.objects.order_by("slug"), required=False, to_field_name="slug", empty_label="Choose a tag"
+    )
     nodes = forms.CharField(
         required=False, max_length=10000, help_text="Host names, rack:NAME or tag:NAME, separated by commas."
     )

@@ -26,6 +26,7 @@ from apps.benchmarks.choices import (
     TIMELINE_MAX_FILES,
     TIMELINE_MAX_STEPS,
     TIMELINE_MAX_TRACE_BYTES,
+    ComputeBasis,
     TimelineOrigin,
 )
 from apps.benchmarks.models import TimelineAnalysis
@@ -390,6 +391,7 @@ def report(analysis: TimelineAnalysis) -> dict:
                 "rank": rank["rank"],
                 "source": rank["source"],
                 "compute_basis": rank["compute_basis"],
+                "compute_basis_label": ComputeBasis(rank["compute_basis"]).label,
                 "steps": len(rank["steps"]),
                 "step_ms": round(rank["step_us"] / 1000, 3),
                 "compute_ms": round(rank["compute_us"] / 1000, 3),

@@ -164,6 +164,16 @@ def record_created(instances: list[AuditedModel]) -> None:
         AuditEntry.objects.bulk_create(entries)
 
 
+def save_as(instance: AuditedModel, action: str, **save_kwargs) -> None:
+    """Save a change that is an action someone took (cleared a health event): its entry reads as that action
+    ("Cleared"), with the fields it changed, where a plain save reads "Updated"."""
+    instance._audit_action = action
+    try:
+        instance.save(**save_kwargs)
+    finally:
+        del instance._audit_action
+
+
 @receiver(post_save)
 def _audit_save(sender, instance, created, raw=False, **kwargs):
     if raw or not isinstance(instance, AuditedModel):
@@ -182,7 +192,7 @@ def _audit_save(sender, instance, created, raw=False, **kwargs):
     }
     instance._audit_loaded = now
     if changes:
-        _record(instance, AuditAction.UPDATE, changes)
+        _record(instance, getattr(instance, "_audit_action", AuditAction.UPDATE), changes)
 
 
 @receiver(pre_delete)

@@ -141,7 +141,15 @@ class ListOrderingFilter(OrderingFilter):
 class FilterSet(django_filters.FilterSet):
     """A list's filters, shared by its page and its API. Their form's ids are `filter-<field>`: a list page often has
     its own form with a field of the same name (open an incident for a node, inject a fault on one), and two elements
-    with one id send a label, and the page's script, to the wrong one."""
+    with one id send a label, and the page's script, to the wrong one. A choice left empty reads "Any <filter>"
+    ("Any plane"), where django-filter's reads "---------"; a filter may say its own (`empty_label="Anyone"`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for filter_ in self.filters.values():
+            if isinstance(filter_, django_filters.ChoiceFilter) and "empty_label" not in filter_.extra:
+                label = str(filter_.label or filter_.field_name)
+                filter_.extra["empty_label"] = f"Any {label[:1].lower()}{label[1:]}"
 
     @property
     def form(self):
@@ -159,7 +167,7 @@ class AuditEntryFilter(FilterSet):
     object_id = django_filters.CharFilter(label="Object id")
     object = django_filters.CharFilter(field_name="object_repr", lookup_expr="icontains", label="Object")
     actor = django_filters.CharFilter(field_name="actor_name", label="Who")
-    source = django_filters.ChoiceFilter(choices=ChangeSource.choices, label="Through")
+    source = django_filters.ChoiceFilter(choices=ChangeSource.choices, label="Through", empty_label="Any source")
     action = django_filters.ChoiceFilter(choices=AuditAction.choices, label="Action")
     job = django_filters.UUIDFilter(label="Job")
     since = django_filters.IsoDateTimeFilter(field_name="created", lookup_expr="gte", label="Since")

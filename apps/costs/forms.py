@@ -36,8 +36,10 @@ class CostPolicyForm(forms.Form):
 
     name = forms.CharField(max_length=100, validators=[name_validator])
     scope = forms.ChoiceField(choices=PolicyScope.choices, initial=PolicyScope.CLUSTER)
-    rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), required=False)
-    service = forms.ModelChoiceField(queryset=InferenceService.objects.order_by("name"), required=False)
+    rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), required=False, empty_label="Choose a rack")
+    service = forms.ModelChoiceField(
+        queryset=InferenceService.objects.order_by("name"), required=False, empty_label="Choose a service"
+    )
 
     def __init__(self, *args, kind: str, **kwargs):
         self.kind = policy_kind(kind)

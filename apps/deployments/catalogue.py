@@ -1,6 +1,8 @@
 """What a deployment may install: the software versions Rackpilot knows how to install and check, and how each
 becomes a package to install. A version outside these lists is refused (400 naming the field)."""
 
+from apps.inventory.choices import FirmwareComponent
+
 SOFTWARE: dict[str, tuple[str, ...]] = {
     "driver": ("550.163.01", "570.172.08", "580.159.04"),
     "cuda": ("12.4", "12.8", "13.0"),
@@ -17,10 +19,18 @@ SOFTWARE_LABELS = {
     "pytorch": "PyTorch",
     "tensorflow": "TensorFlow (with XLA)",
 }
+# The words a plan's versions and firmware baselines are shown in, on every page (the wizard's form asks in them too).
+OPTION_LABELS = {"versions": SOFTWARE_LABELS, "baselines": dict(FirmwareComponent.choices)}
 # The newest CUDA each driver branch runs (NVIDIA's CUDA/driver compatibility table).
 DRIVER_CUDA = {"550": "12.4", "560": "12.6", "570": "12.8", "575": "12.9", "580": "13.0"}
 
 FIRMWARE_DIR = "/var/lib/rackpilot/firmware"
+
+
+def option_rows(options: dict, section: str) -> list[tuple[str, object]]:
+    """A plan's versions or firmware baselines as (label, value) rows: "GPU VBIOS", never the key "gpu_vbios"."""
+    labels = OPTION_LABELS[section]
+    return [(labels.get(name, name), value) for name, value in (options.get(section) or {}).items()]
 
 
 def version_key(version: str) -> tuple:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from apps.core import signing
 from apps.deployments import cluster, services
+from apps.deployments.catalogue import option_rows
 from apps.deployments.choices import (
     OUTCOME_RANK,
     VERIFIED_OUTCOMES,
@@ -118,6 +119,8 @@ def context(deployment) -> dict:
         "approvals": list(services.approvals(deployment)),
         "runs": list(deployment.runs.select_related("job", "started_by").order_by("number")),
         "step_labels": {name: step.label for name, step in STEPS.items()},
+        "versions": option_rows(deployment.options, "versions"),
+        "baselines": option_rows(deployment.options, "baselines"),
         "criteria": [
             (check, {**values, "comparator_label": Comparator(values.get("comparator", "ge")).label})
             for check, values in deployment.criteria.items()

@@ -18,7 +18,7 @@ from apps.accounts.decorators import role_required
 from apps.core.api import errors_beyond_shape
 from apps.core.listing import Listing
 from apps.deployments import cluster, node_operations, report, services
-from apps.deployments.catalogue import SOFTWARE_LABELS
+from apps.deployments.catalogue import option_rows
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
 from apps.deployments.context import StoredPlanInvalid
 from apps.deployments.filters import DEPLOYMENT_COLUMNS, DeploymentFilterSet, latest_run
@@ -246,7 +246,8 @@ def _stage_review(request, deployment):
         "form": form,
         "plan": plan,
         "artefacts": services.plan_artefacts(deployment),
-        "versions": [(SOFTWARE_LABELS.get(k, k), v) for k, v in (deployment.options.get("versions") or {}).items()],
+        "versions": option_rows(deployment.options, "versions"),
+        "baselines": option_rows(deployment.options, "baselines"),
     }
     return _wizard(request, deployment, WizardStage.REVIEW, context, status=status)
 

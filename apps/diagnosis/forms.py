@@ -35,10 +35,15 @@ class IncidentForm(forms.Form):
         queryset=TrainingJob.objects.exclude(log_path="").order_by("name"),
         required=False,
         to_field_name="public_id",
+        empty_label="No training job",
         help_text="The training job that timed out or hangs.",
     )
     node = forms.ModelChoiceField(
-        queryset=Node.objects.order_by("hostname"), required=False, to_field_name="hostname", help_text="Or a node."
+        queryset=Node.objects.order_by("hostname"),
+        required=False,
+        to_field_name="hostname",
+        empty_label="No node",
+        help_text="Or a node.",
     )
     symptom = forms.CharField(required=False, max_length=10000, widget=forms.Textarea(attrs={"rows": 3}))
     transport = forms.ChoiceField(

@@ -12,6 +12,8 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core import audit
+from apps.core.choices import AuditAction
 from apps.health.choices import SEVERITY_RANK, ClearedBy, ComponentType, NodeState, Severity, Source
 from apps.health.models import HealthEvent, HealthEventQuerySet
 from apps.inventory.choices import HEALTH_OF_PRESENCE, GpuHealth, GpuPresence
@@ -201,7 +203,7 @@ def clear_event(
         locked.cleared_by_user = user if getattr(user, "pk", None) else None
         locked.clear_reason = reason.strip()[:300]
         locked.clear_evidence = validation or {}
-        locked.save()  # audited: who cleared it, by what, why
+        audit.save_as(locked, AuditAction.CLEAR)  # audited as "Cleared": who cleared it, by what, why
         record_inventory_health(event=locked)
     return locked
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from apps.core.units import link_rate
 from apps.inventory.choices import SwitchTier
 from apps.inventory.models import Cable, Nic, Switch
 
@@ -127,7 +128,9 @@ def trace_nic(nic: Nic) -> Trace:
         problems.append(f"{nic} is cabled to another NIC ({far.label}), not to a switch.")
         return Trace(nic, gpus, cable, None, "", [], problems)
     if cable.speed_gbps < nic.speed_gbps:
-        problems.append(f"The cable runs at {cable.speed_gbps}G, below the NIC's {nic.speed_gbps}G.")
+        problems.append(
+            f"The cable runs at {link_rate(cable.speed_gbps)}, below the NIC's {link_rate(nic.speed_gbps)}."
+        )
     uplinks: dict[int, Uplinks] = {}
     for row in switch_ports(far.switch).rows:
         if row.far.switch is not None:

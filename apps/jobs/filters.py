@@ -15,6 +15,7 @@ class JobFilterSet(FilterSet):
     kind = django_filters.CharFilter()
     started_by = django_filters.ChoiceFilter(
         choices=STARTED_BY,
+        empty_label="Anyone",
         method="filter_started_by",
         help_text="people: jobs someone started; system: those schedules and the periodic reads started.",
     )

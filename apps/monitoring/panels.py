@@ -11,6 +11,7 @@ from apps.inventory.models import Node
 from apps.inventory.power import Measured
 from apps.inventory.rackscale import LoopReadings, TrayCoolant
 from apps.monitoring import charts
+from apps.monitoring.bmc.gpu_names import with_gpu_index
 from apps.monitoring.bmc.readings import (
     COOLANT_FLOW,
     COOLANT_PRESSURE,
@@ -135,7 +136,8 @@ def bmc_series(node, *, since) -> tuple[dict[str, list[Series]], Series]:
     polls: dict[float, list[Reading]] = {}
     for time, kind, sensor, unit, value in rows:
         t = time.timestamp()
-        by_sensor.setdefault((kind, sensor), Series({"sensor": sensor, "unit": unit})).points.append((t, value))
+        named = with_gpu_index(sensor, source="BMC")
+        by_sensor.setdefault((kind, sensor), Series({"sensor": named, "unit": unit})).points.append((t, value))
         polls.setdefault(t, []).append(Reading(kind, sensor, unit, value))
     by_kind: dict[str, list[Series]] = {}
     for (kind, _), series in sorted(by_sensor.items()):
@@ -147,6 +149,8 @@ def bmc_series(node, *, since) -> tuple[dict[str, list[Series]], Series]:
 def node_bmc_context(node, request) -> dict:
     bmc = Bmc.objects.filter(node=node).first()
     readings = BmcReading.objects.latest_per_sensor(node)
+    for reading in readings:  # 'GPU4 Temp' beside the page's GPU 3: the index it is (bmc/gpu_names.py)
+        reading.label = with_gpu_index(reading.sensor, source="BMC")
     context = {
         "node": node,
         "bmc": bmc,

@@ -13,10 +13,18 @@ class TokenForm(forms.Form):
 
     name = forms.CharField(max_length=100, help_text="What uses it, e.g. “nightly acceptance run”.")
     lifetime = forms.ChoiceField(choices=(), initial="90")
+    # A text field taking an ISO date, as every page writes dates: a browser's date picker shows the browser's
+    # locale (mm/dd/yyyy) and says nothing of the time zone.
     expires_on = forms.DateField(
         required=False,
-        widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="With “on a date”: the token works through that day (UTC).",
+        label="Expires on (UTC date)",
+        input_formats=["%Y-%m-%d"],
+        widget=forms.DateInput(
+            format="%Y-%m-%d",
+            attrs={"pattern": r"\d{4}-\d{2}-\d{2}", "placeholder": "YYYY-MM-DD", "inputmode": "numeric", "size": 10},
+        ),
+        help_text="With “on a date”: YYYY-MM-DD, a UTC date; the token works through that day.",
+        error_messages={"invalid": "Write the date as YYYY-MM-DD, e.g. 2027-03-31."},
     )
 
     def __init__(self, *args, **kwargs):

@@ -395,7 +395,7 @@ def _link_hover(link: _Link, vertices: dict[str, _Vertex], grouped: bool) -> str
         lines.append(f"{nodes} nodes")
     for cable in link.cables:
         state = "" if cable.up else " <b>down</b>"
-        lines.append(f"{cable.a} → {cable.b} · {cable.speed_gbps}G {cable.medium}{state}")
+        lines.append(f"{cable.a} → {cable.b} · {link_rate(cable.speed_gbps)} {cable.medium}{state}")
     if link.cable_count > len(link.cables):
         lines.append(f"… {link.cable_count - len(link.cables)} more")
     if link.flagged:

@@ -15,6 +15,7 @@ def _layout(figure: go.Figure, *, title: str, y_title: str) -> go.Figure:
         title={"text": title, "font": {"size": 14}},
         height=HEIGHT,
         margin={"l": 60, "r": 60, "t": 36, "b": 30},
+        xaxis={"title": "Time (UTC)", "type": "date"},
         yaxis={"title": y_title},
         legend={"orientation": "h", "y": -0.2},
         hovermode="x unified",
@@ -42,8 +43,12 @@ def progress_figure(points: list[TrainingProgress]) -> go.Figure:
             x=times, y=[point.step for point in points], mode="lines", name="step", yaxis="y2", line={"dash": "dot"}
         )
     )
-    _layout(figure, title="Step and loss", y_title="loss")
-    figure.update_layout(yaxis2={"title": "step", "overlaying": "y", "side": "right", "rangemode": "tozero"})
+    _layout(figure, title="Step and loss", y_title="Loss")
+    # Steps are whole numbers: ticks at 0.5 steps (a short run) or "1.5k" read as a measurement, not a step count.
+    steps = {"title": "Step", "overlaying": "y", "side": "right", "rangemode": "tozero", "tickformat": ",d"}
+    if max((point.step for point in points), default=0) < 10:
+        steps["dtick"] = 1
+    figure.update_layout(yaxis2=steps)
     return figure
 
 
@@ -74,8 +79,8 @@ def throughput_figure(points: list[TrainingProgress]) -> go.Figure | None:
                 line={"dash": "dot"},
             )
         )
-    _layout(figure, title="Throughput and learning rate", y_title="samples/s")
-    figure.update_layout(yaxis2={"title": "learning rate", "overlaying": "y", "side": "right", "exponentformat": "e"})
+    _layout(figure, title="Throughput and learning rate", y_title="Samples/s")
+    figure.update_layout(yaxis2={"title": "Learning rate", "overlaying": "y", "side": "right", "exponentformat": "e"})
     return figure
 
 

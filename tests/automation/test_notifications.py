@@ -5,6 +5,7 @@ time; failures are retried a bounded number of times; the secret is never shown 
 import hashlib
 import hmac
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -284,3 +285,52 @@ def test_a_mail_that_did_not_go_says_where_and_what_to_set(settings):
 
     assert refused.startswith("no mail server answers at mail.example.org:2525") and "RACKPILOT_EMAIL_HOST" in refused
     assert unreachable == "could not reach the mail server at mail.example.org:2525: No route to host"
+
+
+def test_a_test_send_is_in_the_audit_log_with_who_which_and_how_it_ended(
+    settings, allow_private, receiver, deliver_all, browser_as, admin, django_capture_on_commit_callbacks
+):
+    """ "Send a test" left no trace in the audit log: it says who sent one to which subscription, then how it ended."""
+    subscription = _subscribe(receiver["url"])
+    client = browser_as(admin)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("automation-subscription-test", args=[subscription.public_id]))
+    deliver_all()
+    settings.RACKPILOT_WEBHOOK_ALLOW_PRIVATE = False  # the second test is refused at send
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("automation-subscription-test", args=[subscription.public_id]))
+    deliver_all()
+
+    log = client.get("/audit/?object_type=automation.subscription").content.decode()
+    rows = [re.findall(r"<td>([^<]*)</td>", row) for row in log.split("<tr>") if "<strong>ops hook</strong>" in row]
+    said = [(cells[1], cells[3]) for cells in reversed(rows)]  # the log lists the newest first
+    assert said[1:] == [
+        (admin.username, "Test sent"),
+        (admin.username, "Test delivered"),
+        (admin.username, "Test sent"),
+        (admin.username, "Test failed"),
+    ]  # the first: the subscription was created
+    failed = AuditEntry.objects.get(action="test_failed")
+    assert (
+        failed.changes["outcome"] == [None, "Refused (address not allowed)"]
+        and "127.0.0.1" in failed.changes["error"][1]
+    )
+
+
+def test_deleting_a_subscription_keeps_its_delivery_history(
+    allow_private, receiver, deliver_all, browser_as, admin, django_capture_on_commit_callbacks
+):
+    """The delivery log is history: deleting a subscription deleted every delivery it had had (a cascade)."""
+    subscription = _subscribe(receiver["url"])
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications.send_test(subscription=subscription, user=admin)
+    deliver_all()
+    client = browser_as(admin)
+
+    client.post(reverse("automation-subscription-delete", args=[subscription.public_id]))
+
+    delivery = Delivery.objects.get()
+    assert delivery.subscription is None and delivery.status == DeliveryStatus.DELIVERED
+    page = client.get(reverse("automation-notifications")).content.decode()
+    assert "<td>ops hook</td>" in page.split('id="deliveries"')[1]
+    assert client.get("/api/deliveries/?subscription=ops+hook").json()["results"][0]["subscription"] == "ops hook"

@@ -196,3 +196,18 @@ def test_the_start_form_marks_each_suites_own_fields(demo_cluster, browser_as, o
     }
     assert re.search(r'<label>Suite <select name="suite"', form)  # the suite and the nodes show for every suite
     assert "js/kind_fields.js" in html
+
+
+def test_the_start_form_shows_the_chosen_scopes_input_only(demo_cluster, browser_as, operator):
+    """ "Nodes" picks a rack, a tag or names: the rack list shows for a rack only, the tag list for a tag, the names for
+    names (each follows the scope, not the suite); all three showed whichever was picked."""
+    import re
+
+    html = browser_as(operator).get("/benchmarks/").content.decode()
+    form = html.split('id="benchmark-form"')[1].split("</form>")[0]
+    labels = re.findall(r'<label data-kind-field="scope" data-shown-for="([^"]+)">(.*?)</label>', form, re.S)
+    assert {re.search(r'name="(\w+)"', inner)[1]: scope for scope, inner in labels} == {
+        "rack": "rack",
+        "tag": "tag",
+        "nodes": "nodes",
+    }

@@ -347,6 +347,8 @@ def test_pages_upload_detail_and_side_by_side(training_job, browser_as, operator
     assert detail.status_code == 200
     assert b'data-plotly-figure="step-figure"' in detail.content and b'id="ranks"' in detail.content
     assert b"Slowest rank" in detail.content and b"35 %" in detail.content
+    ranks = detail.content.decode().split('id="ranks"')[1].split("</table>")[0]
+    assert "<td>GPU kernels</td>" in ranks and "gpu_kernels" not in ranks  # the basis in words, not its key
     figure = detail.context["step_figure"]
     assert [trace["name"] for trace in figure["data"]][0] == "compute only" and figure["layout"]["barmode"] == "stack"
     one_rank = browser_as(viewer).get(f"/benchmarks/timelines/{second.public_id}/?rank=5")

@@ -1,5 +1,6 @@
-"""Forms whose fields follow one choice, in a real browser (static/js/kind_fields.js): the simulator's inject form
-shows the chosen fault's parameters only, the benchmark form the chosen suite's fields only (issue 27, walk 11)."""
+"""Forms whose fields follow a choice, in a real browser (static/js/kind_fields.js): the simulator's inject form
+shows the chosen fault's parameters only, the benchmark form the chosen suite's fields only (issue 27, walk 11) and the
+chosen scope's input only (a rack, a tag or names; so does the discovery form)."""
 
 import pytest
 
@@ -34,3 +35,18 @@ def test_the_fields_follow_the_fault_and_the_suite(live_server_url, browser_page
     page.select_option("#benchmark-form select[name=suite]", "nccl")
     assert page.is_visible("#benchmark-form input[name=min_bytes]")
     assert not page.is_visible("#benchmark-form input[name=duration_seconds]")
+
+    page.select_option("#benchmark-form select[name=scope]", "tag")  # which nodes: its own input only
+    assert page.is_visible("#benchmark-form select[name=tag]")
+    assert not page.is_visible("#benchmark-form select[name=rack]")
+    assert not page.is_visible("#benchmark-form input[name=nodes]")
+    assert page.is_visible("#benchmark-form input[name=min_bytes]")  # the suite's fields still follow the suite
+    page.select_option("#benchmark-form select[name=scope]", "nodes")
+    assert page.is_visible("#benchmark-form input[name=nodes]")
+    assert not page.is_visible("#benchmark-form select[name=tag]")
+
+    page.goto(f"{live_server_url}/discovery/")
+    assert not page.is_visible("#discover-form select[name=rack]")  # "All nodes" takes no input
+    page.select_option("#discover-form select[name=scope]", "rack")
+    assert page.is_visible("#discover-form select[name=rack]")
+    assert not page.is_visible("#discover-form input[name=nodes]")

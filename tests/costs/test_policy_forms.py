@@ -148,3 +148,18 @@ def test_the_page_offers_every_kind(fleet, browser_as, operator):
     for kind in ("low_load_power", "elastic-scaling", "spot-capacity", "storage_tiering"):
         assert f'<input type="hidden" name="kind" value="{kind}">' in page
     assert 'name="elastic-scaling-threshold_up"' in page and 'name="spot-capacity-spot_discount"' in page
+
+
+def test_the_rack_and_the_service_follow_the_scope(fleet, browser_as, operator):
+    """A kind that acts on the cluster, a rack or a service asks for the rack only while the scope is a rack and for
+    the service only while it is a service (static/js/kind_fields.js); both showed whatever scope was picked."""
+    import re
+
+    html = browser_as(operator).get(reverse("policy-list")).content.decode()
+    power = html.split('id="new-low_load_power"')[1].split("</form>")[0]
+    assert 'data-kind-field="low_load_power-scope"' in power
+    assert re.search(r'<p data-shown-for="rack">\s*<label for="id_low_load_power-rack">', power)
+    assert re.search(r'<p data-shown-for="service">\s*<label for="id_low_load_power-service">', power)
+    scaling = html.split('id="new-elastic-scaling"')[1].split("</form>")[0]  # one scope: its service always shows
+    assert "data-kind-field" not in scaling and "data-shown-for" not in scaling
+    assert "js/kind_fields.js" in html

@@ -274,6 +274,20 @@ def test_report_page_and_download(browser_as, viewer, draft):
     assert signing.fingerprint(signing.public_key_b64()) in text  # the page names the key that signs
 
 
+def test_the_review_and_the_report_name_versions_and_baselines_in_words(browser_as, operator, draft):
+    """ "GPU VBIOS baseline", "CUDA toolkit": the words the wizard's form asks in, never the plan's keys ("Baseline
+    gpu_vbios", "cuda")."""
+    draft.options["baselines"] = {"bios": "2.1.0", "gpu_vbios": "96.00.AF.00.01"}
+    draft.save(update_fields=["options"])
+    client = browser_as(operator)
+    review = client.get(wizard(draft, "review")).content.decode().split("</dl>")[0]
+    assert "<dt>GPU VBIOS baseline</dt>" in review and "<dt>BIOS baseline</dt>" in review
+    assert "<dt>CUDA toolkit</dt>" in review and "gpu_vbios" not in review
+    report = client.get(f"/deployments/{draft.public_id}/report/").content.decode()
+    assert "<tr><th>GPU VBIOS</th>" in report and "<tr><th>CUDA toolkit</th>" in report
+    assert "<th>gpu_vbios</th>" not in report and "<th>cuda</th>" not in report
+
+
 def test_the_list_page_and_the_api_filter_deployments_alike(browser_as, api_as, operator, draft):
     approved = services.create_deployment(
         name="h200-r05", targets=job_services.TargetSpec(nodes=("gpu018",)), user=operator, transport="sim"

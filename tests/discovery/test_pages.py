@@ -41,6 +41,16 @@ def test_the_list_shows_jobs_with_open_counts_and_the_button_only_to_operators(b
     assert 'id="discover-form"' in browser_as(operator).get("/discovery/").content.decode()
 
 
+def test_the_discover_form_shows_the_chosen_scopes_input_only(browser_as, operator):
+    """A rack, a tag or names: each input follows the scope (static/js/kind_fields.js); all three showed always."""
+    html = browser_as(operator).get("/discovery/").content.decode()
+    form = html.split('id="discover-form" data-kind-field="scope">')[1].split("</form>")[0]
+    assert '<label data-shown-for="rack">Rack <select name="rack"' in form
+    assert '<label data-shown-for="tag">Tag <select name="tag"' in form
+    assert '<label data-shown-for="nodes">Host names <input type="text" name="nodes"' in form
+    assert "js/kind_fields.js" in html
+
+
 def test_the_discover_button_starts_a_job_for_a_rack(browser_as, viewer, operator, demo_cluster):
     data = {"scope": "rack", "rack": "r01", "transport": "sim"}
     assert browser_as(viewer).post("/discovery/start/", data).status_code == 403

@@ -126,7 +126,7 @@ def test_operators_clear_with_a_reason_viewers_may_not_and_anonymous_callers_are
     body = done.json()
     assert (body["open"], body["cleared_by"], body["cleared_by_user"]) == (False, "operator", "operator")
     assert body["clear_reason"] == "GPU reseated, dcgmi diag passed"
-    entry = AuditEntry.objects.for_object(event).filter(action="update").get()
+    entry = AuditEntry.objects.for_object(event).filter(action="clear").get()
     assert (entry.source, entry.actor_name) == ("api", "operator")
     again = api_as(operator).post(url, {"reason": "again"}, format="json")
     assert again.status_code == 400 and "event" in again.json()

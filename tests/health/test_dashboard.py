@@ -100,5 +100,7 @@ def test_operators_clear_an_event_from_the_node_page_with_a_reason_and_viewers_m
     assert done.status_code == 302 and done["Location"] == node_url
     event.refresh_from_db()
     assert (event.is_open, event.cleared_by_user, event.clear_reason) == (False, operator, "GPU reseated")
-    entry = AuditEntry.objects.for_object(event).get(action="update")
+    entry = AuditEntry.objects.for_object(event).get(action="clear")
     assert (entry.source, entry.actor_name) == ("ui", "operator")
+    log = browser_as(operator).get(reverse("audit-log") + "?object_type=health.healthevent").content.decode()
+    assert "<td>Cleared</td>" in log and "<td>Updated</td>" not in log  # the clear read "Updated"

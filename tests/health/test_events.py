@@ -84,7 +84,7 @@ def test_clearing_is_audited_with_its_reason_and_a_fold_is_not():
     services.clear_event(event=event, by=ClearedBy.OPERATOR, reason="replaced the GPU", user=operator, at=T0)
 
     entries = list(AuditEntry.objects.for_object(event).order_by("id"))
-    assert [entry.action for entry in entries] == ["create", "update"]
+    assert [entry.action for entry in entries] == ["create", "clear"]  # "Cleared", not "Updated"
     assert entries[1].changes["clear_reason"] == ["", "replaced the GPU"]
     assert entries[1].changes["cleared_by_user_id"] == [None, operator.pk]
 

@@ -29,7 +29,7 @@ def test_the_trace_runs_from_the_gpus_through_the_leaf_to_every_spine(browser_as
     client = browser_as(viewer)
     text = client.get(f"/nodes/{node.public_id}/nics/ens1np0/trace/").content.decode()
     assert "leaf-r01-a</a> port <span" in text and "swp9" in text
-    assert "spine-a1" in text and "spine-a2" in text and "6400G" in text  # 16 × 400G to each spine
+    assert "spine-a1" in text and "spine-a2" in text and "6.4 Tb/s" in text  # 16 × 400 Gb/s to each spine
 
     nic = Nic.objects.get(node=node, name="ens1np0")
     trace = client.get(f"/api/nics/{nic.public_id}/trace/").json()
@@ -64,3 +64,23 @@ def test_switch_ports_over_the_api(browser_as, viewer, demo_cluster):
 def test_the_switch_list_counts_cabled_ports(browser_as, viewer, demo_cluster):
     text = browser_as(viewer).get("/switches/").content.decode()
     assert "leaf-r01-a</a>" in text and "64 of 128" in text
+
+
+def test_a_link_speed_is_said_one_way(browser_as, viewer, demo_cluster):
+    """A port speed is in gigabits: the switch list's column says its unit and its cells are numbers; elsewhere a
+    speed reads "400 Gb/s". Cells read "400G" under a header in Gb/s."""
+    import re
+
+    client = browser_as(viewer)
+    switches = client.get("/switches/").content.decode()
+    assert "Port speed (Gb/s)" in switches and "400G" not in switches
+    assert re.search(r"<td>64 of 128</td><td>400</td>", switches)
+    leaf = Switch.objects.get(name="leaf-r01-a")
+    ports = client.get(f"/switches/{leaf.public_id}/").content.decode()
+    assert "128 ports at 400 Gb/s" in ports and "<td>400 Gb/s</td>" in ports and "400G" not in ports
+    node = Node.objects.get(hostname="gpu001")
+    assert "<td>400 Gb/s</td>" in client.get(f"/nodes/{node.public_id}/").content.decode()
+    rack = node.rack
+    assert "400G" not in client.get(f"/racks/{rack.public_id}/").content.decode()
+    trace = client.get(f"/nodes/{node.public_id}/nics/ens1np0/trace/").content.decode()
+    assert "400 Gb/s" in trace and "400G" not in trace

@@ -46,6 +46,8 @@ def test_a_fault_in_the_sel_becomes_one_health_event_and_a_reread_adds_nothing(g
     ecc = events["bmc_gpu_memory_ecc"]
     assert (ecc.node, ecc.component_type, ecc.severity) == (gpu_node, "node", "critical")
     assert "GPU3 HBM" in ecc.evidence[0]["lines"][0] and "Uncorrectable ECC" in ecc.evidence[0]["lines"][0]
+    if protocol == "ipmi":  # the SEL's GPU3 is nvidia-smi's GPU 2, where the fault is: the summary says so
+        assert "GPU3 (SEL, = GPU 2) HBM" in ecc.summary and ecc.evidence[0]["gpu_index"] == 2
     mark = Bmc.objects.get(node=gpu_node).sel_mark
     assert mark["record_id"] == 3  # record 1 is the log-cleared one
 
@@ -65,7 +67,7 @@ def test_only_records_after_the_mark_are_recorded(gpu_node, sim_bmc, read_sel):
 
     (event,) = HealthEvent.objects.filter(source="bmc_log")
     assert (event.kind, event.severity) == ("bmc_temperature_critical", "critical")
-    assert "GPU1 Temp" in event.summary
+    assert "GPU1 (SEL, = GPU 0) Temp" in event.summary  # the SEL counts GPUs from 1
 
 
 def test_real_sel_records_are_classified():

@@ -28,6 +28,8 @@ def test_node_page_shows_latest_readings_and_the_rack_budget(browser_as, viewer,
     html = _page(browser_as(viewer), gpu_node)
 
     assert "BMC readings" in html and "Inlet Temp" in html and "FAN1" in html and "DCMI Power" in html
+    # The BMC counts GPUs from 1: its 'GPU4 Temp' is the page's GPU 3, and says so.
+    assert "<td>GPU4 (BMC, = GPU 3) Temp</td>" in html and "<td>GPU1 (BMC, = GPU 0) Temp</td>" in html
     budget = f"{float(gpu_node.rack.power_budget_kw) * 1000:.0f} W budget"
     assert budget in html and "from 1 node read in the last 10 minutes" in html
     assert "BMC settings</a>" not in html  # a viewer may not edit them
@@ -49,7 +51,7 @@ def test_node_page_charts_the_stored_series_against_the_rack_budget(browser_as, 
     html = _page(browser_as(viewer), gpu_node)
 
     temperatures = {trace["name"]: trace for trace in _figure(html, "bmc-temperature")["data"]}
-    assert len(temperatures["Inlet Temp"]["y"]) == 2
+    assert len(temperatures["Inlet Temp"]["y"]) == 2 and "GPU4 (BMC, = GPU 3) Temp" in temperatures
     assert len(_figure(html, "bmc-fans")["data"][0]["y"]) == 2
     power, share = _figure(html, "bmc-power")["data"]
     assert len(power["y"]) == 2 and 1000 < power["y"][-1] < 3000

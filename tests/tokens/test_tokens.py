@@ -146,6 +146,7 @@ def test_last_used_is_written_at_most_once_a_minute(viewer, django_assert_num_qu
         ({"lifetime": "999"}, "lifetime", "valid choice"),
         ({"lifetime": "date", "expires_on": ""}, "expires_on", "last day"),
         ({"lifetime": "date", "expires_on": "2001-01-01"}, "expires_on", "past"),
+        ({"lifetime": "date", "expires_on": "03/31/2027"}, "expires_on", "YYYY-MM-DD"),  # a locale's date: refused
     ],
 )
 def test_bad_input_is_a_form_error_and_makes_no_token(browser_as, viewer, fields, field, message):
@@ -165,6 +166,15 @@ def test_the_longest_lifetime_is_a_setting(browser_as, viewer, settings):
     assert "at most 60 days" in " ".join(answer.context["form"].errors["expires_on"])
     assert not ApiToken.objects.exists()
     assert _create(page, lifetime="30").status_code == 201
+
+
+def test_the_expiry_date_field_takes_an_iso_utc_date_not_the_browsers_locale(browser_as, viewer):
+    """A date picker showed mm/dd/yyyy (the browser's locale) on a portal that writes every date as 2026-12-05, and did
+    not say which day's midnight: the field is ISO text and says UTC."""
+    html = browser_as(viewer).get("/tokens/").content.decode()
+    field = html.split('name="expires_on"')[0].rsplit("<input", 1)[1] + html.split('name="expires_on"')[1].split(">")[0]
+    assert 'type="text"' in field and 'placeholder="YYYY-MM-DD"' in field and r'pattern="\d{4}-\d{2}-\d{2}"' in field
+    assert "Expires on (UTC date)" in html
 
 
 def test_a_date_makes_a_token_that_works_through_that_day(browser_as, viewer):

@@ -65,7 +65,7 @@ def test_link_hover_shows_ends_ports_and_speed(demo_cluster):
     hovers = [text for trace in traces(figure)["Plane A links (hover)"] for text in trace.hovertext]
     access = next(text for text in hovers if text.startswith("<b>gpu001 ↔ leaf-r01-a</b>"))
     assert "plane A · 4 cables · 1.6 Tb/s up of 1.6 Tb/s" in access
-    assert "gpu001:ens1np0 → leaf-r01-a:swp1 · 400G aoc" in access
+    assert "gpu001:ens1np0 → leaf-r01-a:swp1 · 400 Gb/s aoc" in access
     uplink = next(text for text in hovers if text.startswith("<b>leaf-r01-a ↔ spine-a1</b>"))
     assert "16 cables · 6.4 Tb/s" in uplink and "… 8 more" in uplink
 

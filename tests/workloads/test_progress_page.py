@@ -73,6 +73,11 @@ def test_the_panel_draws_loss_and_step_against_time(browser_as, viewer, job):
     assert (loss["name"], step["name"], step["yaxis"]) == ("loss", "step", "y2")
     assert loss["y"] == pytest.approx([9.9, 9.8, 9.7, 9.6, 9.5]) and step["y"] == [100, 200, 300, 400, 500]
     assert loss["x"][0].startswith("2026-12-01T06:01:00")
+    # Time along the bottom, the step count on the right, in whole steps ("1.5k" and 0.5-step ticks read as floats).
+    layout = figures["training-progress"]["layout"]
+    assert (layout["xaxis"]["title"]["text"], layout["xaxis"]["type"]) == ("Time (UTC)", "date")
+    assert (layout["yaxis2"]["title"]["text"], layout["yaxis2"]["tickformat"]) == ("Step", ",d")
+    assert layout["yaxis"]["title"]["text"] == "Loss"
     rate, learning = figures["training-throughput"]["data"]
     assert rate["y"] == pytest.approx([320.0] * 5) and learning["y"] == pytest.approx([3e-4] * 5)
 

@@ -166,7 +166,9 @@ class SubscriptionSerializer(serializers.ModelSerializer):
 
 class DeliverySerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
-    subscription = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    subscription = serializers.CharField(
+        source="subscription_name", read_only=True, help_text="Its name when this was sent (it may be deleted since)."
+    )
     event = serializers.CharField(source="notification.event", read_only=True)
     title = serializers.CharField(source="notification.title", read_only=True)
 

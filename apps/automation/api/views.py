@@ -146,14 +146,14 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def test(self, request, id=None):
         """Send a test notification to this subscription (see its delivery in /api/deliveries/)."""
-        delivery = notifications.send_test(subscription=self.get_object())
-        delivery = Delivery.objects.select_related("notification", "subscription").get(pk=delivery.pk)
+        delivery = notifications.send_test(subscription=self.get_object(), user=request.user)
+        delivery = Delivery.objects.select_related("notification").get(pk=delivery.pk)
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_201_CREATED)
 
 
 class DeliveryFilterSet(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=DeliveryStatus.choices)
-    subscription = django_filters.CharFilter(field_name="subscription__name")
+    subscription = django_filters.CharFilter(field_name="subscription_name")
     event = django_filters.CharFilter(field_name="notification__event")
 
     class Meta:
@@ -164,7 +164,7 @@ class DeliveryFilterSet(FilterSet):
 class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """The delivery log: every notification sent to every subscription, its attempts and the last answer."""
 
-    queryset = Delivery.objects.select_related("notification", "subscription").order_by("-created", "-id")
+    queryset = Delivery.objects.select_related("notification").order_by("-created", "-id")
     serializer_class = DeliverySerializer
     filterset_class = DeliveryFilterSet
     lookup_field = "public_id"

@@ -19,6 +19,7 @@ from apps.benchmarks.choices import (
     VERDICT_COLOURS,
     BurnLoad,
     Collective,
+    ComputeBasis,
     Suite,
 )
 from apps.benchmarks.kinds import TraceFileSerializer
@@ -334,7 +335,7 @@ class TimelineStepSerializer(serializers.Serializer):
 class TimelineRankSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     source = serializers.CharField(help_text="The file the rank was read from.")
-    compute_basis = serializers.ChoiceField(choices=["gpu_kernels", "operators", "none"])
+    compute_basis = serializers.ChoiceField(choices=ComputeBasis.values)
     events = serializers.IntegerField()
     truncated = serializers.BooleanField()
     step_us = serializers.FloatField(help_text="Mean step time, µs (and the others: mean per step).")

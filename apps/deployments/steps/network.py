@@ -3,6 +3,7 @@ the RDMA priority and ECN, and the clock synchronised by PTP."""
 
 import base64
 
+from apps.core.units import link_rate
 from apps.deployments.choices import Outcome, Problem
 from apps.deployments.options import PLAN_DEFAULTS
 from apps.deployments.steps.base import CouldNotRun, Finding, Step, call, equal, excerpt, measured, parse, text_of
@@ -51,8 +52,8 @@ class NicLinks(Step):
                 equal(
                     "nic_speed",
                     nic.name,
-                    f"{speed}G",
-                    f"{nic.speed_gbps}G",
+                    link_rate(speed),
+                    link_rate(nic.speed_gbps),
                     what="link speed",
                     problem=Problem.NIC_SPEED,
                     evidence=evidence,

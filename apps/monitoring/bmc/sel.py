@@ -32,6 +32,7 @@ from apps.monitoring.bmc.clients import (
     _command_block,
     _ipmi_failure,
 )
+from apps.monitoring.bmc.gpu_names import gpu_index, with_gpu_index
 from apps.monitoring.bmc.logins import BmcLogin
 from apps.monitoring.choices import BmcProtocol, PollResult
 from apps.monitoring.models import Bmc
@@ -270,13 +271,16 @@ def _record(node: Node, record: SelRecord, finding: Finding, *, job, now: dateti
     if job is not None:
         evidence["job"] = str(job.public_id)
     at = _moment(record.timestamp)
-    sensor = f"{record.sensor_type} {record.sensor}".strip()
+    # The SEL counts GPUs from 1: the summary says which GPU index its 'GPU4' is (bmc/gpu_names.py).
+    said = f"{record.sensor_type} {record.sensor}".strip() + f": {record.event}"
+    if (index := gpu_index(said)) is not None:
+        evidence["gpu_index"] = index
     record_event(
         component=Component.bmc(node) if finding.on_bmc else node,
         source=Source.BMC_LOG,
         kind=finding.kind,
         severity=finding.severity,
-        summary=f"{node.hostname} BMC event log: {finding.what} ({sensor}: {record.event})"[:300],
+        summary=f"{node.hostname} BMC event log: {finding.what} ({with_gpu_index(said, source='SEL')})"[:300],
         evidence=evidence,
         at=at if at is not None and at <= now else now,
     )
