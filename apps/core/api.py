@@ -3,7 +3,6 @@ every bad field at once, and errors that never become 500s."""
 
 import uuid
 from collections.abc import Mapping
-from decimal import Decimal
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -130,36 +129,6 @@ class ReferenceFieldExtension(OpenApiSerializerFieldExtension):
         if direction == "response" and self.target.natural_key:
             return {"type": "string", "description": self.target.natural_key_label.capitalize() + "."}
         return reference_schema(self.target)
-
-
-class DecimalFieldExtension(OpenApiSerializerFieldExtension):
-    """A decimal travels as a string; its pattern says what the field takes: at least one digit (drf-spectacular's
-    own pattern lets "", "-" and "." through) and no sign where the field takes no negative value."""
-
-    target_class = "rest_framework.fields.DecimalField"
-
-    def map_serializer_field(self, auto_schema, direction):
-        field = self.target
-        schema = auto_schema._map_serializer_field(field, direction, bypass_extensions=True)
-        if schema.get("type") != "string" or field.max_whole_digits is None or direction != "request":
-            return schema
-        whole, places = field.max_whole_digits, field.decimal_places
-        positive = field.min_value is not None and field.min_value > 0
-        sign = "" if field.min_value is not None and field.min_value >= 0 else "-?"
-        if positive and field.min_value <= Decimal(1).scaleb(-places):
-            # Above zero, down to the smallest step: a non-zero whole part, or a fraction with a non-zero digit.
-            fractions = [rf"0{{{zeros}}}[1-9]\d{{0,{places - zeros - 1}}}" for zeros in range(places)]
-            forms = [rf"[1-9]\d{{0,{whole - 1}}}(?:\.\d{{1,{places}}})?"] if whole else []
-            forms.append(rf"0?\.(?:{'|'.join(fractions)})" if places else "")
-            sign = ""
-        else:
-            fraction = rf"\.\d{{1,{places}}}" if places else ""
-            forms = [rf"\d{{1,{whole}}}(?:{fraction})?" if places else rf"\d{{1,{whole}}}"] if whole else []
-            if places:
-                forms.append(rf"0?{fraction}")
-        schema["pattern"] = f"^{sign}(?:{'|'.join(filter(None, forms))})$"
-        schema.pop("format", None)  # "decimal" has generators send numbers, which a pattern does not judge
-        return schema
 
 
 class StrictCharField(serializers.CharField):

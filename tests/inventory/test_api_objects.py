@@ -37,8 +37,8 @@ CREATIONS = [
     (
         "racks",
         Rack,
-        lambda: {"site": "demo-dc", "name": "r99", "row": "C", "u_height": 42, "power_budget_kw": "40.0"},
-        ("power_budget_kw", "60.0"),
+        lambda: {"site": "demo-dc", "name": "r99", "row": "C", "u_height": 42, "power_budget_kw": 40.0},
+        ("power_budget_kw", 60.0),
     ),
     ("tags", Tag, lambda: {"name": "Burn-in", "slug": "burn-in"}, ("colour", "#ff0000")),
     (
@@ -48,10 +48,10 @@ CREATIONS = [
             "name": "B100 SXM",
             "architecture": "Blackwell",
             "hbm_gib": 180,
-            "mem_bandwidth_tbps": "8.00",
-            "mem_bandwidth_reference_tbps": "7.04",
+            "mem_bandwidth_tbps": 8.0,
+            "mem_bandwidth_reference_tbps": 7.04,
             "tdp_w": 700,
-            "bf16_dense_tflops": "1750.0",
+            "bf16_dense_tflops": 1750.0,
         },
         ("tdp_w", 1200),
     ),
@@ -63,10 +63,10 @@ CREATIONS = [
             "name": "Scratch SSD",
             "kind": "warm",
             "medium": "NVMe-oF",
-            "bandwidth_gbps": "12.0",
-            "capacity_tb": "50.0",
+            "bandwidth_gbps": 12.0,
+            "capacity_tb": 50.0,
         },
-        ("required_bandwidth_gbps", "10.0"),
+        ("required_bandwidth_gbps", 10.0),
     ),
     (
         "volumes",
@@ -250,3 +250,25 @@ def test_lists_cost_constant_queries(api_as, viewer, demo_cluster, django_assert
     with django_assert_num_queries(queries):  # token, count, page
         response = client.get(f"/api/{prefix}/", {"limit": 100})
     assert response.status_code == 200
+
+
+def test_quantities_are_json_numbers_and_the_schema_says_number(api_as, admin, demo_cluster):
+    """Decimals answered as strings (`"capacity_tb": "200.0"`) beside integers and floats that are numbers."""
+    client = api_as(admin)
+    tier = client.get("/api/storage-tiers/").json()["results"][0]
+    rack = client.get("/api/racks/").json()["results"][0]
+    sku = client.get("/api/gpu-skus/", {"name": "H200 SXM"}).json()["results"][0]
+    quantities = [tier["capacity_tb"], tier["bandwidth_gbps"], rack["power_budget_kw"], sku["mem_bandwidth_tbps"]]
+    assert all(isinstance(value, int | float) and not isinstance(value, bool) for value in quantities), quantities
+    assert sku["mem_bandwidth_reference_tbps"] == 4.21
+
+    schema = client.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
+    assert schema["StorageTier"]["properties"]["capacity_tb"]["type"] == "number"
+    assert schema["StorageTierRequest"]["properties"]["capacity_tb"]["minimum"] == 0.1
+    as_text = [
+        f"{component}.{name}"
+        for component, body in schema.items()
+        for name, field in body.get("properties", {}).items()
+        if field.get("format") == "decimal"
+    ]
+    assert as_text == []
