@@ -63,10 +63,10 @@ CREATIONS = [
             "name": "Scratch SSD",
             "kind": "warm",
             "medium": "NVMe-oF",
-            "bandwidth_gbps": 12.0,
+            "bandwidth_gb_per_s": 12.0,
             "capacity_tb": 50.0,
         },
-        ("required_bandwidth_gbps", 10.0),
+        ("required_bandwidth_gb_per_s", 10.0),
     ),
     (
         "volumes",
@@ -142,7 +142,7 @@ def test_a_rack_made_over_the_api_is_audited_as_the_token_user(api_as, admin, de
 )
 def test_bad_input_is_400_naming_the_field(api_as, admin, demo_cluster, prefix, payload, field):
     if prefix == "storage-tiers":
-        payload = {**payload, "medium": "x", "bandwidth_gbps": "1.0", "capacity_tb": "1.0"}
+        payload = {**payload, "medium": "x", "bandwidth_gb_per_s": "1.0", "capacity_tb": "1.0"}
     if prefix == "volumes":
         payload = {**payload, "tier": str(StorageTier.objects.get(kind="hot").public_id)}
     client = api_as(admin)  # its token is audited when made
@@ -258,9 +258,11 @@ def test_quantities_are_json_numbers_and_the_schema_says_number(api_as, admin, d
     tier = client.get("/api/storage-tiers/").json()["results"][0]
     rack = client.get("/api/racks/").json()["results"][0]
     sku = client.get("/api/gpu-skus/", {"name": "H200 SXM"}).json()["results"][0]
-    quantities = [tier["capacity_tb"], tier["bandwidth_gbps"], rack["power_budget_kw"], sku["mem_bandwidth_tbps"]]
+    quantities = [tier["capacity_tb"], tier["bandwidth_gb_per_s"], rack["power_budget_kw"], sku["mem_bandwidth_tbps"]]
     assert all(isinstance(value, int | float) and not isinstance(value, bool) for value in quantities), quantities
     assert sku["mem_bandwidth_reference_tbps"] == 4.21
+    # A storage tier's bandwidth is in GB/s, as its page shows: named so, not `bandwidth_gbps` (gigabits).
+    assert "bandwidth_gbps" not in tier and tier["bandwidth_gb_per_s"] > 0
 
     schema = client.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
     assert schema["StorageTier"]["properties"]["capacity_tb"]["type"] == "number"
