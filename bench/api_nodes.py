@@ -94,7 +94,7 @@ def deep_cursor(offset: int) -> str:
     if offset == 0:
         return ""
     hostname, pk = Node.objects.order_by("hostname", "pk").values_list("hostname", "pk")[offset - 1]
-    return encode_cursor(["hostname", "pk"], [hostname, pk])
+    return encode_cursor([Node._meta.label, "hostname", "pk"], [hostname, pk])
 
 
 def measure(client, path: str, requests: int, warmup: int) -> dict:

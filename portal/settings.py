@@ -234,6 +234,8 @@ REST_FRAMEWORK = {
         "apps.core.filters.ListOrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "apps.core.openapi.AutoSchema",
+    # A quantity is a JSON number (`"capacity_tb": 200.0`), as integers and floats are, never a string of digits.
+    "COERCE_DECIMAL_TO_STRING": False,
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

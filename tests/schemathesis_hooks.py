@@ -72,6 +72,9 @@ DATA_DEPENDENT = [
     # core.validators.NameValidator judges Unicode categories (no control, format or unassigned character), which
     # no portable pattern can list: ECMA 262's \p{} needs a flag OpenAPI cannot give, Python's re has none.
     re.compile(r"^Enter a name without control characters, line breaks or spaces at either end\.$"),
+    # A decimal is a JSON number with a fixed number of places: JSON Schema's multipleOf is judged in binary floating
+    # point (0.3 / 0.1 is not whole), so no schema states "at most one decimal place"; the field refuses more.
+    re.compile(r"^Ensure that there are no more than \d+ (?:decimal places?|digits? in total)\.$"),
     # A cursor is opaque: only one the list made itself (its `next` link) pages it.
     re.compile(r"^Invalid cursor"),
     re.compile(r"^This cursor does not fit this list\.$"),

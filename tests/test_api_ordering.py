@@ -2,7 +2,11 @@
 list does not order by is a 400 naming `ordering` (DRF alone would drop it and answer in another order), and the
 schema lists the fields each list takes."""
 
+from urllib.parse import parse_qs, urlparse
+
 import pytest
+from django.core.exceptions import FieldDoesNotExist
+from django.db.models import JSONField
 
 from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS
 from apps.core.listing import sort_fields
@@ -10,6 +14,7 @@ from apps.deployments.filters import DEPLOYMENT_COLUMNS
 from apps.diagnosis.filters import INCIDENT_COLUMNS
 from apps.jobs.filters import JOB_COLUMNS
 from apps.jobs.models import Job
+from portal.urls import router
 from tests.core.test_listing import _deployments, _incidents, _runs
 
 # Ordering (text collation, where NULLs go) is the database's (wirings).
@@ -97,3 +102,57 @@ def test_every_list_in_the_schema_states_the_fields_it_orders_by(api_as, admin):
         if parameter["name"] == "ordering" and "enum" not in parameter["schema"].get("items", {})
     ]
     assert free == []
+
+
+def _cursor_lists(schema) -> dict[str, list[str]]:
+    """Each list that pages by cursor: the fields it offers to order by."""
+    lists = {}
+    for path, operations in schema["paths"].items():
+        parameters = {p["name"]: p for p in operations.get("get", {}).get("parameters", [])}
+        if "ordering" in parameters and "cursor" in parameters:
+            lists[path] = [f for f in parameters["ordering"]["schema"]["items"]["enum"] if not f.startswith("-")]
+    return lists
+
+
+def test_a_cursor_walk_follows_its_next_links_in_every_order_a_list_offers(api_as, admin, demo_cluster):
+    """`?ordering=pfc_priorities&cursor=` answered its own `next` link with "Invalid cursor": a JSON list is not one
+    value a keyset page can resume after. Every field each list offers, over the lists the demo fills."""
+    client = api_as(admin)
+    lists = _cursor_lists(client.get("/api/schema/", {"format": "json"}).json())
+    assert "/api/nics/" in lists and "pfc_priorities" not in lists["/api/nics/"]
+    walked = 0
+    for path, fields in lists.items():
+        if "{" in path or client.get(path, {"limit": 1}).json()["count"] < 4:
+            continue
+        walked += 1
+        for field in fields:
+            params = {"limit": 1, "cursor": "", "ordering": field}
+            for _ in range(3):  # the first page, then its next link twice
+                response = client.get(path, params)
+                assert response.status_code == 200, (path, field, response.content)
+                query = parse_qs(urlparse(response.json()["next"]).query)
+                params = {name: values[0] for name, values in query.items()}
+    assert walked >= 10
+
+
+def test_no_list_offers_to_order_by_a_json_document_or_a_many_valued_relation(api_as, admin):
+    """The same for the lists the demo leaves empty (policy actions' commands, scheduler nodes' taints, a remediation
+    policy's canary racks): refused with a 400 naming `ordering`, and not in the schema's enum."""
+    client = api_as(admin)
+    lists = _cursor_lists(client.get("/api/schema/", {"format": "json"}).json())
+    querysets = {f"/api/{prefix}/": getattr(viewset, "queryset", None) for prefix, viewset, _ in router.registry}
+    models = {path: queryset.model for path, queryset in querysets.items() if queryset is not None}
+    offered = []
+    for path, fields in lists.items():
+        model = models.get(path)
+        for field in fields if model else ():
+            try:
+                stored = model._meta.get_field(field.split("__")[0])
+            except FieldDoesNotExist:
+                continue
+            if isinstance(stored, JSONField) or stored.many_to_many or stored.one_to_many:
+                offered.append(f"{path}?ordering={field}")
+    assert offered == []
+    for path, field in [("/api/nics/", "pfc_priorities"), ("/api/remediation-policies/", "-canary_racks")]:
+        refused = client.get(path, {"ordering": field})
+        assert refused.status_code == 400 and f"Cannot order by '{field}'" in refused.json()["ordering"][0]

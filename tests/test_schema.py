@@ -43,3 +43,13 @@ def test_the_schema_is_generated_once_per_process(api_as, viewer, monkeypatch):
     assert first.status_code == second.status_code == yaml_answer.status_code == 200
     assert first.content == second.content and b"/api/nodes/{public_id}/" in yaml_answer.content
     assert len(calls) == 1
+
+
+@pytest.mark.django_db
+def test_the_docs_page_links_back_to_the_portal(api_as, viewer):
+    """Swagger UI, opened from the portal's menu, was a page with no way back."""
+    page = api_as(viewer).get("/api/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'href="/"' in html and "Back to the portal" in html
+    assert 'id="swagger-ui"' in html  # the package's page, still whole beneath the bar

@@ -10,6 +10,7 @@ def test_refusals_that_depend_on_stored_data_or_on_several_fields_are_allowed():
         {"rack": ["No rack matches 'r99'."], "hostname": ["node with this hostname already exists."]}
     )
     assert is_data_dependent({"targets": {"non_field_errors": ["Name nodes, racks, tags or a role."]}})
+    assert is_data_dependent({"capacity_tb": ["Ensure that there are no more than 1 decimal places."]})
     assert is_data_dependent(
         {
             "problems": [

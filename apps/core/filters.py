@@ -7,6 +7,8 @@ every node, and `?limit=5&limit=500` took the last value without a word. A clien
 
 import django_filters
 from django import forms
+from django.core.exceptions import FieldDoesNotExist
+from django.db import models
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend, OrderingFilter, SearchFilter
@@ -90,12 +92,18 @@ class DocumentedSearchFilter(SearchFilter):
 
 class ListOrderingFilter(OrderingFilter):
     """DRF's `?ordering=`, strict and stable. A field a list does not order by — its `ordering_fields`, else DRF's
-    default, its serializer's model fields — is a 400 naming `ordering` and the fields it takes (DRF drops it silently
-    and answers in another order), and the schema lists them; whatever order is asked for, the primary key breaks
-    ties, so pages never repeat or skip a row."""
+    default, its serializer's model fields, less those a row has no one comparable value of (`one_comparable_value`)
+    — is a 400 naming `ordering` and the fields it takes (DRF drops it silently and answers in another order), and the
+    schema lists them; whatever order is asked for, the primary key breaks ties, so pages never repeat or skip a row."""
 
     def _declared(self, view) -> bool:
         return getattr(view, "ordering_fields", self.ordering_fields) is not None
+
+    def get_valid_fields(self, queryset, view, context=None):
+        fields = super().get_valid_fields(queryset, view, context)
+        if queryset is None:  # the schema of a view with no class-level queryset: its declared fields, as declared
+            return fields
+        return [(name, label) for name, label in fields if one_comparable_value(queryset, name)]
 
     def get_ordering(self, request, queryset, view):
         given = request.query_params.get(self.ordering_param)
@@ -136,6 +144,30 @@ class ListOrderingFilter(OrderingFilter):
                 "explode": False,
             }
         ]
+
+
+# Not one value a keyset page (`?cursor=`) can resume after: a JSON document (`?ordering=pfc_priorities` answered its
+# own `next` link with "Invalid cursor"), bytes. A many-valued relation is refused too: it lists a row once per
+# related object.
+NOT_ORDERABLE = (models.JSONField, models.BinaryField)
+
+
+def one_comparable_value(queryset, name: str) -> bool:
+    """Whether a row has one value of `name` (a field path or an annotation) that a list can order and page by."""
+    if name in queryset.query.annotations:
+        return not isinstance(queryset.query.annotations[name]._output_field_or_none, NOT_ORDERABLE)
+    model, field = queryset.model, None
+    try:
+        for part in name.split("__"):
+            if model is None:
+                break  # a transform of the field before (a JSON key): judged by that field
+            field = model._meta.get_field(part)
+            if field.many_to_many or field.one_to_many:
+                return False
+            model = field.related_model
+    except FieldDoesNotExist:
+        return True  # a transform or a serializer-only name: DRF's own check judges it
+    return not isinstance(field, NOT_ORDERABLE)
 
 
 class FilterSet(django_filters.FilterSet):

@@ -657,8 +657,8 @@ class _Loader:
                 "name": name,
                 "kind": kind,
                 "medium": medium,
-                "bandwidth_gbps": Decimal(bandwidth),
-                "required_bandwidth_gbps": Decimal(required),
+                "bandwidth_gb_per_s": Decimal(bandwidth),
+                "required_bandwidth_gb_per_s": Decimal(required),
                 "capacity_tb": Decimal(capacity),
             }
             for name, kind, medium, bandwidth, required, capacity in tiers

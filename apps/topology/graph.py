@@ -133,8 +133,8 @@ class StorageTierInfo:
     name: str
     kind: str
     site: str
-    bandwidth_gbps: float  # GB/s, as the inventory stores it
-    required_bandwidth_gbps: float
+    bandwidth_gb_per_s: float  # GB/s, as the inventory stores it
+    required_bandwidth_gb_per_s: float
 
 
 @dataclass
@@ -344,10 +344,14 @@ def _build_fabric(hostnames: dict[int, str]) -> Fabric:
 
     tiers = [
         StorageTierInfo(
-            name=name, kind=kind, site=site, bandwidth_gbps=float(bandwidth), required_bandwidth_gbps=float(required)
+            name=name,
+            kind=kind,
+            site=site,
+            bandwidth_gb_per_s=float(bandwidth),
+            required_bandwidth_gb_per_s=float(required),
         )
         for name, kind, site, bandwidth, required in StorageTier.objects.values_list(
-            "name", "kind", "site__name", "bandwidth_gbps", "required_bandwidth_gbps"
+            "name", "kind", "site__name", "bandwidth_gb_per_s", "required_bandwidth_gb_per_s"
         )
     ]
     kinds = {kind: i for i, kind in enumerate(StorageTierKind.values)}  # hot, warm, cold

@@ -543,18 +543,18 @@ def rule_storage_bandwidth(cluster: ClusterGraph) -> RuleResult:
         tier.name: {
             "kind": tier.kind,
             "site": tier.site,
-            "bandwidth_gbytes_s": tier.bandwidth_gbps,
-            "required_gbytes_s": tier.required_bandwidth_gbps,
+            "bandwidth_gbytes_s": tier.bandwidth_gb_per_s,
+            "required_gbytes_s": tier.required_bandwidth_gb_per_s,
         }
         for tier in cluster.storage_tiers
     }
-    short = [tier for tier in cluster.storage_tiers if tier.bandwidth_gbps < tier.required_bandwidth_gbps]
+    short = [tier for tier in cluster.storage_tiers if tier.bandwidth_gb_per_s < tier.required_bandwidth_gb_per_s]
     figures = {"tiers": len(cluster.storage_tiers), "per_tier": per_tier, "offending_count": len(short)}
     if not short:
         detail = (
             "All tiers deliver what they must: "
             + ", ".join(
-                f"{tier.name} {tier.bandwidth_gbps:g} ≥ {tier.required_bandwidth_gbps:g} GB/s"
+                f"{tier.name} {tier.bandwidth_gb_per_s:g} ≥ {tier.required_bandwidth_gb_per_s:g} GB/s"
                 for tier in cluster.storage_tiers
             )
             + "."
@@ -562,7 +562,7 @@ def rule_storage_bandwidth(cluster: ClusterGraph) -> RuleResult:
         return RuleResult(name=name, title=title, passed=True, detail=detail, figures=figures)
     detail = (
         "; ".join(
-            f"{tier.name} delivers {tier.bandwidth_gbps:g} GB/s, needs {tier.required_bandwidth_gbps:g} GB/s"
+            f"{tier.name} delivers {tier.bandwidth_gb_per_s:g} GB/s, needs {tier.required_bandwidth_gb_per_s:g} GB/s"
             for tier in short
         )
         + "."

@@ -25,6 +25,7 @@ def test_an_operator_saves_a_template_and_starts_its_job_over_the_api(api_as, op
     started = client.post(f"{URL}{template.public_id}/run/")
 
     assert started.status_code == 201
+    assert started.json()["url"] == f"http://testserver/api/jobs/{started.json()['id']}/"
     job = Job.objects.get(public_id=started.json()["id"])
     assert job.kind == "sleep" and job.parameters == {"seconds": 1.0, "steps": 1} and job.node_count == 3
     assert job.requested_by == operator
@@ -117,3 +118,21 @@ def test_every_bad_field_of_a_template_is_named_at_once(api_as, browser_as, oper
     assert shown.status_code == 400
     assert set(shown.context["form"].errors) == {"name", "role", "parameters"}, shown.context["form"].errors
     assert JobTemplate.objects.count() == 1
+
+
+def test_a_templates_and_a_schedules_url_is_their_api_address_and_page_their_page(api_as, operator, rack_of_nodes):
+    """`url` was the page's relative path, where every other object's `url` is its absolute API address."""
+    client = api_as(operator)
+    template = client.post(URL, BODY, format="json").json()
+    schedule = client.post(
+        "/api/schedules/",
+        {"name": "nightly", "template": template["id"], "timing": "interval", "every_minutes": 60},
+        format="json",
+    ).json()
+    for answer, api, page in (
+        (template, "/api/job-templates/", "automation-template"),
+        (schedule, "/api/schedules/", "automation-schedule"),
+    ):
+        assert answer["url"] == f"http://testserver{api}{answer['id']}/"
+        assert answer["page"] == f"http://testserver{reverse(page, args=[answer['id']])}"
+        assert client.get(answer["url"]).json()["id"] == answer["id"]

@@ -1,11 +1,12 @@
 """Cursor (keyset) pages beside limit/offset: `?cursor=` opts in, and a walk sees every row once even under inserts."""
 
+import base64
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from apps.core.pagination import encode_cursor
-from apps.inventory.models import Node
+from apps.inventory.models import Gpu, Node
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -82,16 +83,42 @@ def test_jobs_and_gpus_page_by_cursor_too(api_as, viewer):
     "cursor",
     [
         "not base64 !",
-        "eyJvIjpbXX0",  # {"o":[]}: no values
-        encode_cursor(["status", "pk"], ["ready", 1]),  # made for another ordering
-        encode_cursor(["hostname", "pk"], ["n001", "not a number"]),
-        encode_cursor(["hostname", "pk"], [{"a": 1}, 1]),
+        "eyJvIjpbXX0",  # {"o":[]}: a cursor of the old, readable kind
+        encode_cursor(["inventory.Node", "status", "pk"], ["ready", 1]),  # made for another ordering
+        encode_cursor(["inventory.Gpu", "hostname", "pk"], ["n001", 1]),  # made for another list
+        encode_cursor(["inventory.Node", "hostname", "pk"], ["n001"]),  # a value short
     ],
 )
 def test_a_bad_cursor_is_a_400_naming_it(api_as, viewer, cursor):
     factories.make_node(hostname="n001")
     response = api_as(viewer).get("/api/nodes/", {"cursor": cursor})
     assert response.status_code == 400 and "cursor" in response.json(), response.content
+
+
+def _next_cursor(response) -> str:
+    return parse_qs(urlparse(response.data["next"]).query)["cursor"][0]
+
+
+def test_a_cursor_shows_no_column_path_primary_key_or_value_and_an_altered_one_is_refused(api_as, viewer):
+    """docs/api.md: the integer key never leaves the server. A cursor read as base64 JSON showed the ordering's ORM
+    paths (`node__hostname`) and the last row's primary key; now it is sealed, and a changed one is a 400."""
+    node = factories.make_node(hostname="gpu-cursor-7")
+    for index in range(3):
+        factories.make_gpu(node=node, index=index)
+    client = api_as(viewer)
+    first = client.get("/api/gpus/", {"cursor": "", "limit": 1})
+    cursor = _next_cursor(first)
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    last = Gpu.objects.get(public_id=first.data["results"][0]["id"])
+    for secret in (b"node__hostname", b"gpu-cursor-7", b'"pk"', b'"v":[', f",{last.pk}]".encode()):
+        assert secret not in raw, secret
+
+    assert client.get("/api/gpus/", {"cursor": cursor, "limit": 1}).data["results"][0]["index"] == 1
+    for position in (0, len(cursor) // 2, len(cursor) - 2):
+        altered = cursor[:position] + ("A" if cursor[position] != "A" else "B") + cursor[position + 1 :]
+        response = client.get("/api/gpus/", {"cursor": altered, "limit": 1})
+        assert response.status_code == 400, (position, response.content)
+        assert response.json()["cursor"][0].startswith("Invalid cursor")
 
 
 def test_a_cursor_page_still_refuses_an_offset_past_the_bound(api_as, viewer):

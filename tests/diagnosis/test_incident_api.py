@@ -51,7 +51,7 @@ def test_open_follow_and_approve_over_the_api(training_job, inject, api_as, oper
     assert detail["hypotheses"][0]["cause"] == "pfc_off" and detail["hypotheses"][0]["supporting"]
     watchdog = next(row for row in detail["evidence"] if row["topic"] == "watchdog")
     assert watchdog["command"] == "tail -n 2000 /var/log/train/llm-pretrain.log"
-    assert watchdog["raw_output"].startswith(f"/api/jobs/{watchdog['job']}/artifacts/")
+    assert watchdog["raw_output"].startswith(f"http://testserver/api/jobs/{watchdog['job']}/artifacts/")
     assert "Watchdog caught collective operation timeout" in client.get(watchdog["raw_output"]).content.decode()
     assert detail["ranking_changes"], "the ranking's changes are kept"
     dry = client.get(f"{URL}{incident_id}/dry-run/").json()

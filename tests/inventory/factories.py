@@ -34,7 +34,7 @@ def make_tier(**fields) -> StorageTier:
             "name": f"Tier {n}",
             "kind": StorageTierKind.HOT,
             "medium": "NVMe RAID",
-            "bandwidth_gbps": Decimal("24"),
+            "bandwidth_gb_per_s": Decimal("24"),
             "capacity_tb": Decimal("2"),
             **fields,
         }

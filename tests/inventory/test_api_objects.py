@@ -37,8 +37,8 @@ CREATIONS = [
     (
         "racks",
         Rack,
-        lambda: {"site": "demo-dc", "name": "r99", "row": "C", "u_height": 42, "power_budget_kw": "40.0"},
-        ("power_budget_kw", "60.0"),
+        lambda: {"site": "demo-dc", "name": "r99", "row": "C", "u_height": 42, "power_budget_kw": 40.0},
+        ("power_budget_kw", 60.0),
     ),
     ("tags", Tag, lambda: {"name": "Burn-in", "slug": "burn-in"}, ("colour", "#ff0000")),
     (
@@ -48,10 +48,10 @@ CREATIONS = [
             "name": "B100 SXM",
             "architecture": "Blackwell",
             "hbm_gib": 180,
-            "mem_bandwidth_tbps": "8.00",
-            "mem_bandwidth_reference_tbps": "7.04",
+            "mem_bandwidth_tbps": 8.0,
+            "mem_bandwidth_reference_tbps": 7.04,
             "tdp_w": 700,
-            "bf16_dense_tflops": "1750.0",
+            "bf16_dense_tflops": 1750.0,
         },
         ("tdp_w", 1200),
     ),
@@ -63,10 +63,10 @@ CREATIONS = [
             "name": "Scratch SSD",
             "kind": "warm",
             "medium": "NVMe-oF",
-            "bandwidth_gbps": "12.0",
-            "capacity_tb": "50.0",
+            "bandwidth_gb_per_s": 12.0,
+            "capacity_tb": 50.0,
         },
-        ("required_bandwidth_gbps", "10.0"),
+        ("required_bandwidth_gb_per_s", 10.0),
     ),
     (
         "volumes",
@@ -142,7 +142,7 @@ def test_a_rack_made_over_the_api_is_audited_as_the_token_user(api_as, admin, de
 )
 def test_bad_input_is_400_naming_the_field(api_as, admin, demo_cluster, prefix, payload, field):
     if prefix == "storage-tiers":
-        payload = {**payload, "medium": "x", "bandwidth_gbps": "1.0", "capacity_tb": "1.0"}
+        payload = {**payload, "medium": "x", "bandwidth_gb_per_s": "1.0", "capacity_tb": "1.0"}
     if prefix == "volumes":
         payload = {**payload, "tier": str(StorageTier.objects.get(kind="hot").public_id)}
     client = api_as(admin)  # its token is audited when made
@@ -250,3 +250,27 @@ def test_lists_cost_constant_queries(api_as, viewer, demo_cluster, django_assert
     with django_assert_num_queries(queries):  # token, count, page
         response = client.get(f"/api/{prefix}/", {"limit": 100})
     assert response.status_code == 200
+
+
+def test_quantities_are_json_numbers_and_the_schema_says_number(api_as, admin, demo_cluster):
+    """Decimals answered as strings (`"capacity_tb": "200.0"`) beside integers and floats that are numbers."""
+    client = api_as(admin)
+    tier = client.get("/api/storage-tiers/").json()["results"][0]
+    rack = client.get("/api/racks/").json()["results"][0]
+    sku = client.get("/api/gpu-skus/", {"name": "H200 SXM"}).json()["results"][0]
+    quantities = [tier["capacity_tb"], tier["bandwidth_gb_per_s"], rack["power_budget_kw"], sku["mem_bandwidth_tbps"]]
+    assert all(isinstance(value, int | float) and not isinstance(value, bool) for value in quantities), quantities
+    assert sku["mem_bandwidth_reference_tbps"] == 4.21
+    # A storage tier's bandwidth is in GB/s, as its page shows: named so, not `bandwidth_gbps` (gigabits).
+    assert "bandwidth_gbps" not in tier and tier["bandwidth_gb_per_s"] > 0
+
+    schema = client.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
+    assert schema["StorageTier"]["properties"]["capacity_tb"]["type"] == "number"
+    assert schema["StorageTierRequest"]["properties"]["capacity_tb"]["minimum"] == 0.1
+    as_text = [
+        f"{component}.{name}"
+        for component, body in schema.items()
+        for name, field in body.get("properties", {}).items()
+        if field.get("format") == "decimal"
+    ]
+    assert as_text == []

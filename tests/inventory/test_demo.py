@@ -25,8 +25,8 @@ def test_demo_is_the_briefs_case_study(demo_cluster):
         ("B", "spine"),
     }
     tiers = {tier.kind: tier for tier in StorageTier.objects.all()}
-    assert tiers[StorageTierKind.HOT].bandwidth_gbps >= 20
-    assert 5 <= tiers[StorageTierKind.WARM].bandwidth_gbps <= 10
+    assert tiers[StorageTierKind.HOT].bandwidth_gb_per_s >= 20
+    assert 5 <= tiers[StorageTierKind.WARM].bandwidth_gb_per_s <= 10
     assert tiers[StorageTierKind.COLD].capacity_tb >= 100
     every_nic_cabled = Cable.objects.filter(a_nic__isnull=False).count()
     assert every_nic_cabled == Nic.objects.count()

@@ -113,7 +113,7 @@ NAMED = [
      "port_speed_gbps: 400}\n"),
     ("racks", 'version: 1\nracks:\n- {site: demo-dc, name: "r99\\n"}\n'),
     ("storage_tiers", 'version: 1\nstorage_tiers:\n- {site: demo-dc, name: "hot\\t", kind: hot, medium: NVMe, '
-     "bandwidth_gbps: 20, capacity_tb: 1}\n"),
+     "bandwidth_gb_per_s: 20, capacity_tb: 1}\n"),
     ("gpu_skus", 'version: 1\ngpu_skus:\n- {name: " B200", architecture: Blackwell, hbm_gib: 180}\n'),
 ]  # fmt: skip
 

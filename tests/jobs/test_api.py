@@ -197,3 +197,17 @@ def test_the_new_job_page_names_every_bad_field_at_once(browser_as, operator, no
     errors = page.context["form"].errors
     assert "__all__" in errors and "parameters" in errors, errors  # no targets, and the bad duration
     assert Job.objects.count() == 0
+
+
+def test_a_jobs_url_is_its_api_address_as_every_objects_is_and_its_page_is_beside_it(api_as, operator, nodes):
+    """`url` was the page's relative path (/jobs/<id>/) where a node's, a rack's ... is the absolute API address."""
+    client = api_as(operator)
+    started = _post(client).json()
+    job_id = started["id"]
+    api, page = f"http://testserver/api/jobs/{job_id}/", f"http://testserver/jobs/{job_id}/"
+    listed = client.get("/api/jobs/").json()["results"][0]
+    detail = client.get(f"/api/jobs/{job_id}/").json()
+    cancelled = client.post(f"/api/jobs/{job_id}/cancel/").json()
+    for answer in (started, listed, detail, cancelled):
+        assert (answer["url"], answer["page"]) == (api, page)
+    assert client.get(detail["url"]).json()["id"] == job_id

@@ -195,7 +195,7 @@ def test_gpu_with_no_nic_on_its_numa_node_fails(demo_cluster):
 
 
 def test_storage_tier_below_its_requirement(demo_cluster):
-    StorageTier.objects.filter(name="Hot NVMe RAID").update(bandwidth_gbps=Decimal("15"))
+    StorageTier.objects.filter(name="Hot NVMe RAID").update(bandwidth_gb_per_s=Decimal("15"))
     storage = rule(evaluate_topology(), "storage-bandwidth")
     assert storage.verdict == Verdict.FAIL and storage.offending == ["Hot NVMe RAID"]
     assert storage.figures["per_tier"]["Hot NVMe RAID"]["bandwidth_gbytes_s"] == 15

@@ -1,11 +1,10 @@
 from django.core.validators import RegexValidator
-from django.urls import reverse
 from rest_framework import serializers
 
 from apps.automation import services
 from apps.automation.choices import SUBSCRIBABLE_EVENTS, Channel, Timing
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
-from apps.core.api import EveryBadField, ReferenceField, StrictCharField
+from apps.core.api import EveryBadField, ReferenceField, StrictCharField, detail_url, page_url
 from apps.jobs.api.serializers import KindField, TargetsSerializer
 from apps.nodeexec.transports import TRANSPORT_NAMES
 
@@ -21,13 +20,15 @@ class JobTemplateSerializer(EveryBadField, serializers.ModelSerializer):
         choices=["", *TRANSPORT_NAMES], required=False, allow_blank=True, help_text="Blank: the default."
     )
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
-    url = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField(help_text="The template in the API.")
+    page = serializers.SerializerMethodField(help_text="The template's page in the portal.")
 
     class Meta:
         model = JobTemplate
         fields = [
             "id",
             "url",
+            "page",
             "name",
             "description",
             "kind",
@@ -39,10 +40,13 @@ class JobTemplateSerializer(EveryBadField, serializers.ModelSerializer):
             "created",
             "updated",
         ]
-        read_only_fields = ["id", "url", "owner", "created", "updated"]
+        read_only_fields = ["id", "url", "page", "owner", "created", "updated"]
 
     def get_url(self, template) -> str:
-        return reverse("automation-template", args=[template.public_id])
+        return detail_url(template, self.context.get("request"))
+
+    def get_page(self, template) -> str:
+        return page_url("automation-template", template, self.context.get("request"))
 
     def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
         # A field not sent keeps the template's value (PATCH); one refused is not judged.
@@ -76,13 +80,15 @@ class ScheduleSerializer(serializers.ModelSerializer):
     every_minutes = serializers.IntegerField(min_value=1, max_value=525600, required=False, allow_null=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     next_run = serializers.SerializerMethodField()
-    url = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField(help_text="The schedule in the API.")
+    page = serializers.SerializerMethodField(help_text="The schedule's page in the portal.")
 
     class Meta:
         model = Schedule
         fields = [
             "id",
             "url",
+            "page",
             "name",
             "template",
             "timing",
@@ -99,10 +105,13 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "created",
             "updated",
         ]
-        read_only_fields = ["id", "url", "owner", "last_run_at", "next_run", "created", "updated"]
+        read_only_fields = ["id", "url", "page", "owner", "last_run_at", "next_run", "created", "updated"]
 
     def get_url(self, schedule) -> str:
-        return reverse("automation-schedule", args=[schedule.public_id])
+        return detail_url(schedule, self.context.get("request"))
+
+    def get_page(self, schedule) -> str:
+        return page_url("automation-schedule", schedule, self.context.get("request"))
 
     def get_next_run(self, schedule) -> serializers.DateTimeField(allow_null=True):
         moment = services.next_run(schedule)

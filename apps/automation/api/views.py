@@ -59,7 +59,7 @@ class JobTemplateViewSet(viewsets.ModelViewSet):
         """Start the template's job now (as the caller)."""
         run = services.run_template(template=self.get_object(), requested_by=request.user)
         job = Job.objects.with_progress().select_related("requested_by").get(pk=run.job_id)
-        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: TemplateRunSerializer(many=True)})
     @paginated  # answers a page: the schema says so

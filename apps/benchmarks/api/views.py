@@ -1,5 +1,4 @@
 from django.db.models import Prefetch
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -230,7 +229,7 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
             requested_by=request.user,
         )
         job = Job.objects.with_progress().select_related("requested_by").get(pk=job.pk)
-        return Response(JobSerializer(job).data, status=201)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=201)
 
     @extend_schema(responses={200: TimelineSeriesSerializer})
     @action(detail=True, methods=["get"])
@@ -242,6 +241,6 @@ class TimelineAnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
 
 def _accepted(request, job: Job) -> Response:
     """202 with a timeline-analysis job, its API address in Location."""
-    body = JobSerializer(Job.objects.with_progress().select_related("requested_by").get(pk=job.pk)).data
-    location = request.build_absolute_uri(reverse("api:job-detail", kwargs={"id": job.public_id}))
-    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+    job = Job.objects.with_progress().select_related("requested_by").get(pk=job.pk)
+    body = JobSerializer(job, context={"request": request}).data
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})

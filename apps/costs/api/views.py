@@ -75,7 +75,7 @@ class CostPolicyViewSet(viewsets.ModelViewSet):
             job = policies.survey(policy=self.get_object(), user=request.user)
         except policies.PolicyError as error:
             return _refused(error)
-        return Response(JobSerializer(job).data, status=201)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=201)
 
     def _step(self, request, states, what, run):
         policy = self.get_object()

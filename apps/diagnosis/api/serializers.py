@@ -8,6 +8,7 @@ from apps.diagnosis import services, utilisation
 from apps.diagnosis.choices import Problem
 from apps.diagnosis.costs import incident_cost
 from apps.inventory.models import Node
+from apps.jobs.api.serializers import artifact_url
 from apps.workloads.models import TrainingJob
 
 
@@ -148,7 +149,7 @@ class EvidenceSerializer(serializers.Serializer):
     def get_raw_output(self, row) -> str | None:
         if row.artifact_id is None or row.job_id is None:
             return None
-        return f"/api/jobs/{row.job.public_id}/artifacts/{row.artifact.public_id}/"
+        return artifact_url(row.job, row.artifact, self.context.get("request"))
 
 
 class HypothesisSerializer(serializers.Serializer):

@@ -128,7 +128,12 @@ class IncidentViewSet(
 
     def _fresh(self, incident, code=status.HTTP_200_OK) -> Response:
         self.action = "retrieve"
-        return Response(IncidentDetailSerializer(self.get_queryset().get(pk=incident.pk)).data, status=code)
+        return Response(
+            IncidentDetailSerializer(
+                self.get_queryset().get(pk=incident.pk), context=self.get_serializer_context()
+            ).data,
+            status=code,
+        )
 
     @extend_schema(request=IncidentCreateSerializer, responses={201: IncidentDetailSerializer})
     def create(self, request, *args, **kwargs):
@@ -163,7 +168,7 @@ class IncidentViewSet(
             job = services.start_runbook(incident=incident, user=request.user)
         except services.IncidentError as error:
             raise ValidationError({error.field: [error.message]}) from None
-        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: DryRunSerializer(many=True)})
     @action(detail=True, methods=["get"], url_path="dry-run")
@@ -192,7 +197,7 @@ class IncidentViewSet(
             job = services.approve_remediation(remediation=found, user=request.user)
         except services.IncidentError as error:
             raise ValidationError({error.field: [error.message]}) from None
-        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         request=RehearsalCreateSerializer,

@@ -7,17 +7,14 @@ brief `{id, url, display}`. Fields are listed explicitly; nothing here runs a qu
 what `display` and the nested lists need.
 """
 
-import uuid
-
 from django.core.validators import MaxLengthValidator, RegexValidator
 from django.db.models import GenericIPAddressField
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.reverse import reverse
 
-from apps.core.api import ReferenceField, ValidatedModelSerializer, reference_schema
+from apps.core.api import ReferenceField, ValidatedModelSerializer, detail_url, reference_schema
 from apps.core.validators import ip_address_validator
 from apps.inventory.choices import allowed_next_statuses
 from apps.inventory.hostkeys import fingerprint_of
@@ -37,23 +34,6 @@ from apps.inventory.models import (
     Tag,
     Volume,
 )
-
-_PLACEHOLDER = str(uuid.UUID(int=0))
-
-
-def detail_url(obj, request) -> str:
-    """The object's API URL. Reversed once per model and request, then filled in: a list of 100 nodes with their
-    racks, sites and SKUs would otherwise spend a quarter of its time in reverse()."""
-    templates = request.__dict__.setdefault("_detail_url_templates", {}) if request is not None else {}
-    model = obj._meta.model_name
-    if model not in templates:
-        name = f"{model}-detail"
-        # Inside the API's URL namespace (if the router is mounted in one), so the UI's own "node-detail" never wins.
-        namespace = getattr(getattr(request, "resolver_match", None), "namespace", "")
-        if namespace:
-            name = f"{namespace}:{name}"
-        templates[model] = reverse(name, kwargs={"public_id": _PLACEHOLDER}, request=request)
-    return templates[model].replace(_PLACEHOLDER, str(obj.public_id))
 
 
 def brief(obj, request) -> dict:
@@ -427,8 +407,8 @@ class StorageTierSerializer(InventorySerializer):
             "name",
             "kind",
             "medium",
-            "bandwidth_gbps",
-            "required_bandwidth_gbps",
+            "bandwidth_gb_per_s",
+            "required_bandwidth_gb_per_s",
             "meets_requirement",
             "capacity_tb",
             *TIMESTAMPS,

@@ -22,10 +22,10 @@ class StorageTier(AuditedModel, PublicModel):
     name = models.CharField(max_length=64, validators=[name_validator])
     kind = models.CharField(max_length=8, choices=StorageTierKind.choices)
     medium = models.CharField(max_length=64, help_text="e.g. NVMe RAID, SAS SSD, object store.")
-    bandwidth_gbps = models.DecimalField(
+    bandwidth_gb_per_s = models.DecimalField(
         "bandwidth (GB/s)", max_digits=7, decimal_places=1, validators=[MinValueValidator(Decimal("0.1"))]
     )
-    required_bandwidth_gbps = models.DecimalField(
+    required_bandwidth_gb_per_s = models.DecimalField(
         "required bandwidth (GB/s)",
         max_digits=7,
         decimal_places=1,
@@ -40,7 +40,7 @@ class StorageTier(AuditedModel, PublicModel):
         ordering = ["site__name", "kind", "name"]
         constraints = [
             models.UniqueConstraint(fields=["site", "name"], name="storagetier_unique_name_per_site"),
-            models.CheckConstraint(condition=Q(bandwidth_gbps__gt=0), name="storagetier_bandwidth_positive"),
+            models.CheckConstraint(condition=Q(bandwidth_gb_per_s__gt=0), name="storagetier_bandwidth_positive"),
         ]
 
     def __str__(self) -> str:
@@ -48,7 +48,7 @@ class StorageTier(AuditedModel, PublicModel):
 
     @property
     def meets_requirement(self) -> bool:
-        return self.bandwidth_gbps >= self.required_bandwidth_gbps
+        return self.bandwidth_gb_per_s >= self.required_bandwidth_gb_per_s
 
 
 class Volume(AuditedModel, PublicModel):

@@ -194,7 +194,7 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "storage_tiers", StorageTier, key=("site", "name"), refs={"site": SITE}, related=("site",),
-        columns=("site", "name", "kind", "medium", "bandwidth_gbps", "required_bandwidth_gbps", "capacity_tb"),
+        columns=("site", "name", "kind", "medium", "bandwidth_gb_per_s", "required_bandwidth_gb_per_s", "capacity_tb"),
     ),
     Section(
         "volumes", Volume, key=("node", "mount_point"), related=("node",),

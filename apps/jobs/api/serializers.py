@@ -1,8 +1,8 @@
-from django.urls import reverse
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
+from rest_framework.reverse import reverse
 
-from apps.core.api import EveryBadField
+from apps.core.api import EveryBadField, detail_url, page_url
 from apps.inventory.choices import NodeRole
 from apps.jobs.choices import JOB_STATUS_COLOURS, STEP_STATUS_COLOURS
 from apps.jobs.kinds import KINDS, not_startable_message, startable_kind_names
@@ -125,13 +125,15 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="Null for jobs the system started (schedules).",
     )
     progress = serializers.SerializerMethodField()
-    url = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField(help_text="The job in the API.")
+    page = serializers.SerializerMethodField(help_text="The job's page in the portal.")
 
     class Meta:
         model = Job
         fields = [
             "id",
             "url",
+            "page",
             "kind",
             "status",
             "colour",
@@ -156,7 +158,10 @@ class JobSerializer(serializers.ModelSerializer):
         return JOB_STATUS_COLOURS.get(job.status, "grey")
 
     def get_url(self, job) -> str:
-        return reverse("job-page", args=[job.public_id])
+        return detail_url(job, self.context.get("request"))
+
+    def get_page(self, job) -> str:
+        return page_url("job-page", job, self.context.get("request"))
 
     @staticmethod
     def _progress(job) -> dict:
@@ -201,7 +206,12 @@ class ArtifactSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_download(self, artifact) -> str:
-        return reverse("api:job-artifact", args=[self.context["job"].public_id, artifact.public_id])
+        return artifact_url(self.context["job"], artifact, self.context.get("request"))
+
+
+def artifact_url(job, artifact, request) -> str:
+    """Where the API serves a step's output (absolute, given the request, as every `url` is)."""
+    return reverse("api:job-artifact", args=[job.public_id, artifact.public_id], request=request)
 
 
 class JobStepSerializer(serializers.ModelSerializer):

@@ -60,7 +60,10 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
             transport=data.get("transport"),
             requested_by=request.user,
         )
-        return Response(JobSerializer(self._annotated(job)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            JobSerializer(self._annotated(job), context=self.get_serializer_context()).data,
+            status=status.HTTP_201_CREATED,
+        )
 
     def _annotated(self, job):
         return Job.objects.with_progress().select_related("requested_by").get(pk=job.pk)
@@ -69,7 +72,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @action(detail=True, methods=["post"])
     def cancel(self, request, id=None):
         job = services.cancel_job(job=self.get_object(), user=request.user)
-        return Response(JobSerializer(self._annotated(job)).data)
+        return Response(JobSerializer(self._annotated(job), context=self.get_serializer_context()).data)
 
     @extend_schema(
         parameters=[

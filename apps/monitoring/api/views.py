@@ -183,4 +183,4 @@ class NodeBmcPowerViewSet(viewsets.GenericViewSet):
         given.is_valid(raise_exception=True)
         data = given.validated_data
         job = start_bmc_power(nodes=[node], action=data["action"], reason=data["reason"], requested_by=request.user)
-        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
