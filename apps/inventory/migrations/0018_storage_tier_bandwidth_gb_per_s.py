@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("inventory", "0016_gpu_presence_node_health_state"),
+        ("inventory", "0017_node_power_state"),
     ]
 
     operations = [
