@@ -113,7 +113,8 @@ def _node_device(node: Node) -> RackDevice:
     off = " · powered off through its BMC" if node.is_powered_off else ""
     return RackDevice(
         "node", node, node.u_position, node.u_height, "", reverse("node-detail", args=[node.public_id]),
-        node.status_colour, f"{node.hostname} · {node.get_status_display()}{drained}{off} · {node.rack_units}",
+        "off" if node.is_powered_off else node.status_colour,  # off: it draws nothing, whatever its status says
+        f"{node.hostname} · {node.get_status_display()}{drained}{off} · {node.rack_units}",
     )  # fmt: skip
 
 

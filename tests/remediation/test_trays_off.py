@@ -87,7 +87,8 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(cloc
 
     page = client_page(client, operator, rack)
     assert "0 of 18 trays on" in page and "18 powered off through their BMCs" in page
-    assert "<span>Ready · off</span>" in page  # each tray in the elevation
+    assert "<span>Ready · off</span>" in page  # each tray in the elevation, drawn as off (grey), not by its status
+    assert page.count('class="dev node off"') == 36  # 18 trays, each on both faces
     assert "every node is powered off" in page
     assert "power-off-trays" not in page  # nothing left to power off
     assert f"/remediation/racks/{rack.public_id}/power-on-trays/" in page
