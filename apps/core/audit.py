@@ -164,14 +164,23 @@ def record_created(instances: list[AuditedModel]) -> None:
         AuditEntry.objects.bulk_create(entries)
 
 
-def save_as(instance: AuditedModel, action: str, **save_kwargs) -> None:
-    """Save a change that is an action someone took (cleared a health event): its entry reads as that action
-    ("Cleared"), with the fields it changed, where a plain save reads "Updated"."""
-    instance._audit_action = action
+def save_as(
+    instance: AuditedModel,
+    action: str,
+    *,
+    also: dict | None = None,
+    object_repr: str | None = None,
+    user=None,
+    **save_kwargs,
+) -> None:
+    """Save a change that is an action someone took (approved a fix, cleared a health event): one entry that reads as
+    that action ("Approved", "Cleared"), with the fields it changed and `also` (what was approved: its commands), where
+    a plain save reads "Updated" and a second entry would tell the rest. `user` as for record()."""
+    instance._audit_as = (action, also or {}, object_repr, user)
     try:
         instance.save(**save_kwargs)
     finally:
-        del instance._audit_action
+        del instance._audit_as
 
 
 @receiver(post_save)
@@ -191,8 +200,10 @@ def _audit_save(sender, instance, created, raw=False, **kwargs):
         if name not in _IGNORED_FIELDS and name in before and before[name] != value
     }
     instance._audit_loaded = now
+    action, also, object_repr, user = getattr(instance, "_audit_as", (AuditAction.UPDATE, {}, None, None))
+    changes |= also
     if changes:
-        _record(instance, getattr(instance, "_audit_action", AuditAction.UPDATE), changes)
+        record(action, obj=instance, object_repr=object_repr, changes=changes, user=user)
 
 
 @receiver(pre_delete)

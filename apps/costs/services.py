@@ -191,12 +191,11 @@ def _approve(action: PolicyAction, how: str, user) -> None:
     action.state, action.approval, action.approved_at = ActionState.APPROVED, how, timezone.now()
     action.approved_by = user if getattr(user, "pk", None) else None
     action.approved_by_name = user.get_username() if action.approved_by else ""
-    action.save()
-    audit.record(
+    audit.save_as(
+        action,
         AuditAction.APPROVE,
-        obj=action,
         object_repr=f"{action.policy.name}: {action.reason}"[:200],
-        changes={"approval": [None, ApprovalKind(how).label], "commands": [None, action.commands]},
+        also={"approval": [None, ApprovalKind(how).label], "commands": [None, action.commands]},
         user=action.approved_by,
     )
 

@@ -292,12 +292,11 @@ def approve(*, deployment: Deployment, user, steps: list[str] | None = None) -> 
         deployment.state = DeploymentState.APPROVED
         deployment.stage = WizardStage.RUN
         deployment.approved_by, deployment.approved_at = user, timezone.now()
-        deployment.save()
-        audit.record(
+        audit.save_as(
+            deployment,
             AuditAction.APPROVE,
-            obj=deployment,
             object_repr=f"plan of deployment {deployment.name}",
-            changes={"disruptive steps": [None, ", ".join(steps) or "none"]},
+            also={"disruptive steps": [None, ", ".join(steps) or "none"]},
             user=user,
         )
     return deployment
@@ -436,12 +435,11 @@ def approve_suggestion(*, suggestion: Suggestion, user) -> Suggestion:
             approved_by_name=user.username,
         )
         suggestion.state, suggestion.decided_by, suggestion.decided_at = SuggestionState.APPROVED, user, timezone.now()
-        suggestion.save()
-        audit.record(
+        audit.save_as(
+            suggestion,
             AuditAction.APPROVE,
-            obj=suggestion,
             object_repr=f"fix on {suggestion.hostname}: {suggestion.title}",
-            changes={"commands": [None, "; ".join(suggestion.fix_commands)]},
+            also={"commands": [None, "; ".join(suggestion.fix_commands)]},
             user=user,
         )
     return suggestion

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.core.audit import record
+from apps.core.audit import save_as
 from apps.core.choices import AuditAction
 from apps.diagnosis import utilisation
 from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
@@ -277,13 +277,11 @@ def approve_remediation(*, remediation, user, wait_seconds: int | None = None, a
     lines = dry_run(remediation=remediation)  # a command the catalogue refuses fails here, before anything is approved
     remediation.state = RemediationState.APPROVED if remediation.commands else RemediationState.APPLIED
     remediation.approved_by, remediation.approved_at = user, timezone.now()
-    remediation.save()  # audited: the request's actor (AuditContextMiddleware) is recorded with the change
-    # The approval is its own entry, "Approved", with what was approved: the save alone read as "Updated".
     commands = "; ".join(lines)
-    record(
+    save_as(  # one entry, "Approved", with what was approved (the request's actor, or the recovery policy)
+        remediation,
         AuditAction.APPROVE,
-        obj=remediation,
-        changes={
+        also={
             # approved by the recovery policy, not a person: the changes say so
             **({"policy": [None, "automatic"]} if automatic else {}),
             "summary": [None, remediation.summary],

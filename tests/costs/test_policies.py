@@ -140,6 +140,10 @@ def test_apply_lowers_the_simulated_power_and_tokens_then_revert_restores(policy
         .values_list("action", "object_repr")
     )
     assert ("approve", f"low-load: {action.reason}"[:200]) in audited
+    # the approval's save is that one entry, not an "Updated" beside it (it read as both)
+    assert [entry for entry, _ in audited].count("approve") == 1
+    approved = AuditEntry.objects.get(object_type="costs.policyaction", object_id=str(action.pk), action="approve")
+    assert approved.changes["state"][1] == "approved" and approved.changes["commands"][1] == action.commands
     assert [entry for entry in audited if entry[0] == "start"][0][1].startswith("apply low-load")
     assert [entry for entry in audited if entry[0] == "start"][1][1].startswith("revert low-load")
 

@@ -78,6 +78,10 @@ def test_mtu_1500_concludes_mtu_mismatch_with_the_exact_command(training_job, in
     approved = AuditEntry.objects.get(action=AuditAction.APPROVE, object_id=str(remediation.pk))
     assert approved.actor_name == operator.username and approved.get_action_display() == "Approved"
     assert "ip link set dev ens4np0 mtu 9000" in approved.changes["commands"][1]
+    assert approved.changes["state"] == ["proposed", "approved"]  # the fields it changed, in the same entry
+    # one entry: no "Updated" beside it for the same save (later steps of the fix may update it)
+    updates = AuditEntry.objects.filter(action=AuditAction.UPDATE, object_id=str(remediation.pk))
+    assert not [entry.changes for entry in updates if "approved_at" in entry.changes]
 
 
 @pytest.mark.django_db(transaction=True)
