@@ -127,7 +127,7 @@ def test_a_cursor_walk_follows_its_next_links_in_every_order_a_list_offers(api_a
         walked += 1
         for field in fields:
             params = {"limit": 1, "cursor": "", "ordering": field}
-            for _ in range(3):  # the first page, then its next link twice
+            for _ in range(2):  # the first page, then its next link (the cursor made and read back)
                 response = client.get(path, params)
                 assert response.status_code == 200, (path, field, response.content)
                 query = parse_qs(urlparse(response.json()["next"]).query)
