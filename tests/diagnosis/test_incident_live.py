@@ -14,6 +14,7 @@ from apps.diagnosis.runbook import Observation
 from apps.jobs import services as jobs
 from portal.asgi import application
 from tests import factories
+from tests.sockets import WAIT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +43,7 @@ async def _open(path, headers):
 
 async def _close_code(path, headers):
     communicator = await _open(path, headers)
-    message = await communicator.receive_output(timeout=10)
+    message = await communicator.receive_output(timeout=WAIT)
     assert message["type"] == "websocket.close", message
     return message["code"]
 
@@ -50,7 +51,7 @@ async def _close_code(path, headers):
 async def _frames(communicator, quiet=0.5):
     frames = []
     while not await communicator.receive_nothing(timeout=quiet):
-        frames.append(await communicator.receive_json_from(timeout=10))
+        frames.append(await communicator.receive_json_from(timeout=WAIT))
     return frames
 
 
@@ -92,7 +93,7 @@ def test_a_viewer_sees_evidence_the_ranking_and_the_state_as_the_runbook_records
 
     async def go():
         communicator = await _open(f"/ws/incidents/{incident.public_id}/", headers)
-        hello = await communicator.receive_json_from(timeout=10)
+        hello = await communicator.receive_json_from(timeout=WAIT)
         assert hello == {"type": "hello", "state": IncidentState.OPEN, "last_seq": 0}
         await database_sync_to_async(record)()
         frames = await _frames(communicator)
@@ -119,7 +120,7 @@ def test_a_watcher_of_another_incident_hears_nothing(incident, viewer, operator)
 
     async def go():
         communicator = await _open(f"/ws/incidents/{other.public_id}/", headers)
-        assert (await communicator.receive_json_from(timeout=10))["type"] == "hello"
+        assert (await communicator.receive_json_from(timeout=WAIT))["type"] == "hello"
         await database_sync_to_async(change)()
         frames = await _frames(communicator)
         await communicator.disconnect()

@@ -11,6 +11,7 @@ from apps.jobs.events import append_events, batch_message, broadcast, job_group
 from apps.jobs.models import JobEvent
 from portal.asgi import application
 from tests import factories
+from tests.sockets import WAIT
 
 # Websockets over whichever channel layer the wiring has: in memory or Redis (wirings).
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.wirings]
@@ -45,7 +46,7 @@ async def _close_code(path, headers, **scope):
     """The code a refused socket is closed with, as the browser sees it: accepted first, then closed."""
     communicator, connected, code = await _connect(path, headers, **scope)
     assert connected, f"closed before accept (code {code}): the browser would only see a failed handshake"
-    message = await communicator.receive_output(timeout=10)
+    message = await communicator.receive_output(timeout=WAIT)
     assert message["type"] == "websocket.close", message
     return message["code"]
 
@@ -54,7 +55,7 @@ async def _drain(communicator, quiet=0.5):
     """Every frame until the socket stays quiet for `quiet` seconds."""
     frames = []
     while not await communicator.receive_nothing(timeout=quiet):
-        frames.append(await communicator.receive_json_from(timeout=10))
+        frames.append(await communicator.receive_json_from(timeout=WAIT))
     return frames
 
 
@@ -121,7 +122,7 @@ def test_the_portals_own_origin_is_accepted_with_its_port_and_scheme(job, viewer
         for headers, scheme in cases:
             communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/", headers, scheme=scheme)
             assert connected, (headers, scheme)
-            assert (await communicator.receive_json_from(timeout=10))["type"] == "state"
+            assert (await communicator.receive_json_from(timeout=WAIT))["type"] == "state"
             await communicator.disconnect()
 
     async_to_sync(go)()
@@ -194,7 +195,7 @@ def test_a_channel_layer_lost_under_an_open_socket_closes_it_with_4503(job, view
         assert connected
         await _drain(communicator)
         redis.stop()
-        message = await communicator.receive_output(timeout=10)
+        message = await communicator.receive_output(timeout=WAIT)
         assert message == {"type": "websocket.close", "code": 4503}
 
     try:
@@ -216,10 +217,10 @@ def test_a_batch_that_follows_is_sent_as_serialised_once_and_steps_only_frames_p
         rows = await database_sync_to_async(append_events)(job.pk, [{"message": "a"}, {"message": "b"}])
         message = batch_message(rows)
         await get_channel_layer().group_send(job_group(job.public_id), message)
-        assert await communicator.receive_from(timeout=10) == message["frame"]
+        assert await communicator.receive_from(timeout=WAIT) == message["frame"]
         steps_only = batch_message([], state={"id": str(job.public_id), "status": "running"})
         await get_channel_layer().group_send(job_group(job.public_id), steps_only)
-        assert await communicator.receive_json_from(timeout=10) == {
+        assert await communicator.receive_json_from(timeout=WAIT) == {
             "type": "batch",
             "events": [],
             "steps": [],
@@ -240,7 +241,7 @@ def test_viewer_replays_after_seq_then_gets_live_batches_without_duplicates(job,
     async def go():
         communicator, connected, _ = await _connect(f"/ws/jobs/{job.public_id}/?after=4", headers)
         assert connected
-        state = await communicator.receive_json_from(timeout=10)
+        state = await communicator.receive_json_from(timeout=WAIT)
         assert state["type"] == "state" and state["job"]["last_seq"] == 10
         frames = await _drain(communicator)
         assert _seqs(frames) == list(range(5, 11))
@@ -291,7 +292,7 @@ def test_job_list_stream_gets_status_lines(job, viewer):
         communicator, connected, _ = await _connect("/ws/jobs/", headers)
         assert connected
         await database_sync_to_async(broadcast)(job)
-        frame = await communicator.receive_json_from(timeout=10)
+        frame = await communicator.receive_json_from(timeout=WAIT)
         assert frame["type"] == "status" and frame["job"]["id"] == str(job.public_id)
         assert frame["job"]["status"] == "queued" and frame["job"]["progress"]["total"] == 1
         await communicator.disconnect()
