@@ -13,7 +13,7 @@ from django.db.models import Exists, OuterRef, Q
 from apps.core.filters import FilterSet
 from apps.core.listing import Column
 from apps.core.text import echo
-from apps.inventory.choices import GpuHealth, GpuPresence, HealthState, NodeRole, NodeStatus
+from apps.inventory.choices import GpuHealth, GpuPresence, HealthState, NodeRole, NodeStatus, PowerState
 from apps.inventory.models import (
     Cable,
     Firmware,
@@ -120,6 +120,8 @@ class NodeFilterSet(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=NodeStatus.choices, distinct=False)
     # What the node's open health events say, as apps/health stored it on the node (no events read per row).
     health_state = django_filters.MultipleChoiceFilter(choices=HealthState.choices, distinct=False, label="Health")
+    # The chassis power its BMC last read, as apps/monitoring stored it on the node (a node never read matches neither).
+    power_state = django_filters.MultipleChoiceFilter(choices=PowerState.choices, distinct=False, label="Power")
     site = site_ref("rack__site")
     rack = RefFilter(queryset=Rack.objects.all(), natural_key="name", label="Rack name or public id")
     tag = RefFilter(field_name="tags", queryset=Tag.objects.all(), natural_key="slug", label="Tag slug or public id")
@@ -134,6 +136,7 @@ class NodeFilterSet(FilterSet):
             "role",
             "status",
             "health_state",
+            "power_state",
             "site",
             "rack",
             "tag",

@@ -1,10 +1,13 @@
 """The node endpoints: the list automation polls, the detail an on-call engineer reads, and changes by admins."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from apps.core.choices import AuditAction, ChangeSource
 from apps.core.models import AuditEntry
-from apps.inventory.choices import GpuHealth, NodeStatus
+from apps.inventory.choices import GpuHealth, NodeStatus, PowerState
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Gpu, Nic, Node, Rack, Tag
 from tests import factories
@@ -131,6 +134,25 @@ def test_filter_on_unhealthy_gpus(api_as, viewer, demo_cluster, django_assert_ma
     assert all(row["gpu_count"] == 8 for row in response.data["results"])  # the subquery does not multiply rows
     healthy = client.get("/api/nodes/", {"has_unhealthy_gpu": "false", "limit": 100})
     assert "gpu005" not in hostnames(healthy) and len(hostnames(healthy)) == 33
+
+
+def test_the_power_its_bmc_reads_is_shown_read_only_and_filters_the_list(api_as, viewer, admin, demo_cluster):
+    since = timezone.now() - timedelta(minutes=5)
+    Node.objects.filter(hostname__in=["gpu003", "gpu007"]).update(power_state=PowerState.OFF, power_state_since=since)
+    Node.objects.filter(hostname="gpu004").update(power_state=PowerState.ON, power_state_since=since)
+    client = api_as(viewer)
+
+    off = client.get("/api/nodes/", {"power_state": "off"})
+    assert hostnames(off) == ["gpu003", "gpu007"]
+    assert off.data["results"][0]["power_state"] == "off"
+    assert off.data["results"][0]["power_state_since"] == since.isoformat().replace("+00:00", "Z")
+    never_read = client.get(f"/api/nodes/{Node.objects.get(hostname='gpu001').public_id}/").data
+    assert (never_read["power_state"], never_read["power_state_since"]) == ("", None)
+    assert client.get("/api/nodes/", {"power_state": "dim"}).status_code == 400
+
+    node = Node.objects.get(hostname="gpu003")
+    changed = api_as(admin).patch(f"/api/nodes/{node.public_id}/", {"power_state": "on"}, format="json")
+    assert changed.status_code == 200 and changed.data["power_state"] == "off"  # the BMC's reading: not edited
 
 
 @pytest.mark.parametrize(

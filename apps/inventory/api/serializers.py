@@ -194,6 +194,8 @@ class NodeSerializer(InventorySerializer):
             "role",
             "status",
             "health_state",
+            "power_state",
+            "power_state_since",
             "site",
             "rack",
             "u_position",
@@ -222,6 +224,7 @@ class NodeSerializer(InventorySerializer):
         ]
         # Drained through POST .../drain/ and .../undrain/ (an operator's action, audited), not by editing the node.
         read_only_fields = ["drained_at", "drain_reason", "drained_until"]
+        extra_kwargs = {"power_state_since": {"help_text": "Since when its BMC reads that power; empty: never read."}}
 
     def get_drained(self, node) -> bool:
         return node.is_drained
