@@ -92,9 +92,27 @@ def loops_coolant(loops) -> dict[int, LoopReadings]:
     loop_of: dict[int, int] = {}
     for loop in sorted(loops, key=lambda loop: loop.name):
         loop_of.setdefault(loop.rack_id, loop.pk)
-    recent = BmcReading.objects.filter(
-        node__rack_id__in=loop_of, kind=SensorKind.COOLANT, time__gte=timezone.now() - RACK_WINDOW
-    )
+    found: dict[int, LoopReadings] = {}
+    for rack_id, tray in trays_coolant(node__rack_id__in=loop_of):
+        found.setdefault(loop_of[rack_id], LoopReadings()).trays.append(tray)
+    return found
+
+
+def node_coolant(node) -> dict:
+    """The node page's coolant: a liquid-cooled node's (one in a rack with a coolant loop) own readings within
+    RACK_WINDOW, beside the limits of the loop it is judged against, its rack's first (as loops_coolant counts it);
+    nothing for an air-cooled node."""
+    loop = node.rack.coolant_loops.order_by("name").first() if node.rack_id else None
+    if loop is None:
+        return {}
+    trays = [tray for _, tray in trays_coolant(node=node)]
+    return {"coolant_loop": loop, "coolant": LoopReadings(trays) if trays else None}
+
+
+def trays_coolant(**nodes) -> list[tuple[int, TrayCoolant]]:
+    """(rack id, tray) for each node the BmcReading lookups in `nodes` select, as its BMC last read its coolant within
+    RACK_WINDOW, by tray slot: the one reading of the poll's coolant series for the rack page and the node page."""
+    recent = BmcReading.objects.filter(kind=SensorKind.COOLANT, time__gte=timezone.now() - RACK_WINDOW, **nodes)
     latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
     by_node: dict[tuple, dict[str, float]] = {}
     rows = recent.filter(time__in=set(latest.values())).order_by("node__tray_slot", "node__hostname")
@@ -103,7 +121,7 @@ def loops_coolant(loops) -> dict[int, LoopReadings]:
     ):
         if time == latest[node_id]:
             by_node.setdefault((rack_id, hostname, time), {})[sensor] = value
-    found: dict[int, LoopReadings] = {}
+    found = []
     for (rack_id, hostname, time), sensors in by_node.items():
         leaks = sensors.get(LEAKS)
         tray = TrayCoolant(
@@ -115,7 +133,7 @@ def loops_coolant(loops) -> dict[int, LoopReadings]:
             pressure_kpa=sensors.get(COOLANT_PRESSURE),
             leaking=None if leaks is None else leaks > 0,
         )
-        found.setdefault(loop_of[rack_id], LoopReadings()).trays.append(tray)
+        found.append((rack_id, tray))
     return found
 
 
@@ -170,6 +188,7 @@ def node_bmc_context(node, request) -> dict:
             "rack_budget_w": budget,
             "rack_share": round(watts / budget * 100, 1) if budget else None,
         }
+    context |= node_coolant(node)
     by_kind, power = bmc_series(node, since=timezone.now() - SERIES_WINDOW)
     if power.points or by_kind:
         nodes_in_rack = node.rack.nodes.count() if node.rack_id else 0

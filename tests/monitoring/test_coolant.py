@@ -20,7 +20,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def tray():
     load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
-    node = Node.objects.get(hostname="nvl01-t03")
+    return with_bmc(Node.objects.get(hostname="nvl01-t03"))
+
+
+def with_bmc(node: Node) -> Node:
     logins.save_bmc(
         node=node,
         address=node.bmc_address,
@@ -67,3 +70,20 @@ def test_low_flow_is_a_major_event_with_the_reading_and_the_threshold(tray, poll
     assert observation["threshold"] == floor and observation["reading"] < floor and observation["unit"] == "l/min"
     assert f"below {floor:g} l/min" in event.summary
     assert not HealthEvent.objects.filter(kind="coolant_leak").exists()
+
+
+def test_the_node_page_shows_a_trays_own_coolant_and_nothing_for_an_air_cooled_node(tray, poll, browser_as, viewer):
+    simulator.inject_fault(node=tray, kind="leak")
+    poll(tray)
+    client = browser_as(viewer)
+
+    page = client.get(f"/nodes/{tray.public_id}/").content.decode()
+    assert "<dt>Coolant</dt>" in page and "loop nvl01-loop · supply ≤ 40.0 °C" in page  # the loop's limits beside
+    assert "1 of 1 read a leak (nvl01-t03)" in page and "flow <strong>" in page and "from its BMC" in page
+
+    neighbour, server = Node.objects.get(hostname="nvl01-t04"), Node.objects.get(hostname="gpu001")
+    for node in (neighbour, server):
+        with_bmc(node)
+    page = client.get(f"/nodes/{neighbour.public_id}/").content.decode()
+    assert "Now: no reading of its BMC in the last 10 minutes." in page  # a tray of the loop, not read yet
+    assert "Coolant" not in client.get(f"/nodes/{server.public_id}/").content.decode()  # an air-cooled H200 server
