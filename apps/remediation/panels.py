@@ -1,6 +1,7 @@
 """The rack page's first section (apps/inventory/sections.py RACK_PAGE): the rack's open leak and coolant events, the
 most urgent the fleet has, with what the coolant policy did or would do about them and, for operators, the trays'
-power-off at one click (those not off already); and the rack's trays their BMCs read off, with their power-on."""
+power-off at one click (those not off already); and the rack's nodes their BMCs read off (its trays, an air-cooled
+server), with their power-on."""
 
 from apps.accounts.choices import Role
 from apps.health.choices import COOLANT_KINDS, Severity
@@ -21,7 +22,7 @@ def rack_coolant(rack, request) -> dict:
         .order_by("-decided_at", "-id")
     )
     trays = services.trays_on(leaks[0].node) if leaks and leaks[0].node else []  # what a power-off would act on
-    off = list(services.trays_off(rack))
+    off = list(services.nodes_off(rack))
     operator = request.user.has_role(Role.OPERATOR)
     return {
         "rack": rack,
@@ -31,6 +32,7 @@ def rack_coolant(rack, request) -> dict:
         "leaks": leaks,
         "trays": trays,
         "off": off,
+        "off_noun": "tray" if all(node.nvlink_domain_id for node in off) else "node",  # a rack-scale rack's are trays
         "may_power_off": bool(trays) and operator,
         "may_power_on": bool(off) and operator,
     }

@@ -404,22 +404,30 @@ def power_off_trays(*, node: Node, transport: str | None = None, queue: bool = T
     )
 
 
-def trays_off(rack: Rack):
-    """The rack's compute trays (of its NVLink domain) that their BMCs read powered off."""
-    trays = Node.objects.filter(rack=rack, nvlink_domain__isnull=False, power_state=PowerState.OFF)
-    return trays.order_by("tray_slot", "hostname")
+def nodes_off(rack: Rack):
+    """The rack's nodes that their BMCs read powered off: the trays of its NVLink domain a leak's power-off left off,
+    and any other node (an air-cooled server) an operator or a job powered off."""
+    return Node.objects.filter(rack=rack, power_state=PowerState.OFF).order_by("tray_slot", "hostname")
 
 
-def power_on_trays(*, rack: Rack, transport: str | None = None, queue: bool = True, requested_by=None):
-    """Starts the `bmc-power` job that powers the rack's trays their BMCs read off back on (a leak mended). Raises
-    serializers.ValidationError (naming the field) where none is off or the job is refused; nothing started then."""
-    trays = list(trays_off(rack))
-    if not trays:
-        raise serializers.ValidationError({"targets": [f"No tray of rack {rack.name} is powered off."]})
+def _nodes_text(rack: Rack, nodes: list[Node]) -> str:
+    """`nodes` of the rack in words: trays as _trays_text says them, else one by name or how many of the rack's."""
+    if all(node.nvlink_domain_id for node in nodes):
+        return _trays_text(nodes[0], nodes)
+    return nodes[0].hostname if len(nodes) == 1 else f"{len(nodes)} nodes of rack {rack.name}"
+
+
+def power_on_nodes(*, rack: Rack, transport: str | None = None, queue: bool = True, requested_by=None):
+    """Starts the `bmc-power` job that powers the rack's nodes their BMCs read off back on (a leak mended, a server
+    powered off by hand). Raises serializers.ValidationError (naming the field) where none is off or the job is
+    refused; nothing started then."""
+    nodes = list(nodes_off(rack))
+    if not nodes:
+        raise serializers.ValidationError({"targets": [f"No node of rack {rack.name} is powered off."]})
     return create_job(
         kind=BMC_POWER,
-        targets=TargetSpec(nodes=tuple(tray.hostname for tray in trays)),
-        parameters={"action": "on", "reason": f"powering {_trays_text(trays[0], trays)} back on"[:300]},
+        targets=TargetSpec(nodes=tuple(node.hostname for node in nodes)),
+        parameters={"action": "on", "reason": f"powering {_nodes_text(rack, nodes)} back on"[:300]},
         transport=transport if transport in ("local", "sim") else None,
         requested_by=requested_by,
         queue=queue,

@@ -72,15 +72,15 @@ def power_off_trays(request: HttpRequest, public_id) -> HttpResponse:
 
 @require_POST
 @role_required(Role.OPERATOR)
-def power_on_trays(request: HttpRequest, public_id) -> HttpResponse:
-    """Powers the rack's trays their BMCs read off back on (the job records who asked)."""
+def power_on(request: HttpRequest, public_id) -> HttpResponse:
+    """Powers the rack's nodes their BMCs read off back on (the job records who asked)."""
     rack = get_object_or_404(Rack, public_id=public_id)
     try:
-        job = services.power_on_trays(rack=rack, requested_by=request.user)
+        job = services.power_on_nodes(rack=rack, requested_by=request.user)
     except serializers.ValidationError as error:
-        messages.error(request, f"Could not power on the trays of rack {rack.name}: {services.said(error)}")
+        messages.error(request, f"Could not power on the nodes of rack {rack.name}: {services.said(error)}")
         return redirect("rack-detail", public_id=rack.public_id)
-    messages.success(request, f"Powering on {job.node_count} tray(s) of rack {rack.name}.")
+    messages.success(request, f"Powering on {job.node_count} node(s) of rack {rack.name}.")
     return redirect("job-page", public_id=job.public_id)
 
 

@@ -6,6 +6,7 @@ leak into its one event and reads no draw, and the loop's readings show beside i
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from apps.health import services as health
 from apps.health.choices import Severity, Source
@@ -36,16 +37,20 @@ def trays():
     load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
     nodes = list(Node.objects.filter(nvlink_domain__isnull=False).order_by("tray_slot"))
     for node in nodes:
-        logins.save_bmc(
-            node=node,
-            address=node.bmc_address,
-            protocol="redfish",
-            port=None,
-            user=settings.RACKPILOT_SIM_BMC_USER,
-            verify_tls=True,
-            password=settings.RACKPILOT_SIM_BMC_PASSWORD,
-        )
+        with_bmc(node)
     return nodes
+
+
+def with_bmc(node: Node) -> None:
+    logins.save_bmc(
+        node=node,
+        address=node.bmc_address,
+        protocol="redfish",
+        port=None,
+        user=settings.RACKPILOT_SIM_BMC_USER,
+        verify_tls=True,
+        password=settings.RACKPILOT_SIM_BMC_PASSWORD,
+    )
 
 
 def poll(run_shards, nodes):
@@ -91,7 +96,7 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(cloc
     assert page.count('class="dev node off"') == 36  # 18 trays, each on both faces
     assert "every node is powered off" in page
     assert "power-off-trays" not in page  # nothing left to power off
-    assert f"/remediation/racks/{rack.public_id}/power-on-trays/" in page
+    assert f"/remediation/racks/{rack.public_id}/power-on/" in page
     assert "1 of 18 read a leak (nvl01-t03)" in page  # the leak sensors still read on standby power
 
     # The policy, asked again, has nothing to power off; the operator's power-off says so and starts nothing.
@@ -101,7 +106,7 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(cloc
 
     # The leak mended (the sensor dry, the event cleared): the operator powers them back on.
     simulator.clear_faults(node=trays[2], kind="leak")
-    response = client.post(f"/remediation/racks/{rack.public_id}/power-on-trays/")
+    response = client.post(f"/remediation/racks/{rack.public_id}/power-on/")
     on = Job.objects.filter(kind="bmc-power").exclude(pk=job.pk).get()
     assert response.status_code == 302 and (on.parameters["action"], on.node_count) == ("on", 18)
     run_shards(on)
@@ -127,3 +132,26 @@ def test_the_power_off_of_a_rack_with_one_tray_off_acts_on_the_others_and_says_s
 
     assert job.node_count == 17 and "nvl01-t01" not in job.target_spec["nodes"]
     assert job.parameters["reason"].endswith("powering off 17 of the 18 trays of rack nvl01")
+
+
+def test_an_air_cooled_server_its_bmc_reads_off_is_offered_the_same_power_on(run_shards, client, operator, viewer):
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    server = Node.objects.get(hostname="gpu003")  # an H200 server, no tray of a rack-scale domain
+    with_bmc(server)
+    Node.objects.filter(pk=server.pk).update(power_state=PowerState.OFF, power_state_since=timezone.now())
+    rack = server.rack
+
+    page = client_page(client, operator, rack)
+    assert "Nodes powered off" in page and "1 node powered off through its BMC: gpu003" in page
+    assert f"/remediation/racks/{rack.public_id}/power-on/" in page and "Power the node on</button>" in page
+    assert "/power-on/" not in client_page(client, viewer, rack)  # viewers see it off, with no button
+    assert client.post(f"/remediation/racks/{rack.public_id}/power-on/").status_code == 403
+
+    client.force_login(operator)
+    response = client.post(f"/remediation/racks/{rack.public_id}/power-on/")
+    job = Job.objects.get(kind="bmc-power")
+    assert response.status_code == 302 and job.target_spec["nodes"] == ["gpu003"]
+    assert (job.parameters["action"], job.parameters["reason"]) == ("on", "powering gpu003 back on")
+    run_shards(job)
+    server.refresh_from_db()
+    assert server.power_state == PowerState.ON
