@@ -8,11 +8,13 @@ import pytest
 from django.conf import settings as django_settings
 
 from apps.health.models import HealthEvent
+from apps.inventory.choices import GpuHealth
+from apps.inventory.models import Gpu
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.bmc import polling
-from apps.monitoring.bmc.sel import SelRecord, classify, new_records
+from apps.monitoring.bmc.sel import SelRecord, classify, new_records, record_sel
 from apps.monitoring.models import Bmc
 from apps.parsers.ipmi import parse_sel_elist
 from apps.simulator import services as simulator
@@ -44,10 +46,13 @@ def test_a_fault_in_the_sel_becomes_one_health_event_and_a_reread_adds_nothing(g
     events = {event.kind: event for event in HealthEvent.objects.filter(source="bmc_log")}
     assert set(events) == {"bmc_gpu_memory_ecc", "bmc_pcie_fatal"}  # the GPU's HBM, not a DIMM
     ecc = events["bmc_gpu_memory_ecc"]
-    assert (ecc.node, ecc.component_type, ecc.severity) == (gpu_node, "node", "critical")
+    gpu = Gpu.objects.get(node=gpu_node, index=2)  # the SEL's GPU3 is nvidia-smi's GPU 2, where the fault is
+    assert (ecc.gpu, ecc.node, ecc.component_type, ecc.severity) == (gpu, gpu_node, "gpu", "critical")
+    assert gpu.health == GpuHealth.FAILED  # the GPU's health shows it
     assert "GPU3 HBM" in ecc.evidence[0]["lines"][0] and "Uncorrectable ECC" in ecc.evidence[0]["lines"][0]
-    if protocol == "ipmi":  # the SEL's GPU3 is nvidia-smi's GPU 2, where the fault is: the summary says so
-        assert "GPU3 (SEL, = GPU 2) HBM" in ecc.summary and ecc.evidence[0]["gpu_index"] == 2
+    assert ecc.evidence[0]["gpu_index"] == 2
+    if protocol == "ipmi":  # the summary says which index the SEL's GPU3 is
+        assert "GPU3 (SEL, = GPU 2) HBM" in ecc.summary
     mark = Bmc.objects.get(node=gpu_node).sel_mark
     assert mark["record_id"] == 3  # record 1 is the log-cleared one
 
@@ -55,6 +60,18 @@ def test_a_fault_in_the_sel_becomes_one_health_event_and_a_reread_adds_nothing(g
 
     assert HealthEvent.objects.filter(source="bmc_log").count() == 2
     assert sum(event.count for event in HealthEvent.objects.filter(source="bmc_log")) == 2  # nothing folded twice
+
+
+def test_a_gpu_memory_record_naming_a_gpu_the_node_lacks_stays_on_the_node(gpu_node, sim_bmc):
+    sim_bmc()
+    now = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    line = "   7 | 03/01/2026 | 11:59:00 | Memory GPU9 HBM | Uncorrectable ECC | Asserted"
+    record = SelRecord(7, "2026-03-01T11:59:00", "Memory", "GPU9 HBM", "Uncorrectable ECC", True, line)
+
+    assert record_sel(node_id=gpu_node.pk, records=[record], now=now) == 1
+
+    event = HealthEvent.objects.get(kind="bmc_gpu_memory_ecc")  # GPU 8 of an 8-GPU node (0-7): not inventoried
+    assert (event.gpu, event.node, event.component_type, event.evidence[0]["gpu_index"]) == (None, gpu_node, "node", 8)
 
 
 def test_only_records_after_the_mark_are_recorded(gpu_node, sim_bmc, read_sel):

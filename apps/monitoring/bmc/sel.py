@@ -7,8 +7,9 @@ mark, or the marked record's time changed) is read by time instead. The first re
 last FIRST_READ_HOURS only: an uncorrectable ECC from last year is history, not what is wrong now.
 
 Records become events with source `bmc_log` on the node (memory, PCIe, processor, temperature, watchdog, OS
-critical stop) or on its BMC (a power supply); the evidence cites the SEL line. Informational records (log cleared,
-boot, clock sync, power off/on) and deasserted ones make none."""
+critical stop), on its BMC (a power supply) or, for a GPU's HBM ECC, on the GPU the record names (its index through
+bmc/gpu_names.py; the node where the inventory has no GPU there); the evidence cites the SEL line. Informational
+records (log cleared, boot, clock sync, power off/on) and deasserted ones make none."""
 
 import asyncio
 import json
@@ -22,7 +23,7 @@ from django.utils import timezone
 from apps.core.outbound import OutboundRefused, check_target
 from apps.health.choices import Severity, Source
 from apps.health.services import Component, record_event
-from apps.inventory.models import Node
+from apps.inventory.models import Gpu, Node
 from apps.monitoring.bmc.clients import (
     PROBE,
     BmcFailure,
@@ -273,10 +274,13 @@ def _record(node: Node, record: SelRecord, finding: Finding, *, job, now: dateti
     at = _moment(record.timestamp)
     # The SEL counts GPUs from 1: the summary says which GPU index its 'GPU4' is (bmc/gpu_names.py).
     said = f"{record.sensor_type} {record.sensor}".strip() + f": {record.event}"
+    component = Component.bmc(node) if finding.on_bmc else node
     if (index := gpu_index(said)) is not None:
         evidence["gpu_index"] = index
+        if finding is GPU_MEMORY_ECC:  # the GPU's own HBM: on that GPU (its health, its repair); the node where none
+            component = Gpu.objects.filter(node=node, index=index).first() or component
     record_event(
-        component=Component.bmc(node) if finding.on_bmc else node,
+        component=component,
         source=Source.BMC_LOG,
         kind=finding.kind,
         severity=finding.severity,
