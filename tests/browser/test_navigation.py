@@ -4,17 +4,12 @@ opens on a click and leads to its pages."""
 import pytest
 
 from apps.accounts.choices import Role
-from tests import factories
-from tests.browser.session import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-def test_the_bar_is_one_row_and_its_menus_open(live_server_url, browser_page):
-    factories.make_user(role=Role.VIEWER, username="watcher", password="correct-horse-battery")
-    page = browser_page
-    page.set_default_timeout(30000)
-    log_in(page, live_server_url, "watcher")
+def test_the_bar_is_one_row_and_its_menus_open(live_server_url, page_as):
+    page = page_as(Role.VIEWER)
     for width in (1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(f"{live_server_url}/jobs/")
