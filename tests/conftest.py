@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster."""
+"""Fixtures shared by every test: users of each role, API and browser clients for them, the demo cluster, a GB200
+NVL72 rack's trays and a coolant leak in one."""
 
 import datetime as dt
 import shutil
@@ -10,6 +11,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.accounts.choices import Role
+from apps.health import services as health
+from apps.health.choices import Severity, Source
+from apps.inventory.demo import ClusterShape, load_cluster
+from apps.inventory.models import LeakSensor, Node
 from apps.tokens.models import ApiToken
 from apps.tokens.services import digest_of
 from tests import factories, speed
@@ -157,6 +162,37 @@ def demo_cluster(db):
 
     speed.load_demo()
     return DEMO
+
+
+@pytest.fixture
+def nvl72_trays(db) -> list:
+    """A small demo cluster with one GB200 NVL72 rack (nvl01, its coolant loop nvl01-loop): the rack's 18 compute
+    trays by slot, each with its BMC settings for the simulated BMCs (Redfish). Request `clock` first to stamp it."""
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    trays = list(Node.objects.filter(nvlink_domain__isnull=False).order_by("tray_slot"))
+    for tray in trays:
+        factories.make_sim_bmc(tray)
+    return trays
+
+
+@pytest.fixture
+def coolant_leak(nvl72_trays):
+    """coolant_leak(tray=nvl01-t03, at=now) -> the open `coolant_leak` event its leak sensor reads, as the BMC poll
+    records it (critical, on the sensor)."""
+
+    def record(tray=None, *, at: dt.datetime | None = None):
+        tray = tray or nvl72_trays[2]
+        return health.record_event(
+            component=health.Component.leak_sensor(LeakSensor.objects.get(node=tray), tray),
+            source=Source.BMC_SENSORS,
+            kind="coolant_leak",
+            severity=Severity.CRITICAL,
+            summary=f"Coolant leak: {tray.hostname}'s leak sensor reads a leak (Tray drip pan leak detector)",
+            evidence={"reading": "leak", "threshold": "no leak"},
+            at=at,
+        )
+
+    return record
 
 
 class Clock:

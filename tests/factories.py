@@ -4,12 +4,14 @@ import itertools
 from datetime import timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.inventory.catalogue import sync_gpu_skus
 from apps.inventory.choices import NicPurpose, NicTransport, NodeRole, Plane, SwitchTier
 from apps.inventory.models import Gpu, GpuSku, Nic, Node, Pdu, Rack, Site, Switch
+from apps.monitoring.bmc import logins
 from apps.tokens import services as tokens
 
 _counter = itertools.count(1)
@@ -51,6 +53,19 @@ def make_node(**fields) -> Node:
     n = _next()
     fields.setdefault("role", NodeRole.COMPUTE)
     return Node.objects.create(**{"hostname": f"node{n:04d}", **fields})
+
+
+def make_sim_bmc(node: Node, *, protocol: str = "redfish", user: str | None = None, password: str | None = None):
+    """The node's BMC settings, as the simulated BMCs' account reaches them (a user or password given: that one)."""
+    return logins.save_bmc(
+        node=node,
+        address=node.bmc_address,
+        protocol=protocol,
+        port=None,
+        user=user or settings.RACKPILOT_SIM_BMC_USER,
+        verify_tls=True,
+        password=settings.RACKPILOT_SIM_BMC_PASSWORD if password is None else password,
+    )
 
 
 def make_gpu(**fields) -> Gpu:

@@ -9,11 +9,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from apps.inventory.models import Node
 from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.bmc import logins
+from tests import factories
 from tests.live_server import need
 
 from .emulators import PASSWORD, USER, start_ipmi_sim, start_sushy
@@ -94,16 +94,7 @@ def sim_bmc(gpu_node):
     """gpu001's BMC set up with the simulated BMCs' account."""
 
     def make(node=None, *, protocol="ipmi", password=None, user=None):
-        node = node or gpu_node
-        return logins.save_bmc(
-            node=node,
-            address=node.bmc_address,
-            protocol=protocol,
-            port=None,
-            user=user or settings.RACKPILOT_SIM_BMC_USER,
-            verify_tls=True,
-            password=settings.RACKPILOT_SIM_BMC_PASSWORD if password is None else password,
-        )
+        return factories.make_sim_bmc(node or gpu_node, protocol=protocol, user=user, password=password)
 
     return make
 

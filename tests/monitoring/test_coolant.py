@@ -3,37 +3,21 @@ leak is a critical event on the tray's leak sensor, low flow a major one on its 
 the threshold; a healthy tray and an air-cooled node record nothing."""
 
 import pytest
-from django.conf import settings
 
 from apps.health.choices import ComponentType, Severity, Source
 from apps.health.models import HealthEvent
-from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import LeakSensor, Node
 from apps.jobs.choices import JobStatus
-from apps.monitoring.bmc import logins
 from apps.monitoring.bmc.coolant import FLOW_LOW_SHARE
 from apps.simulator import services as simulator
+from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def tray():
-    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
-    return with_bmc(Node.objects.get(hostname="nvl01-t03"))
-
-
-def with_bmc(node: Node) -> Node:
-    logins.save_bmc(
-        node=node,
-        address=node.bmc_address,
-        protocol="redfish",
-        port=None,
-        user=settings.RACKPILOT_SIM_BMC_USER,
-        verify_tls=True,
-        password=settings.RACKPILOT_SIM_BMC_PASSWORD,
-    )
-    return node
+def tray(nvl72_trays):
+    return nvl72_trays[2]  # nvl01-t03
 
 
 def test_a_healthy_tray_records_nothing_and_a_leak_is_a_critical_event_on_its_leak_sensor(tray, poll):
@@ -82,8 +66,7 @@ def test_the_node_page_shows_a_trays_own_coolant_and_nothing_for_an_air_cooled_n
     assert "1 of 1 read a leak (nvl01-t03)" in page and "flow <strong>" in page and "from its BMC" in page
 
     neighbour, server = Node.objects.get(hostname="nvl01-t04"), Node.objects.get(hostname="gpu001")
-    for node in (neighbour, server):
-        with_bmc(node)
+    factories.make_sim_bmc(server)
     page = client.get(f"/nodes/{neighbour.public_id}/").content.decode()
-    assert "Now: no reading of its BMC in the last 10 minutes." in page  # a tray of the loop, not read yet
+    assert "Now: no reading of its BMC in the last 10 minutes." in page  # a tray of the loop, not polled yet
     assert "Coolant" not in client.get(f"/nodes/{server.public_id}/").content.decode()  # an air-cooled H200 server

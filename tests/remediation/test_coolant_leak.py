@@ -6,12 +6,10 @@ and offers operators the power-off; viewers see the leak without the button."""
 import datetime as dt
 
 import pytest
-from django.conf import settings
 
 from apps.health import services as health
 from apps.health.choices import Severity, Source
-from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import LeakSensor, Node, Rack
+from apps.inventory.models import Node, Rack
 from apps.jobs.kinds import KINDS
 from apps.jobs.models import Job
 from apps.remediation import services
@@ -24,18 +22,8 @@ NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def leak():
-    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
-    tray = Node.objects.get(hostname="nvl01-t03")
-    return health.record_event(
-        component=health.Component.leak_sensor(LeakSensor.objects.get(node=tray), tray),
-        source=Source.BMC_SENSORS,
-        kind="coolant_leak",
-        severity=Severity.CRITICAL,
-        summary="Coolant leak: nvl01-t03's leak sensor reads a leak (Tray drip pan leak detector)",
-        evidence={"reading": "leak", "threshold": "no leak"},
-        at=NOW,
-    )
+def leak(coolant_leak):
+    return coolant_leak(at=NOW)  # nvl01-t03's
 
 
 def only_the_leak_policy(mode: str) -> RemediationPolicy:
@@ -82,18 +70,6 @@ def test_on_without_the_bmc_power_kind_the_decision_fails_with_the_refusal(leak,
 
 
 def test_on_with_the_bmc_power_kind_the_job_powers_every_tray_off(leak):
-    from apps.monitoring.bmc import logins
-
-    for tray in services.rack_trays(leak.node):  # the trays' BMCs, as the simulated BMCs' account reaches them
-        logins.save_bmc(
-            node=tray,
-            address=tray.bmc_address,
-            protocol="redfish",
-            port=None,
-            user=settings.RACKPILOT_SIM_BMC_USER,
-            verify_tls=True,
-            password=settings.RACKPILOT_SIM_BMC_PASSWORD,
-        )
     only_the_leak_policy(Mode.ON)
 
     [decision] = services.evaluate(now=NOW, queue=False)

@@ -5,24 +5,20 @@ are off (none of its draw counted, no power-off offered again; power-on offered 
 leak into its one event and reads no draw, and the loop's readings show beside its limits."""
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
-from apps.health import services as health
-from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.choices import PowerState
-from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import LeakSensor, Node, Rack
+from apps.inventory.models import Node, Rack
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
-from apps.monitoring.bmc import logins
 from apps.monitoring.panels import racks_power
 from apps.remediation import services
 from apps.remediation.choices import Mode, Outcome
 from apps.remediation.models import RemediationPolicy
 from apps.simulator import services as simulator
+from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,27 +28,6 @@ def quick_reboots(settings):
     settings.RACKPILOT_SIM_REBOOT_SECONDS = 0
 
 
-@pytest.fixture
-def trays():
-    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
-    nodes = list(Node.objects.filter(nvlink_domain__isnull=False).order_by("tray_slot"))
-    for node in nodes:
-        with_bmc(node)
-    return nodes
-
-
-def with_bmc(node: Node) -> None:
-    logins.save_bmc(
-        node=node,
-        address=node.bmc_address,
-        protocol="redfish",
-        port=None,
-        user=settings.RACKPILOT_SIM_BMC_USER,
-        verify_tls=True,
-        password=settings.RACKPILOT_SIM_BMC_PASSWORD,
-    )
-
-
 def poll(run_shards, nodes):
     job = create_job(kind="bmc-poll", targets=TargetSpec(nodes=tuple(n.hostname for n in nodes)), transport="sim")
     job = run_shards(job)
@@ -60,10 +35,12 @@ def poll(run_shards, nodes):
     return job
 
 
-def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(clock, trays, run_shards, client, operator):
+def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(
+    clock, nvl72_trays, run_shards, client, operator
+):
     rack = Rack.objects.get(name="nvl01")
-    simulator.inject_fault(node=trays[2], kind="leak")
-    poll(run_shards, trays)
+    simulator.inject_fault(node=nvl72_trays[2], kind="leak")
+    poll(run_shards, nvl72_trays)
     [leak] = HealthEvent.objects.filter(kind="coolant_leak")
     assert racks_power([rack.pk])[rack.pk].watts > 10_000  # the 18 trays draw
 
@@ -85,7 +62,7 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(cloc
     assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.OFF}
     assert racks_power([rack.pk]).get(rack.pk) is None  # nothing counted from trays that are off
 
-    poll(run_shards, trays)
+    poll(run_shards, nvl72_trays)
     assert HealthEvent.objects.filter(kind="coolant_leak").get() == leak  # folded, no new event
     assert HealthEvent.objects.count() == 1
     assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.OFF}
@@ -105,7 +82,7 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(cloc
     assert Job.objects.filter(kind="bmc-power").count() == 1
 
     # The leak mended (the sensor dry, the event cleared): the operator powers them back on.
-    simulator.clear_faults(node=trays[2], kind="leak")
+    simulator.clear_faults(node=nvl72_trays[2], kind="leak")
     response = client.post(f"/remediation/racks/{rack.public_id}/power-on/")
     on = Job.objects.filter(kind="bmc-power").exclude(pk=job.pk).get()
     assert response.status_code == 302 and (on.parameters["action"], on.node_count) == ("on", 18)
@@ -118,26 +95,21 @@ def client_page(client, user, rack) -> str:
     return client.get(f"/racks/{rack.public_id}/").content.decode()
 
 
-def test_the_power_off_of_a_rack_with_one_tray_off_acts_on_the_others_and_says_so(trays):
-    Node.objects.filter(pk=trays[0].pk).update(power_state=PowerState.OFF)
-    health.record_event(
-        component=health.Component.leak_sensor(LeakSensor.objects.get(node=trays[2]), trays[2]),
-        source=Source.BMC_SENSORS,
-        kind="coolant_leak",
-        severity=Severity.CRITICAL,
-        summary="Coolant leak",
-    )
+def test_the_power_off_of_a_rack_with_one_tray_off_acts_on_the_others_and_says_so(nvl72_trays, coolant_leak):
+    Node.objects.filter(pk=nvl72_trays[0].pk).update(power_state=PowerState.OFF)
+    coolant_leak(nvl72_trays[2])
 
-    job = services.power_off_trays(node=trays[2], queue=False)
+    job = services.power_off_trays(node=nvl72_trays[2], queue=False)
 
     assert job.node_count == 17 and "nvl01-t01" not in job.target_spec["nodes"]
     assert job.parameters["reason"].endswith("powering off 17 of the 18 trays of rack nvl01")
 
 
-def test_an_air_cooled_server_its_bmc_reads_off_is_offered_the_same_power_on(run_shards, client, operator, viewer):
-    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
-    server = Node.objects.get(hostname="gpu003")  # an H200 server, no tray of a rack-scale domain
-    with_bmc(server)
+def test_an_air_cooled_server_its_bmc_reads_off_is_offered_the_same_power_on(
+    nvl72_trays, run_shards, client, operator, viewer
+):
+    server = Node.objects.get(hostname="gpu003")  # an H200 server beside the NVL72 rack, no tray of a domain
+    factories.make_sim_bmc(server)
     Node.objects.filter(pk=server.pk).update(power_state=PowerState.OFF, power_state_since=timezone.now())
     rack = server.rack
 
