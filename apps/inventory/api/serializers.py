@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from apps.core.api import ReferenceField, ValidatedModelSerializer, detail_url, reference_schema
 from apps.core.validators import ip_address_validator
-from apps.inventory.choices import allowed_next_statuses
+from apps.inventory.choices import PowerState, allowed_next_statuses
 from apps.inventory.hostkeys import fingerprint_of
 from apps.inventory.models import (
     Cable,
@@ -185,6 +185,13 @@ class NodeSerializer(InventorySerializer):
     nic_count = serializers.IntegerField(read_only=True)
     drained = serializers.SerializerMethodField()
     allowed_next_statuses = serializers.SerializerMethodField()
+    # Blank until its BMC is read: "" is one of its values (read-only fields lose the model's blank).
+    power_state = serializers.ChoiceField(
+        choices=PowerState.choices,
+        allow_blank=True,
+        read_only=True,
+        help_text=Node._meta.get_field("power_state").help_text,
+    )
 
     class Meta:
         model = Node
