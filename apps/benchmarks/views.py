@@ -38,10 +38,10 @@ from apps.benchmarks.models import (
     Suspect,
     TimelineAnalysis,
 )
+from apps.core.forms import flat_messages
 from apps.core.listing import Listing
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.events import progress_of
-from apps.jobs.forms import flat_messages
 from apps.jobs.models import Job
 from apps.nodeexec.transports import default_transport
 from apps.workloads.models import TrainingJob

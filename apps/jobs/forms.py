@@ -2,6 +2,7 @@ import json
 
 from django import forms
 
+from apps.core.forms import flat_messages
 from apps.inventory.models import Node, Rack, Tag
 from apps.jobs.kinds import kind_choices
 from apps.nodeexec.transports import TRANSPORT_NAMES, default_transport
@@ -62,16 +63,3 @@ def add_service_errors(form: JobForm, detail) -> None:
                 form.add_error(target, f"{name}: {' '.join(str(m) for m in flat_messages(inner))}")
         else:
             form.add_error(target, " ".join(str(m) for m in flat_messages(messages)))
-
-
-def flat_messages(value):
-    """Every message in a DRF error detail (nested dicts and lists), prefixed by the names it sits under."""
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            for item in flat_messages(inner):
-                yield f"{name}: {item}"
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from flat_messages(item)
-    else:
-        yield value
