@@ -18,7 +18,7 @@ from apps.automation.choices import Channel
 from apps.automation.forms import ScheduleForm, SubscriptionForm, TemplateForm
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
 from apps.core.api import errors_beyond_shape
-from apps.jobs.forms import add_service_errors
+from apps.core.forms import add_service_errors
 
 
 def _may_change(request, obj) -> None:
