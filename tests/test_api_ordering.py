@@ -2,6 +2,7 @@
 list does not order by is a 400 naming `ordering` (DRF alone would drop it and answer in another order), and the
 schema lists the fields each list takes."""
 
+import uuid
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -12,6 +13,7 @@ from apps.benchmarks.filters import BENCHMARK_RUN_COLUMNS
 from apps.core.listing import sort_fields
 from apps.deployments.filters import DEPLOYMENT_COLUMNS
 from apps.diagnosis.filters import INCIDENT_COLUMNS
+from apps.inventory.models import Tag
 from apps.jobs.filters import JOB_COLUMNS
 from apps.jobs.models import Job
 from portal.urls import router
@@ -55,6 +57,24 @@ def test_ordering_follows_the_field_both_ways_with_ties_broken_by_the_primary_ke
     assert [by_id[i].node_count for i in up] == [1, 2, 3, 3]
     assert [by_id[i].node_count for i in down] == [3, 3, 2, 1]
     assert by_id[up[2]].pk < by_id[up[3]].pk  # the tie, in primary key order
+
+
+def test_ordering_by_id_is_by_the_id_the_api_shows_never_the_internal_key(api_as, viewer, admin):
+    """`?ordering=id` ordered by the integer primary key, which the API never shows, while each row's `id` is its
+    public id: ids made in descending order, the rows must come back in the order of the ids a client reads."""
+    for number in range(4, 0, -1):  # the primary keys ascend as the public ids descend
+        Tag.objects.create(name=f"t{number}", slug=f"t{number}", public_id=uuid.UUID(int=number))
+    client = api_as(viewer)
+    up = [row["id"] for row in client.get("/api/tags/", {"ordering": "id"}).json()["results"]]
+    down = [row["id"] for row in client.get("/api/tags/", {"ordering": "-id"}).json()["results"]]
+    assert up == sorted(up) and down == sorted(up, reverse=True) and len(up) == 4, up
+    refused = client.get("/api/tags/", {"ordering": "public_id"})  # no name the API shows
+    assert refused.status_code == 400 and "'public_id'" in refused.json()["ordering"][0]
+
+    schema = api_as(admin).get("/api/schema/", {"format": "json"}).json()
+    parameters = schema["paths"]["/api/tags/"]["get"]["parameters"]
+    enum = next(p for p in parameters if p["name"] == "ordering")["schema"]["items"]["enum"]
+    assert enum.count("id") == 1 and "-id" in enum and "public_id" not in enum and "-public_id" not in enum
 
 
 def test_node_ordering_is_strict_too(api_as, viewer, demo_cluster):

@@ -1,5 +1,5 @@
 """The automation pages' forms. They check shapes; services check meaning (the kind's parameters, the targets, the
-crontab, the webhook address) and their errors land on the fields they name (jobs.forms.add_service_errors)."""
+crontab, the webhook address) and their errors land on the fields they name (core.forms.add_service_errors)."""
 
 import json
 

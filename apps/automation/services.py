@@ -221,47 +221,82 @@ def _flatten(detail, prefix: str = "") -> str:
 # --- schedules ------------------------------------------------------------------------------------------------------
 
 
-def validate_timing(*, timing_kind: str, every_minutes=None, **crontab_fields) -> None:
+def timing_errors(*, timing_kind: str, every_minutes=None, refused=frozenset(), **crontab_fields) -> dict:
+    """What is wrong with a schedule's timing, by field (empty when nothing is). Fields in `refused` (refused by the
+    door's shape) are not judged, nor whether a crontab that has one of them ever fires."""
     if timing_kind == Timing.INTERVAL:
-        if not every_minutes or every_minutes < 1:
-            raise serializers.ValidationError({"every_minutes": ["Give the interval in minutes (1 or more)."]})
-        return
+        if "every_minutes" not in refused and (not every_minutes or every_minutes < 1):
+            return {"every_minutes": ["Give the interval in minutes (1 or more)."]}
+        return {}
     if timing_kind != Timing.CRONTAB:
-        raise serializers.ValidationError({"timing": ["crontab or interval."]})
-    try:
-        cron = timing.parse_crontab(**crontab_fields)
-    except ValueError as error:
-        raise serializers.ValidationError(error.args[0]) from None
-    probe = Schedule(timing=Timing.CRONTAB, created=timezone.now(), **crontab_fields)
+        return {"timing": ["crontab or interval."]}
+    given = {name: value for name, value in crontab_fields.items() if name not in refused}
+    if errors := timing.crontab_errors(**given):
+        return errors
+    if len(given) < len(timing.CRONTAB_FIELDS):
+        return {}
+    probe = Schedule(timing=Timing.CRONTAB, created=timezone.now(), **given)
     if timing.next_run(probe, timezone.now()) is None:
-        raise serializers.ValidationError({"day_of_month": ["This crontab never fires within a year."]})
-    del cron
+        return {"day_of_month": ["This crontab never fires within a year."]}
+    return {}
 
 
 SCHEDULE_FIELDS = ("name", "template", "timing", *timing.CRONTAB_FIELDS, "every_minutes", "enabled")
 
 
+def schedule_fields(schedule: Schedule | None) -> dict:
+    """The fields save_schedule judges, as the schedule holds them (a new one: the model's defaults, no template)."""
+    schedule = schedule or Schedule()
+    values = {key: getattr(schedule, key) for key in SCHEDULE_FIELDS if key != "template"}
+    return {**values, "template": schedule.template if schedule.template_id else None}
+
+
+def _merged(schedule: Schedule | None, fields: dict) -> dict:
+    """The schedule's fields with those given; None keeps the current value, but for every_minutes (None: no
+    interval)."""
+    current = schedule_fields(schedule)
+    merged = {key: value if fields.get(key) is None else fields[key] for key, value in current.items()}
+    if "every_minutes" in fields:
+        merged["every_minutes"] = fields["every_minutes"]
+    return merged
+
+
+def _schedule_problems(schedule: Schedule | None, values: dict, refused: frozenset | set) -> dict:
+    """Every bad field of the schedule `values` describe, saving nothing; fields in `refused` are not judged."""
+    errors: dict = {}
+    if "name" not in refused:
+        if not values["name"]:
+            errors["name"] = ["Give the schedule a name."]
+        elif Schedule.objects.filter(name=values["name"]).exclude(pk=getattr(schedule, "pk", None)).exists():
+            errors["name"] = ["A schedule with this name exists."]
+    if "template" not in refused and values["template"] is None:
+        errors["template"] = ["Choose a job template."]
+    if "timing" not in refused:
+        crontab_fields = {name: values[name] for name in timing.CRONTAB_FIELDS}
+        errors |= timing_errors(
+            timing_kind=values["timing"], every_minutes=values["every_minutes"], refused=refused, **crontab_fields
+        )
+    return errors
+
+
+def schedule_errors(*, schedule: Schedule | None = None, refused: frozenset | set = frozenset(), **fields) -> dict:
+    """What save_schedule would refuse of these fields, by field, saving nothing: a field not given keeps the
+    schedule's value, one in `refused` (refused by the door's shape) is not judged. A door that checks shapes first
+    reports these beside its own, every bad field at once."""
+    return _schedule_problems(schedule, _merged(schedule, fields), refused)
+
+
 def save_schedule(*, schedule: Schedule | None = None, user, **fields) -> Schedule:
-    """Create or change a schedule and its PeriodicTask in one transaction. NotAllowed, ValidationError."""
+    """Create or change a schedule and its PeriodicTask in one transaction. NotAllowed, ValidationError naming every
+    bad field at once (nothing saved then)."""
     if schedule is not None and not may_change(user, schedule):
         raise NotAllowed("Only the schedule's owner or an admin may change it.")
+    values = _merged(schedule, fields)
+    if errors := _schedule_problems(schedule, values, frozenset()):
+        raise serializers.ValidationError(errors)
     schedule = schedule or Schedule(owner=user if getattr(user, "is_authenticated", False) else None)
-    for key in SCHEDULE_FIELDS:
-        if key in fields and fields[key] is not None:
-            setattr(schedule, key, fields[key])
-    if "every_minutes" in fields:
-        schedule.every_minutes = fields["every_minutes"]
-    if not schedule.name:
-        raise serializers.ValidationError({"name": ["Give the schedule a name."]})
-    if getattr(schedule, "template_id", None) is None:
-        raise serializers.ValidationError({"template": ["Choose a job template."]})
-    if Schedule.objects.filter(name=schedule.name).exclude(pk=schedule.pk).exists():
-        raise serializers.ValidationError({"name": ["A schedule with this name exists."]})
-    validate_timing(
-        timing_kind=schedule.timing,
-        every_minutes=schedule.every_minutes,
-        **{name: getattr(schedule, name) for name in timing.CRONTAB_FIELDS},
-    )
+    for key, value in values.items():
+        setattr(schedule, key, value)
     if schedule.timing == Timing.CRONTAB:
         schedule.every_minutes = None
     with transaction.atomic():

@@ -15,14 +15,29 @@ CRONTAB_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_wee
 SEARCH_DAYS = 400  # far enough for any crontab that ever fires (29 February needs four years: refused as too rare)
 
 
-def parse_crontab(**fields: str) -> crontab:
-    """celery's crontab of these fields; ValueError naming the field that is wrong."""
-    for name in CRONTAB_FIELDS:
+def crontab_errors(**fields: str) -> dict[str, list[str]]:
+    """Every one of these crontab fields that celery refuses, by name, with why (empty when all hold); given all of
+    them, also days that never occur (on day_of_month)."""
+    errors = {}
+    for name, value in fields.items():
         try:
-            crontab(**{name: fields.get(name, "*")})
+            crontab(**{name: value})
         except (ValueError, TypeError) as error:
-            raise ValueError({name: [f"Not a crontab {name.replace('_', ' ')} field: {error}"]}) from None
-    return crontab(**{name: fields.get(name, "*") for name in CRONTAB_FIELDS})
+            errors[name] = [f"Not a crontab {name.replace('_', ' ')} field: {error}"]
+    if not errors and set(fields) == set(CRONTAB_FIELDS):
+        try:
+            crontab(**fields)
+        except (ValueError, TypeError) as error:  # fields that hold alone but never meet (31 February)
+            errors["day_of_month"] = [str(error)]
+    return errors
+
+
+def parse_crontab(**fields: str) -> crontab:
+    """celery's crontab of these fields; ValueError naming every field that is wrong."""
+    fields = {name: fields.get(name, "*") for name in CRONTAB_FIELDS}
+    if errors := crontab_errors(**fields):
+        raise ValueError(errors)
+    return crontab(**fields)
 
 
 def _zone() -> ZoneInfo:

@@ -18,7 +18,7 @@ from apps.automation.choices import Channel
 from apps.automation.forms import ScheduleForm, SubscriptionForm, TemplateForm
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
 from apps.core.api import errors_beyond_shape
-from apps.jobs.forms import add_service_errors
+from apps.core.forms import add_service_errors
 
 
 def _may_change(request, obj) -> None:
@@ -147,6 +147,15 @@ def schedule_detail(request, public_id):
     )
 
 
+def _schedule_errors(schedule):
+    """What the schedule's own checks say of the form's fields that passed."""
+
+    def check(data: dict, refused: set[str]) -> dict:
+        return services.schedule_errors(schedule=schedule, refused=refused, **data)
+
+    return check
+
+
 @role_required(Role.OPERATOR)
 def schedule_edit(request, public_id=None):
     schedule = get_object_or_404(Schedule, public_id=public_id) if public_id else None
@@ -167,6 +176,8 @@ def schedule_edit(request, public_id=None):
             else:
                 messages.success(request, f"Saved the schedule “{saved.name}”.")
                 return redirect("automation-schedule", public_id=saved.public_id)
+        else:
+            add_service_errors(form, errors_beyond_shape(form.errors, form.cleaned_data, _schedule_errors(schedule)))
         status = 400
     return render(request, "automation/schedule_form.html", {"form": form, "schedule": schedule}, status=status)
 

@@ -39,7 +39,7 @@ class BenchmarkForm(forms.Form):
     """Start a benchmark: the suite, the nodes (a rack, a tag, or names / rack:NAME / tag:NAME), sizes, collective."""
 
     suite = forms.ChoiceField(choices=Suite.choices, initial=Suite.SWEEP)
-    scope = forms.ChoiceField(choices=SCOPES, initial="rack")
+    scope = forms.ChoiceField(choices=SCOPES, initial="rack", label="Nodes")
     rack = forms.ModelChoiceField(
         queryset=Rack.objects.order_by("name"), required=False, to_field_name="name", empty_label="Choose a rack"
     )
@@ -47,7 +47,10 @@ class BenchmarkForm(forms.Form):
         queryset=Tag.objects.order_by("slug"), required=False, to_field_name="slug", empty_label="Choose a tag"
     )
     nodes = forms.CharField(
-        required=False, max_length=10000, help_text="Host names, rack:NAME or tag:NAME, separated by commas."
+        required=False,
+        max_length=10000,
+        label="Names / filter",
+        help_text="Host names, rack:NAME or tag:NAME, separated by commas.",
     )
     collective = forms.ChoiceField(choices=Collective.choices, initial=Collective.ALL_REDUCE)
     min_bytes = SizeField(initial="8", label="Smallest size")

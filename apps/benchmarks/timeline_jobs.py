@@ -18,9 +18,9 @@ from rest_framework import serializers
 from apps.benchmarks import timelines
 from apps.benchmarks.choices import TIMELINE_MAX_FILES, TimelineOrigin
 from apps.benchmarks.models import TraceUpload
+from apps.core.forms import flat_messages
 from apps.jobs.choices import EventLevel, JobStatus
 from apps.jobs.events import broadcast, emit
-from apps.jobs.forms import flat_messages
 from apps.jobs.models import Job
 from apps.workloads.models import TrainingJob
 

@@ -38,10 +38,10 @@ from apps.benchmarks.models import (
     Suspect,
     TimelineAnalysis,
 )
+from apps.core.forms import add_service_errors, flat_messages
 from apps.core.listing import Listing
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.events import progress_of
-from apps.jobs.forms import flat_messages
 from apps.jobs.models import Job
 from apps.nodeexec.transports import default_transport
 from apps.workloads.models import TrainingJob
@@ -98,7 +98,7 @@ def start(request):
             requested_by=request.user,
         )
     except serializers.ValidationError as error:
-        form.add_error(None, "; ".join(flat_messages(error.detail)))
+        add_service_errors(form, error.detail)
         return _list_page(request, form, status=400)
     messages.success(request, f"{run.get_suite_display()} on {run.nodes.count()} node(s) started.")
     return redirect("benchmark-run", run.public_id)

@@ -94,7 +94,10 @@ class ListOrderingFilter(OrderingFilter):
     """DRF's `?ordering=`, strict and stable. A field a list does not order by — its `ordering_fields`, else DRF's
     default, its serializer's model fields, less those a row has no one comparable value of (`one_comparable_value`)
     — is a 400 naming `ordering` and the fields it takes (DRF drops it silently and answers in another order), and the
-    schema lists them; whatever order is asked for, the primary key breaks ties, so pages never repeat or skip a row."""
+    schema lists them; whatever order is asked for, the primary key breaks ties, so pages never repeat or skip a row.
+
+    `id` is the object's id as the API shows it, its public id (`public_id` is no name the API shows): the integer
+    primary key, which `__all__` would offer as `id`, never leaves the server, not even as an order."""
 
     def _declared(self, view) -> bool:
         return getattr(view, "ordering_fields", self.ordering_fields) is not None
@@ -103,7 +106,8 @@ class ListOrderingFilter(OrderingFilter):
         fields = super().get_valid_fields(queryset, view, context)
         if queryset is None:  # the schema of a view with no class-level queryset: its declared fields, as declared
             return fields
-        return [(name, label) for name, label in fields if one_comparable_value(queryset, name)]
+        fields = [(name, label) for name, label in fields if one_comparable_value(queryset, name)]
+        return _as_the_api_names_them(fields, queryset.model)
 
     def get_ordering(self, request, queryset, view):
         given = request.query_params.get(self.ordering_param)
@@ -121,6 +125,8 @@ class ListOrderingFilter(OrderingFilter):
                     }
                 )
         ordering = super().get_ordering(request, queryset, view)
+        if given and ordering:
+            ordering = [_stored(term) for term in ordering]
         return [*ordering, "pk"] if ordering else ordering
 
     def _schema_fields(self, view) -> list[str] | None:
@@ -144,6 +150,27 @@ class ListOrderingFilter(OrderingFilter):
                 "explode": False,
             }
         ]
+
+
+PUBLIC_ID = "public_id"  # the model field the API shows as `id`
+
+
+def _as_the_api_names_them(fields: list[tuple], model) -> list[tuple]:
+    """The ordering fields under the names the API shows: the public id as `id`, the primary key not at all."""
+    named, seen = [], set()
+    for name, label in fields:
+        if name in (model._meta.pk.name, "pk"):
+            continue
+        name = "id" if name == PUBLIC_ID else name
+        if name not in seen:
+            seen.add(name)
+            named.append((name, label))
+    return named
+
+
+def _stored(term: str) -> str:
+    """An ordering term as the database orders it: `id` (the API's) is the public id."""
+    return term.replace("id", PUBLIC_ID) if term.removeprefix("-") == "id" else term
 
 
 # Not one value a keyset page (`?cursor=`) can resume after: a JSON document (`?ordering=pfc_priorities` answered its

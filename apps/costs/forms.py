@@ -16,11 +16,11 @@ from apps.workloads.models import InferenceService
 FORM_FIELDS = {serializers.FloatField: forms.FloatField, serializers.IntegerField: forms.IntegerField}
 
 
-def parameter_field(parameter: serializers.Field) -> forms.Field:
-    """The form field for one of a kind's parameters: its type, bounds, default and help, never required by the form
-    itself when the kind has a default (an empty field takes the kind's default)."""
+def parameter_field(parameter: serializers.Field, *, label: str) -> forms.Field:
+    """The form field for one of a kind's parameters: its label (with its unit), type, bounds, default and help, never
+    required by the form itself when the kind has a default (an empty field takes the kind's default)."""
     kind = next((form for drf, form in FORM_FIELDS.items() if isinstance(parameter, drf)), forms.CharField)
-    options = {"required": parameter.required, "help_text": parameter.help_text or ""}
+    options = {"label": label, "required": parameter.required, "help_text": parameter.help_text or ""}
     if parameter.default is not empty:
         options["initial"] = parameter.default
     for bound in ("min_value", "max_value") if kind is not forms.CharField else ("max_length",):
@@ -47,7 +47,7 @@ class CostPolicyForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.parameters = list(self.kind.parameters().fields.items())
         for name, parameter in self.parameters:
-            self.fields[name] = parameter_field(parameter)
+            self.fields[name] = parameter_field(parameter, label=self.kind.parameter_label(name))
         scopes = [value for value in PolicyScope.values if value in self.kind.scopes]
         self.fixed_scope = scopes[0] if len(scopes) == 1 else None  # a kind with one scope does not ask for it
         if self.fixed_scope:

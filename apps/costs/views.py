@@ -40,7 +40,9 @@ def policy_list(request: HttpRequest) -> HttpResponse:
         policy.save()
         messages.success(request, f"Policy {policy.name} saved. Run a dry run to see what it would do.")
         return redirect("policy-detail", public_id=policy.public_id)
-    rows = CostPolicy.objects.select_related("rack", "service")
+    rows = list(CostPolicy.objects.select_related("rack", "service"))
+    for row in rows:
+        row.parameter_rows = policy_kind(row.kind).described(row.parameters)
     price = f"{settings.RACKPILOT_ENERGY_PRICE_PER_KWH:g} {settings.RACKPILOT_ENERGY_CURRENCY}/kWh"
     context = {"policies": rows, "forms": forms, "form": form, "price_note": price}
     return render(request, "costs/policies.html", context)
@@ -61,6 +63,7 @@ def policy_detail(request: HttpRequest, public_id) -> HttpResponse:
         "costs/policy.html",
         {
             "policy": policy,
+            "parameters": kind.described(policy.parameters),
             "actions": actions,
             "can_operate": request.user.has_role(Role.OPERATOR),
             "can_trust": request.user.has_role(Role.ADMIN),

@@ -8,6 +8,7 @@ import re
 
 from django import forms
 
+from apps.core.forms import flat_messages
 from apps.deployments import catalogue
 from apps.deployments.artefacts import NCCL_DEBUG_LEVELS, PLACEMENTS
 from apps.deployments.artefacts.base import ALLOWED_ENV_PREFIXES
@@ -17,7 +18,6 @@ from apps.deployments.options import PLAN_DEFAULTS, merged
 from apps.inventory.choices import FirmwareComponent, StorageTierKind
 from apps.inventory.models import Rack, Tag
 from apps.jobs import services as job_services
-from apps.jobs.forms import flat_messages
 from apps.nodeexec.transports import default_transport
 
 SEP = "__"  # a form field for option `network.mtu` is named `network__mtu`

@@ -23,6 +23,7 @@ from django.utils.text import slugify
 
 from apps.core.audit import record
 from apps.core.choices import AuditAction
+from apps.core.text import echo
 from apps.diagnosis import services
 from apps.diagnosis.choices import INCIDENT_ACTIVE, IncidentState
 from apps.diagnosis.models import Incident
@@ -51,19 +52,65 @@ def runbook_for(fault: SimFault) -> str:
     return UTILISATION_KIND if injection.slows_a_training_job(fault) else RECOVERY_KIND
 
 
+def requested_fault(
+    *, fault_id=None, node: str | None = "", kind: str | None = "", refused: set[str] | frozenset = frozenset()
+) -> tuple[SimFault | None, dict[str, list[str]]]:
+    """The injected fault a rehearsal is asked for (by its id, or the newest fault of a kind on a node) and every
+    reason it cannot be rehearsed, by field (`fault`, `node`, `kind`), saving nothing. Fields in `refused` (refused
+    by the door's shape) are given as None, not judged, though a node refused still counts as named."""
+    if fault_id:
+        fault = injection.injected_faults().filter(public_id=fault_id).first()
+        if fault is None:
+            return None, {"fault": [f"No injected fault {echo(str(fault_id))}: it may have been cleared."]}
+        return fault, {"fault": problems} if (problems := refusals(fault)) else {}
+    errors: dict[str, list[str]] = {}
+    node_named = bool(node) or "node" in refused  # a node refused by its shape was named all the same
+    if not node_named and "fault" not in refused:
+        errors["fault"] = ["Name the fault, or the node and the fault's kind."]
+    if node and not Node.objects.filter(hostname=node).exists():
+        errors["node"] = [f"No node matches {echo(node)}."]
+    if kind and kind not in FaultKind.values:
+        errors["kind"] = [f"No fault kind is named {echo(kind)}."]
+    elif kind and not injection.hurts_a_training_job(kind):
+        errors["kind"] = [_harmless(kind)]
+    elif not kind and "kind" not in refused and node_named:
+        errors["kind"] = ["Name the fault's kind on that node."]
+    if errors or refused or not (node and kind):
+        return None, errors
+    fault = injection.injected_faults().filter(node__hostname=node, kind=kind).order_by("-created", "-id").first()
+    if fault is None:
+        return None, {"kind": [f"No {echo(kind)} fault is injected on {echo(node)}."]}
+    return fault, {"node": problems} if (problems := refusals(fault)) else {}
+
+
+def refusals(fault: SimFault) -> list[str]:
+    """Why no runbook can be rehearsed against this fault (empty when one can), saving nothing: it hurts no training
+    job, or its node serves inference and runs no training job the fault hurts (a demo job would take its GPUs)."""
+    if not injection.hurts_a_training_job(fault.kind):
+        return [_harmless(fault.kind)]
+    if _job_hurt_by(fault) is None and (serving := _service_on(fault.node)):
+        return [
+            f"{fault.node.hostname} serves the inference service {serving} and runs no training job: a demo training "
+            "job there would take over its GPUs. Rehearse on a node of a training job, or on an idle node."
+        ]
+    return []
+
+
+def _harmless(kind: str) -> str:
+    return (
+        f"A {FaultKind(kind).label.lower()} fault does not hurt a training job: there is no runbook to rehearse "
+        "against it."
+    )
+
+
 def rehearse(*, fault: SimFault, user) -> Incident:
-    """Open a rehearsal incident for `fault` on a training job it hurts and start the fault's runbook on it."""
-    if not injection.hurts_a_training_job(fault):
-        raise services.IncidentError(
-            f"A {fault.get_kind_display().lower()} fault does not hurt a training job: there is no runbook to "
-            "rehearse against it.",
-            field="fault",
-        )
+    """Open a rehearsal incident for `fault` on a training job it hurts and start the fault's runbook on it.
+    IncidentError (on `fault`) when none can be rehearsed against it (refusals), nothing made then."""
+    if problems := refusals(fault):
+        raise services.IncidentError(" ".join(problems), field="fault")
     with transaction.atomic():
         injection.backdate_fault(fault=fault, struck_at=timezone.now() - REHEARSAL_LEAD)
         running = _job_hurt_by(fault)
-        if running is None:
-            _refuse_a_serving_node(fault.node)
         job = running or _demo_job(fault)
         runbook = runbook_for(fault)
         incident = services.open_incident(
@@ -94,14 +141,9 @@ def _job_hurt_by(fault: SimFault) -> TrainingJob | None:
     return None
 
 
-def _refuse_a_serving_node(node: Node) -> None:
-    serving = InferenceService.objects.active().filter(nodes=node).values_list("name", flat=True).first()
-    if serving:
-        raise services.IncidentError(
-            f"{node.hostname} serves the inference service {serving} and runs no training job: a demo training job "
-            "there would take over its GPUs. Rehearse on a node of a training job, or on an idle node.",
-            field="fault",
-        )
+def _service_on(node: Node) -> str | None:
+    """The name of an inference service active on the node, if any."""
+    return InferenceService.objects.active().filter(nodes=node).values_list("name", flat=True).first()
 
 
 def _under(path: str, directory: str) -> bool:

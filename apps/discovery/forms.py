@@ -10,14 +10,16 @@ SCOPES = [("all", "All nodes"), ("rack", "A rack"), ("tag", "A tag"), ("nodes", 
 class DiscoverForm(forms.Form):
     """Which nodes to discover, and over which transport."""
 
-    scope = forms.ChoiceField(choices=SCOPES, initial="all")
+    scope = forms.ChoiceField(choices=SCOPES, initial="all", label="Nodes")
     rack = forms.ModelChoiceField(
         queryset=Rack.objects.order_by("name"), required=False, to_field_name="name", empty_label="Choose a rack"
     )
     tag = forms.ModelChoiceField(
         queryset=Tag.objects.order_by("slug"), required=False, to_field_name="slug", empty_label="Choose a tag"
     )
-    nodes = forms.CharField(required=False, max_length=10000, help_text="Host names, separated by spaces or commas.")
+    nodes = forms.CharField(
+        required=False, max_length=10000, label="Host names", help_text="Host names, separated by spaces or commas."
+    )
     transport = forms.ChoiceField(choices=[(name, name) for name in TRANSPORT_NAMES])
 
     def clean(self):

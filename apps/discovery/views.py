@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.forms import add_service_errors
 from apps.core.listing import Listing
 from apps.discovery import services
 from apps.discovery.choices import DifferenceState
@@ -54,18 +55,10 @@ def start(request):
             targets=form.targets(), transport=form.cleaned_data["transport"], requested_by=request.user
         )
     except serializers.ValidationError as error:
-        form.add_error(None, _flatten(error.detail))
+        add_service_errors(form, error.detail)
         return _list_page(request, form, status=400)
     messages.success(request, f"Discovery of {job.node_count} node(s) started.")
     return redirect("job-page", job.public_id)
-
-
-def _flatten(detail) -> str:
-    if isinstance(detail, dict):
-        return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
-    if isinstance(detail, list):
-        return " ".join(_flatten(item) for item in detail)
-    return str(detail)
 
 
 RESULTS_PER_PAGE = 25

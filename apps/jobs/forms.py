@@ -48,30 +48,3 @@ class JobForm(forms.Form):
         if not (data.get("nodes") or data.get("racks") or data.get("tags")):
             raise forms.ValidationError("Pick nodes, racks or tags to run on.")
         return data
-
-
-def add_service_errors(form: JobForm, detail) -> None:
-    """Put a services ValidationError ({"parameters": {"seconds": [...]}, "targets": ...}) onto the form."""
-    if not isinstance(detail, dict):
-        form.add_error(None, "; ".join(str(item) for item in detail))
-        return
-    for field, messages in detail.items():
-        target = field if field in form.fields else None
-        if isinstance(messages, dict):
-            for name, inner in messages.items():
-                form.add_error(target, f"{name}: {' '.join(str(m) for m in flat_messages(inner))}")
-        else:
-            form.add_error(target, " ".join(str(m) for m in flat_messages(messages)))
-
-
-def flat_messages(value):
-    """Every message in a DRF error detail (nested dicts and lists), prefixed by the names it sits under."""
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            for item in flat_messages(inner):
-                yield f"{name}: {item}"
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from flat_messages(item)
-    else:
-        yield value

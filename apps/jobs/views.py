@@ -12,12 +12,13 @@ from rest_framework import serializers
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.core.api import errors_beyond_shape
+from apps.core.forms import add_service_errors
 from apps.core.listing import Listing
 from apps.jobs import services
 from apps.jobs.choices import FAILED_STEPS, JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
 from apps.jobs.events import event_dict, progress_of
 from apps.jobs.filters import JOB_COLUMNS, STARTED_BY, JobFilterSet
-from apps.jobs.forms import JobForm, add_service_errors
+from apps.jobs.forms import JobForm
 from apps.jobs.kinds import KINDS, output_is_private
 from apps.jobs.models import Job, JobEvent, JobStep
 

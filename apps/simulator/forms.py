@@ -73,6 +73,17 @@ class FaultForm(forms.Form):
     def parameter_fields(self):
         return [(self[f"parameter_{name}"], self.fields[f"parameter_{name}"].fault_kinds) for name in PARAMETER_KINDS]
 
+    def add_fault_errors(self, errors: dict) -> None:
+        """Put what the fault's checks refused (services.fault_errors, inject_fault's ValidationError) on the fields
+        they name, each bad parameter on its own field."""
+        for field, problems in errors.items():
+            if field == "parameters" and isinstance(problems, dict):
+                for name, messages in problems.items():
+                    named = f"parameter_{name}"
+                    self.add_error(named if named in self.fields else None, messages)
+            else:
+                self.add_error(field if field in self.fields else None, problems)
+
     def clean(self):
         data = super().clean()
         spec = FAULT_KINDS.get(data.get("kind", ""))

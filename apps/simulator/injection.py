@@ -25,9 +25,10 @@ def injected_faults():
     return SimFault.objects.select_related("node")
 
 
-def hurts_a_training_job(fault: SimFault) -> bool:
-    """Whether a training job running where the fault is would notice it (so a runbook can be rehearsed on it)."""
-    return fault.kind in JOB_FAULTS
+def hurts_a_training_job(kind: str) -> bool:
+    """Whether a training job running where a fault of this kind is would notice it (so a runbook can be rehearsed
+    on it)."""
+    return kind in JOB_FAULTS
 
 
 def hangs_a_training_job(fault: SimFault) -> bool:

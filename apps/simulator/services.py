@@ -3,9 +3,9 @@
 import time
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Prefetch
+from rest_framework import serializers
 
 from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Nic, Node
@@ -205,7 +205,8 @@ def run_nccl_tests(
 
 def fault_errors(*, node: Node | None, kind: str | None, target: str | None = "", parameters=None) -> dict:
     """What inject_fault would refuse, by field, saving nothing: a target the node does not have or already has this
-    fault on, and every bad parameter. A part given as None was refused by the door: not judged."""
+    fault on, and every bad parameter (under `parameters`, by its name). A part given as None was refused by the
+    door: not judged."""
     return _checked(node, kind, target, parameters)[0] if kind is not None else {}
 
 
@@ -215,12 +216,12 @@ def _checked(node: Node | None, kind: str, target: str | None, parameters) -> tu
     try:
         parameters = fault_kind(kind).check_parameters(parameters or {})
     except FaultError as error:
-        errors[error.field] = error.messages
+        errors[error.field] = error.detail
     if node is not None and target is not None:
         try:
             target = check_target(build_state(_loaded(node)), kind, target)
         except FaultError as error:
-            errors[error.field] = error.messages
+            errors[error.field] = error.detail
         else:
             if SimFault.objects.filter(node=node, kind=kind, target=target).exists():
                 errors["target"] = [_taken(node, kind, target)]
@@ -233,11 +234,11 @@ def _taken(node: Node, kind: str, target: str) -> str:
 
 
 def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | None = None, user=None) -> SimFault:
-    """Give a simulated node a fault. Raises ValidationError naming every field (kind, target, parameters) at fault;
-    nothing is stored then."""
+    """Give a simulated node a fault. Raises ValidationError naming every field (kind, target, parameters by name)
+    at fault; nothing is stored then."""
     errors, target, parameters = _checked(node, kind, target or "", parameters)
     if errors:
-        raise ValidationError(errors)
+        raise serializers.ValidationError(errors)
     try:
         with transaction.atomic():
             fault = SimFault.objects.create(node=node, kind=kind, target=target, parameters=parameters, created_by=user)
@@ -245,7 +246,7 @@ def inject_fault(*, node: Node, kind: str, target: str = "", parameters: dict | 
             append_sel(node=node, records=sel.fault_records(kind, target, fault.created.timestamp()))
             return fault
     except IntegrityError:  # injected by another request since the check
-        raise ValidationError({"target": _taken(node, kind, target)}) from None
+        raise serializers.ValidationError({"target": [_taken(node, kind, target)]}) from None
 
 
 def _changes_fixing(node: Node, kind: str, target: str):

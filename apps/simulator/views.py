@@ -3,9 +3,9 @@ changes commands made on nodes, with a button to forget them."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
@@ -40,8 +40,7 @@ def fault_list(request):
 def fault_inject(request):
     form = FaultForm(request.POST)
     if not form.is_valid():
-        for field, problems in errors_beyond_shape(form.errors, form.cleaned_data, _fault_errors).items():
-            form.add_error(field if field in form.fields else None, problems)
+        form.add_fault_errors(errors_beyond_shape(form.errors, form.cleaned_data, _fault_errors))
         return _page(request, form, status=400)
     data = form.cleaned_data
     try:
@@ -52,9 +51,8 @@ def fault_inject(request):
             parameters=data["parameters"],
             user=request.user,
         )
-    except ValidationError as error:
-        for field, problems in error.message_dict.items():
-            form.add_error(field if field in form.fields else None, problems)
+    except serializers.ValidationError as error:
+        form.add_fault_errors(error.detail)
         return _page(request, form, status=400)
     messages.success(request, f"{fault.summary} injected.")
     return redirect("simulator")

@@ -85,6 +85,32 @@ def test_bad_timing_is_refused_naming_the_field(api_as, operator, viewer, templa
 
 
 @pytest.mark.django_db
+def test_every_bad_field_of_a_schedule_is_named_at_once(api_as, browser_as, operator, template):
+    """Fields refused by their shape (a name too long, a template of no such name, an interval of 0) no longer hide
+    what the schedule's checks say of the others (crontab fields cron refuses, a name taken); nothing is saved."""
+    client = api_as(operator)
+    body = {"name": "n" * 101, "template": "nightly sleep", "minute": "99", "hour": "25"}
+    answer = client.post(URL, body, format="json")
+    assert answer.status_code == 400 and set(answer.json()) == {"name", "minute", "hour"}, answer.json()
+    answer = client.post(URL, {"name": "x", "template": "no such", "day_of_week": "funday"}, format="json")
+    assert answer.status_code == 400 and set(answer.json()) == {"template", "day_of_week"}, answer.json()
+    existing = _nightly(template, operator)
+    taken = {"name": "nightly", "template": "no such", "timing": "interval", "every_minutes": 0}
+    answer = client.post(URL, taken, format="json")
+    assert answer.status_code == 400 and set(answer.json()) == {"name", "template", "every_minutes"}, answer.json()
+    assert "exists" in str(answer.json()["name"])
+    patched = client.patch(f"{URL}{existing.public_id}/", {"name": "", "minute": "61"}, format="json")
+    assert patched.status_code == 400 and set(patched.json()) == {"name", "minute"}, patched.json()
+
+    form = {"name": "n" * 101, "template": template.public_id, "timing": "crontab", "minute": "99", "hour": "2"}
+    form |= {"day_of_month": "*", "month_of_year": "*", "day_of_week": "funday"}
+    shown = browser_as(operator).post(reverse("automation-schedule-new"), form)
+    assert shown.status_code == 400
+    assert set(shown.context["form"].errors) == {"name", "minute", "day_of_week"}, shown.context["form"].errors
+    assert list(Schedule.objects.values_list("name", "minute")) == [("nightly", "0")]
+
+
+@pytest.mark.django_db
 def test_a_tick_runs_once_and_the_next_tick_runs_again(operator, template):
     schedule = _nightly(template, operator)
     first = dt.datetime(2030, 1, 2, 2, 0, 1, tzinfo=UTC)

@@ -147,7 +147,7 @@ def test_start_form_errors_and_start(demo_cluster, browser_as, viewer, operator,
     response = browser_as(operator).post("/benchmarks/start/", {**data, "nodes": "mgmt01"} | {"min_bytes": "8"})
     assert response.status_code == 400 and "no GPUs" in response.content.decode()
     response = browser_as(operator).post("/benchmarks/start/", {**data, "min_bytes": "8", "iterations": "1001"})
-    assert response.status_code == 400 and "iterations: Ensure this value is less than or equal to 1000" in (
+    assert response.status_code == 400 and "<li>Iterations: Ensure this value is less than or equal to 1000" in (
         response.content.decode()
     )
     assert not BenchmarkRun.objects.exists()
@@ -157,6 +157,20 @@ def test_start_form_errors_and_start(demo_cluster, browser_as, viewer, operator,
     assert response.status_code == 302 and response["Location"] == f"/benchmarks/runs/{run.public_id}/"
     assert run.nodes.count() == 8 and no_celery == [run.public_id]
     assert run.parameters["iterations"] == 20  # the field left empty: nccl-tests' default
+
+
+def test_the_start_forms_errors_read_by_the_fields_labels(demo_cluster, browser_as, operator, no_celery):
+    """What the service refuses lands on the field it names and the list above the form reads the field's label
+    ("Smallest size: …"), never the code's name ("min_bytes: …")."""
+    data = {"suite": "nccl", "scope": "nodes", "nodes": "gpu001", "collective": "all_reduce", "min_bytes": "0"}
+    data |= {"max_bytes": "1G", "transport": "sim", "cooldown_seconds": "0"}
+    response = browser_as(operator).post("/benchmarks/start/", data)
+
+    assert response.status_code == 400
+    assert "The smallest size is 8 B to 16 GiB" in str(response.context["form"].errors["min_bytes"])
+    page = response.content.decode()
+    assert "<li>Smallest size: The smallest size is 8 B" in page and "min_bytes:" not in page
+    assert not BenchmarkRun.objects.exists()
 
 
 def test_run_list_query_count_does_not_grow_with_runs(demo_cluster, api_as, viewer, no_celery):

@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.text import capfirst
 
 from apps.benchmarks.models import BenchmarkRun
 from apps.core import csvsafe
@@ -260,5 +261,7 @@ def test_a_filter_that_is_not_valid_shows_its_error_and_no_rows(browser_as, view
     assert field in shown.context["filter"].errors
     assert shown.context["paginator"].count == 0
     assert 'class="errorlist"' in shown.content.decode()
+    label = capfirst(shown.context["filter"].form[field].label)  # the words the filter form shows, not the code's
+    assert f"<li>{label}: " in shown.content.decode() and f"<li>{field}: " not in shown.content.decode()
     assert len(_csv(page.get(reverse(case.url), {field: value, "export": "csv"}))) == 1  # the header only
     assert page.get(reverse(case.url)).context["paginator"].count > 0  # the same list unfiltered has rows

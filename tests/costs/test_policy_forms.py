@@ -163,3 +163,26 @@ def test_the_rack_and_the_service_follow_the_scope(fleet, browser_as, operator):
     scaling = html.split('id="new-elastic-scaling"')[1].split("</form>")[0]  # one scope: its service always shows
     assert "data-kind-field" not in scaling and "data-shown-for" not in scaling
     assert "js/kind_fields.js" in html
+
+
+def test_the_pages_show_parameters_by_label_with_their_units(fleet, browser_as, operator, viewer):
+    """A policy's parameters read "Power limit: 450 W", not "power_limit_w=450", on the list and on its page, and
+    the form asks for them by the same words."""
+    _post(browser_as(operator), "low_load_power", "quiet", good("low_load_power", fleet))
+    _post(browser_as(operator), "storage_tiering", "cold", good("storage_tiering", fleet) | {"age_days": 1})
+    power, tiering = CostPolicy.objects.get(name="quiet"), CostPolicy.objects.get(name="cold")
+    listing = browser_as(viewer).get(reverse("policy-list")).content.decode()
+
+    row = listing.split('data-policy="quiet"')[1].split("</tr>")[0]
+    assert "Utilisation below: <strong>30 %</strong>" in row and "Window: <strong>30 min</strong>" in row
+    assert "Power limit: <strong>450 W</strong>" in row and "power_limit_w" not in row
+    row = listing.split('data-policy="cold"')[1].split("</tr>")[0]
+    assert "Not read for: <strong>1 day</strong>" in row and "Files per action: <strong>1000 files</strong>" in row
+    assert "Source directory: <strong>/scratch/ckpt</strong>" in row
+    detail = browser_as(viewer).get(reverse("policy-detail", args=[power.public_id])).content.decode()
+    assert "<dt>Power limit</dt><dd>450 W</dd>" in detail and "power_limit_w=" not in detail
+    detail = browser_as(viewer).get(reverse("policy-detail", args=[tiering.public_id])).content.decode()
+    assert "<dt>Smallest file</dt><dd>0 MB</dd>" in detail
+
+    form = browser_as(operator).get(reverse("policy-list")).content.decode()
+    assert '<label for="id_low_load_power-power_limit_w">Power limit (W):</label>' in form

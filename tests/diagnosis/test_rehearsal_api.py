@@ -80,6 +80,25 @@ def test_bad_input_is_a_400_naming_the_field_and_makes_nothing(demo_cluster, api
     assert _nothing_made()
 
 
+@pytest.mark.django_db
+def test_every_bad_field_is_named_at_once_and_nothing_is_made(demo_cluster, api_as, operator):
+    """A node or kind refused by its shape no longer hides what the rehearsal's checks say of the other (no such
+    node, a kind that hurts no training job, a kind not named)."""
+    api = api_as(operator)
+    cases = [
+        ({"node": "gpu999", "kind": "k" * 25}, {"node": "No node matches", "kind": "no more than 24"}),
+        ({"node": "gpu999", "kind": "nvlink_down"}, {"node": "No node matches", "kind": "does not hurt a training"}),
+        ({"node": "g" * 256, "kind": "bogus"}, {"node": "no more than 255", "kind": "No fault kind is named"}),
+        ({"node": "g" * 256}, {"node": "no more than 255", "kind": "Name the fault's kind"}),
+    ]
+    for body, expected in cases:
+        answer = api.post(URL, body, format="json")
+        assert answer.status_code == 400 and set(answer.json()) == set(expected), (body, answer.json())
+        for field, words in expected.items():
+            assert words in answer.json()[field][0], (body, answer.json())
+    assert _nothing_made()
+
+
 def test_the_schema_types_the_rehearsal_request_and_answer():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     operation = schema["paths"][URL]["post"]

@@ -87,6 +87,22 @@ def test_every_bad_field_is_named_at_once(api_as, operator, gpu_node):
     for fields, named in cases:
         response = client.post(URL, {"kind": "pcie_downtrained", "parameters": bad, **fields}, format="json")
         assert response.status_code == 400 and set(response.json()) == named, (fields, response.json())
-        problems = response.json()["parameters"]
-        assert len(problems) == 2 and "gen" in problems[0] and "width" in problems[1], problems
+        assert set(response.json()["parameters"]) == {"gen", "width"}, response.json()
+    assert not SimFault.objects.exists()
+
+
+def test_each_bad_parameter_is_named_under_parameters(api_as, operator, gpu_node):
+    """`parameters` holds each bad parameter's messages under its name (a flat list made a client parse the names out
+    of the sentences); parameters that are no object at all stay one message."""
+    client = api_as(operator)
+    body = {"node": "gpu001", "kind": "degraded_cable", "parameters": {"rate_gbps": 9999, "crc_per_million": -1}}
+    body["parameters"] |= {"speed": 1}
+    answer = client.post(URL, body, format="json")
+    assert answer.status_code == 400 and set(answer.json()) == {"parameters"}, answer.json()
+    problems = answer.json()["parameters"]
+    assert set(problems) == {"rate_gbps", "crc_per_million", "speed"}, problems
+    assert problems["crc_per_million"] == ["Must be a whole number from 0 to 100000, not -1."], problems
+    assert "takes crc_per_million, rate_gbps, not speed" in problems["speed"][0], problems
+    not_an_object = client.post(URL, {"node": "gpu001", "kind": "mtu", "parameters": [1]}, format="json")
+    assert not_an_object.status_code == 400 and isinstance(not_an_object.json()["parameters"], list)
     assert not SimFault.objects.exists()

@@ -1,7 +1,7 @@
 """Each fault changes what the tools print the way the real fault does; clearing it gives back the healthy bytes."""
 
 import pytest
-from django.core.exceptions import ValidationError
+from rest_framework.exceptions import ValidationError
 
 from apps.core.models import AuditEntry
 from apps.parsers.dcgm import parse_dcgm_diag
@@ -221,7 +221,7 @@ def test_bad_targets_and_parameters_are_refused_naming_the_field(gpu_node):
     for arguments, field in cases:
         with pytest.raises(ValidationError) as raised:
             services.inject_fault(node=gpu_node, **arguments)
-        assert field in raised.value.message_dict, arguments
+        assert field in raised.value.detail, arguments
     services.inject_fault(node=gpu_node, kind="mtu")
     with pytest.raises(ValidationError, match="already has a mtu fault on ens1np0"):
         services.inject_fault(node=gpu_node, kind="mtu", target="ens1np0")

@@ -6,6 +6,11 @@ from apps.simulator import services
 from apps.simulator.models import SimFault
 
 
+def beside(response, name: str) -> str:
+    """What the inject form shows inside the label of the field named `name`, after the field: its errors."""
+    return response.content.decode().split(f'name="{name}"', 1)[1].split("</label>", 1)[0]
+
+
 def test_login_required(client, demo_cluster):
     response = client.get("/simulator/")
     assert response.status_code == 302 and "/login/" in response["Location"]
@@ -51,7 +56,7 @@ def test_the_node_is_typed_with_the_simulated_nodes_offered_and_an_unknown_one_i
     assert '<option value="mgmt01">' not in html  # no GPUs: the simulator does not answer for it
     response = client.post("/simulator/faults/", {"node": "mgmt01", "kind": "mtu"})
     assert response.status_code == 400
-    assert "node: No simulated node of that name" in response.content.decode()
+    assert "No simulated node of that name" in beside(response, "node")
     assert not SimFault.objects.exists()
 
 
@@ -68,7 +73,7 @@ def test_clear_a_whole_node(browser_as, operator, gpu_node):
 def test_a_target_in_other_digits_is_a_form_error_and_stores_nothing(browser_as, operator, gpu_node, kind, target):
     response = browser_as(operator).post("/simulator/faults/", {"node": "gpu001", "kind": kind, "target": target})
     assert response.status_code == 400
-    assert "<li>target: " in response.content.decode()
+    assert 'class="error"' in beside(response, "target")
     assert not SimFault.objects.exists()
 
 
@@ -108,7 +113,7 @@ def test_the_inject_form_takes_the_faults_parameters(browser_as, operator, gpu_n
     assert mtu.status_code == 302
     assert SimFault.objects.get(kind="mtu").parameters == {"mtu": 4200}
     bad = client.post("/simulator/faults/", {"node": "gpu001", "kind": "thermal", "parameter_temperature": "500"})
-    assert bad.status_code == 400 and "temperature must be a whole number from 80 to 110" in bad.content.decode()
+    assert bad.status_code == 400 and "Must be a whole number from 80 to 110" in bad.content.decode()
     assert not SimFault.objects.filter(kind="thermal").exists()
 
 
@@ -129,6 +134,21 @@ def test_the_form_names_every_bad_field_at_once(browser_as, operator, gpu_node):
 
     assert response.status_code == 400
     errors = response.context["form"].errors
-    assert {"parameter_width", "target", "__all__"} <= set(errors), errors
-    assert "no GPU" in str(errors["target"]) and "gen must be a whole number from 1 to 5" in str(errors["__all__"])
+    assert set(errors) == {"parameter_width", "parameter_gen", "target"}, errors
+    assert "no GPU" in str(errors["target"]) and "from 1 to 5, not 9" in str(errors["parameter_gen"])
+    assert not SimFault.objects.exists()
+
+
+def test_each_parameter_error_shows_on_its_own_field(browser_as, operator, gpu_node):
+    """A cable's rate and CRC rate out of range: each message beside its field (MTU value, cable rate, CRC rate...),
+    not in a list of code names above the form."""
+    nic = gpu_node.nics.filter(rdma_capable=True).order_by("name").first().name
+    form = {"node": "gpu001", "kind": "degraded_cable", "target": nic}
+    form |= {"parameter_rate_gbps": "9999", "parameter_crc_per_million": "-1"}
+    response = browser_as(operator).post("/simulator/faults/", form)
+
+    assert response.status_code == 400
+    assert "from 0 to 800, not 9999" in beside(response, "parameter_rate_gbps")
+    assert "from 0 to 100000, not -1" in beside(response, "parameter_crc_per_million")
+    assert "rate_gbps:" not in response.content.decode() and "crc_per_million:" not in response.content.decode()
     assert not SimFault.objects.exists()

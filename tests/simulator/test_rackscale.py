@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from django.core.exceptions import ValidationError
+from rest_framework.exceptions import ValidationError
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node, NvlinkDomain
@@ -116,10 +116,10 @@ def test_rack_scale_faults_are_refused_on_a_node_outside_a_domain_naming_the_fie
     node = Node.objects.get(hostname="gpu001")
     with pytest.raises(ValidationError) as error:
         services.inject_fault(node=node, kind="nvswitch_tray_down", target="1")
-    assert "rack-scale domain" in str(error.value.message_dict["kind"])
+    assert "rack-scale domain" in str(error.value.detail["kind"])
     with pytest.raises(ValidationError) as error:
         services.inject_fault(node=tray, kind="nvswitch_tray_down", target="10")
-    assert "switch trays 1 to 9" in str(error.value.message_dict["target"])
+    assert "switch trays 1 to 9" in str(error.value.detail["target"])
     assert not node.sim_faults.exists() and not tray.sim_faults.exists()
 
 

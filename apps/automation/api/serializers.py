@@ -67,7 +67,7 @@ class TemplateRunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ScheduleSerializer(serializers.ModelSerializer):
+class ScheduleSerializer(EveryBadField, serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     name = StrictCharField(max_length=100)
     template = ReferenceField(queryset=JobTemplate.objects.all(), natural_key="name")
@@ -116,6 +116,10 @@ class ScheduleSerializer(serializers.ModelSerializer):
     def get_next_run(self, schedule) -> serializers.DateTimeField(allow_null=True):
         moment = services.next_run(schedule)
         return serializers.DateTimeField().to_representation(moment) if moment else None
+
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        # A field not sent keeps the schedule's value (PATCH); one refused is not judged.
+        return services.schedule_errors(schedule=self.instance, refused=refused, **passed)
 
 
 _PORT = r"(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})"

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from django.forms.utils import pretty_name
 from rest_framework import serializers
 
 
@@ -39,11 +40,31 @@ class PolicyKindSpec:
 
     name: ClassVar[str]
     label: ClassVar[str] = ""
-    parameters: ClassVar[type[serializers.Serializer]]
+    parameters: ClassVar[type[serializers.Serializer]]  # each field with its label, bounds, default and help
+    units: ClassVar[dict[str, str]] = {}  # a parameter's unit, written after its value and its label ("W", "%", "min")
     scopes: ClassVar[tuple[str, ...]] = ("cluster", "rack", "service")  # PolicyScope values it may act on
     job_kind: ClassVar[str | None]  # the job kind that applies and reverts its actions; None: `enact` does
     enforces: ClassVar[bool] = True  # the evaluation re-applies an applied action a node may have forgotten
     guards_latency: ClassVar[bool] = True  # its actions slow nodes: held, and undone, while a latency SLO burns
+
+    def parameter_label(self, name: str) -> str:
+        """How the pages name a parameter: its label, with its unit ("Power limit (W)")."""
+        field = self.parameters().fields.get(name)
+        label = str(field.label) if field is not None else pretty_name(name)
+        return f"{label} ({self.units[name]})" if name in self.units else label
+
+    def described(self, parameters: dict) -> list[tuple[str, str]]:
+        """A policy's parameters as the pages show them: (label, value with its unit), in the kind's order; a name it
+        no longer declares after the declared ones, in words."""
+        fields = self.parameters().fields
+        names = [name for name in fields if name in parameters] + [name for name in parameters if name not in fields]
+        return [
+            (
+                str(fields[name].label) if name in fields else pretty_name(name),
+                with_unit(parameters[name], self.units.get(name, "")),
+            )
+            for name in names
+        ]
 
     def check(self, parameters: dict, *, nodes, policy=None) -> dict:
         """The validated parameters, or serializers.ValidationError keyed by parameter name; `nodes` is the scope,
@@ -97,6 +118,16 @@ class PolicyKindSpec:
     def survey_due(self, policy) -> bool:
         """Whether the evaluation should start a survey now (none running, the newest too old to propose from)."""
         return False
+
+
+def with_unit(value, unit: str) -> str:
+    """A parameter's value as the pages write it: 30.0 with % is "30 %", 1 with days "1 day"."""
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    if not unit:
+        return text
+    if value == 1 and unit.isalpha() and unit.endswith("s") and len(unit) > 1:
+        unit = unit[:-1]  # "1 day", "1 file"
+    return f"{text} {unit}"
 
 
 POLICY_KINDS: dict[str, PolicyKindSpec] = {}

@@ -30,18 +30,21 @@ POINTS = 30
 
 class LowLoadPowerParameters(serializers.Serializer):
     utilisation_below = serializers.FloatField(
+        label="Utilisation below",
         min_value=1.0,
         max_value=95.0,
         default=30.0,
         help_text="Lower the limit on a node whose GPUs' mean utilisation over the window is below this (%).",
     )
     restore_above = serializers.FloatField(
+        label="Restore above",
         min_value=2.0,
         max_value=100.0,
         required=False,
         help_text="Put the default limit back when utilisation rises above this (%); default: 25 points above.",
     )
     window_minutes = serializers.IntegerField(
+        label="Window",
         min_value=1,
         max_value=1440,
         default=30,
@@ -49,7 +52,10 @@ class LowLoadPowerParameters(serializers.Serializer):
         error_messages={"min_value": "A window of at least 1 minute."},
     )
     power_limit_w = serializers.IntegerField(
-        min_value=1, max_value=5000, help_text="The lowered limit (W); within every scope SKU's min and max limit."
+        label="Power limit",
+        min_value=1,
+        max_value=5000,
+        help_text="The lowered limit (W); within every scope SKU's min and max limit.",
     )
 
     def validate(self, attrs):
@@ -73,6 +79,7 @@ class LowLoadPower(PolicyKindSpec):
     name = "low_load_power"
     label = "Energy at low load"
     parameters = LowLoadPowerParameters
+    units = {"utilisation_below": "%", "restore_above": "%", "window_minutes": "min", "power_limit_w": "W"}
     job_kind = JOB_KIND
 
     def check_scope(self, parameters, *, nodes):

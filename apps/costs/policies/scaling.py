@@ -35,6 +35,7 @@ WHERE = "kubernetes"  # the commands run with kubectl against the cluster, not o
 
 class ElasticScalingParameters(serializers.Serializer):
     threshold_up = serializers.FloatField(
+        label="Scale out above",
         min_value=1.0,
         max_value=100.0,
         default=80.0,
@@ -42,12 +43,14 @@ class ElasticScalingParameters(serializers.Serializer):
         "the utilisation the new replica count aims for.",
     )
     threshold_down = serializers.FloatField(
+        label="Scale in below",
         min_value=0.0,
         max_value=99.0,
         default=40.0,
         help_text="Scale in when utilisation stays below this all through the window (%).",
     )
     window_minutes = serializers.IntegerField(
+        label="Window",
         min_value=1,
         max_value=1440,
         default=15,
@@ -55,11 +58,19 @@ class ElasticScalingParameters(serializers.Serializer):
         error_messages={"min_value": "A window of at least 1 minute."},
     )
     cool_down_minutes = serializers.IntegerField(
-        min_value=0, max_value=1440, default=30, help_text="No scaling in sooner than this after the last scaling."
+        label="Cool-down",
+        min_value=0,
+        max_value=1440,
+        default=30,
+        help_text="No scaling in sooner than this after the last scaling.",
     )
-    min_replicas = serializers.IntegerField(min_value=1, max_value=1000, default=1)
+    min_replicas = serializers.IntegerField(label="Fewest replicas", min_value=1, max_value=1000, default=1)
     max_replicas = serializers.IntegerField(
-        min_value=1, max_value=1000, required=False, help_text="At most the service's nodes; default: all of them."
+        label="Most replicas",
+        min_value=1,
+        max_value=1000,
+        required=False,
+        help_text="At most the service's nodes; default: all of them.",
     )
 
     def validate(self, attrs):
@@ -88,6 +99,7 @@ class ElasticScaling(PolicyKindSpec):
     name = PolicyKind.ELASTIC_SCALING
     label = "Elastic scaling"
     parameters = ElasticScalingParameters
+    units = {"threshold_up": "%", "threshold_down": "%", "window_minutes": "min", "cool_down_minutes": "min"}
     scopes = (PolicyScope.SERVICE,)
     job_kind = None
 

@@ -27,12 +27,14 @@ WHERE = "kubernetes"
 
 class SpotCapacityParameters(serializers.Serializer):
     spot_discount = serializers.FloatField(
+        label="Spot discount",
         min_value=0.01,
         max_value=0.95,
         default=0.6,
         help_text="Share of the energy cost a spot placement saves (0.6: spot capacity costs 40 % of on-demand).",
     )
     window_minutes = serializers.IntegerField(
+        label="Window",
         min_value=1,
         max_value=1440,
         default=60,
@@ -56,6 +58,7 @@ class SpotCapacity(PolicyKindSpec):
     name = PolicyKind.SPOT_CAPACITY
     label = "Spot capacity"
     parameters = SpotCapacityParameters
+    units = {"window_minutes": "min"}
     job_kind = None
 
     def workloads(self, nodes) -> list[tuple[str, object, list[str]]]:

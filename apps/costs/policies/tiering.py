@@ -43,23 +43,37 @@ BYTES_PER_TB = 10**12
 class StorageTieringParameters(serializers.Serializer):
     node = serializers.RegexField(
         rf"^(?:{PLACEHOLDERS['scheduler_node'].pattern})\Z",
+        label="Node",
         max_length=253,
         help_text="The node that mounts both tiers and runs find, lsof and mv (a storage or management node).",
     )
     source_path = serializers.RegexField(
         rf"^(?:{PLACEHOLDERS['directory'].pattern})\Z",
+        label="Source directory",
         max_length=500,
         help_text="A directory on the node's hot or warm tier volume: files under it move one tier colder.",
         error_messages={"invalid": "An absolute directory path of letters, digits, _ . - (no spaces)."},
     )
     age_days = serializers.IntegerField(
-        min_value=1, max_value=3650, default=7, help_text="Move files not read for this many days (find -atime)."
+        label="Not read for",
+        min_value=1,
+        max_value=3650,
+        default=7,
+        help_text="Move files not read for this many days (find -atime).",
     )
     min_size_mb = serializers.IntegerField(
-        min_value=0, max_value=10_000_000, default=0, help_text="Leave files smaller than this (MB, 10^6 bytes)."
+        label="Smallest file",
+        min_value=0,
+        max_value=10_000_000,
+        default=0,
+        help_text="Leave files smaller than this (MB, 10^6 bytes).",
     )
     max_files = serializers.IntegerField(
-        min_value=1, max_value=5000, default=1000, help_text="At most this many files in one action (oldest first)."
+        label="Files per action",
+        min_value=1,
+        max_value=5000,
+        default=1000,
+        help_text="At most this many files in one action (oldest first).",
     )
 
 
@@ -168,6 +182,7 @@ class StorageTiering(PolicyKindSpec):
     name = "storage_tiering"
     label = "Storage tiering"
     parameters = StorageTieringParameters
+    units = {"age_days": "days", "min_size_mb": "MB", "max_files": "files"}
     scopes = ("cluster",)  # it names its node in its parameters
     job_kind = JOB_KIND
     enforces = False  # a move stays moved: nothing to re-apply after a reboot

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from apps.core.api import EveryBadField
 from apps.core.text import echo
-from apps.diagnosis import services, utilisation
+from apps.diagnosis import rehearsal, services, utilisation
 from apps.diagnosis.choices import Problem
 from apps.diagnosis.costs import incident_cost
 from apps.inventory.models import Node
@@ -108,8 +108,9 @@ class IncidentCreateSerializer(EveryBadField, serializers.Serializer):
         return attrs
 
 
-class RehearsalCreateSerializer(serializers.Serializer):
-    """A fault injected on the simulator: by its id, or by the node and fault kind (the newest such fault there)."""
+class RehearsalCreateSerializer(EveryBadField, serializers.Serializer):
+    """A fault injected on the simulator: by its id, or by the node and fault kind (the newest such fault there).
+    Validated, it holds the fault found (`fault`)."""
 
     fault = serializers.UUIDField(required=False, allow_null=True, help_text="The injected fault's id.")
     node = serializers.CharField(
@@ -119,14 +120,20 @@ class RehearsalCreateSerializer(serializers.Serializer):
         required=False, allow_blank=True, max_length=24, help_text="With `node`: the fault's kind (e.g. pfc_off)."
     )
 
+    def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
+        return self._found(passed, refused)[1]
+
     def validate(self, attrs):
-        if attrs.get("fault"):
-            return attrs
-        if not attrs.get("node"):
-            raise serializers.ValidationError({"fault": ["Name the fault, or the node and the fault's kind."]})
-        if not attrs.get("kind"):
-            raise serializers.ValidationError({"kind": ["Name the fault's kind on that node."]})
-        return attrs
+        fault, errors = self._found(attrs, set())
+        if errors:
+            raise serializers.ValidationError(errors)
+        return {"fault": fault}
+
+    @staticmethod
+    def _found(data: dict, refused: set[str]):
+        return rehearsal.requested_fault(
+            fault_id=data.get("fault"), node=data.get("node"), kind=data.get("kind"), refused=refused
+        )
 
 
 class EvidenceSerializer(serializers.Serializer):

@@ -12,7 +12,6 @@ from rest_framework.response import Response
 from apps.accounts.choices import Role
 from apps.core.listing import sort_fields
 from apps.core.parsers import BoundedJSONParser
-from apps.core.text import echo
 from apps.diagnosis import rehearsal, services
 from apps.diagnosis.api.serializers import (
     DryRunSerializer,
@@ -26,9 +25,7 @@ from apps.diagnosis.api.serializers import (
 )
 from apps.diagnosis.filters import INCIDENT_COLUMNS, IncidentFilterSet
 from apps.diagnosis.models import Evidence, Hypothesis, Incident, Remediation
-from apps.inventory.models import Node
 from apps.jobs.api.serializers import JobSerializer
-from apps.simulator.injection import SimFault, injected_faults
 
 UUID_PATTERN = r"[0-9a-fA-F-]{36}"
 
@@ -212,26 +209,8 @@ class IncidentViewSet(
         fault's runbook on a training job it hurts, marked as a rehearsal."""
         incoming = RehearsalCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        fault = _rehearsed_fault(incoming.validated_data)
         try:
-            incident = rehearsal.rehearse(fault=fault, user=request.user)
+            incident = rehearsal.rehearse(fault=incoming.validated_data["fault"], user=request.user)
         except services.IncidentError as error:
             raise ValidationError({error.field: [error.message]}) from None
         return self._fresh(incident, status.HTTP_201_CREATED)
-
-
-def _rehearsed_fault(data: dict) -> SimFault:
-    faults = injected_faults()
-    if data.get("fault"):
-        fault = faults.filter(public_id=data["fault"]).first()
-        if fault is None:
-            raise ValidationError(
-                {"fault": [f"No injected fault {echo(str(data['fault']))}: it may have been cleared."]}
-            )
-        return fault
-    if not Node.objects.filter(hostname=data["node"]).exists():
-        raise ValidationError({"node": [f"No node matches {echo(data['node'])}."]})
-    fault = faults.filter(node__hostname=data["node"], kind=data["kind"]).order_by("-created", "-id").first()
-    if fault is None:
-        raise ValidationError({"kind": [f"No {echo(data['kind'])} fault is injected on {echo(data['node'])}."]})
-    return fault

@@ -1,6 +1,4 @@
-from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import mixins, status, viewsets
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from apps.accounts.choices import Role
@@ -32,16 +30,13 @@ class SimFaultViewSet(
         incoming = self.get_serializer(data=request.data)
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
-        try:
-            fault = services.inject_fault(
-                node=data["node"],
-                kind=data["kind"],
-                target=data.get("target", ""),
-                parameters=data.get("parameters") or {},
-                user=request.user,
-            )
-        except DjangoValidationError as error:
-            raise ValidationError(error.message_dict) from None
+        fault = services.inject_fault(
+            node=data["node"],
+            kind=data["kind"],
+            target=data.get("target", ""),
+            parameters=data.get("parameters") or {},
+            user=request.user,
+        )
         return Response(self.get_serializer(fault).data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance):

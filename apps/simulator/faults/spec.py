@@ -9,12 +9,13 @@ from apps.simulator.state import SimulatedNode
 
 
 class FaultError(ValueError):
-    """A fault that cannot be applied to this node; `field` names what is wrong, `messages` every problem with it."""
+    """A fault that cannot be applied to this node; `field` names what is wrong, `detail` every problem with it: its
+    messages, or for the parameters, each bad parameter's messages by its name."""
 
-    def __init__(self, field: str, message: str, *, messages: list[str] | None = None):
+    def __init__(self, field: str, message: str, *, detail: list[str] | dict[str, list[str]] | None = None):
         super().__init__(message)
         self.field = field
-        self.messages = messages or [message]
+        self.detail = detail or [message]
 
 
 class Target(ABC):
@@ -38,11 +39,10 @@ class Parameter:
     low: int
     high: int
 
-    def check(self, name: str, value) -> int:
+    def check(self, value) -> int:
+        """The value; ValueError saying what it must be (its name is the caller's to give)."""
         if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
-            raise FaultError(
-                "parameters", f"{name} must be a whole number from {self.low} to {self.high}, not {value!r}."
-            )
+            raise ValueError(f"Must be a whole number from {self.low} to {self.high}, not {value!r}.")
         return value
 
 
@@ -68,21 +68,23 @@ class FaultSpec:
         return self.value.label
 
     def check_parameters(self, parameters) -> dict:
-        """The parameters with defaults filled in; FaultError naming every unknown name and value out of bounds."""
+        """The parameters with defaults filled in; FaultError("parameters") naming every unknown name and value out
+        of bounds, each under its parameter's name."""
         if not isinstance(parameters, dict):
             raise FaultError("parameters", 'parameters are a JSON object, e.g. {"mtu": 1500}.')
-        problems, checked = [], {}
-        unknown = set(parameters) - set(self.parameters)
-        if unknown:
-            takes = ", ".join(sorted(self.parameters)) or "no parameters"
-            problems.append(f"a {self.value} fault takes {takes}, not {', '.join(sorted(unknown))}.")
+        problems: dict[str, list[str]] = {}
+        checked = {}
+        takes = ", ".join(sorted(self.parameters)) or "no parameters"
+        for name in sorted(set(parameters) - set(self.parameters)):
+            problems[name] = [f"A {self.value} fault takes {takes}, not {name}."]
         for name, spec in self.parameters.items():
             try:
-                checked[name] = spec.check(name, parameters.get(name, spec.default))
-            except FaultError as error:
-                problems.append(str(error))
+                checked[name] = spec.check(parameters.get(name, spec.default))
+            except ValueError as error:
+                problems[name] = [str(error)]
         if problems:
-            raise FaultError("parameters", " ".join(problems), messages=problems)
+            message = " ".join(f"{name}: {' '.join(messages)}" for name, messages in problems.items())
+            raise FaultError("parameters", message, detail=problems)
         return checked
 
     def describe(self, target: str, parameters: dict) -> str:

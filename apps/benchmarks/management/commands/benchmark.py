@@ -18,9 +18,9 @@ from apps.benchmarks.choices import ITERATIONS, MAX_BYTES, MIN_BYTES, NODE_SUITE
 from apps.benchmarks.models import TimelineAnalysis
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.core.forms import flat_messages
 from apps.core.threads import thread_connection_returned
 from apps.jobs import executor
-from apps.jobs.forms import flat_messages
 
 UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
 

@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.core.forms import flat_messages
 from apps.discovery import services
 from apps.discovery.models import Difference, NodeFacts
 from apps.inventory.models import Node
@@ -20,7 +21,6 @@ from apps.inventory.models.nodes import hostname_validator
 from apps.jobs import executor
 from apps.jobs import services as job_services
 from apps.jobs.choices import JobStatus
-from apps.jobs.forms import flat_messages
 from apps.jobs.models import Job, JobStep
 from apps.nodeexec.transports import TRANSPORT_NAMES
 

@@ -6,11 +6,12 @@ import json
 import sys
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from rest_framework import serializers
 
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.core.forms import flat_messages
 from apps.inventory.models import Node
 from apps.simulator import services
 from apps.simulator.digits import integer
@@ -91,9 +92,8 @@ class Command(BaseCommand):
                 parameters=parameters,
                 user=self._user(options.get("user")),
             )
-        except ValidationError as error:
-            problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items())
-            raise CommandError(problems) from None
+        except serializers.ValidationError as error:
+            raise CommandError("; ".join(map(str, flat_messages(error.detail)))) from None
         self.stdout.write(f"{fault.summary} injected.")
 
     def _list(self, options) -> None:
