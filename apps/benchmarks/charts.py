@@ -43,17 +43,17 @@ def live_busbw_figure() -> go.Figure:
     return figure
 
 
-def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -> go.Figure:
+def busbw_figure(tests, *, reference=None, baseline_gb_per_s: float | None = None) -> go.Figure:
     """Bus bandwidth against message size for each test (its series), with the reference band and the baseline."""
     figure = go.Figure()
     sizes = sorted({row["size_bytes"] for test in tests for row in test.series})
     for test in list(tests)[:MAX_LINES]:
-        rows = [row for row in test.series if row["busbw_gbps"] is not None]
+        rows = [row for row in test.series if row["busbw_gb_per_s"] is not None]
         name = "+".join(test.hosts) if len(test.hosts) <= 3 else f"{test.hosts[0]} +{len(test.hosts) - 1}"
         figure.add_trace(
             go.Scatter(
                 x=[row["size_bytes"] for row in rows],
-                y=[row["busbw_gbps"] for row in rows],
+                y=[row["busbw_gb_per_s"] for row in rows],
                 mode="lines+markers",
                 name=f"{name} ({test.verdict})",
                 line={"color": COLOURS.get(test.verdict)},
@@ -65,8 +65,8 @@ def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -
         start = max(reference.min_size_bytes, sizes[0])
         end = max(sizes[-1], start)
         for low, high, colour, label in (
-            (reference.warn_gbps, reference.expected_gbps, "rgba(31,157,85,0.12)", "pass"),
-            (reference.fail_gbps, reference.warn_gbps, "rgba(217,138,0,0.15)", "warn"),
+            (reference.warn_gb_per_s, reference.expected_gb_per_s, "rgba(31,157,85,0.12)", "pass"),
+            (reference.fail_gb_per_s, reference.warn_gb_per_s, "rgba(217,138,0,0.15)", "warn"),
         ):
             figure.add_shape(
                 type="rect",
@@ -84,19 +84,19 @@ def busbw_figure(tests, *, reference=None, baseline_gbps: float | None = None) -
         figure.add_trace(
             go.Scatter(
                 x=[start, end],
-                y=[reference.expected_gbps] * 2,
+                y=[reference.expected_gb_per_s] * 2,
                 mode="lines",
-                name=f"expected {reference.expected_gbps:g} GB/s",
+                name=f"expected {reference.expected_gb_per_s:g} GB/s",
                 line={"color": "#1f9d55", "dash": "dot"},
             )
         )
-    if baseline_gbps and sizes:
+    if baseline_gb_per_s and sizes:
         figure.add_trace(
             go.Scatter(
                 x=[sizes[0], sizes[-1]],
-                y=[baseline_gbps] * 2,
+                y=[baseline_gb_per_s] * 2,
                 mode="lines",
-                name=f"baseline {baseline_gbps:g} GB/s",
+                name=f"baseline {baseline_gb_per_s:g} GB/s",
                 line={"color": "#2f6fdf", "dash": "dash"},
             )
         )
@@ -122,10 +122,10 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> dict:
     values: list[list[float | None]] = [[None] * size for _ in range(size)]
     widths = [[0] * size for _ in range(size)]
     for test in sorted(tests, key=lambda test: -len(test.hosts)):  # smaller tests overwrite larger ones
-        if test.busbw_gbps is None:
+        if test.busbw_gb_per_s is None:
             continue
         members = [index[host] for host in test.hosts if host in index]
-        value, width = round(test.busbw_gbps, 1), len(test.hosts)
+        value, width = round(test.busbw_gb_per_s, 1), len(test.hosts)
         for a in members:
             row, row_widths = values[a], widths[a]
             for b in members:

@@ -84,8 +84,8 @@ def _record(run: BenchmarkRun, suspect: Suspect, source: str) -> HealthEvent:
     measured, planned = finding.get("link_gbps"), finding.get("planned_gbps") or (nic.speed_gbps if nic else None)
     evidence = {
         "benchmark_run": str(run.public_id),
-        "busbw_gbps": suspect.busbw_gbps,
-        "expected_gbps": suspect.expected_gbps,
+        "busbw_gb_per_s": suspect.busbw_gb_per_s,
+        "expected_gb_per_s": suspect.expected_gb_per_s,
         "cause": suspect.cause,
         "switch": suspect.switch,
         "switch_port": suspect.switch_port,

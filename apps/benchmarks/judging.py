@@ -20,9 +20,9 @@ def series(result: NcclTestResult) -> list[dict]:
             "size_bytes": row.size_bytes,
             "count": row.count,
             "time_us": row.out_of_place.time_us,
-            "algbw_gbps": row.out_of_place.algbw_gbps,
-            "busbw_gbps": row.out_of_place.busbw_gbps,
-            "in_place_busbw_gbps": row.in_place.busbw_gbps,
+            "algbw_gb_per_s": row.out_of_place.algbw_gb_per_s,
+            "busbw_gb_per_s": row.out_of_place.busbw_gb_per_s,
+            "in_place_busbw_gb_per_s": row.in_place.busbw_gb_per_s,
             "wrong": row.out_of_place.wrong,
         }
         for row in result.rows
@@ -31,11 +31,11 @@ def series(result: NcclTestResult) -> list[dict]:
 
 def figure(result: NcclTestResult) -> tuple[int | None, float | None]:
     """(size, busbw) judged: the out-of-place bus bandwidth at the largest size the table reached."""
-    rows = [row for row in result.rows if row.out_of_place.busbw_gbps is not None]
+    rows = [row for row in result.rows if row.out_of_place.busbw_gb_per_s is not None]
     if not rows:
         return None, None
     last = max(rows, key=lambda row: row.size_bytes)
-    return last.size_bytes, last.out_of_place.busbw_gbps
+    return last.size_bytes, last.out_of_place.busbw_gb_per_s
 
 
 def robust_z(values: list[float]) -> list[float | None]:

@@ -314,7 +314,7 @@ class NcclTests(JobKind):
             reason = why or (parsed.errors[0] if parsed and parsed.errors else default_summary(step, result))
             return CellRecord(StepStatus.ERROR, f"could not run: {reason}"[:300])
         status = StepStatus.SUCCEEDED if result.ok else default_status(result)
-        return CellRecord(status, f"busbw {busbw:g} GB/s at {size} B", {"busbw_gbps": busbw, "size_bytes": size})
+        return CellRecord(status, f"busbw {busbw:g} GB/s at {size} B", {"busbw_gb_per_s": busbw, "size_bytes": size})
 
     def shard_finished(self, job, shard) -> None:
         recording.record_shard(job=job, shard=shard, step=STEP, readings=self.outputs, links=self.links)

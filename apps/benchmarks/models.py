@@ -28,9 +28,9 @@ class ReferenceQuerySet(models.QuerySet):
 
 
 class Reference(PublicModel):
-    """The expected bus bandwidth of a collective on a GPU SKU and fabric, in three tiers: `expected` (what a healthy
-    system reaches), `warn_gbps` (below: warn) and `fail_gbps` (below: fail). Judged at sizes from `min_size_bytes`.
-    Shipped rows say where their figure comes from (`source`); operators edit them."""
+    """The expected bus bandwidth (GB/s) of a collective on a GPU SKU and fabric, in three tiers: `expected` (what a
+    healthy system reaches), `warn_gb_per_s` (below: warn) and `fail_gb_per_s` (below: fail). Judged at sizes from
+    `min_size_bytes`. Shipped rows say where their figure comes from (`source`); operators edit them."""
 
     # By name, as the SKU catalogue names it: references are data that outlive an inventory emptied and re-imported.
     sku_name = models.CharField(max_length=64, help_text='A GPU SKU of the catalogue, e.g. "H200 SXM".')
@@ -40,9 +40,9 @@ class Reference(PublicModel):
     scope = models.CharField(max_length=8, choices=Scope.choices)
     collective = models.CharField(max_length=16, choices=Collective.choices, default=Collective.ALL_REDUCE)
     min_size_bytes = models.BigIntegerField(default=2**30, help_text="Sizes from which the figure applies.")
-    expected_gbps = models.FloatField()
-    warn_gbps = models.FloatField()
-    fail_gbps = models.FloatField()
+    expected_gb_per_s = models.FloatField()
+    warn_gb_per_s = models.FloatField()
+    fail_gb_per_s = models.FloatField()
     source = models.TextField(blank=True)
 
     objects = ReferenceQuerySet.as_manager()
@@ -54,17 +54,19 @@ class Reference(PublicModel):
                 fields=["sku_name", "fabric", "scope", "collective"], name="benchmark_reference_unique_per_sku_fabric"
             ),
             models.CheckConstraint(
-                condition=Q(fail_gbps__lte=F("warn_gbps")) & Q(warn_gbps__lte=F("expected_gbps")) & Q(fail_gbps__gte=0),
+                condition=Q(fail_gb_per_s__lte=F("warn_gb_per_s"))
+                & Q(warn_gb_per_s__lte=F("expected_gb_per_s"))
+                & Q(fail_gb_per_s__gte=0),
                 name="benchmark_reference_tiers_ordered",
                 violation_error_message="Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected.",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.sku_name} {self.fabric} {self.collective}: {self.expected_gbps:g} GB/s"
+        return f"{self.sku_name} {self.fabric} {self.collective}: {self.expected_gb_per_s:g} GB/s"
 
     def judge(self, value: float | None) -> str:
-        return judge_against(value, warn_below=self.warn_gbps, fail_below=self.fail_gbps)
+        return judge_against(value, warn_below=self.warn_gb_per_s, fail_below=self.fail_gb_per_s)
 
 
 class BenchmarkRunQuerySet(models.QuerySet):
@@ -188,19 +190,19 @@ class BenchmarkTest(PublicModel):
     partner = models.CharField(max_length=253, blank=True)
     collective = models.CharField(max_length=16, choices=Collective.choices)
     size_bytes = models.BigIntegerField(null=True, blank=True)
-    busbw_gbps = models.FloatField(null=True, blank=True)
-    avg_busbw_gbps = models.FloatField(null=True, blank=True)
+    busbw_gb_per_s = models.FloatField(null=True, blank=True)
+    avg_busbw_gb_per_s = models.FloatField(null=True, blank=True)
     series = models.JSONField(default=list, blank=True, help_text="Every row: size, count, time, algbw, busbw.")
     rails = models.JSONField(default=dict, blank=True, help_text="RDMA device: busbw over that rail alone.")
     nic_findings = models.JSONField(default=list, blank=True)
     reference = models.ForeignKey(Reference, null=True, blank=True, on_delete=models.SET_NULL, related_name="tests")
-    expected_gbps = models.FloatField(null=True, blank=True)
-    warn_gbps = models.FloatField(null=True, blank=True)
-    fail_gbps = models.FloatField(null=True, blank=True)
+    expected_gb_per_s = models.FloatField(null=True, blank=True)
+    warn_gb_per_s = models.FloatField(null=True, blank=True)
+    fail_gb_per_s = models.FloatField(null=True, blank=True)
     baseline = models.ForeignKey(
         "benchmarks.Baseline", null=True, blank=True, on_delete=models.SET_NULL, related_name="compared_tests"
     )
-    baseline_gbps = models.FloatField(null=True, blank=True)
+    baseline_gb_per_s = models.FloatField(null=True, blank=True)
     z_score = models.FloatField(null=True, blank=True)
     verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.COULD_NOT_RUN)
     evidence = models.JSONField(default=dict, blank=True)
@@ -213,7 +215,7 @@ class BenchmarkTest(PublicModel):
         ]
 
     def __str__(self) -> str:
-        return f"{'+'.join(self.hosts)} {self.collective}: {self.busbw_gbps} GB/s ({self.verdict})"
+        return f"{'+'.join(self.hosts)} {self.collective}: {self.busbw_gb_per_s} GB/s ({self.verdict})"
 
     @property
     def colour(self) -> str:
@@ -221,16 +223,16 @@ class BenchmarkTest(PublicModel):
 
     @property
     def pct_expected(self) -> float | None:
-        if self.busbw_gbps is None or not self.expected_gbps:
+        if self.busbw_gb_per_s is None or not self.expected_gb_per_s:
             return None
-        return round(100 * self.busbw_gbps / self.expected_gbps, 1)
+        return round(100 * self.busbw_gb_per_s / self.expected_gb_per_s, 1)
 
     @property
     def pct_baseline(self) -> float | None:
         """(value − baseline) / baseline in %: negative is slower than the accepted baseline."""
-        if self.busbw_gbps is None or not self.baseline_gbps:
+        if self.busbw_gb_per_s is None or not self.baseline_gb_per_s:
             return None
-        return round(100 * (self.busbw_gbps - self.baseline_gbps) / self.baseline_gbps, 1)
+        return round(100 * (self.busbw_gb_per_s - self.baseline_gb_per_s) / self.baseline_gb_per_s, 1)
 
     @property
     def baseline_change(self) -> str:
@@ -254,8 +256,8 @@ class Suspect(PublicModel):
     switch = models.CharField(max_length=64, blank=True)
     switch_port = models.CharField(max_length=32, blank=True)
     cause = models.CharField(max_length=300, blank=True)
-    busbw_gbps = models.FloatField(null=True, blank=True)
-    expected_gbps = models.FloatField(null=True, blank=True)
+    busbw_gb_per_s = models.FloatField(null=True, blank=True)
+    expected_gb_per_s = models.FloatField(null=True, blank=True)
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     evidence = models.JSONField(default=dict, blank=True)
 
@@ -274,7 +276,7 @@ class Baseline(PublicModel):
     collective = models.CharField(max_length=16, choices=Collective.choices)
     hosts_key = models.CharField(max_length=2000)
     test = models.ForeignKey(BenchmarkTest, on_delete=models.CASCADE, related_name="baselines")
-    busbw_gbps = models.FloatField()
+    busbw_gb_per_s = models.FloatField()
     accepted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmark_baselines"
     )
@@ -286,7 +288,7 @@ class Baseline(PublicModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.collective} {self.hosts_key}: {self.busbw_gbps:g} GB/s"
+        return f"{self.collective} {self.hosts_key}: {self.busbw_gb_per_s:g} GB/s"
 
 
 # --- the per-node suites: HPL-MxP, nvbandwidth, burn-in ---------------------------------------------------------

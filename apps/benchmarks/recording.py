@@ -90,7 +90,7 @@ def nic_findings(reading: dict, links: list[dict]) -> list[dict]:
             {
                 "nic": link["nic"],
                 "device": link["device"],
-                "rail_busbw_gbps": rails.get(link["device"]),
+                "rail_busbw_gb_per_s": rails.get(link["device"]),
                 "slow_rail": link["device"] in slow,
                 "link_gbps": speed,  # the rate the NIC reports (ethtool), None where unread
                 "planned_gbps": link["speed_gbps"],
@@ -185,8 +185,9 @@ def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest
         "exit_code": (reading or {}).get("exit_code"),
         "errors": errors[:10],
         "criterion": (
-            f"out-of-place busbw at the largest size ≥ {reference.warn_gbps:g} GB/s to pass, ≥ {reference.fail_gbps:g} "
-            f"to warn (expected {reference.expected_gbps:g}; {reference.sku_name}, {reference.fabric})"
+            f"out-of-place busbw at the largest size ≥ {reference.warn_gb_per_s:g} GB/s to pass, "
+            f"≥ {reference.fail_gb_per_s:g} to warn "
+            f"(expected {reference.expected_gb_per_s:g}; {reference.sku_name}, {reference.fabric})"
             if reference
             else "no reference for this SKU and fabric: a figure passes, no figure could not run"
         ),
@@ -204,17 +205,17 @@ def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest
         "partner": test.get("partner") or "",
         "collective": collective,
         "size_bytes": size,
-        "busbw_gbps": busbw,
-        "avg_busbw_gbps": parsed.avg_busbw_gbps if parsed else None,
+        "busbw_gb_per_s": busbw,
+        "avg_busbw_gb_per_s": parsed.avg_busbw_gb_per_s if parsed else None,
         "series": judging.series(parsed) if parsed else [],
         "rails": (reading or {}).get("rails") or {},
         "nic_findings": findings,
         "reference": reference,
-        "expected_gbps": reference.expected_gbps if reference else None,
-        "warn_gbps": reference.warn_gbps if reference else None,
-        "fail_gbps": reference.fail_gbps if reference else None,
+        "expected_gb_per_s": reference.expected_gb_per_s if reference else None,
+        "warn_gb_per_s": reference.warn_gb_per_s if reference else None,
+        "fail_gb_per_s": reference.fail_gb_per_s if reference else None,
         "baseline": baseline,
-        "baseline_gbps": baseline.busbw_gbps if baseline else None,
+        "baseline_gb_per_s": baseline.busbw_gb_per_s if baseline else None,
         "verdict": verdict,
         "evidence": evidence,
     }
@@ -224,12 +225,12 @@ def _record_test(job, round_, cell, test, reading, links, node) -> BenchmarkTest
 
 def _fleet_scores(job) -> None:
     """Each test's robust z-score among the job's tests of the same size of host set (the fleet of that round)."""
-    tests = list(BenchmarkTest.objects.filter(job=job, busbw_gbps__isnull=False))
+    tests = list(BenchmarkTest.objects.filter(job=job, busbw_gb_per_s__isnull=False))
     by_size: dict[int, list[BenchmarkTest]] = {}
     for test in tests:
         by_size.setdefault(len(test.hosts), []).append(test)
     for group in by_size.values():
-        for test, score in zip(group, judging.robust_z([test.busbw_gbps for test in group]), strict=True):
+        for test, score in zip(group, judging.robust_z([test.busbw_gb_per_s for test in group]), strict=True):
             if test.z_score != score:
                 test.z_score = score
                 test.save(update_fields=["z_score", "updated"])

@@ -527,7 +527,7 @@ def _round(
 def _outcome(result: BenchmarkTest | None) -> Outcome:
     if result is None:
         return Outcome(bad=True, verdict=Verdict.COULD_NOT_RUN)
-    return Outcome(bad=recording.is_bad(result), busbw_gbps=result.busbw_gbps, verdict=result.verdict)
+    return Outcome(bad=recording.is_bad(result), busbw_gb_per_s=result.busbw_gb_per_s, verdict=result.verdict)
 
 
 def _sweep(run: BenchmarkRun, hosts: list[str]) -> str:
@@ -612,7 +612,7 @@ def _name_link_error_suspects(run: BenchmarkRun, bad: dict[str, list[dict]]) -> 
     and switch port (a bandwidth suspect already named keeps its NIC and gains the cause)."""
     if not bad:
         return
-    tests = list(run.tests.exclude(busbw_gbps=None).order_by("id"))
+    tests = list(run.tests.exclude(busbw_gb_per_s=None).order_by("id"))
     for hostname, findings in sorted(bad.items()):
         worst = max(findings, key=lambda item: (item["verdict"] == Verdict.FAIL, item["errors_per_million"] or 0))
         cause = _link_error_cause(worst)
@@ -632,8 +632,8 @@ def _name_link_error_suspects(run: BenchmarkRun, bad: dict[str, list[dict]]) -> 
             switch=worst["switch"],
             switch_port=worst["switch_port"],
             cause=cause[:300],
-            busbw_gbps=figure.busbw_gbps if figure else None,
-            expected_gbps=figure.expected_gbps if figure else None,
+            busbw_gb_per_s=figure.busbw_gb_per_s if figure else None,
+            expected_gb_per_s=figure.expected_gb_per_s if figure else None,
             verdict=worst["verdict"],
             evidence={"link_errors": findings},
         )
@@ -707,8 +707,8 @@ def _name_suspect(run: BenchmarkRun, hostname: str, confirm: BenchmarkTest | Non
             "switch": switch,
             "switch_port": port,
             "cause": cause[:300],
-            "busbw_gbps": figure.busbw_gbps if figure else None,
-            "expected_gbps": figure.expected_gbps if figure else None,
+            "busbw_gb_per_s": figure.busbw_gb_per_s if figure else None,
+            "expected_gb_per_s": figure.expected_gb_per_s if figure else None,
             "verdict": figure.verdict if figure else Verdict.FAIL,
             "evidence": {**evidence, "nic_findings": findings},
         },
@@ -725,11 +725,11 @@ def accept_baseline(*, run: BenchmarkRun, user=None) -> int:
         raise serializers.ValidationError({"run": ["Only a finished run can become a baseline."]})
     accepted = 0
     with transaction.atomic():
-        for test in run.tests.filter(busbw_gbps__isnull=False):
+        for test in run.tests.filter(busbw_gb_per_s__isnull=False):
             Baseline.objects.update_or_create(
                 collective=test.collective,
                 hosts_key=test.hosts_key,
-                defaults={"test": test, "busbw_gbps": test.busbw_gbps, "accepted_by": user},
+                defaults={"test": test, "busbw_gb_per_s": test.busbw_gb_per_s, "accepted_by": user},
             )
             accepted += 1
         for measurement in run.measurements.filter(value__isnull=False):
@@ -799,14 +799,19 @@ def sweep_report(run: BenchmarkRun) -> dict:
                 "switch": suspect.switch,
                 "switch_port": suspect.switch_port,
                 "cause": suspect.cause,
-                "busbw_gbps": suspect.busbw_gbps,
-                "expected_gbps": suspect.expected_gbps,
+                "busbw_gb_per_s": suspect.busbw_gb_per_s,
+                "expected_gb_per_s": suspect.expected_gb_per_s,
                 "verdict": suspect.verdict,
             }
             for suspect in run.suspects.select_related("node")
         ],
         "pairs": [
-            {"nodes": test.hosts, "busbw_gbps": test.busbw_gbps, "verdict": test.verdict, "purpose": test.purpose}
+            {
+                "nodes": test.hosts,
+                "busbw_gb_per_s": test.busbw_gb_per_s,
+                "verdict": test.verdict,
+                "purpose": test.purpose,
+            }
             for test in tests
             if len(test.hosts) == 2
         ],
@@ -815,8 +820,8 @@ def sweep_report(run: BenchmarkRun) -> dict:
                 "round": test.round.index + 1 if test.round else None,
                 "purpose": test.purpose,
                 "hosts": test.hosts if len(test.hosts) <= 8 else [*test.hosts[:8], f"... {len(test.hosts)} hosts"],
-                "busbw_gbps": test.busbw_gbps,
-                "expected_gbps": test.expected_gbps,
+                "busbw_gb_per_s": test.busbw_gb_per_s,
+                "expected_gb_per_s": test.expected_gb_per_s,
                 "pct_expected": test.pct_expected,
                 "pct_baseline": test.pct_baseline,
                 "z_score": test.z_score,
@@ -849,8 +854,8 @@ def failing_pairs_by_node(hostnames: list[str], *, limit: int = 2000) -> dict[st
             "kind": "pair",
             "hosts": list(test.hosts),
             "collective": test.collective,
-            "busbw_gbps": test.busbw_gbps,
-            "expected_gbps": test.expected_gbps,
+            "busbw_gb_per_s": test.busbw_gb_per_s,
+            "expected_gb_per_s": test.expected_gb_per_s,
             "run": str(test.run.public_id) if test.run_id else "",
             "cable": "",
         }
@@ -863,8 +868,8 @@ def failing_pairs_by_node(hostnames: list[str], *, limit: int = 2000) -> dict[st
                 "kind": "suspect",
                 "hosts": [suspect.node.hostname],
                 "collective": suspect.run.collective,
-                "busbw_gbps": suspect.busbw_gbps,
-                "expected_gbps": suspect.expected_gbps,
+                "busbw_gb_per_s": suspect.busbw_gb_per_s,
+                "expected_gb_per_s": suspect.expected_gb_per_s,
                 "run": str(suspect.run.public_id),
                 "cable": " ".join(filter(None, (suspect.nic, suspect.cable, suspect.switch, suspect.switch_port))),
             }

@@ -53,7 +53,7 @@ class Outcome:
     """What a finished test said: bad or not, and the figures kept as evidence."""
 
     bad: bool
-    busbw_gbps: float | None = None
+    busbw_gb_per_s: float | None = None
     verdict: str = ""
 
 
@@ -147,12 +147,12 @@ class HalvingSweep:
                 self._pending.append(_Item("group", hosts=half) if len(half) > 1 else _Item("isolate", node=half[0]))
         elif item.kind == "isolate":
             if outcome.bad:
-                first = {"partner": test.partner, "busbw_gbps": outcome.busbw_gbps, "verdict": outcome.verdict}
+                first = {"partner": test.partner, "busbw_gb_per_s": outcome.busbw_gb_per_s, "verdict": outcome.verdict}
                 self._pending.append(_Item("confirm", node=item.node, avoid=frozenset({test.partner}), first=first))
             elif item.node not in self.known_good:
                 self.known_good.append(item.node)
         else:
-            confirm = {"partner": test.partner, "busbw_gbps": outcome.busbw_gbps, "verdict": outcome.verdict}
+            confirm = {"partner": test.partner, "busbw_gb_per_s": outcome.busbw_gb_per_s, "verdict": outcome.verdict}
             if outcome.bad:
                 self.suspects[item.node] = {"isolate": item.first, "confirm": confirm}
             else:

@@ -127,7 +127,9 @@ def _run_context(request, public_id) -> dict:
         "active": run.status in ACTIVE,
         "round_jobs": [round_.job.public_id for round_ in run.rounds.all() if round_.job is not None],
         "busbw_figure": charts.figure_json(
-            charts.busbw_figure(shown, reference=reference, baseline_gbps=baseline.busbw_gbps if baseline else None)
+            charts.busbw_figure(
+                shown, reference=reference, baseline_gb_per_s=baseline.busbw_gb_per_s if baseline else None
+            )
         )
         if tests
         else None,

@@ -14,6 +14,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend, OrderingFilter, SearchFilter
 
 from apps.core.choices import AuditAction, ChangeSource
+from apps.core.forms import UtcDateTimeField
 from apps.core.models import AuditEntry
 
 # Always understood: DRF's format suffix and the cursor of cursor pagination (lists may page either way).
@@ -219,6 +220,12 @@ class FilterSet(django_filters.FilterSet):
         return self._form
 
 
+class UtcDateTimeFilter(django_filters.Filter):
+    """A time typed as YYYY-MM-DD HH:MM in UTC (apps.core.forms.UtcDateTimeField)."""
+
+    field_class = UtcDateTimeField
+
+
 class AuditEntryFilter(FilterSet):
     """The audit log page's and exports' filters."""
 
@@ -229,8 +236,8 @@ class AuditEntryFilter(FilterSet):
     source = django_filters.ChoiceFilter(choices=ChangeSource.choices, label="Through", empty_label="Any source")
     action = django_filters.ChoiceFilter(choices=AuditAction.choices, label="Action")
     job = django_filters.UUIDFilter(label="Job")
-    since = django_filters.IsoDateTimeFilter(field_name="created", lookup_expr="gte", label="Since")
-    until = django_filters.IsoDateTimeFilter(field_name="created", lookup_expr="lte", label="Until")
+    since = UtcDateTimeFilter(field_name="created", lookup_expr="gte", label="Since (UTC)")
+    until = UtcDateTimeFilter(field_name="created", lookup_expr="lte", label="Until (UTC)")
 
     class Meta:
         model = AuditEntry

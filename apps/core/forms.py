@@ -1,9 +1,11 @@
-"""Form and error helpers shared by every app: a service's error detail put on a page's form, by the fields it names,
-and its messages for a page or a command."""
+"""Form helpers shared by every app: a service's error detail put on a page's form, by the fields it names, and its
+messages for a page or a command; and the fields the pages share."""
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.forms.utils import pretty_name
 
 
@@ -42,3 +44,48 @@ def flat_messages(value):
             yield from flat_messages(item)
     else:
         yield value
+
+
+UTC_DATETIME_SHOWN = "%Y-%m-%d %H:%M"
+# As pages write times, with seconds or without; the "T" is what ISO 8601 and a browser's picker write, the "Z" says
+# UTC as the label does.
+UTC_DATETIME_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
+
+
+class UtcDateTimeField(forms.DateTimeField):
+    """A date and time typed as pages print them, YYYY-MM-DD HH:MM, in UTC: a browser's datetime-local picker shows
+    the browser's locale format (mm/dd/yyyy, a.m./p.m.) and says nothing of the time zone. The label should say
+    "(UTC)"; an input that does not read is an error naming the field."""
+
+    widget = forms.DateTimeInput(
+        format=UTC_DATETIME_SHOWN,
+        attrs={
+            "placeholder": "YYYY-MM-DD HH:MM",
+            "pattern": r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?Z?",
+            "size": 16,
+        },
+    )
+
+    def __init__(self, *, label=None, help_text="", **kwargs):
+        super().__init__(label=label, help_text=help_text or "YYYY-MM-DD HH:MM, in UTC.", **kwargs)
+        name = str(label or "The time").removesuffix(" (UTC)")
+        self.error_messages["invalid"] = f"{name}: write a UTC time as YYYY-MM-DD HH:MM, e.g. 2027-03-31 14:30."
+
+    def prepare_value(self, value):
+        # Shown in UTC, as it is read back (Django's own shows the current time zone's).
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return value.astimezone(UTC)
+        return value
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        if isinstance(value, datetime):
+            return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        text = str(value).strip().removesuffix("Z")
+        for layout in UTC_DATETIME_FORMATS:
+            try:
+                return datetime.strptime(text, layout).replace(tzinfo=UTC)
+            except ValueError:
+                continue
+        raise ValidationError(self.error_messages["invalid"], code="invalid")

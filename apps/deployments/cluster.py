@@ -190,17 +190,17 @@ def _judge_nccl(run) -> dict:
     report = benchmarks.sweep_report(run)
     tests = run.tests.order_by("id")
     test = tests.first()
-    if test is None or test.busbw_gbps is None:
+    if test is None or test.busbw_gb_per_s is None:
         return _could_not_run(f"multi-node NCCL gave no figure ({run.summary or run.status})")
-    expected = test.expected_gbps
+    expected = test.expected_gb_per_s
     criterion = (
-        f"all_reduce bus bandwidth across {len(test.hosts)} nodes at ≥ {test.warn_gbps:g} GB/s for pass, "
-        f"≥ {test.fail_gbps:g} for warn (reference {expected:g} GB/s, {run.sku_name}, {run.fabric})"
+        f"all_reduce bus bandwidth across {len(test.hosts)} nodes at ≥ {test.warn_gb_per_s:g} GB/s for pass, "
+        f"≥ {test.fail_gb_per_s:g} for warn (reference {expected:g} GB/s, {run.sku_name}, {run.fabric})"
         if expected is not None
         else f"no reference for {run.sku_name} over {run.fabric}: any figure passes"
     )
-    value = f"{test.busbw_gbps:.1f} GB/s" + (
-        f" ({100 * test.busbw_gbps / expected:.0f} % of {expected:g})" if expected else ""
+    value = f"{test.busbw_gb_per_s:.1f} GB/s" + (
+        f" ({100 * test.busbw_gb_per_s / expected:.0f} % of {expected:g})" if expected else ""
     )
     suggestions = []
     if test.verdict not in VERIFIED_OUTCOMES:
@@ -221,14 +221,16 @@ def _judge_nccl(run) -> dict:
         "outcome": test.verdict,
         "value": value[:120],
         "criterion": criterion[:300],
-        "summary": f"{len(test.hosts)} nodes, {test.busbw_gbps:.1f} GB/s busbw at {units.size(test.size_bytes or 0)}",
+        "summary": (
+            f"{len(test.hosts)} nodes, {test.busbw_gb_per_s:.1f} GB/s busbw at {units.size(test.size_bytes or 0)}"
+        ),
         "details": {
-            "busbw_gbps": test.busbw_gbps,
-            "expected_gbps": expected,
-            "warn_gbps": test.warn_gbps,
-            "fail_gbps": test.fail_gbps,
+            "busbw_gb_per_s": test.busbw_gb_per_s,
+            "expected_gb_per_s": expected,
+            "warn_gb_per_s": test.warn_gb_per_s,
+            "fail_gb_per_s": test.fail_gb_per_s,
             "series": [
-                {"size_bytes": row.get("size_bytes") or row.get("size"), "busbw_gbps": row.get("busbw_gbps")}
+                {"size_bytes": row.get("size_bytes") or row.get("size"), "busbw_gb_per_s": row.get("busbw_gb_per_s")}
                 for row in _oop_rows(test.series)
             ],
         },
@@ -298,11 +300,11 @@ def _oop_rows(series: list) -> list[dict]:
     rows = []
     for row in series or []:
         size = row.get("size_bytes", row.get("size"))
-        busbw = row.get("busbw_gbps", row.get("oop_busbw", row.get("busbw")))
+        busbw = row.get("busbw_gb_per_s", row.get("oop_busbw", row.get("busbw")))
         if isinstance(busbw, dict):
             busbw = busbw.get("out_of_place")
         if size is not None and isinstance(busbw, int | float):
-            rows.append({"size_bytes": size, "busbw_gbps": busbw})
+            rows.append({"size_bytes": size, "busbw_gb_per_s": busbw})
     return rows
 
 
@@ -323,8 +325,8 @@ def _judge_sweep(run) -> dict:
             "cause": f"The NCCL sweep named it, and confirmed it against a different known-good partner after the "
             f"cool-down: {suspect['cause']}"
             + (
-                f" ({suspect['busbw_gbps']:.1f} GB/s, expected {suspect['expected_gbps']:g})"
-                if suspect["busbw_gbps"] is not None and suspect["expected_gbps"]
+                f" ({suspect['busbw_gb_per_s']:.1f} GB/s, expected {suspect['expected_gb_per_s']:g})"
+                if suspect["busbw_gb_per_s"] is not None and suspect["expected_gb_per_s"]
                 else ""
             ),
             "next_check": f"Check the link on both ends: `ethtool {suspect['nic'] or 'IF'}` on {suspect['node']} "
@@ -347,8 +349,8 @@ def _judge_sweep(run) -> dict:
         outcome, value = Outcome.PASS, "no slow node or link"
     heat = {}
     for pair in report["pairs"]:
-        if pair["busbw_gbps"] is not None:
-            heat["+".join(sorted(pair["nodes"]))] = pair["busbw_gbps"]
+        if pair["busbw_gb_per_s"] is not None:
+            heat["+".join(sorted(pair["nodes"]))] = pair["busbw_gb_per_s"]
     return {
         "outcome": outcome,
         "value": value[:120],
@@ -363,7 +365,7 @@ def _judge_sweep(run) -> dict:
             "cleared": report["cleared"],
             "unresolved": report["unresolved"],
             "pairs": [
-                {"nodes": pair["nodes"], "busbw_gbps": pair["busbw_gbps"], "verdict": pair["verdict"]}
+                {"nodes": pair["nodes"], "busbw_gb_per_s": pair["busbw_gb_per_s"], "verdict": pair["verdict"]}
                 for pair in report["pairs"]
             ][:64],
         },
@@ -587,14 +589,14 @@ def chart(check: ClusterAcceptanceCheck) -> str:
     NCCL busbw per message size against the reference, the sweep's two-node tests, HPL-MxP per node."""
     details = check.details or {}
     if check.check_name == ClusterCheck.NCCL:
-        rows = [row for row in details.get("series", []) if row.get("busbw_gbps") is not None]
-        bars = [(_size(row["size_bytes"]), row["busbw_gbps"], "#1565c0") for row in rows[-12:]]
-        return _bars(bars, reference=details.get("expected_gbps"), unit="GB/s", title="busbw by message size")
+        rows = [row for row in details.get("series", []) if row.get("busbw_gb_per_s") is not None]
+        bars = [(_size(row["size_bytes"]), row["busbw_gb_per_s"], "#1565c0") for row in rows[-12:]]
+        return _bars(bars, reference=details.get("expected_gb_per_s"), unit="GB/s", title="busbw by message size")
     if check.check_name == ClusterCheck.SWEEP:
         bars = [
-            ("+".join(pair["nodes"]), pair["busbw_gbps"], COLOURS.get(pair["verdict"], "#757575"))
+            ("+".join(pair["nodes"]), pair["busbw_gb_per_s"], COLOURS.get(pair["verdict"], "#757575"))
             for pair in details.get("pairs", [])
-            if pair.get("busbw_gbps") is not None
+            if pair.get("busbw_gb_per_s") is not None
         ]
         return _bars(bars[:24], reference=None, unit="GB/s", title="two-node tests")
     rows = details.get("measurements", [])

@@ -11,6 +11,8 @@ reports about itself (GPU_DEVICES) and what sets its arithmetic rate (GPU_COMPUT
 from dataclasses import dataclass
 from decimal import Decimal
 
+from apps.core.renames import as_model_fields
+
 ACHIEVABLE_SHARE = Decimal("0.88")
 
 
@@ -37,9 +39,9 @@ def _sku(
         "architecture": architecture,
         "form_factor": form_factor,
         "hbm_gib": hbm_gib,
-        "mem_bandwidth_tbps": bandwidth,
-        "mem_bandwidth_reference_tbps": reference,
-        "nvlink_gbps": nvlink,
+        "mem_bandwidth_tb_per_s": bandwidth,
+        "mem_bandwidth_reference_tb_per_s": reference,
+        "nvlink_gb_per_s": nvlink,
         "tdp_w": tdp,
         "min_power_limit_w": min_power,
         "bf16_dense_tflops": Decimal(bf16),
@@ -64,9 +66,8 @@ GPU_SKUS = [
 def sync_gpu_skus(gpu_sku_model) -> int:
     """Create or refresh the shipped SKUs; SKUs an operator added are left alone. Returns how many were created."""
     created = 0
-    known = {field.name for field in gpu_sku_model._meta.get_fields()}  # a migration's model may predate a field
     for values in GPU_SKUS:
-        values = {name: value for name, value in values.items() if name in known}
+        values = as_model_fields(gpu_sku_model, values)  # a migration's model may predate a field or its new name
         _, was_created = gpu_sku_model.objects.update_or_create(name=values["name"], defaults=values)
         created += was_created
     return created
@@ -91,7 +92,7 @@ class GpuDevice:
     memory_mhz: int
     video_max_mhz: int
     nvlinks: int
-    nvlink_link_gbps: float  # per link, one direction, as `nvidia-smi nvlink -s` prints it
+    nvlink_link_gb_per_s: float  # per link, one direction, as `nvidia-smi nvlink -s` prints it
     board_part: str
     gpu_part: str
     inforom: str

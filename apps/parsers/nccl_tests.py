@@ -26,8 +26,8 @@ class Placement(Result):
     """One half of a row: out-of-place or in-place timings."""
 
     time_us: float | None
-    algbw_gbps: float | None
-    busbw_gbps: float | None
+    algbw_gb_per_s: float | None
+    busbw_gb_per_s: float | None
     wrong: int | None = None
     error: float | None = None  # old tables print a max relative error instead of #wrong
 
@@ -61,7 +61,7 @@ class NcclTestResult(Result):
     collective: str | None = None
     status: str = "incomplete"  # completed | failed | incomplete
     rows: list[NcclRow] = field(default_factory=list)
-    avg_busbw_gbps: float | None = None
+    avg_busbw_gb_per_s: float | None = None
     out_of_bounds: int | None = None
     errors: list[str] = field(default_factory=list)
     nccl_version: str | None = None
@@ -70,13 +70,13 @@ class NcclTestResult(Result):
     parameters: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def peak_busbw_gbps(self) -> float | None:
-        values = [row.out_of_place.busbw_gbps for row in self.rows if row.out_of_place.busbw_gbps is not None]
+    def peak_busbw_gb_per_s(self) -> float | None:
+        values = [row.out_of_place.busbw_gb_per_s for row in self.rows if row.out_of_place.busbw_gb_per_s is not None]
         return max(values) if values else None
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
-        data["peak_busbw_gbps"] = self.peak_busbw_gbps
+        data["peak_busbw_gb_per_s"] = self.peak_busbw_gb_per_s
         return data
 
 
@@ -170,7 +170,7 @@ def _read_text_line(state: _TextState, line: str, number: int) -> None:
     elif match := OUT_OF_BOUNDS.match(stripped):
         result.out_of_bounds = int(match[1])
     elif match := AVG_BUSBW.match(stripped):
-        result.avg_busbw_gbps = to_float(match[1])
+        result.avg_busbw_gb_per_s = to_float(match[1])
         state.recognised = True
     elif failure := FAILURE.search(line):
         _add_error(result, failure[1])
@@ -233,8 +233,8 @@ def _placement(columns: list[str], tokens: list[str]) -> Placement:
     values = dict(zip(columns, tokens, strict=True))
     return Placement(
         time_us=to_float(values.get("time")),
-        algbw_gbps=to_float(values.get("algbw")),
-        busbw_gbps=to_float(values.get("busbw")),
+        algbw_gb_per_s=to_float(values.get("algbw")),
+        busbw_gb_per_s=to_float(values.get("busbw")),
         wrong=to_int(values.get("#wrong")),
         error=to_float(values.get("error")),
     )
@@ -243,7 +243,7 @@ def _placement(columns: list[str], tokens: list[str]) -> Placement:
 def _status(result: NcclTestResult) -> str:
     if result.errors:
         return "failed"
-    return "completed" if result.avg_busbw_gbps is not None else "incomplete"
+    return "completed" if result.avg_busbw_gb_per_s is not None else "incomplete"
 
 
 # --- -J JSON ----------------------------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def parse_nccl_tests_json(text: str) -> NcclTestResult:
     result = NcclTestResult(
         collective=collective_from_binary((data.get("args") or [None])[0]),
         rows=[_json_row(item) for item in data.get("results") or []],
-        avg_busbw_gbps=to_float((data.get("average_bus_bandwidth") or {}).get("bandwidth")),
+        avg_busbw_gb_per_s=to_float((data.get("average_bus_bandwidth") or {}).get("bandwidth")),
         out_of_bounds=to_int((data.get("out_of_bounds") or {}).get("count")),
         errors=errors,
         nccl_version=nccl_version_from_code(data.get("nccl_version")),
@@ -284,8 +284,8 @@ def _json_row(item: dict[str, Any]) -> NcclRow:
 def _json_placement(item: dict[str, Any]) -> Placement:
     return Placement(
         time_us=to_float(item.get("time")),
-        algbw_gbps=to_float(item.get("alg_bw")),
-        busbw_gbps=to_float(item.get("bus_bw")),
+        algbw_gb_per_s=to_float(item.get("alg_bw")),
+        busbw_gb_per_s=to_float(item.get("bus_bw")),
         wrong=to_int(item.get("nwrong")),
     )
 

@@ -42,10 +42,10 @@ class TorchBenchmarks(Result):
     device_name: str | None
     sm_count: int | None
     total_memory_bytes: int | None
-    d2d_copy_gbps: float | None  # bytes read + written per second, in GB/s
-    read_gbps: float | None
-    h2d_pinned_gbps: float | None
-    d2h_pinned_gbps: float | None
+    d2d_copy_gb_per_s: float | None  # bytes read + written per second, in GB/s
+    read_gb_per_s: float | None
+    h2d_pinned_gb_per_s: float | None
+    d2h_pinned_gb_per_s: float | None
     gemm_tflops: dict[str, float | None] = field(default_factory=dict)
     hpl_mxp_like: list[MxpSolve] = field(default_factory=list)
     serving: ServingRun | None = None
@@ -60,10 +60,10 @@ def parse_torch_benchmarks(text: str) -> TorchBenchmarks:
         device_name=data.get("device_name"),
         sm_count=to_int(data.get("sm_count")),
         total_memory_bytes=to_int(data.get("total_memory")),
-        d2d_copy_gbps=to_float(data.get("d2d_copy_GBps")),
-        read_gbps=to_float(data.get("read_sum_GBps")),
-        h2d_pinned_gbps=to_float(data.get("h2d_pinned_GBps")),
-        d2h_pinned_gbps=to_float(data.get("d2h_pinned_GBps")),
+        d2d_copy_gb_per_s=to_float(data.get("d2d_copy_GBps")),
+        read_gb_per_s=to_float(data.get("read_sum_GBps")),
+        h2d_pinned_gb_per_s=to_float(data.get("h2d_pinned_GBps")),
+        d2h_pinned_gb_per_s=to_float(data.get("d2h_pinned_GBps")),
         gemm_tflops={str(key): to_float(value) for key, value in (data.get("gemm_tflops") or {}).items()},
         hpl_mxp_like=[_solve(item) for item in data.get("hpl_mxp_like") or [] if isinstance(item, dict)],
         serving=_serving(data["serving"]) if isinstance(data.get("serving"), dict) else None,

@@ -6,6 +6,7 @@ from django import forms
 from django.core import signing
 
 from apps.core.api import errors_beyond_shape
+from apps.core.forms import UtcDateTimeField
 from apps.inventory.models import Node, Rack
 from apps.remediation import windows
 from apps.remediation.api.serializers import BACKTEST_WINDOWS, kind_pattern_validator
@@ -79,14 +80,12 @@ class WindowForm(forms.ModelForm):
 
     rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), to_field_name="public_id", required=False)
     node = forms.ModelChoiceField(queryset=Node.objects.order_by("hostname"), to_field_name="public_id", required=False)
+    starts = UtcDateTimeField(label="Starts (UTC)")
+    ends = UtcDateTimeField(label="Ends (UTC)")
 
     class Meta:
         model = MaintenanceWindow
         fields = ["rack", "node", "starts", "ends", "reason"]
-        widgets = {
-            "starts": forms.DateTimeInput(attrs={"type": "datetime-local"}),
-            "ends": forms.DateTimeInput(attrs={"type": "datetime-local"}),
-        }
 
     def clean(self):
         data = super().clean()

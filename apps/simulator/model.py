@@ -145,32 +145,32 @@ def gpu_reading(gpu: SimGpu, *, load: float, rng: random.Random) -> GpuReading:
 
 HBM_COPY_EFFICIENCY = 0.877  # 4.21 of 4.8 TB/s measured on the real H200
 NVLINK_COPY_EFFICIENCY = 0.82  # copy-engine peer copies over NVLink reach ~82% of the links' raw rate
-PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+PCIE_LANE_GB_PER_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 PCIE_EFFICIENCY = 0.875  # 55 GB/s pinned copies measured on Gen5 x16
 DEGRADED_CLOCK_MEMORY_SHARE = 0.85  # a throttled or straggling card also streams memory slower
 
 
-def hbm_copy_tbps(gpu: SimGpu, straggler: bool = False) -> float:
+def hbm_copy_tb_per_s(gpu: SimGpu, straggler: bool = False) -> float:
     """Device-to-device copy bandwidth (bytes read + written) of one GPU's HBM."""
-    value = gpu.datasheet_tbps * HBM_COPY_EFFICIENCY
+    value = gpu.datasheet_tb_per_s * HBM_COPY_EFFICIENCY
     if gpu.thermal_c or straggler:
         value *= DEGRADED_CLOCK_MEMORY_SHARE
     return value
 
 
-def nvlink_gbps(gpu: SimGpu) -> float:
+def nvlink_gb_per_s(gpu: SimGpu) -> float:
     """Raw NVLink bandwidth out of one GPU, one direction."""
-    return gpu.active_nvlinks * gpu.facts.nvlink_link_gbps
+    return gpu.active_nvlinks * gpu.facts.nvlink_link_gb_per_s
 
 
-def peer_copy_gbps(a: SimGpu, b: SimGpu) -> float:
+def peer_copy_gb_per_s(a: SimGpu, b: SimGpu) -> float:
     """Copy-engine bandwidth from a to b through the NVSwitches: the GPU with fewer working links sets it."""
-    return min(nvlink_gbps(a), nvlink_gbps(b)) * NVLINK_COPY_EFFICIENCY
+    return min(nvlink_gb_per_s(a), nvlink_gb_per_s(b)) * NVLINK_COPY_EFFICIENCY
 
 
-def pcie_gbps(gpu: SimGpu) -> float:
+def pcie_gb_per_s(gpu: SimGpu) -> float:
     """Pinned host<->device copy bandwidth over the GPU's PCIe link as trained."""
-    return PCIE_LANE_GBPS[gpu.link_gen] * gpu.pcie_width * PCIE_EFFICIENCY
+    return PCIE_LANE_GB_PER_S[gpu.link_gen] * gpu.pcie_width * PCIE_EFFICIENCY
 
 
 # --- compute: GEMM rate, HPL-MxP, gpu-burn --------------------------------------------------------------------
@@ -231,16 +231,16 @@ class HplMxpTimes:
         return self.flops / self.lu_s / 1e9
 
 
-def hpl_mxp_times(n: int, nb: int, gpus: list[SimGpu], broadcast_gbps: float) -> HplMxpTimes:
+def hpl_mxp_times(n: int, nb: int, gpus: list[SimGpu], broadcast_gb_per_s: float) -> HplMxpTimes:
     """One HPL-MxP solve of order n over `gpus` (bulk-synchronous: the slowest GPU sets the pace of every step);
-    `broadcast_gbps` is what a panel crosses between GPUs (NVLink in a node, the node's NICs across nodes)."""
+    `broadcast_gb_per_s` is what a panel crosses between GPUs (NVLink in a node, the node's NICs across nodes)."""
     flops = 2 / 3 * n**3 + 3 / 2 * n**2
     count = len(gpus)
     rate = min(gemm_tflops(gpu) for gpu in gpus) * 1e12 * count * HPL_MXP_LU_EFFICIENCY
     panels = math.ceil(n / nb)
-    broadcast = n * nb * 2 / (broadcast_gbps * 1e9) if count > 1 and broadcast_gbps > 0 else 0.0
+    broadcast = n * nb * 2 / (broadcast_gb_per_s * 1e9) if count > 1 and broadcast_gb_per_s > 0 else 0.0
     lu = 2 / 3 * n**3 / rate + panels * (HPL_MXP_PANEL_S + broadcast)
-    hbm = min(hbm_copy_tbps(gpu) for gpu in gpus) * 1e12 * count
+    hbm = min(hbm_copy_tb_per_s(gpu) for gpu in gpus) * 1e12 * count
     solver = HPL_MXP_REFINE_ITERATIONS * (HPL_MXP_REFINE_S + HPL_MXP_MATVECS * 8 * n**2 / hbm)
     return HplMxpTimes(lu, solver, flops)
 
@@ -257,10 +257,10 @@ def dgemm_tflops(gpu: SimGpu, *, hot: bool = False) -> float:
     return compute.sms * compute.fp64_flops_per_clock_sm * loaded_sm_mhz(gpu, hot=hot) * 1e6 / 1e12
 
 
-def hpl_seconds(n: int, nb: int, gpus: list[SimGpu], broadcast_gbps: float) -> float:
+def hpl_seconds(n: int, nb: int, gpus: list[SimGpu], broadcast_gb_per_s: float) -> float:
     """One classic HPL solve of order n over `gpus`, the slowest GPU setting the pace of every step."""
     rate = min(dgemm_tflops(gpu) for gpu in gpus) * 1e12 * len(gpus) * HPL_EFFICIENCY
-    broadcast = n * nb * 8 / (broadcast_gbps * 1e9) if len(gpus) > 1 and broadcast_gbps > 0 else 0.0
+    broadcast = n * nb * 8 / (broadcast_gb_per_s * 1e9) if len(gpus) > 1 and broadcast_gb_per_s > 0 else 0.0
     return 2 / 3 * n**3 / rate + math.ceil(n / nb) * (HPL_PANEL_S + broadcast)
 
 
@@ -329,7 +329,7 @@ def rdma_active_mtu(mtu: int) -> int:
     return 256
 
 
-def nic_payload_gbps(nic: SimNic, rdma_priority: int, peer_gpus: list[SimGpu]) -> float:
+def nic_payload_gb_per_s(nic: SimNic, rdma_priority: int, peer_gpus: list[SimGpu]) -> float:
     """GB/s of RDMA payload one NIC moves for NCCL; 0 when its link is down."""
     if not nic.link_up:
         return 0.0
@@ -341,11 +341,11 @@ def nic_payload_gbps(nic: SimNic, rdma_priority: int, peer_gpus: list[SimGpu]) -
     if nic.crc_errors_per_million:  # each frame the cable corrupts costs a go-back-N resend of the window
         value /= 1 + nic.crc_errors_per_million / 1e6 * ROCE_RESEND_WINDOW_PACKETS
     for gpu in peer_gpus:  # GPUDirect RDMA: the GPU's PCIe link feeds the NIC
-        value = min(value, pcie_gbps(gpu))
+        value = min(value, pcie_gb_per_s(gpu))
     return value
 
 
-def node_network_gbps(state: SimulatedNode, rdma_priority: int = 3) -> float:
+def node_network_gb_per_s(state: SimulatedNode, rdma_priority: int = 3) -> float:
     """What a node can send to the fabric for NCCL: rings run one per NIC, each as fast as the slowest NIC's."""
     nics = state.data_nics
     if not nics:
@@ -353,7 +353,7 @@ def node_network_gbps(state: SimulatedNode, rdma_priority: int = 3) -> float:
     rates = []
     for nic in nics:
         peers = [gpu for gpu in state.visible_gpus if nic.pcie_switch and gpu.pcie_switch == nic.pcie_switch]
-        rates.append(nic_payload_gbps(nic, rdma_priority, peers))
+        rates.append(nic_payload_gb_per_s(nic, rdma_priority, peers))
     working = [rate for rate in rates if rate > 0]
     return len(working) * min(working) if working else 0.0
 
@@ -365,11 +365,11 @@ def node_degradation(state: SimulatedNode) -> float:
     return share
 
 
-def node_nvlink_busbw_gbps(state: SimulatedNode) -> float:
+def node_nvlink_busbw_gb_per_s(state: SimulatedNode) -> float:
     gpus = state.visible_gpus
     if len(gpus) < 2:
         return 0.0
-    return min(nvlink_gbps(gpu) for gpu in gpus) * NCCL_NVLINK_EFFICIENCY
+    return min(nvlink_gb_per_s(gpu) for gpu in gpus) * NCCL_NVLINK_EFFICIENCY
 
 
 @dataclass(frozen=True)
@@ -378,7 +378,7 @@ class RingModel:
 
     collective: str
     ranks: int
-    peak_busbw_gbps: float
+    peak_busbw_gb_per_s: float
     hop_latency_us: float
     ramp_bytes: float
 
@@ -387,7 +387,7 @@ class RingModel:
             return LAUNCH_LATENCY_US
         steps = RING_STEPS[self.collective](self.ranks)
         factor = BUSBW_FACTORS[self.collective](self.ranks)
-        bandwidth = self.peak_busbw_gbps * size_bytes / (size_bytes + self.ramp_bytes)
+        bandwidth = self.peak_busbw_gb_per_s * size_bytes / (size_bytes + self.ramp_bytes)
         return LAUNCH_LATENCY_US + steps * self.hop_latency_us + size_bytes * factor / (bandwidth * 1e3)
 
     def busbw_factor(self) -> float:
@@ -400,14 +400,14 @@ def one_nvlink_domain(nodes: list[SimulatedNode]) -> bool:
     return len(domains) == 1 and None not in domains
 
 
-def mnnvl_busbw_gbps(nodes: list[SimulatedNode], collective: str) -> float:
+def mnnvl_busbw_gb_per_s(nodes: list[SimulatedNode], collective: str) -> float:
     """Bus bandwidth across trays over NVLink: the GPU with the fewest working links sets it (a switch tray down costs
     every GPU its links there); all_reduce is reduced in the switches (NVLink SHARP)."""
     gpus = [gpu for state in nodes for gpu in state.visible_gpus]
     if not gpus:
         return 0.0
     efficiency = MNNVL_ALL_REDUCE_EFFICIENCY if collective == "all_reduce" else NCCL_NVLINK_EFFICIENCY
-    return min(nvlink_gbps(gpu) for gpu in gpus) * efficiency
+    return min(nvlink_gb_per_s(gpu) for gpu in gpus) * efficiency
 
 
 def ring_model(collective: str, nodes: list[SimulatedNode], gpus_per_node: int) -> RingModel:
@@ -415,18 +415,18 @@ def ring_model(collective: str, nodes: list[SimulatedNode], gpus_per_node: int) 
     ranks = gpus_per_node * len(nodes)
     degradation = min(node_degradation(state) for state in nodes)
     # With one GPU per node no NVLink is on the ring; with one GPU in all, nothing is.
-    intra = min(node_nvlink_busbw_gbps(state) for state in nodes) if gpus_per_node > 1 else math.inf
+    intra = min(node_nvlink_busbw_gb_per_s(state) for state in nodes) if gpus_per_node > 1 else math.inf
     if len(nodes) == 1:
         peak = 0.0 if intra == math.inf else intra
         return RingModel(collective, ranks, peak * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK)
     if one_nvlink_domain(nodes):  # multi-node NVLink: the trays' GPUs reach one another through the switch trays
         return RingModel(
-            collective, ranks, mnnvl_busbw_gbps(nodes, collective) * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK
+            collective, ranks, mnnvl_busbw_gb_per_s(nodes, collective) * degradation, NVLINK_HOP_US, RAMP_BYTES_NVLINK
         )
     fabric = min(state.leaf_uplink_ratio for state in nodes)
     if len({state.pod for state in nodes}) > 1:  # the ring leaves its pod: through the spines' uplinks to the core
         fabric = min([fabric] + [state.core_uplink_ratio for state in nodes])
-    network = min(node_network_gbps(state) for state in nodes) * fabric
+    network = min(node_network_gb_per_s(state) for state in nodes) * fabric
     # Several GPUs of a node share its NICs; the ring's bus bandwidth can exceed neither NVLink nor the NICs.
     peak = min(intra, network)
     inter_share = len(nodes) / ranks

@@ -50,18 +50,18 @@ def nccl_version_code(version: str) -> int:
     return major * 10000 + minor * 100 + patch if (major, minor) >= (2, 9) else major * 1000 + minor * 100 + patch
 
 
-def facts_for(sku_name: str, hbm_gib: int, nvlink_gbps: int) -> GpuDevice:
+def facts_for(sku_name: str, hbm_gib: int, nvlink_gb_per_s: int) -> GpuDevice:
     if sku_name in GPU_DEVICES:
         return GPU_DEVICES[sku_name]
     # A SKU added by an operator: derive what we can, keep the H200's shape for the rest.
-    links = 18 if nvlink_gbps >= 900 else (12 if nvlink_gbps else 0)
-    per_link = round(nvlink_gbps / 2 / links, 3) if links else 0.0
+    links = 18 if nvlink_gb_per_s >= 900 else (12 if nvlink_gb_per_s else 0)
+    per_link = round(nvlink_gb_per_s / 2 / links, 3) if links else 0.0
     return replace(
         GPU_DEVICES["H200 SXM"],
         product_name=f"NVIDIA {sku_name}",
         memory_mib=hbm_gib * 1024 - 1000,
         nvlinks=links,
-        nvlink_link_gbps=per_link,
+        nvlink_link_gb_per_s=per_link,
     )
 
 
@@ -80,8 +80,8 @@ class SimGpu:
     sku_name: str
     architecture: str  # the catalogue's, e.g. Hopper
     facts: GpuDevice  # what the card reports about itself (apps.inventory.catalogue.GPU_DEVICES)
-    datasheet_tbps: float
-    reference_tbps: float
+    datasheet_tb_per_s: float
+    reference_tb_per_s: float
     tdp_w: int
     pcie_gen_max: int
     min_power_limit_w: int = 200  # the lowest limit the driver accepts (the SKU's); the highest is the TDP
@@ -417,9 +417,9 @@ def _sim_gpu(gpu, firmware: dict) -> SimGpu:
         vbios=firmware.get((FirmwareComponent.GPU_VBIOS, f"GPU{index}"), "96.00.A5.00.1A"),
         sku_name=sku.name,
         architecture=sku.architecture,
-        facts=facts_for(sku.name, sku.hbm_gib, sku.nvlink_gbps),
-        datasheet_tbps=float(sku.mem_bandwidth_tbps),
-        reference_tbps=float(sku.mem_bandwidth_reference_tbps),
+        facts=facts_for(sku.name, sku.hbm_gib, sku.nvlink_gb_per_s),
+        datasheet_tb_per_s=float(sku.mem_bandwidth_tb_per_s),
+        reference_tb_per_s=float(sku.mem_bandwidth_reference_tb_per_s),
         tdp_w=sku.tdp_w,
         pcie_gen_max=sku.pcie_gen,
         min_power_limit_w=min(sku.min_power_limit_w, sku.tdp_w),

@@ -78,7 +78,7 @@ def test_results_list_their_series_and_reads_write_nothing(finished_sweep, api_a
     assert writes == [] and list(before) == list(BenchmarkTest.objects.order_by("id").values_list("updated", flat=True))
     results = response.json()["results"]
     assert results[0]["purpose"] == "whole" and len(results[0]["hosts"]) == 8
-    assert {"size_bytes", "busbw_gbps", "algbw_gbps", "time_us"} <= set(results[0]["series"][0])
+    assert {"size_bytes", "busbw_gb_per_s", "algbw_gb_per_s", "time_us"} <= set(results[0]["series"][0])
     assert detail.json()["suspects"][0]["node"] == "gpu004" and detail.json()["suspects"][0]["nic"] == "ens5np0"
     assert listing.json()["results"][0]["id"] == str(finished_sweep.public_id)
 
@@ -93,11 +93,11 @@ def test_accept_needs_an_operator_and_makes_baselines(finished_sweep, api_as, vi
 def test_references_are_editable_by_operators_with_ordered_tiers(demo_cluster, api_as, viewer, operator):
     reference = Reference.objects.get(sku_name="H200 SXM", fabric="roce-8x400g")
     url = f"/api/benchmark-references/{reference.public_id}/"
-    assert api_as(viewer).patch(url, {"expected_gbps": 380}, format="json").status_code == 403
-    assert api_as(operator).patch(url, {"warn_gbps": 400}, format="json").status_code == 400
-    assert api_as(operator).patch(url, {"expected_gbps": 380}, format="json").status_code == 200
+    assert api_as(viewer).patch(url, {"expected_gb_per_s": 380}, format="json").status_code == 403
+    assert api_as(operator).patch(url, {"warn_gb_per_s": 400}, format="json").status_code == 400
+    assert api_as(operator).patch(url, {"expected_gb_per_s": 380}, format="json").status_code == 200
     reference.refresh_from_db()
-    assert reference.expected_gbps == 380
+    assert reference.expected_gb_per_s == 380
 
 
 def test_benchmarks_page_lists_suites_runs_and_references(finished_sweep, browser_as, viewer, client):

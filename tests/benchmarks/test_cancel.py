@@ -79,7 +79,7 @@ def test_a_cancel_cuts_the_cool_down_short_and_keeps_what_was_measured(inject, o
     cooling.job.refresh_from_db()
     assert cooling.job.status == JobStatus.CANCELED
     kept = run.tests.exclude(purpose=Purpose.CONFIRM)
-    assert kept.exists() and all(test.busbw_gbps for test in kept)  # the rounds before the cancel stay
+    assert kept.exists() and all(test.busbw_gb_per_s for test in kept)  # the rounds before the cancel stay
     assert not run.suspects.exists()  # the isolate alone names nobody: the re-test never ran
     entry = AuditEntry.objects.get(action=AuditAction.CANCEL, object_type="benchmarks.benchmarkrun")
     assert entry.object_id == str(run.pk) and entry.actor == operator

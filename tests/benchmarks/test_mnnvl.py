@@ -34,9 +34,9 @@ def test_all_reduce_across_trays_is_judged_against_the_mnnvl_reference(nvl72):
     test = all_reduce("nvl01-t01,nvl01-t02,nvl01-t03,nvl01-t04")
 
     assert test.run.fabric == MNNVL  # the run says what it ran over, as its reference does (it said roce-4x400g)
-    assert (test.reference.sku_name, test.reference.fabric, test.reference.expected_gbps) == ("GB200", MNNVL, 811.0)
+    assert (test.reference.sku_name, test.reference.fabric, test.reference.expected_gb_per_s) == ("GB200", MNNVL, 811.0)
     assert "lixueduan.com" in test.reference.source
-    assert test.verdict == Verdict.PASS and 780 < test.busbw_gbps < 830
+    assert test.verdict == Verdict.PASS and 780 < test.busbw_gb_per_s < 830
 
 
 def test_a_switch_tray_down_warns(nvl72):

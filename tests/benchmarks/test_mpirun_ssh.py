@@ -132,7 +132,7 @@ def test_the_multi_node_suite_runs_mpirun_from_a_hostfile_on_the_launcher_over_s
     assert test.hosts == [launcher.hostname, other.hostname]
     parsed = parse_nccl_tests(CAPTURE.read_text())
     assert test.series == judging.series(parsed) and [row["size_bytes"] for row in test.series] == [SIZE]
-    assert test.busbw_gbps == 191.76  # out-of-place busbw of the capture's row
+    assert test.busbw_gb_per_s == 191.76  # out-of-place busbw of the capture's row
     assert run.status == RunStatus.SUCCEEDED, run.summary
     job = run.rounds.get().job
     command = JobEvent.objects.get(job=job, message__startswith="$ sh -c ").message

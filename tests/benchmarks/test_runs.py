@@ -25,8 +25,8 @@ def test_one_node_runs_alone_every_row_kept_and_judged_against_the_nvlink_refere
     assert test.hosts == ["gpu001"] and test.evidence["command"][0] == "all_reduce_perf"
     assert test.evidence["command"][test.evidence["command"].index("-n") + 1] == "20"  # nccl-tests' own default
     assert [row["size_bytes"] for row in test.series] == [8 * 2**k for k in range(32)]  # 8 B .. 16 GiB
-    assert test.size_bytes == 16 * GIB and test.busbw_gbps == test.series[-1]["busbw_gbps"]
-    assert test.reference.fabric == "nvlink" and test.expected_gbps == 450
+    assert test.size_bytes == 16 * GIB and test.busbw_gb_per_s == test.series[-1]["busbw_gb_per_s"]
+    assert test.reference.fabric == "nvlink" and test.expected_gb_per_s == 450
     assert test.verdict == Verdict.PASS  # the ring-only figure sits between the warn tier and NVLS's expected
     assert 75 < test.pct_expected < 90
 
@@ -52,7 +52,7 @@ def test_a_baseline_accepted_then_a_regression_is_flagged(run_suite, inject):
     assert services.accept_baseline(run=first) == 1
 
     same = run_suite("nccl", "gpu001,gpu002", min_bytes=GIB, max_bytes=4 * GIB).tests.get()
-    assert same.baseline_gbps == first.tests.get().busbw_gbps and not same.regressed
+    assert same.baseline_gb_per_s == first.tests.get().busbw_gb_per_s and not same.regressed
 
     inject("gpu002", "degraded_cable", "ens1np0", rate_gbps=0, crc_per_million=100)
     slower = run_suite("nccl", "gpu001,gpu002", min_bytes=GIB, max_bytes=4 * GIB).tests.get()
@@ -96,9 +96,9 @@ def test_cli_sweep_prints_the_json_report(demo_cluster, inject):
     report = json.loads(out.getvalue())
     assert report["suspects"][0]["node"] == "gpu021" and report["suspects"][0]["nic"] == "ens7np0"
     assert report["suspects"][0]["switch_port"] and report["suspects"][0]["cable"]
-    assert report["suspects"][0]["expected_gbps"] == 360
+    assert report["suspects"][0]["expected_gb_per_s"] == 360
     assert report["rounds"] <= 9 and report["tests"] > 1
-    assert all({"nodes", "busbw_gbps"} <= set(pair) for pair in report["pairs"])
+    assert all({"nodes", "busbw_gb_per_s"} <= set(pair) for pair in report["pairs"])
 
 
 @pytest.mark.parametrize(

@@ -42,14 +42,14 @@ def test_sweep_names_the_faulty_node_down_to_its_switch_port(run_suite, inject, 
     assert suspect["switch"] == f"leaf-r02-{plane}"
     assert suspect["switch_port"] == f"swp{4 * 4 + k // 2 + 1}"
     assert suspect["cable"]
-    assert suspect["busbw_gbps"] < suspect["expected_gbps"]
+    assert suspect["busbw_gb_per_s"] < suspect["expected_gb_per_s"]
     assert report["rounds"] <= bound(32) == 11
     assert report["tests"] < 32 * 31 // 2
     confirm = run.tests.get(purpose=Purpose.CONFIRM, subject="gpu013")
     isolate = run.tests.get(purpose=Purpose.ISOLATE, subject="gpu013")
     assert confirm.partner != isolate.partner  # confirmed against a different known-good partner
     assert {isolate.partner, confirm.partner}.isdisjoint({"gpu013"})
-    assert all(len(pair["nodes"]) == 2 and pair["busbw_gbps"] for pair in report["pairs"])
+    assert all(len(pair["nodes"]) == 2 and pair["busbw_gb_per_s"] for pair in report["pairs"])
 
 
 def test_healthy_cluster_names_nothing_in_one_round(run_suite):
@@ -76,7 +76,9 @@ def test_a_crc_only_cable_is_named_by_the_nic_counters_read_around_each_round(ru
     assert (suspect.cable, suspect.switch, suspect.switch_port) == link_errors.cable_end(nic)
     assert suspect.switch == "leaf-r01-a" and suspect.switch_port
     assert "rx_crc_errors_phy +" in suspect.cause and "round 1" in suspect.cause
-    assert suspect.verdict == Verdict.FAIL and suspect.busbw_gbps  # 10 per million is past the 1 per million warn tier
+    assert (
+        suspect.verdict == Verdict.FAIL and suspect.busbw_gb_per_s
+    )  # 10 per million is past the 1 per million warn tier
     every_round = list(run.rounds.order_by("index"))
     assert every_round[0].link_errors[0]["node"] == "gpu004" and every_round[0].link_errors[0]["frames"] > 0
     assert all(item["nic"] == "ens5np0" for round_ in every_round for item in round_.link_errors)

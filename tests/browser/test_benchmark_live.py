@@ -61,6 +61,6 @@ def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     assert page.locator("#tests .badge").first.inner_text() == test.get_verdict_display() == "Pass"
     assert page.locator("#cancel-run").count() == 0  # gone with the run's end, without a reload
     assert page.evaluate("window.notReloaded") is True
-    assert [round(value, 1) for value in line["y"]] == [round(row["busbw_gbps"], 1) for row in test.series], (
+    assert [round(value, 1) for value in line["y"]] == [round(row["busbw_gb_per_s"], 1) for row in test.series], (
         "the live points are the rows the run stored"
     )

@@ -93,8 +93,15 @@ def test_the_log_filters_by_object_user_source_and_time(browser_as, operator, vi
     assert "gpu900" in shown(object="gpu9", actor="operator", source="api")
     assert "gpu900" not in shown(object="gpu9", source="import")
     assert "gpu900" not in shown(object="gpu9", since="2999-01-01T00:00")
+    # Typed as pages print times, in UTC as the label says (no datetime-local picker in the browser's locale).
+    assert "gpu900" in shown(object="gpu9", since="2000-01-01 00:00", until="2999-01-01 00:00:00")
+    assert "gpu900" not in shown(object="gpu9", until="2000-01-01 00:00")
+    unfiltered = shown()
+    assert "Since (UTC)" in unfiltered and 'placeholder="YYYY-MM-DD HH:MM"' in unfiltered
+    assert "datetime-local" not in unfiltered
     bad = shown(since="yesterday")
     assert 'id="filter-errors"' in bad and "gpu900" not in bad  # the error, and no rows
+    assert "Since: write a UTC time as YYYY-MM-DD HH:MM" in bad and 'value="yesterday"' in bad
 
 
 def test_exports_are_the_filtered_log_with_formulas_escaped(browser_as, operator, viewer):

@@ -63,7 +63,7 @@ def test_a_healthy_four_node_deployment_passes_cluster_acceptance(
     assert {name: c.outcome for name, c in checks.items()} == {name: Outcome.PASS for name in ClusterCheck.values}
     nccl = checks[ClusterCheck.NCCL]
     assert nccl.benchmark_run.suite == "nccl" and nccl.benchmark_run.nodes.count() == 4
-    assert nccl.details["busbw_gbps"] > 300 and nccl.details["expected_gbps"] == 360
+    assert nccl.details["busbw_gb_per_s"] > 300 and nccl.details["expected_gb_per_s"] == 360
     assert "GB/s" in nccl.value and "reference 360" in nccl.criterion
     sweep = checks[ClusterCheck.SWEEP]
     assert sweep.benchmark_run.suite == "nccl-sweep" and sweep.value == "no slow node or link"
@@ -170,7 +170,7 @@ def test_a_cable_with_only_crc_errors_is_caught_by_its_nic_counters(demo_cluster
 
     checks = {c.check_name: c for c in cluster.latest_checks(deployment)}
     nccl = checks[ClusterCheck.NCCL]
-    assert nccl.details["busbw_gbps"] >= nccl.details["warn_gbps"]  # the bandwidth alone passes it
+    assert nccl.details["busbw_gb_per_s"] >= nccl.details["warn_gb_per_s"]  # the bandwidth alone passes it
     assert nccl.outcome == Outcome.FAIL and "link errors: gpu031 ens3np0" in nccl.value
     [found] = nccl.details["link_errors"]  # the other 31 data NICs of the set did not count an error
     nic = node.nics.get(name="ens3np0")

@@ -48,8 +48,8 @@ CREATIONS = [
             "name": "B100 SXM",
             "architecture": "Blackwell",
             "hbm_gib": 180,
-            "mem_bandwidth_tbps": 8.0,
-            "mem_bandwidth_reference_tbps": 7.04,
+            "mem_bandwidth_tb_per_s": 8.0,
+            "mem_bandwidth_reference_tb_per_s": 7.04,
             "tdp_w": 700,
             "bf16_dense_tflops": 1750.0,
         },
@@ -156,12 +156,12 @@ def test_bad_input_is_400_naming_the_field(api_as, admin, demo_cluster, prefix, 
 def test_a_sku_reference_cannot_exceed_its_datasheet(api_as, admin, demo_cluster):
     sku = GpuSku.objects.get(name="H200 SXM")
     response = api_as(admin).patch(
-        f"/api/gpu-skus/{sku.public_id}/", {"mem_bandwidth_reference_tbps": "5.00"}, format="json"
+        f"/api/gpu-skus/{sku.public_id}/", {"mem_bandwidth_reference_tb_per_s": "5.00"}, format="json"
     )
     assert response.status_code == 400
     assert "cannot exceed the datasheet" in str(response.data)
     sku.refresh_from_db()
-    assert str(sku.mem_bandwidth_reference_tbps) == "4.21"
+    assert str(sku.mem_bandwidth_reference_tb_per_s) == "4.21"
 
 
 @pytest.mark.parametrize(
@@ -258,11 +258,19 @@ def test_quantities_are_json_numbers_and_the_schema_says_number(api_as, admin, d
     tier = client.get("/api/storage-tiers/").json()["results"][0]
     rack = client.get("/api/racks/").json()["results"][0]
     sku = client.get("/api/gpu-skus/", {"name": "H200 SXM"}).json()["results"][0]
-    quantities = [tier["capacity_tb"], tier["bandwidth_gb_per_s"], rack["power_budget_kw"], sku["mem_bandwidth_tbps"]]
+    quantities = [
+        tier["capacity_tb"],
+        tier["bandwidth_gb_per_s"],
+        rack["power_budget_kw"],
+        sku["mem_bandwidth_tb_per_s"],
+    ]
     assert all(isinstance(value, int | float) and not isinstance(value, bool) for value in quantities), quantities
-    assert sku["mem_bandwidth_reference_tbps"] == 4.21
+    assert sku["mem_bandwidth_reference_tb_per_s"] == 4.21
     # A storage tier's bandwidth is in GB/s, as its page shows: named so, not `bandwidth_gbps` (gigabits).
     assert "bandwidth_gbps" not in tier and tier["bandwidth_gb_per_s"] > 0
+    # So are a SKU's: TB/s of memory bandwidth and GB/s of NVLink, under names that say bytes.
+    assert not {"mem_bandwidth_tbps", "mem_bandwidth_reference_tbps", "nvlink_gbps"} & set(sku)
+    assert sku["nvlink_gb_per_s"] == 900
 
     schema = client.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
     assert schema["StorageTier"]["properties"]["capacity_tb"]["type"] == "number"

@@ -44,8 +44,8 @@ def _failing_pair(a: str, b: str, verdict: str = "fail") -> BenchmarkTest:
         hosts=[a, b],
         hosts_key=",".join(sorted([a, b])),
         collective="all_reduce",
-        busbw_gbps=120.0,
-        expected_gbps=380.0,
+        busbw_gb_per_s=120.0,
+        expected_gb_per_s=380.0,
         verdict=verdict,
     )
 

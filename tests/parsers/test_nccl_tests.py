@@ -11,7 +11,7 @@ def test_two_node_h100_run_full_table_and_average():
     result = parse_nccl_tests(real("nccl-tests/all_reduce_perf-h100-a3mega-2node-16gpu-tcpxo.txt"))
 
     assert result.status == "completed"
-    assert result.avg_busbw_gbps == 70.742
+    assert result.avg_busbw_gb_per_s == 70.742
     assert result.out_of_bounds == 0
     assert len(result.rows) == 31
     assert {device.host for device in result.devices} == {"ztan-mig-235z", "ztan-mig-gq73"}
@@ -19,16 +19,16 @@ def test_two_node_h100_run_full_table_and_average():
     last = result.rows[-1]
     assert (last.size_bytes, last.count, last.dtype, last.redop, last.root) == (8 << 30, 2 << 30, "float", "sum", -1)
     out_of_place = last.out_of_place
-    assert (out_of_place.time_us, out_of_place.algbw_gbps, out_of_place.busbw_gbps) == (47535, 180.71, 338.82)
-    assert last.in_place.busbw_gbps == 337.35 and last.in_place.wrong == 0
-    assert result.peak_busbw_gbps == 338.82
+    assert (out_of_place.time_us, out_of_place.algbw_gb_per_s, out_of_place.busbw_gb_per_s) == (47535, 180.71, 338.82)
+    assert last.in_place.busbw_gb_per_s == 337.35 and last.in_place.wrong == 0
+    assert result.peak_busbw_gb_per_s == 338.82
 
 
 def test_versions_and_collective_from_the_header():
     result = parse_nccl_tests(real("nccl-tests/all_gather_perf-gb10-2node-2gpu-16G-gb10-training.txt"))
 
     assert (result.collective, result.nccl_tests_version, result.nccl_version) == ("all_gather", "2.18.5", "2.28.9")
-    assert result.avg_busbw_gbps == 22.9611
+    assert result.avg_busbw_gb_per_s == 22.9611
     assert result.rows[0].redop == "none"
     assert result.parameters["ngpus"] == 1 and result.parameters["min_bytes"] == 17179869184
 
@@ -41,7 +41,7 @@ def test_h200_text_and_json_reports_agree():
     assert text.nccl_version == json_report.nccl_version == "2.28.3"
     assert [row.size_bytes for row in text.rows] == [row.size_bytes for row in json_report.rows]
     assert len(text.rows) == 28 and text.rows[-1].size_bytes == 1073741824
-    assert text.avg_busbw_gbps == json_report.avg_busbw_gbps == 0  # one rank: busbw is 0 by definition
+    assert text.avg_busbw_gb_per_s == json_report.avg_busbw_gb_per_s == 0  # one rank: busbw is 0 by definition
     assert json_report.devices[0].name == "NVIDIA H200" and json_report.devices[0].host == "vm"
     assert json_report.rows[0].root == -1 and json_report.errors == []
     assert json_report.parameters["min_bytes"] == text.parameters["min_bytes"] == 8
@@ -51,7 +51,7 @@ def test_old_table_format_with_error_column_and_mpirun_prefix():
     result = parse_nccl_tests(real("nccl-tests/all_reduce_perf-a100-p4d-2node-16gpu-efa-nccl2.9.9-debug-info-full.txt"))
 
     assert result.nccl_version == "2.9.9"
-    assert result.avg_busbw_gbps == 11.2432
+    assert result.avg_busbw_gb_per_s == 11.2432
     assert len(result.rows) == 30 and len(result.devices) == 16
     first = result.rows[0]
     assert first.root is None  # the old format has no root column
@@ -63,14 +63,14 @@ def test_srun_prefixed_table_without_footer_is_incomplete():
     result = parse_nccl_tests(real("nccl-tests/all_reduce_perf-h100-p5-2node-16gpu-efa-srun-prefixed-table-only.txt"))
 
     assert result.status == "incomplete"
-    assert len(result.rows) == 32 and result.avg_busbw_gbps is None
-    assert result.rows[-1].out_of_place.busbw_gbps == 487.09
+    assert len(result.rows) == 32 and result.avg_busbw_gb_per_s is None
+    assert result.rows[-1].out_of_place.busbw_gb_per_s == 487.09
 
 
 def test_mpirun_tag_output_table():
     result = parse_nccl_tests(real("nccl-tests/all_reduce_perf-p5-awsbatch-mpirun-tag-output-table-only.txt"))
 
-    assert result.avg_busbw_gbps == 156.742 and len(result.rows) == 32
+    assert result.avg_busbw_gb_per_s == 156.742 and len(result.rows) == 32
 
 
 def test_in_place_wrong_na_becomes_none():

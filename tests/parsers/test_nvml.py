@@ -38,7 +38,7 @@ def test_nvml_timeseries_of_the_serving_run():
 def test_torch_benchmarks():
     bench = parse_torch_benchmarks(real("h200-1gpu/node-benchmarks-torch.json"))
 
-    assert round(bench.d2d_copy_gbps) == 4210  # 88% of the 4.8 TB/s datasheet
+    assert round(bench.d2d_copy_gb_per_s) == 4210  # 88% of the 4.8 TB/s datasheet
     assert round(bench.gemm_tflops["bf16"]) == 755 and round(bench.gemm_tflops["fp8_e4m3"]) == 1342
     assert [solve.n for solve in bench.hpl_mxp_like] == [16384, 32768]
     assert bench.serving.latency_p99_ms < 100 and bench.serving.kwh_per_million_tokens < 0.5

@@ -141,6 +141,32 @@ def test_the_page_lists_windows_and_books_one_for_operators_only(browser_as, vie
     assert browser_as(viewer).post(f"/remediation/windows/{window.public_id}/delete/").status_code == 403
 
 
+@pytest.mark.parametrize("starts", ["2026-12-02 08:00", "2026-12-02 08:00:00", "2026-12-02T08:00"])
+def test_the_page_books_a_window_at_a_utc_time_typed_as_text(browser_as, operator, settings, starts):
+    """A text field, "YYYY-MM-DD HH:MM" in UTC as its label says: the browser's datetime-local picker showed its own
+    locale's format and no time zone."""
+    settings.TIME_ZONE = "Europe/Berlin"  # the form reads UTC whatever the portal's zone
+    client = browser_as(operator)
+    page = client.get("/remediation/windows/").content.decode()
+    assert "Starts (UTC)" in page and 'placeholder="YYYY-MM-DD HH:MM"' in page and "datetime-local" not in page
+    form = {"rack": str(rack_of("gpu005").public_id), "starts": starts, "ends": "2026-12-02 12:30", "reason": "cabling"}
+
+    assert client.post("/remediation/windows/", form).status_code == 302
+
+    window = MaintenanceWindow.objects.get(reason="cabling")
+    assert (window.starts, window.ends) == (NOW + 20 * HOUR, NOW + 24.5 * HOUR)
+
+
+def test_a_start_that_does_not_read_is_a_form_error_naming_it_and_nothing_is_saved(browser_as, operator):
+    form = {"rack": str(rack_of("gpu005").public_id), "starts": "12/02/2026 08:00 AM", "ends": "2026-12-02 12:00"}
+
+    page = browser_as(operator).post("/remediation/windows/", form | {"reason": "cabling"})
+
+    assert page.status_code == 400 and list(page.context["form"].errors) == ["starts"]
+    assert "Starts: write a UTC time as YYYY-MM-DD HH:MM" in page.content.decode()
+    assert not MaintenanceWindow.objects.exists()
+
+
 def test_the_remediation_page_shows_a_deferred_action_and_when_it_runs(browser_as, viewer, settings, api_as):
     settings.RACKPILOT_SCHEDULER_KIND = "slurm"
     RemediationPolicy.objects.all().delete()

@@ -97,7 +97,7 @@ def test_pfc_off_shows_in_mlnx_qos(gpu_node, run):
 
 def test_nvlink_down_shows_in_nvlink_topo_and_bandwidth(gpu_node, run):
     healthy_peer = parse_nvbandwidth(run("nvbandwidth", "-t", "device_to_device_memcpy_read_ce").stdout)
-    healthy_nccl = parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gbps
+    healthy_nccl = parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gb_per_s
     services.inject_fault(node=gpu_node, kind="nvlink_down", target="2", parameters={"link": 5})
     status = parse_nvlink_status(run("nvidia-smi", "nvlink", "-s").stdout)
     assert status.gpus[2].active_links == 17 and status.gpus[1].active_links == 18
@@ -109,7 +109,7 @@ def test_nvlink_down_shows_in_nvlink_topo_and_bandwidth(gpu_node, run):
     faulted, healthy = peer.testcases[0].matrix, healthy_peer.testcases[0].matrix
     assert faulted[2][0] == pytest.approx(healthy[2][0] * 17 / 18, rel=0.01)
     assert faulted[0][1] == pytest.approx(healthy[0][1], rel=0.01)
-    assert parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gbps < healthy_nccl * 0.97
+    assert parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gb_per_s < healthy_nccl * 0.97
     assert 74 in [event.xid for event in parse_dmesg(run("dmesg").stdout).xids]
 
 
@@ -199,12 +199,12 @@ def test_corrupt_checkpoint_fails_its_checksum(gpu_node, run):
 
 
 def test_straggler_runs_slow_clocks_and_lower_bandwidth(gpu_node, run):
-    healthy = parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gbps
+    healthy = parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gb_per_s
     services.inject_fault(node=gpu_node, kind="straggler", parameters={"sm_clock_mhz": 1200})
     gpus = parse_query_gpu(run(*QUERY, load=1.0).stdout).gpus
     assert all(gpu.clocks_sm_mhz <= 1200 for gpu in gpus)
     assert all("applications_clocks_setting" in gpu.clocks_event_reasons for gpu in gpus)
-    assert parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gbps == pytest.approx(healthy * 0.7, rel=0.03)
+    assert parse_nccl_tests(run(*ALL_REDUCE).stdout).peak_busbw_gb_per_s == pytest.approx(healthy * 0.7, rel=0.03)
 
 
 def test_bad_targets_and_parameters_are_refused_naming_the_field(gpu_node):

@@ -29,9 +29,9 @@ def test_all_reduce_across_trays_runs_over_nvlink_at_the_mnnvl_figure(nvl72):
 
     model = ring_model("all_reduce", trays, 4)
 
-    assert model.ranks == 8 and model.peak_busbw_gbps == pytest.approx(RAW_GB200 * MNNVL_ALL_REDUCE_EFFICIENCY)
+    assert model.ranks == 8 and model.peak_busbw_gb_per_s == pytest.approx(RAW_GB200 * MNNVL_ALL_REDUCE_EFFICIENCY)
     gather = ring_model("all_gather", trays, 4)
-    assert gather.peak_busbw_gbps == pytest.approx(RAW_GB200 * NCCL_NVLINK_EFFICIENCY)
+    assert gather.peak_busbw_gb_per_s == pytest.approx(RAW_GB200 * NCCL_NVLINK_EFFICIENCY)
 
 
 def test_a_switch_tray_down_slows_the_domain_by_its_share_of_the_links(nvl72):
@@ -39,10 +39,10 @@ def test_a_switch_tray_down_slows_the_domain_by_its_share_of_the_links(nvl72):
 
     model = ring_model("all_reduce", states("nvl01-t01", "nvl01-t02"), 4)
 
-    assert model.peak_busbw_gbps == pytest.approx(16 * 50.0 * MNNVL_ALL_REDUCE_EFFICIENCY)
+    assert model.peak_busbw_gb_per_s == pytest.approx(16 * 50.0 * MNNVL_ALL_REDUCE_EFFICIENCY)
 
 
 def test_a_tray_with_an_h200_node_goes_over_the_nics(nvl72):
     mixed = states("nvl01-t01", "gpu001")
     assert not one_nvlink_domain(mixed)
-    assert ring_model("all_reduce", mixed, 4).peak_busbw_gbps < 400
+    assert ring_model("all_reduce", mixed, 4).peak_busbw_gb_per_s < 400

@@ -40,22 +40,22 @@ def test_pcie_copies_reach_what_gen5_x16_measured(run):
 def test_all_reduce_on_8_gpus_reaches_a_sensible_bus_bandwidth(run):
     result = parse_nccl_tests(run("all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8").stdout)
     assert result.status == "completed"
-    assert 330 <= result.peak_busbw_gbps <= 420  # ring over 18 NVLinks of ~26.6 GB/s each, ~78% efficient
+    assert 330 <= result.peak_busbw_gb_per_s <= 420  # ring over 18 NVLinks of ~26.6 GB/s each, ~78% efficient
     small, large = result.rows[0], result.rows[-1]
     assert 8 <= small.out_of_place.time_us <= 40  # latency-bound: time, not bandwidth, at 8 bytes
     kilobyte = next(row for row in result.rows if row.size_bytes == 1024)
-    assert large.out_of_place.busbw_gbps > 100 * kilobyte.out_of_place.busbw_gbps  # bandwidth-bound when large
+    assert large.out_of_place.busbw_gb_per_s > 100 * kilobyte.out_of_place.busbw_gb_per_s  # bandwidth-bound when large
     for row in result.rows:  # busbw = algbw * 2(n-1)/n, to the printed precision
-        if row.out_of_place.algbw_gbps > 1:
-            assert row.out_of_place.busbw_gbps == pytest.approx(row.out_of_place.algbw_gbps * 1.75, rel=0.01)
+        if row.out_of_place.algbw_gb_per_s > 1:
+            assert row.out_of_place.busbw_gb_per_s == pytest.approx(row.out_of_place.algbw_gb_per_s * 1.75, rel=0.01)
 
 
 def test_collective_factors_follow_the_nccl_tests_formulas(run):
     gather = parse_nccl_tests(run("all_gather_perf", "-b", "1G", "-e", "1G", "-g", "8").stdout).rows[0]
-    assert gather.out_of_place.busbw_gbps == pytest.approx(gather.out_of_place.algbw_gbps * 7 / 8, rel=0.01)
+    assert gather.out_of_place.busbw_gb_per_s == pytest.approx(gather.out_of_place.algbw_gb_per_s * 7 / 8, rel=0.01)
     assert gather.count == 2**30 // 4 // 8  # per-rank count, as nccl-tests prints it
     broadcast = parse_nccl_tests(run("broadcast_perf", "-b", "1G", "-e", "1G", "-g", "8").stdout).rows[0]
-    assert broadcast.out_of_place.busbw_gbps == pytest.approx(broadcast.out_of_place.algbw_gbps, rel=0.01)
+    assert broadcast.out_of_place.busbw_gb_per_s == pytest.approx(broadcast.out_of_place.algbw_gb_per_s, rel=0.01)
 
 
 def test_inter_node_bandwidth_is_set_by_the_slowest_link(demo_cluster):
@@ -63,13 +63,13 @@ def test_inter_node_bandwidth_is_set_by_the_slowest_link(demo_cluster):
     healthy = parse_nccl_tests(services.run_nccl_tests(nodes=nodes, min_bytes="1G", max_bytes="4G").stdout)
     assert len(healthy.devices) == 16 and {device.host for device in healthy.devices} == {"gpu001", "gpu002"}
     # 8 x 400G RoCE per node at ~92% goodput: ~368 GB/s, just under the NVLink ring
-    assert 330 <= healthy.peak_busbw_gbps <= 380
+    assert 330 <= healthy.peak_busbw_gb_per_s <= 380
     services.inject_fault(node=nodes[1], kind="mtu", target="ens5np0")
     one_slow_nic = parse_nccl_tests(services.run_nccl_tests(nodes=nodes, min_bytes="1G", max_bytes="4G").stdout)
     # one NIC at RoCE MTU 1024 slows its ring, and every ring waits for the slowest
-    assert one_slow_nic.peak_busbw_gbps == pytest.approx(healthy.peak_busbw_gbps * 0.85, rel=0.03)
+    assert one_slow_nic.peak_busbw_gb_per_s == pytest.approx(healthy.peak_busbw_gb_per_s * 0.85, rel=0.03)
     single = parse_nccl_tests(services.run_nccl_tests(nodes=nodes[:1], min_bytes="1G", max_bytes="4G").stdout)
-    assert single.peak_busbw_gbps > one_slow_nic.peak_busbw_gbps  # the fault is on the network, not NVLink
+    assert single.peak_busbw_gb_per_s > one_slow_nic.peak_busbw_gb_per_s  # the fault is on the network, not NVLink
 
 
 def test_small_multi_node_messages_pay_network_latency(demo_cluster):
@@ -127,8 +127,8 @@ def test_same_seed_same_bytes_other_seed_other_noise(run):
     argv = ("all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "2", "-g", "8")
     assert run(*argv, seed=7).stdout == run(*argv, seed=7).stdout
     assert run(*argv, seed=7).stdout != run(*argv, seed=8).stdout
-    first = parse_nccl_tests(run(*argv, seed=7).stdout).peak_busbw_gbps
-    second = parse_nccl_tests(run(*argv, seed=8).stdout).peak_busbw_gbps
+    first = parse_nccl_tests(run(*argv, seed=7).stdout).peak_busbw_gb_per_s
+    second = parse_nccl_tests(run(*argv, seed=8).stdout).peak_busbw_gb_per_s
     assert first == pytest.approx(second, rel=0.03)  # noise is small; the model sets the figure
     assert run("nvidia-smi", "-q", "-x", seed=3).stdout == run("nvidia-smi", "-q", "-x", seed=3).stdout
 
@@ -155,9 +155,9 @@ def test_an_sku_an_operator_added_reports_its_own_architecture_and_computes_like
         name="A100 PCIe 80GB",
         architecture="Ampere",
         hbm_gib=80,
-        mem_bandwidth_tbps=Decimal("1.94"),
-        mem_bandwidth_reference_tbps=Decimal("1.71"),
-        nvlink_gbps=600,
+        mem_bandwidth_tb_per_s=Decimal("1.94"),
+        mem_bandwidth_reference_tb_per_s=Decimal("1.71"),
+        nvlink_gb_per_s=600,
         tdp_w=300,
         bf16_dense_tflops=Decimal("312"),
     )

@@ -31,8 +31,8 @@ def test_two_node_report_has_rank_lines_per_node_and_device_and_parses_like_the_
     assert [device.rank for device in result.devices] == list(range(16))
     assert result.parameters["ngpus"] == real_result.parameters["ngpus"] == 1
     assert [row.size_bytes for row in result.rows] == [2**30 * 2**k for k in range(5)]
-    assert 330 < result.rows[-1].out_of_place.busbw_gbps < 380  # 8 x 400G RoCE, in the 300s
-    assert result.avg_busbw_gbps is not None
+    assert 330 < result.rows[-1].out_of_place.busbw_gb_per_s < 380  # 8 x 400G RoCE, in the 300s
+    assert result.avg_busbw_gb_per_s is not None
 
 
 def test_tag_output_prefixes_every_line_and_the_parser_strips_them(demo_cluster):
@@ -48,7 +48,7 @@ def test_same_seed_same_report(demo_cluster):
 
 def large_busbw(hosts, launcher=None):
     output = mpirun(hosts, launcher=launcher or hosts[0])
-    return parse_nccl_tests(output.stdout).rows[-1].out_of_place.busbw_gbps
+    return parse_nccl_tests(output.stdout).rows[-1].out_of_place.busbw_gb_per_s
 
 
 @pytest.mark.parametrize(
@@ -74,8 +74,8 @@ def test_a_fault_on_one_node_slows_every_multi_node_ring_it_is_on(demo_cluster, 
         after = services.run_command(
             node=Node.objects.get(hostname="gpu005"), argv=["all_reduce_perf", "-b", "16G", "-e", "16G", "-g", "8"]
         )
-        assert parse_nccl_tests(after.stdout).rows[-1].out_of_place.busbw_gbps == pytest.approx(
-            parse_nccl_tests(single.stdout).rows[-1].out_of_place.busbw_gbps, rel=0.03
+        assert parse_nccl_tests(after.stdout).rows[-1].out_of_place.busbw_gb_per_s == pytest.approx(
+            parse_nccl_tests(single.stdout).rows[-1].out_of_place.busbw_gb_per_s, rel=0.03
         )
 
 
@@ -110,7 +110,7 @@ def test_nccl_ib_hca_limits_the_rings_to_one_rail_and_finds_the_slow_one(demo_cl
 
     def rail(device):
         output = mpirun(["gpu009", "gpu010"], "-x", f"NCCL_IB_HCA=={device}", launcher="gpu009")
-        return parse_nccl_tests(output.stdout).rows[-1].out_of_place.busbw_gbps
+        return parse_nccl_tests(output.stdout).rows[-1].out_of_place.busbw_gb_per_s
 
     rails = {device: rail(device) for device in ("mlx5_0", "mlx5_3", "mlx5_5")}
     assert 40 < rails["mlx5_0"] < 47 and 40 < rails["mlx5_5"] < 47  # one 400G rail: ~46 GB/s of RoCE goodput

@@ -56,7 +56,7 @@ def test_a_core_port_carries_the_tests_that_crossed_pods_and_a_ring_across_pods_
             hosts=hosts,
             hosts_key=",".join(sorted(hosts)),
             collective="all_reduce",
-            busbw_gbps=380.0,
+            busbw_gb_per_s=380.0,
             verdict="pass",
         )
     core = Switch.objects.get(name="core-a1")
@@ -76,4 +76,4 @@ def test_a_core_port_carries_the_tests_that_crossed_pods_and_a_ring_across_pods_
     inside = ring_model("all_reduce", [states["gpu001"], states["gpu002"]], 8)
     across = ring_model("all_reduce", [states["gpu001"], states["gpu130"]], 8)
     assert states["gpu130"].core_uplink_ratio == 0.5
-    assert across.peak_busbw_gbps == pytest.approx(inside.peak_busbw_gbps / 2)
+    assert across.peak_busbw_gb_per_s == pytest.approx(inside.peak_busbw_gb_per_s / 2)

@@ -88,8 +88,8 @@ class SuspectSerializer(serializers.ModelSerializer):
             "switch",
             "switch_port",
             "cause",
-            "busbw_gbps",
-            "expected_gbps",
+            "busbw_gb_per_s",
+            "expected_gb_per_s",
             "verdict",
         ]
         read_only_fields = fields
@@ -147,16 +147,16 @@ class SeriesRowSerializer(serializers.Serializer):
     size_bytes = serializers.IntegerField()
     count = serializers.IntegerField()
     time_us = serializers.FloatField(allow_null=True)
-    algbw_gbps = serializers.FloatField(allow_null=True)
-    busbw_gbps = serializers.FloatField(allow_null=True)
-    in_place_busbw_gbps = serializers.FloatField(allow_null=True)
+    algbw_gb_per_s = serializers.FloatField(allow_null=True)
+    busbw_gb_per_s = serializers.FloatField(allow_null=True)
+    in_place_busbw_gb_per_s = serializers.FloatField(allow_null=True)
     wrong = serializers.IntegerField(allow_null=True)
 
 
 class NicFindingSerializer(serializers.Serializer):
     nic = serializers.CharField()
     device = serializers.CharField()
-    rail_busbw_gbps = serializers.FloatField(allow_null=True)
+    rail_busbw_gb_per_s = serializers.FloatField(allow_null=True)
     slow_rail = serializers.BooleanField()
     problems = serializers.ListField(child=serializers.CharField())
 
@@ -188,13 +188,13 @@ class BenchmarkTestSerializer(serializers.ModelSerializer):
             "partner",
             "collective",
             "size_bytes",
-            "busbw_gbps",
-            "avg_busbw_gbps",
-            "expected_gbps",
-            "warn_gbps",
-            "fail_gbps",
+            "busbw_gb_per_s",
+            "avg_busbw_gb_per_s",
+            "expected_gb_per_s",
+            "warn_gb_per_s",
+            "fail_gb_per_s",
             "pct_expected",
-            "baseline_gbps",
+            "baseline_gb_per_s",
             "pct_baseline",
             "regressed",
             "z_score",
@@ -227,20 +227,20 @@ class ReferenceSerializer(serializers.ModelSerializer):
             "scope",
             "collective",
             "min_size_bytes",
-            "expected_gbps",
-            "warn_gbps",
-            "fail_gbps",
+            "expected_gb_per_s",
+            "warn_gb_per_s",
+            "fail_gb_per_s",
             "source",
             "updated",
         ]
         read_only_fields = ["id", "sku_name", "fabric", "scope", "collective", "updated"]
 
     def validate(self, attrs):
-        fail = attrs.get("fail_gbps", getattr(self.instance, "fail_gbps", 0))
-        warn = attrs.get("warn_gbps", getattr(self.instance, "warn_gbps", 0))
-        expected = attrs.get("expected_gbps", getattr(self.instance, "expected_gbps", 0))
+        fail = attrs.get("fail_gb_per_s", getattr(self.instance, "fail_gb_per_s", 0))
+        warn = attrs.get("warn_gb_per_s", getattr(self.instance, "warn_gb_per_s", 0))
+        expected = attrs.get("expected_gb_per_s", getattr(self.instance, "expected_gb_per_s", 0))
         if not 0 <= fail <= warn <= expected:
-            raise serializers.ValidationError({"warn_gbps": ["Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected."]})
+            raise serializers.ValidationError({"warn_gb_per_s": ["Tiers must satisfy 0 ≤ fail ≤ warn ≤ expected."]})
         return attrs
 
 

@@ -40,9 +40,9 @@ class NodeContext:
     node_id: int | None
     sku: str
     gpu_count: int
-    hbm_reference_gbps: float
-    hbm_datasheet_gbps: float
-    nvlink_gbps: int
+    hbm_reference_gb_per_s: float
+    hbm_datasheet_gb_per_s: float
+    nvlink_gb_per_s: int
     pcie_gen: int
     data_nics: tuple[Nic, ...]
     options: dict

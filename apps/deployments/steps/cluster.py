@@ -179,7 +179,7 @@ class NcclEnvironment(ConfigFile):
         if not result.rows:
             raise CouldNotRun("all_reduce_perf printed no result rows")
         largest = max(result.rows, key=lambda row: row.size_bytes)
-        busbw = largest.out_of_place.busbw_gbps or 0.0
+        busbw = largest.out_of_place.busbw_gb_per_s or 0.0
         findings.append(
             measured(
                 "nccl_busbw",

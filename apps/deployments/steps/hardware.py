@@ -79,7 +79,7 @@ class HbmBandwidth(Step):
         case = next((case for case in report.testcases if case.name == "device_local_copy"), None)
         if case is None or not case.matrix:
             raise CouldNotRun("nvbandwidth printed no device_local_copy result")
-        criterion = dict(node.criteria["hbm_bandwidth"], reference_value=node.hbm_reference_gbps)
+        criterion = dict(node.criteria["hbm_bandwidth"], reference_value=node.hbm_reference_gb_per_s)
         return [
             measured(
                 "hbm_bandwidth",
@@ -101,7 +101,7 @@ class NvlinkBandwidth(Step):
     description = "Every NVLink active, and GPU-to-GPU copies at or above the plan's NVLink bandwidth."
 
     def applies_to(self, node):
-        return node.nvlink_gbps > 0 and node.gpu_count > 1
+        return node.nvlink_gb_per_s > 0 and node.gpu_count > 1
 
     def reads(self, node):
         return [call("nvidia-smi-nvlink", "links"), call("nvbandwidth-nvlink", "peers")]

@@ -58,20 +58,20 @@ class GpuSku(AuditedModel, PublicModel):
     architecture = models.CharField(max_length=32)
     form_factor = models.CharField(max_length=16, default="SXM")
     hbm_gib = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    mem_bandwidth_tbps = models.DecimalField(
+    mem_bandwidth_tb_per_s = models.DecimalField(
         "datasheet memory bandwidth (TB/s)",
         max_digits=5,
         decimal_places=2,
         validators=[MinValueValidator(Decimal("0.01"))],
     )
-    mem_bandwidth_reference_tbps = models.DecimalField(
+    mem_bandwidth_reference_tb_per_s = models.DecimalField(
         "achievable memory bandwidth (TB/s)",
         max_digits=5,
         decimal_places=2,
         validators=[MinValueValidator(Decimal("0.01"))],
         help_text="What a healthy card measures (device-to-device copy); acceptance thresholds are a share of it.",
     )
-    nvlink_gbps = models.PositiveIntegerField(
+    nvlink_gb_per_s = models.PositiveIntegerField(
         "NVLink bandwidth (GB/s)", default=0, help_text="0 when the SKU has none."
     )
     tdp_w = models.PositiveIntegerField("TDP (W)", validators=[MinValueValidator(1)])
@@ -93,7 +93,7 @@ class GpuSku(AuditedModel, PublicModel):
         verbose_name = "GPU SKU"
         constraints = [
             models.CheckConstraint(
-                condition=Q(mem_bandwidth_reference_tbps__lte=models.F("mem_bandwidth_tbps")),
+                condition=Q(mem_bandwidth_reference_tb_per_s__lte=models.F("mem_bandwidth_tb_per_s")),
                 name="gpusku_reference_not_above_datasheet",
                 violation_error_message="The achievable bandwidth cannot exceed the datasheet bandwidth.",
             ),
@@ -104,7 +104,7 @@ class GpuSku(AuditedModel, PublicModel):
 
     @property
     def reference_share_of_datasheet(self) -> float:
-        return float(self.mem_bandwidth_reference_tbps / self.mem_bandwidth_tbps)
+        return float(self.mem_bandwidth_reference_tb_per_s / self.mem_bandwidth_tb_per_s)
 
 
 def _count_per_node(model) -> models.Subquery:

@@ -132,9 +132,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("tags", Tag, key=("slug",), columns=("slug", "name", "colour")),
     Section(
         "gpu_skus", GpuSku, key=("name",),
-        columns=("name", "vendor", "architecture", "form_factor", "hbm_gib", "mem_bandwidth_tbps",
-                 "mem_bandwidth_reference_tbps", "nvlink_gbps", "tdp_w", "bf16_dense_tflops", "fp8_dense_tflops",
-                 "pcie_gen"),
+        columns=("name", "vendor", "architecture", "form_factor", "hbm_gib", "mem_bandwidth_tb_per_s",
+                 "mem_bandwidth_reference_tb_per_s", "nvlink_gb_per_s", "tdp_w", "bf16_dense_tflops",
+                 "fp8_dense_tflops", "pcie_gen"),
     ),
     # Rack-scale systems: the domain before its compute trays (nodes) and switch trays.
     Section(

@@ -169,8 +169,8 @@ class SloFailingTestSerializer(serializers.Serializer):
     )
     hosts = serializers.ListField(child=serializers.CharField())
     collective = serializers.CharField()
-    busbw_gbps = serializers.FloatField(allow_null=True)
-    expected_gbps = serializers.FloatField(allow_null=True)
+    busbw_gb_per_s = serializers.FloatField(allow_null=True)
+    expected_gb_per_s = serializers.FloatField(allow_null=True)
     run = serializers.CharField(help_text="The benchmark run's id; blank for a test outside a run.")
     cable = serializers.CharField(help_text="A suspect's NIC, cable, switch and port; blank for a pair.")
 

@@ -4,7 +4,15 @@ burn-in soak (gpu_burn with nvidia-smi sampling the GPUs while it runs)."""
 from datetime import timedelta
 
 from apps.nodeexec.catalogue import SOAK_SAMPLES_MARK
-from apps.simulator.model import gemm_tflops, hbm_copy_tbps, jitter, noise, pcie_gbps, peer_copy_gbps, soak_reading
+from apps.simulator.model import (
+    gemm_tflops,
+    hbm_copy_tb_per_s,
+    jitter,
+    noise,
+    pcie_gb_per_s,
+    peer_copy_gb_per_s,
+    soak_reading,
+)
 from apps.simulator.state import SimGpu, cuda_version_code
 from apps.simulator.terminal import CommandOutput, Context, fail, ok
 from apps.simulator.tools.common import SIM_NOW, option_value
@@ -41,12 +49,12 @@ def _testcase(context: Context, name: str, gpus: list[SimGpu]) -> list[list[floa
 
     straggler = context.state.straggler
     if name == "host_to_device_memcpy_ce":
-        return [[value(pcie_gbps(gpu) * HOST_TO_DEVICE_SHARE, gpu.index) for gpu in gpus]]
+        return [[value(pcie_gb_per_s(gpu) * HOST_TO_DEVICE_SHARE, gpu.index) for gpu in gpus]]
     if name == "device_to_host_memcpy_ce":
-        return [[value(pcie_gbps(gpu) * DEVICE_TO_HOST_SHARE, gpu.index) for gpu in gpus]]
+        return [[value(pcie_gb_per_s(gpu) * DEVICE_TO_HOST_SHARE, gpu.index) for gpu in gpus]]
     if name == "device_local_copy":
-        return [[value(hbm_copy_tbps(gpu, straggler) * 1000, gpu.index) for gpu in gpus]]
-    return [[None if a is b else value(peer_copy_gbps(a, b), a.index, b.index) for b in gpus] for a in gpus]
+        return [[value(hbm_copy_tb_per_s(gpu, straggler) * 1000, gpu.index) for gpu in gpus]]
+    return [[None if a is b else value(peer_copy_gb_per_s(a, b), a.index, b.index) for b in gpus] for a in gpus]
 
 
 def nvbandwidth(context: Context, argv: list[str]) -> CommandOutput:

@@ -15,9 +15,9 @@ from apps.simulator.model import (
     compute_facts,
     hpl_mxp_times,
     jitter,
-    node_network_gbps,
+    node_network_gb_per_s,
     noise,
-    nvlink_gbps,
+    nvlink_gb_per_s,
 )
 from apps.simulator.state import SimGpu, SimulatedNode
 from apps.simulator.terminal import CommandOutput
@@ -146,7 +146,7 @@ def run_hpl_mxp(
         )
         return CommandOutput(134, "\n".join(lines) + "\n", stderr)
     n, nb = options["n"], options["nb"]
-    link = min(node_network_gbps(state) for state in states) if len(states) > 1 else min(map(nvlink_gbps, gpus))
+    link = min(node_network_gb_per_s(state) for state in states) if len(states) > 1 else min(map(nvlink_gb_per_s, gpus))
     times = hpl_mxp_times(n, nb, gpus, link)
     rng = noise(seed, launcher, "hpl-mxp", n, nb, ranks)
     lu_s = jitter(rng, times.lu_s, 0.005)

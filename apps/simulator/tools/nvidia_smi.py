@@ -384,7 +384,7 @@ def nvlink(context: Context, args: list[str]) -> CommandOutput:
             continue
         lines.append(f"GPU {index}: {gpu.facts.product_name} (UUID: {gpu.uuid})")
         for link in range(gpu.facts.nvlinks):
-            state = "<inactive>" if link in gpu.nvlinks_down else f"{gpu.facts.nvlink_link_gbps:.3f} GB/s"
+            state = "<inactive>" if link in gpu.nvlinks_down else f"{gpu.facts.nvlink_link_gb_per_s:.3f} GB/s"
             lines.append(f"         Link {link}: {state}")
     return ok("".join(line + "\n" for line in lines))
 

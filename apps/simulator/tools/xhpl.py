@@ -9,7 +9,7 @@ NICs across them). A GPU with uncorrectable ECC errors corrupts the solution: th
 
 import re
 
-from apps.simulator.model import hpl_seconds, jitter, node_network_gbps, noise, nvlink_gbps
+from apps.simulator.model import hpl_seconds, jitter, node_network_gb_per_s, noise, nvlink_gb_per_s
 from apps.simulator.state import SimulatedNode
 from apps.simulator.terminal import CommandOutput
 
@@ -104,7 +104,7 @@ def run_hpl(states: list[SimulatedNode], per_node: int, dat: dict, *, seed: int,
             "(Aborted).\n"
         )
         return CommandOutput(134, "\n".join(head) + "\n", stderr)
-    link = min(node_network_gbps(state) for state in states) if len(states) > 1 else min(map(nvlink_gbps, gpus))
+    link = min(node_network_gb_per_s(state) for state in states) if len(states) > 1 else min(map(nvlink_gb_per_s, gpus))
     rng = noise(seed, launcher, "hpl", n, nb, ranks)
     seconds = jitter(rng, hpl_seconds(n, nb, gpus, link), 0.005)
     gflops = (2 / 3 * n**3 + 3 / 2 * n**2) / seconds / 1e9

@@ -223,7 +223,7 @@ class Command(BaseCommand):
             for row in report["results"]:
                 self.stdout.write(
                     f"round {row['round']} {row['purpose']:<8} {'+'.join(row['hosts'])[:60]:<60} "
-                    f"{row['busbw_gbps'] or '-':>8} GB/s {row['verdict']}"
+                    f"{row['busbw_gb_per_s'] or '-':>8} GB/s {row['verdict']}"
                 )
             for suspect in report["suspects"]:
                 self.stdout.write(
