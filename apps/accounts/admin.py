@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from apps.accounts import lockout
 from apps.accounts.models import SignInLock, User
+from apps.core.text import counted
 
 
 @admin.register(User)
@@ -34,4 +35,4 @@ class SignInLockAdmin(admin.ModelAdmin):
     def lift_locks(self, request, queryset):
         now = timezone.now()
         lifted = sum(lockout.lift(lock=lock, user=request.user, now=now) for lock in queryset)
-        messages.info(request, f"{lifted} sign-in lock(s) lifted.")
+        messages.info(request, f"{counted(lifted, 'sign-in lock')} lifted.")

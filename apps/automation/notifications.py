@@ -25,6 +25,7 @@ from apps.automation.models import Delivery, NodeHealthState, Notification, Scan
 from apps.core import audit
 from apps.core.choices import AuditAction
 from apps.core.models import AuditEntry
+from apps.core.text import counted
 from apps.deployments.choices import SuggestionState
 from apps.deployments.models import Suggestion
 from apps.discovery.choices import DifferenceState
@@ -129,7 +130,7 @@ def _drift(since, now):
         yield {
             "key": f"discovery.drift:{job.public_id}",
             "event": EventType.DISCOVERY_DRIFT,
-            "title": f"discovery found {count} difference(s) from the inventory on {', '.join(nodes[:10])}",
+            "title": f"discovery found {counted(count, 'difference')} from the inventory on {', '.join(nodes[:10])}",
             "payload": {
                 "job": {"id": str(job.public_id), "url": _link(reverse("job-page", args=[job.public_id]))},
                 "differences": [
@@ -264,7 +265,8 @@ def _breaker_trips(refused: list[RemediationDecision]):
         yield {
             "key": f"{EventType.REMEDIATION_BREAKER}:{start.public_id}",
             "event": EventType.REMEDIATION_BREAKER,
-            "title": f"Automation stopped at the circuit breaker: {len(nodes)} node(s) left in service ({shown})"
+            "title": f"Automation stopped at the circuit breaker: {counted(len(nodes), 'node')} left in service "
+            f"({shown})"
             f"{cause}; a person decides",
             "payload": {
                 "breaker": {

@@ -20,6 +20,7 @@ from apps.automation.choices import RunStatus, Timing
 from apps.automation.models import JobTemplate, Schedule, TemplateRun
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.jobs import services as jobs
 from apps.jobs.events import emit
 from apps.jobs.models import Job
@@ -182,7 +183,9 @@ def run_template(*, template: JobTemplate, requested_by=None, run: TemplateRun |
     where = f"schedule “{run.schedule.name}” ({run.tick:%Y-%m-%d %H:%M %Z})" if run and run.schedule else "by hand"
     emit(job, f"started from job template “{template.name}”, {where}", data={"template": str(template.public_id)})
     if left_out:
-        emit(job, f"left out {len(left_out)} busy node(s): {', '.join(left_out[:50])}", data={"busy": left_out})
+        emit(
+            job, f"left out {counted(len(left_out), 'busy node')}: {', '.join(left_out[:50])}", data={"busy": left_out}
+        )
     if run is None:
         run = TemplateRun.objects.create(template=template, job=job, requested_by=requested_by)
     else:

@@ -19,6 +19,7 @@ from apps.automation.forms import ScheduleForm, SubscriptionForm, TemplateForm
 from apps.automation.models import Delivery, JobTemplate, Schedule, Subscription, TemplateRun
 from apps.core.api import errors_beyond_shape
 from apps.core.forms import add_service_errors
+from apps.core.text import counted
 
 
 def _may_change(request, obj) -> None:
@@ -101,7 +102,9 @@ def template_run(request, public_id):
     except serializers.ValidationError as error:
         messages.error(request, f"Nothing started: {services._flatten(error.detail)}")
         return redirect("automation-template", public_id=template.public_id)
-    messages.success(request, f"{run.job.kind} started on {run.job.node_count} node(s) from “{template.name}”.")
+    messages.success(
+        request, f"{run.job.kind} started on {counted(run.job.node_count, 'node')} from “{template.name}”."
+    )
     return redirect("job-page", public_id=run.job.public_id)
 
 

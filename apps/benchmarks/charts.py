@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from apps.core import units
 from apps.core.charts import figure_json as figure_json  # re-exported: the views embed with it
+from apps.core.text import counted
 
 COLOURS = {"pass": "#1f9d55", "warn": "#d98a00", "fail": "#d23b3b", "could_not_run": "#8a93a6"}
 MAX_LINES = 24
@@ -362,7 +363,7 @@ def timeline_step_figure(analysis, *, rank: int | None = None) -> go.Figure:
                 hovertemplate="%{x}: %{y:.2f} ms<extra>" + name + "</extra>",
             )
         )
-    who = f"rank {rank}" if rank is not None else f"mean of {len(chosen)} rank(s)"
+    who = f"rank {rank}" if rank is not None else f"mean of {counted(len(chosen), 'rank')}"
     figure.update_layout(
         barmode="stack",
         title=f"{analysis.name}: time per step ({who})",

@@ -36,6 +36,7 @@ from apps.benchmarks.choices import (
     Purpose,
     Suite,
 )
+from apps.core.text import counted
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
@@ -382,7 +383,9 @@ class NicCounters(JobKind):
         if readings is None:
             return super().cell_record(target, step, result)
         unread = sorted(nic for nic, counters in readings.items() if counters is None)
-        summary = f"{len(readings) - len(unread)} NIC(s) read" + (f"; not read: {', '.join(unread)}" if unread else "")
+        summary = f"{counted(len(readings) - len(unread), 'NIC')} read" + (
+            f"; not read: {', '.join(unread)}" if unread else ""
+        )
         return CellRecord(StepStatus.SUCCEEDED if not unread else StepStatus.FAILED, summary)
 
     def shard_finished(self, job, shard) -> None:
@@ -729,7 +732,7 @@ class TimelineTrace(JobKind):
         if not result.ok:
             return super().cell_record(target, step, result)
         count = sum(1 for file in self.files if file["node"] == target.hostname)
-        return CellRecord(StepStatus.SUCCEEDED, f"read {count} trace file(s)")
+        return CellRecord(StepStatus.SUCCEEDED, f"read {counted(count, 'trace file')}")
 
     def shard_finished(self, job, shard) -> None:
         if len(self.read) != len(self.files):

@@ -48,6 +48,7 @@ from apps.benchmarks.references import fabric_across
 from apps.benchmarks.sweep import HalvingSweep, Outcome, PlannedTest, pairwise_rounds, pairwise_suspects, round_bound
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.inventory.choices import HostKeyState, NicPurpose
 from apps.inventory.models import Nic, Node
 from apps.jobs import executor
@@ -324,7 +325,7 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
             tests = [PlannedTest(tuple(hosts), Purpose.RUN)] if len(hosts) > 1 else []
             _, results = _round(run, 0, tests, launchers=hosts if not tests else None)
             bad = [result for result in results.values() if result.verdict != Verdict.PASS]
-            summary = f"{len(results)} test(s), {len(bad)} not passing"
+            summary = f"{counted(len(results), 'test')}, {len(bad)} not passing"
         status = RunStatus.SUCCEEDED
         if run.tests.filter(verdict=Verdict.COULD_NOT_RUN).exists() and run.suite == Suite.NCCL:
             status = RunStatus.FAILED
@@ -335,7 +336,8 @@ def execute_run(*, run: BenchmarkRun) -> BenchmarkRun:
         who = run.canceled_by.username if run.canceled_by else "system"
         found = f"; {canceled.found}" if canceled.found else ""
         status = RunStatus.CANCELED
-        summary = f"canceled by {who} after {run.rounds.count()} round(s){found}; {run.tests.count()} test(s) kept"
+        kept = counted(run.tests.count(), "test")
+        summary = f"canceled by {who} after {counted(run.rounds.count(), 'round')}{found}; {kept} kept"
     except Exception as error:  # the run ends `error` with the reason; the traceback goes to the log
         logger.exception("benchmark run %s failed", run.public_id)
         status, summary = RunStatus.ERROR, f"error: {error}"[:300]
@@ -480,7 +482,7 @@ def _node_suite(run: BenchmarkRun, hosts: list[str]) -> str:
     counts = ", ".join(
         f"{verdicts.count(verdict)} {verdict.replace('_', ' ')}" for verdict in Verdict.values if verdict in verdicts
     )
-    return f"{len(hosts)} node(s), {run.measurements.count()} figure(s); judged: {counts or 'none'}"
+    return f"{counted(len(hosts), 'node')}, {counted(run.measurements.count(), 'figure')}; judged: {counts or 'none'}"
 
 
 def _parameters(run: BenchmarkRun, tests: list[PlannedTest], *, sweep: bool) -> dict:
@@ -558,10 +560,10 @@ def _sweep(run: BenchmarkRun, hosts: list[str]) -> str:
     run.parameters = {**run.parameters, "cleared": sweep.cleared, "unresolved": sweep.unresolved}
     run.save(update_fields=["parameters", "updated"])
     named = list(run.suspects.order_by("node__hostname").values_list("node__hostname", flat=True))
-    found = f"{len(named)} suspect(s): {', '.join(named) or 'none'}"
+    found = f"{counted(len(named), 'suspect')}: {', '.join(named) or 'none'}"
     if canceled:
         raise RunCanceled(found)
-    return f"{found}; {sweep.rounds} round(s), {run.tests.count()} test(s)"
+    return f"{found}; {counted(sweep.rounds, 'round')}, {counted(run.tests.count(), 'test')}"
 
 
 class RoundCounters:
@@ -671,7 +673,8 @@ def _pairwise(run: BenchmarkRun, hosts: list[str]) -> str:
         _name_suspect(
             run, hostname, None, {"bad_pairs": sorted("+".join(pair) for pair in bad_pairs if hostname in pair)}
         )
-    return f"{len(suspects)} suspect(s): {', '.join(suspects) or 'none'}; {index} round(s), {run.tests.count()} test(s)"
+    found = f"{counted(len(suspects), 'suspect')}: {', '.join(suspects) or 'none'}"
+    return f"{found}; {counted(index, 'round')}, {counted(run.tests.count(), 'test')}"
 
 
 def _name_suspect(run: BenchmarkRun, hostname: str, confirm: BenchmarkTest | None, evidence: dict) -> Suspect:

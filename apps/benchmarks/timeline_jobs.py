@@ -19,6 +19,7 @@ from apps.benchmarks import timelines
 from apps.benchmarks.choices import TIMELINE_MAX_FILES, TimelineOrigin
 from apps.benchmarks.models import TraceUpload
 from apps.core.forms import flat_messages
+from apps.core.text import counted
 from apps.jobs.choices import EventLevel, JobStatus
 from apps.jobs.events import broadcast, emit
 from apps.jobs.models import Job
@@ -54,7 +55,7 @@ def start_analysis(*, files: list, name: str = "", requested_by=None) -> Job:
         for position, (filename, upload) in enumerate(files):
             upload.seek(0)
             TraceUpload.objects.create(job=job, position=position, name=filename or "trace", content=upload.read())
-        _queue(job, f"timeline analysis of {len(files)} file(s) queued, requested by {_name(who)}")
+        _queue(job, f"timeline analysis of {counted(len(files), 'file')} queued, requested by {_name(who)}")
     return job
 
 
@@ -75,7 +76,7 @@ def start_profile(*, training_job: TrainingJob, steps: int, requested_by=None) -
             requested_by=who,
             shard_count=0,
         )
-        _queue(job, f"profile of {training_job.name} ({steps} step(s)) queued, requested by {_name(who)}")
+        _queue(job, f"profile of {training_job.name} ({counted(steps, 'step')}) queued, requested by {_name(who)}")
     return job
 
 
@@ -109,7 +110,10 @@ def run_analysis(*, job_public_id: str) -> str:
     final, summary, data = JobStatus.ERROR, "", {}
     try:
         analysis = _profile(job) if "training_job" in job.parameters else _analyse_uploads(job)
-        final, summary = JobStatus.SUCCEEDED, f"analysis {analysis.public_id} stored ({analysis.rank_count} rank(s))"
+        final, summary = (
+            JobStatus.SUCCEEDED,
+            f"analysis {analysis.public_id} stored ({counted(analysis.rank_count, 'rank')})",
+        )
         data = {"analysis": str(analysis.public_id)}
     except serializers.ValidationError as refused:
         final, summary = JobStatus.FAILED, "; ".join(map(str, flat_messages(refused.detail)))
@@ -141,7 +145,7 @@ def _analyse_uploads(job: Job):
         emit(
             job,
             f"{upload.name}: read ({info['decompressed_bytes']:,} bytes, {info['events']:,} events); "
-            f"{done} of {len(uploads)} file(s)",
+            f"{done} of {counted(len(uploads), 'file')}",
             data={"progress": {"done": done, "total": len(uploads), "percent": percent}},
         )
     files = job.parameters.get("files", [])
@@ -161,7 +165,7 @@ def _profile(job: Job):
     training_job = TrainingJob.objects.filter(public_id=job.parameters["training_job"]).first()
     if training_job is None:
         raise serializers.ValidationError({"training_job": [f"{name} no longer exists."]})
-    emit(job, f"modelling {steps} step(s) of {name} on each rank")
+    emit(job, f"modelling {counted(steps, 'step')} of {name} on each rank")
     shown = [-PROGRESS_EVERY_PERCENT]
 
     def progress(done: int, total: int) -> None:
@@ -170,7 +174,7 @@ def _profile(job: Job):
             shown[0] = percent
             emit(
                 job,
-                f"{done} of {total} rank(s) read",
+                f"{done} of {counted(total, 'rank')} read",
                 data={"progress": {"done": done, "total": total, "percent": percent}},
             )
 

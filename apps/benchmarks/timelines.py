@@ -32,6 +32,7 @@ from apps.benchmarks.choices import (
 from apps.benchmarks.models import TimelineAnalysis
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.inventory.choices import HostKeyState
 from apps.inventory.models import Node
 from apps.jobs import services as job_services
@@ -349,7 +350,7 @@ def analyse_training_job(
         if progress is not None:
             progress(done, len(texts))
     return store(
-        name=f"{training_job.name}: {steps} step(s)",
+        name=f"{training_job.name}: {counted(steps, 'step')}",
         traces=traces,
         files=described,
         origin=TimelineOrigin.TRAINING_JOB,

@@ -40,6 +40,7 @@ from apps.benchmarks.models import (
 )
 from apps.core.forms import add_service_errors, flat_messages
 from apps.core.listing import Listing
+from apps.core.text import counted
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.events import progress_of
 from apps.jobs.models import Job
@@ -100,7 +101,7 @@ def start(request):
     except serializers.ValidationError as error:
         add_service_errors(form, error.detail)
         return _list_page(request, form, status=400)
-    messages.success(request, f"{run.get_suite_display()} on {run.nodes.count()} node(s) started.")
+    messages.success(request, f"{run.get_suite_display()} on {counted(run.nodes.count(), 'node')} started.")
     return redirect("benchmark-run", run.public_id)
 
 
@@ -231,7 +232,7 @@ def accept(request, public_id):
     except serializers.ValidationError as error:
         messages.error(request, "; ".join(flat_messages(error.detail)))
     else:
-        messages.success(request, f"{accepted} figure(s) are now the baselines of their scopes.")
+        messages.success(request, f"Baselines of their scopes set from {counted(accepted, 'figure')}.")
     return redirect("benchmark-run", run.public_id)
 
 
@@ -284,7 +285,9 @@ def timeline_upload(request):
         analysis = timelines.analyse_upload(files=uploads, name=name, requested_by=request.user)
     except serializers.ValidationError as error:
         return _timeline_list(request, errors=flat_messages(error.detail), status=400)
-    messages.success(request, f"{analysis.rank_count} rank(s), {analysis.step_count} step(s) analysed.")
+    messages.success(
+        request, f"{counted(analysis.rank_count, 'rank')}, {counted(analysis.step_count, 'step')} analysed."
+    )
     return redirect("benchmark-timeline", analysis.public_id)
 
 

@@ -1,4 +1,5 @@
-"""Echoing what a user sent back to them, bounded: an error message never grows with the input."""
+"""Texts for users: what they sent echoed back, bounded (an error message never grows with the input), and counts
+with their nouns ("1 node", "3 nodes"), never "node(s)"."""
 
 import reprlib
 from typing import Any
@@ -23,3 +24,15 @@ def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
 def cut(text: str, limit: int = ECHO_LIMIT) -> str:
     """`text` itself (no quotes), cut to `limit` characters with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def noun(n: int, word: str, plural: str | None = None) -> str:
+    """`word` as it goes with `n` things: `word` for exactly one, else `plural` (`word` + "s" unless given, for
+    irregular words: noun(2, "process", "processes"))."""
+    return word if n == 1 else (plural or f"{word}s")
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`n` and the noun that goes with it: counted(1, "node") is "1 node", counted(0, "node") "0 nodes",
+    counted(3, "trainer process", "trainer processes") "3 trainer processes"."""
+    return f"{n} {noun(n, word, plural)}"

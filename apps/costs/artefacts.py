@@ -6,6 +6,7 @@ import re
 
 import yaml
 
+from apps.core.text import counted, noun
 from apps.deployments.artefacts.base import (
     DNS_LABEL_RE,
     DNS_SUBDOMAIN_RE,
@@ -249,7 +250,11 @@ def render_spot_nodes(plan: list[dict]) -> Artefact:
         f"kubectl label nodes <node> {CAPACITY_LABEL}=spot",
     ]
     return _yaml_artefact(
-        "spot-nodes", "spot-nodes.yaml", header, nodes, f"Label and NoSchedule taint for {len(hostnames)} spot node(s)."
+        "spot-nodes",
+        "spot-nodes.yaml",
+        header,
+        nodes,
+        f"Label and NoSchedule taint for {counted(len(hostnames), 'spot node')}.",
     )
 
 
@@ -303,7 +308,7 @@ def render_pod_placement(plan: list[dict]) -> Artefact:
         "preemptible-pod-placement.yaml",
         header,
         patches,
-        f"priorityClassName, toleration and spot node affinity for {len(patches)} workload(s).",
+        f"priorityClassName, toleration and spot node affinity for {counted(len(patches), 'workload')}.",
     )
 
 
@@ -315,7 +320,10 @@ def validate_pod_placement(content: str) -> None:
         spec = (document.get("spec") or {}).get("template", {}).get("spec") or {}
         unknown = set(spec) - {"priorityClassName", "tolerations", "affinity"}
         if unknown:
-            raise ArtefactError("pod-placement", f"{name}: unexpected pod spec field(s) {', '.join(sorted(unknown))}")
+            raise ArtefactError(
+                "pod-placement",
+                f"{name}: unexpected pod spec {noun(len(unknown), 'field')} {', '.join(sorted(unknown))}",
+            )
         if spec.get("priorityClassName") != PREEMPTIBLE_CLASS:
             raise ArtefactError("pod-placement", f"{name}: priorityClassName must be {PREEMPTIBLE_CLASS}")
         tolerations = [
@@ -347,7 +355,7 @@ def render_slurm(plan: list[dict]) -> Artefact:
         filename="slurm-spot.conf",
         media_type=TEXT_MEDIA_TYPE,
         content=header + "\n".join(lines) + "\n",
-        description=f"Slurm partition 'spot' on {len(hostnames)} node(s), requeued on preemption.",
+        description=f"Slurm partition 'spot' on {counted(len(hostnames), 'node')}, requeued on preemption.",
     )
 
 

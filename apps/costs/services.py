@@ -11,6 +11,7 @@ from django.utils import timezone
 from apps.accounts.choices import Role
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.costs.choices import ACTION_IN_FORCE, ActionState, ActionTrigger, ApprovalKind, PolicyState
 from apps.costs.kinds import power_limit, tiering  # noqa: F401 (register the job kinds)
 from apps.costs.models import CostPolicy, PolicyAction
@@ -332,7 +333,7 @@ def evaluate(*, policy: CostPolicy, now: float | None = None) -> str:
                 outcome.append(f"reverting ({reason})")
             elif kind.enforces and kind.job_kind is not None:
                 _start(action, mode="enforce", user=None)
-                outcome.append(f"checking {len(action.hostnames)} node(s) still hold the limit")
+                outcome.append(f"checking the limit still holds on {counted(len(action.hostnames), 'node')}")
         if not outcome and not busy and policy.state == PolicyState.ENABLED:
             outcome.append(_propose(policy, now=end, source=source))
     except (TelemetryError, PolicyError) as error:

@@ -21,6 +21,7 @@ from apps.benchmarks import link_errors
 from apps.benchmarks import services as benchmarks
 from apps.benchmarks.choices import Suite
 from apps.core import units
+from apps.core.text import counted
 from apps.deployments import criteria, health_events
 from apps.deployments.choices import (
     CLUSTER_PENDING,
@@ -269,7 +270,7 @@ def _judge_link_errors(
     result["outcome"] = worst([result["outcome"], *(item["verdict"] for item in bad)])
     names = ", ".join(f"{item['node']} {item['nic']}" for item in bad[:3])
     result["value"] = f"{result['value']}; link errors: {names}"
-    result["summary"] = f"{result['summary']}; CRC/symbol errors grew on {len(bad)} NIC(s): {names}"
+    result["summary"] = f"{result['summary']}; CRC/symbol errors grew on {counted(len(bad), 'NIC')}: {names}"
     for item in bad:
         where = f" to {item['switch']}:{item['switch_port']}" if item["switch"] else ""
         grew = ", ".join(f"{counter} +{delta:,}" for counter, delta in item["grew"].items())
@@ -340,7 +341,7 @@ def _judge_sweep(run) -> dict:
     ]
     if suspects:
         outcome = Outcome.FAIL
-        value = f"{len(suspects)} suspect(s): " + ", ".join(
+        value = f"{counted(len(suspects), 'suspect')}: " + ", ".join(
             f"{s['node']} {s['nic']} ({s['cable'] or 'no cable'}, {s['switch']}:{s['switch_port']})" for s in suspects
         )
     elif report["unresolved"]:
@@ -523,7 +524,7 @@ def _requeue_lost(check: ClusterAcceptanceCheck, lost: str, *, now) -> bool:
 
 def _fail_lost(check: ClusterAcceptanceCheck, lost: str, *, now) -> bool:
     reruns = settings.RACKPILOT_JOB_WORKER_LOSS_RERUNS
-    reason = f"{lost}; re-queued {reruns} time(s) already" if reruns else lost
+    reason = f"{lost}; re-queued {counted(reruns, 'time')} already" if reruns else lost
     with transaction.atomic():
         if not ClusterAcceptanceCheck.objects.filter(
             pk=check.pk, status=ClusterCheckStatus.RUNNING, updated=check.updated

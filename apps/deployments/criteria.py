@@ -2,6 +2,7 @@
 and the snapshot a deployment keeps (editable per deployment) so later edits of the defaults do not change a
 finished report."""
 
+from apps.core.text import noun
 from apps.deployments.choices import Comparator
 
 FIELDS = (
@@ -112,7 +113,7 @@ def errors(criteria: dict) -> dict[str, str]:
             continue
         unknown = set(values) - set(FIELDS)
         if unknown:
-            problems[key] = f"Unknown field(s): {', '.join(sorted(unknown))}."
+            problems[key] = f"Unknown {noun(len(unknown), 'field')}: {', '.join(sorted(unknown))}."
         for name in ("threshold", "warn_threshold", "cooldown_seconds"):
             value = values.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):

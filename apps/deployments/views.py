@@ -17,6 +17,7 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.core.api import errors_beyond_shape
 from apps.core.listing import Listing
+from apps.core.text import counted
 from apps.deployments import cluster, node_operations, report, services
 from apps.deployments.catalogue import option_rows
 from apps.deployments.choices import OUTCOME_COLOURS, DeploymentState, Outcome, Phase, SuggestionState, WizardStage
@@ -133,7 +134,9 @@ def deployment_new(request):
         except serializers.ValidationError as error:
             add_service_errors(form, error.detail, aliases=NodesForm.ALIASES)
         else:
-            messages.success(request, f"Draft {deployment.name} created on {deployment.nodes.count()} node(s).")
+            messages.success(
+                request, f"Draft {deployment.name} created on {counted(deployment.nodes.count(), 'node')}."
+            )
             return redirect("deployment-wizard", deployment.public_id, WizardStage.VERSIONS)
     status = 400 if form.errors else 200
     return _wizard(request, None, WizardStage.NODES, {"form": form}, status=status)
@@ -458,7 +461,7 @@ def deployment_resume(request, public_id):
     except serializers.ValidationError as error:
         messages.error(request, _flatten(error.detail))
     else:
-        messages.success(request, f"Run {run.number} started on {run.job.node_count} node(s).")
+        messages.success(request, f"Run {run.number} started on {counted(run.job.node_count, 'node')}.")
     return redirect("deployment-detail", deployment.public_id)
 
 

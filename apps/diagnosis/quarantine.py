@@ -26,7 +26,7 @@ def resume_around(*, decision: RemediationDecision, transport=None, queue=True) 
     if checking is not None:  # another node of the job drained a moment ago: one resume leaves both out
         checking.suspect_nodes.add(node)
         decision.resume_incident = checking.public_id
-        return f"resuming {job.name} around it with the other drained node(s): incident {checking.public_id}"
+        return f"resuming {job.name} around it in the resume already under way: incident {checking.public_id}"
     try:
         incident = services.open_incident(
             user=None,

@@ -10,6 +10,7 @@ import base64
 import re
 from dataclasses import dataclass, field
 
+from apps.core.text import counted
 from apps.diagnosis.choices import ADVICE, Cause, EvidenceVerdict
 from apps.diagnosis.runbook import FixCommand, Observation, Read, gpu_lost_without_xid
 from apps.parsers.common import split_lines
@@ -121,7 +122,8 @@ def judge_log(hostname: str, text: str, command: str) -> list[Observation]:
                 subject="",
                 verdict=EvidenceVerdict.HEALTHY if run.steps_since_start and not found else EvidenceVerdict.INFO,
                 summary=(
-                    f"{run.steps_since_start} iteration line(s) since the last start, newest step {run.last_step}"
+                    f"{counted(run.steps_since_start, 'iteration line')} since the last start, newest step "
+                    f"{run.last_step}"
                     + (f", resumed from step {run.resumed_from}" if run.resumed_from is not None else "")
                 ),
                 command=command,
@@ -251,8 +253,16 @@ def judge_checkpoint(
     add(
         "manifest",
         ok and not failed,
-        (f"{sum(1 for line in split_lines(text) if line.endswith(': OK'))} file(s) match the manifest" if ok else "")
-        or (f"{len(failed)} file(s) do not match the manifest" if failed else f"no manifest: {text.strip()[-160:]}"),
+        (
+            f"{counted(sum(1 for line in split_lines(text) if line.endswith(': OK')), 'file')} matching the manifest"
+            if ok
+            else ""
+        )
+        or (
+            f"{counted(len(failed), 'file')} not matching the manifest"
+            if failed
+            else f"no manifest: {text.strip()[-160:]}"
+        ),
         command,
         "\n".join(failed[:4]) or text.strip()[-300:],
     )
@@ -291,7 +301,8 @@ def judge_kernel(hostname: str, ok: bool, text: str, command: str) -> Observatio
         bad[0].pci_bus_id if bad else (silent[0].gpu or "" if silent else ""),
         EvidenceVerdict.FAULT if what else EvidenceVerdict.HEALTHY,
         "; ".join(what)[:300]
-        or f"no GPU-fatal Xid, uncorrectable ECC, GSP timeout or reset-required ({len(xids)} other Xid line(s))",
+        or f"no GPU-fatal Xid, uncorrectable ECC, GSP timeout or reset-required "
+        f"({counted(len(xids), 'other Xid line')})",
         command,
         "\n".join([lines[event.line - 1] for event in bad[:4]] + [line for f in silent for line in f.excerpt[:2]]),
         hostname,
@@ -390,14 +401,15 @@ def plan_recovery(
     parts = []
     if disk_full:
         parts.append(
-            f"free space: remove {len(removed)} checkpoint(s) ({', '.join(f'step {step}' for step in removed)})"
+            f"free space: remove {counted(len(removed), 'checkpoint')} "
+            f"({', '.join(f'step {step}' for step in removed)})"
             if removed
             else "free space by hand (nothing Rackpilot may remove within the keep count)"
         )
     for bad, spare in replaced.items():
         parts.append(f"replace {bad} by the spare {spare}")
     for bad in excluded:
-        parts.append(f"leave out {bad} (no healthy spare of its SKU): {len(hosts)} node(s)")
+        parts.append(f"leave out {bad} (no healthy spare of its SKU): {counted(len(hosts), 'node')}")
     parts.append(f"resume from step {chosen.step} ({chosen.path}) on {', '.join(hosts)}")
     summary = "; ".join(parts)
     summary = summary[0].upper() + summary[1:]

@@ -15,6 +15,7 @@ No database here: the kind (apps/diagnosis/kinds/nccl_timeout.py) hands in plain
 
 from dataclasses import dataclass, field
 
+from apps.core.text import counted
 from apps.diagnosis.choices import ADVICE, Cause, EvidenceVerdict
 from apps.nodeexec import catalogue
 from apps.parsers import network
@@ -120,7 +121,8 @@ def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[
                 subject=f"ranks {_ranges(ranks)}",
                 verdict=EvidenceVerdict.FAULT,
                 summary=(
-                    f"{len(ranks)} rank(s) timed out in {first.op} SeqNum {first.seq} after {first.timeout_ms} ms"
+                    f"{counted(len(ranks), 'rank')} timed out in {first.op} SeqNum {first.seq} after "
+                    f"{first.timeout_ms} ms"
                     + (f"; ranks {_ranges(lagging)} lag (least work enqueued)" if lagging else "")
                 ),
                 command=command,
@@ -148,7 +150,7 @@ def judge_log(hostname: str, text: str, command: str, rank_map: dict[int, tuple[
                 subject="",
                 verdict=EvidenceVerdict.HEALTHY if progressing else EvidenceVerdict.INFO,
                 summary=(
-                    f"training progresses: {run.steps_since_start} iteration line(s) since the last start"
+                    f"training progresses: {counted(run.steps_since_start, 'iteration line')} since the last start"
                     + (f" (resumed from the checkpoint of step {run.resumed_from})" if run.resumed_from else "")
                     + f", newest step {run.last_step}"
                     if progressing
@@ -368,7 +370,8 @@ def judge_network(node: NodeFacts, outputs: dict[str, tuple[bool, str, str]]) ->
                 lost[0].pci_bus_id if lost else (silent[0].gpu or "" if silent else ""),
                 EvidenceVerdict.FAULT if what else EvidenceVerdict.HEALTHY,
                 "; ".join(what)[:300]
-                or f"no Xid 79, GSP timeout or reset-required in the kernel log ({len(xids)} other Xid line(s))",
+                or f"no Xid 79, GSP timeout or reset-required in the kernel log "
+                f"({counted(len(xids), 'other Xid line')})",
                 command,
                 "\n".join(
                     [lines[event.line - 1] for event in lost[:4]] + [line for f in silent for line in f.excerpt[:2]]
@@ -398,7 +401,7 @@ def _counters(nic: NicFacts, counters: dict[str, int], text: str, command: str) 
     if crc:
         parts.append(f"{crc} CRC errors")
     if downs:
-        parts.append(f"{downs} link-down event(s)")
+        parts.append(counted(downs, "link-down event"))
     wanted = ("rx_discards_phy", "rx_out_of_buffer", "rx_crc_errors_phy", "link_down_events_phy")
     wanted += (f"rx_prio{priority}_pause",) if priority is not None else ()
     return Observation(

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.core.audit import save_as
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.diagnosis import utilisation
 from apps.diagnosis.choices import ADVICE, IncidentState, Problem, RemediationState
 from apps.diagnosis.models import Incident
@@ -25,7 +26,7 @@ from apps.parsers import triage as rules
 from apps.parsers.errors import ParseError
 from apps.parsers.xid import xid_info
 
-NOTHING_RECOGNISED = "No known problem in {lines} line(s) of {source}; nothing is guessed from an unrecognised log."
+NOTHING_RECOGNISED = "No known problem in {lines} of {source}; nothing is guessed from an unrecognised log."
 
 
 class TriageInputError(ValueError):
@@ -50,8 +51,8 @@ class TriageResult:
     @property
     def message(self) -> str:
         if self.findings:
-            return f"{len(self.findings)} finding(s) in {self.lines} line(s) of {self.source}."
-        return NOTHING_RECOGNISED.format(lines=self.lines, source=self.source)
+            return f"{counted(len(self.findings), 'finding')} in {counted(self.lines, 'line')} of {self.source}."
+        return NOTHING_RECOGNISED.format(lines=counted(self.lines, "line"), source=self.source)
 
     def to_dict(self) -> dict[str, Any]:
         return {

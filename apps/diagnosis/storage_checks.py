@@ -7,6 +7,7 @@ storage slow / not responding, checkpoint volume full and starved data loader. N
 
 from statistics import median
 
+from apps.core.text import counted, noun
 from apps.diagnosis import utilisation
 from apps.diagnosis.choices import Cause, EvidenceVerdict
 from apps.diagnosis.recovery import judge_space
@@ -125,9 +126,10 @@ def _loader(processes, text: str, command: str) -> list[Observation]:
     found = [
         Observation(
             "loader",
-            f"{len(trainers)} trainer(s)",
+            counted(len(trainers), "trainer"),
             EvidenceVerdict.FAULT if starved else EvidenceVerdict.HEALTHY,
-            f"{len(trainers)} trainer process(es) with {min(counts)}–{max(counts)} DataLoader worker(s) each"
+            f"{counted(len(trainers), 'trainer process', 'trainer processes')} with {min(counts)}–{max(counts)} "
+            f"DataLoader {noun(max(counts), 'worker')} each"
             + (": the ranks load their batches (nearly) alone, a starved loader" if starved else ""),
             command,
             "\n".join(cited)[:1000],
@@ -139,7 +141,7 @@ def _loader(processes, text: str, command: str) -> list[Observation]:
         found.append(
             Observation(
                 "blocked",
-                f"{len(blocked)} worker(s)",
+                counted(len(blocked), "worker"),
                 EvidenceVerdict.FAULT,
                 f"{len(blocked)} of {sum(counts)} DataLoader workers wait in the kernel for I/O (state D)",
                 command,
@@ -162,7 +164,9 @@ def _hung(text: str, mounts: Mounts, command: str) -> Observation:
     what = [f"{m.target} ({m.fstype} from {m.source}) not responding" for m in named]
     what += [f"server {server} not responding" for server in servers if server not in {m.server for m in named}]
     if hung:
-        what.append(f"{len(hung)} hung task(s), first {hung[0].task}:{hung[0].pid} blocked > {hung[0].seconds} s")
+        what.append(
+            f"{counted(len(hung), 'hung task')}, first {hung[0].task}:{hung[0].pid} blocked > {hung[0].seconds} s"
+        )
     return Observation(
         "hung",
         named[0].target if named else (servers[0] if servers else ""),

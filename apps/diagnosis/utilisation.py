@@ -21,6 +21,7 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from apps.core.text import counted
 from apps.diagnosis.choices import Cause, EvidenceVerdict
 from apps.diagnosis.runbook import FixCommand, Observation, Read
 from apps.parsers.kubernetes import parse_get_pods
@@ -228,7 +229,11 @@ def judge_series(hostname: str, ok: bool, text: str, command: str, seconds: int 
     summaries = [summary(gpu) for gpu in sorted(gpus.values(), key=lambda gpu: gpu.index)]
     if not summaries or min(item["samples"] for item in summaries) < MIN_SAMPLES:
         count = min((item["samples"] for item in summaries), default=0)
-        return [Observation("series", "", EvidenceVerdict.COULD_NOT_RUN, f"only {count} sample(s) per GPU", command)]
+        return [
+            Observation(
+                "series", "", EvidenceVerdict.COULD_NOT_RUN, f"only {counted(count, 'sample')} per GPU", command
+            )
+        ]
     means = [item["mean"] for item in summaries]
     found = [
         Observation(

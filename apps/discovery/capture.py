@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from apps.core.text import counted
 from apps.discovery.facts import tool_failure
 from apps.nodeexec.catalogue import MAX_INTERFACES, PLACEHOLDERS
 from apps.parsers import network, nvidia_smi, registry
@@ -490,7 +491,8 @@ def cpu_line(report: CaptureReport) -> str:
         return "CPU: not read (lscpu did not run)."
     cpu = registry.parse("lscpu", text)
     return (
-        f"CPU: {cpu.model_name}, {cpu.cpus} CPUs, {cpu.sockets} socket(s), {cpu.numa_nodes} NUMA node(s)"
+        f"CPU: {cpu.model_name}, {cpu.cpus} CPUs, {counted(cpu.sockets, 'socket')}, "
+        f"{counted(cpu.numa_nodes, 'NUMA node')}"
         + (f", hypervisor {cpu.hypervisor}" if cpu.hypervisor else "")
         + " (lscpu)."
     )

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from apps.core.text import counted
 from apps.discovery.choices import FactFamily
 from apps.nodeexec.catalogue import SECTION_MARK
 from apps.parsers import network, nvidia_smi, system
@@ -312,7 +313,7 @@ def nics_summary(facts: dict) -> str:
             for p in read.values()
             if (qos := p.get(FactFamily.QOS))
         ]
-        line = f"{len(read)} NIC(s)"
+        line = counted(len(read), "NIC")
         for label, values in (("", speeds), ("firmware ", firmware), ("PFC ", pfc)):
             if values:
                 line += f"; {label}{_counted(values)}"
@@ -345,12 +346,12 @@ def summary(reading: Reading) -> str:
     family = reading.family
     if family == FactFamily.GPUS:
         names = sorted({gpu["name"] or "?" for gpu in facts["gpus"]})
-        return f"{facts['count']} GPU(s): {', '.join(names)}; driver {facts['driver_version'] or '?'}"
+        return f"{counted(facts['count'], 'GPU')}: {', '.join(names)}; driver {facts['driver_version'] or '?'}"
     if family == FactFamily.TOPOLOGY:
-        return f"{len(facts['gpus'])} GPU(s), {len(facts['nics'])} NIC(s) in the PCIe matrix"
+        return f"{counted(len(facts['gpus']), 'GPU')}, {counted(len(facts['nics']), 'NIC')} in the PCIe matrix"
     if family == FactFamily.LINKS:
         up = sum(1 for link in facts["interfaces"] if link["carrier"])
-        return f"{len(facts['interfaces'])} interface(s), {up} with carrier"
+        return f"{counted(len(facts['interfaces']), 'interface')}, {up} with carrier"
     if family == FactFamily.NICS:
         return nics_summary(facts)
     if family == FactFamily.BIOS:
@@ -359,8 +360,8 @@ def summary(reading: Reading) -> str:
         return f"{facts['sockets'] or '?'} x {facts['model'] or '?'}, {facts['threads'] or '?'} threads"
     if family == FactFamily.NUMA:
         memory = f", {facts['memory_mb'] // 1024} GiB" if facts["memory_mb"] else ""
-        return f"{facts['count']} NUMA node(s){memory}"
+        return f"{counted(facts['count'], 'NUMA node')}{memory}"
     if family == FactFamily.DISKS:
         disks = [d for d in facts["devices"] if d["type"] == "disk"]
-        return f"{len(disks)} disk(s), {len(facts['devices'])} block device(s)"
+        return f"{counted(len(disks), 'disk')}, {counted(len(facts['devices']), 'block device')}"
     return ""

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.discovery.choices import FactFamily, ObjectType
 from apps.discovery.facts import pci_key
 from apps.inventory.choices import FirmwareComponent, GpuPresence, StorageTierKind
@@ -361,7 +362,8 @@ def _compare_affinity(result: Comparison, nics: dict[str, Nic], matched: dict[in
     mlx = sorted((pci_key(f["bus_info"]), name) for name, f in drivers.items() if f["driver"] == "mlx5_core")
     if len(mlx) != len(topo["nics"]):
         result.could_not_run["affinity"] = (
-            f"topo -m shows {len(topo['nics'])} NIC(s) but ethtool -i named {len(mlx)} mlx5 interface(s): "
+            f"topo -m shows {counted(len(topo['nics']), 'NIC')} but ethtool -i named "
+            f"{counted(len(mlx), 'mlx5 interface')}: "
             "cannot tell which NIC is which"
         )
         return

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.core.text import counted
 from apps.deployments import services as deployment_services
 from apps.discovery import reconcile
 from apps.discovery.choices import DifferenceState, FactFamily
@@ -186,8 +187,8 @@ def _report(job, node, out: _NodeOutputs, comparison, differences: int, filled: 
         emit(job, f"not on this node: {', '.join(out.not_on_node)}", hostname=node.hostname, step=FactFamily.NICS)
     emit(
         job,
-        f"discovery: {differences} difference(s) to decide, {filled} fact(s) filled in, "
-        f"{len(comparison.could_not_run)} fact family(ies) could not run",
+        f"discovery: {counted(differences, 'difference')} to decide, {counted(filled, 'fact')} filled in, "
+        f"{counted(len(comparison.could_not_run), 'fact family', 'fact families')} could not run",
         level=EventLevel.WARNING if differences or comparison.could_not_run else EventLevel.INFO,
         hostname=node.hostname,
         data={"differences": differences, "filled": filled, "could_not_run": sorted(comparison.could_not_run)},

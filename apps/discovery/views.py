@@ -12,6 +12,7 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.core.forms import add_service_errors
 from apps.core.listing import Listing
+from apps.core.text import counted
 from apps.discovery import services
 from apps.discovery.choices import DifferenceState
 from apps.discovery.filters import DISCOVERY_RUN_COLUMNS, DiscoveryRunFilterSet
@@ -57,7 +58,7 @@ def start(request):
     except serializers.ValidationError as error:
         add_service_errors(form, error.detail)
         return _list_page(request, form, status=400)
-    messages.success(request, f"Discovery of {job.node_count} node(s) started.")
+    messages.success(request, f"Discovery of {counted(job.node_count, 'node')} started.")
     return redirect("job-page", job.public_id)
 
 
@@ -175,7 +176,7 @@ def accept_node(request, public_id, hostname):
     job = get_object_or_404(Job, public_id=public_id, kind=services.KIND)
     node = get_object_or_404(Node, hostname=hostname)
     accepted, problems = services.accept_all(job=job, node=node, user=request.user)
-    messages.success(request, f"Accepted {accepted} difference(s) on {node}.")
+    messages.success(request, f"Accepted {counted(accepted, 'difference')} on {node}.")
     for problem in problems:
         messages.error(request, problem)
     return _back(job)

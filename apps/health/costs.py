@@ -24,6 +24,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncSecond
 
 from apps.core.models import AuditEntry
+from apps.core.text import counted
 from apps.health.choices import ComponentType, Severity
 from apps.health.models import HealthEvent
 from apps.inventory.choices import NodeRole
@@ -177,7 +178,7 @@ def work_lost(job: TrainingJob, *, at: datetime, gpus: int | None = None) -> Los
         seconds * gpus / HOUR,
         gpus,
         seconds,
-        f"{job.name}: {steps} step(s) since the checkpoint at step {checkpoint}, "
+        f"{job.name}: {counted(steps, 'step')} since the checkpoint at step {checkpoint}, "
         f"{point.seconds_per_step:g} s each, on {gpus} GPUs",
     )
 

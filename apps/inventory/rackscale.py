@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from apps.core.text import echo
+from apps.core.text import echo, noun
 from apps.inventory.choices import PowerState
 from apps.inventory.models import CoolantLoop, Gpu, ImexDomain, Node, NvlinkDomain, NvlinkPartition, Rack
 
@@ -35,11 +35,21 @@ def domain_problems(domains=None) -> list[DomainProblem]:
         missing = sorted(set(range(1, spec.switch_trays + 1)) - {tray.slot for tray in domain.switch_trays.all()})
         if missing:
             slots = ", ".join(map(str, missing))
-            problems.append(_on(domain, f"{spec.name} domain {echo(domain.name)} lacks switch tray slot(s) {slots}."))
+            problems.append(
+                _on(
+                    domain,
+                    f"{spec.name} domain {echo(domain.name)} lacks switch tray {noun(len(missing), 'slot')} {slots}.",
+                )
+            )
         missing = sorted(set(range(1, spec.compute_trays + 1)) - {node.tray_slot for node in trays[domain.pk]})
         if missing:
             slots = ", ".join(map(str, missing))
-            problems.append(_on(domain, f"{spec.name} domain {echo(domain.name)} lacks compute tray slot(s) {slots}."))
+            problems.append(
+                _on(
+                    domain,
+                    f"{spec.name} domain {echo(domain.name)} lacks compute tray {noun(len(missing), 'slot')} {slots}.",
+                )
+            )
         for node in trays[domain.pk]:
             count = gpus.get(node.pk, 0)
             if count > spec.gpus_per_tray:

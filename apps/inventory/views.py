@@ -18,6 +18,7 @@ from apps.core import audit
 from apps.core.filters import AuditEntryFilter
 from apps.core.listing import SORT_PARAM, Column, Listing, SortRefused, csv_lines, sorted_rows
 from apps.core.models import AuditEntry
+from apps.core.text import counted
 from apps.inventory import dashboard as panels
 from apps.inventory import fabric, power, services, transfer
 from apps.inventory.filters import (
@@ -163,7 +164,7 @@ def node_bulk(request):
     except services.NodeChangeRefused as refused:
         messages.error(request, f"Nothing changed: {refused}")
         return back
-    messages.success(request, f"{data['action'].capitalize()}: {len(nodes)} node(s) done.")
+    messages.success(request, f"{data['action'].capitalize()}: {counted(len(nodes), 'node')} done.")
     return back
 
 
@@ -308,7 +309,7 @@ def transfer_page(request):
                 form.add_error("file", "The file is not UTF-8 text.")
             except transfer.ImportRejected as rejected:
                 problems = rejected.problems
-                messages.error(request, f"Nothing was imported: {len(problems)} problem(s) in {upload.name}.")
+                messages.error(request, f"Nothing was imported: {counted(len(problems), 'problem')} in {upload.name}.")
             else:
                 totals = result.totals
                 messages.success(

@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.core.text import counted
 from apps.inventory.models import ImportFile
 from apps.inventory.transfer import ImportProgress, ImportRejected, import_inventory
 from apps.inventory.transfer.background import BackgroundImport
@@ -135,7 +136,7 @@ def run_inventory_import(*, job_public_id: str) -> str:
             what = f"{problem.section}.{problem.field}" if problem.field else problem.section
             recorder.event(f"{where}, {what}: {problem.message}", level=EventLevel.WARNING, data=problem.as_dict())
         final, level = JobStatus.FAILED, EventLevel.WARNING
-        summary = f"{len(problems)} problem(s); nothing was imported"
+        summary = f"{counted(len(problems), 'problem')}; nothing was imported"
         data = {"problems": len(problems), "listed": min(len(problems), MAX_PROBLEM_EVENTS)}
     except _Canceled:
         final, level, summary = JobStatus.CANCELED, EventLevel.WARNING, "canceled; nothing was imported"

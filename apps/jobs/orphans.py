@@ -11,6 +11,7 @@ import socket
 
 from django.conf import settings
 
+from apps.core.text import counted
 from apps.jobs.models import Job, JobShard
 from apps.jobs.targets import node_targets
 from apps.nodeexec.base import NodeTarget, OutputCollector, TransportError
@@ -29,12 +30,15 @@ def end_orphaned_commands(*, job: Job, shard: JobShard) -> str:
     grace = settings.RACKPILOT_JOB_KILL_GRACE_SECONDS
     if job.transport == "local":
         groups = end_marked(marker, grace=grace)
-        return f"ended {len(groups)} process group(s) of shard {shard.index} left running on {socket.gethostname()}"
+        return (
+            f"ended {counted(len(groups), 'process group')} of shard {shard.index} left running on "
+            f"{socket.gethostname()}"
+        )
     if job.transport == "ssh":
         outcomes = asyncio.run(_end_over_ssh(node_targets(job, shard), END_MARKED.build(marker=marker, seconds=grace)))
         ended = sum(1 for outcome in outcomes.values() if outcome == "done")
         failed = sorted(host for host, outcome in outcomes.items() if outcome != "done")
-        line = f"ended what shard {shard.index} left running on {ended} of {len(outcomes)} node(s)"
+        line = f"ended what shard {shard.index} left running on {ended} of {counted(len(outcomes), 'node')}"
         return line + (f"; could not on {', '.join(failed[:20])}" if failed else "")
     return ""  # sim: nothing runs on a node
 

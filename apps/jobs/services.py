@@ -17,6 +17,7 @@ from rest_framework import serializers
 
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.inventory.models import Node
 from apps.jobs.choices import JOB_ACTIVE, SHARD_TERMINAL, EventLevel, JobStatus, ShardStatus, StepStatus
 from apps.jobs.events import broadcast, emit
@@ -278,18 +279,23 @@ def create_job(
                 )
         JobStep.objects.bulk_create(cells, batch_size=1000)
         who = getattr(requested_by, "username", "") or "system"
-        emit(job, f"{kind} on {len(nodes)} node(s) over {transport}, requested by {who}", data={"parameters": params})
+        emit(
+            job,
+            f"{kind} on {counted(len(nodes), 'node')} over {transport}, requested by {who}",
+            data={"parameters": params},
+        )
         if selection.drained_left_out:
             emit(
                 job,
-                f"Left out {len(selection.drained_left_out)} drained node(s): {', '.join(selection.drained_left_out)}",
+                f"Left out {counted(len(selection.drained_left_out), 'drained node')}: "
+                f"{', '.join(selection.drained_left_out)}",
                 level=EventLevel.WARNING,
                 data={"drained_left_out": selection.drained_left_out},
             )
         audit.record(
             AuditAction.START,
             obj=job,
-            object_repr=f"{kind} job on {len(nodes)} node(s)",
+            object_repr=f"{kind} job on {counted(len(nodes), 'node')}",
             changes={"kind": [None, kind], "transport": [None, transport], "nodes": [None, len(nodes)]},
             user=requested_by,
             job=job,
@@ -431,7 +437,7 @@ def finish_job_if_done(*, job: Job, summary: str = "") -> Job:
         elif current.cancel_requested or ShardStatus.CANCELED in shard_states:
             final, text = JobStatus.CANCELED, current.summary or "canceled"
         elif failed:
-            final, text = JobStatus.FAILED, f"{failed} step(s) failed"
+            final, text = JobStatus.FAILED, f"{counted(failed, 'step')} failed"
         else:
             final, text = JobStatus.SUCCEEDED, "all steps succeeded"
         now = timezone.now()

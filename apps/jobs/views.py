@@ -14,6 +14,7 @@ from apps.accounts.decorators import role_required
 from apps.core.api import errors_beyond_shape
 from apps.core.forms import add_service_errors
 from apps.core.listing import Listing
+from apps.core.text import counted
 from apps.jobs import services
 from apps.jobs.choices import FAILED_STEPS, JOB_STATUS_COLOURS, STEP_STATUS_COLOURS, JobStatus, StepStatus
 from apps.jobs.events import event_dict, progress_of
@@ -179,7 +180,7 @@ def job_new(request):
         except serializers.ValidationError as error:
             add_service_errors(form, error.detail)
         else:
-            messages.success(request, f"{job.kind} started on {job.node_count} node(s).")
+            messages.success(request, f"{job.kind} started on {counted(job.node_count, 'node')}.")
             return redirect("job-page", public_id=job.public_id)
     defaults = {name: _defaults(cls) for name, cls in KINDS.items()}
     return render(request, "jobs/job_new.html", {"form": form, "kinds": KINDS, "defaults": defaults})

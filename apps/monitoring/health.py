@@ -11,6 +11,7 @@ number.
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from apps.core.text import counted
 from apps.diagnosis.models import Incident
 from apps.discovery.choices import DifferenceState
 from apps.discovery.models import Difference
@@ -85,7 +86,7 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
         else:
             missing[difference.node_id] += 1
     for node_id, count in missing.items():
-        by_id[node_id].reasons.append(f"{count} open difference(s) from the inventory")  # drift, not unhealthy
+        by_id[node_id].reasons.append(f"{counted(count, 'open difference')} from the inventory")  # drift, not unhealthy
     names = {hostname: pk for pk, hostname, _ in nodes}
     for difference in scheduler_differences(nodes=compute):
         node = by_id[names[difference.hostname]]
@@ -104,7 +105,7 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     if with_telemetry:
         flags = services.telemetry_health(hostname=hostname)
         for flagged in flags["flagged"]:
-            what = f"XID {flagged['xid']}" if flagged["xid"] else f"{flagged['ecc']} uncorrectable ECC error(s)"
+            what = f"XID {flagged['xid']}" if flagged["xid"] else counted(flagged["ecc"], "uncorrectable ECC error")
             node = by_id.get(names.get(flagged["node"].hostname))
             if node is not None and int(flagged["gpu"]) not in node.bad_gpus:  # an open event says it already
                 node.fail(f"GPU {flagged['gpu']} reports {what}")
@@ -131,9 +132,12 @@ def fleet_health(*, with_slos: bool = True) -> dict:
         "slos_met": (sum(judged) / len(judged) if judged else 1.0, f"{sum(judged)} of {len(judged)} SLOs met (1 h)"),
         "no_open_incidents": (
             1.0 if not open_incidents else max(0.0, 1 - open_incidents / max(len(nodes), 1)),
-            f"{open_incidents} unresolved incident(s)",
+            counted(open_incidents, "unresolved incident"),
         ),
-        "no_drift": (1 - drifting / len(nodes) if nodes else 1.0, f"{drifting} node(s) differ from the inventory"),
+        "no_drift": (
+            1 - drifting / len(nodes) if nodes else 1.0,
+            f"{counted(drifting, 'node')} differing from the inventory",
+        ),
     }
     score = round(sum(WEIGHTS[name] * share for name, (share, _) in parts.items()))
     return {

@@ -20,6 +20,7 @@ import re
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.text import noun
 from apps.diagnosis.health_events import gpu_at, nic_at, pci_address
 from apps.health import services as health
 from apps.health.choices import Severity, Source
@@ -141,7 +142,7 @@ def _aer(node, finding: Finding, lines, times, job) -> list[HealthEvent]:
     evidence = {"pci_bus_id": address}
     if uncorrected:
         fatal = "fatal" if any("(Fatal)" in text for _, text in uncorrected) else "non-fatal"
-        summary = f"{where}: {len(uncorrected)} uncorrected ({fatal}) PCIe error(s)"
+        summary = f"{where}: {len(uncorrected)} uncorrected ({fatal}) PCIe {noun(len(uncorrected), 'error')}"
         evidence |= {"uncorrected": len(uncorrected)}
         return [_record(node, component, "pcie_aer_uncorrected", Severity.MAJOR, summary, evidence, lines, times, job)]
     if len(corrected) >= AER_CORRECTED_MIN:

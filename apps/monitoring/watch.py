@@ -38,6 +38,7 @@ import time
 from apps.benchmarks.choices import Verdict
 from apps.benchmarks.health_events import nic_cable, record_link_degraded
 from apps.benchmarks.link_errors import Tiers, cable_end, verdict
+from apps.core.text import counted
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
@@ -190,7 +191,7 @@ def _xid(reading: dict):
 def _ecc(reading: dict):
     if reading["ecc_dbe"]:
         count = int(reading["ecc_dbe"])
-        summary = f"{count} uncorrectable ECC error(s) since the driver loaded"
+        summary = f"{counted(count, 'uncorrectable ECC error')} since the driver loaded"
         yield "ecc_uncorrectable", Severity.CRITICAL, summary, {"metric": _metric("ecc_dbe"), "ecc_dbe": count}
 
 

@@ -131,8 +131,8 @@ def _require_whole_devices(lines: list[str], report: IbReport, starts: list[int]
         if device.ports_declared is not None and len(device.ports) < device.ports_declared:
             raise incomplete(
                 lines,
-                f"CA '{device.name}' (line {start}) declares {device.ports_declared} port(s), the output holds "
-                f"{len(device.ports)}",
+                f"CA '{device.name}' (line {start}) declares 'Number of ports: {device.ports_declared}', the "
+                f"output holds {len(device.ports)} of them",
                 report,
             )
     if not port_ended:

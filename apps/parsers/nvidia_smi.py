@@ -392,8 +392,8 @@ def _require_every_gpu(lines: list[str], root: _Node, report: GpuReport, selecte
     where = f" (line {declared.line})" if declared is not None and declared.line else ""
     raise incomplete(
         lines,
-        f"'Attached GPUs : {report.attached_gpus}'{where} declares {report.attached_gpus} GPUs, the output holds "
-        f"{len(report.gpus)} GPU section(s)",
+        f"'Attached GPUs : {report.attached_gpus}'{where} declares that many GPUs, the output holds a "
+        f"section for {len(report.gpus)} of them",
         report,
     )
 
@@ -431,8 +431,8 @@ def parse_query_xml(text: str, *, selected: bool = False) -> GpuReport:
     if not selected and report.attached_gpus is not None and len(report.gpus) < report.attached_gpus:
         raise incomplete(
             lines,
-            f"<attached_gpus>{report.attached_gpus}</attached_gpus> declares {report.attached_gpus} GPUs, the "
-            f"document holds {len(report.gpus)} <gpu> element(s)",
+            f"<attached_gpus>{report.attached_gpus}</attached_gpus> declares that many GPUs, the "
+            f"document holds a <gpu> element for {len(report.gpus)} of them",
             report,
         )
     return report

@@ -361,7 +361,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "gpu_count_mismatch",
         r"(?:node (?P<node>\S+) .*)?gres/gpu count reported lower than configured \((?P<got>\d+) < (?P<want>\d+)\)",
-        "the node reports {got} GPU(s), {want} configured",
+        "the node reports a GPU count of {got}, {want} configured",
     ),
     _rule(
         "gpu_count_mismatch",
@@ -668,7 +668,7 @@ def _flight_recorder(entries: list[LogLine]) -> list[Finding]:
             problem="collective_not_joined",
             lines=[],
             excerpt=[],
-            detail=f"rank(s) {', '.join(map(str, ranks))} never joined {name}: {entry.message}",
+            detail=f"{_named_ranks(ranks)} never joined {name}: {entry.message}",
             rank=ranks[0] if len(ranks) == 1 else None,
         )
         for line in [entry, collective, missing]:
@@ -777,6 +777,12 @@ def _ranks(text: str) -> list[int]:
     return [int(rank) for rank in text.replace(" ", "").split(",") if rank]
 
 
+def _named_ranks(ranks: list[int], shown: str | None = None) -> str:
+    """ "rank 5" or "ranks 6, 7" (`shown`: the ranks as the log wrote them). Parsers import nothing of the project,
+    so this is the one count-with-noun text outside apps.core.text.counted."""
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {shown if shown is not None else ', '.join(map(str, ranks))}"
+
+
 def _desync_report(entries: list[LogLine]) -> list[Finding]:
     """ProcessGroupNCCL's desync report (retrieveDesyncReport in c10d's TraceUtils.h) names the lagging ranks: ranks
     that never joined any collective, or ranks that joined collective #N but did not finish it while the others
@@ -790,15 +796,16 @@ def _desync_report(entries: list[LogLine]) -> list[Finding]:
         cited = [line for line in (timeout, entry) if line is not None]
         if match := DESYNC_NEVER_JOINED.match(entry.message):
             lagging = _ranks(match["ranks"])
-            detail = f"rank(s) {', '.join(map(str, lagging))} never joined any collective{seen}"
+            detail = f"{_named_ranks(lagging)} never joined any collective{seen}"
         elif (match := DESYNC_LAGGING.match(entry.message)) and index + 1 < len(entries):
             finished = DESYNC_FINISHED.match(entries[index + 1].message)
             if finished is None:
                 continue
             lagging = _ranks(match["ranks"])
             detail = (
-                f"rank(s) {', '.join(map(str, lagging))} joined collective #{match['seq']} and did not finish it; "
-                f"rank(s) {finished['ranks']} finished it and wait in #{finished['next']}{seen}"
+                f"{_named_ranks(lagging)} joined collective #{match['seq']} and did not finish it; "
+                f"{_named_ranks(_ranks(finished['ranks']), finished['ranks'])} finished it, waiting in "
+                f"#{finished['next']}{seen}"
             )
             cited.append(entries[index + 1])
         else:

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 
 from apps.core.models import AuditEntry
+from apps.core.text import counted
 from apps.health.models import HealthEvent
 from apps.inventory.models import Node
 from apps.remediation.models import PartReplacement, RemediationDecision, Repair, RepairGate
@@ -63,7 +64,7 @@ def node_history(node: Node, *, limit: int = SHOWN) -> list[HistoryEntry]:
         if repair.evidence_captured_at:
             bug = repair.evidence.get("bug_report", {})
             kernel = repair.evidence.get("kernel_log", {})
-            text = f"Evidence captured: {kernel.get('matched', 0)} kernel log line(s), " + (
+            text = f"Evidence captured: {counted(kernel.get('matched', 0), 'kernel log line')}, " + (
                 "bug report on the node" if bug.get("file") else "no bug report"
             )
             entries.append(HistoryEntry(repair.evidence_captured_at, "evidence", text, url))

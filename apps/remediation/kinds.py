@@ -7,6 +7,7 @@ import re
 
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.deployments import commands as deployment_commands  # noqa: F401  (registers `dmesg`)
 from apps.jobs.choices import StepStatus
 from apps.jobs.events import emit
@@ -74,7 +75,7 @@ class RepairEvidence(JobKind):
             return CellRecord(default_status(result), default_summary(step, result))
         lines = [line for line in text.splitlines() if FAULT_LINE.search(line)]
         self.read[step.name] = {"read": True, "lines": lines[-KERNEL_LINES_KEPT:], "matched": len(lines)}
-        return CellRecord(StepStatus.SUCCEEDED, f"{len(lines)} Xid/NVRM/AER line(s) kept")
+        return CellRecord(StepStatus.SUCCEEDED, f"{counted(len(lines), 'Xid/NVRM/AER line')} kept")
 
     def shard_finished(self, job, shard):
         repair = Repair.objects.filter(public_id=job.parameters["repair"]).first()

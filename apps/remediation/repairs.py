@@ -18,6 +18,7 @@ from apps.benchmarks.choices import BurnLoad, RunStatus, Suite, Verdict
 from apps.benchmarks.models import BenchmarkRun
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.deployments.node_operations import start_scheduler_action
 from apps.health import services as health
 from apps.health.choices import NodeState, Source
@@ -465,7 +466,7 @@ def run_verdict(run: BenchmarkRun, node: Node) -> tuple[bool, str]:
         return False, f"{name}: no judged figure for {node.hostname}"
     if bad:
         return False, f"{name}: " + ", ".join(f"{figure.case} {figure.verdict}" for figure in bad[:4])
-    return True, f"{name}: {len(figures)} figure(s) within reference"
+    return True, f"{name}: {counted(len(figures), 'figure')} within reference"
 
 
 def run_finished(*, run: BenchmarkRun) -> RepairGate | None:

@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from apps.core import audit
 from apps.core.choices import AuditAction
+from apps.core.text import counted
 from apps.deployments.kinds.gpu_reset import KIND as GPU_RESET
 from apps.deployments.node_operations import KIND as SCHEDULER_ACTION
 from apps.deployments.node_operations import scheduler_request
@@ -112,7 +113,7 @@ def _plan(
             return decision
         if attempts > policy.max_attempts:  # back after its escalation too: automation stops
             decision.reason = (
-                f"Cap reached: {attempts} action(s) on {node.hostname} for {event.kind} already, escalation "
+                f"Cap reached: {counted(attempts, 'action')} on {node.hostname} for {event.kind} already, escalation "
                 "included; a person decides."
             )
             return decision
@@ -195,7 +196,7 @@ def _breaker(*, policy, mode, node, now) -> str:
     cause = shared_leaf(list(tripped))
     cause_text = f" All {len(taken) + 1} nodes are behind leaf switch {cause}: suspect the switch." if cause else ""
     return (
-        f"{BREAKER_TRIPPED}: {len(taken)} node(s) already taken out by automation in "
+        f"{BREAKER_TRIPPED}: {counted(len(taken), 'node')} already taken out by automation in "
         f"{policy.breaker_window_minutes} min, the limit is {limit} ({policy.breaker_max_nodes} nodes or "
         f"{policy.breaker_max_percent} % of {fleet}); {node.hostname} left in service, a person decides.{cause_text}"
     )[:500]

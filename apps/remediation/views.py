@@ -19,6 +19,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.text import counted
 from apps.health.models import HealthEvent
 from apps.inventory.models import Gpu, Rack
 from apps.remediation import repairs, services, windows
@@ -66,7 +67,7 @@ def power_off_trays(request: HttpRequest, public_id) -> HttpResponse:
             request, f"Could not power off the trays of rack {rack.name}, nothing started: {services.said(error)}"
         )
         return redirect("rack-detail", public_id=rack.public_id)
-    messages.success(request, f"Powering off {job.node_count} tray(s) of rack {rack.name}.")
+    messages.success(request, f"Powering off {counted(job.node_count, 'tray')} of rack {rack.name}.")
     return redirect("job-page", public_id=job.public_id)
 
 
@@ -80,7 +81,7 @@ def power_on(request: HttpRequest, public_id) -> HttpResponse:
     except serializers.ValidationError as error:
         messages.error(request, f"Could not power on the nodes of rack {rack.name}: {services.said(error)}")
         return redirect("rack-detail", public_id=rack.public_id)
-    messages.success(request, f"Powering on {job.node_count} node(s) of rack {rack.name}.")
+    messages.success(request, f"Powering on {counted(job.node_count, 'node')} of rack {rack.name}.")
     return redirect("job-page", public_id=job.public_id)
 
 

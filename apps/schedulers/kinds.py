@@ -6,6 +6,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
@@ -75,7 +76,7 @@ class SchedulerReadback(JobKind):
             return CellRecord(StepStatus.FAILED, f"not the controller's node listing: {error}")
         self.listings[target.hostname] = text
         drained = sum(bool(services.is_drained(node)) for node in listing.nodes)
-        return CellRecord(StepStatus.SUCCEEDED, f"{len(listing.nodes)} node(s), {drained} drained or cordoned")
+        return CellRecord(StepStatus.SUCCEEDED, f"{counted(len(listing.nodes), 'node')}, {drained} drained or cordoned")
 
     def shard_finished(self, job, shard):
         _, _, parse, record = READERS[self.scheduler]
@@ -84,7 +85,7 @@ class SchedulerReadback(JobKind):
             level = EventLevel.WARNING if recorded.absent else EventLevel.INFO
             emit(
                 job,
-                f"{len(recorded.changed)} node(s) changed in the scheduler, {recorded.unchanged} unchanged"
+                f"{counted(len(recorded.changed), 'node')} changed in the scheduler, {recorded.unchanged} unchanged"
                 + (f"; not in the scheduler: {', '.join(recorded.absent[:20])}" if recorded.absent else ""),
                 level=level,
                 hostname=hostname,

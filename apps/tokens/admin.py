@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from rest_framework.authtoken.models import TokenProxy
 
+from apps.core.text import counted
 from apps.tokens import services
 from apps.tokens.models import ApiToken
 
@@ -24,7 +25,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
         count = sum(services.revoke_token(token=token, by=request.user) for token in queryset.select_related("user"))
-        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+        self.message_user(request, f"Revoked {counted(count, 'token')}.", messages.SUCCESS)
 
 
 # DRF's own token admin made clear-text keys that this portal no longer accepts; its app stays installed only for

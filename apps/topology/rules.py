@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from apps.core.text import counted
 from apps.core.units import link_rate
 from apps.inventory.choices import NicPurpose, SwitchTier
 from apps.topology.choices import Verdict
@@ -695,7 +696,7 @@ def rule_nvlink_domains(cluster: ClusterGraph) -> RuleResult:
                 continue
             gpu = f"GPU {fault.gpu_index}" if fault.gpu_index is not None else "every GPU"
             towards = f" to switch tray {fault.switch_slot}" if fault.switch_slot is not None else ""
-            count = f"{fault.links_down} link(s) down" if fault.links_down else "links degraded"
+            count = f"{counted(fault.links_down, 'link')} down" if fault.links_down else "links degraded"
             links_missing += (fault.links_down or 0) * (1 if fault.gpu_index is not None else domain.gpus_per_tray)
             missing.append(f"{fault.hostname} {gpu}: {count}{towards}, measured ({fault.kind}: {fault.summary})")
             offending.append(fault.hostname)

@@ -38,6 +38,9 @@
     return index;
   }
 
+  // "1 row", "3 rows": the count and its noun (apps/core/text.py counted() says the same on the server).
+  function rows(count) { return count + (count === 1 ? " row" : " rows"); }
+
   function addRow(jobIndex, event) {
     var match = ROW.exec((event.message || "").replace(TAG, ""));
     if (!match) { return; }
@@ -48,7 +51,7 @@
     state.lines[index].y.push(busbw);
     window.Plotly.extendTraces(element, { x: [[size]], y: [[busbw]] }, [index]);
     state.points += 1;
-    document.getElementById("live-state").textContent = state.points + " row(s) so far";
+    document.getElementById("live-state").textContent = rows(state.points) + " so far";
   }
 
   function watch(id, jobIndex) {
@@ -65,7 +68,7 @@
         state.ended[id] = true;
         // Every round's job has ended: the count is final, not "so far".
         if (Object.keys(state.sockets).every(function (key) { return state.ended[key]; })) {
-          document.getElementById("live-state").textContent = state.points + " row(s); the run has ended";
+          document.getElementById("live-state").textContent = rows(state.points) + "; the run has ended";
         }
       }
     };

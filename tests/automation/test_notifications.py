@@ -44,7 +44,7 @@ def _failed_job():
         kind="sleep",
         transport="sim",
         status=JobStatus.FAILED,
-        summary="2 step(s) failed",
+        summary="2 steps failed",
         finished=timezone.now(),
         node_count=2,
     )
@@ -67,7 +67,7 @@ def test_a_failed_job_reaches_the_receiver_signed(scan, allow_private, receiver,
     assert headers["X-Rackpilot-Event"] == "job.failed" and request["path"] == "/hook?x=1"
     data = json.loads(body)
     assert data["event"] == "job.failed" and data["data"]["job"]["id"] == str(job.public_id)
-    assert data["data"]["job"]["summary"] == "2 step(s) failed"
+    assert data["data"]["job"]["summary"] == "2 steps failed"
     delivery = Delivery.objects.get()
     assert delivery.response_status == 204 and delivery.attempts == 1 and delivery.delivered is not None
 

@@ -160,7 +160,7 @@ def test_ten_breaker_refusals_in_one_trip_are_one_page_naming_the_leaf(leaf, sub
     assert scan_at(minutes(3)) == 1
     assert scan_at(minutes(4)) == 0
     (page,) = Notification.objects.filter(event=EventType.REMEDIATION_BREAKER)
-    assert page.title.startswith("Automation stopped at the circuit breaker: 10 node(s) left in service (gpu005, ")
+    assert page.title.startswith("Automation stopped at the circuit breaker: 10 nodes left in service (gpu005, ")
     assert "all behind leaf switch leaf-r07: suspect the switch" in page.title
     assert page.payload["breaker"]["leaf_switches"] == ["leaf-r07"]
     assert page.payload["breaker"]["nodes"] == [f"gpu{n:03d}" for n in range(5, 15)]
@@ -213,7 +213,7 @@ def test_the_attempt_cap_and_a_failed_action_need_a_person(leaf, subscribers, sc
     assert outcomes == [(Outcome.ACTED, False), (Outcome.ACTED, True), (Outcome.REFUSED, True)]
     recorded = list(Notification.objects.order_by("created", "id").values_list("event", "title"))
     assert [event for event, _ in recorded] == ["remediation.notify", "remediation.notify", "remediation.escalated"]
-    assert recorded[2][1].startswith("thermal: Cap reached: 2 action(s) on gpu002 for thermal already")
+    assert recorded[2][1].startswith("thermal: Cap reached: 2 actions on gpu002 for thermal already")
 
     # A quarantine "on" with no scheduler controller to drain through fails, saying why.
     policy(name="xid79", kind_pattern="xid79", action=Action.QUARANTINE, mode=Mode.ON)

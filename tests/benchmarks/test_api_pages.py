@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.benchmarks import services
 from apps.benchmarks.models import BenchmarkRun, BenchmarkTest, Reference
+from apps.core.text import counted
 from apps.jobs.models import Job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,7 +123,7 @@ def test_run_page_shows_suspects_the_busbw_figure_and_the_heatmap(finished_sweep
     # The rounds run and their bound in one phrase (was "0 round(s) (bound 9)"); the targets in words, not a dict.
     run = finished_sweep
     assert run.round_count > 0
-    assert f'<span id="run-rounds">{run.round_count} round(s) of at most {run.round_bound}</span>' in page
+    assert f'<span id="run-rounds">{counted(run.round_count, "round")} of at most {run.round_bound}</span>' in page
     assert '<span id="run-targets">racks r01</span>' in page and "{&#x27;racks&#x27;" not in page
     # The run is over: the polled fragment stops htmx's polling (286) and the page stays as it is.
     live = browser_as(viewer).get(f"/benchmarks/runs/{run.public_id}/live/", HTTP_HX_REQUEST="true")

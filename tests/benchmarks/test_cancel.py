@@ -16,6 +16,7 @@ from apps.benchmarks.choices import Purpose, RunStatus
 from apps.benchmarks.models import BenchmarkRun, Round
 from apps.core.choices import AuditAction
 from apps.core.models import AuditEntry
+from apps.core.text import counted
 from apps.core.threads import thread_connection_returned
 from apps.jobs.choices import JobStatus
 
@@ -74,7 +75,9 @@ def test_a_cancel_cuts_the_cool_down_short_and_keeps_what_was_measured(inject, o
     assert not thread.is_alive() and time.monotonic() - asked < COOLDOWN / 2  # not the cool-down
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELED and run.finished is not None
-    assert run.summary.startswith(f"canceled by {operator.username} after {rounds_before} round(s)"), run.summary
+    assert run.summary.startswith(f"canceled by {operator.username} after {counted(rounds_before, 'round')}"), (
+        run.summary
+    )
     assert run.rounds.count() == rounds_before  # no further round started
     cooling.job.refresh_from_db()
     assert cooling.job.status == JobStatus.CANCELED

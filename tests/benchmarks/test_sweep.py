@@ -82,7 +82,7 @@ def test_a_crc_only_cable_is_named_by_the_nic_counters_read_around_each_round(ru
     every_round = list(run.rounds.order_by("index"))
     assert every_round[0].link_errors[0]["node"] == "gpu004" and every_round[0].link_errors[0]["frames"] > 0
     assert all(item["nic"] == "ens5np0" for round_ in every_round for item in round_.link_errors)
-    assert "1 suspect(s): gpu004" in run.summary
+    assert "1 suspect: gpu004" in run.summary
     assert services.sweep_report(run)["suspects"][0]["cable"] == suspect.cable
 
 

@@ -69,7 +69,7 @@ def test_a_gzipped_and_a_plain_trace_are_read_off_two_nodes_and_analysed_like_an
 
     cells = {cell.hostname: cell for cell in JobStep.objects.filter(job=job)}
     assert job.status == JobStatus.SUCCEEDED, [(c.hostname, c.summary) for c in cells.values()]
-    assert cells[first.hostname].summary == "read 1 trace file(s)"
+    assert cells[first.hostname].summary == "read 1 trace file"
     analysis = TimelineAnalysis.objects.get(job=job)
     assert analysis.origin == TimelineOrigin.NODE and analysis.rank_count == 2
     assert [file["name"] for file in analysis.files] == [f"{first.hostname}:{gz}", f"{second.hostname}:{plain}"]

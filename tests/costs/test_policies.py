@@ -215,7 +215,9 @@ def test_parameters_are_checked_against_the_scope(fleet):
 @pytest.mark.django_db(transaction=True)
 def test_when_load_rises_above_restore_above_the_evaluation_restores_the_default(policy, operator, run_shards):
     action = applied(policies.dry_run(policy=policy, user=operator), run_shards, operator)
-    assert "checking 2 node(s)" in policies.evaluate(policy=policy)  # the service's load is under 100 %: kept
+    assert "checking the limit still holds on 2 nodes" in policies.evaluate(
+        policy=policy
+    )  # the service's load is under 100 %: kept
     CostPolicy.objects.filter(pk=policy.pk).update(
         parameters={**PARAMETERS, "utilisation_below": 15, "restore_above": 20}
     )

@@ -111,7 +111,7 @@ def test_open_files_and_a_running_jobs_newest_checkpoint_are_never_moved(policy,
     sources = {row["source"] for row in action.plan}
     assert any(path.startswith("/scratch/ckpt/long-run/step_0108000/") for path in sources)  # the older one moves
     assert not any(path.startswith("/scratch/ckpt/long-run/step_0216000/") for path in sources)
-    assert any("8 file(s) left: a running process holds them open" in note for note in action.notes), action.notes
+    assert any("8 files left: a running process holds them open" in note for note in action.notes), action.notes
 
 
 def test_a_running_jobs_newest_checkpoint_is_kept_even_where_lsof_sees_nothing_open(fleet):
@@ -223,7 +223,7 @@ def test_the_page_surveys_and_shows_the_files_summary_and_saving(policy, browser
 
     shown = client.get(reverse("policy-detail", args=[policy.public_id])).content.decode()
     top = tiering_summary(action.plan)["top_directories"][0]["directory"]
-    assert f"{len(action.plan)} file(s)" in shown and top in shown and "kWh/day" in shown
+    assert f"{len(action.plan)} files" in shown and top in shown and "kWh/day" in shown
     assert "mv -n -T -- " in shown
     answer = browser_as(viewer).post(
         reverse("policy-step", args=[policy.public_id, "approve"]), {"action": action.public_id}

@@ -45,7 +45,7 @@ BAD = [
     # (kind, a bad value, the field named, what the kind's check says)
     ("low_load_power", {"power_limit_w": 5}, "power_limit_w", "power limit range"),
     ("low_load_power", {"restore_above": 20}, "restore_above", "Must be above utilisation_below"),
-    ("elastic-scaling", {"max_replicas": 3}, "max_replicas", "chat has 2 node(s)"),
+    ("elastic-scaling", {"max_replicas": 3}, "max_replicas", "chat has 2 nodes"),
     ("elastic-scaling", {"threshold_down": 90}, "threshold_down", "Must be below threshold_up"),
     ("spot-capacity", {"spot_discount": 1.5}, "spot_discount", ""),
     ("storage_tiering", {"source_path": "/checkpoints"}, "source_path", "not on a hot or warm tier volume"),

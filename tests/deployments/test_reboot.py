@@ -216,7 +216,7 @@ def test_a_driver_change_reboots_the_node_between_its_fix_and_its_verify(
     cell = run.job.steps.get(hostname="gpu030", step="driver")
     transcript = Artifact.objects.get(step=cell, stream="stdout").text()
     assert cell.status == StepStatus.SUCCEEDED, (cell.summary, transcript)
-    assert cell.summary == "applied 1 change(s), verified after a reboot"
+    assert cell.summary == "applied 1 change, verified after a reboot"
     order = [transcript.index(text) for text in ("apt-get", "$ systemctl reboot", "# reboot, down: stopped answering")]
     assert order == sorted(order) and "# reboot, up: answering over SSH after" in transcript
     assert transcript.rindex("nvidia-smi") > transcript.index("# reboot, up:")  # verified after the reboot

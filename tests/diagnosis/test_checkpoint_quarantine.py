@@ -134,7 +134,7 @@ def test_the_drain_waits_for_the_next_checkpoint_then_the_job_resumes_from_it_ar
     assert drained.steps_lost < saved - before  # less lost than draining at once would have
     client.force_login(viewer)
     page = client.get("/remediation/").content.decode()
-    assert f"resumes from step {saved}: {drained.steps_lost} step(s) lost on 32 GPU(s)" in page
+    assert f"resumes from step {saved}: {drained.steps_lost} steps lost on 32 GPUs" in page
 
     run_phase(incident, run_shards, Phase.FIX)
     clock.advance(minutes=10)

@@ -52,7 +52,7 @@ def test_an_unrecognised_log_gives_an_empty_list_and_says_so():
     data = json.loads(out)
     assert code == 0
     assert data["findings"] == [] and data["recognised"] is False
-    assert "No known problem in 3 line(s)" in data["message"] and "nothing is guessed" in data["message"]
+    assert "No known problem in 3 lines" in data["message"] and "nothing is guessed" in data["message"]
 
 
 def test_text_output_cites_the_lines():

@@ -52,7 +52,7 @@ def test_an_uploaded_file_is_triaged_under_its_name(browser_as, viewer):
 
 def test_an_unrecognised_log_says_so(browser_as, viewer):
     html = browser_as(viewer).post(URL, {"text": "hello\nworld\n"}).content.decode()
-    assert "No known problem in 2 line(s) of pasted log; nothing is guessed" in html
+    assert "No known problem in 2 lines of pasted log; nothing is guessed" in html
     assert 'id="findings"' not in html
 
 

@@ -222,7 +222,7 @@ def test_discover_a_simulated_demo_node_exits_0(demo_cluster, simulator, fast_jo
 
     printed = out.getvalue()
     assert "discover gpu016 over sim" in printed
-    assert any(line.startswith("  gpu016  gpus ") and "8 GPU(s): NVIDIA H200" in line for line in printed.splitlines())
+    assert any(line.startswith("  gpu016  gpus ") and "8 GPUs: NVIDIA H200" in line for line in printed.splitlines())
     assert "differences from the inventory: 0" in printed
     assert printed.rstrip().endswith("job succeeded: all steps succeeded")
 

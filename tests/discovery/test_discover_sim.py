@@ -37,7 +37,7 @@ def test_nodes_that_match_the_inventory_record_nothing(demo_cluster, simulator, 
     # 8 fact families; speed, firmware and PFC of the 8 data NICs are read in one nics cell.
     assert cells.count() == 2 * 8
     assert set(cells.values_list("status", flat=True)) == {StepStatus.SUCCEEDED}
-    assert cells.get(hostname="gpu016", step="gpus").summary.startswith("8 GPU(s): NVIDIA H200")
+    assert cells.get(hostname="gpu016", step="gpus").summary.startswith("8 GPUs: NVIDIA H200")
     assert not Difference.objects.filter(job=job).exists()  # nothing differs, nothing was missing
     snapshot = NodeFacts.objects.get(job=job, node__hostname="gpu016")
     assert snapshot.could_not_run == {}
@@ -71,7 +71,7 @@ def test_injected_faults_are_recorded_and_the_inventory_is_not_overwritten(
     assert "7 of 8 expected GPUs reported by nvidia-smi." in notes
     # The GPU renumbering after the lost GPU does not shift UUIDs onto the wrong inventory rows.
     assert not Difference.objects.filter(job=job, field__in=["uuid", "serial", "pci_bus_id"]).exists()
-    assert JobEvent.objects.filter(job=job, hostname="gpu016", message__contains="3 difference(s) to decide").exists()
+    assert JobEvent.objects.filter(job=job, hostname="gpu016", message__contains="3 differences to decide").exists()
 
 
 def test_the_bios_that_lags_the_fleet_matches_the_inventory_and_is_noted(
@@ -195,7 +195,7 @@ def test_fixing_the_node_puts_its_mtu_right_and_the_next_discovery_finds_nothing
     run = services.fix_node(difference=mtu, user=operator)
     run_shards(run.job)
     cells = {cell.step: cell for cell in run.job.steps.all()}
-    assert cells["mtu"].status == StepStatus.SUCCEEDED and cells["mtu"].summary.startswith("applied 1 change(s)")
+    assert cells["mtu"].status == StepStatus.SUCCEEDED and cells["mtu"].summary.startswith("applied 1 change")
     assert not [c for c in cells.values() if c.step != "mtu" and c.summary.startswith("applied")]
     assert Nic.objects.get(node__hostname="gpu025", name="ens1np0").mtu == 9000
 

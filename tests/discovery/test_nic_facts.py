@@ -71,7 +71,7 @@ def test_the_simulator_answers_the_script_with_its_own_tools_output(demo_cluster
     assert facts["could_not_run"] == {}
     assert facts["interfaces"]["ens2np0"][FactFamily.SPEED]["link_detected"] is False
     assert nics_summary(facts) == (
-        "2 NIC(s); 400 Gb/s ×1, no link ×1; firmware 28.41.1000 (MT_0000000838); PFC 3; not on this node: nosuch0"
+        "2 NICs; 400 Gb/s ×1, no link ×1; firmware 28.41.1000 (MT_0000000838); PFC 3; not on this node: nosuch0"
     )
 
 

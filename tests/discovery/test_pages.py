@@ -145,7 +145,7 @@ def test_the_results_page_lists_nodes_that_need_a_look_and_counts_the_rest(brows
 
     text = client.get(f"/discovery/jobs/{job.public_id}/").content.decode()
     assert 'id="node-gpu007"' in text and 'id="node-gpu008"' not in text
-    assert "1 node(s) need a look; 29 match the inventory" in text
+    assert "1 node needs a look; 29 match the inventory" in text
     assert " " * 2000 not in text  # the snapshot is a link to the facts API, not inlined for every node
     assert f"/api/discovery/facts/?job={job.public_id}&amp;node=gpu007" in text
 

@@ -59,7 +59,7 @@ def test_work_since_the_last_checkpoint_counts_on_all_the_jobs_gpus(fleet):
     # 250 steps × 2 s on 16 GPUs: 8,000 GPU-seconds.
     assert (loss.what, loss.gpus, loss.seconds) == ("work", 16, 500.0)
     assert cost.gpu_hours_lost == pytest.approx(500 * 16 / 3600)
-    assert "250 step(s) since the checkpoint at step 4000" in loss.detail
+    assert "250 steps since the checkpoint at step 4000" in loss.detail
 
 
 def test_a_job_that_logged_nothing_for_a_checkpoint_interval_was_not_running(fleet):

@@ -172,7 +172,7 @@ def test_a_real_aer_block_is_an_uncorrected_error_on_the_root_port_s_node(node):
         "node",
         node,
     )
-    assert event.summary == "gpu001: 0000:00:03.0: 1 uncorrected (fatal) PCIe error(s)"
+    assert event.summary == "gpu001: 0000:00:03.0: 1 uncorrected (fatal) PCIe error"
     cited = dict(zip(event.evidence[0]["line_numbers"], event.evidence[0]["lines"], strict=True))
     assert cited[5] == (
         "2024-01-21T09:00:00,004000+00:00 pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), "

@@ -35,7 +35,7 @@ def _observations(node):
             "dmesg -T", f"NVRM: Xid ({kernel_address}): 79, pid=1234, GPU has fallen off the bus.", node.hostname,
             {"xids": [79]},
         ),
-        Observation("watchdog", "ranks 0-7", EvidenceVerdict.FAULT, "8 rank(s) timed out", "tail", "", node.hostname),
+        Observation("watchdog", "ranks 0-7", EvidenceVerdict.FAULT, "8 ranks timed out", "tail", "", node.hostname),
         Observation("pfc", "ens1np0", EvidenceVerdict.HEALTHY, "PFC on priority 3", "mlnx_qos", "", node.hostname),
     ]  # fmt: skip
 

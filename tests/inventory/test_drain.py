@@ -82,7 +82,7 @@ def test_a_rack_or_tag_leaves_a_drained_node_out_and_says_so_but_its_host_name_t
         kind="sleep", targets=jobs.TargetSpec(racks=(gpu001.rack.name,)), transport="sim", queue=False
     )
     assert job.target_spec["drained_left_out"] == ["gpu002"]
-    assert job.events.filter(level=EventLevel.WARNING, message__contains="drained node(s): gpu002").exists()
+    assert job.events.filter(level=EventLevel.WARNING, message__contains="drained node: gpu002").exists()
 
 
 def test_a_tag_of_drained_nodes_only_is_refused_naming_them(demo_cluster):

@@ -111,7 +111,7 @@ def test_a_domain_missing_a_switch_tray_is_refused_naming_the_domain_and_the_slo
     _sync_skus()
     problems = rejected(nvl72_document(switch_trays=[1, 2, 3, 4, 5, 6, 7, 9]))
     assert [(p.section, p.message) for p in problems] == [
-        ("nvlink_domains", "GB200 NVL72 domain 'nvl01' lacks switch tray slot(s) 8.")
+        ("nvlink_domains", "GB200 NVL72 domain 'nvl01' lacks switch tray slot 8.")
     ]
     assert not NvlinkDomain.objects.exists() and not Node.objects.exists()
 
@@ -182,4 +182,4 @@ def test_the_rack_page_draws_the_trays_and_shelves_and_says_what_the_domain_lack
 
     NvlinkSwitchTray.objects.get(name="nvl01-sw4").delete()
     page = client.get(f"/racks/{rack.public_id}/").content.decode()
-    assert "GB200 NVL72 domain &#x27;nvl01&#x27; lacks switch tray slot(s) 4." in page
+    assert "GB200 NVL72 domain &#x27;nvl01&#x27; lacks switch tray slot 4." in page

@@ -79,7 +79,7 @@ def test_a_bad_row_at_the_end_of_a_big_file_leaves_nothing_written(
     problems = [event.data for event in JobEvent.objects.filter(job=job, data__has_key="message")]
     assert [(p["section"], p["line"], p["field"]) for p in problems] == [("nodes", 2001, "expected_gpu_count")]
     job.refresh_from_db()
-    assert job.summary == "1 problem(s); nothing was imported"
+    assert job.summary == "1 problem; nothing was imported"
     assert progress_of(job)[-1]["done"] == 2000  # every row was checked before the verdict
 
 

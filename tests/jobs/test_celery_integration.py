@@ -127,7 +127,7 @@ def test_a_worker_process_runs_a_job(nodes, tmp_path):
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert JobStep.objects.filter(job=job, status=StepStatus.SUCCEEDED).count() == 4
-    assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on it1@").exists()
+    assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 nodes on it1@").exists()
 
 
 def _beat(tmp_path, **extra_env) -> subprocess.Popen:
@@ -176,7 +176,7 @@ def test_a_killed_worker_is_seen_lost_by_beat_alone_and_its_job_fails(nodes, tmp
         assert len(marked_groups(marker)) == 2
         assert _wait(lambda: Job.objects.get(pk=job.pk).is_terminal, 60), (tmp_path / "beat.log").read_text()
         # The reaper ends the commands the dead worker left running (found by their marker) as it ends the job.
-        ended = JobEvent.objects.filter(job=job, message__startswith="ended 2 process group(s) of shard 0")
+        ended = JobEvent.objects.filter(job=job, message__startswith="ended 2 process groups of shard 0")
         assert _wait(ended.exists, 30), (tmp_path / "beat.log").read_text()
     finally:
         _stop(worker)
@@ -238,13 +238,13 @@ def test_a_killed_workers_rerunnable_shard_is_requeued_to_a_live_worker_and_runs
     assert shard.attempts == 2 and shard.worker.startswith("live@")
     requeued = JobEvent.objects.get(job=job, data__requeued=True)
     assert requeued.message.startswith("worker lost: doomed@") and "re-queued" in requeued.message
-    assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on").count() == 2  # 2 claims
+    assert JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 nodes on").count() == 2  # 2 claims
     finished = JobEvent.objects.filter(job=job, message="sleep-1: succeeded", seq__gt=requeued.seq)
     assert sorted(finished.values_list("hostname", flat=True)) == ["w0", "w1"]  # each cell ran to its end once
     assert set(JobStep.objects.filter(job=job).values_list("status", flat=True)) == {StepStatus.SUCCEEDED}
     # What the lost run left running was ended (by its marker) before its cells were reset and it was sent again.
-    swept = JobEvent.objects.get(job=job, message__contains="process group(s) of shard 0 left running")
-    second = JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 node(s) on live@").get()
+    swept = JobEvent.objects.get(job=job, message__contains="process groups of shard 0 left running")
+    second = JobEvent.objects.filter(job=job, message__startswith="shard 0: 2 nodes on live@").get()
     assert swept.seq < requeued.seq < second.seq
 
 

@@ -48,15 +48,15 @@ def test_the_documented_example_kind_runs_as_documented(gpu_count_kind, demo_clu
     }
     finished = JobEvent.objects.get(job=enough, hostname="gpu017", step="gpus", message__startswith="gpus: ")
     assert (finished.data["gpus"], finished.data["expected"]) == (8, 8)  # cell_record's data, pushed with it
-    assert JobEvent.objects.filter(job=enough, message="shard 0: 0 node(s) short of GPUs").exists()
-    assert JobEvent.objects.filter(job=enough, message="gpu-count: 0 of 2 node(s) short").exists()
+    assert JobEvent.objects.filter(job=enough, message="shard 0: 0 nodes short of GPUs").exists()
+    assert JobEvent.objects.filter(job=enough, message="gpu-count: 0 of 2 nodes short").exists()
 
     short = _run(run_shards, 9)
     assert short.status == JobStatus.FAILED  # the kind's statuses decide the job's, not the exit codes
     assert set(JobStep.objects.filter(job=short).values_list("status", "summary")) == {
         (StepStatus.FAILED, "8 of 9 GPUs")
     }
-    shard = JobEvent.objects.get(job=short, message="shard 0: 2 node(s) short of GPUs")
+    shard = JobEvent.objects.get(job=short, message="shard 0: 2 nodes short of GPUs")
     assert shard.level == "warning" and shard.data["short"] == ["gpu017", "gpu018"]
     # job_finished ran once, after the final status, on a fresh instance that read the database.
-    assert JobEvent.objects.filter(job=short, message="gpu-count: 2 of 2 node(s) short").count() == 1
+    assert JobEvent.objects.filter(job=short, message="gpu-count: 2 of 2 nodes short").count() == 1

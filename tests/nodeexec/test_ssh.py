@@ -234,4 +234,4 @@ def test_the_reaper_ends_over_ssh_what_a_lost_worker_left_running(sshd, ssh_sett
     assert not marked_groups(marker)
     job.refresh_from_db()
     assert job.status == JobStatus.ERROR and job.summary == "worker lost"
-    assert JobEvent.objects.filter(job=job, message="ended what shard 0 left running on 1 of 1 node(s)").exists()
+    assert JobEvent.objects.filter(job=job, message="ended what shard 0 left running on 1 of 1 node").exists()

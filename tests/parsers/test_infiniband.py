@@ -87,7 +87,7 @@ def test_ibstat_cut_inside_a_ca_is_incomplete():
         parse_ibstat(_first_lines("infiniband/gpud-ibstat.47.0.h100.all.active.0.txt", 20))
 
     assert caught.value.line == 21
-    assert "CA 'mlx5_1' (line 18) declares 1 port(s), the output holds 0" in str(caught.value)
+    assert "CA 'mlx5_1' (line 18) declares 'Number of ports: 1', the output holds 0 of them" in str(caught.value)
     assert [device.name for device in caught.value.partial.devices] == ["mlx5_0", "mlx5_1"]
 
 

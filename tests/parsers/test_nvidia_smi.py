@@ -301,7 +301,9 @@ def test_q_with_fewer_gpu_sections_than_attached_gpus_is_incomplete():
 
     error = caught.value
     assert error.line == 1443  # past the last line held, where the eighth section should have begun
-    assert "'Attached GPUs : 8' (line 8) declares 8 GPUs, the output holds 7 GPU section(s)" in str(error)
+    assert "'Attached GPUs : 8' (line 8) declares that many GPUs, the output holds a section for 7 of them" in str(
+        error
+    )
     assert str(error).startswith("line 1443: incomplete: ")
     assert len(error.partial.gpus) == 7
 
@@ -325,7 +327,10 @@ def test_q_xml_with_fewer_gpu_elements_than_attached_gpus_is_incomplete():
         "<attached_gpus>1</attached_gpus>", "<attached_gpus>2</attached_gpus>"
     )
 
-    with pytest.raises(IncompleteOutput, match=r"declares 2 GPUs, the document holds 1 <gpu>"):
+    with pytest.raises(
+        IncompleteOutput,
+        match=r"<attached_gpus>2</attached_gpus> declares that many GPUs, the document holds a <gpu> element for 1 of",
+    ):
         parse_query_xml(text)
 
 

@@ -367,7 +367,7 @@ def test_slurm_findings_name_the_node_the_block_or_message_is_about():
         )
     ).findings
     assert drained.node == mismatch.node == "yigou-dev-102-68"
-    assert mismatch.detail == "the node reports 0 GPU(s), 1 configured"
+    assert mismatch.detail == "the node reports a GPU count of 0, 1 configured"
 
     mismatch, drained = rules.triage(
         real("slurm/slurmctld-journal-gres-gpu-count-changed-mig-inval-drain-nodes-magic-castle-issue361.txt")
@@ -653,7 +653,7 @@ def test_a_desync_report_surfaces_the_lagging_rank():
     timeout, lagging = rules.triage(DESYNC_LAGGING).findings
     assert (timeout.problem, timeout.rank) == ("nccl_watchdog_timeout", 3)
     assert (lagging.problem, lagging.rank, lagging.lines) == ("collective_not_joined", 5, [2, 4, 5])
-    assert lagging.detail.startswith("rank(s) 5 joined collective #123 and did not finish it")
+    assert lagging.detail.startswith("rank 5 joined collective #123 and did not finish it")
 
     never = (
         "\t - [0] Timeout at collective: BROADCAST, #1\n\t - To our best knowledge, ranks [6, 7] are the lagging "
@@ -661,7 +661,7 @@ def test_a_desync_report_surfaces_the_lagging_rank():
     )
     (finding,) = rules.triage(never).findings
     assert (finding.rank, finding.lines) == (None, [1, 2])
-    assert finding.detail == "rank(s) 6, 7 never joined any collective (desync report of rank 0)"
+    assert finding.detail == "ranks 6, 7 never joined any collective (desync report of rank 0)"
 
 
 def test_a_desync_report_where_every_rank_joined_names_no_lagging_rank():

@@ -123,7 +123,7 @@ def test_the_breaker_stops_at_its_limit_and_names_the_shared_leaf(slurm):
     decisions = services.evaluate(now=NOW + dt.timedelta(minutes=5), transport="sim", queue=False)
     assert [d.outcome for d in decisions] == [Outcome.ACTED, Outcome.ACTED, Outcome.REFUSED]
     refused = decisions[2]
-    assert refused.reason.startswith("Circuit breaker tripped: 2 node(s) already taken out by automation in 30 min")
+    assert refused.reason.startswith("Circuit breaker tripped: 2 nodes already taken out by automation in 30 min")
     assert f"behind leaf switch {services.shared_leaf([Node.objects.get(hostname=hosts[0])])}" in refused.reason
     assert not Node.objects.get(hostname=hosts[2]).is_drained
     assert Job.objects.filter(kind="scheduler-action").count() == 2
@@ -157,7 +157,7 @@ def test_a_fault_back_after_its_reboot_escalates_to_quarantine_and_repair_then_s
         (Action.QUARANTINE, True, True, Outcome.WOULD_ACT),
         (Action.QUARANTINE, True, True, Outcome.REFUSED),
     ]
-    assert RemediationDecision.objects.order_by("decided_at").last().reason.startswith("Cap reached: 2 action(s)")
+    assert RemediationDecision.objects.order_by("decided_at").last().reason.startswith("Cap reached: 2 actions")
 
 
 def test_an_on_quarantine_without_a_controller_changes_nothing(slurm, settings):

@@ -53,7 +53,7 @@ def action(run_shards, **parameters):
 def test_every_node_is_read_with_its_conditions_and_nothing_differs(demo_cluster, run_shards):
     job = readback(run_shards)
     # The compute nodes and the control plane, whose own taint keeps no work off a node Rackpilot schedules.
-    assert job.steps.get().summary == f"{services.scheduled_nodes().count() + 1} node(s), 0 drained or cordoned"
+    assert job.steps.get().summary == f"{services.scheduled_nodes().count() + 1} nodes, 0 drained or cordoned"
     assert SchedulerNodeState.objects.count() == services.scheduled_nodes().count()
     view = SchedulerNodeState.objects.get(node__hostname="gpu001")
     assert (view.scheduler, view.state_text, view.drain_state, view.taints) == ("kubernetes", "Ready", "", [])

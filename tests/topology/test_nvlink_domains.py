@@ -64,7 +64,7 @@ def test_links_measured_down_count_at_their_measured_state(nvl72):
     assert topology_fingerprint() != before  # the minute's run records the new outcome
     result = domain_rule()
     assert result.verdict == "fail"
-    assert "nvl01-t07 GPU 1: 2 link(s) down to switch tray 4, measured (nvlink_degraded" in result.detail
+    assert "nvl01-t07 GPU 1: 2 links down to switch tray 4, measured (nvlink_degraded" in result.detail
     assert result.figures["links_missing"] == 2 and result.offending == ["nvl01-t07"]
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.text import counted
 from apps.costs.choices import ActionState
 from apps.costs.models import PolicyAction
 from apps.jobs.choices import JobStatus
@@ -39,7 +40,8 @@ def end_action(
 ) -> None:
     """An apply or a revert job's end on its action: APPLIED or REVERTED when the job succeeded (a revert also only
     when `all_back`), else FAILED; an action no longer applying or reverting is left as it is. The messages are
-    str.format templates: {status} the job's, {count} how many files the action's manifest holds."""
+    str.format templates: {status} the job's, {count} how many files the action's manifest holds, {files} the same
+    with its noun ("1 file", "3 files")."""
     mode = job.parameters["mode"]
     with transaction.atomic():
         action = PolicyAction.objects.select_for_update().filter(public_id=job.parameters["action"]).first()
@@ -56,5 +58,7 @@ def end_action(
             action.state = ActionState.REVERTED if back else ActionState.FAILED
             action.reverted_at = now if back else action.reverted_at
             message = reverted if back else revert_failed
-        action.message = message.format(status=job.status, count=len(action.manifest))
+        action.message = message.format(
+            status=job.status, count=len(action.manifest), files=counted(len(action.manifest), "file")
+        )
         action.save()

@@ -11,6 +11,7 @@ A file opened since the proposal, or not where the plan says any more, is left a
 from django.db import transaction
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.costs.choices import PolicyKind
 from apps.costs.kinds.actions import end_action, joined_results
 from apps.costs.models import CostPolicy, PolicyAction
@@ -173,14 +174,14 @@ class StorageTieringJob(JobKind):
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         if step.name == LIST_OPEN and _open_listing(result) is not None:  # exit 1: nothing open
             count = len(_open_listing(result) or ())
-            return CellRecord(StepStatus.SUCCEEDED, f"{count} open file(s)", {"open": count})
+            return CellRecord(StepStatus.SUCCEEDED, counted(count, "open file"), {"open": count})
         if step.name == FIND_IDLE and result.ok:
             try:
                 listing = parse_find_printf(result.stdout.decode("utf-8", errors="replace"))
             except ParseError as error:
                 return CellRecord(StepStatus.FAILED, f"could not read find's output: {error}"[:300])
             files, size = len(listing.files), listing.total_bytes
-            return CellRecord(StepStatus.SUCCEEDED, f"{files} file(s), {size / 1e9:.1f} GB", {"files": files})
+            return CellRecord(StepStatus.SUCCEEDED, f"{counted(files, 'file')}, {size / 1e9:.1f} GB", {"files": files})
         if step.name == MOVE:
             moved = len(self.done)
             summary = f"{moved} of {len(self.moves)} moved, read back"
@@ -213,9 +214,9 @@ class StorageTieringJob(JobKind):
         if job.parameters["mode"] != "survey":
             end_action(
                 job,
-                applied="{count} file(s) moved",
+                applied="{files} moved",
                 reverted="every file back",
-                revert_failed="revert {status}: {count} file(s) still moved",
+                revert_failed="revert {status}: {files} still moved",
                 all_back=lambda action: not action.manifest,
             )
         elif job.status == JobStatus.SUCCEEDED:

@@ -17,6 +17,7 @@ import math
 from django.conf import settings
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.costs.commands import command_line, set_limit_argv
 from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
 from apps.inventory.gpu_power import gpu_power_model
@@ -151,8 +152,8 @@ class LowLoadPower(PolicyKindSpec):
         saving_w = sum(row["saving_w"] for row in plan)
         minutes = parameters["window_minutes"]
         reason = (
-            f"{len(commands)} node(s) below {below:g} % GPU utilisation over {minutes} min: "
-            f"{len(plan)} GPU(s) to {watts} W, saving {saving_w:.0f} W at this load"
+            f"{counted(len(commands), 'node')} below {below:g} % GPU utilisation over {minutes} min: "
+            f"{counted(len(plan), 'GPU')} to {watts} W, saving {saving_w:.0f} W at this load"
         )
         return (
             Proposal(

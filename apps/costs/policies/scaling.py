@@ -19,6 +19,7 @@ import shlex
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.costs import artefacts
 from apps.costs.choices import ActionState, PolicyKind, PolicyScope
 from apps.costs.policies.base import PolicyKindSpec, Proposal, StaleAction, register_policy_kind
@@ -111,7 +112,7 @@ class ElasticScaling(PolicyKindSpec):
         for field in ("min_replicas", "max_replicas"):
             if parameters[field] > pool:
                 raise serializers.ValidationError(
-                    {field: [f"{policy.service.name} has {pool} node(s): at most {pool} replicas."]}
+                    {field: [f"{policy.service.name} has {counted(pool, 'node')}: at most {counted(pool, 'replica')}."]}
                 )
         return parameters
 
@@ -168,11 +169,14 @@ class ElasticScaling(PolicyKindSpec):
             direction, wanted = "in", max(smallest, math.ceil(replicas * high / up))
             if wanted >= replicas:
                 return None, (
-                    f"{service.name}: {seen}, below {down:g} %, but its peak needs {replicas} replica(s) "
+                    f"{service.name}: {seen}, below {down:g} %, but its peak needs {counted(replicas, 'replica')} "
                     f"(at least {smallest})"
                 )
         else:
-            return None, f"{service.name}: {seen}, between {down:g} % and {up:g} %: {replicas} replica(s) fit"
+            return (
+                None,
+                f"{service.name}: {seen}, between {down:g} % and {up:g} %: keeps {counted(replicas, 'replica')}",
+            )
         after = pool[:wanted]
         changed = sorted(set(serving) ^ set(after))
         idle_w = _idle_w(changed)
@@ -202,7 +206,7 @@ class ElasticScaling(PolicyKindSpec):
         }
         verb = "frees" if direction == "in" else "adds"
         reason = (
-            f"{service.name} {seen}: scale {direction} {replicas} → {wanted} replica(s); {verb} "
+            f"{service.name} {seen}: scale {direction} {replicas} → {counted(wanted, 'replica')}; {verb} "
             f"{', '.join(changed)} ({idle_w:.0f} W idle)"
         )
         deployment = row["deployment"]
@@ -232,19 +236,20 @@ class ElasticScaling(PolicyKindSpec):
         if mode == "apply":
             if serving != row["replicas_before"]:
                 raise StaleAction(
-                    f"{service.name} has {serving} replica(s) now, not {row['replicas_before']}: run a new dry run."
+                    f"{service.name} has {counted(serving, 'replica')} now, not {row['replicas_before']}: run a "
+                    "new dry run."
                 )
             service.replicas = row["replicas_after"]
             service.save()
             superseded = action.policy.actions.filter(state=ActionState.APPLIED).exclude(pk=action.pk)
             for older in superseded:
                 older.state, older.reverted_at = ActionState.REVERTED, timezone.now()
-                older.message = f"superseded: {service.name} scaled to {row['replicas_after']} replica(s)"
+                older.message = f"superseded: {service.name} scaled to {counted(row['replicas_after'], 'replica')}"
                 older.save()
-            return f"{service.name} scaled {row['direction']} to {row['replicas_after']} replica(s)"
+            return f"{service.name} scaled {row['direction']} to {counted(row['replicas_after'], 'replica')}"
         service.replicas = row["replicas_field_before"]
         service.save()
-        return f"{service.name} back to {row['replicas_before']} replica(s)"
+        return f"{service.name} back to {counted(row['replicas_before'], 'replica')}"
 
     def artefacts(self, action):
         row = action.plan[0]

@@ -15,6 +15,7 @@ import shlex
 
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.costs import artefacts
 from apps.costs.choices import ACTION_IN_FORCE, PolicyKind
 from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
@@ -132,7 +133,7 @@ class SpotCapacity(PolicyKindSpec):
                 notes.append(f"{row['workload']}: give its pod template the placement at its next launch")
         saving = sum(row["saving_kwh_per_day"] for row in plan)
         reason = (
-            f"{len(plan)} preemptible workload(s) to spot capacity on {len(hosts)} node(s): "
+            f"{counted(len(plan), 'preemptible workload')} to spot capacity on {counted(len(hosts), 'node')}: "
             f"{', '.join(row['workload'] for row in plan)}; {saving:.1f} kWh/day at a "
             f"{100 * parameters['spot_discount']:.0f} % spot discount"
         )

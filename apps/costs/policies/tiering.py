@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.costs.commands import command_line
 from apps.costs.policies.base import PolicyKindSpec, Proposal, register_policy_kind
 from apps.costs.tiering_commands import (
@@ -217,19 +218,21 @@ class StorageTiering(PolicyKindSpec):
         notes, plan = [], []
         open_here = {file.path for file in found if file.path in held}
         if open_here:
-            notes.append(f"{len(open_here)} file(s) left: a running process holds them open (lsof)")
+            notes.append(f"{counted(len(open_here), 'file')} left: a running process holds them open (lsof)")
         in_use = {
             file.path
             for file in found
             if file.path not in open_here and any(file.path.startswith(kept + "/") for kept in kept_dirs)
         }
         if in_use:
-            notes.append(f"{len(in_use)} file(s) left: the newest checkpoint of a running job ({', '.join(kept_dirs)})")
+            notes.append(
+                f"{counted(len(in_use), 'file')} left: the newest checkpoint of a running job ({', '.join(kept_dirs)})"
+            )
         left = open_here | in_use
         movable = sorted((file for file in found if file.path not in left), key=lambda file: file.atime)
         limit = parameters["max_files"]
         if len(movable) > limit:
-            notes.append(f"{len(movable) - limit} more file(s) left for the next action (max_files {limit})")
+            notes.append(f"{counted(len(movable) - limit, 'more file')} left for the next action (max_files {limit})")
         for file in movable[:limit]:
             plan.append(
                 {
@@ -253,7 +256,7 @@ class StorageTiering(PolicyKindSpec):
         reverts = [command_line(make_dirs_argv(directory)) for directory in back]
         reverts += [command_line(move_argv(row["destination"], row["source"])) for row in plan]
         reason = (
-            f"{len(plan)} file(s), {_gigabytes(moved)} under {node.hostname}:{root} unread for "
+            f"{counted(len(plan), 'file')}, {_gigabytes(moved)} under {node.hostname}:{root} unread for "
             f"{parameters['age_days']} days: {from_kind} → {to_kind} ({to_volume.mount_point})"
         )
         return (

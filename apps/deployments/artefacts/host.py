@@ -8,6 +8,7 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
+from apps.core.text import counted
 from apps.deployments.artefacts.base import (
     CHECKPOINT_FORMAT,
     RESERVED_ENV_NAMES,
@@ -384,7 +385,7 @@ def _render_environment(opts: dict[str, Any], nodes: list[dict[str, Any]], deplo
         content=content,
         description=(
             f"CUDA {opts['versions']['cuda']} paths, XLA for TensorFlow and "
-            f"{len(opts['environment'])} extra variable(s)."
+            f"{counted(len(opts['environment']), 'extra variable')}."
         ),
     )
 
@@ -423,7 +424,7 @@ def _render_cgroup_slice(opts: dict[str, Any], nodes: list[dict[str, Any]], depl
     numa, cpus, memory = _smallest_shape(nodes)
     reserved_per_socket = cgroup["system_cpus_per_socket"]
     if cpus <= 0 or cpus % numa:
-        raise ArtefactError("cgroup-slice", f"cannot split {cpus} CPUs evenly over {numa} NUMA node(s)")
+        raise ArtefactError("cgroup-slice", f"cannot split {cpus} CPUs evenly over {counted(numa, 'NUMA node')}")
     per_socket = cpus // numa
     if reserved_per_socket >= per_socket:
         raise ArtefactError(
@@ -442,7 +443,7 @@ def _render_cgroup_slice(opts: dict[str, Any], nodes: list[dict[str, Any]], depl
     )
     lines = [
         f"Rackpilot deployment {deployment}: cgroup slice for training work. Generated; do not edit.",
-        f"Rendered for the smallest node shape: {numa} socket(s), {cpus} CPUs, {memory} GiB.",
+        f"Rendered for the smallest node shape: {counted(numa, 'socket')}, {cpus} CPUs, {memory} GiB.",
         f"Larger nodes (not fully used by this slice): {', '.join(differing)}"
         if differing
         else "All nodes share this shape.",
@@ -476,7 +477,7 @@ def _render_cgroup_slice(opts: dict[str, Any], nodes: list[dict[str, Any]], depl
         media_type=TEXT_MEDIA_TYPE,
         content=content,
         description=(
-            f"systemd slice keeping training off {reserved_per_socket} CPU(s) per socket and "
+            f"systemd slice keeping training off {counted(reserved_per_socket, 'CPU')} per socket and "
             f"{cgroup['system_memory_gib']} GiB reserved for the system; GPUs and RDMA devices allowed."
         ),
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 
+from apps.core.text import counted, noun
 from apps.deployments.artefacts.base import (
     DEPLOYMENT_LABEL,
     DNS_SUBDOMAIN_RE,
@@ -227,7 +228,7 @@ def check_kubernetes_model(name: str, data: Any, type_name: str) -> Any:
         raise ArtefactError(name, f"expected a {type_name} mapping")
     unknown = unknown_kubernetes_keys(data, type_name)
     if unknown:
-        raise ArtefactError(name, f"unknown field(s) for {type_name}: {', '.join(unknown)}")
+        raise ArtefactError(name, f"unknown {noun(len(unknown), 'field')} for {type_name}: {', '.join(unknown)}")
     client = ApiClient()
     try:
         return client.deserialize(json.dumps(data), type_name, "application/json")
@@ -284,7 +285,7 @@ def _render_node_labels(opts: dict[str, Any], nodes: list[dict[str, Any]], deplo
         filename="node-labels.yaml",
         media_type=YAML_MEDIA_TYPE,
         content=dump_yaml(labels, header),
-        description=f"Rack, leaf, NUMA-alignment and GPU-count labels for {len(labels)} node(s).",
+        description=f"Rack, leaf, NUMA-alignment and GPU-count labels for {counted(len(labels), 'node')}.",
     )
 
 

@@ -8,6 +8,7 @@ import logging
 
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.core.threads import thread_connection_returned
 from apps.deployments import (
     commands,  # noqa: F401  (registers the catalogue entries the steps run)
@@ -235,7 +236,7 @@ class Deploy(JobKind):
             return StepStatus.SKIPPED, f"already done: {_passed_summary(findings)}{note}"[:300]
         if cell.applied:
             after = " after a reboot" if cell.rebooted else ""
-            return StepStatus.SUCCEEDED, f"applied {len(cell.applied)} change(s), verified{after}{note}"[:300]
+            return StepStatus.SUCCEEDED, f"applied {counted(len(cell.applied), 'change')}, verified{after}{note}"[:300]
         return StepStatus.SUCCEEDED, f"{_passed_summary(findings)}{note}"[:300]
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:

@@ -17,6 +17,7 @@ import uuid
 
 from django.utils import timezone
 
+from apps.core.text import counted
 from apps.deployments.node_operations import scheduler_controller
 from apps.diagnosis import quarantine, recording, recovery, services
 from apps.diagnosis.choices import RUNBOOK_CAUSES, Cause, EvidenceVerdict, IncidentState, RemediationState
@@ -134,7 +135,7 @@ class TrainingInterruptedRunbook(NcclTimeoutRunbook):
                     "listing",
                     directory,
                     EvidenceVerdict.INFO if ok else EvidenceVerdict.COULD_NOT_RUN,
-                    f"{len(steps)} checkpoint(s): " + (", ".join(f"step {s}" for s in steps[-6:]) or "none")
+                    f"{counted(len(steps), 'checkpoint')}: " + (", ".join(f"step {s}" for s in steps[-6:]) or "none")
                     if ok
                     else f"could not list: {text[-200:]}",
                     command,
@@ -189,7 +190,7 @@ def _after_log(incident: Incident, job) -> None:
         if training.state in (TrainingState.FAILED, TrainingState.INTERRUPTED)
         else EvidenceVerdict.INFO,
         f"{training.name} is {training.get_state_display().lower()} ({training.world_size} ranks on "
-        f"{training.members.count()} node(s), launcher {training.get_launcher_display()})",
+        f"{counted(training.members.count(), 'node')}, launcher {training.get_launcher_display()})",
         STATE_COMMAND,
         data={"state": training.state},
     )

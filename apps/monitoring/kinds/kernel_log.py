@@ -4,6 +4,7 @@
 later read reaches it (apps/monitoring/reachability.py). Started every 5 minutes over the fleet, one job for all nodes
 (its shards and the transport's concurrency window share them out), or by hand."""
 
+from apps.core.text import counted
 from apps.jobs.choices import EventLevel
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, default_status, default_summary, register_kind
@@ -42,7 +43,7 @@ class KernelLogRead(JobKind):
             return CellRecord(default_status(result), default_summary(step, result))
         text = result.stdout.decode("utf-8", "replace")
         self.logs[target.hostname] = text
-        return CellRecord(default_status(result), f"{sum(1 for line in text.splitlines() if line.strip())} line(s)")
+        return CellRecord(default_status(result), counted(sum(1 for line in text.splitlines() if line.strip()), "line"))
 
     def shard_finished(self, job, shard) -> None:
         if self.silent or self.answered:
@@ -65,4 +66,6 @@ class KernelLogRead(JobKind):
             events = kernel_log.record_kernel_log(node=node, text=text, job=job)
             if events:
                 kinds = ", ".join(sorted({event.kind for event in events}))
-                emit(job, f"{len(events)} health event(s): {kinds}", level=EventLevel.WARNING, hostname=hostname)
+                emit(
+                    job, f"{counted(len(events), 'health event')}: {kinds}", level=EventLevel.WARNING, hostname=hostname
+                )

@@ -7,6 +7,7 @@ what it stored."""
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.diagnosis import commands  # noqa: F401  (registers tail-log)
 from apps.jobs.choices import EventLevel
 from apps.jobs.events import emit
@@ -90,7 +91,7 @@ class TrainingProgressRead(JobKind):
         self.logs[(target.hostname, step.name)] = text
         points = parse_progress(text)
         newest = f", newest step {points[-1].step}" if points else ""
-        return CellRecord(default_status(result), f"{len(points)} step line(s){newest}")
+        return CellRecord(default_status(result), f"{counted(len(points), 'step line')}{newest}")
 
     def shard_finished(self, job, shard) -> None:
         training_job = TrainingJob.objects.filter(public_id=job.parameters["training_job"]).first()
@@ -103,4 +104,6 @@ class TrainingProgressRead(JobKind):
         for (hostname, _), text in self.logs.items():
             written = workloads.record_progress(job=training_job, points=parse_progress(text, now=now))
             workloads.note_checkpoints(job=training_job, saves=parse_checkpoint_saves(text))
-            emit(job, f"{written} progress point(s) of {training_job.name} stored", hostname=hostname, step=STEP)
+            emit(
+                job, f"{counted(written, 'progress point')} of {training_job.name} stored", hostname=hostname, step=STEP
+            )

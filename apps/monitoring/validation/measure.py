@@ -5,6 +5,7 @@ criteria.py. Called by the `business-validation` kind in a worker thread."""
 import threading
 from dataclasses import dataclass
 
+from apps.core.text import counted
 from apps.monitoring.slo import Objective
 from apps.monitoring.telemetry import JOULES_PER_KWH, TelemetryError, Window, telemetry
 from apps.monitoring.validation import criteria, loadtest
@@ -131,7 +132,7 @@ def judge(plan: Plan, result: loadtest.LoadResult, *, stop: threading.Event | No
     if util is not None:
         drag = sorted((v["util_pct"], host) for host, v in per_node.items() if v["util_pct"] is not None)[:3]
         evidence[Objective.GPU_UTILISATION].append(
-            f"mean of {len(plan.hostnames)} node(s)' GPUs ({source_name}); lowest: "
+            f"mean of the GPUs on {counted(len(plan.hostnames), 'node')} ({source_name}); lowest: "
             + ", ".join(f"{host} {value:.1f} %" for value, host in drag)
         )
     figures = criteria.Figures(

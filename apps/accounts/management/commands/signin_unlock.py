@@ -8,6 +8,7 @@ from apps.accounts import lockout
 from apps.accounts.models import SignInLock
 from apps.core.audit import audit_context
 from apps.core.choices import ChangeSource
+from apps.core.text import counted
 
 
 class Command(BaseCommand):
@@ -25,4 +26,4 @@ class Command(BaseCommand):
         with audit_context(source=ChangeSource.COMMAND):
             for key in keys:
                 lifted = lockout.lift_for(key=key)
-                self.stdout.write(f"{key}: {lifted} lock(s) lifted" if lifted else f"{key}: no active lock")
+                self.stdout.write(f"{key}: {counted(lifted, 'lock')} lifted" if lifted else f"{key}: no active lock")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
+from apps.core.text import noun
 from apps.diagnosis import services
 
 EXIT_NOTHING, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
@@ -66,7 +67,7 @@ class Command(BaseCommand):
                 lines = ", ".join(map(str, finding["lines"]))
                 self.stdout.write(f"\n{finding['problem']}: {finding['detail']}")
                 self.stdout.write(f"  where: {where or 'not stated in the log'}")
-                self.stdout.write(f"  {finding['source']} line(s) {lines}:")
+                self.stdout.write(f"  {finding['source']} {noun(len(finding['lines']), 'line')} {lines}:")
                 for number, text in zip(finding["lines"], finding["excerpt"], strict=True):
                     self.stdout.write(f"    {number:>6}: {text}")
                 self.stdout.write(f"  next: {finding['runbook']}: {finding['next_step']}")
