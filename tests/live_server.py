@@ -5,12 +5,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from django.db import connection
+
+from tests.waits import listening, until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,15 +74,11 @@ def live_server_url(request, transactional_db, tmp_path, live_server_env):
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if server.poll() is not None:
-                raise RuntimeError((tmp_path / "server.log").read_text()) from None
-            time.sleep(0.1)
+    try:
+        until(lambda: listening("127.0.0.1", port), what="uvicorn", exited=lambda: server.poll() is not None)
+    except RuntimeError as error:
+        server.kill()
+        raise RuntimeError(f"{error}\n{(tmp_path / 'server.log').read_text()[-4000:]}") from None
     yield f"http://127.0.0.1:{port}"
     server.terminate()
     try:

@@ -5,6 +5,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.waits import until
 from tests.workers import worker_index
 
 
@@ -65,7 +66,6 @@ class PrivateRedis:
 
     def start(self) -> "PrivateRedis":
         import subprocess
-        import time
 
         import redis
 
@@ -76,15 +76,15 @@ class PrivateRedis:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 10
-        while True:
+
+        def answers() -> bool:
             try:
-                redis.Redis.from_url(self.url).ping()
-                return self
+                return redis.Redis.from_url(self.url).ping()
             except redis.ConnectionError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"redis-server on port {self.port} did not start") from None
-                time.sleep(0.05)
+                return False
+
+        until(answers, what=f"redis-server on port {self.port}", exited=lambda: self.process.poll() is not None)
+        return self
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

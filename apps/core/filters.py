@@ -210,6 +210,8 @@ class FilterSet(django_filters.FilterSet):
             if isinstance(filter_, django_filters.ChoiceFilter) and "empty_label" not in filter_.extra:
                 label = str(filter_.label or filter_.field_name)
                 filter_.extra["empty_label"] = f"Any {label[:1].lower()}{label[1:]}"
+                # A field built before (the schema reads the class's filters) was copied with django-filter's dashes.
+                filter_.__dict__.pop("_field", None)
 
     @property
     def form(self):

@@ -19,6 +19,7 @@ from apps.nodeexec.catalogue import CATALOGUE, Command
 from tests.nodeexec.conftest import sshd  # noqa: F401  (the fixture)
 from tests.nodeexec.sshd import keygen
 from tests.nodeexec.test_ssh import make_ssh_node, ssh_settings  # noqa: F401
+from tests.waits import HANG_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 UP_TIMEOUT = 600  # a node back with a new host key is refused at once: far longer than the test may take loaded
@@ -42,7 +43,7 @@ def play_the_reboot(sshd, root: Path, note: Path, *, new_key: bool, away: float 
     note.unlink(missing_ok=True)
 
     def reboot():
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_S  # the job reached its reboot step: a bound on a hang
         while not note.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         sshd.stop()

@@ -4,7 +4,6 @@ CI), BMC settings on demo nodes, and a BMC poll run in this process."""
 import shutil
 import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.bmc import logins
 from tests import factories
 from tests.live_server import need
+from tests.waits import until
 
 from .emulators import PASSWORD, USER, start_ipmi_sim, start_sushy
 
@@ -28,16 +28,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_ready(url: str, *, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def wait_ready(url: str) -> None:
+    def ready() -> bool:
         try:
             with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"Prometheus at {url} did not become ready in {seconds} s")
+            return False
+
+    until(ready, what=f"Prometheus at {url}")
 
 
 @pytest.fixture

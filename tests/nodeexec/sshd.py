@@ -8,8 +8,9 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
+
+from tests.waits import listening, until
 
 SSHD = "/usr/sbin/sshd"
 TEST_USER = "rackpilot-test"
@@ -106,17 +107,12 @@ class Sshd:
             stdout=subprocess.DEVNULL,
             stderr=open(self.log, "ab"),  # noqa: SIM115  (sshd keeps writing to it)
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"sshd exited: {self.log.read_text()[-2000:]}")
-            try:
-                address = "127.0.0.1" if self.listen[0] == "0.0.0.0" else self.listen[0]
-                socket.create_connection((address, self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("sshd did not start listening")
+        address = "127.0.0.1" if self.listen[0] == "0.0.0.0" else self.listen[0]
+        try:
+            until(lambda: listening(address, self.port), what="sshd", exited=lambda: self.process.poll() is not None)
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}: {self.log.read_text()[-2000:]}") from None
+        return self
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -16,6 +16,7 @@ from apps.jobs.models import Job, JobEvent, JobStep
 from apps.jobs.targets import node_targets
 from tests import factories
 from tests.nodeexec.sshd import keygen
+from tests.waits import HANG_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -143,7 +144,7 @@ def test_cancel_kills_the_remote_process_group(sshd, ssh_settings, operator):
     runner = threading.Thread(target=run, args=(job,))
     runner.start()
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_S  # the three sleeps started over ssh: a bound on a hang
         while len(_remote_sleeps(sshd.user)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(_remote_sleeps(sshd.user)) == 3
