@@ -78,8 +78,12 @@ class NoteForm(forms.Form):
 class WindowForm(forms.ModelForm):
     """A maintenance window on a rack or a node (the rules: apps/remediation/windows.py)."""
 
-    rack = forms.ModelChoiceField(queryset=Rack.objects.order_by("name"), to_field_name="public_id", required=False)
-    node = forms.ModelChoiceField(queryset=Node.objects.order_by("hostname"), to_field_name="public_id", required=False)
+    rack = forms.ModelChoiceField(
+        queryset=Rack.objects.order_by("name"), to_field_name="public_id", required=False, empty_label="Choose a rack"
+    )
+    node = forms.ModelChoiceField(
+        queryset=Node.objects.order_by("hostname"), to_field_name="public_id", required=False, empty_label="or a node"
+    )
     starts = UtcDateTimeField(label="Starts (UTC)")
     ends = UtcDateTimeField(label="Ends (UTC)")
 

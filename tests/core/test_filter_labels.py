@@ -51,6 +51,7 @@ def test_no_filter_form_offers_dashes_for_any():
         (reverse("benchmarks"), ['<option value="" selected>Any suite</option>', "Choose a rack", "Choose a tag"]),
         (reverse("switch-list"), ['<option value="" selected>Any plane</option>']),
         (reverse("audit-log"), ['<option value="" selected>Any source</option>', "Any action"]),
+        (reverse("maintenance-windows"), ["Choose a rack", "or a node"]),
     ],
 )
 def test_list_pages_say_any(browser_as, operator, url, shown):
