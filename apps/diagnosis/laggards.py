@@ -32,7 +32,7 @@ UNREACHABLE = "node_unreachable"
 LOOKBACK = timedelta(minutes=15)
 NODE_SEVERITIES = (Severity.CRITICAL, Severity.MAJOR)
 # The desync report's and the flight recorder's findings begin with the ranks they name (apps/parsers/triage.py).
-NOT_JOINED = re.compile(r"^rank\(s\) (?P<ranks>\d+(?:, \d+)*)")
+NOT_JOINED = re.compile(r"^ranks? (?P<ranks>\d+(?:, \d+)*)")
 
 
 @dataclass

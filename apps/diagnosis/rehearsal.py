@@ -52,6 +52,11 @@ def runbook_for(fault: SimFault) -> str:
     return UTILISATION_KIND if injection.slows_a_training_job(fault) else RECOVERY_KIND
 
 
+def rehearsable_kinds() -> list[tuple[str, str]]:
+    """The fault kinds a runbook can be rehearsed against (those that hurt a training job), as (value, label)."""
+    return [(value, label) for value, label in FaultKind.choices if injection.hurts_a_training_job(value)]
+
+
 def requested_fault(
     *, fault_id=None, node: str | None = "", kind: str | None = "", refused: set[str] | frozenset = frozenset()
 ) -> tuple[SimFault | None, dict[str, list[str]]]:

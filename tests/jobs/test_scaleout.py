@@ -59,7 +59,7 @@ def _run(job, logs):
 
 def _claimants(job) -> set[str]:
     """The workers that claimed a shard of the job (a re-queued shard's first claimant too), from its claim events."""
-    claims = JobEvent.objects.filter(job=job, message__regex=r"^shard \d+: \d+ node\(s\) on ")
+    claims = JobEvent.objects.filter(job=job, message__regex=r"^shard \d+: \d+ nodes? on ")
     return {re.search(r" on (\S+?)@", message)[1] for message in claims.values_list("message", flat=True)}
 
 
@@ -95,7 +95,7 @@ def test_shards_spread_over_every_worker_and_a_killed_one_loses_nothing(fleet_db
     assert victim_shard.index in requeued
     attempts = dict(JobShard.objects.filter(job=lossy).values_list("index", "attempts"))
     assert attempts == {index: 2 if index in requeued else 1 for index in range(NODES // SHARD_SIZE)}
-    claims = JobEvent.objects.filter(job=lossy, message__regex=r"^shard \d+: \d+ node\(s\) on ").count()
+    claims = JobEvent.objects.filter(job=lossy, message__regex=r"^shard \d+: \d+ nodes? on ").count()
     assert claims == NODES // SHARD_SIZE + len(requeued)  # one claim per shard, one more per re-queue
     assert f"fleet{victim}@" not in JobShard.objects.get(job=lossy, index=victim_shard.index).worker
     # Every cell ran to its end once: after its shard's re-queue for a re-queued shard, once in all for the others.

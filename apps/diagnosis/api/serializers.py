@@ -116,8 +116,15 @@ class RehearsalCreateSerializer(EveryBadField, serializers.Serializer):
     node = serializers.CharField(
         required=False, allow_blank=True, max_length=255, help_text="With `kind`: the faulty node's host name."
     )
-    kind = serializers.CharField(
-        required=False, allow_blank=True, max_length=24, help_text="With `node`: the fault's kind (e.g. pfc_off)."
+    # The kinds a runbook can be rehearsed against, so the schema's enum says which (the others hurt no training job).
+    kind = serializers.ChoiceField(
+        choices=rehearsal.rehearsable_kinds(),
+        required=False,
+        allow_blank=True,
+        help_text="With `node`: the fault's kind (e.g. pfc_off), one that hurts a training job.",
+        error_messages={
+            "invalid_choice": "Not a kind a runbook can be rehearsed against: name one that hurts a training job."
+        },
     )
 
     def errors_beyond_shape(self, passed: dict, refused: set[str]) -> dict:
