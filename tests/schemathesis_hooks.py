@@ -86,6 +86,10 @@ DATA_DEPENDENT = [
     re.compile(r"^The [a-z-]+ runbook needs the training job\.$"),
     re.compile(r"^A service runs on at least one node\.$"),
     re.compile(r"^Name the fault, or the node and the fault's kind\.$"),  # a rehearsal: a fault id, or node and kind
+    # A rehearsal's fault: injected (and not cleared), on that node, on a node that runs no inference service.
+    re.compile(r"^No injected fault .+: it may have been cleared\.$", re.DOTALL),
+    re.compile(r"^No .+ fault is injected on .+\.$", re.DOTALL),
+    re.compile(r"^.+ serves the inference service .+ and runs no training job: ", re.DOTALL),
     # A schedule's crontab fields are cron's grammar (celery judges them), which a pattern in the schema could only
     # approximate; they are judged beside the template's reference now that every bad field is named at once.
     re.compile(r"^Not a crontab [a-z ]+ field: ", re.DOTALL),
