@@ -12,7 +12,6 @@
 Each named node comes with the evidence it stands on: the log's lines, or the event. Reads only; the watch records.
 """
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -31,8 +30,6 @@ UNREACHABLE = "node_unreachable"
 # An event seen this long before the episode began may be what began it (the kernel-log probe reads every 5 min).
 LOOKBACK = timedelta(minutes=15)
 NODE_SEVERITIES = (Severity.CRITICAL, Severity.MAJOR)
-# The desync report's and the flight recorder's findings begin with the ranks they name (apps/parsers/triage.py).
-NOT_JOINED = re.compile(r"^ranks? (?P<ranks>\d+(?:, \d+)*)")
 
 
 @dataclass
@@ -98,10 +95,9 @@ def not_joined(text: str, places: dict[int, tuple[str, int]], *, hostname: str, 
     finishing, the collective the others wait in, as a `lag` observation on their nodes."""
     found = []
     for finding in triage(text).findings:
-        match = NOT_JOINED.match(finding.detail) if finding.problem == "collective_not_joined" else None
-        if match is None:
+        ranks = finding.ranks if finding.problem == "collective_not_joined" else []
+        if not ranks:
             continue
-        ranks = [int(rank) for rank in match["ranks"].split(", ")]
         hosts = sorted({places[rank][0] for rank in ranks if rank in places})
         found.append(
             Observation(

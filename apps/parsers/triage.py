@@ -59,6 +59,7 @@ class Finding(Result):
     xid: int | None = None
     peer: str | None = None
     device: str | None = None  # a PCI device that is not known to be a GPU (a PCIe root port)
+    ranks: list[int] = field(default_factory=list)  # the ranks a collective's finding names (a desync's lagging ones)
     count: int = 0
 
     def cite(self, entry: LogLine) -> None:
@@ -670,6 +671,7 @@ def _flight_recorder(entries: list[LogLine]) -> list[Finding]:
             excerpt=[],
             detail=f"{_named_ranks(ranks)} never joined {name}: {entry.message}",
             rank=ranks[0] if len(ranks) == 1 else None,
+            ranks=ranks,
         )
         for line in [entry, collective, missing]:
             if line is not None:
@@ -816,6 +818,7 @@ def _desync_report(entries: list[LogLine]) -> list[Finding]:
             excerpt=[],
             detail=detail,
             rank=lagging[0] if len(lagging) == 1 else None,
+            ranks=lagging,
             node=entry.node,
         )
         for line in cited:
