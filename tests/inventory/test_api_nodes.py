@@ -1,9 +1,8 @@
 """The node endpoints: the list automation polls, the detail an on-call engineer reads, and changes by admins."""
 
-from datetime import timedelta
+from datetime import UTC, datetime
 
 import pytest
-from django.utils import timezone
 
 from apps.core.choices import AuditAction, ChangeSource
 from apps.core.models import AuditEntry
@@ -137,7 +136,7 @@ def test_filter_on_unhealthy_gpus(api_as, viewer, demo_cluster, django_assert_ma
 
 
 def test_the_power_its_bmc_reads_is_shown_read_only_and_filters_the_list(api_as, viewer, admin, demo_cluster):
-    since = timezone.now() - timedelta(minutes=5)
+    since = datetime(2026, 12, 1, 8, 30, tzinfo=UTC)  # a stamp the BMC poll would write, read back as stored
     Node.objects.filter(hostname__in=["gpu003", "gpu007"]).update(power_state=PowerState.OFF, power_state_since=since)
     Node.objects.filter(hostname="gpu004").update(power_state=PowerState.ON, power_state_since=since)
     client = api_as(viewer)
