@@ -23,6 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from apps.core.text import counted  # noqa: E402  (after the path that finds it)
+
 PEERS = ROOT / "var" / "bench-peers"
 
 
@@ -210,7 +213,7 @@ def peers(n: int, sshd, work: Path) -> dict[str, tuple[float, int]]:
         )
         if ok < n:
             error = (out.stderr or out.stdout).strip().splitlines()
-            print(f"  ({name}: {n - ok} host(s) failed, rc={out.returncode}: {error[-1] if error else '?'})")
+            print(f"  ({name}: {counted(n - ok, 'host')} failed, rc={out.returncode}: {error[-1] if error else '?'})")
         results[name] = (wall, ok)
     return results
 

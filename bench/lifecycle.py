@@ -60,6 +60,8 @@ from types import SimpleNamespace
 
 from child import ROOT, run_on_fresh_sqlite, run_shards_here, setup_django
 
+from apps.core.text import counted
+
 STEP_S = 30  # the telemetry watch's period (RACKPILOT_PERIODIC_TASKS), and the evaluator's clock step
 READ_EVERY_S = 300  # the kernel-log and SEL reads' period (read_kernel_logs, RACKPILOT_BMC_SEL_SECONDS)
 SEL_PHASE_S = 150  # the SEL read runs half a period after the kernel-log read (beat starts them independently)
@@ -658,7 +660,7 @@ def _report(r: dict) -> None:
             + ("" if row["mttr_s"] is not None else f"; not returned: {row['why']}")
         )
     print(
-        f"GPU-hours lost, {r['drained_under_job']} quarantine(s) under the training job: checkpoint-aware"
+        f"GPU-hours lost, {counted(r['drained_under_job'], 'quarantine')} under the training job: checkpoint-aware"
         f" {r['aware_gpu_h']:.2f}, draining at once {r['at_once_gpu_h']:.2f} (each decision against its own"
         " counterfactual: an earlier drain's resume rolls the job back for the later ones too)"
     )

@@ -8,7 +8,7 @@ Each size runs in its own process on a throwaway SQLite database under var/bench
 first node's GPUs capped at 450 W (power_cap), the middle node's GPU 2 with NVLink 5 down, the last node's GPU 0
 overheating after 600 s under load (late_thermal). Each suite goes through the real path (`services.start_run`, then
 `execute_run`, its rounds `node-benchmark` jobs whose shards run here over the `sim` transport). Printed per suite:
-the nodes with a figure below pass (expected: the faulted node(s) the suite can see), figures stored, commands the
+the nodes with a figure below pass (expected: the faulted nodes the suite can see), figures stored, commands the
 simulated nodes answered, wall and CPU time. On real hardware the time is the tools' own (HPL-MxP minutes per node,
 nvbandwidth about a minute, the soak its duration); here it is the portal's and the simulator's.
 """

@@ -57,7 +57,7 @@ DATA_DEPENDENT = [
     # A simulated fault's target is one the node has (a GPU index, a data NIC, a checkpoint), as the kind says.
     re.compile(r"^.+ has no (?:GPU|data NIC|checkpoint) .+\.$", re.DOTALL),
     # A node's place in its rack: the rack's height and the nodes already in it.
-    re.compile(r"^U\d+–U\d+ (?:does not fit in .+ \(\d+U\)|overlaps .+)\.?$", re.DOTALL),
+    re.compile(r"^U\d+(?:–U\d+)? (?:does not fit in .+ \(\d+U\)|overlaps .+)\.?$", re.DOTALL),
     re.compile(r"^.+ is already (?:used|taken|cabled|in use)", re.DOTALL),
     # A node's status moves by the allowed transitions from the stored one (a racked node cannot become ready).
     re.compile(r"^A \w+ node cannot become \w+; from \w+ it may become: .+\.$"),
@@ -93,12 +93,15 @@ DATA_DEPENDENT = [
     # A schedule's crontab fields are cron's grammar (celery judges them), which a pattern in the schema could only
     # approximate; they are judged beside the template's reference now that every bad field is named at once.
     re.compile(r"^Not a crontab [a-z ]+ field: ", re.DOTALL),
+    re.compile(r"^Give the interval in minutes \(1 or more\)\.$"),  # what an interval schedule needs
     re.compile(r"^Only runbook 2 \(gpu-utilisation\) samples the GPUs over a window\.$"),  # sample_seconds, runbook
     # A PDU's mounting and rating: a position or a side, the maximum power or amps and volts.
     re.compile(r"^A PDU is either vertical \(0U\) on a side or in U slots, not both\.$"),
     re.compile(r"^A vertical \(0U\) PDU hangs on the left or right of the rear\.$"),
     re.compile(r"^A PDU in U slots has no side; leave it empty or clear the position\.$"),
     re.compile(r"^Give the maximum power, or the rated amps and volts\.$"),
+    # What a private key holds is read by parsing it (OpenSSH or PEM, a key type asyncssh takes), not by a pattern.
+    re.compile(r"^Enter an OpenSSH or PEM private key "),
     # A BMC password's length in bytes depends on the protocol (given, or stored for a PATCH).
     re.compile(r"^IPMI 2\.0 passwords are at most \d+ bytes; this one is longer\.$"),
     re.compile(r"^Give a new password or clear it, not both\.$"),
@@ -119,6 +122,7 @@ DATA_DEPENDENT = [
     # What an uploaded trace holds (not JSON, cut off, not gzip): the file's content, named by the file.
     re.compile(r"^[^\s:]+\.\w+: ", re.DOTALL),
     # What a file holds, not how the request is shaped: an upload's format is told by its name or content.
+    re.compile(r"^The file is not UTF-8 text \(byte \d+\)\.$"),
     re.compile(r"^Cannot tell the format of .+; give json, yaml or csv\.$", re.DOTALL),
     # A repair's part: a GPU names its index, another part its slot; the new serial differs from the old.
     re.compile(r"^Name the GPU \(its index on the node\) that was replaced\.$"),
@@ -190,12 +194,21 @@ def without_python_blanks(body, sent) -> dict | None:
     state. None when nothing is left, that is when the blanks were all of that kind."""
     if not isinstance(body, dict) or not isinstance(sent, dict):
         return body
-    left = {
-        field: messages
-        for field, messages in body.items()
-        if not (messages == [BLANK] and isinstance(sent.get(field), str) and sent[field] and not sent[field].strip())
-    }
+    left = {field: messages for field, messages in body.items() if not _stripped_blank(messages, sent.get(field))}
     return left or None
+
+
+def _stripped_blank(messages, sent) -> bool:
+    """A field's refusal is only "blank" for what it was sent as only whitespace: a string, or a list's items (DRF
+    names them by index: {"3": ["This field may not be blank."]})."""
+    if messages == [BLANK]:
+        return isinstance(sent, str) and bool(sent) and not sent.strip()
+    if isinstance(messages, dict) and isinstance(sent, list) and messages:
+        return all(
+            key.isdigit() and int(key) < len(sent) and _stripped_blank(inner, sent[int(key)])
+            for key, inner in messages.items()
+        )
+    return False
 
 
 @schemathesis.check

@@ -55,6 +55,9 @@ def test_unique_per_parent_and_cross_field_refusals_are_allowed_by_their_own_wor
     assert not is_data_dependent({"password": ["A BMC password cannot hold control characters."]})
     assert not is_data_dependent({"address": ["Enter a host name (letters, digits, dashes and dots) or an IP address"]})
     assert not is_data_dependent({"non_field_errors": ["This field must be unique."]})
+    assert is_data_dependent({"position": ["U3 overlaps gpu017 at U3."]})  # a PDU's one U, beside a node's
+    assert is_data_dependent({"every_minutes": ["Give the interval in minutes (1 or more)."]})
+    assert is_data_dependent({"private_key": ["Enter an OpenSSH or PEM private key ('-----BEGIN …' …)."]})
 
 
 def test_a_refusal_of_the_parameters_is_the_kinds_where_a_request_names_a_kind():
@@ -77,3 +80,7 @@ def test_a_blank_refused_for_characters_only_python_strips_is_allowed_and_nothin
     assert hooks.without_python_blanks({"name": ["This field may not be blank."]}, {"name": ""}) == {
         "name": ["This field may not be blank."]
     }  # the schema should have said minLength 1
+    # A list's items, named by index (a benchmark's nodes): the same rule, item by item.
+    items = {"nodes": {"3": ["This field may not be blank."]}}
+    assert hooks.without_python_blanks(items, {"nodes": ["gpu001", "a", "b", "\n"]}) is None
+    assert hooks.without_python_blanks(items, {"nodes": ["gpu001", "a", "b", ""]}) == items

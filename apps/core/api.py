@@ -104,7 +104,7 @@ class ReferenceField(serializers.RelatedField):
             for part in self.natural_key.split("__"):
                 value = getattr(value, part)
             return value
-        return str(value)
+        return str(value.public_id)  # no natural key: written and read back as the public id
 
     def get_choices(self, cutoff=None) -> dict:
         # The browsable API's forms: choices keyed by public id, as the field is written.

@@ -46,6 +46,14 @@ def flat_messages(value):
         yield value
 
 
+def form_problems(form) -> str:
+    """A form's errors in one line for a flash message, each field's after its label ("Until (UTC): …"), never the
+    code's name: what core/partials/form_errors.html lists, for a form the page does not show again."""
+    problems = [str(error) for error in form.non_field_errors()]
+    problems += [f"{field.label}: {' '.join(field.errors)}" for field in form if field.errors]
+    return "; ".join(problems)
+
+
 UTC_DATETIME_SHOWN = "%Y-%m-%d %H:%M"
 # As pages write times, with seconds or without; the "T" is what ISO 8601 and a browser's picker write, the "Z" says
 # UTC as the label does.
@@ -68,8 +76,8 @@ class UtcDateTimeField(forms.DateTimeField):
 
     def __init__(self, *, label=None, help_text="", **kwargs):
         super().__init__(label=label, help_text=help_text or "YYYY-MM-DD HH:MM, in UTC.", **kwargs)
-        name = str(label or "The time").removesuffix(" (UTC)")
-        self.error_messages["invalid"] = f"{name}: write a UTC time as YYYY-MM-DD HH:MM, e.g. 2027-03-31 14:30."
+        # The error lists put the field's label before it (core/partials/form_errors.html): the message names no field.
+        self.error_messages["invalid"] = "Write a UTC time as YYYY-MM-DD HH:MM, e.g. 2027-03-31 14:30."
 
     def prepare_value(self, value):
         # Shown in UTC, as it is read back (Django's own shows the current time zone's).

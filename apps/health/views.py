@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.forms import form_problems
 from apps.health import costs, services
 from apps.health.choices import ClearedBy
 from apps.health.forms import ClearEventForm, ReliabilityForm
@@ -31,8 +32,7 @@ def clear_event(request, public_id):
     event = get_object_or_404(HealthEvent.objects.select_related("node", "switch"), public_id=public_id)
     form = ClearEventForm(request.POST)
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            messages.error(request, f"Not cleared: {field}: {' '.join(errors)}")
+        messages.error(request, f"Not cleared: {form_problems(form)}")
         return _page_of(event)
     try:
         with transaction.atomic():

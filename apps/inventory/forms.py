@@ -1,5 +1,6 @@
 from django import forms
 
+from apps.core.forms import UtcDateTimeField
 from apps.inventory.choices import NodeStatus
 from apps.inventory.models import Node, Rack, Tag
 from apps.inventory.transfer import guess_format
@@ -48,8 +49,10 @@ class ImportForm(forms.Form):
 
 class DrainForm(forms.Form):
     reason = forms.CharField(max_length=200, help_text="Why the node is taken out of new work.")
-    since = forms.DateTimeField(required=False, help_text="Empty: now.")
-    until = forms.DateTimeField(required=False, help_text="Optional: when it should come back.")
+    since = UtcDateTimeField(label="Since (UTC)", required=False, help_text="YYYY-MM-DD HH:MM, in UTC. Empty: now.")
+    until = UtcDateTimeField(
+        label="Until (UTC)", required=False, help_text="YYYY-MM-DD HH:MM, in UTC. Optional: when it should come back."
+    )
 
 
 class BulkNodeForm(forms.Form):
@@ -60,7 +63,7 @@ class BulkNodeForm(forms.Form):
     nodes = forms.ModelMultipleChoiceField(queryset=Node.objects.all(), to_field_name="public_id")
     action = forms.ChoiceField(choices=ACTIONS)
     reason = forms.CharField(max_length=200, required=False)
-    until = forms.DateTimeField(required=False)
+    until = UtcDateTimeField(label="Until (UTC)", required=False)
     status = forms.ChoiceField(choices=[("", "(unchanged)"), *NodeStatus.choices], required=False)
     rack = forms.ModelChoiceField(queryset=Rack.objects.all(), required=False, empty_label="(unchanged)")
     add_tag = forms.ModelChoiceField(queryset=Tag.objects.all(), required=False, empty_label="(none)")

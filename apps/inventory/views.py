@@ -16,6 +16,7 @@ from apps.accounts.decorators import role_required
 from apps.accounts.permissions import may_decide_host_keys
 from apps.core import audit
 from apps.core.filters import AuditEntryFilter
+from apps.core.forms import form_problems
 from apps.core.listing import SORT_PARAM, Column, Listing, SortRefused, csv_lines, sorted_rows
 from apps.core.models import AuditEntry
 from apps.core.text import counted
@@ -118,7 +119,7 @@ def node_drain(request, public_id):
         else:
             messages.success(request, f"{node.hostname} drained: {node.drain_reason}")
     else:
-        messages.error(request, f"{node.hostname} was not drained: {_form_problems(form)}")
+        messages.error(request, f"{node.hostname} was not drained: {form_problems(form)}")
     return redirect("node-detail", public_id=node.public_id)
 
 
@@ -142,7 +143,7 @@ def node_bulk(request):
     back = redirect(f"{reverse('node-list')}?{request.POST.get('query', '')}")
     form = BulkNodeForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Nothing changed: {_form_problems(form)}")
+        messages.error(request, f"Nothing changed: {form_problems(form)}")
         return back
     data, nodes = form.cleaned_data, list(form.cleaned_data["nodes"])
     if data["action"] == "edit" and not request.user.has_role(Role.ADMIN):
@@ -166,10 +167,6 @@ def node_bulk(request):
         return back
     messages.success(request, f"{data['action'].capitalize()}: {counted(len(nodes), 'node')} done.")
     return back
-
-
-def _form_problems(form) -> str:
-    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
 
 
 @login_required

@@ -19,6 +19,7 @@ from rest_framework import serializers
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
+from apps.core.forms import form_problems
 from apps.core.text import counted
 from apps.health.models import HealthEvent
 from apps.inventory.models import Gpu, Rack
@@ -187,8 +188,7 @@ def repair_action(request: HttpRequest, public_id, action: str) -> HttpResponse:
         elif action == "record-part":
             form = PartForm(request.POST)
             if not form.is_valid():
-                messages.error(request, "Part not recorded: " + "; ".join(
-                    f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))  # fmt: skip
+                messages.error(request, f"Part not recorded: {form_problems(form)}")
                 return back
             data = form.cleaned_data
             gpu = None

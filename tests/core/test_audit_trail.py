@@ -101,7 +101,7 @@ def test_the_log_filters_by_object_user_source_and_time(browser_as, operator, vi
     assert "datetime-local" not in unfiltered
     bad = shown(since="yesterday")
     assert 'id="filter-errors"' in bad and "gpu900" not in bad  # the error, and no rows
-    assert "Since: write a UTC time as YYYY-MM-DD HH:MM" in bad and 'value="yesterday"' in bad
+    assert "Since (UTC): Write a UTC time as YYYY-MM-DD HH:MM" in bad and 'value="yesterday"' in bad
 
 
 def test_exports_are_the_filtered_log_with_formulas_escaped(browser_as, operator, viewer):

@@ -27,7 +27,7 @@ def test_a_time_is_read_in_utc_with_or_without_seconds_and_a_t(text, settings):
 def test_anything_else_is_an_error_naming_the_field(text):
     form = WhenForm({"starts": text})
     assert not form.is_valid()
-    assert form.errors["starts"] == ["Starts: write a UTC time as YYYY-MM-DD HH:MM, e.g. 2027-03-31 14:30."]
+    assert form.errors["starts"] == ["Write a UTC time as YYYY-MM-DD HH:MM, e.g. 2027-03-31 14:30."]
 
 
 def test_a_stored_time_is_shown_in_utc_as_it_is_typed(settings):

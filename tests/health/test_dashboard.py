@@ -91,7 +91,7 @@ def test_operators_clear_an_event_from_the_node_page_with_a_reason_and_viewers_m
     as_operator = browser_as(operator)
     assert url in as_operator.get(node_url).content.decode()
     refused = as_operator.post(url, {"reason": "  "}, follow=True)
-    assert "Not cleared: reason" in refused.content.decode()
+    assert "Not cleared: Reason: This field is required." in refused.content.decode()
     event.refresh_from_db()
     assert event.is_open
 

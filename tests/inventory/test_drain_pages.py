@@ -61,3 +61,23 @@ def test_an_admin_bulk_edits_status_and_a_refused_jump_changes_nothing(browser_a
     )
     assert "Nothing changed" in response.content.decode() and "cannot become planned" in response.content.decode()
     assert set(Node.objects.filter(pk__in=[n.pk for n in picked]).values_list("status", flat=True)) == {"degraded"}
+
+
+def test_drain_times_are_typed_in_utc_and_a_bad_one_is_named_by_its_label(browser_as, operator, demo_cluster):
+    node = Node.objects.get(hostname="gpu004")
+    client = browser_as(operator)
+    page = client.get(f"/nodes/{node.public_id}/").content.decode()
+    assert "Until (UTC)" in page and 'placeholder="YYYY-MM-DD HH:MM"' in page
+
+    refused = client.post(f"/nodes/{node.public_id}/drain/", {"reason": "PSU", "until": "tomorrow"}, follow=True)
+    assert "was not drained: Until (UTC): Write a UTC time as YYYY-MM-DD HH:MM" in refused.content.decode()
+    node.refresh_from_db()
+    assert not node.is_drained
+
+    bulk = {"action": "drain", "nodes": [node.public_id], "reason": "PSU", "until": "31/12/2027"}
+    refused = client.post("/nodes/bulk/", bulk, follow=True).content.decode()
+    assert "Nothing changed: Until (UTC): Write a UTC time" in refused
+
+    client.post(f"/nodes/{node.public_id}/drain/", {"reason": "PSU", "until": "2027-03-31 14:30"})
+    node.refresh_from_db()
+    assert node.drained_until.isoformat() == "2027-03-31T14:30:00+00:00"

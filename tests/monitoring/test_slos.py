@@ -77,6 +77,9 @@ def test_the_api_defines_slos_for_operators_and_shows_their_status(api_as, opera
     assert api_as(viewer).post("/api/slos/", payload, format="json").status_code == 403
     bad = api_as(operator).post("/api/slos/", {**payload, "service": None}, format="json")
     assert bad.status_code == 400 and "service" in bad.json() and not Slo.objects.exists()
+    unknown = api_as(operator).post("/api/slos/", {**payload, "service": "nope", "rack": "r1"}, format="json").json()
+    assert unknown["service"] == ["No inference service matches 'nope'."]  # as every reference says it
+    assert unknown["rack"] == ["No rack matches 'r1'."] and not Slo.objects.exists()
     created = api_as(operator).post("/api/slos/", payload, format="json")
     assert created.status_code == 201, created.json()
     record_telemetry()

@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from apps.core.api import ReferenceField
 from apps.core.validators import host_validator
 from apps.health.choices import NodeState, Severity, Source
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
@@ -106,15 +107,13 @@ class SloSerializer(serializers.ModelSerializer):
     """An SLO; the service and training job by name, the rack by its id. The model's rules name the bad field."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
-    service = serializers.SlugRelatedField(
-        slug_field="name", queryset=InferenceService.objects.all(), required=False, allow_null=True
+    service = ReferenceField(
+        queryset=InferenceService.objects.all(), natural_key="name", required=False, allow_null=True
     )
-    training_job = serializers.SlugRelatedField(
-        slug_field="name", queryset=TrainingJob.objects.all(), required=False, allow_null=True
+    training_job = ReferenceField(
+        queryset=TrainingJob.objects.all(), natural_key="name", required=False, allow_null=True
     )
-    rack = serializers.SlugRelatedField(
-        slug_field="public_id", queryset=Rack.objects.all(), required=False, allow_null=True
-    )
+    rack = ReferenceField(queryset=Rack.objects.all(), required=False, allow_null=True)
 
     class Meta:
         model = Slo

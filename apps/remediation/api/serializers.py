@@ -162,7 +162,9 @@ class BacktestRequestSerializer(BacktestOptionsSerializer, RemediationPolicySeri
 class BacktestTripSerializer(serializers.Serializer):
     node = serializers.CharField()
     at = serializers.DateTimeField()
-    cause = serializers.CharField(help_text="The leaf switch(es) every node tripped on shares; blank: none.")
+    cause = serializers.CharField(
+        help_text="The leaf switch every tripped node sits behind, the likely cause; blank: none shared."
+    )
 
 
 class BacktestDecisionSerializer(serializers.Serializer):
