@@ -163,7 +163,7 @@ def test_a_start_that_does_not_read_is_a_form_error_naming_it_and_nothing_is_sav
     page = browser_as(operator).post("/remediation/windows/", form | {"reason": "cabling"})
 
     assert page.status_code == 400 and list(page.context["form"].errors) == ["starts"]
-    assert "Starts (UTC): Write a UTC time as YYYY-MM-DD HH:MM" in page.content.decode()
+    assert '<span class="error">Write a UTC time as YYYY-MM-DD HH:MM' in page.content.decode()  # beside "Starts (UTC)"
     assert not MaintenanceWindow.objects.exists()
 
 
