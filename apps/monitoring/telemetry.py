@@ -92,6 +92,9 @@ RECORDED_FLEET = {
 }
 RECORDED_TOKENS = f"rackpilot:vllm_generation_tokens:rate{RECORDED_RATE_RANGE}"
 RECORDED_E2E_BUCKETS = f"rackpilot:vllm_e2e_request_latency_seconds_bucket:rate{RECORDED_RATE_RANGE}"
+# Each service's p99 end-to-end latency every minute (the quantile of the 5-minute bucket rates, as the latency SLO
+# judges it): a window's worst p99 is the worst of these, whatever the window's step.
+RECORDED_E2E_P99 = f"rackpilot:vllm_e2e_request_latency_seconds:p99_rate{RECORDED_RATE_RANGE}"
 # The same bucket rates every 5 minutes (a rate over 5 min each: they tile the time), for steps of an hour or more:
 # the p99 of a 30-day chart then reads 144 samples of each of the ~17 buckets a 12 h step instead of 720.
 COARSE_INTERVAL_S = 300
@@ -113,6 +116,10 @@ def _bucket_rates() -> str:
     return f"sum by (service, le) (rate({E2E_BUCKETS_METRIC}[{RECORDED_RATE_RANGE}]))"
 
 
+def _p99() -> str:
+    return f"histogram_quantile(0.99, {_bucket_rates()})"
+
+
 def _node_busy(selector: str, seconds: int) -> str:
     """Each node's busy GPU-seconds over the `seconds` before: its GPUs' mean SM active times the span, summed."""
     return f"sum by (Hostname) (avg_over_time({selector}[{seconds}s])) * {seconds}"
@@ -120,8 +127,9 @@ def _node_busy(selector: str, seconds: int) -> str:
 
 def telemetry_rules() -> list[dict]:
     """The recording rule groups the long windows read: the fleet's GPU means, sums and maxima, and each service's
-    token rate and latency-bucket rates (5 min), every minute; the bucket rates again every 5 minutes. A month of the
-    fleet's panels then reads one series a panel, a minute apart, instead of every GPU's samples at 15 s.
+    token rate, latency-bucket rates (5 min) and the p99 of those, every minute; the bucket rates again every 5
+    minutes. A month of the fleet's panels then reads one series a panel, a minute apart, instead of every GPU's
+    samples at 15 s.
     (promtool cannot backfill a rule that reads another's series, so each reads the exporters' own.)"""
     rules = [
         {"record": recorded, "expr": f"{how}({GPU_FIELDS[field][0]})"}
@@ -130,6 +138,7 @@ def telemetry_rules() -> list[dict]:
     rules += [
         {"record": RECORDED_TOKENS, "expr": f"sum by (service) (rate({TOKENS_METRIC}[{RECORDED_RATE_RANGE}]))"},
         {"record": RECORDED_E2E_BUCKETS, "expr": _bucket_rates()},
+        {"record": RECORDED_E2E_P99, "expr": _p99()},
     ]
     return [
         {"name": "rackpilot-telemetry-recording", "interval": f"{RECORDING_INTERVAL_S}s", "rules": rules},

@@ -13,6 +13,8 @@ from apps.monitoring import gpuhours, recorder, services
 from apps.monitoring.models import RecordedSample, Slo
 from apps.monitoring.telemetry import (
     BUSY_PART,
+    RECORDED_E2E_BUCKETS,
+    RECORDED_E2E_P99,
     RECORDED_FLEET,
     RECORDED_NODE_BUSY,
     RECORDED_TOKENS,
@@ -20,6 +22,7 @@ from apps.monitoring.telemetry import (
     SimulatorTelemetry,
     TelemetryPending,
     Window,
+    histogram_quantile,
 )
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
@@ -264,3 +267,16 @@ def test_the_backfill_judges_the_long_window_at_every_time_of_day(chat):
     older = [t for t in minutes if t <= T - 7 * 86_400]
     assert len({t % 86_400 for t in older}) >= 60  # every 24 minutes of the day
     assert max(b - a for a, b in zip(sorted(older), sorted(older)[1:], strict=False)) <= 168 * 60
+
+
+def test_each_minute_records_each_services_p99_of_its_bucket_rates(chat):
+    recorder.record_telemetry(until=T)
+    p99 = _series(RECORDED_E2E_P99, T, "service=chat")
+    assert sorted(p99) == [T - 3540 + 60 * k for k in range(60)]  # every minute of the hour
+    buckets: dict[int, list[tuple[float, float]]] = {}
+    for labels, t, rate in RecordedSample.objects.filter(series=RECORDED_E2E_BUCKETS).values_list(
+        "labels", "time", "value"
+    ):
+        buckets.setdefault(t, []).append((float(labels.split(",")[0].removeprefix("le=")), rate))
+    assert all(p99[t] == pytest.approx(histogram_quantile(0.99, buckets[t])) for t in p99)  # as the rule computes it
+    assert min(p99.values()) > 0
