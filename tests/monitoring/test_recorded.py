@@ -16,6 +16,7 @@ from apps.monitoring.telemetry import (
     RECORDED_NODE_BUSY,
     PrometheusTelemetry,
     Window,
+    Worst,
     telemetry_rules,
 )
 
@@ -276,20 +277,29 @@ def test_without_the_5_minute_bucket_rates_the_p99_reads_the_1_minute_ones(prome
 
 @pytest.fixture
 def prometheus_instant():
-    """A Prometheus stand-in answering instant queries: the recorded energy's parts ("joules"; "first" only when
-    `covered`), and 7,000,000 mJ for any query of the raw counters. Keeps the queries it was asked."""
-    state = {"asked": [], "covered": True}
+    """A Prometheus stand-in answering instant queries: the recorded series' parts ("joules", "worst"; "first" only
+    when `covered`), and 7,000,000 mJ for any query of the raw counters; range queries with 0.2 at each step. Keeps the
+    queries it was asked."""
+    state = {"asked": [], "covered": True, "worst": "2.5"}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["query"][0]
+            address = urllib.parse.urlsplit(self.path)
+            params = urllib.parse.parse_qs(address.query)
+            query = params["query"][0]
             state["asked"].append(query)
-            if "rackpilot:" in query:
-                parts = {"joules": "5000", **({"first": "12"} if state["covered"] else {})}
-                result = [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()]
+            if address.path.endswith("query_range"):
+                start, step = float(params["start"][0]), float(params["step"][0])
+                kind, result = "matrix", [{"metric": {}, "values": [[start + k * step, "0.2"] for k in range(61)]}]
+            elif "rackpilot:" in query:
+                parts = {"joules": "5000", "worst": state["worst"], **({"first": "12"} if state["covered"] else {})}
+                kind, result = (
+                    "vector",
+                    [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()],
+                )
             else:
-                result = [{"metric": {}, "value": [0, "7000000"]}]
-            body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+                kind, result = "vector", [{"metric": {}, "value": [0, "7000000"]}]
+            body = json.dumps({"status": "success", "data": {"resultType": kind, "result": result}}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -315,6 +325,23 @@ def test_the_fleets_energy_over_a_long_window_reads_the_recorded_tiles_when_they
     assert source.fleet_energy_joules(hostnames=["gpu001"], start=WEEK.start, end=WEEK.end) == joules
     assert "rackpilot:gpu_energy_joules:increase5m[604799s]" in prometheus_instant["asked"][0]
     assert len(prometheus_instant["asked"]) == (1 if covered else 2)
+
+
+@pytest.mark.parametrize(
+    ("covered", "worst", "expected"),
+    [(True, "2.5", Worst(2.5, 60)), (True, "NaN", Worst(None, 60)), (False, "2.5", Worst(0.2, WEEK.step))],
+)
+def test_the_worst_p99_is_the_worst_recorded_minutes_where_the_rule_ran_through_the_windows_first_hour(
+    prometheus_instant, covered, worst, expected
+):
+    prometheus_instant["covered"], prometheus_instant["worst"] = covered, worst
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    assert source.worst_p99_latency_seconds(service="chat", window=WEEK) == expected
+    asked = prometheus_instant["asked"][0]
+    assert f'max_over_time({RECORDED_E2E_P99}{{service="chat"}}[604799s])' in asked
+    assert f"count_over_time({RECORDED_E2E_P99}[1h] offset 601200s)" in asked  # any service's: the rule ran then
+    assert len(prometheus_instant["asked"]) == (1 if covered else 2)  # else the chart's steps, the worst of them
 
 
 def test_the_fleets_energy_over_an_hour_reads_the_counters(prometheus_instant):

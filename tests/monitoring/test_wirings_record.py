@@ -23,7 +23,14 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.monitoring import recorder
 from apps.monitoring.models import RecordedSample
-from apps.monitoring.telemetry import RECORDED_E2E_P99, current_workloads, telemetry_rules
+from apps.monitoring.telemetry import (
+    RECORDED_E2E_P99,
+    PrometheusTelemetry,
+    SimulatorTelemetry,
+    Window,
+    current_workloads,
+    telemetry_rules,
+)
 from apps.simulator import services as simulator
 from apps.simulator.exporters import dcgm_exposition, vllm_exposition
 from apps.simulator.models import SimFault
@@ -171,3 +178,10 @@ def test_the_embedded_record_and_prometheus_rules_agree_on_the_same_minutes(prom
     # The cap shows in both from the minute it began, and the minutes before it stay as they were.
     power = _evaluated(prometheus, "sum(DCGM_FI_DEV_POWER_USAGE)", END - HOUR + 60, END)[""]
     assert power[END] < power[END - HOUR // 2 - 60]
+    # The hour's worst p99 is the record's worst minute. This Prometheus holds no rule's series: asked its own query
+    # (a real server parses it), it takes the worst of the day's 24-minute steps instead, and says so.
+    hour, day = Window.named("1h", end=END), Window.named("24h", end=END)
+    worst = max(_recorded(RECORDED_E2E_P99)["service=chat"].values())
+    assert SimulatorTelemetry().worst_p99_latency_seconds(service="chat", window=hour) == (worst, 60)
+    steps = PrometheusTelemetry(prometheus).worst_p99_latency_seconds(service="chat", window=day)
+    assert steps.every == 1440 and steps.value > 0
