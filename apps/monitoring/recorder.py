@@ -3,7 +3,8 @@
 RecordedSample rows, which SimulatorTelemetry reads as PrometheusTelemetry reads its recorded series.
 
 - Every minute (beat, or the embedded loop): the fleet's GPU panels (avg / sum / max of the GPUs' gauges at t), each
-  service's token rate and end-to-end latency bucket rates over 5 minutes, and each SLO's value and verdict at t;
+  service's token rate and end-to-end latency bucket rates over 5 minutes and the p99 of those, and each SLO's value
+  and verdict at t;
   every 5 minutes: the bucket rates again (the coarse series), the fleet's GPU energy over those 5 minutes and each
   node's busy GPU-seconds over them (the GPU-hours split).
 - Append-only: a time is recorded once, with the cluster as it is when it is recorded (its faults, its workloads);
@@ -33,6 +34,7 @@ from apps.monitoring.telemetry import (
     POINTS_PER_WINDOW,
     RECORDED_E2E_BUCKETS,
     RECORDED_E2E_BUCKETS_COARSE,
+    RECORDED_E2E_P99,
     RECORDED_FLEET,
     RECORDED_FLEET_ENERGY,
     RECORDED_NODE_BUSY,
@@ -142,6 +144,9 @@ class _Sampler:
         for name, (tokens, buckets) in services.items():
             rows.append(RecordedSample(series=RECORDED_TOKENS, labels=labels_key(service=name), time=t, value=tokens))
             rows += _bucket_rows(RECORDED_E2E_BUCKETS, name, buckets, t)
+            p99 = histogram_quantile(0.99, buckets)  # the rule's histogram_quantile; NaN (no request) keeps no row
+            if not math.isnan(p99):
+                rows.append(RecordedSample(series=RECORDED_E2E_P99, labels=labels_key(service=name), time=t, value=p99))
         for spec in self.specs:
             value = self._slo_value(spec, t, per_node, services)
             if value is None:

@@ -16,6 +16,7 @@ from apps.monitoring import charts, slo
 from apps.monitoring.models import Slo, SloBlame
 from apps.monitoring.telemetry import (
     JOULES_PER_KWH,
+    RECORDING_INTERVAL_S,
     SimulatorTelemetry,
     Telemetry,
     TelemetryError,
@@ -44,6 +45,9 @@ def service_questions(source: Telemetry, window: Window, services) -> dict:
     for service in services:
         questions[("tokens", service.pk)] = partial(source.tokens_per_second, service=service.name, window=window)
         questions[("p99", service.pk)] = partial(source.p99_latency_seconds, service=service.name, window=window)
+        questions[("worst_p99", service.pk)] = partial(
+            source.worst_p99_latency_seconds, service=service.name, window=window
+        )
         questions[("energy", service.pk)] = partial(
             source.energy_per_million_tokens_kwh, service=service, start=window.start, end=window.end
         )
@@ -51,9 +55,12 @@ def service_questions(source: Telemetry, window: Window, services) -> dict:
 
 
 def step_text(window: Window) -> str:
-    """A window's step in words ("1 min", "24 min", "12 h"): each point of its charts, and each p99 of its "worst p99",
-    stands for that long, so a longer window's worst p99 is taken over longer stretches and can read lower."""
-    minutes = window.step / 60
+    """A window's step in words ("1 min", "24 min", "12 h"): each point of its charts stands for that long."""
+    return _duration_text(window.step)
+
+
+def _duration_text(seconds: float) -> str:
+    minutes = seconds / 60
     return f"{minutes:g} min" if minutes < 60 else f"{minutes / 60:.2g} h"
 
 
@@ -62,13 +69,16 @@ def service_rows(answers: dict, services) -> list[dict]:
     rows = []
     for service in services:
         tokens, p99 = answers[("tokens", service.pk)], answers[("p99", service.pk)]
+        worst = answers[("worst_p99", service.pk)]
         values = tokens.values()
         rows.append(
             {
                 "service": service,
                 "chart_id": f"service-{service.public_id}",
                 "mean_tokens_per_second": sum(values) / len(values) if values else None,
-                "worst_p99_ms": 1000 * max(p99.values()) if p99.points else None,
+                "worst_p99_ms": 1000 * worst.value if worst.value is not None else None,
+                # Where the minute record does not cover the window yet, the worst of the steps: how long each is.
+                "worst_p99_of": _duration_text(worst.every) if worst.every != RECORDING_INTERVAL_S else "",
                 "kwh_per_million_tokens": answers[("energy", service.pk)],
                 "figure": charts.figure_json(
                     charts.service_figure(

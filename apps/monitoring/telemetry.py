@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Q, Sum
+from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Q, Sum
 from django.utils import timezone
 
 from apps.core.outbound import OutboundRefused, check_target
@@ -92,6 +92,9 @@ RECORDED_FLEET = {
 }
 RECORDED_TOKENS = f"rackpilot:vllm_generation_tokens:rate{RECORDED_RATE_RANGE}"
 RECORDED_E2E_BUCKETS = f"rackpilot:vllm_e2e_request_latency_seconds_bucket:rate{RECORDED_RATE_RANGE}"
+# Each service's p99 end-to-end latency every minute (the quantile of the 5-minute bucket rates, as the latency SLO
+# judges it): a window's worst p99 is the worst of these, whatever the window's step.
+RECORDED_E2E_P99 = f"rackpilot:vllm_e2e_request_latency_seconds:p99_rate{RECORDED_RATE_RANGE}"
 # The same bucket rates every 5 minutes (a rate over 5 min each: they tile the time), for steps of an hour or more:
 # the p99 of a 30-day chart then reads 144 samples of each of the ~17 buckets a 12 h step instead of 720.
 COARSE_INTERVAL_S = 300
@@ -113,6 +116,10 @@ def _bucket_rates() -> str:
     return f"sum by (service, le) (rate({E2E_BUCKETS_METRIC}[{RECORDED_RATE_RANGE}]))"
 
 
+def _p99() -> str:
+    return f"histogram_quantile(0.99, {_bucket_rates()})"
+
+
 def _node_busy(selector: str, seconds: int) -> str:
     """Each node's busy GPU-seconds over the `seconds` before: its GPUs' mean SM active times the span, summed."""
     return f"sum by (Hostname) (avg_over_time({selector}[{seconds}s])) * {seconds}"
@@ -120,8 +127,9 @@ def _node_busy(selector: str, seconds: int) -> str:
 
 def telemetry_rules() -> list[dict]:
     """The recording rule groups the long windows read: the fleet's GPU means, sums and maxima, and each service's
-    token rate and latency-bucket rates (5 min), every minute; the bucket rates again every 5 minutes. A month of the
-    fleet's panels then reads one series a panel, a minute apart, instead of every GPU's samples at 15 s.
+    token rate, latency-bucket rates (5 min) and the p99 of those, every minute; the bucket rates again every 5
+    minutes. A month of the fleet's panels then reads one series a panel, a minute apart, instead of every GPU's
+    samples at 15 s; a window's worst p99 is the worst minute's, not the worst of its steps.
     (promtool cannot backfill a rule that reads another's series, so each reads the exporters' own.)"""
     rules = [
         {"record": recorded, "expr": f"{how}({GPU_FIELDS[field][0]})"}
@@ -130,6 +138,7 @@ def telemetry_rules() -> list[dict]:
     rules += [
         {"record": RECORDED_TOKENS, "expr": f"sum by (service) (rate({TOKENS_METRIC}[{RECORDED_RATE_RANGE}]))"},
         {"record": RECORDED_E2E_BUCKETS, "expr": _bucket_rates()},
+        {"record": RECORDED_E2E_P99, "expr": _p99()},
     ]
     return [
         {"name": "rackpilot-telemetry-recording", "interval": f"{RECORDING_INTERVAL_S}s", "rules": rules},
@@ -149,6 +158,14 @@ class Latest(NamedTuple):
     """A recorded SLI's newest value (None: nothing to judge in the hour)."""
 
     value: float | None
+
+
+class Worst(NamedTuple):
+    """A window's worst p99 in seconds (None: no request in it) and how far apart the p99s it is the worst of are:
+    RECORDING_INTERVAL_S where the minute record covers the window, else the window's step."""
+
+    value: float | None
+    every: float
 
 
 class TelemetryError(Exception):
@@ -226,6 +243,14 @@ class Telemetry(ABC):
     @abstractmethod
     def p99_latency_seconds(self, *, service: str, window: Window) -> Series:
         """p99 end-to-end request latency at each step, from the histogram's buckets."""
+
+    def worst_p99_latency_seconds(self, *, service: str, window: Window) -> Worst:
+        """The worst p99 end-to-end latency of the window: the highest of the p99s recorded each minute in
+        (start, end] (RECORDED_E2E_P99, each over the 5 minutes before its minute), where the record covers the
+        window; else (nothing recorded, or recorded only from within the window) the highest of p99_latency_seconds'
+        steps, which over a long window stand for longer stretches and can read lower."""
+        values = self.p99_latency_seconds(service=service, window=window).values()
+        return Worst(max(values) if values else None, window.step)
 
     @abstractmethod
     def generated_tokens(self, *, service: str, start: float, end: float) -> float:
@@ -591,6 +616,20 @@ class SimulatorTelemetry(Telemetry):
             if not math.isnan(value):
                 points.append((float(t), value))
         return Series({"service": service}, points)
+
+    def worst_p99_latency_seconds(self, *, service, window):
+        # The highest recorded minute's p99 in (start, end], where every minute of the window is recorded and the p99s
+        # were recorded through its first hour (a record kept before they were has the minutes without them).
+        start, end, every = int(window.start), int(window.end), RECORDING_INTERVAL_S
+        minutes = len(range(start // every + 1, end // every + 1))
+        recorded = _samples().filter(series=RECORDED_E2E_P99, time__gt=start, time__lte=end)
+        if (
+            _samples().of(MARK, MINUTE_PART).filter(time__gt=start, time__lte=end).count() == minutes
+            and recorded.filter(time__lte=start + 3600).exists()
+        ):
+            worst = recorded.filter(labels=f"service={service}").aggregate(worst=Max("value"))["worst"]
+            return Worst(worst, every)
+        return super().worst_p99_latency_seconds(service=service, window=window)
 
     def generated_tokens(self, *, service, start, end):
         if end - start >= RECORDED_FROM_S:
@@ -1090,6 +1129,22 @@ class PrometheusTelemetry(Telemetry):
             series = self.query_range(f"histogram_quantile(0.99, sum by (le) ({rate}))", window)
         points = [(t, value) for t, value in (series[0].points if series else []) if not math.isnan(value)]
         return Series({"service": service}, points)
+
+    def worst_p99_latency_seconds(self, *, service, window):
+        # max_over_time of the recorded minute p99s in (start, end] (a second short of the start, as elsewhere), where
+        # the rule ran through the window's first hour (any service's p99: it records them all); else worked out.
+        seconds = max(int(round(window.span)), 1)
+        recorded = f"{RECORDED_E2E_P99}{{service={_string(service)}}}"
+        offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
+        promql = (
+            f'label_replace(max(max_over_time({recorded}[{seconds - 1}s])), "part", "worst", "", "") '
+            f'or label_replace(count(count_over_time({RECORDED_E2E_P99}[1h]{offset})), "part", "first", "", "")'
+        )
+        parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=window.end)}
+        if parts.get("first"):
+            worst = parts.get("worst", math.nan)  # NaN: no request in any minute (max_over_time skips NaN minutes)
+            return Worst(None if math.isnan(worst) else worst, RECORDING_INTERVAL_S)
+        return super().worst_p99_latency_seconds(service=service, window=window)
 
     def generated_tokens(self, *, service, start, end):
         seconds = max(int(round(end - start)), 1)

@@ -45,10 +45,11 @@ def test_the_cluster_page_shows_figures_services_and_energy_per_million_tokens(
     assert 'data-plotly-figure="utilisation"' in page and 'data-plotly-figure="power"' in page
     assert "chat" in page and "kWh" in page and "source: simulator" in page
     assert "no tokens in the window" not in page
-    assert "Worst p99 (each 1 min)" in page  # the stretch each p99 is taken over: a 30 d window's are 12 h
+    assert "Worst p99 (a minute's)" in page and "not all recorded" not in page  # the minutes are recorded
+    assert "Each point of the charts is over\n    1 min." in page  # a 30 d window's are 12 h
 
 
-def test_worst_p99_names_the_stretch_it_is_taken_over():
+def test_the_charts_name_the_stretch_each_point_is_taken_over():
     from apps.monitoring.services import step_text
     from apps.monitoring.telemetry import Window
 

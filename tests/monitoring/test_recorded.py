@@ -10,13 +10,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from apps.monitoring.telemetry import RECORDED_FLEET, RECORDED_NODE_BUSY, PrometheusTelemetry, Window, telemetry_rules
+from apps.monitoring.telemetry import (
+    RECORDED_E2E_P99,
+    RECORDED_FLEET,
+    RECORDED_NODE_BUSY,
+    PrometheusTelemetry,
+    Window,
+    Worst,
+    telemetry_rules,
+)
 
 
 def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
     """Two GPUs at 80 % and 100 %; a service at 1,000 tokens/s whose p99 is 235 ms: the recorded fleet mean is 90,
     and an hour's mean of the recorded 5-minute rates (recorded every minute, and every 5 minutes) gives the raw rate
-    and p99 over that hour."""
+    and p99 over that hour; the p99 recorded each minute is that p99 too."""
     (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": telemetry_rules()}, sort_keys=False))
     assert "SUCCESS" in promtool("check", "rules", "rules.yml").stdout
     per_minute = {0.05: 50, 0.1: 90, 0.25: 100, "+Inf": 100}
@@ -48,6 +56,7 @@ def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
         (f"round(1000 * {recorded_p99})", 235),
         (f"round(1000 * {raw_p99})", 235),
         (f"round(1000 * {coarse_p99})", 235),
+        (f'round(1000 * sum(max_over_time({RECORDED_E2E_P99}{{service="chat"}}[1h])))', 235),
     ]
     tests = {
         "rule_files": ["rules.yml"],
@@ -58,6 +67,50 @@ def test_the_recorded_series_give_what_the_raw_queries_give(promtool, tmp_path):
                 "input_series": series,
                 "promql_expr_test": [
                     {"expr": expr, "eval_time": "150m", "exp_samples": [{"value": value}]} for expr, value in checks
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+
+    ran = promtool("test", "rules", "tests.yml")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_the_p99_recorded_each_minute_keeps_a_bad_minute_that_a_days_24_minute_steps_read_lower(promtool, tmp_path):
+    """100 requests a minute under 100 ms, and at minute 601 a hundred more that took 1 to 2.5 s: the p99 recorded
+    each minute over the 5 minutes before it reads 2,410 ms while they are in its range, and the day's worst of them
+    is that; the 24-minute step's p99 (the quantile of the recorded bucket rates' means over the step, the 24 h
+    chart's point) reads 2,125 ms."""
+    group = next(group for group in telemetry_rules() if group["interval"] == "60s")
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
+    slow = "0+100x600 60200+100x899"  # the bucket of 1 to 2.5 s and +Inf: a hundred more at minute 601
+    per_minute = {"0.05": "0+50x1500", "0.1": "0+100x1500", "1": "0+100x1500", "2.5": slow, "+Inf": slow}
+    buckets = "rackpilot:vllm_e2e_request_latency_seconds_bucket:rate5m"
+    step_p99 = (
+        f'histogram_quantile(0.99, sum by (le) (avg_over_time({buckets}{{service="chat"}}[1439s])))'  # 24 minutes
+    )
+    tests = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {
+                        "series": f'vllm:e2e_request_latency_seconds_bucket{{service="chat",le="{le}"}}',
+                        "values": values,
+                    }
+                    for le, values in per_minute.items()
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": f'round(1000 * max_over_time({RECORDED_E2E_P99}{{service="chat"}}[86399s]))',
+                        "eval_time": "1500m",
+                        "exp_samples": [{"labels": '{service="chat"}', "value": 2410}],
+                    },
+                    {"expr": f"round(1000 * {step_p99})", "eval_time": "624m", "exp_samples": [{"value": 2125}]},
                 ],
             }
         ],
@@ -224,20 +277,29 @@ def test_without_the_5_minute_bucket_rates_the_p99_reads_the_1_minute_ones(prome
 
 @pytest.fixture
 def prometheus_instant():
-    """A Prometheus stand-in answering instant queries: the recorded energy's parts ("joules"; "first" only when
-    `covered`), and 7,000,000 mJ for any query of the raw counters. Keeps the queries it was asked."""
-    state = {"asked": [], "covered": True}
+    """A Prometheus stand-in answering instant queries: the recorded series' parts ("joules", "worst"; "first" only
+    when `covered`), and 7,000,000 mJ for any query of the raw counters; range queries with 0.2 at each step. Keeps the
+    queries it was asked."""
+    state = {"asked": [], "covered": True, "worst": "2.5"}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["query"][0]
+            address = urllib.parse.urlsplit(self.path)
+            params = urllib.parse.parse_qs(address.query)
+            query = params["query"][0]
             state["asked"].append(query)
-            if "rackpilot:" in query:
-                parts = {"joules": "5000", **({"first": "12"} if state["covered"] else {})}
-                result = [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()]
+            if address.path.endswith("query_range"):
+                start, step = float(params["start"][0]), float(params["step"][0])
+                kind, result = "matrix", [{"metric": {}, "values": [[start + k * step, "0.2"] for k in range(61)]}]
+            elif "rackpilot:" in query:
+                parts = {"joules": "5000", "worst": state["worst"], **({"first": "12"} if state["covered"] else {})}
+                kind, result = (
+                    "vector",
+                    [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()],
+                )
             else:
-                result = [{"metric": {}, "value": [0, "7000000"]}]
-            body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+                kind, result = "vector", [{"metric": {}, "value": [0, "7000000"]}]
+            body = json.dumps({"status": "success", "data": {"resultType": kind, "result": result}}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -263,6 +325,23 @@ def test_the_fleets_energy_over_a_long_window_reads_the_recorded_tiles_when_they
     assert source.fleet_energy_joules(hostnames=["gpu001"], start=WEEK.start, end=WEEK.end) == joules
     assert "rackpilot:gpu_energy_joules:increase5m[604799s]" in prometheus_instant["asked"][0]
     assert len(prometheus_instant["asked"]) == (1 if covered else 2)
+
+
+@pytest.mark.parametrize(
+    ("covered", "worst", "expected"),
+    [(True, "2.5", Worst(2.5, 60)), (True, "NaN", Worst(None, 60)), (False, "2.5", Worst(0.2, WEEK.step))],
+)
+def test_the_worst_p99_is_the_worst_recorded_minutes_where_the_rule_ran_through_the_windows_first_hour(
+    prometheus_instant, covered, worst, expected
+):
+    prometheus_instant["covered"], prometheus_instant["worst"] = covered, worst
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    assert source.worst_p99_latency_seconds(service="chat", window=WEEK) == expected
+    asked = prometheus_instant["asked"][0]
+    assert f'max_over_time({RECORDED_E2E_P99}{{service="chat"}}[604799s])' in asked
+    assert f"count_over_time({RECORDED_E2E_P99}[1h] offset 601200s)" in asked  # any service's: the rule ran then
+    assert len(prometheus_instant["asked"]) == (1 if covered else 2)  # else the chart's steps, the worst of them
 
 
 def test_the_fleets_energy_over_an_hour_reads_the_counters(prometheus_instant):

@@ -4,6 +4,7 @@ out. The clock is the `until` the recorder is given and the `end` of the windows
 
 import datetime as dt
 import logging
+import math
 
 import pytest
 
@@ -13,6 +14,8 @@ from apps.monitoring import gpuhours, recorder, services
 from apps.monitoring.models import RecordedSample, Slo
 from apps.monitoring.telemetry import (
     BUSY_PART,
+    RECORDED_E2E_BUCKETS,
+    RECORDED_E2E_P99,
     RECORDED_FLEET,
     RECORDED_NODE_BUSY,
     RECORDED_TOKENS,
@@ -20,6 +23,7 @@ from apps.monitoring.telemetry import (
     SimulatorTelemetry,
     TelemetryPending,
     Window,
+    histogram_quantile,
 )
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
@@ -264,3 +268,70 @@ def test_the_backfill_judges_the_long_window_at_every_time_of_day(chat):
     older = [t for t in minutes if t <= T - 7 * 86_400]
     assert len({t % 86_400 for t in older}) >= 60  # every 24 minutes of the day
     assert max(b - a for a, b in zip(sorted(older), sorted(older)[1:], strict=False)) <= 168 * 60
+
+
+def test_each_minute_records_each_services_p99_of_its_bucket_rates(chat):
+    recorder.record_telemetry(until=T)
+    p99 = _series(RECORDED_E2E_P99, T, "service=chat")
+    assert sorted(p99) == [T - 3540 + 60 * k for k in range(60)]  # every minute of the hour
+    buckets: dict[int, list[tuple[float, float]]] = {}
+    for labels, t, rate in RecordedSample.objects.filter(series=RECORDED_E2E_BUCKETS).values_list(
+        "labels", "time", "value"
+    ):
+        buckets.setdefault(t, []).append((float(labels.split(",")[0].removeprefix("le=")), rate))
+    assert all(p99[t] == pytest.approx(histogram_quantile(0.99, buckets[t])) for t in p99)  # as the rule computes it
+    assert min(p99.values()) > 0
+
+
+# A service's requests each minute, cumulative by bucket (le, requests/s): its p99 99 ms; in the bad minute every
+# request took 1 to 2.5 s (p99 2,485 ms).
+GOOD = [(0.05, 50.0), (0.1, 100.0), (1.0, 100.0), (2.5, 100.0), (math.inf, 100.0)]
+BAD = [(0.05, 0.0), (0.1, 0.0), (1.0, 0.0), (2.5, 100.0), (math.inf, 100.0)]
+DAY = Window.named("24h", end=T)
+BAD_MINUTE = T - 10 * int(DAY.step) - 7 * 60  # inside a 24-minute step, not on one
+
+
+def _record_day(*, unmarked: int | None = None, p99_from: int = 0) -> None:
+    """The record of the day's window as the minute runs leave it: each minute's mark, bucket rates and p99 (the
+    p99s from `p99_from`: a record kept before they were recorded has none), but no mark at `unmarked`."""
+    rows = []
+    for t in range(int(DAY.start), int(DAY.end) + 1, 60):  # the start too: the chart's first step
+        buckets = BAD if t == BAD_MINUTE else GOOD
+        if t != unmarked:
+            rows.append(RecordedSample(series=recorder.MARK, labels=recorder.MINUTE_PART, time=t, value=1.0))
+        rows += recorder._bucket_rows(RECORDED_E2E_BUCKETS, "chat", buckets, t)
+        if t >= p99_from:
+            value = histogram_quantile(0.99, buckets)
+            rows.append(RecordedSample(series=RECORDED_E2E_P99, labels="service=chat", time=t, value=value))
+    RecordedSample.objects.bulk_create(rows, batch_size=2000)
+
+
+def _service_row(chat) -> dict:
+    source = SimulatorTelemetry()
+    return services.service_rows(source.gather(services.service_questions(source, DAY, [chat])), [chat])[0]
+
+
+def test_the_worst_p99_of_a_day_is_its_worst_minutes_where_the_chart_steps_read_lower(chat):
+    _record_day()
+
+    row = _service_row(chat)
+
+    assert row["worst_p99_ms"] == pytest.approx(2485) and row["worst_p99_of"] == ""
+    steps = SimulatorTelemetry().p99_latency_seconds(service="chat", window=DAY).values()
+    assert 1000 * max(steps) < 2200  # the chart's 24-minute step dilutes the bad minute with 23 good ones
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"unmarked": T - 3600},  # a minute of the window not recorded
+        {"p99_from": DAY.start + 2 * 3600},  # the p99s recorded from within the window (a record kept before them)
+    ],
+)
+def test_a_day_whose_minutes_are_not_all_recorded_takes_the_worst_of_its_steps_and_says_so(chat, record):
+    _record_day(**record)
+
+    row = _service_row(chat)
+
+    steps = SimulatorTelemetry().p99_latency_seconds(service="chat", window=DAY).values()
+    assert row["worst_p99_ms"] == pytest.approx(1000 * max(steps)) and row["worst_p99_of"] == "24 min"
