@@ -50,6 +50,8 @@ def test_a_fault_in_the_sel_becomes_one_health_event_and_a_reread_adds_nothing(g
     assert (ecc.gpu, ecc.node, ecc.component_type, ecc.severity) == (gpu, gpu_node, "gpu", "critical")
     assert gpu.health == GpuHealth.FAILED  # the GPU's health shows it
     assert "GPU3 HBM" in ecc.evidence[0]["lines"][0] and "Uncorrectable ECC" in ecc.evidence[0]["lines"][0]
+    fallen = events["bmc_pcie_fatal"]  # the bus error of the GPU that fell off it (XID 79 on GPU 5): that GPU's
+    assert (fallen.gpu, fallen.evidence[0]["gpu_index"]) == (Gpu.objects.get(node=gpu_node, index=5), 5)
     assert ecc.evidence[0]["gpu_index"] == 2
     if protocol == "ipmi":  # the summary says which index the SEL's GPU3 is
         assert "GPU3 (SEL, = GPU 2) HBM" in ecc.summary
@@ -85,6 +87,7 @@ def test_only_records_after_the_mark_are_recorded(gpu_node, sim_bmc, read_sel):
     (event,) = HealthEvent.objects.filter(source="bmc_log")
     assert (event.kind, event.severity) == ("bmc_temperature_critical", "critical")
     assert "GPU1 (SEL, = GPU 0) Temp" in event.summary  # the SEL counts GPUs from 1
+    assert event.gpu == Gpu.objects.get(node=gpu_node, index=0)  # on the GPU its sensor names, not the node
 
 
 def test_real_sel_records_are_classified():

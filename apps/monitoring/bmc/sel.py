@@ -7,8 +7,9 @@ mark, or the marked record's time changed) is read by time instead. The first re
 last FIRST_READ_HOURS only: an uncorrectable ECC from last year is history, not what is wrong now.
 
 Records become events with source `bmc_log` on the node (memory, PCIe, processor, temperature, watchdog, OS
-critical stop), on its BMC (a power supply) or, for a GPU's HBM ECC, on the GPU the record names (its index through
-bmc/gpu_names.py; the node where the inventory has no GPU there); the evidence cites the SEL line. Informational
+critical stop), on its BMC (a power supply) or, for a record on a GPU's sensor (its HBM ECC, its temperature, its
+bus), on the GPU the record names (its index through bmc/gpu_names.py; the node where the inventory has no GPU
+there); the evidence cites the SEL line. Informational
 records (log cleared, boot, clock sync, power off/on) and deasserted ones make none."""
 
 import asyncio
@@ -277,8 +278,8 @@ def _record(node: Node, record: SelRecord, finding: Finding, *, job, now: dateti
     component = Component.bmc(node) if finding.on_bmc else node
     if (index := gpu_index(said)) is not None:
         evidence["gpu_index"] = index
-        if finding is GPU_MEMORY_ECC:  # the GPU's own HBM: on that GPU (its health, its repair); the node where none
-            component = Gpu.objects.filter(node=node, index=index).first() or component
+        if not finding.on_bmc:  # a GPU's sensor (its HBM, temperature, bus): on that GPU (its health, its repair)
+            component = Gpu.objects.filter(node=node, index=index).first() or component  # the node where none
     record_event(
         component=component,
         source=Source.BMC_LOG,
