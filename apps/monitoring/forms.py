@@ -49,3 +49,21 @@ class SloForm(forms.ModelForm):
     class Meta:
         model = Slo
         fields = ["name", "objective", "scope", "service", "training_job", "rack", "target", "compliance"]
+
+    # What an empty choice says, in words (Django's is "---------"); the scope picked names which of the three it is.
+    EMPTY_CHOICES = {
+        "objective": "Choose an objective",
+        "scope": "Choose a scope",
+        "service": "No service",
+        "training_job": "No training job",
+        "rack": "No rack",
+    }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, words in self.EMPTY_CHOICES.items():
+            field = self.fields[name]
+            if isinstance(field, forms.ModelChoiceField):
+                field.empty_label = words
+            else:
+                field.choices = [("", words), *[(value, label) for value, label in field.choices if value != ""]]

@@ -104,3 +104,5 @@ def test_the_page_lists_slos_and_the_rules_download_is_prometheus_rules(browser_
     )
     assert refused.status_code == 200 and "is measured for" in refused.content.decode()
     assert Slo.objects.count() == 1
+    form = browser_as(operator).get("/telemetry/slos/").content.decode()
+    assert "Choose an objective" in form and "No training job" in form and "---------" not in form
