@@ -7,12 +7,6 @@ PORT ?= 8000
 # so more processes than cores keep the cores busy: on 2 cores beside two CPU burners, 6 ran the suite in 17:00 where
 # 4 took 18:31. `make test TEST_WORKERS=2` on a small machine.
 TEST_WORKERS ?= 6
-# Tests are handed out two at a time as processes come free, the `slow` ones first (tests/conftest.py): the long tests
-# spread over the processes from the start. xdist's default chunks (~150 tests a process) gave them all to one.
-TEST_DIST := --dist load --maxschedchunk 2
-# The suite starts hundreds of Python processes (test processes, live servers, workers): each compiled the portal
-# again where the environment turns the bytecode cache off (collecting the suite: 7.0 s a process, 1.9 s cached).
-export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: run test lint up bench install clean
 
@@ -31,7 +25,7 @@ run: install
 	$(BIN)/python manage.py serve --port $(PORT)
 
 test: install
-	$(BIN)/pytest -n $(TEST_WORKERS) $(TEST_DIST) --durations=15
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 lint: install
 	$(BIN)/ruff check .

@@ -24,15 +24,10 @@ from tests.workers import worker_name
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `slow` go first: `make test` hands tests out as processes come free (pytest-xdist's `load`), so
-    the long ones start early, spread over the processes, and the run ends on short ones. In collection order, the
-    API fuzz and the sweeps came last and ran on one or two processes for the suite's last ~5 minutes.
-
-    Tests marked `postgresql` test what only PostgreSQL has (several processes on one database, its connection
+    """Tests marked `postgresql` test what only PostgreSQL has (several processes on one database, its connection
     count): CI runs them in its PostgreSQL pass, and the SQLite pass leaves them out (deselected, not skipped)."""
     from django.db import connection
 
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: otherwise in collection order
     if connection.vendor == "postgresql":
         return
     chosen = [item for item in items if not item.get_closest_marker("postgresql")]

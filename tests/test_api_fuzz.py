@@ -53,7 +53,6 @@ def _token(role: str) -> str:
     return factories.make_token(user, name="schemathesis")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("role", [None, Role.VIEWER, Role.OPERATOR, Role.ADMIN])
 def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(demo_cluster, live_server_url, tmp_path, role):
     need(SCHEMATHESIS.exists() or shutil.which("st"), "needs schemathesis (pip install -e .[test])")

@@ -134,7 +134,6 @@ def _cursor_lists(schema) -> dict[str, list[str]]:
     return lists
 
 
-@pytest.mark.slow
 def test_a_cursor_walk_follows_its_next_links_in_every_order_a_list_offers(api_as, admin, demo_cluster):
     """`?ordering=pfc_priorities&cursor=` answered its own `next` link with "Invalid cursor": a JSON list is not one
     value a keyset page can resume after. Every field each list offers, over the lists the demo fills."""

@@ -75,7 +75,6 @@ def test_pairwise_names_the_node_whose_pairs_stay_bad(run_suite, inject):
     }
 
 
-@pytest.mark.slow
 def test_cli_sweep_prints_the_json_report(demo_cluster, inject):
     inject("gpu021", "degraded_cable", "ens7np0", rate_gbps=200)
     out = StringIO()

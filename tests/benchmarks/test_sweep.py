@@ -25,7 +25,6 @@ def bound(n):
         ("pfc_off", "3", {}, "ens1np0", "PFC off on priority 3"),
     ],
 )
-@pytest.mark.slow
 def test_sweep_names_the_faulty_node_down_to_its_switch_port(run_suite, inject, kind, target, parameters, nic, cause):
     inject("gpu013", kind, target, **parameters)
 
@@ -53,7 +52,6 @@ def test_sweep_names_the_faulty_node_down_to_its_switch_port(run_suite, inject, 
     assert all(len(pair["nodes"]) == 2 and pair["busbw_gb_per_s"] for pair in report["pairs"])
 
 
-@pytest.mark.slow
 def test_healthy_cluster_names_nothing_in_one_round(run_suite):
     run = run_suite("nccl-sweep", ALL)
 

@@ -18,7 +18,6 @@ def row(text: str, port: str) -> str:
     return text[start : text.index("</tr>", start)]
 
 
-@pytest.mark.slow
 def test_a_sweep_shows_on_the_ports_it_crossed_with_the_suspect_marked(run_suite, inject, browser_as, viewer):
     inject("gpu013", "degraded_cable", "ens3np0", rate_gbps=200)
     run = run_suite("nccl-sweep", "rack:r01,rack:r02")

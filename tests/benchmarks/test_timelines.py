@@ -106,7 +106,6 @@ def training_job(demo_cluster):
     return job
 
 
-@pytest.mark.slow
 def test_traces_from_a_simulated_training_job_slow_nic_and_straggler(training_job, inject):
     healthy = timelines.analyse_training_job(training_job=training_job, steps=3, transport="sim")
     inject("gpu003", "degraded_cable", "ens3np0", rate_gbps=100)

@@ -23,7 +23,6 @@ def live_server_env():
     return {"RACKPILOT_SIM_REAL_TIME": "1"}
 
 
-@pytest.mark.slow
 def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     demo_cluster, shipped_references, live_server_url, browser_page
 ):

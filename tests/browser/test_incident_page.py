@@ -42,7 +42,6 @@ def _wait(condition, seconds=40):
     raise AssertionError("timed out waiting")
 
 
-@pytest.mark.slow
 def test_an_incident_is_diagnosed_live_fixed_on_approval_and_resolved(live_server_url, browser_page):
     load_cluster(DEMO)
     factories.make_user(role=Role.OPERATOR, username="oncall", password="correct-horse-battery")

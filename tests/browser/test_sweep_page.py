@@ -51,7 +51,6 @@ def live_server_env():
     return {"RACKPILOT_SIM_REAL_TIME": "1"}
 
 
-@pytest.mark.slow
 def test_a_sweep_started_from_the_form_fills_its_heatmap_live_and_links_the_suspect_to_its_cable(
     demo_cluster, shipped_references, live_server_url, browser_page
 ):

@@ -23,7 +23,6 @@ def live_server_env():
     return {"RACKPILOT_JOB_DEFAULT_TRANSPORT": "sim"}
 
 
-@pytest.mark.slow
 def test_profile_shows_progress_then_the_analysis(live_server_url, browser_page):
     load_cluster(DEMO)
     factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")

@@ -78,7 +78,6 @@ PRODUCTION = {
 }
 
 
-@pytest.mark.slow
 def test_check_deploy_is_clean_with_production_variables(tmp_path):
     result = _manage(
         "check", "--deploy", "--fail-level", "WARNING", env_overrides={**PRODUCTION, "RACKPILOT_VAR_DIR": str(tmp_path)}

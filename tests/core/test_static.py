@@ -41,7 +41,6 @@ def _get(url: str, **headers):
         return response.status, response.headers, response.read()
 
 
-@pytest.mark.slow
 @pytest.mark.integration
 def test_collected_files_are_hashed_compressed_and_cached_for_good(live_server_url, tmp_path):
     manifest = json.loads((tmp_path / "static" / "staticfiles.json").read_text())["paths"]

@@ -17,7 +17,6 @@ def migrate(targets):
     return executor.loader.project_state([target for target in targets if target[1]]).apps
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_policy_made_before_the_move_keeps_its_rows_and_history():
     latest = MigrationExecutor(connection).loader.graph.leaf_nodes()

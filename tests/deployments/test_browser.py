@@ -45,7 +45,6 @@ def cell(hostname: str, step: str) -> str:
     return f'#dmatrix td.dcell[data-host="{hostname}"][data-step="{step}"]'
 
 
-@pytest.mark.slow
 def test_operator_deploys_rack_r04_fixes_what_failed_and_resumes_to_passed(live_server_url, browser_page):  # noqa: F811
     from apps.inventory.demo import DEMO, load_cluster
 

@@ -45,7 +45,6 @@ def _deploy(operator, run_shards, *, name="r04-half", nodes=FOUR, options=None):
     return Deployment.objects.get(pk=deployment.pk)
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_healthy_four_node_deployment_passes_cluster_acceptance(
     demo_cluster, operator, viewer, run_shards, client, api_client, api_as
@@ -96,7 +95,6 @@ def test_a_healthy_four_node_deployment_passes_cluster_acceptance(
     assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.RUNNING
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_degraded_cable_is_named_and_fails_the_phase_with_the_suggestion(
     demo_cluster, operator, run_shards, client, tmp_path
@@ -158,7 +156,6 @@ def test_a_degraded_cable_is_named_and_fails_the_phase_with_the_suggestion(
     assert {c.attempt for c in cluster.latest_checks(deployment)} == {2}
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_cable_with_only_crc_errors_is_caught_by_its_nic_counters(demo_cluster, operator, run_shards):
     deployment = _deploy(operator, run_shards)
@@ -269,7 +266,6 @@ def test_a_lost_phase_task_is_requeued_then_failed_by_the_reaper(
     assert cluster.reap_lost_checks(now=waited) == 0  # touched: it waits again before sending once more
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_phase_is_optional(demo_cluster, operator, run_shards, api_as):
     deployment = _deploy(operator, run_shards, options={"acceptance": {"cluster": False}})

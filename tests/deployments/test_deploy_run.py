@@ -32,7 +32,6 @@ def _run(run, run_shards):
     return {(s.hostname, s.step): s for s in run.job.steps.all()}
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, operator, run_shards):
     deployment = services.create_deployment(

@@ -79,7 +79,6 @@ def _walk(client, deployment: Deployment) -> dict[str, list[str]]:
     return made
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_no_page_or_api_read_of_a_deployment_writes_anything(
     browser_as, operator, demo_cluster, no_enqueue, run_shards, settings

@@ -131,7 +131,6 @@ def test_clean_network_takes_the_storage_and_data_loader_branch_which_says_when_
     assert incident.conclusion.startswith("Nothing found") and not incident.remediations.exists()
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_fault_back_after_its_fix_escalates(training_job, inject, age_changes, operator, run_shards, settings):
     settings.RACKPILOT_DIAGNOSIS_VERIFY_WAIT_SECONDS = 0
@@ -238,7 +237,6 @@ def test_a_recheck_right_after_the_fix_waits_for_every_node_to_restart_and_resol
     assert not logs.filter(verdict="fault").exists()
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_run_again_after_a_fix_with_nothing_left_to_check_resolves(
     training_job, inject, age_changes, operator, run_shards, settings

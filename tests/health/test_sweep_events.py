@@ -25,7 +25,6 @@ def run_sweep(demo_cluster, shipped_references):
     return call
 
 
-@pytest.mark.slow
 def test_a_cable_the_sweep_measures_slow_is_a_degraded_link_event_cleared_by_a_sweep_that_passes(run_sweep, inject):
     fault = inject("gpu004", "degraded_cable", "ens3np0", rate_gbps=200)
 

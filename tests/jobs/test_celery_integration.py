@@ -248,7 +248,6 @@ def test_a_killed_workers_rerunnable_shard_is_requeued_to_a_live_worker_and_runs
     assert swept.seq < requeued.seq < second.seq
 
 
-@pytest.mark.slow
 def test_a_system_task_runs_while_500_shards_are_still_queued_ahead_of_it(db, monkeypatch, tmp_path, settings):
     """Shards on `jobs`, the reaper on `system` with its own worker: 500 queued shard messages do not hold it up. Each
     shard sleeps 5 s on the one `jobs` worker, so the reaper's run while nearly all of them still wait shows it went

@@ -63,7 +63,6 @@ def _claimants(job) -> set[str]:
     return {re.search(r" on (\S+?)@", message)[1] for message in claims.values_list("message", flat=True)}
 
 
-@pytest.mark.slow
 def test_shards_spread_over_every_worker_and_a_killed_one_loses_nothing(fleet_db, tmp_path):
     logs = [tmp_path / f"w{n}.log" for n in range(WORKERS)]
 

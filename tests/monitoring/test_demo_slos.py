@@ -63,7 +63,6 @@ def test_an_slo_whose_workload_is_missing_is_not_added(demo):
     assert list(Slo.objects.values_list("name", flat=True)) == ["llama-pretrain-utilisation"]
 
 
-@pytest.mark.slow
 def test_the_slos_page_shows_each_with_its_budgets(demo, browser_as, viewer, record_telemetry):
     load_slos()
     record_telemetry()

@@ -85,7 +85,6 @@ def close(a: list[float], b: list[float], rel: float) -> bool:
     return len(a) == len(b) and all(abs(x - y) <= rel * max(abs(x), abs(y), 1e-9) for x, y in zip(a, b, strict=True))
 
 
-@pytest.mark.slow
 def test_prometheus_and_the_simulator_give_the_same_answers(scraped, cluster):
     url, window = scraped
     prometheus, direct = PrometheusTelemetry(url, timeout=5), SimulatorTelemetry()
@@ -114,7 +113,6 @@ def test_prometheus_and_the_simulator_give_the_same_answers(scraped, cluster):
     assert seen == pytest.approx(asked, rel=0.08)
 
 
-@pytest.mark.slow
 def test_gpu_hours_and_slo_counts_are_the_same_from_prometheus_and_the_simulator(scraped, cluster):
     from apps.monitoring import gpuhours, slo
 

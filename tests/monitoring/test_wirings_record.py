@@ -148,7 +148,6 @@ def _recorded(series: str) -> dict[str, dict[int, float]]:
     return by_labels
 
 
-@pytest.mark.slow
 def test_the_embedded_record_and_prometheus_rules_agree_on_the_same_minutes(prometheus):
     recorder.record_telemetry(until=END)  # the embedded wiring's minute runs over the last hour
     start = END - HOUR + 60

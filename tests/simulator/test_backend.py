@@ -63,7 +63,6 @@ def test_the_sim_transport_runs_catalogue_commands_through_the_simulator():
     assert result.stdout.decode().count("NVIDIA H200") == 8
 
 
-@pytest.mark.slow
 def test_every_catalogue_command_is_answered(gpu_node, settings):
     from apps.nodeexec.catalogue import CATALOGUE
 
