@@ -1,8 +1,11 @@
 """The OpenAPI schema generates without a warning or an error, for every app's endpoints, and is served."""
 
+import re
+
 import pytest
 import yaml
 from django.core.management import call_command
+from rest_framework.test import APIClient
 
 
 def test_the_schema_generates_and_validates_without_warnings(tmp_path):
@@ -53,3 +56,23 @@ def test_the_docs_page_links_back_to_the_portal(api_as, viewer):
     html = page.content.decode()
     assert 'href="/"' in html and "Back to the portal" in html
     assert 'id="swagger-ui"' in html  # the package's page, still whole beneath the bar
+
+
+@pytest.mark.django_db
+def test_without_credentials_every_operation_answers_its_documented_401(api_as, viewer):
+    """What the API fuzz tried without a token (tests/test_api_fuzz.py), in one pass here: every operation answers 401
+    before it reads a body or looks an object up, with the JSON body its schema documents for 401."""
+    schema = api_as(viewer).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    anonymous = APIClient()
+    tried = []
+    for path, operations in schema["paths"].items():
+        url = re.sub(r"\{[^}]+\}", "00000000-0000-4000-8000-000000000000", path)
+        for method, operation in operations.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            response = getattr(anonymous, method)(url, {"name": "x"} if method != "get" else None, format="json")
+            tried.append(f"{method.upper()} {path}")
+            assert response.status_code == 401, (method, path, response.status_code)
+            assert "401" in operation["responses"], (method, path, sorted(operation["responses"]))
+            assert response["Content-Type"] == "application/json" and set(response.json()) == {"detail"}, (method, path)
+    assert len(tried) > 200  # every app's operations, not a few
