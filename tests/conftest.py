@@ -24,15 +24,10 @@ from tests.workers import worker_name
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `first` start the run: the API fuzz takes ~100 s a role on a loaded machine, and where its file
-    sorts (near the end) it was the last thing left running, on one test process, for the run's last ~5 minutes. At
-    the front it runs on the first process while the others take that process's other tests off it (`worksteal`).
-
-    Tests marked `postgresql` test what only PostgreSQL has (several processes on one database, its connection
+    """Tests marked `postgresql` test what only PostgreSQL has (several processes on one database, its connection
     count): CI runs them in its PostgreSQL pass, and the SQLite pass leaves them out (deselected, not skipped)."""
     from django.db import connection
 
-    items.sort(key=lambda item: item.get_closest_marker("first") is None)  # stable: the rest keep their order
     if connection.vendor == "postgresql":
         return
     chosen = [item for item in items if not item.get_closest_marker("postgresql")]

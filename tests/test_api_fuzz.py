@@ -19,7 +19,7 @@ from apps.accounts.models import User
 from tests import factories
 from tests.live_server import need
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True), pytest.mark.first]
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 SCHEMATHESIS = Path(sys.executable).with_name("st")
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
