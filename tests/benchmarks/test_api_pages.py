@@ -123,6 +123,7 @@ def test_run_page_shows_suspects_the_busbw_figure_and_the_heatmap(finished_sweep
     # The rounds run and their bound in one phrase (was "0 round(s) (bound 9)"); the targets in words, not a dict.
     run = finished_sweep
     assert run.round_count > 0
+    assert "round" not in run.summary  # counted once, beside it (was "7 rounds, 28 tests · 7 rounds")
     assert f'<span id="run-rounds">{counted(run.round_count, "round")} of at most {run.round_bound}</span>' in page
     assert '<span id="run-targets">racks r01</span>' in page and "{&#x27;racks&#x27;" not in page
     # The run is over: the polled fragment stops htmx's polling (286) and the page stays as it is.
