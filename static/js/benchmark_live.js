@@ -57,13 +57,18 @@
   function watch(id, jobIndex) {
     if (state.sockets[id] || !("WebSocket" in window)) { return; }
     var ws = new WebSocket(wsUrl("/ws/jobs/" + id + "/"));
+    var seen = 0, endsAt = null;
     state.sockets[id] = ws;
     ws.onmessage = function (msg) {
       var frame = JSON.parse(msg.data);
       (frame.events || []).forEach(function (event) {
+        seen = Math.max(seen, event.seq || 0);
         if (event.level === "output") { addRow(jobIndex, event); }
       });
-      if (frame.job && TERMINAL[frame.job.status]) {
+      if (frame.job && TERMINAL[frame.job.status]) { endsAt = frame.job.last_seq || 0; }
+      // A round that has ended says so first (the socket's state frame), then replays its events: the socket is
+      // closed once they are all here, not at the first frame (a fast run's early rounds plotted nothing).
+      if (endsAt !== null && seen >= endsAt) {
         ws.close();
         state.ended[id] = true;
         // Every round's job has ended: the count is final, not "so far".

@@ -7,10 +7,13 @@ How many rows the page plots before the run ends is timing, which a loaded machi
 rows' order and content, not that some arrived before others (the websocket's replay-then-stream is
 tests/jobs/test_consumers.py's)."""
 
+import re
+
 import pytest
 
 from apps.accounts.choices import Role
 from apps.benchmarks.models import BenchmarkRun
+from apps.jobs.models import JobEvent
 from tests import factories
 from tests.browser.session import log_in
 
@@ -64,3 +67,44 @@ def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     assert [round(value, 1) for value in line["y"]] == [round(row["busbw_gb_per_s"], 1) for row in test.series], (
         "the live points are the rows the run stored"
     )
+
+
+@pytest.fixture
+def run_with_ended_rounds(demo_cluster, shipped_references):
+    """A pairwise run over three nodes, run here before the browser starts (its event loop would refuse the sim's),
+    then marked running again: its rounds have ended, the run has not. With its nccl-tests rows as the page reads
+    them (benchmark_live.js's ROW, Open MPI's tag stripped)."""
+    from apps.benchmarks import services
+    from apps.benchmarks.choices import RunStatus
+
+    run = services.start_run(
+        suite="nccl-pairwise",
+        targets=services.parse_nodes("gpu001,gpu002,gpu003"),
+        transport="sim",
+        queue=False,
+        cooldown_seconds=0,
+    )
+    run = services.execute_run(run=run)
+    row = re.compile(r"^(\[\d+,\d+\]<stdout>:)?\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\S+")
+    outputs = JobEvent.objects.filter(job__benchmark_round__run=run, level="output").values_list("message", flat=True)
+    rows = sum(1 for message in outputs if row.match(message))
+    BenchmarkRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+    return run, rows
+
+
+def test_rounds_that_ended_before_the_page_opened_are_plotted_from_their_replay(
+    run_with_ended_rounds, live_server_url, browser_page
+):
+    """A fast run's early rounds end before the page's sockets open: the socket's first frame says the job ended, and
+    the page closed it there, before the replay (a pairwise run on the demo plotted "0 rows; the run has ended")."""
+    run, rows = run_with_ended_rounds
+    assert run.rounds.count() >= 2 and rows > 0
+    factories.make_user(role=Role.OPERATOR, username="op", password="correct-horse-battery")
+    page = browser_page
+    page.set_default_timeout(60000)
+    log_in(page, live_server_url, "op")
+    page.goto(f"{live_server_url}/benchmarks/runs/{run.public_id}/")
+
+    page.wait_for_function(f"window.rackpilotBenchLive && window.rackpilotBenchLive.points() === {rows}")
+    page.wait_for_function("document.getElementById('live-state').textContent.endsWith('the run has ended')")
+    assert page.inner_text("#live-state") == f"{rows} rows; the run has ended"
