@@ -64,15 +64,15 @@ def test_without_credentials_every_operation_answers_its_documented_401(api_as, 
     before it reads a body or looks an object up, with the JSON body its schema documents for 401."""
     schema = api_as(viewer).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     anonymous = APIClient()
-    tried = []
+    tried = 0
     for path, operations in schema["paths"].items():
         url = re.sub(r"\{[^}]+\}", "00000000-0000-4000-8000-000000000000", path)
         for method, operation in operations.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
             response = getattr(anonymous, method)(url, {"name": "x"} if method != "get" else None, format="json")
-            tried.append(f"{method.upper()} {path}")
+            tried += 1
             assert response.status_code == 401, (method, path, response.status_code)
             assert "401" in operation["responses"], (method, path, sorted(operation["responses"]))
             assert response["Content-Type"] == "application/json" and set(response.json()) == {"detail"}, (method, path)
-    assert len(tried) > 200  # every app's operations, not a few
+    assert tried > 200  # every app's operations, not a few
