@@ -7,8 +7,17 @@ from datetime import datetime
 from django.db.models import Q
 
 from apps.diagnosis.models import Incident
-from apps.health.costs import FailureCost, failure_costs, total_gpu_hours, work_lost
+from apps.health.costs import FailureCost, Loss, failure_costs, total_gpu_hours, work_lost
 from apps.health.models import HealthEvent
+
+
+@dataclass
+class CostLine:
+    """One loss, once, with every event that incurred it (two events of one outage share a drain or a job's work);
+    no event: the training job's work lost at the incident's opening."""
+
+    loss: Loss
+    events: list[HealthEvent] = field(default_factory=list)
 
 
 @dataclass
@@ -19,6 +28,17 @@ class IncidentCost:
     @property
     def gpu_hours_lost(self) -> float:
         return total_gpu_hours([*self.events, *([self.job] if self.job else [])])
+
+    @property
+    def lines(self) -> list[CostLine]:
+        """Each loss once, as the total counts it: the job's first, then the events' in the order they were seen."""
+        lines: dict[tuple, CostLine] = {}
+        for event, cost in [*([(None, self.job)] if self.job else []), *((cost.event, cost) for cost in self.events)]:
+            for loss in cost.losses:
+                line = lines.setdefault(loss.key, CostLine(loss))
+                if event is not None:
+                    line.events.append(event)
+        return list(lines.values())
 
     @property
     def slo(self) -> list[dict] | None:

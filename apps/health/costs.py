@@ -35,7 +35,7 @@ HOUR = 3600.0
 FAILURES = (Severity.CRITICAL, Severity.MAJOR)  # what counts as a failure for the MTBF and the lemons
 DRAIN_KIND = re.compile(r"^rackpilot ([a-z0-9][a-z0-9_-]*):")  # remediation's drain reason (services.slurm_reason)
 
-# (events, now) -> {event pk: [{"slo", "budget_percent"}...]}; filled by an app above (monitoring), read here.
+# (events, now) -> {event pk: [{"slo", "budget_percent", "note"}...]}; filled by an app above (monitoring), read here.
 SLO_BURN: list[Callable[[list[HealthEvent], datetime], dict[int, list[dict]]]] = []
 
 

@@ -167,6 +167,10 @@ def rack_scale_summary(rack: Rack) -> dict | None:
     readings = loop_readings(loops)
     for loop in loops:
         loop.readings = readings.get(loop.pk)  # now, beside its design limits
+        # Only compute trays' BMCs are polled: a switch tray's leak sensor is in the inventory, never read.
+        sensors = loop.leak_sensors.all()
+        loop.switch_tray_sensors = sum(sensor.switch_tray_id is not None for sensor in sensors)
+        loop.compute_tray_sensors = len(sensors) - loop.switch_tray_sensors
     summary = {"domain": domain, "power_shelves": shelves, "coolant_loops": loops, "problems": []}
     if domain is not None:
         summary.update(

@@ -32,17 +32,21 @@ def slo_burn(events: list[HealthEvent], now: datetime) -> dict[int, list[dict]]:
         for row in rows:
             if event.node.hostname not in hosts[row.pk]:
                 continue
-            spec = row.spec()
-            try:
-                counts = slo_counts_between(source, spec, start=event.first_seen.timestamp(), end=end.timestamp())
-            except TelemetryError:
-                counts = None
-            percent = None
-            if counts is not None:
-                judged, good = counts
-                steps = slo.WINDOWS[BUDGET_WINDOW] / slo.resolution_seconds(spec)
-                allowed = (1 - spec.compliance) * steps
-                percent = 100 * (judged - good) / allowed if allowed > 0 else None
-            found.append({"slo": row.name, "budget_percent": percent})
+            found.append({"slo": row.name, **_burned(source, row.spec(), start=event.first_seen, end=end)})
         burns[event.pk] = found
     return burns
+
+
+def _burned(source, spec: slo.SloSpec, *, start: datetime, end: datetime) -> dict:
+    """{"budget_percent", "note"}: the percent, or None with the reason there is none."""
+    try:
+        counts = slo_counts_between(source, spec, start=start.timestamp(), end=end.timestamp())
+    except TelemetryError as error:
+        return {"budget_percent": None, "note": f"its telemetry could not be read ({error})"}
+    if counts is None:
+        return {"budget_percent": None, "note": "open under a minute: no step judged yet"}
+    judged, good = counts
+    allowed = (1 - spec.compliance) * slo.WINDOWS[BUDGET_WINDOW] / slo.resolution_seconds(spec)
+    if allowed <= 0:
+        return {"budget_percent": None, "note": f"{judged - good} missed steps; its objective (100 %) has no budget"}
+    return {"budget_percent": 100 * (judged - good) / allowed, "note": ""}

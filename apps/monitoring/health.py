@@ -4,11 +4,12 @@ Reads the inventory (node status, GPU health), the node's open health events (ap
 recorded; critical and major ones make it unhealthy, minor ones degraded), the scheduler's last view of each node
 (drained outside Rackpilot, down or unknown there: apps/schedulers), open findings (discovery's differences — a GPU a
 discovery found missing is not healthy however the inventory rates it —, diagnosis's unresolved incidents), the
-telemetry (XID, ECC) and the SLOs. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the
+telemetry (XID, ECC) and the SLOs. The number judges the nodes in production; nodes still being brought up or retired
+are counted apart. Reads only. `GET /api/health/` serves it to schedulers; the dashboard shows the
 number.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from apps.core.text import counted
@@ -28,11 +29,15 @@ from apps.schedulers.services import scheduler_differences
 # The number: each part's share of 100 (the parts are 0..1).
 WEIGHTS = {"gpus_healthy": 40, "nodes_healthy": 30, "slos_met": 20, "no_open_incidents": 5, "no_drift": 5}
 SERVING_STATUSES = {NodeStatus.READY}
+# The fleet the number judges: nodes in production, well or not. A node still being brought up (planned, racked,
+# provisioning) or retired is not healthy to a scheduler, but it is no fault of the fleet's: counted apart.
+PRODUCTION_STATUSES = {NodeStatus.READY, NodeStatus.DEGRADED, NodeStatus.FAILED}
 
 
 @dataclass
 class NodeHealth:
     hostname: str
+    status: str = NodeStatus.READY
     healthy: bool = True
     reasons: list[str] = field(default_factory=list)
     state: str = NodeState.HEALTHY
@@ -57,7 +62,7 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     if hostname is not None:
         compute = compute.filter(hostname=hostname)
     nodes = list(compute.order_by("hostname").values_list("pk", "hostname", "status"))  # tuples: a fleet has thousands
-    by_id = {pk: NodeHealth(hostname) for pk, hostname, _ in nodes}
+    by_id = {pk: NodeHealth(hostname, status) for pk, hostname, status in nodes}
     for pk, _, status in nodes:
         if status not in SERVING_STATUSES:
             by_id[pk].fail(f"status is {NodeStatus(status).label.lower()}")
@@ -115,20 +120,24 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
 
 def fleet_health(*, with_slos: bool = True) -> dict:
     """The number and its breakdown; each part is a share from 0 to 1 and says what it counted."""
-    nodes = node_health()
-    gpus = Gpu.objects.filter(node__role=NodeRole.COMPUTE)
-    gpu_total = gpus.count()
+    every_node = node_health()
+    nodes = [node for node in every_node if node.status in PRODUCTION_STATUSES]
+    gpu_total = Gpu.objects.filter(node__role=NodeRole.COMPUTE, node__status__in=PRODUCTION_STATUSES).count()
     flagged_gpus = sum(len(node.bad_gpus) for node in nodes)
     gpu_ok = max(0, gpu_total - flagged_gpus)
     node_ok = sum(node.healthy for node in nodes)
     open_incidents = Incident.objects.unresolved().count()
+    not_in_production = Counter(node.status for node in every_node if node.status not in PRODUCTION_STATUSES)
     drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
     slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
     met = services.slos_met(slo_rows, window="1h")
     judged = [value for value in met if value is not None]
     parts = {
         "gpus_healthy": (gpu_ok / gpu_total if gpu_total else 1.0, f"{gpu_ok} of {gpu_total} GPUs"),
-        "nodes_healthy": (node_ok / len(nodes) if nodes else 1.0, f"{node_ok} of {len(nodes)} compute nodes"),
+        "nodes_healthy": (
+            node_ok / len(nodes) if nodes else 1.0,
+            f"{node_ok} of {counted(len(nodes), 'compute node')} in production",
+        ),
         "slos_met": (sum(judged) / len(judged) if judged else 1.0, f"{sum(judged)} of {len(judged)} SLOs met (1 h)"),
         "no_open_incidents": (
             1.0 if not open_incidents else max(0.0, 1 - open_incidents / max(len(nodes), 1)),
@@ -146,10 +155,13 @@ def fleet_health(*, with_slos: bool = True) -> dict:
             {"part": name, "weight": WEIGHTS[name], "share": round(share, 4), "counted": counted}
             for name, (share, counted) in parts.items()
         ],
-        "nodes": nodes,
+        "nodes": every_node,
+        "not_in_production": {str(status): not_in_production[status] for status in sorted(not_in_production)},
     }
 
 
 def dashboard_panel() -> dict:
     report = fleet_health()
-    return {**report, "unhealthy": [node for node in report["nodes"] if not node.healthy]}
+    production = [node for node in report["nodes"] if node.status in PRODUCTION_STATUSES]
+    outside = [f"{count} {NodeStatus(status).label.lower()}" for status, count in report["not_in_production"].items()]
+    return {**report, "unhealthy": [node for node in production if not node.healthy], "outside": outside}

@@ -11,6 +11,7 @@ from apps.diagnosis import services
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.inventory.models import Gpu
+from apps.monitoring.models import Slo
 from apps.workloads.models import TrainingProgress
 
 pytestmark = pytest.mark.django_db
@@ -29,14 +30,22 @@ def test_the_incident_shows_its_gpu_hours_lost_once(training_job, api_as, browse
         summary="GPU 5: XID 79",
         at=now - timedelta(seconds=30),
     )
+    gpu002 = Gpu.objects.get(node__hostname="gpu002", index=5).node
+    Slo.objects.create(name="rack-util", objective="gpu_utilisation", scope="rack", rack=gpu002.rack, target=85)
     incident = services.open_incident(user=operator, training_job=training_job, title="llm-pretrain stopped")
     cost = api_as(viewer).get(f"/api/incidents/{incident.public_id}/").json()["cost"]
     assert cost["gpu_hours_lost"] == pytest.approx(LOST)
     (loss,) = cost["losses"]
     assert (loss["what"], loss["gpus"], loss["seconds"]) == ("work", 32, 195.0)
-    assert "slo_budget_burned" in cost
+    assert cost["slo_budget_burned"] == [
+        {"slo": "rack-util", "budget_percent": None, "note": "open under a minute: no step judged yet"}
+    ]
     page = browser_as(viewer).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
     assert f'<span id="incident-gpu-hours">{LOST:.1f}</span>' in page
+    # Listed once too: the job's loss at the opening and the event's are one (the page listed it twice).
+    card = page[page.index('id="incident-cost"') : page.index("</section>", page.index('id="incident-cost"'))]
+    assert card.count("<li>") == 1 and "<code>xid79</code>: " in card and f"{LOST:.1f} GPU-hours</li>" in card
+    assert 'rack-util <span class="muted">(open under a minute: no step judged yet)</span>' in card
     # The event's own row says the same.
     (event,) = api_as(viewer).get("/api/health-events/").json()["results"]
     assert event["gpu_hours_lost"] == pytest.approx(LOST, abs=0.001)

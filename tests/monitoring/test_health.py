@@ -73,6 +73,34 @@ def test_schedulers_poll_the_api_and_anonymous_callers_are_refused(fleet, api_as
     assert client.get("/api/health/").status_code in (401, 403)
 
 
+def test_nodes_still_being_brought_up_are_counted_apart_not_as_unhealthy(fleet, api_as, viewer, browser_as):
+    # A rack racked for a deployment is no fault of the fleet's: the demo's r04 made "24 of 32 compute nodes" healthy
+    # beside "Nothing open".
+    Node.objects.filter(hostname__in=["gpu003", "gpu004"]).update(status=NodeStatus.RACKED)
+    all_ready = health.fleet_health(with_slos=False)
+    Node.objects.filter(hostname="gpu001").update(status=NodeStatus.FAILED)
+
+    report = health.fleet_health(with_slos=False)
+
+    parts = {part["part"]: part for part in all_ready["breakdown"]}
+    assert all_ready["score"] == 100
+    assert parts["nodes_healthy"]["counted"] == "2 of 2 compute nodes in production"
+    assert parts["gpus_healthy"]["counted"] == "16 of 16 GPUs"
+    assert all_ready["not_in_production"] == {"racked": 2}
+    assert {part["part"]: part for part in report["breakdown"]}["nodes_healthy"]["share"] == 0.5
+    body = api_as(viewer).get("/api/health/").json()
+    assert body["not_in_production"] == {"racked": 2}
+    assert {node["node"]: node["healthy"] for node in body["nodes"]} == {
+        "gpu001": False,
+        "gpu002": True,
+        "gpu003": False,  # not schedulable, whatever the number says
+        "gpu004": False,
+    }
+    page = browser_as(viewer).get("/").content.decode()
+    assert "Not counted: compute nodes not in production (2 racked)" in page
+    assert "gpu001 — status is failed" in page and "gpu003 —" not in page
+
+
 def test_the_dashboard_shows_the_number(fleet, browser_as, viewer):
     page = browser_as(viewer).get("/").content.decode()
 

@@ -48,6 +48,9 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(
     assert "from 18 of the 18 nodes on" in page
     assert 'id="coolant-now-' in page and "1 of 18 read a leak (nvl01-t03)" in page  # the loop now, by its limits
     assert "flow <strong>" in page and "design flow 80.0 l/min" in page
+    # The loop's 27 sensors, of which the 9 in switch trays no poll reads: not "27 leak sensors" beside "18 dry".
+    assert "27 leak sensors (18 in compute trays, 9 in switch trays)" in page
+    assert "9 in switch trays not read" in page
 
     RemediationPolicy.objects.exclude(name="Coolant leak").delete()
     RemediationPolicy.objects.filter(name="Coolant leak").update(mode=Mode.ON)

@@ -265,6 +265,7 @@ class LossSerializer(serializers.Serializer):
 class SloBurnSerializer(serializers.Serializer):
     slo = serializers.CharField()
     budget_percent = serializers.FloatField(allow_null=True, help_text="Percent of its 30-day error budget.")
+    note = serializers.CharField(allow_blank=True, help_text="Why there is no percent; empty beside one.")
 
 
 class IncidentCostSerializer(serializers.Serializer):
@@ -274,14 +275,14 @@ class IncidentCostSerializer(serializers.Serializer):
 
     @staticmethod
     def represent(cost) -> dict:
-        items = [*([(None, cost.job)] if cost.job else []), *((item.event.public_id, item) for item in cost.events)]
-        losses, seen = [], set()
-        for event, item in items:
-            for loss in item.losses:
-                if loss.key not in seen:
-                    seen.add(loss.key)
-                    losses.append({"what": loss.what, "event": event, **{k: getattr(loss, k) for k in (
-                        "gpu_hours", "gpus", "seconds", "detail")}})  # fmt: skip
+        losses = [
+            {
+                "what": line.loss.what,
+                "event": line.events[0].public_id if line.events else None,
+                **{name: getattr(line.loss, name) for name in ("gpu_hours", "gpus", "seconds", "detail")},
+            }
+            for line in cost.lines
+        ]
         return {"gpu_hours_lost": cost.gpu_hours_lost, "losses": losses, "slo_budget_burned": cost.slo}
 
 

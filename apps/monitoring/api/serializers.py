@@ -238,7 +238,12 @@ class HealthPartSerializer(serializers.Serializer):
 class FleetHealthSerializer(serializers.Serializer):
     score = serializers.IntegerField(help_text="0 to 100: the weighted parts below.")
     breakdown = HealthPartSerializer(many=True)
-    nodes = NodeHealthSerializer(many=True)
+    nodes = NodeHealthSerializer(many=True, help_text="Every compute node, in production or not.")
+    not_in_production = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Compute nodes the number does not judge, by status: still being brought up (planned, racked, "
+        "provisioning) or retired. Their entries in `nodes` say they are not healthy to a scheduler.",
+    )
 
 
 class GpuHoursSplitSerializer(serializers.Serializer):
