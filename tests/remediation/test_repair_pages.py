@@ -75,6 +75,7 @@ def test_operators_act_and_a_refusal_names_the_field(repair, api_as, operator, o
     history = client.get("/api/repairs/part-history/", {"serial": "S2"}).json()
     assert [item["node"] for item in history] == ["gpu006"]
     assert client.get("/api/repairs/part-history/").status_code == 400
+    assert client.get("/api/repairs/part-history/", {"serial": " "}).status_code == 400  # the schema says: not blank
     unvalidated = client.post(f"{base}/return/", format="json")
     assert unvalidated.status_code == 400 and "gate" in unvalidated.json()
     assert Node.objects.get(hostname="gpu006").is_drained

@@ -176,7 +176,9 @@ class RepairViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return self._answer(repair, 201)
 
     @extend_schema(
-        parameters=[OpenApiParameter("serial", str, required=True)],
+        parameters=[
+            OpenApiParameter("serial", str, required=True, pattern=r"\S", description="The part's serial (not blank).")
+        ],
         responses={200: PartSerializer(many=True), 400: OpenApiResponse()},
     )
     @action(detail=False, methods=["get"], url_path="part-history", pagination_class=None, filter_backends=[])
