@@ -41,8 +41,8 @@ def _burned(source, spec: slo.SloSpec, *, start: datetime, end: datetime) -> dic
     """{"budget_percent", "note"}: the percent, or None with the reason there is none."""
     try:
         counts = slo_counts_between(source, spec, start=start.timestamp(), end=end.timestamp())
-    except TelemetryError as error:
-        return {"budget_percent": None, "note": f"its telemetry could not be read ({error})"}
+    except TelemetryError:
+        return {"budget_percent": None, "note": "its telemetry could not be read"}
     if counts is None:
         return {"budget_percent": None, "note": "open under a minute: no step judged yet"}
     judged, good = counts
