@@ -49,3 +49,12 @@ def test_the_incident_shows_its_gpu_hours_lost_once(training_job, api_as, browse
     # The event's own row says the same.
     (event,) = api_as(viewer).get("/api/health-events/").json()["results"]
     assert event["gpu_hours_lost"] == pytest.approx(LOST, abs=0.001)
+
+
+def test_before_any_health_event_the_page_says_so_not_that_nothing_was_measured(training_job, browser_as, operator):
+    # A rehearsal's page opens before its fault's event is recorded: "not measured" read as a broken telemetry.
+    incident = services.open_incident(user=operator, training_job=training_job, title="llm-pretrain stopped")
+
+    page = browser_as(operator).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
+
+    assert "SLO budget burned:" in page and "no health event on its nodes yet" in page and "not measured" not in page
