@@ -256,6 +256,11 @@ def _time_in(value):
     return when if when is not None and timezone.is_aware(when) else None
 
 
+def in_words(value) -> str:
+    """A stored value as the pages print it: a JSON object or list in words, a time as every page prints one."""
+    return _shown(value, None, {})
+
+
 def _shown(value, field, names: dict) -> str:
     if value is None or value == "":
         return "—"

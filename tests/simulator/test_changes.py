@@ -427,14 +427,18 @@ def test_sim_reset_command_forgets_changes(gpu_node, run):
 
 def test_page_lists_changes_and_operators_forget_them(browser_as, viewer, operator, gpu_node, run):
     write_file(run, "/etc/nccl.conf", "NCCL_DEBUG=INFO\n")
+    # A structured change (an SEL record a fault left) in words, not Python's repr of a dict (the demo showed one).
+    SimChange.objects.create(node=gpu_node, key="sel:000002", value={"sensor_type": "Critical Interrupt", "id": 2})
     html = browser_as(viewer).get("/simulator/").content.decode()
     assert "file:/etc/nccl.conf" in html and "Forget changes" not in html
+    assert re.search(r"(id: 2; sensor_type: Critical Interrupt|sensor_type: Critical Interrupt; id: 2)</td>", html)
+    assert "{&#x27;" not in html  # no Python repr
     assert browser_as(viewer).post("/simulator/nodes/gpu001/forget/").status_code == 403
     client = browser_as(operator)
     assert "Forget changes" in client.get("/simulator/").content.decode()
     assert client.post("/simulator/nodes/gpu001/forget/").status_code == 302
     assert not SimChange.objects.exists()
-    assert "Forgot 1 change on gpu001." in client.get("/simulator/").content.decode()
+    assert "Forgot 2 changes on gpu001." in client.get("/simulator/").content.decode()
 
 
 def test_ptp_unsynced_is_offered_everywhere(browser_as, operator, gpu_node, api_as):
