@@ -36,7 +36,7 @@ def _headers(user=None):
 
 async def _open(path, headers):
     communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, code = await communicator.connect()
+    connected, code = await communicator.connect(timeout=WAIT)
     assert connected, f"closed before accept (code {code})"
     return communicator
 
@@ -48,9 +48,11 @@ async def _close_code(path, headers):
     return message["code"]
 
 
-async def _frames(communicator, quiet=0.5):
+async def _frames_until(communicator, last):
+    """The frames up to and including the first one `last` accepts: their order and content, however loaded the
+    machine (a quiet half second ended the reading before, and a one-second connect failed under load)."""
     frames = []
-    while not await communicator.receive_nothing(timeout=quiet):
+    while not frames or not last(frames[-1]):
         frames.append(await communicator.receive_json_from(timeout=WAIT))
     return frames
 
@@ -96,7 +98,7 @@ def test_a_viewer_sees_evidence_the_ranking_and_the_state_as_the_runbook_records
         hello = await communicator.receive_json_from(timeout=WAIT)
         assert hello == {"type": "hello", "state": IncidentState.OPEN, "last_seq": 0}
         await database_sync_to_async(record)()
-        frames = await _frames(communicator)
+        frames = await _frames_until(communicator, lambda frame: frame["type"] == "state")
         await communicator.disconnect()
         return frames
 
@@ -115,6 +117,9 @@ def test_a_watcher_of_another_incident_hears_nothing(incident, viewer, operator)
     def change():
         incident.state = IncidentState.UNRESOLVED
         incident.save(update_fields=["state", "updated"])
+        # Then one on the watched incident: what arrives before its frame is what the watcher heard of the other.
+        other.state = IncidentState.UNRESOLVED
+        other.save(update_fields=["state", "updated"])
 
     headers = _headers(viewer)
 
@@ -122,8 +127,8 @@ def test_a_watcher_of_another_incident_hears_nothing(incident, viewer, operator)
         communicator = await _open(f"/ws/incidents/{other.public_id}/", headers)
         assert (await communicator.receive_json_from(timeout=WAIT))["type"] == "hello"
         await database_sync_to_async(change)()
-        frames = await _frames(communicator)
+        frames = await _frames_until(communicator, lambda frame: frame["type"] == "state")
         await communicator.disconnect()
         return frames
 
-    assert async_to_sync(go)() == []
+    assert [(frame["incident"], frame["type"]) for frame in async_to_sync(go)()] == [(str(other.public_id), "state")]

@@ -38,7 +38,7 @@ def _headers(user=None, origin="http://127.0.0.1", host="127.0.0.1"):
 async def _connect(path, headers, **scope):
     communicator = WebsocketCommunicator(application, path, headers=headers)
     communicator.scope.update(scope)
-    connected, code = await communicator.connect()
+    connected, code = await communicator.connect(timeout=WAIT)
     return communicator, connected, code
 
 
