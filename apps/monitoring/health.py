@@ -44,6 +44,10 @@ class NodeHealth:
     events: list = field(default_factory=list)  # its open health events, worst first
     bad_gpus: set = field(default_factory=set)  # indexes of its GPUs found unhealthy, by whatever said so
 
+    @property
+    def in_production(self) -> bool:
+        return self.status in PRODUCTION_STATUSES
+
     def fail(self, reason: str) -> None:
         self.healthy = False
         self.state = NodeState.UNHEALTHY
@@ -121,13 +125,13 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
 def fleet_health(*, with_slos: bool = True) -> dict:
     """The number and its breakdown; each part is a share from 0 to 1 and says what it counted."""
     every_node = node_health()
-    nodes = [node for node in every_node if node.status in PRODUCTION_STATUSES]
+    nodes = [node for node in every_node if node.in_production]
     gpu_total = Gpu.objects.filter(node__role=NodeRole.COMPUTE, node__status__in=PRODUCTION_STATUSES).count()
     flagged_gpus = sum(len(node.bad_gpus) for node in nodes)
     gpu_ok = max(0, gpu_total - flagged_gpus)
     node_ok = sum(node.healthy for node in nodes)
     open_incidents = Incident.objects.unresolved().count()
-    not_in_production = Counter(node.status for node in every_node if node.status not in PRODUCTION_STATUSES)
+    not_in_production = Counter(node.status for node in every_node if not node.in_production)
     drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
     slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
     met = services.slos_met(slo_rows, window="1h")
@@ -162,6 +166,6 @@ def fleet_health(*, with_slos: bool = True) -> dict:
 
 def dashboard_panel() -> dict:
     report = fleet_health()
-    production = [node for node in report["nodes"] if node.status in PRODUCTION_STATUSES]
     outside = [f"{count} {NodeStatus(status).label.lower()}" for status, count in report["not_in_production"].items()]
-    return {**report, "unhealthy": [node for node in production if not node.healthy], "outside": outside}
+    unhealthy = [node for node in report["nodes"] if node.in_production and not node.healthy]
+    return {**report, "unhealthy": unhealthy, "outside": outside}
