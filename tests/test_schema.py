@@ -1,11 +1,11 @@
 """The OpenAPI schema generates without a warning or an error, for every app's endpoints, and is served."""
 
-import re
-
 import pytest
 import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
+
+from tests import api_roles
 
 
 def test_the_schema_generates_and_validates_without_warnings(tmp_path):
@@ -62,17 +62,43 @@ def test_the_docs_page_links_back_to_the_portal(api_as, viewer):
 def test_without_credentials_every_operation_answers_its_documented_401(api_as, viewer):
     """What the API fuzz tried without a token (tests/test_api_fuzz.py), in one pass here: every operation answers 401
     before it reads a body or looks an object up, with the JSON body its schema documents for 401."""
-    schema = api_as(viewer).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schema = _schema(api_as(viewer))
     anonymous = APIClient()
-    tried = 0
-    for path, operations in schema["paths"].items():
-        url = re.sub(r"\{[^}]+\}", "00000000-0000-4000-8000-000000000000", path)
-        for method, operation in operations.items():
-            if method not in {"get", "post", "put", "patch", "delete"}:
-                continue
-            response = getattr(anonymous, method)(url, {"name": "x"} if method != "get" else None, format="json")
-            tried += 1
-            assert response.status_code == 401, (method, path, response.status_code)
-            assert "401" in operation["responses"], (method, path, sorted(operation["responses"]))
-            assert response["Content-Type"] == "application/json" and set(response.json()) == {"detail"}, (method, path)
-    assert tried > 200  # every app's operations, not a few
+    for method, path in api_roles.operations(schema):
+        url = api_roles.url_of(path)
+        response = getattr(anonymous, method)(url, {"name": "x"} if method != "get" else None, format="json")
+        assert response.status_code == 401, (method, path, response.status_code)
+        _assert_documented(schema, method, path, response)
+    assert len(api_roles.operations(schema)) > 200  # every app's operations, not a few
+
+
+@pytest.mark.django_db
+def test_each_role_is_refused_what_its_role_may_not_do_with_its_documented_403(api_as, viewer, operator, admin):
+    """What the API fuzz tried as a role that may not make an operation (tests/test_api_fuzz.py), in one pass here:
+    viewers read, and make one write, triage, which stores nothing; operators are refused the inventory's changes (an
+    admin's), nothing else; admins are refused nothing. Each refusal is a 403 that the operation documents, with the
+    JSON body documented for it, given before the body is read."""
+    schema = _schema(api_as(viewer))
+    writes = {(method, path) for method, path in api_roles.operations(schema) if method != "get"}
+    refused = {
+        role: api_roles.refusals(schema, api_as(user))
+        for role, user in [("viewer", viewer), ("operator", operator), ("admin", admin)]
+    }
+
+    assert set(refused["viewer"]) == writes - {("post", "/api/diagnosis/triage/")}
+    assert set(refused["operator"]) < set(refused["viewer"])
+    assert ("post", "/api/nodes/") in refused["operator"] and ("post", "/api/jobs/") not in refused["operator"]
+    assert refused["admin"] == {}
+    for answers in refused.values():
+        for (method, path), response in answers.items():
+            _assert_documented(schema, method, path, response)
+
+
+def _schema(client) -> dict:
+    return client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+
+def _assert_documented(schema: dict, method: str, path: str, response) -> None:
+    code = str(response.status_code)
+    assert code in schema["paths"][path][method]["responses"], (method, path, code)
+    assert response["Content-Type"] == "application/json" and set(response.json()) == {"detail"}, (method, path)
