@@ -89,6 +89,9 @@ def test_the_page_starts_a_job_and_viewers_see_no_buttons(browser_as, viewer, op
 
     seen = browser_as(viewer).get(reverse("automation-template", args=[template.public_id])).content.decode()
     assert "burn" in seen and job.kind in seen and 'id="run-template"' not in seen
+    # Its parameters and targets in words, not Python's repr of a dict ("{'seconds': 0}").
+    assert '<span class="mono" id="parameters">steps: 1; seconds: 0.0</span>' in seen and "{&#x27;" not in seen
+    assert '<span class="mono" id="targets">racks: r04</span>' in seen
     assert browser_as(viewer).post(reverse("automation-template-run", args=[template.public_id])).status_code == 403
     assert Job.objects.count() == 1
 
