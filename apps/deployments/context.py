@@ -100,10 +100,17 @@ class StoredPlanInvalid(Exception):
         super().__init__(f"The plan's saved options are no longer accepted; edit them first ({listed})")
 
 
-def render_artefacts(deployment, nodes: list[Node] | None = None) -> list:
+def render_artefacts(deployment, nodes: list[Node] | None = None, *, only: str | None = None) -> list:
+    """Every file of the plan, rendered and validated; or only the one named, as a download asks ([] for a name no
+    artefact has): each file is rendered to YAML or text and parsed back, which a download of one need not pay for
+    every other."""
+    if only is not None and only not in artefacts.ARTEFACT_NAMES:
+        return []
     nodes = nodes if nodes is not None else load_nodes(deployment.nodes.values_list("pk", flat=True))
+    names = [only] if only is not None else artefacts.ARTEFACT_NAMES
+    rows = artefact_nodes(nodes)
     try:
-        return artefacts.render_all(deployment.options, artefact_nodes(nodes), deployment_name=deployment.name)
+        return [artefacts.render(name, deployment.options, rows, deployment_name=deployment.name) for name in names]
     except artefacts.ArtefactError as error:
         # The options as saved fail today's rules or today's nodes (a NIC since removed): the plan is edited first.
         raise StoredPlanInvalid(artefact_problems(error)) from error

@@ -245,8 +245,8 @@ def disruptive_commands(deployment: Deployment, plan: list[dict] | None = None) 
     return result
 
 
-def plan_artefacts(deployment: Deployment) -> list:
-    return render_artefacts(deployment)
+def plan_artefacts(deployment: Deployment, *, only: str | None = None) -> list:
+    return render_artefacts(deployment, only=only)
 
 
 # --- approval and runs -----------------------------------------------------------------------------------------

@@ -317,7 +317,7 @@ def _flatten(detail) -> str:
 def artefact_download(request, public_id, name):
     deployment = _deployment(request, public_id)
     try:
-        chosen = next((a for a in services.plan_artefacts(deployment) if a.name == name), None)
+        chosen = next(iter(services.plan_artefacts(deployment, only=name)), None)
     except StoredPlanInvalid as error:
         return HttpResponse(str(error), status=409, content_type="text/plain; charset=utf-8")
     if chosen is None:

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from apps.core import signing
-from apps.deployments import services
+from apps.deployments import artefacts, services
 from apps.deployments.choices import DeploymentState, WizardStage
 from apps.deployments.forms import NodesForm
 from apps.deployments.models import Approval, Deployment
@@ -199,6 +199,24 @@ def test_artefacts_download_from_the_review_page(browser_as, operator, draft):
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith("attachment;")
     assert client.get(f"/deployments/{draft.public_id}/artefacts/nosuch/").status_code == 404
+
+
+def test_a_download_renders_the_one_file_asked_for(browser_as, api_as, operator, draft, monkeypatch):
+    """Each file is rendered and parsed back to validate it: a download (page or API) pays for its own file only."""
+    rendered = []
+    real = artefacts.render
+    monkeypatch.setattr(
+        artefacts, "render", lambda name, *args, **kwargs: rendered.append(name) or real(name, *args, **kwargs)
+    )
+    name = artefacts.ARTEFACT_NAMES[-1]
+
+    page = browser_as(operator).get(f"/deployments/{draft.public_id}/artefacts/{name}/")
+    api = api_as(operator).get(f"/api/deployments/{draft.public_id}/artefacts/?name={name}")
+
+    assert (page.status_code, api.status_code) == (200, 200)
+    assert page.content == api.content and rendered == [name, name]
+    assert api_as(operator).get(f"/api/deployments/{draft.public_id}/artefacts/?name=nosuch").status_code == 404
+    assert rendered == [name, name]
 
 
 def test_a_viewer_sees_the_approval_but_cannot_approve(client, viewer, draft):

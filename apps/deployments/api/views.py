@@ -122,16 +122,16 @@ class DeploymentViewSet(
     @action(detail=True, methods=["get"], filter_backends=[])  # its `name` is an artefact's, not the list's filter
     def artefacts(self, request, id=None):
         """The files the plan generates (NCCL environment, cgroup slice, scheduler configuration ...), validated."""
+        name = request.query_params.get("name") or None
         try:
-            artefacts = services.plan_artefacts(self.get_object())
+            artefacts = services.plan_artefacts(self.get_object(), only=name)
         except StoredPlanInvalid as error:
             return _stored_plan_conflict(error)
-        if request.query_params.get("name"):
-            chosen = [a for a in artefacts if a.name == request.query_params["name"]]
-            if not chosen:
+        if name:
+            if not artefacts:
                 return Response({"name": ["No such artefact."]}, status=status.HTTP_404_NOT_FOUND)
-            response = HttpResponse(chosen[0].content, content_type=chosen[0].media_type)
-            response["Content-Disposition"] = f'attachment; filename="{chosen[0].filename.rsplit("/", 1)[-1]}"'
+            response = HttpResponse(artefacts[0].content, content_type=artefacts[0].media_type)
+            response["Content-Disposition"] = f'attachment; filename="{artefacts[0].filename.rsplit("/", 1)[-1]}"'
             return response
         return Response(
             [
