@@ -290,6 +290,9 @@ def test_report_page_and_download(browser_as, viewer, draft):
     verified = signing.verify(download.content, trusted_keys=(signing.public_key_b64(),))
     assert verified.intact and verified.trusted_key and verified.signed_by == viewer.username
     assert signing.fingerprint(signing.public_key_b64()) in text  # the page names the key that signs
+    # The criteria's warn tier in its unit, as the threshold beside it ("10000.0" read as a bare number).
+    assert "<td>1,000 ns</td>\n        <td>10,000 ns</td>" in text
+    assert "table.criteria td:not(:last-child) { white-space: nowrap; }" in body  # no "hbm_bandwidt / h"
 
 
 def test_the_review_and_the_report_name_versions_and_baselines_in_words(browser_as, operator, draft):
