@@ -44,13 +44,18 @@ def live_busbw_figure() -> go.Figure:
     return figure
 
 
+def hosts_label(hosts: list[str]) -> str:
+    """A test's nodes as its line or bar is named: "gpu001+gpu009", or "gpu001 +7" for a larger set."""
+    return "+".join(hosts) if len(hosts) <= 3 else f"{hosts[0]} +{len(hosts) - 1}"
+
+
 def busbw_figure(tests, *, reference=None, baseline_gb_per_s: float | None = None) -> go.Figure:
     """Bus bandwidth against message size for each test (its series), with the reference band and the baseline."""
     figure = go.Figure()
     sizes = sorted({row["size_bytes"] for test in tests for row in test.series})
     for test in list(tests)[:MAX_LINES]:
         rows = [row for row in test.series if row["busbw_gb_per_s"] is not None]
-        name = "+".join(test.hosts) if len(test.hosts) <= 3 else f"{test.hosts[0]} +{len(test.hosts) - 1}"
+        name = hosts_label(test.hosts)
         figure.add_trace(
             go.Scatter(
                 x=[row["size_bytes"] for row in rows],
@@ -199,9 +204,7 @@ def per_node_bar_figure(measurements, *, reference=None, title: str = "") -> go.
     """One bar per node (or host set) for one figure, coloured by verdict, with the reference's tiers and each
     bar's accepted baseline as a marker."""
     items = [item for item in measurements if item.value is not None]
-    labels = [
-        "+".join(item.hosts) if len(item.hosts) <= 3 else f"{item.hosts[0]} +{len(item.hosts) - 1}" for item in items
-    ]
+    labels = [hosts_label(item.hosts) for item in items]
     unit = items[0].unit if items else ""
     figure = go.Figure(
         go.Bar(

@@ -105,6 +105,20 @@ def start(request):
     return redirect("benchmark-run", run.public_id)
 
 
+def _round_labels(run) -> dict[str, dict[str, str]]:
+    """For the live plot: each round job's tests by the node that launches them, named as the stored results name
+    them ("gpu001 +7"): a launcher's rows are the whole set's, not that node's."""
+    return {
+        str(round_.job.public_id): {
+            test["hosts"][0]: charts.hosts_label(test["hosts"])
+            for test in round_.job.parameters.get("tests") or []
+            if test.get("hosts")
+        }
+        for round_ in run.rounds.all()
+        if round_.job is not None
+    }
+
+
 def _run_context(request, public_id) -> dict:
     run = get_object_or_404(
         BenchmarkRun.objects.visible_to(request.user)
@@ -127,6 +141,7 @@ def _run_context(request, public_id) -> dict:
         "tests": tests,
         "active": run.status in ACTIVE,
         "round_jobs": [round_.job.public_id for round_ in run.rounds.all() if round_.job is not None],
+        "round_labels": _round_labels(run),
         "busbw_figure": charts.figure_json(
             charts.busbw_figure(
                 shown, reference=reference, baseline_gb_per_s=baseline.busbw_gb_per_s if baseline else None

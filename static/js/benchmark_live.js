@@ -41,12 +41,19 @@
   // "1 row", "3 rows": the count and its noun (apps/core/text.py counted() says the same on the server).
   function rows(count) { return count + (count === 1 ? " row" : " rows"); }
 
-  function addRow(jobIndex, event) {
+  // A launcher's rows are its test's, named as the results name it ("gpu001 +7"; #round-labels, per round job).
+  function testName(id, hostname) {
+    var holder = document.getElementById("round-labels");
+    var labels = holder ? JSON.parse(holder.textContent)[id] || {} : {};
+    return labels[hostname] || hostname;
+  }
+
+  function addRow(id, jobIndex, event) {
     var match = ROW.exec((event.message || "").replace(TAG, ""));
     if (!match) { return; }
     var size = Number(match[1]);
     var busbw = Number(match[3]);
-    var index = lineFor("round " + jobIndex + " " + event.hostname, size);
+    var index = lineFor("round " + jobIndex + " " + testName(id, event.hostname), size);
     state.lines[index].x.push(size);
     state.lines[index].y.push(busbw);
     window.Plotly.extendTraces(element, { x: [[size]], y: [[busbw]] }, [index]);
@@ -63,7 +70,7 @@
       var frame = JSON.parse(msg.data);
       (frame.events || []).forEach(function (event) {
         seen = Math.max(seen, event.seq || 0);
-        if (event.level === "output") { addRow(jobIndex, event); }
+        if (event.level === "output") { addRow(id, jobIndex, event); }
       });
       if (frame.job && TERMINAL[frame.job.status]) { endsAt = frame.job.last_seq || 0; }
       // A round that has ended says so first (the socket's state frame), then replays its events: the socket is

@@ -51,7 +51,8 @@ def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     # Every row is plotted, in size order, without a reload.
     page.wait_for_function(f"window.rackpilotBenchLive && window.rackpilotBenchLive.points() === {ROWS}")
     [line] = page.evaluate("window.rackpilotBenchLive.lines()")
-    assert line["key"] == "round 1 gpu001" and line["x"] == [8 * 2**k for k in range(ROWS)]
+    # Named as the results name the test: both nodes, not only the one that launched it.
+    assert line["key"] == "round 1 gpu001+gpu002" and line["x"] == [8 * 2**k for k in range(ROWS)]
     assert 300 < line["y"][-1] < 400  # 8 x 400G RoCE across two nodes
     traces = page.evaluate("document.getElementById('live-busbw').data.length")
     assert traces == 1 and page.evaluate("document.getElementById('live-busbw').data[0].x.length") == ROWS
