@@ -297,10 +297,6 @@ def _judge_link_errors(
         )
 
 
-def _value(row: dict) -> float:
-    return row["value"]
-
-
 def _hosts_in_words(hosts: list[str]) -> str:
     return hosts[0] if len(hosts) == 1 else f"all {len(hosts)} nodes together"
 
@@ -398,7 +394,11 @@ def _judge_hpl(run) -> dict:
     outcome = worst([row["verdict"] for row in judged] or [Outcome.PASS])
     # The whole set's figure per GPU has its own, lower expectation (the multi-node model): "lowest" is the lowest
     # share of its own reference, not the lowest number, which would always be the set's.
-    lowest = min(judged, key=lambda row: row["value"] / row["expected"]) if judged else min(figures, key=_value)
+    lowest = (
+        min(judged, key=lambda row: row["value"] / row["expected"])
+        if judged
+        else min(figures, key=lambda row: row["value"])
+    )
     node_expected = next((row["expected"] for row in judged if len(row["hosts"]) == 1), None)
     set_expected = next((row["expected"] for row in judged if len(row["hosts"]) > 1), None)
     suggestions = [
