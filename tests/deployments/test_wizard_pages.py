@@ -293,6 +293,7 @@ def test_report_page_and_download(browser_as, viewer, draft):
     # The criteria's warn tier in its unit, as the threshold beside it ("10000.0" read as a bare number).
     assert "<td>1,000 ns</td>\n        <td>10,000 ns</td>" in text
     assert "table.criteria td:not(:last-child) { white-space: nowrap; }" in body  # no "hbm_bandwidt / h"
+    assert "text-transform: uppercase" not in body  # a unit as written: "GB/s", not "GB/S"
 
 
 def test_the_review_and_the_report_name_versions_and_baselines_in_words(browser_as, operator, draft):
