@@ -346,6 +346,23 @@ def deployment_detail(request, public_id):
     return render(request, "deployments/deployment_detail.html", context)
 
 
+def _suggestions_context(request, deployment) -> dict:
+    """The suggestions panel's: what awaits a decision (or a resume), and what was settled."""
+    suggestions = list(
+        Suggestion.objects.filter(deployment=deployment).select_related("run", "decided_by").order_by("-created", "id")
+    )
+    awaiting = [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)]
+    return {
+        "deployment": deployment,
+        "suggestions": awaiting,
+        # An approved fix is no longer open: it waits for the next resume (the counter says so apart).
+        "open_count": sum(s.state == SuggestionState.OPEN for s in awaiting),
+        "approved_count": sum(s.state == SuggestionState.APPROVED for s in awaiting),
+        "settled": [s for s in suggestions if s.state not in (SuggestionState.OPEN, SuggestionState.APPROVED)],
+        "may_write": request.user.has_role(Role.OPERATOR),
+    }
+
+
 def _summary_context(request, deployment) -> dict:
     grid = services.matrix(deployment)
     outcomes = grid["outcomes"]
@@ -380,9 +397,6 @@ def _summary_context(request, deployment) -> dict:
                 "percent": round(100 * verified / total),
             }
         )
-    suggestions = list(
-        Suggestion.objects.filter(deployment=deployment).select_related("run", "decided_by").order_by("-created", "id")
-    )
     failed = deployment.state in ("failed", "canceled")
     # Between the commit that ends a run's job and its job_finished hook settling the deployment, the two disagree:
     # say "Finishing" then, never "Running" beside a run that has ended.
@@ -390,9 +404,8 @@ def _summary_context(request, deployment) -> dict:
     settling = deployment.state == DeploymentState.RUNNING and run is not None and run.job.status in JOB_TERMINAL
     clustering = settling and acceptance["pending"]  # the per-node run is over; phase 5 runs its benchmarks
     settling = settling and not clustering
-    awaiting = [s for s in suggestions if s.state in (SuggestionState.OPEN, SuggestionState.APPROVED)]
     return {
-        "deployment": deployment,
+        **_suggestions_context(request, deployment),
         "run": run,
         "state": "settling" if settling else deployment.state,
         "state_label": "Finishing"
@@ -402,12 +415,6 @@ def _summary_context(request, deployment) -> dict:
         "phases": phases,
         "columns": [(name, STEPS[name].label) for name in grid["steps"]],
         "matrix_rows": rows,
-        "suggestions": awaiting,
-        # An approved fix is no longer open: it waits for the next resume (the counter says so apart).
-        "open_count": sum(s.state == SuggestionState.OPEN for s in awaiting),
-        "approved_count": sum(s.state == SuggestionState.APPROVED for s in awaiting),
-        "settled": [s for s in suggestions if s.state not in (SuggestionState.OPEN, SuggestionState.APPROVED)],
-        "may_write": request.user.has_role(Role.OPERATOR),
         "may_resume": failed and request.user.has_role(Role.OPERATOR),
         "counts": grid["counts"],
         "outcome_colours": OUTCOME_COLOURS,
@@ -489,7 +496,7 @@ def cluster_rerun(request, public_id):
 def suggestion_list(request, public_id):
     """The suggestions panel alone (htmx refreshes it when a run ends)."""
     deployment = _deployment(request, public_id)
-    return render(request, "deployments/partials/suggestions.html", _summary_context(request, deployment))
+    return render(request, "deployments/partials/suggestions.html", _suggestions_context(request, deployment))
 
 
 @require_POST

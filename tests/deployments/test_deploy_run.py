@@ -33,7 +33,9 @@ def _run(run, run_shards):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, operator, run_shards):
+def test_faults_fail_the_right_cells_and_resume_finishes_green(
+    faulty_cluster, operator, run_shards, browser_as, monkeypatch
+):
     deployment = services.create_deployment(
         name="r04-bringup",
         targets=TargetSpec(racks=("r04",), nodes=("gpu017",)),
@@ -69,6 +71,12 @@ def test_faults_fail_the_right_cells_and_resume_finishes_green(faulty_cluster, o
     assert "Firmware" in suggestions["gpu017"].title
     assert any("/var/lib/rackpilot/firmware/bios/2.4.1.cab" in c for c in suggestions["gpu017"].fix_commands)
     assert Deployment.objects.get(pk=deployment.pk).state == DeploymentState.FAILED  # set when the job ended
+    # The suggestions panel, as htmx fetches it when a run ends: the suggestions, not the run's whole summary again.
+    with monkeypatch.context() as patched:
+        patched.setattr(services, "matrix", lambda deployment: pytest.fail("the panel worked out the summary"))
+        url = reverse("deployment-suggestions", args=[deployment.public_id])
+        panel = browser_as(operator).get(url).content.decode()
+    assert '<span id="suggestion-open">4</span> open' in panel and "ip link set dev ens1np0 mtu 9000" in panel
 
     for hostname in ("gpu025", "gpu026", "gpu027"):
         sim.clear_all(Node.objects.get(hostname=hostname))
