@@ -10,7 +10,7 @@
   var ROW = /^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+\S+/;
   var TAG = /^\[\d+,\d+\]<stdout>:/;
   var TERMINAL = { succeeded: true, failed: true, error: true, canceled: true };
-  var state = { sockets: {}, ended: {}, lines: [], byKey: {}, points: 0, drawn: false };
+  var state = { sockets: {}, ended: {}, lines: [], byKey: {}, labels: {}, points: 0, drawn: false };
   var element = null;
 
   function wsUrl(path) { return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path; }
@@ -43,9 +43,7 @@
 
   // A launcher's rows are its test's, named as the results name it ("gpu001 +7"; #round-labels, per round job).
   function testName(id, hostname) {
-    var holder = document.getElementById("round-labels");
-    var labels = holder ? JSON.parse(holder.textContent)[id] || {} : {};
-    return labels[hostname] || hostname;
+    return (state.labels[id] || {})[hostname] || hostname;
   }
 
   function addRow(id, jobIndex, event) {
@@ -90,6 +88,8 @@
     var holder = document.getElementById("round-jobs");
     if (!holder || !element) { return; }
     draw();
+    var labels = document.getElementById("round-labels");  // read once a swap, not once a row
+    if (labels) { state.labels = JSON.parse(labels.textContent); }
     holder.getAttribute("data-jobs").split(" ").filter(Boolean).forEach(function (id, index) { watch(id, index + 1); });
   }
 
