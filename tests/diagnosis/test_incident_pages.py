@@ -45,6 +45,7 @@ def test_the_page_shows_evidence_ranking_and_the_fix_to_approve(
     assert 'data-cause="pfc_off" data-score' in live.split('class="hypothesis"')[1]  # ranked first
     assert "gpu003$ mlnx_qos -i ens1np0 --trust dscp --pfc 0,0,0,1,0,0,0,0" in live
     assert 'class="primary approve"' in live
+    assert "nothing has run until approved" in live
     as_viewer = browser_as(viewer).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
     assert 'class="primary approve"' not in as_viewer and "An operator approves fixes." in as_viewer
     remediation = incident.remediations.get()
@@ -55,6 +56,9 @@ def test_the_page_shows_evidence_ranking_and_the_fix_to_approve(
     remediation.refresh_from_db()
     assert remediation.approved_by == operator and remediation.fix_job is not None
     assert services.dry_run(remediation=remediation)[0].startswith("gpu003$ mlnx_qos")
+    # Once approved the commands are no longer a dry run: the page says what was approved, not "nothing has run".
+    live = page.get(reverse("incident-live", args=[incident.public_id])).content.decode()
+    assert "nothing has run until approved" not in live and "The commands as approved, node by node:" in live
 
 
 @pytest.mark.django_db
