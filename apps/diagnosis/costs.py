@@ -31,11 +31,14 @@ class IncidentCost:
 
     @property
     def lines(self) -> list[CostLine]:
-        """Each loss once, as the total counts it: the job's first, then the events' in the order they were seen."""
+        """Each loss once, as the total counts it (its largest sighting): the job's first, then the events' in the
+        order they were seen."""
         lines: dict[tuple, CostLine] = {}
         for event, cost in [*([(None, self.job)] if self.job else []), *((cost.event, cost) for cost in self.events)]:
             for loss in cost.losses:
                 line = lines.setdefault(loss.key, CostLine(loss))
+                if loss.gpu_hours > line.loss.gpu_hours:
+                    line.loss = loss
                 if event is not None:
                     line.events.append(event)
         return list(lines.values())

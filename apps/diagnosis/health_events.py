@@ -2,14 +2,15 @@
 MTU or flow control, error counters, an XID, CUDA or InfiniBand errors, a full disk, a throttled GPU) is an event on
 that NIC, GPU or node, linked to the incident and the job that read it and citing its lines. Symptoms of a training
 job (timeouts, lagging ranks, progress, placement) are the incident's, not a component's, and make no event; a
-rehearsal's findings are practice on an injected fault and make none either."""
+rehearsal's findings are practice on an injected fault and make none either. A fix the re-check verified (the cause's
+checks clean, training moving) is the validation those events wait for: they are cleared with it."""
 
 import re
 
 from apps.diagnosis.choices import EvidenceVerdict
 from apps.diagnosis.models import Evidence, Incident
 from apps.health import services as health
-from apps.health.choices import Severity, Source
+from apps.health.choices import ClearedBy, Severity, Source
 from apps.health.models import HealthEvent
 from apps.inventory.models import Gpu, Nic, Node
 from apps.jobs.models import Job
@@ -37,6 +38,23 @@ def record_faults(*, incident: Incident, job: Job | None, rows: list[Evidence]) 
         _record(incident, job, row)
         for row in rows
         if row.verdict == EvidenceVerdict.FAULT and row.node_id and row.topic in KINDS
+    ]
+
+
+def clear_verified(*, incident: Incident, job: Job, outcome: str) -> list[HealthEvent]:
+    """The open runbook events the incident recorded (an observation of theirs cites it), cleared by the re-check that
+    verified its fix (`job`). Read in Python: SQLite has no JSON containment, and an incident's events are few."""
+    incident_id = str(incident.public_id)
+    events = [
+        event
+        for event in HealthEvent.objects.open().filter(node__in=incident.evidence.values("node"))
+        if any(observation.get("incident") == incident_id for observation in event.evidence)
+    ]
+    validation = {"incident": incident_id, "job": str(job.public_id), "outcome": outcome}
+    reason = f"The incident's fix was verified: {outcome}"
+    return [
+        health.clear_event(event=event, by=ClearedBy.VALIDATION, reason=reason, validation=validation)
+        for event in events
     ]
 
 

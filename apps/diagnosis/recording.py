@@ -313,6 +313,7 @@ def settle_verification(*, incident: Incident, remediation: Remediation, job: Jo
         )
         incident.state, incident.resolved_at = IncidentState.RESOLVED, now
         incident.resolution = f"{remediation.summary}. {remediation.outcome}"
+        health_events.clear_verified(incident=incident, job=job, outcome=remediation.outcome)
     else:
         remediation.state = RemediationState.INEFFECTIVE
         left = "; ".join(f"{row.hostname} {row.topic} {row.subject}: {row.summary}" for row in faults[:3])

@@ -9,7 +9,8 @@ that cost the most (docs/health.md, "Failure costs"). Reads only, worked out fro
 - Quarantine: each drain of the node (the audit log's `drained_at` changes, and the node's drain now) that began
   while the event was open, from the drain to the node's return (still drained: to `now`) × the node's GPUs. A drain
   whose reason names a kind (remediation's "rackpilot <kind>: …") belongs to the events of that kind; another belongs
-  to every event open when it began. Totals count a job's lost work once per checkpoint and a drain once.
+  to every event open when it began. Totals count a job's lost work once per checkpoint (the furthest step it
+  reached past it) and a drain once.
 - SLO budget burned: the SLOs live above this app (monitoring); it fills `SLO_BURN` from its AppConfig.ready(). With
   nothing registered the cost says "not measured".
 """
@@ -75,11 +76,12 @@ class FailureCost:
 
 
 def total_gpu_hours(costs: Iterable[FailureCost]) -> float:
-    """The GPU-hours the costs lost together, each loss once (two events of one outage share a drain)."""
+    """The GPU-hours the costs lost together, each loss once (two events of one outage share a drain): seen at
+    several moments (a job's work since one checkpoint, at two steps it reached), its largest."""
     seen = {}
     for cost in costs:
         for loss in cost.losses:
-            seen.setdefault(loss.key, loss.gpu_hours)
+            seen[loss.key] = max(seen.get(loss.key, 0.0), loss.gpu_hours)
     return sum(seen.values())
 
 

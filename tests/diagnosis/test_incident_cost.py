@@ -58,3 +58,30 @@ def test_before_any_health_event_the_page_says_so_not_that_nothing_was_measured(
     page = browser_as(operator).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
 
     assert "SLO budget burned:" in page and "no health event on its nodes yet" in page and "not measured" not in page
+
+
+def test_one_checkpoints_loss_seen_at_two_steps_counts_its_furthest_in_the_total_and_the_line(
+    training_job, browser_as, operator
+):
+    # The event saw the job 130 steps past its checkpoint; by the incident's opening it had gone on to 190 (a fix
+    # between them, a resume from the same checkpoint). One loss, its furthest: the heading said the event's 130 while
+    # the only line said the opening's 190.
+    now = timezone.now()
+    TrainingProgress.objects.create(job=training_job, step=1330, time=now - timedelta(minutes=5), seconds_per_step=1.5)
+    health.record_event(
+        component=Gpu.objects.get(node__hostname="gpu002", index=5),
+        source=Source.TELEMETRY,
+        kind="xid79",
+        severity=Severity.CRITICAL,
+        summary="GPU 5: XID 79",
+        at=now - timedelta(minutes=4),
+    )
+    TrainingProgress.objects.create(job=training_job, step=1390, time=now - timedelta(minutes=1), seconds_per_step=1.5)
+    incident = services.open_incident(user=operator, training_job=training_job, title="llm-pretrain stopped")
+
+    page = browser_as(operator).get(reverse("incident-detail", args=[incident.public_id])).content.decode()
+
+    furthest = 190 * 1.5 * 32 / 3600
+    card = page[page.index('id="incident-cost"') : page.index("</section>", page.index('id="incident-cost"'))]
+    assert f'<span id="incident-gpu-hours">{furthest:.1f}</span>' in card
+    assert card.count("<li>") == 1 and f"{furthest:.1f} GPU-hours</li>" in card and "190 steps" in card

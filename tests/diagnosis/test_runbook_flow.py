@@ -7,6 +7,7 @@ from apps.core.models import AuditEntry
 from apps.diagnosis import services
 from apps.diagnosis.choices import Cause, IncidentState, RemediationState
 from apps.diagnosis.phases import Phase
+from apps.health.models import HealthEvent
 from apps.simulator import services as sim
 from apps.simulator.training import STARTUP_SECONDS, TrainingRun
 
@@ -34,6 +35,8 @@ def test_pfc_off_is_found_fixed_and_resolved(training_job, inject, age_changes, 
     _run_phase(incident, run_shards, Phase.NETWORK)
     assert incident.state == IncidentState.CONCLUDED
     assert incident.cause == Cause.PFC_OFF
+    recorded = HealthEvent.objects.open().filter(node__hostname="gpu003", kind="pfc_off")
+    assert recorded.exists()
     remediation = incident.remediations.get()
     assert {c["command"] for c in remediation.commands} == {"set-qos"}
     assert {c["hostname"] for c in remediation.commands} == {"gpu003"}
@@ -51,6 +54,13 @@ def test_pfc_off_is_found_fixed_and_resolved(training_job, inject, age_changes, 
     assert f"resumed from the checkpoint of step {last_good}." in remediation.outcome
     progress = incident.evidence.get(topic="progress", verdict="healthy")
     assert progress.data["resumed_from"] == last_good
+    # The verified fix is the validation the runbook's events waited for: gpu003 is healthy again, not left unhealthy
+    # by an MTU/PFC event nobody would clear.
+    assert not HealthEvent.objects.open().filter(source="runbook").exists()
+    verify = incident.jobs.get(parameters__phase=Phase.VERIFY)
+    for cleared in HealthEvent.objects.filter(node__hostname="gpu003", kind="pfc_off"):  # one a data NIC
+        assert cleared.cleared_by == "validation" and cleared.clear_evidence["incident"] == str(incident.public_id)
+        assert cleared.clear_evidence["job"] == str(verify.public_id)
 
 
 def _diagnose(training_job, operator, run_shards):
