@@ -90,9 +90,15 @@ def requested_fault(
 
 def refusals(fault: SimFault) -> list[str]:
     """Why no runbook can be rehearsed against this fault (empty when one can), saving nothing: it hurts no training
-    job, or its node serves inference and runs no training job the fault hurts (a demo job would take its GPUs)."""
+    job, a command has repaired it (the runbook would find nothing), or its node serves inference and runs no
+    training job the fault hurts (a demo job would take its GPUs)."""
     if not injection.hurts_a_training_job(fault.kind):
         return [_harmless(fault.kind)]
+    if repaired := injection.repaired_at(fault):
+        return [
+            f"A command repaired this fault at {repaired:%Y-%m-%d %H:%M} UTC (the simulator's changes made by "
+            "commands): the node no longer shows it. Forget that change, or inject the fault again, to rehearse."
+        ]
     if _job_hurt_by(fault) is None and (serving := _service_on(fault.node)):
         return [
             f"{fault.node.hostname} serves the inference service {serving} and runs no training job: a demo training "

@@ -7,7 +7,7 @@ from apps.simulator.choices import FaultKind
 from apps.simulator.models import SimFault
 from apps.simulator.services import backdate_fault
 from apps.simulator.training import HANG_FAULTS
-from apps.simulator.training_faults import JOB_FAULTS, SLOWING_FAULTS, loader_hangs
+from apps.simulator.training_faults import JOB_FAULTS, SLOWING_FAULTS, loader_hangs, repaired_at
 
 __all__ = [
     "FaultKind",
@@ -16,6 +16,7 @@ __all__ = [
     "hangs_a_training_job",
     "hurts_a_training_job",
     "injected_faults",
+    "repaired_at",
     "slows_a_training_job",
 ]
 

@@ -9,6 +9,7 @@ The files are read at the simulated cluster's clock (apps/simulator/clock.py), t
 """
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from apps.inventory.models import Node
 from apps.simulator import clock
@@ -130,6 +131,18 @@ def _freed_at(fault: SimFault, removals: list[SimChange]) -> float | None:
         and int(change.value or 0) > 0
     ]
     return min(times, default=None)
+
+
+def repaired_at(fault: SimFault) -> datetime | None:
+    """When a command run on its node repaired the fault (an MTU set back, PFC enabled again), if one did: the fault
+    is still injected, but the node no longer shows it. Only the kinds a command can undo are read."""
+    if fault.kind not in REPAIRABLE:
+        return None
+    at = _repaired_at(fault, _state(fault.node))
+    return datetime.fromtimestamp(at, tz=UTC) if at is not None else None
+
+
+REPAIRABLE = (FaultKind.MTU, FaultKind.PFC_OFF)  # what _repaired_at reads
 
 
 def _repaired_at(fault: SimFault, state: SimulatedNode) -> float | None:

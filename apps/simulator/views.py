@@ -16,7 +16,7 @@ from apps.simulator.faults.kinds import FAULT_KINDS
 from apps.simulator.filters import SimFaultFilterSet
 from apps.simulator.forms import FaultForm, simulated_nodes
 from apps.simulator.models import SimChange, SimFault
-from apps.simulator.training_faults import JOB_FAULTS
+from apps.simulator.training_faults import JOB_FAULTS, repaired_at
 
 
 def _page(request, form: FaultForm, status: int = 200):
@@ -24,7 +24,10 @@ def _page(request, form: FaultForm, status: int = 200):
     filterset = SimFaultFilterSet(request.GET, queryset=faults)
     kinds = [(spec.value, spec.label, spec.target.label) for spec in FAULT_KINDS.values()]
     changes = SimChange.objects.select_related("node").order_by("node__hostname", "key")
-    context = {"faults": filterset.qs, "filter": filterset, "form": form, "kinds": kinds, "changes": changes}
+    shown = list(filterset.qs)
+    for fault in shown:  # a fault a command undid is still injected, but the node no longer shows it: say so
+        fault.repaired_at = repaired_at(fault)
+    context = {"faults": shown, "filter": filterset, "form": form, "kinds": kinds, "changes": changes}
     context["node_hostnames"] = simulated_nodes().values_list("hostname", flat=True)  # the form's datalist
     context["rehearsable"] = JOB_FAULTS  # the faults that fail or slow a training job: a runbook can be rehearsed
     return render(request, "simulator/faults.html", context, status=status)

@@ -14,7 +14,7 @@ from apps.diagnosis.phases import Phase
 from apps.inventory.models import Node
 from apps.jobs.models import Job
 from apps.simulator import services as sim
-from apps.simulator.models import SimFault
+from apps.simulator.models import SimChange, SimFault
 from apps.workloads.choices import TrainingState
 from apps.workloads.models import TrainingJob
 
@@ -41,6 +41,24 @@ def test_the_button_is_next_to_the_faults_that_hurt_a_training_job(demo_cluster,
     page = browser_as(operator).get(reverse("simulator")).content.decode()
     assert f'name="fault" value="{hurts.public_id}"' in page
     assert f'name="fault" value="{harmless.public_id}"' not in page
+
+
+@pytest.mark.django_db
+def test_a_fault_a_command_repaired_says_so_and_is_not_offered_for_rehearsal(demo_cluster, browser_as, operator):
+    # The walk: an MTU fault diagnosed and fixed (the runbook's `ip link set … mtu 9000`) stays injected; rehearsing
+    # it opened an incident that found nothing and ended "Not resolved".
+    fault = _fault("gpu010", "mtu", "ens3np0")
+    SimChange.objects.create(node=fault.node, key="nic:ens3np0:mtu", value=9000)
+    page = browser_as(operator)
+
+    listed = page.get(reverse("simulator")).content.decode()
+    response = page.post(REHEARSE, {"fault": str(fault.public_id)}, follow=True)
+
+    assert 'class="badge green repaired">repaired by a command' in listed
+    assert f'name="fault" value="{fault.public_id}"' not in listed
+    assert response.redirect_chain == [(reverse("simulator"), 302)]
+    assert "A command repaired this fault at" in response.content.decode()
+    assert not Incident.objects.exists() and not TrainingJob.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
