@@ -133,6 +133,9 @@ def _freed_at(fault: SimFault, removals: list[SimChange]) -> float | None:
     return min(times, default=None)
 
 
+REPAIRABLE = (FaultKind.MTU, FaultKind.PFC_OFF)  # the faults a command can undo (what _repaired_at reads)
+
+
 def repaired_at(fault: SimFault) -> datetime | None:
     """When a command run on its node repaired the fault (an MTU set back, PFC enabled again), if one did: the fault
     is still injected, but the node no longer shows it. Only the kinds a command can undo are read."""
@@ -140,9 +143,6 @@ def repaired_at(fault: SimFault) -> datetime | None:
         return None
     at = _repaired_at(fault, _state(fault.node))
     return datetime.fromtimestamp(at, tz=UTC) if at is not None else None
-
-
-REPAIRABLE = (FaultKind.MTU, FaultKind.PFC_OFF)  # what _repaired_at reads
 
 
 def _repaired_at(fault: SimFault, state: SimulatedNode) -> float | None:
