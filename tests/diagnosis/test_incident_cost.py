@@ -19,17 +19,21 @@ pytestmark = pytest.mark.django_db
 LOST = 130 * 1.5 * 32 / 3600  # 130 steps past the checkpoint at 1,200 (every 200), 1.5 s each, 4 nodes × 8 ranks
 
 
-def test_the_incident_shows_its_gpu_hours_lost_once(training_job, api_as, browser_as, operator, viewer):
-    now = timezone.now()
-    TrainingProgress.objects.create(job=training_job, step=1330, time=now - timedelta(minutes=1), seconds_per_step=1.5)
+def _xid79_on_gpu002(*, at):
     health.record_event(
         component=Gpu.objects.get(node__hostname="gpu002", index=5),
         source=Source.TELEMETRY,
         kind="xid79",
         severity=Severity.CRITICAL,
         summary="GPU 5: XID 79",
-        at=now - timedelta(seconds=30),
+        at=at,
     )
+
+
+def test_the_incident_shows_its_gpu_hours_lost_once(training_job, api_as, browser_as, operator, viewer):
+    now = timezone.now()
+    TrainingProgress.objects.create(job=training_job, step=1330, time=now - timedelta(minutes=1), seconds_per_step=1.5)
+    _xid79_on_gpu002(at=now - timedelta(seconds=30))
     gpu002 = Gpu.objects.get(node__hostname="gpu002", index=5).node
     Slo.objects.create(name="rack-util", objective="gpu_utilisation", scope="rack", rack=gpu002.rack, target=85)
     incident = services.open_incident(user=operator, training_job=training_job, title="llm-pretrain stopped")
@@ -61,21 +65,14 @@ def test_before_any_health_event_the_page_says_so_not_that_nothing_was_measured(
 
 
 def test_one_checkpoints_loss_seen_at_two_steps_counts_its_furthest_in_the_total_and_the_line(
-    training_job, browser_as, operator
+    clock, training_job, browser_as, operator
 ):
     # The event saw the job 130 steps past its checkpoint; by the incident's opening it had gone on to 190 (a fix
     # between them, a resume from the same checkpoint). One loss, its furthest: the heading said the event's 130 while
     # the only line said the opening's 190.
-    now = timezone.now()
+    now = clock.now
     TrainingProgress.objects.create(job=training_job, step=1330, time=now - timedelta(minutes=5), seconds_per_step=1.5)
-    health.record_event(
-        component=Gpu.objects.get(node__hostname="gpu002", index=5),
-        source=Source.TELEMETRY,
-        kind="xid79",
-        severity=Severity.CRITICAL,
-        summary="GPU 5: XID 79",
-        at=now - timedelta(minutes=4),
-    )
+    _xid79_on_gpu002(at=now - timedelta(minutes=4))
     TrainingProgress.objects.create(job=training_job, step=1390, time=now - timedelta(minutes=1), seconds_per_step=1.5)
     incident = services.open_incident(user=operator, training_job=training_job, title="llm-pretrain stopped")
 
