@@ -78,6 +78,9 @@ class _Window:
         self.base_line = 1
         self.eof = False
         self.limit = limit
+        # (position, newlines before it) where where() last counted: it goes on from there, as counting from the
+        # window's start for each event was quadratic in a chunk's events.
+        self._counted = (0, 0)
 
     def fill(self) -> bool:
         """Read one more chunk (dropping what was consumed); False at the end of the input."""
@@ -89,6 +92,7 @@ class _Window:
             self.base_offset += len(consumed)
             self.text = self.text[self.position :]
             self.position = 0
+            self._counted = (0, 0)
         for chunk in self._chunks:
             if chunk:
                 self.text += chunk
@@ -98,7 +102,13 @@ class _Window:
 
     def where(self, position: int | None = None) -> tuple[int, int]:
         position = self.position if position is None else position
-        return self.base_line + self.text.count("\n", 0, position), self.base_offset + position
+        counted_to, newlines = self._counted
+        if position >= counted_to:
+            newlines += self.text.count("\n", counted_to, position)
+            self._counted = (position, newlines)
+        else:
+            newlines = self.text.count("\n", 0, position)
+        return self.base_line + newlines, self.base_offset + position
 
     def error(self, message: str, position: int | None = None) -> TraceError:
         line, offset = self.where(position)
