@@ -5,7 +5,6 @@ from datetime import timedelta
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from apps.diagnosis import services
 from apps.health import services as health
@@ -30,8 +29,8 @@ def _xid79_on_gpu002(*, at):
     )
 
 
-def test_the_incident_shows_its_gpu_hours_lost_once(training_job, api_as, browser_as, operator, viewer):
-    now = timezone.now()
+def test_the_incident_shows_its_gpu_hours_lost_once(clock, training_job, api_as, browser_as, operator, viewer):
+    now = clock.now
     TrainingProgress.objects.create(job=training_job, step=1330, time=now - timedelta(minutes=1), seconds_per_step=1.5)
     _xid79_on_gpu002(at=now - timedelta(seconds=30))
     gpu002 = Gpu.objects.get(node__hostname="gpu002", index=5).node
