@@ -272,13 +272,15 @@ class Slo(AuditedModel, PublicModel):
         bound = "≥" if criterion.at_least else "≤"
         return f"{bound} {self.target:g} {criterion.unit}, {100 * self.compliance:g} % of the time"
 
-    def spec(self) -> slo.SloSpec:
+    def spec(self, *, hosts: bool = True) -> slo.SloSpec:
+        """What the rules and the judges need; without its nodes (no query) where only recorded verdicts are
+        counted."""
         return slo.SloSpec(
             name=self.name,
             objective=self.objective,
             target=self.target,
             compliance=self.compliance,
-            hosts=tuple(self.hostnames()),
+            hosts=tuple(self.hostnames()) if hosts else (),
             service=self.service.name if self.service_id else "",
             design_tokens_per_second=float(self.service.design_tokens_per_second) if self.service_id else 0.0,
         )

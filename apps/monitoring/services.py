@@ -247,15 +247,27 @@ def slo_budget(source: Telemetry, spec: slo.SloSpec, name: str, *, end: float | 
     """The SLO over one window. Prometheus counts the judged and met steps itself: from the recording rule's series
     where it covers the window (rackpilot:slo_good, every minute), else the criterion through a subquery (every
     minute, energy every hour); the simulator is judged at the window's 60 steps in Python."""
-    window = Window.named(name, end=end)
-    resolution = slo.resolution_seconds(spec)
+    window, counted_to = _budget_window(name, end)
+    recorded = source.recorded_slo_counts(slos=[spec.name], span=window.span, end=counted_to)
+    return _budget(source, spec, name, window, counted_to, recorded.get(spec.name))
+
+
+def _budget_window(name: str, end: float | None) -> tuple[Window, int]:
+    """The named window ending at `end` (now), and the minute its steps are counted to."""
     # Every window is counted to the same minute (a page's windows agree: 30 d holds the misses of 7 d), not to its
     # chart's end, which a 30-day window aligns to its 12-hour step and so left up to half a day of misses out.
     counted_to = math.floor((timezone.now().timestamp() if end is None else end) / 60) * 60
-    recorded = source.recorded_slo_counts(slo=spec.name, span=window.span, end=counted_to)
+    return Window.named(name, end=end), counted_to
+
+
+def _budget(
+    source: Telemetry, spec: slo.SloSpec, name: str, window: Window, counted_to: int, recorded: tuple[int, int] | None
+) -> slo.Budget:
+    """slo_budget's count, given what the record said of the SLO (`recorded`: None where it is not recorded)."""
     if recorded is not None:  # the recording rule's every-minute verdicts: two sums over one series
         judged, good = recorded
         return slo.budget_from_counts(spec, name, judged=judged, good=good, steps=int(window.span // 60))
+    resolution = slo.resolution_seconds(spec)
     counts = source.slo_counts(
         good_expression=slo.good_expression(spec), span=window.span, resolution=resolution, end=counted_to
     )
@@ -271,7 +283,7 @@ def slo_counts_between(source: Telemetry, spec: slo.SloSpec, *, start: float, en
     span = end - start
     if span < 60:
         return None
-    recorded = source.recorded_slo_counts(slo=spec.name, span=span, end=end)
+    recorded = source.recorded_slo_counts(slos=[spec.name], span=span, end=end).get(spec.name)
     if recorded is not None:
         return recorded
     resolution = slo.resolution_seconds(spec)
@@ -288,14 +300,22 @@ def slo_counts_between(source: Telemetry, spec: slo.SloSpec, *, start: float, en
 
 
 def slos_met(rows, *, window: str) -> list[bool | None]:
-    """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable)."""
+    """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable). The
+    recorded verdicts of them all come in one question; an SLO the record lacks is worked out from its series."""
     source, _ = _source()
     if source is None:
         return [None for _ in rows]
+    named, counted_to = _budget_window(window, None)
+    try:
+        recorded = source.recorded_slo_counts(slos=[row.name for row in rows], span=named.span, end=counted_to)
+    except TelemetryError:
+        return [None for _ in rows]
     met = []
     for row in rows:
+        counts = recorded.get(row.name)
+        spec = row.spec(hosts=counts is None)  # recorded verdicts are counted without the SLO's nodes
         try:
-            met.append(slo_budget(source, row.spec(), window).met)
+            met.append(_budget(source, spec, window, named, counted_to, counts).met)
         except TelemetryError:
             met.append(None)
     return met

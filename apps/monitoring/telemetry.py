@@ -16,6 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -316,10 +317,11 @@ class Telemetry(ABC):
         source whose questions wait on a server asks them at once."""
         return {key: question() for key, question in questions.items()}
 
-    def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
-        """(judged, met) from recorded rules (Prometheus's rackpilot:slo_good) when they cover the window; None:
-        not recorded."""
-        return None
+    def recorded_slo_counts(self, *, slos: list[str], span: float, end: float) -> dict[str, tuple[int, int]]:
+        """SLO name -> (judged, met) over the window from recorded rules (Prometheus's rackpilot:slo_good), for each
+        of `slos` whose record covers the window, all in one question; an SLO left out is not recorded (the caller
+        counts it from its criterion)."""
+        return {}
 
     def recorded_slo_latest(self, *, slo: str, end: float) -> "Latest | None":
         """The SLI's newest recorded value in the hour before `end` (rackpilot:slo_value); None: not recorded (the
@@ -409,13 +411,17 @@ SLO_SPREAD_STEP_S = WINDOWS["7d"] // POINTS_PER_WINDOW
 SLO_STEP_CAP_S = SLO_SPREAD_STEP_S
 
 
-def _verdict_seconds(slo: str, *, start: int, end: int) -> tuple[float, float]:
-    """(judged, met) seconds of an SLO over (start, end]: each recorded verdict weighs the time since the minute
-    part recorded before it (from `start` for the first), at most SLO_STEP_CAP_S. One query; the database works
-    the gaps out (LAG), so a month of minutes never travels."""
+def _verdict_seconds(slos: list[str], *, start: int, end: int) -> dict[str, tuple[float, float]]:
+    """SLO name -> (judged, met) seconds over (start, end]: each recorded verdict weighs the time since the minute
+    part recorded before it (from `start` for the first), at most SLO_STEP_CAP_S. One query for all the SLOs (the
+    weights are the minutes', whichever SLO was judged in them); the database works the gaps out (LAG), so a month
+    of minutes never travels. An SLO without a verdict in the window counts nothing."""
+    if not slos:
+        return {}
     table = RecordedSample._meta.db_table
+    each = ", ".join(["%s"] * len(slos))
     sql = f"""
-        SELECT COALESCE(SUM(marks.weight), 0), COALESCE(SUM(marks.weight * verdict.value), 0)
+        SELECT verdict.labels, SUM(marks.weight), SUM(marks.weight * verdict.value)
         FROM (
             SELECT time, CASE WHEN gap > %s THEN %s ELSE gap END AS weight
             FROM (
@@ -423,13 +429,15 @@ def _verdict_seconds(slo: str, *, start: int, end: int) -> tuple[float, float]:
                 FROM {table} WHERE series = %s AND labels = %s AND time > %s AND time <= %s
             ) AS gaps
         ) AS marks
-        JOIN {table} AS verdict ON verdict.series = %s AND verdict.labels = %s AND verdict.time = marks.time
-    """  # noqa: S608 (the table's name is the model's; every value is a parameter)
-    params = [SLO_STEP_CAP_S, SLO_STEP_CAP_S, start, MARK, MINUTE_PART, start, end, SLO_GOOD, f"slo={slo}"]
+        JOIN {table} AS verdict ON verdict.series = %s AND verdict.labels IN ({each}) AND verdict.time = marks.time
+        GROUP BY verdict.labels
+    """  # noqa: S608 (the table's name is the model's, the placeholders counted; every value is a parameter)
+    params = [SLO_STEP_CAP_S, SLO_STEP_CAP_S, start, MARK, MINUTE_PART, start, end, SLO_GOOD]
+    params += [f"slo={slo}" for slo in slos]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        judged, good = cursor.fetchone()
-    return float(judged), float(good)
+        counted = {_label(labels, "slo"): (float(judged), float(good)) for labels, judged, good in cursor.fetchall()}
+    return {slo: counted.get(slo, (0.0, 0.0)) for slo in slos}
 
 
 class SimulatorTelemetry(Telemetry):
@@ -563,8 +571,8 @@ class SimulatorTelemetry(Telemetry):
         )
         return Latest(newest.value if newest is not None else None)
 
-    def recorded_slo_counts(self, *, slo, span, end):
-        """(judged, met) minutes over (end - span, end] from the recorded verdicts (rackpilot:slo_good), as
+    def recorded_slo_counts(self, *, slos, span, end):
+        """Each SLO's (judged, met) minutes over (end - span, end] from the recorded verdicts (rackpilot:slo_good), as
         PrometheusTelemetry counts its every-minute verdicts; TelemetryPending while the record does not cover the
         window's steps (those of its page grid, aligned to its step, and the minute at `end`). An SLO is judged from
         when it was first recorded: the steps before count as without data.
@@ -578,8 +586,11 @@ class SimulatorTelemetry(Telemetry):
         grid = _on_grid(Window(end=math.floor(end / step) * step, span=seconds, step=step, rate_range=60))
         minute = int(end // RECORDING_INTERVAL_S * RECORDING_INTERVAL_S)
         self._require(sorted({*(grid[1:] if grid else []), minute}))  # the window's start is left out
-        judged, good = _verdict_seconds(slo, start=int(end - seconds), end=int(end))
-        return int(round(judged / RECORDING_INTERVAL_S)), int(round(good / RECORDING_INTERVAL_S))
+        counted = _verdict_seconds(slos, start=int(end - seconds), end=int(end))
+        return {
+            slo: (int(round(judged / RECORDING_INTERVAL_S)), int(round(good / RECORDING_INTERVAL_S)))
+            for slo, (judged, good) in counted.items()
+        }
 
     def _long_rates(self, series: str, service: str, window: Window) -> dict[str, dict[int, float]] | None:
         """The step means of a service's recorded rates over a long window (RECORDED_FROM_S and longer), by labels;
@@ -1073,21 +1084,31 @@ class PrometheusTelemetry(Telemetry):
         result = self.query(f"last_over_time(rackpilot:slo_value{{slo={_string(slo)}}}[1h])", at=end)
         return Latest(float(result[0]["value"][1])) if result else None
 
-    def recorded_slo_counts(self, *, slo: str, span: float, end: float) -> tuple[int, int] | None:
-        """(judged, met) from the `rackpilot:slo_good` series the generated recording rules write every minute, when
-        they cover the window (a sample in its first hour); None when they do not (rules not loaded, or recently)."""
+    def recorded_slo_counts(self, *, slos, span, end):
+        """From the `rackpilot:slo_good` series the generated recording rules write every minute, for the SLOs whose
+        series covers the window (a sample in its first hour); one query for them all. Those left out are not
+        recorded (rules not loaded, or recently)."""
+        if not slos:
+            return {}
         seconds = max(int(round(span)), 3600)
-        recorded = f"rackpilot:slo_good{{slo={_string(slo)}}}"
+        recorded = f"rackpilot:slo_good{{slo=~{_any_of(slos)}}}"
         offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
-        promql = (
-            f'label_replace(count_over_time({recorded}[{seconds - 1}s]), "part", "judged", "", "") '
-            f'or label_replace(sum_over_time({recorded}[{seconds - 1}s]), "part", "good", "", "") '
-            f'or label_replace(count_over_time({recorded}[1h]{offset}), "part", "first", "", "")'
+        promql = " or ".join(
+            f'label_replace(sum by (slo) ({function}({recorded}{over})), "part", "{part}", "", "")'
+            for part, function, over in (
+                ("judged", "count_over_time", f"[{seconds - 1}s]"),
+                ("good", "sum_over_time", f"[{seconds - 1}s]"),
+                ("first", "count_over_time", f"[1h]{offset}"),
+            )
         )
-        counts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
-        if not counts.get("first"):
-            return None
-        return int(counts.get("judged", 0)), int(round(counts.get("good", 0)))
+        counts = defaultdict(dict)
+        for item in self.query(promql, at=end):
+            counts[item["metric"].get("slo", "")][item["metric"].get("part")] = float(item["value"][1])
+        return {
+            slo: (int(parts.get("judged", 0)), int(round(parts.get("good", 0))))
+            for slo, parts in counts.items()
+            if slo in slos and parts.get("first")
+        }
 
     def slo_counts(self, *, good_expression, span, resolution, end):
         # One instant query per SLO and window: Prometheus evaluates the criterion at every step of the subquery

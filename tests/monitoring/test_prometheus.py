@@ -154,4 +154,4 @@ def test_gpu_hours_and_slo_counts_are_the_same_from_prometheus_and_the_simulator
         assert judged == 5 and good == (judged if all_met else 0)
         assert good == sum(bool(slo.meets(spec, value)) for value in asked)
         # Nothing recorded here (no rules loaded): the recorded path declines and the subquery above counts.
-        assert prometheus.recorded_slo_counts(slo=spec.name, span=10, end=end) is None
+        assert prometheus.recorded_slo_counts(slos=[spec.name], span=10, end=end) == {}

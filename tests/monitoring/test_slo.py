@@ -7,7 +7,7 @@ import yaml
 
 from apps.monitoring import slo
 from apps.monitoring.slo import counter_increase
-from apps.monitoring.telemetry import histogram_quantile
+from apps.monitoring.telemetry import PrometheusTelemetry, histogram_quantile
 
 CHAT = slo.SloSpec(
     name="chat-throughput",
@@ -191,6 +191,71 @@ def test_a_healthy_service_fires_nothing(promtool, tmp_path):
                 "interval": "1m",
                 "input_series": [{"series": 'vllm:generation_tokens_total{service="chat"}', "values": "0+114000x180"}],
                 "alert_rule_test": [{"eval_time": "150m", "alertname": "RackpilotSloBurnRate", "exp_alerts": []}],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+
+    ran = promtool("test", "rules", "tests.yml")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+class _Asked(PrometheusTelemetry):
+    """Prometheus's client answering from a sample list, keeping what it asked (the question is run by promtool)."""
+
+    def __init__(self, answer):
+        super().__init__("http://127.0.0.1:9090")
+        self.answer, self.asked = answer, []
+
+    def query(self, promql, *, at):
+        self.asked.append((promql, at))
+        return self.answer
+
+
+def test_the_recorded_verdicts_of_every_slo_are_counted_in_one_prometheus_query(promtool, tmp_path):
+    """Two hours' window at 3 h: `fast` recorded throughout (met until minute 120; minute 60, where Prometheus 2.x
+    and 3.x draw the first hour's edge differently, left out), `late` only from minute 150 (its window's first hour
+    holds none of it, so it is not counted from the record); one query asks both."""
+    answer = [
+        {"metric": {"slo": slo_name, "part": part}, "value": [10800, str(value)]}
+        for slo_name, part, value in (
+            ("fast", "judged", 120),
+            ("fast", "good", 60),
+            ("fast", "first", 60),
+            ("late", "judged", 31),
+            ("late", "good", 31),
+        )
+    ]
+    prometheus = _Asked(answer)
+
+    counted = prometheus.recorded_slo_counts(slos=["fast", "late"], span=7200, end=10800)
+
+    assert counted == {"fast": (120, 60)} and len(prometheus.asked) == 1
+    ((promql, at),) = prometheus.asked
+    tests = {
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": 'rackpilot:slo_good{slo="fast",objective="throughput"}', "values": "1x59 _ 1x59 0x59"},
+                    {"series": 'rackpilot:slo_good{slo="late",objective="p99_latency"}', "values": "_x150 1x30"},
+                    {"series": 'rackpilot:slo_good{slo="other",objective="throughput"}', "values": "1x180"},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": promql,
+                        "eval_time": f"{at // 60}m",
+                        "exp_samples": [
+                            {
+                                "labels": f'{{slo="{item["metric"]["slo"]}",part="{item["metric"]["part"]}"}}',
+                                "value": float(item["value"][1]),
+                            }
+                            for item in answer
+                        ],
+                    }
+                ],
             }
         ],
     }

@@ -127,14 +127,22 @@ def test_the_cluster_page_reads_the_record_and_works_out_the_service_alone(chat,
     assert dict(tokens.points)[earlier] == pytest.approx(rates[int(earlier)])
 
 
-def test_the_slo_counts_are_the_recorded_verdicts(chat):
-    Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=40)
+def test_the_slo_counts_are_the_recorded_verdicts_of_every_slo_at_once(chat):
+    # Targets on either side of what the service does: one SLO met every minute, the other never.
+    Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=1)
+    Slo.objects.create(name="chat-busy", objective="gpu_utilisation", scope="service", service=chat, target=100)
     recorder.record_telemetry(until=T)
-    verdicts = RecordedSample.objects.of(recorder.SLO_GOOD, "slo=chat-util").filter(time__gt=T - 3600)
-    judged, good = SimulatorTelemetry().recorded_slo_counts(slo="chat-util", span=3600, end=T)
-    assert judged == verdicts.count() == 60 and good == sum(verdicts.values_list("value", flat=True))
+    source = SimulatorTelemetry()
+
+    counted = source.recorded_slo_counts(slos=["chat-util", "chat-busy", "unjudged"], span=3600, end=T)
+
+    for name in ("chat-util", "chat-busy"):
+        verdicts = RecordedSample.objects.of(recorder.SLO_GOOD, f"slo={name}").filter(time__gt=T - 3600)
+        assert counted[name] == (verdicts.count(), sum(verdicts.values_list("value", flat=True)))
+        assert counted[name] == source.recorded_slo_counts(slos=[name], span=3600, end=T)[name]
+    assert counted == {"chat-util": (60, 60), "chat-busy": (60, 0), "unjudged": (0, 0)}
     with pytest.raises(TelemetryPending):  # the day is not recorded: no count from an hour of it
-        SimulatorTelemetry().recorded_slo_counts(slo="chat-util", span=86_400, end=T)
+        source.recorded_slo_counts(slos=["chat-util"], span=86_400, end=T)
 
 
 def test_where_prometheus_records_nothing_is_recorded_here_and_one_run_at_a_time_in_the_embedded_loop(chat, settings):
