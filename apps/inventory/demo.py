@@ -12,6 +12,7 @@ BIOS version behind the rest, as in any real fleet.
 Loading is idempotent: rows are keyed by their natural keys and only missing ones are created (in bulk).
 """
 
+import math
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -77,6 +78,9 @@ RDMA_PRIORITY = 3
 
 
 SWITCH_PORTS = 128  # Spectrum-4 SN5600: 64 × 800G, split into 128 × 400G
+# The out-of-band network as the demo draws it: a management switch (mgmt-sw01, …) for each this many compute nodes
+# (the first also serves the management nodes), its access layer left out.
+NODES_PER_MANAGEMENT_SWITCH = 4_000
 RAIL_NICS_PER_PLANE = 4  # eight data NICs per node, alternating planes A and B
 MANAGEMENT_SPINE_PORTS = 4  # kept free at the top of spine-x1 (core-x1 in three tiers) for the management nodes
 FABRIC_PORTS = SWITCH_PORTS - MANAGEMENT_SPINE_PORTS  # what a spine (two tiers) or a core (three) gives the fabric
@@ -204,12 +208,30 @@ def _gpu_uuid(hostname: str, index: int) -> str:
     return "GPU-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{hostname}.gpu{index}.rackpilot.demo"))
 
 
-def _mac(node_number: int, port: int) -> str:
-    return f"0c:42:a1:{node_number >> 8 & 0xFF:02x}:{node_number & 0xFF:02x}:{port:02x}"
+def management_switch_name(number: int) -> str:
+    return f"mgmt-sw{number:02d}"
 
 
-def _ip(prefix: str, number: int) -> str:
-    return f"{prefix}.{number >> 8 & 0xFF}.{number & 0xFF}"
+def _mac(number: int, port: int) -> str:
+    """The MAC of a numbered NIC: 0c:42:a1 and the number, then the port; numbers past 16 bits carry into the third
+    byte (0c:42:a2:…)."""
+    return f"0c:42:{0xA1 + (number >> 16):02x}:{number >> 8 & 0xFF:02x}:{number & 0xFF:02x}:{port:02x}"
+
+
+# The MAC numbers of the management nodes (0x8000 + m) and the NVL72 trays (0xC000 + …) lie above the compute nodes'
+# first 32,767; a fleet larger than that (the node-list bench's 100,000) numbers its next nodes past them.
+RESERVED_MAC_NUMBERS = range(0x8000, 0x10000)
+
+
+def _compute_mac(node_number: int, port: int) -> str:
+    number = node_number if node_number < RESERVED_MAC_NUMBERS.start else node_number + len(RESERVED_MAC_NUMBERS)
+    return _mac(number, port)
+
+
+def _ip(second_octet: int, number: int) -> str:
+    """10.<second octet>.x.y for the number; past 65,535 the next /16 is 64 further on (10.10 → 10.74), clear of
+    the demo's other ranges (10.10 to 10.23)."""
+    return f"10.{second_octet + 64 * (number >> 16)}.{number >> 8 & 0xFF}.{number & 0xFF}"
 
 
 class _Loader:
@@ -306,8 +328,8 @@ class _Loader:
                     "rack": racks[rack_name],
                     "u_position": u,
                     "u_height": NODE_U_HEIGHT,
-                    "management_ip": _ip("10.10", n),
-                    "bmc_address": _ip("10.20", n),
+                    "management_ip": _ip(10, n),
+                    "bmc_address": _ip(20, n),
                     "gpu_sku": sku,
                     "expected_gpu_count": 8,
                     "cpu_model": "Intel(R) Xeon(R) Platinum 8480+",
@@ -327,8 +349,8 @@ class _Loader:
                     "rack": racks["net01"],
                     "u_position": 1 + (m - 1) * 2,
                     "u_height": 2,
-                    "management_ip": _ip("10.11", m),
-                    "bmc_address": _ip("10.21", m),
+                    "management_ip": _ip(11, m),
+                    "bmc_address": _ip(21, m),
                     "cpu_model": "AMD EPYC 9354",
                     "cpu_sockets": 1,
                     "cpu_cores": 32,
@@ -379,10 +401,15 @@ class _Loader:
             for k, bus in enumerate(NIC_BUS_IDS):
                 rows.append(
                     _rdma_nic(
-                        node, k, _mac(n, k + 1), numa_node=k // 4, pci=f"0000:{bus}:00.0", pcie_switch=f"PEX{k // 2}"
+                        node,
+                        k,
+                        _compute_mac(n, k + 1),
+                        numa_node=k // 4,
+                        pci=f"0000:{bus}:00.0",
+                        pcie_switch=f"PEX{k // 2}",
                     )
                 )
-            rows.append(_management_nic(node, _mac(n, 0)))
+            rows.append(_management_nic(node, _compute_mac(n, 0)))
         for m in range(1, self.shape.management_nodes + 1):
             node = nodes[f"mgmt{m:02d}"]
             number = 0x8000 + m
@@ -448,25 +475,29 @@ class _Loader:
             for s, (name, tier) in enumerate(fabric, start=1):
                 position = None if self.shape.three_tier else self._spine_u(plane, s)
                 rows.append(_fabric_switch(name, racks["net01"], plane, tier, position=position))
-        rows.append(
-            {
-                "name": "mgmt-sw01",
-                "site": site,
-                "rack": racks["net01"],
-                "position": NETWORK_RACK_U,  # at the rear, behind the first spine: a half-depth switch
-                "face": RackFace.REAR,
-                "plane": Plane.MANAGEMENT,
-                "tier": SwitchTier.MANAGEMENT,
-                "model": "SN2201",
-                "port_count": self._management_ports(),
-                "port_speed_gbps": 25,
-            }
-        )
+        for k in range(1, self._management_switches() + 1):
+            rows.append(
+                {
+                    "name": management_switch_name(k),
+                    "site": site,
+                    "rack": racks["net01"],
+                    # The first at the rear, behind the first spine (a half-depth switch); a large fleet's others
+                    # not placed.
+                    "position": NETWORK_RACK_U if k == 1 else None,
+                    "face": RackFace.REAR,
+                    "plane": Plane.MANAGEMENT,
+                    "tier": SwitchTier.MANAGEMENT,
+                    "model": "SN2201",
+                    "port_count": self._management_ports(k),
+                    "port_speed_gbps": 25,
+                }
+            )
         self.ensure(Switch, rows, ("name",))
-        # A grown cluster needs more management ports than the switch first had.
-        Switch.objects.filter(name="mgmt-sw01", port_count__lt=self._management_ports()).update(
-            port_count=self._management_ports()
-        )
+        # A grown cluster needs more management ports than the switches first had.
+        for k in range(1, self._management_switches() + 1):
+            Switch.objects.filter(name=management_switch_name(k), port_count__lt=self._management_ports(k)).update(
+                port_count=self._management_ports(k)
+            )
 
     def spine_name(self, plane: str, pod: int, number: int) -> str:
         """spine-a1 in two tiers; spine-p01-a1 (pod 1's first spine of plane A) in three."""
@@ -501,8 +532,22 @@ class _Loader:
         ]
         self.ensure(Pdu, rows, ("name",))
 
-    def _management_ports(self) -> int:
-        return max(48, self.shape.compute_nodes + self.shape.management_nodes + 13)
+    def management_port(self, number: int, *, management_node: bool = False) -> tuple[str, str]:
+        """(switch, port) of the management NIC of compute node `number`, or of management node `number`: those on
+        the first switch's last ports."""
+        if management_node:
+            return management_switch_name(1), f"swp{self._management_ports(1) - number + 1}"
+        switch, port = divmod(number - 1, NODES_PER_MANAGEMENT_SWITCH)
+        return management_switch_name(switch + 1), f"swp{port + 1}"
+
+    def _management_switches(self) -> int:
+        return max(1, math.ceil(self.shape.compute_nodes / NODES_PER_MANAGEMENT_SWITCH))
+
+    def _management_ports(self, switch: int = 1) -> int:
+        """The ports of the k-th management switch: its compute nodes', and on the first the management nodes' and
+        spares."""
+        nodes = min(NODES_PER_MANAGEMENT_SWITCH, self.shape.compute_nodes - (switch - 1) * NODES_PER_MANAGEMENT_SWITCH)
+        return max(48, nodes + (self.shape.management_nodes + 13 if switch == 1 else 0))
 
     def _cables(self, nodes: dict) -> None:
         """Every port follows from the node's number or the rack's, so a grown cluster keeps the cables it had;
@@ -524,12 +569,13 @@ class _Loader:
                 nic = nics[(node.id, f"ens{k + 1}np0")]
                 leaf = switches[f"leaf-{rack}-{plane.lower()}"]
                 planned.append(_cable(node, nic, leaf, f"swp{port}", 400, CableMedium.AOC, plane))
+            switch, port = self.management_port(n)
             planned.append(
                 _cable(
                     node,
                     nics[(node.id, "eno1")],
-                    switches["mgmt-sw01"],
-                    f"swp{n}",
+                    switches[switch],
+                    port,
                     25,
                     CableMedium.CAT6,
                     Plane.MANAGEMENT,
@@ -544,10 +590,16 @@ class _Loader:
                 planned.append(
                     _cable(node, nics[(node.id, f"ens{k + 1}np0")], spine, port, 400, CableMedium.FIBER, plane)
                 )
-            port = f"swp{self._management_ports() - m + 1}"
+            switch, port = self.management_port(m, management_node=True)
             planned.append(
                 _cable(
-                    node, nics[(node.id, "eno1")], switches["mgmt-sw01"], port, 25, CableMedium.CAT6, Plane.MANAGEMENT
+                    node,
+                    nics[(node.id, "eno1")],
+                    switches[switch],
+                    port,
+                    25,
+                    CableMedium.CAT6,
+                    Plane.MANAGEMENT,
                 )
             )
         self.created["cables replaced"] = _replace_moved_cables(planned)
@@ -799,8 +851,8 @@ class _RackScaleLoader:
                         "rack": racks[name],
                         "u_position": self._tray_u(slot),
                         "u_height": NVL72.tray_u,
-                        "management_ip": _ip("10.12", number),
-                        "bmc_address": _ip("10.22", number),
+                        "management_ip": _ip(12, number),
+                        "bmc_address": _ip(22, number),
                         "gpu_sku": sku,
                         "expected_gpu_count": NVL72.gpus_per_tray,
                         "cpu_model": "NVIDIA Grace",
@@ -976,7 +1028,7 @@ class _RackScaleLoader:
                 "position": n if n <= half else top + n - half - 1,
                 "psu_count": 6,
                 "capacity_w": 33000,  # six 5.5 kW rectifiers
-                "bmc_address": _ip("10.23", (r - 1) * NVL72.power_shelves + n),
+                "bmc_address": _ip(23, (r - 1) * NVL72.power_shelves + n),
             }
             for r, name in zip(self._numbers(), self._rack_names(), strict=True)
             for n in range(1, NVL72.power_shelves + 1)

@@ -1,8 +1,10 @@
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.inventory import demo
 from apps.inventory.choices import FirmwareComponent, NicPurpose, NodeRole, Plane, StorageTierKind
 from apps.inventory.models import Cable, Firmware, Gpu, Nic, Node, StorageTier, Switch
+from apps.inventory.models.nodes import mac_validator
 
 pytestmark = pytest.mark.django_db
 
@@ -168,3 +170,37 @@ def test_a_shape_denser_than_its_racks_are_tall_leaves_the_nodes_past_the_top_un
     placed = dict(Node.objects.filter(rack__name="r01").values_list("hostname", "u_position"))
     assert [placed[f"gpu{n:03d}"] for n in range(1, 12)] == list(range(3, 47, 4))
     assert {placed[f"gpu{n:03d}"] for n in range(12, 17)} == {None}
+
+
+def test_a_fleet_of_100000_nodes_has_an_address_of_its_own_for_every_nic_and_node():
+    """The node-list bench loads 100,000 nodes: past 32,767 the compute nodes' MAC numbers met the management nodes'
+    and the NVL72 trays', past 65,535 their addresses wrapped round (a unique-constraint error at load)."""
+    nodes = range(1, 100_001)
+    macs = {demo._compute_mac(n, port) for n in nodes for port in (0, 1, 8)}
+    others = {demo._mac(number, port) for number in (0x8001, 0x8003, 0xC000 + 1, 0xC000 + 18 * 8) for port in (0, 1)}
+    assert len(macs) == 3 * len(nodes) and not macs & others
+    assert all(mac_validator.regex.match(mac) for mac in (demo._compute_mac(100_000, 8), *others))
+    management = {demo._ip(10, n) for n in nodes}
+    bmcs = {demo._ip(20, n) for n in nodes}
+    others = {demo._ip(second, number) for second in (11, 12, 21, 22, 23) for number in range(1, 300)}
+    assert len(management) == len(bmcs) == len(nodes) and not management & bmcs and not (management | bmcs) & others
+    assert demo._ip(10, 1) == "10.10.0.1" and demo._compute_mac(1, 0) == "0c:42:a1:00:01:00"  # the demo's as they were
+
+
+@pytest.mark.parametrize("compute_nodes", [32, 2048, 100_000])
+def test_the_management_network_has_a_port_of_its_own_for_every_node_on_switches_of_real_size(compute_nodes):
+    """One management switch held every node's port: 100,016 of them at 100,000 nodes, past what a switch's port
+    count can be (a smallint), and unlike any real network. Now one switch for each 4,000 compute nodes."""
+    shape = demo.ClusterShape(compute_nodes=compute_nodes, nodes_per_rack=8 if compute_nodes < 63_488 else 16)
+    loader = demo._Loader(shape)
+    ends = [loader.management_port(n) for n in range(1, compute_nodes + 1)]
+    ends += [loader.management_port(m, management_node=True) for m in range(1, shape.management_nodes + 1)]
+    ports = {
+        demo.management_switch_name(k): loader._management_ports(k) for k in range(1, 1 + loader._management_switches())
+    }
+
+    assert len(set(ends)) == len(ends)
+    assert all(1 <= int(port.removeprefix("swp")) <= ports[switch] <= 4_096 for switch, port in ends)
+    assert len(ports) == -(-compute_nodes // 4_000)
+    if compute_nodes == 32:  # the demo's as it was
+        assert ports == {"mgmt-sw01": 48} and ends[16] == ("mgmt-sw01", "swp17")
