@@ -432,11 +432,11 @@ def _verdict_seconds(slos: list[str], *, start: int, end: int) -> dict[str, tupl
         JOIN {table} AS verdict ON verdict.series = %s AND verdict.labels IN ({each}) AND verdict.time = marks.time
         GROUP BY verdict.labels
     """  # noqa: S608 (the table's name is the model's, the placeholders counted; every value is a parameter)
-    params = [SLO_STEP_CAP_S, SLO_STEP_CAP_S, start, MARK, MINUTE_PART, start, end, SLO_GOOD]
-    params += [f"slo={slo}" for slo in slos]
+    labels = {f"slo={slo}": slo for slo in slos}  # by the whole labels: an SLO's name may hold a comma
+    params = [SLO_STEP_CAP_S, SLO_STEP_CAP_S, start, MARK, MINUTE_PART, start, end, SLO_GOOD, *labels]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        counted = {_label(labels, "slo"): (float(judged), float(good)) for labels, judged, good in cursor.fetchall()}
+        counted = {labels[row[0]]: (float(row[1]), float(row[2])) for row in cursor.fetchall()}
     return {slo: counted.get(slo, (0.0, 0.0)) for slo in slos}
 
 

@@ -130,17 +130,17 @@ def test_the_cluster_page_reads_the_record_and_works_out_the_service_alone(chat,
 def test_the_slo_counts_are_the_recorded_verdicts_of_every_slo_at_once(chat):
     # Targets on either side of what the service does: one SLO met every minute, the other never.
     Slo.objects.create(name="chat-util", objective="gpu_utilisation", scope="service", service=chat, target=1)
-    Slo.objects.create(name="chat-busy", objective="gpu_utilisation", scope="service", service=chat, target=100)
+    Slo.objects.create(name="chat, busy", objective="gpu_utilisation", scope="service", service=chat, target=100)
     recorder.record_telemetry(until=T)
     source = SimulatorTelemetry()
 
-    counted = source.recorded_slo_counts(slos=["chat-util", "chat-busy", "unjudged"], span=3600, end=T)
+    counted = source.recorded_slo_counts(slos=["chat-util", "chat, busy", "unjudged"], span=3600, end=T)
 
-    for name in ("chat-util", "chat-busy"):
+    for name in ("chat-util", "chat, busy"):
         verdicts = RecordedSample.objects.of(recorder.SLO_GOOD, f"slo={name}").filter(time__gt=T - 3600)
         assert counted[name] == (verdicts.count(), sum(verdicts.values_list("value", flat=True)))
         assert counted[name] == source.recorded_slo_counts(slos=[name], span=3600, end=T)[name]
-    assert counted == {"chat-util": (60, 60), "chat-busy": (60, 0), "unjudged": (0, 0)}
+    assert counted == {"chat-util": (60, 60), "chat, busy": (60, 0), "unjudged": (0, 0)}
     with pytest.raises(TelemetryPending):  # the day is not recorded: no count from an hour of it
         source.recorded_slo_counts(slos=["chat-util"], span=86_400, end=T)
 
