@@ -559,6 +559,12 @@ class _Loader:
                 "id", "node_id", "name"
             )
         }
+
+        def management_cable(node, number: int, *, management_node: bool = False) -> dict:
+            switch, port = self.management_port(number, management_node=management_node)
+            eno1 = nics[(node.id, "eno1")]
+            return _cable(node, eno1, switches[switch], port, 25, CableMedium.CAT6, Plane.MANAGEMENT)
+
         planned = []
         for n in self._compute_numbers():
             node = nodes[compute_hostname(n)]
@@ -569,18 +575,7 @@ class _Loader:
                 nic = nics[(node.id, f"ens{k + 1}np0")]
                 leaf = switches[f"leaf-{rack}-{plane.lower()}"]
                 planned.append(_cable(node, nic, leaf, f"swp{port}", 400, CableMedium.AOC, plane))
-            switch, port = self.management_port(n)
-            planned.append(
-                _cable(
-                    node,
-                    nics[(node.id, "eno1")],
-                    switches[switch],
-                    port,
-                    25,
-                    CableMedium.CAT6,
-                    Plane.MANAGEMENT,
-                )
-            )
+            planned.append(management_cable(node, n))
         planned += self._uplinks(switches)
         for m in range(1, self.shape.management_nodes + 1):
             node = nodes[f"mgmt{m:02d}"]
@@ -590,18 +585,7 @@ class _Loader:
                 planned.append(
                     _cable(node, nics[(node.id, f"ens{k + 1}np0")], spine, port, 400, CableMedium.FIBER, plane)
                 )
-            switch, port = self.management_port(m, management_node=True)
-            planned.append(
-                _cable(
-                    node,
-                    nics[(node.id, "eno1")],
-                    switches[switch],
-                    port,
-                    25,
-                    CableMedium.CAT6,
-                    Plane.MANAGEMENT,
-                )
-            )
+            planned.append(management_cable(node, m, management_node=True))
         self.created["cables replaced"] = _replace_moved_cables(planned)
         self.ensure(Cable, planned, ("b_switch", "b_port"))
 
