@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.accounts.models import User
 from apps.inventory.catalogue import sync_gpu_skus
 from apps.inventory.choices import NicPurpose, NicTransport, NodeRole, Plane, SwitchTier
-from apps.inventory.models import Gpu, GpuSku, Nic, Node, Pdu, Rack, Site, Switch
+from apps.inventory.models import Gpu, GpuSku, Nic, Node, NvlinkSwitchTray, Pdu, Rack, Site, Switch
 from apps.monitoring.bmc import logins
 from apps.tokens import services as tokens
 
@@ -55,11 +55,13 @@ def make_node(**fields) -> Node:
     return Node.objects.create(**{"hostname": f"node{n:04d}", **fields})
 
 
-def make_sim_bmc(node: Node, *, protocol: str = "redfish", user: str | None = None, password: str | None = None):
-    """The node's BMC settings, as the simulated BMCs' account reaches them (a user or password given: that one)."""
+def make_sim_bmc(owner, *, protocol: str = "redfish", user: str | None = None, password: str | None = None):
+    """The BMC settings of a node or an NVLink switch tray, as the simulated BMCs' account reaches them (a user or
+    password given: that one)."""
+    which = "switch_tray" if isinstance(owner, NvlinkSwitchTray) else "node"
     return logins.save_bmc(
-        node=node,
-        address=node.bmc_address,
+        **{which: owner},
+        address=owner.bmc_address,
         protocol=protocol,
         port=None,
         user=user or settings.RACKPILOT_SIM_BMC_USER,

@@ -85,9 +85,11 @@ class Component:
         return cls(ComponentType.COOLANT, f"coolant:{node.pk}", f"{node.hostname} coolant", node)
 
     @classmethod
-    def leak_sensor(cls, sensor, node: Node) -> "Component":
-        """A rack's leak sensor (apps/inventory LeakSensor) in a compute tray, with that tray's node."""
-        return cls(ComponentType.LEAK_SENSOR, f"leak_sensor:{sensor.pk}", f"leak sensor {sensor.name}", node)
+    def leak_sensor(cls, sensor, node: Node | None) -> "Component":
+        """A rack's leak sensor (apps/inventory LeakSensor): in a compute tray, with that tray's node; in an NVLink
+        switch tray, in no node (as the switch tray's own events), pointing at the switch tray."""
+        links = {"nvlink_switch_tray": sensor.switch_tray} if sensor.switch_tray_id else {}
+        return cls(ComponentType.LEAK_SENSOR, f"leak_sensor:{sensor.pk}", f"leak sensor {sensor.name}", node, links)
 
 
 def _worse(a: str, b: str) -> str:

@@ -230,7 +230,7 @@ def _compute_mac(node_number: int, port: int) -> str:
 
 def _ip(second_octet: int, number: int) -> str:
     """10.<second octet>.x.y for the number; past 65,535 the next /16 is 64 further on (10.10 → 10.74), clear of
-    the demo's other ranges (10.10 to 10.23)."""
+    the demo's other ranges (10.10 to 10.24)."""
     return f"10.{second_octet + 64 * (number >> 16)}.{number >> 8 & 0xFF}.{number & 0xFF}"
 
 
@@ -996,11 +996,18 @@ class _RackScaleLoader:
                 "slot": slot,
                 "position": SWITCH_BASE_U + slot - 1,
                 "serial": f"1333{r:03d}{slot:02d}",
+                "bmc_address": _ip(24, (r - 1) * NVL72.switch_trays + slot),
             }
             for r, name in zip(self._numbers(), self._rack_names(), strict=True)
             for slot in range(1, NVL72.switch_trays + 1)
         ]
         self.ensure(NvlinkSwitchTray, rows, ("name",))
+        # A demo loaded before its switch trays had BMC addresses gets them when loaded again.
+        addresses = {row["name"]: row["bmc_address"] for row in rows}
+        unset = list(NvlinkSwitchTray.objects.filter(name__in=addresses, bmc_address=""))
+        for tray in unset:
+            tray.bmc_address = addresses[tray.name]
+        NvlinkSwitchTray.objects.bulk_update(unset, ["bmc_address"], batch_size=2000)
 
     def _power_shelves(self, racks: dict) -> None:
         half = NVL72.power_shelves // 2

@@ -11,7 +11,7 @@ from apps.core import secrets
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel, TimestampedModel
 from apps.core.validators import name_validator
-from apps.inventory.models import Node, Site
+from apps.inventory.models import Node, NvlinkSwitchTray, Site
 from apps.jobs.models import Job
 from apps.monitoring import slo
 from apps.monitoring.choices import (
@@ -28,14 +28,19 @@ from apps.workloads.models import InferenceService
 
 
 class Bmc(AuditedModel, PublicModel):
-    """How Rackpilot reads one node's BMC: protocol, port, login, TLS; and how its last read went.
+    """How Rackpilot reads one BMC: protocol, port, login, TLS; and how its last read went. A BMC belongs to one
+    node (a server, a compute tray) or to one NVLink switch tray of a rack-scale system (its leak detectors and
+    temperatures), never both (a constraint).
 
-    The address is the node's own `bmc_address` (one home for it, in the inventory). The password is stored
+    The address is its owner's own `bmc_address` (one home for it, in the inventory). The password is stored
     encrypted (apps/core/secrets.py) and never shown back, logged or audited. `polls_*` count every read so far:
     durable facts that /metrics turns into counters which survive worker restarts.
     """
 
-    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="bmc")
+    node = models.OneToOneField(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="bmc")
+    switch_tray = models.OneToOneField(
+        NvlinkSwitchTray, null=True, blank=True, on_delete=models.CASCADE, related_name="bmc"
+    )
     protocol = models.CharField(max_length=8, choices=BmcProtocol.choices, default=BmcProtocol.IPMI)
     port = models.PositiveIntegerField(
         null=True,
@@ -60,20 +65,36 @@ class Bmc(AuditedModel, PublicModel):
     sel_read = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
-        ordering = ["node__hostname"]
+        ordering = ["node__hostname", "switch_tray__name"]
         verbose_name = "BMC"
         constraints = [
             models.CheckConstraint(
                 condition=Q(port__isnull=True) | Q(port__gte=1, port__lte=65535), name="bmc_port_range"
             ),
+            models.CheckConstraint(
+                condition=Q(node__isnull=False, switch_tray__isnull=True)
+                | Q(node__isnull=True, switch_tray__isnull=False),
+                name="bmc_of_one_owner",
+                violation_error_message="A BMC belongs to one node or one NVLink switch tray.",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"BMC of {self.node.hostname}"
+        return f"BMC of {self.owner_name}"
+
+    @property
+    def owner(self) -> "Node | NvlinkSwitchTray":
+        """The node or switch tray whose BMC this is."""
+        return self.node if self.node_id else self.switch_tray
+
+    @property
+    def owner_name(self) -> str:
+        """How pages, errors and the poll name it: the node's host name, the switch tray's name."""
+        return self.node.hostname if self.node_id else self.switch_tray.name
 
     @property
     def address(self) -> str:
-        return self.node.bmc_address
+        return self.owner.bmc_address
 
     @property
     def effective_port(self) -> int:
@@ -122,11 +143,14 @@ class BmcReadingQuerySet(models.QuerySet):
 
 
 class BmcReading(models.Model):
-    """One sensor's value at one poll: a point of a (node, sensor) series. Compact on purpose (no public id, no
-    audit): a 32-node fleet read every minute writes ~1.5 million of these a day; old ones are pruned after
-    RACKPILOT_BMC_RETENTION_DAYS."""
+    """One sensor's value at one poll: a point of a (node, sensor) series, or of an NVLink switch tray's (its BMC's
+    leak detectors and temperatures). Compact on purpose (no public id, no audit): a 32-node fleet read every minute
+    writes ~1.5 million of these a day; old ones are pruned after RACKPILOT_BMC_RETENTION_DAYS."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="bmc_readings")
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="bmc_readings")
+    switch_tray = models.ForeignKey(
+        NvlinkSwitchTray, null=True, blank=True, on_delete=models.CASCADE, related_name="bmc_readings"
+    )
     time = models.DateTimeField()
     kind = models.CharField(max_length=12, choices=SensorKind.choices)
     sensor = models.CharField(max_length=64, help_text="The BMC's own sensor name, e.g. 'Inlet Temp'.")
@@ -141,6 +165,19 @@ class BmcReading(models.Model):
             models.Index(fields=["node", "sensor", "time"], name="bmcreading_series_idx"),
             models.Index(fields=["node", "time"], name="bmcreading_node_time_idx"),
             models.Index(fields=["time"], name="bmcreading_time_idx"),  # pruning
+            # A switch tray's series: few rows beside the nodes', so only they are indexed.
+            models.Index(
+                fields=["switch_tray", "time"],
+                name="bmcreading_switch_tray_idx",
+                condition=Q(switch_tray__isnull=False),
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(node__isnull=False, switch_tray__isnull=True)
+                | Q(node__isnull=True, switch_tray__isnull=False),
+                name="bmcreading_of_one_owner",
+            ),
         ]
 
     def __str__(self) -> str:

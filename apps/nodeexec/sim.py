@@ -65,6 +65,14 @@ class SimulatedBmcBackend(Protocol):
 
     def chassis_control(self, node, action: str, *, seed: int = 0) -> None: ...
 
+    # An NVLink switch tray's BMC (Redfish only): its figures at one moment (reads the database: in a thread), and its
+    # Redfish service answered from them.
+    def switch_tray_figures(self, tray, *, seed: int, load: float, at) -> Any: ...
+
+    def switch_tray_redfish(
+        self, figures, method: str, path: str, *, headers: dict, body, tokens: set
+    ) -> tuple[int, dict, bytes]: ...
+
 
 _bmc_backend: SimulatedBmcBackend | None = None
 
@@ -74,7 +82,8 @@ def register_simulated_bmc(backend: SimulatedBmcBackend | None) -> None:
     global _bmc_backend
     if backend is not None and not isinstance(backend, SimulatedBmcBackend):
         raise TypeError(
-            "simulated BMCs need CHASSIS, node_figures, logged_in, ipmitool, redfish, bmc_state and chassis_control"
+            "simulated BMCs need CHASSIS, node_figures, logged_in, ipmitool, redfish, bmc_state, chassis_control, "
+            "switch_tray_figures and switch_tray_redfish"
         )
     _bmc_backend = backend
 

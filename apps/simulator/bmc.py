@@ -419,19 +419,19 @@ def thermal_subsystem(values: BmcFigures) -> dict:
     }
 
 
-def leak_detection(values: BmcFigures) -> dict:
+def leak_detection(leak: bool) -> dict:
     return {
         "@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection",
         "@odata.type": "#LeakDetection.v1_0_0.LeakDetection",
         "Id": "LeakDetection",
         "Name": "Leak Detection",
         "LeakDetectors": {"@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors"},
-        "Status": _status(not values.coolant.leak),
+        "Status": _status(not leak),
     }
 
 
-def leak_detector(values: BmcFigures) -> dict:
-    state = "Critical" if values.coolant.leak else "OK"
+def leak_detector(leak: bool) -> dict:
+    state = "Critical" if leak else "OK"
     return {
         "@odata.id": LEAK_DETECTOR,
         "@odata.type": "#LeakDetector.v1_0_0.LeakDetector",
@@ -470,7 +470,7 @@ def coolant_connectors(values: BmcFigures) -> dict:
     }
 
 
-def leak_detectors(values: BmcFigures) -> dict:
+def leak_detectors() -> dict:
     return {
         "@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors",
         "@odata.type": "#LeakDetectorCollection.LeakDetectorCollection",
@@ -621,16 +621,13 @@ def _error(status: int, message: str, message_id: str) -> tuple[int, dict, bytes
     return status, {"Content-Type": "application/json"}, json.dumps(body).encode()
 
 
-def redfish(
-    values_at, method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str], state_at=None
-) -> tuple[int, dict, bytes]:
-    """One HTTP request to the BMC's Redfish service: (status, headers, body). `values_at()` gives the figures (read
-    only when a sensor document is asked for); `state_at()` the chassis power and SEL (for the System's documents);
-    `tokens` holds the sessions this BMC has handed out. A Reset it accepts answers 204: the caller carries it out on
-    the node (RESET_TYPES says what it does)."""
-    path = path.rstrip("/") or "/"
+def _service(
+    method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str], root: dict
+) -> tuple[int, dict, bytes] | None:
+    """What every simulated Redfish service answers the same way: its root, a session's creation and deletion, and a
+    request without a valid session refused; None for an authorised request of a resource."""
     if method == "GET" and path in ("/redfish/v1", "/redfish"):
-        return 200, {"Content-Type": "application/json"}, json.dumps(SERVICE_ROOT).encode()
+        return 200, {"Content-Type": "application/json"}, json.dumps(root).encode()
     if method == "POST" and path == SESSIONS:
         try:
             login = json.loads(body or b"{}")
@@ -649,6 +646,24 @@ def redfish(
     if method == "DELETE" and path.startswith(SESSIONS + "/"):
         tokens.discard(token)
         return 204, {}, b""
+    return None
+
+
+def _document(document: dict) -> tuple[int, dict, bytes]:
+    return 200, {"Content-Type": "application/json"}, json.dumps(document).encode()
+
+
+def redfish(
+    values_at, method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str], state_at=None
+) -> tuple[int, dict, bytes]:
+    """One HTTP request to the BMC's Redfish service: (status, headers, body). `values_at()` gives the figures (read
+    only when a sensor document is asked for); `state_at()` the chassis power and SEL (for the System's documents);
+    `tokens` holds the sessions this BMC has handed out. A Reset it accepts answers 204: the caller carries it out on
+    the node (RESET_TYPES says what it does)."""
+    path = path.rstrip("/") or "/"
+    answer = _service(method, path, headers=headers, body=body, tokens=tokens, root=SERVICE_ROOT)
+    if answer is not None:
+        return answer
     documents = {
         "/redfish/v1/Chassis": lambda: CHASSIS_COLLECTION,
         CHASSIS: lambda: chassis_document(values_at()),
@@ -658,9 +673,9 @@ def redfish(
     }
     liquid = {
         THERMAL_SUBSYSTEM: thermal_subsystem,
-        f"{THERMAL_SUBSYSTEM}/LeakDetection": leak_detection,
-        f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors": leak_detectors,
-        LEAK_DETECTOR: leak_detector,
+        f"{THERMAL_SUBSYSTEM}/LeakDetection": lambda values: leak_detection(values.coolant.leak),
+        f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors": lambda values: leak_detectors(),
+        LEAK_DETECTOR: lambda values: leak_detector(values.coolant.leak),
         f"{THERMAL_SUBSYSTEM}/CoolantConnectors": coolant_connectors,
         COOLANT_INLET: coolant_inlet,
     }
@@ -675,12 +690,138 @@ def redfish(
     if method == "GET" and path.startswith(SYSTEMS) and state_at is not None:
         document = system_documents(state_at()).get(path)
         if document is not None:
-            return 200, {"Content-Type": "application/json"}, json.dumps(document).encode()
+            return _document(document)
     if method == "GET" and path in liquid and (values := values_at()).coolant is not None:
-        return 200, {"Content-Type": "application/json"}, json.dumps(liquid[path](values)).encode()
+        return _document(liquid[path](values))
     if method != "GET" or path not in documents:
-        return _error(404, f"{path} is not a resource of this service.", "Base.1.8.ResourceMissingAtURI")
-    return 200, {"Content-Type": "application/json"}, json.dumps(documents[path]()).encode()
+        return _missing(path)
+    return _document(documents[path]())
+
+
+def _missing(path: str) -> tuple[int, dict, bytes]:
+    return _error(404, f"{path} is not a resource of this service.", "Base.1.8.ResourceMissingAtURI")
+
+
+# --- an NVLink switch tray's BMC (Redfish only): its temperatures, power and leak detector ---------------------------
+
+SWITCH_CHASSIS_NAME = "NVLink Switch Tray"
+SWITCH_BOARD_W = 180.0  # management CPU, BMC, pumps' share, optics' cages
+NVSWITCH_IDLE_W, NVSWITCH_BUSY_W = 160.0, 420.0  # per NVSwitch chip (two on an NVL72 switch tray)
+NVSWITCH_CHIPS = 2
+THERMAL_METRICS = f"{THERMAL_SUBSYSTEM}/ThermalMetrics"
+
+
+@dataclass(frozen=True)
+class SwitchTrayFigures:
+    """One NVLink switch tray's sensors at one moment."""
+
+    inlet_c: float
+    nvswitch_c: list[float]
+    power_w: float
+    leak: bool
+
+
+def switch_tray_figures(tray, *, seed: int, load: float, at: datetime) -> SwitchTrayFigures:
+    """The figures of an inventory NvlinkSwitchTray's BMC at `at`: its NVSwitch chips warm and draw with the load
+    (all-reduce traffic crosses every switch tray), its leak detector reads the `leak` fault injected on a compute
+    tray of its domain with the switch tray's slot as target (apps/simulator/faults/kinds.py)."""
+    window = int(at.timestamp()) // WINDOW_SECONDS
+    rng = noise(seed, tray.name, "bmc", window)
+    load = max(0.0, min(load, 1.0))
+    inlet = AMBIENT_C + noise(seed, tray.name, "inlet").uniform(-1.5, 1.5) + rng.uniform(-0.2, 0.2)
+    chips = [NVSWITCH_IDLE_W + (NVSWITCH_BUSY_W - NVSWITCH_IDLE_W) * load for _ in range(NVSWITCH_CHIPS)]
+    return SwitchTrayFigures(
+        inlet_c=round(inlet),
+        nvswitch_c=[round(COOLANT_SUPPLY_C + 0.07 * watts + rng.uniform(-1, 1)) for watts in chips],
+        power_w=round(SWITCH_BOARD_W + sum(chips) * (1 + rng.uniform(-0.02, 0.02))),
+        leak=services.switch_tray_leaking(tray),
+    )
+
+
+SWITCH_SERVICE_ROOT = {key: value for key, value in SERVICE_ROOT.items() if key != "Systems"}  # no host to run
+
+
+def switch_chassis_document() -> dict:
+    return {
+        "@odata.id": CHASSIS,
+        "@odata.type": "#Chassis.v1_21_0.Chassis",
+        "Id": "1",
+        "Name": SWITCH_CHASSIS_NAME,
+        "ChassisType": "RackMount",
+        "PowerState": "On",
+        "EnvironmentMetrics": {"@odata.id": f"{CHASSIS}/EnvironmentMetrics"},
+        "ThermalSubsystem": {"@odata.id": THERMAL_SUBSYSTEM},
+    }
+
+
+def switch_thermal_subsystem(values: SwitchTrayFigures) -> dict:
+    """A switch tray's ThermalSubsystem: its ThermalMetrics and its LeakDetection (no coolant connector sensors)."""
+    return {
+        "@odata.id": THERMAL_SUBSYSTEM,
+        "@odata.type": "#ThermalSubsystem.v1_3_0.ThermalSubsystem",
+        "Id": "ThermalSubsystem",
+        "Name": "Thermal Subsystem",
+        "ThermalMetrics": {"@odata.id": THERMAL_METRICS},
+        "LeakDetection": {"@odata.id": f"{THERMAL_SUBSYSTEM}/LeakDetection"},
+        "Status": _status(not values.leak),
+    }
+
+
+def switch_thermal_metrics(values: SwitchTrayFigures) -> dict:
+    """DMTF ThermalMetrics: the tray's inlet and each NVSwitch chip's temperature."""
+    readings = [("Inlet Temp", "Intake", values.inlet_c, "InletTemp")]
+    readings += [
+        (f"NVSwitch{chip} Temp", "ASIC", value, f"NVSwitch{chip}Temp") for chip, value in enumerate(values.nvswitch_c)
+    ]
+    return {
+        "@odata.id": THERMAL_METRICS,
+        "@odata.type": "#ThermalMetrics.v1_0_0.ThermalMetrics",
+        "Id": "ThermalMetrics",
+        "Name": "Chassis Thermal Metrics",
+        "TemperatureReadingsCelsius": [
+            {
+                "DataSourceUri": f"{CHASSIS}/Sensors/{sensor}",
+                "DeviceName": name,
+                "PhysicalContext": context,
+                "Reading": value,
+            }
+            for name, context, value, sensor in readings
+        ],
+    }
+
+
+def switch_environment_metrics(values: SwitchTrayFigures) -> dict:
+    return {
+        "@odata.id": f"{CHASSIS}/EnvironmentMetrics",
+        "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+        "Id": "EnvironmentMetrics",
+        "Name": "Chassis Environment Metrics",
+        "PowerWatts": {"DataSourceUri": f"{CHASSIS}/Sensors/TotalPower", "Reading": values.power_w},
+    }
+
+
+def switch_tray_redfish(
+    values_at, method: str, path: str, *, headers: dict, body: bytes | None, tokens: set[str]
+) -> tuple[int, dict, bytes]:
+    """One HTTP request to an NVLink switch tray's Redfish service, as `redfish` answers a node's: one chassis with
+    EnvironmentMetrics and a ThermalSubsystem (ThermalMetrics, LeakDetection); no ComputerSystem."""
+    path = path.rstrip("/") or "/"
+    answer = _service(method, path, headers=headers, body=body, tokens=tokens, root=SWITCH_SERVICE_ROOT)
+    if answer is not None:
+        return answer
+    documents = {
+        "/redfish/v1/Chassis": lambda values: CHASSIS_COLLECTION,
+        CHASSIS: lambda values: switch_chassis_document(),
+        f"{CHASSIS}/EnvironmentMetrics": switch_environment_metrics,
+        THERMAL_SUBSYSTEM: switch_thermal_subsystem,
+        THERMAL_METRICS: switch_thermal_metrics,
+        f"{THERMAL_SUBSYSTEM}/LeakDetection": lambda values: leak_detection(values.leak),
+        f"{THERMAL_SUBSYSTEM}/LeakDetection/LeakDetectors": lambda values: leak_detectors(),
+        LEAK_DETECTOR: lambda values: leak_detector(values.leak),
+    }
+    if method != "GET" or path not in documents:
+        return _missing(path)
+    return _document(documents[path](values_at()))
 
 
 def node_figures(node, *, seed: int, load: float, at: datetime) -> BmcFigures:

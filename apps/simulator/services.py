@@ -324,6 +324,14 @@ def power_is_on(node: Node) -> bool:
     return bool((value or {}).get("on", True))
 
 
+def switch_tray_leaking(tray) -> bool:
+    """Whether an NVLink switch tray's leak detector reads a leak: a `leak` fault injected on a compute tray of its
+    domain with the switch tray's slot as its target."""
+    return SimFault.objects.filter(
+        node__nvlink_domain_id=tray.domain_id, kind=FaultKind.LEAK, target=str(tray.slot)
+    ).exists()
+
+
 def sel_records(node: Node) -> list[sel.SelRecord]:
     """The node's SEL, oldest first: the 'log cleared' record at its creation, then what faults and power appended."""
     rows = SimChange.objects.on(node).filter(key__startswith=sel.SEL_PREFIX).order_by("key")

@@ -6,9 +6,11 @@ import pytest
 
 from apps.health.choices import ComponentType, Severity, Source
 from apps.health.models import HealthEvent
-from apps.inventory.models import LeakSensor, Node
+from apps.inventory.models import LeakSensor, Node, NvlinkSwitchTray
 from apps.jobs.choices import JobStatus
 from apps.monitoring.bmc.coolant import FLOW_LOW_SHARE
+from apps.monitoring.choices import PollResult
+from apps.monitoring.models import Bmc, BmcReading
 from apps.simulator import services as simulator
 from tests import factories
 
@@ -70,3 +72,50 @@ def test_the_node_page_shows_a_trays_own_coolant_and_nothing_for_an_air_cooled_n
     page = client.get(f"/nodes/{neighbour.public_id}/").content.decode()
     assert "Now: no reading of its BMC in the last 10 minutes." in page  # a tray of the loop, not polled yet
     assert "Coolant" not in client.get(f"/nodes/{server.public_id}/").content.decode()  # an air-cooled H200 server
+
+
+@pytest.fixture
+def switch_tray(nvl72_trays):
+    """nvl01-sw3, with its BMC settings for the simulated BMCs (Redfish)."""
+    tray = NvlinkSwitchTray.objects.get(name="nvl01-sw3")
+    factories.make_sim_bmc(tray)
+    return tray
+
+
+def test_a_poll_reads_the_switch_trays_bmcs_and_a_leak_there_is_a_critical_event_on_its_leak_sensor(
+    tray, switch_tray, poll
+):
+    job = poll(tray)
+    bmc = Bmc.objects.get(switch_tray=switch_tray)
+    assert (bmc.last_result, bmc.polls_ok) == (PollResult.OK, 1)
+    sensors = set(BmcReading.objects.filter(switch_tray=switch_tray).values_list("sensor", flat=True))
+    assert {"Inlet Temp", "NVSwitch0 Temp", "NVSwitch1 Temp", "Power Consumed", "Leak detectors leaking"} <= sensors
+    assert not HealthEvent.objects.exists()
+    assert job.events.filter(message__startswith="nvl01-sw3: ").exists()
+
+    simulator.inject_fault(node=tray, kind="leak", target="3")  # the leak is in switch tray 3, not in the compute tray
+    job = poll(tray)
+
+    event = HealthEvent.objects.get()
+    sensor = LeakSensor.objects.get(switch_tray=switch_tray)
+    assert (event.kind, event.severity, event.source) == ("coolant_leak", Severity.CRITICAL, Source.BMC_SENSORS)
+    assert (event.component_key, event.node, event.nvlink_switch_tray) == (
+        f"leak_sensor:{sensor.pk}",
+        None,
+        switch_tray,
+    )
+    assert f"switch tray nvl01-sw3's leak sensor {sensor.name} reads a leak" in event.summary
+    assert event.evidence[-1]["loop"] == "nvl01-loop"
+    assert job.events.filter(level="error", message__contains="Coolant leak: switch tray nvl01-sw3").exists()
+
+
+def test_an_unreachable_switch_tray_bmc_is_a_poll_result_like_a_nodes(tray, switch_tray, poll, settings):
+    settings.RACKPILOT_SIM_BMC_PASSWORD = "another-one"  # the stored login is refused now
+
+    job = poll(tray)
+
+    bmc = Bmc.objects.get(switch_tray=switch_tray)
+    assert (bmc.last_result, bmc.polls_failed) == (PollResult.AUTH_FAILED, 1)
+    assert bmc.last_message == f"BMC {switch_tray.bmc_address} (nvl01-sw3) refused the credentials of user 'admin'"
+    assert not BmcReading.objects.filter(switch_tray=switch_tray).exists()
+    assert job.events.filter(level="error", message__startswith="nvl01-sw3: BMC").exists()

@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from apps.core.audit import AuditedModel
 from apps.core.models import PublicModel
-from apps.core.validators import name_validator
+from apps.core.validators import host_validator, name_validator
 from apps.inventory.catalogue import RACK_SYSTEMS
 from apps.inventory.choices import CoolantLoopKind
 from apps.inventory.models.mounting import Mounted, check_mounting, mounted_besides_nodes, mounted_nodes
@@ -76,6 +76,12 @@ class NvlinkSwitchTray(_TrayMounted, AuditedModel, PublicModel):
     domain = models.ForeignKey(NvlinkDomain, on_delete=models.CASCADE, related_name="switch_trays")
     slot = models.PositiveSmallIntegerField(validators=[MinValueValidator(1)])
     serial = models.CharField(max_length=64, blank=True)
+    bmc_address = models.CharField(
+        max_length=253,
+        blank=True,
+        validators=[host_validator],
+        help_text="Its BMC's Redfish endpoint (leak detectors, temperatures); empty: not read.",
+    )
 
     class Meta:
         ordering = ["domain__name", "slot"]

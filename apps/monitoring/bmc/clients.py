@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from apps.core.outbound import OutboundRefused, check_target
 from apps.core.threads import thread_connection_returned
-from apps.inventory.models import Node
+from apps.inventory.models import Node, NvlinkSwitchTray
 from apps.monitoring.bmc.logins import BmcLogin
 from apps.monitoring.bmc.readings import PollOutcome, Reading, coolant_of
 from apps.monitoring.choices import BmcProtocol, PollResult, SensorKind
@@ -204,11 +204,23 @@ def local_redfish(login: BmcLogin, timeout: float) -> RedfishSend:
     return run
 
 
-def bmc_link(login: BmcLogin, node_id: int, *, transport: str, timeout: float, seed: int, load: float = 0.0, at=None):
+def bmc_link(
+    login: BmcLogin,
+    owner_id: int,
+    *,
+    transport: str,
+    timeout: float,
+    seed: int,
+    load: float = 0.0,
+    at=None,
+    switch_tray: bool = False,
+):
     """(ipmi, redfish): the two primitives for one BMC over the job's transport (the simulated BMC, or the worker's
-    host); every BMC kind reads and acts through them."""
+    host); every BMC kind reads and acts through them. `owner_id` is the node's id, or the NVLink switch tray's where
+    `switch_tray` says so."""
     if transport == "sim":
-        link = SimulatedBmcLink(login, node_id, seed=seed, load=load, at=at or timezone.now())
+        link_class = SimulatedSwitchTrayLink if switch_tray else SimulatedBmcLink
+        link = link_class(login, owner_id, seed=seed, load=load, at=at or timezone.now())
         return link.ipmitool, link.redfish
     return local_ipmitool(login, timeout), local_redfish(login, timeout)
 
@@ -450,6 +462,26 @@ class SimulatedBmcLink:
         if method == "POST" and path == self.bmcs.RESET_TARGET and answer[0] == 204:
             await self.power(self.bmcs.RESET_TYPES[json.loads(body)["ResetType"]])
         return answer
+
+
+class SimulatedSwitchTrayLink(SimulatedBmcLink):
+    """The simulated BMC of an NVLink switch tray: Redfish only (its settings refuse IPMI), one chassis whose
+    documents need the tray's figures."""
+
+    def _read_figures(self):
+        with thread_connection_returned():
+            tray = NvlinkSwitchTray.objects.get(pk=self.node_id)
+            return self.bmcs.switch_tray_figures(tray, seed=self.seed, load=self.load, at=self.at)
+
+    async def ipmitool(self, command: list[str]) -> tuple[int, str, str]:
+        return 1, "", "Error: Unable to establish IPMI v2 / RMCP+ session\n"  # it answers no IPMI
+
+    async def redfish(self, method: str, path: str, headers: dict, body: bytes | None) -> tuple[int, dict, bytes]:
+        in_chassis = (path.rstrip("/") + "/").startswith(self.bmcs.CHASSIS + "/")
+        figures = await self.figures() if in_chassis and self._tokens else None
+        return self.bmcs.switch_tray_redfish(
+            lambda: figures, method, path, headers=headers, body=body, tokens=self._tokens
+        )
 
 
 # --- one poll -------------------------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ the health loop (docs/monitoring.md, "Coolant and leaks"): a leak detector that 
 `coolant_flow_low`, a supply or return above the loop's limit `coolant_temperature_high`, a pressure drop above it
 `coolant_pressure_high` (major), on the tray's coolant. Each observation carries the reading and the threshold.
 
+An NVLink switch tray's BMC reads its leak detectors too: a leak there is `coolant_leak` on the switch tray's leak
+sensor (in no node, as the switch tray's events are; remediation powers its domain's trays off all the same).
+
 Nothing here clears an event: a leak, once seen, waits for a person (docs/health.md)."""
 
 from datetime import datetime
@@ -11,7 +14,7 @@ from datetime import datetime
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
-from apps.inventory.models import CoolantLoop, LeakSensor, Node
+from apps.inventory.models import CoolantLoop, LeakSensor, Node, NvlinkSwitchTray
 from apps.monitoring.bmc.readings import Coolant, PollOutcome
 from apps.monitoring.choices import PollResult
 
@@ -51,6 +54,53 @@ def judge_coolant(*, outcomes: dict[int, PollOutcome], at: datetime) -> list[Hea
                     at=at,
                 )
             )
+    return events
+
+
+def judge_switch_tray_leaks(*, outcomes: dict[int, PollOutcome], at: datetime) -> list[HealthEvent]:
+    """Records the leaks NVLink switch trays' BMCs read (switch tray id -> outcome) on each switch tray's leak sensor
+    (the switch tray itself where none is inventoried); returns the events recorded or folded."""
+    leaking = {
+        tray_id: outcome.coolant
+        for tray_id, outcome in outcomes.items()
+        if outcome.coolant is not None
+        and outcome.coolant.leaking
+        and outcome.result in (PollResult.OK, PollResult.PARTIAL)
+    }
+    if not leaking:
+        return []
+    trays = NvlinkSwitchTray.objects.filter(pk__in=leaking).select_related("domain").order_by("name")
+    events = []
+    for tray in trays:
+        sensor = (
+            LeakSensor.objects.filter(switch_tray=tray).select_related("loop", "switch_tray").order_by("name").first()
+        )
+        loop = (
+            sensor.loop if sensor else CoolantLoop.objects.filter(rack_id=tray.domain.rack_id).order_by("name").first()
+        )
+        component = health.Component.leak_sensor(sensor, None) if sensor else health.Component.of(tray)
+        where = (
+            f"switch tray {tray.name}'s leak sensor {sensor.name}"
+            if sensor
+            else f"switch tray {tray.name}'s leak detector"
+        )
+        detectors = leaking[tray.pk].leaking
+        events.append(
+            health.record_event(
+                component=component,
+                source=Source.BMC_SENSORS,
+                kind="coolant_leak",
+                severity=Severity.CRITICAL,
+                summary=f"Coolant leak: {where} reads a leak ({', '.join(detectors)})",
+                evidence={
+                    "loop": loop.name if loop else "",
+                    "detectors": list(detectors),
+                    "reading": "leak",
+                    "threshold": "no leak",
+                },
+                at=at,
+            )
+        )
     return events
 
 

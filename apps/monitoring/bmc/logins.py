@@ -1,5 +1,6 @@
-"""A node's BMC login: what its settings may hold (shared by the settings form and the API serializer: one rule, two
-doors), saving them, and reading them for a poll (`BmcLogin`, the password decrypted in memory only)."""
+"""A BMC login (a node's or an NVLink switch tray's): what its settings may hold (shared by the settings form and
+the API serializer: one rule, two doors), saving them, and reading them for a poll (`BmcLogin`, the password
+decrypted in memory only)."""
 
 from dataclasses import dataclass, field
 
@@ -7,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import transaction
 
-from apps.inventory.models import Node
+from apps.inventory.models import Node, NvlinkSwitchTray
 from apps.inventory.models.access import validate_host
 from apps.jobs.models import JobShard, JobStep
 from apps.monitoring.choices import BmcProtocol
@@ -20,6 +21,7 @@ bmc_user_validator = RegexValidator(
 password_characters_validator = RegexValidator(r"^[^\x00-\x1f]*\Z", "A BMC password cannot hold control characters.")
 IPMI_PASSWORD_MAX_BYTES = 20  # IPMI 2.0 passwords are at most 20 bytes (RAKP); a longer one can never log in
 PASSWORD_MAX_CHARS = 128
+SWITCH_TRAY_REDFISH_ONLY = "An NVLink switch tray's BMC is read over Redfish (its leak detectors are only there)."
 
 
 def validate_bmc_address(value: str) -> None:
@@ -42,7 +44,8 @@ def validate_password(password: str, protocol: str) -> None:
 @transaction.atomic
 def save_bmc(
     *,
-    node: Node,
+    node: Node | None = None,
+    switch_tray: NvlinkSwitchTray | None = None,
     address: str,
     protocol: str,
     port: int | None,
@@ -51,19 +54,25 @@ def save_bmc(
     password: str = "",
     clear_password: bool = False,
 ) -> Bmc:
-    """Create or change a node's BMC settings. An empty `password` keeps the stored one (it is write-only);
-    `clear_password` forgets it. The address is the node's own bmc_address. Validated by the form or serializer."""
-    bmc = Bmc.objects.filter(node=node).first() or Bmc(node=node)
+    """Create or change the BMC settings of a node or of an NVLink switch tray (one of them). An empty `password`
+    keeps the stored one (it is write-only); `clear_password` forgets it. The address is the owner's own bmc_address.
+    Validated by the form or serializer; a ValidationError (naming the field) here saves nothing."""
+    if (node is None) == (switch_tray is None):
+        raise ValidationError({"node": "A BMC belongs to one node or one NVLink switch tray: name one."})
+    if switch_tray is not None and protocol != BmcProtocol.REDFISH:
+        raise ValidationError({"protocol": SWITCH_TRAY_REDFISH_ONLY})
+    owner, field = (node, "node") if node is not None else (switch_tray, "switch_tray")
+    bmc = Bmc.objects.filter(**{field: owner}).first() or Bmc(**{field: owner})
     bmc.protocol, bmc.port, bmc.user, bmc.verify_tls = protocol, port, user, verify_tls
     if password:
         bmc.set_password(password)
     elif clear_password:
         bmc.set_password("")
-    bmc.full_clean(exclude=["node"])
+    bmc.full_clean(exclude=["node", "switch_tray"])
     bmc.save()
-    if node.bmc_address != address:
-        node.bmc_address = address
-        node.save(update_fields=["bmc_address", "updated"])
+    if owner.bmc_address != address:
+        owner.bmc_address = address
+        owner.save(update_fields=["bmc_address", "updated"])
     return bmc
 
 
@@ -85,20 +94,29 @@ class BmcLogin:
         return f"BMC {self.address} ({self.hostname})"
 
 
+def login_of(bmc: Bmc) -> BmcLogin:
+    """A BMC's login as a poll needs it (its owner loaded); the password decrypted here, kept in memory only."""
+    return BmcLogin(
+        hostname=bmc.owner_name,
+        protocol=bmc.protocol,
+        address=bmc.address,
+        port=bmc.effective_port,
+        user=bmc.user,
+        password=bmc.password(),
+        verify_tls=bmc.verify_tls,
+    )
+
+
 def shard_logins(shard: JobShard) -> dict[str, tuple[int, BmcLogin]]:
-    """hostname -> (node id, login) for the shard's nodes that have BMC settings; passwords decrypted here, kept in
-    memory only for the poll."""
+    """hostname -> (node id, login) for the shard's nodes that have BMC settings."""
     node_ids = set(JobStep.objects.filter(shard=shard).values_list("node_id", flat=True))
-    logins = {}
-    for bmc in Bmc.objects.filter(node_id__in=node_ids).select_related("node"):
-        login = BmcLogin(
-            hostname=bmc.node.hostname,
-            protocol=bmc.protocol,
-            address=bmc.node.bmc_address,
-            port=bmc.effective_port,
-            user=bmc.user,
-            password=bmc.password(),
-            verify_tls=bmc.verify_tls,
-        )
-        logins[bmc.node.hostname] = (bmc.node_id, login)
-    return logins
+    return {
+        bmc.node.hostname: (bmc.node_id, login_of(bmc))
+        for bmc in Bmc.objects.filter(node_id__in=node_ids).select_related("node")
+    }
+
+
+def switch_tray_logins(switch_trays) -> dict[str, tuple[int, BmcLogin]]:
+    """name -> (switch tray id, login) for the NVLink switch trays (a queryset) that have BMC settings."""
+    bmcs = Bmc.objects.filter(switch_tray__in=switch_trays).select_related("switch_tray").order_by("switch_tray__name")
+    return {bmc.switch_tray.name: (bmc.switch_tray_id, login_of(bmc)) for bmc in bmcs}

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
-from apps.inventory.models import Node, Site
+from apps.inventory.models import Node, NvlinkSwitchTray, Site
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
@@ -23,6 +23,17 @@ def site_interval(site: Site) -> int | None:
     if schedule is None:
         return settings.RACKPILOT_BMC_POLL_SECONDS
     return schedule.interval_seconds if schedule.enabled else None
+
+
+def switch_trays_polled(job: Job):
+    """The NVLink switch trays a `bmc-poll` job reads besides its nodes (its first shard reads them): a site's
+    scheduled poll, the site's; a poll asked for by hand, those of the NVLink domains its nodes are compute trays
+    of. Those without BMC settings are left out by the logins."""
+    site = (job.parameters or {}).get("site")
+    if site:
+        return NvlinkSwitchTray.objects.filter(domain__rack__site__slug=site)
+    domains = Node.objects.filter(job_steps__job=job, nvlink_domain__isnull=False).values("nvlink_domain_id")
+    return NvlinkSwitchTray.objects.filter(domain_id__in=domains)
 
 
 def schedule_polls(*, now: datetime | None = None) -> list[Job]:

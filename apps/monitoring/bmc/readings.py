@@ -124,24 +124,27 @@ def record_power_states(states: dict[int, str], *, at: datetime) -> None:
         Node.objects.filter(pk__in=changed).exclude(power_state=state).update(power_state=state, power_state_since=at)
 
 
-def record_polls(outcomes: dict[int, PollOutcome], *, at: datetime) -> int:
+def record_polls(outcomes: dict[int, PollOutcome], *, at: datetime, owner: str = "node") -> int:
     """Store the readings of a shard's polls and each BMC's last result; returns how many readings were written.
+    `outcomes` are by node id, or by NVLink switch tray id where `owner` is "switch_tray" (a switch tray has no
+    chassis power state to record).
 
     A refused or failed poll writes no readings: only its BMC's last result, message and failure count change.
     Updates go through the queryset (no per-poll audit entries: a poll is not an operator's change).
     """
-    read = {node_id: outcome for node_id, outcome in outcomes.items() if outcome.result in READ}
+    read = {owner_id: outcome for owner_id, outcome in outcomes.items() if outcome.result in READ}
     rows = [
-        BmcReading(node_id=node_id, time=at, kind=r.kind, sensor=r.sensor[:64], unit=r.unit, value=r.value)
-        for node_id, outcome in read.items()
+        BmcReading(**{f"{owner}_id": owner_id}, time=at, kind=r.kind, sensor=r.sensor[:64], unit=r.unit, value=r.value)
+        for owner_id, outcome in read.items()
         for r in [*outcome.readings, *coolant_readings(outcome.coolant)]
     ]
     with transaction.atomic():
         BmcReading.objects.bulk_create(rows, batch_size=2000)
-        record_power_states({node_id: outcome.power_state for node_id, outcome in read.items()}, at=at)
-        for node_id, outcome in outcomes.items():
+        if owner == "node":
+            record_power_states({node_id: outcome.power_state for node_id, outcome in read.items()}, at=at)
+        for owner_id, outcome in outcomes.items():
             counter = COUNTER_OF.get(outcome.result, "polls_failed")
-            Bmc.objects.filter(node_id=node_id).update(
+            Bmc.objects.filter(**{f"{owner}_id": owner_id}).update(
                 last_polled=at,
                 last_result=outcome.result,
                 last_message=outcome.message[:300],

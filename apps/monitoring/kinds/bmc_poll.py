@@ -1,8 +1,13 @@
 """apps/monitoring/kinds/bmc_poll.py: `bmc-poll` reads each node's BMC (IPMI or Redfish) and stores its
 temperatures, fans and power as series (docs/monitoring.md, "BMC readings"); a liquid-cooled tray's leaks and coolant
-faults become health events (apps/monitoring/bmc/coolant.py). Run by beat's schedule per site
+faults become health events (apps/monitoring/bmc/coolant.py). Its first shard also reads the NVLink switch trays'
+BMCs (Redfish: temperatures, power, leak detectors), which are no nodes and so no cells of the matrix: each one's
+result is an event of the job and its BMC's last result. Run by beat's schedule per site
 (apps/monitoring/bmc/polling.py), or asked for by hand. The reading itself is apps/monitoring/bmc/clients.py."""
 
+import asyncio
+
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
@@ -12,7 +17,7 @@ from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
 from apps.jobs.kinds import CellRecord, JobKind, StepSpec, register_kind
 from apps.monitoring.bmc import clients, coolant, logins, readings
-from apps.monitoring.bmc.polling import KIND
+from apps.monitoring.bmc.polling import KIND, switch_trays_polled
 from apps.monitoring.choices import PollResult
 from apps.nodeexec.base import CommandResult, NodeTarget
 from apps.nodeexec.sim import get_simulator
@@ -47,6 +52,7 @@ class BmcPoll(JobKind):
 
     def __init__(self):
         self.logins: dict[str, tuple[int, logins.BmcLogin]] = {}
+        self.tray_logins: dict[str, tuple[int, logins.BmcLogin]] = {}  # the NVLink switch trays' (first shard)
         self.outcomes: dict[tuple[str, str], readings.PollOutcome] = {}
         self.transport = "local"
         self.at = timezone.now()
@@ -62,6 +68,8 @@ class BmcPoll(JobKind):
 
     def prepare(self, job, shard) -> None:
         self.logins = logins.shard_logins(shard)
+        if shard.index == 0:
+            self.tray_logins = logins.switch_tray_logins(switch_trays_polled(job))
         self.transport = job.transport
         self.at = readings.polled_at(timezone.now())
         simulator = get_simulator()
@@ -112,4 +120,34 @@ class BmcPoll(JobKind):
         for hostname, outcome in polled:
             if outcome.result == PollResult.AUTH_FAILED:  # the finding an operator must act on: fix the login
                 emit(job, outcome.message, level=EventLevel.ERROR, hostname=hostname, step=STEP)
+        if self.tray_logins:
+            written += self._switch_trays(job)
         emit(job, f"{written} BMC readings stored from {len(polled)} nodes")
+
+    def _switch_trays(self, job) -> int:
+        """Reads the NVLink switch trays' BMCs (all at once, after the nodes'), stores their readings and results,
+        and records the leaks they read; each one's result is an event (an error where it could not be read)."""
+        outcomes = async_to_sync(self._poll_switch_trays)()
+        by_tray = {self.tray_logins[name][0]: outcome for name, outcome in outcomes.items()}
+        written = readings.record_polls(by_tray, at=self.at, owner="switch_tray")
+        for event in coolant.judge_switch_tray_leaks(outcomes=by_tray, at=self.at):
+            emit(job, event.summary, level=EventLevel.ERROR, step=STEP)
+        for name, outcome in sorted(outcomes.items()):
+            read = outcome.result in (PollResult.OK, PollResult.PARTIAL)
+            level = EventLevel.INFO if read else EventLevel.ERROR
+            emit(job, f"{name}: {outcome.summary()}", level=level, step=STEP, data={"bmc_result": outcome.result})
+        return written
+
+    async def _poll_switch_trays(self) -> dict[str, readings.PollOutcome]:
+        timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
+
+        async def one(tray_id: int, login: logins.BmcLogin) -> readings.PollOutcome:
+            ipmi, redfish = clients.bmc_link(
+                login, tray_id, transport=self.transport, timeout=timeout, seed=self.seed, load=self.load,
+                at=self.at, switch_tray=True,
+            )  # fmt: skip
+            return await clients.poll(login, ipmi=ipmi, redfish=redfish)
+
+        names = sorted(self.tray_logins)
+        found = await asyncio.gather(*(one(*self.tray_logins[name]) for name in names))
+        return dict(zip(names, found, strict=True))

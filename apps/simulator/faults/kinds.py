@@ -11,6 +11,7 @@ from apps.simulator.faults.targets import (
     GPU,
     GPU_OR_NODE,
     IMEX_PEER,
+    LEAKING_TRAY,
     MOUNT,
     NIC,
     NODE,
@@ -410,16 +411,22 @@ COOLANT_FLOW_LOW = FaultSpec(
 
 
 def _leak(state: SimulatedNode, target: str, parameters: dict) -> None:
-    state.leak_detected = True
+    if (
+        not target
+    ):  # a switch tray's leak is read by the switch tray's BMC (apps.simulator.services.switch_tray_leaking)
+        state.leak_detected = True
 
 
-# Coolant in the tray's drip tray: its leak detector reads Critical on its BMC.
+# Coolant in the tray's drip tray: its leak detector reads Critical on its BMC. The target names an NVLink switch tray
+# of the compute tray's domain by its slot where the leak is in that switch tray instead.
 LEAK = FaultSpec(
     value=FaultKind.LEAK,
     colour="red",
-    target=TRAY,
+    target=LEAKING_TRAY,
     apply=_leak,
-    sentence=lambda _, parameters: "coolant leak detected in the tray",
+    sentence=lambda slot, parameters: (
+        f"coolant leak detected in NVLink switch tray {slot}" if slot else "coolant leak detected in the tray"
+    ),
 )
 
 

@@ -132,6 +132,15 @@ class ComputeTray(WholeNode):
         super().check(state, kind, target)
 
 
+class LeakingTray(Target):
+    label = "Empty for this compute tray, or an NVLink switch tray slot of its domain"
+
+    def check(self, state: SimulatedNode, kind: str, target: str) -> None:
+        _domain_of(state, kind)
+        if target:
+            SWITCH_TRAY.check(state, kind, target)
+
+
 def _domain_of(state: SimulatedNode, kind: str):
     if state.domain is None:
         message = f"a {kind} fault needs a compute tray of a rack-scale domain; {state.hostname} is not one."
@@ -149,3 +158,4 @@ NODE = WholeNode()
 SWITCH_TRAY = SwitchTraySlot()
 IMEX_PEER = ImexPeer()
 TRAY = ComputeTray()
+LEAKING_TRAY = LeakingTray()
