@@ -134,12 +134,14 @@ def _audit_marker(token: str) -> str:
 
 
 class BmcReadingQuerySet(models.QuerySet):
-    def latest_per_sensor(self, node: Node) -> list["BmcReading"]:
-        """The node's readings of its most recent poll (every sensor a poll reads shares the poll's time)."""
-        newest = self.filter(node=node).order_by("-time").values_list("time", flat=True).first()
+    def latest_per_sensor(self, owner: "Node | NvlinkSwitchTray") -> list["BmcReading"]:
+        """The readings of a node's (or an NVLink switch tray's) most recent poll (every sensor a poll reads shares
+        the poll's time)."""
+        mine = self.filter(switch_tray=owner) if isinstance(owner, NvlinkSwitchTray) else self.filter(node=owner)
+        newest = mine.order_by("-time").values_list("time", flat=True).first()
         if newest is None:
             return []
-        return list(self.filter(node=node, time=newest).order_by("kind", "sensor"))
+        return list(mine.filter(time=newest).order_by("kind", "sensor"))
 
 
 class BmcReading(models.Model):

@@ -83,13 +83,17 @@ def switch_tray(nvl72_trays):
 
 
 def test_a_poll_reads_the_switch_trays_bmcs_and_a_leak_there_is_a_critical_event_on_its_leak_sensor(
-    tray, switch_tray, poll
+    tray, switch_tray, poll, api_as, viewer
 ):
     job = poll(tray)
     bmc = Bmc.objects.get(switch_tray=switch_tray)
     assert (bmc.last_result, bmc.polls_ok) == (PollResult.OK, 1)
-    sensors = set(BmcReading.objects.filter(switch_tray=switch_tray).values_list("sensor", flat=True))
-    assert {"Inlet Temp", "NVSwitch0 Temp", "NVSwitch1 Temp", "Power Consumed", "Leak detectors leaking"} <= sensors
+    rows = api_as(viewer).get(f"/api/bmcs/{bmc.public_id}/readings/").json()
+    sensors = {row["sensor"]: row for row in rows}
+    assert {"Inlet Temp", "NVSwitch0 Temp", "NVSwitch1 Temp", "Power Consumed", "Leak detectors leaking"} <= set(
+        sensors
+    )
+    assert sensors["Leak detectors leaking"]["value"] == 0 and sensors["NVSwitch0 Temp"]["switch_tray"] == "nvl01-sw3"
     assert not HealthEvent.objects.exists()
     assert job.events.filter(message__startswith="nvl01-sw3: ").exists()
 

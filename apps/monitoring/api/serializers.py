@@ -7,9 +7,10 @@ from apps.core.api import ReferenceField
 from apps.core.validators import host_validator
 from apps.health.choices import NodeState, Severity, Source
 from apps.inventory.api.serializers import NODE_REF, BriefRelatedField
-from apps.inventory.models import Rack
+from apps.inventory.models import NvlinkSwitchTray, Rack
 from apps.monitoring.bmc.logins import (
     PASSWORD_MAX_CHARS,
+    SWITCH_TRAY_REDFISH_ONLY,
     bmc_user_validator,
     password_characters_validator,
     save_bmc,
@@ -22,15 +23,24 @@ from apps.workloads.models import InferenceService, TrainingJob
 
 
 class BmcSerializer(serializers.Serializer):
-    """A node's BMC settings and how its last read went.
+    """The BMC settings of a node or of an NVLink switch tray (give one: `node` or `switch_tray`), and how its last
+    read went.
 
     `password` is write-only: send it to set or replace the password, leave it out (or send "") to keep it, send
     `clear_password: true` to forget it. It is stored encrypted and never returned; `has_password` says whether one
-    is set. `address` is the node's bmc_address in the inventory.
+    is set. `address` is the node's (or switch tray's) bmc_address in the inventory. A switch tray's BMC is read over
+    Redfish only.
     """
 
     id = serializers.UUIDField(source="public_id", read_only=True)
-    node = BriefRelatedField(**NODE_REF)
+    node = BriefRelatedField(**NODE_REF, required=False, allow_null=True, help_text="The node; null for a switch tray.")
+    switch_tray = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=NvlinkSwitchTray.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="The NVLink switch tray, by name (nvl01-sw3); null for a node.",
+    )
     address = serializers.CharField(max_length=253, trim_whitespace=False, validators=[host_validator])
     protocol = serializers.ChoiceField(choices=BmcProtocol.choices, default=BmcProtocol.IPMI)
     port = serializers.IntegerField(min_value=1, max_value=65535, required=False, allow_null=True, default=None)
@@ -56,15 +66,31 @@ class BmcSerializer(serializers.Serializer):
     polls_failed = serializers.IntegerField(read_only=True)
 
     def validate_node(self, node):
-        if self.instance is not None and node.pk != self.instance.node_id:
-            raise serializers.ValidationError("A BMC stays with its node: change the settings of the other node's BMC.")
-        if self.instance is None and Bmc.objects.filter(node=node).exists():
-            raise serializers.ValidationError(f"{node.hostname} has BMC settings already: change those.")
-        return node
+        return self._owner("node", node)
+
+    def validate_switch_tray(self, tray):
+        return self._owner("switch_tray", tray)
+
+    def _owner(self, field: str, owner):
+        """A BMC stays with what it belongs to; a new one for something that has one already is refused."""
+        if self.instance is not None and getattr(owner, "pk", None) != getattr(self.instance, f"{field}_id"):
+            raise serializers.ValidationError(
+                "A BMC stays with its node or switch tray: change the settings of the other one's BMC."
+            )
+        if self.instance is None and owner is not None and Bmc.objects.filter(**{field: owner}).exists():
+            raise serializers.ValidationError(f"{owner} has BMC settings already: change those.")
+        return owner
 
     def validate(self, attrs):
+        if self.instance is None and (attrs.get("node") is None) == (attrs.get("switch_tray") is None):
+            raise serializers.ValidationError(
+                {"node": ["Name the node or the NVLink switch tray (switch_tray) the BMC belongs to, one of them."]}
+            )
         password = attrs.get("password") or ""
         protocol = attrs.get("protocol") or getattr(self.instance, "protocol", BmcProtocol.IPMI)
+        switch_tray = attrs.get("switch_tray") or getattr(self.instance, "switch_tray", None)
+        if switch_tray is not None and protocol != BmcProtocol.REDFISH:
+            raise serializers.ValidationError({"protocol": [SWITCH_TRAY_REDFISH_ONLY]})
         if password:
             try:
                 validate_password(password, protocol)
@@ -74,12 +100,13 @@ class BmcSerializer(serializers.Serializer):
                 raise serializers.ValidationError({"clear_password": ["Give a new password or clear it, not both."]})
         return attrs
 
-    def save_settings(self, node, values: dict) -> Bmc:
+    def save_settings(self, owner, values: dict) -> Bmc:
         current = self.instance
+        which = "switch_tray" if isinstance(owner, NvlinkSwitchTray) else "node"
         try:
             return save_bmc(
-                node=node,
-                address=values.get("address", node.bmc_address),
+                **{which: owner},
+                address=values.get("address", owner.bmc_address),
                 protocol=values.get("protocol", getattr(current, "protocol", BmcProtocol.IPMI)),
                 port=values.get("port", getattr(current, "port", None)),
                 user=values.get("user", getattr(current, "user", "")),
@@ -91,18 +118,19 @@ class BmcSerializer(serializers.Serializer):
             raise serializers.ValidationError(error.message_dict) from None
 
     def create(self, validated_data):
-        return self.save_settings(validated_data["node"], validated_data)
+        return self.save_settings(validated_data.get("node") or validated_data["switch_tray"], validated_data)
 
     def update(self, instance, validated_data):
-        return self.save_settings(instance.node, validated_data)
+        return self.save_settings(instance.owner, validated_data)
 
 
 class BmcReadingSerializer(serializers.ModelSerializer):
-    node = serializers.CharField(source="node.hostname", read_only=True)
+    node = serializers.CharField(source="node.hostname", read_only=True, allow_null=True)
+    switch_tray = serializers.CharField(source="switch_tray.name", read_only=True, allow_null=True)
 
     class Meta:
         model = BmcReading
-        fields = ["node", "time", "kind", "sensor", "unit", "value"]
+        fields = ["node", "switch_tray", "time", "kind", "sensor", "unit", "value"]
 
 
 class SloSerializer(serializers.ModelSerializer):

@@ -1,5 +1,6 @@
 from django.db import transaction
 from django.shortcuts import get_object_or_404
+from django_filters import CharFilter
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -32,10 +33,11 @@ from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 
 class BmcFilterSet(FilterSet):
     node = node_ref()
+    switch_tray = CharFilter(field_name="switch_tray__name", label="NVLink switch tray name")
 
     class Meta:
         model = Bmc
-        fields = ["node", "protocol", "last_result"]
+        fields = ["node", "switch_tray", "protocol", "last_result"]
 
 
 class BmcViewSet(
@@ -46,9 +48,10 @@ class BmcViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Nodes' BMC settings: viewers read, operators write; the password is write-only."""
+    """The BMC settings of nodes and NVLink switch trays: viewers read, operators write; the password is
+    write-only."""
 
-    queryset = Bmc.objects.select_related("node").order_by("node__hostname", "pk")
+    queryset = Bmc.objects.select_related("node", "switch_tray").order_by("node__hostname", "switch_tray__name", "pk")
     serializer_class = BmcSerializer
     filterset_class = BmcFilterSet
     lookup_field = "public_id"
@@ -68,9 +71,9 @@ class BmcViewSet(
     def readings(self, request, public_id=None):
         """The BMC's latest poll: one reading per sensor."""
         bmc = self.get_object()
-        rows = BmcReading.objects.latest_per_sensor(bmc.node)
+        rows = BmcReading.objects.latest_per_sensor(bmc.owner)
         for row in rows:
-            row.node = bmc.node
+            row.node, row.switch_tray = bmc.node, bmc.switch_tray
         return Response(BmcReadingSerializer(rows, many=True).data)
 
 
