@@ -104,6 +104,7 @@ class LoopReadings:
     pressure drop the highest a tray reads (what its limits are judged against, apps/monitoring/bmc/coolant.py)."""
 
     trays: list[TrayCoolant] = field(default_factory=list)
+    switch_trays_unread: int = 0  # the loop's leak sensors in NVLink switch trays without BMC settings: never read
 
     def _values(self, name: str) -> list[float]:
         return [value for tray in self.trays if (value := getattr(tray, name)) is not None]
@@ -167,7 +168,6 @@ def rack_scale_summary(rack: Rack) -> dict | None:
     readings = loop_readings(loops)
     for loop in loops:
         loop.readings = readings.get(loop.pk)  # now, beside its design limits
-        # Only compute trays' BMCs are polled: a switch tray's leak sensor is in the inventory, never read.
         sensors = loop.leak_sensors.all()
         loop.switch_tray_sensors = sum(sensor.switch_tray_id is not None for sensor in sensors)
         loop.compute_tray_sensors = len(sensors) - loop.switch_tray_sensors

@@ -1,13 +1,14 @@
 """What the node page shows of a node's BMC: its latest readings, the power against its rack's budget, its settings."""
 
+from dataclasses import replace
 from datetime import timedelta
 
-from django.db.models import FloatField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, FloatField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.inventory.choices import PowerState
-from apps.inventory.models import Node
+from apps.inventory.models import LeakSensor, Node
 from apps.inventory.power import Measured
 from apps.inventory.rackscale import LoopReadings, TrayCoolant
 from apps.monitoring import charts
@@ -87,14 +88,26 @@ def rack_measured_w() -> Subquery:
 
 def loops_coolant(loops) -> dict[int, LoopReadings]:
     """Each coolant loop's trays as their BMCs last read them (the poll records their coolant readings) within
-    RACK_WINDOW: the rack page's coolant source (apps/inventory/rackscale.py). A rack's trays count toward its first
-    loop, as the poll's judgement does (apps/monitoring/bmc/coolant.py)."""
+    RACK_WINDOW: the compute trays', then the NVLink switch trays' (their leak detectors): the rack page's coolant
+    source (apps/inventory/rackscale.py). A rack's trays count toward its first loop, as the poll's judgement does
+    (apps/monitoring/bmc/coolant.py). Each loop read says how many of its leak sensors sit in switch trays without
+    BMC settings, which no poll reads."""
     loop_of: dict[int, int] = {}
     for loop in sorted(loops, key=lambda loop: loop.name):
         loop_of.setdefault(loop.rack_id, loop.pk)
     found: dict[int, LoopReadings] = {}
-    for rack_id, tray in trays_coolant(node__rack_id__in=loop_of):
+    read = trays_coolant(node__rack_id__in=loop_of)
+    read += trays_coolant(owner="switch_tray", switch_tray__domain__rack_id__in=loop_of)
+    for rack_id, tray in read:
         found.setdefault(loop_of[rack_id], LoopReadings()).trays.append(tray)
+    unread = (
+        LeakSensor.objects.filter(loop_id__in=found, switch_tray__isnull=False, switch_tray__bmc__isnull=True)
+        .order_by()
+        .values_list("loop_id")
+        .annotate(count=Count("pk"))
+    )
+    for loop_id, count in unread:
+        found[loop_id] = replace(found[loop_id], switch_trays_unread=count)
     return found
 
 
@@ -109,20 +122,29 @@ def node_coolant(node) -> dict:
     return {"coolant_loop": loop, "coolant": LoopReadings(trays) if trays else None}
 
 
-def trays_coolant(**nodes) -> list[tuple[int, TrayCoolant]]:
-    """(rack id, tray) for each node the BmcReading lookups in `nodes` select, as its BMC last read its coolant within
-    RACK_WINDOW, by tray slot: the one reading of the poll's coolant series for the rack page and the node page."""
-    recent = BmcReading.objects.filter(kind=SensorKind.COOLANT, time__gte=timezone.now() - RACK_WINDOW, **nodes)
-    latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
-    by_node: dict[tuple, dict[str, float]] = {}
-    rows = recent.filter(time__in=set(latest.values())).order_by("node__tray_slot", "node__hostname")
-    for node_id, hostname, rack_id, time, sensor, value in rows.values_list(
-        "node_id", "node__hostname", "node__rack_id", "time", "sensor", "value"
+# How a tray's coolant series are found, by what the BMC belongs to: its id, name, slot and rack.
+TRAY_FIELDS = {
+    "node": ("node_id", "node__hostname", "node__tray_slot", "node__rack_id"),
+    "switch_tray": ("switch_tray_id", "switch_tray__name", "switch_tray__slot", "switch_tray__domain__rack_id"),
+}
+
+
+def trays_coolant(owner: str = "node", **lookups) -> list[tuple[int, TrayCoolant]]:
+    """(rack id, tray) for each node (or NVLink switch tray, `owner="switch_tray"`) the BmcReading lookups select, as
+    its BMC last read its coolant within RACK_WINDOW, by tray slot: the one reading of the poll's coolant series for
+    the rack page and the node page."""
+    key, name, slot, rack = TRAY_FIELDS[owner]
+    recent = BmcReading.objects.filter(kind=SensorKind.COOLANT, time__gte=timezone.now() - RACK_WINDOW, **lookups)
+    latest = dict(recent.order_by().values_list(key).annotate(latest=Max("time")))
+    by_tray: dict[tuple, dict[str, float]] = {}
+    rows = recent.filter(time__in=set(latest.values())).order_by(slot, name)
+    for owner_id, hostname, rack_id, time, sensor, value in rows.values_list(
+        key, name, rack, "time", "sensor", "value"
     ):
-        if time == latest[node_id]:
-            by_node.setdefault((rack_id, hostname, time), {})[sensor] = value
+        if time == latest[owner_id]:
+            by_tray.setdefault((rack_id, hostname, time), {})[sensor] = value
     found = []
-    for (rack_id, hostname, time), sensors in by_node.items():
+    for (rack_id, hostname, time), sensors in by_tray.items():
         leaks = sensors.get(LEAKS)
         tray = TrayCoolant(
             hostname=hostname,

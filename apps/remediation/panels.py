@@ -5,7 +5,6 @@ server), with their power-on."""
 
 from apps.accounts.choices import Role
 from apps.health.choices import COOLANT_KINDS, Severity
-from apps.health.models import HealthEvent
 from apps.remediation import services
 from apps.remediation.choices import Action
 from apps.remediation.models import RemediationDecision
@@ -13,7 +12,10 @@ from apps.remediation.models import RemediationDecision
 
 def rack_coolant(rack, request) -> dict:
     events = list(
-        HealthEvent.objects.open().filter(node__rack=rack, kind__in=COOLANT_KINDS).select_related("node").worst_first()
+        services.rack_leaks(rack)
+        .filter(kind__in=COOLANT_KINDS)
+        .select_related("node", "nvlink_switch_tray")
+        .worst_first()
     )
     leaks = [event for event in events if event.kind == "coolant_leak"]
     decisions = list(
@@ -21,7 +23,8 @@ def rack_coolant(rack, request) -> dict:
         .select_related("policy")
         .order_by("-decided_at", "-id")
     )
-    trays = services.trays_on(leaks[0].node) if leaks and leaks[0].node else []  # what a power-off would act on
+    origin = services.leak_origin(leaks[0]) if leaks else None
+    trays = services.trays_on(origin) if origin else []  # what a power-off would act on
     off = list(services.nodes_off(rack))
     operator = request.user.has_role(Role.OPERATOR)
     return {

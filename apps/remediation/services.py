@@ -19,7 +19,7 @@ from apps.deployments.node_operations import scheduler_request
 from apps.health.models import HealthEvent
 from apps.health.services import open_events
 from apps.inventory.choices import NodeRole, PowerState
-from apps.inventory.models import Node, Rack
+from apps.inventory.models import Node, NvlinkSwitchTray, Rack
 from apps.inventory.services import NodeChangeRefused, drain_nodes
 from apps.jobs.services import TargetSpec, create_job
 from apps.nodeexec.bmc import POWER_KIND as BMC_POWER
@@ -82,9 +82,11 @@ def _plan(
     """The decision about the event, unsaved. `booked`: the window the action was deferred into, open now, so it runs
     in it; `instead_of`: the deferred decision this one is taken again for (not counted as an earlier attempt)."""
     node = event.node
+    if node is None and policy.action == Action.POWER_OFF_TRAYS:
+        node = leak_origin(event)  # a leak in a switch tray (in no node) endangers its domain's trays all the same
     mode = policy.mode_for(node)  # shadow outside its canary racks
     decision = RemediationDecision(
-        event=event, policy=policy, node=node, kind=event.kind, mode=mode, action=policy.action,
+        event=event, policy=policy, node=event.node, kind=event.kind, mode=mode, action=policy.action,
         opens_repair=policy.action == Action.REPAIR, decided_at=now, outcome=Outcome.REFUSED,
     )  # fmt: skip
     if node is None and policy.action != Action.NOTIFY:
@@ -348,6 +350,24 @@ def _act(decision: RemediationDecision, *, transport, queue, defer: bool = True)
 # --- a coolant leak: the rack's trays powered off --------------------------------------------------------------------
 
 
+def leak_origin(event: HealthEvent) -> Node | None:
+    """The node a leak's power-off starts from (rack_trays of it are what it endangers): the event's node, else, for
+    a leak an NVLink switch tray's BMC read (an event in no node, on the switch tray), the first compute tray of the
+    switch tray's domain; None for neither."""
+    if event.node_id:
+        return event.node
+    if event.nvlink_switch_tray_id:
+        domain_id = NvlinkSwitchTray.objects.filter(pk=event.nvlink_switch_tray_id).values("domain_id")
+        return Node.objects.filter(nvlink_domain_id__in=domain_id).order_by("tray_slot", "hostname").first()
+    return None
+
+
+def rack_leaks(rack: Rack):
+    """The rack's open coolant events: those on its nodes' parts and those on its NVLink switch trays' leak
+    sensors (in no node)."""
+    return HealthEvent.objects.open().filter(Q(node__rack=rack) | Q(nvlink_switch_tray__domain__rack=rack))
+
+
 def rack_trays(node: Node) -> list[Node]:
     """The trays a leak at the node endangers: every compute tray of its NVLink domain (the rack's loop), else the
     node alone."""
@@ -376,13 +396,17 @@ def _trays_text(node: Node, trays: list[Node] | None = None) -> str:
 
 def _leaks_text(node: Node) -> str:
     """Where the coolant leaks: the trays endangered with an open leak, each with the sensor that reads it."""
+    in_switch_trays = Q(nvlink_switch_tray__domain_id=node.nvlink_domain_id) if node.nvlink_domain_id else Q()
     leaks = (
         HealthEvent.objects.open()
-        .filter(kind="coolant_leak", node__in=rack_trays(node))
-        .select_related("node")
-        .order_by("node__tray_slot", "node__hostname", "pk")
+        .filter(Q(node__in=rack_trays(node)) | in_switch_trays, kind="coolant_leak")
+        .select_related("node", "nvlink_switch_tray")
+        .order_by("node__tray_slot", "node__hostname", "nvlink_switch_tray__slot", "pk")
     )
-    return ", ".join(f"{leak.node.hostname} ({leak.component_label})" for leak in leaks) or node.hostname
+    return (
+        ", ".join(f"{(leak.node or leak.nvlink_switch_tray)} ({leak.component_label})" for leak in leaks)
+        or node.hostname
+    )
 
 
 def power_off_trays(*, node: Node, transport: str | None = None, queue: bool = True, requested_by=None):
@@ -436,12 +460,13 @@ def power_on_nodes(*, rack: Rack, transport: str | None = None, queue: bool = Tr
 
 
 def _power_off(decision: RemediationDecision, *, transport, queue) -> None:
+    origin = leak_origin(decision.event)
     try:
         with transaction.atomic():
-            job = power_off_trays(node=decision.node, transport=transport, queue=queue)
+            job = power_off_trays(node=origin, transport=transport, queue=queue)
     except serializers.ValidationError as error:
         decision.outcome = Outcome.FAILED
-        decision.reason = f"Could not power off {_trays_text(decision.node)}, nothing started: {said(error)}"[:500]
+        decision.reason = f"Could not power off {_trays_text(origin)}, nothing started: {said(error)}"[:500]
     else:
         decision.job_id = job.public_id
         decision.reason = f"{decision.reason} (job {job.public_id})"[:500]

@@ -21,7 +21,6 @@ from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.core.forms import form_problems
 from apps.core.text import counted
-from apps.health.models import HealthEvent
 from apps.inventory.models import Gpu, Rack
 from apps.remediation import repairs, services, windows
 from apps.remediation.api.serializers import BACKTEST_WINDOWS
@@ -57,12 +56,13 @@ def remediation(request: HttpRequest) -> HttpResponse:
 def power_off_trays(request: HttpRequest, public_id) -> HttpResponse:
     """Powers off the trays of a rack with an open coolant leak (the job records who asked)."""
     rack = get_object_or_404(Rack, public_id=public_id)
-    leak = HealthEvent.objects.open().filter(node__rack=rack, kind="coolant_leak").select_related("node").first()
-    if leak is None:
+    leak = services.rack_leaks(rack).filter(kind="coolant_leak").select_related("node").order_by("pk").first()
+    origin = services.leak_origin(leak) if leak else None
+    if origin is None:
         messages.error(request, f"Rack {rack.name} has no open coolant leak: nothing powered off.")
         return redirect("rack-detail", public_id=rack.public_id)
     try:
-        job = services.power_off_trays(node=leak.node, requested_by=request.user)
+        job = services.power_off_trays(node=origin, requested_by=request.user)
     except serializers.ValidationError as error:
         messages.error(
             request, f"Could not power off the trays of rack {rack.name}, nothing started: {services.said(error)}"

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from apps.health.models import HealthEvent
 from apps.inventory.choices import PowerState
-from apps.inventory.models import Node, Rack
+from apps.inventory.models import Node, NvlinkSwitchTray, Rack
 from apps.jobs.choices import JobStatus
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
@@ -48,9 +48,9 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(
     assert "from 18 of the 18 nodes on" in page
     assert 'id="coolant-now-' in page and "1 of 18 read a leak (nvl01-t03)" in page  # the loop now, by its limits
     assert "flow <strong>" in page and "design flow 80.0 l/min" in page
-    # The loop's 27 sensors, of which the 9 in switch trays no poll reads: not "27 leak sensors" beside "18 dry".
+    # The loop's 27 sensors, of which the 9 in switch trays without BMC settings no poll reads: said beside "18".
     assert "27 leak sensors (18 in compute trays, 9 in switch trays)" in page
-    assert "9 in switch trays not read" in page
+    assert "9 in switch trays without BMC settings, not read" in page
 
     RemediationPolicy.objects.exclude(name="Coolant leak").delete()
     RemediationPolicy.objects.filter(name="Coolant leak").update(mode=Mode.ON)
@@ -130,3 +130,43 @@ def test_an_air_cooled_server_its_bmc_reads_off_is_offered_the_same_power_on(
     run_shards(job)
     server.refresh_from_db()
     assert server.power_state == PowerState.ON
+
+
+def test_a_leak_in_a_switch_tray_powers_the_rack_trays_off_and_the_rack_page_says_so_first(
+    clock, nvl72_trays, run_shards, client, operator
+):
+    """The switch trays' own BMCs are read: the rack page counts their 9 leak sensors with the compute trays' 18, a
+    leak in one of them is the rack's leak, and the leak policy (on) powers the domain's 18 compute trays off."""
+    rack = Rack.objects.get(name="nvl01")
+    switch_trays = list(NvlinkSwitchTray.objects.filter(domain__rack=rack).order_by("slot"))
+    for tray in switch_trays:
+        factories.make_sim_bmc(tray)
+    poll(run_shards, nvl72_trays)
+
+    page = client_page(client, operator, rack)
+    assert "leak sensors: 27 read, dry" in page and "not read" not in page
+    assert 'id="rack-coolant"' not in page
+
+    simulator.inject_fault(node=nvl72_trays[0], kind="leak", target="4")  # in switch tray 4, not in nvl01-t01
+    poll(run_shards, nvl72_trays)
+    [leak] = HealthEvent.objects.filter(kind="coolant_leak")
+    assert (leak.node, leak.nvlink_switch_tray) == (None, switch_trays[3])
+
+    page = client_page(client, operator, rack)
+    banner = page.index('id="rack-coolant"')
+    assert banner < page.index('id="rack-power"') and "Coolant leak in this rack" in page
+    assert "switch tray nvl01-sw4&#x27;s leak sensor nvl01-sw4-leak reads a leak" in page
+    assert "1 of 27 read a leak (nvl01-sw4)" in page
+    assert f"/remediation/racks/{rack.public_id}/power-off-trays/" in page and "18 trays" in page
+
+    RemediationPolicy.objects.exclude(name="Coolant leak").delete()
+    RemediationPolicy.objects.filter(name="Coolant leak").update(mode=Mode.ON)
+    [decision] = services.evaluate(now=clock.now, queue=False)
+    assert decision.outcome == Outcome.ACTED, decision.reason
+    assert decision.node is None and decision.reason.startswith("Started: power off the 18 trays of rack nvl01")
+    job = run_shards(Job.objects.get(public_id=decision.job_id))
+    assert job.status == JobStatus.SUCCEEDED and job.node_count == 18
+    assert job.parameters["reason"] == (
+        "coolant leak at nvl01-sw4 (leak sensor nvl01-sw4-leak): powering off the 18 trays of rack nvl01"
+    )
+    assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.OFF}
