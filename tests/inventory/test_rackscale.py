@@ -116,6 +116,22 @@ def test_a_domain_missing_a_switch_tray_is_refused_naming_the_domain_and_the_slo
     assert not NvlinkDomain.objects.exists() and not Node.objects.exists()
 
 
+def test_a_switch_trays_bmc_address_is_imported_and_exported_and_a_bad_one_refused_naming_it():
+    _sync_skus()
+    document = nvl72_document()
+    document["switch_trays"][2]["bmc_address"] = "10.24.0.3"
+    import_inventory(text=json.dumps(document), fmt="json")
+
+    assert NvlinkSwitchTray.objects.get(name="nvl01-sw3").bmc_address == "10.24.0.3"
+    exported = json.loads(export_inventory(fmt="json"))
+    assert next(row for row in exported["switch_trays"] if row["name"] == "nvl01-sw3")["bmc_address"] == "10.24.0.3"
+
+    document["switch_trays"][2]["bmc_address"] = "bmc;reboot"
+    problems = rejected(document)
+    assert [(p.section, p.field) for p in problems] == [("switch_trays", "bmc_address")]
+    assert NvlinkSwitchTray.objects.get(name="nvl01-sw3").bmc_address == "10.24.0.3"
+
+
 def test_a_tray_outside_its_domains_rack_and_a_slot_past_the_system_are_refused():
     _sync_skus()
     stray = {

@@ -151,7 +151,7 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "switch_trays", NvlinkSwitchTray, key=("name",), refs={"domain": DOMAIN}, related=("domain__rack",),
-        columns=("name", "domain", "slot", "serial", "position", "u_height"),
+        columns=("name", "domain", "slot", "serial", "bmc_address", "position", "u_height"),
     ),
     Section(
         "power_shelves", PowerShelf, key=("name",), refs={"rack": RACK}, related=("rack",),
