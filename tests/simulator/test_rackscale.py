@@ -10,10 +10,11 @@ import pytest
 from rest_framework.exceptions import ValidationError
 
 from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import Node, NvlinkDomain
+from apps.inventory.models import Node, NvlinkDomain, NvlinkSwitchTray
 from apps.parsers import registry
 from apps.parsers.imex import parse_imex_status
 from apps.parsers.nvidia_smi import parse_nvlink_status, parse_query_text, parse_topology
+from apps.parsers.redfish import parse_leak_detector, parse_redfish
 from apps.simulator import bmc, services
 
 pytestmark = pytest.mark.django_db
@@ -185,3 +186,57 @@ def test_the_parsers_read_the_imex_status_healthy_and_with_a_peer_lost(tray):
     assert lost.domain_state == "DEGRADED"
     assert [(node.number, node.state, node.version) for node in lost.unready] == [(6, "UNAVAILABLE", None)]
     assert lost.connections[0][6] == "D" and set(lost.connections[6].values()) == {"I"}
+
+
+def switch_tray_get(tray, path: str, *, load: float = 0.0) -> tuple[int, dict]:
+    token = "t" * 32
+    status, _, body = bmc.switch_tray_redfish(
+        lambda: bmc.switch_tray_figures(tray, seed=0, load=load, at=AT),
+        "GET",
+        path,
+        headers={"X-Auth-Token": token},
+        body=None,
+        tokens={token},
+    )
+    return status, json.loads(body)
+
+
+def test_a_switch_trays_bmc_answers_redfish_and_a_leak_injected_on_its_slot_reads_critical(tray):
+    switch_tray = NvlinkSwitchTray.objects.get(name="nvl01-sw2")
+    _, chassis = switch_tray_get(switch_tray, bmc.CHASSIS)
+    assert chassis["@odata.type"].startswith("#Chassis.") and "Thermal" not in chassis
+    status, subsystem = switch_tray_get(switch_tray, chassis["ThermalSubsystem"]["@odata.id"])
+    assert status == 200 and "CoolantConnectors" not in subsystem
+    metrics = parse_redfish(json.dumps(switch_tray_get(switch_tray, subsystem["ThermalMetrics"]["@odata.id"])[1]))
+    assert [sensor.name for sensor in metrics.temperatures] == ["Inlet Temp", "NVSwitch0 Temp", "NVSwitch1 Temp"]
+    idle = parse_redfish(json.dumps(switch_tray_get(switch_tray, chassis["EnvironmentMetrics"]["@odata.id"])[1]))
+    busy = parse_redfish(json.dumps(switch_tray_get(switch_tray, f"{bmc.CHASSIS}/EnvironmentMetrics", load=1.0)[1]))
+    assert 300 < idle.consumed_watts < busy.consumed_watts < 1200
+    detection = switch_tray_get(switch_tray, subsystem["LeakDetection"]["@odata.id"])[1]
+    [member] = switch_tray_get(switch_tray, detection["LeakDetectors"]["@odata.id"])[1]["Members"]
+    detector = switch_tray_get(switch_tray, member["@odata.id"])[1]
+    assert (
+        detector["@odata.type"].startswith("#LeakDetector.") and not parse_leak_detector(json.dumps(detector)).leaking
+    )
+    assert switch_tray_get(switch_tray, "/redfish/v1/Systems")[0] == 404  # no host on a switch tray
+
+    services.inject_fault(node=tray, kind="leak", target="2")
+
+    detector = switch_tray_get(switch_tray, bmc.LEAK_DETECTOR)[1]
+    assert (detector["DetectorState"], detector["Status"]["Health"]) == ("Critical", "Critical")
+    assert parse_leak_detector(json.dumps(detector)).leaking
+    other = NvlinkSwitchTray.objects.get(name="nvl01-sw3")
+    assert switch_tray_get(other, bmc.LEAK_DETECTOR)[1]["DetectorState"] == "OK"  # a leak is in one switch tray
+    assert redfish_get(tray, bmc.LEAK_DETECTOR)[1]["DetectorState"] == "OK"  # not in the tray it was injected on
+
+
+def test_a_switch_tray_leak_names_a_slot_of_the_domain(tray):
+    with pytest.raises(ValidationError) as refused:
+        services.inject_fault(node=tray, kind="leak", target="10")
+    assert "nvl01 has switch trays 1 to 9, not '10'" in str(refused.value.detail["target"])
+    with pytest.raises(ValidationError) as refused:
+        services.inject_fault(node=Node.objects.get(hostname="gpu001"), kind="leak", target="2")
+    assert "needs a compute tray of a rack-scale domain" in str(refused.value.detail)
+    assert services.inject_fault(node=tray, kind="leak", target="2").summary.endswith(
+        "coolant leak detected in NVLink switch tray 2"
+    )
