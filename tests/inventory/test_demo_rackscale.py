@@ -85,6 +85,16 @@ def test_a_demo_loaded_with_its_nvl72_leaves_unplaced_places_them_when_loaded_ag
     assert not Switch.objects.filter(name__startswith="leaf-nvl01-", position__isnull=True).exists()
 
 
+def test_a_demo_loaded_before_its_switch_trays_had_bmc_addresses_gets_them_when_loaded_again():
+    load_cluster(SHAPE)
+    NvlinkSwitchTray.objects.update(bmc_address="")
+
+    load_cluster(SHAPE)
+
+    assert NvlinkSwitchTray.objects.get(name="nvl01-sw9").bmc_address == "10.24.0.9"
+    assert not NvlinkSwitchTray.objects.filter(bmc_address="").exists()
+
+
 def test_loading_again_adds_nothing():
     load_cluster(SHAPE)
     models = (Node, Gpu, Nic, NvlinkSwitchTray, PowerShelf, LeakSensor, Pdu)

@@ -9,6 +9,7 @@ from apps.health.models import HealthEvent
 from apps.inventory.models import LeakSensor, Node, NvlinkSwitchTray
 from apps.jobs.choices import JobStatus
 from apps.monitoring.bmc.coolant import FLOW_LOW_SHARE
+from apps.monitoring.bmc.polling import schedule_polls
 from apps.monitoring.choices import PollResult
 from apps.monitoring.models import Bmc, BmcReading
 from apps.simulator import services as simulator
@@ -123,3 +124,13 @@ def test_an_unreachable_switch_tray_bmc_is_a_poll_result_like_a_nodes(tray, swit
     assert bmc.last_message == f"BMC {switch_tray.bmc_address} (nvl01-sw3) refused the credentials of user 'admin'"
     assert not BmcReading.objects.filter(switch_tray=switch_tray).exists()
     assert job.events.filter(level="error", message__startswith="nvl01-sw3: BMC").exists()
+
+
+def test_a_sites_scheduled_poll_reads_its_switch_trays_too(switch_tray, run_shards):
+    [job] = schedule_polls()
+    assert job.parameters["site"] == switch_tray.domain.rack.site.slug
+
+    run_shards(job)
+
+    assert Bmc.objects.get(switch_tray=switch_tray).last_result == PollResult.OK
+    assert BmcReading.objects.filter(switch_tray=switch_tray, sensor="Leak detectors leaking", value=0).exists()

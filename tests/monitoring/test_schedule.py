@@ -100,3 +100,7 @@ def test_sim_bmcs_reads_a_rack_scale_tray_over_redfish(db):
 
     assert Bmc.objects.get(node__hostname="nvl01-t01").protocol == BmcProtocol.REDFISH
     assert Bmc.objects.get(node__hostname="gpu001").protocol == BmcProtocol.IPMI
+    # Its 9 NVLink switch trays' BMCs too (their leak detectors), over Redfish, at their own addresses.
+    trays = Bmc.objects.filter(switch_tray__isnull=False).select_related("switch_tray")
+    assert {(bmc.protocol, bmc.has_password) for bmc in trays} == {(BmcProtocol.REDFISH, True)}
+    assert sorted(bmc.address for bmc in trays) == [f"10.24.0.{slot}" for slot in range(1, 10)]
