@@ -135,17 +135,15 @@ def test_every_tray_output_is_recognised_by_the_parsers(tray):
         registry.parse(tool, text)
 
 
-def redfish_get(node, path: str, *, load: float = 1.0) -> tuple[int, dict]:
+def get(service, figures_at, path: str) -> tuple[int, dict]:
+    """A GET of a simulated Redfish service (bmc.redfish, bmc.switch_tray_redfish) within a session."""
     token = "t0ken"
-    status, _, body = bmc.redfish(
-        lambda: bmc.node_figures(node, seed=0, load=load, at=AT),
-        "GET",
-        path,
-        headers={"X-Auth-Token": token},
-        body=None,
-        tokens={token},
-    )
+    status, _, body = service(figures_at, "GET", path, headers={"X-Auth-Token": token}, body=None, tokens={token})
     return status, json.loads(body)
+
+
+def redfish_get(node, path: str, *, load: float = 1.0) -> tuple[int, dict]:
+    return get(bmc.redfish, lambda: bmc.node_figures(node, seed=0, load=load, at=AT), path)
 
 
 def test_a_trays_bmc_reads_its_coolant_and_leak_detector_and_the_faults_move_them(tray):
@@ -189,16 +187,7 @@ def test_the_parsers_read_the_imex_status_healthy_and_with_a_peer_lost(tray):
 
 
 def switch_tray_get(tray, path: str, *, load: float = 0.0) -> tuple[int, dict]:
-    token = "t" * 32
-    status, _, body = bmc.switch_tray_redfish(
-        lambda: bmc.switch_tray_figures(tray, seed=0, load=load, at=AT),
-        "GET",
-        path,
-        headers={"X-Auth-Token": token},
-        body=None,
-        tokens={token},
-    )
-    return status, json.loads(body)
+    return get(bmc.switch_tray_redfish, lambda: bmc.switch_tray_figures(tray, seed=0, load=load, at=AT), path)
 
 
 def test_a_switch_trays_bmc_answers_redfish_and_a_leak_injected_on_its_slot_reads_critical(tray):

@@ -63,45 +63,46 @@ def judge_switch_tray_leaks(*, outcomes: dict[int, PollOutcome], at: datetime) -
     leaking = {
         tray_id: outcome.coolant
         for tray_id, outcome in outcomes.items()
-        if outcome.coolant is not None
-        and outcome.coolant.leaking
-        and outcome.result in (PollResult.OK, PollResult.PARTIAL)
+        if outcome.coolant is not None and outcome.result in (PollResult.OK, PollResult.PARTIAL)
     }
-    if not leaking:
-        return []
-    trays = NvlinkSwitchTray.objects.filter(pk__in=leaking).select_related("domain").order_by("name")
+    leaking = {tray_id: coolant for tray_id, coolant in leaking.items() if coolant.leaking}
     events = []
-    for tray in trays:
-        sensor = (
-            LeakSensor.objects.filter(switch_tray=tray).select_related("loop", "switch_tray").order_by("name").first()
-        )
-        loop = (
-            sensor.loop if sensor else CoolantLoop.objects.filter(rack_id=tray.domain.rack_id).order_by("name").first()
-        )
+    for tray in NvlinkSwitchTray.objects.filter(pk__in=leaking).select_related("domain").order_by("name"):
+        sensor, loop = _switch_tray_sensor(tray)
         component = health.Component.leak_sensor(sensor, None) if sensor else health.Component.of(tray)
-        where = (
-            f"switch tray {tray.name}'s leak sensor {sensor.name}"
-            if sensor
-            else f"switch tray {tray.name}'s leak detector"
-        )
-        detectors = leaking[tray.pk].leaking
+        _, kind, severity, summary, evidence = _leak(component, f"switch tray {tray.name}", sensor, leaking[tray.pk])
         events.append(
             health.record_event(
                 component=component,
                 source=Source.BMC_SENSORS,
-                kind="coolant_leak",
-                severity=Severity.CRITICAL,
-                summary=f"Coolant leak: {where} reads a leak ({', '.join(detectors)})",
-                evidence={
-                    "loop": loop.name if loop else "",
-                    "detectors": list(detectors),
-                    "reading": "leak",
-                    "threshold": "no leak",
-                },
+                kind=kind,
+                severity=severity,
+                summary=summary,
+                evidence={"loop": loop.name if loop else "", **evidence},
                 at=at,
             )
         )
     return events
+
+
+def _switch_tray_sensor(tray: NvlinkSwitchTray) -> tuple[LeakSensor | None, CoolantLoop | None]:
+    """The switch tray's leak sensor (None where none is inventoried) and the loop its leak is in."""
+    sensor = LeakSensor.objects.filter(switch_tray=tray).select_related("loop", "switch_tray").order_by("name").first()
+    if sensor is not None:
+        return sensor, sensor.loop
+    return None, CoolantLoop.objects.filter(rack_id=tray.domain.rack_id).order_by("name").first()
+
+
+def _leak(component, tray: str, sensor, coolant: Coolant):
+    """A leak its detectors read in a tray (a compute tray's host name, or "switch tray <name>"): the fault."""
+    where = f"{tray}'s leak sensor {sensor.name}" if sensor else f"{tray}'s leak detector"
+    return (
+        component,
+        "coolant_leak",
+        Severity.CRITICAL,
+        f"Coolant leak: {where} reads a leak ({', '.join(coolant.leaking)})",
+        {"detectors": list(coolant.leaking), "reading": "leak", "threshold": "no leak"},
+    )
 
 
 def _trays_per_rack(nodes: list[Node]) -> dict[int, int]:
@@ -119,14 +120,7 @@ def _faults(node: Node, coolant: Coolant, loop, sensors, trays_per_rack):
     if coolant.leaking:
         sensor = sensors.get(node.pk)
         component = health.Component.leak_sensor(sensor, node) if sensor else health.Component.coolant(node)
-        where = f"{node.hostname}'s leak sensor {sensor.name}" if sensor else f"{node.hostname}'s leak detector"
-        yield (
-            component,
-            "coolant_leak",
-            Severity.CRITICAL,
-            f"Coolant leak: {where} reads a leak ({', '.join(coolant.leaking)})",
-            {"detectors": list(coolant.leaking), "reading": "leak", "threshold": "no leak"},
-        )
+        yield _leak(component, node.hostname, sensor, coolant)
     if loop is None:
         return  # no loop inventoried: nothing to judge the figures against
     part = health.Component.coolant(node)
