@@ -56,7 +56,8 @@ up: install
 	if command -v prometheus >/dev/null; then \
 	  mkdir -p var/prometheus && cp docker/prometheus.yml var/prometheus/prometheus.yml && \
 	  prometheus --config.file=var/prometheus/prometheus.yml --storage.tsdb.path=var/prometheus/data \
-	    --storage.tsdb.retention.time=35d --web.listen-address=127.0.0.1:9090 --log.level=warn & \
+	    --storage.tsdb.retention.time=35d --web.listen-address=127.0.0.1:9090 --web.enable-lifecycle \
+	    --log.level=warn & \
 	  export RACKPILOT_PROMETHEUS_URL=$${RACKPILOT_PROMETHEUS_URL:-http://127.0.0.1:9090}; \
 	else echo "prometheus not installed: telemetry pages read the simulator directly"; fi; \
 	$(BIN)/uvicorn portal.asgi:application --host 127.0.0.1 --port $(PORT) --ws-per-message-deflate false & \

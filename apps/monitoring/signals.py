@@ -1,5 +1,5 @@
-"""Prometheus's targets follow the inventory and the workloads: a change to a node, a GPU or a service rewrites
-them once its transaction commits."""
+"""Prometheus's targets and rules follow the inventory, the workloads and the SLOs: a change to a node, a GPU or a
+service rewrites them once its transaction commits, a change to an SLO its rules (an SLO's rules name its nodes)."""
 
 import logging
 
@@ -7,8 +7,10 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from apps.inventory.models import Gpu, Node
+from apps.monitoring.models import Slo
+from apps.monitoring.rule_files import write_and_reload
 from apps.monitoring.targets import write_targets
-from apps.workloads.models import InferenceService
+from apps.workloads.models import InferenceService, TrainingJobNode
 
 logger = logging.getLogger(__name__)
 
@@ -17,8 +19,19 @@ def _rewrite(**kwargs) -> None:
     def write():
         try:
             write_targets()
+            write_and_reload()
         except OSError:  # a read-only folder must not fail the change that triggered it
-            logger.exception("could not write Prometheus's targets")
+            logger.exception("could not write Prometheus's targets or rules")
+
+    transaction.on_commit(write)
+
+
+def _rewrite_rules(**kwargs) -> None:
+    def write():
+        try:
+            write_and_reload()
+        except OSError:
+            logger.exception("could not write Prometheus's rules")
 
     transaction.on_commit(write)
 
@@ -28,3 +41,6 @@ def connect() -> None:
         post_save.connect(_rewrite, sender=model, dispatch_uid=f"monitoring-targets-save-{model.__name__}")
         post_delete.connect(_rewrite, sender=model, dispatch_uid=f"monitoring-targets-delete-{model.__name__}")
     m2m_changed.connect(_rewrite, sender=InferenceService.nodes.through, dispatch_uid="monitoring-targets-m2m")
+    for model in (Slo, TrainingJobNode):  # a training job's SLO names the job's nodes
+        post_save.connect(_rewrite_rules, sender=model, dispatch_uid=f"monitoring-rules-save-{model.__name__}")
+        post_delete.connect(_rewrite_rules, sender=model, dispatch_uid=f"monitoring-rules-delete-{model.__name__}")

@@ -61,8 +61,9 @@ def service_targets(*, exporters: str) -> list[dict]:
     return groups
 
 
-def _replace(path: Path, groups: list[dict]) -> bool:
-    text = json.dumps(groups, indent=2) + "\n"
+def replace_file(path: Path, text: str) -> bool:
+    """Write text to path unless it already holds it: aside, then renamed over it (a reader never sees half a
+    file); whether it was written."""
     if path.exists() and path.read_text() == text:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +89,6 @@ def write_targets(*, directory: str | None = None, exporters: str | None = None)
         ("vllm.json", service_targets(exporters=exporters)),
         ("node.json", node_targets(exporters=exporters, port=NODE_EXPORTER_PORT, path="node-metrics")),
     ):
-        if _replace(folder / name, groups):
+        if replace_file(folder / name, json.dumps(groups, indent=2) + "\n"):
             changed.append(folder / name)
     return changed

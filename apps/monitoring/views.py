@@ -3,7 +3,6 @@ Rackpilot's own /metrics. Thin: apps.monitoring.services and apps.monitoring.bmc
 
 import secrets
 
-import yaml
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,13 +16,13 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
 from apps.inventory.models import Node
-from apps.monitoring import charts, gpuhours, grafana, services, slo
+from apps.monitoring import charts, gpuhours, grafana, rule_files, services
 from apps.monitoring.bmc import logins, power
 from apps.monitoring.choices import BmcProtocol
 from apps.monitoring.forms import BmcForm, SloForm
 from apps.monitoring.metrics import registry
 from apps.monitoring.models import Bmc, Slo
-from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window, telemetry_rules
+from apps.monitoring.telemetry import WINDOWS, TelemetryError, Window
 from apps.monitoring.validation import runs
 from apps.workloads.models import InferenceService
 
@@ -173,9 +172,7 @@ def slo_list(request: HttpRequest) -> HttpResponse:
 def slo_rules(request: HttpRequest) -> HttpResponse:
     """Prometheus recording and alerting rules for every SLO, and the telemetry pages' recorded series (load them
     with `rule_files:`)."""
-    document = slo.rules([row.spec() for row in Slo.objects.select_related("service", "training_job", "rack")])
-    document["groups"] += telemetry_rules()
-    response = HttpResponse(yaml.safe_dump(document, sort_keys=False), content_type="application/yaml")
+    response = HttpResponse(rule_files.rules_text(), content_type="application/yaml")
     response["Content-Disposition"] = 'attachment; filename="rackpilot-slo-rules.yml"'
     return response
 

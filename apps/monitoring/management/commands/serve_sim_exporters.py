@@ -2,13 +2,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.monitoring.exporters import exporter_server
+from apps.monitoring.rule_files import write_rules
 from apps.monitoring.targets import write_targets
 
 
 class Command(BaseCommand):
     help = (
         "Serve the simulated cluster's dcgm-exporter (/nodes/<host>/metrics) and vLLM (/services/<name>/metrics) "
-        "pages for Prometheus, and write Prometheus's file_sd targets pointing at them."
+        "pages for Prometheus, and write Prometheus's file_sd targets pointing at them and its rules."
     )
 
     def add_arguments(self, parser):
@@ -23,6 +24,7 @@ class Command(BaseCommand):
             raise CommandError(f"--listen takes host:port, such as 127.0.0.1:9400, not {listen!r}")
         server = exporter_server(host=host, port=int(port))
         written = write_targets(exporters=advertise or f"{host}:{server.port}")
+        written += [path for path in [write_rules()] if path is not None]
         for path in written:
             self.stdout.write(f"Wrote {path}")
         self.stdout.write(
