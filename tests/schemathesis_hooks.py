@@ -52,7 +52,11 @@ DATA_DEPENDENT = [
     # point, a switch port's cable, the SSH access profile of a site, rack or node.
     re.compile(r"^This (?:node|site|rack|switch port|port) already (?:has|records) .+\.$"),
     re.compile(r"^.+ has BMC settings already: change those\.$"),  # one BMC per node
-    re.compile(r"^A BMC stays with its node: "),  # an update naming another node than the stored one
+    # An update naming another node or switch tray than the stored one.
+    re.compile(r"^A BMC stays with its node(?: or switch tray)?: "),
+    # A new BMC belongs to a node or an NVLink switch tray, one of them; a switch tray's is read over Redfish only.
+    re.compile(r"^Name the node or the NVLink switch tray \(switch_tray\) the BMC belongs to, one of them\.$"),
+    re.compile(r"^An NVLink switch tray's BMC is read over Redfish \(its leak detectors are only there\)\.$"),
     re.compile(r"^.+ already has an? \w+ fault(?: on .+)?\.$", re.DOTALL),  # a simulated fault already injected
     # A simulated fault's target is one the node has (a GPU index, a data NIC, a checkpoint), as the kind says.
     re.compile(r"^.+ has no (?:GPU|data NIC|checkpoint) .+\.$", re.DOTALL),

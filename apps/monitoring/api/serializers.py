@@ -40,6 +40,7 @@ class BmcSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="The NVLink switch tray, by name (nvl01-sw3); null for a node.",
+        error_messages={"does_not_exist": "No NVLink switch tray matches {value}."},
     )
     address = serializers.CharField(max_length=253, trim_whitespace=False, validators=[host_validator])
     protocol = serializers.ChoiceField(choices=BmcProtocol.choices, default=BmcProtocol.IPMI)
