@@ -5,12 +5,16 @@ import shutil
 
 import pytest
 
+from apps.inventory.models import NvlinkDomain, NvlinkSwitchTray
 from apps.jobs.choices import StepStatus
+from apps.jobs.services import TargetSpec, create_job
+from apps.monitoring.bmc import logins
 from apps.monitoring.choices import PollResult
 from apps.monitoring.models import Bmc, BmcReading
+from tests import factories
 from tests.live_server import need
 
-from .emulators import USER
+from .emulators import PASSWORD, USER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,3 +105,40 @@ def test_sushy_refuses_a_wrong_password(sushy, emulated_node, poll):
 
     assert job.steps.get().summary == f"BMC 127.0.0.1 ({node.hostname}) refused the credentials of user '{USER}'"
     assert not BmcReading.objects.exists()
+
+
+def test_a_sites_poll_reads_its_switch_trays_bmcs_over_https_and_one_that_never_answers_is_unreachable(
+    sushy, emulated_node, run_shards, settings
+):
+    from .emulators import free_port
+
+    settings.RACKPILOT_BMC_TIMEOUT_SECONDS = 3
+    node = emulated_node("redfish", sushy.port, verify_tls=False)
+    rack = factories.make_rack(name="nvl09", site=node.rack.site)
+    domain = NvlinkDomain.objects.create(name="nvl09", rack=rack, system="GB200 NVL72")
+    answering, silent = (
+        NvlinkSwitchTray.objects.create(name=f"nvl09-sw{slot}", domain=domain, slot=slot) for slot in (1, 2)
+    )
+    for tray, port in ((answering, sushy.port), (silent, free_port())):
+        logins.save_bmc(
+            switch_tray=tray, address="127.0.0.1", protocol="redfish", port=port, user=USER, verify_tls=False,
+            password=PASSWORD,
+        )  # fmt: skip
+    job = create_job(
+        kind="bmc-poll",
+        targets=TargetSpec(nodes=(node.hostname,)),
+        parameters={"site": node.rack.site.slug},
+        transport="local",
+    )
+
+    job = run_shards(job)
+
+    read = Bmc.objects.get(switch_tray=answering)
+    assert read.last_result == PollResult.PARTIAL  # sushy serves no Power resource
+    assert "CPU Temp" in {reading.sensor for reading in BmcReading.objects.latest_per_sensor(answering)}
+    unreachable = Bmc.objects.get(switch_tray=silent)
+    assert unreachable.last_result == PollResult.UNREACHABLE and unreachable.polls_failed == 1
+    assert unreachable.last_message.startswith("BMC 127.0.0.1 (nvl09-sw2) did not answer")
+    assert not BmcReading.objects.filter(switch_tray=silent).exists()
+    assert job.events.filter(level="error", message__startswith="nvl09-sw2: BMC 127.0.0.1 (nvl09-sw2) did not").exists()
+    assert job.steps.get().status == StepStatus.SUCCEEDED  # the node's own cell: a switch tray is no cell
