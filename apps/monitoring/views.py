@@ -9,13 +9,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from prometheus_client import generate_latest
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from apps.accounts.choices import Role
 from apps.accounts.decorators import role_required
-from apps.inventory.models import Node
+from apps.inventory.models import Node, NvlinkSwitchTray
 from apps.monitoring import charts, gpuhours, grafana, rule_files, services
 from apps.monitoring.bmc import logins, power
 from apps.monitoring.choices import BmcProtocol
@@ -108,8 +109,24 @@ def metrics(request: HttpRequest) -> HttpResponse:
 def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
     """A node's BMC settings: operators edit them; the password is write-only."""
     node = get_object_or_404(Node, public_id=public_id)
-    bmc = Bmc.objects.filter(node=node).first()
-    initial = {"address": node.bmc_address, "protocol": BmcProtocol.IPMI, "verify_tls": True}
+    return _bmc_edit(request, owner=node, field="node", back=reverse("node-detail", args=[node.public_id]))
+
+
+@role_required(Role.OPERATOR)
+def switch_tray_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
+    """An NVLink switch tray's BMC settings (Redfish only): operators edit them; the password is write-only."""
+    tray = get_object_or_404(NvlinkSwitchTray.objects.select_related("domain__rack"), public_id=public_id)
+    return _bmc_edit(
+        request, owner=tray, field="switch_tray", back=reverse("rack-detail", args=[tray.domain.rack.public_id])
+    )
+
+
+def _bmc_edit(request: HttpRequest, *, owner, field: str, back: str) -> HttpResponse:
+    """The BMC settings form of a node or a switch tray (`field` says which); saved, back to `back`."""
+    bmc = Bmc.objects.filter(**{field: owner}).first()
+    name = owner.hostname if field == "node" else f"switch tray {owner.name}"
+    protocol = BmcProtocol.REDFISH if field == "switch_tray" else BmcProtocol.IPMI
+    initial = {"address": owner.bmc_address, "protocol": protocol, "verify_tls": True}
     if bmc is not None:
         initial |= {"protocol": bmc.protocol, "port": bmc.port, "user": bmc.user, "verify_tls": bmc.verify_tls}
     form = BmcForm(request.POST or None, initial=initial)
@@ -117,7 +134,7 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
         data = form.cleaned_data
         try:
             logins.save_bmc(
-                node=node,
+                **{field: owner},
                 address=data["address"],
                 protocol=data["protocol"],
                 port=data["port"],
@@ -129,9 +146,10 @@ def node_bmc_edit(request: HttpRequest, public_id) -> HttpResponse:
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            messages.success(request, f"BMC settings of {node.hostname} saved.")
-            return redirect("node-detail", public_id=node.public_id)
-    return render(request, "monitoring/bmc_form.html", {"node": node, "bmc": bmc, "form": form})
+            messages.success(request, f"BMC settings of {name} saved.")
+            return redirect(back)
+    context = {"name": name, "bmc": bmc, "form": form, "back": back}
+    return render(request, "monitoring/bmc_form.html", context)
 
 
 @role_required(Role.OPERATOR)

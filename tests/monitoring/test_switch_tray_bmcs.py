@@ -100,3 +100,40 @@ def test_api_bad_input_for_a_switch_tray_names_the_field_and_saves_nothing(api_a
     assert not Bmc.objects.exists()
     switch_tray.refresh_from_db()
     assert switch_tray.bmc_address == "10.24.9.1"
+
+
+def test_the_rack_page_links_operators_to_a_switch_trays_bmc_form_which_saves_it(
+    client, browser_as, viewer, operator, switch_tray
+):
+    url = f"/telemetry/switch-trays/{switch_tray.public_id}/bmc/"
+    rack = switch_tray.domain.rack
+    assert client.get(url).status_code == 302  # to the login page
+    assert browser_as(viewer).get(url).status_code == 403
+    assert url not in browser_as(viewer).get(f"/racks/{rack.public_id}/").content.decode()
+    page = browser_as(operator)
+    assert url in page.get(f"/racks/{rack.public_id}/").content.decode()
+    form = {"address": "10.24.9.8", "protocol": "redfish", "user": "ops", "verify_tls": "on"}
+
+    response = page.post(url, form | {"password": PASSWORD})
+
+    assert response.status_code == 302 and response.url == f"/racks/{rack.public_id}/"
+    bmc = Bmc.objects.get(switch_tray=switch_tray)
+    assert (bmc.address, bmc.protocol, bmc.user, bmc.password()) == ("10.24.9.8", "redfish", "ops", PASSWORD)
+    shown = page.get(url).content.decode()
+    assert "BMC of switch tray nvl09-sw1" in shown and PASSWORD not in shown and "A password is stored." in shown
+
+
+def test_the_switch_tray_form_refuses_ipmi_and_bad_input_naming_them_and_saves_nothing(
+    browser_as, operator, switch_tray
+):
+    page = browser_as(operator)
+    url = f"/telemetry/switch-trays/{switch_tray.public_id}/bmc/"
+
+    ipmi = page.post(url, {"address": "10.24.9.8", "protocol": "ipmi", "user": "ops"}).content.decode()
+    shell = page.post(url, {"address": "10.24.9.8; reboot", "protocol": "redfish", "user": "ops"}).content.decode()
+
+    assert "read over Redfish (its leak detectors are only there)" in ipmi.replace("&#x27;", "'")
+    assert "Enter a host name" in shell
+    assert not Bmc.objects.exists()
+    switch_tray.refresh_from_db()
+    assert switch_tray.bmc_address == "10.24.9.1"
