@@ -18,7 +18,9 @@ class SimulatorBackend(Protocol):
     `seconds` is how long the real command would take: the transport waits that long on its event loop (no thread
     held, so 500 nodes sleeping together take the model's time), honouring the step's timeout and cancel.
     A backend may also offer `session(node)`, an object whose run(argv) answers the commands of one connection (so
-    that they share what it read of the node).
+    that they share what it read of the node), and `shared_reads()`: an object the transport asks for once per
+    fan-out and hands to each of its sessions as `session(node, shared)` (so that they share what is the same for
+    all of them).
     """
 
     def run(self, node: NodeTarget, argv: list[str]) -> tuple: ...
@@ -99,9 +101,12 @@ def _bytes(value) -> bytes:
 
 
 class SimSession:
-    def __init__(self, backend: SimulatorBackend, target: NodeTarget):
+    def __init__(self, backend: SimulatorBackend, target: NodeTarget, shared=None):
         self.backend, self.target = backend, target
-        opened = backend.session(target) if hasattr(backend, "session") else None
+        if not hasattr(backend, "session"):
+            opened = None
+        else:
+            opened = backend.session(target, shared) if shared is not None else backend.session(target)
         self._run = opened.run if opened is not None else functools.partial(backend.run, target)
 
     async def run(self, argv, *, timeout, collector: OutputCollector, cancel: asyncio.Event, grace: float):
@@ -148,13 +153,21 @@ async def _finished_in_time(work: asyncio.Future, cancel: asyncio.Event, timeout
 
 
 class SimTransport:
+    """One per fan-out: its sessions share the backend's shared_reads(), asked for at the first open."""
+
     name = "sim"
+
+    def __init__(self):
+        self._backend, self._shared = None, None
 
     async def open(self, target: NodeTarget) -> SimSession:
         backend = get_simulator()
         if backend is None:
             raise TransportError("no simulator is installed (the sim transport needs apps.simulator)")
-        return SimSession(backend, target)
+        if backend is not self._backend:  # the first open (or a test installed another backend since)
+            self._backend = backend
+            self._shared = backend.shared_reads() if hasattr(backend, "shared_reads") else None
+        return SimSession(backend, target, self._shared)
 
     async def aclose(self) -> None:
         return None

@@ -9,6 +9,7 @@ from django.conf import settings
 from apps.core.threads import thread_connection_returned
 from apps.inventory.models import Node
 from apps.simulator import services
+from apps.simulator.state import FabricReads
 
 
 class SimulatorBackend:
@@ -23,14 +24,19 @@ class SimulatorBackend:
         """One command on its own: the node's state is read for it."""
         return self.session(node).run(argv)
 
-    def session(self, node) -> "BackendSession":
-        """A connection's worth of commands: the node and its state are read once (see services.NodeSession)."""
-        return BackendSession(self, node)
+    def session(self, node, shared: FabricReads | None = None) -> "BackendSession":
+        """A connection's worth of commands: the node and its state are read once (see services.NodeSession);
+        `shared`: what the sessions of one fan-out read once for all of them (from shared_reads())."""
+        return BackendSession(self, node, shared)
+
+    def shared_reads(self) -> FabricReads:
+        """What the sim transport's sessions of one fan-out share: the fabric's figures, each leaf read once."""
+        return FabricReads()
 
 
 class BackendSession:
-    def __init__(self, backend: SimulatorBackend, node):
-        self.backend, self.node = backend, node
+    def __init__(self, backend: SimulatorBackend, node, shared: FabricReads | None = None):
+        self.backend, self.node, self.shared = backend, node, shared
         self._session: services.NodeSession | None = None
 
     def run(self, argv: list[str]) -> tuple[int, str, str, float]:
@@ -41,7 +47,11 @@ class BackendSession:
                     name = getattr(self.node, "hostname", self.node)
                     return 255, "", f"ssh: Could not resolve hostname {name}: Name or service not known\n", 0.0
                 self._session = services.NodeSession(
-                    inventory_node, seed=self.backend.seed, load=self.backend.load, real_time=self.backend.real_time
+                    inventory_node,
+                    seed=self.backend.seed,
+                    load=self.backend.load,
+                    real_time=self.backend.real_time,
+                    fabric=self.shared,
                 )
             return self._session.run(list(argv)).as_answer()
 

@@ -17,7 +17,14 @@ from apps.simulator.faults.node import apply_faults, check_target
 from apps.simulator.faults.spec import FaultError
 from apps.simulator.models import SimChange, SimFault, SimServingLoad
 from apps.simulator.serving import ServingLedger
-from apps.simulator.state import SimulatedNode, build_state, data_leaves, leaf_pods, leaf_uplink_ratios
+from apps.simulator.state import (
+    FabricReads,
+    SimulatedNode,
+    build_state,
+    data_leaves,
+    leaf_pods,
+    leaf_uplink_ratios,
+)
 from apps.simulator.telemetry import ClusterTelemetry, NodeHistory, TimedChange, TimedFault
 from apps.simulator.terminal import ClusterHost, CommandOutput, Context
 from apps.simulator.tools import nccl
@@ -44,17 +51,37 @@ __all__ = [
 ]
 
 
-def _loaded(node: Node) -> Node:
+def _with_parts():
+    """Nodes with what their state is built from, prefetched (the same few queries for one node or thousands)."""
     nics = Nic.objects.select_related("cable_as_a", "cable_as_b")
     return Node.objects.prefetch_related(
         "gpus__sku", Prefetch("nics", queryset=nics), "firmware", "volumes__tier", "sim_faults", "sim_changes"
-    ).get(pk=node.pk)
+    )
 
 
-def node_state(*, node: Node) -> SimulatedNode:
-    """The node as the simulator sees it now: its inventory, its faults, then the changes commands made."""
+def _loaded(node: Node) -> Node:
+    return _with_parts().get(pk=node.pk)
+
+
+def _state_of(node: Node, ratios: dict | None = None, pods: dict | None = None) -> SimulatedNode:
+    """A loaded node's state now: its inventory, its faults, then the changes commands made."""
+    return apply_changes(apply_faults(build_state(node, ratios, pods), node.sim_faults.all()), node.sim_changes.all())
+
+
+def node_state(*, node: Node, fabric: FabricReads | None = None) -> SimulatedNode:
+    """The node as the simulator sees it now: its inventory, its faults, then the changes commands made. `fabric`:
+    its leaves' figures read through it (shared with other nodes' sessions), else read for this node alone."""
     node = _loaded(node)
-    return apply_changes(apply_faults(build_state(node), node.sim_faults.all()), node.sim_changes.all())
+    return _state_of(node, *fabric.of(data_leaves(node))) if fabric is not None else _state_of(node)
+
+
+def node_states(*, hostnames) -> dict[str, SimulatedNode]:
+    """The states of many nodes by host name (those that exist), as node_state builds each, in a number of queries
+    that does not grow with the nodes: a launcher reaching 2,048 nodes reads them together, not one by one."""
+    nodes = list(_with_parts().filter(hostname__in=set(hostnames)))
+    leaves = set().union(*(data_leaves(node) for node in nodes))
+    ratios, pods = leaf_uplink_ratios(leaves), leaf_pods(leaves)
+    return {node.hostname: _state_of(node, ratios, pods) for node in nodes}
 
 
 _UNREAD = object()
@@ -68,14 +95,24 @@ class NodeSession:
     stored changes moved meanwhile, and only then is it rebuilt. So a fault injected while a job runs shows within a
     second, and a command costs no database work in between (the sim transport's threads would open a connection
     for every query). The session's own changes are applied to the state at once and stored. An edit of the
-    inventory itself (a GPU row changed) shows from the next session on.
+    inventory itself (a GPU row changed) shows from the next session on; the fabric's figures (leaf uplink ratios,
+    pods), when the sessions of a fan-out share a FabricReads, from the next fan-out on.
     """
 
     recheck_seconds = 1.0
 
-    def __init__(self, node: Node, *, seed: int = 0, load: float = 0.0, real_time: bool = False):
+    def __init__(
+        self,
+        node: Node,
+        *,
+        seed: int = 0,
+        load: float = 0.0,
+        real_time: bool = False,
+        fabric: FabricReads | None = None,
+    ):
         self.node, self.seed, self.load = node, seed, max(0.0, min(load, 1.0))
         self.real_time = real_time
+        self.fabric = fabric  # shared with the other sessions of a fan-out, when the transport offers it
         self._state: SimulatedNode | None = None
         self._state_seen: tuple = ()
         self._checked = 0.0
@@ -96,7 +133,7 @@ class NodeSession:
             return self._state
         seen, self._checked = self._seen(), now
         if self._state is None or seen != self._state_seen:
-            self._state, self._state_seen = node_state(node=self.node), seen
+            self._state, self._state_seen = node_state(node=self.node, fabric=self.fabric), seen
         return self._state
 
     def _peer_state(self, hostname: str) -> SimulatedNode | None:
@@ -104,9 +141,15 @@ class NodeSession:
         if hostname == self.node.hostname:
             return self._current_state()
         if hostname not in self._peers:
-            node = Node.objects.filter(hostname=hostname).first()
-            self._peers[hostname] = node_state(node=node) if node is not None else None
+            self._read_peers([hostname])
         return self._peers[hostname]
+
+    def _read_peers(self, hostnames: list[str]) -> None:
+        """The states of the other nodes a launcher is about to reach, those not read yet, all in one read."""
+        unread = {name for name in hostnames if name != self.node.hostname and name not in self._peers}
+        if unread:
+            states = node_states(hostnames=unread)
+            self._peers.update({name: states.get(name) for name in unread})
 
     def _cluster(self) -> list[ClusterHost]:
         """The compute nodes a scheduler on this node declares (one query, read once per session)."""
@@ -149,24 +192,34 @@ class NodeSession:
             seed=self.seed,
             load=self.load,
             peers=self._peer_state,
+            read_peers=self._read_peers,
             real_time=self.real_time,
             cluster=self._cluster,
         )
         result = shell.run(context, [str(word) for word in argv])
         if context.changes:  # applied to the state already; stored, they make the next command rebuild it
-            with transaction.atomic():
-                for key, value in context.changes.items():
-                    SimChange.objects.update_or_create(node=self.node, key=key, defaults={"value": value})
+            _store_changes([SimChange(node=self.node, key=key, value=value) for key, value in context.changes.items()])
         if context.peer_changes:  # what a launcher's command did on the other nodes it reached
             peers = Node.objects.in_bulk(list(context.peer_changes), field_name="hostname")
-            with transaction.atomic():
-                for hostname, changes in context.peer_changes.items():
-                    for key, value in changes.items():
-                        SimChange.objects.update_or_create(node=peers[hostname], key=key, defaults={"value": value})
+            _store_changes(
+                [
+                    SimChange(node=peers[hostname], key=key, value=value)
+                    for hostname, changes in context.peer_changes.items()
+                    for key, value in changes.items()
+                ]
+            )
         if context.reboot_requested:
             reboot(node=self.node, seed=self.seed, down_seconds=settings.RACKPILOT_SIM_REBOOT_SECONDS)
             self._state, self._boot = None, _UNREAD  # the node comes back as a new boot: read it afresh
         return result
+
+
+def _store_changes(changes: list[SimChange]) -> None:
+    """Store changes, each replacing its node's change of that key (its `updated` moves, so an open session sees
+    it): one statement per batch, not one per change (a run across 2,048 nodes counts traffic on 16,384 NICs)."""
+    SimChange.objects.bulk_create(
+        changes, update_conflicts=True, unique_fields=["node", "key"], update_fields=["value", "updated"]
+    )
 
 
 def run_command(*, node: Node, argv: list[str], seed: int = 0, load: float = 0.0) -> CommandOutput:

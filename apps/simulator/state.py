@@ -4,6 +4,7 @@ The tool renderers in apps/simulator/tools read only this state, the seed and th
 fault gives back the healthy output byte for byte.
 """
 
+import threading
 from dataclasses import dataclass, field, replace
 
 from django.db.models import Q
@@ -535,6 +536,27 @@ def leaf_pods(leaf_ids) -> dict[int, tuple[int, float]]:
         for leaf, above in spines_of.items()
         if any(spine in ratios for spine in above)
     }
+
+
+class FabricReads:
+    """The leaves' uplink ratios and pods, each leaf read once for the sessions that share this object (one
+    fan-out's: a job's 256 nodes sit behind a few dozen leaves, and the inventory does not change under a job)."""
+
+    def __init__(self):
+        self.ratios: dict[int, float] = {}
+        self.pods: dict[int, tuple[int, float]] = {}
+        self._read: set[int] = set()
+        self._lock = threading.Lock()  # the sim transport's sessions answer in threads
+
+    def of(self, leaves) -> tuple[dict[int, float], dict[int, tuple[int, float]]]:
+        """Ratios and pods covering these leaves (as leaf_uplink_ratios and leaf_pods answer for them)."""
+        with self._lock:
+            unread = set(leaves) - self._read
+            if unread:
+                self.ratios.update(leaf_uplink_ratios(unread))
+                self.pods.update(leaf_pods(unread))
+                self._read |= unread
+            return self.ratios, self.pods
 
 
 def _pod(node, pods: dict[int, tuple[int, float]] | None) -> tuple[int, float]:

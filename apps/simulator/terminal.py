@@ -55,6 +55,7 @@ class Context:
         load: float = 0.0,
         env: dict[str, str] | None = None,
         peers: Callable[[str], SimulatedNode | None] | None = None,
+        read_peers: Callable[[list[str]], None] | None = None,
         real_time: bool = False,
         cluster: "Callable[[], list[ClusterHost]] | None" = None,
     ):
@@ -72,9 +73,16 @@ class Context:
         # Another simulated node's state by host name (None: no such host), for launchers such as mpirun that
         # start processes on several nodes; None when the caller offers no other nodes.
         self.peers = peers
+        self._read_peers = read_peers
         # The cluster's compute nodes as a scheduler's controller declares them (sinfo, scontrol show node); None
         # when the caller offers none.
         self.cluster = cluster
+
+    def read_peers(self, hostnames: list[str]) -> None:
+        """Say which nodes `peers` is about to be asked for, so that the caller reads them together (a launcher
+        reaching thousands of nodes), not one query at a time; a caller that offers no such read ignores it."""
+        if self._read_peers is not None:
+            self._read_peers(hostnames)
 
     def change(self, key: str, value) -> None:
         """Record a change the command makes and apply it to the state, so the rest of the command sees it."""

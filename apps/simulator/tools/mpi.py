@@ -164,6 +164,7 @@ def mpirun(context: Context, argv: list[str]) -> CommandOutput:
             "--------------------------------------------------------------------------\n",
         )
     hosts = options["hosts"] or [(context.hostname, None)]
+    context.read_peers([hostname for hostname, _slots in hosts])
     states: list[SimulatedNode] = []
     for hostname, _slots in hosts:
         state = context.peers(hostname) if context.peers is not None else None
