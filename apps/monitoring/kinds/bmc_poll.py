@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.health.choices import Severity
 from apps.jobs.choices import EventLevel, StepStatus
 from apps.jobs.events import emit
@@ -44,7 +45,8 @@ class BmcPoll(JobKind):
     label = "BMC readings"
     description = (
         "Reads each node's BMC over IPMI (ipmitool sdr, dcmi power reading) or Redfish (Thermal, Power, "
-        "EnvironmentMetrics) and stores temperatures, fan speeds and power."
+        "EnvironmentMetrics) and stores temperatures, fan speeds and power; and the NVLink switch trays' BMCs "
+        "(Redfish: temperatures, power, leak detectors)."
     )
     parameters = BmcPollParameters
     transports = ("local", "sim")  # BMCs are read from the worker's host (the management network), never over ssh
@@ -120,9 +122,11 @@ class BmcPoll(JobKind):
         for hostname, outcome in polled:
             if outcome.result == PollResult.AUTH_FAILED:  # the finding an operator must act on: fix the login
                 emit(job, outcome.message, level=EventLevel.ERROR, hostname=hostname, step=STEP)
+        trays = ""
         if self.tray_logins:
             written += self._switch_trays(job)
-        emit(job, f"{written} BMC readings stored from {len(polled)} nodes")
+            trays = f" and {counted(len(self.tray_logins), 'switch tray')}"
+        emit(job, f"{written} BMC readings stored from {len(polled)} nodes{trays}")
 
     def _switch_trays(self, job) -> int:
         """Reads the NVLink switch trays' BMCs (all at once, after the nodes'), stores their readings and results,
