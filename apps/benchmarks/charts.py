@@ -4,7 +4,7 @@
   over the sizes it applies to, and the accepted baseline as a dashed line;
 * the sweep's node × node heatmap: each cell is the busbw of the smallest test that held both nodes (a pair, or
   the group they were tested in), suspects marked on both axes with their NIC, cable and switch port, each
-  suspect's marker linked to its node page.
+  suspect's marker linked to its node page; past 256 nodes, its rows are groups of consecutive nodes.
 """
 
 from __future__ import annotations
@@ -116,54 +116,68 @@ def busbw_figure(tests, *, reference=None, baseline_gb_per_s: float | None = Non
     return figure
 
 
-def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> dict:
+HEATMAP_ROWS = 256  # past this many nodes, the heatmap's rows are groups of consecutive nodes
+
+
+def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None, max_rows: int = HEATMAP_ROWS) -> dict:
     """Node × node, as figure JSON: the busbw of the smallest test that held both nodes; suspects marked and labelled.
 
-    At 256 nodes that is 65,536 cells. The hover is one template over the cell's value and its test's width
+    Past `max_rows` nodes each row is a group of consecutive nodes (2,048 nodes: 256 rows of 8, "gpu001–gpu008"), and
+    a cell is the busbw of the smallest test that held a node of each group (two of the group on the diagonal): the
+    halving narrows to the slow node's row as it does node by node, and the page stays the size of a 256-node sweep's
+    (4 million cells would be ~50 MB of figure and a map 28,000 pixels high).
+
+    At 256 rows that is 65,536 cells. The hover is one template over the cell's value and its test's width
     (`customdata`), not a string per cell (4 MiB of figure); and the two matrices join the figure after plotly has
     built and serialised the rest, since its validation and deep copies of them cost a second of CPU at that size
     (they are plain lists of numbers and None: nothing there for it to check)."""
-    index = {host: position for position, host in enumerate(hosts)}
-    size = len(hosts)
+    per_row = -(-len(hosts) // max_rows) if len(hosts) > max_rows else 1
+    labels = _row_labels(hosts, per_row)
+    row_of = {host: position // per_row for position, host in enumerate(hosts)}
+    size = len(labels)
     values: list[list[float | None]] = [[None] * size for _ in range(size)]
     widths = [[0] * size for _ in range(size)]
     for test in sorted(tests, key=lambda test: -len(test.hosts)):  # smaller tests overwrite larger ones
         if test.busbw_gb_per_s is None:
             continue
-        members = [index[host] for host in test.hosts if host in index]
+        held: dict[int, int] = {}  # row -> how many of the test's nodes it holds
+        for host in test.hosts:
+            if host in row_of:
+                held[row_of[host]] = held.get(row_of[host], 0) + 1
         value, width = round(test.busbw_gb_per_s, 1), len(test.hosts)
-        for a in members:
+        for a in held:
             row, row_widths = values[a], widths[a]
-            for b in members:
-                row[b] = value
-                row_widths[b] = width
-    for a in range(size):  # a node with itself is no pair
-        values[a][a], widths[a][a] = None, 0
+            for b in held:
+                if a != b or held[a] > 1:  # a node with itself is no pair
+                    row[b] = value
+                    row_widths[b] = width
+    of_what = "nodes" if per_row == 1 else "nodes; the smallest across these groups"
     figure = go.Figure(
         go.Heatmap(
-            x=hosts,
-            y=hosts,
+            x=labels,
+            y=labels,
             colorscale="RdYlGn",
             colorbar={"title": "GB/s"},
-            hovertemplate="%{y} × %{x}: %{z:.1f} GB/s (test of %{customdata} nodes)<extra></extra>",
+            hovertemplate=f"%{{y}} × %{{x}}: %{{z:.1f}} GB/s (test of %{{customdata}} {of_what})<extra></extra>",
             hoverongaps=False,  # cells of nodes never tested together
         )
     )
-    marked = [suspect for suspect in suspects if suspect.node.hostname in index]
+    marked = [suspect for suspect in suspects if suspect.node.hostname in row_of]
     if marked:
-        labels = [
+        at = [labels[row_of[s.node.hostname]] for s in marked]
+        hover = [
             f"{s.node.hostname}: {s.nic} · cable {s.cable} · {s.switch} {s.switch_port}<br>{s.cause}" for s in marked
         ]
         links = [node_url(s.node) if node_url else "" for s in marked]
         figure.add_trace(
             go.Scatter(
-                x=[s.node.hostname for s in marked],
-                y=[s.node.hostname for s in marked],
+                x=at,
+                y=at,
                 mode="markers+text",
                 marker={"symbol": "x", "size": 14, "color": "#111"},
                 text=[f"{s.node.hostname} {s.nic}" for s in marked],
                 textposition="top right",
-                hovertext=labels,
+                hovertext=hover,
                 hoverinfo="text",
                 customdata=links,
                 name="suspects",
@@ -172,13 +186,21 @@ def sweep_heatmap(hosts: list[str], tests, suspects, *, node_url=None) -> dict:
     figure.update_layout(
         xaxis={"tickangle": -60, "type": "category"},
         yaxis={"autorange": "reversed", "type": "category"},
-        margin={"l": 80, "r": 20, "t": 30, "b": 80},
+        margin={"l": 80 if per_row == 1 else 130, "r": 20, "t": 30, "b": 80 if per_row == 1 else 130},
         height=max(420, 14 * size + 140),
         showlegend=False,
     )
     built = figure_json(figure)
     built["data"][0] |= {"z": values, "customdata": widths}
     return built
+
+
+def _row_labels(hosts: list[str], per_row: int) -> list[str]:
+    """Each row's label: its node, or its group's first and last ("gpu001–gpu008")."""
+    if per_row == 1:
+        return list(hosts)
+    groups = [hosts[start : start + per_row] for start in range(0, len(hosts), per_row)]
+    return [group[0] if len(group) == 1 else f"{group[0]}–{group[-1]}" for group in groups]
 
 
 # --- the per-node suites ------------------------------------------------------------------------------------------

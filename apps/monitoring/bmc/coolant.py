@@ -23,11 +23,7 @@ FLOW_LOW_SHARE = 0.8  # below 80 % of its design flow a tray's cold plates run h
 
 def judge_coolant(*, outcomes: dict[int, PollOutcome], at: datetime) -> list[HealthEvent]:
     """Records the coolant faults the polls read (node id -> outcome); returns the events recorded or folded."""
-    cooled = {
-        node_id: outcome.coolant
-        for node_id, outcome in outcomes.items()
-        if outcome.coolant is not None and outcome.result in (PollResult.OK, PollResult.PARTIAL)
-    }
+    cooled = _read(outcomes)
     if not cooled:
         return []
     nodes = list(Node.objects.filter(pk__in=cooled).select_related("nvlink_domain").order_by("hostname"))
@@ -41,48 +37,44 @@ def judge_coolant(*, outcomes: dict[int, PollOutcome], at: datetime) -> list[Hea
     events = []
     for node in nodes:
         loop = loops.get(node.rack_id)
-        faults = _faults(node, cooled[node.pk], loop, sensors, trays_per_rack)
-        for component, kind, severity, summary, evidence in faults:
-            events.append(
-                health.record_event(
-                    component=component,
-                    source=Source.BMC_SENSORS,
-                    kind=kind,
-                    severity=severity,
-                    summary=summary,
-                    evidence={"loop": loop.name if loop else "", **evidence},
-                    at=at,
-                )
-            )
+        for fault in _faults(node, cooled[node.pk], loop, sensors, trays_per_rack):
+            events.append(_record(fault, loop, at))
     return events
 
 
 def judge_switch_tray_leaks(*, outcomes: dict[int, PollOutcome], at: datetime) -> list[HealthEvent]:
     """Records the leaks NVLink switch trays' BMCs read (switch tray id -> outcome) on each switch tray's leak sensor
     (the switch tray itself where none is inventoried); returns the events recorded or folded."""
-    leaking = {
-        tray_id: outcome.coolant
-        for tray_id, outcome in outcomes.items()
-        if outcome.coolant is not None and outcome.result in (PollResult.OK, PollResult.PARTIAL)
-    }
-    leaking = {tray_id: coolant for tray_id, coolant in leaking.items() if coolant.leaking}
+    leaking = {tray_id: coolant for tray_id, coolant in _read(outcomes).items() if coolant.leaking}
     events = []
     for tray in NvlinkSwitchTray.objects.filter(pk__in=leaking).select_related("domain").order_by("name"):
         sensor, loop = _switch_tray_sensor(tray)
         component = health.Component.leak_sensor(sensor, None) if sensor else health.Component.of(tray)
-        _, kind, severity, summary, evidence = _leak(component, f"switch tray {tray.name}", sensor, leaking[tray.pk])
-        events.append(
-            health.record_event(
-                component=component,
-                source=Source.BMC_SENSORS,
-                kind=kind,
-                severity=severity,
-                summary=summary,
-                evidence={"loop": loop.name if loop else "", **evidence},
-                at=at,
-            )
-        )
+        events.append(_record(_leak(component, f"switch tray {tray.name}", sensor, leaking[tray.pk]), loop, at))
     return events
+
+
+def _read(outcomes: dict[int, PollOutcome]) -> dict[int, Coolant]:
+    """The coolant of the polls that read their BMC (owner id -> coolant), for the liquid-cooled ones."""
+    return {
+        owner_id: outcome.coolant
+        for owner_id, outcome in outcomes.items()
+        if outcome.coolant is not None and outcome.result in (PollResult.OK, PollResult.PARTIAL)
+    }
+
+
+def _record(fault, loop: CoolantLoop | None, at: datetime) -> HealthEvent:
+    """One fault (component, kind, severity, summary, evidence) in the health loop, naming the loop it is judged in."""
+    component, kind, severity, summary, evidence = fault
+    return health.record_event(
+        component=component,
+        source=Source.BMC_SENSORS,
+        kind=kind,
+        severity=severity,
+        summary=summary,
+        evidence={"loop": loop.name if loop else "", **evidence},
+        at=at,
+    )
 
 
 def _switch_tray_sensor(tray: NvlinkSwitchTray) -> tuple[LeakSensor | None, CoolantLoop | None]:
