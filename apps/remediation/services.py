@@ -93,12 +93,16 @@ def _plan(
         decision.reason = f"{event.component_label} is in no node: nothing to {policy.action}; a person decides."
         return decision
     if node is not None:
-        prior = RemediationDecision.objects.filter(node=node, kind=event.kind, mode=mode, outcome__in=DONE)
+        # Attempts count on the event's node; a leak in a switch tray (no node) on its own component, not on the
+        # compute tray its power-off starts from.
+        mine = Q(node=node) if event.node_id else Q(event__component_key=event.component_key)
+        prior = RemediationDecision.objects.filter(mine, kind=event.kind, mode=mode, outcome__in=DONE)
         if instead_of is not None:
             prior = prior.exclude(pk=instead_of.pk)
         attempts = prior.count()
         decision.attempt = attempts + 1
-        if attempts >= policy.max_attempts:  # back after its action: escalate
+        capped = policy.action != Action.POWER_OFF_TRAYS  # a leak powers its trays off however often it comes back
+        if capped and attempts >= policy.max_attempts:  # back after its action: escalate
             decision.action, decision.escalated, decision.opens_repair = ESCALATION[policy.action], True, True
         window = windows.open_window(node=node, now=now)
         if window is not None and booked is None and decision.action != Action.NOTIFY:
@@ -113,7 +117,7 @@ def _plan(
                 f"{node.hostname} is in repair and its evidence is not captured yet: no {decision.action} before."
             )
             return decision
-        if attempts > policy.max_attempts:  # back after its escalation too: automation stops
+        if capped and attempts > policy.max_attempts:  # back after its escalation too: automation stops
             decision.reason = (
                 f"Cap reached: {counted(attempts, 'action')} on {node.hostname} for {event.kind} already, escalation "
                 "included; a person decides."

@@ -9,7 +9,7 @@ import pytest
 
 from apps.health import services as health
 from apps.health.choices import Severity, Source
-from apps.inventory.models import Node, Rack
+from apps.inventory.models import LeakSensor, Node, Rack
 from apps.jobs.kinds import KINDS
 from apps.jobs.models import Job
 from apps.remediation import services
@@ -138,3 +138,58 @@ def test_the_dashboard_lists_the_leak_first_linked_to_its_rack(leak, client, vie
     rack = Rack.objects.get(name="nvl01")
     assert page.index("coolant_leak") < page.index("fan_noise")
     assert f'href="/racks/{rack.public_id}/"' in page
+
+
+def switch_tray_leak(at):
+    sensor = LeakSensor.objects.get(name="nvl01-sw2-leak")
+    return health.record_event(
+        component=health.Component.leak_sensor(sensor, None),
+        source=Source.BMC_SENSORS,
+        kind="coolant_leak",
+        severity=Severity.CRITICAL,
+        summary="Coolant leak: switch tray nvl01-sw2's leak sensor nvl01-sw2-leak reads a leak",
+        evidence={"reading": "leak", "threshold": "no leak"},
+        at=at,
+    )
+
+
+def test_a_leak_in_a_switch_tray_powers_its_domains_trays_off_counted_apart_from_the_first_trays_own_leaks(
+    coolant_leak, nvl72_trays
+):
+    only_the_leak_policy(Mode.SHADOW)  # one attempt before an escalation, as shipped
+    own = coolant_leak(nvl72_trays[0], at=NOW)  # nvl01-t01's own leak, decided first
+    services.evaluate(now=NOW, queue=False)
+    health.clear_event(event=own, by="operator", reason="mended")
+
+    leak = switch_tray_leak(NOW + dt.timedelta(minutes=1))
+    [decision] = services.evaluate(now=NOW + dt.timedelta(minutes=2), queue=False)
+
+    assert (decision.event, decision.node, decision.action) == (leak, None, Action.POWER_OFF_TRAYS)
+    assert (decision.outcome, decision.attempt, decision.escalated) == (Outcome.WOULD_ACT, 1, False)
+    assert decision.reason.startswith(
+        "Would power off the 18 trays of rack nvl01 through their BMCs: Coolant leak: switch tray nvl01-sw2"
+    )
+
+
+def test_a_leak_that_comes_back_powers_the_trays_off_again(leak):
+    only_the_leak_policy(Mode.SHADOW)
+    services.evaluate(now=NOW, queue=False)
+    health.clear_event(event=leak, by="operator", reason="mended")
+    again = health.record_event(
+        component=health.Component.leak_sensor(LeakSensor.objects.get(node=leak.node), leak.node),
+        source=Source.BMC_SENSORS,
+        kind="coolant_leak",
+        severity=Severity.CRITICAL,
+        summary="Coolant leak: nvl01-t03's leak sensor reads a leak again",
+        at=NOW + dt.timedelta(hours=1),
+    )
+
+    [decision] = services.evaluate(now=NOW + dt.timedelta(hours=1, minutes=1), queue=False)
+
+    assert (decision.event, decision.action, decision.attempt, decision.escalated) == (
+        again,
+        Action.POWER_OFF_TRAYS,
+        2,
+        False,
+    )
+    assert decision.outcome == Outcome.WOULD_ACT and decision.reason.startswith("Would power off the 18 trays")
