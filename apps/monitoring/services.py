@@ -194,12 +194,15 @@ def _telemetry_health(*, now: float | None = None, hostname: str | None = None) 
     hosts = Node.objects.filter(Exists(healthy.filter(node=OuterRef("pk")))).order_by("hostname")
     hostnames = list(hosts.values_list("hostname", flat=True))
     try:
-        readings = {field: source.gpu_values_at(field, hostnames=hostnames, at=end) for field in ("xid", "ecc_dbe")}
+        readings = {
+            field: source.gpu_values_at(field, hostnames=hostnames, at=end, nonzero=True)
+            for field in ("xid", "ecc_dbe")
+        }
     except TelemetryError as problem:
         context["error"] = str(problem)
         return context
-    # The GPUs that report something are few: only theirs are looked up (a fleet has tens of thousands).
-    reporting = {key for values in readings.values() for key, value in values.items() if value}
+    # The GPUs that report something are few: only theirs are asked for and looked up (a fleet has tens of thousands).
+    reporting = {key for values in readings.values() for key in values}
     named = healthy.filter(node__hostname__in={host for host, _ in reporting})
     flagged = sorted(reporting & {(host, str(index)) for host, index in named.values_list("node__hostname", "index")})
     nodes = {node.hostname: node for node in Node.objects.filter(hostname__in={host for host, _ in flagged})}

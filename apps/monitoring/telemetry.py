@@ -282,13 +282,16 @@ class Telemetry(ABC):
         """energy_joules of the whole fleet (`hostnames` are every GPU node): a source that records it may read that."""
         return self.energy_joules(hostnames=hostnames, start=start, end=end)
 
-    def gpu_values_at(self, field: str, *, hostnames: list[str], at: float) -> dict[tuple[str, str], float]:
-        """(Hostname, gpu) -> the field's value at `at`, for the GPUs that report one: an instant's reading."""
+    def gpu_values_at(
+        self, field: str, *, hostnames: list[str], at: float, nonzero: bool = False
+    ) -> dict[tuple[str, str], float]:
+        """(Hostname, gpu) -> the field's value at `at`, for the GPUs that report one: an instant's reading.
+        `nonzero`: only the GPUs whose value is not 0 (a fleet's XID and ECC readings are nearly all 0)."""
         window = Window(end=at, span=0, step=60, rate_range=60)
         return {
             (one.labels["Hostname"], one.labels["gpu"]): one.values()[-1]
             for one in self.gpu_series(field, hostnames=hostnames, window=window)
-            if one.points
+            if one.points and (one.values()[-1] or not nonzero)
         }
 
     def gpu_values_now(self, fields: tuple[str, ...], *, hostnames: list[str], at: float) -> dict[str, dict]:
@@ -654,12 +657,12 @@ class SimulatorTelemetry(Telemetry):
                 return (total or 0.0) * RECORDING_INTERVAL_S
         return self._generated_tokens(service, start, end)
 
-    def gpu_values_at(self, field, *, hostnames, at):
+    def gpu_values_at(self, field, *, hostnames, at, nonzero=False):
         """XID and uncorrectable ECC errors from the record (every GPU that reported one, the minute at or before
         `at`: the others report 0); any other field worked out."""
         metric = GPU_FIELDS[field][0]
         if field not in ("xid", "ecc_dbe"):
-            return super().gpu_values_at(field, hostnames=hostnames, at=at)
+            return super().gpu_values_at(field, hostnames=hostnames, at=at, nonzero=nonzero)
         minute = int(at // RECORDING_INTERVAL_S * RECORDING_INTERVAL_S)
         covered = self._latest(MARK, MINUTE_PART, [minute])
         if not covered:
@@ -668,7 +671,7 @@ class SimulatorTelemetry(Telemetry):
         values: dict[tuple[str, str], float] = {}
         for labels, value in _samples().filter(series=metric, time=recorded).values_list("labels", "value"):
             key = (_label(labels, "Hostname"), _label(labels, "gpu"))
-            if key[0] in wanted:
+            if key[0] in wanted and (value or not nonzero):
                 values[key] = value
         return values
 
@@ -1008,6 +1011,20 @@ class PrometheusTelemetry(Telemetry):
         if series is not None:
             return [Series({}, series[0].points)]
         return self.gpu_series(field, hostnames=hostnames, window=window, aggregate=aggregate)
+
+    def gpu_values_at(self, field, *, hostnames, at, nonzero=False):
+        if not nonzero:
+            return super().gpu_values_at(field, hostnames=hostnames, at=at)
+        # Prometheus leaves out the zeros: at 16,000 GPUs every GPU's reading is ~1 s of its time and of parsing here.
+        # The few left are matched to the hosts here, not by a regular expression of every host name it would try
+        # on every series.
+        metric, wanted = GPU_FIELDS[field][0], set(hostnames)
+        values = {}
+        for item in self.query(f"{metric} != 0", at=at):
+            key = (item["metric"].get("Hostname", ""), item["metric"].get("gpu", ""))
+            if key[0] in wanted:
+                values[key] = float(item["value"][1])
+        return values
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
         metric, _ = GPU_FIELDS[field]

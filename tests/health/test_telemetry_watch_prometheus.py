@@ -14,7 +14,9 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Cable, Node
 from apps.monitoring import watch
 from apps.monitoring.exporters import exporter_server
+from apps.monitoring.services import telemetry_health
 from apps.monitoring.targets import write_targets
+from apps.monitoring.telemetry import PrometheusTelemetry
 from apps.simulator import services as simulator
 from tests.monitoring.conftest import start_prometheus  # noqa: F401  (the fixture)
 
@@ -46,10 +48,19 @@ def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(transactional_db, tmp_
         at = _scraped(url, "DCGM_FI_DEV_XID_ERRORS > 0", count=1, timeout=120)
         settings.RACKPILOT_PROMETHEUS_URL = url
 
+        hosts = ["gpu001", "gpu002"]
+        every = PrometheusTelemetry(url).gpu_values_at("xid", hostnames=hosts, at=at)
+        reporting = PrometheusTelemetry(url).gpu_values_at("xid", hostnames=hosts, at=at, nonzero=True)
+        elsewhere = PrometheusTelemetry(url).gpu_values_at("xid", hostnames=["gpu001"], at=at, nonzero=True)
+        health = telemetry_health(now=at)  # the dashboard's count, before the event makes the GPU unhealthy
         events = watch.watch_telemetry(now=at)
     finally:
         server.stop()
 
+    assert reporting == {("gpu002", "4"): 79.0} == {key: value for key, value in every.items() if value}
+    assert elsewhere == {}  # gpu002's XID is not gpu001's
+    assert len(every) >= 8  # with the zeros, which Prometheus leaves out when asked for nonzero readings only
+    assert [(row["node"].hostname, row["gpu"], row["xid"]) for row in health["flagged"]] == [("gpu002", "4", 79)]
     [event] = events
     assert (event.gpu.node.hostname, event.gpu.index, event.kind, event.severity) == ("gpu002", 4, "xid79", "critical")
     assert HealthEvent.objects.get() == event
