@@ -9,7 +9,6 @@ from django.conf import settings
 from apps.core.threads import thread_connection_returned
 from apps.inventory.models import Node
 from apps.simulator import services
-from apps.simulator.state import FabricReads
 
 
 class SimulatorBackend:
@@ -24,20 +23,23 @@ class SimulatorBackend:
         """One command on its own: the node's state is read for it."""
         return self.session(node).run(argv)
 
-    def session(self, node, shared: FabricReads | None = None) -> "BackendSession":
+    def session(self, node, shared: services.FanOutReads | None = None) -> "BackendSession":
         """A connection's worth of commands: the node and its state are read once (see services.NodeSession);
-        `shared`: what the sessions of one fan-out read once for all of them (from shared_reads())."""
+        `shared`: what the sessions of one fan-out read together (from shared_reads())."""
         return BackendSession(self, node, shared)
 
-    def shared_reads(self) -> FabricReads:
-        """What the sim transport's sessions of one fan-out share: the fabric's figures, each leaf read once."""
-        return FabricReads()
+    def shared_reads(self) -> services.FanOutReads:
+        """What the sim transport's sessions of one fan-out read together: their nodes' states, their leaves."""
+        return services.FanOutReads()
 
 
 class BackendSession:
-    def __init__(self, backend: SimulatorBackend, node, shared: FabricReads | None = None):
+    def __init__(self, backend: SimulatorBackend, node, shared: services.FanOutReads | None = None):
         self.backend, self.node, self.shared = backend, node, shared
         self._session: services.NodeSession | None = None
+        hostname = getattr(node, "hostname", node)
+        if shared is not None and isinstance(hostname, str):
+            shared.opened(hostname)  # read with the others opened by then, when the first of them needs its state
 
     def run(self, argv: list[str]) -> tuple[int, str, str, float]:
         with thread_connection_returned():  # the sim transport calls this from a fan-out's worker threads
@@ -51,7 +53,7 @@ class BackendSession:
                     seed=self.backend.seed,
                     load=self.backend.load,
                     real_time=self.backend.real_time,
-                    fabric=self.shared,
+                    shared=self.shared,
                 )
             return self._session.run(list(argv)).as_answer()
 

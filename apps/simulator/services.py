@@ -1,5 +1,6 @@
 """The simulated cluster's services: run a command on a simulated node, run nccl-tests across nodes, manage faults."""
 
+import threading
 import time
 
 from django.conf import settings
@@ -75,13 +76,53 @@ def node_state(*, node: Node, fabric: FabricReads | None = None) -> SimulatedNod
     return _state_of(node, *fabric.of(data_leaves(node))) if fabric is not None else _state_of(node)
 
 
-def node_states(*, hostnames) -> dict[str, SimulatedNode]:
+def node_states(*, hostnames, fabric: FabricReads | None = None) -> dict[str, SimulatedNode]:
     """The states of many nodes by host name (those that exist), as node_state builds each, in a number of queries
     that does not grow with the nodes: a launcher reaching 2,048 nodes reads them together, not one by one."""
+    return {node.hostname: state for node, state in _states_of(hostnames, fabric)}
+
+
+def _states_of(hostnames, fabric: FabricReads | None) -> list[tuple[Node, SimulatedNode]]:
     nodes = list(_with_parts().filter(hostname__in=set(hostnames)))
     leaves = set().union(*(data_leaves(node) for node in nodes))
-    ratios, pods = leaf_uplink_ratios(leaves), leaf_pods(leaves)
-    return {node.hostname: _state_of(node, ratios, pods) for node in nodes}
+    ratios, pods = fabric.of(leaves) if fabric is not None else (leaf_uplink_ratios(leaves), leaf_pods(leaves))
+    return [(node, _state_of(node, ratios, pods)) for node in nodes]
+
+
+def _seen_in(node: Node) -> tuple:
+    """NodeSession._seen's answer, from a loaded node's prefetched faults and changes."""
+    return tuple(
+        value
+        for rows in (node.sim_faults.all(), node.sim_changes.all())
+        for value in (len(rows), max((row.updated for row in rows), default=None))
+    )
+
+
+class FanOutReads:
+    """What the sim transport's sessions of one fan-out read together: the states of the nodes whose sessions are
+    open and not read yet, in one batch when the first of them needs its own (the fan-out opens a window of 64
+    before any answers), and the leaves' fabric figures. A session still asks whether its node's faults or changes
+    moved since the batch read it (NodeSession._seen), and reads it afresh if they did."""
+
+    def __init__(self):
+        self.fabric = FabricReads()
+        self._opened: set[str] = set()
+        self._read: dict[str, tuple[SimulatedNode, tuple]] = {}
+        self._lock = threading.Lock()  # the sessions answer in threads
+
+    def opened(self, hostname: str) -> None:
+        with self._lock:
+            self._opened.add(hostname)
+
+    def take(self, hostname: str) -> tuple[SimulatedNode, tuple] | None:
+        """The node's state read in a batch, and what NodeSession._seen said then; None: not read that way."""
+        with self._lock:
+            if hostname not in self._read and hostname in self._opened:
+                batch, self._opened = self._opened, set()
+                self._read.update(
+                    {node.hostname: (state, _seen_in(node)) for node, state in _states_of(batch, self.fabric)}
+                )
+            return self._read.pop(hostname, None)
 
 
 _UNREAD = object()
@@ -96,7 +137,7 @@ class NodeSession:
     second, and a command costs no database work in between (the sim transport's threads would open a connection
     for every query). The session's own changes are applied to the state at once and stored. An edit of the
     inventory itself (a GPU row changed) shows from the next session on; the fabric's figures (leaf uplink ratios,
-    pods), when the sessions of a fan-out share a FabricReads, from the next fan-out on.
+    pods), when the sessions of a fan-out share a FanOutReads, from the next fan-out on.
     """
 
     recheck_seconds = 1.0
@@ -108,11 +149,12 @@ class NodeSession:
         seed: int = 0,
         load: float = 0.0,
         real_time: bool = False,
-        fabric: FabricReads | None = None,
+        shared: FanOutReads | None = None,
     ):
         self.node, self.seed, self.load = node, seed, max(0.0, min(load, 1.0))
         self.real_time = real_time
-        self.fabric = fabric  # shared with the other sessions of a fan-out, when the transport offers it
+        self.shared = shared  # what the other sessions of a fan-out read with this one, when the transport offers it
+        self.fabric = shared.fabric if shared is not None else None
         self._state: SimulatedNode | None = None
         self._state_seen: tuple = ()
         self._checked = 0.0
@@ -132,6 +174,8 @@ class NodeSession:
         if self._state is not None and now - self._checked < self.recheck_seconds:
             return self._state
         seen, self._checked = self._seen(), now
+        if self._state is None and self.shared is not None:
+            self._state, self._state_seen = self.shared.take(self.node.hostname) or (None, ())
         if self._state is None or seen != self._state_seen:
             self._state, self._state_seen = node_state(node=self.node, fabric=self.fabric), seen
         return self._state
@@ -148,7 +192,7 @@ class NodeSession:
         """The states of the other nodes a launcher is about to reach, those not read yet, all in one read."""
         unread = {name for name in hostnames if name != self.node.hostname and name not in self._peers}
         if unread:
-            states = node_states(hostnames=unread)
+            states = node_states(hostnames=unread, fabric=self.fabric)
             self._peers.update({name: states.get(name) for name in unread})
 
     def _cluster(self) -> list[ClusterHost]:

@@ -64,6 +64,29 @@ def test_the_sessions_of_a_fan_out_read_each_leaf_once_and_answer_alike(demo_clu
     assert answers["shared"] == answers["alone"]
 
 
+def test_the_nodes_of_a_fan_out_are_read_together_and_still_see_a_fault_injected_since(demo_cluster):
+    """Sessions opened together are read in one batch when the first needs its state; a node whose fault came after
+    that batch is read afresh, and every answer is what a session of its own answers."""
+    backend = SimulatorBackend()
+    shared = backend.shared_reads()
+    argv = ["ethtool", "ens3np0"]
+    sessions = {host: backend.session(Node.objects.get(hostname=host), shared) for host in HOSTS[:8]}
+    first = queries_of(lambda: sessions["gpu001"].run(argv))
+    services.inject_fault(
+        node=Node.objects.get(hostname="gpu005"), kind="degraded_cable", target="ens3np0", parameters={"rate_gbps": 200}
+    )
+    answers, later = {}, {}
+    for host, session in sessions.items():
+        with CaptureQueriesContext(connection) as queries:
+            answers[host] = session.run(argv)
+        later[host] = len(queries)
+
+    alone = {host: backend.session(Node.objects.get(hostname=host)).run(argv) for host in HOSTS[:8]}
+    assert answers == alone and "Speed: 200000Mb/s" in answers["gpu005"][1]
+    assert max(later[host] for host in HOSTS[1:8] if host != "gpu005") < first / 2  # read in gpu001's batch
+    assert later["gpu005"] > later["gpu002"]  # its fault moved: read again
+
+
 class Recording:
     """A backend that records what each session was handed."""
 
