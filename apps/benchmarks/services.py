@@ -34,7 +34,7 @@ from apps.benchmarks.choices import (
     Suite,
     Verdict,
 )
-from apps.benchmarks.kinds import NcclTests, NodeBenchmark
+from apps.benchmarks.kinds import MAX_MPI_HOSTS, NcclTests, NodeBenchmark
 from apps.benchmarks.link_errors import cable_end
 from apps.benchmarks.models import (
     Baseline,
@@ -533,7 +533,7 @@ def _outcome(result: BenchmarkTest | None) -> Outcome:
 
 
 def _sweep(run: BenchmarkRun, hosts: list[str]) -> str:
-    sweep = HalvingSweep(hosts)
+    sweep = HalvingSweep(hosts, max_group=MAX_MPI_HOSTS)  # one mpirun's hosts at most: 2,048 nodes start in halves
     cooldown = float(run.parameters.get("cooldown_seconds", DEFAULT_COOLDOWN_SECONDS))
     counters = RoundCounters(run)
     canceled = False

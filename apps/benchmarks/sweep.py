@@ -1,11 +1,12 @@
 """The sweep's plan: which tests run in each round, from what the earlier rounds found. Pure Python, no database.
 
-Halving: round 1 tests the whole set together. A group that tests bad is split into halves, both tested in the next
-round (in parallel: groups of one round never share a node). A bad group of two — or a half of one node — is split
-into its nodes, each tested against a known-good partner (a node of a group that tested good); a node bad there is
-re-tested once, after the cool-down, against a *different* known-good partner, and named a suspect only when that
-re-test is bad too. While no node is known good yet (a small set), waiting nodes are first probed in pairs not
-tested together before, to find partners. One bad node among N ≥ 4 is so named in 1 + (⌈log₂N⌉ − 1) + 1 + 1
+Halving: round 1 tests the whole set together (a set larger than one test may hold, `max_group`: its halves, or
+their halves, each within it; one round fewer per halving). A group that tests bad is split into halves, both tested
+in the next round (in parallel: groups of one round never share a node). A bad group of two — or a half of one
+node — is split into its nodes, each tested against a known-good partner (a node of a group that tested good); a
+node bad there is re-tested once, after the cool-down, against a *different* known-good partner, and named a suspect
+only when that re-test is bad too. While no node is known good yet (a small set), waiting nodes are first probed in
+pairs not tested together before, to find partners. One bad node among N ≥ 4 is so named in 1 + (⌈log₂N⌉ − 1) + 1 + 1
 rounds, within 2⌈log₂N⌉ + 1.
 
 Pairwise (small sets): every pair once, in rounds of disjoint pairs (the circle method); pairs that test bad are
@@ -60,16 +61,18 @@ class Outcome:
 class HalvingSweep:
     """Plans rounds one at a time: call next_round(), run its tests, record() each, until done."""
 
-    def __init__(self, hosts: list[str]):
+    def __init__(self, hosts: list[str], max_group: int | None = None):
         if len(hosts) < 2:
             raise ValueError("a sweep needs at least two nodes")
+        if max_group is not None and max_group < 2:
+            raise ValueError("a test must hold at least two nodes")
         self.hosts = list(hosts)
         self.known_good: list[str] = []  # in the order they were found good
         self.suspects: dict[str, dict] = {}  # node -> {"isolate": {...}, "confirm": {...}}
         self.cleared: list[str] = []  # bad against one partner, good on the re-test: not named
         self.unresolved: list[str] = []  # no known-good partner was left to test them against
         self.rounds = 0
-        self._pending: list[_Item] = [_Item("group", hosts=tuple(hosts))]
+        self._pending: list[_Item] = [_Item("group", hosts=part) for part in _halved(tuple(hosts), max_group)]
         self._running: dict[PlannedTest, _Item] = {}
         self._tried: set[frozenset] = set()  # pairs already tested together
 
@@ -83,7 +86,7 @@ class HalvingSweep:
         tests, deferred = [], []
         for item in self._pending:
             if item.kind == "group":
-                purpose = Purpose.WHOLE if self.rounds == 0 else Purpose.HALF
+                purpose = Purpose.WHOLE if len(item.hosts) == len(self.hosts) else Purpose.HALF
                 test = PlannedTest(item.hosts, purpose)
                 busy.update(item.hosts)
             else:
@@ -157,6 +160,14 @@ class HalvingSweep:
                 self.suspects[item.node] = {"isolate": item.first, "confirm": confirm}
             else:
                 self.cleared.append(item.node)
+
+
+def _halved(hosts: tuple[str, ...], max_group: int | None) -> list[tuple[str, ...]]:
+    """The set, else its halves (their halves, ...) until each holds at most max_group nodes, in order."""
+    if max_group is None or len(hosts) <= max_group:
+        return [hosts]
+    middle = len(hosts) // 2
+    return _halved(hosts[:middle], max_group) + _halved(hosts[middle:], max_group)
 
 
 def pairwise_rounds(hosts: list[str]) -> list[list[tuple[str, str]]]:

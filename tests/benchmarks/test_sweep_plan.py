@@ -35,6 +35,23 @@ def test_one_bad_node_anywhere_is_named_within_the_bound(size):
         assert sweep.rounds <= round_bound(size) == 2 * math.ceil(math.log2(size)) + 1
 
 
+def test_a_set_larger_than_one_test_holds_starts_with_parts_within_it_and_names_the_bad_node():
+    hosts = [f"n{i:04d}" for i in range(2048)]
+    for position in (0, 1365, 2047):
+        sweep = HalvingSweep(hosts, max_group=1024)
+        first = sweep.next_round()
+        assert [test.hosts for test in first] == [tuple(hosts[:1024]), tuple(hosts[1024:])]
+        assert {test.purpose for test in first} == {Purpose.HALF}
+        for test in first:
+            sweep.record(test, Outcome(bad=hosts[position] in test.hosts))
+        while not sweep.done:
+            for test in sweep.next_round():
+                assert len(test.hosts) <= 1024
+                sweep.record(test, Outcome(bad=hosts[position] in test.hosts))
+        assert list(sweep.suspects) == [hosts[position]] and sweep.rounds <= round_bound(2048)
+    assert [len(test.hosts) for test in HalvingSweep(hosts[:1000], max_group=300).next_round()] == [250] * 4
+
+
 def test_healthy_set_takes_one_round_and_names_nothing():
     sweep = play([f"n{i}" for i in range(32)], set())
     assert sweep.rounds == 1 and not sweep.suspects
