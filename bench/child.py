@@ -21,8 +21,11 @@ def run_on_fresh_sqlite(script: str, name: str, args: list[str]) -> dict:
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
     command = [sys.executable, script, "--child", *args]
-    output = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    return json.loads(output.strip().splitlines()[-1])
+    child = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
+    if child.returncode:  # say why: its traceback, else the bench's own complaint
+        sys.stderr.write(child.stderr[-4000:])
+        child.check_returncode()
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 def each_size(script: str, description: str, default_sizes: list[int], measure, header: str):
@@ -59,8 +62,11 @@ class CommandCounter:
     def run(self, node, argv):
         return self.session(node).run(argv)
 
-    def session(self, node):
-        return _CountedSession(self, self.inner.session(node))
+    def session(self, node, shared=None):
+        return _CountedSession(self, self.inner.session(node, shared))
+
+    def shared_reads(self):
+        return self.inner.shared_reads()
 
 
 class _CountedSession:
@@ -72,9 +78,10 @@ class _CountedSession:
         return self.opened.run(argv)
 
 
-def demo_cluster_on_sim(size: int) -> CommandCounter:
-    """In the child: the demo cluster's shape at `size` compute nodes on the fresh database, jobs never queued (the
-    bench runs their shards with run_shards_here), and the simulator counting its commands."""
+def demo_cluster_on_sim(size: int, rack_scale_racks: int = 0) -> CommandCounter:
+    """In the child: the demo cluster's shape at `size` compute nodes (and that many GB200 NVL72 racks) on the fresh
+    database, jobs never queued (the bench runs their shards with run_shards_here), and the simulator counting its
+    commands."""
     from django.core.management import call_command
 
     from apps.inventory.demo import ClusterShape, load_cluster
@@ -82,7 +89,7 @@ def demo_cluster_on_sim(size: int) -> CommandCounter:
     from apps.nodeexec import sim
 
     call_command("migrate", verbosity=0)
-    load_cluster(ClusterShape(compute_nodes=size))
+    load_cluster(ClusterShape(compute_nodes=size, rack_scale_racks=rack_scale_racks))
     job_services.enqueue = lambda job: None
     counter = CommandCounter(sim.get_simulator())
     sim.register_simulator(counter)

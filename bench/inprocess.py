@@ -75,10 +75,10 @@ def analyze() -> None:
         cursor.execute("ANALYZE")
 
 
-def time_get(client, path: str, requests: int, warmup: int) -> dict:
+def time_get(client, path: str, requests: int, warmup: int, statuses: tuple[int, ...] = (200,)) -> dict:
     """GET path warmup times untimed, then requests times: wall-time p50/p95/max and median CPU ms of this process,
     the queries and bytes of one more request (counted apart: capturing queries costs time the timed ones should not
-    pay), and that response for the caller to look into."""
+    pay), and that response for the caller to look into. Any status but `statuses` stops the bench."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -93,7 +93,7 @@ def time_get(client, path: str, requests: int, warmup: int) -> dict:
         response = client.get(path)
         timings.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - cpu_started) * 1000)
-        if response.status_code != 200:
+        if response.status_code not in statuses:
             raise SystemExit(f"{path}: HTTP {response.status_code}: {response.content[:300]!r}")
     with CaptureQueriesContext(connection) as queries:
         response = client.get(path)
