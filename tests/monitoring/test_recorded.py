@@ -218,13 +218,17 @@ def test_recorded_series_that_start_late_or_not_at_all_leave_it_to_the_raw_serie
     assert prometheus_recording["asked"][-1] == 'avg(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu001"})'
 
 
-def test_short_windows_read_the_raw_series(prometheus_recording):
-    prometheus_recording["recorded_from"] = 0
+@pytest.mark.parametrize("recorded_from", [0, 1_800_000_000 - 1800])
+def test_an_hour_reads_the_recorded_fleet_series_too_where_they_cover_it(prometheus_recording, recorded_from):
+    prometheus_recording["recorded_from"] = recorded_from
     source = PrometheusTelemetry(prometheus_recording["url"])
 
     source.fleet_series("util", "avg", hostnames=["gpu001"], window=Window.named("1h", end=1_800_000_000))
 
-    assert prometheus_recording["asked"] == ['avg(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu001"})']
+    raw = 'avg(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu001"})'
+    assert prometheus_recording["asked"] == (
+        ["rackpilot:gpu_util:avg"] if recorded_from == 0 else ["rackpilot:gpu_util:avg", raw]
+    )
 
 
 def test_independent_questions_are_asked_at_once(prometheus_recording):
