@@ -105,6 +105,7 @@ class LoopReadings:
 
     trays: list[TrayCoolant] = field(default_factory=list)
     switch_trays_unread: int = 0  # the loop's leak sensors in NVLink switch trays without BMC settings: never read
+    silent: tuple[str, ...] = ()  # its leak sensors whose tray's BMC has settings but gave no reading (unreachable)
 
     def _values(self, name: str) -> list[float]:
         return [value for tray in self.trays if (value := getattr(tray, name)) is not None]

@@ -1,9 +1,10 @@
 """What the node page shows of a node's BMC: its latest readings, the power against its rack's budget, its settings."""
 
+from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 
-from django.db.models import Count, FloatField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import FloatField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -91,7 +92,8 @@ def loops_coolant(loops) -> dict[int, LoopReadings]:
     RACK_WINDOW: the compute trays', then the NVLink switch trays' (their leak detectors): the rack page's coolant
     source (apps/inventory/rackscale.py). A rack's trays count toward its first loop, as the poll's judgement does
     (apps/monitoring/bmc/coolant.py). Each loop read says how many of its leak sensors sit in switch trays without
-    BMC settings, which no poll reads."""
+    BMC settings, which no poll reads, and which sensors' trays have BMC settings but gave no reading in the window
+    (an unreachable BMC, a refused login): a leak there would go unseen."""
     loop_of: dict[int, int] = {}
     for loop in sorted(loops, key=lambda loop: loop.name):
         loop_of.setdefault(loop.rack_id, loop.pk)
@@ -100,14 +102,19 @@ def loops_coolant(loops) -> dict[int, LoopReadings]:
     read += trays_coolant(owner="switch_tray", switch_tray__domain__rack_id__in=loop_of)
     for rack_id, tray in read:
         found.setdefault(loop_of[rack_id], LoopReadings()).trays.append(tray)
-    unread = (
-        LeakSensor.objects.filter(loop_id__in=found, switch_tray__isnull=False, switch_tray__bmc__isnull=True)
-        .order_by()
-        .values_list("loop_id")
-        .annotate(count=Count("pk"))
-    )
-    for loop_id, count in unread:
-        found[loop_id] = replace(found[loop_id], switch_trays_unread=count)
+    unset: Counter[int] = Counter()
+    silent: dict[int, list[str]] = {}
+    read = {loop_id: {tray.hostname for tray in readings.trays} for loop_id, readings in found.items()}
+    sensors = LeakSensor.objects.filter(loop_id__in=found).order_by("name")
+    for loop_id, name, hostname, tray_name, node_bmc, tray_bmc in sensors.values_list(
+        "loop_id", "name", "node__hostname", "switch_tray__name", "node__bmc", "switch_tray__bmc"
+    ):
+        if tray_name is not None and tray_bmc is None:
+            unset[loop_id] += 1
+        elif (node_bmc is not None or tray_bmc is not None) and (hostname or tray_name) not in read[loop_id]:
+            silent.setdefault(loop_id, []).append(name)
+    for loop_id, readings in found.items():
+        found[loop_id] = replace(readings, switch_trays_unread=unset[loop_id], silent=tuple(silent.get(loop_id, ())))
     return found
 
 

@@ -115,16 +115,22 @@ def test_a_poll_reads_the_switch_trays_bmcs_and_a_leak_there_is_a_critical_event
     assert job.events.filter(level="error", message__contains="Coolant leak: switch tray nvl01-sw3").exists()
 
 
-def test_an_unreachable_switch_tray_bmc_is_a_poll_result_like_a_nodes(tray, switch_tray, poll, settings):
-    settings.RACKPILOT_SIM_BMC_PASSWORD = "another-one"  # the stored login is refused now
+def test_a_switch_tray_bmc_refusing_the_login_is_a_poll_result_and_the_rack_page_says_its_sensor_is_unread(
+    nvl72_trays, switch_tray, poll, browser_as, viewer
+):
+    factories.make_sim_bmc(switch_tray, password="not-the-password")
 
-    job = poll(tray)
+    job = poll(*nvl72_trays)
 
     bmc = Bmc.objects.get(switch_tray=switch_tray)
     assert (bmc.last_result, bmc.polls_failed) == (PollResult.AUTH_FAILED, 1)
     assert bmc.last_message == f"BMC {switch_tray.bmc_address} (nvl01-sw3) refused the credentials of user 'admin'"
     assert not BmcReading.objects.filter(switch_tray=switch_tray).exists()
     assert job.events.filter(level="error", message__startswith="nvl01-sw3: BMC").exists()
+    page = browser_as(viewer).get(f"/racks/{switch_tray.domain.rack.public_id}/").content.decode()
+    assert "18 read, dry" in page  # the compute trays'; the 8 other switch trays have no BMC settings
+    assert "1 not read in the last 10 minutes (nvl01-sw3-leak): no reading from their trays" in page
+    assert "8 in switch trays without BMC settings, not read" in page
 
 
 def test_a_sites_scheduled_poll_reads_its_switch_trays_too(switch_tray, run_shards):
