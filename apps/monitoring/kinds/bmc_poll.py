@@ -1,13 +1,13 @@
 """apps/monitoring/kinds/bmc_poll.py: `bmc-poll` reads each node's BMC (IPMI or Redfish) and stores its
 temperatures, fans and power as series (docs/monitoring.md, "BMC readings"); a liquid-cooled tray's leaks and coolant
 faults become health events (apps/monitoring/bmc/coolant.py). Its first shard also reads the NVLink switch trays'
-BMCs (Redfish: temperatures, power, leak detectors), which are no nodes and so no cells of the matrix: each one's
-result is an event of the job and its BMC's last result. Run by beat's schedule per site
+BMCs (Redfish: temperatures, power, leak detectors), which are no nodes and so no cells of the matrix: the shard's
+first cell reads them beside its own node's (during the fan-out, while the shard beats and a cancel reaches them),
+and each one's result is an event of the job and its BMC's last result. Run by beat's schedule per site
 (apps/monitoring/bmc/polling.py), or asked for by hand. The reading itself is apps/monitoring/bmc/clients.py."""
 
 import asyncio
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
@@ -55,6 +55,8 @@ class BmcPoll(JobKind):
     def __init__(self):
         self.logins: dict[str, tuple[int, logins.BmcLogin]] = {}
         self.tray_logins: dict[str, tuple[int, logins.BmcLogin]] = {}  # the NVLink switch trays' (first shard)
+        self.tray_outcomes: dict[str, readings.PollOutcome] = {}
+        self.trays_started = False
         self.outcomes: dict[tuple[str, str], readings.PollOutcome] = {}
         self.transport = "local"
         self.at = timezone.now()
@@ -82,6 +84,10 @@ class BmcPoll(JobKind):
         timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
 
         async def read(target: NodeTarget, run) -> CommandResult:
+            trays = None
+            if self.tray_logins and not self.trays_started:  # this cell reads the switch trays beside its node
+                self.trays_started = True
+                trays = asyncio.ensure_future(self._poll_switch_trays(timeout))
             found = self.logins.get(target.hostname)
             if found is None:
                 outcome = readings.PollOutcome(PollResult.ERROR, f"{target.hostname} has no BMC settings")
@@ -92,6 +98,8 @@ class BmcPoll(JobKind):
                     load=self.load, at=self.at,
                 )  # fmt: skip
                 outcome = await clients.poll(login, ipmi=ipmi, redfish=redfish)
+            if trays is not None:
+                self.tray_outcomes = await trays
             self.outcomes[target.hostname, step.name] = outcome
             ok = outcome.result in (PollResult.OK, PollResult.PARTIAL)
             return CommandResult(
@@ -129,9 +137,11 @@ class BmcPoll(JobKind):
         emit(job, f"{written} BMC readings stored from {len(polled)} nodes{trays}")
 
     def _switch_trays(self, job) -> int:
-        """Reads the NVLink switch trays' BMCs (all at once, after the nodes'), stores their readings and results,
-        and records the leaks they read; each one's result is an event (an error where it could not be read)."""
-        outcomes = async_to_sync(self._poll_switch_trays)()
+        """Stores the NVLink switch trays' readings and results and records the leaks they read; each one's result
+        is an event (an error where it could not be read). One the fan-out ended before (its cell timed out) is an
+        error too."""
+        ended = readings.PollOutcome(PollResult.ERROR, "not read: the poll's first cell ended before it")
+        outcomes = {name: self.tray_outcomes.get(name) or ended for name in self.tray_logins}
         by_tray = {self.tray_logins[name][0]: outcome for name, outcome in outcomes.items()}
         written = readings.record_polls(by_tray, at=self.at, owner="switch_tray")
         for event in coolant.judge_switch_tray_leaks(outcomes=by_tray, at=self.at):
@@ -142,15 +152,20 @@ class BmcPoll(JobKind):
             emit(job, f"{name}: {outcome.summary()}", level=level, step=STEP, data={"bmc_result": outcome.result})
         return written
 
-    async def _poll_switch_trays(self) -> dict[str, readings.PollOutcome]:
-        timeout = float(settings.RACKPILOT_BMC_TIMEOUT_SECONDS)
+    async def _poll_switch_trays(self, timeout: float) -> dict[str, readings.PollOutcome]:
+        """Every switch tray's BMC at once, each within a cell's time (its requests' timeouts, four of them)."""
 
         async def one(tray_id: int, login: logins.BmcLogin) -> readings.PollOutcome:
             ipmi, redfish = clients.bmc_link(
                 login, tray_id, transport=self.transport, timeout=timeout, seed=self.seed, load=self.load,
                 at=self.at, switch_tray=True,
             )  # fmt: skip
-            return await clients.poll(login, ipmi=ipmi, redfish=redfish)
+            try:
+                return await asyncio.wait_for(clients.poll(login, ipmi=ipmi, redfish=redfish), timeout * 4)
+            except TimeoutError:
+                return readings.PollOutcome(
+                    PollResult.UNREACHABLE, f"{login.name} did not answer within {timeout * 4:g} s"
+                )
 
         names = sorted(self.tray_logins)
         found = await asyncio.gather(*(one(*self.tray_logins[name]) for name in names))
