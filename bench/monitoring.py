@@ -203,16 +203,17 @@ def free_port() -> int:
 def start_prometheus(tsdb: Path, work: Path) -> tuple[subprocess.Popen, str]:
     config = work / "prometheus.yml"
     config.write_text("global: {scrape_interval: 15s}\nscrape_configs: []\n")
+    return run_prometheus(config, tsdb, work, "--storage.tsdb.retention.time=400d")
+
+
+def run_prometheus(config: Path, tsdb: Path, work: Path, *flags: str) -> tuple[subprocess.Popen, str]:
+    """Prometheus on `config` and `tsdb`, on a free loopback port, its log in work/; (the process, its URL) once
+    it says it is ready."""
     port = free_port()
     log = (work / "prometheus.log").open("w")
     process = subprocess.Popen(
-        [
-            PROMETHEUS,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tsdb}",
-            "--storage.tsdb.retention.time=400d",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tsdb}", f"--web.listen-address=127.0.0.1:{port}"]
+        + list(flags),
         stdout=log,
         stderr=subprocess.STDOUT,
     )

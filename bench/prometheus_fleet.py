@@ -36,9 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inprocess import BenchDatabase, analyze, time_get  # noqa: E402  (bench/ is the script's folder)
-from monitoring import cpu_seconds, free_port  # noqa: E402
+from monitoring import cpu_seconds, free_port, run_prometheus  # noqa: E402
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 TARGET_PAGE_P95_MS = 300.0
 PAGES = {
     "dashboard": "/",
@@ -97,28 +96,9 @@ def start_exporters(work: Path) -> tuple[subprocess.Popen, Path]:
 
 
 def start_prometheus(work: Path) -> tuple[subprocess.Popen, str]:
+    """Prometheus on the product's docker/prometheus.yml, copied beside the targets, with the lifecycle API."""
     shutil.copy(ROOT / "docker" / "prometheus.yml", work / "prometheus.yml")
-    port = free_port()
-    command = [
-        PROMETHEUS,
-        f"--config.file={work / 'prometheus.yml'}",
-        f"--storage.tsdb.path={work / 'tsdb'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--web.enable-lifecycle",
-        "--log.level=warn",
-    ]
-    log = (work / "prometheus.log").open("w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
-                if answer.status == 200:
-                    return process, url
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"Prometheus did not become ready; see {work / 'prometheus.log'}")
+    return run_prometheus(work / "prometheus.yml", work / "tsdb", work, "--web.enable-lifecycle", "--log.level=warn")
 
 
 def own_metrics(url: str) -> dict[tuple, float]:
