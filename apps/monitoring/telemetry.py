@@ -906,6 +906,7 @@ def _any_of(values: list[str]) -> str:
 
 
 CONCURRENT_QUERIES = 8
+LOWEST_TIMESTAMP = re.compile(r"^prometheus_tsdb_lowest_timestamp_seconds (\S+)$", re.MULTILINE)
 
 
 class PrometheusTelemetry(Telemetry):
@@ -914,6 +915,21 @@ class PrometheusTelemetry(Telemetry):
     def __init__(self, url: str, *, timeout: float = 5.0, allow_link_local: bool = False):
         self.url = check_prometheus_url(url, allow_link_local=allow_link_local)
         self.timeout = timeout
+        self._samples_begin: float | None = None
+
+    def samples_begin(self, *, end: float) -> float:
+        """When Prometheus's stored samples begin (its own gauge prometheus_tsdb_lowest_timestamp_seconds, on its
+        /metrics), at most `end`; 0 where it does not say (nothing is then known to be missing). Asked once."""
+        if self._samples_begin is None:
+            self._samples_begin = 0.0
+            try:
+                with urllib.request.urlopen(f"{self.url}/metrics", timeout=self.timeout) as response:  # noqa: S310
+                    found = LOWEST_TIMESTAMP.search(response.read().decode(errors="replace"))
+            except (OSError, ValueError):
+                found = None
+            if found:
+                self._samples_begin = float(found[1])
+        return min(self._samples_begin, end)
 
     def _get(self, path: str, params: dict) -> list:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
@@ -1111,7 +1127,10 @@ class PrometheusTelemetry(Telemetry):
             return {}
         seconds = max(int(round(span)), 3600)
         recorded = f"rackpilot:slo_good{{slo=~{_any_of(slos)}}}"
-        offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
+        # Covered: a verdict in the first hour of the window, or of the part of it Prometheus holds samples of (the
+        # raw series judge nothing before those either; a Prometheus loading the rules from its start covers it).
+        held = min(seconds, max(int(end - self.samples_begin(end=end)), 0))
+        offset = f" offset {held - 3600}s" if held > 3600 else ""  # PromQL refuses "offset 0s"
         promql = " or ".join(
             f'label_replace(sum by (slo) ({function}({recorded}{over})), "part", "{part}", "", "")'
             for part, function, over in (
@@ -1135,6 +1154,10 @@ class PrometheusTelemetry(Telemetry):
         # Both counts come from one pass: each judged step adds SLO_PACK plus its 0/1 verdict, so the sum is
         # judged * SLO_PACK + good (exact in a double while the steps number fewer than SLO_PACK).
         seconds = max(int(round(span)), resolution)
+        # Steps before Prometheus's first sample judge nothing: the subquery keeps to where it holds samples (a new
+        # Prometheus's 30-day subquery over 16,000 GPUs otherwise runs past any timeout, for nothing).
+        held = int(end - self.samples_begin(end=end)) + resolution
+        seconds = min(seconds, max(held, resolution))
         if seconds // resolution >= SLO_PACK:
             raise TelemetryError(f"an SLO window of {seconds} s at {resolution} s steps has too many steps")
         # A second short of the start: the same steps from Prometheus 2.x (both ends) and 3.x (start left out).

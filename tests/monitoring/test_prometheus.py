@@ -155,3 +155,15 @@ def test_gpu_hours_and_slo_counts_are_the_same_from_prometheus_and_the_simulator
         assert good == sum(bool(slo.meets(spec, value)) for value in asked)
         # Nothing recorded here (no rules loaded): the recorded path declines and the subquery above counts.
         assert prometheus.recorded_slo_counts(slos=[spec.name], span=10, end=end) == {}
+
+    # Thirty days asked of a Prometheus holding a minute or two: the subquery keeps to the samples it holds, and
+    # counts what a window over just those counts.
+    begins = prometheus.samples_begin(end=end)
+    assert 0 < end - begins < 3600
+    asked, query = [], prometheus.query
+    prometheus.query = lambda promql, *, at: asked.append(promql) or query(promql, at=at)
+    expression = slo.good_expression(spec)
+    month = prometheus.slo_counts(good_expression=expression, span=30 * 86_400, resolution=2, end=end)
+    held = prometheus.slo_counts(good_expression=expression, span=int(end - begins) + 60, resolution=2, end=end)
+    assert month == held and month[0] > 5
+    assert f"[{int(end - begins) + 1}s:2s]" in asked[0]

@@ -284,11 +284,17 @@ def prometheus_instant():
     """A Prometheus stand-in answering instant queries: the recorded series' parts ("joules", "worst"; "first" only
     when `covered`), and 7,000,000 mJ for any query of the raw counters; range queries with 0.2 at each step. Keeps the
     queries it was asked."""
-    state = {"asked": [], "covered": True, "worst": "2.5"}
+    state = {"asked": [], "covered": True, "worst": "2.5", "samples_begin": None}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             address = urllib.parse.urlsplit(self.path)
+            if address.path == "/metrics":  # its own metrics: when its samples begin, where the test says
+                begins = state["samples_begin"]
+                self.send_response(200 if begins is not None else 404)
+                self.end_headers()
+                self.wfile.write(f"prometheus_tsdb_lowest_timestamp_seconds {begins}\n".encode())
+                return
             params = urllib.parse.parse_qs(address.query)
             query = params["query"][0]
             state["asked"].append(query)
@@ -389,3 +395,21 @@ def test_the_nodes_5_minute_busy_tiles_add_up_to_their_busy_gpu_seconds(promtool
     ran = promtool("test", "rules", "tests.yml")
 
     assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("samples_begin", "first_hour"),
+    [(None, '{slo=~"chat"}[1h] offset 2588400s))'), (WEEK.end - 600, '{slo=~"chat"}[1h]))')],
+)
+def test_recorded_slo_verdicts_cover_a_window_from_where_prometheus_holds_samples(
+    prometheus_instant, samples_begin, first_hour
+):
+    prometheus_instant["samples_begin"] = samples_begin
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    counted = source.recorded_slo_counts(slos=["chat"], span=30 * 86_400, end=WEEK.end)
+
+    [asked] = prometheus_instant["asked"]
+    # The first hour looked at: the month's, or (a Prometheus holding 10 minutes) the hour before the end.
+    assert f"count_over_time(rackpilot:slo_good{first_hour}" in asked
+    assert set(counted) <= {"chat"}
