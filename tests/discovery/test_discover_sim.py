@@ -99,8 +99,8 @@ def discover_with_inventory(run_shards, row, version):
 
     original = sim_services.build_state
 
-    def reported(node):  # the node as it really is, whatever the inventory now says
-        state = original(node)
+    def reported(node, *fabric):  # the node as it really is, whatever the inventory now says
+        state = original(node, *fabric)
         state.bios = BIOS_BEHIND
         return state
 
