@@ -114,6 +114,9 @@ def test_every_command_in_the_compose_file_exists():
         argv = service.get("command")
         if not argv or name in {"postgres", "redis"}:
             continue
+        if name == "prometheus":  # the image's own flags, with the lifecycle API Rackpilot's rule reloads need
+            assert "--config.file=/etc/prometheus/prometheus.yml" in argv and "--web.enable-lifecycle" in argv
+            continue
         checked += 1
         if argv[:2] == ["python", "manage.py"]:
             assert argv[2] in commands, f"{name}: no management command {argv[2]}"

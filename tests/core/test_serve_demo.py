@@ -6,7 +6,7 @@ import io
 import pytest
 from django.test import override_settings
 
-from apps.inventory.models import Node
+from apps.inventory.models import Node, NvlinkSwitchTray
 from apps.monitoring.models import Bmc
 from portal.management.commands.serve import Command
 
@@ -18,8 +18,11 @@ def test_the_demo_loaded_by_serve_has_a_bmc_login_for_every_node_with_a_bmc_addr
 
     with_address = Node.objects.exclude(bmc_address="")
     assert with_address.count() > 50
-    assert Bmc.objects.count() == with_address.count()
+    assert Bmc.objects.filter(node__isnull=False).count() == with_address.count()
     assert not with_address.filter(bmc__isnull=True).exists()
+    switch_trays = NvlinkSwitchTray.objects.exclude(bmc_address="")  # their own BMCs, read over Redfish
+    assert switch_trays.count() == 9
+    assert Bmc.objects.filter(switch_tray__isnull=False).count() == switch_trays.count()
 
 
 @pytest.mark.django_db
