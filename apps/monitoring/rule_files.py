@@ -6,7 +6,6 @@ each request. Rewritten when what they are made from changes, only when the text
 at start and on reload only, so it is then asked to reload (`--web.enable-lifecycle`)."""
 
 import logging
-import urllib.error
 import urllib.request
 from pathlib import Path
 

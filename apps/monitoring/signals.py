@@ -15,25 +15,25 @@ from apps.workloads.models import InferenceService, TrainingJobNode
 logger = logging.getLogger(__name__)
 
 
-def _rewrite(**kwargs) -> None:
+def _after_commit(*writes) -> None:
+    """Run the writes once the transaction commits; a folder that cannot be written must not fail the change."""
+
     def write():
         try:
-            write_targets()
-            write_and_reload()
-        except OSError:  # a read-only folder must not fail the change that triggered it
+            for one in writes:
+                one()
+        except OSError:
             logger.exception("could not write Prometheus's targets or rules")
 
     transaction.on_commit(write)
 
 
-def _rewrite_rules(**kwargs) -> None:
-    def write():
-        try:
-            write_and_reload()
-        except OSError:
-            logger.exception("could not write Prometheus's rules")
+def _rewrite(**kwargs) -> None:
+    _after_commit(write_targets, write_and_reload)
 
-    transaction.on_commit(write)
+
+def _rewrite_rules(**kwargs) -> None:
+    _after_commit(write_and_reload)
 
 
 def connect() -> None:
