@@ -136,12 +136,10 @@ def ingest_figures(url: str, prometheus_pid: int, exporters_pid: int, seconds: f
     def value(metrics, name, **labels):
         return metrics.get((name, tuple(sorted(labels.items()))), 0.0)
 
-    appended = value(after, "prometheus_tsdb_head_samples_appended_total", type="float") or value(
-        after, "prometheus_tsdb_head_samples_appended_total"
-    )
-    appended_before = value(before, "prometheus_tsdb_head_samples_appended_total", type="float") or value(
-        before, "prometheus_tsdb_head_samples_appended_total"
-    )
+    def appended(metrics):  # labelled by sample type from Prometheus 2.4x on, unlabelled before
+        name = "prometheus_tsdb_head_samples_appended_total"
+        return value(metrics, name, type="float") or value(metrics, name)
+
     groups = sorted(  # labelled "<rule file>;<group>"
         {dict(labels)["rule_group"] for name, labels in after if name == "prometheus_rule_group_last_duration_seconds"}
     )
@@ -162,7 +160,7 @@ def ingest_figures(url: str, prometheus_pid: int, exporters_pid: int, seconds: f
     return {
         "seconds": elapsed,
         "head_series": value(after, "prometheus_tsdb_head_series"),
-        "samples_per_s": (appended - appended_before) / elapsed,
+        "samples_per_s": (appended(after) - appended(before)) / elapsed,
         "interval_p99_s": value(after, "prometheus_target_interval_length_seconds", interval="15s", quantile="0.99"),
         "interval_p50_s": value(after, "prometheus_target_interval_length_seconds", interval="15s", quantile="0.5"),
         "jobs": jobs,
