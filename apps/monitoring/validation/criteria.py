@@ -2,8 +2,8 @@
 definitions, apps/monitoring/slo.py), each with its criterion, value and evidence (docs/monitoring.md).
 
 - throughput: the service's generated tokens/s during the run, from its own token counter (vLLM's /metrics: every
-  token it generated, the test's and any other traffic's) over the run's duration, ≥ 90 % of design. Without a
-  readable /metrics, the tokens the test received.
+  token it generated, the test's and any other traffic's, the other traffic's counted at its rate between the two
+  reads: measure.run_tokens), ≥ 90 % of design. Without a readable /metrics, the tokens the test received.
 - latency_p99: the p99 *time to first token* the test measured, ≤ the service's latency target (100 ms). The SLO
   judges end-to-end latency of live traffic; a load test's end-to-end time is set by the output length it asks for,
   so the test judges the part the profile does not decide, and reports end-to-end and inter-token percentiles beside.

@@ -4,7 +4,9 @@ streamed requests, and what each one took. No Django here: the business-validati
 Each request asks for `output_tokens` tokens (`ignore_eos`, so every request is as long as the profile says) of a
 prompt of about `prompt_tokens` tokens, streamed (`stream: true`, `stream_options.include_usage`), so the time to the
 first token and the gaps between tokens are seen as a client sees them. `concurrency` requests are in flight at once
-until `requests` have been sent. The server's own token counter (vLLM's /metrics beside /v1) is read before and after.
+until `requests` have been sent. The server's own token counter (vLLM's /metrics beside /v1) is read before and after,
+each read timed, so the counter's increase is known over the span between the two reads (longer than the run by what
+the reads themselves took, which a loaded machine stretches).
 """
 
 import json
@@ -80,6 +82,7 @@ class LoadResult:
     server_tokens_before: float | None
     server_tokens_after: float | None
     metrics_error: str = ""
+    counter_span: float | None = None  # seconds between the two counter reads (each read's midpoint)
 
     @property
     def duration(self) -> float:
@@ -219,13 +222,15 @@ def run(
     body = _body(profile, model)
     scrape, metrics_error = metrics_url(base), ""
 
-    def counter() -> float | None:
+    def counter() -> tuple[float | None, float]:
+        """The counter and when it was read: the midpoint of the request, as the server reads it in between."""
         nonlocal metrics_error
+        asked = time.time()
         try:
-            return read_generation_tokens(scrape, timeout=min(profile.timeout_seconds, 10.0))
+            value = read_generation_tokens(scrape, timeout=min(profile.timeout_seconds, 10.0))
         except (requests.RequestException, ValueError) as error:
-            metrics_error = _describe(error, scrape)
-            return None
+            metrics_error, value = _describe(error, scrape), None
+        return value, (asked + time.time()) / 2
 
     def task(_: int) -> Outcome | None:
         if stop.is_set():
@@ -234,7 +239,7 @@ def run(
             local.session = requests.Session()
         return one_request(local.session, url, body, profile)
 
-    before = counter()
+    before, before_at = counter()
     started = time.time()
     outcomes: list[Outcome] = []
     with ThreadPoolExecutor(max_workers=profile.concurrency, thread_name_prefix="loadtest") as pool:
@@ -244,5 +249,5 @@ def run(
                 if progress is not None:
                     progress(len(outcomes))
     ended = time.time()
-    after = counter() if before is not None else None
-    return LoadResult(base, started, ended, outcomes, before, after, metrics_error)
+    after, after_at = counter() if before is not None else (None, ended)
+    return LoadResult(base, started, ended, outcomes, before, after, metrics_error, max(after_at - before_at, 1e-6))
