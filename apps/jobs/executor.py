@@ -14,7 +14,6 @@ import traceback
 from django.conf import settings
 from django.utils import timezone
 
-from apps.core.text import counted
 from apps.jobs import services
 from apps.jobs.choices import JOB_TERMINAL, EventLevel, ShardStatus, StepStatus
 from apps.jobs.events import Recorder, current_recorder, emit, install_log_bridge
@@ -174,8 +173,9 @@ def _run_claimed(job: Job, shard: JobShard) -> str:
         ]
         cells = {(h, s): pk for pk, h, s in JobStep.objects.filter(shard=shard).values_list("pk", "hostname", "step")}
         targets = node_targets(job, shard)
+        devices = len(set(job.devices) & {target.hostname for target in targets})
         recorder.event(
-            f"shard {shard.index}: {counted(len(targets), 'node')} on {shard.worker}",
+            f"shard {shard.index}: {kind.counted_targets(len(targets) - devices, devices)} on {shard.worker}",
             data={"shard": shard.index, "worker": shard.worker},
         )
 

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from rest_framework import serializers
 
+from apps.core.text import counted
 from apps.jobs.choices import StepStatus
 from apps.nodeexec import catalogue
 from apps.nodeexec.base import CommandResult, NodeTarget
@@ -105,6 +106,8 @@ class JobKind:
     # only as the step's artifacts, which only operators and admins read, never streamed as log events every role
     # reads. Such a kind never runs over `local` (the worker's own files): register_kind refuses the pair.
     private_output: ClassVar[bool] = False
+    # What the kind's devices (JobKind.devices) are, as the job's texts count them: "9 switch trays".
+    device_noun: ClassVar[str] = "device"
 
     def steps(self, parameters: dict) -> list[StepSpec]:
         raise NotImplementedError
@@ -112,6 +115,20 @@ class JobKind:
     def check_nodes(self, nodes: list, parameters: dict) -> None:
         """Called by create_job with the resolved nodes (inventory Nodes) and validated parameters, before anything is
         stored: raise serializers.ValidationError({"targets": [...]}) to refuse them (a reboot of a node in service)."""
+
+    def devices(self, nodes: list, parameters: dict) -> list[str]:
+        """Called by create_job with the resolved nodes and validated parameters: the names of targets that are no
+        inventory node (an NVLink switch tray's BMC, read from the worker's host), each a row of the matrix whose
+        cells have no node; with some, the job may have no node at all. Default: none."""
+        return []
+
+    @classmethod
+    def counted_targets(cls, nodes: int, devices: int = 0) -> str:
+        """What a job of this kind runs on, in words: "3 nodes", "9 switch trays", "3 nodes and 9 switch trays"."""
+        if not devices:
+            return counted(nodes, "node")
+        text = counted(devices, cls.device_noun)
+        return f"{counted(nodes, 'node')} and {text}" if nodes else text
 
     def cell_record(self, target: NodeTarget, step: StepSpec, result: CommandResult) -> CellRecord:
         """What a finished cell records. Called on the fan-out's event loop, once per cell that ran (not for skipped

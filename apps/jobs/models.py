@@ -18,6 +18,7 @@ from apps.jobs.choices import (
     ShardStatus,
     StepStatus,
 )
+from apps.jobs.kinds import KINDS, JobKind
 
 
 class JobQuerySet(models.QuerySet):
@@ -86,6 +87,16 @@ class Job(PublicModel):
     @property
     def task_id(self) -> str:
         return str(self.public_id)
+
+    @property
+    def devices(self) -> list[str]:
+        """The names of its rows that are no inventory node (JobKind.devices: an NVLink switch tray's BMC)."""
+        return list((self.target_spec or {}).get("devices", ()))
+
+    @property
+    def targets_text(self) -> str:
+        """What it runs on, in words, as its kind counts them: "32 nodes", "9 switch trays"."""
+        return KINDS.get(self.kind, JobKind).counted_targets(self.node_count, len(self.devices))
 
 
 class JobShard(TimestampedModel):

@@ -230,12 +230,12 @@ def create_job(
     which must probe its own host and not a worker's).
 
     Raises serializers.ValidationError naming the bad field (`kind`, `transport`, `targets`, `parameters.<name>`);
-    nothing is created then.
+    nothing is created then. `targets` may name nothing where the kind has devices to run on (JobKind.devices).
     """
     errors: dict = {}
     selection = None
     try:
-        selection = resolve_selection(targets)
+        selection = resolve_selection(targets) if targets.as_json() else Selection(nodes=[], drained_left_out=[])
     except serializers.ValidationError as error:
         errors |= error.detail
     try:
@@ -249,21 +249,26 @@ def create_job(
     steps = job_kind.steps(params)
     nodes = selection.nodes
     job_kind.check_nodes(nodes, params)
+    devices = job_kind.devices(nodes, params)
+    if not nodes and not devices:
+        raise serializers.ValidationError({"targets": ["No node matches these targets."]})
+    stored = with_left_out(targets, selection) | ({"devices": devices} if devices else {})
+    rows = [(node, node.hostname) for node in nodes] + [(None, name) for name in devices]
     shard_size = max(1, settings.RACKPILOT_JOB_SHARD_SIZE)
     with transaction.atomic():
         job = Job.objects.create(
             kind=kind,
             parameters=params,
             transport=transport,
-            target_spec=with_left_out(targets, selection),
+            target_spec=stored,
             requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
             node_count=len(nodes),
-            shard_count=-(-len(nodes) // shard_size),
+            shard_count=-(-len(rows) // shard_size),
         )
         job.nodes.add(*nodes)
         shards = JobShard.objects.bulk_create([JobShard(job=job, index=i) for i in range(job.shard_count)])
         cells = []
-        for number, node in enumerate(nodes):
+        for number, (node, hostname) in enumerate(rows):
             shard = shards[number // shard_size]
             for position, spec in enumerate(steps):
                 cells.append(
@@ -271,7 +276,7 @@ def create_job(
                         job=job,
                         shard=shard,
                         node=node,
-                        hostname=node.hostname,
+                        hostname=hostname,
                         step=spec.name,
                         position=position,
                         label=spec.label or spec.name,
@@ -279,11 +284,8 @@ def create_job(
                 )
         JobStep.objects.bulk_create(cells, batch_size=1000)
         who = getattr(requested_by, "username", "") or "system"
-        emit(
-            job,
-            f"{kind} on {counted(len(nodes), 'node')} over {transport}, requested by {who}",
-            data={"parameters": params},
-        )
+        on = job_kind.counted_targets(len(nodes), len(devices))
+        emit(job, f"{kind} on {on} over {transport}, requested by {who}", data={"parameters": params})
         if selection.drained_left_out:
             emit(
                 job,
@@ -295,7 +297,7 @@ def create_job(
         audit.record(
             AuditAction.START,
             obj=job,
-            object_repr=f"{kind} job on {counted(len(nodes), 'node')}",
+            object_repr=f"{kind} job on {on}",
             changes={"kind": [None, kind], "transport": [None, transport], "nodes": [None, len(nodes)]},
             user=requested_by,
             job=job,

@@ -97,7 +97,7 @@ def test_a_poll_reads_the_switch_trays_bmcs_and_a_leak_there_is_a_critical_event
     assert sensors["Leak detectors leaking"]["value"] == 0 and sensors["NVSwitch0 Temp"]["switch_tray"] == "nvl01-sw3"
     assert not HealthEvent.objects.exists()
     assert job.events.filter(message__startswith="nvl01-sw3: ").exists()
-    assert job.events.filter(message__endswith=" BMC readings stored from 1 nodes and 1 switch tray").exists()
+    assert job.events.filter(message__endswith=" BMC readings stored from 1 node and 1 switch tray").exists()
 
     simulator.inject_fault(node=tray, kind="leak", target="3")  # the leak is in switch tray 3, not in the compute tray
     job = poll(tray)

@@ -4,15 +4,17 @@ apps/monitoring/kinds/bmc_poll.py)."""
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Max
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from apps.inventory.models import Node, NvlinkSwitchTray, Site
 from apps.jobs.choices import JOB_ACTIVE
+from apps.jobs.kinds import get_kind
 from apps.jobs.models import Job
 from apps.jobs.services import TargetSpec, create_job
 from apps.monitoring.models import BmcSchedule
 from apps.nodeexec.bmc import SEL_KIND
+from apps.nodeexec.transports import default_transport
 
 KIND = "bmc-poll"
 
@@ -25,15 +27,20 @@ def site_interval(site: Site) -> int | None:
     return schedule.interval_seconds if schedule.enabled else None
 
 
-def switch_trays_polled(job: Job):
-    """The NVLink switch trays a `bmc-poll` job reads besides its nodes (its first shard reads them): a site's
-    scheduled poll, the site's; a poll asked for by hand, those of the NVLink domains its nodes are compute trays
-    of. Those without BMC settings are left out by the logins."""
-    site = (job.parameters or {}).get("site")
+def switch_trays_of(*, site: str, nodes) -> QuerySet:
+    """The NVLink switch trays a `bmc-poll` reads besides its nodes (or instead of them: BmcPoll.devices): a site's
+    scheduled poll, the site's; a poll asked for by hand, those of the NVLink domains its nodes (a queryset) are
+    compute trays of. Those without BMC settings are left out by the logins."""
     if site:
         return NvlinkSwitchTray.objects.filter(domain__rack__site__slug=site)
-    domains = Node.objects.filter(job_steps__job=job, nvlink_domain__isnull=False).values("nvlink_domain_id")
+    domains = nodes.filter(nvlink_domain__isnull=False).values("nvlink_domain_id")
     return NvlinkSwitchTray.objects.filter(domain_id__in=domains)
+
+
+def switch_trays_polled(job: Job) -> QuerySet:
+    """The switch trays a `bmc-poll` job's first shard reads beside its nodes (switch_trays_of)."""
+    site = (job.parameters or {}).get("site", "")
+    return switch_trays_of(site=site, nodes=Node.objects.filter(job_steps__job=job))
 
 
 def schedule_polls(*, now: datetime | None = None) -> list[Job]:
@@ -42,7 +49,8 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
     RACKPILOT_BMC_SCHEDULER_SECONDS."""
     now = now or timezone.now()
     started = []
-    sites = Site.objects.filter(racks__nodes__bmc__isnull=False).distinct()
+    with_bmcs = Q(racks__nodes__bmc__isnull=False) | Q(racks__nvlink_domain__switch_trays__bmc__isnull=False)
+    sites = Site.objects.filter(with_bmcs).distinct()
     for site in sites:
         interval = site_interval(site)
         if interval is None:
@@ -55,13 +63,12 @@ def schedule_polls(*, now: datetime | None = None) -> list[Job]:
             continue
         nodes = Node.objects.filter(rack__site=site, bmc__isnull=False).order_by("hostname")
         spec = TargetSpec(nodes=tuple(str(public_id) for public_id in nodes.values_list("public_id", flat=True)))
-        started.append(
-            create_job(
-                kind=KIND,
-                targets=spec,
-                parameters={"site": site.slug},
-            )
-        )
+        transport = None
+        if not spec.nodes:  # its switch trays alone, as rows of their own: over the transport the site's nodes record
+            kind = get_kind(KIND)
+            nodes = Node.objects.filter(rack__site=site).only("transport")
+            transport = kind.default_transport or default_transport(offered=kind.transports, nodes=nodes)
+        started.append(create_job(kind=KIND, targets=spec, parameters={"site": site.slug}, transport=transport))
     return started
 
 
