@@ -2,11 +2,12 @@
 
 The estimate is the database's sum over the rack's GPUs of their SKU's TDP plus PLATFORM_W for every node (CPUs,
 memory, NICs, fans at full load), so the racks list sorts by it in SQL. The measured draw comes from the apps above the
-inventory (monitoring reads the nodes' BMCs): they register a source from their AppConfig.ready(), as the node page's
-sections do, and a rack without recent readings has no measured figure rather than a zero. A node its BMC reads
-powered off (`Node.power_state`) draws nothing: the sources leave its readings out, and the rack counts it as off.
-To sort by the measured draw in the database, the same app registers an annotation (`measured_w`, a subquery of the
-rack's nodes' latest readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
+inventory (monitoring reads the BMCs of the nodes and of a rack-scale system's NVLink switch trays, and counts both):
+they register a source from their AppConfig.ready(), as the node page's sections do, and a rack without recent
+readings has no measured figure rather than a zero. A node its BMC reads powered off (`Node.power_state`) draws
+nothing: the sources leave its readings out, and the rack counts it as off. To sort by the measured draw in the
+database, the same app registers an annotation (`measured_w`, subqueries of the rack's nodes' and switch trays' latest
+readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
 """
 
 from collections.abc import Callable, Iterable
@@ -38,6 +39,7 @@ PLATFORM_W = 2000
 class Measured:
     watts: float
     nodes: int  # how many of the rack's nodes were read recently enough to count
+    switch_trays: int = 0  # and how many of its NVLink switch trays (their own BMCs)
 
 
 # rack ids -> {rack id: Measured}, for the racks that have recent readings
@@ -61,8 +63,8 @@ def register_measured_annotation(annotation: MeasuredAnnotation) -> None:
 
 
 def with_measured(racks: QuerySet) -> QuerySet:
-    """Racks annotated with `measured_w`, what their nodes' BMCs last read, for ORDER BY (the figures shown come
-    from attach_power, which also counts the nodes read)."""
+    """Racks annotated with `measured_w`, what their nodes' and switch trays' BMCs last read, for ORDER BY (the
+    figures shown come from attach_power, which also counts what was read)."""
     draw = _ANNOTATION[0]() if _ANNOTATION else Value(None)
     return racks.annotate(measured_w=ExpressionWrapper(draw, output_field=FloatField()))
 
@@ -92,7 +94,7 @@ class RackPower:
 
     budget_w: float
     full_load_w: int
-    measured: Measured | None  # from the nodes that are not powered off
+    measured: Measured | None  # from the nodes that are not powered off, and the switch trays
     nodes: int = 0
     nodes_off: int = 0  # powered off through their BMC (Node.power_state): they draw nothing
 
@@ -115,6 +117,10 @@ class RackPower:
     @property
     def measured_nodes(self) -> int:
         return self.measured.nodes if self.measured else 0
+
+    @property
+    def measured_switch_trays(self) -> int:
+        return self.measured.switch_trays if self.measured else 0
 
     @property
     def measured_kw(self) -> float | None:

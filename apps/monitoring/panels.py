@@ -9,7 +9,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.inventory.choices import PowerState
-from apps.inventory.models import LeakSensor, Node
+from apps.inventory.models import LeakSensor, Node, NvlinkSwitchTray
 from apps.inventory.power import Measured
 from apps.inventory.rackscale import LoopReadings, TrayCoolant
 from apps.monitoring import charts
@@ -36,55 +36,77 @@ def _power(readings) -> float | None:
 
 
 def racks_power(rack_ids: list[int]) -> dict[int, Measured]:
-    """Each rack's draw from its nodes' latest readings within RACK_WINDOW, for the racks that have any: the rack
-    pages' measured source (apps/inventory/power.py)."""
-    since = timezone.now() - RACK_WINDOW
-    recent = BmcReading.objects.filter(node__rack_id__in=rack_ids, kind=SensorKind.POWER, time__gte=since).exclude(
-        node__power_state=PowerState.OFF  # off: it draws nothing, whatever it read before it went off
-    )
-    latest = dict(recent.order_by().values_list("node_id").annotate(latest=Max("time")))
-    by_node: dict[int, list[Reading]] = {}
-    rack_of: dict[int, int] = {}
-    rows = recent.filter(time__in=set(latest.values())).order_by()
-    for node_id, rack_id, time, kind, sensor, unit, value in rows.values_list(
-        "node_id", "node__rack_id", "time", "kind", "sensor", "unit", "value"
-    ):
-        if time == latest.get(node_id):
-            by_node.setdefault(node_id, []).append(Reading(kind, sensor, unit, value))
-            rack_of[node_id] = rack_id
+    """Each rack's draw from the latest readings within RACK_WINDOW of its nodes and of its NVLink switch trays (their
+    own BMCs), for the racks that have any: the rack pages' measured source (apps/inventory/power.py). Four queries
+    whatever the number of racks."""
+    recent = BmcReading.objects.filter(kind=SensorKind.POWER, time__gte=timezone.now() - RACK_WINDOW)
+    # A node powered off draws nothing, whatever it read before it went off.
+    on = recent.filter(node__rack_id__in=rack_ids).exclude(node__power_state=PowerState.OFF)
+    nodes = _latest_power(on, "node", "node__rack_id")
+    in_racks = recent.filter(switch_tray__domain__rack_id__in=rack_ids)
+    trays = _latest_power(in_racks, "switch_tray", "switch_tray__domain__rack_id")
     totals: dict[int, Measured] = {}
-    for node_id, readings in by_node.items():
-        watts = chassis_power(readings)
-        if watts is not None:
-            before = totals.get(rack_of[node_id], Measured(0.0, 0))
-            totals[rack_of[node_id]] = Measured(before.watts + watts, before.nodes + 1)
+    for rack_id in nodes.keys() | trays.keys():
+        node_w, tray_w = nodes.get(rack_id, []), trays.get(rack_id, [])
+        totals[rack_id] = Measured(sum(node_w) + sum(tray_w), len(node_w), len(tray_w))
     return totals
 
 
-def rack_measured_w() -> Subquery:
+def _latest_power(recent, owner: str, rack: str) -> dict[int, list[float]]:
+    """rack id -> the chassis power of each owner (`node`, `switch_tray`) at its latest poll among `recent`."""
+    key = f"{owner}_id"
+    latest = dict(recent.order_by().values_list(key).annotate(latest=Max("time")))
+    by_owner: dict[int, list[Reading]] = {}
+    rack_of: dict[int, int] = {}
+    rows = recent.filter(time__in=set(latest.values())).order_by()
+    for owner_id, rack_id, time, kind, sensor, unit, value in rows.values_list(
+        key, rack, "time", "kind", "sensor", "unit", "value"
+    ):
+        if time == latest.get(owner_id):
+            by_owner.setdefault(owner_id, []).append(Reading(kind, sensor, unit, value))
+            rack_of[owner_id] = rack_id
+    found: dict[int, list[float]] = {}
+    for owner_id, readings in by_owner.items():
+        watts = chassis_power(readings)
+        if watts is not None:
+            found.setdefault(rack_of[owner_id], []).append(watts)
+    return found
+
+
+def rack_measured_w() -> Coalesce:
     """The rack's draw as one SQL expression, for sorting the racks list (power.with_measured): the same figure as
-    racks_power: each node's latest power poll within RACK_WINDOW, its whole-chassis sensor (the largest) when it has
-    one, else the sum of its supplies; NULL when no node of the rack was read."""
+    racks_power, its nodes' (not powered off) and its switch trays' latest power polls within RACK_WINDOW summed;
+    NULL when none of them was read."""
     since = timezone.now() - RACK_WINDOW
-    polls = BmcReading.objects.filter(node=OuterRef("pk"), kind=SensorKind.POWER, time__gte=since).order_by()
+    nodes = _summed_power(
+        Node.objects.filter(rack=OuterRef("pk")).exclude(power_state=PowerState.OFF), "node", "rack", since
+    )
+    trays = _summed_power(
+        NvlinkSwitchTray.objects.filter(domain__rack=OuterRef("pk")), "switch_tray", "domain__rack", since
+    )
+    return Coalesce(nodes + trays, nodes, trays)
+
+
+def _summed_power(owners, owner: str, rack: str, since) -> Subquery:
+    """The sum over `owners` (a rack's nodes or switch trays) of each one's latest power poll since `since`: its
+    whole-chassis sensor (the largest) when it has one, else the sum of its supplies; NULL when none was read."""
+    polls = BmcReading.objects.filter(**{owner: OuterRef("pk")}, kind=SensorKind.POWER, time__gte=since).order_by()
     latest = polls.order_by("-time").values("time")[:1]
-    at_latest = polls.filter(time=OuterRef("latest")).values("node")
+    at_latest = polls.filter(time=OuterRef("latest")).values(owner)
     supplies = Q(sensor__istartswith="PSU")
     whole = at_latest.exclude(supplies).annotate(w=Max("value")).values("w")
     summed = at_latest.filter(supplies).annotate(w=Sum("value")).values("w")
-    nodes = (
-        Node.objects.filter(rack=OuterRef("pk"))
-        .exclude(power_state=PowerState.OFF)
-        .order_by()
+    total = (
+        owners.order_by()
         .annotate(latest=Subquery(latest))
         .annotate(
             watts=Coalesce(Subquery(whole, output_field=FloatField()), Subquery(summed, output_field=FloatField()))
         )
-        .values("rack")
+        .values(rack)
         .annotate(total=Sum("watts"))
         .values("total")
     )
-    return Subquery(nodes, output_field=FloatField())
+    return Subquery(total, output_field=FloatField())
 
 
 def loops_coolant(loops) -> dict[int, LoopReadings]:
@@ -166,10 +188,9 @@ def trays_coolant(owner: str = "node", **lookups) -> list[tuple[int, TrayCoolant
     return found
 
 
-def rack_power_w(rack) -> tuple[float, int]:
-    """The rack's draw from its nodes' latest readings within RACK_WINDOW: (watts, how many nodes were counted)."""
-    measured = racks_power([rack.pk]).get(rack.pk, Measured(0.0, 0))
-    return measured.watts, measured.nodes
+def rack_power(rack) -> Measured:
+    """The rack's draw from its nodes' and switch trays' latest readings within RACK_WINDOW, with how many of each."""
+    return racks_power([rack.pk]).get(rack.pk, Measured(0.0, 0))
 
 
 def bmc_series(node, *, since) -> tuple[dict[str, list[Series]], Series]:
@@ -209,11 +230,13 @@ def node_bmc_context(node, request) -> dict:
         "may_edit": request.user.is_authenticated and request.user.is_operator,
     }
     if node.rack_id:
-        watts, counted = rack_power_w(node.rack)
+        measured = rack_power(node.rack)
+        watts = measured.watts
         budget = float(node.rack.power_budget_kw) * 1000
         context |= {
             "rack_power_w": watts,
-            "rack_nodes_counted": counted,
+            "rack_nodes_counted": measured.nodes,
+            "rack_switch_trays_counted": measured.switch_trays,
             "rack_budget_w": budget,
             "rack_share": round(watts / budget * 100, 1) if budget else None,
         }

@@ -1,5 +1,6 @@
 """A rack's power (apps/inventory/power.py): the budget, the full-load estimate from its GPUs' SKUs and its nodes, the
-draw its nodes' BMCs last read; over budget in red on the pages, and the same figures, typed, in GET /api/racks/."""
+draw its nodes' and NVLink switch trays' BMCs last read; over budget in red on the pages, and the same figures, typed,
+in GET /api/racks/."""
 
 import csv
 import io
@@ -7,11 +8,13 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from apps.inventory import power
-from apps.inventory.models import GpuSku, Rack
+from apps.inventory.models import GpuSku, NvlinkDomain, NvlinkSwitchTray, Rack
 from apps.monitoring.models import BmcReading
 from tests.factories import make_gpu, make_node, make_rack, make_switch
 
@@ -32,6 +35,12 @@ def rack():
 
 def _read(node, watts: float, *, age: timedelta = timedelta(minutes=1), sensor: str = "DCMI Power"):
     BmcReading.objects.create(node=node, time=timezone.now() - age, kind="power", sensor=sensor, unit="W", value=watts)
+
+
+def _read_switch_tray(tray, watts: float, *, age: timedelta = timedelta(minutes=1)):
+    """What the poll stores of a switch tray's Redfish EnvironmentMetrics PowerWatts."""
+    time = timezone.now() - age
+    BmcReading.objects.create(switch_tray=tray, time=time, kind="power", sensor="Power Consumed", unit="W", value=watts)
 
 
 def _rack(rack) -> Rack:
@@ -108,6 +117,7 @@ def test_the_rack_api_gives_the_same_figures_typed_and_orders_by_them(api_as, vi
         "full_load_w": expected.full_load_w,
         "measured_w": 3000.0,
         "measured_nodes": 1,
+        "measured_switch_trays": 0,
         "over_budget": expected.over_budget,
     }
     make_rack(name="p03", power_budget_kw=Decimal("1"))
@@ -116,6 +126,64 @@ def test_the_rack_api_gives_the_same_figures_typed_and_orders_by_them(api_as, vi
     assert listed[1]["power"]["measured_w"] is None and listed[1]["power"]["full_load_w"] == 0
     changed = api_as(admin).patch(f"/api/racks/{rack.public_id}/", {"power_budget_kw": "1.0"}, format="json")
     assert changed.status_code == 200 and changed.json()["power"]["over_budget"] is True
+
+
+def _rack_scale(name: str, *, switch_trays: int) -> tuple[Rack, list[NvlinkSwitchTray]]:
+    rack = make_rack(name=name, power_budget_kw=Decimal("130"))
+    make_node(hostname=f"{name}-t01", rack=rack)
+    domain = NvlinkDomain.objects.create(name=name, rack=rack, system="GB200 NVL72")
+    trays = [
+        NvlinkSwitchTray.objects.create(name=f"{name}-sw{slot}", domain=domain, slot=slot)
+        for slot in range(1, switch_trays + 1)
+    ]
+    return rack, trays
+
+
+def test_a_racks_switch_trays_read_by_their_own_bmcs_count_in_its_draw_its_text_and_its_sort(
+    browser_as, api_as, viewer, rack
+):
+    nvl, trays = _rack_scale("nvl09", switch_trays=3)
+    _read(nvl.nodes.get(), 1000.0)
+    _read_switch_tray(trays[0], 900.0, age=timedelta(minutes=5))
+    _read_switch_tray(trays[0], 1200.0)  # its latest reading counts, not the earlier one
+    _read_switch_tray(trays[1], 1100.0)
+    _read_switch_tray(trays[2], 5000.0, age=timedelta(hours=2))  # too old to count
+    _read(rack.nodes.get(hostname="pw0"), 3000.0)  # p01: more than nvl09's node, less than it with its switch trays
+
+    figures = _rack(nvl).power
+    assert (figures.measured_w, figures.measured_nodes, figures.measured_switch_trays) == (3300.0, 1, 2)
+    page = browser_as(viewer)
+    detail = page.get(reverse("rack-detail", args=[nvl.public_id])).content.decode()
+    assert "3.3 kW" in detail and "from 1 of the 1 tray on and 2 switch trays, read by their BMC" in detail
+    listed = page.get(reverse("rack-list"), {"sort": "-measured_kw"})
+    assert [r.name for r in listed.context["object_list"]][:2] == ["nvl09", "p01"]
+    assert "(1 node, 2 switch trays)" in listed.content.decode()
+    body = api_as(viewer).get(f"/api/racks/{nvl.public_id}/").json()["power"]
+    assert (body["measured_w"], body["measured_nodes"], body["measured_switch_trays"]) == (3300.0, 1, 2)
+
+
+def test_a_rack_whose_switch_trays_alone_were_read_has_their_draw_and_sorts_by_it(rack):
+    nvl, trays = _rack_scale("nvl09", switch_trays=2)
+    for tray in trays:
+        _read_switch_tray(tray, 1300.0)
+
+    assert _rack(nvl).power.measured == power.Measured(2600.0, 0, 2)
+    sorted_racks = power.with_measured(Rack.objects.all()).order_by("pk")
+    assert {r.name: r.measured_w for r in sorted_racks} == {"p01": None, "nvl09": 2600.0}
+
+
+def test_the_measured_draw_reads_the_same_few_queries_for_one_switch_tray_as_for_many(db):
+    from apps.monitoring.panels import racks_power
+
+    counts = []
+    for name, switch_trays in (("nvl08", 1), ("nvl09", 9)):
+        nvl, trays = _rack_scale(name, switch_trays=switch_trays)
+        for tray in trays:
+            _read_switch_tray(tray, 1000.0)
+        with CaptureQueriesContext(connection) as queries:
+            assert racks_power([nvl.pk])[nvl.pk].switch_trays == switch_trays
+        counts.append(len(queries))
+    assert counts[0] == counts[1] <= 4
 
 
 def test_the_rack_page_links_its_switches(browser_as, viewer, rack):

@@ -45,7 +45,7 @@ def test_after_the_leak_policy_powers_the_trays_off_the_rack_reads_them_off(
     assert racks_power([rack.pk])[rack.pk].watts > 10_000  # the 18 trays draw
 
     page = client_page(client, operator, rack)
-    assert "from 18 of the 18 nodes on" in page
+    assert "from 18 of the 18 trays on, read by their BMC" in page
     assert 'id="coolant-now-' in page and "1 of 18 read a leak (nvl01-t03)" in page  # the loop now, by its limits
     assert "flow <strong>" in page and "design flow 80.0 l/min" in page
     # The loop's 27 sensors, of which the 9 in switch trays without BMC settings no poll reads: said beside "18".

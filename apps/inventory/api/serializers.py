@@ -113,16 +113,22 @@ class SiteSerializer(InventorySerializer):
 
 
 class RackPowerSerializer(serializers.Serializer):
-    """The rack's power in watts: its budget, the full-load estimate, and the draw its nodes' BMCs last read."""
+    """The rack's power in watts: its budget, the full-load estimate, and the draw its nodes' and NVLink switch
+    trays' BMCs last read."""
 
     budget_w = serializers.FloatField(read_only=True)
     full_load_w = serializers.IntegerField(
         read_only=True, help_text="Every GPU at its SKU's TDP plus the platform figure per node."
     )
     measured_w = serializers.FloatField(
-        read_only=True, allow_null=True, help_text="Null when none of its nodes was read in the last 10 minutes."
+        read_only=True,
+        allow_null=True,
+        help_text="Null when none of its nodes or switch trays was read in the last 10 minutes.",
     )
     measured_nodes = serializers.IntegerField(read_only=True, help_text="The nodes whose readings make measured_w.")
+    measured_switch_trays = serializers.IntegerField(
+        read_only=True, help_text="The NVLink switch trays whose readings make measured_w, beside the nodes'."
+    )
     over_budget = serializers.BooleanField(
         read_only=True, help_text="Full load or the measured draw exceeds the budget."
     )
