@@ -108,7 +108,8 @@ def _block_sizes(blocks: list[Block]) -> list[int]:
 def block_topology(*, plane: str = "A") -> BlockTopology:
     """Slurm's topology/block (23.11+) from the inventory's rack-scale systems: a block per NVLink domain holding its
     compute trays, so a job that fits a domain is placed inside one and its GPUs talk over NVLink, not the fabric.
-    Nodes in no domain are in no block (Slurm places them as it would without topology)."""
+    Nodes in no domain are in no block, and the file says so: no block reaches them (Slurm 24.11 warns "blocks lack
+    access to N nodes"), so a mixed fleet wants topology.yaml, the tree beside the blocks."""
 
     hosts = dict(scheduled_nodes().values_list("hostname", "nvlink_domain_id"))
     domains = NvlinkDomain.objects.order_by("name")
@@ -124,6 +125,12 @@ def block_topology(*, plane: str = "A") -> BlockTopology:
         lines.append(f"BlockName={block.name} Nodes={compress_hostlist(block.nodes)}")
     if sizes:
         lines.append(f"BlockSizes={','.join(str(size) for size in sizes)}")
+    unplaced = sorted(name for name, domain_id in hosts.items() if domain_id is None)
+    if blocks and unplaced:
+        lines.append(
+            f"# {len(unplaced)} scheduled nodes are in no NVLink domain and so in no block: with topology/block as the "
+            "cluster's plugin no block reaches them; for a mixed fleet use topology.yaml (Slurm 25.05+)."
+        )
     tree = topology_conf(plane=plane)
     document = [
         {"topology": f"tree-{plane.lower()}", "cluster_default": True, "tree": {"switches": tree.switches}},
@@ -145,5 +152,5 @@ def block_topology(*, plane: str = "A") -> BlockTopology:
         yaml=header + yaml.safe_dump(document, sort_keys=False, default_flow_style=False),
         blocks=blocks,
         block_sizes=sizes,
-        unplaced=sorted(name for name, domain_id in hosts.items() if domain_id is None),
+        unplaced=unplaced,
     )

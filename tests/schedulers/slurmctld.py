@@ -1,6 +1,9 @@
 """A private Slurm controller for tests: Debian's slurmctld, run as the current user in a temporary directory with a
 generated slurm.conf (auth/none, free ports, the given nodes declared at 127.0.0.1 without slurmd), driven through
-the real `scontrol` and `sinfo` with SLURM_CONF pointing at it."""
+the real `scontrol` and `sinfo` with SLURM_CONF pointing at it.
+
+The host's Slurm by default; for topology/block (Slurm 23.11+), which bookworm's 22.05 lacks, Debian trixie's 24.11
+unpacked by .ci/slurm-block into RACKPILOT_TEST_SLURM_ROOT (block_slurm below)."""
 
 import getpass
 import os
@@ -13,10 +16,53 @@ from pathlib import Path
 
 STARTUP_DEADLINE_S = 60.0  # how long the controller may take to answer `scontrol ping` (a busy CI machine)
 BINARIES = ("slurmctld", "scontrol", "sinfo")
+BLOCK_SINCE = (23, 11)  # the first Slurm with topology/block
+
+
+@dataclass(frozen=True)
+class Slurm:
+    """Where a Slurm's programs are: the host's (`root` None), or one unpacked under `root` (.ci/slurm-block)."""
+
+    root: Path | None = None
+
+    def program(self, name: str) -> str:
+        if self.root is None:
+            return shutil.which(name) or f"/usr/sbin/{name}"
+        return str(self.root / ("usr/sbin" if name == "slurmctld" else "usr/bin") / name)
+
+    @property
+    def plugin_dir(self) -> Path | None:
+        """An unpacked Slurm's plugins (the host's are where its build put them)."""
+        return None if self.root is None else self.root / "usr/lib" / f"{os.uname().machine}-linux-gnu" / "slurm-wlm"
+
+    def missing(self) -> list[str]:
+        return [name for name in BINARIES if not Path(self.program(name)).exists()]
+
+    def version(self) -> tuple[int, ...]:
+        answer = subprocess.run([self.program("slurmctld"), "-V"], capture_output=True, text=True, timeout=30)
+        return tuple(int(part) for part in answer.stdout.split()[-1].split(".")[:2])
+
+
+HOST = Slurm()
 
 
 def missing_binaries() -> list[str]:
-    return [name for name in BINARIES if shutil.which(name) is None and not Path(f"/usr/sbin/{name}").exists()]
+    return HOST.missing()
+
+
+def block_slurm() -> tuple[Slurm | None, str]:
+    """A Slurm with topology/block: the host's if new enough, else the one unpacked at RACKPILOT_TEST_SLURM_ROOT;
+    (None, why) where there is none."""
+    if not HOST.missing() and HOST.version() >= BLOCK_SINCE:
+        return HOST, ""
+    root = os.environ.get("RACKPILOT_TEST_SLURM_ROOT", "")
+    unpacked = Slurm(Path(root)) if root else None
+    if unpacked is None or unpacked.missing():
+        return None, (
+            "no Slurm with topology/block (23.11+) here: the host's is older or absent, and RACKPILOT_TEST_SLURM_ROOT "
+            "names no Slurm unpacked by .ci/slurm-block"
+        )
+    return unpacked, ""
 
 
 def _free_port() -> int:
@@ -34,6 +80,7 @@ def slurm_conf(
     node_port: int,
     topology: bool = False,
     plugin: str = "tree",
+    plugin_dir: Path | None = None,
 ) -> str:
     """A minimal slurm.conf for one controller on this host and the given nodes (no slurmd runs for them); with
     `topology`, the tree plugin reading topology.conf beside it."""
@@ -54,6 +101,7 @@ def slurm_conf(
         "SelectType=select/cons_tres",
         "SwitchType=switch/none",
         "MpiDefault=none",
+        *([f"PluginDir={plugin_dir}"] if plugin_dir else []),
         "MailProg=/bin/true",
         "RebootProgram=/bin/true",  # scontrol reboot is refused without one
         "ReturnToService=2",
@@ -69,13 +117,17 @@ class Controller:
     conf: Path
     log: Path
     process: subprocess.Popen
+    slurm: Slurm = HOST
 
     @property
     def env(self) -> dict[str, str]:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run(list(argv), env=self.env, capture_output=True, text=True, timeout=30)
+        program, *arguments = argv
+        return subprocess.run(
+            [self.slurm.program(program), *arguments], env=self.env, capture_output=True, text=True, timeout=30
+        )
 
     def stop(self) -> None:
         self.process.terminate()
@@ -87,9 +139,10 @@ class Controller:
 
 
 def start_controller(
-    directory: Path, nodes: list[str], *, topology: str | None = None, plugin: str = "tree"
+    directory: Path, nodes: list[str], *, topology: str | None = None, plugin: str = "tree", slurm: Slurm = HOST
 ) -> Controller:
-    """A controller for `nodes`; `topology`: the text of a topology.conf to start it with (topology/`plugin`)."""
+    """A controller for `nodes`; `topology`: the text of a topology.conf to start it with (topology/`plugin`);
+    `slurm`: whose programs."""
     for sub in ("state", "spool"):
         (directory / sub).mkdir(parents=True, exist_ok=True)
     if topology is not None:
@@ -104,14 +157,15 @@ def start_controller(
             node_port=_free_port(),
             topology=topology is not None,
             plugin=plugin,
+            plugin_dir=slurm.plugin_dir,
         )
     )
-    binary = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
+    binary = slurm.program("slurmctld")
     output = open(directory / "slurmctld.out", "wb")  # noqa: SIM115 (kept open for the daemon's life)
     process = subprocess.Popen(
         [binary, "-D", "-i", "-f", str(conf)], stdout=output, stderr=subprocess.STDOUT, env={**os.environ}
     )
-    controller = Controller(conf, directory / "slurmctld.log", process)
+    controller = Controller(conf, directory / "slurmctld.log", process, slurm)
     deadline = time.monotonic() + STARTUP_DEADLINE_S
     while time.monotonic() < deadline:  # a readiness wait, not a timing: each try returns as soon as it is up
         if process.poll() is not None:

@@ -2,12 +2,11 @@
 topology.yaml), served beside the tree with `plugin=block`, and a ComputeDomain per NVLink domain for Kubernetes
 (NVIDIA's DRA driver), from the rack page and the API.
 
-Debian's slurmctld here is 22.05, which has no topology/block (Slurm 23.11+): the block file is checked against
-Slurm's documented syntax by parsing it, and the real-controller test below runs only where a Slurm with the plugin
-is installed."""
+Debian bookworm's slurmctld is 22.05, which has no topology/block (Slurm 23.11+): the block file is checked against
+Slurm's documented syntax by parsing it here, and read by a real slurmctld with the plugin below: the host's if it has
+one, else Debian trixie's 24.11 that .ci/slurm-block unpacks (CI runs it)."""
 
 import re
-import subprocess
 
 import pytest
 import yaml
@@ -22,7 +21,7 @@ from apps.schedulers.services import scheduled_nodes
 from apps.schedulers.topology_conf import block_topology
 from tests.live_server import need
 
-from .slurmctld import missing_binaries, start_controller
+from .slurmctld import block_slurm, start_controller
 
 pytestmark = pytest.mark.django_db
 
@@ -166,16 +165,10 @@ def test_the_rack_page_and_the_api_offer_it(nvl72, browser_as, api_as, viewer, a
     assert api_client.get("/api/compute-domains/").status_code in (401, 403)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_real_slurmctld_with_the_block_plugin_reads_the_blocks(nvl72, tmp_path):
-    missing = missing_binaries()
-    need(not missing, f"Slurm is not installed here ({', '.join(missing)} missing): apt-get install slurmctld")
-    version = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout.split()[-1]
-    if tuple(int(part) for part in version.split(".")[:2]) < (23, 11):
-        pytest.skip(f"slurmctld {version} has no topology/block (Slurm 23.11+): the syntax is checked by parsing")
-    blocks = block_topology()
-    nodes = list(scheduled_nodes().order_by("hostname").values_list("hostname", flat=True))
-    controller = start_controller(tmp_path / "slurm", nodes, topology=blocks.text, plugin="block")
+def read_blocks(slurm, nodes: list[str], text: str, directory) -> tuple[dict, str]:
+    """The blocks a real slurmctld with topology/block read from `text` (`scontrol show topology`: BlockName and
+    AggregatedBlock lines), and its log."""
+    controller = start_controller(directory, nodes, topology=text, plugin="block", slurm=slurm)
     try:
         shown = controller.run("scontrol", "show", "topology")
     finally:
@@ -184,6 +177,28 @@ def test_a_real_slurmctld_with_the_block_plugin_reads_the_blocks(nvl72, tmp_path
     read = {}
     for line in shown.stdout.splitlines():
         fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
-        if "BlockName" in fields:
-            read[fields["BlockName"]] = expand_hostlist(fields["Nodes"])
-    assert read == {block.name: block.nodes for block in blocks.blocks}
+        name = fields.get("BlockName") or fields.get("AggregatedBlock")
+        if name:
+            read[name] = (expand_hostlist(fields["Nodes"]), int(fields["BlockSize"]))
+    return read, controller.log.read_text(errors="replace")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("racks", [1, 2])
+def test_a_real_slurmctld_with_the_block_plugin_reads_the_blocks(racks, tmp_path):
+    slurm, why = block_slurm()
+    need(slurm is not None, why)
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=racks))
+    if racks == 2:  # a retired tray: the smallest domain (17 trays) sets the base block, and the pair aggregates
+        Node.objects.filter(hostname="nvl02-t18").update(status="retired")
+    blocks = block_topology()
+    nodes = list(scheduled_nodes().order_by("hostname").values_list("hostname", flat=True))
+    read, log = read_blocks(slurm, nodes, blocks.text, tmp_path / "slurm")
+    base = blocks.block_sizes[0]
+    expected = {block.name: (block.nodes, base) for block in blocks.blocks}
+    if racks == 2:
+        assert blocks.block_sizes == [17, 34]
+        expected["nvl[01-02]"] = (blocks.blocks[0].nodes + blocks.blocks[1].nodes, 34)
+    assert read == expected
+    # The servers in no NVLink domain: Slurm says no block reaches them (docs/schedulers.md, "topology/block").
+    assert f"blocks lack access to {len(blocks.unplaced)} nodes" in log and len(blocks.unplaced) == 8
