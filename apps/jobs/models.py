@@ -94,6 +94,13 @@ class Job(PublicModel):
         return list((self.target_spec or {}).get("devices", ()))
 
     @property
+    def row_noun(self) -> str:
+        """What a row of its matrix is: "node", its kind's device noun where it runs on devices only, else "target"."""
+        if not self.devices:
+            return "node"
+        return KINDS.get(self.kind, JobKind).device_noun if not self.node_count else "target"
+
+    @property
     def targets_text(self) -> str:
         """What it runs on, in words, as its kind counts them: "32 nodes", "9 switch trays"."""
         return KINDS.get(self.kind, JobKind).counted_targets(self.node_count, len(self.devices))

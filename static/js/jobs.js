@@ -72,7 +72,8 @@
       if (progress.counts) { showCounts(progress.counts); }
       var failedNodes = document.getElementById("matrix-failed-nodes");
       if (failedNodes && progress.failed_nodes !== undefined) {
-        failedNodes.textContent = progress.failed_nodes + " node" + (progress.failed_nodes === 1 ? "" : "s") + " with a failure";
+        var noun = failedNodes.dataset.noun || "node";
+        failedNodes.textContent = progress.failed_nodes + " " + noun + (progress.failed_nodes === 1 ? "" : "s") + " with a failure";
       }
       document.getElementById("progress-bar").style.width = progress.percent + "%";
       document.getElementById("progress-percent").textContent = progress.percent + "%";

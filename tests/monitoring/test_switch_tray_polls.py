@@ -59,6 +59,9 @@ def test_the_job_page_and_api_say_it_read_switch_trays(switch_trays, run_shards,
     html = page.get(reverse("job-page", args=[job.public_id])).content.decode()
     assert "<dt>Targets</dt><dd>9 switch trays</dd>" in html and "<dt>Nodes</dt>" not in html
     assert all(f'<tr><th class="mono">{name}</th>' in html for name in TRAYS)
+    # The matrix counts its rows as what they are.
+    assert "<h2>Switch tray × step</h2>" in html and "<thead><tr><th>Switch tray</th>" in html
+    assert "Switch trays 1–9 of 9" in html and "0 switch trays with a failure" in html and "Nodes 1" not in html
     assert "9 switch trays" in page.get(reverse("jobs-page")).content.decode()
     body = api_as(viewer).get(f"/api/jobs/{job.public_id}/").json()
     assert (body["status"], body["node_count"], body["target_spec"]) == ("succeeded", 0, {"devices": TRAYS})
