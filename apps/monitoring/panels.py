@@ -37,40 +37,44 @@ def _power(readings) -> float | None:
 
 def racks_power(rack_ids: list[int]) -> dict[int, Measured]:
     """Each rack's draw from the latest readings within RACK_WINDOW of its nodes and of its NVLink switch trays (their
-    own BMCs), for the racks that have any: the rack pages' measured source (apps/inventory/power.py). Four queries
-    whatever the number of racks."""
+    own BMCs), for the racks that have any: the rack pages' measured source (apps/inventory/power.py). Two queries
+    whatever the number of racks: the owners' latest poll times, then the readings at those times."""
     recent = BmcReading.objects.filter(kind=SensorKind.POWER, time__gte=timezone.now() - RACK_WINDOW)
     # A node powered off draws nothing, whatever it read before it went off.
-    on = recent.filter(node__rack_id__in=rack_ids).exclude(node__power_state=PowerState.OFF)
-    nodes = _latest_power(on, "node", "node__rack_id")
-    in_racks = recent.filter(switch_tray__domain__rack_id__in=rack_ids)
-    trays = _latest_power(in_racks, "switch_tray", "switch_tray__domain__rack_id")
+    nodes_on = Q(node__rack_id__in=rack_ids) & ~Q(node__power_state=PowerState.OFF)
+    mine = recent.filter(nodes_on | Q(switch_tray__domain__rack_id__in=rack_ids)).order_by()
+    latest = {
+        (node_id, tray_id): time
+        for node_id, tray_id, time in mine.values_list("node_id", "switch_tray_id").annotate(latest=Max("time"))
+    }
+    by_owner: dict[tuple, list[Reading]] = {}
+    rack_of: dict[tuple, int] = {}
+    rows = mine.filter(time__in=set(latest.values())).values_list(
+        "node_id",
+        "switch_tray_id",
+        "node__rack_id",
+        "switch_tray__domain__rack_id",
+        "time",
+        "kind",
+        "sensor",
+        "unit",
+        "value",
+    )
+    for node_id, tray_id, node_rack, tray_rack, time, kind, sensor, unit, value in rows:
+        owner = (node_id, tray_id)
+        if time == latest.get(owner):
+            by_owner.setdefault(owner, []).append(Reading(kind, sensor, unit, value))
+            rack_of[owner] = node_rack if node_id else tray_rack
     totals: dict[int, Measured] = {}
-    for rack_id in nodes.keys() | trays.keys():
-        node_w, tray_w = nodes.get(rack_id, []), trays.get(rack_id, [])
-        totals[rack_id] = Measured(sum(node_w) + sum(tray_w), len(node_w), len(tray_w))
-    return totals
-
-
-def _latest_power(recent, owner: str, rack: str) -> dict[int, list[float]]:
-    """rack id -> the chassis power of each owner (`node`, `switch_tray`) at its latest poll among `recent`."""
-    key = f"{owner}_id"
-    latest = dict(recent.order_by().values_list(key).annotate(latest=Max("time")))
-    by_owner: dict[int, list[Reading]] = {}
-    rack_of: dict[int, int] = {}
-    rows = recent.filter(time__in=set(latest.values())).order_by()
-    for owner_id, rack_id, time, kind, sensor, unit, value in rows.values_list(
-        key, rack, "time", "kind", "sensor", "unit", "value"
-    ):
-        if time == latest.get(owner_id):
-            by_owner.setdefault(owner_id, []).append(Reading(kind, sensor, unit, value))
-            rack_of[owner_id] = rack_id
-    found: dict[int, list[float]] = {}
-    for owner_id, readings in by_owner.items():
+    for owner, readings in by_owner.items():
         watts = chassis_power(readings)
         if watts is not None:
-            found.setdefault(rack_of[owner_id], []).append(watts)
-    return found
+            before = totals.get(rack_of[owner], Measured(0.0, 0))
+            is_node = owner[0] is not None
+            totals[rack_of[owner]] = Measured(
+                before.watts + watts, before.nodes + is_node, before.switch_trays + (not is_node)
+            )
+    return totals
 
 
 def rack_measured_w() -> Coalesce:
