@@ -18,7 +18,7 @@ from apps.inventory.models import GpuSku, NvlinkDomain, NvlinkSwitchTray, Rack
 from apps.monitoring.models import BmcReading
 from tests.factories import make_gpu, make_node, make_rack, make_switch
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.usefixtures("clock"), pytest.mark.django_db]  # readings stamped at the test's moment
 
 
 @pytest.fixture
