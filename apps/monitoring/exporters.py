@@ -19,8 +19,14 @@ def exporter_server(*, host: str, port: int, seed: int | None = None, refresh: f
         with thread_connection_returned():
             return current_workloads()
 
+    def stamp():
+        with thread_connection_returned():
+            return simulator.telemetry_inputs_stamp()
+
     def store(rows):
         with thread_connection_returned():  # the ledger's flushing thread
             simulator.store_serving_load(rows)
 
-    return ExporterServer(build=build, workloads=workloads, host=host, port=port, refresh=refresh, store=store)
+    return ExporterServer(
+        build=build, workloads=workloads, stamp=stamp, host=host, port=port, refresh=refresh, store=store
+    )

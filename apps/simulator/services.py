@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Prefetch
 from rest_framework import serializers
 
+from apps.core.models import AuditEntry
 from apps.inventory.choices import NodeRole, NodeStatus
 from apps.inventory.models import Nic, Node
 from apps.simulator import boot, clock, sel, shell
@@ -485,6 +486,19 @@ def telemetry_model(*, workloads, seed: int = 0, hostnames: list[str] | None = N
     for the few nodes it asks about (apps.monitoring.recorder, apps.monitoring.telemetry)."""
     histories = _histories() if hostnames is None else _histories(hostname__in=hostnames)
     return ClusterTelemetry(histories, workloads, seed=seed, ledger=serving_ledger())
+
+
+def telemetry_inputs_stamp() -> tuple:
+    """What telemetry_model reads, in a few small queries: equal stamps, the same model, so a process that keeps one
+    (the simulated exporters) rebuilds it only when this moves. The audit log's last entry stands for the inventory
+    (each audited save, delete and bulk create writes one); the rest are written without an entry: the simulated
+    changes, the faults a rehearsal backdates, the nodes' boot times the demo backdates."""
+    return (
+        AuditEntry.objects.aggregate(last=Max("id"))["last"],
+        tuple(SimFault.objects.order_by("id").values_list("id", "created")),
+        tuple(SimChange.objects.aggregate(count=Count("id"), last=Max("updated")).values()),
+        tuple(Node.objects.aggregate(count=Count("id"), last=Max("created")).values()),
+    )
 
 
 def _histories(**filters) -> list[NodeHistory]:

@@ -206,3 +206,40 @@ def test_a_hung_node_has_no_series_and_its_exporters_do_not_answer(cluster):
         assert failed.value.code == 503  # the scrape fails: Prometheus marks the target down
     finally:
         server.stop()
+
+
+def test_the_exporters_rebuild_their_model_only_when_what_it_is_built_from_moved(cluster):
+    workloads = [WORKLOADS]
+    server = ExporterServer(
+        build=lambda workloads: services.telemetry_model(workloads=workloads),
+        workloads=lambda: workloads[0],
+        stamp=services.telemetry_inputs_stamp,
+        refresh=3600,  # the test checks by hand
+    )
+    try:
+        served = server.model()
+        server.refresh_model()
+        assert (server.model(), server.builds) == (served, 1)  # the clock moved, nothing else: the same model
+
+        inject("gpu003", "node_hang")  # an audited change
+        server.refresh_model()
+        assert server.builds == 2
+        with pytest.raises(NodeSilent):
+            server.page("/nodes/gpu003/metrics")
+
+        gpu004 = Node.objects.get(hostname="gpu004")
+        services.bmc_power(node=gpu004, action="off")  # a simulated change, written without an audit entry
+        server.refresh_model()
+        assert server.builds == 3
+        with pytest.raises(NodeSilent):
+            server.page("/nodes/gpu004/metrics")
+
+        workloads[0] = Workloads(serving=WORKLOADS.serving)  # the training job ended
+        server.refresh_model()
+        assert server.builds == 4
+        assert server.model().workloads.training == ()
+
+        server.refresh_model()
+        assert server.builds == 4
+    finally:
+        server.stop()
