@@ -14,9 +14,10 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Cable, Node
 from apps.monitoring import watch
 from apps.monitoring.exporters import exporter_server
+from apps.monitoring.rule_files import write_rules
 from apps.monitoring.services import telemetry_health
 from apps.monitoring.targets import write_targets
-from apps.monitoring.telemetry import PrometheusTelemetry
+from apps.monitoring.telemetry import RECORDED_NONZERO, PrometheusTelemetry
 from apps.simulator import services as simulator
 from tests.monitoring.conftest import start_prometheus  # noqa: F401  (the fixture)
 
@@ -36,16 +37,33 @@ def _scraped(url: str, promql: str, *, count: int, timeout: float) -> float:
     raise AssertionError(f"Prometheus at {url} had fewer than {count} series of {promql} after {timeout} s")
 
 
-def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(transactional_db, tmp_path, start_prometheus, settings):  # noqa: F811
+@pytest.mark.parametrize("rules", [False, True], ids=["raw series", "recorded nonzero readings"])
+def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(
+    transactional_db,
+    tmp_path,
+    start_prometheus,  # noqa: F811
+    settings,
+    rules,
+    monkeypatch,
+):
+    """Without Rackpilot's rules the dashboard's read asks every GPU's latest XID; with them, the GPUs the rule
+    recorded as not 0 (the same answer)."""
     load_cluster(ClusterShape(compute_nodes=2, nodes_per_rack=2, management_nodes=0))
     simulator.inject_fault(node=Node.objects.get(hostname="gpu002"), kind="xid79", target="4", parameters={})
     server = exporter_server(host="127.0.0.1", port=0, refresh=1.0)
     server.start()
+    asked = []
+    query = PrometheusTelemetry.query
+    monkeypatch.setattr(
+        PrometheusTelemetry, "query", lambda self, promql, at: asked.append(promql) or query(self, promql, at=at)
+    )
     try:
         targets = tmp_path / "targets"
         write_targets(directory=str(targets), exporters=f"127.0.0.1:{server.port}")
-        url = start_prometheus(targets)
+        url = start_prometheus(targets, rules=write_rules(directory=str(targets)) if rules else None)
         at = _scraped(url, "DCGM_FI_DEV_XID_ERRORS > 0", count=1, timeout=120)
+        if rules:
+            at = max(at, _scraped(url, f"{RECORDED_NONZERO['xid']} > 0", count=1, timeout=120))
         settings.RACKPILOT_PROMETHEUS_URL = url
 
         hosts = ["gpu001", "gpu002"]
@@ -57,6 +75,7 @@ def test_an_xid_prometheus_scraped_is_an_event_on_its_gpu(transactional_db, tmp_
     finally:
         server.stop()
 
+    assert ("DCGM_FI_DEV_XID_ERRORS != 0" in asked) is not rules
     assert reporting == {("gpu002", "4"): 79.0} == {key: value for key, value in every.items() if value}
     assert elsewhere == {}  # gpu002's XID is not gpu001's
     assert len(every) >= 8  # with the zeros, which Prometheus leaves out when asked for nonzero readings only

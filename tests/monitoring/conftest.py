@@ -41,16 +41,18 @@ def wait_ready(url: str) -> None:
 
 @pytest.fixture
 def start_prometheus(tmp_path):
-    """start_prometheus(targets_dir) -> its URL; the process is stopped after the test."""
+    """start_prometheus(targets_dir, rules=None) -> its URL; with `rules` (a rules file's path) it loads them, as
+    docker/prometheus.yml loads Rackpilot's. The process is stopped after the test."""
     need(Path(PROMETHEUS).exists(), "prometheus is not installed (apt-get install prometheus)")
     processes = []
 
-    def start(targets: Path) -> str:
+    def start(targets: Path, rules: Path | None = None) -> str:
         port = free_port()
         config = tmp_path / "prometheus.yml"
         config.write_text(
             f"global: {{scrape_interval: {SCRAPE_SECONDS}s, scrape_timeout: {SCRAPE_SECONDS}s}}\n"
-            "scrape_configs:\n"
+            + (f"rule_files: ['{rules}']\n" if rules else "")
+            + "scrape_configs:\n"
             "  - job_name: dcgm\n"
             f"    file_sd_configs: [{{files: ['{targets}/dcgm.json'], refresh_interval: 1s}}]\n"
             "  - job_name: vllm\n"

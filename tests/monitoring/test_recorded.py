@@ -11,9 +11,11 @@ import pytest
 import yaml
 
 from apps.monitoring.telemetry import (
+    NONZERO_INTERVAL_S,
     RECORDED_E2E_P99,
     RECORDED_FLEET,
     RECORDED_NODE_BUSY,
+    RECORDED_NONZERO,
     PrometheusTelemetry,
     Window,
     Worst,
@@ -150,6 +152,61 @@ def test_the_fleets_5_minute_energy_tiles_add_up_to_the_energy(promtool, tmp_pat
                         "eval_time": "150m",
                         "exp_samples": [{"value": 108000 - 1200}],
                     }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+
+    ran = promtool("test", "rules", "tests.yml")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_the_gpus_reporting_an_xid_or_an_ecc_error_are_recorded_at_every_scrape_and_the_rest_counted(
+    promtool, tmp_path
+):
+    """Three GPUs, one with an XID 79 from its second scrape: the nonzero rule records that one GPU, with its
+    labels, from then on; the count rule says how many it looked at (all three), so that a reader can tell "none
+    reporting" from "no rule ran"."""
+    group = next(group for group in telemetry_rules() if group["interval"] == f"{NONZERO_INTERVAL_S}s")
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
+    assert "SUCCESS" in promtool("check", "rules", "rules.yml").stdout
+    gpus = [
+        ('Hostname="gpu001",gpu="0"', "0x10"),
+        ('Hostname="gpu001",gpu="1"', "0 79x9"),
+        ('Hostname="gpu002",gpu="0"', "0x10"),
+    ]
+    xid, ecc = RECORDED_NONZERO["xid"], RECORDED_NONZERO["ecc_dbe"]
+    tests = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "15s",
+        "tests": [
+            {
+                "interval": "15s",
+                "input_series": [
+                    {"series": f"{metric}{{{labels}}}", "values": values if metric.endswith("XID_ERRORS") else "0x10"}
+                    for labels, values in gpus
+                    for metric in ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+                ],
+                "promql_expr_test": [
+                    {"expr": xid, "eval_time": "0s", "exp_samples": []},
+                    {
+                        "expr": xid,
+                        "eval_time": "1m",
+                        "exp_samples": [{"labels": f'{xid}{{Hostname="gpu001",gpu="1"}}', "value": 79}],
+                    },
+                    {"expr": ecc, "eval_time": "1m", "exp_samples": []},
+                    {
+                        "expr": "rackpilot:gpu_xid:count",
+                        "eval_time": "1m",
+                        "exp_samples": [{"labels": "rackpilot:gpu_xid:count", "value": 3}],
+                    },
+                    {
+                        "expr": "rackpilot:gpu_ecc_dbe:count",
+                        "eval_time": "1m",
+                        "exp_samples": [{"labels": "rackpilot:gpu_ecc_dbe:count", "value": 3}],
+                    },
                 ],
             }
         ],
