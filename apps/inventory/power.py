@@ -1,10 +1,11 @@
 """A rack's power: its budget, the full-load estimate from what is in it, and the draw measured where readings exist.
 
-The estimate is the database's sum over the rack's GPUs of their SKU's TDP plus PLATFORM_W for every node (CPUs,
-memory, NICs, fans at full load), so the racks list sorts by it in SQL. The measured draw comes from the apps above the
-inventory (monitoring reads the BMCs of the nodes and of a rack-scale system's NVLink switch trays, and counts both):
-they register a source from their AppConfig.ready(), as the node page's sections do, and a rack without recent
-readings has no measured figure rather than a zero. A node its BMC reads powered off (`Node.power_state`) draws
+The estimate is the database's sum over the rack's GPUs of their SKU's TDP, plus PLATFORM_W for every node (CPUs,
+memory, NICs, fans at full load), plus SWITCH_TRAY_W for every NVLink switch tray of a rack-scale system's domain
+(the measured draw counts those trays too), so the racks list sorts by it in SQL. The measured draw comes from the
+apps above the inventory (monitoring reads the BMCs of the nodes and of a rack-scale system's NVLink switch trays, and
+counts both): they register a source from their AppConfig.ready(), as the node page's sections do, and a rack without
+recent readings has no measured figure rather than a zero. A node its BMC reads powered off (`Node.power_state`) draws
 nothing: the sources leave its readings out, and the rack counts it as off. To sort by the measured draw in the
 database, the same app registers an annotation (`measured_w`, subqueries of the rack's nodes' and switch trays' latest
 readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
@@ -29,10 +30,16 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from apps.inventory.choices import PowerState
-from apps.inventory.models import Gpu, Node, Rack
+from apps.inventory.models import Gpu, Node, NvlinkSwitchTray, Rack
 
 # What a node draws at full load besides its GPUs (two CPUs, memory, NICs, drives, fans): an 8-GPU HGX host's share.
 PLATFORM_W = 2000
+# What an NVLink switch tray draws at full load (a GB200 NVL72's: its two NVSwitch chips at 420 W each under all-reduce
+# traffic, plus 180 W of the tray's own management CPU, BMC, fans' and pumps' share and optics' cages). The figures are
+# the simulated switch tray BMC's at full load (apps/simulator/bmc.py: SWITCH_BOARD_W + NVSWITCH_CHIPS ×
+# NVSWITCH_BUSY_W), not a datasheet's; they live here too because the inventory may not import the simulator, and a
+# test (tests/inventory/test_rack_power.py) fails when the two part.
+SWITCH_TRAY_W = 2 * 420 + 180
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,8 @@ def with_measured(racks: QuerySet) -> QuerySet:
 
 
 def with_power(racks: QuerySet) -> QuerySet:
-    """Racks annotated with `node_count`, `gpu_tdp_w` and `full_load_w` (what they would draw at full load), as
-    subqueries so no join multiplies rows or counts."""
+    """Racks annotated with `node_count`, `gpu_tdp_w`, `switch_tray_count` (its NVLink domain's switch trays) and
+    `full_load_w` (what they would draw at full load), as subqueries so no join multiplies rows or counts."""
     gpu_tdp = (
         Gpu.objects.filter(node__rack=OuterRef("pk"), sku__isnull=False)
         .order_by()
@@ -81,11 +88,19 @@ def with_power(racks: QuerySet) -> QuerySet:
     )
     nodes = Node.objects.filter(rack=OuterRef("pk")).order_by().values("rack").annotate(n=Count("pk")).values("n")
     off = nodes.filter(power_state=PowerState.OFF)
+    switch_trays = (
+        NvlinkSwitchTray.objects.filter(domain__rack=OuterRef("pk"))
+        .order_by()
+        .values("domain__rack")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     return racks.annotate(
         gpu_tdp_w=Coalesce(Subquery(gpu_tdp, output_field=IntegerField()), Value(0)),
         node_count=Coalesce(Subquery(nodes, output_field=IntegerField()), Value(0)),
         nodes_off=Coalesce(Subquery(off, output_field=IntegerField()), Value(0)),
-    ).annotate(full_load_w=F("node_count") * PLATFORM_W + F("gpu_tdp_w"))
+        switch_tray_count=Coalesce(Subquery(switch_trays, output_field=IntegerField()), Value(0)),
+    ).annotate(full_load_w=F("node_count") * PLATFORM_W + F("switch_tray_count") * SWITCH_TRAY_W + F("gpu_tdp_w"))
 
 
 @dataclass(frozen=True)

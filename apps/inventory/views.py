@@ -191,7 +191,11 @@ def _racks(request) -> Listing:
 @login_required
 def rack_list(request):
     def with_power(context: dict) -> dict:
-        return {"object_list": power.attach_power(context["object_list"]), "platform_w": power.PLATFORM_W}
+        return {
+            "object_list": power.attach_power(context["object_list"]),
+            "platform_w": power.PLATFORM_W,
+            "switch_tray_w": power.SWITCH_TRAY_W,
+        }
 
     # The export reads the measured draw a chunk of racks at a time.
     return _racks(request).respond("inventory/rack_list.html", with_power, prepare=power.attach_power)
@@ -223,6 +227,7 @@ def rack_detail(request, public_id):
             "switches": rack.switches.order_by("-position", "name"),
             "pdus": rack.pdus.order_by("feed", "name"),
             "platform_w": power.PLATFORM_W,
+            "switch_tray_w": power.SWITCH_TRAY_W,
             "rack_scale": rack_scale_summary(rack),
             "sections": RACK_PAGE.render(request, rack),
         },

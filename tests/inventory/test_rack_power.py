@@ -1,6 +1,6 @@
-"""A rack's power (apps/inventory/power.py): the budget, the full-load estimate from its GPUs' SKUs and its nodes, the
-draw its nodes' and NVLink switch trays' BMCs last read; over budget in red on the pages, and the same figures, typed,
-in GET /api/racks/."""
+"""A rack's power (apps/inventory/power.py): the budget, the full-load estimate from its GPUs' SKUs, its nodes and its
+NVLink switch trays, the draw its nodes' and NVLink switch trays' BMCs last read; over budget in red on the pages, and
+the same figures, typed, in GET /api/racks/."""
 
 import csv
 import io
@@ -50,8 +50,8 @@ def _rack(rack) -> Rack:
 def test_the_full_load_estimate_is_the_gpus_tdp_and_a_platform_figure_per_node(rack):
     tdp = GpuSku.objects.get(name="H200 SXM").tdp_w
     figures = _rack(rack)
-    assert figures.node_count == 3 and figures.gpu_tdp_w == 8 * tdp
-    assert figures.power.full_load_w == 8 * tdp + 3 * power.PLATFORM_W
+    assert figures.node_count == 3 and figures.gpu_tdp_w == 8 * tdp and figures.switch_tray_count == 0
+    assert figures.power.full_load_w == 8 * tdp + 3 * power.PLATFORM_W  # no NVLink domain: nothing more
     assert figures.power.budget_w == 20000.0
     assert figures.power.measured is None and figures.power.measured_w is None
 
@@ -170,6 +170,72 @@ def test_a_rack_whose_switch_trays_alone_were_read_has_their_draw_and_sorts_by_i
     assert _rack(nvl).power.measured == power.Measured(2600.0, 0, 2)
     sorted_racks = power.with_measured(Rack.objects.all()).order_by("pk")
     assert {r.name: r.measured_w for r in sorted_racks} == {"p01": None, "nvl09": 2600.0}
+
+
+def test_a_rack_scale_racks_switch_trays_count_at_full_load_on_the_list_the_page_the_api_and_the_dashboard(
+    browser_as, api_as, viewer, rack
+):
+    nvl, _ = _rack_scale("nvl09", switch_trays=9)  # one compute tray without GPUs, an NVL72's nine switch trays
+    servers = make_rack(name="p02", power_budget_kw=Decimal("20"))
+    for number in range(5):
+        make_node(hostname=f"p02-n{number}", rack=servers)
+    full_load = power.PLATFORM_W + 9 * power.SWITCH_TRAY_W
+    # p01 (8 H200s, 3 nodes) above nvl09 (11.18 kW) above p02 (five nodes, 10 kW); nvl09 would be last without its
+    # switch trays.
+    assert _rack(rack).power.full_load_w > full_load > 5 * power.PLATFORM_W
+
+    figures = _rack(nvl)
+    assert (figures.switch_tray_count, figures.power.full_load_w) == (9, full_load)
+    assert [r.name for r in power.with_power(Rack.objects.all()).order_by("-full_load_w")] == ["p01", "nvl09", "p02"]
+    page = browser_as(viewer)
+    detail = page.get(reverse("rack-detail", args=[nvl.public_id])).content.decode()
+    assert "11.18 kW" in detail and "0 W of GPUs at their TDP + 1 tray × 2000 W + 9 switch trays × 1020 W" in detail
+    listed = page.get(reverse("rack-list"), {"sort": "-full_load_kw"})
+    assert [r.name for r in listed.context["object_list"]] == ["p01", "nvl09", "p02"]
+    assert "1020 W per NVLink switch tray" in listed.content.decode()
+    client = api_as(viewer)
+    assert client.get(f"/api/racks/{nvl.public_id}/").json()["power"]["full_load_w"] == full_load
+    ordered = client.get("/api/racks/", {"ordering": "full_load_w"}).json()["results"]
+    assert [(row["name"], row["power"]["full_load_w"]) for row in ordered] == [
+        ("p02", 5 * power.PLATFORM_W),
+        ("nvl09", full_load),
+        ("p01", _rack(rack).power.full_load_w),
+    ]
+    table = page.get("/").content.decode()
+    table = table[table.index('id="dashboard-racks"') :]
+    assert ">nvl09</a>" in table and "11.2 kW" in table
+
+
+def test_a_switch_trays_full_load_figure_is_what_the_simulated_switch_tray_draws_at_full_load():
+    """The inventory may not import the simulator, so the figure is kept in both: they must not part."""
+    from apps.inventory.catalogue import RACK_SYSTEMS
+    from apps.simulator.bmc import NVSWITCH_BUSY_W, NVSWITCH_CHIPS, SWITCH_BOARD_W
+
+    assert RACK_SYSTEMS["GB200 NVL72"].nvswitches_per_tray == NVSWITCH_CHIPS
+    assert power.SWITCH_TRAY_W == SWITCH_BOARD_W + NVSWITCH_CHIPS * NVSWITCH_BUSY_W == 1020
+
+
+def test_a_switch_tray_added_to_a_racks_domain_raises_its_estimate_in_the_same_single_query(db):
+    nvl, _ = _rack_scale("nvl09", switch_trays=1)
+    with CaptureQueriesContext(connection) as queries:
+        before = {r.name: r.full_load_w for r in power.with_power(Rack.objects.all())}
+    assert len(queries) == 1 and before == {"nvl09": power.PLATFORM_W + power.SWITCH_TRAY_W}
+    NvlinkSwitchTray.objects.create(name="nvl09-sw2", domain=nvl.nvlink_domain, slot=2)
+    with CaptureQueriesContext(connection) as queries:
+        after = {r.name: r.full_load_w for r in power.with_power(Rack.objects.all())}
+    assert len(queries) == 1 and after == {"nvl09": power.PLATFORM_W + 2 * power.SWITCH_TRAY_W}
+
+
+def test_the_demo_nvl72_racks_estimate_counts_its_switch_trays_and_fits_nvidias_figure(db):
+    """72 GB200 GPUs at 1,200 W, 18 compute trays at the platform figure and 9 switch trays: 131.58 kW, within the
+    120-132 kW NVIDIA gives an NVL72 (122.4 kW without the switch trays)."""
+    from apps.inventory.demo import ClusterShape, load_cluster
+
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    nvl = _rack(Rack.objects.get(name="nvl01"))
+    assert (nvl.gpu_tdp_w, nvl.node_count, nvl.switch_tray_count) == (72 * 1200, 18, 9)
+    assert nvl.power.full_load_w == 72 * 1200 + 18 * power.PLATFORM_W + 9 * power.SWITCH_TRAY_W == 131_580
+    assert not nvl.power.full_load_over  # its 132 kW budget
 
 
 def test_the_measured_draw_reads_the_same_few_queries_for_one_switch_tray_as_for_many(db):

@@ -118,7 +118,9 @@ class RackPowerSerializer(serializers.Serializer):
 
     budget_w = serializers.FloatField(read_only=True)
     full_load_w = serializers.IntegerField(
-        read_only=True, help_text="Every GPU at its SKU's TDP plus the platform figure per node."
+        read_only=True,
+        help_text="Every GPU at its SKU's TDP, plus the platform figure per node and a full-load figure per NVLink "
+        "switch tray.",
     )
     measured_w = serializers.FloatField(
         read_only=True,
