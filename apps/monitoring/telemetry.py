@@ -115,7 +115,7 @@ RECORDED_NODE_BUSY = "rackpilot:gpu_sm_active_seconds:sum5m"
 RECORDED_NONZERO = {"xid": "rackpilot:gpu_xid:nonzero", "ecc_dbe": "rackpilot:gpu_ecc_dbe:nonzero"}
 NONZERO_INTERVAL_S = 15  # docker/prometheus.yml's scrape_interval
 BUSY_RECORDED_FOR_S = 86_400  # the backfill records the busy tiles of the dashboard's 24 h; the minute runs go on
-BUSY_TILES_FROM_S = 3600  # windows this long or longer read the tiles (their edges on the 5 minutes: 1 % of an hour)
+TILES_FROM_S = 3600  # windows this long or longer read the 5-minute tiles (energy, busy; their edges on the 5 minutes)
 
 
 def _bucket_rates() -> str:
@@ -570,7 +570,7 @@ class SimulatorTelemetry(Telemetry):
         every = COARSE_INTERVAL_S
         tiles = [k * every for k in range(int(start // every) + 1, int(end // every) + 1)][:-1]
         marks = _samples().of(MARK, BUSY_PART).filter(time__gte=tiles[0], time__lte=tiles[-1]) if tiles else None
-        if end - start < BUSY_TILES_FROM_S or marks is None or marks.count() < len(tiles):
+        if end - start < TILES_FROM_S or marks is None or marks.count() < len(tiles):
             return super().node_busy_seconds(hostnames=hostnames, start=start, end=end)
         wanted = set(hostnames)
         rows = (
@@ -1078,13 +1078,15 @@ class PrometheusTelemetry(Telemetry):
 
     def fleet_energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if seconds >= RECORDED_FROM_S:
+        if seconds >= TILES_FROM_S:
             # The recorded 5-minute tiles in the window, used when the rules ran through its first hour (as
-            # generated_tokens does); a second short of the start, so that a tile ending on it is left out.
+            # generated_tokens does); a second short of the start, so that a tile ending on it is left out. From an
+            # hour on, as the embedded record is read: the counters' increase over an hour reads every GPU's samples
+            # (~1 s of Prometheus's time at 16,000 GPUs).
+            offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
             promql = (
                 f'label_replace(sum_over_time({RECORDED_FLEET_ENERGY}[{seconds - 1}s]), "part", "joules", "", "") '
-                f'or label_replace(count_over_time({RECORDED_FLEET_ENERGY}[1h] offset {seconds - 3600}s), "part", '
-                '"first", "", "")'
+                f'or label_replace(count_over_time({RECORDED_FLEET_ENERGY}[1h]{offset}), "part", "first", "", "")'
             )
             parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
             if parts.get("first"):
@@ -1123,7 +1125,7 @@ class PrometheusTelemetry(Telemetry):
 
     def node_busy_seconds(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if seconds >= BUSY_TILES_FROM_S:
+        if seconds >= TILES_FROM_S:
             # The recorded 5-minute tiles in the window (a second short of its start), where the rule ran through its
             # first hour (as fleet_energy_joules); else every GPU's samples, summed per node.
             recorded = f"{RECORDED_NODE_BUSY}{{Hostname=~{_any_of(hostnames)}}}"

@@ -411,10 +411,21 @@ def test_the_worst_p99_is_the_worst_recorded_minutes_where_the_rule_ran_through_
     assert len(prometheus_instant["asked"]) == (1 if covered else 2)  # else the chart's steps, the worst of them
 
 
-def test_the_fleets_energy_over_an_hour_reads_the_counters(prometheus_instant):
+@pytest.mark.parametrize(("covered", "joules"), [(True, 5000.0), (False, 7000.0)])
+def test_the_fleets_energy_over_an_hour_reads_the_tiles_where_they_cover_it(prometheus_instant, covered, joules):
+    prometheus_instant["covered"] = covered
     source = PrometheusTelemetry(prometheus_instant["url"])
 
-    assert source.fleet_energy_joules(hostnames=["gpu001"], start=0, end=3600) == 7000.0
+    assert source.fleet_energy_joules(hostnames=["gpu001"], start=0, end=3600) == joules
+    assert "sum_over_time(rackpilot:gpu_energy_joules:increase5m[3599s])" in prometheus_instant["asked"][0]
+    assert "count_over_time(rackpilot:gpu_energy_joules:increase5m[1h])" in prometheus_instant["asked"][0]
+    assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [True, False][: 1 if covered else 2]
+
+
+def test_the_fleets_energy_under_an_hour_reads_the_counters(prometheus_instant):
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    assert source.fleet_energy_joules(hostnames=["gpu001"], start=0, end=1800) == 7000.0
     assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [False]
 
 
