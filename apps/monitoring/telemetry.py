@@ -131,6 +131,12 @@ def _looked_at(recorded_nonzero: str) -> str:
     return recorded_nonzero.rpartition(":")[0] + ":count"
 
 
+def _first_tile(recorded: str, seconds: int) -> str:
+    """The samples of a 5-minute tile rule in the first 5 minutes of a window `seconds` long (asked at its end): none
+    where the rule did not run from the window's start, whose tiles would then add up to less than the window's."""
+    return f"count_over_time({recorded}[{COARSE_INTERVAL_S}s] offset {seconds - COARSE_INTERVAL_S}s)"
+
+
 def _node_busy(selector: str, seconds: int) -> str:
     """Each node's busy GPU-seconds over the `seconds` before: its GPUs' mean SM active times the span, summed."""
     return f"sum by (Hostname) (avg_over_time({selector}[{seconds}s])) * {seconds}"
@@ -1079,14 +1085,13 @@ class PrometheusTelemetry(Telemetry):
     def fleet_energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
         if seconds >= TILES_FROM_S:
-            # The recorded 5-minute tiles in the window, used when the rules ran through its first hour (as
-            # generated_tokens does); a second short of the start, so that a tile ending on it is left out. From an
-            # hour on, as the embedded record is read: the counters' increase over an hour reads every GPU's samples
-            # (~1 s of Prometheus's time at 16,000 GPUs).
-            offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
+            # The recorded 5-minute tiles in the window, used where its first tile is recorded (the rule ran from
+            # its start); a second short of the start, so that a tile ending on it is left out. From an hour on, as
+            # the embedded record is read: the counters' increase over an hour reads every GPU's samples (~1 s of
+            # Prometheus's time at 16,000 GPUs).
             promql = (
                 f'label_replace(sum_over_time({RECORDED_FLEET_ENERGY}[{seconds - 1}s]), "part", "joules", "", "") '
-                f'or label_replace(count_over_time({RECORDED_FLEET_ENERGY}[1h]{offset}), "part", "first", "", "")'
+                f'or label_replace({_first_tile(RECORDED_FLEET_ENERGY, seconds)}, "part", "first", "", "")'
             )
             parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
             if parts.get("first"):
@@ -1126,11 +1131,10 @@ class PrometheusTelemetry(Telemetry):
     def node_busy_seconds(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
         if seconds >= TILES_FROM_S:
-            # The recorded 5-minute tiles in the window (a second short of its start), where the rule ran through its
-            # first hour (as fleet_energy_joules); else every GPU's samples, summed per node.
+            # The recorded 5-minute tiles in the window (a second short of its start), where the window's first tile
+            # is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
             recorded = f"{RECORDED_NODE_BUSY}{{Hostname=~{_any_of(hostnames)}}}"
-            offset = f" offset {seconds - 3600}s" if seconds > 3600 else ""  # PromQL refuses "offset 0s"
-            if self.query(f"count(count_over_time({recorded}[1h]{offset}))", at=end):
+            if self.query(f"count({_first_tile(recorded, seconds)})", at=end):
                 promql = f"sum by (Hostname) (sum_over_time({recorded}[{seconds - 1}s]))"
                 return {
                     item["metric"].get("Hostname", ""): float(item["value"][1]) for item in self.query(promql, at=end)

@@ -418,7 +418,10 @@ def test_the_fleets_energy_over_an_hour_reads_the_tiles_where_they_cover_it(prom
 
     assert source.fleet_energy_joules(hostnames=["gpu001"], start=0, end=3600) == joules
     assert "sum_over_time(rackpilot:gpu_energy_joules:increase5m[3599s])" in prometheus_instant["asked"][0]
-    assert "count_over_time(rackpilot:gpu_energy_joules:increase5m[1h])" in prometheus_instant["asked"][0]
+    # the window's first tile, (0, 300], tells whether the rule ran from its start
+    assert (
+        "count_over_time(rackpilot:gpu_energy_joules:increase5m[300s] offset 3300s)" in prometheus_instant["asked"][0]
+    )
     assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [True, False][: 1 if covered else 2]
 
 
