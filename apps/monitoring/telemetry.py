@@ -131,10 +131,11 @@ def _looked_at(recorded_nonzero: str) -> str:
     return recorded_nonzero.rpartition(":")[0] + ":count"
 
 
-def _first_tile(recorded: str, seconds: int) -> str:
-    """The samples of a 5-minute tile rule in the first 5 minutes of a window `seconds` long (asked at its end): none
-    where the rule did not run from the window's start, whose tiles would then add up to less than the window's."""
-    return f"count_over_time({recorded}[{COARSE_INTERVAL_S}s] offset {seconds - COARSE_INTERVAL_S}s)"
+def _first_tile(recorded: str, held: int) -> str:
+    """The samples of a 5-minute tile rule in the first 5 minutes of the last `held` seconds of a window (asked at its
+    end; `held` more than 5 minutes): none where the rule did not run from then, so that its tiles add up to less than
+    the raw samples of the window would."""
+    return f"count_over_time({recorded}[{COARSE_INTERVAL_S}s] offset {held - COARSE_INTERVAL_S}s)"
 
 
 def _node_busy(selector: str, seconds: int) -> str:
@@ -955,6 +956,11 @@ class PrometheusTelemetry(Telemetry):
                 self._samples_begin = float(found[1])
         return min(self._samples_begin, end)
 
+    def _held(self, seconds: int, end: float) -> int:
+        """Of the `seconds` before `end`, how many Prometheus holds samples of (a Prometheus younger than the window
+        holds its last part only: the raw samples judge nothing before either)."""
+        return min(seconds, max(int(end - self.samples_begin(end=end)), 0))
+
     def _get(self, path: str, params: dict) -> list:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         try:
@@ -1084,14 +1090,14 @@ class PrometheusTelemetry(Telemetry):
 
     def fleet_energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if seconds >= TILES_FROM_S:
-            # The recorded 5-minute tiles in the window, used where its first tile is recorded (the rule ran from
-            # its start); a second short of the start, so that a tile ending on it is left out. From an hour on, as
-            # the embedded record is read: the counters' increase over an hour reads every GPU's samples (~1 s of
-            # Prometheus's time at 16,000 GPUs).
+        if seconds >= TILES_FROM_S and (held := self._held(seconds, end)) > COARSE_INTERVAL_S:
+            # The recorded 5-minute tiles in the window, used where the first tile of what Prometheus holds of it is
+            # recorded (the rule ran from then); a second short of the start, so that a tile ending on it is left
+            # out. From an hour on, as the embedded record is read: the counters' increase over an hour reads every
+            # GPU's samples (~1 s of Prometheus's time at 16,000 GPUs).
             promql = (
                 f'label_replace(sum_over_time({RECORDED_FLEET_ENERGY}[{seconds - 1}s]), "part", "joules", "", "") '
-                f'or label_replace({_first_tile(RECORDED_FLEET_ENERGY, seconds)}, "part", "first", "", "")'
+                f'or label_replace({_first_tile(RECORDED_FLEET_ENERGY, held)}, "part", "first", "", "")'
             )
             parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
             if parts.get("first"):
@@ -1130,11 +1136,11 @@ class PrometheusTelemetry(Telemetry):
 
     def node_busy_seconds(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if seconds >= TILES_FROM_S:
-            # The recorded 5-minute tiles in the window (a second short of its start), where the window's first tile
-            # is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
+        if seconds >= TILES_FROM_S and (held := self._held(seconds, end)) > COARSE_INTERVAL_S:
+            # The recorded 5-minute tiles in the window (a second short of its start), where the first tile of what
+            # Prometheus holds of it is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
             recorded = f"{RECORDED_NODE_BUSY}{{Hostname=~{_any_of(hostnames)}}}"
-            if self.query(f"count({_first_tile(recorded, seconds)})", at=end):
+            if self.query(f"count({_first_tile(recorded, held)})", at=end):
                 promql = f"sum by (Hostname) (sum_over_time({recorded}[{seconds - 1}s]))"
                 return {
                     item["metric"].get("Hostname", ""): float(item["value"][1]) for item in self.query(promql, at=end)
@@ -1157,7 +1163,7 @@ class PrometheusTelemetry(Telemetry):
         recorded = f"rackpilot:slo_good{{slo=~{_any_of(slos)}}}"
         # Covered: a verdict in the first hour of the window, or of the part of it Prometheus holds samples of (the
         # raw series judge nothing before those either; a Prometheus loading the rules from its start covers it).
-        held = min(seconds, max(int(end - self.samples_begin(end=end)), 0))
+        held = self._held(seconds, end)
         offset = f" offset {held - 3600}s" if held > 3600 else ""  # PromQL refuses "offset 0s"
         promql = " or ".join(
             f'label_replace(sum by (slo) ({function}({recorded}{over})), "part", "{part}", "", "")'

@@ -425,6 +425,25 @@ def test_the_fleets_energy_over_an_hour_reads_the_tiles_where_they_cover_it(prom
     assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [True, False][: 1 if covered else 2]
 
 
+@pytest.mark.parametrize(("held", "asked"), [(1800, "[300s] offset 1500s"), (200, None)])
+def test_a_prometheus_younger_than_the_window_is_covered_by_tiles_from_its_first_samples(
+    prometheus_instant, held, asked
+):
+    """A week's window over a Prometheus that holds its last half hour: the tiles are read where the first 5 minutes
+    of that half hour has one (its raw samples hold no more of the week); holding less than a tile, the counters."""
+    prometheus_instant["samples_begin"] = WEEK.end - held
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    joules = source.fleet_energy_joules(hostnames=["gpu001"], start=WEEK.start, end=WEEK.end)
+
+    if asked:
+        assert joules == 5000.0
+        assert f"count_over_time(rackpilot:gpu_energy_joules:increase5m{asked})" in prometheus_instant["asked"][0]
+    else:
+        assert joules == 7000.0
+        assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [False]
+
+
 def test_the_fleets_energy_under_an_hour_reads_the_counters(prometheus_instant):
     source = PrometheusTelemetry(prometheus_instant["url"])
 
