@@ -109,10 +109,11 @@ RECORDED_FLEET_ENERGY = "rackpilot:gpu_energy_joules:increase5m"
 # so the GPU-hours split of the fleet reads one sample a node a tile instead of every GPU's samples (or, embedded, a
 # model of every node). A day of 512 nodes is 147,456 samples at most (an idle node's zeros are not kept, embedded).
 RECORDED_NODE_BUSY = "rackpilot:gpu_sm_active_seconds:sum5m"
-# The GPUs whose XID or double-bit ECC reading is not 0, recorded at every scrape, with the count of GPUs the rule
-# looked at (that it runs at all): the fleet's health then reads the few series left (none on a healthy fleet) instead
+# The GPUs whose XID or double-bit ECC reading is not 0, recorded at every scrape, and a constant the same group
+# records (that it runs at all): the fleet's health then reads the few series left (none on a healthy fleet) instead
 # of every GPU's latest sample (~300 ms of Prometheus's time at 16,000 GPUs, a request), a scrape later at most.
 RECORDED_NONZERO = {"xid": "rackpilot:gpu_xid:nonzero", "ecc_dbe": "rackpilot:gpu_ecc_dbe:nonzero"}
+RECORDED_NONZERO_RAN = "rackpilot:gpu_faults:evaluated"
 NONZERO_INTERVAL_S = 15  # docker/prometheus.yml's scrape_interval
 BUSY_RECORDED_FOR_S = 86_400  # the backfill records the busy tiles of the dashboard's 24 h; the minute runs go on
 TILES_FROM_S = 3600  # windows this long or longer read the 5-minute tiles (energy, busy; their edges on the 5 minutes)
@@ -124,11 +125,6 @@ def _bucket_rates() -> str:
 
 def _p99() -> str:
     return f"histogram_quantile(0.99, {_bucket_rates()})"
-
-
-def _looked_at(recorded_nonzero: str) -> str:
-    """The series counting the GPUs a nonzero rule looked at: rackpilot:gpu_xid:nonzero -> rackpilot:gpu_xid:count."""
-    return recorded_nonzero.rpartition(":")[0] + ":count"
 
 
 def _first_tile(recorded: str, held: int) -> str:
@@ -158,13 +154,10 @@ def telemetry_rules() -> list[dict]:
         {"record": RECORDED_E2E_BUCKETS, "expr": _bucket_rates()},
         {"record": RECORDED_E2E_P99, "expr": _p99()},
     ]
-    nonzero = []
-    for name, recorded in RECORDED_NONZERO.items():
-        metric = GPU_FIELDS[name][0]
-        nonzero += [
-            {"record": recorded, "expr": f"{metric} != 0"},
-            {"record": _looked_at(recorded), "expr": f"count({metric})"},
-        ]
+    nonzero = [
+        {"record": recorded, "expr": f"{GPU_FIELDS[name][0]} != 0"} for name, recorded in RECORDED_NONZERO.items()
+    ]
+    nonzero.append({"record": RECORDED_NONZERO_RAN, "expr": "vector(1)"})  # costs nothing, unlike count() of each
     return [
         {"name": "rackpilot-telemetry-recording", "interval": f"{RECORDING_INTERVAL_S}s", "rules": rules},
         {"name": "rackpilot-gpu-faults", "interval": f"{NONZERO_INTERVAL_S}s", "rules": nonzero},
@@ -1068,8 +1061,8 @@ class PrometheusTelemetry(Telemetry):
         # to the hosts here, not by a regular expression of every host name it would try on every series.
         metric, wanted = GPU_FIELDS[field][0], set(hostnames)
         recorded = RECORDED_NONZERO.get(field)
-        answer = self.query(f"{recorded} or {_looked_at(recorded)}", at=at) if recorded else []
-        if not recorded or not any(item["metric"].get("__name__") == _looked_at(recorded) for item in answer):
+        answer = self.query(f"{recorded} or {RECORDED_NONZERO_RAN}", at=at) if recorded else []
+        if not any(item["metric"].get("__name__") == RECORDED_NONZERO_RAN for item in answer):
             answer = self.query(f"{metric} != 0", at=at)  # the rules not loaded: every GPU's latest sample
         values = {}
         for item in answer:
@@ -1136,15 +1129,22 @@ class PrometheusTelemetry(Telemetry):
 
     def node_busy_seconds(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if seconds >= TILES_FROM_S and (held := self._held(seconds, end)) > COARSE_INTERVAL_S:
-            # The recorded 5-minute tiles in the window (a second short of its start), where the first tile of what
-            # Prometheus holds of it is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
-            recorded = f"{RECORDED_NODE_BUSY}{{Hostname=~{_any_of(hostnames)}}}"
-            if self.query(f"count({_first_tile(recorded, held)})", at=end):
-                promql = f"sum by (Hostname) (sum_over_time({recorded}[{seconds - 1}s]))"
-                return {
-                    item["metric"].get("Hostname", ""): float(item["value"][1]) for item in self.query(promql, at=end)
-                }
+        # The recorded 5-minute tiles in the window (a second short of its start), where the first tile of what
+        # Prometheus holds of it is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
+        # Every node's tiles, matched to the hosts here: a regular expression of a fleet's host names, tried on every
+        # series, cost Prometheus more than the answer (one series a node).
+        if (
+            seconds >= TILES_FROM_S
+            and (held := self._held(seconds, end)) > COARSE_INTERVAL_S
+            and self.query(f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end)
+        ):
+            promql = f"sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[{seconds - 1}s]))"
+            wanted = set(hostnames)
+            return {
+                item["metric"].get("Hostname", ""): float(item["value"][1])
+                for item in self.query(promql, at=end)
+                if item["metric"].get("Hostname", "") in wanted
+            }
         return super().node_busy_seconds(hostnames=hostnames, start=start, end=end)
 
     def recorded_slo_latest(self, *, slo, end):
