@@ -97,7 +97,7 @@ def test_the_page_lists_slos_and_the_rules_download_is_prometheus_rules(browser_
     assert 'data-slo="chat-util"' in page and "New SLO" not in page  # viewers read only
     assert {rule.get("record") for rule in rules["groups"][0]["rules"]} >= {"rackpilot:slo_good"}
     names = [group["name"] for group in rules["groups"]]
-    assert names[-2:] == ["rackpilot-telemetry-recording", "rackpilot-telemetry-recording-5m"]
+    assert names[-3:] == ["rackpilot-telemetry-recording", "rackpilot-gpu-faults", "rackpilot-telemetry-recording-5m"]
     refused = browser_as(operator).post(
         "/telemetry/slos/",
         {"name": "e", "objective": "energy_per_mtok", "scope": "rack", "target": "0.5", "compliance": "0.99"},
