@@ -954,6 +954,12 @@ class PrometheusTelemetry(Telemetry):
         holds its last part only: the raw samples judge nothing before either)."""
         return min(seconds, max(int(end - self.samples_begin(end=end)), 0))
 
+    def _tiles_held(self, seconds: int, end: float) -> int:
+        """What the 5-minute tiles may stand for of a window: what Prometheus holds of it, for a window of an hour or
+        more that holds more than one tile; else 0 (the raw samples are read)."""
+        held = self._held(seconds, end) if seconds >= TILES_FROM_S else 0
+        return held if held > COARSE_INTERVAL_S else 0
+
     def _get(self, path: str, params: dict) -> list:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
         try:
@@ -1083,7 +1089,7 @@ class PrometheusTelemetry(Telemetry):
 
     def fleet_energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if seconds >= TILES_FROM_S and (held := self._held(seconds, end)) > COARSE_INTERVAL_S:
+        if held := self._tiles_held(seconds, end):
             # The recorded 5-minute tiles in the window, used where the first tile of what Prometheus holds of it is
             # recorded (the rule ran from then); a second short of the start, so that a tile ending on it is left
             # out. From an hour on, as the embedded record is read: the counters' increase over an hour reads every
@@ -1133,10 +1139,8 @@ class PrometheusTelemetry(Telemetry):
         # Prometheus holds of it is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
         # Every node's tiles, matched to the hosts here: a regular expression of a fleet's host names, tried on every
         # series, cost Prometheus more than the answer (one series a node).
-        if (
-            seconds >= TILES_FROM_S
-            and (held := self._held(seconds, end)) > COARSE_INTERVAL_S
-            and self.query(f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end)
+        if (held := self._tiles_held(seconds, end)) and self.query(
+            f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end
         ):
             promql = f"sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[{seconds - 1}s]))"
             wanted = set(hostnames)
