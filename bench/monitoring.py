@@ -366,7 +366,7 @@ def measure(url: str, requests: int, prometheus_pid: int) -> dict:
         spec.name: {"judged": b.judged, "good": b.good, "compliance": b.compliance, "met": b.met}
         for spec, b in zip(specs, budgets, strict=True)
     }
-    seconds, statuses = timed(lambda: [services.slo_status(row, source=source) for row in rows])
+    seconds, statuses = timed(lambda: services.slo_statuses(rows, source=source))
     figures["slo_statuses_s"] = seconds
     figures["blame"] = {status["slo"].name: [d["node"].hostname for d in status["draggers"]] for status in statuses}
     figures["slo_errors"] = [status["error"] for status in statuses if status["error"]]

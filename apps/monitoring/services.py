@@ -339,37 +339,96 @@ def slo_status(
     row, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS, end: float | None = None
 ) -> dict:
     """One SLO over each window ending at `end` (now): its budget, the latest value, and what drags it (slo_blame)."""
+    return slo_statuses([row], source=source, windows=windows, end=end)[0]
+
+
+def slo_statuses(
+    rows, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS, end: float | None = None
+) -> list[dict]:
+    """slo_status of each SLO. The telemetry is asked in three rounds, each round's questions gathered (a Prometheus
+    answers them side by side, not one after another): each window's recorded counts of all the SLOs at once and each
+    SLO's latest value; the budgets the record lacks; what drags each SLO. The database is read between rounds."""
     source, error = (source, "") if source is not None else _source()
-    status = {"slo": row, "error": error, "budgets": [], "latest": None, "draggers": [], "blame_window": ""}
-    if source is None:
-        return status
-    spec = row.spec()
-    try:
-        for name in windows:
-            status["budgets"].append(slo_budget(source, spec, name, end=end))
-        status["latest"] = slo_latest(source, spec, end=end)
+    statuses = [
+        {"slo": row, "error": error, "budgets": [], "latest": None, "draggers": [], "blame_window": ""} for row in rows
+    ]
+    if source is None or not rows:
+        return statuses
+    specs = [row.spec() for row in rows]
+    named = {name: _budget_window(name, end) for name in windows}
+    first = source.gather(
+        {
+            **{
+                name: _caught(
+                    partial(source.recorded_slo_counts, slos=[s.name for s in specs], span=window.span, end=counted_to)
+                )
+                for name, (window, counted_to) in named.items()
+            },
+            **{i: _caught(partial(slo_latest, source, spec, end=end)) for i, spec in enumerate(specs)},
+        }
+    )
+    unrecorded = {  # budgets the record lacks: counted by Prometheus or worked out from the series
+        (i, name): _caught(partial(_budget, source, spec, name, window, counted_to, None))
+        for i, spec in enumerate(specs)
+        for name, (window, counted_to) in named.items()
+        if not isinstance(first[name], TelemetryError) and spec.name not in first[name]
+    }
+    counted = source.gather(unrecorded)
+    draggers = {}
+    for i, (status, spec) in enumerate(zip(statuses, specs, strict=True)):
+        answers = [first[i], *(first[name] for name in windows)]
+        budgets = [
+            counted[(i, name)]
+            if (i, name) in counted
+            else _budget(source, spec, name, *named[name], first[name][spec.name])
+            for name in windows
+            if not isinstance(first[name], TelemetryError)
+        ]
+        failed = next((a for a in [*answers, *budgets] if isinstance(a, TelemetryError)), None)
+        if failed is not None:
+            status["error"] = str(failed)
+            continue
+        status["latest"], status["budgets"] = first[i], budgets
         # Blame over the shortest window that missed (the miss to explain), else the last hour.
-        missed = next((b.window for b in status["budgets"] if b.met is False), "1h")
-        status["blame_window"] = missed
-        status["draggers"] = _blame(source, row, spec, Window.named(missed, end=end), missed)
-    except TelemetryError as problem:
-        status["error"] = str(problem)
-    return status
-
-
-def _blame(source: Telemetry, row, spec: slo.SloSpec, window: Window, name: str) -> list[dict]:
-    """What drags the SLO over the window: the record's (record_slo_blame) where the source is the embedded wiring's
-    and the window's step, or the one before, is recorded; else worked out now."""
-    if source.source == "simulator":
-        recorded = (
-            SloBlame.objects.filter(slo=row, window=name, time__lte=window.end, time__gte=window.end - window.step)
-            .order_by("-time")
-            .values_list("draggers", flat=True)
-            .first()
-        )
+        status["blame_window"] = next((b.window for b in budgets if b.met is False), "1h")
+        window = Window.named(status["blame_window"], end=end)
+        recorded = _recorded_blame(source, rows[i], status["blame_window"], window)
         if recorded is not None:
-            return blame_in_context(spec, recorded)
-    return slo_blame(source, spec, window)
+            status["draggers"] = blame_in_context(spec, recorded)
+        else:
+            draggers[i] = _caught(partial(ranked_draggers, source, spec, window))
+    for i, ranked in source.gather(draggers).items():
+        if isinstance(ranked, TelemetryError):
+            statuses[i]["error"] = str(ranked)
+        else:
+            statuses[i]["draggers"] = blame_in_context(specs[i], ranked)
+    return statuses
+
+
+def _caught(question):
+    """The question, answering its TelemetryError instead of raising it: one SLO's unreadable window leaves the others'
+    answers on the page."""
+
+    def ask():
+        try:
+            return question()
+        except TelemetryError as error:
+            return error
+
+    return ask
+
+
+def _recorded_blame(source: Telemetry, row, name: str, window: Window) -> list[dict] | None:
+    """What drags the SLO over the window as recorded (record_slo_blame) where the source is the embedded wiring's
+    and the window's step, or the one before, is recorded; else None (worked out now)."""
+    if source.source != "simulator":
+        return None
+    return (
+        SloBlame.objects.filter(slo=row, window=name, time__lte=window.end, time__gte=window.end - window.step)
+        .order_by("-time")
+        .values_list("draggers", flat=True)
+        .first()
+    )
 
 
 def record_slo_blame(*, until: float) -> int:

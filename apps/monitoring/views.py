@@ -182,7 +182,7 @@ def slo_list(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"SLO {form.instance.name} saved.")
             return redirect("slo-list")
     rows = Slo.objects.select_related("service", "training_job", "rack")
-    context = {"statuses": [services.slo_status(row) for row in rows], "form": form, "windows": services.SLO_WINDOWS}
+    context = {"statuses": services.slo_statuses(list(rows)), "form": form, "windows": services.SLO_WINDOWS}
     return render(request, "monitoring/slos.html", context)
 
 

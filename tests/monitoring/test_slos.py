@@ -12,6 +12,7 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.monitoring import services
 from apps.monitoring.models import Slo
+from apps.monitoring.telemetry import SimulatorTelemetry, TelemetryError
 from apps.simulator import services as simulator
 from apps.simulator.models import SimFault
 from apps.workloads.models import InferenceService
@@ -69,6 +70,31 @@ def test_the_budget_is_judged_over_each_window_and_a_power_cap_moves_throughput(
     assert capped["latest"] < healthy["latest"]  # fewer tokens/s under the cap
     # What was recorded before the cap stays as recorded: its hour, and its latest value.
     assert before["budgets"][0].good == hour.good and before["latest"] == healthy["latest"]
+
+
+def test_the_slos_listed_together_are_each_as_alone_and_one_unreadable_leaves_the_others(chat, record_telemetry):
+    class TokensUnreadable(SimulatorTelemetry):
+        def tokens_per_second(self, *, service, window):
+            raise TelemetryError(f"no tokens/s of {service}")
+
+    now = timezone.now().timestamp() // 60 * 60
+    throughput = Slo.objects.create(
+        name="a-throughput", objective="throughput", scope="service", service=chat, target=90
+    )
+    utilisation = Slo.objects.create(name="b-util", objective="gpu_utilisation", scope="cluster", target=50)
+    record_telemetry(now)
+
+    together = services.slo_statuses([throughput, utilisation], end=now)
+    alone = [services.slo_status(row, end=now) for row in (throughput, utilisation)]
+    assert [s["budgets"] for s in together] == [s["budgets"] for s in alone]
+    assert [s["latest"] for s in together] == [s["latest"] for s in alone] and together[0]["latest"] is not None
+    assert [[d["node"] for d in s["draggers"]] for s in together] == [[d["node"] for d in s["draggers"]] for s in alone]
+    assert not any(s["error"] for s in together) and all(s["draggers"] for s in together)
+
+    # The throughput's blame asks its tokens/s: unreadable, its error shows; the utilisation's status is whole.
+    failing, whole = services.slo_statuses([throughput, utilisation], source=TokensUnreadable(), end=now)
+    assert failing["error"] == "no tokens/s of chat" and not failing["draggers"]
+    assert not whole["error"] and whole["budgets"] == alone[1]["budgets"] and whole["draggers"]
 
 
 def test_the_api_defines_slos_for_operators_and_shows_their_status(api_as, operator, viewer, chat, record_telemetry):
