@@ -194,10 +194,12 @@ def _telemetry_health(*, now: float | None = None, hostname: str | None = None) 
     hosts = Node.objects.filter(Exists(healthy.filter(node=OuterRef("pk")))).order_by("hostname")
     hostnames = list(hosts.values_list("hostname", flat=True))
     try:
-        readings = {
-            field: source.gpu_values_at(field, hostnames=hostnames, at=end, nonzero=True)
-            for field in ("xid", "ecc_dbe")
-        }
+        readings = source.gather(
+            {
+                field: partial(source.gpu_values_at, field, hostnames=hostnames, at=end, nonzero=True)
+                for field in ("xid", "ecc_dbe")
+            }
+        )
     except TelemetryError as problem:
         context["error"] = str(problem)
         return context
