@@ -458,15 +458,6 @@ def record_slo_blame(*, until: float) -> int:
     return recorded
 
 
-def _means(series_list, *, key=("Hostname", "gpu")) -> dict[tuple[str, str], float]:
-    means = {}
-    for series in series_list:
-        values = [value for value in series.values() if not math.isnan(value)]
-        if values:
-            means[tuple(series.labels.get(k, "") for k in key)] = sum(values) / len(values)
-    return means
-
-
 # The objectives a failing multi-node test can explain: a slow link starves a service's tokens/s (its replicas wait
 # on it) and its GPUs' utilisation. A request's latency and the energy per token are each a node's decode (its clock,
 # its load); a benchmark's pair that failed says nothing about them.
@@ -502,8 +493,8 @@ def ranked_draggers(source: Telemetry, spec: slo.SloSpec, window: Window, *, cou
     hosts = list(spec.hosts)
     if not hosts:
         return []
-    series = source.gpu_series_of(("util", "sm_clock"), hostnames=hosts, window=window)
-    util, clock = _means(series["util"]), _means(series["sm_clock"])
+    means = source.gpu_means(("util", "sm_clock"), hostnames=hosts, window=window)
+    util, clock = means["util"], means["sm_clock"]
     per_node: dict[str, dict] = {}
     for (host, gpu), value in util.items():
         node = per_node.setdefault(host, {"gpus": []})

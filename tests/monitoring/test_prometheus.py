@@ -97,6 +97,13 @@ def test_prometheus_and_the_simulator_give_the_same_answers(scraped, cluster):
 
     per_gpu = prometheus.gpu_series("util", hostnames=["gpu003"], window=window)
     assert sorted(int(series.labels["gpu"]) for series in per_gpu) == list(range(8))
+    # Each GPU's means over the window (what the SLO blame ranks): averaged in Prometheus, a value a GPU.
+    seen = prometheus.gpu_means(("util", "sm_clock"), hostnames=hosts, window=window)
+    asked = direct.gpu_means(("util", "sm_clock"), hostnames=hosts, window=window)
+    for name in ("util", "sm_clock"):
+        assert len(asked[name]) == 32 and set(seen[name]) == set(asked[name]), name
+        for key, value in asked[name].items():
+            assert seen[name][key] == pytest.approx(value, rel=0.03, abs=1.0), (name, key)
 
     start = window.end - 15
     assert prometheus.energy_joules(hostnames=hosts, start=start, end=window.end) == pytest.approx(
