@@ -132,3 +132,11 @@ def test_the_page_lists_slos_and_the_rules_download_is_prometheus_rules(browser_
     assert Slo.objects.count() == 1
     form = browser_as(operator).get("/telemetry/slos/").content.decode()
     assert "Choose an objective" in form and "No training job" in form and "---------" not in form
+
+    # The rack is typed by name, offered in a datalist (a fleet has hundreds): an unknown name is a form error.
+    assert '<option value="r01"></datalist>' in form
+    rack = {"name": "r-util", "objective": "gpu_utilisation", "scope": "rack", "target": "80", "compliance": "0.99"}
+    unknown = browser_as(operator).post("/telemetry/slos/", {**rack, "rack": "r99"}).content.decode()
+    assert "No rack of that name." in unknown and Slo.objects.count() == 1
+    assert browser_as(operator).post("/telemetry/slos/", {**rack, "rack": "r01"}).status_code == 302
+    assert Slo.objects.get(name="r-util").rack.name == "r01"
