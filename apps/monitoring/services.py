@@ -239,11 +239,27 @@ def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[flo
     if objective == slo.Objective.GPU_UTILISATION:
         series = source.gpu_series("util", hostnames=list(spec.hosts), window=window, aggregate="avg")
         return series[0].values() if series else []
-    values = []  # energy per million tokens, step by step
-    for start in window.times()[:-1]:
-        end = start + window.step
-        tokens = source.generated_tokens(service=spec.service, start=start, end=end)
-        joules = source.energy_joules(hostnames=list(spec.hosts), start=start, end=end)
+    # Energy per million tokens, step by step: each step's tokens and joules, asked side by side.
+    starts = window.times()[:-1]
+    answers = source.gather(
+        {
+            **{
+                ("tokens", start): partial(
+                    source.generated_tokens, service=spec.service, start=start, end=start + window.step
+                )
+                for start in starts
+            },
+            **{
+                ("joules", start): partial(
+                    source.energy_joules, hostnames=list(spec.hosts), start=start, end=start + window.step
+                )
+                for start in starts
+            },
+        }
+    )
+    values = []
+    for start in starts:
+        tokens, joules = answers[("tokens", start)], answers[("joules", start)]
         values.append(joules / JOULES_PER_KWH / (tokens / 1e6) if tokens > 0 else None)
     return values
 
