@@ -17,11 +17,11 @@ import urllib.parse
 import urllib.request
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from django.conf import settings
 from django.db import connection
@@ -940,6 +940,7 @@ def _any_of(values: list[str]) -> str:
 
 
 CONCURRENT_QUERIES = 8
+T = TypeVar("T")
 LOWEST_TIMESTAMP = re.compile(r"^prometheus_tsdb_lowest_timestamp_seconds (\S+)$", re.MULTILINE)
 
 
@@ -970,11 +971,17 @@ class PrometheusTelemetry(Telemetry):
         holds its last part only: the raw samples judge nothing before either)."""
         return min(seconds, max(int(end - self.samples_begin(end=end)), 0))
 
-    def _tiles_held(self, seconds: int, end: float) -> int:
-        """What the 5-minute tiles may stand for of a window: what Prometheus holds of it, for a window of an hour or
-        more that holds more than one tile; else 0 (the raw samples are read)."""
-        held = self._held(seconds, end) if seconds >= TILES_FROM_S else 0
-        return held if held > COARSE_INTERVAL_S else 0
+    def _from_record(self, seconds: int, end: float, ask: Callable[[int], T | None], *, shortest: int = 0) -> T | None:
+        """What `ask(held)` answers from recorded series standing for the last `held` seconds before `end`: None where
+        the first part of those is not recorded (the caller reads the raw samples). Asked of the whole window first;
+        where that is not recorded and Prometheus holds less of it than the window, and more than `shortest`, of what
+        it holds (a Prometheus younger than the window: its raw samples judge nothing before either). So its lowest
+        timestamp (its /metrics, ~15 ms of its time a request at a fleet's size) is read only for a young Prometheus
+        or a record that does not cover the window."""
+        answer = ask(seconds)
+        if answer is None and shortest < (held := self._held(seconds, end)) < seconds:
+            answer = ask(held)
+        return answer
 
     def _get(self, path: str, params: dict) -> list:
         address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
@@ -1128,7 +1135,8 @@ class PrometheusTelemetry(Telemetry):
 
     def fleet_energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        if held := self._tiles_held(seconds, end):
+
+        def tiles(held: int) -> float | None:
             # The recorded 5-minute tiles in the window, used where the first tile of what Prometheus holds of it is
             # recorded (the rule ran from then); a second short of the start, so that a tile ending on it is left
             # out. From an hour on, as the embedded record is read: the counters' increase over an hour reads every
@@ -1138,9 +1146,10 @@ class PrometheusTelemetry(Telemetry):
                 f'or label_replace({_first_tile(RECORDED_FLEET_ENERGY, held)}, "part", "first", "", "")'
             )
             parts = {item["metric"].get("part"): float(item["value"][1]) for item in self.query(promql, at=end)}
-            if parts.get("first"):
-                return parts.get("joules", 0.0)
-        return self.energy_joules(hostnames=hostnames, start=start, end=end)
+            return parts.get("joules", 0.0) if parts.get("first") else None
+
+        joules = self._from_record(seconds, end, tiles, shortest=COARSE_INTERVAL_S) if seconds >= TILES_FROM_S else None
+        return joules if joules is not None else self.energy_joules(hostnames=hostnames, start=start, end=end)
 
     def energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
@@ -1178,8 +1187,11 @@ class PrometheusTelemetry(Telemetry):
         # Prometheus holds of it is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
         # Every node's tiles, matched to the hosts here: a regular expression of a fleet's host names, tried on every
         # series, cost Prometheus more than the answer (one series a node).
-        if (held := self._tiles_held(seconds, end)) and self.query(
-            f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end
+        if seconds >= TILES_FROM_S and self._from_record(
+            seconds,
+            end,
+            lambda held: self.query(f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end) or None,
+            shortest=COARSE_INTERVAL_S,
         ):
             promql = f"sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[{seconds - 1}s]))"
             wanted = set(hostnames)
@@ -1203,27 +1215,35 @@ class PrometheusTelemetry(Telemetry):
         if not slos:
             return {}
         seconds = max(int(round(span)), 3600)
-        recorded = f"rackpilot:slo_good{{slo=~{_any_of(slos)}}}"
-        # Covered: a verdict in the first hour of the window, or of the part of it Prometheus holds samples of (the
-        # raw series judge nothing before those either; a Prometheus loading the rules from its start covers it).
-        held = self._held(seconds, end)
-        offset = f" offset {held - 3600}s" if held > 3600 else ""  # PromQL refuses "offset 0s"
-        promql = " or ".join(
-            f'label_replace(sum by (slo) ({function}({recorded}{over})), "part", "{part}", "", "")'
-            for part, function, over in (
-                ("judged", "count_over_time", f"[{seconds - 1}s]"),
-                ("good", "sum_over_time", f"[{seconds - 1}s]"),
-                ("first", "count_over_time", f"[1h]{offset}"),
+
+        def covered(held: int, slos: list[str]) -> dict[str, tuple[int, int]]:
+            # Covered: a verdict in the first hour of the last `held` seconds (a Prometheus loading the rules from its
+            # start covers what it holds).
+            recorded = f"rackpilot:slo_good{{slo=~{_any_of(slos)}}}"
+            offset = f" offset {held - 3600}s" if held > 3600 else ""  # PromQL refuses "offset 0s"
+            promql = " or ".join(
+                f'label_replace(sum by (slo) ({function}({recorded}{over})), "part", "{part}", "", "")'
+                for part, function, over in (
+                    ("judged", "count_over_time", f"[{seconds - 1}s]"),
+                    ("good", "sum_over_time", f"[{seconds - 1}s]"),
+                    ("first", "count_over_time", f"[1h]{offset}"),
+                )
             )
-        )
-        counts = defaultdict(dict)
-        for item in self.query(promql, at=end):
-            counts[item["metric"].get("slo", "")][item["metric"].get("part")] = float(item["value"][1])
-        return {
-            slo: (int(parts.get("judged", 0)), int(round(parts.get("good", 0))))
-            for slo, parts in counts.items()
-            if slo in slos and parts.get("first")
-        }
+            counts = defaultdict(dict)
+            for item in self.query(promql, at=end):
+                counts[item["metric"].get("slo", "")][item["metric"].get("part")] = float(item["value"][1])
+            return {
+                slo: (int(parts.get("judged", 0)), int(round(parts.get("good", 0))))
+                for slo, parts in counts.items()
+                if slo in slos and parts.get("first")
+            }
+
+        # The whole window first; the SLOs it leaves out, over what Prometheus holds of it (as _from_record).
+        counts = covered(seconds, slos)
+        missing = [slo for slo in slos if slo not in counts]
+        if missing and (held := self._held(seconds, end)) < seconds:
+            counts.update(covered(held, missing))
+        return counts
 
     def slo_counts(self, *, good_expression, span, resolution, end):
         # One instant query per SLO and window: Prometheus evaluates the criterion at every step of the subquery

@@ -3,6 +3,7 @@ what the raw queries give; the Prometheus client reads them over long windows wh
 and asks the raw series otherwise."""
 
 import json
+import re
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -337,12 +338,13 @@ def prometheus_instant():
     """A Prometheus stand-in answering instant queries: the recorded series' parts ("joules", "worst"; "first" only
     when `covered`), and 7,000,000 mJ for any query of the raw counters; range queries with 0.2 at each step. Keeps the
     queries it was asked."""
-    state = {"asked": [], "covered": True, "worst": "2.5", "samples_begin": None}
+    state = {"asked": [], "covered": True, "worst": "2.5", "samples_begin": None, "lowest_read": 0}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             address = urllib.parse.urlsplit(self.path)
             if address.path == "/metrics":  # its own metrics: when its samples begin, where the test says
+                state["lowest_read"] += 1
                 begins = state["samples_begin"]
                 self.send_response(200 if begins is not None else 404)
                 self.end_headers()
@@ -355,7 +357,12 @@ def prometheus_instant():
                 start, step = float(params["start"][0]), float(params["step"][0])
                 kind, result = "matrix", [{"metric": {}, "values": [[start + k * step, "0.2"] for k in range(61)]}]
             elif "rackpilot:" in query:
-                parts = {"joules": "5000", "worst": state["worst"], **({"first": "12"} if state["covered"] else {})}
+                # Recorded from where its samples begin: a look at the first part of a window that ends before then
+                # (its offset from the query's time) finds nothing.
+                offset = re.search(r"offset (\d+)s", query)
+                looked_to = float(params["time"][0]) - (int(offset[1]) if offset else 0)
+                first = state["covered"] and (state["samples_begin"] is None or looked_to > state["samples_begin"])
+                parts = {"joules": "5000", "worst": state["worst"], **({"first": "12"} if first else {})}
                 kind, result = (
                     "vector",
                     [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()],
@@ -419,6 +426,8 @@ def test_the_fleets_energy_over_an_hour_reads_the_tiles_where_they_cover_it(prom
         "count_over_time(rackpilot:gpu_energy_joules:increase5m[300s] offset 3300s)" in prometheus_instant["asked"][0]
     )
     assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [True, False][: 1 if covered else 2]
+    # When its samples begin (Prometheus's /metrics) is read only where the record does not cover the window.
+    assert prometheus_instant["lowest_read"] == (0 if covered else 1)
 
 
 @pytest.mark.parametrize(("held", "asked"), [(1800, "[300s] offset 1500s"), (200, None)])
@@ -432,12 +441,14 @@ def test_a_prometheus_younger_than_the_window_is_covered_by_tiles_from_its_first
 
     joules = source.fleet_energy_joules(hostnames=["gpu001"], start=WEEK.start, end=WEEK.end)
 
+    # The week's first tile first (not recorded: Prometheus holds no more than its last part), then what it holds.
+    assert "[300s] offset 604500s" in prometheus_instant["asked"][0]
     if asked:
         assert joules == 5000.0
-        assert f"count_over_time(rackpilot:gpu_energy_joules:increase5m{asked})" in prometheus_instant["asked"][0]
+        assert f"count_over_time(rackpilot:gpu_energy_joules:increase5m{asked})" in prometheus_instant["asked"][1]
     else:
         assert joules == 7000.0
-        assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [False]
+        assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [True, False]
 
 
 def test_the_fleets_energy_under_an_hour_reads_the_counters(prometheus_instant):
@@ -495,7 +506,8 @@ def test_recorded_slo_verdicts_cover_a_window_from_where_prometheus_holds_sample
 
     counted = source.recorded_slo_counts(slos=["chat"], span=30 * 86_400, end=WEEK.end)
 
-    [asked] = prometheus_instant["asked"]
-    # The first hour looked at: the month's, or (a Prometheus holding 10 minutes) the hour before the end.
-    assert f"count_over_time(rackpilot:slo_good{first_hour}" in asked
+    # The first hour looked at: the month's, then (a Prometheus holding 10 minutes) the hour before the end.
+    asked = prometheus_instant["asked"]
+    assert 'count_over_time(rackpilot:slo_good{slo=~"chat"}[1h] offset 2588400s))' in asked[0]
+    assert f"count_over_time(rackpilot:slo_good{first_hour}" in asked[-1] and len(asked) == (2 if samples_begin else 1)
     assert set(counted) <= {"chat"}
