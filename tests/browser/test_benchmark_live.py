@@ -58,7 +58,7 @@ def test_the_run_page_plots_each_row_as_it_arrives_then_shows_the_verdict(
     assert traces == 1 and page.evaluate("document.getElementById('live-busbw').data[0].x.length") == ROWS
 
     # The stored verdict follows in the results part (htmx), still without a reload.
-    page.wait_for_function("document.getElementById('run-status').textContent.trim() === 'Succeeded'")
+    page.wait_for_function("document.getElementById('run-status')?.textContent.trim() === 'Succeeded'")
     run = BenchmarkRun.objects.get()
     assert run.parameters["iterations"] == 60
     [test] = run.tests.all()
@@ -107,5 +107,5 @@ def test_rounds_that_ended_before_the_page_opened_are_plotted_from_their_replay(
     page.goto(f"{live_server_url}/benchmarks/runs/{run.public_id}/")
 
     page.wait_for_function(f"window.rackpilotBenchLive && window.rackpilotBenchLive.points() === {rows}")
-    page.wait_for_function("document.getElementById('live-state').textContent.endsWith('the run has ended')")
+    page.wait_for_function("document.getElementById('live-state')?.textContent.endsWith('the run has ended')")
     assert page.inner_text("#live-state") == f"{rows} rows; the run has ended"

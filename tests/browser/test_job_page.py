@@ -33,8 +33,8 @@ def test_operator_watches_a_job_live_and_a_dropped_socket_loses_nothing(live_ser
     assert page.evaluate("window.rackpilotJob.state.mode") == "live"
     page.evaluate("window.rackpilotJob.dropSocket()")  # the network blinks mid-run
     page.wait_for_function("document.querySelectorAll('td.cell.green').length === 12")
-    page.wait_for_function("document.getElementById('progress-percent').textContent === '100%'")
-    page.wait_for_function("document.getElementById('job-status').textContent === 'Succeeded'")
+    page.wait_for_function("document.getElementById('progress-percent')?.textContent === '100%'")
+    page.wait_for_function("document.getElementById('job-status')?.textContent === 'Succeeded'")
 
     job = Job.objects.get(public_id=page.url.rstrip("/").rsplit("/", 1)[1])  # the page's (periodic reads run too)
     assert job.status == "succeeded"
@@ -114,7 +114,7 @@ def test_a_job_that_ends_while_its_page_is_open_shows_when_it_ran_and_drops_its_
     assert job.status == "succeeded"
     page.evaluate("window.rackpilotJob.dropSocket()")
 
-    page.wait_for_function("document.getElementById('job-status').textContent === 'Succeeded'")
+    page.wait_for_function("document.getElementById('job-status')?.textContent === 'Succeeded'")
     assert page.locator("#job-started").inner_text() == job.started.strftime("%Y-%m-%d %H:%M:%S")
     assert page.locator("#job-finished").inner_text() == job.finished.strftime("%Y-%m-%d %H:%M:%S")
     assert page.locator("#cancel-button").count() == 0

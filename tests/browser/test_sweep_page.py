@@ -80,7 +80,7 @@ def test_a_sweep_started_from_the_form_fills_its_heatmap_live_and_links_the_susp
 
     # The heatmap appears with the first round's test and gains cells as the halves and pairs are stored.
     page.wait_for_function(
-        "document.getElementById('run-status').textContent.trim() === 'Succeeded'", timeout=SWEEP_DEADLINE_MS
+        "document.getElementById('run-status')?.textContent.trim() === 'Succeeded'", timeout=SWEEP_DEADLINE_MS
     )
     page.wait_for_function("window.sweepSeen.length && window.sweepSeen.at(-1).status === 'Succeeded'")  # observed
     seen = page.evaluate("window.sweepSeen")

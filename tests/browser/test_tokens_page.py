@@ -22,7 +22,7 @@ def test_a_reload_after_making_a_token_does_not_make_another(live_server_url, br
     page.wait_for_selector("#new-secret")
     secret = page.input_value("#secret")
     page.click("#copy-secret")
-    page.wait_for_function("document.getElementById('copy-state').textContent.length > 0")
+    page.wait_for_function("document.getElementById('copy-state')?.textContent.length > 0")
 
     posts = []
     page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
