@@ -77,8 +77,13 @@ def with_measured(racks: QuerySet) -> QuerySet:
 
 
 def with_power(racks: QuerySet) -> QuerySet:
-    """Racks annotated with `node_count`, `gpu_tdp_w`, `switch_tray_count` (its NVLink domain's switch trays) and
-    `full_load_w` (what they would draw at full load), as subqueries so no join multiplies rows or counts."""
+    """Racks annotated with `node_count`, `nodes_off` (powered off through their BMC) and `full_load_w` (what they
+    would draw at full load), as subqueries so no join multiplies rows or counts.
+
+    The estimate's parts (`gpu_tdp_w`, `nodes_platform_w`, `switch_tray_count`) are aliases: `full_load_w` writes each
+    out once, so PostgreSQL runs each subquery once per rack (Django writes an annotation's subquery out again wherever
+    another refers to it, and the planner does not share them); a query may still sort or filter by them, and
+    with_power_parts fetches them."""
     gpu_tdp = (
         Gpu.objects.filter(node__rack=OuterRef("pk"), sku__isnull=False)
         .order_by()
@@ -86,8 +91,9 @@ def with_power(racks: QuerySet) -> QuerySet:
         .annotate(total=Sum("sku__tdp_w"))
         .values("total")
     )
-    nodes = Node.objects.filter(rack=OuterRef("pk")).order_by().values("rack").annotate(n=Count("pk")).values("n")
-    off = nodes.filter(power_state=PowerState.OFF)
+    nodes = Node.objects.filter(rack=OuterRef("pk")).order_by().values("rack")
+    platform = Sum(Value(PLATFORM_W))
+    counted = nodes.annotate(n=Count("pk")).values("n")
     switch_trays = (
         NvlinkSwitchTray.objects.filter(domain__rack=OuterRef("pk"))
         .order_by()
@@ -95,12 +101,26 @@ def with_power(racks: QuerySet) -> QuerySet:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    return racks.annotate(
-        gpu_tdp_w=Coalesce(Subquery(gpu_tdp, output_field=IntegerField()), Value(0)),
-        node_count=Coalesce(Subquery(nodes, output_field=IntegerField()), Value(0)),
-        nodes_off=Coalesce(Subquery(off, output_field=IntegerField()), Value(0)),
-        switch_tray_count=Coalesce(Subquery(switch_trays, output_field=IntegerField()), Value(0)),
-    ).annotate(full_load_w=F("node_count") * PLATFORM_W + F("switch_tray_count") * SWITCH_TRAY_W + F("gpu_tdp_w"))
+    return racks.alias(
+        gpu_tdp_w=_figure(gpu_tdp),
+        nodes_platform_w=_figure(nodes.annotate(w=platform).values("w")),
+        switch_tray_count=_figure(switch_trays),
+    ).annotate(
+        node_count=_figure(counted),
+        nodes_off=_figure(counted.filter(power_state=PowerState.OFF)),
+        full_load_w=F("gpu_tdp_w") + F("nodes_platform_w") + F("switch_tray_count") * SWITCH_TRAY_W,
+    )
+
+
+def with_power_parts(racks: QuerySet) -> QuerySet:
+    """with_power, with the estimate's parts fetched too, as the rack page spells them out: `gpu_tdp_w` and
+    `switch_tray_count`. Their subqueries run again beside `full_load_w`'s: for a rack's page, not a list."""
+    return with_power(racks).annotate(gpu_tdp_w=F("gpu_tdp_w"), switch_tray_count=F("switch_tray_count"))
+
+
+def _figure(subquery: QuerySet) -> Expression:
+    """A per-rack subquery's one figure, 0 where it has no row (a rack without nodes, GPUs or switch trays)."""
+    return Coalesce(Subquery(subquery, output_field=IntegerField()), Value(0))
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,7 @@ def rack_elevations(request):
 
 @login_required
 def rack_detail(request, public_id):
-    rack = get_object_or_404(power.with_power(Rack.objects.select_related("site")), public_id=public_id)
+    rack = get_object_or_404(power.with_power_parts(Rack.objects.select_related("site")), public_id=public_id)
     power.attach_power([rack])
     nodes = rack.nodes.with_counts().order_by("-u_position")
     return render(

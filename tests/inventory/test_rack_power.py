@@ -44,7 +44,8 @@ def _read_switch_tray(tray, watts: float, *, age: timedelta = timedelta(minutes=
 
 
 def _rack(rack) -> Rack:
-    return power.attach_power(power.with_power(Rack.objects.filter(pk=rack.pk)))[0]
+    """The rack as its page reads it: the estimate with its parts, and the measured draw."""
+    return power.attach_power(power.with_power_parts(Rack.objects.filter(pk=rack.pk)))[0]
 
 
 def test_the_full_load_estimate_is_the_gpus_tdp_and_a_platform_figure_per_node(rack):
@@ -123,6 +124,8 @@ def test_the_rack_api_gives_the_same_figures_typed_and_orders_by_them(api_as, vi
     make_rack(name="p03", power_budget_kw=Decimal("1"))
     listed = client.get("/api/racks/", {"ordering": "-full_load_w"}).json()["results"]
     assert [row["name"] for row in listed] == ["p01", "p03"]
+    by_gpus = client.get("/api/racks/", {"ordering": "gpu_tdp_w"}).json()["results"]  # a part of the estimate
+    assert [row["name"] for row in by_gpus] == ["p03", "p01"]
     assert listed[1]["power"]["measured_w"] is None and listed[1]["power"]["full_load_w"] == 0
     changed = api_as(admin).patch(f"/api/racks/{rack.public_id}/", {"power_budget_kw": "1.0"}, format="json")
     assert changed.status_code == 200 and changed.json()["power"]["over_budget"] is True
@@ -204,6 +207,14 @@ def test_a_rack_scale_racks_switch_trays_count_at_full_load_on_the_list_the_page
     table = page.get("/").content.decode()
     table = table[table.index('id="dashboard-racks"') :]
     assert ">nvl09</a>" in table and "11.2 kW" in table
+
+
+def test_the_estimate_runs_each_of_its_subqueries_once_per_rack(db):
+    """Django writes an annotation's subquery out again wherever another annotation refers to it: the racks list's
+    query once read every rack's GPUs twice."""
+    sql = str(power.with_power(Rack.objects.all()).order_by("-full_load_w").query)
+    assert sql.count('FROM "inventory_gpu"') == 1 and sql.count('FROM "inventory_nvlinkswitchtray"') == 1
+    assert sql.count('FROM "inventory_node"') == 3  # the nodes, those powered off, their platform figures
 
 
 def test_a_switch_trays_full_load_figure_is_what_the_simulated_switch_tray_draws_at_full_load():
