@@ -1,11 +1,12 @@
 """A rack's power: its budget, the full-load estimate from what is in it, and the draw measured where readings exist.
 
-The estimate is the database's sum over the rack's GPUs of their SKU's TDP, plus PLATFORM_W for every node (CPUs,
-memory, NICs, fans at full load), plus SWITCH_TRAY_W for every NVLink switch tray of a rack-scale system's domain
-(the measured draw counts those trays too), so the racks list sorts by it in SQL. The measured draw comes from the
-apps above the inventory (monitoring reads the BMCs of the nodes and of a rack-scale system's NVLink switch trays, and
-counts both): they register a source from their AppConfig.ready(), as the node page's sections do, and a rack without
-recent readings has no measured figure rather than a zero. A node its BMC reads powered off (`Node.power_state`) draws
+The estimate is the database's sum over the rack's GPUs of their SKU's TDP, plus a platform figure for every node
+(CPUs, memory, NICs, fans at full load: PLATFORM_W for a host, TRAY_PLATFORM_W for a compute tray of a rack-scale
+system's NVLink domain), plus SWITCH_TRAY_W for every NVLink switch tray of that domain (the measured draw counts those
+trays too), so the racks list sorts by it in SQL. The measured draw comes from the apps above the inventory
+(monitoring reads the BMCs of the nodes and of a rack-scale system's NVLink switch trays, and counts both): they
+register a source from their AppConfig.ready(), as the node page's sections do, and a rack without recent readings has
+no measured figure rather than a zero. A node its BMC reads powered off (`Node.power_state`) draws
 nothing: the sources leave its readings out, and the rack counts it as off. To sort by the measured draw in the
 database, the same app registers an annotation (`measured_w`, subqueries of the rack's nodes' and switch trays' latest
 readings); without one every rack's `measured_w` is NULL and the sort keeps the default order.
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db.models import (
+    Case,
     Count,
     Expression,
     ExpressionWrapper,
@@ -22,10 +24,12 @@ from django.db.models import (
     FloatField,
     IntegerField,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Sum,
     Value,
+    When,
 )
 from django.db.models.functions import Coalesce
 
@@ -34,6 +38,13 @@ from apps.inventory.models import Gpu, Node, NvlinkSwitchTray, Rack
 
 # What a node draws at full load besides its GPUs (two CPUs, memory, NICs, drives, fans): an 8-GPU HGX host's share.
 PLATFORM_W = 2000
+# What a compute tray of a rack-scale system (a node of an NVLink domain: a GB200 NVL72's, liquid cooled) draws at full
+# load besides its GPUs: two Grace CPUs at 250 W with their LPDDR5X, plus 616 W of the tray's own (four ConnectX-7 with
+# their modules, two BlueField-3, four E1.S drives, BMC, fans). The figures are the simulated compute tray BMC's at full
+# load (apps/simulator/bmc.py: TRAY_BOARD_W + 2 × GRACE_BUSY_W, which says which datasheet each comes from); they live
+# here too because the inventory may not import the simulator, and a test (tests/inventory/test_rack_power.py) fails
+# when the two part.
+TRAY_PLATFORM_W = 2 * 250 + 616
 # What an NVLink switch tray draws at full load (a GB200 NVL72's: its two NVSwitch chips at 420 W each under all-reduce
 # traffic, plus 180 W of the tray's own management CPU, BMC, fans' and pumps' share and optics' cages). The figures are
 # the simulated switch tray BMC's at full load (apps/simulator/bmc.py: SWITCH_BOARD_W + NVSWITCH_CHIPS ×
@@ -80,10 +91,10 @@ def with_power(racks: QuerySet) -> QuerySet:
     """Racks annotated with `node_count`, `nodes_off` (powered off through their BMC) and `full_load_w` (what they
     would draw at full load), as subqueries so no join multiplies rows or counts.
 
-    The estimate's parts (`gpu_tdp_w`, `nodes_platform_w`, `switch_tray_count`) are aliases: `full_load_w` writes each
-    out once, so PostgreSQL runs each subquery once per rack (Django writes an annotation's subquery out again wherever
-    another refers to it, and the planner does not share them); a query may still sort or filter by them, and
-    with_power_parts fetches them."""
+    The estimate's parts (`gpu_tdp_w`, `nodes_platform_w`, `switch_tray_count`) and `compute_trays` (the nodes at
+    TRAY_PLATFORM_W) are aliases: `full_load_w` writes each part out once, so PostgreSQL runs each subquery once per
+    rack (Django writes an annotation's subquery out again wherever another refers to it, and the planner does not
+    share them); a query may still sort or filter by them, and with_power_parts fetches them."""
     gpu_tdp = (
         Gpu.objects.filter(node__rack=OuterRef("pk"), sku__isnull=False)
         .order_by()
@@ -92,7 +103,8 @@ def with_power(racks: QuerySet) -> QuerySet:
         .values("total")
     )
     nodes = Node.objects.filter(rack=OuterRef("pk")).order_by().values("rack")
-    platform = Sum(Value(PLATFORM_W))
+    tray = Q(nvlink_domain__isnull=False)
+    platform = Sum(Case(When(tray, then=Value(TRAY_PLATFORM_W)), default=Value(PLATFORM_W)))
     counted = nodes.annotate(n=Count("pk")).values("n")
     switch_trays = (
         NvlinkSwitchTray.objects.filter(domain__rack=OuterRef("pk"))
@@ -104,6 +116,7 @@ def with_power(racks: QuerySet) -> QuerySet:
     return racks.alias(
         gpu_tdp_w=_figure(gpu_tdp),
         nodes_platform_w=_figure(nodes.annotate(w=platform).values("w")),
+        compute_trays=_figure(counted.filter(tray)),
         switch_tray_count=_figure(switch_trays),
     ).annotate(
         node_count=_figure(counted),
@@ -113,9 +126,15 @@ def with_power(racks: QuerySet) -> QuerySet:
 
 
 def with_power_parts(racks: QuerySet) -> QuerySet:
-    """with_power, with the estimate's parts fetched too, as the rack page spells them out: `gpu_tdp_w` and
-    `switch_tray_count`. Their subqueries run again beside `full_load_w`'s: for a rack's page, not a list."""
-    return with_power(racks).annotate(gpu_tdp_w=F("gpu_tdp_w"), switch_tray_count=F("switch_tray_count"))
+    """with_power, with the estimate's parts fetched too, as the rack page spells them out: `gpu_tdp_w`, `hosts` (the
+    nodes at PLATFORM_W), `compute_trays` (at TRAY_PLATFORM_W) and `switch_tray_count`. Their subqueries run again
+    beside `full_load_w`'s: for a rack's page, not a list."""
+    return with_power(racks).annotate(
+        gpu_tdp_w=F("gpu_tdp_w"),
+        hosts=F("node_count") - F("compute_trays"),
+        compute_trays=F("compute_trays"),
+        switch_tray_count=F("switch_tray_count"),
+    )
 
 
 def _figure(subquery: QuerySet) -> Expression:

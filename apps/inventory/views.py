@@ -194,6 +194,7 @@ def rack_list(request):
         return {
             "object_list": power.attach_power(context["object_list"]),
             "platform_w": power.PLATFORM_W,
+            "tray_platform_w": power.TRAY_PLATFORM_W,
             "switch_tray_w": power.SWITCH_TRAY_W,
         }
 
@@ -227,6 +228,7 @@ def rack_detail(request, public_id):
             "switches": rack.switches.order_by("-position", "name"),
             "pdus": rack.pdus.order_by("feed", "name"),
             "platform_w": power.PLATFORM_W,
+            "tray_platform_w": power.TRAY_PLATFORM_W,
             "switch_tray_w": power.SWITCH_TRAY_W,
             "rack_scale": rack_scale_summary(rack),
             "sections": RACK_PAGE.render(request, rack),

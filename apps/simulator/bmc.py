@@ -3,10 +3,11 @@
 tests/fixtures/real/ipmi, ipmi-dcmi and redfish.
 
 The figures come from the node's model at a moment: GPU power from the simulator's power model under the load,
-the chassis' power from GPUs + CPUs + the rest of the board, exhaust temperature from power and airflow, fan speed
-from the hottest GPU. Faults move them as on a real node: a GPU in thermal slowdown runs hot and spins the fans up,
-a GPU fallen off the bus has no reading and draws nothing, a straggler draws less. Noise is seeded per node,
-sensor and 10-second window, so a window read twice gives the same figures.
+the chassis' power from GPUs + CPUs + the rest of the board (a rack-scale system's compute tray: its Grace CPUs and
+the tray's own figure, TRAY_BOARD_W), exhaust temperature from power and airflow, fan speed from the hottest GPU.
+Faults move them as on a real node: a GPU in thermal slowdown runs hot and spins the fans up, a GPU fallen off the bus
+has no reading and draws nothing, a straggler draws less. Noise is seeded per node, sensor and 10-second window, so a
+window read twice gives the same figures.
 
 The chassis power and the System Event Log (apps/simulator/sel.py) are the node's stored state: `chassis power` and
 the Redfish ComputerSystem.Reset action change it (off: the node answers nothing), `sel elist` and the SEL
@@ -40,6 +41,20 @@ FAN_MAX_RPM = 16800
 FAN_COUNT = 8
 PSU_COUNT = 4
 PSU_CAPACITY_W = 3300
+
+# A rack-scale system's compute tray (a node of an NVLink domain: a GB200 NVL72's two Grace CPUs and four GPUs on cold
+# plates) is no HGX host: no NVSwitch on its board (they are in the switch trays), no x86 sockets, and fans only for
+# what is not on a cold plate. Its figures at full load, from public ones:
+# - a Grace with its LPDDR5X: 250 W (the Grace CPU Superchip datasheet: 500 W for two, memory included); idle, a third
+#   of it as for the x86 sockets (the model's, not a datasheet's);
+# - four 400G ConnectX-7 at ~25 W, each with its 400G OSFP module at 9 W (NVIDIA's MMA4Z00-NS400 specification);
+# - two BlueField-3 DPUs at their 150 W maximum (NVIDIA's BlueField-3 user manual);
+# - four E1.S NVMe drives at ~20 W (the reference tray's four bays);
+# - 100 W for the rest: the tray's BMC, its fans, converting the busbar's 48 V for the board (an allowance).
+# The inventory's full-load estimate counts the same (apps/inventory/power.py TRAY_PLATFORM_W; a test keeps them equal).
+GRACE_IDLE_W, GRACE_BUSY_W = 80.0, 250.0  # per Grace
+TRAY_BOARD_W = 4 * (25 + 9) + 2 * 150 + 4 * 20 + 100.0  # 616 W
+
 # What ipmitool prints when the BMC refuses the login: the same line as for a BMC that never answers; only with -v
 # does it say why first (as ipmitool 1.8.19 against OpenIPMI's ipmi_sim does).
 IPMI_REFUSED = "Error: Unable to establish IPMI v2 / RMCP+ session\n"
@@ -98,13 +113,16 @@ def figures(state: SimulatedNode, *, seed: int, load: float, at: datetime) -> Bm
         gpu_power += reading.power_w
         gpu_temperatures.append((gpu.index, float(reading.temperature_c)))
     sockets = max(state.sockets, 1)
+    tray = state.domain is not None
+    idle_w, busy_w = (GRACE_IDLE_W, GRACE_BUSY_W) if tray else (CPU_IDLE_W, CPU_BUSY_W)
     cpu_share = load * (0.7 if state.straggler else 1.0)
-    cpu_power = sockets * (CPU_IDLE_W + (CPU_BUSY_W - CPU_IDLE_W) * cpu_share)
+    cpu_power = sockets * (idle_w + (busy_w - idle_w) * cpu_share)
     hottest = max((value for _, value in gpu_temperatures if value is not None), default=40.0)
     # The fan curve: 30% duty up to 45 °C on the hottest GPU, full speed from 85 °C.
     duty = min(1.0, max(0.3, 0.3 + (hottest - 45.0) / 40.0 * 0.7))
     fan_power = FAN_COUNT * 25.0 * duty**3  # fan power grows with the cube of speed
-    power = BOARD_POWER_W + cpu_power + gpu_power + fan_power
+    # A compute tray's fans are in its board's figure: most of its heat leaves in the coolant.
+    power = TRAY_BOARD_W + cpu_power + gpu_power if tray else BOARD_POWER_W + cpu_power + gpu_power + fan_power
     inlet = AMBIENT_C + noise(seed, state.hostname, "inlet").uniform(-1.5, 1.5) + rng.uniform(-0.2, 0.2)
     exhaust = inlet + power / (AIR_J_PER_M3_K * MAX_AIRFLOW_M3_S * duty)
     cpu_temperatures = [inlet + 14.0 + 0.11 * cpu_power / sockets + rng.uniform(-1, 1) for _ in range(sockets)]
