@@ -392,7 +392,7 @@ def slo_statuses(
         if not isinstance(first[name], TelemetryError) and spec.name not in first[name]
     }
     counted = source.gather(unrecorded)
-    draggers = {}
+    draggers, blamed = {}, {}
     for i, (status, spec) in enumerate(zip(statuses, specs, strict=True)):
         answers = [first[i], *(first[name] for name in windows)]
         budgets = [
@@ -413,13 +413,16 @@ def slo_statuses(
         recorded = _recorded_blame(source, rows[i], status["blame_window"], window)
         if recorded is not None:
             status["draggers"] = blame_in_context(spec, recorded)
+        else:  # a service's SLOs over the same window drag alike: asked once
+            key = _draggers_key(spec, window)
+            draggers.setdefault(key, _caught(partial(ranked_draggers, source, spec, window)))
+            blamed[i] = key
+    ranked = source.gather(draggers)
+    for i, key in blamed.items():
+        if isinstance(ranked[key], TelemetryError):
+            statuses[i]["error"] = str(ranked[key])
         else:
-            draggers[i] = _caught(partial(ranked_draggers, source, spec, window))
-    for i, ranked in source.gather(draggers).items():
-        if isinstance(ranked, TelemetryError):
-            statuses[i]["error"] = str(ranked)
-        else:
-            statuses[i]["draggers"] = blame_in_context(specs[i], ranked)
+            statuses[i]["draggers"] = blame_in_context(specs[i], ranked[key])
     return statuses
 
 
@@ -497,6 +500,10 @@ def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: in
     return blame_in_context(spec, ranked_draggers(source, spec, window, count=count))
 
 
+# The objectives whose draggers are ranked by their share of the service's tokens/s (the others: utilisation points).
+TOKEN_RANKED_OBJECTIVES = {slo.Objective.THROUGHPUT, slo.Objective.LATENCY_P99, slo.Objective.ENERGY_PER_MTOK}
+
+
 def ranked_draggers(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: int = BLAME_COUNT) -> list[dict]:
     """The scope's nodes that drag the SLO most, each with its two weakest GPUs (plain data: what the record keeps).
 
@@ -529,7 +536,7 @@ def ranked_draggers(source: Telemetry, spec: slo.SloSpec, window: Window, *, cou
         )
     objective = slo.Objective(spec.objective)
     unit = "points"
-    if objective in (slo.Objective.THROUGHPUT, slo.Objective.LATENCY_P99, slo.Objective.ENERGY_PER_MTOK):
+    if objective in TOKEN_RANKED_OBJECTIVES:
         tokens = source.tokens_per_second(service=spec.service, window=window).values()
         served = sum(tokens) / len(tokens) if tokens else 0.0
         total_weight = sum(row["weight"] for row in per_node.values())
@@ -557,6 +564,14 @@ def ranked_draggers(source: Telemetry, spec: slo.SloSpec, window: Window, *, cou
         }
         for host, row in ranked[:count]
     ]
+
+
+def _draggers_key(spec: slo.SloSpec, window: Window) -> tuple:
+    """What ranked_draggers' answer depends on: two SLOs with the same key have the same draggers (a service's
+    throughput, latency and energy SLOs are each ranked by its nodes' share of its tokens/s)."""
+    by_tokens = slo.Objective(spec.objective) in TOKEN_RANKED_OBJECTIVES
+    measure = ("tokens", spec.service) if by_tokens else ("points", spec.target)
+    return (tuple(spec.hosts), measure, window.end, window.span)
 
 
 def blame_in_context(spec: slo.SloSpec, draggers: list[dict]) -> list[dict]:

@@ -91,6 +91,20 @@ def test_the_slos_listed_together_are_each_as_alone_and_one_unreadable_leaves_th
     assert [[d["node"] for d in s["draggers"]] for s in together] == [[d["node"] for d in s["draggers"]] for s in alone]
     assert not any(s["error"] for s in together) and all(s["draggers"] for s in together)
 
+    # A service's SLOs drag alike: their blame is asked once, and each lists it.
+    class Counting(SimulatorTelemetry):
+        asked = 0
+
+        def gpu_means(self, fields, *, hostnames, window):
+            Counting.asked += 1
+            return super().gpu_means(fields, hostnames=hostnames, window=window)
+
+    latency = Slo.objects.create(name="c-p99", objective="latency_p99", scope="service", service=chat, target=500)
+    three = services.slo_statuses([throughput, utilisation, latency], source=Counting(), windows=("1h",), end=now)
+    assert Counting.asked == 2  # the service's nodes, the cluster's
+    assert [d["node"] for d in three[2]["draggers"]] == [d["node"] for d in three[0]["draggers"]]
+    assert [d["drag_unit"] for d in three[2]["draggers"]] == ["tokens/s"] * len(three[2]["draggers"])
+
     # The throughput's blame asks its tokens/s: unreadable, its error shows; the utilisation's status is whole.
     failing, whole = services.slo_statuses([throughput, utilisation], source=TokensUnreadable(), end=now)
     assert failing["error"] == "no tokens/s of chat" and not failing["draggers"]
