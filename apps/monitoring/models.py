@@ -370,8 +370,8 @@ class BusinessValidation(PublicModel):
 
 
 class SloBlame(models.Model):
-    """What drags an SLO over one of its windows (the nodes slo_blame ranks, with their GPUs' figures), worked out by
-    the embedded wiring's minute run for the window as it ends at `time` (on the window's step grid), so that the
+    """What drags an SLO over one of its windows (the nodes ranked_draggers ranks, with their GPUs' figures), worked
+    out by the embedded wiring's minute run for the window as it ends at `time` (on the window's step grid), so that the
     SLOs page reads it instead of working it out per view (apps.monitoring.services.record_slo_blame). Append-only;
     pruned after a day (a view reads the newest). The nodes' incidents and failing tests are joined when read."""
 

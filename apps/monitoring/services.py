@@ -356,7 +356,8 @@ def slo_latest(source: Telemetry, spec: slo.SloSpec, *, end: float | None = None
 def slo_status(
     row, *, source: Telemetry | None = None, windows: tuple[str, ...] = SLO_WINDOWS, end: float | None = None
 ) -> dict:
-    """One SLO over each window ending at `end` (now): its budget, the latest value, and what drags it (slo_blame)."""
+    """One SLO over each window ending at `end` (now): its budget, the latest value, and what drags it
+    (ranked_draggers)."""
     return slo_statuses([row], source=source, windows=windows, end=end)[0]
 
 
@@ -377,36 +378,36 @@ def slo_statuses(
     first = source.gather(
         {
             **{
-                name: _caught(
+                ("counts", name): _caught(
                     partial(source.recorded_slo_counts, slos=[s.name for s in specs], span=window.span, end=counted_to)
                 )
                 for name, (window, counted_to) in named.items()
             },
-            **{i: _caught(partial(slo_latest, source, spec, end=end)) for i, spec in enumerate(specs)},
+            **{("latest", i): _caught(partial(slo_latest, source, spec, end=end)) for i, spec in enumerate(specs)},
         }
     )
     unrecorded = {  # budgets the record lacks: counted by Prometheus or worked out from the series
         (i, name): _caught(partial(_budget, source, spec, name, window, counted_to, None))
         for i, spec in enumerate(specs)
         for name, (window, counted_to) in named.items()
-        if not isinstance(first[name], TelemetryError) and spec.name not in first[name]
+        if not isinstance(first["counts", name], TelemetryError) and spec.name not in first["counts", name]
     }
     counted = source.gather(unrecorded)
     draggers, blamed = {}, {}
     for i, (status, spec) in enumerate(zip(statuses, specs, strict=True)):
-        answers = [first[i], *(first[name] for name in windows)]
+        answers = [first["latest", i], *(first["counts", name] for name in windows)]
         budgets = [
             counted[(i, name)]
             if (i, name) in counted
-            else _budget(source, spec, name, *named[name], first[name][spec.name])
+            else _budget(source, spec, name, *named[name], first["counts", name][spec.name])
             for name in windows
-            if not isinstance(first[name], TelemetryError)
+            if not isinstance(first["counts", name], TelemetryError)
         ]
         failed = next((a for a in [*answers, *budgets] if isinstance(a, TelemetryError)), None)
         if failed is not None:
             status["error"] = str(failed)
             continue
-        status["latest"], status["budgets"] = first[i], budgets
+        status["latest"], status["budgets"] = first["latest", i], budgets
         # Blame over the shortest window that missed (the miss to explain), else the last hour.
         status["blame_window"] = next((b.window for b in budgets if b.met is False), "1h")
         window = Window.named(status["blame_window"], end=end)
@@ -492,12 +493,6 @@ def _failing_tests_that_bear_on(spec: slo.SloSpec, hostnames: list[str]) -> dict
     scope = set(spec.hosts)
     found = benchmarks.failing_pairs_by_node(hostnames)
     return {host: [test for test in tests if set(test["hosts"]) <= scope] for host, tests in found.items()}
-
-
-def slo_blame(source: Telemetry, spec: slo.SloSpec, window: Window, *, count: int = BLAME_COUNT) -> list[dict]:
-    """The scope's nodes that drag the SLO most (ranked_draggers), each with its open incidents and failing benchmark
-    pairs."""
-    return blame_in_context(spec, ranked_draggers(source, spec, window, count=count))
 
 
 # The objectives whose draggers are ranked by their share of the service's tokens/s (the others: utilisation points).
