@@ -293,10 +293,9 @@ class Telemetry(ABC):
             means[name] = {}
             for series in series_list:
                 values = [value for value in series.values() if not math.isnan(value)]
+                gpu = (series.labels.get("Hostname", ""), series.labels.get("gpu", ""))
                 if values:
-                    means[name][(series.labels.get("Hostname", ""), series.labels.get("gpu", ""))] = sum(values) / len(
-                        values
-                    )
+                    means[name][gpu] = sum(values) / len(values)
         return means
 
     def node_busy_seconds(self, *, hostnames: list[str], start: float, end: float) -> dict[str, float]:
