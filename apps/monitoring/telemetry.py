@@ -1186,19 +1186,30 @@ class PrometheusTelemetry(Telemetry):
         # Prometheus holds of it is recorded (as fleet_energy_joules); else every GPU's samples, summed per node.
         # Every node's tiles, matched to the hosts here: a regular expression of a fleet's host names, tried on every
         # series, cost Prometheus more than the answer (one series a node).
-        if seconds >= TILES_FROM_S and self._from_record(
-            seconds,
-            end,
-            lambda held: self.query(f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end) or None,
-            shortest=COARSE_INTERVAL_S,
-        ):
-            promql = f"sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[{seconds - 1}s]))"
-            wanted = set(hostnames)
-            return {
-                item["metric"].get("Hostname", ""): float(item["value"][1])
-                for item in self.query(promql, at=end)
-                if item["metric"].get("Hostname", "") in wanted
-            }
+        if seconds >= TILES_FROM_S:
+            # Whether the tiles cover the window, asked beside the tiles themselves (their sum is the window's either
+            # way; unused where they do not cover it).
+            answers = self.gather(
+                {
+                    "covered": partial(
+                        self._from_record,
+                        seconds,
+                        end,
+                        lambda held: self.query(f"count({_first_tile(RECORDED_NODE_BUSY, held)})", at=end) or None,
+                        shortest=COARSE_INTERVAL_S,
+                    ),
+                    "tiles": partial(
+                        self.query, f"sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[{seconds - 1}s]))", at=end
+                    ),
+                }
+            )
+            if answers["covered"]:
+                wanted = set(hostnames)
+                return {
+                    item["metric"].get("Hostname", ""): float(item["value"][1])
+                    for item in answers["tiles"]
+                    if item["metric"].get("Hostname", "") in wanted
+                }
         return super().node_busy_seconds(hostnames=hostnames, start=start, end=end)
 
     def recorded_slo_latest(self, *, slo, end):

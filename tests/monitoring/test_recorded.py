@@ -363,6 +363,8 @@ def prometheus_instant():
                 looked_to = float(params["time"][0]) - (int(offset[1]) if offset else 0)
                 first = state["covered"] and (state["samples_begin"] is None or looked_to > state["samples_begin"])
                 parts = {"joules": "5000", "worst": state["worst"], **({"first": "12"} if first else {})}
+                if query.startswith("count(count_over_time("):  # a count of the first tile alone
+                    parts = {"first": "12"} if first else {}
                 kind, result = (
                     "vector",
                     [{"metric": {"part": part}, "value": [0, value]} for part, value in parts.items()],
@@ -449,6 +451,20 @@ def test_a_prometheus_younger_than_the_window_is_covered_by_tiles_from_its_first
     else:
         assert joules == 7000.0
         assert ["rackpilot:" in query for query in prometheus_instant["asked"]] == [True, False]
+
+
+@pytest.mark.parametrize("covered", [True, False])
+def test_a_days_busy_gpu_seconds_read_the_nodes_tiles_asked_beside_whether_they_cover_it(prometheus_instant, covered):
+    prometheus_instant["covered"] = covered
+    source = PrometheusTelemetry(prometheus_instant["url"])
+
+    source.node_busy_seconds(hostnames=["gpu001"], start=WEEK.end - 86_400, end=WEEK.end)
+
+    asked = prometheus_instant["asked"]
+    tiles = f"sum by (Hostname) (sum_over_time({RECORDED_NODE_BUSY}[86399s]))"
+    assert tiles in asked and f"count(count_over_time({RECORDED_NODE_BUSY}[300s] offset 86100s))" in asked
+    # Not covered: every GPU's SM active samples are read instead.
+    assert any("DCGM_FI_PROF_SM_ACTIVE" in query for query in asked) is not covered
 
 
 def test_the_fleets_energy_under_an_hour_reads_the_counters(prometheus_instant):
