@@ -241,22 +241,12 @@ def slo_values(source: Telemetry, spec: slo.SloSpec, window: Window) -> list[flo
         return series[0].values() if series else []
     # Energy per million tokens, step by step: each step's tokens and joules, asked side by side.
     starts = window.times()[:-1]
-    answers = source.gather(
-        {
-            **{
-                ("tokens", start): partial(
-                    source.generated_tokens, service=spec.service, start=start, end=start + window.step
-                )
-                for start in starts
-            },
-            **{
-                ("joules", start): partial(
-                    source.energy_joules, hostnames=list(spec.hosts), start=start, end=start + window.step
-                )
-                for start in starts
-            },
-        }
-    )
+    questions = {}
+    for start in starts:
+        end = start + window.step
+        questions["tokens", start] = partial(source.generated_tokens, service=spec.service, start=start, end=end)
+        questions["joules", start] = partial(source.energy_joules, hostnames=list(spec.hosts), start=start, end=end)
+    answers = source.gather(questions)
     values = []
     for start in starts:
         tokens, joules = answers[("tokens", start)], answers[("joules", start)]

@@ -293,7 +293,7 @@ class Telemetry(ABC):
             means[name] = {}
             for series in series_list:
                 values = [value for value in series.values() if not math.isnan(value)]
-                gpu = (series.labels.get("Hostname", ""), series.labels.get("gpu", ""))
+                gpu = _gpu_key(series.labels)
                 if values:
                     means[name][gpu] = sum(values) / len(values)
         return means
@@ -938,6 +938,16 @@ def _any_of(values: list[str]) -> str:
     return _string("|".join(re.escape(value) for value in values) or "^$")
 
 
+def _on_hosts(metric: str, hostnames: list[str]) -> str:
+    """The metric's series of these hosts (dcgm-exporter's `Hostname` label), as a PromQL selector."""
+    return f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
+
+
+def _gpu_key(labels: Mapping) -> tuple[str, str]:
+    """(Hostname, gpu) of a GPU's series, from its labels."""
+    return labels.get("Hostname", ""), labels.get("gpu", "")
+
+
 CONCURRENT_QUERIES = 8
 T = TypeVar("T")
 LOWEST_TIMESTAMP = re.compile(r"^prometheus_tsdb_lowest_timestamp_seconds (\S+)$", re.MULTILINE)
@@ -1046,9 +1056,9 @@ class PrometheusTelemetry(Telemetry):
     def nvlink_values_now(self, *, hostnames, at):
         """The latest scrape of the per-link state series of the GPUs of these hosts."""
         values: dict[tuple[str, str], dict] = {}
-        for item in self.query(f"{NVLINK_STATE_METRIC}{{Hostname=~{_any_of(hostnames)}}}", at=at):
+        for item in self.query(_on_hosts(NVLINK_STATE_METRIC, hostnames), at=at):
             labels = item["metric"]
-            gpu = values.setdefault((labels.get("Hostname", ""), labels.get("gpu", "")), {"links": 0, "down": []})
+            gpu = values.setdefault(_gpu_key(labels), {"links": 0, "down": []})
             gpu["links"] += 1
             if float(item["value"][1]) == 0 and labels.get("nvlink", "").isdigit():
                 gpu["down"].append(int(labels["nvlink"]))
@@ -1058,7 +1068,7 @@ class PrometheusTelemetry(Telemetry):
 
     def imex_values_now(self, *, hostnames, at):
         """The latest scrape, one value per host (an exporter that repeats it on each GPU's series repeats the same)."""
-        selector = f"{IMEX_DAEMON_METRIC}{{Hostname=~{_any_of(hostnames)}}}"
+        selector = _on_hosts(IMEX_DAEMON_METRIC, hostnames)
         answer = self.query(f"max by (Hostname) ({selector})", at=at)
         return {item["metric"].get("Hostname", ""): int(float(item["value"][1])) for item in answer}
 
@@ -1094,14 +1104,14 @@ class PrometheusTelemetry(Telemetry):
             answer = self.query(f"{metric} != 0", at=at)  # the rules not loaded: every GPU's latest sample
         values = {}
         for item in answer:
-            key = (item["metric"].get("Hostname", ""), item["metric"].get("gpu", ""))
+            key = _gpu_key(item["metric"])
             if key[0] in wanted:
                 values[key] = float(item["value"][1])
         return values
 
     def gpu_series(self, field, *, hostnames, window, aggregate=""):
         metric, _ = GPU_FIELDS[field]
-        selector = f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
+        selector = _on_hosts(metric, hostnames)
         if aggregate:
             return self.query_range(f"{aggregate}({selector})", window)
         return [
@@ -1117,7 +1127,7 @@ class PrometheusTelemetry(Telemetry):
             {
                 name: partial(
                     self.query,
-                    f"avg_over_time({GPU_FIELDS[name][0]}{{Hostname=~{_any_of(hostnames)}}}[{span}s:{step}s])",
+                    f"avg_over_time({_on_hosts(GPU_FIELDS[name][0], hostnames)}[{span}s:{step}s])",
                     at=window.end,
                 )
                 for name in fields
@@ -1125,7 +1135,7 @@ class PrometheusTelemetry(Telemetry):
         )
         return {
             name: {
-                (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
+                _gpu_key(item["metric"]): float(item["value"][1])
                 for item in answer
                 if not math.isnan(float(item["value"][1]))
             }
@@ -1152,7 +1162,7 @@ class PrometheusTelemetry(Telemetry):
 
     def energy_joules(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
-        selector = f"{ENERGY_METRIC}{{Hostname=~{_any_of(hostnames)}}}"
+        selector = _on_hosts(ENERGY_METRIC, hostnames)
         promql = f"sum(increase({selector}[{seconds}s]))"
         if seconds > 86_400:
             # Past a day, the counters' difference between the window's ends: two samples a GPU instead of every one
@@ -1167,7 +1177,7 @@ class PrometheusTelemetry(Telemetry):
         metric = GPU_FIELDS["sm_active"][0]
         # The mean over the window's samples times its length: Prometheus does the sum. Past a day, the mean of hourly
         # means (a subquery), so that no query holds a month of raw samples at once (its max-samples limit).
-        selector = f"{metric}{{Hostname=~{_any_of(hostnames)}}}"
+        selector = _on_hosts(metric, hostnames)
         if seconds > 86_400:
             # Hours without samples add nothing (a GPU scraped for part of the window is not taken at its mean).
             # The range stops a second short of the start, so that Prometheus 2.x (both ends) and 3.x (start left
@@ -1175,10 +1185,7 @@ class PrometheusTelemetry(Telemetry):
             promql = f"sum_over_time(avg_over_time({selector}[1h])[{seconds - 1}s:1h]) * 3600"
         else:
             promql = f"avg_over_time({selector}[{seconds}s]) * {seconds}"
-        return {
-            (item["metric"].get("Hostname", ""), item["metric"].get("gpu", "")): float(item["value"][1])
-            for item in self.query(promql, at=end)
-        }
+        return {_gpu_key(item["metric"]): float(item["value"][1]) for item in self.query(promql, at=end)}
 
     def node_busy_seconds(self, *, hostnames, start, end):
         seconds = max(int(round(end - start)), 1)
