@@ -4,17 +4,17 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
 from apps.inventory import power
+from apps.inventory.census import CensusNode, gpu_census
 from apps.inventory.choices import (
     GPU_HEALTH_COLOURS,
     NODE_STATUS_COLOURS,
     GpuHealth,
     HostKeyState,
-    NodeRole,
     NodeStatus,
     RackFace,
     RackSide,
@@ -37,11 +37,14 @@ def nodes_by_status() -> list[Tally]:
 
 
 def gpus_by_health() -> list[Tally]:
-    counts = dict(Gpu.objects.values_list("health").annotate(n=Count("id")))
-    return [Tally(h.value, h.label, GPU_HEALTH_COLOURS[h], counts.get(h.value, 0)) for h in GpuHealth]
+    counts = gpu_census().by_health
+    return [Tally(h.value, h.label, GPU_HEALTH_COLOURS[h], counts[h.value]) for h in GpuHealth]
 
 
 def unhealthy_gpus(limit: int = 20):
+    counts = gpu_census().by_health
+    if counts.total() == counts[GpuHealth.HEALTHY]:
+        return Gpu.objects.none()  # the census says so: no need to look
     return (
         Gpu.objects.exclude(health=GpuHealth.HEALTHY)
         .select_related("node", "sku")
@@ -202,13 +205,9 @@ def node_detail_queryset():
     )
 
 
-def compute_nodes_missing_gpus():
+def compute_nodes_missing_gpus() -> list[CensusNode]:
     """Compute nodes that have fewer GPUs in inventory than they should."""
-    return (
-        Node.objects.filter(role=NodeRole.COMPUTE)
-        .annotate(present=Count("gpus", filter=~Q(gpus__health=GpuHealth.MISSING)))
-        .filter(present__lt=F("expected_gpu_count"))
-    )
+    return gpu_census().short_of_gpus()
 
 
 @transaction.atomic

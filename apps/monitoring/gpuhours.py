@@ -16,10 +16,9 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count
-
+from apps.inventory.census import gpu_census
 from apps.inventory.choices import NodeRole
-from apps.inventory.models import Gpu, Node
+from apps.inventory.models import Node
 from apps.monitoring.telemetry import Telemetry, TelemetryError, Window, telemetry
 from apps.workloads.models import InferenceService, TrainingJob
 
@@ -92,19 +91,17 @@ class GpuHours:
 
 
 def holders(*, now: float) -> dict[str, tuple[str, str, float]]:
-    """hostname -> (workload kind, name, since) for nodes an active workload holds (training over serving)."""
-
-    def since(workload) -> float:
-        moment = workload.started_at if getattr(workload, "started_at", None) else workload.created
-        return min(moment.timestamp(), now)
-
+    """hostname -> (workload kind, name, since) for nodes an active workload holds (training over serving). Tuples,
+    not model instances: a service or a job may hold thousands of nodes."""
     held: dict[str, tuple[str, str, float]] = {}
-    for service in InferenceService.objects.active().prefetch_related("nodes"):
-        for node in service.nodes.all():
-            held[node.hostname] = ("service", service.name, since(service))
-    for job in TrainingJob.objects.active().prefetch_related("members__node"):
-        for member in job.members.all():
-            held[member.node.hostname] = ("training", job.name, since(job))
+    served = InferenceService.objects.active().filter(nodes__isnull=False)
+    for name, created, hostname in served.values_list("name", "created", "nodes__hostname"):
+        held[hostname] = ("service", name, min(created.timestamp(), now))
+    trained = TrainingJob.objects.active().filter(members__isnull=False)
+    for name, created, started_at, hostname in trained.values_list(
+        "name", "created", "started_at", "members__node__hostname"
+    ):
+        held[hostname] = ("training", name, min((started_at or created).timestamp(), now))
     return held
 
 
@@ -134,10 +131,9 @@ def gpu_hours(*, window: Window, source: Telemetry | None = None) -> GpuHours:
             "pk", "hostname", "public_id", "rack__name", "rack__public_id"
         )
     }
-    counts = (
-        Gpu.objects.filter(node__role=NodeRole.COMPUTE).values_list("node_id").annotate(gpus=Count("pk")).order_by()
-    )
-    gpus = sorted(((nodes[node_id], count) for node_id, count in counts), key=lambda pair: pair[0].hostname)
+    # By hostname, as the census lists them; a node added since the query above waits for the next read.
+    census = gpu_census().compute_nodes
+    gpus = [(nodes[node.pk], node.gpu_count) for node in census if node.gpu_count and node.pk in nodes]
     hostnames = [node.hostname for node, _ in gpus]
     busy_seconds = source.node_busy_seconds(hostnames=hostnames, start=window.start, end=window.end) if gpus else {}
     held = holders(now=window.end)

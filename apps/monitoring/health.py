@@ -18,6 +18,7 @@ from apps.discovery.choices import DifferenceState
 from apps.discovery.models import Difference
 from apps.health import services as health_events
 from apps.health.choices import NodeState
+from apps.inventory.census import gpu_census
 from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import services
@@ -126,7 +127,7 @@ def fleet_health(*, with_slos: bool = True) -> dict:
     """The number and its breakdown; each part is a share from 0 to 1 and says what it counted."""
     every_node = node_health()
     nodes = [node for node in every_node if node.in_production]
-    gpu_total = Gpu.objects.filter(node__role=NodeRole.COMPUTE, node__status__in=PRODUCTION_STATUSES).count()
+    gpu_total = gpu_census().compute_gpus(statuses=PRODUCTION_STATUSES)
     flagged_gpus = sum(len(node.bad_gpus) for node in nodes)
     gpu_ok = max(0, gpu_total - flagged_gpus)
     node_ok = sum(node.healthy for node in nodes)

@@ -4,12 +4,13 @@ import math
 from functools import partial
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from apps.benchmarks import services as benchmarks
 from apps.core.reads import kept_for_this_read
 from apps.diagnosis import services as diagnosis
+from apps.inventory.census import gpu_census
 from apps.inventory.choices import GpuHealth
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import charts, slo
@@ -185,14 +186,15 @@ def _telemetry_health(*, now: float | None = None, hostname: str | None = None) 
     healthy = Gpu.objects.filter(health=GpuHealth.HEALTHY)
     if hostname is not None:
         healthy = healthy.filter(node__hostname=hostname)
-    context = {"error": error, "inventory_healthy": healthy.count(), "flagged": [], "healthy": None}
+    census = gpu_census(hostname=hostname)
+    inventory_healthy = census.by_health[GpuHealth.HEALTHY]
+    context = {"error": error, "inventory_healthy": inventory_healthy, "flagged": [], "healthy": None}
     if source is None:
         return context
     # "Now" rounded up to the scrape interval: what Prometheus scraping every 15 s would show, up, not down, so that
     # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
     end = math.ceil(timezone.now().timestamp() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
-    hosts = Node.objects.filter(Exists(healthy.filter(node=OuterRef("pk")))).order_by("hostname")
-    hostnames = list(hosts.values_list("hostname", flat=True))
+    hostnames = census.hostnames_with(GpuHealth.HEALTHY)
     try:
         readings = source.gather(
             {

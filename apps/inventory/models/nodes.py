@@ -313,6 +313,8 @@ class Gpu(AuditedModel, PublicModel):
     class Meta:
         ordering = ["node__hostname", "index"]
         verbose_name = "GPU"
+        # The GPUs needing attention are few among tens of thousands: the pages that list them read this, not the table.
+        indexes = [models.Index(fields=["node"], condition=~models.Q(health="healthy"), name="gpu_not_healthy")]
         constraints = [
             models.UniqueConstraint(
                 fields=["node", "index"],
