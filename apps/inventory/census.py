@@ -71,7 +71,8 @@ def _count(hostname: str | None) -> GpuCensus:
     columns = ("pk", "hostname", "public_id", "role", "status", "expected_gpu_count")
     by_pk = {row[0]: CensusNode(*row) for row in nodes.order_by("hostname").values_list(*columns)}
     by_health = Counter()
-    for node_id, health, count in gpus.values_list("node_id", "health").annotate(n=Count("pk")).order_by():
+    # COUNT(*), not of the ids: PostgreSQL counts from the (node, health) index alone.
+    for node_id, health, count in gpus.values_list("node_id", "health").annotate(n=Count("*")).order_by():
         node = by_pk.get(node_id)
         if node is not None:  # not a node added between the two queries
             node.gpus[health] = count

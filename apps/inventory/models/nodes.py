@@ -313,8 +313,12 @@ class Gpu(AuditedModel, PublicModel):
     class Meta:
         ordering = ["node__hostname", "index"]
         verbose_name = "GPU"
-        # The GPUs needing attention are few among tens of thousands: the pages that list them read this, not the table.
-        indexes = [models.Index(fields=["node"], condition=~models.Q(health="healthy"), name="gpu_not_healthy")]
+        indexes = [
+            # The census (apps/inventory/census.py) counts from it alone, without reading the table.
+            models.Index(fields=["node", "health"], name="gpu_node_health"),
+            # The GPUs needing attention are few among tens of thousands: the pages listing them read this.
+            models.Index(fields=["node"], condition=~models.Q(health="healthy"), name="gpu_not_healthy"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["node", "index"],
