@@ -18,7 +18,7 @@ from apps.inventory.choices import GpuHealth, NodeRole
 from apps.inventory.models import Gpu, Node
 
 
-@dataclass
+@dataclass(slots=True)
 class CensusNode:
     pk: int
     hostname: str
@@ -26,13 +26,13 @@ class CensusNode:
     role: str
     status: str
     expected_gpu_count: int
-    gpus: Counter = field(default_factory=Counter)  # health -> how many of its GPUs
+    gpus: dict[str, int] = field(default_factory=dict)  # health -> how many of its GPUs (none: not there)
     gpu_count: int = 0
 
     @property
     def present(self) -> int:
         """Its GPUs in the inventory but those found missing."""
-        return self.gpu_count - self.gpus[GpuHealth.MISSING]
+        return self.gpu_count - self.gpus.get(GpuHealth.MISSING, 0)
 
 
 @dataclass
@@ -51,7 +51,7 @@ class GpuCensus:
 
     def hostnames_with(self, health: str) -> list[str]:
         """The nodes with at least one GPU of that health."""
-        return [node.hostname for node in self.nodes if node.gpus[health]]
+        return [node.hostname for node in self.nodes if health in node.gpus]
 
     def short_of_gpus(self) -> list[CensusNode]:
         """Compute nodes with fewer GPUs present than they should have."""
