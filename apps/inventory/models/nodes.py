@@ -314,8 +314,9 @@ class Gpu(AuditedModel, PublicModel):
         ordering = ["node__hostname", "index"]
         verbose_name = "GPU"
         indexes = [
-            # The census (apps/inventory/census.py) counts from it alone, without reading the table.
-            models.Index(fields=["node", "health"], name="gpu_node_health"),
+            # The census (apps/inventory/census.py) counts from it alone, and a rack's full-load estimate sums its
+            # GPUs' TDP from it (apps/inventory/power.py), without reading the table.
+            models.Index(fields=["node", "health", "sku"], name="gpu_node_health"),
             # The GPUs needing attention are few among tens of thousands: the pages listing them read this.
             models.Index(fields=["node"], condition=~models.Q(health="healthy"), name="gpu_not_healthy"),
         ]
