@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, ExpressionWrapper, F, FloatField
 from django.urls import reverse
 from django.utils import timezone
 
@@ -184,12 +184,20 @@ def rack_elevation(rack: Rack) -> Elevation:
     return rack_elevations([rack])[rack.pk]
 
 
-def racks_with_power():
-    """Racks with their node count and the full-load estimate against their budget (power.with_power)."""
-    for rack in power.with_power(Rack.objects.select_related("site")):
+def most_loaded_racks(limit: int) -> tuple[list[Rack], int]:
+    """Racks with their node count and full-load estimate against their budget (power.with_power) — all of them in
+    their usual order where there are `limit` or fewer, else the `limit` most loaded against their budget — and how
+    many racks there are. The database sorts and cuts: a fleet has hundreds of racks."""
+    count = Rack.objects.count()
+    racks = power.with_power(Rack.objects.select_related("site"))
+    if count > limit:
+        share = ExpressionWrapper(F("full_load_w") / (F("power_budget_kw") * 1000), output_field=FloatField())
+        racks = racks.alias(load_share=share).order_by("-load_share", "name")[:limit]
+    shown = list(racks)
+    for rack in shown:
         rack.estimated_load_kw = round(rack.full_load_w / 1000, 1)
         rack.power_share = rack.full_load_w / (float(rack.power_budget_kw) * 1000)
-        yield rack
+    return shown, count
 
 
 def node_detail_queryset():

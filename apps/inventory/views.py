@@ -43,9 +43,7 @@ DASHBOARD_RACKS = 12  # the most loaded; a fleet has hundreds, and the rack list
 
 @login_required
 def dashboard(request):
-    racks = list(services.racks_with_power())
-    if len(racks) > DASHBOARD_RACKS:
-        racks.sort(key=lambda rack: (-rack.power_share, rack.name))
+    racks, rack_count = services.most_loaded_racks(DASHBOARD_RACKS)
     return render(
         request,
         "inventory/dashboard.html",
@@ -54,8 +52,8 @@ def dashboard(request):
             "gpus_by_health": services.gpus_by_health(),
             "unhealthy_gpus": services.unhealthy_gpus(),
             "nodes_missing_gpus": services.compute_nodes_missing_gpus(),
-            "racks": racks[:DASHBOARD_RACKS],
-            "rack_count": len(racks),
+            "racks": racks,
+            "rack_count": rack_count,
             "first_panels": panels.render_panels(request, first=True),
             "panels": panels.render_panels(request),
         },
