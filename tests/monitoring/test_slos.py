@@ -73,12 +73,12 @@ def test_the_budget_is_judged_over_each_window_and_a_power_cap_moves_throughput(
 
 
 @pytest.mark.usefixtures("clock")  # first: the service and its nodes are stamped at the test's moment
-def test_the_slos_listed_together_are_each_as_alone_and_one_unreadable_leaves_the_others(chat, record_telemetry):
+def test_the_slos_listed_together_are_each_as_alone_and_one_unreadable_leaves_the_others(clock, chat, record_telemetry):
     class TokensUnreadable(SimulatorTelemetry):
         def tokens_per_second(self, *, service, window):
             raise TelemetryError(f"no tokens/s of {service}")
 
-    now = timezone.now().timestamp() // 60 * 60  # the clock the test set
+    now = clock.now.timestamp() // 60 * 60
     throughput = Slo.objects.create(
         name="a-throughput", objective="throughput", scope="service", service=chat, target=90
     )
