@@ -66,7 +66,8 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     compute = Node.objects.filter(role=NodeRole.COMPUTE)
     if hostname is not None:
         compute = compute.filter(hostname=hostname)
-    nodes = list(compute.order_by("hostname").values_list("pk", "hostname", "status"))  # tuples: a fleet has thousands
+    # From the read's GPU census, which lists every node (by hostname) once a read: tuples, a fleet has thousands.
+    nodes = [(node.pk, node.hostname, node.status) for node in gpu_census(hostname=hostname).compute_nodes]
     by_id = {pk: NodeHealth(hostname, status) for pk, hostname, status in nodes}
     for pk, _, status in nodes:
         if status not in SERVING_STATUSES:
