@@ -1,6 +1,8 @@
 """Fleet health: a GPU an open difference says is missing is not healthy, however the inventory rates it; the
 number falls with it; schedulers poll GET /api/health/."""
 
+import socket
+
 import pytest
 
 from apps.discovery.models import Difference
@@ -9,6 +11,8 @@ from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node
 from apps.jobs.models import Job
 from apps.monitoring import health
+from apps.monitoring.demo import load_slos
+from apps.workloads.demo import load_workloads
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +119,21 @@ def test_a_node_whose_gpu_indexes_have_a_gap_is_read_by_index_not_position(fleet
     answer = api_as(viewer).get("/api/health/")
 
     assert answer.status_code == 200
+
+
+def test_with_prometheus_down_the_api_answers_from_the_inventory(fleet, api_as, viewer, settings):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings.RACKPILOT_PROMETHEUS_URL = f"http://127.0.0.1:{port}"
+    settings.RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = 1
+    load_workloads()
+    assert load_slos()  # the service's SLOs (the training job needs more nodes than four)
+    _missing_gpu(fleet["gpu004"])
+
+    body = api_as(viewer).get("/api/health/").json()
+
+    nodes = {node["node"]: node for node in body["nodes"]}
+    assert not nodes["gpu004"]["healthy"] and nodes["gpu001"]["healthy"]
+    slos = next(part for part in body["breakdown"] if part["part"] == "slos_met")
+    assert slos["counted"] == "0 of 0 SLOs met (1 h)"  # none judged: the telemetry could not be read
