@@ -3,7 +3,8 @@ generated slurm.conf (auth/none, free ports, the given nodes declared at 127.0.0
 the real `scontrol` and `sinfo` with SLURM_CONF pointing at it.
 
 The host's Slurm by default; for topology/block (Slurm 23.11+), which bookworm's 22.05 lacks, Debian trixie's 24.11
-unpacked by .ci/slurm-block into RACKPILOT_TEST_SLURM_ROOT (block_slurm below)."""
+unpacked by .ci/slurm-block into RACKPILOT_TEST_SLURM_ROOT (block_slurm below); for topology.yaml (Slurm 25.05+),
+Debian forky's unpacked into RACKPILOT_TEST_SLURM_YAML_ROOT (yaml_slurm)."""
 
 import getpass
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 STARTUP_DEADLINE_S = 60.0  # how long the controller may take to answer `scontrol ping` (a busy CI machine)
 BINARIES = ("slurmctld", "scontrol", "sinfo")
 BLOCK_SINCE = (23, 11)  # the first Slurm with topology/block
+YAML_SINCE = (25, 5)  # the first Slurm that reads topology.yaml
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,24 @@ def missing_binaries() -> list[str]:
 def block_slurm() -> tuple[Slurm | None, str]:
     """A Slurm with topology/block: the host's if new enough, else the one unpacked at RACKPILOT_TEST_SLURM_ROOT;
     (None, why) where there is none."""
-    if not HOST.missing() and HOST.version() >= BLOCK_SINCE:
+    return _slurm_since(BLOCK_SINCE, "topology/block", "RACKPILOT_TEST_SLURM_ROOT")
+
+
+def yaml_slurm() -> tuple[Slurm | None, str]:
+    """A Slurm that reads topology.yaml: the host's if new enough, else the one unpacked at
+    RACKPILOT_TEST_SLURM_YAML_ROOT; (None, why) where there is none."""
+    return _slurm_since(YAML_SINCE, "topology.yaml", "RACKPILOT_TEST_SLURM_YAML_ROOT")
+
+
+def _slurm_since(version: tuple[int, int], what: str, variable: str) -> tuple[Slurm | None, str]:
+    if not HOST.missing() and HOST.version() >= version:
         return HOST, ""
-    root = os.environ.get("RACKPILOT_TEST_SLURM_ROOT", "")
+    root = os.environ.get(variable, "")
     unpacked = Slurm(Path(root)) if root else None
-    if unpacked is None or unpacked.missing():
+    if unpacked is None or unpacked.missing() or unpacked.version() < version:
         return None, (
-            "no Slurm with topology/block (23.11+) here: the host's is older or absent, and RACKPILOT_TEST_SLURM_ROOT "
-            "names no Slurm unpacked by .ci/slurm-block"
+            f"no Slurm with {what} ({'.'.join(f'{part:02}' if n else str(part) for n, part in enumerate(version))}+) "
+            f"here: the host's is older or absent, and {variable} names no Slurm unpacked by .ci/slurm-block"
         )
     return unpacked, ""
 
@@ -81,6 +93,7 @@ def slurm_conf(
     topology: bool = False,
     plugin: str = "tree",
     plugin_dir: Path | None = None,
+    partitions: tuple[str, ...] = (),
 ) -> str:
     """A minimal slurm.conf for one controller on this host and the given nodes (no slurmd runs for them); with
     `topology`, the tree plugin reading topology.conf beside it."""
@@ -107,6 +120,7 @@ def slurm_conf(
         "ReturnToService=2",
         *(f"NodeName={node} NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN" for node in nodes),
         "PartitionName=gpu Nodes=ALL Default=YES State=UP",
+        *partitions,
         *([f"TopologyPlugin=topology/{plugin}"] if topology else []),
     ]
     return "\n".join(lines) + "\n"
@@ -139,14 +153,24 @@ class Controller:
 
 
 def start_controller(
-    directory: Path, nodes: list[str], *, topology: str | None = None, plugin: str = "tree", slurm: Slurm = HOST
+    directory: Path,
+    nodes: list[str],
+    *,
+    topology: str | None = None,
+    plugin: str = "tree",
+    topology_yaml: str | None = None,
+    partitions: tuple[str, ...] = (),
+    slurm: Slurm = HOST,
 ) -> Controller:
     """A controller for `nodes`; `topology`: the text of a topology.conf to start it with (topology/`plugin`);
-    `slurm`: whose programs."""
+    `topology_yaml`: of a topology.yaml beside slurm.conf instead (its topologies name their plugins); `partitions`:
+    slurm.conf lines beside the default partition of every node; `slurm`: whose programs."""
     for sub in ("state", "spool"):
         (directory / sub).mkdir(parents=True, exist_ok=True)
     if topology is not None:
         (directory / "topology.conf").write_text(topology)
+    if topology_yaml is not None:
+        (directory / "topology.yaml").write_text(topology_yaml)
     conf = directory / "slurm.conf"
     conf.write_text(
         slurm_conf(
@@ -158,6 +182,7 @@ def start_controller(
             topology=topology is not None,
             plugin=plugin,
             plugin_dir=slurm.plugin_dir,
+            partitions=partitions,
         )
     )
     binary = slurm.program("slurmctld")

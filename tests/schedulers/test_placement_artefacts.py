@@ -15,13 +15,13 @@ from django.urls import reverse
 
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Node, NvlinkDomain
-from apps.parsers.slurm import expand_hostlist
+from apps.parsers.slurm import compress_hostlist, expand_hostlist
 from apps.schedulers.compute_domain import ManifestError, check_manifest, compute_domain, manifest_yaml
 from apps.schedulers.services import scheduled_nodes
 from apps.schedulers.topology_conf import block_topology
 from tests.live_server import need
 
-from .slurmctld import block_slurm, start_controller
+from .slurmctld import block_slurm, start_controller, yaml_slurm
 
 pytestmark = pytest.mark.django_db
 
@@ -202,3 +202,45 @@ def test_a_real_slurmctld_with_the_block_plugin_reads_the_blocks(racks, tmp_path
     assert read == expected
     # The servers in no NVLink domain: Slurm says no block reaches them (docs/schedulers.md, "topology/block").
     assert f"blocks lack access to {len(blocks.unplaced)} nodes" in log and len(blocks.unplaced) == 8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_slurmctld_reads_the_tree_and_the_blocks_from_topology_yaml(tmp_path):
+    # A mixed fleet's file (Slurm 25.05+): the tree for every node as the cluster's default, and the NVLink domain's
+    # block beside it for the partition that names it, as the file's header says to.
+    slurm, why = yaml_slurm()
+    need(slurm is not None, why)
+    load_cluster(ClusterShape(compute_nodes=8, rack_scale_racks=1))
+    blocks = block_topology()
+    nodes = list(scheduled_nodes().order_by("hostname").values_list("hostname", flat=True))
+    trays = blocks.blocks[0].nodes
+    partition = f"PartitionName=nvl Nodes={compress_hostlist(trays)} Topology=nvlink State=UP"
+    controller = start_controller(
+        tmp_path / "slurm", nodes, topology_yaml=blocks.yaml, partitions=(partition,), slurm=slurm
+    )
+    try:
+        shown = {name: controller.run("scontrol", "show", "topology", *name) for name in [(), ("tree-a",), ("nvlink",)]}
+        nvl = controller.run("scontrol", "show", "partition", "nvl")
+    finally:
+        controller.stop()
+    assert all(answer.returncode == 0 for answer in shown.values()), [answer.stderr for answer in shown.values()]
+
+    def read(text: str) -> dict:
+        fields = [dict(part.split("=", 1) for part in line.split() if "=" in part) for line in text.splitlines()]
+        return {
+            one.get("SwitchName") or one.get("BlockName"): (
+                expand_hostlist(one["Nodes"]),
+                one.get("Switches", "").split(",") if one.get("Switches") else one.get("BlockSize"),
+            )
+            for one in fields
+            if one
+        }
+
+    tree = read(shown[("tree-a",)].stdout)
+    assert read(shown[()].stdout) == tree  # the tree is the cluster's default
+    switches = yaml.safe_load(blocks.yaml)[0]["tree"]["switches"]
+    leaves = {one["switch"]: expand_hostlist(one["nodes"]) for one in switches if "nodes" in one}
+    assert {name: tree[name][0] for name in leaves} == leaves
+    assert tree["fabric-a"] == (nodes, ["spine-a1", "spine-a2"])  # every node under the switch above the spines
+    assert read(shown[("nvlink",)].stdout) == {"nvl01": (trays, "18")}
+    assert "Topology=nvlink" in nvl.stdout, nvl.stdout
