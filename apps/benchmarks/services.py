@@ -754,6 +754,7 @@ def measurement_rows(run: BenchmarkRun) -> list[dict]:
         {
             "round": item.round.index + 1 if item.round else None,
             "hosts": item.hosts if len(item.hosts) <= 8 else [*item.hosts[:8], f"... {len(item.hosts)} hosts"],
+            "host_count": len(item.hosts),  # `hosts` stops at eight names
             "case": item.case,
             "value": item.value,
             "unit": item.unit,

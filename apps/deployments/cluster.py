@@ -297,14 +297,15 @@ def _judge_link_errors(
         )
 
 
-def _hosts_in_words(hosts: list[str]) -> str:
-    return hosts[0] if len(hosts) == 1 else f"all {len(hosts)} nodes together"
+def _hosts_in_words(row: dict) -> str:
+    count = row.get("host_count", len(row["hosts"]))  # the rows list eight names at most
+    return row["hosts"][0] if count == 1 else f"all {count} nodes together"
 
 
 def _hpl_lowest(row: dict) -> str:
     figure = f"{row['value']:,.0f} {row['unit']} per GPU"
     share = f", {row['value'] / row['expected']:.0%} of the {row['expected']:,.0f} expected" if row["expected"] else ""
-    return f"lowest {figure}{share} ({_hosts_in_words(row['hosts'])})"
+    return f"lowest {figure}{share} ({_hosts_in_words(row)})"
 
 
 def _oop_rows(series: list) -> list[dict]:

@@ -292,3 +292,11 @@ def test_the_phase_is_optional(demo_cluster, operator, run_shards, api_as):
     )
     assert bad.status_code == 400 and "options.acceptance.cluster" in bad.json()
     assert not Deployment.objects.filter(name="bad").exists()
+
+
+def test_a_set_of_more_than_eight_nodes_is_counted_whole():
+    # The stored rows list eight names and "... 18 hosts" (an NVL72 domain's 18 trays): the count is the set's.
+    trays = [f"nvl01-t{index:02}" for index in range(1, 19)]
+    row = {"value": 243_168.0, "unit": "GFLOPS", "expected": None, "hosts": [*trays[:8], "... 18 hosts"]}
+    assert cluster._hpl_lowest({**row, "host_count": 18}) == "lowest 243,168 GFLOPS per GPU (all 18 nodes together)"
+    assert cluster._hpl_lowest({**row, "hosts": trays[:1], "host_count": 1}).endswith("(nvl01-t01)")
