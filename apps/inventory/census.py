@@ -26,6 +26,7 @@ class CensusNode:
     role: str
     status: str
     expected_gpu_count: int
+    power_state: str  # as its BMC last read it; blank: never read
     gpus: dict[str, int] = field(default_factory=dict)  # health -> how many of its GPUs (none: not there)
     gpu_count: int = 0
 
@@ -68,7 +69,7 @@ def _count(hostname: str | None) -> GpuCensus:
     if hostname is not None:
         nodes, gpus = nodes.filter(hostname=hostname), gpus.filter(node__hostname=hostname)
     # Tuples, not model instances: a fleet has thousands of nodes.
-    columns = ("pk", "hostname", "public_id", "role", "status", "expected_gpu_count")
+    columns = ("pk", "hostname", "public_id", "role", "status", "expected_gpu_count", "power_state")
     by_pk = {row[0]: CensusNode(*row) for row in nodes.order_by("hostname").values_list(*columns)}
     by_health = Counter()
     # COUNT(*), not of the ids: PostgreSQL counts from the (node, health) index alone.

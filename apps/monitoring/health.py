@@ -19,7 +19,7 @@ from apps.discovery.models import Difference
 from apps.health import services as health_events
 from apps.health.choices import NodeState
 from apps.inventory.census import gpu_census
-from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus
+from apps.inventory.choices import GpuHealth, NodeRole, NodeStatus, PowerState
 from apps.inventory.models import Gpu, Node
 from apps.monitoring import services
 from apps.monitoring.models import Slo
@@ -67,13 +67,16 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     if hostname is not None:
         compute = compute.filter(hostname=hostname)
     # From the read's GPU census, which lists every node (by hostname) once a read: tuples, a fleet has thousands.
-    nodes = [(node.pk, node.hostname, node.status) for node in gpu_census(hostname=hostname).compute_nodes]
+    census = gpu_census(hostname=hostname).compute_nodes
+    nodes = [(node.pk, node.hostname, node.status) for node in census]
     # The telemetry's questions asked first: Prometheus answers them while the database is read below.
     flags = services.telemetry_health_asked(hostname=hostname) if with_telemetry else None
     by_id = {pk: NodeHealth(hostname, status) for pk, hostname, status in nodes}
-    for pk, _, status in nodes:
-        if status not in SERVING_STATUSES:
-            by_id[pk].fail(f"status is {NodeStatus(status).label.lower()}")
+    for node in census:
+        if node.status not in SERVING_STATUSES:
+            by_id[node.pk].fail(f"status is {NodeStatus(node.status).label.lower()}")
+        if node.power_state == PowerState.OFF:  # a leak's trays powered off, a node powered down for repair
+            by_id[node.pk].fail("powered off (its BMC reads it off)")
     for node_id, events in health_events.open_events_by_node(compute).items():
         by_id[node_id].events = events
         for event in events:
@@ -86,6 +89,12 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
                 by_id[node_id].degrade(event.reason)
             else:
                 by_id[node_id].reasons.append(event.reason)  # for information: the node stays as it was
+    # A switch tray's fault is in no node (apps/monitoring/nvlink_watch.py): the trays of its domain work on with
+    # fewer links, so they are degraded, not unhealthy.
+    for event in health_events.open_events().filter(nvlink_switch_tray__isnull=False):
+        trays = compute.filter(nvlink_domain__switch_trays=event.nvlink_switch_tray_id).values_list("pk", flat=True)
+        for pk in trays:
+            by_id[pk].degrade(event.reason)
     # Gpu.health follows its open events (apps/health writes it): a GPU with one is judged above, by its events.
     judged = {event.gpu_id for node in by_id.values() for event in node.events if event.gpu_id}
     unhealthy = Gpu.objects.filter(node__in=compute).exclude(health=GpuHealth.HEALTHY).exclude(pk__in=judged)

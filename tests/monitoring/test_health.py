@@ -6,9 +6,11 @@ import socket
 import pytest
 
 from apps.discovery.models import Difference
-from apps.inventory.choices import NodeStatus
+from apps.health.choices import NodeState, Severity, Source
+from apps.health.services import record_event
+from apps.inventory.choices import NodeStatus, PowerState
 from apps.inventory.demo import ClusterShape, load_cluster
-from apps.inventory.models import Node
+from apps.inventory.models import Node, NvlinkSwitchTray
 from apps.jobs.models import Job
 from apps.monitoring import health
 from apps.monitoring.demo import load_slos
@@ -137,3 +139,34 @@ def test_with_prometheus_down_the_api_answers_from_the_inventory(fleet, api_as, 
     assert not nodes["gpu004"]["healthy"] and nodes["gpu001"]["healthy"]
     slos = next(part for part in body["breakdown"] if part["part"] == "slos_met")
     assert slos["counted"] == "0 of 0 SLOs met (1 h)"  # none judged: the telemetry could not be read
+
+
+def test_a_node_its_bmc_reads_off_is_not_healthy(fleet):
+    Node.objects.filter(hostname="gpu002").update(power_state=PowerState.OFF)
+
+    nodes = {node.hostname: node for node in health.node_health(with_telemetry=False)}
+
+    assert not nodes["gpu002"].healthy and nodes["gpu002"].reasons == ["powered off (its BMC reads it off)"]
+    assert nodes["gpu001"].healthy
+
+
+def test_a_switch_tray_down_degrades_the_trays_of_its_domain_only(db):
+    load_cluster(ClusterShape(compute_nodes=4, nodes_per_rack=4, management_nodes=0, rack_scale_racks=1))
+    Node.objects.update(status=NodeStatus.READY)
+    tray = NvlinkSwitchTray.objects.get(domain__name="nvl01", slot=6)
+    record_event(
+        component=tray,
+        source=Source.TELEMETRY,
+        kind="nvlink_switch_tray_down",
+        severity=Severity.MAJOR,
+        summary="nvl01-sw6 (switch tray 6 of nvl01) down: every GPU of the domain lost its 2 links to it",
+    )
+
+    nodes = {node.hostname: node for node in health.node_health(with_telemetry=False)}
+
+    trays = [node for name, node in nodes.items() if name.startswith("nvl01-t")]
+    assert len(trays) == 18
+    assert all(node.healthy and node.state == NodeState.DEGRADED for node in trays)  # fewer links, still in service
+    down = "nvl01-sw6 (switch tray 6 of nvl01) down: every GPU of the domain lost its 2 links to it"
+    assert trays[0].reasons == [f"{down} (major, telemetry watch)"]
+    assert nodes["gpu001"].state == NodeState.HEALTHY and nodes["gpu001"].reasons == []
