@@ -25,7 +25,7 @@ from apps.diagnosis.health_events import gpu_at, nic_at, pci_address
 from apps.health import services as health
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
-from apps.inventory.choices import NodeRole, NodeStatus
+from apps.inventory.choices import NodeRole, NodeStatus, PowerState
 from apps.inventory.models import Node
 from apps.jobs.choices import JOB_ACTIVE
 from apps.jobs.models import Job
@@ -55,10 +55,12 @@ CITED_LINES = 10  # of one event's observation (the dashboard shows three)
 
 def schedule_read() -> Job | None:
     """Start one `kernel-log` job over every compute node in service, unless one is still queued or running (a slow
-    fleet never piles reads up). Called every 5 minutes (RACKPILOT_PERIODIC_TASKS)."""
+    fleet never piles reads up). Called every 5 minutes (RACKPILOT_PERIODIC_TASKS). A node its BMC reads powered off
+    is left out: it has no kernel to ask (a leak's trays powered off failed every read's steps)."""
     if Job.objects.filter(kind=KIND, status__in=JOB_ACTIVE).exists():
         return None
-    nodes = Node.objects.filter(role=NodeRole.COMPUTE).exclude(status=NodeStatus.RETIRED).order_by("hostname")
+    nodes = Node.objects.filter(role=NodeRole.COMPUTE).exclude(status=NodeStatus.RETIRED)
+    nodes = nodes.exclude(power_state=PowerState.OFF).order_by("hostname")
     targets = tuple(str(public_id) for public_id in nodes.values_list("public_id", flat=True))
     if not targets:
         return None

@@ -11,6 +11,7 @@ from django.conf import settings
 
 from apps.health.choices import Severity, Source
 from apps.health.models import HealthEvent
+from apps.inventory.choices import PowerState
 from apps.inventory.demo import ClusterShape, load_cluster
 from apps.inventory.models import Gpu, Node
 from apps.jobs.choices import JobStatus
@@ -58,6 +59,12 @@ def _open():
 
 def test_the_read_is_one_of_the_periodic_tasks():
     assert settings.RACKPILOT_PERIODIC_TASKS["rackpilot.monitoring.read_kernel_logs"] == 300
+
+
+def test_a_node_powered_off_is_not_read(fleet):
+    Node.objects.filter(hostname="gpu002").update(power_state=PowerState.OFF)
+    job = kernel_log.schedule_read()
+    assert list(job.steps.values_list("hostname", flat=True).distinct()) == ["gpu001"]
 
 
 def test_xid_and_aer_lines_on_the_simulated_nodes_are_events_on_their_gpus_once(fleet, run_shards):
