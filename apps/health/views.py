@@ -15,7 +15,12 @@ from apps.health.forms import ClearEventForm, ReliabilityForm
 from apps.health.models import HealthEvent
 
 
-def _page_of(event: HealthEvent):
+def _page_of(event: HealthEvent, back: str = ""):
+    """Where the event is shown: its node's page (or its switch's, its switch tray's rack); `back` "rack": its rack's
+    page, where the rack's leaks are cleared."""
+    rack = event.node.rack if event.node_id else None
+    if back == "rack" and rack is not None:
+        return redirect("rack-detail", public_id=rack.public_id)
     if event.node_id:
         return redirect("node-detail", public_id=event.node.public_id)
     if event.switch_id:
@@ -29,11 +34,12 @@ def _page_of(event: HealthEvent):
 @require_POST
 def clear_event(request, public_id):
     """An operator clears an event from its node or switch page, with a reason (audited)."""
-    event = get_object_or_404(HealthEvent.objects.select_related("node", "switch"), public_id=public_id)
+    event = get_object_or_404(HealthEvent.objects.select_related("node__rack", "switch"), public_id=public_id)
+    back = request.POST.get("back", "")
     form = ClearEventForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"Not cleared: {form_problems(form)}")
-        return _page_of(event)
+        return _page_of(event, back)
     try:
         with transaction.atomic():
             services.clear_event(
@@ -43,7 +49,7 @@ def clear_event(request, public_id):
         messages.error(request, f"Not cleared: {' '.join(str(m) for ms in error.detail.values() for m in ms)}")
     else:
         messages.success(request, f"Cleared {event.kind} on {event.component_label}.")
-    return _page_of(event)
+    return _page_of(event, back)
 
 
 @login_required

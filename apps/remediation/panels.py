@@ -38,4 +38,5 @@ def rack_coolant(rack, request) -> dict:
         "off_noun": "tray" if all(node.nvlink_domain_id for node in off) else "node",  # a rack-scale rack's are trays
         "may_power_off": bool(trays) and operator,
         "may_power_on": bool(off) and operator,
+        "may_clear": operator,  # once the leak is found and fixed (the sensors read dry again)
     }

@@ -170,3 +170,21 @@ def test_a_leak_in_a_switch_tray_powers_the_rack_trays_off_and_the_rack_page_say
         "coolant leak at nvl01-sw4 (leak sensor nvl01-sw4-leak): powering off the 18 trays of rack nvl01"
     )
     assert set(Node.objects.filter(rack=rack).values_list("power_state", flat=True)) == {PowerState.OFF}
+
+
+def test_an_operator_clears_the_leak_from_the_rack_page_and_is_brought_back_to_it(
+    nvl72_trays, coolant_leak, client, operator, viewer
+):
+    event = coolant_leak(nvl72_trays[2])
+    rack = nvl72_trays[2].rack
+    clear = f"/health/events/{event.public_id}/clear/"
+    assert clear in client_page(client, operator, rack)
+    assert clear not in client_page(client, viewer, rack)  # viewers read it, no form
+
+    client.force_login(operator)
+    response = client.post(clear, {"reason": "drip pan dried, fitting reseated", "back": "rack"})
+
+    assert response.status_code == 302 and response.url == f"/racks/{rack.public_id}/"
+    event.refresh_from_db()
+    assert not event.is_open and event.clear_reason == "drip pan dried, fitting reseated"
+    assert "Coolant leak in this rack" not in client_page(client, operator, rack)
