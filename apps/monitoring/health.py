@@ -69,8 +69,6 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     # From the read's GPU census, which lists every node (by hostname) once a read: tuples, a fleet has thousands.
     census = gpu_census(hostname=hostname).compute_nodes
     nodes = [(node.pk, node.hostname, node.status) for node in census]
-    # The telemetry's questions asked first: Prometheus answers them while the database is read below.
-    flags = services.telemetry_health_asked(hostname=hostname) if with_telemetry else None
     by_id = {pk: NodeHealth(hostname, status) for pk, hostname, status in nodes}
     for node in census:
         if node.status not in SERVING_STATUSES:
@@ -124,8 +122,9 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
     for incident in Incident.objects.unresolved().filter(node__in=compute).only("node_id", "title", "state"):
         what = "open" if incident.active else "unresolved"
         by_id[incident.node_id].fail(f"{what} incident: {incident.title}")
-    if flags is not None:
-        for flagged in flags()["flagged"]:
+    if with_telemetry:
+        flags = services.telemetry_health(hostname=hostname)
+        for flagged in flags["flagged"]:
             what = f"XID {flagged['xid']}" if flagged["xid"] else counted(flagged["ecc"], "uncorrectable ECC error")
             node = by_id.get(names.get(flagged["node"].hostname))
             if node is not None and int(flagged["gpu"]) not in node.bad_gpus:  # an open event says it already
@@ -136,8 +135,6 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
 
 def fleet_health(*, with_slos: bool = True) -> dict:
     """The number and its breakdown; each part is a share from 0 to 1 and says what it counted."""
-    slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
-    met = services.slos_met_asked(slo_rows, window="1h")  # asked now: answered while the nodes' health is read
     every_node = node_health()
     nodes = [node for node in every_node if node.in_production]
     gpu_total = gpu_census().compute_gpus(statuses=PRODUCTION_STATUSES)
@@ -147,7 +144,9 @@ def fleet_health(*, with_slos: bool = True) -> dict:
     open_incidents = Incident.objects.unresolved().count()
     not_in_production = Counter(node.status for node in every_node if not node.in_production)
     drifting = sum(1 for node in nodes if any("open difference" in reason for reason in node.reasons))
-    judged = [value for value in met() if value is not None]
+    slo_rows = list(Slo.objects.select_related("service", "training_job", "rack")) if with_slos else []
+    met = services.slos_met(slo_rows, window="1h")
+    judged = [value for value in met if value is not None]
     parts = {
         "gpus_healthy": (gpu_ok / gpu_total if gpu_total else 1.0, f"{gpu_ok} of {gpu_total} GPUs"),
         "nodes_healthy": (

@@ -1,8 +1,7 @@
 """What the telemetry pages show, read through the telemetry interface. Reads only: nothing here writes."""
 
 import math
-from collections.abc import Callable
-from functools import cache, partial
+from functools import partial
 
 from django.conf import settings
 from django.db.models import Prefetch
@@ -172,66 +171,56 @@ def node_page(*, node: Node, window: Window) -> dict:
 
 def telemetry_health(*, now: float | None = None, hostname: str | None = None) -> dict:
     """GPUs the inventory calls healthy, less those whose telemetry reports an XID or uncorrectable ECC errors now:
-    the dashboard's Healthy count with what the cards themselves say; `hostname`: that node's GPUs only."""
-    return telemetry_health_asked(now=now, hostname=hostname)()
-
-
-def telemetry_health_asked(*, now: float | None = None, hostname: str | None = None) -> Callable[[], dict]:
-    """telemetry_health, answered when called: its questions are asked now, so that a server's answers come while
-    the caller reads its database (fleet health). The fleet's is asked once a read request: the dashboard asks twice
-    (this panel and the fleet-health number)."""
+    the dashboard's Healthy count with what the cards themselves say; `hostname`: that node's GPUs only. The fleet's
+    is worked out once a read request: the dashboard asks twice (this panel and the fleet-health number)."""
     if now is None and hostname is None:
-        return kept_for_this_read("telemetry_health", partial(_telemetry_health_asked, now=None, hostname=None))
-    return _telemetry_health_asked(now=now, hostname=hostname)
+        return kept_for_this_read("telemetry_health", _telemetry_health)
+    return _telemetry_health(now=now, hostname=hostname)
 
 
 HEALTH_READ_EVERY_S = 15  # docker/prometheus.yml's scrape_interval
 
 
-def _telemetry_health_asked(*, now: float | None, hostname: str | None) -> Callable[[], dict]:
+def _telemetry_health(*, now: float | None = None, hostname: str | None = None) -> dict:
     source, error = _source()
+    healthy = Gpu.objects.filter(health=GpuHealth.HEALTHY)
+    if hostname is not None:
+        healthy = healthy.filter(node__hostname=hostname)
     census = gpu_census(hostname=hostname)
-    context = {"error": error, "inventory_healthy": census.by_health[GpuHealth.HEALTHY], "flagged": [], "healthy": None}
+    inventory_healthy = census.by_health[GpuHealth.HEALTHY]
+    context = {"error": error, "inventory_healthy": inventory_healthy, "flagged": [], "healthy": None}
     if source is None:
-        return lambda: context
+        return context
     # "Now" rounded up to the scrape interval: what Prometheus scraping every 15 s would show, up, not down, so that
     # what was scraped a moment ago is in force. The simulator reads its record's minute at or before it.
     end = math.ceil(timezone.now().timestamp() / HEALTH_READ_EVERY_S) * HEALTH_READ_EVERY_S if now is None else now
     hostnames = census.hostnames_with(GpuHealth.HEALTHY)
-    asked = source.ask(
+    try:
+        readings = source.gather(
+            {
+                field: partial(source.gpu_values_at, field, hostnames=hostnames, at=end, nonzero=True)
+                for field in ("xid", "ecc_dbe")
+            }
+        )
+    except TelemetryError as problem:
+        context["error"] = str(problem)
+        return context
+    # The GPUs that report something are few: only theirs are asked for and looked up (a fleet has tens of thousands).
+    reporting = {key for values in readings.values() for key in values}
+    named = healthy.filter(node__hostname__in={host for host, _ in reporting})
+    flagged = sorted(reporting & {(host, str(index)) for host, index in named.values_list("node__hostname", "index")})
+    nodes = {node.hostname: node for node in Node.objects.filter(hostname__in={host for host, _ in flagged})}
+    context["flagged"] = [
         {
-            field: partial(source.gpu_values_at, field, hostnames=hostnames, at=end, nonzero=True)
-            for field in ("xid", "ecc_dbe")
+            "node": nodes[host],
+            "gpu": gpu,
+            "xid": int(readings["xid"].get((host, gpu), 0)),
+            "ecc": int(readings["ecc_dbe"].get((host, gpu), 0)),
         }
-    )
-
-    @cache  # the dashboard's two panels call for the one answer
-    def answered() -> dict:
-        try:
-            readings = asked()
-        except TelemetryError as problem:
-            return {**context, "error": str(problem)}
-        # The GPUs that report something are few: only theirs are looked up (a fleet has tens of thousands).
-        reporting = {key for values in readings.values() for key in values}
-        healthy = Gpu.objects.filter(health=GpuHealth.HEALTHY, node__hostname__in={host for host, _ in reporting})
-        named = {(host, str(index)) for host, index in healthy.values_list("node__hostname", "index")}
-        flagged = sorted(reporting & named)
-        nodes = {node.hostname: node for node in Node.objects.filter(hostname__in={host for host, _ in flagged})}
-        return {
-            **context,
-            "flagged": [
-                {
-                    "node": nodes[host],
-                    "gpu": gpu,
-                    "xid": int(readings["xid"].get((host, gpu), 0)),
-                    "ecc": int(readings["ecc_dbe"].get((host, gpu), 0)),
-                }
-                for host, gpu in flagged
-            ],
-            "healthy": context["inventory_healthy"] - len(flagged),
-        }
-
-    return answered
+        for host, gpu in flagged
+    ]
+    context["healthy"] = context["inventory_healthy"] - len(flagged)
+    return context
 
 
 # --- SLOs -------------------------------------------------------------------------------------------------------------
@@ -324,36 +313,25 @@ def slo_counts_between(source: Telemetry, spec: slo.SloSpec, *, start: float, en
 
 
 def slos_met(rows, *, window: str) -> list[bool | None]:
-    """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable)."""
-    return slos_met_asked(rows, window=window)()
-
-
-def slos_met_asked(rows, *, window: str) -> Callable[[], list[bool | None]]:
-    """slos_met, answered when called. The recorded verdicts of them all come in one question, asked now (a server
-    answers while the caller reads its database); an SLO the record lacks is worked out from its series then."""
+    """Whether each SLO met its objective over the window (None: nothing judged, or the telemetry unreadable). The
+    recorded verdicts of them all come in one question; an SLO the record lacks is worked out from its series."""
     source, _ = _source()
-    if source is None or not rows:
-        return lambda: [None for _ in rows]
+    if source is None:
+        return [None for _ in rows]
     named, counted_to = _budget_window(window, None)
-    names = [row.name for row in rows]
-    asked = source.ask({"recorded": partial(source.recorded_slo_counts, slos=names, span=named.span, end=counted_to)})
-
-    def answered() -> list[bool | None]:
+    try:
+        recorded = source.recorded_slo_counts(slos=[row.name for row in rows], span=named.span, end=counted_to)
+    except TelemetryError:
+        return [None for _ in rows]
+    met = []
+    for row in rows:
+        counts = recorded.get(row.name)
+        spec = row.spec(hosts=counts is None)  # recorded verdicts are counted without the SLO's nodes
         try:
-            recorded = asked()["recorded"]
+            met.append(_budget(source, spec, window, named, counted_to, counts).met)
         except TelemetryError:
-            return [None for _ in rows]
-        met = []
-        for row in rows:
-            counts = recorded.get(row.name)
-            spec = row.spec(hosts=counts is None)  # recorded verdicts are counted without the SLO's nodes
-            try:
-                met.append(_budget(source, spec, window, named, counted_to, counts).met)
-            except TelemetryError:
-                met.append(None)
-        return met
-
-    return answered
+            met.append(None)
+    return met
 
 
 def slo_latest(source: Telemetry, spec: slo.SloSpec, *, end: float | None = None) -> float | None:

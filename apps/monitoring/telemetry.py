@@ -353,11 +353,6 @@ class Telemetry(ABC):
         source whose questions wait on a server asks them at once."""
         return {key: question() for key, question in questions.items()}
 
-    def ask(self, questions: dict) -> Callable[[], dict]:
-        """gather(questions), answered when called: a source whose questions wait on a server asks them now, so that
-        the caller reads its database while the server works; the others are asked when called."""
-        return partial(self.gather, questions)
-
     def recorded_slo_counts(self, *, slos: list[str], span: float, end: float) -> dict[str, tuple[int, int]]:
         """SLO name -> (judged, met) over the window from recorded rules (Prometheus's rackpilot:slo_good), for each
         of `slos` whose record covers the window, all in one question; an SLO left out is not recorded (the caller
@@ -1034,13 +1029,9 @@ class PrometheusTelemetry(Telemetry):
     def gather(self, questions):
         if len(questions) < 2:
             return super().gather(questions)
-        return self.ask(questions)()
-
-    def ask(self, questions):
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(questions), CONCURRENT_QUERIES)))
-        futures = {key: pool.submit(question) for key, question in questions.items()}
-        pool.shutdown(wait=False)  # its threads end with their questions
-        return lambda: {key: future.result() for key, future in futures.items()}
+        with ThreadPoolExecutor(max_workers=min(len(questions), CONCURRENT_QUERIES)) as pool:
+            futures = {key: pool.submit(question) for key, question in questions.items()}
+            return {key: future.result() for key, future in futures.items()}
 
     def nic_values_now(self, *, hostnames, at):
         """The latest scrape of node_exporter's series (the `node` label its targets carry names the host)."""

@@ -181,20 +181,3 @@ def test_every_query_is_asked_of_prometheus(prometheus_counting):
     for _ in range(3):
         source.query("up", at=1435781451.781)
     assert prometheus_counting["asked"] == 3
-
-
-def test_prometheus_is_asked_before_the_answers_are_called_for():
-    # Fleet health asks its telemetry first and reads its database while Prometheus works (apps/monitoring/health.py).
-    asked = threading.Event()
-    answers = PrometheusTelemetry("http://127.0.0.1:9090").ask({"up": lambda: asked.set() or 1, "down": lambda: 0})
-    assert asked.wait(timeout=60), "the question waited for its answer to be called for"
-    assert answers() == {"up": 1, "down": 0}
-
-
-def test_a_question_prometheus_refused_is_raised_when_its_answer_is_called_for():
-    def refused():
-        raise TelemetryError("Prometheus at http://127.0.0.1:9090 refused the query: bad_data")
-
-    answers = PrometheusTelemetry("http://127.0.0.1:9090").ask({"up": refused})
-    with pytest.raises(TelemetryError, match="refused the query"):
-        answers()
