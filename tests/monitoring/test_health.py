@@ -1,8 +1,6 @@
 """Fleet health: a GPU an open difference says is missing is not healthy, however the inventory rates it; the
 number falls with it; schedulers poll GET /api/health/."""
 
-import socket
-
 import pytest
 
 from apps.discovery.models import Difference
@@ -15,6 +13,8 @@ from apps.jobs.models import Job
 from apps.monitoring import health
 from apps.monitoring.demo import load_slos
 from apps.workloads.demo import load_workloads
+
+from .conftest import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -124,10 +124,7 @@ def test_a_node_whose_gpu_indexes_have_a_gap_is_read_by_index_not_position(fleet
 
 
 def test_with_prometheus_down_the_api_answers_from_the_inventory(fleet, api_as, viewer, settings):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    settings.RACKPILOT_PROMETHEUS_URL = f"http://127.0.0.1:{port}"
+    settings.RACKPILOT_PROMETHEUS_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     settings.RACKPILOT_PROMETHEUS_TIMEOUT_SECONDS = 1
     load_workloads()
     assert load_slos()  # the service's SLOs (the training job needs more nodes than four)
