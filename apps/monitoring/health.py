@@ -89,10 +89,15 @@ def node_health(*, with_telemetry: bool = True, hostname: str | None = None) -> 
                 by_id[node_id].reasons.append(event.reason)  # for information: the node stays as it was
     # A switch tray's fault is in no node (apps/monitoring/nvlink_watch.py): the trays of its domain work on with
     # fewer links, so they are degraded, not unhealthy.
-    for event in health_events.open_events().filter(nvlink_switch_tray__isnull=False):
-        trays = compute.filter(nvlink_domain__switch_trays=event.nvlink_switch_tray_id).values_list("pk", flat=True)
-        for pk in trays:
-            by_id[pk].degrade(event.reason)
+    down = defaultdict(list)  # domain id -> its switch trays' open events' reasons
+    for event in (
+        health_events.open_events().filter(nvlink_switch_tray__isnull=False).select_related("nvlink_switch_tray")
+    ):
+        down[event.nvlink_switch_tray.domain_id].append(event.reason)
+    if down:  # one query for every domain's trays, and none at all while no switch tray is down
+        for pk, domain_id in compute.filter(nvlink_domain__in=list(down)).values_list("pk", "nvlink_domain_id"):
+            for reason in down[domain_id]:
+                by_id[pk].degrade(reason)
     # Gpu.health follows its open events (apps/health writes it): a GPU with one is judged above, by its events.
     judged = {event.gpu_id for node in by_id.values() for event in node.events if event.gpu_id}
     unhealthy = Gpu.objects.filter(node__in=compute).exclude(health=GpuHealth.HEALTHY).exclude(pk__in=judged)
